@@ -1,0 +1,101 @@
+"""Crash-safe file replacement: temp file in the same directory -> fsync -> rename -> fsync dir.
+
+A reader (or a kill -9) sees either the old file or the new one, never a torn one, because
+rename(2) within one directory is atomic. Temp names carry TEMP_MARK so the next writer can
+clean up temps left by a crashed one.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+TEMP_MARK = ".ackdeck-tmp-"
+
+
+def temp_path_for(path: Path) -> Path:
+    # Same directory as the target so the rename never crosses a filesystem.
+    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; without it a power cut can resurrect the old name.
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_temp(
+    path: Path,
+    chunks: Iterable[bytes],
+    *,
+    mode: int | None = None,
+    owner: tuple[int, int] | None = None,
+    fsync: bool = True,
+) -> Path:
+    """Write `chunks` to a fresh temp file next to `path`; return its path (not yet renamed).
+
+    On any error the temp file is removed and the original is untouched.
+    """
+    tmp = temp_path_for(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        if mode is not None:
+            os.fchmod(fd, mode)
+        if owner is not None and os.geteuid() == 0:
+            # Only root may give a file away; for anyone else the file is already theirs.
+            os.fchown(fd, *owner)
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def replace(tmp: Path, path: Path, *, fsync: bool = True) -> None:
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, fsync: bool = True) -> None:
+    """Replace `path` with `data` atomically."""
+    replace(write_temp(path, [data], mode=mode, fsync=fsync), path, fsync=fsync)
+
+
+def clean_stale_temps(path: Path) -> int:
+    """Remove temp files for `path` left by writers that died. Call under the writer's lock."""
+    prefix = f".{path.name}{TEMP_MARK}"
+    removed = 0
+    try:
+        entries = list(os.scandir(path.parent))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if entry.name.startswith(prefix):
+            _unlink_quietly(Path(entry.path))
+            removed += 1
+    return removed
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

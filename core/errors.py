@@ -1,0 +1,39 @@
+"""One exception hierarchy. Every message is a single line a user can act on."""
+
+from __future__ import annotations
+
+
+class AckdeckError(Exception):
+    """Base class. `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class InvalidName(AckdeckError):
+    """A session, process or room name that could escape its directory."""
+
+
+class InvalidInput(AckdeckError):
+    """A line, regex, option or config value that cannot be used."""
+
+
+class RoomUnavailable(AckdeckError):
+    """The room file or its directory cannot be read or written."""
+
+
+class UnsafeSidecar(AckdeckError):
+    """The sidecar directory is a symlink or owned by someone else."""
+
+
+class CorruptState(AckdeckError):
+    """A ledger, receipt or wake file failed to parse. It is kept on disk, never deleted."""
+
+
+class ColdAck(AckdeckError):
+    """An ack without a prior read. Nothing was written."""
+
+    exit_code = 3
+
+
+class ProcessError(AckdeckError):
+    """A monitored process could not be started, found or signalled."""
