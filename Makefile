@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/ackdeck demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check core tui tests bench
+	$(BIN)/ruff check $(wildcard core tui tests bench)
 	$(BIN)/mypy core
 
 test: $(STAMP) lint
