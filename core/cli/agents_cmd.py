@@ -1,0 +1,123 @@
+"""`ackdeck mcp …` (the agents' MCP server) and `ackdeck hooks …` (agent hook wiring)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+from .. import hooks
+from ..names import check_name
+
+DEFAULT_SESSION = "agent"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="run the MCP server (stdio) for one agent session and its rooms",
+        description="Serve room_list_new, room_ack, room_push, room_status, process_start, "
+        "process_output and wakes_drain over stdio. Only the configured rooms are reachable; "
+        "the first is the default.",
+    )
+    p.add_argument("--session", required=True, help="the agent's session name")
+    p.add_argument(
+        "--room",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="a notification file the agent may use (repeatable; the first is the default)",
+    )
+    p.set_defaults(handler=_mcp)
+
+    h = sub.add_parser("hooks", help="wire ackdeck into an agent's settings.json, and hook output")
+    hsub = h.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
+
+    p = hsub.add_parser(
+        "install",
+        help="add the session-start, prompt and stop hooks to a Claude-Code-style settings.json",
+        description="Creates the file if missing, keeps every other key and hook, backs the file "
+        "up once (FILE.ackdeck-backup) before the first change, and changes nothing when the "
+        "hooks are already there.",
+    )
+    p.add_argument(
+        "--settings",
+        default=None,
+        metavar="FILE",
+        help=f"settings file (default {hooks.default_settings_path()})",
+    )
+    p.add_argument("--session", default=DEFAULT_SESSION, help=f"default {DEFAULT_SESSION!r}")
+    p.add_argument(
+        "--room", action="append", default=[], metavar="PATH", help="a room to report (repeatable)"
+    )
+    p.add_argument(
+        "--ackdeck",
+        default=None,
+        metavar="CMD",
+        help="how hooks invoke ackdeck (default: this installation's absolute path)",
+    )
+    p.set_defaults(handler=_install)
+
+    p = hsub.add_parser("bootstrap", help="print the session-start instructions for an agent")
+    p.add_argument("--session", default=DEFAULT_SESSION)
+    p.add_argument("--room", action="append", default=[], metavar="PATH")
+    p.set_defaults(handler=_bootstrap)
+
+    p = hsub.add_parser("prompt", help="print unread room lines (never acks); silent if none")
+    p.add_argument("--session", default=DEFAULT_SESSION)
+    p.add_argument("--room", action="append", default=[], metavar="PATH")
+    p.set_defaults(handler=_prompt)
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    # Imported here: the SDK is heavy and only this subcommand needs it.
+    from ..mcp_server import DoorConfig, serve
+
+    serve(DoorConfig.make(args.session, args.room, args.home))
+    return 0
+
+
+def _ackdeck_command(explicit: str | None) -> list[str]:
+    import shlex
+
+    if explicit:
+        return shlex.split(explicit)
+    found = shutil.which("ackdeck")
+    if found:
+        return [os.path.abspath(found)]
+    # Not on PATH (e.g. run as `python -m core.cli`): this interpreter can still run it.
+    return [sys.executable, "-m", "core.cli"]
+
+
+def _install(args: argparse.Namespace) -> int:
+    check_name(args.session)
+    commands = hooks.hook_commands(
+        _ackdeck_command(args.ackdeck), args.session, args.room, args.home
+    )
+    target = args.settings or hooks.default_settings_path()
+    result = hooks.install(target, commands)
+    if not result.changed:
+        print(f"{result.path}: ackdeck hooks already installed; nothing changed")
+        return 0
+    verb = "created" if result.created else "updated"
+    print(f"{result.path}: {verb} with ackdeck hooks for session {args.session!r}")
+    if result.backup is not None:
+        print(f"backup of the previous file: {result.backup}")
+    for event in hooks.EVENTS:
+        command = commands.get(event)
+        if command:
+            print(f"  {event}: {command}")
+    return 0
+
+
+def _bootstrap(args: argparse.Namespace) -> int:
+    print(hooks.bootstrap_text(args.session, args.room))
+    return 0
+
+
+def _prompt(args: argparse.Namespace) -> int:
+    text = hooks.prompt_text(args.session, args.room)
+    if text:
+        print(text)
+    return 0

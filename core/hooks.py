@@ -1,0 +1,333 @@
+"""Agent hooks: wire ackdeck into a Claude-Code-style settings.json, and the texts they print.
+
+Three hooks, each a plain `ackdeck …` command:
+- SessionStart  -> `ackdeck hooks bootstrap`: tells the agent how to read then ack (and never to
+  truncate a notification file); its stdout becomes context for the agent.
+- UserPromptSubmit -> `ackdeck hooks prompt`: lists unread room lines without acking them.
+- Stop          -> `ackdeck wakes drain --hook`: delivers monitor wakes (exit 2 + text).
+
+`merge_hooks` is the pure decision (what the settings become); `install` is the I/O around it:
+parse (a malformed file is left untouched), back up once, write atomically.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _atomic
+from .errors import AckdeckError, InvalidInput
+from .names import check_name
+from .rooms import Room
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+# Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
+# in-flight output reads to settle before it decides what to deliver, so it gets more.
+TIMEOUTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}
+# Subcommand tokens that identify ackdeck's own hook for each event.
+_SIGNATURES = {
+    "SessionStart": ("hooks", "bootstrap"),
+    "UserPromptSubmit": ("hooks", "prompt"),
+    "Stop": ("wakes", "drain"),
+}
+BACKUP_SUFFIX = ".ackdeck-backup"
+PROMPT_MAX_LINES = 20
+PROMPT_MAX_CHARS = 300
+
+
+# ----- the commands ---------------------------------------------------------------------------
+def hook_commands(
+    ackdeck: Sequence[str],
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]] = (),
+    home: str | None = None,
+) -> dict[str, str | None]:
+    """The shell command for each event (None: no hook for that event)."""
+    check_name(session)
+    if not ackdeck:
+        raise InvalidInput("the ackdeck command must not be empty")
+    base = [*ackdeck, *(["--home", os.path.abspath(home)] if home else [])]
+    # Absolute paths: hooks run in whatever directory the agent was started in.
+    room_args = [a for r in rooms for a in ("--room", os.path.abspath(os.fspath(r)))]
+    return {
+        "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
+        # Without rooms there is nothing to list before each prompt.
+        "UserPromptSubmit": (
+            shlex.join([*base, "hooks", "prompt", "--session", session, *room_args])
+            if room_args
+            else None
+        ),
+        "Stop": shlex.join([*base, "wakes", "drain", "--session", session, "--hook"]),
+    }
+
+
+def is_ackdeck_hook(event: str, command: object) -> bool:
+    """Whether `command` is the hook ackdeck installs for `event` (any session, room or path)."""
+    if not isinstance(command, str) or event not in _SIGNATURES:
+        return False
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return False
+    runs_ackdeck = any(os.path.basename(t) == "ackdeck" or t == "core.cli" for t in tokens)
+    sig = _SIGNATURES[event]
+    has_sig = any(tuple(tokens[i : i + len(sig)]) == sig for i in range(len(tokens)))
+    return runs_ackdeck and has_sig
+
+
+def _group(event: str, command: str) -> dict[str, Any]:
+    # No matcher: SessionStart then also fires after resume/clear/compact, when the agent has
+    # lost the instructions; the other two events take no matcher.
+    return {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUTS[event]}]}
+
+
+# ----- the pure merge ---------------------------------------------------------------------------
+def merge_hooks(settings: Mapping[str, Any], commands: Mapping[str, str | None]) -> dict[str, Any]:
+    """`settings` with ackdeck's hooks set to `commands`; every other key and hook is kept.
+
+    Idempotent: when the desired hook is already the only ackdeck hook of an event, that event
+    is left exactly as it is (position included).
+    """
+    out = copy.deepcopy(dict(settings))
+    hooks = out.get("hooks")
+    if hooks is None:
+        hooks = {}
+    elif not isinstance(hooks, dict):
+        raise InvalidInput(f'"hooks" must be a JSON object, found {type(hooks).__name__}')
+    for event in EVENTS:
+        desired = commands.get(event)
+        groups = hooks.get(event)
+        if groups is None:
+            if desired:
+                hooks[event] = [_group(event, desired)]
+            continue
+        if not isinstance(groups, list):
+            raise InvalidInput(
+                f'"hooks.{event}" must be a JSON array, found {type(groups).__name__}'
+            )
+        ours = [
+            h
+            for g in groups
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"]
+            if isinstance(h, dict) and is_ackdeck_hook(event, h.get("command"))
+        ]
+        if desired and len(ours) == 1 and _group(event, desired) in groups:
+            continue
+        if not ours and not desired:
+            continue
+        kept: list[Any] = []
+        for g in groups:
+            if not (isinstance(g, dict) and isinstance(g.get("hooks"), list)):
+                kept.append(g)  # not a shape we understand: not ours to touch
+                continue
+            rest = [
+                h
+                for h in g["hooks"]
+                if not (isinstance(h, dict) and is_ackdeck_hook(event, h.get("command")))
+            ]
+            if len(rest) == len(g["hooks"]):
+                kept.append(g)
+            elif rest:
+                kept.append({**g, "hooks": rest})
+            # else: the group held only ackdeck hooks; drop it
+        if desired:
+            kept.append(_group(event, desired))
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if hooks or "hooks" in out:
+        out["hooks"] = hooks
+    return out
+
+
+# ----- the installer (I/O) ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class InstallResult:
+    path: Path
+    changed: bool
+    created: bool
+    backup: Path | None  # the backup written by this run, if any
+
+
+def default_settings_path() -> Path:
+    return Path.home() / ".claude" / "settings.json"
+
+
+def install(
+    settings_path: str | os.PathLike[str], commands: Mapping[str, str | None]
+) -> InstallResult:
+    """Write ackdeck's hooks into `settings_path`. Never touches a file it cannot parse."""
+    shown = Path(settings_path).expanduser()
+    # A symlinked settings file (dotfile managers) is updated in place of its target, so the
+    # link survives the atomic rename.
+    path = Path(os.path.realpath(shown))
+    raw, mode = _read_settings(path, shown)
+    current = _parse_settings(raw, shown) if raw is not None else {}
+    updated = merge_hooks(current, commands)
+    if raw is not None and updated == current:
+        return InstallResult(shown, False, False, None)
+    data = (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode()
+    backup: Path | None = None
+    try:
+        if raw is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            candidate = path.with_name(path.name + BACKUP_SUFFIX)
+            # Only the first change is backed up: later runs must not overwrite the pristine
+            # pre-ackdeck copy with an already-modified one.
+            if not candidate.exists():
+                _atomic.atomic_write(candidate, raw, mode=mode)
+                backup = candidate
+        tmp = _atomic.write_temp(path, [data], mode=mode)
+        # Agents rewrite their own settings too: if the file changed since we parsed it,
+        # renaming over it would drop their change. Refuse instead; a re-run merges cleanly.
+        if _current_bytes(path) != raw:
+            _atomic._unlink_quietly(tmp)
+            raise InvalidInput(
+                f"{shown} changed while ackdeck was updating it; run the command again"
+            )
+        _atomic.replace(tmp, path)
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot write {exc.filename or shown}: {exc.strerror or exc}; settings left unchanged"
+        ) from None
+    return InstallResult(shown, True, raw is None, backup)
+
+
+def _read_settings(path: Path, shown: Path) -> tuple[bytes | None, int]:
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise InvalidInput(f"{shown} is a directory, not a settings file")
+        with open(path, "rb") as f:
+            return f.read(), stat.S_IMODE(st.st_mode)
+    except FileNotFoundError:
+        # New file: settings may hold tokens in "env", so keep it private.
+        return None, 0o600
+    except PermissionError:
+        raise InvalidInput(f"cannot read {shown}: permission denied") from None
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
+    if not raw.strip():
+        return {}  # an empty file holds no settings to lose
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{shown} is not UTF-8 text; left untouched") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{shown} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
+            "left untouched"
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            f"{shown} must hold a JSON object, found {type(value).__name__}; left untouched"
+        )
+    return value
+
+
+# ----- what the hooks print ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Unread:
+    room: Path
+    count: int
+    lines: list[bytes]  # the oldest unread lines, at most PROMPT_MAX_LINES
+    error: str | None = None
+
+
+def peek_unread(room: Room, session: str) -> Unread:
+    """The session's unread lines, without recording a read or acking anything.
+
+    Display only: counts come from core's status, the lines from one read-only pass over
+    the file afterwards, so a concurrent ack or append can make them differ by a few lines.
+    """
+    st = room.status()
+    mine = st.sessions.get(session)
+    count = mine.unread if mine is not None else st.pending
+    if count <= 0:
+        return Unread(room.path, 0, [])
+    try:
+        with open(room.path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return Unread(room.path, 0, [])
+    complete = data[: data.rfind(b"\n") + 1]
+    lines = complete.splitlines()
+    unread = lines[max(0, len(lines) - count) :]
+    return Unread(room.path, len(unread), unread[:PROMPT_MAX_LINES])
+
+
+def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
+    """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say."""
+    check_name(session)
+    parts: list[str] = []
+    for r in rooms:
+        try:
+            u = peek_unread(Room(r), session)
+        except (AckdeckError, OSError) as exc:
+            # One broken room must not hide the others or block the prompt.
+            parts.append(f"ackdeck: cannot check room {r}: {exc}")
+            continue
+        if u.count == 0:
+            continue
+        shown = [_clip(x.decode("utf-8", errors="replace")) for x in u.lines]
+        more = u.count - len(shown)
+        parts.append(
+            f"ackdeck: {u.count} unread line(s) in room {u.room} (not acked yet):\n"
+            + "\n".join(f"  {x}" for x in shown)
+            + (f"\n  ... and {more} more" if more > 0 else "")
+            + f"\nRead them with room_list_new (room {u.room.name!r}), act, then room_ack."
+        )
+    return "\n".join(parts)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= PROMPT_MAX_CHARS else line[: PROMPT_MAX_CHARS - 1] + "…"
+
+
+def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
+    """The SessionStart instructions. Names the consumed-only sequence and forbids truncation."""
+    check_name(session)
+    lines = [
+        f"ackdeck: you are session {session!r}.",
+    ]
+    if rooms:
+        lines.append("Notification rooms (files other processes append to):")
+        for r in rooms:
+            try:
+                u = peek_unread(Room(r), session)
+                state = f"{u.count} unread"
+            except (AckdeckError, OSError) as exc:
+                state = f"cannot check: {exc}"
+            lines.append(f"  - {os.path.abspath(os.fspath(r))} ({state})")
+    lines += [
+        "To handle notifications, always read then ack through ackdeck:",
+        "  1. room_list_new (MCP tool), or `ackdeck room read ROOM --session "
+        f"{session}` without MCP;",
+        "  2. act on every line;",
+        f"  3. room_ack, or `ackdeck room ack ROOM --session {session}`. It removes exactly the",
+        "     lines you read and keeps anything that arrived in between.",
+        "NEVER truncate, overwrite, edit or delete a notification file yourself (no `> file`,",
+        "`truncate`, `: >`, rewriting it): lines appended between your read and your write",
+        "would be lost unseen.",
+        "Background commands: process_start (with a monitor regex to be woken), then",
+        "process_output to read; pending wakes are delivered when you stop (wakes_drain).",
+    ]
+    return "\n".join(lines)

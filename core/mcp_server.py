@@ -1,0 +1,644 @@
+"""The agents' door: a stdio MCP server (official `mcp` SDK) over the same core paths as the CLI.
+
+Layers, so the decisions can be tested without the SDK:
+- `resolve_room` (pure): which configured room a tool argument names; nothing else is reachable.
+- `AgentDoor`: one method per tool, each a thin call into core returning a `Reply` (text for
+  the model, structured data for programs, and whether it is an error).
+- `build_server`: registers those methods as MCP tools; an error `Reply` (and every
+  `AckdeckError`) becomes an `isError` result with a one-line text, never a protocol error.
+
+The server holds no state of its own: receipts, cursors and wakes live in files, so a
+restarted server (or the CLI) continues exactly where the previous one stopped.
+"""
+
+# No `from __future__ import annotations` here: the SDK reads tool signatures at runtime, and
+# their Annotated descriptions are built from this server's configured rooms (closure values).
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from .errors import AckdeckError, ColdAck, InvalidInput
+from .names import check_name
+from .rooms import Room
+
+Clock = Callable[[], float]
+
+# process_output may block this long at most; a longer wait belongs in a monitor (wakes).
+MAX_OUTPUT_TIMEOUT = 600.0
+
+
+# ----- configuration and room resolution (pure) --------------------------------------------
+@dataclass(frozen=True)
+class DoorConfig:
+    session: str
+    rooms: tuple[Path, ...]
+    home: str | None = None  # None: core.home.resolve_home picks $ACKDECK_HOME or ~/.ackdeck
+
+    @classmethod
+    def make(
+        cls, session: str, rooms: Sequence[str | os.PathLike[str]], home: str | None = None
+    ) -> "DoorConfig":
+        check_name(session)
+        if not rooms:
+            raise InvalidInput(
+                "configure at least one room (--room PATH); the first is the default"
+            )
+        seen: list[Path] = []
+        for r in rooms:
+            p = _normal(r)
+            if p.name in ("", ".", ".."):
+                raise InvalidInput(f"room {str(r)!r} is not a file path")
+            if p not in seen:
+                seen.append(p)
+        return cls(session, tuple(seen), home)
+
+
+def _normal(path: str | os.PathLike[str]) -> Path:
+    text = os.fspath(path)
+    if "\0" in text:
+        raise InvalidInput("room path contains a NUL byte")
+    # normpath, not resolve(): the configured spelling is the identity; symlinks are not chased.
+    return Path(os.path.normpath(os.path.abspath(text)))
+
+
+def resolve_room(rooms: Sequence[Path], requested: str | None) -> Path:
+    """The configured room that `requested` names: its path (as configured or absolute) or its
+    basename. None means the default (first) room. Anything else is rejected, so an agent can
+    never point the server at an arbitrary file."""
+    if requested is None or requested == "":
+        return rooms[0]
+    if "\0" in requested:
+        raise InvalidInput("room name contains a NUL byte")
+    if "/" in requested:
+        wanted = _normal(requested)
+        if wanted in rooms:
+            return wanted
+    else:
+        by_name = [r for r in rooms if r.name == requested]
+        if len(by_name) == 1:
+            return by_name[0]
+        if len(by_name) > 1:
+            raise InvalidInput(
+                f"room {requested!r} is ambiguous; use one of the full paths: "
+                + ", ".join(str(r) for r in by_name)
+            )
+    raise InvalidInput(
+        f"room {requested[:200]!r} is not configured for this server; use one of: "
+        + ", ".join(_label(rooms, r) for r in rooms)
+    )
+
+
+def _label(rooms: Sequence[Path], room: Path) -> str:
+    """Basename when it identifies the room unambiguously, else the full path."""
+    return room.name if sum(r.name == room.name for r in rooms) == 1 else str(room)
+
+
+def _text(line: bytes) -> str:
+    # Bytes are the truth on disk; they are decoded, with replacement, only to be shown.
+    return line.decode("utf-8", errors="replace")
+
+
+# ----- structured outputs (published as each tool's outputSchema) ---------------------------
+class ListNewOut(BaseModel):
+    room: str
+    path: str
+    lines: list[str]
+    count: int
+    start: int
+    end: int
+    epoch: int
+
+
+class AckOut(BaseModel):
+    room: str
+    path: str
+    mode: str
+    acked: int
+    preserved: int
+    message: str
+    lines: list[str] | None = None
+
+
+class PushOut(BaseModel):
+    room: str
+    path: str
+    offset: int
+
+
+class RoomStatusOut(BaseModel):
+    room: str
+    path: str
+    default: bool
+    exists: bool
+    pending: int
+    partial_bytes: int
+    acked_total: int
+    preserved_total: int
+    pushed_total: int
+    epoch: int
+    last_ack_at: float | None
+    in_flight: int
+    unread: int
+
+
+class StatusOut(BaseModel):
+    session: str
+    rooms: list[RoomStatusOut]
+
+
+class MonitorOut(BaseModel):
+    pattern: str
+    exclude: bool
+    cooldown_ms: int
+    max_events: int | None
+
+
+class ProcessStartOut(BaseModel):
+    name: str
+    run_id: str
+    pid: int | None
+    status: str
+    argv: list[str]
+    cwd: str
+    session: str
+    monitors: list[MonitorOut]
+
+
+class OutputOut(BaseModel):
+    name: str
+    run_id: str
+    status: str
+    exit_code: int | None
+    lines: list[str]
+    count: int
+
+
+class DeliveryOut(BaseModel):
+    name: str
+    run_id: str
+    kind: str
+    filter: str | None
+    exclude: bool
+    lines: list[str]
+    total_matches: int
+
+
+class DrainOut(BaseModel):
+    session: str
+    delivered: list[DeliveryOut]
+    superseded: int
+    pending: int
+    skipped: list[str]
+
+
+# ----- the tools, independent of the SDK -------------------------------------------------------
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    error: bool = False
+
+
+class AgentDoor:
+    """One method per MCP tool. Each validates its arguments, makes one call into core and
+    words the result for a model. Errors are raised as AckdeckError (or returned as an error
+    Reply when there is structured data worth keeping, e.g. a refused ack's counts)."""
+
+    def __init__(self, config: DoorConfig, *, clock: Clock = time.time) -> None:
+        self.config = config
+        self._clock = clock
+        self._home: Path | None = None
+
+    # -- rooms ---------------------------------------------------------------------------
+    def _room(self, requested: str | None) -> tuple[Room, str]:
+        path = resolve_room(self.config.rooms, requested)
+        return Room(path, clock=self._clock), _label(self.config.rooms, path)
+
+    def room_list_new(self, room: str | None = None) -> Reply:
+        r, label = self._room(room)
+        result = r.read(self.config.session)
+        lines = [_text(x) for x in result.lines]
+        data = ListNewOut(
+            room=label,
+            path=str(r.path),
+            lines=lines,
+            count=len(lines),
+            start=result.start,
+            end=result.end,
+            epoch=result.epoch,
+        ).model_dump()
+        if not lines:
+            return Reply(f"no new lines in {label} ({r.path}); nothing to ack", data)
+        head = (
+            f"{len(lines)} new line(s) in {label} ({r.path}), "
+            f"stream bytes [{result.start}, {result.end}) epoch {result.epoch}:"
+        )
+        tail = (
+            f"When you have acted on them, call room_ack (room {label!r}): it removes exactly "
+            "these lines and keeps anything that arrived since."
+        )
+        return Reply("\n".join([head, *lines, tail]), data)
+
+    def room_ack(self, room: str | None = None, all: bool = False) -> Reply:  # noqa: A002
+        r, label = self._room(room)
+        session = self.config.session
+        try:
+            result = r.ack(session, all=all)
+        except ColdAck:
+            unread = self._unread(r)
+            data = AckOut(
+                room=label,
+                path=str(r.path),
+                mode="refused",
+                acked=0,
+                preserved=unread,
+                message="no unacked room_list_new by this session",
+            ).model_dump()
+            return Reply(
+                f"refused: session {session!r} has no unacked room_list_new of {label} "
+                f"({unread} unread line(s)); nothing was acked (acked 0, preserved {unread}). "
+                f"Call room_list_new, act on the lines, then room_ack; or call room_ack with "
+                f"all: true to ack every line and get them back.",
+                data,
+                error=True,
+            )
+        lines = None if result.lines is None else [_text(x) for x in result.lines]
+        data = AckOut(
+            room=label,
+            path=str(r.path),
+            mode=result.mode,
+            acked=result.acked,
+            preserved=result.preserved,
+            message=result.message,
+            lines=lines,
+        ).model_dump()
+        counts = f"acked {result.acked} line(s), preserved {result.preserved} line(s)"
+        if result.mode in ("stale", "refused"):
+            # Nothing was removed and the agent must re-read: make it impossible to miss.
+            return Reply(
+                f"{result.mode}: {result.message} ({counts}). Call room_list_new again, "
+                "then room_ack.",
+                data,
+                error=True,
+            )
+        text = f"{result.mode}: {counts} in {label}."
+        if result.mode == "noop":
+            text = f"noop: {result.message} ({counts} in {label})."
+        if lines:
+            text += " The acked lines:\n" + "\n".join(lines)
+        elif lines is not None:
+            text += " The room had no complete lines."
+        if result.preserved:
+            text += (
+                f"\n{result.preserved} line(s) remain in {label}: call room_list_new to read them."
+            )
+        return Reply(text, data)
+
+    def _unread(self, r: Room) -> int:
+        st = r.status()
+        mine = st.sessions.get(self.config.session)
+        return mine.unread if mine is not None else st.pending
+
+    def room_push(self, room: str, text: str) -> Reply:
+        r, label = self._room(room)
+        offset = r.push(text)
+        data = PushOut(room=label, path=str(r.path), offset=offset).model_dump()
+        return Reply(f"pushed one line to {label} at stream offset {offset}", data)
+
+    def room_status(self, room: str | None = None) -> Reply:
+        # Without a room: every configured room (read-only, and how an agent discovers them).
+        targets = (
+            list(self.config.rooms)
+            if room is None or room == ""
+            else [resolve_room(self.config.rooms, room)]
+        )
+        rows: list[RoomStatusOut] = []
+        for path in targets:
+            st = Room(path, clock=self._clock).status()
+            mine = st.sessions.get(self.config.session)
+            rows.append(
+                RoomStatusOut(
+                    room=_label(self.config.rooms, path),
+                    path=str(path),
+                    default=path == self.config.rooms[0],
+                    exists=st.exists,
+                    pending=st.pending,
+                    partial_bytes=st.partial_bytes,
+                    acked_total=st.acked_total,
+                    preserved_total=st.preserved_total,
+                    pushed_total=st.pushed_total,
+                    epoch=st.epoch,
+                    last_ack_at=st.last_ack_at,
+                    in_flight=mine.in_flight if mine is not None else 0,
+                    unread=mine.unread if mine is not None else st.pending,
+                )
+            )
+        text = "\n".join(
+            f"{row.room}{' (default)' if row.default else ''}: {row.unread} unread, "
+            f"{row.in_flight} in flight (read, not acked), {row.pending} pending, "
+            f"{row.acked_total} acked, {row.preserved_total} preserved"
+            + ("" if row.exists else " [file does not exist yet]")
+            for row in rows
+        )
+        data = StatusOut(session=self.config.session, rooms=rows).model_dump()
+        return Reply(text, data)
+
+    # -- processes and wakes ---------------------------------------------------------------
+    def _home_dir(self) -> Path:
+        if self._home is None:
+            from .home import resolve_home
+
+            self._home = resolve_home(self.config.home)
+        return self._home
+
+    def process_start(
+        self,
+        name: str,
+        argv: list[str],
+        monitor: str | None = None,
+        exclude: bool = False,
+        cooldown_ms: int | None = None,
+        max_events: int | None = None,
+        cwd: str | None = None,
+    ) -> Reply:
+        from . import procs
+
+        check_name(name, "process")
+        if not argv:
+            raise InvalidInput('argv must name a command, e.g. ["pytest", "-x"]')
+        if monitor is None and (exclude or cooldown_ms is not None or max_events is not None):
+            raise InvalidInput("exclude, cooldown_ms and max_events need a monitor regex")
+        if cooldown_ms is not None and cooldown_ms < 0:
+            raise InvalidInput("cooldown_ms must be >= 0")
+        if max_events is not None and max_events < 1:
+            raise InvalidInput("max_events must be >= 1")
+        monitors: list[procs.MonitorSpec] = []
+        if monitor is not None:
+            spec_kw: dict[str, Any] = {"exclude": exclude, "max_events": max_events}
+            if cooldown_ms is not None:
+                spec_kw["cooldown_ms"] = cooldown_ms
+            monitors.append(procs.MonitorSpec(monitor, **spec_kw))
+        info = procs.start(
+            self._home_dir(),
+            name,
+            list(argv),
+            session=self.config.session,
+            monitors=monitors,
+            cwd=cwd,
+        )
+        data = ProcessStartOut(
+            name=info.name,
+            run_id=info.run_id,
+            pid=info.pid,
+            status=info.status,
+            argv=list(info.argv),
+            cwd=info.cwd,
+            session=info.session,
+            monitors=[
+                MonitorOut(
+                    pattern=m.pattern,
+                    exclude=m.exclude,
+                    cooldown_ms=m.cooldown_ms,
+                    max_events=m.max_events,
+                )
+                for m in info.monitors
+            ],
+        ).model_dump()
+        watch = ""
+        if info.monitors:
+            m = info.monitors[0]
+            watch = (
+                f"; monitor {'excluding' if m.exclude else 'matching'} {m.pattern!r} wakes "
+                f"session {info.session!r} (collect with wakes_drain)"
+            )
+        return Reply(
+            f"started {info.name} run {info.run_id} (pid {info.pid}, {info.status}){watch}. "
+            "Read its output with process_output.",
+            data,
+        )
+
+    def process_output(
+        self,
+        name: str,
+        filter: str | None = None,  # noqa: A002 - the tool's argument name
+        exclude: bool = False,
+        timeout: float = 0.0,
+    ) -> Reply:
+        from .output import read_output
+
+        check_name(name, "process")
+        if not 0 <= timeout <= MAX_OUTPUT_TIMEOUT:
+            raise InvalidInput(f"timeout must be between 0 and {MAX_OUTPUT_TIMEOUT:g} seconds")
+        if exclude and filter is None:
+            raise InvalidInput("exclude inverts a filter; give filter as well")
+        res = read_output(
+            self._home_dir(),
+            name,
+            self.config.session,
+            filter=filter,
+            exclude=exclude,
+            timeout=timeout,
+        )
+        lines = [_text(x) for x in res.lines]
+        data = OutputOut(
+            name=res.name,
+            run_id=res.run_id,
+            status=res.status,
+            exit_code=res.exit_code,
+            lines=lines,
+            count=len(lines),
+        ).model_dump()
+        state = res.status if res.exit_code is None else f"{res.status}, exit code {res.exit_code}"
+        head = f"{res.name} run {res.run_id} ({state}): {len(lines)} new line(s)"
+        if filter is not None:
+            head += f" {'not ' if exclude else ''}matching {filter!r}"
+        return Reply("\n".join([head + (":" if lines else ""), *lines]), data)
+
+    def wakes_drain(self) -> Reply:
+        from . import wakes
+
+        result = wakes.drain(self._home_dir(), self.config.session)
+        data = DrainOut(
+            session=self.config.session,
+            delivered=[
+                DeliveryOut(
+                    name=d.name,
+                    run_id=d.run_id,
+                    kind=d.kind,
+                    filter=d.filter,
+                    exclude=d.exclude,
+                    lines=[w.text for w in d.lines],
+                    total_matches=d.total_matches,
+                )
+                for d in result.delivered
+            ],
+            superseded=result.superseded,
+            pending=result.pending,
+            skipped=[str(p) for p in result.skipped],
+        ).model_dump()
+        text = wakes.format_wake_text(result).strip()
+        if not text:
+            text = f"no wakes for session {self.config.session!r}"
+        return Reply(text, data)
+
+
+# ----- the MCP adapter -----------------------------------------------------------------------
+def _result(reply: Reply) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=reply.text)],
+        structured_content=reply.data or None,
+        is_error=reply.error,
+    )
+
+
+def _guard(call: Callable[[], Reply]) -> CallToolResult:
+    """Run one tool body; expected failures become isError results with one line of text."""
+    try:
+        return _result(call())
+    except AckdeckError as exc:
+        return _result(Reply(_one_line(str(exc)), error=True))
+    except OSError as exc:
+        # Core maps the failures it anticipates; anything else still deserves a readable line.
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _result(Reply(f"{exc.strerror or exc}{where}", error=True))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "error"
+
+
+def _instructions(config: DoorConfig) -> str:
+    rooms = ", ".join(_label(config.rooms, r) for r in config.rooms)
+    return (
+        f"ackdeck inbox for session {config.session!r}. Rooms: {rooms} (the first is the "
+        "default). To handle notifications: call room_list_new, act on every line, then "
+        "room_ack; it removes exactly the lines you read and keeps lines that arrived "
+        "meanwhile. Never truncate, overwrite or delete a notification file yourself: that "
+        "loses lines appended between your read and your write. Start background commands "
+        "with process_start (optionally with a monitor regex), read their output with "
+        "process_output, and collect monitor wakes with wakes_drain."
+    )
+
+
+def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
+    """The MCP server for one agent session and its configured rooms."""
+    door = AgentDoor(config, clock=clock)
+    server: MCPServer = MCPServer(
+        name="ackdeck",
+        instructions=_instructions(config),
+        log_level="WARNING",
+    )
+    room_names = ", ".join(_label(config.rooms, r) for r in config.rooms)
+    room_arg = Field(
+        description=f"a configured room (basename or path): {room_names}; default: the first",
+    )
+
+    @server.tool(
+        name="room_list_new",
+        description="Return every complete line now in the room and remember exactly what was "
+        "returned (for room_ack). Lines are decoded as UTF-8 with replacement.",
+    )
+    def room_list_new(
+        room: Annotated[str | None, room_arg] = None,
+    ) -> Annotated[CallToolResult, ListNewOut]:
+        return _guard(lambda: door.room_list_new(room))
+
+    @server.tool(
+        name="room_ack",
+        description="Remove exactly the lines your last room_list_new returned; lines that "
+        "arrived since are preserved. Without a prior room_list_new it refuses (nothing is "
+        "removed) unless all is true, which acks every complete line and returns them.",
+    )
+    def room_ack(
+        room: Annotated[str | None, room_arg] = None,
+        all: Annotated[  # noqa: A002 - the documented tool argument
+            bool, Field(description="ack every complete line now in the room and return them")
+        ] = False,
+    ) -> Annotated[CallToolResult, AckOut]:
+        return _guard(lambda: door.room_ack(room, all))
+
+    @server.tool(
+        name="room_push",
+        description="Append one line (no newline, no NUL) to a configured room.",
+    )
+    def room_push(
+        room: Annotated[str, Field(description=f"a configured room: {room_names}")],
+        text: Annotated[str, Field(description="the line to append")],
+    ) -> Annotated[CallToolResult, PushOut]:
+        return _guard(lambda: door.room_push(room, text))
+
+    @server.tool(
+        name="room_status",
+        description="Counters for a configured room (all configured rooms when room is "
+        "omitted): unread and in-flight lines for this session, pending, acked, preserved.",
+    )
+    def room_status(
+        room: Annotated[
+            str | None,
+            Field(description=f"one of {room_names}; omit for every room"),
+        ] = None,
+    ) -> Annotated[CallToolResult, StatusOut]:
+        return _guard(lambda: door.room_status(room))
+
+    @server.tool(
+        name="process_start",
+        description="Start a background command under an ackdeck supervisor. With monitor "
+        "(a regex), output lines that match (or, with exclude, do not match) wake this "
+        "session; lines you were already shown by process_output never wake you.",
+    )
+    def process_start(
+        name: Annotated[str, Field(description="process name (A-Z a-z 0-9 . _ @ -)")],
+        argv: Annotated[list[str], Field(description='the command, e.g. ["pytest", "-x"]')],
+        monitor: Annotated[str | None, Field(description="regex to watch for")] = None,
+        exclude: Annotated[bool, Field(description="wake on lines NOT matching")] = False,
+        cooldown_ms: Annotated[
+            int | None, Field(description="batch matches for this long (default 1000)")
+        ] = None,
+        max_events: Annotated[
+            int | None, Field(description="stop the monitor after this many matches")
+        ] = None,
+        cwd: Annotated[str | None, Field(description="working directory")] = None,
+    ) -> Annotated[CallToolResult, ProcessStartOut]:
+        return _guard(
+            lambda: door.process_start(name, argv, monitor, exclude, cooldown_ms, max_events, cwd)
+        )
+
+    @server.tool(
+        name="process_output",
+        description="New output lines of a process since your last read, optionally filtered; "
+        "waits up to timeout seconds for something to show. Lines returned here count as "
+        "seen: a monitor will not wake you for them. Lines a filter skipped still can.",
+    )
+    def process_output(
+        name: Annotated[str, Field(description="process name")],
+        filter: Annotated[  # noqa: A002 - the documented tool argument
+            str | None, Field(description="regex; only matching lines are returned")
+        ] = None,
+        exclude: Annotated[bool, Field(description="return lines NOT matching filter")] = False,
+        timeout: Annotated[
+            float, Field(description=f"seconds to wait, 0-{MAX_OUTPUT_TIMEOUT:g}")
+        ] = 0.0,
+    ) -> Annotated[CallToolResult, OutputOut]:
+        return _guard(lambda: door.process_output(name, filter, exclude, timeout))
+
+    @server.tool(
+        name="wakes_drain",
+        description="Deliver pending monitor wakes for this session (matched output you have "
+        "not been shown yet) and mark them delivered.",
+    )
+    def wakes_drain() -> Annotated[CallToolResult, DrainOut]:
+        return _guard(door.wakes_drain)
+
+    return server
+
+
+def serve(config: DoorConfig) -> None:
+    """Run the server on stdin/stdout until the client disconnects."""
+    build_server(config).run("stdio")
