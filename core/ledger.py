@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import _atomic
 from .errors import CorruptState
@@ -22,8 +23,21 @@ from .errors import CorruptState
 HEAD_BYTES = 4096
 
 
+class FileStat(NamedTuple):
+    """The parts of stat(2) the ledger compares."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+def stat_of(st: os.stat_result) -> FileStat:
+    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 class FileIdentity(BaseModel):
-    """The room file as ackdeck last left it."""
+    """The room file as ackdeck last saw or left it."""
 
     model_config = ConfigDict(extra="ignore")
     dev: int
@@ -31,6 +45,25 @@ class FileIdentity(BaseModel):
     size: int
     head_len: int
     head_sha: str
+    # Appends always grow a file, so the same inode at the same size with another mtime can
+    # only be an in-place rewrite (`printf 'x\n' > room`). None in ledgers from older versions.
+    mtime_ns: int | None = None
+
+
+class PrevInode(BaseModel):
+    """A replaced room inode kept alive by a hard link in the sidecar for a grace period.
+
+    Producers that do not lock (`printf >> room`) may have opened the path just before an ack
+    renamed a new file over it; their bytes land in this inode. Every exclusive operation
+    carries bytes past `offset` into the current file until the grace period ends.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+    name: str
+    dev: int
+    ino: int
+    offset: int
+    since: float
 
 
 class PendingRewrite(BaseModel):
@@ -41,6 +74,10 @@ class PendingRewrite(BaseModel):
     model_config = ConfigDict(extra="ignore")
     identity: FileIdentity
     base: int
+    # What the interrupted ack did, so recovery can complete its counters and audit entry.
+    session: str = ""
+    acked: int = 0
+    at: float | None = None
 
 
 class Ledger(BaseModel):
@@ -50,6 +87,7 @@ class Ledger(BaseModel):
     epoch: int = 0
     identity: FileIdentity | None = None
     pending: PendingRewrite | None = None
+    prev: list[PrevInode] = Field(default_factory=list)
     acked_total: int = 0
     preserved_total: int = 0
     last_ack_at: float | None = None
@@ -70,6 +108,9 @@ class ReceiptHeader(BaseModel):
     # After an ack the receipt becomes a cursor: it still tells where the session stopped
     # reading (for unread counts) but no longer authorises an ack.
     acked: bool = False
+    # The room file as this read saw it: an in-place rewrite after the read (same inode, shrunk
+    # or same size with a new mtime) makes the receipt stale even if the ledger cannot tell.
+    seen: FileIdentity | None = None
 
 
 @dataclass(frozen=True)
@@ -81,17 +122,21 @@ class Receipt:
 M = TypeVar("M", bound=BaseModel)
 
 
-def load_model(path: Path, model: type[M]) -> M | None:
+def load_model(path: Path, model: type[M], *, hint: str = "") -> M | None:
     """Parse a JSON state file; None if it does not exist. A bad file raises and is kept."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise CorruptState(f"state file {path} is a directory{hint}") from None
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
         first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
-        raise CorruptState(f"corrupt state file {path} ({first}); it was left in place") from None
+        raise CorruptState(
+            f"corrupt state file {path} ({first}); it was left in place{hint}"
+        ) from None
 
 
 def store_model(path: Path, value: BaseModel, *, fsync: bool = False) -> None:
@@ -124,15 +169,36 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def identity_of(dev: int, ino: int, size: int, head: bytes) -> FileIdentity:
-    head = head[: min(size, HEAD_BYTES)]
-    return FileIdentity(dev=dev, ino=ino, size=size, head_len=len(head), head_sha=sha256(head))
+def identity_of(st: FileStat, head: bytes) -> FileIdentity:
+    head = head[: min(st.size, HEAD_BYTES)]
+    return FileIdentity(
+        dev=st.dev,
+        ino=st.ino,
+        size=st.size,
+        head_len=len(head),
+        head_sha=sha256(head),
+        mtime_ns=st.mtime_ns,
+    )
+
+
+def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
+    """True if the same inode was provably rewritten in place after `seen` was taken.
+
+    Appends (the only in-place change ackdeck or a well-behaved producer makes) always grow
+    the file, so shrinking, or the same size with a different mtime, means a rewrite. A rewrite
+    that leaves the file larger with an unchanged head is indistinguishable from an append.
+    """
+    if (st.dev, st.ino) != (seen.dev, seen.ino):
+        return False
+    if st.size < seen.size:
+        return True
+    return st.size == seen.size and seen.mtime_ns is not None and st.mtime_ns != seen.mtime_ns
 
 
 Verdict = Literal["same", "new", "foreign", "recovered"]
 
 
-def classify(ledger: Ledger, dev: int, ino: int, size: int, head: bytes) -> Verdict:
+def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
     """How the file on disk relates to what ackdeck last wrote.
 
     `head` must hold at least the first HEAD_BYTES bytes of the file (or all of it).
@@ -141,34 +207,45 @@ def classify(ledger: Ledger, dev: int, ino: int, size: int, head: bytes) -> Verd
     - "recovered": an ack crashed after its rename; the file is that ack's output;
     - "foreign": rewritten, replaced or truncated behind ackdeck's back.
     """
-    if ledger.pending is not None and _matches(ledger.pending.identity, dev, ino, size, head):
+    if ledger.pending is not None and _matches(ledger.pending.identity, st, head):
         return "recovered"
     if ledger.identity is None:
         return "new"
-    if _matches(ledger.identity, dev, ino, size, head):
+    if _matches(ledger.identity, st, head):
         return "same"
     return "foreign"
 
 
-def _matches(ident: FileIdentity, dev: int, ino: int, size: int, head: bytes) -> bool:
-    if (dev, ino) != (ident.dev, ident.ino) or size < ident.size:
+def _matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
+    if (st.dev, st.ino) != (ident.dev, ident.ino) or rewritten_since(ident, st):
         return False
     return len(head) >= ident.head_len and sha256(head[: ident.head_len]) == ident.head_sha
 
 
 def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
-    """The ledger after accepting the file on disk as the truth."""
+    """The ledger after accepting the file on disk as the truth.
+
+    Also forgets what no longer applies: a `pending` rewrite whose rename never happened, and
+    `prev` entries for the inode that is still the room (an ack that died before its rename
+    linked the live file; sweeping it into itself would duplicate lines).
+    """
+    prev = [p for p in ledger.prev if (p.dev, p.ino) != (current.dev, current.ino)]
     if verdict == "same":
-        return ledger
+        return ledger.model_copy(update={"pending": None, "prev": prev})
     if verdict == "new":
-        return ledger.model_copy(update={"identity": current, "pending": None})
+        return ledger.model_copy(update={"identity": current, "pending": None, "prev": prev})
     if verdict == "recovered":
-        assert ledger.pending is not None
+        pending = ledger.pending
+        assert pending is not None
         return ledger.model_copy(
             update={
-                "identity": ledger.pending.identity,
-                "base": ledger.pending.base,
+                "identity": pending.identity,
+                "base": pending.base,
                 "pending": None,
+                "prev": prev,
+                "acked_total": ledger.acked_total + pending.acked,
+                "last_ack_at": pending.at if pending.at is not None else ledger.last_ack_at,
+                "last_ack_session": pending.session or ledger.last_ack_session,
             }
         )
     # Foreign: a new epoch. `base` keeps growing so logical offsets never repeat.
@@ -179,6 +256,7 @@ def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
             "base": ledger.base + old_size,
             "identity": current,
             "pending": None,
+            "prev": prev,
         }
     )
 
@@ -204,10 +282,12 @@ def plan_ack(receipt: ReceiptHeader, data: bytes, epoch: int, base: int, head: b
     """
     if receipt.acked:
         return AckPlan("refused", 0, "this read was already acked")
+    if receipt.end == receipt.start:
+        return AckPlan("noop", 0, "the read returned no lines; nothing to ack")
     if receipt.epoch != epoch:
         return AckPlan("stale", 0, "the room was rewritten since this read")
     if receipt.end <= base:
-        return AckPlan("noop", 0, "already acked by another session")
+        return AckPlan("noop", 0, "already acked (by another session or an interrupted ack)")
     if base < receipt.start:
         # Within an epoch base only grows and a read starts at base, so this is corruption.
         return AckPlan("stale", 0, "the ledger moved backwards since this read")

@@ -4,7 +4,16 @@ Protocol (see DESIGN.md "Rooms"):
 - push appends under the *shared* sidecar lock; ack rewrites under the *exclusive* one;
 - read returns complete lines and records a receipt (the exact bytes) per session;
 - ack removes only the receipt's bytes still at the head, then sweeps the old inode for bytes
-  that unlocked producers (`printf >> file`) appended after the read.
+  that unlocked producers (`printf >> file`) appended after the read. The old inode stays
+  hard-linked in the sidecar for a grace period, so late writers and an ack killed between
+  its rename and its sweep lose nothing either.
+
+Ack step by step (each step is a fault-injection point, see `_pause`):
+  before-temp → mid-temp → after-temp → after-link → after-pending → after-rename →
+  after-sweep → after-fsync-dir → after-commit → after-audit → after-receipt
+A kill -9 anywhere leaves the old file (before the rename) or the new one (after it); the next
+exclusive operation removes leftover temps and orphan links, completes an interrupted commit
+(`pending` in the ledger) and carries late bytes from the old inode.
 
 Bytes are the truth: nothing here decodes text.
 """
@@ -14,6 +23,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +46,38 @@ from .names import check_name
 
 Clock = Callable[[], float]
 
-_CHUNK = 1 << 20
+_CHUNK = 4 << 20
+
+# How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
+# path before the rename and writes within this many seconds still reaches the room.
+PREV_GRACE_S = 10.0
+# Bound on replaced inodes kept at once (each holds up to one old copy of the room on disk).
+_MAX_PREV = 8
+_PREV_PREFIX = "prev-"
+
+_LEDGER_HINT = "; move it aside to start a new epoch (unacked lines are then redelivered)"
+
+# ----- fault injection (tests only) -------------------------------------------------------
+# ACKDECK_TEST_PAUSE_AT=step[,step...] makes an acking process stop at those steps: it writes
+# the step name to ACKDECK_TEST_PAUSE_FILE and sleeps until a test deletes that file (continue)
+# or kills it (kill -9 at exactly that point). Read once at import; when unset, `_pause` is one
+# truthiness test of an empty frozenset.
+_PAUSE_AT = frozenset(s for s in os.environ.get("ACKDECK_TEST_PAUSE_AT", "").split(",") if s)
+_PAUSE_FILE = os.environ.get("ACKDECK_TEST_PAUSE_FILE", "")
+
+
+def _pause(step: str) -> None:
+    if _PAUSE_AT and step in _PAUSE_AT:
+        _pause_here(step)
+
+
+def _pause_here(step: str) -> None:
+    marker = Path(_PAUSE_FILE)
+    tmp = marker.with_name(marker.name + ".tmp")
+    tmp.write_text(step)
+    os.replace(tmp, marker)  # the test never sees a half-written step name
+    while marker.exists():
+        time.sleep(0.005)
 
 
 @dataclass(frozen=True)
@@ -79,13 +120,20 @@ class RoomStatus:
 class Room:
     """One notification file and its sidecar directory. Cheap to construct; holds no fds."""
 
-    def __init__(self, path: str | os.PathLike[str], *, clock: Clock = time.time) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        grace: float = PREV_GRACE_S,
+    ) -> None:
         p = Path(path)
         if "\0" in str(p):
             raise InvalidInput("room path contains a NUL byte")
         self.path = p.absolute()
         self.sidecar = self.path.with_name(f".{self.path.name}.ackdeck")
         self._clock = clock
+        self._grace = grace
 
     # ----- sidecar layout -------------------------------------------------------------
     @property
@@ -103,6 +151,10 @@ class Room:
     def receipt_file(self, session: str) -> Path:
         return self.sidecar / "receipts" / f"{check_name(session)}.rcpt"
 
+    def _check_dir(self) -> None:
+        if not self.path.parent.is_dir():
+            raise RoomUnavailable(f"room directory {self.path.parent} does not exist")
+
     def _ensure_sidecar(self, *, create: bool) -> bool:
         """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
         try:
@@ -110,15 +162,15 @@ class Room:
         except FileNotFoundError:
             if not create:
                 return False
-            if not self.path.parent.is_dir():
-                raise RoomUnavailable(f"room directory {self.path.parent} does not exist") from None
+            self._check_dir()
             try:
                 os.mkdir(self.sidecar, 0o700)
             except FileExistsError:
                 pass  # another process created it first; the checks below still apply
-            except PermissionError:
+            except OSError as exc:
                 raise RoomUnavailable(
-                    f"cannot create {self.sidecar}: directory {self.path.parent} is not writable"
+                    f"cannot create {self.sidecar}: {exc.strerror} "
+                    f"(is {self.path.parent} writable?)"
                 ) from None
             try:
                 st = os.lstat(self.sidecar)
@@ -134,7 +186,6 @@ class Room:
             raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: it is not a directory")
         if st.st_uid != os.geteuid():
             raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: owned by uid {st.st_uid}")
-        (self.sidecar / "receipts").mkdir(mode=0o700, exist_ok=True)
         return True
 
     @contextmanager
@@ -148,7 +199,10 @@ class Room:
 
     # ----- state --------------------------------------------------------------------------
     def _ledger(self) -> L.Ledger:
-        return L.load_model(self.ledger_file, L.Ledger) or L.Ledger()
+        return L.load_model(self.ledger_file, L.Ledger, hint=_LEDGER_HINT) or L.Ledger()
+
+    def _store(self, ledger: L.Ledger) -> None:
+        L.store_model(self.ledger_file, ledger)
 
     def _receipt(self, session: str) -> L.Receipt | None:
         path = self.receipt_file(session)
@@ -168,27 +222,143 @@ class Room:
         except IsADirectoryError:
             raise RoomUnavailable(f"room {self.path} is a directory") from None
 
-    def _settled_ledger(self, fd: int, *, can_write: bool) -> tuple[L.Ledger, bool]:
-        """The ledger reconciled with the open file. Returns (ledger, changed).
+    def _settled_ledger(self, fd: int, *, can_write: bool) -> tuple[L.Ledger, L.FileStat, bool]:
+        """The ledger reconciled with the open file. Returns (ledger, file stat, changed).
 
         Persists the change only when `can_write` (the exclusive lock is held).
         """
-        st = os.fstat(fd)
+        cur = L.stat_of(os.fstat(fd))
         head = os.pread(fd, L.HEAD_BYTES, 0)
         ledger = self._ledger()
-        verdict = L.classify(ledger, st.st_dev, st.st_ino, st.st_size, head)
-        if verdict == "same":
-            return ledger, False
-        current = L.identity_of(st.st_dev, st.st_ino, st.st_size, head)
-        settled = L.settle(ledger, verdict, current)
+        verdict = L.classify(ledger, cur, head)
+        settled = L.settle(ledger, verdict, L.identity_of(cur, head))
+        if settled == ledger:
+            return ledger, cur, False
         if can_write:
-            L.store_model(self.ledger_file, settled)
-        return settled, True
+            self._store(settled)
+            if verdict == "recovered" and ledger.pending is not None:
+                p = ledger.pending
+                self._audit(
+                    p.session, "recovered", settled.epoch, ledger.base, p.base, p.acked, 0, None
+                )
+        return settled, cur, True
+
+    # ----- replaced inodes (late unlocked writers) ---------------------------------------
+    def _prevs_need_sweep(self, ledger: L.Ledger) -> bool:
+        """Cheap check under the shared lock: does an old inode hold late bytes, or expire?"""
+        now = self._clock()
+        for p in ledger.prev:
+            if now - p.since > self._grace:
+                return True
+            try:
+                if os.stat(self.sidecar / p.name).st_size > p.offset:
+                    return True
+            except FileNotFoundError:
+                return True
+        return False
+
+    def _sweep_prevs(self, ledger: L.Ledger) -> tuple[L.Ledger, int]:
+        """Carry bytes written to replaced inodes into the room. Exclusive lock held.
+
+        Within the grace period only complete lines are carried (a writer may still be
+        finishing its line); at expiry everything left is carried and the link removed.
+        Stores the ledger when anything changed, so a later crash cannot carry bytes twice
+        (only a kill between the append and that store can duplicate, never lose).
+        Returns (ledger, newlines carried).
+        """
+        if not ledger.prev:
+            return ledger, 0
+        now = self._clock()
+        kept: list[L.PrevInode] = []
+        carried_lines = 0
+        changed = False
+        for p in ledger.prev:
+            link = self.sidecar / p.name
+            expired = now - p.since > self._grace
+            late, carried_lines_p = self._carry_from(link, p, final=expired)
+            carried_lines += carried_lines_p
+            if late is None:  # link vanished or is not that inode any more
+                changed = True
+                continue
+            if late:
+                changed = True
+            if expired:
+                _atomic._unlink_quietly(link)
+                changed = True
+                continue
+            kept.append(p.model_copy(update={"offset": p.offset + late}) if late else p)
+        if not changed:
+            return ledger, 0
+        ledger = ledger.model_copy(update={"prev": kept})
+        self._store(ledger)
+        return ledger, carried_lines
+
+    def _carry_from(self, link: Path, p: L.PrevInode, *, final: bool) -> tuple[int | None, int]:
+        try:
+            src = os.open(link, os.O_RDONLY)
+        except FileNotFoundError:
+            return None, 0
+        try:
+            st = os.fstat(src)
+            if (st.st_dev, st.st_ino) != (p.dev, p.ino):
+                return None, 0
+            late = _pread_all_from(src, p.offset)
+        finally:
+            os.close(src)
+        if not final:
+            late = _complete_prefix(late)
+        if not late:
+            return 0, 0
+        try:
+            out = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            # The room was deleted; keep the bytes in the link until it reappears or expires.
+            return 0, 0
+        try:
+            _write_all(out, late)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        return len(late), late.count(b"\n")
+
+    def _clean_sidecar(self, ledger: L.Ledger) -> None:
+        """Remove temps and links left by crashed writers. Exclusive lock held, so every
+        writer of these names (acks, and reads writing receipts under the shared lock) is idle."""
+        _atomic.clean_stale_temps(self.path)
+        live = {p.name for p in ledger.prev}
+        for directory in (self.sidecar, self.sidecar / "receipts"):
+            try:
+                entries = list(os.scandir(directory))
+            except FileNotFoundError:
+                continue
+            for entry in entries:
+                if _atomic.TEMP_MARK in entry.name or (
+                    entry.name.startswith(_PREV_PREFIX) and entry.name not in live
+                ):
+                    _atomic._unlink_quietly(Path(entry.path))
+
+    def _maybe_sweep(self) -> None:
+        """Sweep replaced inodes if they hold late bytes (used by wait, which never acks)."""
+        if not self._ensure_sidecar(create=False):
+            return
+        ledger = self._ledger()
+        if not ledger.prev or not self._prevs_need_sweep(ledger):
+            return
+        with self._lock(shared=False):
+            fd = self._open()
+            if fd is None:
+                return
+            try:
+                ledger, _, _ = self._settled_ledger(fd, can_write=True)
+                self._sweep_prevs(ledger)
+            finally:
+                os.close(fd)
 
     # ----- read ---------------------------------------------------------------------------
     def read(self, session: str) -> ReadResult:
         """Every complete line in the room; records the session's receipt (replacing the old)."""
         check_name(session)
+        self._check_dir()
         if not self.path.exists() and not self._ensure_sidecar(create=False):
             return ReadResult([], 0, 0, 0)
         shared = True
@@ -199,13 +369,17 @@ class Room:
                     ledger = self._ledger()
                     return ReadResult([], ledger.base, ledger.base, ledger.epoch)
                 try:
-                    ledger, changed = self._settled_ledger(fd, can_write=not shared)
-                    if changed and shared:
+                    ledger, _, changed = self._settled_ledger(fd, can_write=not shared)
+                    if shared and (changed or self._prevs_need_sweep(ledger)):
                         shared = False  # retry under the exclusive lock to record the change
                         continue
-                    data = _complete_prefix(_pread_all(fd, os.fstat(fd).st_size))
+                    if not shared:
+                        ledger, _ = self._sweep_prevs(ledger)
+                    cur = L.stat_of(os.fstat(fd))
+                    content = _pread_all(fd, cur.size)
                 finally:
                     os.close(fd)
+                data = _complete_prefix(content)
                 header = L.ReceiptHeader(
                     session=session,
                     epoch=ledger.epoch,
@@ -214,26 +388,26 @@ class Room:
                     lines=data.count(b"\n"),
                     sha256=L.sha256(data),
                     read_at=self._clock(),
+                    seen=L.identity_of(cur, content),
                 )
                 # Receipts are not fsynced: losing one only turns the next ack into a refused
                 # cold ack (the agent re-reads); it can never cause a deletion.
+                (self.sidecar / "receipts").mkdir(mode=0o700, exist_ok=True)
                 _atomic.atomic_write(
                     self.receipt_file(session),
                     L.encode_receipt(L.Receipt(header, data)),
                     fsync=False,
                 )
-                return ReadResult(
-                    data.splitlines(keepends=False), header.start, header.end, header.epoch
-                )
+                return ReadResult(_split_lines(data), header.start, header.end, header.epoch)
 
     # ----- ack ----------------------------------------------------------------------------
     def ack(self, session: str, *, all: bool = False) -> AckResult:  # noqa: A002 - CLI flag name
         """Remove exactly what `session` consumed (or, with all=True, every complete line)."""
         check_name(session)
+        self._check_dir()
         if not self.path.exists() and not self._ensure_sidecar(create=False):
             return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
         with self._lock(shared=False):
-            _atomic.clean_stale_temps(self.path)
             fd = self._open()
             if fd is None:
                 return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
@@ -243,36 +417,49 @@ class Room:
                 os.close(fd)
 
     def _ack_locked(self, fd: int, session: str, ack_all: bool) -> AckResult:
-        ledger, _ = self._settled_ledger(fd, can_write=True)
-        size = os.fstat(fd).st_size
+        ledger, cur, _ = self._settled_ledger(fd, can_write=True)
+        self._clean_sidecar(ledger)
+        ledger, _ = self._sweep_prevs(ledger)
         receipt = None if ack_all else self._receipt(session)
+        if receipt is not None and receipt.header.seen is not None and not receipt.header.acked:
+            if L.rewritten_since(receipt.header.seen, cur):
+                # Rewritten in place after this read (e.g. truncated and refilled): the bytes
+                # at the head may be new lines identical to the consumed ones. New epoch.
+                head = os.pread(fd, L.HEAD_BYTES, 0)
+                ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
+                self._store(ledger)
+        size = os.fstat(fd).st_size
         if ack_all:
-            content = _pread_all(fd, size)
-            dropped = _complete_prefix(content)
+            dropped = _complete_prefix(_pread_all(fd, size))
             plan = L.AckPlan("all", len(dropped))
+            if not dropped:
+                return AckResult("all", 0, 0, "no complete lines to ack", [])
         elif receipt is None or receipt.header.acked:
             unread = _count_lines(fd, size)
+            why = "no read" if receipt is None else "no unacked read"
             raise ColdAck(
-                f"refused: no unacked read by session {session!r} ({unread} unread line(s)); "
-                "read the room first (room read / room_list_new), then ack, or ack with --all"
+                f"refused: {why} by session {session!r} ({unread} unread line(s)); "
+                "read the room first (room read / room_list_new), then ack, or ack with --all; "
+                "nothing was removed"
             )
         else:
             head = os.pread(fd, max(0, receipt.header.end - ledger.base), 0)
             plan = L.plan_ack(receipt.header, receipt.data, ledger.epoch, ledger.base, head)
             dropped = head[: plan.drop]
         if plan.mode in ("stale", "noop", "refused"):
+            self._mark_receipt_acked(receipt)
+            preserved = _count_lines(fd, size)
             if plan.mode == "stale":
-                # Useless now; keep its end as a cursor so unread counts stay meaningful.
-                self._mark_receipt_acked(receipt)
-                self._audit(session, plan.mode, ledger, 0, 0, b"")
+                self._audit(
+                    session, "stale", ledger.epoch, ledger.base, ledger.base, 0, preserved, b""
+                )
                 return AckResult(
                     "stale",
                     0,
-                    _count_lines(fd, size),
+                    preserved,
                     f"stale: {plan.reason}; nothing was removed. Read the room again, then ack",
                 )
-            self._mark_receipt_acked(receipt)
-            return AckResult(plan.mode, 0, _count_lines(fd, size), plan.reason)
+            return AckResult(plan.mode, 0, preserved, plan.reason)
         return self._rewrite(fd, size, ledger, session, plan, dropped, receipt)
 
     def _rewrite(
@@ -286,81 +473,154 @@ class Room:
         receipt: L.Receipt | None,
     ) -> AckResult:
         st = os.fstat(fd)
-        keep_len = size - plan.drop
+        acked = dropped.count(b"\n")
+        copy = _CountingCopy(fd, plan.drop, size)
+        _pause("before-temp")
         try:
             tmp = _atomic.write_temp(
                 self.path,
-                _pread_chunks(fd, plan.drop, size),
+                copy.chunks(),
                 mode=stat.S_IMODE(st.st_mode),
                 owner=(st.st_uid, st.st_gid),
             )
         except OSError as exc:
             raise _write_error(self.path, exc) from None
+        _pause("after-temp")
+        link: Path | None = None
         try:
-            tst = os.stat(tmp)
-            head = _read_head(tmp)
-            new_identity = L.identity_of(tst.st_dev, tst.st_ino, keep_len, head)
-            new_base = ledger.base + plan.drop
+            new_identity = L.identity_of(L.stat_of(os.stat(tmp)), copy.head)
+            link = self._link_old_inode(st)
+            _pause("after-link")
+            now = self._clock()
+            prev = list(ledger.prev)
+            if link is not None:
+                entry = L.PrevInode(
+                    name=link.name, dev=st.st_dev, ino=st.st_ino, offset=size, since=now
+                )
+                prev = [*prev[-(_MAX_PREV - 1) :], entry]
             # Intent first: if we die after the rename, the next caller recognises the new
-            # inode as ours instead of starting a new epoch.
-            L.store_model(
-                self.ledger_file,
-                ledger.model_copy(
-                    update={"pending": L.PendingRewrite(identity=new_identity, base=new_base)}
-                ),
+            # inode as ours (and sweeps the linked old one) instead of starting a new epoch.
+            pending = ledger.model_copy(
+                update={
+                    "pending": L.PendingRewrite(
+                        identity=new_identity,
+                        base=ledger.base + plan.drop,
+                        session=session,
+                        acked=acked,
+                        at=now,
+                    ),
+                    "prev": prev,
+                }
             )
+            self._store(pending)
+            _pause("after-pending")
+            if not _same_inode(self.path, st):
+                # Replaced behind our back (a foreign rename) since we opened it: our copy is
+                # of a file that is no longer the room. Remove nothing.
+                self._store(ledger)
+                if link is not None:
+                    _atomic._unlink_quietly(link)
+                _atomic._unlink_quietly(tmp)
+                return AckResult(
+                    "stale",
+                    0,
+                    0,
+                    "stale: the room was replaced during the ack; nothing was removed. "
+                    "Read the room again, then ack",
+                )
         except BaseException:
             _atomic._unlink_quietly(tmp)
             raise
         _atomic.replace(tmp, self.path, fsync=False)
+        _pause("after-rename")
         # Unlocked producers that opened the path before the rename wrote into the old inode:
-        # carry those bytes over. Sweep once now and once after the directory fsync (which
-        # takes long enough for a `printf >>` in flight to finish); see README "residual window".
-        swept = self._sweep(fd, size)
-        _atomic.fsync_dir(self.path.parent)
-        swept += self._sweep(fd, size + swept)
-        remaining = self._count_remaining_lines()
-        now = self._clock()
-        committed = ledger.model_copy(
+        # carry those bytes over now, again after the directory fsync, and (through the link)
+        # on every exclusive operation for PREV_GRACE_S. With no link (a filesystem without
+        # hard links) the open descriptor still allows the first two sweeps.
+        committed = pending.model_copy(
             update={
                 "base": ledger.base + plan.drop,
                 "identity": new_identity,
                 "pending": None,
-                "acked_total": ledger.acked_total + dropped.count(b"\n"),
-                "preserved_total": ledger.preserved_total + remaining,
+                "acked_total": ledger.acked_total + acked,
                 "last_ack_at": now,
                 "last_ack_session": session,
             }
         )
-        L.store_model(self.ledger_file, committed)
-        acked = dropped.count(b"\n")
-        self._audit(session, plan.mode, ledger, acked, remaining, dropped)
+        swept_lines = 0
+        fd_offset = size
+        if link is None:
+            fd_offset, n = self._sweep_fd(fd, fd_offset)
+            swept_lines += n
+        else:
+            pending, n = self._sweep_prevs(pending)
+            swept_lines += n
+        _pause("after-sweep")
+        _atomic.fsync_dir(self.path.parent)
+        _pause("after-fsync-dir")
+        if link is None:
+            fd_offset, n = self._sweep_fd(fd, fd_offset)
+            swept_lines += n
+        else:
+            # The sweep stores the ledger with `pending` still set, so a crash right after it is
+            # still recovered as our rename; the commit takes the swept offsets from it.
+            pending, n = self._sweep_prevs(pending)
+            swept_lines += n
+        committed = committed.model_copy(update={"prev": pending.prev})
+        remaining = copy.newlines + swept_lines
+        committed = committed.model_copy(
+            update={"preserved_total": ledger.preserved_total + remaining}
+        )
+        self._store(committed)
+        _pause("after-commit")
+        self._audit(
+            session,
+            plan.mode,
+            ledger.epoch,
+            ledger.base,
+            ledger.base + plan.drop,
+            acked,
+            remaining,
+            dropped,
+        )
+        _pause("after-audit")
         self._mark_receipt_acked(receipt)
-        lines = dropped.splitlines() if plan.mode == "all" else None
+        _pause("after-receipt")
+        lines = _split_lines(dropped) if plan.mode == "all" else None
         msg = f"acked {acked} line(s); preserved {remaining} line(s) that arrived or remain unread"
         return AckResult(plan.mode, acked, remaining, msg, lines)
 
-    def _sweep(self, old_fd: int, offset: int) -> int:
-        """Append bytes written to the old inode at or after `offset` to the new file."""
-        late = _pread_all_from(old_fd, offset)
+    def _sweep_fd(self, old_fd: int, offset: int) -> tuple[int, int]:
+        """Fallback sweep through the still-open old inode (no hard link available).
+
+        Returns (new offset, newlines carried)."""
+        late = _complete_prefix(_pread_all_from(old_fd, offset))
         if not late:
-            return 0
+            return offset, 0
         out = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             _write_all(out, late)
             os.fsync(out)
         finally:
             os.close(out)
-        return len(late)
+        return offset + len(late), late.count(b"\n")
 
-    def _count_remaining_lines(self) -> int:
-        fd = self._open()
-        if fd is None:
-            return 0
+    def _link_old_inode(self, st: os.stat_result) -> Path | None:
+        """Hard-link the room's current inode into the sidecar; None if links are unsupported."""
+        link = self.sidecar / f"{_PREV_PREFIX}{st.st_ino}-{secrets.token_hex(4)}"
         try:
-            return _count_lines(fd, os.fstat(fd).st_size)
-        finally:
-            os.close(fd)
+            os.link(self.path, link)
+        except OSError as exc:
+            if exc.errno in (errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EXDEV, errno.EACCES):
+                return None
+            raise _write_error(self.path, exc) from None
+        lst = os.stat(link)
+        if (lst.st_dev, lst.st_ino) != (st.st_dev, st.st_ino):
+            # The path changed between our open and the link; the same-inode check before the
+            # rename will turn this ack into a stale one.
+            _atomic._unlink_quietly(link)
+            return None
+        return link
 
     def _mark_receipt_acked(self, receipt: L.Receipt | None) -> None:
         if receipt is None:
@@ -374,18 +634,26 @@ class Room:
         )
 
     def _audit(
-        self, session: str, mode: str, ledger: L.Ledger, acked: int, preserved: int, dropped: bytes
+        self,
+        session: str,
+        mode: str,
+        epoch: int,
+        start: int,
+        end: int,
+        acked: int,
+        preserved: int,
+        dropped: bytes | None,
     ) -> None:
         entry = {
             "at": self._clock(),
             "session": session,
             "mode": mode,
-            "epoch": ledger.epoch,
-            "start": ledger.base,
-            "end": ledger.base + len(dropped),
+            "epoch": epoch,
+            "start": start,
+            "end": end,
             "acked": acked,
             "preserved": preserved,
-            "sha256": L.sha256(dropped),
+            "sha256": None if dropped is None else L.sha256(dropped),
         }
         # One O_APPEND write per entry, under the exclusive lock: entries never interleave.
         fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -398,12 +666,15 @@ class Room:
     def push(self, line: str | bytes) -> int:
         """Append one line under the shared lock; return the logical offset where it starts."""
         data = line.encode() if isinstance(line, str) else bytes(line)
-        if b"\n" in data or b"\r\n" in data:
+        if b"\n" in data:
             raise InvalidInput("a pushed line must not contain a newline")
         if b"\0" in data:
             raise InvalidInput("a pushed line must not contain a NUL byte")
         data += b"\n"
         with self._lock(shared=True):
+            # Before the write: a corrupt ledger must fail the push with nothing appended, or
+            # a retrying producer would duplicate the line.
+            base = self._ledger().base
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
@@ -417,15 +688,15 @@ class Room:
                 end = os.lseek(fd, 0, os.SEEK_CUR)
             finally:
                 os.close(fd)
-            return self._ledger().base + end - len(data)
+            return base + end - len(data)
 
     # ----- status -------------------------------------------------------------------------
     def status(self) -> RoomStatus:
-        """Counters for the room and every session that has read it. Never writes."""
+        """Counters for the room and every session that has read it. Never writes the room."""
         has_sidecar = self._ensure_sidecar(create=False)
-        ledger = self._ledger() if has_sidecar else L.Ledger()
         fd = self._open()
         if fd is None:
+            ledger = self._ledger() if has_sidecar else L.Ledger()
             return RoomStatus(
                 self.path,
                 False,
@@ -447,7 +718,7 @@ class Room:
             os.close(fd)
 
     def _status_locked(self, fd: int) -> RoomStatus:
-        ledger, _ = self._settled_ledger(fd, can_write=False)
+        ledger, _, _ = self._settled_ledger(fd, can_write=False)
         size = os.fstat(fd).st_size
         content = _pread_all(fd, size)
         complete = _complete_prefix(content)
@@ -458,7 +729,7 @@ class Room:
             try:
                 receipt = self._receipt(name)
             except (CorruptState, AckdeckError):
-                continue
+                continue  # status stays usable; read/ack report the corrupt receipt
             if receipt is None:
                 continue
             h = receipt.header
@@ -493,36 +764,70 @@ class Room:
         import watchfiles  # local: only wait needs the watcher
 
         check_name(session)
-        if not self.path.parent.is_dir():
-            raise RoomUnavailable(f"room directory {self.path.parent} does not exist")
+        self._check_dir()
         deadline = None if timeout is None else time.monotonic() + timeout
+        if self._unread(session) > 0:
+            return True
+        if deadline is not None and deadline <= time.monotonic():
+            return False
         name = self.path.name
-        while True:
+        # Any event for the room name is a reason to re-check. The watcher also wakes every
+        # `step_ms` without events, which bounds the race between the first check above and
+        # the watcher starting, and lets late bytes in a replaced inode be swept.
+        step_ms = 250 if timeout is None else max(10, min(250, int(timeout * 1000)))
+        for _ in watchfiles.watch(
+            self.path.parent,
+            watch_filter=lambda _c, p: os.path.basename(p) == name,
+            debounce=20,
+            step=10,
+            rust_timeout=step_ms,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            recursive=False,
+        ):
             if self._unread(session) > 0:
                 return True
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            if deadline is not None and time.monotonic() >= deadline:
                 return False
-            # Short rust_timeout bounds the check-then-watch race to a fraction of a second.
-            step_ms = 250 if remaining is None else max(10, min(250, int(remaining * 1000)))
-            for _ in watchfiles.watch(
-                self.path.parent,
-                watch_filter=lambda _c, p: os.path.basename(p) == name,
-                debounce=20,
-                step=10,
-                rust_timeout=step_ms,
-                yield_on_timeout=True,
-                raise_interrupt=False,
-            ):
-                break
             if stop is not None and stop():
                 return False
+        return False
 
     def _unread(self, session: str) -> int:
+        self._maybe_sweep()
         st = self.status()
         if session in st.sessions:
             return st.sessions[session].unread
         return st.pending
+
+
+class _CountingCopy:
+    """Feeds the kept bytes to the temp file, counting newlines and keeping the head on the way,
+    so an ack reads each byte of the room once."""
+
+    def __init__(self, fd: int, start: int, end: int) -> None:
+        self._fd, self._start, self._end = fd, start, end
+        self.newlines = 0
+        self.head = b""
+
+    def chunks(self) -> Iterator[bytes]:
+        first = True
+        for chunk in _pread_chunks(self._fd, self._start, self._end):
+            self.newlines += chunk.count(b"\n")
+            if len(self.head) < L.HEAD_BYTES:
+                self.head += chunk[: L.HEAD_BYTES - len(self.head)]
+            yield chunk
+            if first:
+                first = False
+                _pause("mid-temp")  # the first chunk is written, the temp is incomplete
+
+
+def _same_inode(path: Path, st: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
 def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:
@@ -536,6 +841,12 @@ def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: boo
 
 
 # ----- byte helpers ----------------------------------------------------------------------
+def _split_lines(data: bytes) -> list[bytes]:
+    """Complete lines without their `\n`. Only `\n` separates lines: a `\r` is content
+    (bytes.splitlines would split on it and lose it)."""
+    return data[:-1].split(b"\n") if data else []
+
+
 def _complete_prefix(data: bytes) -> bytes:
     """The part of `data` up to and including its last newline (the complete lines)."""
     cut = data.rfind(b"\n")
@@ -546,7 +857,7 @@ def _pread_all(fd: int, size: int) -> bytes:
     parts: list[bytes] = []
     offset = 0
     while offset < size:
-        chunk = os.pread(fd, min(_CHUNK * 16, size - offset), offset)
+        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
         if not chunk:
             break
         parts.append(chunk)
@@ -567,7 +878,7 @@ def _pread_all_from(fd: int, offset: int) -> bytes:
 def _pread_chunks(fd: int, start: int, end: int) -> Iterator[bytes]:
     offset = start
     while offset < end:
-        chunk = os.pread(fd, min(_CHUNK * 4, end - offset), offset)
+        chunk = os.pread(fd, min(_CHUNK, end - offset), offset)
         if not chunk:
             return
         yield chunk
