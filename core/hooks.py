@@ -269,7 +269,8 @@ def peek_unread(room: Room, session: str) -> Unread:
     except FileNotFoundError:
         return Unread(room.path, 0, [])
     complete = data[: data.rfind(b"\n") + 1]
-    lines = complete.splitlines()
+    # split on \n only: a \r inside a notification is content, not a line break.
+    lines = complete[:-1].split(b"\n") if complete else []
     unread = lines[max(0, len(lines) - count) :]
     return Unread(room.path, len(unread), unread[:PROMPT_MAX_LINES])
 

@@ -53,8 +53,8 @@ class DoorConfig:
         seen: list[Path] = []
         for r in rooms:
             p = _normal(r)
-            if p.name in ("", ".", ".."):
-                raise InvalidInput(f"room {str(r)!r} is not a file path")
+            if p.name in ("", ".", "..") or p.is_dir():
+                raise InvalidInput(f"room {str(r)!r} is a directory, not a notification file")
             if p not in seen:
                 seen.append(p)
         return cls(session, tuple(seen), home)

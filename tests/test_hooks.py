@@ -1,0 +1,255 @@
+"""`ackdeck hooks install` and the hook commands it wires, on real files and real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import hooks
+from core.errors import ColdAck, InvalidInput
+from core.rooms import Room
+from tests.conftest import REPO
+
+ACKDECK = [sys.executable, "-m", "core.cli"]
+
+
+def commands(tmp_path: Path, session: str = "agent") -> dict[str, str | None]:
+    return hooks.hook_commands(ACKDECK, session, [tmp_path / "inbox.txt"], None)
+
+
+def ours(settings: dict, event: str) -> list[dict]:
+    return [
+        h
+        for g in settings["hooks"].get(event, [])
+        for h in g["hooks"]
+        if hooks.is_ackdeck_hook(event, h.get("command"))
+    ]
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if "ackdeck-tmp" in p.name)
+
+
+def test_missing_file_is_created_with_all_three_hooks(tmp_path: Path) -> None:
+    settings = tmp_path / "fresh" / ".claude" / "settings.json"
+    result = hooks.install(settings, commands(tmp_path))
+    assert result.changed and result.created and result.backup is None
+    data = json.loads(settings.read_text())
+    for event in hooks.EVENTS:
+        (hook,) = ours(data, event)
+        assert hook["type"] == "command" and hook["timeout"] > 0
+    stop = shlex.split(ours(data, "Stop")[0]["command"])
+    assert stop[-5:] == ["wakes", "drain", "--session", "agent", "--hook"]
+    assert "--room" in shlex.split(ours(data, "UserPromptSubmit")[0]["command"])
+    # Settings can hold tokens: a file ackdeck creates is private.
+    assert settings.stat().st_mode & 0o777 == 0o600
+    assert not (settings.parent / "settings.json.ackdeck-backup").exists()
+
+
+def test_existing_file_keeps_unrelated_keys_and_other_hooks(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    original = {
+        "model": "opus",
+        "permissions": {"allow": ["Bash(git log:*)"]},
+        "env": {"TOKEN": "x"},
+        "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}
+            ],
+        },
+    }
+    raw = json.dumps(original, indent=4).encode()
+    settings.write_bytes(raw)
+    settings.chmod(0o640)
+
+    result = hooks.install(settings, commands(tmp_path))
+
+    assert result.changed and not result.created
+    assert result.backup == tmp_path / "settings.json.ackdeck-backup"
+    assert result.backup.read_bytes() == raw
+    data = json.loads(settings.read_text())
+    for key in ("model", "permissions", "env"):
+        assert data[key] == original[key]
+    assert data["hooks"]["PreToolUse"] == original["hooks"]["PreToolUse"]
+    # The user's own Stop hook stays first; ackdeck's is added beside it.
+    assert data["hooks"]["Stop"][0] == original["hooks"]["Stop"][0]
+    assert len(ours(data, "Stop")) == 1 and len(data["hooks"]["Stop"]) == 2
+    assert settings.stat().st_mode & 0o777 == 0o640
+    assert leftovers(tmp_path) == []
+
+
+def test_installing_twice_changes_nothing_and_keeps_one_pristine_backup(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    raw = b'{"theme": "dark"}\n'
+    settings.write_bytes(raw)
+    backup = tmp_path / "settings.json.ackdeck-backup"
+
+    first = hooks.install(settings, commands(tmp_path))
+    after_first = settings.read_bytes()
+    inode = settings.stat().st_ino
+    second = hooks.install(settings, commands(tmp_path))
+
+    assert first.changed and not second.changed and second.backup is None
+    assert settings.read_bytes() == after_first
+    assert settings.stat().st_ino == inode  # not even rewritten
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json", backup.name]
+    assert backup.read_bytes() == raw
+
+    # A new session replaces ackdeck's hooks instead of stacking a second set, and the backup
+    # still holds the file as it was before ackdeck ever touched it.
+    third = hooks.install(settings, commands(tmp_path, session="other"))
+    data = json.loads(settings.read_text())
+    assert third.changed and third.backup is None
+    for event in hooks.EVENTS:
+        (hook,) = ours(data, event)
+        assert "other" in shlex.split(hook["command"])
+    assert data["theme"] == "dark"
+    assert backup.read_bytes() == raw
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b'{"hooks": {"Stop": [}', "is not valid JSON (line 1 column"),
+        (b"[1, 2]", "must hold a JSON object"),
+        (b'{"hooks": []}', '"hooks" must be a JSON object'),
+        (b'{"hooks": {"Stop": {"command": "x"}}}', '"hooks.Stop" must be a JSON array'),
+        (b"\xff\xfe{}", "is not UTF-8"),
+    ],
+)
+def test_malformed_settings_get_a_clear_error_and_stay_untouched(
+    tmp_path: Path, content: bytes, needle: str
+) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_bytes(content)
+    with pytest.raises(InvalidInput) as info:
+        hooks.install(settings, commands(tmp_path))
+    assert needle in str(info.value)
+    assert "\n" not in str(info.value)
+    assert settings.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
+
+
+def test_symlinked_settings_update_the_target_and_keep_the_link(tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "claude-settings.json"
+    target.parent.mkdir()
+    target.write_text('{"model": "opus"}')
+    link = tmp_path / "settings.json"
+    link.symlink_to(target)
+    hooks.install(link, commands(tmp_path))
+    assert link.is_symlink()
+    assert ours(json.loads(target.read_text()), "Stop")
+    assert (target.parent / "claude-settings.json.ackdeck-backup").read_text() == (
+        '{"model": "opus"}'
+    )
+
+
+def test_merge_recognises_only_its_own_hooks() -> None:
+    assert hooks.is_ackdeck_hook("Stop", "/opt/venv/bin/ackdeck wakes drain --session a --hook")
+    assert hooks.is_ackdeck_hook("Stop", "python -m core.cli --home /h wakes drain --session a")
+    assert not hooks.is_ackdeck_hook("Stop", "my-ackdeck-wrapper wakes drain")
+    assert not hooks.is_ackdeck_hook("SessionStart", "ackdeck wakes drain --session a")
+    assert not hooks.is_ackdeck_hook("Stop", "echo 'unterminated")
+    assert not hooks.is_ackdeck_hook("Stop", None)
+    # A shape ackdeck does not understand is kept verbatim, never "repaired".
+    odd = {"hooks": {"Stop": ["not-a-group", {"matcher": "x"}]}}
+    merged = hooks.merge_hooks(odd, {"Stop": "ackdeck wakes drain --session a --hook"})
+    assert merged["hooks"]["Stop"][:2] == ["not-a-group", {"matcher": "x"}]
+    assert hooks.merge_hooks(merged, {"Stop": "ackdeck wakes drain --session a --hook"}) == merged
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ACKDECK, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
+    )
+
+
+def run_hook(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # The agent runner executes the command string through a shell, from the project directory.
+    return subprocess.run(
+        command, shell=True, capture_output=True, text=True, cwd=REPO, env=env, timeout=60
+    )
+
+
+def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"[t1] [ops] owner: deploy\n[t2] [ops] owner: rollback\n")
+    settings = tmp_path / "claude" / "settings.json"
+    out = run_cli(
+        "hooks",
+        "install",
+        "--settings",
+        str(settings),
+        "--session",
+        "agent",
+        "--room",
+        str(room),
+        "--ackdeck",
+        shlex.join(ACKDECK),
+        env=cli_env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "created" in out.stdout
+    again = run_cli(
+        "hooks",
+        "install",
+        "--settings",
+        str(settings),
+        "--room",
+        str(room),
+        "--ackdeck",
+        shlex.join(ACKDECK),
+        env=cli_env,
+    )
+    assert again.returncode == 0 and "nothing changed" in again.stdout
+    data = json.loads(settings.read_text())
+
+    boot = run_hook(ours(data, "SessionStart")[0]["command"], cli_env)
+    assert boot.returncode == 0, boot.stderr
+    assert "NEVER truncate" in boot.stdout
+    assert "room_list_new" in boot.stdout and "room_ack" in boot.stdout
+    assert f"{room} (2 unread)" in boot.stdout
+
+    prompt = run_hook(ours(data, "UserPromptSubmit")[0]["command"], cli_env)
+    assert prompt.returncode == 0, prompt.stderr
+    assert "2 unread line(s)" in prompt.stdout
+    assert "owner: deploy" in prompt.stdout and "owner: rollback" in prompt.stdout
+
+    # Listing is not reading: nothing was acked and no receipt licenses an ack.
+    assert room.read_bytes() == b"[t1] [ops] owner: deploy\n[t2] [ops] owner: rollback\n"
+    with pytest.raises(ColdAck):
+        Room(room).ack("agent")
+
+    # After the agent reads, only what arrived since is listed.
+    Room(room).read("agent")
+    Room(room).push("[t3] [ops] owner: send all 3")
+    prompt = run_hook(ours(data, "UserPromptSubmit")[0]["command"], cli_env)
+    assert "1 unread line(s)" in prompt.stdout
+    assert "send all 3" in prompt.stdout and "deploy" not in prompt.stdout
+
+    # Nothing unread: the prompt hook stays silent instead of adding noise to every prompt.
+    Room(room).read("agent")
+    Room(room).ack("agent")
+    prompt = run_hook(ours(data, "UserPromptSubmit")[0]["command"], cli_env)
+    assert prompt.returncode == 0 and prompt.stdout == ""
+
+
+def test_cli_refuses_a_malformed_settings_file(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    (tmp_path / "claude").mkdir()
+    settings = tmp_path / "claude" / "settings.json"
+    settings.write_text('{"model": "opus",}')
+    before = settings.stat()
+    out = run_cli("hooks", "install", "--settings", str(settings), env=cli_env)
+    assert out.returncode == 1
+    assert "is not valid JSON" in out.stderr and "left untouched" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert settings.read_text() == '{"model": "opus",}'
+    assert settings.stat().st_mtime_ns == before.st_mtime_ns
+    assert os.listdir(settings.parent) == ["settings.json"]

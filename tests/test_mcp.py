@@ -1,0 +1,214 @@
+"""The agents' door end to end: the official SDK client spawns `python -m core.cli mcp` as a real
+subprocess and talks to it over stdio. Every assertion is about what an agent or its owner sees:
+the tool replies and the bytes left in the notification file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, TextContent
+
+from tests.conftest import REPO
+
+TOOLS = {
+    "room_list_new",
+    "room_ack",
+    "room_push",
+    "room_status",
+    "process_start",
+    "process_output",
+    "wakes_drain",
+}
+
+
+def server_params(
+    home: Path, rooms: Sequence[Path], session: str = "agent"
+) -> StdioServerParameters:
+    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", session]
+    for r in rooms:
+        args += ["--room", str(r)]
+    return StdioServerParameters(
+        command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+    )
+
+
+@asynccontextmanager
+async def connect(
+    home: Path, rooms: Sequence[Path], session: str = "agent"
+) -> AsyncIterator[Client]:
+    async with Client(server_params(home, rooms, session), read_timeout_seconds=60) as client:
+        yield client
+
+
+def text_of(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> CallToolResult:
+    return await client.call_tool(tool, args or {})
+
+
+def append_unlocked(path: Path, line: str) -> None:
+    # A poller that knows nothing about ackdeck: a separate process reopening the path per write.
+    subprocess.run(["sh", "-c", 'printf "%s\\n" "$2" >> "$1"', "sh", str(path), line], check=True)
+
+
+async def test_tool_list_names_every_tool_with_schemas(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    async with connect(home, [room]) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(listed) == TOOLS
+    assert "all" in listed["room_ack"].input_schema["properties"]
+    assert listed["room_push"].input_schema["required"] == ["room", "text"]
+    assert set(listed["process_start"].input_schema["properties"]) >= {
+        "name",
+        "argv",
+        "monitor",
+        "exclude",
+        "cooldown_ms",
+        "max_events",
+        "cwd",
+    }
+    # Structured replies are advertised, so programs need not parse the text.
+    assert listed["room_ack"].output_schema is not None
+    assert {"acked", "preserved"} <= set(listed["room_ack"].output_schema["properties"])
+
+
+async def test_append_between_list_and_ack_survives_then_drains(home: Path, tmp_path: Path) -> None:
+    """The source document's regression, through the real server and a real `printf >>`."""
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"[t1] [ops] owner: deploy\n[t2] [ops] owner: check logs\n")
+    async with connect(home, [room]) as client:
+        first = await call(client, "room_list_new")
+        assert not first.is_error
+        assert first.structured_content["lines"] == [
+            "[t1] [ops] owner: deploy",
+            "[t2] [ops] owner: check logs",
+        ]
+        assert first.structured_content["start"] == 0
+        assert first.structured_content["end"] == room.stat().st_size
+
+        append_unlocked(room, "[t3] [ops] owner: send all 3")
+
+        ack = await call(client, "room_ack")
+        assert not ack.is_error, text_of(ack)
+        assert ack.structured_content["acked"] == 2
+        assert ack.structured_content["preserved"] == 1
+        assert "acked 2" in text_of(ack) and "preserved 1" in text_of(ack)
+        assert room.read_bytes() == b"[t3] [ops] owner: send all 3\n"
+
+        second = await call(client, "room_list_new")
+        assert second.structured_content["lines"] == ["[t3] [ops] owner: send all 3"]
+        assert "send all 3" in text_of(second)
+
+        drained = await call(client, "room_ack")
+        assert drained.structured_content["acked"] == 1
+        assert drained.structured_content["preserved"] == 0
+    assert room.read_bytes() == b""
+
+
+async def test_cold_ack_is_refused_and_leaves_the_file_untouched(
+    home: Path, tmp_path: Path
+) -> None:
+    room = tmp_path / "inbox.txt"
+    original = b"one\ntwo\nthree\n"
+    room.write_bytes(original)
+    async with connect(home, [room]) as client:
+        refused = await call(client, "room_ack")
+        assert refused.is_error
+        message = text_of(refused)
+        assert "3 unread" in message
+        assert "room_list_new" in message and "all: true" in message
+        assert "\n" not in message
+        assert refused.structured_content["acked"] == 0
+        assert refused.structured_content["preserved"] == 3
+        assert room.read_bytes() == original
+
+        # A read that was already acked does not license a second ack either.
+        await call(client, "room_list_new")
+        assert (await call(client, "room_ack")).structured_content["acked"] == 3
+        room.write_bytes(b"four\n")
+        again = await call(client, "room_ack")
+        assert again.is_error and "1 unread" in text_of(again)
+    assert room.read_bytes() == b"four\n"
+
+
+async def test_ack_all_returns_the_lines_and_keeps_a_partial_write(
+    home: Path, tmp_path: Path
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"alpha\n\xffbeta\r\npartial-no-newline")
+    async with connect(home, [room]) as client:
+        result = await call(client, "room_ack", {"all": True})
+    assert not result.is_error, text_of(result)
+    data = result.structured_content
+    # Invalid UTF-8 is shown with replacement; the bytes on disk were acked exactly.
+    assert data["lines"] == ["alpha", "\ufffdbeta\r"]
+    assert data["mode"] == "all" and data["acked"] == 2
+    assert "alpha" in text_of(result)
+    assert room.read_bytes() == b"partial-no-newline"
+
+
+async def test_rooms_outside_the_configured_set_are_rejected(home: Path, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.txt"
+    alerts = tmp_path / "alerts.txt"
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"do not touch\n")
+    inbox.write_bytes(b"in inbox\n")
+    async with connect(home, [inbox, alerts]) as client:
+        for name in (str(secret), "secret.txt", "../secret.txt", "/etc/passwd"):
+            for tool, args in (
+                ("room_list_new", {"room": name}),
+                ("room_ack", {"room": name, "all": True}),
+                ("room_push", {"room": name, "text": "x"}),
+                ("room_status", {"room": name}),
+            ):
+                r = await call(client, tool, args)
+                assert r.is_error, (tool, name)
+                assert "not configured" in text_of(r)
+                assert "inbox.txt" in text_of(r) and "alerts.txt" in text_of(r)
+
+        # The configured rooms answer to their path or their basename; the first is the default.
+        pushed = await call(client, "room_push", {"room": "alerts.txt", "text": "disk full"})
+        assert not pushed.is_error, text_of(pushed)
+        by_path = await call(client, "room_list_new", {"room": str(alerts)})
+        assert by_path.structured_content["lines"] == ["disk full"]
+        default = await call(client, "room_list_new")
+        assert default.structured_content["lines"] == ["in inbox"]
+        status = await call(client, "room_status")
+        rows = {row["room"]: row for row in status.structured_content["rooms"]}
+        assert rows["inbox.txt"]["default"] and rows["inbox.txt"]["in_flight"] == 1
+        assert rows["alerts.txt"]["in_flight"] == 1 and rows["alerts.txt"]["unread"] == 0
+
+        bad_line = await call(client, "room_push", {"room": "inbox.txt", "text": "a\nb"})
+        assert bad_line.is_error and "newline" in text_of(bad_line)
+    assert secret.read_bytes() == b"do not touch\n"
+    assert alerts.read_bytes() == b"disk full\n"
+    assert not (tmp_path / ".secret.txt.ackdeck").exists()
+
+
+def test_bad_server_configuration_fails_fast_with_one_line(home: Path, tmp_path: Path) -> None:
+    room = str(tmp_path / "inbox.txt")
+    for args, needle in (
+        (["mcp", "--session", "../escape", "--room", room], "invalid session name"),
+        (["mcp", "--session", "agent", "--room", str(tmp_path)], "is a directory"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "core.cli", "--home", str(home), *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert out.returncode != 0
+        assert needle in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
