@@ -1,0 +1,193 @@
+"""The pure rules that decide what an ack may remove (core/ledger.py), tested without I/O."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from core import ledger as L
+
+
+def _st(size: int, *, ino: int = 7, mtime: int = 1_000, dev: int = 1) -> L.FileStat:
+    return L.FileStat(dev, ino, size, mtime)
+
+
+def _receipt(data: bytes, *, start: int = 0, epoch: int = 0, acked: bool = False):
+    return L.ReceiptHeader(
+        session="s",
+        epoch=epoch,
+        start=start,
+        end=start + len(data),
+        lines=data.count(b"\n"),
+        sha256=L.sha256(data),
+        read_at=0.0,
+        acked=acked,
+    )
+
+
+# ----- plan_ack ---------------------------------------------------------------------------
+def test_prefix_drop_keeps_late_line() -> None:
+    read = b"a\nb\n"
+    head = b"a\nb\n"  # the file is now a\nb\nlate\n; head = first end-base bytes
+    plan = L.plan_ack(_receipt(read), read, epoch=0, base=0, head=head)
+    assert (plan.mode, plan.drop) == ("prefix", 4)
+
+
+def test_empty_read_acks_nothing() -> None:
+    plan = L.plan_ack(_receipt(b""), b"", epoch=0, base=0, head=b"")
+    assert (plan.mode, plan.drop) == ("noop", 0)
+    assert "no lines" in plan.reason
+
+
+def test_already_acked_by_other_session_is_noop() -> None:
+    read = b"a\n"
+    plan = L.plan_ack(_receipt(read), read, epoch=0, base=2, head=b"")
+    assert (plan.mode, plan.drop) == ("noop", 0)
+
+
+def test_overlapping_reads_drop_only_the_unacked_tail() -> None:
+    # Session 1 read a,b and acked them (base=4); session 2 had read a,b,c.
+    read2 = b"a\nb\nc\n"
+    plan = L.plan_ack(_receipt(read2), read2, epoch=0, base=4, head=b"c\n")
+    assert (plan.mode, plan.drop) == ("prefix", 2)
+
+
+def test_other_epoch_is_stale() -> None:
+    read = b"a\n"
+    plan = L.plan_ack(_receipt(read, epoch=0), read, epoch=1, base=0, head=b"a\n")
+    assert (plan.mode, plan.drop) == ("stale", 0)
+
+
+def test_changed_head_is_stale_even_in_same_epoch() -> None:
+    read = b"a\nb\n"
+    plan = L.plan_ack(_receipt(read), read, epoch=0, base=0, head=b"a\nX\n")
+    assert (plan.mode, plan.drop) == ("stale", 0)
+
+
+def test_short_file_is_stale() -> None:
+    read = b"a\nb\n"
+    plan = L.plan_ack(_receipt(read), read, epoch=0, base=0, head=b"a\n")
+    assert (plan.mode, plan.drop) == ("stale", 0)
+
+
+def test_acked_receipt_is_refused() -> None:
+    plan = L.plan_ack(_receipt(b"a\n", acked=True), b"a\n", epoch=0, base=0, head=b"a\n")
+    assert (plan.mode, plan.drop) == ("refused", 0)
+
+
+def test_base_behind_receipt_start_is_stale() -> None:
+    read = b"a\n"
+    plan = L.plan_ack(_receipt(read, start=10), read, epoch=0, base=4, head=b"xxxxxxa\n")
+    assert (plan.mode, plan.drop) == ("stale", 0)
+
+
+@pytest.mark.parametrize("n_lines", range(0, 5))
+def test_plan_never_drops_more_than_was_read_exhaustive(n_lines: int) -> None:
+    # Every split of a read into (acked by someone else, still at head) and every head
+    # content among a small alphabet: the drop is either 0 or exactly the unacked tail,
+    # and a drop happens only if the head equals that tail.
+    lines = [b"x\n", b"y\n"]
+    for read_lines in itertools.product(lines, repeat=n_lines):
+        read = b"".join(read_lines)
+        for base in range(0, len(read) + 1, 2):
+            tail = read[base:]
+            for head_lines in itertools.product(lines, repeat=len(tail) // 2):
+                head = b"".join(head_lines)
+                plan = L.plan_ack(_receipt(read), read, epoch=0, base=base, head=head)
+                assert plan.drop in (0, len(tail))
+                if plan.drop:
+                    assert head[: plan.drop] == tail and plan.mode == "prefix"
+
+
+# ----- classify / settle --------------------------------------------------------------------
+def _ledger_at(size: int, head: bytes, **kw) -> L.Ledger:
+    return L.Ledger(identity=L.identity_of(_st(size, **kw), head))
+
+
+def test_first_use_is_new() -> None:
+    assert L.classify(L.Ledger(), _st(3), b"ab\n") == "new"
+
+
+def test_append_is_same() -> None:
+    led = _ledger_at(3, b"ab\n")
+    assert L.classify(led, _st(6, mtime=2_000), b"ab\ncd\n") == "same"
+
+
+def test_other_inode_is_foreign() -> None:
+    led = _ledger_at(3, b"ab\n")
+    assert L.classify(led, _st(3, ino=8), b"ab\n") == "foreign"
+
+
+def test_shrunk_is_foreign() -> None:
+    led = _ledger_at(6, b"ab\ncd\n")
+    assert L.classify(led, _st(3), b"ab\n") == "foreign"
+
+
+def test_changed_head_is_foreign() -> None:
+    led = _ledger_at(3, b"ab\n")
+    assert L.classify(led, _st(6), b"zz\ncd\n") == "foreign"
+
+
+def test_same_size_new_mtime_is_an_in_place_rewrite() -> None:
+    # `printf 'ab\n' > room` truncates and refills the same inode to the same size: only the
+    # mtime tells it apart from "nothing happened".
+    led = _ledger_at(3, b"ab\n", mtime=1_000)
+    assert L.classify(led, _st(3, mtime=1_000), b"ab\n") == "same"
+    assert L.classify(led, _st(3, mtime=2_000), b"ab\n") == "foreign"
+
+
+def test_rewritten_since() -> None:
+    seen = L.identity_of(_st(6, mtime=5), b"ab\ncd\n")
+    assert not L.rewritten_since(seen, _st(6, mtime=5))
+    assert not L.rewritten_since(seen, _st(9, mtime=9))  # an append
+    assert L.rewritten_since(seen, _st(3, mtime=9))  # shrank
+    assert L.rewritten_since(seen, _st(6, mtime=9))  # refilled to the same size
+    assert not L.rewritten_since(seen, _st(3, ino=99))  # another inode: the ledger decides
+
+
+def test_foreign_settle_starts_new_epoch_and_base_keeps_growing() -> None:
+    led = _ledger_at(10, b"0123456789").model_copy(update={"base": 100, "epoch": 2})
+    cur = L.identity_of(_st(4, ino=9), b"new\n")
+    out = L.settle(led, "foreign", cur)
+    assert (out.epoch, out.base, out.identity) == (3, 110, cur)
+
+
+def test_pending_rewrite_is_recovered_with_its_counters() -> None:
+    new = L.identity_of(_st(2, ino=9, mtime=5), b"c\n")
+    led = _ledger_at(6, b"a\nb\nc\n").model_copy(
+        update={
+            "pending": L.PendingRewrite(identity=new, base=4, session="s", acked=2, at=42.0),
+            "acked_total": 10,
+        }
+    )
+    st = _st(4, ino=9, mtime=6)  # grew by a sweep after the rename
+    assert L.classify(led, st, b"c\nd\n") == "recovered"
+    out = L.settle(led, "recovered", L.identity_of(st, b"c\nd\n"))
+    assert (out.base, out.identity, out.pending) == (4, new, None)
+    assert (out.acked_total, out.last_ack_at, out.last_ack_session) == (12, 42.0, "s")
+
+
+def test_pending_without_rename_is_forgotten_with_its_link_entry() -> None:
+    # The ack died after writing its intent but before the rename: the file is the old one.
+    cur_st = _st(6)
+    led = _ledger_at(6, b"a\nb\nc\n").model_copy(
+        update={
+            "pending": L.PendingRewrite(
+                identity=L.identity_of(_st(2, ino=9), b"c\n"), base=4, acked=2
+            ),
+            "prev": [L.PrevInode(name="prev-7-x", dev=1, ino=7, offset=6, since=0.0)],
+        }
+    )
+    assert L.classify(led, cur_st, b"a\nb\nc\n") == "same"
+    out = L.settle(led, "same", L.identity_of(cur_st, b"a\nb\nc\n"))
+    assert out.pending is None and out.prev == [] and out.base == 0 and out.acked_total == 0
+
+
+def test_receipt_roundtrip_and_corruption(tmp_path) -> None:
+    data = b"a\xff\r\tb\n"
+    r = L.Receipt(_receipt(data), data)
+    assert L.decode_receipt(L.encode_receipt(r), tmp_path) == r
+    bad = L.encode_receipt(r)[:-1] + b"X"
+    with pytest.raises(L.CorruptState, match="corrupt receipt"):
+        L.decode_receipt(bad, tmp_path)
