@@ -1,0 +1,153 @@
+"""`ackdeck room …` through a real subprocess: JSON shapes, text output and exit codes 0/1/3."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ACKDECK, REPO
+
+
+def run(env: dict[str, str], *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ACKDECK, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def ok_json(env: dict[str, str], *args: str) -> dict:
+    out = run(env, *args, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_append_between_read_and_ack_survives_through_cli(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = str(tmp_path / "inbox.txt")
+    assert ok_json(cli_env, "room", "push", room, "first") == {"offset": 0}
+    assert ok_json(cli_env, "room", "push", room, "second") == {"offset": 6}
+    got = ok_json(cli_env, "room", "read", room, "--session", "agent")
+    assert got == {"lines": ["first", "second"], "start": 0, "end": 13, "epoch": 0}
+    # The poller appends with plain shell redirection between the read and the ack.
+    subprocess.run(["sh", "-c", f"printf 'late one\\n' >> '{room}'"], check=True)
+    acked = ok_json(cli_env, "room", "ack", room, "--session", "agent")
+    assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 2, 1)
+    assert "lines" not in acked
+    assert Path(room).read_bytes() == b"late one\n"
+    got = ok_json(cli_env, "room", "read", room, "--session", "agent")
+    assert got == {"lines": ["late one"], "start": 13, "end": 22, "epoch": 0}
+    acked = ok_json(cli_env, "room", "ack", room, "--session", "agent")
+    assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 1, 0)
+    assert Path(room).read_bytes() == b""
+
+
+def test_cold_ack_exits_3_and_all_returns_lines(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"a\nb \xff\n")
+    before = room.stat()
+    out = run(cli_env, "room", "ack", str(room), "--session", "s", "--json")
+    assert out.returncode == 3
+    assert json.loads(out.stdout)["mode"] == "refused"
+    assert "read the room first" in out.stderr and "2 unread" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    after = room.stat()
+    assert (after.st_ino, after.st_mtime_ns, room.read_bytes()) == (
+        before.st_ino,
+        before.st_mtime_ns,
+        b"a\nb \xff\n",
+    )
+    got = ok_json(cli_env, "room", "ack", str(room), "--session", "s", "--all")
+    assert got["mode"] == "all" and got["acked"] == 2
+    assert got["lines"] == ["a", "b \ufffd"]  # decoded for display only
+    assert room.read_bytes() == b""
+
+
+def test_text_output(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    room = str(tmp_path / "inbox.txt")
+    assert run(cli_env, "room", "push", room, "hello world").stdout == ""
+    out = run(cli_env, "room", "read", room, "--session", "s")
+    assert (out.returncode, out.stdout) == (0, "hello world\n")
+    out = run(cli_env, "room", "status", room)
+    assert out.returncode == 0 and "1 pending" in out.stdout and "s: 1 in flight" in out.stdout
+    out = run(cli_env, "room", "ack", room, "--session", "s")
+    assert out.returncode == 0 and out.stderr.startswith("prefix: acked 1 line(s)")
+
+
+def test_status_json_shape(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"a\nb\nhalf")
+    run(cli_env, "room", "read", str(room), "--session", "s")
+    with open(room, "ab") as f:
+        f.write(b"\n")
+    st = ok_json(cli_env, "room", "status", str(room))
+    assert {k: st[k] for k in ("pending", "partial_bytes", "acked_total", "epoch")} == {
+        "pending": 3,
+        "partial_bytes": 0,
+        "acked_total": 0,
+        "epoch": 0,
+    }
+    assert st["preserved_total"] == 0
+    assert st["sessions"] == {"s": {"in_flight": 2, "unread": 1}}
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("room", "read", "{room}", "--session", "../evil"), "invalid session name"),
+        (("room", "ack", "{room}", "--session", "a/b"), "invalid session name"),
+        (("room", "read", "{room}", "--session", ".."), "invalid session name"),
+        (("room", "push", "{room}", "two\nlines"), "must not contain a newline"),
+        (("room", "read", "{missing}/x.txt", "--session", "s"), "does not exist"),
+        (("room", "push", "{missing}/x.txt", "hi"), "does not exist"),
+    ],
+)
+def test_bad_input_is_one_clear_line_exit_1(
+    tmp_path: Path, cli_env: dict[str, str], args: tuple[str, ...], needle: str
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"keep\n")
+    argv = [a.format(room=room, missing=tmp_path / "nope") for a in args]
+    out = run(cli_env, *argv)
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("ackdeck: error:")
+    assert "Traceback" not in out.stderr
+    assert room.read_bytes() == b"keep\n"
+
+
+def test_missing_room_read_and_ack_are_noops_and_create_nothing(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    rooms = tmp_path / "rooms"
+    rooms.mkdir()
+    room = rooms / "inbox.txt"
+    assert ok_json(cli_env, "room", "read", str(room), "--session", "s")["lines"] == []
+    got = ok_json(cli_env, "room", "ack", str(room), "--session", "s")
+    assert (got["mode"], got["acked"]) == ("noop", 0)
+    assert list(rooms.iterdir()) == []
+
+
+def test_wait_exit_codes(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"")
+    t0 = time.monotonic()
+    out = run(cli_env, "room", "wait", str(room), "--session", "s", "--timeout", "0.3")
+    assert out.returncode == 1 and time.monotonic() - t0 >= 0.3
+    waiter = subprocess.Popen(
+        [*ACKDECK, "room", "wait", str(room), "--session", "s", "--timeout", "30"],
+        env=cli_env,
+        cwd=REPO,
+    )
+    try:
+        time.sleep(0.3)  # let it reach the watcher; correctness does not depend on this
+        subprocess.run([sys.executable, "-c", f"open({str(room)!r}, 'ab').write(b'x\\n')"])
+        assert waiter.wait(timeout=20) == 0
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
