@@ -188,6 +188,8 @@ class DeliveryOut(BaseModel):
     exclude: bool
     lines: list[str]
     total_matches: int
+    status: str
+    exit_code: int | None
 
 
 class DrainOut(BaseModel):
@@ -375,10 +377,6 @@ class AgentDoor:
             raise InvalidInput('argv must name a command, e.g. ["pytest", "-x"]')
         if monitor is None and (exclude or cooldown_ms is not None or max_events is not None):
             raise InvalidInput("exclude, cooldown_ms and max_events need a monitor regex")
-        if cooldown_ms is not None and cooldown_ms < 0:
-            raise InvalidInput("cooldown_ms must be >= 0")
-        if max_events is not None and max_events < 1:
-            raise InvalidInput("max_events must be >= 1")
         monitors: list[procs.MonitorSpec] = []
         if monitor is not None:
             spec_kw: dict[str, Any] = {"exclude": exclude, "max_events": max_events}
@@ -476,6 +474,8 @@ class AgentDoor:
                     exclude=d.exclude,
                     lines=[w.text for w in d.lines],
                     total_matches=d.total_matches,
+                    status=d.status,
+                    exit_code=d.exit_code,
                 )
                 for d in result.delivered
             ],

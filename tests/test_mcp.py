@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
+from core import procs
 from tests.conftest import REPO
 
 TOOLS = {
@@ -212,3 +215,87 @@ def test_bad_server_configuration_fails_fast_with_one_line(home: Path, tmp_path:
         assert out.returncode != 0
         assert needle in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
+
+
+async def read_until_exit(client: Client, name: str, **args: Any) -> list[str]:
+    """Everything process_output returns for `name` until the run has ended (bounded)."""
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r = await call(client, "process_output", {"name": name, "timeout": 5, **args})
+        assert not r.is_error, text_of(r)
+        lines += r.structured_content["lines"]
+        if r.structured_content["status"] != "running":
+            return lines
+    raise AssertionError(f"{name} did not exit in time; read so far: {lines}")
+
+
+def wait_for_match(home: Path, name: str) -> None:
+    """Until the run ended and its monitor counted the match (the wake decision is made)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        info = procs.get_run(home, name)
+        if info.status != "running" and info.matches >= 1:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"monitor of {name} never matched: {procs.get_run(home, name)}")
+
+
+async def test_shown_output_never_wakes_but_filtered_out_output_does(
+    home: Path, tmp_path: Path
+) -> None:
+    script = "echo compiling; echo 'ERROR: disk full'; echo done"
+    async with connect(home, [tmp_path / "inbox.txt"]) as client:
+        for name in ("seen", "skipped"):
+            started = await call(
+                client,
+                "process_start",
+                {
+                    "name": name,
+                    "argv": ["sh", "-c", script],
+                    "monitor": "ERROR",
+                    "cooldown_ms": 0,
+                    "cwd": str(tmp_path),
+                },
+            )
+            assert not started.is_error, text_of(started)
+            assert started.structured_content["session"] == "agent"
+            assert started.structured_content["monitors"][0]["pattern"] == "ERROR"
+
+        # The agent reads all of `seen`, but only the `done` line of `skipped`.
+        assert await read_until_exit(client, "seen") == ["compiling", "ERROR: disk full", "done"]
+        assert await read_until_exit(client, "skipped", filter="^done") == ["done"]
+        await anyio.to_thread.run_sync(wait_for_match, home, "seen")
+        await anyio.to_thread.run_sync(wait_for_match, home, "skipped")
+
+        delivered: dict[str, list[str]] = {}
+        deadline = time.monotonic() + 60
+        while "skipped" not in delivered and time.monotonic() < deadline:
+            drained = await call(client, "wakes_drain")
+            assert not drained.is_error, text_of(drained)
+            for d in drained.structured_content["delivered"]:
+                delivered.setdefault(d["name"], []).extend(d["lines"])
+            if "skipped" not in delivered:
+                await anyio.sleep(0.1)
+        assert any("ERROR: disk full" in x for x in delivered.get("skipped", [])), delivered
+        # The line the agent was shown never comes back as a wake.
+        assert not any("ERROR" in x for x in delivered.get("seen", [])), delivered
+        again = await call(client, "wakes_drain")
+        assert again.structured_content["delivered"] == []
+        assert "no wakes" in text_of(again)
+
+
+async def test_process_errors_are_error_results(home: Path, tmp_path: Path) -> None:
+    async with connect(home, [tmp_path / "inbox.txt"]) as client:
+        for args, needle in (
+            ({"name": "x", "argv": ["sh"], "monitor": "(unclosed"}, "regex"),
+            ({"name": "x", "argv": ["no-such-command-ackdeck"]}, "not found"),
+            ({"name": "../x", "argv": ["sh"]}, "invalid process name"),
+            ({"name": "x", "argv": ["sh"], "exclude": True}, "need a monitor"),
+        ):
+            r = await call(client, "process_start", args)
+            assert r.is_error, args
+            assert needle in text_of(r), text_of(r)
+        missing = await call(client, "process_output", {"name": "never-started"})
+        assert missing.is_error and "never-started" in text_of(missing)
+    assert procs.list_runs(home) == []
