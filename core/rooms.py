@@ -214,13 +214,17 @@ class Room:
 
     def _open(self) -> int | None:
         try:
-            return os.open(self.path, os.O_RDONLY)
+            # O_NONBLOCK: opening a FIFO by mistake must not hang; no effect on regular files.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         except PermissionError:
             raise RoomUnavailable(f"cannot read room {self.path}: permission denied") from None
-        except IsADirectoryError:
-            raise RoomUnavailable(f"room {self.path} is a directory") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            kind = "a directory" if self.path.is_dir() else "not a regular file"
+            raise RoomUnavailable(f"room {self.path} is {kind}")
+        return fd
 
     def _settled_ledger(self, fd: int, *, can_write: bool) -> tuple[L.Ledger, L.FileStat, bool]:
         """The ledger reconciled with the open file. Returns (ledger, file stat, changed).
@@ -359,6 +363,12 @@ class Room:
         """Every complete line in the room; records the session's receipt (replacing the old)."""
         check_name(session)
         self._check_dir()
+        try:
+            return self._read(session)
+        except OSError as exc:
+            raise _write_error(self.path, exc, after="the room is unchanged; read again") from None
+
+    def _read(self, session: str) -> ReadResult:
         if not self.path.exists() and not self._ensure_sidecar(create=False):
             return ReadResult([], 0, 0, 0)
         shared = True
@@ -413,6 +423,10 @@ class Room:
                 return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
             try:
                 return self._ack_locked(fd, session, all)
+            except OSError as exc:
+                # Anything before the rename leaves the room as it was (temps are removed on
+                # the way out or by the next ack); later failures are converted in _rewrite.
+                raise _write_error(self.path, exc) from None
             finally:
                 os.close(fd)
 
@@ -533,6 +547,29 @@ class Room:
             raise
         _atomic.replace(tmp, self.path, fsync=False)
         _pause("after-rename")
+        try:
+            return self._finish(
+                fd, size, ledger, pending, link is not None, plan, dropped, receipt, copy
+            )
+        except OSError as exc:
+            raise _write_error(self.path, exc, after=_RENAMED) from None
+
+    def _finish(
+        self,
+        fd: int,
+        size: int,
+        ledger: L.Ledger,
+        pending: L.Ledger,
+        linked: bool,
+        plan: L.AckPlan,
+        dropped: bytes,
+        receipt: L.Receipt | None,
+        copy: _CountingCopy,
+    ) -> AckResult:
+        """Everything after the rename: sweeps, directory fsync, commit, audit, receipt."""
+        intent = pending.pending
+        assert intent is not None and intent.at is not None
+        session, acked, now = intent.session, intent.acked, intent.at
         # Unlocked producers that opened the path before the rename wrote into the old inode:
         # carry those bytes over now, again after the directory fsync, and (through the link)
         # on every exclusive operation for PREV_GRACE_S. With no link (a filesystem without
@@ -540,7 +577,7 @@ class Room:
         committed = pending.model_copy(
             update={
                 "base": ledger.base + plan.drop,
-                "identity": new_identity,
+                "identity": intent.identity,
                 "pending": None,
                 "acked_total": ledger.acked_total + acked,
                 "last_ack_at": now,
@@ -549,7 +586,7 @@ class Room:
         )
         swept_lines = 0
         fd_offset = size
-        if link is None:
+        if not linked:
             fd_offset, n = self._sweep_fd(fd, fd_offset)
             swept_lines += n
         else:
@@ -558,7 +595,7 @@ class Room:
         _pause("after-sweep")
         _atomic.fsync_dir(self.path.parent)
         _pause("after-fsync-dir")
-        if link is None:
+        if not linked:
             fd_offset, n = self._sweep_fd(fd, fd_offset)
             swept_lines += n
         else:
@@ -900,11 +937,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _write_error(path: Path, exc: OSError) -> AckdeckError:
+_UNCHANGED = "the room is unchanged"
+_RENAMED = (
+    "the room was already rewritten (nothing lost); the next read or ack finishes the bookkeeping"
+)
+
+
+def _write_error(path: Path, exc: OSError, after: str = _UNCHANGED) -> AckdeckError:
+    where = Path(exc.filename) if isinstance(exc.filename, str) else path
     if exc.errno == errno.ENOSPC:
-        return RoomUnavailable(f"no space left on device writing {path}; the room is unchanged")
+        return RoomUnavailable(f"no space left on device writing {where}; {after}")
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return RoomUnavailable(
-            f"cannot write {path} or its directory: {exc.strerror}; the room is unchanged"
-        )
-    return RoomUnavailable(f"cannot write {path}: {exc.strerror}; the room is unchanged")
+        return RoomUnavailable(f"cannot write {where} or its directory: {exc.strerror}; {after}")
+    return RoomUnavailable(f"cannot write {where}: {exc.strerror}; {after}")
