@@ -7,11 +7,12 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from core import hooks
+from core import hooks, procs, wakes
 from core.errors import ColdAck, InvalidInput
 from core.rooms import Room
 from tests.conftest import REPO
@@ -253,3 +254,43 @@ def test_cli_refuses_a_malformed_settings_file(tmp_path: Path, cli_env: dict[str
     assert settings.read_text() == '{"model": "opus",}'
     assert settings.stat().st_mtime_ns == before.st_mtime_ns
     assert os.listdir(settings.parent) == ["settings.json"]
+
+
+def test_installed_stop_hook_delivers_a_wake_once(
+    tmp_path: Path, home: Path, cli_env: dict[str, str]
+) -> None:
+    settings = tmp_path / "claude" / "settings.json"
+    # ACKDECK_HOME is set in cli_env, so the installer bakes --home into the commands: hooks
+    # run where that variable may not be set.
+    out = run_cli(
+        "hooks",
+        "install",
+        "--settings",
+        str(settings),
+        "--ackdeck",
+        shlex.join(ACKDECK),
+        env=cli_env,
+    )
+    assert out.returncode == 0, out.stderr
+    stop = ours(json.loads(settings.read_text()), "Stop")[0]["command"]
+    assert str(home) in shlex.split(stop)
+
+    procs.start(
+        home,
+        "build",
+        ["sh", "-c", "echo 'ERROR: disk full'"],
+        session="agent",
+        monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
+        cwd=str(tmp_path),
+    )
+    deadline = time.monotonic() + 60
+    while procs.get_run(home, "build").status == "running" or not wakes.list_wakes(home, "agent"):
+        assert time.monotonic() < deadline, "the monitor never recorded a wake"
+        time.sleep(0.05)
+
+    first = run_hook(stop, cli_env)
+    assert first.returncode == 2, (first.stdout, first.stderr)
+    assert "ERROR: disk full" in first.stderr
+    second = run_hook(stop, cli_env)
+    assert second.returncode == 0, (second.stdout, second.stderr)
+    assert "ERROR" not in second.stderr
