@@ -1,0 +1,181 @@
+"""kill -9 of an acking process at every step of the ack.
+
+The acker is a real `ackdeck room ack` subprocess started with ACKDECK_TEST_PAUSE_AT=<step>
+(see core/rooms.py `_pause`): it writes the step name to a marker file and sleeps there, so the
+test can act as a producer at exactly that point and then SIGKILL it. The room must then be the
+old file or the new one, never torn, and the next read/ack must recover with nothing lost.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from core import _atomic
+from core.errors import ColdAck
+from core.rooms import Room
+from tests.conftest import ACKDECK, REPO
+
+STEPS = [
+    "before-temp",
+    "mid-temp",
+    "after-temp",
+    "after-link",
+    "after-pending",
+    "after-rename",
+    "after-sweep",
+    "after-fsync-dir",
+    "after-commit",
+    "after-audit",
+    "after-receipt",
+]
+RENAMED = STEPS.index("after-rename")
+
+
+def _start_paused_ack(
+    room: Path, marker: Path, steps: list[str], env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    env = {**env, "ACKDECK_TEST_PAUSE_AT": ",".join(steps), "ACKDECK_TEST_PAUSE_FILE": str(marker)}
+    return subprocess.Popen(
+        [*ACKDECK, "room", "ack", str(room), "--session", "s", "--json"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for_step(proc: subprocess.Popen[bytes], marker: Path, step: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if marker.read_text() == step:
+                return
+        except FileNotFoundError:
+            pass
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise AssertionError(f"acker exited ({proc.returncode}) before {step}: {err}")
+        time.sleep(0.005)
+    raise AssertionError(f"acker never reached {step}")
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+
+
+def _lines(data: bytes) -> list[bytes]:
+    assert data == b"" or data.endswith(b"\n"), f"torn room: {data!r}"
+    return data[:-1].split(b"\n") if data else []
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill9_at_each_ack_step_leaves_old_or_new_and_recovers(
+    tmp_path: Path, cli_env: dict[str, str], step: str
+) -> None:
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"a\nb\n")
+    room = Room(path)
+    assert room.read("s").lines == [b"a", b"b"]
+    with open(path, "ab") as f:
+        f.write(b"late\n")  # arrived after the read: must be kept
+    # An unlocked writer that opened the path before the ack and writes only after the
+    # kill: if the rename happened, its bytes land in the replaced inode.
+    held = os.open(path, os.O_WRONLY | os.O_APPEND)
+    marker = tmp_path / "paused-at"
+    proc = _start_paused_ack(path, marker, [step], cli_env)
+    try:
+        _wait_for_step(proc, marker, step)
+        # At the pause the room is the old file or the new one, complete lines only.
+        at_pause = _lines(path.read_bytes())
+        if STEPS.index(step) < RENAMED:
+            assert at_pause == [b"a", b"b", b"late"]
+        else:
+            assert at_pause == [b"late"]
+        with open(path, "ab") as f:
+            f.write(b"during\n")  # a `>>` producer at exactly this point
+        _kill(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    os.write(held, b"held\n")
+    os.close(held)
+    _lines(path.read_bytes())  # still not torn after the kill
+
+    # Recovery: the next read sees everything unread; the killed session's ack completes.
+    got = Room(path).read("s2").lines
+    if step == "after-receipt":
+        # The ack had finished, receipt included: acking again without a read is refused.
+        with pytest.raises(ColdAck):
+            Room(path).ack("s")
+    else:
+        assert Room(path).ack("s").mode in ("prefix", "noop")
+    final = _lines(path.read_bytes())
+    assert Counter(final) == Counter([b"late", b"during", b"held"]), (step, got, final)
+    assert Counter(got) >= Counter([b"late", b"during", b"held"])
+    # The counters tell the same story as the file: exactly a and b were acked.
+    st = Room(path).status()
+    assert (st.acked_total, st.pending, st.epoch) == (2, 3, 0)
+    # No temps or orphan links survive the next exclusive operation.
+    Room(path).ack("s2")
+    leftovers = [n for n in os.listdir(tmp_path) if _atomic.TEMP_MARK in n]
+    links = [n for n in os.listdir(room.sidecar) if n.startswith("prev-")]
+    assert leftovers == []
+    ledger_links = [p.name for p in room._ledger().prev]
+    assert sorted(links) == sorted(ledger_links)
+
+
+def test_kill9_after_rename_before_sweep_keeps_late_unlocked_append(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # The race the replaced-inode link exists for: a `>>` writer appends to the old inode after
+    # the acker copied it, and the acker dies after its rename, before it could sweep.
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"a\n")
+    Room(path).read("s")
+    marker = tmp_path / "paused-at"
+    proc = _start_paused_ack(path, marker, ["after-temp", "after-rename"], cli_env)
+    try:
+        _wait_for_step(proc, marker, "after-temp")
+        with open(path, "ab") as f:  # the old inode: the temp copy is already written
+            f.write(b"slipped in\n")
+        marker.unlink()  # let the acker continue to its rename
+        _wait_for_step(proc, marker, "after-rename")
+        assert path.read_bytes() == b""  # renamed; the late line is only in the old inode
+        _kill(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert Room(path).read("s").lines == [b"slipped in"]
+    assert path.read_bytes() == b"slipped in\n"
+
+
+def test_kill9_twice_in_a_row_still_loses_nothing(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"a\nb\n")
+    Room(path).read("s")
+    for step in ("after-pending", "after-rename"):
+        marker = tmp_path / f"paused-{step}"
+        proc = _start_paused_ack(path, marker, [step], cli_env)
+        try:
+            _wait_for_step(proc, marker, step)
+            with open(path, "ab") as f:
+                f.write(f"{step}\n".encode())
+            _kill(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    res = Room(path).ack("s")
+    assert res.mode == "noop"  # the second killed ack had already removed a and b
+    assert _lines(path.read_bytes()) == [b"after-pending", b"after-rename"]
+    assert Room(path).status().acked_total == 2
