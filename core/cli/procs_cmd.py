@@ -1,0 +1,228 @@
+"""`ackdeck run / output / ps / kill / wakes …`: monitored processes and their wakes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from .. import output, procs, wakes
+from ._output import emit_json, text
+
+
+def _default_session() -> str:
+    return os.environ.get("ACKDECK_SESSION") or "default"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="start a command under a detached supervisor (returns at once)",
+        description="Start CMD as a new run of NAME; stdout+stderr go to the run's output.log.",
+    )
+    p.add_argument("name", metavar="NAME", help="process name (reusable; each start is a run)")
+    p.add_argument("--session", default=None, help="owner session of wakes (env ACKDECK_SESSION)")
+    p.add_argument("--monitor", metavar="REGEX", help="wake the session on lines matching REGEX")
+    p.add_argument("--exclude", action="store_true", help="wake on lines NOT matching REGEX")
+    p.add_argument("--cooldown-ms", type=int, default=1000, help="batch window (default 1000)")
+    p.add_argument("--max-events", type=int, default=None, help="stop the monitor after N wakes")
+    p.add_argument("--cwd", default=None, help="working directory of the command")
+    p.add_argument("--json", action="store_true", help='print {"name", "run_id", "pid"}')
+    p.add_argument("cmd", nargs="+", metavar="-- CMD ARG", help="the command and its arguments")
+    p.set_defaults(handler=_run)
+
+    p = sub.add_parser("output", help="read new output lines of a process (the agent's read)")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--session", default=None, help="reader session (env ACKDECK_SESSION)")
+    p.add_argument("--run-id", default=None, help="a specific run (default: the latest)")
+    p.add_argument("--filter", metavar="RE", default=None, help="keep only lines matching RE")
+    p.add_argument("--exclude", action="store_true", help="keep only lines NOT matching RE")
+    p.add_argument("--timeout", type=float, default=0.0, help="wait up to SECS for a line")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_output)
+
+    p = sub.add_parser("ps", help="list runs with status and exit code")
+    p.add_argument("--latest", action="store_true", help="only the newest run of each name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_ps)
+
+    p = sub.add_parser("kill", help="TERM the process group of NAME's latest run, KILL later")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--grace", type=float, default=3.0, help="seconds before KILL (default 3)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_kill)
+
+    w = sub.add_parser("wakes", help="list, drain and dismiss monitor wakes")
+    wsub = w.add_subparsers(dest="wakes_command", metavar="ACTION", required=True)
+    p = wsub.add_parser("list", help="wake records (all sessions unless --session)")
+    p.add_argument("--session", default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_wakes_list)
+
+    p = wsub.add_parser("drain", help="deliver what the session was not shown, then ack it")
+    p.add_argument("--session", default=None, help="owner session (env ACKDECK_SESSION)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--hook", action="store_true", help="for Stop hooks: print the text and exit 2 if any"
+    )
+    p.add_argument("--settle", type=float, default=2.0, help="max seconds to wait for reads")
+    p.set_defaults(handler=_wakes_drain)
+
+    p = wsub.add_parser("dismiss", help="remove a session's wake record for NAME")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--session", default=None)
+    p.set_defaults(handler=_wakes_dismiss)
+
+
+def _run(args: argparse.Namespace) -> int:
+    monitors = []
+    if args.monitor is not None:
+        monitors.append(
+            procs.MonitorSpec(
+                pattern=args.monitor,
+                exclude=args.exclude,
+                cooldown_ms=args.cooldown_ms,
+                max_events=args.max_events,
+            )
+        )
+    elif args.exclude:
+        print("ackdeck: error: --exclude needs --monitor REGEX", file=sys.stderr)
+        return 1
+    info = procs.start(
+        args.home,
+        args.name,
+        list(args.cmd),
+        session=args.session or _default_session(),
+        monitors=monitors,
+        cwd=args.cwd,
+    )
+    if args.json:
+        emit_json({"name": info.name, "run_id": info.run_id, "pid": info.pid})
+    else:
+        print(f"started {info.name} run {info.run_id} pid {info.pid}")
+    return 0
+
+
+def _output(args: argparse.Namespace) -> int:
+    res = output.read_output(
+        args.home,
+        args.name,
+        args.session or _default_session(),
+        filter=args.filter,
+        exclude=args.exclude,
+        timeout=args.timeout,
+        run_id=args.run_id,
+    )
+    if args.json:
+        emit_json(
+            {
+                "name": res.name,
+                "run_id": res.run_id,
+                "status": res.status,
+                "exit_code": res.exit_code,
+                "lines": [text(x) for x in res.lines],
+            }
+        )
+    else:
+        for line in res.lines:
+            sys.stdout.write(text(line) + "\n")
+        code = "" if res.exit_code is None else f" {res.exit_code}"
+        print(f"[{res.name} {res.status}{code}]", file=sys.stderr)
+    return 0
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def _ps(args: argparse.Namespace) -> int:
+    runs = procs.list_runs(args.home, latest_only=args.latest)
+    if args.json:
+        emit_json([r.as_json() for r in runs])
+        return 0
+    print(f"{'NAME':<20} {'RUN ID':<26} {'PID':>7} {'STATUS':<8} {'EXIT':>4} STARTED  ENDED")
+    for r in runs:
+        code = "-" if r.exit_code is None else str(r.exit_code)
+        pid = "-" if r.pid is None else str(r.pid)
+        print(
+            f"{r.name:<20} {r.run_id:<26} {pid:>7} {r.status:<8} {code:>4} "
+            f"{_when(r.started_at)} {_when(r.ended_at)}"
+        )
+    return 0
+
+
+def _kill(args: argparse.Namespace) -> int:
+    before = procs.get_run(args.home, args.name)
+    info = procs.kill(args.home, args.name, grace=args.grace)
+    if args.json:
+        emit_json(info.as_json())
+    elif before.status != "running":
+        print(f"{info.name} run {info.run_id} is not running ({info.status})", file=sys.stderr)
+    else:
+        print(f"{info.name} run {info.run_id}: {info.status} (exit code {info.exit_code})")
+    return 0
+
+
+def _skipped(paths: list) -> None:
+    for p in paths:
+        print(f"ackdeck: warning: skipped malformed wake file {p} (kept on disk)", file=sys.stderr)
+
+
+def _wakes_list(args: argparse.Namespace) -> int:
+    records, skipped = wakes.scan_wakes(args.home, args.session)
+    _skipped(skipped)
+    if args.json:
+        emit_json([r.model_dump() for r in records])
+        return 0
+    for r in records:
+        print(
+            f"{r.session}/{r.name}: {r.kind}, {len(r.lines)} pending line(s)"
+            f"{' + notice' if r.notice_pending else ''}, {r.delivered_total} delivered, "
+            f"{r.superseded_total} superseded, status {r.status}"
+        )
+        for x in r.lines:
+            print(f"  {x.text}")
+    return 0
+
+
+def _wakes_drain(args: argparse.Namespace) -> int:
+    res = wakes.drain(args.home, args.session or _default_session(), settle_timeout=args.settle)
+    _skipped(res.skipped)
+    txt = wakes.format_wake_text(res)
+    if args.json:
+        emit_json(
+            {
+                "delivered": [
+                    {
+                        "name": d.name,
+                        "run_id": d.run_id,
+                        "kind": d.kind,
+                        "filter": d.filter,
+                        "exclude": d.exclude,
+                        "lines": [x.text for x in d.lines],
+                        "total_matches": d.total_matches,
+                        "status": d.status,
+                        "exit_code": d.exit_code,
+                    }
+                    for d in res.delivered
+                ],
+                "superseded": res.superseded,
+                "pending": res.pending,
+            }
+        )
+    elif txt:
+        print(txt)
+    if args.hook and res.delivered:
+        # Claude Code-style Stop hooks feed stderr back to the agent on exit 2.
+        print(txt, file=sys.stderr)
+        return 2
+    return 0
+
+
+def _wakes_dismiss(args: argparse.Namespace) -> int:
+    session = args.session or _default_session()
+    if not wakes.dismiss(args.home, session, args.name):
+        print(f"ackdeck: error: no wake for {args.name!r} in session {session!r}", file=sys.stderr)
+        return 1
+    return 0

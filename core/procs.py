@@ -1,0 +1,381 @@
+"""Monitored processes: start under a detached supervisor, list, kill, and detect lost ones.
+
+Each start of NAME is a new run (`procs/NAME/RUN_ID/`, see core/runs.py). `start` validates
+everything it can (names, regexes, cwd, that the command exists) before anything is created,
+then spawns `python -m core.supervisor`, which detaches, takes the run's supervisor lock, starts
+the command with stdout+stderr going straight into `output.log`, and reports back over a pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._locks import locked
+from .errors import CorruptState, InvalidInput, ProcessError
+from .home import resolve_home
+from .monitors import compile_pattern
+from .names import check_name
+from .runs import (
+    STARTUP_GRACE,
+    MonitorModel,
+    RunMeta,
+    kill_marker,
+    load_meta,
+    lock_path,
+    new_run_id,
+    output_path,
+    pid_alive,
+    run_dir,
+    run_dirs,
+    store_meta,
+    supervisor_alive,
+)
+from .tail import Tail, total_matches
+
+Clock = Callable[[], float]
+HomeArg = str | os.PathLike[str] | None
+# The package root, so the supervisor imports this very `core` whatever the user's cwd holds.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+CHILD_PYTHONPATH = "ACKDECK_CHILD_PYTHONPATH"
+_UNSET = "<ackdeck:unset>"  # env values cannot hold NUL
+HANDSHAKE_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    pattern: str
+    exclude: bool = False  # inverted filter: wake on lines NOT matching
+    cooldown_ms: int = 1000
+    max_events: int | None = None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    name: str
+    run_id: str
+    pid: int | None
+    status: str  # "running" | "exited" | "killed" | "lost"
+    exit_code: int | None  # signals as 128+N
+    started_at: float
+    ended_at: float | None
+    argv: list[str]
+    cwd: str
+    session: str
+    monitors: list[MonitorSpec]
+    matches: int  # total monitor matches so far in this run
+    run_dir: Path = field(compare=False)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "run_id": self.run_id,
+            "pid": self.pid,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
+
+
+def _info(meta: RunMeta, rdir: Path) -> RunInfo:
+    return RunInfo(
+        name=meta.name,
+        run_id=meta.run_id,
+        pid=meta.pid,
+        status=meta.status,
+        exit_code=meta.exit_code,
+        started_at=meta.started_at,
+        ended_at=meta.ended_at,
+        argv=list(meta.argv),
+        cwd=meta.cwd,
+        session=meta.session,
+        monitors=[MonitorSpec(**m.model_dump()) for m in meta.monitors],
+        matches=total_matches(rdir),
+        run_dir=rdir,
+    )
+
+
+# ----- start -------------------------------------------------------------------------------
+def _check_monitor(m: MonitorSpec) -> MonitorModel:
+    compile_pattern(m.pattern)
+    if not isinstance(m.cooldown_ms, int) or m.cooldown_ms < 0:
+        raise InvalidInput(f"invalid cooldown {m.cooldown_ms!r} ms: use an integer >= 0")
+    if m.max_events is not None and (not isinstance(m.max_events, int) or m.max_events < 1):
+        raise InvalidInput(f"invalid max-events {m.max_events!r}: use an integer >= 1")
+    return MonitorModel(
+        pattern=m.pattern, exclude=m.exclude, cooldown_ms=m.cooldown_ms, max_events=m.max_events
+    )
+
+
+def _check_command(cmd: str, cwd: Path) -> None:
+    if "\0" in cmd or cmd == "":
+        raise ProcessError("cannot start an empty command")
+    if "/" in cmd:
+        path = cwd / cmd
+        if not path.is_file():
+            raise ProcessError(f"cannot start {cmd!r}: no such file")
+        if not os.access(path, os.X_OK):
+            raise ProcessError(f"cannot start {cmd!r}: permission denied (not executable)")
+    elif shutil.which(cmd) is None:
+        raise ProcessError(f"cannot start {cmd!r}: command not found in PATH")
+
+
+def start(
+    home: HomeArg,
+    name: str,
+    argv: list[str],
+    *,
+    session: str = "default",
+    monitors: Sequence[MonitorSpec] = (),
+    cwd: str | None = None,
+    clock: Clock = time.time,
+) -> RunInfo:
+    """Start `argv` as a new run of `name`; returns once the command is running."""
+    check_name(name, "process")
+    check_name(session)
+    if not argv:
+        raise InvalidInput("no command given: use `ackdeck run NAME -- CMD ARG...`")
+    models = [_check_monitor(m) for m in monitors]
+    wd = Path(cwd if cwd is not None else os.getcwd()).absolute()
+    if not wd.is_dir():
+        raise ProcessError(f"cannot start in {wd}: no such directory")
+    _check_command(argv[0], wd)
+    h = resolve_home(home)
+
+    now = clock()
+    run_id = new_run_id(now)
+    rdir = run_dir(h, name, run_id)
+    rdir.mkdir(mode=0o700, parents=True)
+    output_path(rdir).touch(mode=0o600)
+    store_meta(
+        rdir,
+        RunMeta(
+            name=name,
+            run_id=run_id,
+            argv=list(argv),
+            cwd=str(wd),
+            session=session,
+            monitors=models,
+            created_at=now,
+            started_at=now,
+        ),
+    )
+    try:
+        _spawn_supervisor(h, rdir)
+    except BaseException:
+        # Nothing is running: leave no half-made run behind.
+        shutil.rmtree(rdir, ignore_errors=True)
+        raise
+    return get_run(h, name, run_id)
+
+
+def _spawn_supervisor(home: Path, rdir: Path) -> None:
+    env = dict(os.environ)
+    env[CHILD_PYTHONPATH] = env.get("PYTHONPATH", _UNSET)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
+    r, w = os.pipe()
+    try:
+        with open(rdir / "supervisor.log", "ab") as log:
+            launcher = subprocess.Popen(
+                [sys.executable, "-m", "core.supervisor", "--home", str(home)]
+                + ["--run-dir", str(rdir), "--ready-fd", str(w)],
+                pass_fds=(w,),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=rdir,  # never the user's cwd: a `core/` there must not shadow ours
+                env=env,
+                start_new_session=True,  # no terminal signals, survives the caller
+            )
+        os.close(w)
+        w = -1
+        launcher.wait()  # the launcher forks the real supervisor and exits at once
+        reply = _read_reply(r)
+    finally:
+        if w >= 0:
+            os.close(w)
+        os.close(r)
+    if reply is None:
+        detail = _last_line(rdir / "supervisor.log")
+        raise ProcessError(f"the supervisor did not start{': ' + detail if detail else ''}")
+    if not reply.get("ok"):
+        raise ProcessError(str(reply.get("error") or "the command could not be started"))
+
+
+def _read_reply(fd: int) -> dict[str, object] | None:
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        reply = json.loads(data.decode() or "null")
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:200] if lines else ""
+
+
+# ----- query -------------------------------------------------------------------------------
+def _load(rdir: Path) -> RunMeta | None:
+    try:
+        return load_meta(rdir)
+    except CorruptState:
+        return None  # a broken run directory is skipped rather than breaking every listing
+
+
+def reconcile(home: Path, name: str | None = None, *, clock: Clock = time.time) -> None:
+    """Detect runs whose supervisor died: each becomes status `lost` and a monitor-lost wake."""
+    for rdir in run_dirs(home, name):
+        meta = _load(rdir)
+        if meta is not None and meta.status == "running":
+            check_lost(home, rdir, clock=clock)
+
+
+def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
+    meta = _load(rdir)
+    if meta is None or meta.status != "running" or supervisor_alive(rdir):
+        return
+    if meta.supervisor_pid is None and clock() - meta.created_at < STARTUP_GRACE:
+        return  # still starting up
+    with locked(lock_path(rdir)):
+        meta = _load(rdir)
+        # Re-check under the lock: the supervisor writes its final status under it before it
+        # lets go of its own lock, so a clean exit is never mistaken for a crash.
+        if meta is None or meta.status != "running" or supervisor_alive(rdir):
+            return
+        child_alive = pid_alive(meta.pid)
+        now = clock()
+        tail = Tail(home, rdir, meta, clock=clock)
+        # Wake first, status second: if we die in between, the next caller redoes both and
+        # the wake store deduplicates the lines.
+        tail.finish(
+            kind="monitor-lost",
+            status="lost",
+            exit_code=None,
+            final_fragment=not child_alive,
+        )
+        reason = "supervisor died" + ("; the command may still be running" if child_alive else "")
+        store_meta(
+            rdir, meta.model_copy(update={"status": "lost", "ended_at": now, "lost_reason": reason})
+        )
+
+
+def list_runs(home: HomeArg, *, latest_only: bool = False) -> list[RunInfo]:
+    """Every run, sorted by (name, started_at); with latest_only, the newest run of each name."""
+    h = resolve_home(home)
+    reconcile(h)
+    infos = []
+    for rdir in run_dirs(h):
+        meta = _load(rdir)
+        if meta is not None:
+            infos.append(_info(meta, rdir))
+    infos.sort(key=lambda i: (i.name, i.started_at, i.run_id))
+    if latest_only:
+        latest: dict[str, RunInfo] = {}
+        for i in infos:
+            latest[i.name] = i
+        infos = list(latest.values())
+    return infos
+
+
+def get_run(home: HomeArg, name: str, run_id: str | None = None) -> RunInfo:
+    """A run of `name` (the latest one if run_id is None); ProcessError if unknown."""
+    h = resolve_home(home)
+    check_name(name, "process")
+    if run_id is not None:
+        rdir = run_dir(h, name, run_id)
+        if not rdir.is_dir():
+            raise ProcessError(f"unknown run {run_id!r} of process {name!r}")
+        candidates = [rdir]
+    else:
+        candidates = run_dirs(h, name)
+    metas = [(m, d) for d in candidates if (m := _load(d)) is not None]
+    if not metas:
+        raise ProcessError(f"unknown process {name!r}: start it with `ackdeck run {name} -- CMD`")
+    meta, rdir = max(metas, key=lambda md: (md[0].started_at, md[0].run_id))
+    if meta.status == "running":
+        check_lost(h, rdir)
+        meta = _load(rdir) or meta
+    return _info(meta, rdir)
+
+
+# ----- kill --------------------------------------------------------------------------------
+def kill(home: HomeArg, name: str, *, grace: float = 3.0, run_id: str | None = None) -> RunInfo:
+    """TERM the latest run's process group, KILL it after `grace` seconds if still alive."""
+    h = resolve_home(home)
+    info = get_run(h, name, run_id)
+    if info.status != "running" or info.pid is None:
+        return info
+    kill_marker(info.run_dir).touch()
+    pgid = info.pid  # the command leads its own session, so its pid is its group id
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+    # Give the supervisor a moment to record the exit status it observes.
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        meta = _load(info.run_dir)
+        if meta is None or meta.status != "running" or not supervisor_alive(info.run_dir):
+            break
+        time.sleep(0.02)
+    return get_run(h, name, info.run_id)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a live (non-zombie) process is in group `pgid`."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        # fields: state ppid pgrp ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False

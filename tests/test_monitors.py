@@ -1,0 +1,197 @@
+"""The pure monitor scanner: offsets from raw bytes, matching on cleaned text, split reads."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.errors import InvalidInput
+from core.monitors import (
+    MAX_FRAGMENT,
+    MAX_PAYLOAD,
+    Batch,
+    LineBuffer,
+    LineMatcher,
+    MatchedLine,
+    clean,
+    compile_pattern,
+)
+
+
+def scan_pieces(pattern: str, pieces: list[bytes], *, exclude: bool = False, final: bool = True):
+    buf = LineBuffer.at(0)
+    m = LineMatcher(pattern, exclude)
+    out: list[MatchedLine] = []
+    for p in pieces:
+        region, start, first = buf.feed(p)
+        out.extend(m.scan(region, start, first))
+    if final:
+        out.extend(m.scan_final(buf.final()))
+    return out, buf
+
+
+def naive(pattern: str, data: bytes, exclude: bool = False) -> list[tuple[int, int]]:
+    """Reference: split the whole file into lines, clean each, match it alone."""
+    rx = re.compile(pattern.encode())
+    out = []
+    pos = 0
+    for raw in data.split(b"\n"):
+        end = pos + len(raw) + 1
+        if end > len(data):
+            end = len(data)
+        if end > pos and (rx.search(clean(raw)) is not None) != exclude:
+            out.append((pos, end))
+        pos = end
+    return out
+
+
+def test_ansi_is_stripped_before_matching_and_offsets_stay_raw() -> None:
+    data = b"ok\n\x1b[31mER\x1b[0mROR: disk\x1b]0;title\x07 full\n"
+    got, _ = scan_pieces("ERROR: disk full", [data])
+    assert [(m.start, m.end, m.text) for m in got] == [(3, len(data), "ERROR: disk full")]
+
+
+def test_ansi_sequence_split_across_reads_is_still_stripped() -> None:
+    got, _ = scan_pieces("^ERROR$", [b"\x1b[3", b"1", b"mERROR\x1b", b"[0m\n"])
+    assert [(m.start, m.end, m.text) for m in got] == [(0, 15, "ERROR")]
+
+
+def test_utf8_character_split_across_reads_keeps_offsets_exact() -> None:
+    line = "naïve café ERR ✓\n".encode()
+    data = b"first\n" + line
+    pieces = [data[i : i + 1] for i in range(len(data))]  # every byte its own read
+    got, _ = scan_pieces("café ERR ✓", pieces)
+    assert [(m.start, m.end, m.text) for m in got] == [(6, len(data), "naïve café ERR ✓")]
+
+
+def test_control_characters_but_tab_are_dropped() -> None:
+    got, _ = scan_pieces("a\tbcERR", [b"a\tb\x07c\rERR\x00\n"])
+    assert [m.text for m in got] == ["a\tbcERR"]
+
+
+def test_token_after_16kb_of_a_long_line_still_matches() -> None:
+    data = b"x" * 20_000 + b" TOKEN-42 " + b"y" * 100 + b"\n"
+    pieces = [data[i : i + 1000] for i in range(0, len(data), 1000)]
+    got, _ = scan_pieces("TOKEN-42", pieces)
+    assert [(m.start, m.end) for m in got] == [(0, len(data))]
+    assert len(got[0].text.encode()) <= MAX_PAYLOAD  # payload middle-truncated
+    assert got[0].text.startswith("xxx") and got[0].text.endswith("y")
+
+
+def test_unterminated_flood_stays_bounded_and_its_end_still_matches() -> None:
+    piece = b"z" * (1 << 20)
+    buf = LineBuffer.at(0)
+    m = LineMatcher("END-TOKEN")
+    for _ in range(24):  # 24 MB without a newline
+        region, s, f = buf.feed(piece)
+        assert m.scan(region, s, f) == []
+        assert len(buf.frag) <= MAX_FRAGMENT
+    region, s, f = buf.feed(b"END-TOKEN\nnext\n")
+    got = m.scan(region, s, f)
+    end = 24 * (1 << 20) + len(b"END-TOKEN\n")
+    assert [(g.start, g.end) for g in got] == [(0, end)]  # start is the line's true start
+
+
+def test_matched_offset_is_the_matched_lines_end_not_the_chunks() -> None:
+    got, _ = scan_pieces("ERR", [b"ERR one\nfine\nstill fine\npartial"], final=False)
+    assert [(m.start, m.end) for m in got] == [(0, 8)]
+
+
+def test_final_unterminated_fragment_becomes_a_line_only_at_the_end() -> None:
+    got, buf = scan_pieces("ERR", [b"ok\nERR tail"], final=False)
+    assert got == []
+    m = LineMatcher("ERR")
+    assert [(x.start, x.end, x.text) for x in m.scan_final(buf.final())] == [(3, 11, "ERR tail")]
+
+
+def test_exclude_wakes_on_lines_not_matching() -> None:
+    got, _ = scan_pieces("^ok", [b"ok 1\nboom\nok 2\nbad\n"], exclude=True)
+    assert [m.text for m in got] == ["boom", "bad"]
+
+
+def test_payload_is_truncated_in_the_middle() -> None:
+    data = b"ERR " + "é".encode() * 3000 + b" tail-end\n"
+    got, _ = scan_pieces("ERR", [data])
+    text = got[0].text
+    assert len(text.encode()) <= MAX_PAYLOAD
+    assert text.startswith("ERR ") and text.endswith("tail-end") and "bytes]" in text
+    assert "\ufffd" not in text  # never cut inside a UTF-8 character
+
+
+def test_invalid_regex_is_one_clear_error() -> None:
+    with pytest.raises(InvalidInput, match="invalid monitor regex"):
+        compile_pattern("ERR(")
+    with pytest.raises(InvalidInput):
+        LineMatcher("")
+
+
+def test_cooldown_is_a_fixed_window_from_the_first_pending_match() -> None:
+    b = Batch(cooldown=1.0)
+    b.add([MatchedLine(0, 4, "a")], now=10.0)
+    b.add([MatchedLine(4, 8, "b")], now=10.9)  # inside the window: same event
+    assert not b.due(10.99)
+    assert b.due(11.0)  # measured from the first match, not the last
+    assert [x.text for x in b.take()] == ["a", "b"]
+    assert b.events == 1 and b.due_at() is None
+
+
+def test_max_events_stops_the_monitor() -> None:
+    b = Batch(cooldown=0.0, max_events=2)
+    for i in range(5):
+        b.add([MatchedLine(i, i + 1, str(i))], now=float(i))
+        b.take()
+    assert b.events == 2 and b.stopped and b.matches == 2
+
+
+PATTERNS = [
+    "ERR",
+    "^ERR",
+    "ERR$",
+    "^$",
+    r"E\s+R",
+    r"[^a]b",
+    "a.b",
+    "(?i)err",
+    r"\bab\b",
+    r"(?<=a)b",
+    r"ERR(?!x)",
+    r"\Aab",
+    "b*",
+    r"a\nb",
+]
+ALPHABET = [
+    b"a",
+    b"b",
+    b"E",
+    b"R",
+    b" ",
+    b"\t",
+    b"\n",
+    b"\x1b[1m",
+    b"\x1b",
+    b"\r",
+    b"x",
+    b"\xc3\xa9",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(PATTERNS),
+    st.lists(st.sampled_from(ALPHABET), max_size=60),
+    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+    st.booleans(),
+)
+def test_chunked_scan_equals_line_by_line_reference(pattern, parts, cuts, exclude) -> None:
+    data = b"".join(parts)
+    pieces, pos, i = [], 0, 0
+    while pos < len(data):
+        n = cuts[i % len(cuts)]
+        pieces.append(data[pos : pos + n])
+        pos += n
+        i += 1
+    got, _ = scan_pieces(pattern, pieces, exclude=exclude)
+    assert [(m.start, m.end) for m in got] == naive(pattern, data, exclude)

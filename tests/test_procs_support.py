@@ -1,0 +1,108 @@
+"""Shared helpers for the process / monitor / wake tests (no tests here).
+
+Processes are real: each test starts short commands through `core.procs.start` (or the CLI)
+and the `phome` fixture kills whatever is still running when the test ends. Synchronisation is
+by files the commands wait for (`go`), never by sleeping for a fixed time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from core import procs, wakes
+from tests.conftest import ACKDECK
+
+PY = sys.executable
+
+
+def wait_until(
+    cond: Callable[[], object], timeout: float = 15.0, what: str = "condition"
+) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def wait_status(home: Path, name: str, run_id: str | None = None) -> procs.RunInfo:
+    """Wait until the run is no longer running and its supervisor has finished its work."""
+    info = wait_until(
+        lambda: (i := procs.get_run(home, name, run_id)).status != "running" and i,
+        what=f"{name} to end",
+    )
+    assert isinstance(info, procs.RunInfo)
+    from core.runs import load_monitors_state, supervisor_alive
+
+    # The supervisor writes the final status, then flushes; wait for it to let go.
+    wait_until(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
+    st = load_monitors_state(info.run_dir)
+    assert not info.monitors or (st is not None and st.done)
+    return info
+
+
+def waiter(go: Path, before: str = "", after: str = "") -> list[str]:
+    """A command that prints `before`, waits for file `go`, prints `after`, exits 0."""
+    code = (
+        "import os, sys, time\n"
+        f"sys.stdout.write({before!r}); sys.stdout.flush()\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.01)\n"
+        f"sys.stdout.write({after!r}); sys.stdout.flush()\n"
+    )
+    return [PY, "-c", code]
+
+
+def release(go: Path) -> None:
+    go.write_text("go")
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def cli_json(env: dict[str, str], *args: str) -> object:
+    a = list(args)
+    at = a.index("--") if "--" in a else len(a)  # options go before the command separator
+    out = cli(env, *a[:at], "--json", *a[at:])
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def drain_lines(home: Path, session: str = "default") -> list[str]:
+    res = wakes.drain(home, session, settle_timeout=2.0)
+    return [x.text for d in res.delivered for x in d.lines]
+
+
+def run_and_cleanup(home: Path) -> Iterator[Path]:
+    """Body of each test module's `phome` fixture: yield the home, then leave no process behind."""
+    yield home
+    for info in procs.list_runs(home):
+        if info.pid is not None and info.status in ("running", "lost"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(info.pid, signal.SIGKILL)
+        sup = _supervisor_pid(info.run_dir)
+        if sup:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(sup, signal.SIGKILL)
+
+
+def _supervisor_pid(rdir: Path) -> int | None:
+    from core.runs import load_meta, supervisor_alive
+
+    meta = load_meta(rdir)
+    if meta is None or not supervisor_alive(rdir):
+        return None
+    return meta.supervisor_pid
