@@ -299,3 +299,25 @@ async def test_process_errors_are_error_results(home: Path, tmp_path: Path) -> N
         missing = await call(client, "process_output", {"name": "never-started"})
         assert missing.is_error and "never-started" in text_of(missing)
     assert procs.list_runs(home) == []
+
+
+async def test_ack_after_a_foreign_rewrite_is_a_stale_error_and_removes_nothing(
+    home: Path, tmp_path: Path
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"old one\nold two\n")
+    async with connect(home, [room]) as client:
+        await call(client, "room_list_new")
+        # Someone rewrites the file behind ackdeck's back (new inode, different content).
+        replacement = tmp_path / "replacement"
+        replacement.write_bytes(b"old two\nnew line\n")
+        replacement.rename(room)
+        stale = await call(client, "room_ack")
+        assert stale.is_error
+        assert stale.structured_content["mode"] == "stale"
+        assert stale.structured_content["acked"] == 0
+        assert "room_list_new" in text_of(stale)
+        assert room.read_bytes() == b"old two\nnew line\n"
+        fresh = await call(client, "room_list_new")
+        assert fresh.structured_content["lines"] == ["old two", "new line"]
+        assert fresh.structured_content["epoch"] > 0
