@@ -83,6 +83,10 @@ def _ackdeck_command(explicit: str | None) -> list[str]:
 
     if explicit:
         return shlex.split(explicit)
+    # Prefer the script of this very installation (same venv) over whatever PATH finds first.
+    sibling = os.path.join(os.path.dirname(sys.executable), "ackdeck")
+    if os.access(sibling, os.X_OK):
+        return [os.path.abspath(sibling)]
     found = shutil.which("ackdeck")
     if found:
         return [os.path.abspath(found)]
