@@ -126,15 +126,16 @@ def supervise(
         exited.wait(timeout)
     code = exit_code_of(child.returncode)
     status = "killed" if child.returncode < 0 or kill_marker(rdir).exists() else "exited"
-    # Status first, under the run lock, while we still hold the supervisor lock: a reader that
-    # sees the supervisor gone always finds the final status already written.
+    # Wakes first, status second: anyone who sees the final status (a test, a hook, the
+    # dashboard) also finds every match and the exit notice already in the wake store. The
+    # supervisor lock is still held, so nobody mistakes this moment for a crash.
+    tail.finish(kind="exited", status=status, exit_code=code)
     with locked(lock_path(rdir)):
         current: RunMeta = load_meta(rdir) or meta
         store_meta(
             rdir,
             current.model_copy(update={"status": status, "exit_code": code, "ended_at": clock()}),
         )
-    tail.finish(kind="exited", status=status, exit_code=code)
     return 0
 
 

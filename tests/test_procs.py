@@ -162,7 +162,15 @@ def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -
     assert set(started) == {"name", "run_id", "pid"} and started["name"] == "web"
     rows = cli_json(cli_env, "ps")
     assert isinstance(rows, list) and rows[0]["status"] == "running"
-    assert set(rows[0]) == {"name", "run_id", "pid", "status", "exit_code", "started_at", "ended_at"}
+    assert set(rows[0]) == {
+        "name",
+        "run_id",
+        "pid",
+        "status",
+        "exit_code",
+        "started_at",
+        "ended_at",
+    }
     out = cli_json(cli_env, "output", "web", "--session", "s1", "--timeout", "10")
     assert out["lines"] == ["up"] and out["status"] == "running" and out["exit_code"] is None
     k = cli(cli_env, "kill", "web", "--json")
