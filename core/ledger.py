@@ -195,7 +195,7 @@ def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
     return st.size == seen.size and seen.mtime_ns is not None and st.mtime_ns != seen.mtime_ns
 
 
-Verdict = Literal["same", "new", "foreign", "recovered"]
+Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
 
 
 def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
@@ -203,7 +203,8 @@ def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
 
     `head` must hold at least the first HEAD_BYTES bytes of the file (or all of it).
     - "new": no identity recorded yet (first use of this room);
-    - "same": same inode, not shrunk, head unchanged: only appends happened;
+    - "same": exactly as recorded (same inode, size and mtime);
+    - "grown": same inode, head unchanged, only appends since (larger);
     - "recovered": an ack crashed after its rename; the file is that ack's output;
     - "foreign": rewritten, replaced or truncated behind ackdeck's back.
     """
@@ -211,9 +212,11 @@ def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
         return "recovered"
     if ledger.identity is None:
         return "new"
-    if _matches(ledger.identity, st, head):
+    if not _matches(ledger.identity, st, head):
+        return "foreign"
+    if (st.size, st.mtime_ns) == (ledger.identity.size, ledger.identity.mtime_ns):
         return "same"
-    return "foreign"
+    return "grown"
 
 
 def _matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
@@ -232,7 +235,9 @@ def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
     prev = [p for p in ledger.prev if (p.dev, p.ino) != (current.dev, current.ino)]
     if verdict == "same":
         return ledger.model_copy(update={"pending": None, "prev": prev})
-    if verdict == "new":
+    if verdict in ("new", "grown"):
+        # "grown": recording the larger size is what lets a later shrink or in-place rewrite
+        # of bytes some session has read be detected (reads persist it before their receipt).
         return ledger.model_copy(update={"identity": current, "pending": None, "prev": prev})
     if verdict == "recovered":
         pending = ledger.pending

@@ -226,10 +226,14 @@ class Room:
             raise RoomUnavailable(f"room {self.path} is {kind}")
         return fd
 
-    def _settled_ledger(self, fd: int, *, can_write: bool) -> tuple[L.Ledger, L.FileStat, bool]:
+    def _settled_ledger(
+        self, fd: int, *, can_write: bool, persist_growth: bool = True
+    ) -> tuple[L.Ledger, L.FileStat, bool]:
         """The ledger reconciled with the open file. Returns (ledger, file stat, changed).
 
-        Persists the change only when `can_write` (the exclusive lock is held).
+        Persists the change only when `can_write` (the exclusive lock is held). Reads persist
+        mere growth too (the high-water mark of what sessions have seen); an ack need not, as
+        it writes the identity of the file it leaves behind anyway.
         """
         cur = L.stat_of(os.fstat(fd))
         head = os.pread(fd, L.HEAD_BYTES, 0)
@@ -238,7 +242,7 @@ class Room:
         settled = L.settle(ledger, verdict, L.identity_of(cur, head))
         if settled == ledger:
             return ledger, cur, False
-        if can_write:
+        if can_write and (persist_growth or verdict != "grown"):
             self._store(settled)
             if verdict == "recovered" and ledger.pending is not None:
                 p = ledger.pending
@@ -431,7 +435,7 @@ class Room:
                 os.close(fd)
 
     def _ack_locked(self, fd: int, session: str, ack_all: bool) -> AckResult:
-        ledger, cur, _ = self._settled_ledger(fd, can_write=True)
+        ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
         self._clean_sidecar(ledger)
         ledger, _ = self._sweep_prevs(ledger)
         receipt = None if ack_all else self._receipt(session)

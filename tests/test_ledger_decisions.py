@@ -109,9 +109,12 @@ def test_first_use_is_new() -> None:
     assert L.classify(L.Ledger(), _st(3), b"ab\n") == "new"
 
 
-def test_append_is_same() -> None:
+def test_append_is_grown_and_unchanged_is_same() -> None:
     led = _ledger_at(3, b"ab\n")
-    assert L.classify(led, _st(6, mtime=2_000), b"ab\ncd\n") == "same"
+    assert L.classify(led, _st(3), b"ab\n") == "same"
+    assert L.classify(led, _st(6, mtime=2_000), b"ab\ncd\n") == "grown"
+    grown = L.settle(led, "grown", L.identity_of(_st(6, mtime=2_000), b"ab\ncd\n"))
+    assert (grown.identity.size, grown.epoch, grown.base) == (6, 0, 0)
 
 
 def test_other_inode_is_foreign() -> None:

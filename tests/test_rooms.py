@@ -352,3 +352,25 @@ def test_replaced_inode_link_expires_after_grace(tmp_path: Path) -> None:
     room.read("s")  # escalates to the exclusive lock to drop the expired link
     assert [n for n in os.listdir(room.sidecar) if n.startswith("prev-")] == []
     assert L.Ledger.model_validate_json(room.ledger_file.read_bytes()).prev == []
+
+
+def test_in_place_shrink_seen_by_one_session_stales_the_other_with_duplicates(
+    tmp_path: Path,
+) -> None:
+    # s1 reads x,x,x; a foreign tool truncates the file in place to x,x; s2 reads and acks that;
+    # a new, unread x arrives. s1's ack must not take the new x for the third x it read: the
+    # ledger keeps the largest size any read saw, so the shrink starts a new epoch.
+    room = _room(tmp_path)
+    room.push("seed")
+    room.read("s0")
+    room.ack("s0")  # the ledger now describes an empty file
+    for _ in range(3):
+        room.push("x")
+    assert room.read("s1").lines == [b"x", b"x", b"x"]
+    _rewrite_in_place_later(room.path, b"x\nx\n")
+    assert room.read("s2").epoch == 1
+    assert room.ack("s2").acked == 2
+    room.push("x")  # new and unread by s1
+    res = room.ack("s1")
+    assert (res.mode, res.acked) == ("stale", 0)
+    assert room.path.read_bytes() == b"x\n"
