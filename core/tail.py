@@ -51,6 +51,8 @@ class Tail:
         self.unmerged = [0] * n
         self.done = state.done
         self._fd: int | None = None
+        self._chunk: bytearray | None = None
+        self._view: memoryview | None = None
         self._persisted_at = 0.0
 
     # ----- reading ---------------------------------------------------------------------------
@@ -63,6 +65,9 @@ class Tail:
         return self._fd
 
     def close(self) -> None:
+        if self._view is not None:
+            self._view.release()
+            self._view = self._chunk = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -78,15 +83,24 @@ class Tail:
         if fd is None:
             return False
         got = 0
+        buf, view = self._buffer()
         while got < max_bytes:
-            data = os.pread(fd, CHUNK, self.buf.offset)
-            if not data:
+            # Read into one reused buffer: no per-chunk allocation, and the trailing NUL lets
+            # the scanner use strcspn on it directly.
+            n = os.preadv(fd, [view], self.buf.offset)
+            if n <= 0:
                 break
-            got += len(data)
-            region, rstart, first = self.buf.feed(data)
-            if region:
-                self._add([m.scan(region, rstart, first) for m in self.matchers])
+            got += n
+            for region in self.buf.feed(buf, n):
+                self._add([m.scan(region) for m in self.matchers])
         return got > 0
+
+    def _buffer(self) -> tuple[bytearray, memoryview]:
+        if self._chunk is None:
+            self._chunk = bytearray(CHUNK + 1)  # the last byte stays NUL forever
+            self._view = memoryview(self._chunk)[:CHUNK]
+        assert self._view is not None
+        return self._chunk, self._view
 
     def _add(self, per_monitor: list[list[MatchedLine]]) -> None:
         now = self.clock()

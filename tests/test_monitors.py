@@ -26,8 +26,8 @@ def scan_pieces(pattern: str, pieces: list[bytes], *, exclude: bool = False, fin
     m = LineMatcher(pattern, exclude)
     out: list[MatchedLine] = []
     for p in pieces:
-        region, start, first = buf.feed(p)
-        out.extend(m.scan(region, start, first))
+        for region in buf.feed(p):
+            out.extend(m.scan(region))
     if final:
         out.extend(m.scan_final(buf.final()))
     return out, buf
@@ -86,11 +86,9 @@ def test_unterminated_flood_stays_bounded_and_its_end_still_matches() -> None:
     buf = LineBuffer.at(0)
     m = LineMatcher("END-TOKEN")
     for _ in range(24):  # 24 MB without a newline
-        region, s, f = buf.feed(piece)
-        assert m.scan(region, s, f) == []
+        assert buf.feed(piece) == []  # no newline: nothing complete yet
         assert len(buf.frag) <= MAX_FRAGMENT
-    region, s, f = buf.feed(b"END-TOKEN\nnext\n")
-    got = m.scan(region, s, f)
+    got = [x for r in buf.feed(b"END-TOKEN\nnext\n") for x in m.scan(r)]
     end = 24 * (1 << 20) + len(b"END-TOKEN\n")
     assert [(g.start, g.end) for g in got] == [(0, end)]  # start is the line's true start
 
@@ -195,3 +193,21 @@ def test_chunked_scan_equals_line_by_line_reference(pattern, parts, cuts, exclud
         i += 1
     got, _ = scan_pieces(pattern, pieces, exclude=exclude)
     assert [(m.start, m.end) for m in got] == naive(pattern, data, exclude)
+    # The supervisor's way: one reused buffer with stale bytes (control bytes, even) past n.
+    got = scan_reused_buffer(pattern, pieces, exclude)
+    assert [(m.start, m.end) for m in got] == naive(pattern, data, exclude)
+
+
+def scan_reused_buffer(pattern: str, pieces: list[bytes], exclude: bool) -> list[MatchedLine]:
+    size = max([len(p) for p in pieces] + [1])
+    buf = bytearray(b"\x1b\r" * size + b"\x00")  # last byte NUL, like core.tail's buffer
+    lb = LineBuffer.at(0)
+    m = LineMatcher(pattern, exclude)
+    out: list[MatchedLine] = []
+    for p in pieces:
+        buf[: len(p)] = p
+        for region in lb.feed(buf, len(p)):
+            out.extend(m.scan(region))
+        buf[: len(p)] = b"\x07" * len(p)  # stale garbage for the next round
+    out.extend(m.scan_final(lb.final()))
+    return out

@@ -1,0 +1,175 @@
+"""Monitor scan throughput vs `grep -b -E`, and wake-drain latency with 1,000 pending records.
+
+Scan: a 256 MB output.log (set ACKDECK_BENCH_MB to change) of realistic log lines is scanned by
+the real supervisor engine (core.tail.Tail: pread in 4 MB chunks, chunk regex, per-line check
+of lines holding control bytes) and by `grep -b -E` with the same pattern, in the same run.
+The ratio is grep's time over ours (1.0 = as fast as grep; target >= 0.5). Both must find the
+same number of lines.
+
+Drain: 1,000 wake records pending for one session; the baseline is the floor of what a drain
+must do to them (parse each record, rewrite each one atomically), measured the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from core import _atomic, wakes
+from core.monitors import MatchedLine
+from core.runs import MonitorModel, RunMeta, new_run_id, output_path, run_dir, store_meta
+from core.tail import Tail
+
+WORDS = [
+    "INFO", "DEBUG", "WARN", "worker-3", "request", "processed", "id=7731", "in", "12ms",
+    "GET", "/api/v1/items", "200", "cache", "hit", "miss", "user=alice", "retry=0",
+]  # fmt: skip
+PATTERNS = [("ERROR", "literal"), ("ERROR: .*failed", "literal + wildcard")]
+
+
+def make_log(path: Path, size: int) -> int:
+    rnd = random.Random(7)
+    lines = []
+    for i in range(20_000):
+        words = " ".join(rnd.choice(WORDS) for _ in range(9))
+        line = f"2026-11-29T12:{i % 60:02d}:{(i * 7) % 60:02d}.{i % 1000:03d} {words}"
+        if i % 4000 == 0:
+            line += " ERROR: upload failed"
+        lines.append(line)
+    block = ("\n".join(lines) + "\n").encode()
+    with open(path, "wb") as f:
+        written = 0
+        while written < size:
+            f.write(block)
+            written += len(block)
+    return written
+
+
+def ours(home: Path, log: Path, pattern: str) -> tuple[float, int]:
+    now = time.time()
+    rid = new_run_id(now)
+    rdir = run_dir(home, "bench", rid)
+    rdir.mkdir(parents=True)
+    os.link(log, output_path(rdir))
+    meta = RunMeta(
+        name="bench",
+        run_id=rid,
+        argv=["bench"],
+        cwd=str(home),
+        session="bench",
+        # A long cooldown keeps wake-store writes out of the measured scan.
+        monitors=[MonitorModel(pattern=pattern, cooldown_ms=10**9)],
+        created_at=now,
+        started_at=now,
+    )
+    store_meta(rdir, meta)
+    tail = Tail(home, rdir, meta)
+    t0 = time.perf_counter()
+    while tail.pump(max_bytes=1 << 40):
+        pass
+    elapsed = time.perf_counter() - t0
+    found = len(tail.batches[0].pending)
+    tail.close()
+    return elapsed, found
+
+
+def grep(log: Path, pattern: str) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        ["grep", "-b", "-E", pattern, str(log)], stdout=subprocess.PIPE, check=False
+    )
+    elapsed = time.perf_counter() - t0
+    return elapsed, out.stdout.count(b"\n")
+
+
+def best(fn, repeat: int = 3) -> tuple[float, int]:
+    runs = [fn() for _ in range(repeat)]
+    return min(r[0] for r in runs), runs[0][1]
+
+
+def bench_scan(tmp: Path, size_mb: int) -> list[tuple[str, str, str, str]]:
+    log = tmp / "output.log"
+    size = make_log(log, size_mb << 20)
+    rows = []
+    for i, (pattern, label) in enumerate(PATTERNS):
+        g, g_found = best(lambda p=pattern: grep(log, p))
+        home = tmp / f"home{i}"
+        home.mkdir()
+        o, o_found = best(lambda h=home, p=pattern: ours(_fresh(h), log, p), repeat=2)
+        assert o_found == g_found, f"scan found {o_found} lines, grep {g_found}"
+        rows.append(
+            (
+                f"scan {size / 2**20:.0f} MB /{pattern}/ ({label})",
+                f"{size / o / 2**20:,.0f} MB/s",
+                f"grep -b -E {size / g / 2**20:,.0f} MB/s",
+                f"{g / o:.2f}",
+            )
+        )
+    return rows
+
+
+def _fresh(home: Path) -> Path:
+    shutil.rmtree(home / "procs", ignore_errors=True)
+    return home
+
+
+def bench_drain(tmp: Path, records: int = 1000) -> list[tuple[str, str, str, str]]:
+    home = tmp / "drain-home"
+    home.mkdir()
+    for i in range(records):
+        wakes.merge(
+            home,
+            "bench",
+            f"p{i:04d}",
+            run_id="r1",
+            kind="match",
+            lines=[MatchedLine(0, 20, f"ERROR: upload {i} failed")],
+            filter="ERROR",
+            exclude=False,
+            matches=1,
+            status="running",
+        )
+    files = sorted(wakes.session_dir(home, "bench").glob("*.json"))
+    t0 = time.perf_counter()
+    for f in files:  # the floor: parse and atomically rewrite each record once
+        data = json.loads(f.read_bytes())
+        _atomic.atomic_write(f, json.dumps(data).encode(), fsync=False)
+    floor = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = wakes.drain(home, "bench", settle_timeout=0.0)
+    took = time.perf_counter() - t0
+    assert len(res.delivered) == records and res.pending == 0
+    return [
+        (
+            f"drain {records} pending records",
+            f"{took * 1000:,.0f} ms",
+            f"parse+rewrite floor {floor * 1000:,.0f} ms",
+            f"{floor / took:.2f}",
+        )
+    ]
+
+
+def main() -> None:
+    size_mb = int(os.environ.get("ACKDECK_BENCH_MB", "256"))
+    tmp = Path(tempfile.mkdtemp(prefix="ackdeck-bench-monitors-"))
+    try:
+        rows = bench_scan(tmp, size_mb) + bench_drain(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    head = ("case", "ackdeck", "baseline (same run)", "ratio")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    for r in [head, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(
+        "ratio = baseline time / ackdeck time (1.0 = as fast as the baseline; scan target >= 0.5)"
+    )
+
+
+if __name__ == "__main__":
+    main()
