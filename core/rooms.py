@@ -270,64 +270,54 @@ class Room:
 
         Within the grace period only complete lines are carried (a writer may still be
         finishing its line); at expiry everything left is carried and the link removed.
-        Stores the ledger when anything changed, so a later crash cannot carry bytes twice
-        (only a kill between the append and that store can duplicate, never lose).
-        Returns (ledger, newlines carried).
+        The ledger with the advanced offsets is stored right after the append and before the
+        fsync, so only a kill in those microseconds can carry bytes twice (a redelivery);
+        nothing can be carried zero times. Returns (ledger, newlines carried).
         """
         if not ledger.prev:
             return ledger, 0
         now = self._clock()
+        pieces: list[bytes] = []
         kept: list[L.PrevInode] = []
-        carried_lines = 0
+        expired_links: list[Path] = []
         changed = False
         for p in ledger.prev:
             link = self.sidecar / p.name
             expired = now - p.since > self._grace
-            late, carried_lines_p = self._carry_from(link, p, final=expired)
-            carried_lines += carried_lines_p
-            if late is None:  # link vanished or is not that inode any more
+            late = _late_bytes(link, p, final=expired)
+            if late is None:  # the link vanished or is not that inode any more
                 changed = True
                 continue
             if late:
+                pieces.append(late)
                 changed = True
             if expired:
-                _atomic._unlink_quietly(link)
+                expired_links.append(link)
                 changed = True
                 continue
-            kept.append(p.model_copy(update={"offset": p.offset + late}) if late else p)
+            kept.append(p.model_copy(update={"offset": p.offset + len(late)}) if late else p)
         if not changed:
             return ledger, 0
-        ledger = ledger.model_copy(update={"prev": kept})
-        self._store(ledger)
-        return ledger, carried_lines
-
-    def _carry_from(self, link: Path, p: L.PrevInode, *, final: bool) -> tuple[int | None, int]:
+        out: int | None = None
+        if pieces:
+            try:
+                out = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            except FileNotFoundError:
+                # The room was deleted meanwhile: keep every link until it is back.
+                return ledger, 0
         try:
-            src = os.open(link, os.O_RDONLY)
-        except FileNotFoundError:
-            return None, 0
-        try:
-            st = os.fstat(src)
-            if (st.st_dev, st.st_ino) != (p.dev, p.ino):
-                return None, 0
-            late = _pread_all_from(src, p.offset)
+            if out is not None:
+                _write_all(out, b"".join(pieces))
+            swept = ledger.model_copy(update={"prev": kept})
+            self._store(swept)
+            if out is not None:
+                os.fsync(out)
         finally:
-            os.close(src)
-        if not final:
-            late = _complete_prefix(late)
-        if not late:
-            return 0, 0
-        try:
-            out = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        except FileNotFoundError:
-            # The room was deleted; keep the bytes in the link until it reappears or expires.
-            return 0, 0
-        try:
-            _write_all(out, late)
-            os.fsync(out)
-        finally:
-            os.close(out)
-        return len(late), late.count(b"\n")
+            if out is not None:
+                os.close(out)
+        for link in expired_links:
+            _atomic._unlink_quietly(link)  # after the store; a leftover is an orphan, cleaned
+        return swept, sum(piece.count(b"\n") for piece in pieces)
 
     def _clean_sidecar(self, ledger: L.Ledger) -> None:
         """Remove temps and links left by crashed writers. Exclusive lock held, so every
@@ -861,6 +851,22 @@ class _CountingCopy:
             if first:
                 first = False
                 _pause("mid-temp")  # the first chunk is written, the temp is incomplete
+
+
+def _late_bytes(link: Path, p: L.PrevInode, *, final: bool) -> bytes | None:
+    """Bytes written to a replaced inode after `p.offset` (complete lines unless `final`)."""
+    try:
+        src = os.open(link, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        st = os.fstat(src)
+        if (st.st_dev, st.st_ino) != (p.dev, p.ino):
+            return None
+        late = _pread_all_from(src, p.offset)
+    finally:
+        os.close(src)
+    return late if final else _complete_prefix(late)
 
 
 def _same_inode(path: Path, st: os.stat_result) -> bool:
