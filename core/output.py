@@ -27,7 +27,7 @@ from .home import resolve_home
 from .monitors import clean, compile_pattern
 from .names import check_name
 from .procs import check_lost, get_run
-from .runs import RunMeta, load_meta, meta_path, output_path
+from .runs import RunMeta, load_meta, meta_path, output_path, pid_alive
 
 Clock = Callable[[], float]
 MAX_READ = 16 << 20  # bytes consumed per read at most; the rest comes with the next read
@@ -82,7 +82,10 @@ def _read_once(
         # Status before bytes: if the run had ended by now, everything it wrote is in the file.
         meta = load_meta(rdir)
         assert meta is not None
-        ended = meta.status != "running"
+        # A lost run whose command still lives may still extend its last line: not ended.
+        ended = meta.status in ("exited", "killed") or (
+            meta.status == "lost" and not pid_alive(meta.pid)
+        )
         state = shown.load_state(rdir, session)
         if state is None:
             if shown.state_is_corrupt(rdir, session):

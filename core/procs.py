@@ -287,10 +287,12 @@ def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
         )
 
 
-def list_runs(home: HomeArg, *, latest_only: bool = False) -> list[RunInfo]:
+def list_runs(
+    home: HomeArg, *, latest_only: bool = False, clock: Clock = time.time
+) -> list[RunInfo]:
     """Every run, sorted by (name, started_at); with latest_only, the newest run of each name."""
     h = resolve_home(home)
-    reconcile(h)
+    reconcile(h, clock=clock)
     infos = []
     for rdir in run_dirs(h):
         meta = _load(rdir)
@@ -305,7 +307,9 @@ def list_runs(home: HomeArg, *, latest_only: bool = False) -> list[RunInfo]:
     return infos
 
 
-def get_run(home: HomeArg, name: str, run_id: str | None = None) -> RunInfo:
+def get_run(
+    home: HomeArg, name: str, run_id: str | None = None, *, clock: Clock = time.time
+) -> RunInfo:
     """A run of `name` (the latest one if run_id is None); ProcessError if unknown."""
     h = resolve_home(home)
     check_name(name, "process")
@@ -321,17 +325,30 @@ def get_run(home: HomeArg, name: str, run_id: str | None = None) -> RunInfo:
         raise ProcessError(f"unknown process {name!r}: start it with `ackdeck run {name} -- CMD`")
     meta, rdir = max(metas, key=lambda md: (md[0].started_at, md[0].run_id))
     if meta.status == "running":
-        check_lost(h, rdir)
+        check_lost(h, rdir, clock=clock)
         meta = _load(rdir) or meta
     return _info(meta, rdir)
 
 
 # ----- kill --------------------------------------------------------------------------------
-def kill(home: HomeArg, name: str, *, grace: float = 3.0, run_id: str | None = None) -> RunInfo:
-    """TERM the latest run's process group, KILL it after `grace` seconds if still alive."""
+def kill(
+    home: HomeArg,
+    name: str,
+    *,
+    grace: float = 3.0,
+    run_id: str | None = None,
+    clock: Clock = time.time,
+) -> RunInfo:
+    """TERM the latest run's process group, KILL it after `grace` seconds if still alive.
+
+    A `lost` run (its supervisor died) may still have a live command: that group is signalled
+    too, though nobody is left to record an exit code.
+    """
     h = resolve_home(home)
-    info = get_run(h, name, run_id)
-    if info.status != "running" or info.pid is None:
+    info = get_run(h, name, run_id, clock=clock)
+    if info.pid is None:
+        return info
+    if info.status != "running" and not (info.status == "lost" and _group_alive(info.pid)):
         return info
     kill_marker(info.run_dir).touch()
     pgid = info.pid  # the command leads its own session, so its pid is its group id
@@ -348,7 +365,7 @@ def kill(home: HomeArg, name: str, *, grace: float = 3.0, run_id: str | None = N
         if meta is None or meta.status != "running" or not supervisor_alive(info.run_dir):
             break
         time.sleep(0.02)
-    return get_run(h, name, info.run_id)
+    return get_run(h, name, info.run_id, clock=clock)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

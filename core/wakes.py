@@ -59,18 +59,21 @@ class WakeRecord(BaseModel):
     updated_at: float
     delivered_total: int = 0
     superseded_total: int = 0
-    # Beyond the fixed API: the run of the latest event, its exit code, and whether an exit or
-    # monitor-lost notice is pending (with a sequence number so a drain acks only the notice it
-    # delivered, not one merged while it was delivering).
+    # Beyond the fixed API. The run and exit code of the latest event; whether an exit or
+    # monitor-lost notice is pending, with the run it is about, and a sequence number so a
+    # drain acks only the notice it delivered, not one merged while it was delivering.
     run_id: str | None = None
     exit_code: int | None = None
     notice_pending: bool = False
     notice_seq: int = 0
+    notice_run_id: str | None = None
+    notice_status: str | None = None
+    notice_exit_code: int | None = None
 
     @property
     def pending(self) -> int:
-        """Items waiting: each pending line, or 1 for a line-less exit / monitor-lost notice."""
-        return len(self.lines) or (1 if self.notice_pending else 0)
+        """Items waiting: each pending line, plus 1 for a pending exit / monitor-lost notice."""
+        return len(self.lines) + (1 if self.notice_pending else 0)
 
 
 @dataclass
@@ -237,10 +240,16 @@ def merge(
             upd["filter"] = filter
             upd["exclude"] = exclude
         if kind != "match":
-            # The strongest pending notice wins the kind (monitor-lost > exited).
-            if record.notice_pending and KIND_RANK[record.kind] > KIND_RANK[kind]:
-                kind = record.kind
-            upd.update(kind=kind, notice_pending=True, notice_seq=record.notice_seq + 1)
+            upd.update(notice_pending=True, notice_seq=record.notice_seq + 1)
+            # One notice slot per record: the stronger pending one stays (monitor-lost >
+            # exited); otherwise the newest replaces it.
+            if not (record.notice_pending and KIND_RANK[record.kind] > KIND_RANK[kind]):
+                upd.update(
+                    kind=kind,
+                    notice_run_id=run_id,
+                    notice_status=status,
+                    notice_exit_code=exit_code,
+                )
         elif not record.notice_pending:
             upd["kind"] = "match"
         record = record.model_copy(update=upd)
@@ -274,6 +283,15 @@ def drain(
     h = resolve_home(home)
     check_name(session)
     reconcile(h, clock=clock)  # a dead supervisor becomes a monitor-lost record first
+    d = session_dir(h, session)
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # One drain per session at a time (a Stop hook and an MCP call may race): two concurrent
+    # drains would push the same snapshot twice. Merges use the other lock and never wait here.
+    with locked(d / ".drain.lock"):
+        return _drain(h, session, settle_timeout, clock)
+
+
+def _drain(h: Path, session: str, settle_timeout: float, clock: Clock) -> DrainResult:
     with _session_locked(h, session) as d:
         snapshot, skipped = _scan_dir(d)
     snapshot = [(p, r) for p, r in snapshot if r.pending]
@@ -281,9 +299,8 @@ def drain(
         return DrainResult([], 0, _pending_total(h, session), skipped)
 
     # Settle: let in-flight reads of the owner finish so what they return counts as shown.
-    involved = {(r.name, x.run_id) for _, r in snapshot for x in r.lines} | {
-        (r.name, r.run_id) for _, r in snapshot if r.run_id
-    }
+    involved = {(r.name, x.run_id) for _, r in snapshot for x in r.lines}
+    involved |= {(r.name, r.notice_run_id) for _, r in snapshot if r.notice_run_id}
     shown.settle([run_dir(h, name, rid) for name, rid in sorted(involved)], session, settle_timeout)
 
     delivered: list[Delivery] = []
@@ -303,17 +320,18 @@ def drain(
         )
         if keep or notice:
             kind = rec.kind if notice else "match"
+            rid = rec.notice_run_id if notice else None
             delivered.append(
                 Delivery(
                     name=rec.name,
-                    run_id=rec.run_id or (keep[-1].run_id if keep else ""),
+                    run_id=rid or (keep[-1].run_id if keep else rec.run_id or ""),
                     kind=kind,
                     filter=rec.filter,
                     exclude=rec.exclude,
                     lines=keep,
                     total_matches=rec.total_matches,
-                    status=rec.status,
-                    exit_code=rec.exit_code,
+                    status=(rec.notice_status if notice else None) or rec.status,
+                    exit_code=rec.notice_exit_code if notice else rec.exit_code,
                 )
             )
         decisions.append((path, rec, keep, drop))
@@ -340,9 +358,10 @@ def drain(
 
 
 def _saw_end(home: Path, rec: WakeRecord, session: str) -> bool | None:
-    if not rec.run_id:
+    rid = rec.notice_run_id or rec.run_id
+    if not rid:
         return None
-    state = shown.load_state(run_dir(home, rec.name, rec.run_id), session)
+    state = shown.load_state(run_dir(home, rec.name, rid), session)
     return None if state is None else state.saw_end
 
 

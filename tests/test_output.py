@@ -218,3 +218,19 @@ def test_a_lease_of_a_dead_reader_does_not_block(phome: Path) -> None:
         assert [x.text for d in res.delivered for x in d.lines] == ["ERR x"]
     finally:
         os.close(fd)
+
+
+def test_unreadable_read_state_fails_open_and_is_kept(phome: Path) -> None:
+    procs.start(phome, "p", ["echo", "ERR x"], monitors=[procs.MonitorSpec("ERR", cooldown_ms=0)])
+    info = wait_status(phome, "p")
+    wait_until(lambda: wakes.list_wakes(phome, "default"), what="the wake")
+    assert read_output(phome, "p", "default").lines == [b"ERR x"]
+    state = shown.state_path(info.run_dir, "default")
+    state.write_text("{ corrupted")
+    # The gate cannot tell what was shown: it delivers rather than risk hiding a match.
+    res = wakes.drain(phome, "default")
+    assert [x.text for d in res.delivered for x in d.lines] == ["ERR x"]
+    # The next read starts over (redelivery, never loss) and keeps the bad file aside.
+    assert read_output(phome, "p", "default").lines == [b"ERR x"]
+    kept = [p for p in state.parent.iterdir() if ".corrupt-" in p.name]
+    assert len(kept) == 1 and kept[0].read_text() == "{ corrupted"

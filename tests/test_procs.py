@@ -157,6 +157,18 @@ def test_supervisor_crash_becomes_status_lost_and_a_monitor_lost_wake(
     assert wakes.drain(phome, "default").delivered == []
 
 
+def test_kill_still_stops_the_command_of_a_lost_run(phome: Path) -> None:
+    info = procs.start(phome, "orphan", ["sleep", "300"])
+    meta = load_meta(info.run_dir)
+    assert meta is not None and meta.supervisor_pid and info.pid
+    os.kill(meta.supervisor_pid, signal.SIGKILL)
+    wait_until(lambda: procs.get_run(phome, "orphan").status == "lost", what="lost status")
+    assert _alive(info.pid)  # the command outlived its supervisor
+    out = procs.kill(phome, "orphan", grace=2.0)
+    assert out.status == "lost"
+    wait_until(lambda: not _alive(info.pid), what="the orphan to die")
+
+
 def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -> None:
     started = cli_json(cli_env, "run", "web", "--", "sh", "-c", "echo up; exec sleep 300")
     assert set(started) == {"name", "run_id", "pid"} and started["name"] == "web"

@@ -105,7 +105,7 @@ def test_lines_merged_during_delivery_stay_pending(
     monkeypatch.setattr(shown, "settle", merge_meanwhile)
     first = wakes.drain(home, "s")
     assert [x.text for d in first.delivered for x in d.lines] == ["ERR 1"]  # the snapshot only
-    assert first.pending == 1
+    assert first.pending == 2  # ERR 2 and the exit notice
     monkeypatch.setattr(shown, "settle", real)
     second = wakes.drain(home, "s")
     assert [(d.kind, [x.text for x in d.lines]) for d in second.delivered] == [
@@ -170,3 +170,39 @@ def test_concurrent_merges_from_many_processes_lose_nothing(home: Path) -> None:
     assert rec.total_matches == 160 and len(rec.lines) + rec.dropped == 160
     leftovers = [p.name for p in wakes.session_dir(home, "s").iterdir() if "ackdeck-tmp" in p.name]
     assert leftovers == []
+
+
+def test_concurrent_drains_never_deliver_a_line_twice(home: Path) -> None:
+    import threading
+
+    for i in range(100):
+        add(home, f"p{i:03d}", (0, 5, f"ERR {i}"))
+    code = (
+        "import json, sys\n"
+        "from core import wakes\n"
+        "r = wakes.drain(sys.argv[1], 's')\n"
+        "print(json.dumps([x.text for d in r.delivered for x in d.lines]))\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(home)], cwd=REPO, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        r = wakes.drain(home, "s")
+        with lock:
+            got.extend(x.text for d in r.delivered for x in d.lines)
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for p in procs:
+        out, _ = p.communicate(timeout=60)
+        got.extend(json.loads(out))
+    assert sorted(got) == sorted(f"ERR {i}" for i in range(100))
