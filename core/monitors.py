@@ -178,7 +178,10 @@ def _strcspn() -> Callable[[int, bytes], int] | None:
 
 
 # strcspn stops at NUL by itself, which is also a control byte, so NUL is left out of the set.
+# Two halves of at most 16 bytes each: glibc's SSE4.2 strcspn handles sets that small in one
+# vector compare, which makes two passes faster than one pass over the 29-byte set.
 _CTRL_SET = bytes(c for c in range(1, 0x20) if c not in (0x09, 0x0A)) + b"\x7f"
+_CTRL_HALVES = (_CTRL_SET[:15], _CTRL_SET[15:])
 
 
 def _address(buf: Buf) -> int | None:
@@ -200,6 +203,7 @@ class _CtrlFinder:
         self.addr = _address(buf) if fn is not None else None
         self.fn = fn
         self.marked: bytes | None = None
+        self.hits = [-1, -1]
         if self.addr is None:
             self.marked = bytes(buf[lo:hi]).translate(_CTRL_TABLE)
             self.lo = lo
@@ -210,7 +214,12 @@ class _CtrlFinder:
             i = self.marked.find(b"\0", pos - self.lo)
             return -1 if i < 0 else i + self.lo
         assert self.fn is not None and self.addr is not None
-        i = pos + self.fn(self.addr + pos, _CTRL_SET)
+        # Each half remembers its next hit, so a half that hits rarely is not rescanned from
+        # every hit of the other one.
+        for k, chars in enumerate(_CTRL_HALVES):
+            if self.hits[k] < pos:
+                self.hits[k] = pos + self.fn(self.addr + pos, chars)
+        i = min(self.hits)
         return i if i < self.hi else -1
 
 

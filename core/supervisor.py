@@ -115,6 +115,9 @@ def supervise(
 
     threading.Thread(target=_wait, daemon=True).start()
     while not exited.is_set():
+        if not tail.active():
+            exited.wait()  # nothing to scan (no monitor, or max_events reached): just wait
+            break
         progressed = tail.pump()
         tail.flush_due()
         if progressed:

@@ -54,6 +54,7 @@ class Tail:
         self._chunk: bytearray | None = None
         self._view: memoryview | None = None
         self._persisted_at = 0.0
+        self._persisted_seen = (-1, -1)
 
     # ----- reading ---------------------------------------------------------------------------
     def _open(self) -> int | None:
@@ -123,7 +124,10 @@ class Tail:
             if b.pending and (force or b.due(now)):
                 self._flush(i, b.take(), status)
                 flushed = True
-        if flushed or now - self._persisted_at >= PERSIST_EVERY:
+        # Progress (offset, matches seen) is saved at most once a second, and only if it moved.
+        progress = (self.buf.offset, sum(b.matches for b in self.batches))
+        stale = progress != self._persisted_seen and now - self._persisted_at >= PERSIST_EVERY
+        if self.matchers and (flushed or stale):
             self.persist()
 
     def _flush(self, i: int, lines: list[MatchedLine], status: str) -> None:
@@ -206,6 +210,7 @@ class Tail:
             ),
         )
         self._persisted_at = self.clock()
+        self._persisted_seen = (self.buf.offset, sum(b.matches for b in self.batches))
 
 
 def total_matches(rdir: Path) -> int:

@@ -154,7 +154,10 @@ def scan_wakes(
     home: str | os.PathLike[str] | Path | None, session: str | None = None
 ) -> tuple[list[WakeRecord], list[Path]]:
     """Every record (of `session`, or all sessions) plus the malformed files that were skipped."""
+    from .procs import reconcile  # see drain
+
     h = resolve_home(home)
+    reconcile(h)  # so a supervisor that died shows up as a monitor-lost record here too
     if session is not None:
         dirs = [session_dir(h, session)]
     else:
