@@ -1,0 +1,358 @@
+"""Pilot tests of the dashboard's owner actions on real room files.
+
+Every action goes through core as the owner session; the assertions look at the files (what an
+agent would see next) and at what the owner is told.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.rooms import Room
+from tui.app import make_app
+from tui.screens.modals import ConfirmScreen, HelpScreen, PromptScreen
+from tui.testing import (
+    feed_change,
+    fixed_clock,
+    notifications,
+    quiet_config,
+    screen_text,
+    settle,
+)
+from tui.widgets.line_view import LineView
+from tui.widgets.tables import RoomsTable
+
+SIZE = (120, 36)
+
+
+def make_room(tmp_path: Path, name: str, lines: list[str]) -> Path:
+    path = tmp_path / name
+    path.write_bytes(b"".join(line.encode() + b"\n" for line in lines))
+    return path
+
+
+def append_from_other_process(path: Path, line: str) -> None:
+    """An unlocked shell poller: open, append, close, in another process."""
+    subprocess.run(["sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "sh", line, str(path)], check=True)
+
+
+def view(app) -> LineView:
+    return app.main.query_one("#lines", LineView)
+
+
+async def test_owner_ack_preserves_line_appended_after_read(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["one", "two", "three"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert any("owner read 3 line(s)" in n for n in notifications(app))
+        append_from_other_process(room, "late arrival")
+        await pilot.press("a")
+        await settle(pilot)
+        assert room.read_bytes() == b"late arrival\n"
+        assert any("acked 3 line(s), preserved 1 line(s)" in n for n in notifications(app))
+        # The view follows the rewritten file: only the preserved line is left.
+        await feed_change(pilot)
+        assert view(app).visible_text() == ["late arrival"]
+
+
+async def test_read_marks_in_flight_lines_and_counts_them(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["a", "b"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert view(app).in_flight == 2
+        assert "owner read 2 (▌), not acked" in screen_text(app)
+        assert Room(room).status().sessions["owner"].in_flight == 2
+
+
+async def test_ack_without_read_is_refused_and_removes_nothing(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["keep me"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        assert room.read_bytes() == b"keep me\n"
+        assert any("refused" in n and "read the room first" in n for n in notifications(app))
+
+
+async def test_push_lands_in_the_file(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["first"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"deploy done")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert room.read_bytes() == b"first\ndeploy done\n"
+        await feed_change(pilot)
+        assert view(app).visible_text() == ["first", "deploy done"]
+
+
+async def test_push_cancelled_with_escape_writes_nothing(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["first"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("p", "x", "escape")
+        await settle(pilot)
+        assert room.read_bytes() == b"first\n"
+
+
+async def test_ack_all_asks_first(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["x", "y"])
+    with room.open("ab") as f:
+        f.write(b"partial")  # a write in progress: never removed
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("A")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert room.read_bytes() == b"x\ny\npartial"  # nothing happens before the answer
+        await pilot.press("n")
+        await settle(pilot)
+        assert room.read_bytes() == b"x\ny\npartial"
+        await pilot.press("A")
+        await pilot.press("enter")  # the focused button is the safe one: cancel
+        await settle(pilot)
+        assert room.read_bytes() == b"x\ny\npartial"
+        await pilot.press("A", "y")
+        await settle(pilot)
+        assert room.read_bytes() == b"partial"
+        assert any("all: acked 2 line(s)" in n for n in notifications(app))
+
+
+async def test_filter_shows_only_matching_lines(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["build ok", "build FAILED", "deploy", "test failed"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"failed", "enter")
+        await settle(pilot)
+        assert view(app).visible_text() == ["build FAILED", "test failed"]
+        # New matching lines are filtered as they arrive.
+        append_from_other_process(room, "lint failed")
+        append_from_other_process(room, "lint ok")
+        await feed_change(pilot)
+        assert view(app).visible_text() == ["build FAILED", "test failed", "lint failed"]
+        await pilot.press("slash", "ctrl+u", "enter")  # empty filter: everything again
+        await settle(pilot)
+        assert len(view(app).visible_text()) == 6
+
+
+async def test_switching_rooms_shows_the_selected_room(tmp_path: Path) -> None:
+    a = make_room(tmp_path, "a.txt", ["alpha"])
+    b = make_room(tmp_path, "b.txt", ["bravo", "bravo 2"])
+    app = make_app(quiet_config([a, b]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert view(app).visible_text() == ["alpha"]
+        await pilot.press("j")
+        await settle(pilot)
+        assert view(app).visible_text() == ["bravo", "bravo 2"]
+        await pilot.press("k")
+        await settle(pilot)
+        assert view(app).visible_text() == ["alpha"]
+
+
+async def test_room_deleted_recreated_and_rewritten_by_someone_else(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["old 1", "old 2"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert view(app).visible_text() == ["old 1", "old 2"]
+        room.unlink()
+        await feed_change(pilot)
+        assert "the file does not exist (yet)" in screen_text(app)
+        assert "no file" in screen_text(app)
+        make_room(tmp_path, "inbox.txt", ["new 1"])
+        await feed_change(pilot)
+        assert view(app).visible_text() == ["new 1"]
+        # Rewritten in place with the same size but other bytes (same inode).
+        with room.open("r+b") as f:
+            f.write(b"NEW 9\n")
+        await feed_change(pilot)
+        assert view(app).visible_text() == ["NEW 9"]
+        # Truncated and refilled.
+        room.write_bytes(b"t\n")
+        await feed_change(pilot)
+        assert view(app).visible_text() == ["t"]
+
+
+async def test_unreadable_room_shows_an_error_row(tmp_path: Path) -> None:
+    bad = tmp_path / "adir.txt"
+    bad.mkdir()  # a directory where a room file should be
+    symlinked = make_room(tmp_path, "linked.txt", ["x"])
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / ".linked.txt.ackdeck").symlink_to(tmp_path / "elsewhere")
+    good = make_room(tmp_path, "good.txt", ["fine"])
+    app = make_app(quiet_config([bad, symlinked, good]), clock=fixed_clock)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "is a directory" in text.lower()
+        assert "refusing sidecar .linked.txt.ackdeck: it is a symlink" in text
+        assert str(tmp_path) not in text
+        table = app.main.query_one(RoomsTable)
+        assert table.row_count == 3
+        await pilot.press("j", "j")
+        await settle(pilot)
+        assert view(app).visible_text() == ["fine"]
+
+
+async def test_line_appended_by_another_process_appears_without_a_key_press(
+    tmp_path: Path,
+) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["first"])
+    config = quiet_config([room], watch=True)
+    app = make_app(config, clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert view(app).visible_text() == ["first"]
+        # Let the real watcher start (it is started after the first scan).
+        deadline = time.monotonic() + 10
+        while not any(w.group == "watch" and w.is_running for w in app.workers):
+            assert time.monotonic() < deadline, "watcher did not start"
+            await pilot.pause(0.02)
+        await pilot.pause(0.2)
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from core.rooms import Room; Room(sys.argv[1]).push('from afar')",
+                str(room),
+            ],
+            check=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        deadline = time.monotonic() + 10
+        while view(app).visible_text() != ["first", "from afar"]:
+            assert time.monotonic() < deadline, view(app).visible_text()
+            await pilot.pause(0.05)
+        while "2 lines" not in screen_text(app):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+
+
+async def test_big_room_scrolls_to_the_end_and_back(tmp_path: Path) -> None:
+    room = tmp_path / "flood.txt"
+    with room.open("wb") as f:
+        f.write(b"".join(b"event %06d\n" % i for i in range(200_000)))
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert view(app).count == 200_000
+        view(app).focus()
+        await pilot.press("G")
+        await settle(pilot)
+        assert view(app).visible_text()[-1] == "event 199999"
+        await pilot.press("k")
+        await pilot.press("g")
+        await settle(pilot)
+        assert view(app).visible_text()[0] == "event 000000"
+
+
+async def test_help_lists_every_binding(tmp_path: Path) -> None:
+    app = make_app(quiet_config([]), clock=fixed_clock)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        for _title, rows in app.help_sections():
+            for _keys, desc, _tip in rows:
+                assert desc
+        text = screen_text(app)
+        for needle in ("Ack all", "Push", "Dismiss", "Filter", "Output", "Palette", "Quit"):
+            assert needle in text
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+def test_every_binding_has_an_id_and_a_tooltip() -> None:
+    from textual.binding import Binding
+
+    from tui.app import AckdeckApp
+    from tui.screens.main import MainScreen
+    from tui.screens.modals import ConfirmScreen, HelpScreen, PromptScreen
+    from tui.screens.output import OutputScreen
+    from tui.widgets.tables import KeyedTable
+
+    keys: set[str] = set()
+    for cls in (
+        AckdeckApp,
+        MainScreen,
+        LineView,
+        KeyedTable,
+        OutputScreen,
+        ConfirmScreen,
+        PromptScreen,
+        HelpScreen,
+    ):
+        for b in cls.__dict__["BINDINGS"]:
+            assert isinstance(b, Binding)
+            assert b.id and b.tooltip and b.description, (cls.__name__, b)
+            keys.update(b.key.split(","))
+    for key in (
+        "r",
+        "a",
+        "A",
+        "p",
+        "o",
+        "x",
+        "slash",
+        "question_mark",
+        "ctrl+p",
+        "q",
+        "tab",
+        "j",
+        "k",
+        "g",
+        "G",
+        "up",
+        "down",
+    ):
+        assert key in keys, key
+
+
+async def test_palette_offers_commands_for_current_rooms(tmp_path: Path) -> None:
+    room = make_room(tmp_path, "inbox.txt", ["hello"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"read room inbox")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert Room(room).status().sessions["owner"].in_flight == 1
+
+
+async def test_quit_key_exits(tmp_path: Path) -> None:
+    app = make_app(quiet_config([]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app._exit
+
+
+@pytest.mark.parametrize("session", ["../x", "a/b", ""])
+def test_bad_session_in_config_is_rejected(session: str) -> None:
+    from core.errors import InvalidName
+    from tui.config import DashConfig
+
+    with pytest.raises((ValueError, InvalidName)):
+        DashConfig(session=session)

@@ -1,0 +1,235 @@
+"""The dashboard app and its factory. Screens and widgets live in their own modules.
+
+`make_app(config, clock=…)` is the one way to build the app: the CLI, the demo, the screenshots
+and the tests all use it, so a test config can switch off every source of nondeterminism
+(clock, watchers, periodic ticks, animations).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import get_current_worker
+
+from .commands import DashboardCommands
+from .config import DashConfig
+from .messages import FilesChanged, StateScanned
+from .screens.main import MainScreen
+from .screens.modals import HelpScreen
+from .screens.output import OutputScreen
+from .state import RateTracker, Snapshot, scan
+from .widgets.line_view import LineView
+from .widgets.tables import KeyedTable
+
+Clock = Callable[[], float]
+
+# Watch settings: short debounce for interactivity; any event just means "rescan".
+DEBOUNCE_MS = 30
+STEP_MS = 10
+
+
+class AckdeckApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "ackdeck"
+    COMMANDS = App.COMMANDS | {DashboardCommands}
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit", tooltip="Leave the dashboard"),
+        Binding("question_mark", "help", "Help", id="app.help", tooltip="Show every key binding"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            id="app.palette",
+            priority=True,
+            tooltip="Commands for the rooms, processes and wakes on screen",
+        ),
+    ]
+
+    def __init__(self, config: DashConfig, *, clock: Clock = time.time) -> None:
+        super().__init__()
+        self.config = config
+        self.clock = clock
+        self.rates = RateTracker()
+        self.title = config.title
+        self.rooms = config.room_paths()
+        self.snapshot: Snapshot | None = None
+        self._scan_running = False
+        self._scan_dirty = False
+        self._watch_stop: threading.Event | None = None
+        self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._main = MainScreen()
+        if not config.animations:
+            self.animation_level = "none"
+
+    @property
+    def main(self) -> MainScreen:
+        return self._main
+
+    def get_default_screen(self) -> MainScreen:
+        return self._main
+
+    def on_mount(self) -> None:
+        self.request_scan()
+        if self.config.tick_seconds > 0:
+            self.set_interval(self.config.tick_seconds, self.request_scan)
+
+    def on_unmount(self) -> None:
+        self._stop_watching()
+
+    # ----- scanning (coalesced: at most one scan running, at most one queued) ---------------
+    def request_scan(self) -> None:
+        if self._scan_running:
+            self._scan_dirty = True
+            return
+        self._scan_running = True
+        self._scan()
+
+    @property
+    def busy(self) -> bool:
+        """True while a scan or a line index update is in flight (tests wait on this)."""
+        views = [v for s in self.screen_stack for v in s.query(LineView)]
+        return self._scan_running or any(v.busy for v in views)
+
+    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    def _scan(self) -> None:
+        try:
+            snap = scan(self.config.home, self.rooms, clock=self.clock)
+        except Exception as exc:  # noqa: BLE001 - reported on screen; the next scan retries
+            snap = Snapshot(self.clock(), errors=[f"scan failed: {exc}"])
+        self.post_message(StateScanned(snap))
+
+    def on_state_scanned(self, message: StateScanned) -> None:
+        snap = message.snapshot
+        self.snapshot = snap
+        for row in snap.rooms:
+            self.rates.observe(row.key, snap.taken_at, row.arrived)
+        self._main.apply_snapshot(snap)
+        if self.config.watch:
+            self._ensure_watching()
+        self._scan_running = False
+        if self._scan_dirty:
+            self._scan_dirty = False
+            self.request_scan()
+
+    def on_files_changed(self, message: FilesChanged) -> None:
+        self.request_scan()
+        self._main.files_changed()
+        if isinstance(self.screen, OutputScreen):
+            self.screen.files_changed()
+
+    # ----- watching ---------------------------------------------------------------------------
+    def _watch_targets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(directories watched flat, directories watched recursively) that exist now."""
+        flat: set[str] = set()
+        for room in self.rooms:
+            # The directory, not the file: an ack renames a new inode over the file.
+            for d in (
+                room.parent,
+                room.with_name(f".{room.name}.ackdeck"),
+                room.with_name(f".{room.name}.ackdeck") / "receipts",
+            ):
+                if d.is_dir():
+                    flat.add(str(d))
+        deep: set[str] = set()
+        home = self.config.home
+        if home is not None and home.is_dir():
+            deep.add(str(home))
+        return tuple(sorted(flat)), tuple(sorted(deep))
+
+    def _ensure_watching(self) -> None:
+        targets = self._watch_targets()
+        if targets == self._watch_dirs:
+            return
+        self._stop_watching()
+        self._watch_dirs = targets
+        stop = threading.Event()
+        self._watch_stop = stop
+        flat, deep = targets
+        names = {r.name for r in self.rooms} | {f".{r.name}.ackdeck" for r in self.rooms}
+        if flat:
+            self._watch(flat, False, stop, names)
+        if deep:
+            self._watch(deep, True, stop, None)
+
+    def _stop_watching(self) -> None:
+        if self._watch_stop is not None:
+            self._watch_stop.set()
+            self._watch_stop = None
+        self._watch_dirs = None
+
+    @work(thread=True, group="watch", exit_on_error=False)
+    def _watch(
+        self, dirs: tuple[str, ...], recursive: bool, stop: threading.Event, names: set[str] | None
+    ) -> None:
+        import watchfiles
+
+        def wanted(_change: object, path: str) -> bool:
+            if names is None:
+                return True
+            # Room directories may hold unrelated busy files; keep rooms and their sidecars.
+            parts = Path(path).parts
+            return any(p in names for p in parts[-3:])
+
+        worker = get_current_worker()
+        for _changes in watchfiles.watch(
+            *dirs,
+            watch_filter=wanted,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=stop,
+            rust_timeout=500,
+            yield_on_timeout=False,
+            recursive=recursive,
+            raise_interrupt=False,
+            ignore_permission_denied=True,
+        ):
+            if stop.is_set() or worker.is_cancelled:
+                return
+            self.post_message(FilesChanged())
+
+    # ----- screens ----------------------------------------------------------------------------
+    def open_output(self, name: str) -> None:
+        if self.config.home is None:
+            self.notify("no home directory: processes are unavailable", severity="error")
+            return
+        self.push_screen(OutputScreen(name))
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.help_sections()))
+
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
+        def rows(bindings: list[Binding]) -> list[tuple[str, str, str]]:
+            out = []
+            for b in bindings:
+                keys = " ".join(
+                    self.get_key_display(Binding(k, b.action)) for k in b.key.split(",")
+                )
+                out.append((keys, b.description, b.tooltip))
+            return out
+
+        def own(cls: type) -> list[Binding]:
+            return [b for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)]
+
+        return [
+            ("Owner actions (as session " + self.config.session + ")", rows(own(MainScreen))),
+            ("Lines panel", rows(own(LineView))),
+            ("Tables", rows(own(KeyedTable))),
+            ("Output screen", rows(own(OutputScreen))),
+            ("App", rows(own(AckdeckApp))),
+        ]
+
+
+def make_app(config: DashConfig, *, clock: Clock = time.time) -> AckdeckApp:
+    """The dashboard for `config`. `clock` feeds every age and rate shown."""
+    if config.home is not None:
+        config = config.model_copy(update={"home": Path(os.fspath(config.home)).absolute()})
+    return AckdeckApp(config, clock=clock)

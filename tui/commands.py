@@ -1,0 +1,91 @@
+"""Command palette (ctrl+p): commands built from the dashboard's current state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from .app import AckdeckApp
+
+Command = tuple[str, str, Callable[[], object]]
+
+
+class DashboardCommands(Provider):
+    """One command per room action, process and wake record that exists right now."""
+
+    def _commands(self) -> list[Command]:
+        from .app import AckdeckApp
+
+        app = self.app
+        assert isinstance(app, AckdeckApp)
+        main = app.main
+        out: list[Command] = []
+        snap = main.snapshot
+        if snap is not None:
+            for r in snap.rooms:
+                for verb, action, help_text in (
+                    ("Show", None, "show its lines"),
+                    ("Read", "read", "read it as the owner"),
+                    ("Ack", "ack", "ack what the owner read"),
+                    ("Ack all in", "ack_all", "ack every complete line (asks first)"),
+                    ("Push into", "push", "append one line"),
+                ):
+                    out.append(
+                        (
+                            f"{verb} room {r.label}",
+                            help_text,
+                            partial(_room_action, app, r.key, action),
+                        )
+                    )
+            for run in snap.runs:
+                out.append(
+                    (
+                        f"Output of {run.name}",
+                        f"{run.status}; read as owner",
+                        partial(app.open_output, run.name),
+                    )
+                )
+            for w in snap.wakes:
+                out.append(
+                    (
+                        f"Dismiss wake {w.session}/{w.name}",
+                        f"{w.kind}, {len(w.lines)} pending",
+                        partial(_dismiss, app, w.session, w.name),
+                    )
+                )
+        out.append(
+            (
+                "Filter lines",
+                "show only lines containing some text",
+                partial(app.run_action, "screen.filter"),
+            )
+        )
+        out.append(("Help", "every key binding", app.action_help))
+        out.append(("Quit", "leave the dashboard", app.exit))
+        return out
+
+    async def discover(self) -> Hits:
+        for text, help_text, command in self._commands():
+            yield DiscoveryHit(text, command, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for text, help_text, command in self._commands():
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), command, text=text, help=help_text)
+
+
+def _room_action(app: AckdeckApp, key: str, action: str | None) -> None:
+    main = app.main
+    main.select_room(key)
+    if action is not None:
+        main.run_action_now(action)
+
+
+def _dismiss(app: AckdeckApp, session: str, name: str) -> None:
+    app.main.dismiss_wake(session, name)

@@ -1,0 +1,216 @@
+"""A line-offset index over one open file, for showing huge rooms without loading them.
+
+No Textual here: this is plain I/O that runs in worker threads and is tested on its own.
+
+The index holds the start offset of every complete line (an `array('Q')`, 8 bytes per line, so a
+1,000,000-line room costs 8 MB) and an open descriptor on the inode it describes. Lines are read
+with `pread` only when they are shown, through a small LRU cache. Keeping the descriptor means the
+index and the bytes it points into always agree, even after an ack renames a new file over the
+path: the caller notices the new inode (`probe`) and builds a fresh index.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import weakref
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import accumulate, islice, repeat
+from operator import add
+from pathlib import Path
+
+# Large reads keep the scan in C (bytes.split + itertools) instead of a Python loop per line.
+CHUNK = 4 << 20
+HEAD_BYTES = 4096
+# Control characters other than tab would move the terminal cursor; show them as U+FFFD.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+Cancelled = Callable[[], bool]
+
+
+def _never() -> bool:
+    return False
+
+
+def display_text(raw: bytes) -> str:
+    """Bytes are the truth; they are decoded (with replacement) only to be shown."""
+    return _CONTROL.sub("\ufffd", raw.decode("utf-8", errors="replace")).expandtabs(4)
+
+
+def scan_newlines(fd: int, start: int, stop: int, out: array, cancelled: Cancelled = _never) -> int:
+    """Append to `out` the offset just past every newline in [start, stop). Returns the offset
+    where scanning stopped (`stop`, or earlier if cancelled or the file is shorter)."""
+    off = start
+    while off < stop:
+        if cancelled():
+            return off
+        chunk = os.pread(fd, min(CHUNK, stop - off), off)
+        if not chunk:
+            break
+        parts = chunk.split(b"\n")
+        if len(parts) > 1:
+            first = off + len(parts[0]) + 1
+            out.append(first)
+            # Running sum of (len + 1) over the middle parts gives each following line end.
+            ends = accumulate(
+                map(add, map(len, islice(parts, 1, len(parts) - 1)), repeat(1)), initial=first
+            )
+            out.extend(islice(ends, 1, None))
+        off += len(chunk)
+    return off
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the path holds now, compared with an index."""
+
+    verdict: str  # "same" | "grown" | "replaced" | "missing"
+    size: int = 0
+
+
+class LineIndex:
+    """Start offsets of the complete lines of one inode.
+
+    Thread model: one worker thread extends it (`extend_to`), the UI thread reads lines below the
+    `count` it was told about. `starts` only ever grows, so entries the UI reads never change.
+    """
+
+    def __init__(self, path: Path, fd: int, dev: int, ino: int, head: bytes) -> None:
+        self.path = path
+        self.fd = fd
+        self.dev = dev
+        self.ino = ino
+        self.head = head
+        self.starts = array("Q", [0])
+        self.size = 0  # bytes of the file seen by the last scan (complete lines + partial tail)
+        self._cache: OrderedDict[int, str] = OrderedDict()
+        self._cache_max = 4096
+        self._lock = threading.Lock()
+        # Closed when the last reference goes: a worker thread may still be scanning an index
+        # the UI has already replaced, so the UI never closes one explicitly.
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    # ----- building -------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path) -> LineIndex:
+        """Open `path` and return an empty index on its inode. Raises OSError."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            st = os.fstat(fd)
+            head = os.pread(fd, HEAD_BYTES, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd, st.st_dev, st.st_ino, head)
+
+    @property
+    def count(self) -> int:
+        """Complete lines indexed so far."""
+        return len(self.starts) - 1
+
+    @property
+    def scanned(self) -> int:
+        """Offset just past the last complete line indexed."""
+        return self.starts[-1]
+
+    def extend_to(self, size: int, cancelled: Cancelled = _never) -> int:
+        """Index complete lines up to `size` bytes. Returns the new line count."""
+        with self._lock:
+            # Continue from the last line start; a partial tail is rescanned next time.
+            scan_newlines(self.fd, self.scanned, size, self.starts, cancelled)
+            self.size = max(self.size, size)
+            return self.count
+
+    def extend_step(self, limit_bytes: int, cancelled: Cancelled = _never) -> bool:
+        """Index up to `limit_bytes` more; True when the whole current file is indexed."""
+        size = os.fstat(self.fd).st_size
+        target = min(size, self.scanned + limit_bytes)
+        self.extend_to(target, cancelled)
+        self.size = size
+        return target >= size
+
+    # ----- change detection -----------------------------------------------------------------
+    def probe(self) -> Probe:
+        """Has the file at `path` only grown since this index was built?"""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return Probe("missing")
+        if (st.st_dev, st.st_ino) != (self.dev, self.ino):
+            return Probe("replaced", st.st_size)
+        if st.st_size < self.scanned:
+            return Probe("replaced", st.st_size)  # truncated in place
+        head = os.pread(self.fd, len(self.head), 0)
+        if head != self.head:
+            return Probe("replaced", st.st_size)  # rewritten in place
+        return Probe("grown" if st.st_size != self.size else "same", st.st_size)
+
+    # ----- reading ----------------------------------------------------------------------------
+    def partial_bytes(self) -> int:
+        return max(0, self.size - self.scanned)
+
+    def line_bytes(self, first: int, last: int) -> list[bytes]:
+        """Raw bytes of lines [first, last) (clamped), without newlines, in one pread."""
+        last = min(last, self.count)
+        if first >= last:
+            return []
+        start = self.starts[first]
+        data = os.pread(self.fd, self.starts[last] - start, start)
+        return data.split(b"\n")[: last - first]
+
+    def line(self, n: int, *, block: int = 128) -> str:
+        """Display text of line n, reading a block of neighbours on a cache miss."""
+        text = self._cache.get(n)
+        if text is not None:
+            self._cache.move_to_end(n)
+            return text
+        first = max(0, n - block // 4)
+        for i, raw in enumerate(self.line_bytes(first, first + block), first):
+            self._cache[i] = display_text(raw)
+        while len(self._cache) > self._cache_max:
+            self._cache.popitem(last=False)
+        return self._cache.get(n, "")
+
+    def partial_text(self) -> str:
+        if self.partial_bytes() <= 0:
+            return ""
+        start = self.scanned
+        raw = os.pread(self.fd, min(self.size - start, 4096), start)
+        return display_text(raw.split(b"\n")[0])
+
+    def size_now(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def filter_lines(
+    index: LineIndex,
+    needle: str,
+    first: int,
+    last: int,
+    out: array,
+    cancelled: Cancelled = _never,
+    *,
+    block: int = 65536,
+) -> int:
+    """Append to `out` the numbers of lines in [first, last) whose text contains `needle`
+    (case-insensitive). Returns the line it stopped at (last, unless cancelled)."""
+    folded = needle.casefold().encode("utf-8", errors="replace")
+    ascii_only = folded.isascii()
+    n = first
+    while n < last:
+        if cancelled():
+            return n
+        chunk = index.line_bytes(n, min(last, n + block))
+        for i, raw in enumerate(chunk, n):
+            hay = raw.lower() if ascii_only else display_text(raw).casefold().encode()
+            if folded in hay:
+                out.append(i)
+        n += len(chunk) or (last - n)
+    return n

@@ -1,0 +1,71 @@
+"""Messages that carry results from worker threads (and the watcher) to the UI thread.
+
+Named in the past tense. High-rate ones override `can_replace` so a flood of file events or index
+progress collapses into the newest message instead of queueing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from .lineindex import LineIndex
+from .state import Snapshot
+
+
+class FilesChanged(Message):
+    """The watcher saw something change (any change means "rescan")."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, FilesChanged)
+
+
+@dataclass
+class StateScanned(Message):
+    snapshot: Snapshot
+
+
+@dataclass
+class IndexBuilt(Message):
+    """A fresh index for `key` (new room, or the file was replaced/truncated/rewritten)."""
+
+    key: str
+    index: LineIndex | None
+    count: int
+    error: str | None = None
+
+
+@dataclass
+class LinesIndexed(Message):
+    """More lines of the current index are ready (growth or background indexing)."""
+
+    key: str
+    index: LineIndex
+    count: int
+    done: bool
+
+    def can_replace(self, message: Message) -> bool:
+        return (
+            isinstance(message, LinesIndexed)
+            and message.index is self.index
+            and message.count <= self.count
+        )
+
+
+@dataclass
+class FilterApplied(Message):
+    key: str
+    index: LineIndex
+    needle: str
+    rows: object  # array('Q') of line numbers
+    upto: int  # lines examined so far
+
+
+@dataclass
+class ActionFinished(Message):
+    """An owner action ran through core; `text` is the notification."""
+
+    text: str
+    severity: str = "information"
+    title: str = ""

@@ -1,0 +1,357 @@
+"""The main screen: rooms, the selected room's lines, processes and wake records.
+
+Owner actions run in thread workers that call core as the owner session (the same functions the
+CLI and the MCP server use) and report back with `ActionFinished`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header
+
+from core.errors import AckdeckError
+from core.rooms import Room
+
+from ..messages import ActionFinished
+from ..state import Snapshot
+from ..widgets.line_view import LineView
+from ..widgets.tables import ProcsTable, RoomsTable, WakesTable
+from .modals import ConfirmScreen, PromptScreen
+
+if TYPE_CHECKING:
+    from ..app import AckdeckApp
+
+
+class MainScreen(Screen[None]):
+    # Below 110 columns the processes and wakes tables go under the lines.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+
+    BINDINGS = [
+        Binding(
+            "r",
+            "read",
+            "Read",
+            id="room.read",
+            tooltip="Read the selected room as the owner (records a receipt)",
+        ),
+        Binding(
+            "a",
+            "ack",
+            "Ack",
+            id="room.ack",
+            tooltip="Ack exactly what the owner read; later lines are preserved",
+        ),
+        Binding(
+            "A",
+            "ack_all",
+            "Ack all",
+            id="room.ack_all",
+            tooltip="Ack every complete line of the room (asks first)",
+        ),
+        Binding(
+            "p", "push", "Push", id="room.push", tooltip="Append one line to the selected room"
+        ),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            id="lines.filter",
+            tooltip="Show only lines containing some text (empty: show all)",
+        ),
+        Binding(
+            "o",
+            "output",
+            "Output",
+            id="proc.output",
+            tooltip="Open the selected process's output (read as the owner)",
+        ),
+        Binding(
+            "x",
+            "dismiss_wake",
+            "Dismiss",
+            id="wake.dismiss",
+            tooltip="Dismiss the selected wake record",
+        ),
+        Binding(
+            "tab",
+            "app.focus_next",
+            "Next panel",
+            show=False,
+            id="focus.next",
+            tooltip="Move focus to the next panel",
+        ),
+        Binding(
+            "shift+tab",
+            "app.focus_previous",
+            "Prev panel",
+            show=False,
+            id="focus.previous",
+            tooltip="Move focus to the previous panel",
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.snapshot: Snapshot | None = None
+        self.selected_room: str | None = None
+        self._ready = False
+
+    @property
+    def dash(self) -> AckdeckApp:
+        from ..app import AckdeckApp
+
+        assert isinstance(self.app, AckdeckApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=self.dash.config.show_clock)
+        rooms = RoomsTable(id="rooms")
+        rooms.border_title = "Rooms"
+        yield rooms
+        with Horizontal(id="lower"):
+            lines = LineView(id="lines", empty_text="no room selected")
+            lines.border_title = "Lines"
+            yield lines
+            with Vertical(id="side"):
+                procs = ProcsTable(id="procs")
+                procs.border_title = "Processes"
+                yield procs
+                wakes = WakesTable(id="wakes")
+                wakes.border_title = "Wakes"
+                yield wakes
+        yield Footer(show_command_palette=False)
+
+    # ----- rendering a snapshot -------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._ready = True
+        if self.snapshot is not None:
+            self.apply_snapshot(self.snapshot)
+
+    def apply_snapshot(self, snap: Snapshot) -> None:
+        self.snapshot = snap
+        if not self._ready:
+            return  # on_mount applies it
+        now = snap.taken_at
+        rooms = self.query_one(RoomsTable)
+        rooms.set_rows(RoomsTable.rows_for(snap.rooms, now, self.dash.rates))
+        self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(snap.runs, now))
+        self.query_one(WakesTable).set_rows(WakesTable.rows_for(snap.wakes, now))
+        if self.selected_room is None or self.selected_room not in {r.key for r in snap.rooms}:
+            self._select_room(rooms.selected_key)
+        self._update_lines_header()
+        self.sub_title = "  ".join(snap.errors)
+
+    def files_changed(self) -> None:
+        if self._ready:
+            self.query_one(LineView).sync()
+
+    def _select_room(self, key: str | None) -> None:
+        self.selected_room = key
+        view = self.query_one(LineView)
+        view.show_file(key, Path(key) if key else None)
+        self._update_lines_header()
+
+    def _room_row(self) -> Any:
+        if self.snapshot is None:
+            return None
+        for r in self.snapshot.rooms:
+            if r.key == self.selected_room:
+                return r
+        return None
+
+    def _update_lines_header(self) -> None:
+        view = self.query_one(LineView)
+        row = self._room_row()
+        owner = self.dash.config.session
+        in_flight = 0
+        if row is not None and row.status is not None and owner in row.status.sessions:
+            in_flight = row.status.sessions[owner].in_flight
+        view.in_flight = in_flight
+        title = f"Lines · {row.label}" if row is not None else "Lines"
+        view.border_title = title
+        parts = [f"{view.count:,} lines"] if row is not None else []
+        if view.needle:
+            parts.append(f"filter {view.needle!r}: {view.row_count:,}")
+        if in_flight:
+            parts.append(f"{owner} read {in_flight:,} (▌), not acked")
+        view.border_subtitle = " · ".join(parts)
+
+    def select_room(self, key: str) -> None:
+        """Move the rooms cursor to `key` (the palette's room commands)."""
+        rooms = self.query_one(RoomsTable)
+        if key in rooms._keys:
+            rooms.move_cursor(row=rooms._keys.index(key), animate=False)
+        self._select_room(key)
+
+    def run_action_now(self, action: str) -> None:
+        getattr(self, f"action_{action}")()
+
+    def dismiss_wake(self, session: str, name: str) -> None:
+        self._dismiss_wake(session, name)
+
+    @on(DataTable.RowHighlighted, "#rooms")
+    def _room_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value if event.row_key is not None else None
+        if key != self.selected_room:
+            self._select_room(key)
+
+    def on_line_view_changed(self) -> None:
+        self._update_lines_header()
+
+    # ----- owner actions ----------------------------------------------------------------------
+    def _room_or_warn(self) -> Path | None:
+        if self.selected_room is None:
+            self.notify("select a room first", severity="warning")
+            return None
+        return Path(self.selected_room)
+
+    def action_read(self) -> None:
+        if (path := self._room_or_warn()) is not None:
+            self._owner_read(path)
+
+    def action_ack(self) -> None:
+        if (path := self._room_or_warn()) is not None:
+            self._owner_ack(path, False)
+
+    def action_ack_all(self) -> None:
+        path = self._room_or_warn()
+        if path is None:
+            return
+        row = self._room_row()
+        label = row.label if row is not None else path.name
+        pending = row.status.pending if row is not None and row.status is not None else 0
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._owner_ack(path, True)
+            else:
+                self.notify("ack all cancelled; nothing was removed")
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Ack all of {label}?",
+                f"This removes all {pending:,} complete line(s) of {label}, including lines no "
+                "session has read. Partial lines being written are kept.",
+                yes="Ack all",
+            ),
+            answered,
+        )
+
+    def action_push(self) -> None:
+        path = self._room_or_warn()
+        if path is None:
+            return
+        row = self._room_row()
+        label = row.label if row is not None else path.name
+
+        def submitted(text: str | None) -> None:
+            if text:
+                self._owner_push(path, text)
+
+        self.app.push_screen(
+            PromptScreen(f"Push a line into {label}", placeholder="one line of text"), submitted
+        )
+
+    def action_filter(self) -> None:
+        view = self.query_one(LineView)
+
+        def submitted(text: str | None) -> None:
+            if text is not None:
+                view.set_filter(text)
+                self._update_lines_header()
+
+        self.app.push_screen(
+            PromptScreen("Filter lines (case-insensitive; empty shows all)", value=view.needle),
+            submitted,
+        )
+
+    def action_output(self) -> None:
+        name = self.query_one(ProcsTable).selected_key
+        if name is None:
+            self.notify("no process selected", severity="warning")
+            return
+        self.dash.open_output(name)
+
+    def action_dismiss_wake(self) -> None:
+        key = self.query_one(WakesTable).selected_key
+        if key is None:
+            self.notify("no wake record selected", severity="warning")
+            return
+        session, _, name = key.partition("/")
+        self._dismiss_wake(session, name)
+
+    # Blocking core calls: threads, results by message only.
+    @work(thread=True, group="owner-action", exit_on_error=False)
+    def _owner_read(self, path: Path) -> None:
+        session = self.dash.config.session
+        try:
+            res = Room(path).read(session)
+        except AckdeckError as exc:
+            self.post_message(ActionFinished(str(exc), "error", "read failed"))
+            return
+        self.post_message(
+            ActionFinished(
+                f"{session} read {len(res.lines):,} line(s) of {path.name}; press a to ack them",
+                title="read",
+            )
+        )
+
+    @work(thread=True, group="owner-action", exit_on_error=False)
+    def _owner_ack(self, path: Path, ack_all: bool) -> None:
+        session = self.dash.config.session
+        try:
+            res = Room(path).ack(session, all=ack_all)
+        except AckdeckError as exc:
+            self.post_message(ActionFinished(str(exc), "warning", "ack refused"))
+            return
+        severity = "warning" if res.mode in ("stale", "refused") else "information"
+        self.post_message(
+            ActionFinished(
+                f"{res.mode}: acked {res.acked:,} line(s), preserved {res.preserved:,} "
+                f"line(s) in {path.name}" + (f" ({res.message})" if res.mode != "prefix" else ""),
+                severity,
+                "ack all" if ack_all else "ack",
+            )
+        )
+
+    @work(thread=True, group="owner-action", exit_on_error=False)
+    def _owner_push(self, path: Path, text: str) -> None:
+        try:
+            Room(path).push(text)
+        except AckdeckError as exc:
+            self.post_message(ActionFinished(str(exc), "error", "push failed"))
+            return
+        self.post_message(ActionFinished(f"pushed 1 line into {path.name}", title="push"))
+
+    @work(thread=True, group="owner-action", exit_on_error=False)
+    def _dismiss_wake(self, session: str, name: str) -> None:
+        from core import wakes
+
+        home = self.dash.config.home
+        if home is None:
+            self.post_message(ActionFinished("no home directory", "error"))
+            return
+        try:
+            done = wakes.dismiss(home, session, name)
+        except (AckdeckError, OSError) as exc:
+            self.post_message(ActionFinished(str(exc), "error", "dismiss failed"))
+            return
+        text = (
+            f"dismissed the wake of {session} for {name}"
+            if done
+            else (f"no wake of {session} for {name} to dismiss")
+        )
+        self.post_message(ActionFinished(text, title="dismiss"))
+
+    def on_action_finished(self, message: ActionFinished) -> None:
+        self.notify(message.text, title=message.title, severity=message.severity)  # type: ignore[arg-type]
+        # The watcher will also notice, but refresh now so the counters match the notification.
+        self.dash.request_scan()
+        self.query_one(LineView).sync()

@@ -1,0 +1,151 @@
+"""A process's output on its own screen.
+
+The lines come from the run's output.log through the same virtualized view as rooms. Every time
+the screen shows new output it also calls `core.output.read_output` as the *owner* session, so
+the owner's shown set is recorded for the owner only: an agent's wake for those same lines is
+not suppressed (the gate compares ranges per session).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from core.errors import AckdeckError
+
+from ..widgets.line_view import LineView
+from .modals import PromptScreen
+
+if TYPE_CHECKING:
+    from ..app import AckdeckApp
+
+
+@dataclass
+class OutputRead(Message):
+    """The owner read the process's output through core (or failed to)."""
+
+    run: Any  # core.procs.RunInfo
+    new_lines: int
+    error: str | None = None
+
+
+class OutputScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,q", "close", "Back", id="output.close", tooltip="Back to the main screen"),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            id="output.filter",
+            tooltip="Show only output lines containing some text",
+        ),
+    ]
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.proc_name = name
+        self.run: Any = None
+        self.seen_by_owner = 0
+        self._reading = False
+        self._read_again = False
+
+    @property
+    def dash(self) -> AckdeckApp:
+        from ..app import AckdeckApp
+
+        assert isinstance(self.app, AckdeckApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=self.dash.config.show_clock)
+        yield Static("", id="output-info")
+        view = LineView(id="output-lines", empty_text="no output yet")
+        view.border_title = f"Output · {self.proc_name}"
+        yield view
+        yield Footer(show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.sub_title = f"output of {self.proc_name} (read as {self.dash.config.session})"
+        self.files_changed()
+
+    def files_changed(self) -> None:
+        """New output may exist: read it as the owner (coalesced), then resync the view."""
+        if self._reading:
+            self._read_again = True
+            return
+        self._reading = True
+        self._owner_read(self.proc_name)
+
+    @work(thread=True, exclusive=True, group="output-read", exit_on_error=False)
+    def _owner_read(self, name: str) -> None:
+        from core import output, procs
+
+        home = self.dash.config.home
+        session = self.dash.config.session
+        try:
+            run = procs.get_run(home, name)
+            res = output.read_output(home, name, session, timeout=0.0, run_id=run.run_id)
+        except (AckdeckError, OSError) as exc:
+            self.post_message(OutputRead(None, 0, str(exc)))
+            return
+        self.post_message(OutputRead(run, len(res.lines)))
+
+    def on_output_read(self, message: OutputRead) -> None:
+        self._reading = False
+        info = self.query_one("#output-info", Static)
+        view = self.query_one(LineView)
+        if message.error is not None:
+            info.update(f"⚠ {message.error}")
+        else:
+            run = message.run
+            new_run = self.run is None or self.run.run_id != run.run_id
+            self.run = run
+            self.seen_by_owner = (
+                message.new_lines if new_run else self.seen_by_owner + (message.new_lines)
+            )
+            code = "-" if run.exit_code is None else str(run.exit_code)
+            monitors = (
+                " ".join(("!" if m.exclude else "") + f"/{m.pattern}/" for m in run.monitors)
+                or "none"
+            )
+            info.update(
+                f"{run.name}: {run.status}, exit {code} · monitors {monitors} · "
+                f"{run.matches:,} match(es) · {self.seen_by_owner:,} line(s) read as "
+                f"{self.dash.config.session}"
+            )
+            log = Path(run.run_dir) / "output.log"
+            if new_run:
+                view.show_file(f"{run.name}:{run.run_id}", log)
+            else:
+                view.sync()
+        if self._read_again:
+            self._read_again = False
+            self.files_changed()
+
+    def on_line_view_changed(self) -> None:
+        view = self.query_one(LineView)
+        parts = [f"{view.count:,} lines"]
+        if view.needle:
+            parts.append(f"filter {view.needle!r}: {view.row_count:,}")
+        view.border_subtitle = " · ".join(parts)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_filter(self) -> None:
+        view = self.query_one(LineView)
+
+        def submitted(text: str | None) -> None:
+            if text is not None:
+                view.set_filter(text)
+                self.on_line_view_changed()
+
+        self.app.push_screen(PromptScreen("Filter output lines", value=view.needle), submitted)

@@ -1,0 +1,176 @@
+"""What the dashboard shows, gathered from core without Textual.
+
+`scan()` runs in a worker thread and returns an immutable `Snapshot`; the widgets only render
+snapshots. Formatting helpers and the arrival-rate tracker are pure functions of their inputs
+(the clock is always passed in), so snapshot tests are deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import AckdeckError
+from core.rooms import Room, RoomStatus
+
+Clock = Callable[[], float]
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True)
+class RoomRow:
+    key: str  # absolute path: stable identity of the row
+    label: str  # what the table shows (never a temp path)
+    status: RoomStatus | None
+    error: str | None = None
+    mtime: float | None = None
+
+    @property
+    def arrived(self) -> int:
+        """Lines that ever arrived and are counted by the ledger (for the rate sparkline)."""
+        if self.status is None:
+            return 0
+        return self.status.pending + self.status.acked_total
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    taken_at: float
+    rooms: list[RoomRow] = field(default_factory=list)
+    runs: list[Any] = field(default_factory=list)  # core.procs.RunInfo
+    wakes: list[Any] = field(default_factory=list)  # core.wakes.WakeRecord
+    errors: list[str] = field(default_factory=list)
+
+
+def room_labels(paths: Sequence[Path]) -> dict[str, str]:
+    """Short, stable labels: the file name, or `parent/name` when two rooms share a name."""
+    names = [p.name for p in paths]
+    out: dict[str, str] = {}
+    for p in paths:
+        label = p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}"
+        out[str(p)] = label
+    return out
+
+
+def scan_room(path: Path, label: str) -> RoomRow:
+    """Counters for one room; any failure becomes an error row instead of an exception."""
+    try:
+        st = Room(path).status()
+        try:
+            mtime: float | None = os.stat(path).st_mtime
+        except FileNotFoundError:
+            mtime = None
+        return RoomRow(str(path), label, st, None, mtime)
+    except AckdeckError as exc:
+        return RoomRow(str(path), label, None, _short(str(exc), path))
+    except OSError as exc:
+        return RoomRow(str(path), label, None, f"cannot read {label}: {exc.strerror or exc}")
+
+
+def _short(message: str, path: Path) -> str:
+    # The rooms table already names the room; its directory only makes the row too wide.
+    return message.replace(str(path.parent) + os.sep, "")
+
+
+def scan(home: Path | None, rooms: Sequence[Path], *, clock: Clock) -> Snapshot:
+    """One consistent-enough look at every room, process and wake record."""
+    labels = room_labels(rooms)
+    rows = [scan_room(p, labels[str(p)]) for p in rooms]
+    errors: list[str] = []
+    runs: list[Any] = []
+    wakes: list[Any] = []
+    if home is not None:
+        from core import procs
+        from core import wakes as wakes_mod
+
+        try:
+            runs = procs.list_runs(home, latest_only=True)
+        except (AckdeckError, OSError) as exc:
+            errors.append(f"processes: {exc}")
+        try:
+            wakes = wakes_mod.list_wakes(home)
+        except (AckdeckError, OSError) as exc:
+            errors.append(f"wakes: {exc}")
+    return Snapshot(clock(), rows, runs, wakes, errors)
+
+
+# ----- arrival rates ----------------------------------------------------------------------------
+class RateTracker:
+    """Arrival counts per room over time, for the sparkline. Fed from snapshots (UI thread)."""
+
+    def __init__(self, *, bucket_seconds: float = 5.0, buckets: int = 12) -> None:
+        self.bucket_seconds = bucket_seconds
+        self.buckets = buckets
+        self._samples: dict[str, deque[tuple[float, int]]] = {}
+
+    def observe(self, key: str, t: float, arrived: int) -> None:
+        samples = self._samples.setdefault(key, deque(maxlen=4096))
+        samples.append((t, arrived))
+        horizon = t - self.bucket_seconds * (self.buckets + 1)
+        while len(samples) > 2 and samples[1][0] < horizon:
+            samples.popleft()
+
+    def series(self, key: str, now: float) -> list[int]:
+        """Lines that arrived in each bucket, oldest first. Drops (acks, rewrites) count as 0."""
+        out = [0] * self.buckets
+        samples = self._samples.get(key)
+        if not samples:
+            return out
+        prev: tuple[float, int] | None = None
+        for t, n in samples:
+            if prev is not None and n > prev[1]:
+                age = now - t
+                slot = self.buckets - 1 - int(age // self.bucket_seconds)
+                if 0 <= slot < self.buckets:
+                    out[slot] += n - prev[1]
+            prev = (t, n)
+        return out
+
+    def forget(self, key: str) -> None:
+        self._samples.pop(key, None)
+
+
+def sparkline(values: Sequence[int]) -> str:
+    top = max(values, default=0)
+    if top <= 0:
+        return SPARK[0] * len(values)
+    return "".join(
+        SPARK[min(len(SPARK) - 1, (v * (len(SPARK) - 1) + top - 1) // top)] for v in values
+    )
+
+
+# ----- formatting ------------------------------------------------------------------------------
+def ago(t: float | None, now: float) -> str:
+    if t is None:
+        return "-"
+    d = max(0.0, now - t)
+    if d < 60:
+        return f"{int(d)}s ago"
+    if d < 3600:
+        return f"{int(d // 60)}m ago"
+    if d < 86400:
+        return f"{int(d // 3600)}h ago"
+    return f"{int(d // 86400)}d ago"
+
+
+def last_activity(row: RoomRow) -> float | None:
+    st = row.status
+    times = [t for t in (row.mtime, st.last_ack_at if st else None) if t is not None]
+    return max(times) if times else None
+
+
+def unread_summary(st: RoomStatus | None) -> str:
+    if st is None or not st.sessions:
+        return "-"
+    return " ".join(f"{name}:{s.unread}" for name, s in sorted(st.sessions.items()))
+
+
+def in_flight_total(st: RoomStatus | None) -> int:
+    if st is None:
+        return 0
+    return sum(s.in_flight for s in st.sessions.values())

@@ -1,0 +1,383 @@
+"""A virtualized view of one file's lines (a room, or a process's output.log).
+
+Line API: `render_line` reads only the rows on screen, through `LineIndex` (offsets + pread + LRU
+cache), so a 1,000,000-line room paints as fast as a small one. Indexing, re-indexing after an
+ack's rename or a foreign rewrite, and filtering run in thread workers; they hand results back
+with `post_message` and never touch the widget.
+"""
+
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+
+from rich.segment import Segment
+from textual import work
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.worker import get_current_worker
+
+from ..lineindex import LineIndex, filter_lines
+from ..messages import FilterApplied, IndexBuilt, LinesIndexed
+
+FIRST_PAINT_BYTES = 1 << 20  # index this much before the first paint
+STEP_BYTES = 32 << 20  # then this much per progress message
+
+
+def _cancelled() -> bool:
+    return get_current_worker().is_cancelled
+
+
+class LineView(ScrollView, can_focus=True):
+    """Rows are lines of the current index (or of the filter result)."""
+
+    class Changed(Message):
+        """The number of lines (or filter rows) changed; parents refresh their captions."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, LineView.Changed)
+
+    BINDINGS = [
+        Binding(
+            "j,down",
+            "scroll_down",
+            "Down",
+            show=False,
+            id="lines.down",
+            tooltip="Scroll one line down",
+        ),
+        Binding("k,up", "scroll_up", "Up", show=False, id="lines.up", tooltip="Scroll one line up"),
+        Binding(
+            "g,home",
+            "scroll_home",
+            "Top",
+            show=False,
+            id="lines.top",
+            tooltip="Jump to the first (oldest) line",
+        ),
+        Binding(
+            "G,end",
+            "scroll_end",
+            "Bottom",
+            show=False,
+            id="lines.bottom",
+            tooltip="Jump to the newest line and follow new ones",
+        ),
+        Binding(
+            "pageup",
+            "page_up",
+            "Page up",
+            show=False,
+            id="lines.page_up",
+            tooltip="Scroll one page up",
+        ),
+        Binding(
+            "pagedown,space",
+            "page_down",
+            "Page down",
+            show=False,
+            id="lines.page_down",
+            tooltip="Scroll one page down",
+        ),
+    ]
+
+    COMPONENT_CLASSES = {
+        "line-view--gutter",
+        "line-view--in-flight",
+        "line-view--partial",
+        "line-view--notice",
+    }
+
+    DEFAULT_CSS = """
+    LineView {
+        background: $surface;
+        overflow-y: scroll;
+        overflow-x: hidden;
+    }
+    LineView > .line-view--gutter { color: $text-muted; }
+    LineView > .line-view--in-flight { color: $warning; text-style: bold; }
+    LineView > .line-view--partial { color: $text-muted; text-style: italic; }
+    LineView > .line-view--notice { color: $text-muted; text-style: italic; }
+    """
+
+    in_flight: reactive[int] = reactive(0)
+    """Lines at the head that the owner read and has not acked yet (marked in the gutter)."""
+
+    def __init__(self, *, empty_text: str = "no room selected", **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.key: str | None = None
+        self.path: Path | None = None
+        self.index: LineIndex | None = None
+        self.count = 0
+        self.error: str | None = None
+        self.empty_text = empty_text
+        self.needle = ""
+        self.rows: array | None = None  # filtered line numbers, or None for all lines
+        self._filter_upto = 0
+        self._loading = False
+        self._sync_running = False
+        self._sync_dirty = False
+        self._follow = False
+
+    # ----- public API (UI thread) -----------------------------------------------------------
+    def show_file(self, key: str | None, path: Path | None) -> None:
+        """Switch to another file (or to nothing)."""
+        if key == self.key and self.index is not None:
+            return
+        self.key, self.path = key, path
+        self._set_index(None, 0)
+        self.error = None
+        self.rows = None if not self.needle else array("Q")
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        if path is not None:
+            self._loading = True
+            self._build(key, path)
+        self.refresh()
+
+    def sync(self) -> None:
+        """The file may have changed: pick up appends, or rebuild after a replace. Coalesced."""
+        if self.path is None or self._loading:
+            return
+        if self._sync_running:
+            self._sync_dirty = True
+            return
+        self._sync_running = True
+        self._sync(self.key, self.path, self.index)
+
+    def set_filter(self, needle: str) -> None:
+        self.needle = needle
+        self.rows = array("Q") if needle else None
+        self._filter_upto = 0
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self._update_virtual_size()
+        if needle and self.index is not None:
+            self._filter(self.key, self.index, needle, 0, self.count)
+        self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows) if self.rows is not None else self.count
+
+    @property
+    def busy(self) -> bool:
+        return self._loading or self._sync_running
+
+    def visible_text(self) -> list[str]:
+        """The text of the rows on screen (for tests and screenshots)."""
+        first = int(self.scroll_offset.y)
+        out = []
+        for row in range(first, min(self.row_count, first + self.size.height)):
+            n = self.rows[row] if self.rows is not None else row
+            if self.index is not None:
+                out.append(self.index.line(n))
+        return out
+
+    # ----- workers (threads: no widget access, results by message) ---------------------------
+    @work(thread=True, exclusive=True, group="line-index", exit_on_error=False)
+    def _build(self, key: str | None, path: Path) -> None:
+        try:
+            index = LineIndex.open(path)
+            done = index.extend_step(FIRST_PAINT_BYTES, _cancelled)
+        except FileNotFoundError:
+            self.post_message(IndexBuilt(key or "", None, 0, "the file does not exist (yet)"))
+            return
+        except OSError as exc:
+            self.post_message(IndexBuilt(key or "", None, 0, f"cannot read: {exc.strerror}"))
+            return
+        self.post_message(IndexBuilt(key or "", index, index.count))
+        while not done and not _cancelled():
+            done = index.extend_step(STEP_BYTES, _cancelled)
+            self.post_message(LinesIndexed(key or "", index, index.count, done))
+        if done:
+            self.post_message(LinesIndexed(key or "", index, index.count, True))
+
+    @work(thread=True, exclusive=True, group="line-sync", exit_on_error=False)
+    def _sync(self, key: str | None, path: Path, index: LineIndex | None) -> None:
+        try:
+            if index is None:
+                fresh = LineIndex.open(path)
+                fresh.extend_to(fresh.size_now())
+                self.post_message(IndexBuilt(key or "", fresh, fresh.count))
+                return
+            probe = index.probe()
+            if probe.verdict == "missing":
+                self.post_message(IndexBuilt(key or "", None, 0, "the file does not exist (yet)"))
+            elif probe.verdict == "replaced":
+                fresh = LineIndex.open(path)
+                fresh.extend_to(fresh.size_now())
+                self.post_message(IndexBuilt(key or "", fresh, fresh.count))
+            else:
+                count = index.extend_to(probe.size)
+                self.post_message(LinesIndexed(key or "", index, count, True))
+        except FileNotFoundError:
+            self.post_message(IndexBuilt(key or "", None, 0, "the file does not exist (yet)"))
+        except OSError as exc:
+            self.post_message(IndexBuilt(key or "", None, 0, f"cannot read: {exc.strerror}"))
+
+    @work(thread=True, exclusive=True, group="line-filter", exit_on_error=False)
+    def _filter(
+        self, key: str | None, index: LineIndex, needle: str, first: int, last: int
+    ) -> None:
+        rows: array = array("Q")
+        try:
+            upto = filter_lines(index, needle, first, last, rows, _cancelled)
+        except OSError:
+            return  # the index was replaced under us; the rebuild re-runs the filter
+        if not _cancelled():
+            self.post_message(FilterApplied(key or "", index, needle, rows, upto))
+
+    # ----- message handlers (UI thread) ------------------------------------------------------
+    def on_index_built(self, message: IndexBuilt) -> None:
+        message.stop()
+        if message.key != (self.key or ""):
+            return
+        self._loading = False
+        self._sync_done()
+        at_end = self._at_end()
+        self.error = message.error
+        self._set_index(message.index, message.count)
+        if self.needle and message.index is not None:
+            self.rows = array("Q")
+            self._filter_upto = 0
+            self._filter(self.key, message.index, self.needle, 0, message.count)
+        self._after_growth(at_end)
+
+    def on_lines_indexed(self, message: LinesIndexed) -> None:
+        message.stop()
+        if message.index is not self.index:
+            return
+        if message.done:
+            self._sync_done()
+        if message.count == self.count:
+            return
+        at_end = self._at_end()
+        self.count = message.count
+        if self.needle and self.rows is not None:
+            self._filter(self.key, message.index, self.needle, self._filter_upto, message.count)
+        self._after_growth(at_end)
+
+    def on_filter_applied(self, message: FilterApplied) -> None:
+        message.stop()
+        if message.index is not self.index or message.needle != self.needle:
+            return
+        at_end = self._at_end()
+        if self.rows is None:
+            self.rows = array("Q")
+        rows = message.rows
+        assert isinstance(rows, array)
+        self.rows.extend(rows)
+        self._filter_upto = message.upto
+        self._after_growth(at_end)
+
+    # ----- helpers ----------------------------------------------------------------------------
+    def _sync_done(self) -> None:
+        if not self._sync_running:
+            return
+        self._sync_running = False
+        if self._sync_dirty:
+            self._sync_dirty = False
+            self.sync()
+
+    def _set_index(self, index: LineIndex | None, count: int) -> None:
+        # The old index is not closed here: a worker may still be reading it. Its descriptor
+        # is closed when the last reference goes (LineIndex uses weakref.finalize).
+        self.index = index
+        self.count = count
+        self._update_virtual_size()
+
+    def _at_end(self) -> bool:
+        return self._follow or self.scroll_offset.y >= self.max_scroll_y
+
+    def _after_growth(self, was_at_end: bool) -> None:
+        self.post_message(self.Changed())
+        self._update_virtual_size()
+        if was_at_end and self._follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _extra_rows(self) -> int:
+        if self.rows is not None or self.index is None:
+            return 0
+        return 1 if self.index.partial_bytes() > 0 else 0
+
+    def _update_virtual_size(self) -> None:
+        rows = self.row_count + self._extra_rows()
+        self.virtual_size = Size(self.size.width, max(rows, 1))
+
+    def on_resize(self) -> None:
+        self._update_virtual_size()
+
+    def watch_in_flight(self) -> None:
+        self.refresh()
+
+    def action_scroll_end(self) -> None:
+        self._follow = True
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def action_scroll_home(self) -> None:
+        self._follow = False
+        self.scroll_home(animate=False, immediate=True, x_axis=False)
+
+    def action_scroll_up(self) -> None:
+        self._follow = False
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        self._follow = False
+        super().action_page_up()
+
+    def on_mouse_scroll_up(self) -> None:
+        self._follow = False
+
+    # ----- rendering --------------------------------------------------------------------------
+    def _notice(self) -> str | None:
+        if self.error:
+            return f"⚠ {self.error}"
+        if self.index is None:
+            return "loading…" if self._loading else self.empty_text
+        if self.row_count == 0 and self._extra_rows() == 0:
+            if self.needle:
+                return f"no line contains {self.needle!r}"
+            return "no lines"
+        return None
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        row = int(self.scroll_offset.y) + y
+        notice = self._notice()
+        if notice is not None:
+            if y != 0:
+                return Strip.blank(width, base)
+            style = base + self.get_component_rich_style("line-view--notice")
+            return Strip([Segment(notice, style)]).crop_extend(0, width, base)
+        index = self.index
+        assert index is not None
+        digits = max(3, len(str(self.count)))
+        if row >= self.row_count:
+            if row == self.row_count and self._extra_rows():
+                style = base + self.get_component_rich_style("line-view--partial")
+                gutter = " " * digits + " … "
+                text = index.partial_text() + "  (partial: being written)"
+                return Strip([Segment(gutter + text, style)]).crop_extend(0, width, base)
+            return Strip.blank(width, base)
+        n = self.rows[row] if self.rows is not None else row
+        gutter_style = base + self.get_component_rich_style("line-view--gutter")
+        mark = " "
+        if n < self.in_flight:
+            gutter_style = base + self.get_component_rich_style("line-view--in-flight")
+            mark = "▌"
+        segments = [
+            Segment(f"{n + 1:>{digits}}{mark}", gutter_style),
+            Segment("│ ", base + self.get_component_rich_style("line-view--gutter")),
+            Segment(index.line(n), base),
+        ]
+        return Strip(segments).crop_extend(0, width, base)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.refresh()
