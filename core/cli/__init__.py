@@ -12,7 +12,7 @@ from importlib import import_module
 from ..errors import AckdeckError
 
 # Modules that add subcommands. Each exposes `register(subparsers) -> None`.
-COMMAND_MODULES = ("rooms_cmd", "agents_cmd", "procs_cmd")
+COMMAND_MODULES = ("rooms_cmd", "agents_cmd", "dash_cmd", "procs_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:
