@@ -150,6 +150,19 @@ def encode_receipt(receipt: Receipt) -> bytes:
     return receipt.header.model_dump_json().encode() + b"\n" + receipt.data
 
 
+def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
+    """Only the header line (the first line) of a receipt file."""
+    head, sep, _ = raw.partition(b"\n")
+    try:
+        if not sep:
+            raise ValueError("no header line")
+        return ReceiptHeader.model_validate_json(head)
+    except (ValueError, ValidationError):
+        raise CorruptState(
+            f"corrupt receipt {where}; it was left in place: read the room again"
+        ) from None
+
+
 def decode_receipt(raw: bytes, where: Path) -> Receipt:
     head, sep, data = raw.partition(b"\n")
     try:
@@ -278,12 +291,11 @@ class AckPlan:
     reason: str = ""
 
 
-def plan_ack(receipt: ReceiptHeader, data: bytes, epoch: int, base: int, head: bytes) -> AckPlan:
-    """Decide how much of the file head a receipt may remove.
+def plan_offsets(receipt: ReceiptHeader, epoch: int, base: int) -> AckPlan:
+    """What a receipt may remove judged by epoch and offsets alone.
 
-    `head` is the file's first `receipt.end - base` bytes (or fewer if the file is shorter).
-    Removes only bytes that are provably the ones this session read: same epoch, and the
-    bytes now at the head equal the tail of the receipt that is still in the file.
+    A "prefix" plan still has to be confirmed against the bytes at the head (plan_ack, or
+    head_matches_receipt on the fast path) before anything is removed.
     """
     if receipt.acked:
         return AckPlan("refused", 0, "this read was already acked")
@@ -296,8 +308,29 @@ def plan_ack(receipt: ReceiptHeader, data: bytes, epoch: int, base: int, head: b
     if base < receipt.start:
         # Within an epoch base only grows and a read starts at base, so this is corruption.
         return AckPlan("stale", 0, "the ledger moved backwards since this read")
-    drop = receipt.end - base
-    expected = data[base - receipt.start :]
-    if head[:drop] != expected:
-        return AckPlan("stale", 0, "the lines at the head differ from what was read")
-    return AckPlan("prefix", drop)
+    return AckPlan("prefix", receipt.end - base)
+
+
+HEAD_DIFFERS = AckPlan("stale", 0, "the lines at the head differ from what was read")
+
+
+def plan_ack(receipt: ReceiptHeader, data: bytes, epoch: int, base: int, head: bytes) -> AckPlan:
+    """Decide how much of the file head a receipt may remove.
+
+    `head` is the file's first `receipt.end - base` bytes (or fewer if the file is shorter).
+    Removes only bytes that are provably the ones this session read: same epoch, and the
+    bytes now at the head equal the tail of the receipt that is still in the file.
+    """
+    plan = plan_offsets(receipt, epoch, base)
+    if plan.mode != "prefix":
+        return plan
+    if head[: plan.drop] != data[base - receipt.start :]:
+        return HEAD_DIFFERS
+    return plan
+
+
+def head_matches_receipt(receipt: ReceiptHeader, head: bytes) -> bool:
+    """Fast path when nothing of the read was acked yet (base == start): the whole read must
+    still be at the head. Compares by length and SHA-256, so the receipt's bytes need not be
+    loaded."""
+    return len(head) == receipt.end - receipt.start and sha256(head) == receipt.sha256

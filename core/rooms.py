@@ -204,6 +204,19 @@ class Room:
     def _store(self, ledger: L.Ledger) -> None:
         L.store_model(self.ledger_file, ledger)
 
+    def _receipt_header(self, session: str) -> L.ReceiptHeader | None:
+        """The receipt's header line only: an ack normally never loads the consumed bytes."""
+        path = self.receipt_file(session)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            raw = os.read(fd, 1 << 16)
+        finally:
+            os.close(fd)
+        return L.decode_receipt_header(raw, path)
+
     def _receipt(self, session: str) -> L.Receipt | None:
         path = self.receipt_file(session)
         try:
@@ -265,7 +278,7 @@ class Room:
                 return True
         return False
 
-    def _sweep_prevs(self, ledger: L.Ledger) -> tuple[L.Ledger, int]:
+    def _sweep_prevs(self, ledger: L.Ledger, *, only_newest: bool = False) -> tuple[L.Ledger, int]:
         """Carry bytes written to replaced inodes into the room. Exclusive lock held.
 
         Within the grace period only complete lines are carried (a writer may still be
@@ -281,9 +294,15 @@ class Room:
         kept: list[L.PrevInode] = []
         expired_links: list[Path] = []
         changed = False
+        newest = ledger.prev[-1].name
         for p in ledger.prev:
             link = self.sidecar / p.name
             expired = now - p.since > self._grace
+            if only_newest and p.name != newest:
+                # Swept at the start of this ack; only the inode its rename replaced can hold
+                # new late bytes this soon.
+                kept.append(p)
+                continue
             late = _late_bytes(link, p, final=expired)
             if late is None:  # the link vanished or is not that inode any more
                 changed = True
@@ -428,9 +447,9 @@ class Room:
         ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
         self._clean_sidecar(ledger)
         ledger, _ = self._sweep_prevs(ledger)
-        receipt = None if ack_all else self._receipt(session)
-        if receipt is not None and receipt.header.seen is not None and not receipt.header.acked:
-            if L.rewritten_since(receipt.header.seen, cur):
+        header = None if ack_all else self._receipt_header(session)
+        if header is not None and header.seen is not None and not header.acked:
+            if L.rewritten_since(header.seen, cur):
                 # Rewritten in place after this read (e.g. truncated and refilled): the bytes
                 # at the head may be new lines identical to the consumed ones. New epoch.
                 head = os.pread(fd, L.HEAD_BYTES, 0)
@@ -439,36 +458,47 @@ class Room:
         size = os.fstat(fd).st_size
         if ack_all:
             dropped = _complete_prefix(_pread_all(fd, size))
-            plan = L.AckPlan("all", len(dropped))
             if not dropped:
                 return AckResult("all", 0, 0, "no complete lines to ack", [])
-        elif receipt is None or receipt.header.acked:
+            plan = L.AckPlan("all", len(dropped))
+            acked, digest = dropped.count(b"\n"), L.sha256(dropped)
+            return self._rewrite(fd, size, ledger, session, plan, acked, digest, None, dropped)
+        if header is None or header.acked:
             unread = _count_lines(fd, size)
-            why = "no read" if receipt is None else "no unacked read"
+            why = "no read" if header is None else "no unacked read"
             raise ColdAck(
                 f"refused: {why} by session {session!r} ({unread} unread line(s)); "
                 "read the room first (room read / room_list_new), then ack, or ack with --all; "
                 "nothing was removed"
             )
-        else:
-            head = os.pread(fd, max(0, receipt.header.end - ledger.base), 0)
-            plan = L.plan_ack(receipt.header, receipt.data, ledger.epoch, ledger.base, head)
-            dropped = head[: plan.drop]
-        if plan.mode in ("stale", "noop", "refused"):
-            self._mark_receipt_acked(receipt)
-            preserved = _count_lines(fd, size)
-            if plan.mode == "stale":
-                self._audit(
-                    session, "stale", ledger.epoch, ledger.base, ledger.base, 0, preserved, b""
-                )
-                return AckResult(
-                    "stale",
-                    0,
-                    preserved,
-                    f"stale: {plan.reason}; nothing was removed. Read the room again, then ack",
-                )
-            return AckResult(plan.mode, 0, preserved, plan.reason)
-        return self._rewrite(fd, size, ledger, session, plan, dropped, receipt)
+        plan = L.plan_offsets(header, ledger.epoch, ledger.base)
+        if plan.mode == "prefix":
+            head = _pread_all(fd, plan.drop)
+            if ledger.base == header.start:
+                # Fast path: nobody acked part of this read; compare by hash.
+                ok = L.head_matches_receipt(header, head)
+                acked, digest = header.lines, header.sha256
+            else:
+                # Another session acked the first part: compare the rest byte for byte.
+                receipt = self._receipt(session)
+                ok = receipt is not None and head == receipt.data[ledger.base - header.start :]
+                acked, digest = head.count(b"\n"), L.sha256(head)
+            if ok:
+                return self._rewrite(fd, size, ledger, session, plan, acked, digest, header, None)
+            plan = L.HEAD_DIFFERS
+        self._mark_receipt_acked(header)
+        preserved = _count_lines(fd, size)
+        if plan.mode == "stale":
+            self._audit(
+                session, "stale", ledger.epoch, ledger.base, ledger.base, 0, preserved, None
+            )
+            return AckResult(
+                "stale",
+                0,
+                preserved,
+                f"stale: {plan.reason}; nothing was removed. Read the room again, then ack",
+            )
+        return AckResult(plan.mode, 0, preserved, plan.reason)
 
     def _rewrite(
         self,
@@ -477,11 +507,13 @@ class Room:
         ledger: L.Ledger,
         session: str,
         plan: L.AckPlan,
-        dropped: bytes,
-        receipt: L.Receipt | None,
+        acked: int,
+        digest: str,
+        receipt: L.ReceiptHeader | None,
+        dropped_all: bytes | None,
     ) -> AckResult:
+        """Drop `plan.drop` head bytes (already verified) by temp file + rename."""
         st = os.fstat(fd)
-        acked = dropped.count(b"\n")
         copy = _CountingCopy(fd, plan.drop, size)
         _pause("before-temp")
         try:
@@ -543,7 +575,16 @@ class Room:
         _pause("after-rename")
         try:
             return self._finish(
-                fd, size, ledger, pending, link is not None, plan, dropped, receipt, copy
+                fd,
+                size,
+                ledger,
+                pending,
+                link is not None,
+                plan,
+                digest,
+                receipt,
+                copy,
+                dropped_all,
             )
         except OSError as exc:
             raise _write_error(self.path, exc, after=_RENAMED) from None
@@ -556,9 +597,10 @@ class Room:
         pending: L.Ledger,
         linked: bool,
         plan: L.AckPlan,
-        dropped: bytes,
-        receipt: L.Receipt | None,
+        digest: str,
+        receipt: L.ReceiptHeader | None,
         copy: _CountingCopy,
+        dropped_all: bytes | None,
     ) -> AckResult:
         """Everything after the rename: sweeps, directory fsync, commit, audit, receipt."""
         intent = pending.pending
@@ -584,7 +626,7 @@ class Room:
             fd_offset, n = self._sweep_fd(fd, fd_offset)
             swept_lines += n
         else:
-            pending, n = self._sweep_prevs(pending)
+            pending, n = self._sweep_prevs(pending, only_newest=True)
             swept_lines += n
         _pause("after-sweep")
         _atomic.fsync_dir(self.path.parent)
@@ -595,7 +637,7 @@ class Room:
         else:
             # The sweep stores the ledger with `pending` still set, so a crash right after it is
             # still recovered as our rename; the commit takes the swept offsets from it.
-            pending, n = self._sweep_prevs(pending)
+            pending, n = self._sweep_prevs(pending, only_newest=True)
             swept_lines += n
         committed = committed.model_copy(update={"prev": pending.prev})
         remaining = copy.newlines + swept_lines
@@ -612,12 +654,12 @@ class Room:
             ledger.base + plan.drop,
             acked,
             remaining,
-            dropped,
+            digest,
         )
         _pause("after-audit")
         self._mark_receipt_acked(receipt)
         _pause("after-receipt")
-        lines = _split_lines(dropped) if plan.mode == "all" else None
+        lines = _split_lines(dropped_all) if dropped_all is not None else None
         msg = f"acked {acked} line(s); preserved {remaining} line(s) that arrived or remain unread"
         return AckResult(plan.mode, acked, remaining, msg, lines)
 
@@ -653,15 +695,16 @@ class Room:
             return None
         return link
 
-    def _mark_receipt_acked(self, receipt: L.Receipt | None) -> None:
-        if receipt is None:
+    def _mark_receipt_acked(self, header: L.ReceiptHeader | None) -> None:
+        """Turn the receipt into a cursor: where the session stopped reading, no bytes, and no
+        longer able to authorise an ack."""
+        if header is None:
             return
-        header = receipt.header.model_copy(update={"acked": True})
-        cursor = L.Receipt(
-            header.model_copy(update={"start": header.end, "sha256": L.sha256(b"")}), b""
+        cursor = header.model_copy(
+            update={"acked": True, "start": header.end, "lines": 0, "sha256": L.sha256(b"")}
         )
         _atomic.atomic_write(
-            self.receipt_file(header.session), L.encode_receipt(cursor), fsync=False
+            self.receipt_file(header.session), L.encode_receipt(L.Receipt(cursor, b"")), fsync=False
         )
 
     def _audit(
@@ -673,7 +716,7 @@ class Room:
         end: int,
         acked: int,
         preserved: int,
-        dropped: bytes | None,
+        digest: str | None,
     ) -> None:
         entry = {
             "at": self._clock(),
@@ -684,7 +727,7 @@ class Room:
             "end": end,
             "acked": acked,
             "preserved": preserved,
-            "sha256": None if dropped is None else L.sha256(dropped),
+            "sha256": digest,
         }
         # One O_APPEND write per entry, under the exclusive lock: entries never interleave.
         fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -855,6 +898,12 @@ class _CountingCopy:
 
 def _late_bytes(link: Path, p: L.PrevInode, *, final: bool) -> bytes | None:
     """Bytes written to a replaced inode after `p.offset` (complete lines unless `final`)."""
+    if not final:
+        try:
+            if os.stat(link).st_size <= p.offset:
+                return b""  # nothing new: one stat instead of open/fstat/pread/close
+        except FileNotFoundError:
+            return None
     try:
         src = os.open(link, os.O_RDONLY)
     except FileNotFoundError:

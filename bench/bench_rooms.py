@@ -1,0 +1,204 @@
+"""`python -m bench rooms`: rooms against baselines measured in the same run.
+
+- ack vs the physical floor: the floor copies the same remainder into a temp file, fsyncs it,
+  renames it over the room and fsyncs the directory: the least any crash-safe rewrite must do.
+  Target ratio <= 1.25.
+- push vs a raw unlocked append: the baseline opens the path with O_APPEND, writes one line and
+  closes it (exactly what a `printf >> room` poller does per line). Target >= 0.7 of its
+  throughput.
+- read of a 1,000,000-line room: lines/s, next to a bare read-and-split of the same file.
+
+Everything runs in a temp directory next to the system temp dir; medians of several runs.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from core.rooms import Room
+
+LINE = b"[2026-07-08T12:00:00Z] [ops] alice: deploy finished, 3 services healthy, p99 41ms ok\n"
+
+
+def _fill(path: Path, size: int) -> None:
+    n = max(1, size // len(LINE))
+    with open(path, "wb") as f:
+        block = LINE * 1024
+        for _ in range(n // 1024):
+            f.write(block)
+        f.write(LINE * (n % 1024))
+        f.flush()
+        os.fsync(f.fileno())  # no dirty pages of the setup compete with the timed fsyncs
+
+
+def _median(fn: Callable[[], float], reps: int) -> float:
+    return statistics.median(fn() for _ in range(reps))
+
+
+def _floor_rewrite(path: Path, drop: int) -> float:
+    """Copy [drop, size) to a temp file, fsync, rename over, fsync the directory."""
+    t0 = time.perf_counter()
+    src = os.open(path, os.O_RDONLY)
+    size = os.fstat(src).st_size
+    tmp = path.with_name(path.name + ".floor-tmp")
+    dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    offset = drop
+    while offset < size:
+        chunk = os.pread(src, min(4 << 20, size - offset), offset)
+        os.write(dst, chunk)
+        offset += len(chunk)
+    os.fsync(dst)
+    os.close(dst)
+    os.close(src)
+    os.replace(tmp, path)
+    d = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(d)
+    os.close(d)
+    return time.perf_counter() - t0
+
+
+def _one_ack(path: Path, size: int) -> float:
+    _fill(path, size)
+    room = Room(path)
+    # The session read the first half; the second half (the remainder) arrived after it.
+    with open(path, "r+b") as f:
+        data = f.read()
+    half = data[: data.rfind(b"\n", 0, len(data) // 2) + 1]
+    tail = data[len(half) :]
+    with open(path, "wb") as f:
+        f.write(half)
+    room.read("bench")
+    with open(path, "ab") as f:
+        f.write(tail)
+        f.flush()
+        os.fsync(f.fileno())
+    t0 = time.perf_counter()
+    res = room.ack("bench")
+    took = time.perf_counter() - t0
+    assert res.acked == half.count(b"\n")
+    return took
+
+
+def _one_floor(path: Path, size: int) -> float:
+    _fill(path, size)
+    with open(path, "rb") as f:
+        data = f.read()
+    drop = data.rfind(b"\n", 0, len(data) // 2) + 1
+    return _floor_rewrite(path, drop)
+
+
+def bench_ack(base: Path, size: int, reps: int) -> tuple[float, float]:
+    d = base / f"ack-{size}"
+    d.mkdir()
+    floor_times, ack_times = [], []
+    for _ in range(reps):  # interleaved so disk noise hits both alike
+        floor_times.append(_one_floor(d / "floor.txt", size))
+        ack_times.append(_one_ack(d / "room.txt", size))
+    return statistics.median(ack_times), statistics.median(floor_times)
+
+
+def bench_push(base: Path, n: int, reps: int) -> tuple[float, float]:
+    d = base / "push"
+    d.mkdir()
+    raw_path = d / "raw.txt"
+    room = Room(d / "room.txt")
+    room.push("warm up")  # sidecar exists, as for any room in use
+    line = LINE[:-1].decode()
+
+    def raw() -> float:
+        data = line.encode() + b"\n"
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fd = os.open(raw_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(fd, data)
+            os.close(fd)
+        return n / (time.perf_counter() - t0)
+
+    def pushed() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            room.push(line)
+        return n / (time.perf_counter() - t0)
+
+    raws, pushes = [], []
+    for _ in range(reps):
+        raws.append(raw())
+        pushes.append(pushed())
+    return statistics.median(pushes), statistics.median(raws)
+
+
+def bench_read(base: Path, lines: int, reps: int) -> tuple[float, float]:
+    d = base / "read"
+    d.mkdir()
+    path = d / "room.txt"
+    _fill(path, lines * len(LINE))
+    room = Room(path)
+
+    def via_room() -> float:
+        t0 = time.perf_counter()
+        got = room.read("bench")
+        took = time.perf_counter() - t0
+        assert len(got.lines) == lines
+        return lines / took
+
+    def bare() -> float:
+        t0 = time.perf_counter()
+        with open(path, "rb") as f:
+            got = f.read()[:-1].split(b"\n")
+        took = time.perf_counter() - t0
+        assert len(got) == lines
+        return lines / took
+
+    return _median(via_room, reps), _median(bare, reps)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="ackdeck-bench-") as tmp:
+        base = Path(tmp)
+        rows: list[tuple[str, str, str, str, str]] = []
+        for label, size, reps in (("1 MB", 1 << 20, 15), ("64 MB", 64 << 20, 3)):
+            ack, floor = bench_ack(base, size, reps)
+            ratio = ack / floor
+            rows.append(
+                (
+                    f"ack, {label} room (half acked)",
+                    f"{ack * 1000:.2f} ms",
+                    f"{floor * 1000:.2f} ms (copy+fsync+rename+dir fsync)",
+                    f"{ratio:.2f}",
+                    "<= 1.25 " + ("ok" if ratio <= 1.25 else "MISSED"),
+                )
+            )
+        push, raw = bench_push(base, 20_000, 3)
+        ratio = push / raw
+        rows.append(
+            (
+                "push (shared lock)",
+                f"{push:,.0f} lines/s",
+                f"{raw:,.0f} lines/s (open O_APPEND+write+close)",
+                f"{ratio:.2f}",
+                ">= 0.70 " + ("ok" if ratio >= 0.7 else "MISSED"),
+            )
+        )
+        read, bare = bench_read(base, 1_000_000, 3)
+        rows.append(
+            (
+                "read, 1,000,000-line room",
+                f"{read:,.0f} lines/s",
+                f"{bare:,.0f} lines/s (read+split, no receipt)",
+                f"{read / bare:.2f}",
+                "(reported)",
+            )
+        )
+    header = ("benchmark", "ackdeck", "baseline (same run)", "ratio", "target")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    for r in [header, tuple("-" * w for w in widths), *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    main()
