@@ -1,0 +1,130 @@
+"""Pilot tests of the processes and wakes panels and the output screen, on real monitored
+processes started through core.procs (detached supervisors, real output.log files)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from core import output, procs, wakes
+from tui.app import make_app
+from tui.screens.output import OutputScreen
+from tui.testing import feed_change, fixed_clock, notifications, quiet_config, screen_text, settle
+from tui.widgets.line_view import LineView
+from tui.widgets.tables import ProcsTable, WakesTable
+
+SIZE = (140, 40)
+
+
+def wait_for(cond, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def start_and_finish(home: Path, name: str, script: str, pattern: str, tmp_path: Path) -> None:
+    """Run `sh -c script` under a monitor for session `agent` and wait until its wake exists."""
+    procs.start(
+        home,
+        name,
+        ["sh", "-c", script],
+        session="agent",
+        monitors=[procs.MonitorSpec(pattern, cooldown_ms=0)],
+        cwd=str(tmp_path),
+    )
+    wait_for(lambda: procs.get_run(home, name).status != "running", f"{name} to exit")
+    wait_for(
+        lambda: any(w.name == name and w.lines for w in wakes.list_wakes(home, "agent")),
+        f"the wake record of {name}",
+    )
+
+
+async def test_panels_show_processes_and_wake_records(home: Path, tmp_path: Path) -> None:
+    start_and_finish(home, "build", "echo compiling; echo DONE", "DONE", tmp_path)
+    start_and_finish(home, "tests", "echo collecting; echo FAIL test_x; exit 3", "FAIL", tmp_path)
+    app = make_app(quiet_config([], home=home), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(ProcsTable)
+        assert table.row_count == 2
+        text = screen_text(app)
+        assert "/DONE/" in text and "/FAIL/" in text
+        rows = {k: [str(c) for c in v] for k, v in zip(table._keys, table._rows, strict=True)}
+        assert rows["build"][1:3] == ["exited", "0"]
+        assert rows["tests"][1:3] == ["exited", "3"]
+        assert rows["tests"][4] == "1"  # one monitor match
+        wt = app.main.query_one(WakesTable)
+        assert set(wt._keys) == {"agent/build", "agent/tests"}
+        assert str(wt._rows[wt._keys.index("agent/tests")][3]) == "1"  # one pending line
+
+
+async def test_opening_output_does_not_change_the_agents_wake_outcome(
+    home: Path, tmp_path: Path
+) -> None:
+    start_and_finish(home, "deploy", "echo step 1; echo FAIL rollout", "FAIL", tmp_path)
+    # Control: the same situation, but the *agent* reads the output before the wake is
+    # delivered. That read must supersede its wake (so the check below can fail).
+    start_and_finish(home, "control", "echo step 1; echo FAIL rollout", "FAIL", tmp_path)
+    output.read_output(home, "control", "agent")
+
+    app = make_app(quiet_config([], home=home), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(ProcsTable)
+        table.focus()
+        table.move_cursor(row=table._keys.index("deploy"))
+        await pilot.press("o")
+        await settle(pilot)
+        assert isinstance(app.screen, OutputScreen)
+        view = app.screen.query_one(LineView)
+        assert view.visible_text() == ["step 1", "FAIL rollout"]
+        assert "2 line(s) read as owner" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, OutputScreen)
+
+    # The owner's read is recorded for the owner only...
+    again = output.read_output(home, "deploy", "owner")
+    assert again.lines == []
+    # ...so the agent's wake still delivers the FAIL line; the control's is superseded.
+    result = wakes.drain(home, "agent")
+    delivered = {d.name: [x.text for x in d.lines] for d in result.delivered}
+    assert delivered.get("deploy") == ["FAIL rollout"]
+    assert "control" not in delivered or delivered["control"] == []
+    assert result.superseded >= 1
+
+
+async def test_output_screen_follows_new_output(home: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "go"
+    script = f'echo first; while [ ! -e "{gate}" ]; do sleep 0.05; done; echo second'
+    procs.start(home, "slow", ["sh", "-c", script], session="agent", cwd=str(tmp_path))
+    wait_for(
+        lambda: b"first" in (procs.get_run(home, "slow").run_dir / "output.log").read_bytes(),
+        "first output",
+    )
+    app = make_app(quiet_config([], home=home), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.open_output("slow")
+        await settle(pilot)
+        view = app.screen.query_one(LineView)
+        assert view.visible_text() == ["first"]
+        gate.touch()
+        wait_for(lambda: procs.get_run(home, "slow").status == "exited", "slow to exit")
+        await feed_change(pilot)
+        assert view.visible_text() == ["first", "second"]
+        assert "exited, exit 0" in screen_text(app)
+
+
+async def test_dismiss_wake_removes_the_record(home: Path, tmp_path: Path) -> None:
+    start_and_finish(home, "lint", "echo FAIL style", "FAIL", tmp_path)
+    app = make_app(quiet_config([], home=home), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.main.query_one(WakesTable).focus()
+        await pilot.press("x")
+        await settle(pilot)
+        assert any("dismissed the wake of agent for lint" in n for n in notifications(app))
+        assert not [w for w in wakes.list_wakes(home, "agent") if w.name == "lint" and w.lines]
+        assert app.main.query_one(WakesTable).row_count == len(wakes.list_wakes(home))
