@@ -20,9 +20,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import InvalidInput
 
@@ -223,6 +225,54 @@ class _CtrlFinder:
         return i if i < self.hi else -1
 
 
+def required_literals(pattern: str) -> tuple[bytes, ...] | None:
+    """Literal byte strings such that every match of `pattern` contains one of them.
+
+    `bytes.find` locates literals several times faster than the regex engine scans, and a line
+    can only match if it contains one of them, so they make an exact candidate filter. Uses the
+    longest run of literals the pattern always contains, or, failing that, an alternation
+    (also inside a group) whose every branch contains one, e.g. `ERROR|FAIL(ED)?: `.
+    None when there is no such set (then the whole regex scans the chunk).
+    """
+    try:
+        # The stdlib's own regex parser (private, but stable within the pinned Python 3.11).
+        parser: Any = importlib.import_module("re._parser")
+        parsed = parser.parse(pattern.encode("utf-8"))
+        if parsed.state.flags & re.IGNORECASE:
+            return None
+        found = _required(parser, list(parsed.data))
+    except (ImportError, AttributeError, re.error, ValueError, TypeError):
+        return None
+    if not found or any(not lit for lit in found) or len(found) > 8:
+        return None
+    return tuple(sorted(set(found)))
+
+
+def _required(parser: Any, items: list[Any]) -> list[bytes] | None:
+    """Every item of a sequence is mandatory; pick the best requirement any of them gives."""
+    best = b""
+    run = bytearray()
+    alternatives: list[bytes] | None = None
+    for op, arg in items:
+        if op == parser.LITERAL:
+            run.append(arg)
+            continue
+        best = max(best, bytes(run), key=len)
+        run = bytearray()
+        if alternatives is not None:
+            continue
+        if op == parser.BRANCH:
+            alts = [_required(parser, list(alt)) for alt in arg[1]]
+            if all(a is not None for a in alts):
+                alternatives = [lit for a in alts if a is not None for lit in a]
+        elif op == parser.SUBPATTERN and not arg[1] and not arg[2]:  # a group without flags
+            alternatives = _required(parser, list(arg[3]))
+    best = max(best, bytes(run), key=len)
+    if len(best) >= 3 or (best and alternatives is None):
+        return [best]
+    return alternatives
+
+
 class LineMatcher:
     """One regex (plain or inverted) applied to regions of complete lines."""
 
@@ -230,8 +280,11 @@ class LineMatcher:
         self.rx = compile_pattern(pattern)
         self.exclude = exclude
         self._chunk_rx: re.Pattern[bytes] | None = None
-        if not exclude and not _CHUNK_UNSAFE.search(pattern):
-            self._chunk_rx = re.compile(pattern.encode("utf-8"), re.MULTILINE)
+        self._prefix: tuple[bytes, ...] | None = None
+        if not exclude:
+            self._prefix = required_literals(pattern)
+            if self._prefix is None and not _CHUNK_UNSAFE.search(pattern):
+                self._chunk_rx = re.compile(pattern.encode("utf-8"), re.MULTILINE)
 
     def line_hits(self, raw: Buf) -> bool:
         return (self.rx.search(clean(bytes(raw))) is not None) != self.exclude
@@ -242,7 +295,7 @@ class LineMatcher:
         if lo >= hi:
             return []
         out: list[MatchedLine] = []
-        if self._chunk_rx is None:
+        if self._chunk_rx is None and self._prefix is None:
             self._scan_lines(region, lo, hi, out)
             return out
         # Lines holding control bytes are checked alone; the chunk regex covers the rest.
@@ -264,15 +317,22 @@ class LineMatcher:
         return first_start if ls == lo else base + ls
 
     def _scan_chunk(self, region: Region, pos: int, endpos: int, out: list[MatchedLine]) -> None:
-        assert self._chunk_rx is not None
         buf, _, _, base, _ = region
-        search = self._chunk_rx.search
+        prefixes, chunk_rx = self._prefix, self._chunk_rx
+        # Next occurrence of each literal, recomputed only once the scan has passed it.
+        nexts = [-1] * len(prefixes or ())
         while pos < endpos:
-            m = search(buf, pos, endpos)
-            if m is None:
-                return
-            at = m.start()
-            if at >= endpos:
+            if prefixes is not None:
+                for k, lit in enumerate(prefixes):
+                    if nexts[k] < pos:
+                        hit = buf.find(lit, pos, endpos)
+                        nexts[k] = endpos if hit < 0 else hit
+                at = min(nexts)
+            else:
+                assert chunk_rx is not None
+                m = chunk_rx.search(buf, pos, endpos)
+                at = -1 if m is None else m.start()
+            if at < 0 or at >= endpos:
                 return
             nl = buf.rfind(b"\n", pos, at)
             ls = nl + 1 if nl >= 0 else pos

@@ -340,11 +340,12 @@ def _drain(h: Path, session: str, settle_timeout: float, clock: Clock) -> DrainR
         decisions.append((path, rec, keep, drop))
 
     # Ack exactly the snapshot: remove the lines we decided on; keep anything merged since.
-    with _session_locked(h, session):
+    with _session_locked(h, session) as d:
+        now_records, _ = _scan_dir(d)
+        current_by_path = dict(now_records)
         for path, snap, keep, drop in decisions:
-            try:
-                current = _parse(path)
-            except (CorruptState, FileNotFoundError):
+            current = current_by_path.get(path)
+            if current is None:
                 continue  # dismissed or replaced meanwhile; nothing of ours left to ack
             decided = {(x.run_id, x.start, x.end) for x in snap.lines}
             remaining = [x for x in current.lines if (x.run_id, x.start, x.end) not in decided]
@@ -356,8 +357,10 @@ def _drain(h: Path, session: str, settle_timeout: float, clock: Clock) -> DrainR
             }
             if snap.notice_pending and current.notice_seq == snap.notice_seq:
                 upd["notice_pending"] = False
-            _store(path, current.model_copy(update=upd))
-    return DrainResult(delivered, superseded, _pending_total(h, session), skipped)
+            current_by_path[path] = current.model_copy(update=upd)
+            _store(path, current_by_path[path])
+        pending = sum(r.pending for r in current_by_path.values())
+    return DrainResult(delivered, superseded, pending, skipped)
 
 
 def _saw_end(home: Path, rec: WakeRecord, session: str) -> bool | None:

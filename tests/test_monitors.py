@@ -159,6 +159,13 @@ PATTERNS = [
     r"\Aab",
     "b*",
     r"a\nb",
+    "ERR.*b",
+    "ab?E",
+    "é",
+    "R E",
+    "ERR|ab",
+    "(ab|E)R",
+    "a|(b|Ré)E",
 ]
 ALPHABET = [
     b"a",
