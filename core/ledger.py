@@ -6,6 +6,7 @@ what an ack may remove can be tested exhaustively (tests/test_ledger_decisions.p
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -144,6 +145,79 @@ def store_model(path: Path, value: BaseModel, *, fsync: bool = False) -> None:
     # the next operation see a "foreign" change and start a new epoch, which redelivers and
     # never deletes. kill -9 cannot lose them (the page cache survives the process).
     _atomic.atomic_write(path, value.model_dump_json().encode(), fsync=fsync)
+
+
+# ----- the ledger file: two checksummed slots written in place ---------------------------
+# Replacing a small file by rename costs ~0.2-0.5 ms on ext4 (auto_da_alloc starts writeback
+# of the new inode), several times per ack. The ledger is instead one file with two fixed
+# slots; each store writes the slot NOT holding the latest state with one pwrite, so a kill
+# (or a torn write after a power cut) leaves the previous state intact in the other slot. A
+# store is only ever made under the room's exclusive lock, and readers hold the shared lock.
+LEDGER_SLOT = 8192
+_SLOT_MAGIC = b"ackdeck-ledger 1 "
+
+
+def _parse_slot(slot: bytes) -> tuple[int, bytes] | None:
+    if not slot.startswith(_SLOT_MAGIC):
+        return None
+    seq_s, _, rest = slot[len(_SLOT_MAGIC) :].partition(b" ")
+    digest, _, body = rest.partition(b" ")
+    body = body.rstrip(b" \n\0")
+    if not seq_s.isdigit() or hashlib.sha256(body).hexdigest().encode() != digest:
+        return None
+    return int(seq_s), body
+
+
+def _latest_slot(raw: bytes) -> tuple[int, bytes] | None:
+    best: tuple[int, bytes] | None = None
+    for i in (0, 1):
+        parsed = _parse_slot(raw[i * LEDGER_SLOT : (i + 1) * LEDGER_SLOT])
+        if parsed is not None and (best is None or parsed[0] > best[0]):
+            best = parsed
+    return best
+
+
+def load_ledger(path: Path, *, hint: str = "") -> Ledger | None:
+    """The latest valid ledger state; None if there is none yet. Garbage raises, file kept."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise CorruptState(f"state file {path} is a directory{hint}") from None
+    try:
+        raw = os.pread(fd, 2 * LEDGER_SLOT, 0)
+    finally:
+        os.close(fd)
+    latest = _latest_slot(raw)
+    if latest is None:
+        if not raw.strip(b"\0"):
+            return None  # created but never written: a kill before the first store
+        raise CorruptState(f"corrupt state file {path} (no valid slot); it was left in place{hint}")
+    try:
+        return Ledger.model_validate_json(latest[1])
+    except ValidationError as exc:
+        first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+        raise CorruptState(
+            f"corrupt state file {path} ({first}); it was left in place{hint}"
+        ) from None
+
+
+def store_ledger(path: Path, ledger: Ledger) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        latest = _latest_slot(os.pread(fd, 2 * LEDGER_SLOT, 0))
+        seq = 1 if latest is None else latest[0] + 1
+        body = ledger.model_dump_json().encode()
+        slot = _SLOT_MAGIC + f"{seq} {sha256(body)} ".encode() + body
+        if len(slot) >= LEDGER_SLOT:
+            raise CorruptState(f"ledger state too large for {path} ({len(slot)} bytes)")
+        slot = slot.ljust(LEDGER_SLOT - 1) + b"\n"  # `cat` shows one line per slot
+        written = os.pwrite(fd, slot, (seq % 2) * LEDGER_SLOT)
+        if written != len(slot):
+            raise OSError(errno.ENOSPC, f"short write to {path}")
+    finally:
+        os.close(fd)
 
 
 def encode_receipt(receipt: Receipt) -> bytes:

@@ -142,7 +142,7 @@ class Room:
 
     @property
     def ledger_file(self) -> Path:
-        return self.sidecar / "ledger.json"
+        return self.sidecar / "ledger"
 
     @property
     def audit_file(self) -> Path:
@@ -199,10 +199,10 @@ class Room:
 
     # ----- state --------------------------------------------------------------------------
     def _ledger(self) -> L.Ledger:
-        return L.load_model(self.ledger_file, L.Ledger, hint=_LEDGER_HINT) or L.Ledger()
+        return L.load_ledger(self.ledger_file, hint=_LEDGER_HINT) or L.Ledger()
 
     def _store(self, ledger: L.Ledger) -> None:
-        L.store_model(self.ledger_file, ledger)
+        L.store_ledger(self.ledger_file, ledger)
 
     def _receipt_header(self, session: str) -> L.ReceiptHeader | None:
         """The receipt's header line only: an ack normally never loads the consumed bytes."""
@@ -696,16 +696,31 @@ class Room:
         return link
 
     def _mark_receipt_acked(self, header: L.ReceiptHeader | None) -> None:
-        """Turn the receipt into a cursor: where the session stopped reading, no bytes, and no
-        longer able to authorise an ack."""
+        """Mark the read as acked: the receipt stays as a cursor (where the session stopped
+        reading, for unread counts) but can no longer authorise an ack.
+
+        Flips `"acked":false` to `"acked":true ` in place with one pwrite of the same length
+        (a rename would cost more than the rest of a small ack); falls back to a rewrite.
+        """
         if header is None:
             return
+        path = self.receipt_file(header.session)
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            line = os.pread(fd, 1 << 16, 0).partition(b"\n")[0]
+            at = line.find(b'"acked":false')
+            if at >= 0 and L.ReceiptHeader.model_validate_json(line) == header:
+                os.pwrite(fd, b'"acked":true ', at)
+                return
+        finally:
+            os.close(fd)
         cursor = header.model_copy(
             update={"acked": True, "start": header.end, "lines": 0, "sha256": L.sha256(b"")}
         )
-        _atomic.atomic_write(
-            self.receipt_file(header.session), L.encode_receipt(L.Receipt(cursor, b"")), fsync=False
-        )
+        _atomic.atomic_write(path, L.encode_receipt(L.Receipt(cursor, b"")), fsync=False)
 
     def _audit(
         self,

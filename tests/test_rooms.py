@@ -313,7 +313,7 @@ def test_stale_temp_files_are_cleaned_by_next_ack(tmp_path: Path) -> None:
     room = _room(tmp_path, b"a\n")
     room.read("s")
     (tmp_path / ".inbox.txt.ackdeck-tmp-99999-deadbeef").write_bytes(b"half")
-    (room.sidecar / ".ledger.json.ackdeck-tmp-99999-beef").write_bytes(b"{")
+    (room.sidecar / ".audit.jsonl.ackdeck-tmp-99999-beef").write_bytes(b"{")
     (room.sidecar / "receipts" / ".s.rcpt.ackdeck-tmp-99999-beef").write_bytes(b"{")
     room.ack("s")
     assert _leftovers(room) == []
@@ -351,7 +351,7 @@ def test_replaced_inode_link_expires_after_grace(tmp_path: Path) -> None:
     now[0] += 6.0
     room.read("s")  # escalates to the exclusive lock to drop the expired link
     assert [n for n in os.listdir(room.sidecar) if n.startswith("prev-")] == []
-    assert L.Ledger.model_validate_json(room.ledger_file.read_bytes()).prev == []
+    assert room._ledger().prev == []
 
 
 def test_in_place_shrink_seen_by_one_session_stales_the_other_with_duplicates(
