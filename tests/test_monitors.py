@@ -166,6 +166,8 @@ PATTERNS = [
     "ERR|ab",
     "(ab|E)R",
     "a|(b|Ré)E",
+    "[aE]RR",
+    r"\w+ ERR",
 ]
 ALPHABET = [
     b"a",

@@ -191,6 +191,26 @@ def test_ansi_is_stripped_before_matching(phome: Path) -> None:
     assert drain_lines(phome) == ["ERROR: red"]
 
 
+def test_an_ansi_sequence_split_across_writes_is_still_stripped(
+    phome: Path, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    info = procs.start(
+        phome,
+        "b",
+        waiter(go, "ok\n\x1b[3", "1mERROR\x1b[0m\n"),
+        monitors=mon("^ERROR$", cooldown_ms=0),
+    )
+    # Let the supervisor scan the first half (it persists its progress within a second).
+    wait_until(
+        lambda: (s := load_monitors_state(info.run_dir)) is not None and s.scanned_to >= 6,
+        what="first half scanned",
+    )
+    release(go)
+    wait_status(phome, "b")
+    assert drain_lines(phome) == ["ERROR"]
+
+
 def test_a_token_after_16kb_of_a_long_line_still_matches(phome: Path) -> None:
     code = "import sys; sys.stdout.write('x' * 16500 + ' NEEDLE ' + 'y' * 10 + '\\n')"
     procs.start(phome, "b", [PY, "-c", code], monitors=mon("NEEDLE"))
