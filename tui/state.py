@@ -149,6 +149,8 @@ def ago(t: float | None, now: float) -> str:
     if t is None:
         return "-"
     d = max(0.0, now - t)
+    if d < 10:
+        return "just now"
     if d < 60:
         return f"{int(d)}s ago"
     if d < 3600:

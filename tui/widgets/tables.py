@@ -151,7 +151,7 @@ class ProcsTable(KeyedTable):
         ("Exit", "exit"),
         ("Monitors", "monitors"),
         ("Matches", "matches"),
-        ("Started", "started"),
+        ("Wakes", "session"),
     )
     EMPTY = "no monitored processes"
 
@@ -172,7 +172,7 @@ class ProcsTable(KeyedTable):
                         Text(exit_code, justify="right", style=style),
                         _monitors(run.monitors),
                         _num(run.matches),
-                        ago(run.started_at, now),
+                        run.session,
                     ],
                 )
             )
@@ -187,7 +187,7 @@ class WakesTable(KeyedTable):
         ("Pending", "pending"),
         ("Delivered", "delivered"),
         ("Superseded", "superseded"),
-        ("Updated", "updated"),
+        ("Status", "status"),
     )
     EMPTY = "no wake records"
 
@@ -213,7 +213,7 @@ class WakesTable(KeyedTable):
                         ),
                         _num(w.delivered_total),
                         _num(w.superseded_total),
-                        ago(w.updated_at, now),
+                        w.status,
                     ],
                 )
             )

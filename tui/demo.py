@@ -1,0 +1,201 @@
+"""`ackdeck demo`: the dashboard on a live, temporary world.
+
+- a temporary home and three rooms fed by simulated pollers at different rates (separate
+  processes: one appends like a shell poller without locking, two push through core);
+- a simulated agent (another process) that reads and acks through core, sometimes slowly, so
+  lines arrive between its read and its ack and are preserved;
+- two monitored processes started through `core.procs.start`: `build` ends with DONE, `tests`
+  prints a FAIL and exits 1; their monitors wake the agent's session.
+
+Everything it started is stopped and the temporary directory removed when the dashboard exits.
+The poller and agent entry points run as `python -m tui.demo poll|agent …`; this module imports
+Textual only inside `run_demo`, so those processes stay light.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from core.errors import AckdeckError
+from core.rooms import Room, format_poller_line
+
+REPO = Path(__file__).resolve().parent.parent
+
+# (room, lines per second, sender, how it writes)
+POLLERS = [
+    ("alerts.txt", 8.0, "pager", "raw"),
+    ("ci.txt", 1.0, "ci", "push"),
+    ("chat.txt", 0.3, "dana", "push"),
+]
+MESSAGES = {
+    "pager": [
+        "disk 91% on db-3",
+        "p95 latency 840ms on checkout",
+        "pod checkout-7f9c restarted",
+        "error rate 2.1% (api)",
+    ],
+    "ci": ["build #4813 started", "build #4813 passed", "deploy staging ok", "lint warnings: 3"],
+    "dana": ["can you look at the cart bug?", "thanks!", "standup in 5"],
+}
+
+
+def poll(room: str, rate: float, sender: str, mode: str) -> None:
+    """A poller: one line per notification, forever (until terminated)."""
+    name = Path(room).stem
+    n = 0
+    while True:
+        n += 1
+        body = f"{random.choice(MESSAGES[sender])} (#{n})"
+        line = format_poller_line(name, sender, body, time.time())
+        if mode == "raw":
+            # Like `printf … >> room`: open, append, close, no lock.
+            fd = os.open(room, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (line + "\n").encode())
+            finally:
+                os.close(fd)
+        else:
+            Room(room).push(line)
+        time.sleep(random.expovariate(rate))
+
+
+def agent(rooms: list[str], session: str = "agent") -> None:
+    """An agent: read a room, 'work' for a moment (lines keep arriving), ack what it read."""
+    while True:
+        for room in rooms:
+            try:
+                got = Room(room).read(session)
+                if got.lines:
+                    time.sleep(random.uniform(0.5, 3.0))
+                    Room(room).ack(session)
+            except AckdeckError as exc:
+                print(f"demo agent: {exc}", file=sys.stderr)
+            time.sleep(random.uniform(1.0, 4.0))
+
+
+class DemoWorld:
+    """The temporary home, rooms and background processes of one demo run."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.home = base / "home"
+        self.rooms_dir = base / "rooms"
+        self.rooms = [self.rooms_dir / r for r, *_ in POLLERS]
+        self.children: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        from core import procs
+
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.rooms_dir.mkdir(parents=True, exist_ok=True)
+        for room in self.rooms:
+            room.touch()
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        for (room, rate, sender, mode), path in zip(POLLERS, self.rooms, strict=True):
+            self._spawn(["poll", str(path), str(rate), sender, mode], env)
+        self._spawn(["agent", *(str(p) for p in self.rooms[1:])], env)
+        procs.start(
+            self.home,
+            "build",
+            [
+                "sh",
+                "-c",
+                "for i in 1 2 3 4 5 6; do echo compiling module $i/6; sleep 1; done;"
+                " echo linking; sleep 1; echo DONE",
+            ],
+            session="agent",
+            monitors=[procs.MonitorSpec("DONE")],
+            cwd=str(self.base),
+        )
+        procs.start(
+            self.home,
+            "tests",
+            [
+                "sh",
+                "-c",
+                "echo collected 48 items; for i in $(seq 1 20); do echo test_$i ok;"
+                " sleep 0.4; done; echo 'FAIL test_cart_total: 19.99 != 20.00'; sleep 2;"
+                " echo '47 passed, 1 failed'; exit 1",
+            ],
+            session="agent",
+            monitors=[procs.MonitorSpec("FAIL")],
+            cwd=str(self.base),
+        )
+
+    def _spawn(self, args: list[str], env: dict[str, str]) -> None:
+        self.children.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "tui.demo", *args],
+                env=env,
+                cwd=str(REPO),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # ctrl+c in the dashboard must not kill them first
+            )
+        )
+
+    def stop(self) -> None:
+        """Stop pollers and the agent, then any monitored process still running."""
+        from core import procs
+
+        for child in self.children:
+            if child.poll() is None:
+                child.terminate()
+        for child in self.children:
+            try:
+                child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        self.children.clear()
+        for run in procs.list_runs(self.home, latest_only=True):
+            if run.status == "running":
+                try:
+                    procs.kill(self.home, run.name, grace=1.0)
+                except AckdeckError as exc:
+                    print(f"demo: {exc}", file=sys.stderr)
+
+
+def run_demo(*, session: str = "owner") -> int:
+    from .app import make_app
+    from .config import DashConfig
+
+    with tempfile.TemporaryDirectory(prefix="ackdeck-demo-") as tmp:
+        world = DemoWorld(Path(tmp))
+        try:
+            world.start()
+            config = DashConfig(
+                home=world.home, rooms=world.rooms, session=session, title="ackdeck demo"
+            )
+            make_app(config).run()
+        finally:
+            world.stop()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    # Terminate quietly: the demo stops its helpers with SIGTERM.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if argv[:1] == ["poll"] and len(argv) == 5:
+        poll(argv[1], float(argv[2]), argv[3], argv[4])
+    elif argv[:1] == ["agent"]:
+        agent(argv[1:])
+    else:
+        print(
+            "usage: python -m tui.demo poll ROOM RATE SENDER raw|push | agent ROOM…",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

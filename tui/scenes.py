@@ -1,0 +1,180 @@
+"""Deterministic dashboard scenes for snapshot tests and `make screenshots`.
+
+Every scene is built with real core calls (rooms read/acked through `Room`, processes started
+through `core.procs.start`) on a fixed clock, with file times pinned, so the screen shows the
+same thing on every machine. Nothing here imports Textual.
+
+File modification times cannot be pinned (the room ledger treats a changed mtime as a rewrite
+by someone else), so a scene is built around `now`, a clock value frozen when the scene is
+built: appends happen "just now" and acks at fixed offsets before it, which renders the same
+ages on every run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.rooms import Room
+
+STAMP = "2027-01-15T07:5{m}:{s:02d}Z"
+
+
+def _stamp(i: int) -> str:
+    return STAMP.format(m=5 + (i // 60) % 5, s=i % 60)
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    with path.open("ab") as f:
+        f.write(b"".join(line.encode() + b"\n" for line in lines))
+
+
+ALERTS = [
+    "pager: disk 91% on db-3",
+    "pager: p95 latency 840ms on checkout",
+    "grafana: error rate 2.1% (api)",
+    "pager: disk 93% on db-3",
+    "sentry: TypeError in cart.total (x14)",
+    "pager: pod checkout-7f9c restarted",
+]
+CI = [
+    "ci: build #4812 started (main)",
+    "ci: build #4812 passed in 6m12s",
+    "ci: deploy staging started",
+    "ci: deploy staging ok",
+    "ci: build #4813 started (fix/cart-total)",
+    "ci: build #4813 FAILED: test_cart_total",
+]
+CHAT = [
+    "dana: can you look at the cart bug?",
+    "lee: on it after the deploy",
+    "dana: thanks!",
+]
+
+
+@dataclass
+class Scene:
+    rooms: list[Path]
+    home: Path | None
+    # Arrival samples (room path, [(age seconds, lines arrived so far), ...]) for the sparkline.
+    rates: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    now: float = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+
+def build_rooms(base: Path, now: float) -> tuple[list[Path], dict[str, list[tuple[float, int]]]]:
+    """Three rooms with agent and owner state: unread, in flight, acked and preserved lines."""
+    d = base / "rooms"
+    d.mkdir(parents=True, exist_ok=True)
+    alerts, ci, chat = d / "alerts.txt", d / "ci.txt", d / "chat.txt"
+    for p in (alerts, ci, chat):
+        p.write_bytes(b"")
+
+    # alerts: a busy poller; the agent read 30 lines and 6 more arrived since.
+    _append(alerts, [f"[{_stamp(i)}] [alerts] {ALERTS[i % len(ALERTS)]}" for i in range(30)])
+    Room(alerts, clock=lambda: now).read("agent")
+    _append(alerts, [f"[{_stamp(30 + i)}] [alerts] {ALERTS[i % len(ALERTS)]}" for i in range(6)])
+
+    # ci: the agent read 4, two arrived, the agent acked: 4 acked, 2 preserved; the owner read.
+    _append(ci, [f"[{_stamp(i)}] [ci] {CI[i]}" for i in range(4)])
+    Room(ci, clock=lambda: now - 95).read("agent")
+    _append(ci, [f"[{_stamp(4 + i)}] [ci] {CI[4 + i]}" for i in range(2)])
+    Room(ci, clock=lambda: now - 90).ack("agent")
+    Room(ci, clock=lambda: now).read("owner")
+
+    # chat: everything read and acked a while ago.
+    _append(chat, [f"[{_stamp(i)}] [chat] {CHAT[i]}" for i in range(3)])
+    Room(chat, clock=lambda: now - 700).read("agent")
+    Room(chat, clock=lambda: now - 660).ack("agent")
+    rates = {
+        # Cumulative arrivals per 5 s bucket, ending at each room's real count.
+        str(alerts): _series([0, 1, 3, 2, 4, 6, 9, 5, 3, 2, 1, 0], 0),
+        str(ci): _series([0, 0, 1, 0, 0, 2, 0, 0, 1, 0, 0, 2], 0),
+        str(chat): _series([3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0),
+    }
+    return [alerts, ci, chat], rates
+
+
+def _series(per_bucket: list[int], start: int, bucket: float = 5.0) -> list[tuple[float, int]]:
+    """Cumulative arrival samples, one per bucket, ending now."""
+    out = [(bucket * len(per_bucket) + 1, start)]
+    total = start
+    for i, n in enumerate(per_bucket):
+        total += n
+        out.append((bucket * (len(per_bucket) - 1 - i) + 0.5, total))
+    return out
+
+
+def build_procs(home: Path, workdir: Path, now: float) -> None:
+    """Two finished monitored processes (one printed DONE, one FAIL) and their wake records."""
+    from core import procs, wakes
+
+    started = lambda: now - 240  # noqa: E731
+    procs.start(
+        home,
+        "build",
+        ["sh", "-c", "echo compiling 212 files; echo linking; echo DONE"],
+        session="agent",
+        monitors=[procs.MonitorSpec("DONE", cooldown_ms=0)],
+        cwd=str(workdir),
+        clock=started,
+    )
+    procs.start(
+        home,
+        "tests",
+        [
+            "sh",
+            "-c",
+            "echo collected 48 items; echo test_cart ok; "
+            "echo FAIL test_cart_total: 19.99 != 20.00; echo 47 passed, 1 failed; exit 1",
+        ],
+        session="agent",
+        monitors=[procs.MonitorSpec("FAIL", cooldown_ms=0)],
+        cwd=str(workdir),
+        clock=started,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        runs = procs.list_runs(home, latest_only=True)
+        names = {w.name for w in wakes.list_wakes(home, "agent") if w.lines}
+        if all(r.status != "running" for r in runs) and {"build", "tests"} <= names:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError("demo processes did not finish")
+        time.sleep(0.05)
+
+
+def build_flood(base: Path, lines: int = 1_000_000) -> Path:
+    """A room flooded by a runaway poller."""
+    d = base / "rooms"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / "flood.txt"
+    with path.open("wb") as f:
+        step = 100_000
+        for first in range(0, lines, step):
+            f.write(
+                b"".join(
+                    b"[07:%02d:%02d] [flood] poller: retrying webhook #%07d\n"
+                    % ((i // 60) % 60, i % 60, i)
+                    for i in range(first, min(lines, first + step))
+                )
+            )
+    return path
+
+
+def full_scene(base: Path, now: float) -> Scene:
+    rooms, rates = build_rooms(base, now)
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    build_procs(home, base, now)
+    return Scene(rooms, home, rates, now=now)
+
+
+def apply_rates(app: Any, scene: Scene) -> None:
+    for key, samples in scene.rates.items():
+        for age, n in samples:
+            app.rates.observe(key, scene.now - age, n)
