@@ -98,7 +98,7 @@ class DemoWorld:
         for room in self.rooms:
             room.touch()
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        for (room, rate, sender, mode), path in zip(POLLERS, self.rooms, strict=True):
+        for (_room, rate, sender, mode), path in zip(POLLERS, self.rooms, strict=True):
             self._spawn(["poll", str(path), str(rate), sender, mode], env)
         self._spawn(["agent", *(str(p) for p in self.rooms[1:])], env)
         procs.start(
