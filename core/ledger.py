@@ -368,8 +368,8 @@ class AckPlan:
 def plan_offsets(receipt: ReceiptHeader, epoch: int, base: int) -> AckPlan:
     """What a receipt may remove judged by epoch and offsets alone.
 
-    A "prefix" plan still has to be confirmed against the bytes at the head (plan_ack, or
-    head_matches_receipt on the fast path) before anything is removed.
+    A "prefix" plan still has to be confirmed against the bytes at the head (plan_ack, or by
+    length and SHA-256 on the fast path, see rooms._HeadCheck) before anything is removed.
     """
     if receipt.acked:
         return AckPlan("refused", 0, "this read was already acked")
@@ -401,10 +401,3 @@ def plan_ack(receipt: ReceiptHeader, data: bytes, epoch: int, base: int, head: b
     if head[: plan.drop] != data[base - receipt.start :]:
         return HEAD_DIFFERS
     return plan
-
-
-def head_matches_receipt(receipt: ReceiptHeader, head: bytes) -> bool:
-    """Fast path when nothing of the read was acked yet (base == start): the whole read must
-    still be at the head. Compares by length and SHA-256, so the receipt's bytes need not be
-    loaded."""
-    return len(head) == receipt.end - receipt.start and sha256(head) == receipt.sha256

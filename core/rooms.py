@@ -21,10 +21,12 @@ Bytes are the truth: nothing here decodes text.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import secrets
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +49,8 @@ from .names import check_name
 Clock = Callable[[], float]
 
 _CHUNK = 4 << 20
+# From this many bytes on, an ack verifies the head in a worker thread, overlapping the copy.
+_THREAD_MIN = 1 << 20
 
 # How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
 # path before the rename and writes within this many seconds still reaches the room.
@@ -462,7 +466,9 @@ class Room:
                 return AckResult("all", 0, 0, "no complete lines to ack", [])
             plan = L.AckPlan("all", len(dropped))
             acked, digest = dropped.count(b"\n"), L.sha256(dropped)
-            return self._rewrite(fd, size, ledger, session, plan, acked, digest, None, dropped)
+            done = self._rewrite(fd, size, ledger, session, plan, acked, digest, None, dropped)
+            assert done is not None  # no verification step can refuse an ack-all
+            return done
         if header is None or header.acked:
             unread = _count_lines(fd, size)
             why = "no read" if header is None else "no unacked read"
@@ -473,18 +479,36 @@ class Room:
             )
         plan = L.plan_offsets(header, ledger.epoch, ledger.base)
         if plan.mode == "prefix":
-            head = _pread_all(fd, plan.drop)
             if ledger.base == header.start:
-                # Fast path: nobody acked part of this read; compare by hash.
-                ok = L.head_matches_receipt(header, head)
-                acked, digest = header.lines, header.sha256
+                # Fast path: nobody acked part of this read. Compare by length and hash,
+                # streamed (and for big heads in a thread, overlapping the temp copy); the
+                # result is awaited before anything is renamed.
+                check = _HeadCheck(fd, plan.drop, header)
+                done = self._rewrite(
+                    fd,
+                    size,
+                    ledger,
+                    session,
+                    plan,
+                    header.lines,
+                    header.sha256,
+                    header,
+                    None,
+                    verify=check.ok,
+                )
             else:
                 # Another session acked the first part: compare the rest byte for byte.
+                head = _pread_all(fd, plan.drop)
                 receipt = self._receipt(session)
                 ok = receipt is not None and head == receipt.data[ledger.base - header.start :]
                 acked, digest = head.count(b"\n"), L.sha256(head)
-            if ok:
-                return self._rewrite(fd, size, ledger, session, plan, acked, digest, header, None)
+                done = (
+                    self._rewrite(fd, size, ledger, session, plan, acked, digest, header, None)
+                    if ok
+                    else None
+                )
+            if done is not None:
+                return done
             plan = L.HEAD_DIFFERS
         self._mark_receipt_acked(header)
         preserved = _count_lines(fd, size)
@@ -511,8 +535,14 @@ class Room:
         digest: str,
         receipt: L.ReceiptHeader | None,
         dropped_all: bytes | None,
-    ) -> AckResult:
-        """Drop `plan.drop` head bytes (already verified) by temp file + rename."""
+        *,
+        verify: Callable[[], bool] | None = None,
+    ) -> AckResult | None:
+        """Drop `plan.drop` head bytes by temp file + rename.
+
+        The head is verified already, or by `verify()` once the temp is written; if that says
+        no, the temp is removed and None is returned (the caller reports a stale ack).
+        """
         st = os.fstat(fd)
         copy = _CountingCopy(fd, plan.drop, size)
         _pause("before-temp")
@@ -528,6 +558,9 @@ class Room:
         _pause("after-temp")
         link: Path | None = None
         try:
+            if verify is not None and not verify():
+                _atomic._unlink_quietly(tmp)
+                return None
             new_identity = L.identity_of(L.stat_of(os.stat(tmp)), copy.head)
             link = self._link_old_inode(st)
             _pause("after-link")
@@ -888,6 +921,47 @@ class Room:
         if session in st.sessions:
             return st.sessions[session].unread
         return st.pending
+
+
+class _HeadCheck:
+    """Does the file's head still hold exactly the bytes a receipt recorded? Hashes the first
+    `length` bytes in chunks; from _THREAD_MIN bytes on in a worker thread (hashlib and pread
+    release the GIL), so the check overlaps the temp copy instead of adding to it."""
+
+    def __init__(self, fd: int, length: int, header: L.ReceiptHeader) -> None:
+        self._fd, self._length, self._header = fd, length, header
+        self._result: tuple[int, str] | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if length >= _THREAD_MIN:
+            self._thread = threading.Thread(target=self._run, name="ackdeck-head-check")
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = _hash_range(self._fd, 0, self._length)
+        except BaseException as exc:  # re-raised in ok() on the acking thread
+            self._error = exc
+
+    def ok(self) -> bool:
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        n, digest = self._result
+        return n == self._header.end - self._header.start and digest == self._header.sha256
+
+
+def _hash_range(fd: int, start: int, end: int) -> tuple[int, str]:
+    h = hashlib.sha256()
+    n = 0
+    for chunk in _pread_chunks(fd, start, end):
+        h.update(chunk)
+        n += len(chunk)
+    return n, h.hexdigest()
 
 
 class _CountingCopy:

@@ -374,3 +374,24 @@ def test_in_place_shrink_seen_by_one_session_stales_the_other_with_duplicates(
     res = room.ack("s1")
     assert (res.mode, res.acked) == ("stale", 0)
     assert room.path.read_bytes() == b"x\n"
+
+
+@pytest.mark.parametrize("lines", [10, 40_000])  # small (inline) and >1 MB (threaded) check
+def test_bytes_changed_in_place_beyond_the_fingerprint_make_the_ack_stale(
+    tmp_path: Path, lines: int
+) -> None:
+    # Same inode, same first 4 KiB, and an append so the file grew: only the content check of
+    # the consumed bytes can tell that line k was rewritten in place.
+    body = b"".join(b"line %06d %s\n" % (i, b"x" * 20) for i in range(lines))
+    room = _room(tmp_path, body)
+    room.read("s")
+    k = lines - 2
+    with open(room.path, "r+b") as f:
+        f.seek(body.index(b"line %06d" % k))
+        f.write(b"LINE")
+        f.seek(0, 2)
+        f.write(b"late\n")
+    res = room.ack("s")
+    assert (res.mode, res.acked) == ("stale", 0)
+    assert room.path.read_bytes().endswith(b"late\n")
+    assert len(room.path.read_bytes()) == len(body) + 5
