@@ -93,11 +93,13 @@ class HelpScreen(ModalScreen[None]):
             yield Label("ackdeck keys", classes="dialog-title")
             with VerticalScroll():
                 for title, rows in self._sections:
+                    # Fixed widths so the columns line up across sections.
                     table = Table.grid(padding=(0, 2))
-                    table.add_column(style="bold", no_wrap=True)
-                    table.add_column()
+                    table.add_column(style="bold", no_wrap=True, width=12)
+                    table.add_column(no_wrap=True, width=11)
+                    table.add_column(style="dim")
                     for key, desc, tip in rows:
-                        table.add_row(key, Text(desc, style="bold") + Text(f"  {tip}", "dim"))
+                        table.add_row(key, Text(desc, style="bold"), tip)
                     yield Label(title, classes="help-section")
                     yield Static(table)
             yield Static("escape: close", classes="dialog-hint")

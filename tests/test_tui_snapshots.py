@@ -1,0 +1,110 @@
+"""Snapshot tests of the dashboard (pytest-textual-snapshot).
+
+Deterministic: scenes are built through core on a clock frozen at build time (tui/scenes.py),
+watchers and ticks are off, the header has no clock, sizes are explicit, and no temporary path,
+pid or host name reaches the screen. Update with `pytest --snapshot-update` only on purpose.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tui.app import make_app
+from tui.scenes import Scene, apply_rates, build_flood, full_scene
+from tui.testing import quiet_config, settle
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    return full_scene(tmp_path_factory.mktemp("scene"), time.time())
+
+
+@pytest.fixture(scope="module")
+def flood(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    base = tmp_path_factory.mktemp("flood")
+    now = time.time()
+    path = build_flood(base)
+    home = base / "home"
+    home.mkdir()
+    per_bucket = [
+        40_000,
+        90_000,
+        120_000,
+        60_000,
+        80_000,
+        150_000,
+        110_000,
+        70_000,
+        90_000,
+        100_000,
+        50_000,
+        40_000,
+    ]
+    samples = [(61.0, 0)]
+    total = 0
+    for i, n in enumerate(per_bucket):
+        total += n
+        samples.append((5.0 * (11 - i) + 0.5, total))
+    return Scene([path], home, {str(path): samples}, now=now)
+
+
+def app_for(scene: Scene, **extra: Any):
+    app = make_app(quiet_config(scene.rooms, home=scene.home, **extra), clock=scene.clock)
+    apply_rates(app, scene)
+    return app
+
+
+def settled(*keys: str):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await settle(pilot)
+
+    return run_before
+
+
+def test_main_screen_with_data(snap_compare, scene: Scene) -> None:
+    assert snap_compare(app_for(scene), terminal_size=(140, 40), run_before=settled("j"))
+
+
+def test_main_screen_80x24(snap_compare, scene: Scene) -> None:
+    assert snap_compare(app_for(scene), terminal_size=(80, 24), run_before=settled())
+
+
+def test_main_screen_wide_terminal(snap_compare, scene: Scene) -> None:
+    assert snap_compare(app_for(scene), terminal_size=(200, 50), run_before=settled())
+
+
+def test_empty_state(snap_compare, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    app = make_app(quiet_config([], home=home), clock=lambda: 0.0)
+    assert snap_compare(app, terminal_size=(100, 30), run_before=settled())
+
+
+def test_flooded_room_scrolled_to_the_newest_line(snap_compare, flood: Scene) -> None:
+    assert snap_compare(app_for(flood), terminal_size=(120, 36), run_before=settled("tab", "G"))
+
+
+def test_output_screen(snap_compare, scene: Scene) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        pilot.app.open_output("tests")
+        await settle(pilot)
+
+    assert snap_compare(app_for(scene), terminal_size=(120, 30), run_before=run_before)
+
+
+def test_help_screen(snap_compare, scene: Scene) -> None:
+    assert snap_compare(app_for(scene), terminal_size=(120, 44), run_before=settled("?"))
+
+
+def test_ack_all_confirmation_modal(snap_compare, scene: Scene) -> None:
+    assert snap_compare(app_for(scene), terminal_size=(100, 30), run_before=settled("A"))
