@@ -42,3 +42,26 @@ def test_garbage_is_a_clear_error_and_empty_is_new(tmp_path: Path) -> None:
     assert path.read_bytes() == b"{not a ledger"
     path.write_bytes(b"")
     assert L.load_ledger(path) is None
+
+
+def test_load_base_matches_the_full_model(tmp_path: Path) -> None:
+    path = tmp_path / "ledger"
+    assert L.load_base(path) == 0
+    led = L.Ledger(base=12345, epoch=3, acked_total=9)
+    L.store_ledger(path, led)
+    assert L.load_base(path) == 12345 == L.load_ledger(path).base
+    path.write_bytes(b"garbage")
+    with pytest.raises(CorruptState):
+        L.load_base(path)
+
+
+def test_load_base_cache_follows_every_store(tmp_path: Path) -> None:
+    path = tmp_path / "ledger"
+    cache: dict[tuple[int, int], int] = {}
+    for base in range(5):
+        L.store_ledger(path, L.Ledger(base=base))
+        assert L.load_base(path, cache=cache) == base
+        assert L.load_base(path, cache=cache) == base  # served from the cache
+    path.unlink()  # a new ledger restarts its sequence numbers: the inode keys them apart
+    L.store_ledger(path, L.Ledger(base=99))
+    assert L.load_base(path, cache=cache) == 99
