@@ -356,3 +356,26 @@ def test_bad_session_in_config_is_rejected(session: str) -> None:
 
     with pytest.raises((ValueError, InvalidName)):
         DashConfig(session=session)
+
+
+async def test_view_at_the_end_follows_new_lines_and_a_scrolled_view_stays(
+    tmp_path: Path,
+) -> None:
+    room = make_room(tmp_path, "inbox.txt", [f"line {i}" for i in range(5)])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        height = view(app).size.height
+        # The room fits, so the view shows its last line: it keeps showing the newest.
+        with room.open("ab") as f:
+            f.write(b"".join(b"more %d\n" % i for i in range(3 * height)))
+        await feed_change(pilot)
+        assert view(app).visible_text()[-1] == f"more {3 * height - 1}"
+        # Scrolled to the top, the owner's place is kept while lines arrive.
+        view(app).focus()
+        await pilot.press("g")
+        await settle(pilot)
+        append_from_other_process(room, "newest")
+        await feed_change(pilot)
+        assert view(app).visible_text()[0] == "line 0"
+        assert "newest" not in view(app).visible_text()

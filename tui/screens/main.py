@@ -133,6 +133,10 @@ class MainScreen(Screen[None]):
         self._ready = True
         if self.snapshot is not None:
             self.apply_snapshot(self.snapshot)
+        elif self.dash.rooms:
+            # Start indexing the first room now rather than after the first scan: counting a
+            # flooded room's lines for its status takes longer than painting its first page.
+            self._select_room(str(self.dash.rooms[0]))
 
     def apply_snapshot(self, snap: Snapshot) -> None:
         self.snapshot = snap

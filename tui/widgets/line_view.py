@@ -129,6 +129,7 @@ class LineView(ScrollView, can_focus=True):
         if key == self.key and self.index is not None:
             return
         self.key, self.path = key, path
+        self._follow = False
         self._set_index(None, 0)
         self.error = None
         self.rows = None if not self.needle else array("Q")
@@ -237,7 +238,8 @@ class LineView(ScrollView, can_focus=True):
             return
         self._loading = False
         self._sync_done()
-        at_end = self._at_end()
+        # A freshly shown file starts at its oldest line; a re-indexed one keeps following.
+        at_end = self._follow or (self.index is not None and self._at_end())
         self.error = message.error
         self._set_index(message.index, message.count)
         if self.needle and message.index is not None:
@@ -264,13 +266,17 @@ class LineView(ScrollView, can_focus=True):
         message.stop()
         if message.index is not self.index or message.needle != self.needle:
             return
-        at_end = self._at_end()
+        # The first results of a new filter start at the top; later ones follow if at the end.
+        at_end = self._follow or (self._filter_upto > 0 and self._at_end())
         if self.rows is None:
             self.rows = array("Q")
         rows = message.rows
         assert isinstance(rows, array)
-        self.rows.extend(rows)
-        self._filter_upto = message.upto
+        # Two filter runs can overlap (one finishing while appended lines start another):
+        # keep only lines beyond what is already filtered, so no row appears twice.
+        upto = self._filter_upto
+        self.rows.extend(n for n in rows if n >= upto)
+        self._filter_upto = max(upto, message.upto)
         self._after_growth(at_end)
 
     # ----- helpers ----------------------------------------------------------------------------
@@ -293,9 +299,11 @@ class LineView(ScrollView, can_focus=True):
         return self._follow or self.scroll_offset.y >= self.max_scroll_y
 
     def _after_growth(self, was_at_end: bool) -> None:
+        # Like `tail -f` in a pager: a view showing the last line keeps showing it as lines
+        # arrive; a view scrolled up stays where the owner put it.
         self.post_message(self.Changed())
         self._update_virtual_size()
-        if was_at_end and self._follow:
+        if was_at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
 
