@@ -221,3 +221,12 @@ def _alive(pid: int) -> bool:
     from core.runs import pid_alive
 
     return pid_alive(pid)
+
+
+def test_a_file_system_fault_is_one_line_not_a_traceback(phome: Path, cli_env) -> None:
+    (phome / "procs").write_text("not a directory")  # e.g. a broken or hostile home
+    out = cli(cli_env, "run", "x", "--", "true")
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ackdeck: error:") and "procs" in lines[0]
+    assert (phome / "procs").read_text() == "not a directory"

@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from .. import output, procs, wakes
+from ..errors import AckdeckError
 from ._output import emit_json, text
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _one_line(fn: Handler) -> Handler:
+    """File-system faults (read-only home, full disk, ...) become one clear line, not a trace."""
+
+    @functools.wraps(fn)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            raise AckdeckError(f"{exc.strerror or exc}{where}") from None
+
+    return wrapper
 
 
 def _default_session() -> str:
@@ -30,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cwd", default=None, help="working directory of the command")
     p.add_argument("--json", action="store_true", help='print {"name", "run_id", "pid"}')
     p.add_argument("cmd", nargs="+", metavar="-- CMD ARG", help="the command and its arguments")
-    p.set_defaults(handler=_run)
+    p.set_defaults(handler=_one_line(_run))
 
     p = sub.add_parser("output", help="read new output lines of a process (the agent's read)")
     p.add_argument("name", metavar="NAME")
@@ -40,25 +62,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exclude", action="store_true", help="keep only lines NOT matching RE")
     p.add_argument("--timeout", type=float, default=0.0, help="wait up to SECS for a line")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_output)
+    p.set_defaults(handler=_one_line(_output))
 
     p = sub.add_parser("ps", help="list runs with status and exit code")
     p.add_argument("--latest", action="store_true", help="only the newest run of each name")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_ps)
+    p.set_defaults(handler=_one_line(_ps))
 
     p = sub.add_parser("kill", help="TERM the process group of NAME's latest run, KILL later")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--grace", type=float, default=3.0, help="seconds before KILL (default 3)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_kill)
+    p.set_defaults(handler=_one_line(_kill))
 
     w = sub.add_parser("wakes", help="list, drain and dismiss monitor wakes")
     wsub = w.add_subparsers(dest="wakes_command", metavar="ACTION", required=True)
     p = wsub.add_parser("list", help="wake records (all sessions unless --session)")
     p.add_argument("--session", default=None)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_wakes_list)
+    p.set_defaults(handler=_one_line(_wakes_list))
 
     p = wsub.add_parser("drain", help="deliver what the session was not shown, then ack it")
     p.add_argument("--session", default=None, help="owner session (env ACKDECK_SESSION)")
@@ -67,12 +89,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--hook", action="store_true", help="for Stop hooks: print the text and exit 2 if any"
     )
     p.add_argument("--settle", type=float, default=2.0, help="max seconds to wait for reads")
-    p.set_defaults(handler=_wakes_drain)
+    p.set_defaults(handler=_one_line(_wakes_drain))
 
     p = wsub.add_parser("dismiss", help="remove a session's wake record for NAME")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--session", default=None)
-    p.set_defaults(handler=_wakes_dismiss)
+    p.set_defaults(handler=_one_line(_wakes_dismiss))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -164,7 +186,7 @@ def _kill(args: argparse.Namespace) -> int:
     return 0
 
 
-def _skipped(paths: list) -> None:
+def _skipped(paths: list[Path]) -> None:
     for p in paths:
         print(f"ackdeck: warning: skipped malformed wake file {p} (kept on disk)", file=sys.stderr)
 
