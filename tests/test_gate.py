@@ -40,7 +40,7 @@ def test_exit_notice_is_dropped_only_when_the_owner_saw_the_end() -> None:
     assert not gate.exit_notice_suppressed("monitor-lost", True)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(st.lists(st.integers(1, 5), min_size=1, max_size=30), st.data())
 def test_intervals_answer_exactly_which_lines_were_shown(lengths, data) -> None:
     # Lines partition the file; any subset shown, in any order, via either builder.

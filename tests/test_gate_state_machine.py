@@ -22,7 +22,13 @@ from pathlib import Path
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from core import wakes
 from core.monitors import clean
@@ -81,9 +87,9 @@ class Run:
 
 
 class GateMachine(RuleBasedStateMachine):
-    def __init__(self) -> None:
+    def __init__(self, base: Path) -> None:
         super().__init__()
-        self.tmp = Path(tempfile.mkdtemp(prefix="ackdeck-gate-"))
+        self.tmp = Path(tempfile.mkdtemp(prefix="example-", dir=base))
         self.home = self.tmp / "home"
         self.home.mkdir()
         self.now = 1_000_000.0
@@ -204,15 +210,16 @@ class GateMachine(RuleBasedStateMachine):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-GateMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=30, deadline=None, derandomize=False
-)
-test_gate_state_machine = GateMachine.TestCase
+def test_gate_state_machine(tmp_path: Path) -> None:
+    run_state_machine_as_test(
+        lambda: GateMachine(tmp_path),
+        settings=settings(max_examples=40, stateful_step_count=30, deadline=None, database=None),
+    )
 
 
-def test_machine_smoke_is_not_vacuous() -> None:
+def test_machine_smoke_is_not_vacuous(tmp_path: Path) -> None:
     """The machine's checks would catch a drain that ignores what was shown."""
-    m = GateMachine()
+    m = GateMachine(tmp_path)
     try:
         m.write(["ERR", "\n"])
         m.scan()

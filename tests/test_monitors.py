@@ -185,7 +185,7 @@ ALPHABET = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, database=None)
 @given(
     st.sampled_from(PATTERNS),
     st.lists(st.sampled_from(ALPHABET), max_size=60),
