@@ -41,17 +41,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="start a command under a detached supervisor (returns at once)",
-        description="Start CMD as a new run of NAME; stdout+stderr go to the run's output.log.",
+        usage="ackdeck run NAME [--session S] [--monitor REGEX [--exclude] [--cooldown-ms N] "
+        "[--max-events N]] [--cwd DIR] [--json] -- CMD [ARG ...]",
+        description="Start CMD as a new run of NAME under a detached supervisor and return at "
+        "once; stdout+stderr go to the run's output.log.",
     )
     p.add_argument("name", metavar="NAME", help="process name (reusable; each start is a run)")
-    p.add_argument("--session", default=None, help="owner session of wakes (env ACKDECK_SESSION)")
+    p.add_argument(
+        "--session", metavar="S", help="owner session of wakes (env ACKDECK_SESSION or default)"
+    )
     p.add_argument("--monitor", metavar="REGEX", help="wake the session on lines matching REGEX")
     p.add_argument("--exclude", action="store_true", help="wake on lines NOT matching REGEX")
-    p.add_argument("--cooldown-ms", type=int, default=1000, help="batch window (default 1000)")
-    p.add_argument("--max-events", type=int, default=None, help="stop the monitor after N wakes")
-    p.add_argument("--cwd", default=None, help="working directory of the command")
+    p.add_argument(
+        "--cooldown-ms", metavar="N", type=int, default=1000, help="batch window (default 1000)"
+    )
+    p.add_argument(
+        "--max-events", metavar="N", type=int, default=None, help="stop the monitor after N wakes"
+    )
+    p.add_argument("--cwd", metavar="DIR", default=None, help="working directory of the command")
     p.add_argument("--json", action="store_true", help='print {"name", "run_id", "pid"}')
-    p.add_argument("cmd", nargs="+", metavar="-- CMD ARG", help="the command and its arguments")
+    p.add_argument("cmd", nargs="+", metavar="CMD", help="the command and its arguments")
     p.set_defaults(handler=_one_line(_run))
 
     p = sub.add_parser("output", help="read new output lines of a process (the agent's read)")
