@@ -399,6 +399,21 @@ def test_partial_line_bytes_and_mode_are_kept_exactly(cli: Cli, tmp_path: Path) 
     assert room.stat().st_mode & 0o777 == 0o640
 
 
+def test_a_symlinked_sidecar_is_refused_and_nothing_is_written(cli: Cli, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"one\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / ".inbox.txt.ackdeck").symlink_to(elsewhere)
+    for line in cli.all_fail(
+        ["room", "read", str(room), "--session", "s"],
+        ["room", "push", str(room), "two"],
+        ["room", "ack", str(room), "--session", "s", "--all"],
+    ):
+        assert "symlink" in line, line
+    assert list(elsewhere.iterdir()) == [] and room.read_bytes() == b"one\n"
+
+
 BAD_SESSIONS = ["a/b", "..", "", "x" * 129, "a b", "nul\x01", "caf\u00e9"]
 
 
@@ -557,28 +572,45 @@ def test_invalid_regex_and_unstartable_commands_start_nothing(cli: Cli, tmp_path
 
 
 def test_signal_exits_report_128_plus_n_and_kill_takes_the_group(cli: Cli) -> None:
-    cli.ok("run", "selfkill", "--", "sh", "-c", "kill -KILL $$")
-    cli.ok("run", "selfterm", "--", "sh", "-c", "kill -TERM $$")
-    assert cli.wait_ended("selfkill")["exit_code"] == 128 + signal.SIGKILL
-    assert cli.wait_ended("selfterm")["exit_code"] == 128 + signal.SIGTERM
-
-    # A command with a background child: kill reaches the whole process group.
-    cli.ok("run", "group", "--", "sh", "-c", "sleep 30 & echo child $!; wait")
-    first = cli.js("output", "group", "--session", "s", "--timeout", "10")["lines"]
-    child = int(first[0].split()[1])
-    got = cli.js("kill", "group")
-    row = cli.run_of("group")
-    assert (row["status"], row["exit_code"]) == ("killed", 128 + signal.SIGTERM)
-    assert got["status"] == "killed"
+    # Four runs started at the same time also check that concurrent starts do not collide.
+    started = cli.batch(
+        ["run", "selfkill", "--", "sh", "-c", "kill -KILL $$"],
+        ["run", "selfterm", "--", "sh", "-c", "kill -TERM $$"],
+        # A command with a background child: kill must reach the whole process group.
+        ["run", "group", "--", "sh", "-c", "sleep 30 & echo child $!; wait"],
+        # A command that ignores TERM gets KILL after the grace period.
+        ["run", "stubborn", "--", "sh", "-c", "trap '' TERM; echo ready; sleep 30"],
+    )
+    assert [s.returncode for s in started] == [0, 0, 0, 0], [s.stderr for s in started]
+    reads = cli.batch(
+        *[
+            ["output", n, "--session", "w", "--filter", NEVER, "--timeout", "20", "--json"]
+            for n in ("selfkill", "selfterm")
+        ],
+        *[
+            ["output", n, "--session", "s", "--timeout", "20", "--json"]
+            for n in ("group", "stubborn")
+        ],
+    )
+    selfkill, selfterm, group, stubborn = (json.loads(r.stdout) for r in reads)
+    assert (selfkill["status"], selfkill["exit_code"]) == ("killed", 128 + signal.SIGKILL)
+    assert (selfterm["status"], selfterm["exit_code"]) == ("killed", 128 + signal.SIGTERM)
+    assert stubborn["lines"] == ["ready"]
+    child = int(group["lines"][0].split()[1])
+    assert pid_alive(child)
+    kills = cli.batch(["kill", "group", "--json"], ["kill", "stubborn", "--grace", "0.3", "--json"])
+    assert [json.loads(k.stdout)["status"] for k in kills] == ["killed", "killed"]
+    rows = {r["name"]: r for r in cli.ps()}
+    assert (rows["group"]["status"], rows["group"]["exit_code"]) == (
+        "killed",
+        128 + signal.SIGTERM,
+    )
+    assert (rows["stubborn"]["status"], rows["stubborn"]["exit_code"]) == (
+        "killed",
+        128 + signal.SIGKILL,
+    )
+    assert not pid_alive(rows["stubborn"]["pid"])
     poll(lambda: not pid_alive(child))
-
-    # A command that ignores TERM gets KILL after the grace period.
-    cli.ok("run", "stubborn", "--", "sh", "-c", "trap '' TERM; echo ready; sleep 30")
-    assert cli.js("output", "stubborn", "--session", "s", "--timeout", "10")["lines"] == ["ready"]
-    cli.ok("kill", "stubborn", "--grace", "0.3")
-    row = cli.run_of("stubborn")
-    assert (row["status"], row["exit_code"]) == ("killed", 128 + signal.SIGKILL)
-    assert not pid_alive(row["pid"])
 
 
 def test_output_filter_exclude_and_timeout(cli: Cli, tmp_path: Path) -> None:
@@ -757,6 +789,50 @@ def test_wakes_list_and_dismiss(cli: Cli) -> None:
         cli.fails("wakes", *action, "--session", "bad/session")
 
 
+def is_wake_of(path: Path, name: str) -> bool:
+    try:
+        data = json.loads(path.read_bytes())
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("name") == name and "total_matches" in data
+
+
+def test_a_corrupted_wake_file_is_skipped_kept_and_reported(cli: Cli) -> None:
+    cli.ok("run", "good", "--session", "ag", "--monitor", "HIT", "--", "sh", "-c", "echo HIT")
+    cli.ok("run", "bad", "--session", "ag", "--monitor", "HIT", "--", "sh", "-c", "echo HIT")
+    cli.batch(
+        *[
+            ["output", n, "--session", "w", "--filter", NEVER, "--timeout", "20"]
+            for n in ("good", "bad")
+        ]
+    )
+    # Found by content, not by path: the layout under the home is not part of the contract.
+    records = [p for p in cli.home.rglob("*.json") if is_wake_of(p, "bad")]
+    assert len(records) == 1, records
+    records[0].write_bytes(b"{ not json")
+    listed = cli("wakes", "list", "--session", "ag", "--json")
+    assert listed.returncode == 0 and [r["name"] for r in json.loads(listed.stdout)] == ["good"]
+    assert str(records[0]) in listed.stderr or "bad" in listed.stderr
+    drained = cli("wakes", "drain", "--session", "ag", "--json")
+    assert drained.returncode == 0 and drained.stderr.strip()
+    assert [d["name"] for d in json.loads(drained.stdout)["delivered"]] == ["good"]
+    assert records[0].read_bytes() == b"{ not json"
+
+
+def test_a_corrupted_ledger_gives_one_line_and_loses_nothing(cli: Cli, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    cli.ok("room", "push", str(room), "one")
+    cli.ok("room", "read", str(room), "--session", "s")
+    sidecar = tmp_path / ".inbox.txt.ackdeck"
+    state = [p for p in sidecar.iterdir() if p.is_file() and p.stat().st_size > 0]
+    assert state, list(sidecar.iterdir())
+    for p in state:
+        p.write_bytes(b"garbage")
+    cli.all_fail(["room", "ack", str(room), "--session", "s"], ["room", "status", str(room)])
+    assert room.read_bytes() == b"one\n"
+    assert all(p.read_bytes() == b"garbage" for p in state)  # left in place for the owner
+
+
 def test_default_session_comes_from_the_environment(cli: Cli) -> None:
     env = {"ACKDECK_SESSION": "from-env"}
     cli.ok("run", "job", "--monitor", "HIT", "--", "sh", "-c", "echo HIT", env=env)
@@ -779,6 +855,9 @@ def test_a_reused_name_keeps_runs_apart(cli: Cli) -> None:
     ]
     # Reading the new run (the default) never suppresses the old run's wake.
     assert cli.js("output", "job", "--session", "ag")["lines"] == ["ERR new"]
+    # The earlier run stays addressable by its run id.
+    older = cli.js("output", "job", "--session", "owner", "--run-id", first["run_id"])
+    assert (older["run_id"], older["lines"]) == (first["run_id"], ["ERR old"])
     got = cli.js("wakes", "drain", "--session", "ag")
     lines = [x for d in got["delivered"] for x in d["lines"]]
     assert "ERR old" in lines and "ERR new" not in lines
@@ -787,6 +866,7 @@ def test_a_reused_name_keeps_runs_apart(cli: Cli) -> None:
 def test_a_lost_supervisor_is_reported_and_kill_still_reaches_the_command(cli: Cli) -> None:
     started = cli.js("run", "orphan", "--session", "ag", "--monitor", "X", "--", "sleep", "30")
     pid = started["pid"]
+    assert cli.run_of("orphan")["status"] == "running"
     supervisor = int(Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[1])
     assert supervisor != os.getpid()
     os.kill(supervisor, signal.SIGKILL)
