@@ -199,6 +199,10 @@ HELP_COMMANDS = [
     ["mcp"],
     ["hooks"],
     ["hooks", "install"],
+    ["hooks", "bootstrap"],
+    ["hooks", "prompt"],
+    ["tui"],
+    ["demo"],
 ]
 
 
