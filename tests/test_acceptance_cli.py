@@ -971,3 +971,18 @@ async def test_mcp_server_over_stdio_keeps_the_consumed_only_contract(
         foreign = await client.call_tool("room_list_new", {"room": str(outside)})
         assert foreign.is_error
     assert outside.read_bytes() == b"secret\n"
+
+
+def test_usage_errors_exit_1_with_one_line(cli: Cli, tmp_path: Path) -> None:
+    # Issue 2: "Exit codes: 0 ok, 1 error (one clear line on stderr)"; DESIGN "Bad input and
+    # faults": every bad input gets a clear one-line error. argparse's own errors would exit 2
+    # with a usage block, and exit 2 is what `wakes drain --hook` uses for "a wake was delivered".
+    room = str(tmp_path / "inbox.txt")
+    cli.all_fail(
+        ["room", "read", room],  # missing --session
+        ["room", "wait", room, "--session", "s", "--timeout", "abc"],
+        ["wakes", "drain", "--hook", "--session"],  # a broken Stop hook must not look like a wake
+        ["output"],
+        ["no-such-command"],
+        ["run", "n", "--cooldown-ms", "x", "--", "true"],
+    )

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 from importlib import import_module
 
 from ..errors import AckdeckError
@@ -15,8 +16,20 @@ from ..errors import AckdeckError
 COMMAND_MODULES = ("rooms_cmd", "agents_cmd", "dash_cmd", "procs_cmd")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with ackdeck's error contract: one line on stderr and exit 1.
+
+    argparse's default (a usage block and exit 2) would break scripts that read one line, and
+    exit 2 means "a wake was delivered" to `wakes drain --hook`: a mistyped Stop hook must not
+    look like a wake.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"ackdeck: error: {self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ackdeck",
         description="Consumed-only acks for agent inboxes, a wake gate for process monitors, "
         "and a live dashboard over both.",
