@@ -7,8 +7,8 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 from importlib import import_module
+from typing import NoReturn
 
 from ..errors import AckdeckError
 
