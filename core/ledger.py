@@ -271,8 +271,13 @@ def store_ledger(path: Path, ledger: Ledger) -> None:
         os.close(fd)
 
 
+def encode_receipt_header(header: ReceiptHeader) -> bytes:
+    """The first line of a receipt file; the consumed bytes follow it."""
+    return header.model_dump_json().encode() + b"\n"
+
+
 def encode_receipt(receipt: Receipt) -> bytes:
-    return receipt.header.model_dump_json().encode() + b"\n" + receipt.data
+    return encode_receipt_header(receipt.header) + receipt.data
 
 
 def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:

@@ -415,25 +415,29 @@ class Room:
                 finally:
                     os.close(fd)
                 data = _complete_prefix(content)
+                # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
+                digest = _Digest(data)
+                lines = _split_lines(data)
                 header = L.ReceiptHeader(
                     session=session,
                     epoch=ledger.epoch,
                     start=ledger.base,
                     end=ledger.base + len(data),
-                    lines=data.count(b"\n"),
-                    sha256=L.sha256(data),
+                    lines=len(lines),
+                    sha256=digest.hexdigest(),
                     read_at=self._clock(),
                     seen=L.identity_of(cur, content),
                 )
                 # Receipts are not fsynced: losing one only turns the next ack into a refused
-                # cold ack (the agent re-reads); it can never cause a deletion.
+                # cold ack (the agent re-reads); it can never cause a deletion. Header and
+                # bytes are written as two chunks, never concatenated in memory.
                 (self.sidecar / "receipts").mkdir(mode=0o700, exist_ok=True)
-                _atomic.atomic_write(
-                    self.receipt_file(session),
-                    L.encode_receipt(L.Receipt(header, data)),
-                    fsync=False,
+                target = self.receipt_file(session)
+                tmp = _atomic.write_temp(
+                    target, [L.encode_receipt_header(header), data], mode=0o600, fsync=False
                 )
-                return ReadResult(_split_lines(data), header.start, header.end, header.epoch)
+                _atomic.replace(tmp, target, fsync=False)
+                return ReadResult(lines, header.start, header.end, header.epoch)
 
     # ----- ack ----------------------------------------------------------------------------
     def ack(self, session: str, *, all: bool = False) -> AckResult:  # noqa: A002 - CLI flag name
@@ -950,6 +954,24 @@ class Room:
         return st.pending
 
 
+class _Digest:
+    """SHA-256 of `data`, computed in a worker thread when `data` is large."""
+
+    def __init__(self, data: bytes) -> None:
+        self._h = hashlib.sha256()
+        self._thread: threading.Thread | None = None
+        if len(data) >= _THREAD_MIN:
+            self._thread = threading.Thread(target=self._h.update, args=(data,))
+            self._thread.start()
+        else:
+            self._h.update(data)
+
+    def hexdigest(self) -> str:
+        if self._thread is not None:
+            self._thread.join()
+        return self._h.hexdigest()
+
+
 class _HeadCheck:
     """Does the file's head still hold exactly the bytes a receipt recorded? Hashes the first
     `length` bytes in chunks; from _THREAD_MIN bytes on in a worker thread (hashlib and pread
@@ -1060,7 +1082,11 @@ def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: boo
 def _split_lines(data: bytes) -> list[bytes]:
     """Complete lines without their `\n`. Only `\n` separates lines: a `\r` is content
     (bytes.splitlines would split on it and lose it)."""
-    return data[:-1].split(b"\n") if data else []
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    lines.pop()  # the empty string after the final newline (no copy of data[:-1])
+    return lines
 
 
 def _complete_prefix(data: bytes) -> bytes:
@@ -1070,8 +1096,12 @@ def _complete_prefix(data: bytes) -> bytes:
 
 
 def _pread_all(fd: int, size: int) -> bytes:
-    parts: list[bytes] = []
-    offset = 0
+    # One pread into one buffer when it fits (no join copy); chunks only for huge files.
+    first = os.pread(fd, min(size, 1 << 30), 0) if size > 0 else b""
+    if len(first) >= size or not first:
+        return first
+    parts: list[bytes] = [first]
+    offset = len(first)
     while offset < size:
         chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
         if not chunk:
