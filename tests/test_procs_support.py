@@ -24,7 +24,7 @@ PY = sys.executable
 
 
 def wait_until(
-    cond: Callable[[], object], timeout: float = 15.0, what: str = "condition"
+    cond: Callable[[], object], timeout: float = 30.0, what: str = "condition"
 ) -> object:
     deadline = time.monotonic() + timeout
     while True:
