@@ -395,3 +395,16 @@ def test_bytes_changed_in_place_beyond_the_fingerprint_make_the_ack_stale(
     assert (res.mode, res.acked) == ("stale", 0)
     assert room.path.read_bytes().endswith(b"late\n")
     assert len(room.path.read_bytes()) == len(body) + 5
+
+
+@pytest.mark.parametrize("late", [3, 50_000])  # small and >128 KiB (counted in a thread)
+def test_big_ack_counts_and_keeps_every_late_line(tmp_path: Path, late: int) -> None:
+    room = _room(tmp_path, b"".join(b"read %d\n" % i for i in range(1000)))
+    room.read("s")
+    tail = b"".join(b"late %06d \t\r\xff\n" % i for i in range(late)) + b"partial"
+    with open(room.path, "ab") as f:
+        f.write(tail)
+    res = room.ack("s")
+    assert (res.mode, res.acked, res.preserved) == ("prefix", 1000, late)
+    assert room.path.read_bytes() == tail
+    assert room.status().preserved_total == late
