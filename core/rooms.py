@@ -136,6 +136,10 @@ class Room:
         if "\0" in str(p):
             raise InvalidInput("room path contains a NUL byte")
         self.path = p.absolute()
+        if self.path.is_symlink():
+            # An ack renames a new file over the path; over a symlink that would replace the
+            # link and strand producers writing through its target. Work on the target.
+            self.path = Path(os.path.realpath(self.path))
         self.sidecar = self.path.with_name(f".{self.path.name}.ackdeck")
         self._clock = clock
         self._grace = grace

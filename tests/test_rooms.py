@@ -408,3 +408,21 @@ def test_big_ack_counts_and_keeps_every_late_line(tmp_path: Path, late: int) -> 
     assert (res.mode, res.acked, res.preserved) == ("prefix", 1000, late)
     assert room.path.read_bytes() == tail
     assert room.status().preserved_total == late
+
+
+def test_symlinked_room_is_rewritten_through_its_target(tmp_path: Path) -> None:
+    # A producer writing to the real file and an agent using a symlink must see one room: an
+    # ack must not replace the symlink with a copy (the producer's next line would be lost).
+    real = tmp_path / "real.txt"
+    real.write_bytes(b"a\n")
+    link = tmp_path / "inbox.txt"
+    link.symlink_to(real)
+    room = Room(link)
+    room.read("s")
+    with open(real, "ab") as f:
+        f.write(b"late\n")
+    assert room.ack("s").acked == 1
+    assert link.is_symlink()
+    with open(real, "ab") as f:
+        f.write(b"after\n")
+    assert Room(link).read("s").lines == [b"late", b"after"]
