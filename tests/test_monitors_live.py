@@ -310,3 +310,18 @@ def test_exit_notice_is_delivered_unless_a_read_reported_the_exit(phome: Path) -
     res = wakes.drain(phome, "default")
     assert [(d.name, d.kind, d.exit_code) for d in res.delivered] == [("quiet", "exited", 3)]
     assert "exit code 3" in wakes.format_wake_text(res)
+
+
+def test_two_monitors_on_one_run_each_report_their_lines(phome: Path) -> None:
+    info = procs.start(
+        phome,
+        "b",
+        ["printf", "ERR one\\nWARN two\\nfine\\nERR three\\n"],
+        monitors=[
+            procs.MonitorSpec("ERR", cooldown_ms=0),
+            procs.MonitorSpec("WARN", cooldown_ms=0),
+        ],
+    )
+    wait_status(phome, "b")
+    assert sorted(drain_lines(phome)) == ["ERR one", "ERR three", "WARN two"]
+    assert procs.get_run(phome, "b", info.run_id).matches == 3
