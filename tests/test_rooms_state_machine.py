@@ -58,6 +58,12 @@ class RoomMachine(RuleBasedStateMachine):
         self.partial = b""
         self.read_ids: dict[str, set[int] | None] = {}  # live (unacked) receipts
         self.stale: set[str] = set()  # receipts older than a foreign rewrite
+        # A `>>` writer that opened the path and writes later, maybe after acks replaced the
+        # inode: its line must reach the room at the next exclusive operation.
+        self.held: int | None = None
+        self.held_acks = 0
+        self.held_orphaned = False
+        self.unswept: list[bytes] = []
 
     # ----- producers -----------------------------------------------------------------------
     def _text(self, pick: str | None) -> bytes:
@@ -96,9 +102,49 @@ class RoomMachine(RuleBasedStateMachine):
         self.lines.append((next(self.ids), self.partial))
         self.partial = b""
 
+    @precondition(lambda self: self.held is None)
+    @rule()
+    def slow_writer_opens(self) -> None:
+        self.held = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self.held_acks = 0
+        self.held_orphaned = False
+
+    @precondition(lambda self: self.held is not None)
+    @rule(pick=TEXTS)
+    def slow_writer_writes(self, pick: str | None) -> None:
+        assert self.held is not None
+        text = self._text(pick)
+        # Outside the protocol: a foreign rename orphans the inode, and after 8 acks (or the
+        # grace period) ackdeck stops watching it. Only writes ackdeck promises to keep count.
+        if not self.held_orphaned and self.held_acks < 8:
+            same = os.fstat(self.held).st_ino == self.path.stat().st_ino
+            os.write(self.held, text + b"\n")
+            if same:
+                self._append_complete(text)
+            else:
+                self.unswept.append(text)  # in a replaced inode until the next sweep
+        os.close(self.held)
+        self.held = None
+
+    def _append_complete(self, text: bytes) -> None:
+        # Bytes appended at EOF: a pending partial line absorbs them.
+        if self.partial:
+            text, self.partial = self.partial + text, b""
+        self.lines.append((next(self.ids), text))
+
+    def _swept(self) -> None:
+        """The model of an exclusive operation's first step: late lines are carried over."""
+        for text in self.unswept:
+            self._append_complete(text)
+        self.unswept = []
+
+    def _acked_something(self) -> None:
+        self.held_acks += 1
+
     # ----- sessions --------------------------------------------------------------------------
     @rule(session=SESSIONS)
     def read(self, session: str) -> None:
+        self._swept()
         res = self.room.read(session)
         assert res.lines == [t for _, t in self.lines]
         self.read_ids[session] = {i for i, _ in self.lines}
@@ -106,14 +152,15 @@ class RoomMachine(RuleBasedStateMachine):
 
     @rule(session=SESSIONS)
     def ack(self, session: str) -> None:
-        before = self.path.read_bytes()
+        self._swept()
         read = self.read_ids.get(session)
         if read is None:
             with pytest.raises(ColdAck):
                 self.room.ack(session)
-            assert self.path.read_bytes() == before
-            return
+            return  # the invariants check that nothing but the sweep changed the file
         res = self.room.ack(session)
+        if res.acked:
+            self._acked_something()
         self.read_ids[session] = None
         k = res.acked
         removed = self.lines[:k]
@@ -129,7 +176,10 @@ class RoomMachine(RuleBasedStateMachine):
 
     @rule(session=SESSIONS)
     def ack_all(self, session: str) -> None:
+        self._swept()
         res = self.room.ack(session, all=True)
+        if res.acked:
+            self._acked_something()
         assert res.lines == [t for _, t in self.lines]  # everything removed is returned
         self.lines = []
         self.read_ids[session] = self.read_ids.get(session)  # --all does not touch receipts
@@ -147,6 +197,7 @@ class RoomMachine(RuleBasedStateMachine):
         os.replace(tmp, self.path)
         self.lines = keep
         self._all_receipts_stale()
+        self.held_orphaned = True
 
     @rule(k=st.integers(0, 3))
     def foreign_rewrite_in_place_new_head(self, k: int) -> None:
@@ -172,7 +223,8 @@ class RoomMachine(RuleBasedStateMachine):
             f.write(b"".join(t + b"\n" for _, t in keep) + self.partial)
         self.lines = keep
         self._all_receipts_stale()
-        assert self.room.read("observer").lines == [t for _, t in keep]
+        self._swept()
+        assert self.room.read("observer").lines == [t for _, t in self.lines]
 
     @rule()
     def foreign_rewrite_identical_in_place(self) -> None:
@@ -189,6 +241,10 @@ class RoomMachine(RuleBasedStateMachine):
             time.sleep(0.002)
 
     # ----- invariants ------------------------------------------------------------------------
+    def teardown(self) -> None:
+        if getattr(self, "held", None) is not None:
+            os.close(self.held)
+
     @invariant()
     def file_matches_model(self) -> None:
         if not hasattr(self, "path"):
