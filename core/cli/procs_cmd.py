@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import output, procs, wakes
 from ..errors import AckdeckError
 from ._output import emit_json, text
 
@@ -107,6 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .. import procs  # lazy: keeps every other command's start-up fast
     monitors = []
     if args.monitor is not None:
         monitors.append(
@@ -136,6 +136,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _output(args: argparse.Namespace) -> int:
+    from .. import output  # lazy: keeps every other command's start-up fast
     res = output.read_output(
         args.home,
         args.name,
@@ -168,6 +169,7 @@ def _when(ts: float | None) -> str:
 
 
 def _ps(args: argparse.Namespace) -> int:
+    from .. import procs  # lazy: keeps every other command's start-up fast
     runs = procs.list_runs(args.home, latest_only=args.latest)
     if args.json:
         emit_json([r.as_json() for r in runs])
@@ -184,6 +186,7 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _kill(args: argparse.Namespace) -> int:
+    from .. import procs  # lazy: keeps every other command's start-up fast
     before = procs.get_run(args.home, args.name)
     info = procs.kill(args.home, args.name, grace=args.grace)
     if args.json:
@@ -201,6 +204,7 @@ def _skipped(paths: list[Path]) -> None:
 
 
 def _wakes_list(args: argparse.Namespace) -> int:
+    from .. import wakes  # lazy: keeps every other command's start-up fast
     records, skipped = wakes.scan_wakes(args.home, args.session)
     _skipped(skipped)
     if args.json:
@@ -218,6 +222,7 @@ def _wakes_list(args: argparse.Namespace) -> int:
 
 
 def _wakes_drain(args: argparse.Namespace) -> int:
+    from .. import wakes  # lazy: keeps every other command's start-up fast
     res = wakes.drain(args.home, args.session or _default_session(), settle_timeout=args.settle)
     _skipped(res.skipped)
     txt = wakes.format_wake_text(res)
@@ -252,6 +257,7 @@ def _wakes_drain(args: argparse.Namespace) -> int:
 
 
 def _wakes_dismiss(args: argparse.Namespace) -> int:
+    from .. import wakes  # lazy: keeps every other command's start-up fast
     session = args.session or _default_session()
     if not wakes.dismiss(args.home, session, args.name):
         print(f"ackdeck: error: no wake for {args.name!r} in session {session!r}", file=sys.stderr)
