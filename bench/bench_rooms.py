@@ -95,14 +95,19 @@ def _one_floor(path: Path, size: int) -> float:
     return _floor_rewrite(path, drop)
 
 
-def bench_ack(base: Path, size: int, reps: int) -> tuple[float, float]:
+def bench_ack(base: Path, size: int, reps: int) -> tuple[float, float, float, float]:
     d = base / f"ack-{size}"
     d.mkdir()
     floor_times, ack_times = [], []
     for _ in range(reps):  # interleaved so disk noise hits both alike
         floor_times.append(_one_floor(d / "floor.txt", size))
         ack_times.append(_one_ack(d / "room.txt", size))
-    return statistics.median(ack_times), statistics.median(floor_times)
+    return (
+        statistics.median(ack_times),
+        statistics.median(floor_times),
+        min(ack_times),
+        min(floor_times),
+    )
 
 
 def bench_push(base: Path, n: int, reps: int) -> tuple[float, float, float]:
@@ -180,8 +185,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ackdeck-bench-") as tmp:
         base = Path(tmp)
         rows: list[tuple[str, str, str, str, str]] = []
-        for label, size, reps in (("1 MB", 1 << 20, 15), ("64 MB", 64 << 20, 3)):
-            ack, floor = bench_ack(base, size, reps)
+        for label, size, reps in (("1 MB", 1 << 20, 21), ("64 MB", 64 << 20, 5)):
+            ack, floor, ack_best, floor_best = bench_ack(base, size, reps)
             ratio = ack / floor
             rows.append(
                 (
@@ -190,6 +195,15 @@ def main() -> None:
                     f"{floor * 1000:.2f} ms (copy+fsync+rename+dir fsync)",
                     f"{ratio:.2f}",
                     "<= 1.25 " + ("ok" if ratio <= 1.25 else "MISSED"),
+                )
+            )
+            rows.append(
+                (
+                    "  best of each",
+                    f"{ack_best * 1000:.2f} ms",
+                    f"{floor_best * 1000:.2f} ms",
+                    f"{ack_best / floor_best:.2f}",
+                    f"(medians above; {reps} interleaved runs)",
                 )
             )
         push, raw, locked_raw = bench_push(base, 20_000, 3)

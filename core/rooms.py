@@ -51,7 +51,7 @@ Clock = Callable[[], float]
 
 _CHUNK = 4 << 20
 # From this many bytes on, an ack verifies the head in a worker thread, overlapping the copy.
-_THREAD_MIN = 128 << 10
+_THREAD_MIN = 1 << 20
 
 # How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
 # path before the rename and writes within this many seconds still reaches the room.
