@@ -58,14 +58,21 @@ def app_for(scene: Scene, **extra: Any):
     return app
 
 
+async def painted(pilot) -> None:
+    """Settled, then a few frames of real time: widgets re-measure (DataTable column widths)
+    in their own idle handlers and repaint on the next frame. A modal pushed before that frame
+    would show a stale background."""
+    await settle(pilot)
+    await pilot.pause(0.1)
+    await settle(pilot)
+
+
 def settled(*keys: str):
     async def run_before(pilot) -> None:
-        await settle(pilot)
+        await painted(pilot)
         for key in keys:
             await pilot.press(key)
-            await settle(pilot)
-        await pilot.app.workers.wait_for_complete()
-        await settle(pilot)
+            await painted(pilot)
 
     return run_before
 
@@ -95,9 +102,9 @@ def test_flooded_room_scrolled_to_the_newest_line(snap_compare, flood: Scene) ->
 
 def test_output_screen(snap_compare, scene: Scene) -> None:
     async def run_before(pilot) -> None:
-        await settle(pilot)
+        await painted(pilot)
         pilot.app.open_output("tests")
-        await settle(pilot)
+        await painted(pilot)
 
     assert snap_compare(app_for(scene), terminal_size=(120, 30), run_before=run_before)
 

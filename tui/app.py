@@ -33,6 +33,7 @@ Clock = Callable[[], float]
 # Watch settings: short debounce for interactivity; any event just means "rescan".
 DEBOUNCE_MS = 30
 STEP_MS = 10
+SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
 
 
 class AckdeckApp(App[None]):
@@ -62,6 +63,7 @@ class AckdeckApp(App[None]):
         self.snapshot: Snapshot | None = None
         self._scan_running = False
         self._scan_dirty = False
+        self._scan_soon = False
         self._watch_stop: threading.Event | None = None
         self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         self._main = MainScreen()
@@ -76,7 +78,13 @@ class AckdeckApp(App[None]):
         return self._main
 
     def on_mount(self) -> None:
-        self.request_scan()
+        if self.rooms:
+            # The first room's lines paint first (MainScreen indexes it on mount); counting a
+            # flooded room for the table would compete with that, so the first scan waits for
+            # the first page of lines (or a short timeout).
+            self.set_timer(0.5, self._first_scan)
+        else:
+            self.request_scan()
         if self.config.tick_seconds > 0:
             self.set_interval(self.config.tick_seconds, self.request_scan)
 
@@ -84,6 +92,10 @@ class AckdeckApp(App[None]):
         self._stop_watching()
 
     # ----- scanning (coalesced: at most one scan running, at most one queued) ---------------
+    def _first_scan(self) -> None:
+        if self.snapshot is None and not self._scan_running:
+            self.request_scan()
+
     def request_scan(self) -> None:
         if self._scan_running:
             self._scan_dirty = True
@@ -95,7 +107,13 @@ class AckdeckApp(App[None]):
     def busy(self) -> bool:
         """True while a scan or a line index update is in flight (tests wait on this)."""
         views = [v for s in self.screen_stack for v in s.query(LineView)]
-        return self._scan_running or any(v.busy for v in views)
+        first_scan_pending = self.snapshot is None
+        return (
+            first_scan_pending
+            or self._scan_running
+            or self._scan_soon
+            or any(v.busy for v in views)
+        )
 
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
@@ -119,10 +137,19 @@ class AckdeckApp(App[None]):
             self.request_scan()
 
     def on_files_changed(self, message: FilesChanged) -> None:
-        self.request_scan()
+        # New lines first: the line views pick up appends at once (a small pread), while the
+        # counters rescan a moment later, since counting a flooded room takes longer and would
+        # compete with them for the interpreter.
         self._main.files_changed()
         if isinstance(self.screen, OutputScreen):
             self.screen.files_changed()
+        if not self._scan_soon:
+            self._scan_soon = True
+            self.set_timer(SCAN_DELAY, self._delayed_scan)
+
+    def _delayed_scan(self) -> None:
+        self._scan_soon = False
+        self.request_scan()
 
     # ----- watching ---------------------------------------------------------------------------
     def _watch_targets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:

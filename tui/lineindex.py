@@ -23,8 +23,10 @@ from itertools import accumulate, islice, repeat
 from operator import add
 from pathlib import Path
 
-# Large reads keep the scan in C (bytes.split + itertools) instead of a Python loop per line.
-CHUNK = 4 << 20
+# Reads of this size keep the scan in C (bytes.split + itertools) instead of a Python loop per
+# line, while the transient list of parts stays small (256 KB: ~9 MB peak for 1,000,000 lines,
+# the index itself being 8 MB; 4 MB chunks cost ~30 MB for no speed gain).
+CHUNK = 256 << 10
 HEAD_BYTES = 4096
 # Control characters other than tab would move the terminal cursor; show them as U+FFFD.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")

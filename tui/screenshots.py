@@ -75,17 +75,24 @@ def _flood_scene(base: Path, now: float) -> Scene:
     return Scene([path], home, {str(path): samples}, now=now)
 
 
+async def _painted(pilot: Any) -> None:
+    # Settled, then a few frames so every widget has re-measured and repainted.
+    await settle(pilot)
+    await pilot.pause(0.1)
+    await settle(pilot)
+
+
 async def _take(shot: Shot, scene: Scene, out: Path, text: bool) -> None:
     app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
     apply_rates(app, scene)
     async with app.run_test(size=shot.size) as pilot:
-        await settle(pilot)
+        await _painted(pilot)
         if shot.action is not None:
             shot.action(app)
-            await settle(pilot)
+            await _painted(pilot)
         for key in shot.keys:
             await pilot.press(key)
-            await settle(pilot)
+            await _painted(pilot)
         app.save_screenshot(filename=f"{shot.name}.svg", path=str(out))
         if text:
             print(f"--- {shot.name} ---")

@@ -208,6 +208,8 @@ class MainScreen(Screen[None]):
 
     def on_line_view_changed(self) -> None:
         self._update_lines_header()
+        if self.snapshot is None:
+            self.dash._first_scan()
 
     # ----- owner actions ----------------------------------------------------------------------
     def _room_or_warn(self) -> Path | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
@@ -58,11 +59,21 @@ class KeyedTable(DataTable[Any]):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._keys: list[str] = []
         self._rows: list[list[Any]] = []
+        self._widths: list[int] = []
 
     def on_mount(self) -> None:
-        for label, key in self.COLUMNS:
-            self.add_column(label, key=key)
-        self.border_subtitle = self.EMPTY
+        if not self.columns:
+            self._set_columns([cell_len(label) for label, _ in self.COLUMNS])
+            self.border_subtitle = self.EMPTY
+
+    def _set_columns(self, widths: list[int]) -> None:
+        # Explicit widths, computed from the data: DataTable would otherwise measure cells
+        # later, in its own idle handler, and could paint (or leave behind a modal) a frame
+        # with stale column widths.
+        self.clear(columns=True)
+        for (label, key), width in zip(self.COLUMNS, widths, strict=True):
+            self.add_column(label, key=key, width=width)
+        self._widths = widths
 
     @property
     def selected_key(self) -> str | None:
@@ -70,21 +81,30 @@ class KeyedTable(DataTable[Any]):
             return None
         return self._keys[self.cursor_row]
 
+    def _widths_for(self, cells: list[list[Any]]) -> list[int]:
+        widths = [cell_len(label) for label, _ in self.COLUMNS]
+        for row in cells:
+            for i, cell in enumerate(row):
+                text = cell.plain if isinstance(cell, Text) else str(cell)
+                widths[i] = max(widths[i], cell_len(text))
+        return widths
+
     def set_rows(self, rows: Sequence[Row]) -> None:
         keys = [k for k, _ in rows]
         cells = [list(c) for _, c in rows]
-        if keys == self._keys and cells == self._rows:
+        if self.columns and keys == self._keys and cells == self._rows:
             return
         current = self.selected_key
-        if keys == self._keys:
-            # Same rows: update changed cells in place (no cursor jump, no flicker).
+        widths = self._widths_for(cells)
+        if self.columns and keys == self._keys and widths == self._widths:
+            # Same rows, same widths: update changed cells in place (no cursor jump).
             for key, old, new in zip(keys, self._rows, cells, strict=True):
                 for (_, col), a, b in zip(self.COLUMNS, old, new, strict=True):
                     if a != b:
-                        self.update_cell(key, col, b, update_width=True)
+                        self.update_cell(key, col, b)
             self._rows = cells
             return
-        self.clear()
+        self._set_columns(widths)
         for key, row in zip(keys, cells, strict=True):
             self.add_row(*row, key=key)
         self._keys, self._rows = keys, cells
