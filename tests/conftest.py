@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,3 +26,11 @@ def cli_env(home: Path) -> dict[str, str]:
     env["ACKDECK_HOME"] = str(home)
     env["PYTHONPATH"] = str(REPO)
     return env
+
+
+@pytest.fixture
+def phome(home: Path) -> Iterator[Path]:
+    """A home for tests that start real processes; whatever still runs is killed afterwards."""
+    from tests.test_procs_support import run_and_cleanup  # it imports this module
+
+    yield from run_and_cleanup(home)

@@ -6,10 +6,7 @@ and extended to what a per-line, per-reader shown set and per-start run ids make
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from core import procs, wakes
 from core.output import read_output
@@ -20,16 +17,10 @@ from tests.test_procs_support import (
     cli_json,
     drain_lines,
     release,
-    run_and_cleanup,
     wait_status,
     wait_until,
     waiter,
 )
-
-
-@pytest.fixture
-def phome(home: Path) -> Iterator[Path]:
-    yield from run_and_cleanup(home)
 
 
 def mon(pattern: str, **kw) -> list[procs.MonitorSpec]:

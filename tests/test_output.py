@@ -6,7 +6,6 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,16 +16,10 @@ from core.output import read_output
 from tests.test_procs_support import (
     PY,
     release,
-    run_and_cleanup,
     wait_status,
     wait_until,
     waiter,
 )
-
-
-@pytest.fixture
-def phome(home: Path) -> Iterator[Path]:
-    yield from run_and_cleanup(home)
 
 
 def test_reads_return_new_complete_lines_after_the_cursor(phome: Path, tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,10 @@ from tests.test_procs_support import (
     cli,
     cli_json,
     release,
-    run_and_cleanup,
     wait_status,
     wait_until,
     waiter,
 )
-
-
-@pytest.fixture
-def phome(home: Path) -> Iterator[Path]:
-    yield from run_and_cleanup(home)
 
 
 def test_run_returns_at_once_and_output_survives_in_the_log(phome: Path, tmp_path: Path) -> None:
