@@ -93,12 +93,13 @@ async def test_push_lands_in_the_file(tmp_path: Path) -> None:
         await settle(pilot)
         await pilot.press("p")
         assert isinstance(app.screen, PromptScreen)
-        await pilot.press(*"deploy done")
+        # Keys that are bindings elsewhere (q, a, x, r) are text while typing.
+        await pilot.press(*"quick: ack x r")
         await pilot.press("enter")
         await settle(pilot)
-        assert room.read_bytes() == b"first\ndeploy done\n"
+        assert room.read_bytes() == b"first\nquick: ack x r\n"
         await feed_change(pilot)
-        assert view(app).visible_text() == ["first", "deploy done"]
+        assert view(app).visible_text() == ["first", "quick: ack x r"]
 
 
 async def test_push_cancelled_with_escape_writes_nothing(tmp_path: Path) -> None:

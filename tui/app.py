@@ -64,6 +64,7 @@ class AckdeckApp(App[None]):
         self._scan_running = False
         self._scan_dirty = False
         self._scan_soon = False
+        self._last_scan_seconds = 0.0
         self._watch_stop: threading.Event | None = None
         self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         self._main = MainScreen()
@@ -117,15 +118,17 @@ class AckdeckApp(App[None]):
 
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
+        started = time.perf_counter()
         try:
             snap = scan(self.config.home, self.rooms, clock=self.clock)
         except Exception as exc:  # noqa: BLE001 - reported on screen; the next scan retries
             snap = Snapshot(self.clock(), errors=[f"scan failed: {exc}"])
-        self.post_message(StateScanned(snap))
+        self.post_message(StateScanned(snap, time.perf_counter() - started))
 
     def on_state_scanned(self, message: StateScanned) -> None:
         snap = message.snapshot
         self.snapshot = snap
+        self._last_scan_seconds = message.seconds
         for row in snap.rooms:
             self.rates.observe(row.key, snap.taken_at, row.arrived)
         self._main.apply_snapshot(snap)
@@ -145,7 +148,10 @@ class AckdeckApp(App[None]):
             self.screen.files_changed()
         if not self._scan_soon:
             self._scan_soon = True
-            self.set_timer(SCAN_DELAY, self._delayed_scan)
+            # A slow scan (a flooded room is counted in full) waits longer, so during a flood
+            # counting takes at most about a third of the time and new lines stay snappy.
+            delay = min(1.0, max(SCAN_DELAY, 2 * self._last_scan_seconds))
+            self.set_timer(delay, self._delayed_scan)
 
     def _delayed_scan(self) -> None:
         self._scan_soon = False

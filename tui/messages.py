@@ -24,6 +24,7 @@ class FilesChanged(Message):
 @dataclass
 class StateScanned(Message):
     snapshot: Snapshot
+    seconds: float = 0.0  # how long the scan took (slow scans are spaced out)
 
 
 @dataclass

@@ -1,0 +1,96 @@
+"""Dashboard config (TOML + pydantic) and the `ackdeck tui` / `demo` command line."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from core.errors import InvalidInput
+from tests.conftest import ACKDECK, REPO
+from tui.config import DashConfig, load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "dash.toml"
+    p.write_text(text)
+    return p
+
+
+def test_config_resolves_rooms_relative_to_the_file(tmp_path: Path) -> None:
+    cfg = load_config(
+        write(tmp_path, 'session = "me"\nrooms = ["inbox.txt", "/abs/alerts.txt"]\nhome = "h"\n')
+    )
+    assert cfg.session == "me"
+    assert cfg.room_paths() == [tmp_path / "inbox.txt", Path("/abs/alerts.txt")]
+    assert cfg.home == tmp_path / "h"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("rooms = [", "invalid TOML"),
+        ('colour = "blue"', "colour: Extra inputs are not permitted"),
+        ('session = "../etc"', "session:"),
+        ("tick_seconds = -1", "tick_seconds:"),
+        ('rooms = "inbox.txt"', "rooms:"),
+    ],
+)
+def test_bad_config_is_one_clear_line(tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        load_config(write(tmp_path, text))
+    message = str(err.value)
+    assert expected in message
+    assert "\n" not in message
+    assert str(tmp_path / "dash.toml") in message
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="file not found"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_overrides_add_rooms_and_replace_session(tmp_path: Path) -> None:
+    cfg = DashConfig(rooms=[tmp_path / "a.txt"], session="owner")
+    out = cfg.with_overrides(rooms=[tmp_path / "b.txt", tmp_path / "a.txt"], session="boss")
+    assert out.room_paths() == [tmp_path / "a.txt", tmp_path / "b.txt"]
+    assert out.session == "boss"
+
+
+def test_cli_bad_config_exits_with_one_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    bad = write(tmp_path, "rooms = [")
+    out = subprocess.run(
+        [*ACKDECK, "tui", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1
+    assert out.stderr.startswith("ackdeck: error: config ") and "invalid TOML" in out.stderr
+
+
+def test_cli_bad_session_exits_with_one_line(cli_env: dict[str, str]) -> None:
+    out = subprocess.run(
+        [*ACKDECK, "tui", "--session", "a/b"],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert "invalid session name" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_importing_the_cli_does_not_import_textual() -> None:
+    code = "import sys, core.cli; core.cli.build_parser(); print('textual' in sys.modules)"
+    out = subprocess.run(
+        [*ACKDECK[:1], "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert out.stdout.strip() == "False", out.stderr
