@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple, TypeVar
@@ -214,9 +215,13 @@ _BASE = re.compile(rb'\{"version":\d+,"base":(\d+),')
 
 
 def load_base(
-    path: str | Path, *, hint: str = "", cache: dict[tuple[int, int], int] | None = None
+    path: str | Path,
+    *,
+    hint: str = "",
+    cache: dict[tuple[int, int], int] | None = None,
+    fresh: Callable[[], int] = lambda: 0,
 ) -> int:
-    """Just `base` (for push, on every line).
+    """Just `base` (for push, on every line); `fresh()` when there is no ledger state yet.
 
     A slot's content never changes while its sequence number stays (the next store goes to the
     other slot, the one after that gets a higher number), so `cache` maps (ledger inode, seq)
@@ -227,7 +232,7 @@ def load_base(
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
-        return 0
+        return fresh()
     try:
         ino = os.fstat(fd).st_ino
         if cache:
@@ -246,7 +251,7 @@ def load_base(
     m = _BASE.match(latest[1]) if latest is not None else None
     if latest is None or m is None:
         ledger = load_ledger(path, hint=hint)  # the slow path names the problem precisely
-        return ledger.base if ledger is not None else 0
+        return ledger.base if ledger is not None else fresh()
     base = int(m.group(1))
     if cache is not None:
         cache.clear()
@@ -406,6 +411,21 @@ def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
             "pending": None,
             "prev": prev,
         }
+    )
+
+
+def fresh_ledger(receipts: list[ReceiptHeader]) -> Ledger:
+    """The ledger to start from when none exists, given the receipts found in the sidecar.
+
+    With no receipts this is the first use of the room (epoch 0, offset 0). Receipts without a
+    ledger mean it was lost or moved aside: the new epoch is past every receipt's, so they are
+    all stale, and offsets continue after the furthest one any session read.
+    """
+    if not receipts:
+        return Ledger()
+    return Ledger(
+        epoch=max(r.epoch for r in receipts) + 1,
+        base=max(r.end for r in receipts),
     )
 
 

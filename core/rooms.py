@@ -60,7 +60,10 @@ PREV_GRACE_S = 10.0
 _MAX_PREV = 8
 _PREV_PREFIX = "prev-"
 
-_LEDGER_HINT = "; move it aside to start a new epoch (unacked lines are then redelivered)"
+_LEDGER_HINT = (
+    "; move it aside to start a new epoch: every receipt from before becomes stale (nothing is "
+    "removed until the sessions read again) and unacked lines are redelivered"
+)
 
 # ----- fault injection (tests only) -------------------------------------------------------
 # ACKDECK_TEST_PAUSE_AT=step[,step...] makes an acking process stop at those steps: it writes
@@ -215,7 +218,29 @@ class Room:
 
     # ----- state --------------------------------------------------------------------------
     def _ledger(self) -> L.Ledger:
-        return L.load_ledger(self.ledger_file, hint=_LEDGER_HINT) or L.Ledger()
+        return L.load_ledger(self.ledger_file, hint=_LEDGER_HINT) or self._fresh_ledger()
+
+    def _fresh_ledger(self) -> L.Ledger:
+        """The state to start from when there is no ledger (yet, or any more).
+
+        A receipt is always written after the ledger it refers to, so receipts without a ledger
+        mean it was lost or moved aside: start past every epoch and offset they name, so none
+        of them can authorise an ack against restarted offsets.
+        """
+        headers: list[L.ReceiptHeader] = []
+        try:
+            entries = list(os.scandir(self.sidecar / "receipts"))
+        except (FileNotFoundError, NotADirectoryError):
+            entries = []
+        for entry in entries:
+            if entry.name.endswith(".rcpt") and _atomic.TEMP_MARK not in entry.name:
+                try:
+                    header = self._receipt_header(entry.name[: -len(".rcpt")])
+                except (CorruptState, AckdeckError):
+                    header = None  # an unreadable receipt can authorise nothing anyway
+                if header is not None:
+                    headers.append(header)
+        return L.fresh_ledger(headers)
 
     def _store(self, ledger: L.Ledger) -> None:
         L.store_ledger(self.ledger_file, ledger)
@@ -448,8 +473,18 @@ class Room:
         """Remove exactly what `session` consumed (or, with all=True, every complete line)."""
         check_name(session)
         self._check_dir()
-        if not self.path.exists() and not self._ensure_sidecar(create=False):
+        has_sidecar = self._ensure_sidecar(create=False)
+        if not self.path.exists() and not has_sidecar:
             return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+        if not has_sidecar and not all:
+            # No sidecar, so no receipt: refuse without creating the sidecar, lock or ledger.
+            fd = self._open()
+            if fd is None:
+                return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+            try:
+                raise _cold_ack(session, "no read", _count_lines(fd, os.fstat(fd).st_size))
+            finally:
+                os.close(fd)
         with self._lock(shared=False):
             fd = self._open()
             if fd is None:
@@ -464,10 +499,14 @@ class Room:
                 os.close(fd)
 
     def _ack_locked(self, fd: int, session: str, ack_all: bool) -> AckResult:
+        header = None if ack_all else self._receipt_header(session)
+        if not ack_all and (header is None or header.acked):
+            # Refused before any bookkeeping: a cold ack writes nothing at all.
+            why = "no read" if header is None else "no unacked read"
+            raise _cold_ack(session, why, _count_lines(fd, os.fstat(fd).st_size))
         ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
         self._clean_sidecar(ledger)
         ledger, _ = self._sweep_prevs(ledger)
-        header = None if ack_all else self._receipt_header(session)
         if header is not None and header.seen is not None and not header.acked:
             if L.rewritten_since(header.seen, cur):
                 # Rewritten in place after this read (e.g. truncated and refilled): the bytes
@@ -485,14 +524,7 @@ class Room:
             done = self._rewrite(fd, size, ledger, session, plan, acked, digest, None, dropped)
             assert done is not None  # no verification step can refuse an ack-all
             return done
-        if header is None or header.acked:
-            unread = _count_lines(fd, size)
-            why = "no read" if header is None else "no unacked read"
-            raise ColdAck(
-                f"refused: {why} by session {session!r} ({unread} unread line(s)); "
-                "read the room first (room read / room_list_new), then ack, or ack with --all; "
-                "nothing was removed"
-            )
+        assert header is not None and not header.acked  # refused above
         plan = L.plan_offsets(header, ledger.epoch, ledger.base)
         if plan.mode == "prefix":
             if ledger.base == header.start:
@@ -830,7 +862,12 @@ class Room:
             fcntl.flock(lock, fcntl.LOCK_SH)
             # Before the write: a corrupt ledger must fail the push with nothing appended, or
             # a retrying producer would duplicate the line.
-            base = L.load_base(self._ledger_s, hint=_LEDGER_HINT, cache=self._base_cache)
+            base = L.load_base(
+                self._ledger_s,
+                hint=_LEDGER_HINT,
+                cache=self._base_cache,
+                fresh=lambda: self._fresh_ledger().base,
+            )
             try:
                 fd = os.open(self._path_s, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
@@ -1064,6 +1101,14 @@ def _late_bytes(link: Path, p: L.PrevInode, *, final: bool) -> bytes | None:
     finally:
         os.close(src)
     return late if final else _complete_prefix(late)
+
+
+def _cold_ack(session: str, why: str, unread: int) -> ColdAck:
+    return ColdAck(
+        f"refused: {why} by session {session!r} ({unread} unread line(s)); "
+        "read the room first (room read / room_list_new), then ack, or ack with --all; "
+        "nothing was removed"
+    )
 
 
 def _same_inode(path: Path, st: os.stat_result) -> bool:

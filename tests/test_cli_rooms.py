@@ -151,3 +151,21 @@ def test_wait_exit_codes(tmp_path: Path, cli_env: dict[str, str]) -> None:
         if waiter.poll() is None:
             waiter.kill()
             waiter.wait()
+
+
+def test_cold_ack_on_an_untouched_room_leaves_the_tree_byte_identical(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    rooms = tmp_path / "rooms"
+    rooms.mkdir()
+    room = rooms / "inbox.txt"
+    room.write_bytes(b"one\ntwo\n")
+
+    def tree() -> list[tuple[str, int, bytes]]:
+        return [(p.name, p.stat().st_size, p.read_bytes()) for p in sorted(rooms.rglob("*"))]
+
+    before = tree()
+    out = run(cli_env, "room", "ack", str(room), "--session", "s")
+    assert out.returncode == 3 and "2 unread" in out.stderr
+    assert tree() == before
+    assert not (rooms / ".inbox.txt.ackdeck").exists()

@@ -426,3 +426,63 @@ def test_symlinked_room_is_rewritten_through_its_target(tmp_path: Path) -> None:
     with open(real, "ab") as f:
         f.write(b"after\n")
     assert Room(link).read("s").lines == [b"late", b"after"]
+
+
+def _tree(root: Path) -> dict[str, tuple[str, bytes | None]]:
+    """Every entry under `root`: kind and content (files), for exact before/after comparison."""
+    out: dict[str, tuple[str, bytes | None]] = {}
+    for p in sorted(root.rglob("*")):
+        kind = "dir" if p.is_dir() else "link" if p.is_symlink() else "file"
+        out[str(p.relative_to(root))] = (kind, p.read_bytes() if kind == "file" else None)
+    return out
+
+
+def test_cold_ack_on_an_untouched_room_creates_nothing(tmp_path: Path) -> None:
+    room = _room(tmp_path, b"a\nb\npartial")
+    before = _tree(tmp_path)
+    with pytest.raises(ColdAck, match="2 unread"):
+        room.ack("s")
+    assert _tree(tmp_path) == before
+    assert not room.sidecar.exists()
+    # --all may create the sidecar: it acks under the lock and returns the lines.
+    assert room.ack("s", all=True).lines == [b"a", b"b"]
+    assert room.sidecar.is_dir()
+
+
+def test_cold_ack_with_a_sidecar_writes_nothing_either(tmp_path: Path) -> None:
+    room = _room(tmp_path, b"a\n")
+    room.read("s")
+    with open(room.path, "ab") as f:
+        f.write(b"b\n")  # grown since the last ledger store: an ack would record it
+    before = _tree(tmp_path)
+    with pytest.raises(ColdAck, match="no read by session 't'"):
+        room.ack("t")
+    assert _tree(tmp_path) == before
+
+
+def test_ledger_moved_aside_makes_every_older_receipt_stale(tmp_path: Path) -> None:
+    room = _room(tmp_path, b"a\n")
+    room.read("s")
+    # Rewritten behind ackdeck's back by a rename: the new "a" is a late duplicate nobody read.
+    fresh = tmp_path / "new.txt"
+    fresh.write_bytes(b"a\n")
+    os.replace(fresh, room.path)
+    # The owner moves the ledger aside (as the corrupt-ledger error suggests).
+    os.replace(room.ledger_file, tmp_path / "ledger.old")
+    res = room.ack("s")
+    assert (res.mode, res.acked) == ("stale", 0)
+    assert room.path.read_bytes() == b"a\n"
+    # The new epoch and offsets continue past everything the receipts named.
+    got = room.read("s")
+    assert (got.lines, got.epoch, got.start) == ([b"a"], 1, 2)
+    assert room.push("b") == 4
+    assert room.ack("s").acked == 1
+    assert room.path.read_bytes() == b"b\n"
+
+
+def test_push_after_an_unterminated_fragment_completes_that_line(tmp_path: Path) -> None:
+    # Documented behaviour: an unlocked writer left "frag" without its newline; push appends
+    # after it, so the two form one line, and push reports where its own bytes start.
+    room = _room(tmp_path, b"a\nfrag")
+    assert room.push("pushed") == 6
+    assert room.read("s").lines == [b"a", b"fragpushed"]
