@@ -445,7 +445,7 @@ def plan_offsets(receipt: ReceiptHeader, epoch: int, base: int) -> AckPlan:
     """What a receipt may remove judged by epoch and offsets alone.
 
     A "prefix" plan still has to be confirmed against the bytes at the head (plan_ack, or by
-    length and SHA-256 on the fast path, see rooms._HeadCheck) before anything is removed.
+    length and SHA-256 on the fast path, see _ack_stream.HeadCheck) before anything is removed.
     """
     if receipt.acked:
         return AckPlan("refused", 0, "this read was already acked")

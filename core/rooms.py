@@ -8,7 +8,7 @@ Protocol (see DESIGN.md "Rooms"):
   hard-linked in the sidecar for a grace period, so late writers and an ack killed between
   its rename and its sweep lose nothing either.
 
-Ack step by step (each step is a fault-injection point, see `_pause`):
+Ack step by step (each step is a fault-injection point, see core/_faults.py):
   before-temp → mid-temp → after-temp → after-link → after-pending → after-rename →
   after-sweep → after-fsync-dir → after-commit → after-audit → after-receipt
 A kill -9 anywhere leaves the old file (before the rename) or the new one (after it); the next
@@ -20,14 +20,10 @@ Bytes are the truth: nothing here decodes text.
 
 from __future__ import annotations
 
-import errno
 import fcntl
-import hashlib
 import json
 import os
-import secrets
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,11 +31,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _atomic
+from . import _prev_inodes as prev_inodes
 from . import ledger as L
+from ._ack_stream import CountingCopy, Digest, HeadCheck
+from ._bytes import (
+    complete_prefix,
+    count_lines,
+    pread_all,
+    pread_all_from,
+    split_lines,
+    write_all,
+)
+from ._faults import pause
 from ._locks import locked
+from ._prev_inodes import MAX_PREV, PREV_GRACE_S
+from ._room_errors import LEDGER_HINT, RENAMED, cold_ack, write_error
 from .errors import (
     AckdeckError,
-    ColdAck,
     CorruptState,
     InvalidInput,
     RoomUnavailable,
@@ -48,44 +56,6 @@ from .errors import (
 from .names import check_name
 
 Clock = Callable[[], float]
-
-_CHUNK = 4 << 20
-# From this many bytes on, an ack verifies the head in a worker thread, overlapping the copy.
-_THREAD_MIN = 1 << 20
-
-# How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
-# path before the rename and writes within this many seconds still reaches the room.
-PREV_GRACE_S = 10.0
-# Bound on replaced inodes kept at once (each holds up to one old copy of the room on disk).
-_MAX_PREV = 8
-_PREV_PREFIX = "prev-"
-
-_LEDGER_HINT = (
-    "; move it aside to start a new epoch: every receipt from before becomes stale (nothing is "
-    "removed until the sessions read again) and unacked lines are redelivered"
-)
-
-# ----- fault injection (tests only) -------------------------------------------------------
-# ACKDECK_TEST_PAUSE_AT=step[,step...] makes an acking process stop at those steps: it writes
-# the step name to ACKDECK_TEST_PAUSE_FILE and sleeps until a test deletes that file (continue)
-# or kills it (kill -9 at exactly that point). Read once at import; when unset, `_pause` is one
-# truthiness test of an empty frozenset.
-_PAUSE_AT = frozenset(s for s in os.environ.get("ACKDECK_TEST_PAUSE_AT", "").split(",") if s)
-_PAUSE_FILE = os.environ.get("ACKDECK_TEST_PAUSE_FILE", "")
-
-
-def _pause(step: str) -> None:
-    if _PAUSE_AT and step in _PAUSE_AT:
-        _pause_here(step)
-
-
-def _pause_here(step: str) -> None:
-    marker = Path(_PAUSE_FILE)
-    tmp = marker.with_name(marker.name + ".tmp")
-    tmp.write_text(step)
-    os.replace(tmp, marker)  # the test never sees a half-written step name
-    while marker.exists():
-        time.sleep(0.005)
 
 
 @dataclass(frozen=True)
@@ -218,7 +188,7 @@ class Room:
 
     # ----- state --------------------------------------------------------------------------
     def _ledger(self) -> L.Ledger:
-        return L.load_ledger(self.ledger_file, hint=_LEDGER_HINT) or self._fresh_ledger()
+        return L.load_ledger(self.ledger_file, hint=LEDGER_HINT) or self._fresh_ledger()
 
     def _fresh_ledger(self) -> L.Ledger:
         """The state to start from when there is no ledger (yet, or any more).
@@ -305,95 +275,20 @@ class Room:
                 )
         return settled, cur, True
 
-    # ----- replaced inodes (late unlocked writers) ---------------------------------------
+    # ----- replaced inodes (late unlocked writers, see core/_prev_inodes.py) --------------
     def _prevs_need_sweep(self, ledger: L.Ledger) -> bool:
-        """Cheap check under the shared lock: does an old inode hold late bytes, or expire?"""
-        now = self._clock()
-        for p in ledger.prev:
-            if now - p.since > self._grace:
-                return True
-            try:
-                if os.stat(self.sidecar / p.name).st_size > p.offset:
-                    return True
-            except FileNotFoundError:
-                return True
-        return False
+        return prev_inodes.need_sweep(self.sidecar, ledger, self._clock(), self._grace)
 
     def _sweep_prevs(self, ledger: L.Ledger, *, only_newest: bool = False) -> tuple[L.Ledger, int]:
-        """Carry bytes written to replaced inodes into the room. Exclusive lock held.
-
-        Within the grace period only complete lines are carried (a writer may still be
-        finishing its line); at expiry everything left is carried and the link removed.
-        The ledger with the advanced offsets is stored right after the append and before the
-        fsync, so only a kill in those microseconds can carry bytes twice (a redelivery);
-        nothing can be carried zero times. Returns (ledger, newlines carried).
-        """
-        if not ledger.prev:
-            return ledger, 0
-        now = self._clock()
-        pieces: list[bytes] = []
-        kept: list[L.PrevInode] = []
-        expired_links: list[Path] = []
-        changed = False
-        newest = ledger.prev[-1].name
-        for p in ledger.prev:
-            link = self.sidecar / p.name
-            expired = now - p.since > self._grace
-            if only_newest and p.name != newest:
-                # Swept at the start of this ack; only the inode its rename replaced can hold
-                # new late bytes this soon.
-                kept.append(p)
-                continue
-            late = _late_bytes(link, p, final=expired)
-            if late is None:  # the link vanished or is not that inode any more
-                changed = True
-                continue
-            if late:
-                pieces.append(late)
-                changed = True
-            if expired:
-                expired_links.append(link)
-                changed = True
-                continue
-            kept.append(p.model_copy(update={"offset": p.offset + len(late)}) if late else p)
-        if not changed:
-            return ledger, 0
-        out: int | None = None
-        if pieces:
-            try:
-                out = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-            except FileNotFoundError:
-                # The room was deleted meanwhile: keep every link until it is back.
-                return ledger, 0
-        try:
-            if out is not None:
-                _write_all(out, b"".join(pieces))
-            swept = ledger.model_copy(update={"prev": kept})
-            self._store(swept)
-            if out is not None:
-                os.fsync(out)
-        finally:
-            if out is not None:
-                os.close(out)
-        for link in expired_links:
-            _atomic._unlink_quietly(link)  # after the store; a leftover is an orphan, cleaned
-        return swept, sum(piece.count(b"\n") for piece in pieces)
-
-    def _clean_sidecar(self, ledger: L.Ledger) -> None:
-        """Remove temps and links left by crashed writers. Exclusive lock held, so every
-        writer of these names (acks, and reads writing receipts under the shared lock) is idle."""
-        _atomic.clean_stale_temps(self.path)
-        live = {p.name for p in ledger.prev}
-        for directory in (self.sidecar, self.sidecar / "receipts"):
-            try:
-                entries = list(os.scandir(directory))
-            except FileNotFoundError:
-                continue
-            for entry in entries:
-                if _atomic.TEMP_MARK in entry.name or (
-                    entry.name.startswith(_PREV_PREFIX) and entry.name not in live
-                ):
-                    _atomic._unlink_quietly(Path(entry.path))
+        return prev_inodes.sweep(
+            self.path,
+            self.sidecar,
+            ledger,
+            now=self._clock(),
+            grace=self._grace,
+            store=self._store,
+            only_newest=only_newest,
+        )
 
     def _maybe_sweep(self) -> None:
         """Sweep replaced inodes if they hold late bytes (used by wait, which never acks)."""
@@ -420,7 +315,7 @@ class Room:
         try:
             return self._read(session)
         except OSError as exc:
-            raise _write_error(self.path, exc, after="the room is unchanged; read again") from None
+            raise write_error(self.path, exc, after="the room is unchanged; read again") from None
 
     def _read(self, session: str) -> ReadResult:
         if not self.path.exists() and not self._ensure_sidecar(create=False):
@@ -440,13 +335,13 @@ class Room:
                     if not shared:
                         ledger, _ = self._sweep_prevs(ledger)
                     cur = L.stat_of(os.fstat(fd))
-                    content = _pread_all(fd, cur.size)
+                    content = pread_all(fd, cur.size)
                 finally:
                     os.close(fd)
-                data = _complete_prefix(content)
+                data = complete_prefix(content)
                 # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
-                digest = _Digest(data)
-                lines = _split_lines(data)
+                digest = Digest(data)
+                lines = split_lines(data)
                 header = L.ReceiptHeader(
                     session=session,
                     epoch=ledger.epoch,
@@ -482,7 +377,7 @@ class Room:
             if fd is None:
                 return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
             try:
-                raise _cold_ack(session, "no read", _count_lines(fd, os.fstat(fd).st_size))
+                raise cold_ack(session, "no read", count_lines(fd, os.fstat(fd).st_size))
             finally:
                 os.close(fd)
         with self._lock(shared=False):
@@ -494,7 +389,7 @@ class Room:
             except OSError as exc:
                 # Anything before the rename leaves the room as it was (temps are removed on
                 # the way out or by the next ack); later failures are converted in _rewrite.
-                raise _write_error(self.path, exc) from None
+                raise write_error(self.path, exc) from None
             finally:
                 os.close(fd)
 
@@ -503,9 +398,9 @@ class Room:
         if not ack_all and (header is None or header.acked):
             # Refused before any bookkeeping: a cold ack writes nothing at all.
             why = "no read" if header is None else "no unacked read"
-            raise _cold_ack(session, why, _count_lines(fd, os.fstat(fd).st_size))
+            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
         ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
-        self._clean_sidecar(ledger)
+        prev_inodes.remove_leftovers(self.path, self.sidecar, ledger)
         ledger, _ = self._sweep_prevs(ledger)
         if header is not None and header.seen is not None and not header.acked:
             if L.rewritten_since(header.seen, cur):
@@ -516,7 +411,7 @@ class Room:
                 self._store(ledger)
         size = os.fstat(fd).st_size
         if ack_all:
-            dropped = _complete_prefix(_pread_all(fd, size))
+            dropped = complete_prefix(pread_all(fd, size))
             if not dropped:
                 return AckResult("all", 0, 0, "no complete lines to ack", [])
             plan = L.AckPlan("all", len(dropped))
@@ -531,7 +426,7 @@ class Room:
                 # Fast path: nobody acked part of this read. Compare by length and hash,
                 # streamed (and for big heads in a thread, overlapping the temp copy); the
                 # result is awaited before anything is renamed.
-                check = _HeadCheck(fd, plan.drop, header)
+                check = HeadCheck(fd, plan.drop, header)
                 try:
                     done = self._rewrite(
                         fd,
@@ -549,7 +444,7 @@ class Room:
                     check.join()  # never leave a thread reading an fd about to be closed
             else:
                 # Another session acked the first part: compare the rest byte for byte.
-                head = _pread_all(fd, plan.drop)
+                head = pread_all(fd, plan.drop)
                 receipt = self._receipt(session)
                 data = receipt.data if receipt is not None else b""
                 checked = L.plan_ack(header, data, ledger.epoch, ledger.base, head)
@@ -563,7 +458,7 @@ class Room:
                 return done
             plan = L.HEAD_DIFFERS
         self._mark_receipt_acked(header)
-        preserved = _count_lines(fd, size)
+        preserved = count_lines(fd, size)
         if plan.mode == "stale":
             self._audit(
                 session, "stale", ledger.epoch, ledger.base, ledger.base, 0, preserved, None
@@ -596,8 +491,8 @@ class Room:
         no, the temp is removed and None is returned (the caller reports a stale ack).
         """
         st = os.fstat(fd)
-        copy = _CountingCopy(fd, plan.drop, size)
-        _pause("before-temp")
+        copy = CountingCopy(fd, plan.drop, size)
+        pause("before-temp")
         try:
             tmp = _atomic.write_temp(
                 self.path,
@@ -606,23 +501,23 @@ class Room:
                 owner=(st.st_uid, st.st_gid),
             )
         except OSError as exc:
-            raise _write_error(self.path, exc) from None
-        _pause("after-temp")
+            raise write_error(self.path, exc) from None
+        pause("after-temp")
         link: Path | None = None
         try:
             if verify is not None and not verify():
                 _atomic._unlink_quietly(tmp)
                 return None
             new_identity = L.identity_of(L.stat_of(os.stat(tmp)), copy.head)
-            link = self._link_old_inode(st)
-            _pause("after-link")
+            link = prev_inodes.link_old_inode(self.path, self.sidecar, st)
+            pause("after-link")
             now = self._clock()
             prev = list(ledger.prev)
             if link is not None:
                 entry = L.PrevInode(
                     name=link.name, dev=st.st_dev, ino=st.st_ino, offset=size, since=now
                 )
-                prev = [*prev[-(_MAX_PREV - 1) :], entry]
+                prev = [*prev[-(MAX_PREV - 1) :], entry]
             # Intent first: if we die after the rename, the next caller recognises the new
             # inode as ours (and sweeps the linked old one) instead of starting a new epoch.
             pending = ledger.model_copy(
@@ -638,7 +533,7 @@ class Room:
                 }
             )
             self._store(pending)
-            _pause("after-pending")
+            pause("after-pending")
             if not _same_inode(self.path, st):
                 # Replaced behind our back (a foreign rename) since we opened it: our copy is
                 # of a file that is no longer the room. Remove nothing.
@@ -657,7 +552,7 @@ class Room:
             _atomic._unlink_quietly(tmp)
             raise
         _atomic.replace(tmp, self.path, fsync=False)
-        _pause("after-rename")
+        pause("after-rename")
         try:
             return self._finish(
                 fd,
@@ -672,7 +567,7 @@ class Room:
                 dropped_all,
             )
         except OSError as exc:
-            raise _write_error(self.path, exc, after=_RENAMED) from None
+            raise write_error(self.path, exc, after=RENAMED) from None
 
     def _finish(
         self,
@@ -684,7 +579,7 @@ class Room:
         plan: L.AckPlan,
         digest: str,
         receipt: L.ReceiptHeader | None,
-        copy: _CountingCopy,
+        copy: CountingCopy,
         dropped_all: bytes | None,
     ) -> AckResult:
         """Everything after the rename: sweeps, directory fsync, commit, audit, receipt."""
@@ -713,9 +608,9 @@ class Room:
         else:
             pending, n = self._sweep_prevs(pending, only_newest=True)
             swept_lines += n
-        _pause("after-sweep")
+        pause("after-sweep")
         _atomic.fsync_dir(self.path.parent)
-        _pause("after-fsync-dir")
+        pause("after-fsync-dir")
         if not linked:
             fd_offset, n = self._sweep_fd(fd, fd_offset)
             swept_lines += n
@@ -730,7 +625,7 @@ class Room:
             update={"preserved_total": ledger.preserved_total + remaining}
         )
         self._store(committed)
-        _pause("after-commit")
+        pause("after-commit")
         self._audit(
             session,
             plan.mode,
@@ -741,10 +636,10 @@ class Room:
             remaining,
             digest,
         )
-        _pause("after-audit")
+        pause("after-audit")
         self._mark_receipt_acked(receipt)
-        _pause("after-receipt")
-        lines = _split_lines(dropped_all) if dropped_all is not None else None
+        pause("after-receipt")
+        lines = split_lines(dropped_all) if dropped_all is not None else None
         msg = f"acked {acked} line(s); preserved {remaining} line(s) that arrived or remain unread"
         return AckResult(plan.mode, acked, remaining, msg, lines)
 
@@ -752,33 +647,16 @@ class Room:
         """Fallback sweep through the still-open old inode (no hard link available).
 
         Returns (new offset, newlines carried)."""
-        late = _complete_prefix(_pread_all_from(old_fd, offset))
+        late = complete_prefix(pread_all_from(old_fd, offset))
         if not late:
             return offset, 0
         out = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
-            _write_all(out, late)
+            write_all(out, late)
             os.fsync(out)
         finally:
             os.close(out)
         return offset + len(late), late.count(b"\n")
-
-    def _link_old_inode(self, st: os.stat_result) -> Path | None:
-        """Hard-link the room's current inode into the sidecar; None if links are unsupported."""
-        link = self.sidecar / f"{_PREV_PREFIX}{st.st_ino}-{secrets.token_hex(4)}"
-        try:
-            os.link(self.path, link)
-        except OSError as exc:
-            if exc.errno in (errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EXDEV, errno.EACCES):
-                return None
-            raise _write_error(self.path, exc) from None
-        lst = os.stat(link)
-        if (lst.st_dev, lst.st_ino) != (st.st_dev, st.st_ino):
-            # The path changed between our open and the link; the same-inode check before the
-            # rename will turn this ack into a stale one.
-            _atomic._unlink_quietly(link)
-            return None
-        return link
 
     def _mark_receipt_acked(self, header: L.ReceiptHeader | None) -> None:
         """Mark the read as acked: the receipt stays as a cursor (where the session stopped
@@ -832,7 +710,7 @@ class Room:
         # One O_APPEND write per entry, under the exclusive lock: entries never interleave.
         fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            _write_all(fd, (json.dumps(entry) + "\n").encode())
+            write_all(fd, (json.dumps(entry) + "\n").encode())
         finally:
             os.close(fd)
 
@@ -864,20 +742,20 @@ class Room:
             # a retrying producer would duplicate the line.
             base = L.load_base(
                 self._ledger_s,
-                hint=_LEDGER_HINT,
+                hint=LEDGER_HINT,
                 cache=self._base_cache,
                 fresh=lambda: self._fresh_ledger().base,
             )
             try:
                 fd = os.open(self._path_s, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
-                raise _write_error(self.path, exc) from None
+                raise write_error(self.path, exc) from None
             try:
                 # One write(2) with O_APPEND: concurrent pushers never interleave.
                 try:
-                    _write_all(fd, data)
+                    write_all(fd, data)
                 except OSError as exc:
-                    raise _write_error(self.path, exc) from None
+                    raise write_error(self.path, exc) from None
                 end = os.lseek(fd, 0, os.SEEK_CUR)
             finally:
                 os.close(fd)
@@ -915,8 +793,8 @@ class Room:
     def _status_locked(self, fd: int) -> RoomStatus:
         ledger, _, _ = self._settled_ledger(fd, can_write=False)
         size = os.fstat(fd).st_size
-        content = _pread_all(fd, size)
-        complete = _complete_prefix(content)
+        content = pread_all(fd, size)
+        complete = complete_prefix(content)
         sessions: dict[str, SessionStatus] = {}
         receipts_dir = self.sidecar / "receipts"
         names = sorted(p.stem for p in receipts_dir.glob("*.rcpt")) if receipts_dir.is_dir() else []
@@ -996,121 +874,6 @@ class Room:
         return st.pending
 
 
-class _Digest:
-    """SHA-256 of `data`, computed in a worker thread when `data` is large."""
-
-    def __init__(self, data: bytes) -> None:
-        self._h = hashlib.sha256()
-        self._thread: threading.Thread | None = None
-        if len(data) >= _THREAD_MIN:
-            self._thread = threading.Thread(target=self._h.update, args=(data,))
-            self._thread.start()
-        else:
-            self._h.update(data)
-
-    def hexdigest(self) -> str:
-        if self._thread is not None:
-            self._thread.join()
-        return self._h.hexdigest()
-
-
-class _HeadCheck:
-    """Does the file's head still hold exactly the bytes a receipt recorded? Hashes the first
-    `length` bytes in chunks; from _THREAD_MIN bytes on in a worker thread (hashlib and pread
-    release the GIL), so the check overlaps the temp copy instead of adding to it."""
-
-    def __init__(self, fd: int, length: int, header: L.ReceiptHeader) -> None:
-        self._fd, self._length, self._header = fd, length, header
-        self._result: tuple[int, str] | None = None
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-        if length >= _THREAD_MIN:
-            self._thread = threading.Thread(target=self._run, name="ackdeck-head-check")
-            self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._result = _hash_range(self._fd, 0, self._length)
-        except BaseException as exc:  # re-raised in ok() on the acking thread
-            self._error = exc
-
-    def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-
-    def ok(self) -> bool:
-        if self._thread is None:
-            self._run()
-        else:
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        n, digest = self._result
-        return n == self._header.end - self._header.start and digest == self._header.sha256
-
-
-def _hash_range(fd: int, start: int, end: int) -> tuple[int, str]:
-    h = hashlib.sha256()
-    n = 0
-    for chunk in _pread_chunks(fd, start, end):
-        h.update(chunk)
-        n += len(chunk)
-    return n, h.hexdigest()
-
-
-class _CountingCopy:
-    """Feeds the kept bytes to the temp file, counting newlines and keeping the head on the way,
-    so an ack reads each byte of the room once. (Counting holds the GIL; a counting thread
-    measured no faster than counting here, unlike the head hash, which releases it.)"""
-
-    def __init__(self, fd: int, start: int, end: int) -> None:
-        self._fd, self._start, self._end = fd, start, end
-        self.newlines = 0
-        self.head = b""
-
-    def chunks(self) -> Iterator[bytes]:
-        first = True
-        for chunk in _pread_chunks(self._fd, self._start, self._end):
-            self.newlines += chunk.count(b"\n")
-            if len(self.head) < L.HEAD_BYTES:
-                self.head += chunk[: L.HEAD_BYTES - len(self.head)]
-            yield chunk
-            if first:
-                first = False
-                _pause("mid-temp")  # the first chunk is written, the temp is incomplete
-
-
-def _late_bytes(link: Path, p: L.PrevInode, *, final: bool) -> bytes | None:
-    """Bytes written to a replaced inode after `p.offset` (complete lines unless `final`)."""
-    if not final:
-        try:
-            if os.stat(link).st_size <= p.offset:
-                return b""  # nothing new: one stat instead of open/fstat/pread/close
-        except FileNotFoundError:
-            return None
-    try:
-        src = os.open(link, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        st = os.fstat(src)
-        if (st.st_dev, st.st_ino) != (p.dev, p.ino):
-            return None
-        late = _pread_all_from(src, p.offset)
-    finally:
-        os.close(src)
-    return late if final else _complete_prefix(late)
-
-
-def _cold_ack(session: str, why: str, unread: int) -> ColdAck:
-    return ColdAck(
-        f"refused: {why} by session {session!r} ({unread} unread line(s)); "
-        "read the room first (room read / room_list_new), then ack, or ack with --all; "
-        "nothing was removed"
-    )
-
-
 def _same_inode(path: Path, st: os.stat_result) -> bool:
     try:
         now = os.stat(path)
@@ -1127,81 +890,3 @@ def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: boo
     )
     flat = " ".join(body.replace("\0", " ").splitlines())
     return f"[{stamp}] [{room}] {sender}: {flat}"
-
-
-# ----- byte helpers ----------------------------------------------------------------------
-def _split_lines(data: bytes) -> list[bytes]:
-    """Complete lines without their `\n`. Only `\n` separates lines: a `\r` is content
-    (bytes.splitlines would split on it and lose it)."""
-    if not data:
-        return []
-    lines = data.split(b"\n")
-    lines.pop()  # the empty string after the final newline (no copy of data[:-1])
-    return lines
-
-
-def _complete_prefix(data: bytes) -> bytes:
-    """The part of `data` up to and including its last newline (the complete lines)."""
-    cut = data.rfind(b"\n")
-    return data[: cut + 1] if cut >= 0 else b""
-
-
-def _pread_all(fd: int, size: int) -> bytes:
-    # One pread into one buffer when it fits (no join copy); chunks only for huge files.
-    first = os.pread(fd, min(size, 1 << 30), 0) if size > 0 else b""
-    if len(first) >= size or not first:
-        return first
-    parts: list[bytes] = [first]
-    offset = len(first)
-    while offset < size:
-        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        offset += len(chunk)
-    return b"".join(parts)
-
-
-def _pread_all_from(fd: int, offset: int) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        chunk = os.pread(fd, _CHUNK, offset)
-        if not chunk:
-            return b"".join(parts)
-        parts.append(chunk)
-        offset += len(chunk)
-
-
-def _pread_chunks(fd: int, start: int, end: int) -> Iterator[bytes]:
-    offset = start
-    while offset < end:
-        chunk = os.pread(fd, min(_CHUNK, end - offset), offset)
-        if not chunk:
-            return
-        yield chunk
-        offset += len(chunk)
-
-
-def _count_lines(fd: int, size: int) -> int:
-    return sum(chunk.count(b"\n") for chunk in _pread_chunks(fd, 0, size))
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-_UNCHANGED = "the room is unchanged"
-_RENAMED = (
-    "the room was already rewritten (nothing lost); the next read or ack finishes the bookkeeping"
-)
-
-
-def _write_error(path: Path, exc: OSError, after: str = _UNCHANGED) -> AckdeckError:
-    where = Path(exc.filename) if isinstance(exc.filename, str) else path
-    if exc.errno == errno.ENOSPC:
-        return RoomUnavailable(f"no space left on device writing {where}; {after}")
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return RoomUnavailable(f"cannot write {where} or its directory: {exc.strerror}; {after}")
-    return RoomUnavailable(f"cannot write {where}: {exc.strerror}; {after}")

@@ -1,0 +1,70 @@
+"""Byte helpers for rooms: complete lines, chunked preads, full writes. Nothing decodes text."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+CHUNK = 4 << 20
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Complete lines without their `\n`. Only `\n` separates lines: a `\r` is content
+    (bytes.splitlines would split on it and lose it)."""
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    lines.pop()  # the empty string after the final newline (no copy of data[:-1])
+    return lines
+
+
+def complete_prefix(data: bytes) -> bytes:
+    """The part of `data` up to and including its last newline (the complete lines)."""
+    cut = data.rfind(b"\n")
+    return data[: cut + 1] if cut >= 0 else b""
+
+
+def pread_all(fd: int, size: int) -> bytes:
+    # One pread into one buffer when it fits (no join copy); chunks only for huge files.
+    first = os.pread(fd, min(size, 1 << 30), 0) if size > 0 else b""
+    if len(first) >= size or not first:
+        return first
+    parts: list[bytes] = [first]
+    offset = len(first)
+    while offset < size:
+        chunk = os.pread(fd, min(CHUNK, size - offset), offset)
+        if not chunk:
+            break
+        parts.append(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+def pread_all_from(fd: int, offset: int) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        chunk = os.pread(fd, CHUNK, offset)
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+        offset += len(chunk)
+
+
+def pread_chunks(fd: int, start: int, end: int) -> Iterator[bytes]:
+    offset = start
+    while offset < end:
+        chunk = os.pread(fd, min(CHUNK, end - offset), offset)
+        if not chunk:
+            return
+        yield chunk
+        offset += len(chunk)
+
+
+def count_lines(fd: int, size: int) -> int:
+    return sum(chunk.count(b"\n") for chunk in pread_chunks(fd, 0, size))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
