@@ -4,8 +4,8 @@
   the first screen update that shows one of the room's lines; the baseline is Toolong (`tl`)
   opening the same file, in its own virtual environment under bench/_work/ (installed with pip
   on first use). Target: faster than Toolong.
-- peak memory (max RSS of the process, from wait4) after both have had the same time to index
-  the whole file.
+- peak memory: the summed peak RSS (VmHWM) of the app's process tree (the dashboard counts
+  rooms in a scanner subprocess), after both have had the same time to index the whole file.
 - append-to-visible latency: another process appends a line to the room; the time until that
   line's text reaches the terminal. p50 / p95 over many appends, for a small room and for the
   1,000,000-line room (following its tail). Target p95 <= 100 ms.
@@ -102,8 +102,38 @@ class PtyApp:
     def send(self, data: bytes) -> None:
         os.write(self.fd, data)
 
-    def stop(self) -> int:
-        """Terminate and return the max RSS in KiB."""
+    def peak_kib(self) -> tuple[int, int]:
+        """Peak RSS (VmHWM) of the app plus every process it started (the dashboard's scanner
+        process counts too), summed: an upper bound of the tree's combined peak."""
+        pids = [self.proc.pid]
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                except OSError:
+                    continue
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+        i = 0
+        while i < len(pids):
+            pids.extend(children.get(pids[i], []))
+            i += 1
+        total = main = 0
+        for pid in pids:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        kib = int(line.split()[1])
+                        total += kib
+                        main = kib if pid == self.proc.pid else main
+            except OSError:
+                continue
+        return total, main
+
+    def stop(self) -> tuple[int, int]:
+        """Terminate; returns the peak RSS in KiB of the app's process tree and of the app."""
+        peak, main = self.peak_kib()
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -122,7 +152,7 @@ class PtyApp:
             _pid, _status, usage = os.wait4(self.proc.pid, 0)
             rss = usage.ru_maxrss
         os.close(self.fd)
-        return rss
+        return max(peak, rss), max(main, 1)
 
 
 def _make_room(path: Path, lines: int) -> None:
@@ -142,12 +172,13 @@ def _ackdeck_argv(room: Path, home: Path) -> list[str]:
     return [sys.executable, "-m", "core.cli", "tui", "--home", str(home), "--room", str(room)]
 
 
-def _first_paint(argv: list[str]) -> tuple[float | None, int]:
+def _first_paint(argv: list[str]) -> tuple[float | None, int, int]:
     app = PtyApp(argv)
     t = app.read_until(MARKER, 60)
     ttfp = None if t is None else t - app.started
     app.drain(3.0)  # same settle time for both: the whole file gets indexed
-    return ttfp, app.stop()
+    tree, main = app.stop()
+    return ttfp, tree, main
 
 
 def _append_latency(room: Path, home: Path, follow: bool) -> list[float]:
@@ -198,7 +229,7 @@ def main() -> None:
         ours = [_first_paint(_ackdeck_argv(big, home)) for _ in range(RUNS)]
         theirs = [_first_paint([str(tl), str(big)]) for _ in range(RUNS)] if tl else []
 
-        def med(rows: list[tuple[float | None, int]], i: int) -> float:
+        def med(rows: list[tuple[float | None, int, int]], i: int) -> float:
             vals = [r[i] for r in rows if r[i] is not None]
             return statistics.median(vals) if vals else float("nan")
 

@@ -217,7 +217,8 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
     tmp_path: Path,
 ) -> None:
     room = make_room(tmp_path, "inbox.txt", ["first"])
-    config = quiet_config([room], watch=True)
+    # The real thing: watcher on, counters from the scanner process.
+    config = quiet_config([room], watch=True, scan_process=True)
     app = make_app(config, clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -244,6 +245,17 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
             await pilot.pause(0.05)
         while "2 lines" not in screen_text(app):
             assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        # The rooms table's counters follow too (scanned in the scanner process).
+        while app.snapshot.rooms[0].status.pending != 2:
+            assert time.monotonic() < deadline, "counters did not update"
+            await pilot.pause(0.05)
+        assert app._scanner is not None
+        # A dead scanner is replaced; scanning goes on meanwhile.
+        app._scanner._proc.kill()
+        append_from_other_process(room, "third")
+        while app.snapshot.rooms[0].status.pending != 3:
+            assert time.monotonic() < deadline, "counters stopped after the scanner died"
             await pilot.pause(0.05)
 
 

@@ -21,10 +21,11 @@ from textual.worker import get_current_worker
 from .commands import DashboardCommands
 from .config import DashConfig
 from .messages import FilesChanged, StateScanned
+from .scanner import Scanner, ScannerGone
 from .screens.main import MainScreen
 from .screens.modals import HelpScreen
 from .screens.output import OutputScreen
-from .state import RateTracker, Snapshot, scan
+from .state import RateTracker, Snapshot, scan_at
 from .widgets.line_view import LineView
 from .widgets.tables import KeyedTable
 
@@ -65,6 +66,10 @@ class AckdeckApp(App[None]):
         self._scan_dirty = False
         self._scan_soon = False
         self._last_scan_seconds = 0.0
+        # Counting a flooded room holds the interpreter for long stretches; a scanner process
+        # does it without stalling the UI thread (started after the first, in-thread scan).
+        self._scanner: Scanner | None = None
+        self._closing = False
         self._watch_stop: threading.Event | None = None
         self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         self._main = MainScreen()
@@ -87,10 +92,14 @@ class AckdeckApp(App[None]):
         else:
             self.request_scan()
         if self.config.tick_seconds > 0:
-            self.set_interval(self.config.tick_seconds, self.request_scan)
+            self.set_interval(self.config.tick_seconds, self._tick)
 
     def on_unmount(self) -> None:
+        self._closing = True
         self._stop_watching()
+        if self._scanner is not None:
+            self._scanner.close()
+            self._scanner = None
 
     # ----- scanning (coalesced: at most one scan running, at most one queued) ---------------
     def _first_scan(self) -> None:
@@ -119,10 +128,26 @@ class AckdeckApp(App[None]):
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
         started = time.perf_counter()
+        now = self.clock()
         try:
-            snap = scan(self.config.home, self.rooms, clock=self.clock)
+            scanner = self._scanner
+            if scanner is not None:
+                try:
+                    snap = scanner.scan(self.config.home, self.rooms, now)
+                except ScannerGone:
+                    # The scanner died (killed, out of memory): scan here this time and
+                    # start a new scanner for the next one.
+                    self._scanner = None
+                    snap = scan_at(self.config.home, self.rooms, now)
+            else:
+                snap = scan_at(self.config.home, self.rooms, now)
         except Exception as exc:  # noqa: BLE001 - reported on screen; the next scan retries
-            snap = Snapshot(self.clock(), errors=[f"scan failed: {exc}"])
+            snap = Snapshot(now, errors=[f"scan failed: {exc}"])
+        if self._scanner is None and self.config.scan_process and not self._closing:
+            try:
+                self._scanner = Scanner()
+            except OSError as exc:
+                snap.errors.append(f"scanner process: {exc.strerror}; scanning in-process")
         self.post_message(StateScanned(snap, time.perf_counter() - started))
 
     def on_state_scanned(self, message: StateScanned) -> None:
@@ -152,6 +177,11 @@ class AckdeckApp(App[None]):
             # counting takes at most about a third of the time and new lines stay snappy.
             delay = min(1.0, max(SCAN_DELAY, 2 * self._last_scan_seconds))
             self.set_timer(delay, self._delayed_scan)
+
+    def _tick(self) -> None:
+        # A safety net for events a watcher can miss (and ages that change with time).
+        self.request_scan()
+        self._main.files_changed()
 
     def _delayed_scan(self) -> None:
         self._scan_soon = False

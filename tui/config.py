@@ -28,6 +28,8 @@ class DashConfig(BaseModel):
     rooms: list[Path] = Field(default_factory=list)
     watch: bool = True
     tick_seconds: float = Field(default=1.0, ge=0)
+    # Count rooms in a separate scanner process (keeps the UI responsive on flooded rooms).
+    scan_process: bool = True
     # Snapshot tests switch these off: no clock in the header, no animations.
     show_clock: bool = True
     animations: bool = True

@@ -99,6 +99,11 @@ def scan(home: Path | None, rooms: Sequence[Path], *, clock: Clock) -> Snapshot:
     return Snapshot(clock(), rows, runs, wakes, errors)
 
 
+def scan_at(home: Path | None, rooms: Sequence[Path], now: float) -> Snapshot:
+    """`scan` with the time passed in, so it can run in a scanner process (picklable args)."""
+    return scan(home, rooms, clock=lambda: now)
+
+
 # ----- arrival rates ----------------------------------------------------------------------------
 class RateTracker:
     """Arrival counts per room over time, for the sparkline. Fed from snapshots (UI thread)."""

@@ -32,6 +32,7 @@ def quiet_config(
         "tick_seconds": 0,
         "show_clock": False,
         "animations": False,
+        "scan_process": False,
     }
     values.update(extra)
     return DashConfig(**values)

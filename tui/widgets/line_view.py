@@ -141,9 +141,10 @@ class LineView(ScrollView, can_focus=True):
 
     def sync(self) -> None:
         """The file may have changed: pick up appends, or rebuild after a replace. Coalesced."""
-        if self.path is None or self._loading:
+        if self.path is None:
             return
-        if self._sync_running:
+        if self._loading or self._sync_running:
+            # Picked up when the running build or sync reports back.
             self._sync_dirty = True
             return
         self._sync_running = True
@@ -238,6 +239,9 @@ class LineView(ScrollView, can_focus=True):
             return
         self._loading = False
         self._sync_done()
+        if self._sync_dirty and not self._sync_running:
+            self._sync_dirty = False
+            self.sync()
         # A freshly shown file starts at its oldest line; a re-indexed one keeps following.
         at_end = self._follow or (self.index is not None and self._at_end())
         self.error = message.error
