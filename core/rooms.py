@@ -33,7 +33,7 @@ from pathlib import Path
 from . import _atomic
 from . import _prev_inodes as prev_inodes
 from . import ledger as L
-from ._ack_stream import CountingCopy, Digest, HeadCheck
+from ._ack_stream import CountingCopy, Digest, hash_range, head_matches
 from ._bytes import (
     complete_prefix,
     count_lines,
@@ -423,25 +423,13 @@ class Room:
         plan = L.plan_offsets(header, ledger.epoch, ledger.base)
         if plan.mode == "prefix":
             if ledger.base == header.start:
-                # Fast path: nobody acked part of this read. Compare by length and hash,
-                # streamed (and for big heads in a thread, overlapping the temp copy); the
-                # result is awaited before anything is renamed.
-                check = HeadCheck(fd, plan.drop, header)
-                try:
+                # Fast path: nobody acked part of this read, so the whole receipt body must
+                # still be at the head. Compared before anything is written.
+                done = None
+                if self._head_is_receipt(fd, header, plan.drop):
                     done = self._rewrite(
-                        fd,
-                        size,
-                        ledger,
-                        session,
-                        plan,
-                        header.lines,
-                        header.sha256,
-                        header,
-                        None,
-                        verify=check.ok,
+                        fd, size, ledger, session, plan, header.lines, header.sha256, header, None
                     )
-                finally:
-                    check.join()  # never leave a thread reading an fd about to be closed
             else:
                 # Another session acked the first part: compare the rest byte for byte.
                 head = pread_all(fd, plan.drop)
@@ -482,13 +470,10 @@ class Room:
         digest: str,
         receipt: L.ReceiptHeader | None,
         dropped_all: bytes | None,
-        *,
-        verify: Callable[[], bool] | None = None,
     ) -> AckResult | None:
-        """Drop `plan.drop` head bytes by temp file + rename.
+        """Drop `plan.drop` head bytes (verified by the caller) by temp file + rename.
 
-        The head is verified already, or by `verify()` once the temp is written; if that says
-        no, the temp is removed and None is returned (the caller reports a stale ack).
+        Returns None if the room was replaced meanwhile (the caller reports a stale ack).
         """
         st = os.fstat(fd)
         copy = CountingCopy(fd, plan.drop, size)
@@ -505,9 +490,6 @@ class Room:
         pause("after-temp")
         link: Path | None = None
         try:
-            if verify is not None and not verify():
-                _atomic._unlink_quietly(tmp)
-                return None
             new_identity = L.identity_of(L.stat_of(os.stat(tmp)), copy.head)
             link = prev_inodes.link_old_inode(self.path, self.sidecar, st)
             pause("after-link")
@@ -657,6 +639,26 @@ class Room:
         finally:
             os.close(out)
         return offset + len(late), late.count(b"\n")
+
+    def _head_is_receipt(self, fd: int, header: L.ReceiptHeader, length: int) -> bool:
+        """Does the room start with exactly the bytes of `header`'s receipt? A receipt whose body
+        does not match its own checksum is a clear error, not a stale ack."""
+        path = self.receipt_file(header.session)
+        try:
+            rfd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            body_at = os.pread(rfd, 1 << 16, 0).find(b"\n") + 1
+            body_len = os.fstat(rfd).st_size - body_at
+            if body_at > 0 and body_len == header.end - header.start:
+                if head_matches(fd, rfd, body_at, length):
+                    return True
+                if hash_range(rfd, body_at, body_at + body_len) == header.sha256:
+                    return False  # the receipt is intact: the room's head changed
+        finally:
+            os.close(rfd)
+        raise CorruptState(f"corrupt receipt {path}; it was left in place: read the room again")
 
     def _mark_receipt_acked(self, header: L.ReceiptHeader | None) -> None:
         """Mark the read as acked: the receipt stays as a cursor (where the session stopped

@@ -486,3 +486,20 @@ def test_push_after_an_unterminated_fragment_completes_that_line(tmp_path: Path)
     room = _room(tmp_path, b"a\nfrag")
     assert room.push("pushed") == 6
     assert room.read("s").lines == [b"a", b"fragpushed"]
+
+
+def test_receipt_body_damaged_on_disk_is_a_clear_error_and_removes_nothing(
+    tmp_path: Path,
+) -> None:
+    from core.errors import CorruptState
+
+    room = _room(tmp_path, b"one\ntwo\n")
+    room.read("s")
+    rcpt = room.receipt_file("s")
+    raw = rcpt.read_bytes()
+    rcpt.write_bytes(raw[:-4] + b"TWO\n")  # the header is intact, the consumed bytes are not
+    with pytest.raises(CorruptState, match="corrupt receipt .*read the room again"):
+        room.ack("s")
+    assert room.path.read_bytes() == b"one\ntwo\n"
+    room.read("s")
+    assert room.ack("s").acked == 2
