@@ -392,3 +392,21 @@ async def test_view_at_the_end_follows_new_lines_and_a_scrolled_view_stays(
         await feed_change(pilot)
         assert view(app).visible_text()[0] == "line 0"
         assert "newest" not in view(app).visible_text()
+
+
+async def test_long_lines_scroll_sideways(tmp_path: Path) -> None:
+    long_line = "start " + "x" * 300 + " TAIL-END"
+    room = make_room(tmp_path, "inbox.txt", [long_line, "short"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "TAIL-END" not in screen_text(app)
+        view(app).focus()
+        for _ in range(40):
+            await pilot.press("l")
+        await settle(pilot)
+        assert "TAIL-END" in screen_text(app)
+        for _ in range(40):
+            await pilot.press("h")
+        await settle(pilot)
+        assert "start xxx" in screen_text(app)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from textual import work
 from textual.binding import Binding
@@ -68,6 +69,22 @@ class LineView(ScrollView, can_focus=True):
             tooltip="Jump to the newest line and follow new ones",
         ),
         Binding(
+            "h,left",
+            "shift_left",
+            "Left",
+            show=False,
+            id="lines.left",
+            tooltip="Scroll 8 columns left (long lines)",
+        ),
+        Binding(
+            "l,right",
+            "shift_right",
+            "Right",
+            show=False,
+            id="lines.right",
+            tooltip="Scroll 8 columns right (long lines)",
+        ),
+        Binding(
             "pageup",
             "page_up",
             "Page up",
@@ -96,7 +113,7 @@ class LineView(ScrollView, can_focus=True):
     LineView {
         background: $surface;
         overflow-y: scroll;
-        overflow-x: hidden;
+        overflow-x: auto;
     }
     LineView > .line-view--gutter { color: $text-muted; }
     LineView > .line-view--in-flight { color: $warning; text-style: bold; }
@@ -119,6 +136,7 @@ class LineView(ScrollView, can_focus=True):
         self.rows: array | None = None  # filtered line numbers, or None for all lines
         self._filter_upto = 0
         self._loading = False
+        self._max_width = 0
         self._sync_running = False
         self._sync_dirty = False
         self._follow = False
@@ -130,6 +148,7 @@ class LineView(ScrollView, can_focus=True):
             return
         self.key, self.path = key, path
         self._follow = False
+        self._max_width = 0
         self._set_index(None, 0)
         self.error = None
         self.rows = None if not self.needle else array("Q")
@@ -318,7 +337,8 @@ class LineView(ScrollView, can_focus=True):
 
     def _update_virtual_size(self) -> None:
         rows = self.row_count + self._extra_rows()
-        self.virtual_size = Size(self.size.width, max(rows, 1))
+        # Width: the widest line painted so far (lines are only measured when shown).
+        self.virtual_size = Size(max(self._max_width, 1), max(rows, 1))
 
     def on_resize(self) -> None:
         self._update_virtual_size()
@@ -329,6 +349,12 @@ class LineView(ScrollView, can_focus=True):
     def action_scroll_end(self) -> None:
         self._follow = True
         self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def action_shift_left(self) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x - 8), animate=False, immediate=True)
+
+    def action_shift_right(self) -> None:
+        self.scroll_to(x=self.scroll_offset.x + 8, animate=False, immediate=True)
 
     def action_scroll_home(self) -> None:
         self._follow = False
@@ -375,7 +401,8 @@ class LineView(ScrollView, can_focus=True):
                 style = base + self.get_component_rich_style("line-view--partial")
                 gutter = " " * digits + " … "
                 text = index.partial_text() + "  (partial: being written)"
-                return Strip([Segment(gutter + text, style)]).crop_extend(0, width, base)
+                x = int(self.scroll_offset.x)
+                return Strip([Segment(gutter + text, style)]).crop_extend(x, x + width, base)
             return Strip.blank(width, base)
         n = self.rows[row] if self.rows is not None else row
         gutter_style = base + self.get_component_rich_style("line-view--gutter")
@@ -383,12 +410,21 @@ class LineView(ScrollView, can_focus=True):
         if n < self.in_flight:
             gutter_style = base + self.get_component_rich_style("line-view--in-flight")
             mark = "▌"
+        text = index.line(n)
         segments = [
             Segment(f"{n + 1:>{digits}}{mark}", gutter_style),
             Segment("│ ", base + self.get_component_rich_style("line-view--gutter")),
-            Segment(index.line(n), base),
+            Segment(text, base),
         ]
-        return Strip(segments).crop_extend(0, width, base)
+        self._measure(digits + 3 + cell_len(text))
+        x = int(self.scroll_offset.x)
+        return Strip(segments).crop_extend(x, x + width, base)
+
+    def _measure(self, cells: int) -> None:
+        # Grow the scrollable width when a wider line is painted (never during the paint).
+        if cells > self._max_width:
+            self._max_width = cells
+            self.call_later(self._update_virtual_size)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
