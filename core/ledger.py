@@ -159,7 +159,7 @@ LEDGER_SLOT = 8192
 _SLOT_MAGIC = b"ackdeck-ledger 1 "
 
 
-def _slot_header(slot: bytes) -> tuple[int, int, bytes, int] | None:
+def slot_header(slot: bytes) -> tuple[int, int, bytes, int] | None:
     """(seq, body length, digest, body offset) of a slot, unverified; None if not a slot."""
     if not slot.startswith(_SLOT_MAGIC):
         return None
@@ -175,7 +175,7 @@ def _latest_slot(raw: bytes) -> tuple[int, bytes] | None:
     found = []
     for i in (0, 1):
         slot = raw[i * LEDGER_SLOT : (i + 1) * LEDGER_SLOT]
-        h = _slot_header(slot)
+        h = slot_header(slot)
         if h is not None:
             found.append((h, slot))
     for (seq, length, digest, offset), slot in sorted(found, key=lambda x: -x[0][0]):
@@ -238,7 +238,7 @@ def load_base(
         if cache:
             seqs = [
                 h[0]
-                for h in (_slot_header(os.pread(fd, 128, i * LEDGER_SLOT)) for i in (0, 1))
+                for h in (slot_header(os.pread(fd, 128, i * LEDGER_SLOT)) for i in (0, 1))
                 if h is not None
             ]
             hit = cache.get((ino, max(seqs))) if seqs else None

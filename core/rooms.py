@@ -24,6 +24,7 @@ import fcntl
 import json
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ from ._bytes import (
 from ._faults import pause
 from ._locks import locked
 from ._prev_inodes import MAX_PREV, PREV_GRACE_S
+from ._push_handles import PushHandles
 from ._room_errors import LEDGER_HINT, RENAMED, cold_ack, write_error
 from .errors import (
     AckdeckError,
@@ -96,7 +98,8 @@ class RoomStatus:
 
 
 class Room:
-    """One notification file and its sidecar directory. Cheap to construct; holds no fds."""
+    """One notification file and its sidecar directory. Cheap to construct; after a push it
+    keeps two descriptors (the sidecar lock and the ledger) open until `close()`."""
 
     def __init__(
         self,
@@ -121,8 +124,9 @@ class Room:
         self._sidecar_s = str(self.sidecar)
         self._lock_s = str(self.lock_file)
         self._ledger_s = str(self.ledger_file)
-        # (ledger inode, slot seq) -> base, so a push usually skips parsing the ledger.
-        self._base_cache: dict[tuple[int, int], int] = {}
+        # Lock and ledger descriptors kept open across pushes (core/_push_handles.py).
+        self._handles: PushHandles | None = None
+        self._push_mutex = threading.Lock()
 
     # ----- sidecar layout -------------------------------------------------------------
     @property
@@ -394,14 +398,16 @@ class Room:
                 os.close(fd)
 
     def _ack_locked(self, fd: int, session: str, ack_all: bool) -> AckResult:
-        header = None if ack_all else self._receipt_header(session)
-        if not ack_all and (header is None or header.acked):
-            # Refused before any bookkeeping: a cold ack writes nothing at all.
-            why = "no read" if header is None else "no unacked read"
-            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
+        # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
+        # ack and carry late lines out of replaced inodes (so the unread count includes them).
+        # It never removes a line; the refusal itself records nothing.
         ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
         prev_inodes.remove_leftovers(self.path, self.sidecar, ledger)
         ledger, _ = self._sweep_prevs(ledger)
+        header = None if ack_all else self._receipt_header(session)
+        if not ack_all and (header is None or header.acked):
+            why = "no read" if header is None else "no unacked read"
+            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
         if header is not None and header.seen is not None and not header.acked:
             if L.rewritten_since(header.seen, cur):
                 # Rewritten in place after this read (e.g. truncated and refilled): the bytes
@@ -725,45 +731,93 @@ class Room:
         if b"\0" in data:
             raise InvalidInput("a pushed line must not contain a NUL byte")
         data += b"\n"
-        # The hot path of every producer, so it avoids the generic helpers: one lstat for the
-        # sidecar checks, the lock taken inline, plain string paths.
+        # The hot path of every producer: the lock and ledger descriptors stay open across
+        # pushes (see core/_push_handles.py). The mutex keeps threads sharing this Room from
+        # unlocking each other's flock on the shared descriptor.
+        with self._push_mutex:
+            for _ in range(8):
+                h = self._handles
+                if h is None or not h.usable():
+                    h = self._handles = self._open_handles()
+                fcntl.flock(h.lock_fd, fcntl.LOCK_SH)
+                try:
+                    # Is the ledger path still the inode we hold? A moved-aside ledger or a
+                    # removed sidecar shows up as another inode (ours is held open, so its
+                    # number cannot be reused) or as missing.
+                    try:
+                        same = os.stat(self._ledger_s).st_ino == h.ledger_ino
+                    except FileNotFoundError:
+                        same = False
+                    if same:
+                        # Before the write: a corrupt ledger must fail the push with nothing
+                        # appended, or a retrying producer would duplicate the line.
+                        slots = h.read_slots()
+                        if slots != h.slots:
+                            h.base = L.load_base(
+                                self._ledger_s,
+                                hint=LEDGER_HINT,
+                                fresh=lambda: self._fresh_ledger().base,
+                            )
+                            h.slots = slots
+                        return h.base + self._append(data)
+                finally:
+                    fcntl.flock(h.lock_fd, fcntl.LOCK_UN)
+                self._drop_handles()  # the sidecar or ledger was replaced: validate it again
+        raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
+
+    def _append(self, data: bytes) -> int:
+        """One O_APPEND write (concurrent pushers never interleave); the offset in the file."""
         try:
-            st = os.lstat(self._sidecar_s)
-        except FileNotFoundError:
-            self._ensure_sidecar(create=True)
-        else:
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-                self._ensure_sidecar(create=False)  # raises the precise UnsafeSidecar
+            fd = os.open(self._path_s, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
+        try:
+            n = os.write(fd, data)
+            if n != len(data):
+                write_all(fd, data[n:])  # a short write (a signal, a nearly full disk)
+            return os.lseek(fd, 0, os.SEEK_CUR) - len(data)
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
+        finally:
+            os.close(fd)
+
+    def _open_handles(self) -> PushHandles:
+        """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
+        under the exclusive lock like every ledger store)."""
+        self._ensure_sidecar(create=True)
         try:
             lock = os.open(self._lock_s, os.O_RDWR | os.O_CREAT, 0o600)
         except PermissionError as exc:
             raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
         try:
-            fcntl.flock(lock, fcntl.LOCK_SH)
-            # Before the write: a corrupt ledger must fail the push with nothing appended, or
-            # a retrying producer would duplicate the line.
-            base = L.load_base(
-                self._ledger_s,
-                hint=LEDGER_HINT,
-                cache=self._base_cache,
-                fresh=lambda: self._fresh_ledger().base,
-            )
             try:
-                fd = os.open(self._path_s, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise write_error(self.path, exc) from None
-            try:
-                # One write(2) with O_APPEND: concurrent pushers never interleave.
+                ledger = os.open(self._ledger_s, os.O_RDONLY)
+            except FileNotFoundError:
+                fcntl.flock(lock, fcntl.LOCK_EX)
                 try:
-                    write_all(fd, data)
-                except OSError as exc:
-                    raise write_error(self.path, exc) from None
-                end = os.lseek(fd, 0, os.SEEK_CUR)
-            finally:
-                os.close(fd)
-        finally:
-            os.close(lock)  # releases the flock
-        return base + end - len(data)
+                    if not os.path.exists(self._ledger_s):
+                        self._store(self._fresh_ledger())
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                ledger = os.open(self._ledger_s, os.O_RDONLY)
+        except BaseException:
+            os.close(lock)
+            raise
+        return PushHandles(lock, ledger, os.fstat(ledger).st_ino)
+
+    def close(self) -> None:
+        """Close the descriptors kept for push (also done when the Room is collected)."""
+        with self._push_mutex:
+            self._drop_handles()
+
+    def _drop_handles(self) -> None:
+        h, self._handles = self._handles, None
+        if h is not None:
+            h.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handles", None) is not None:
+            self._drop_handles()
 
     # ----- status -------------------------------------------------------------------------
     def status(self) -> RoomStatus:

@@ -449,7 +449,7 @@ def test_cold_ack_on_an_untouched_room_creates_nothing(tmp_path: Path) -> None:
     assert room.sidecar.is_dir()
 
 
-def test_cold_ack_with_a_sidecar_writes_nothing_either(tmp_path: Path) -> None:
+def test_cold_ack_with_a_sidecar_records_nothing(tmp_path: Path) -> None:
     room = _room(tmp_path, b"a\n")
     room.read("s")
     with open(room.path, "ab") as f:
@@ -503,3 +503,31 @@ def test_receipt_body_damaged_on_disk_is_a_clear_error_and_removes_nothing(
     assert room.path.read_bytes() == b"one\ntwo\n"
     room.read("s")
     assert room.ack("s").acked == 2
+
+
+def test_push_follows_acks_and_a_replaced_sidecar(tmp_path: Path) -> None:
+    import fcntl
+    import shutil
+    import threading
+
+    room = _room(tmp_path)
+    assert room.push("a") == 0
+    other = Room(room.path)  # another process in real life
+    other.read("s")
+    other.ack("s")
+    assert room.push("b") == 2  # the descriptors kept open see the ack's new base
+    shutil.rmtree(room.sidecar)  # the owner removes all state: offsets start again
+    assert room.push("c") == 2
+    # The push locks the new sidecar's lock file, not the removed one it had open.
+    lock = os.open(room.lock_file, os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    got: list[int] = []
+    pusher = threading.Thread(target=lambda: got.append(room.push("d")))
+    pusher.start()
+    pusher.join(0.3)
+    assert pusher.is_alive() and room.path.read_bytes() == b"b\nc\n"
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    os.close(lock)
+    pusher.join(10)
+    assert got == [4] and room.path.read_bytes() == b"b\nc\nd\n"
+    room.close()
