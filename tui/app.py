@@ -67,7 +67,7 @@ class AckdeckApp(App[None]):
         self._scan_soon = False
         self._last_scan_seconds = 0.0
         # Counting a flooded room holds the interpreter for long stretches; a scanner process
-        # does it without stalling the UI thread (started after the first, in-thread scan).
+        # does it without stalling the UI thread (started by the first scan).
         self._scanner: Scanner | None = None
         self._closing = False
         self._watch_stop: threading.Event | None = None
@@ -129,25 +129,27 @@ class AckdeckApp(App[None]):
     def _scan(self) -> None:
         started = time.perf_counter()
         now = self.clock()
+        errors: list[str] = []
+        if self._scanner is None and self.config.scan_process and not self._closing:
+            try:
+                self._scanner = Scanner()
+            except OSError as exc:
+                errors.append(f"scanner process: {exc.strerror}; counting in-process")
         try:
             scanner = self._scanner
             if scanner is not None:
                 try:
                     snap = scanner.scan(self.config.home, self.rooms, now)
                 except ScannerGone:
-                    # The scanner died (killed, out of memory): scan here this time and
-                    # start a new scanner for the next one.
+                    # The scanner died (killed, out of memory): count here this time; the
+                    # next scan starts a new scanner.
                     self._scanner = None
                     snap = scan_at(self.config.home, self.rooms, now)
             else:
                 snap = scan_at(self.config.home, self.rooms, now)
         except Exception as exc:  # noqa: BLE001 - reported on screen; the next scan retries
             snap = Snapshot(now, errors=[f"scan failed: {exc}"])
-        if self._scanner is None and self.config.scan_process and not self._closing:
-            try:
-                self._scanner = Scanner()
-            except OSError as exc:
-                snap.errors.append(f"scanner process: {exc.strerror}; scanning in-process")
+        snap.errors.extend(errors)
         self.post_message(StateScanned(snap, time.perf_counter() - started))
 
     def on_state_scanned(self, message: StateScanned) -> None:
