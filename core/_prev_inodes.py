@@ -33,7 +33,7 @@ def need_sweep(sidecar: Path, ledger: L.Ledger, now: float, grace: float) -> boo
         if now - p.since > grace:
             return True
         try:
-            if os.stat(sidecar / p.name).st_size > p.offset:
+            if os.stat(os.path.join(sidecar, p.name)).st_size > p.offset:
                 return True
         except FileNotFoundError:
             return True
@@ -66,13 +66,13 @@ def sweep(
     changed = False
     newest = ledger.prev[-1].name
     for p in ledger.prev:
-        link = sidecar / p.name
-        expired = now - p.since > grace
         if only_newest and p.name != newest:
             # Swept at the start of this ack; only the inode its rename replaced can hold
             # new late bytes this soon.
             kept.append(p)
             continue
+        link = sidecar / p.name
+        expired = now - p.since > grace
         late = late_bytes(link, p, final=expired)
         if late is None:  # the link vanished or is not that inode any more
             changed = True

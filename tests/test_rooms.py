@@ -531,3 +531,34 @@ def test_push_follows_acks_and_a_replaced_sidecar(tmp_path: Path) -> None:
     pusher.join(10)
     assert got == [4] and room.path.read_bytes() == b"b\nc\nd\n"
     room.close()
+
+
+def test_a_forked_child_never_releases_the_parents_push_lock(tmp_path: Path) -> None:
+    import fcntl
+
+    room = _room(tmp_path)
+    assert room.push("parent 1") == 0
+    assert room._handles is not None
+    # The parent is in the middle of a push: it holds the shared lock on its kept descriptor.
+    fcntl.flock(room._handles.lock_fd, fcntl.LOCK_SH)
+    pid = os.fork()
+    if pid == 0:  # the child pushes through the inherited Room object, then leaves at once
+        code = 0
+        try:
+            room.push("child")
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # Had the child unlocked the descriptor it inherited, an acker could now lock exclusively.
+    probe = os.open(room.lock_file, os.O_RDWR)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(probe)
+    fcntl.flock(room._handles.lock_fd, fcntl.LOCK_UN)
+    assert room.push("parent 2") == len(b"parent 1\nchild\n")
+    assert room.read("s").lines == [b"parent 1", b"child", b"parent 2"]
+    room.close()
