@@ -1,0 +1,120 @@
+"""The line-offset index and the pure helpers behind the dashboard (no Textual)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tui import lineindex
+from tui.lineindex import LineIndex, display_text, filter_lines
+from tui.state import RateTracker, ago, sparkline
+
+
+def reference_starts(data: bytes) -> list[int]:
+    return [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(max_size=400).map(lambda b: b.replace(b"\r", b"\n")),
+    chunk=st.integers(min_value=1, max_value=17),
+)
+def test_index_matches_a_byte_by_byte_scan(tmp_path_factory, data: bytes, chunk: int) -> None:
+    path = tmp_path_factory.mktemp("ix") / "room.txt"
+    path.write_bytes(data)
+    old = lineindex.CHUNK
+    lineindex.CHUNK = chunk  # tiny chunks: lines straddle every boundary
+    try:
+        ix = LineIndex.open(path)
+        ix.extend_to(len(data))
+    finally:
+        lineindex.CHUNK = old
+    assert list(ix.starts) == reference_starts(data)
+    complete = data[: data.rfind(b"\n") + 1]
+    assert ix.line_bytes(0, ix.count) == complete.split(b"\n")[:-1]
+    assert ix.partial_bytes() == len(data) - len(complete)
+    ix.close()
+
+
+def test_growth_is_indexed_incrementally_and_a_partial_line_waits(tmp_path: Path) -> None:
+    path = tmp_path / "room.txt"
+    path.write_bytes(b"one\ntw")
+    ix = LineIndex.open(path)
+    ix.extend_to(ix.size_now())
+    assert ix.count == 1 and ix.partial_text() == "tw"
+    with path.open("ab") as f:
+        f.write(b"o\nthree\n")
+    probe = ix.probe()
+    assert probe.verdict == "grown"
+    ix.extend_to(probe.size)
+    assert [ix.line(i) for i in range(ix.count)] == ["one", "two", "three"]
+    assert ix.probe().verdict == "same"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: (p.unlink(), p.write_bytes(b"new\n")),  # replaced (new inode)
+        lambda p: p.write_bytes(b"x\n"),  # truncated
+        lambda p: p.open("r+b").write(b"ONE"),  # rewritten in place, same size
+    ],
+)
+def test_replace_truncate_and_rewrite_are_detected(tmp_path: Path, change) -> None:
+    path = tmp_path / "room.txt"
+    path.write_bytes(b"one\ntwo\n")
+    ix = LineIndex.open(path)
+    ix.extend_to(ix.size_now())
+    change(path)
+    assert ix.probe().verdict == "replaced"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "room.txt"
+    path.write_bytes(b"a\n")
+    ix = LineIndex.open(path)
+    ix.extend_to(ix.size_now())
+    os.unlink(path)
+    assert ix.probe().verdict == "missing"
+    assert ix.line(0) == "a"  # the open descriptor still shows what was indexed
+
+
+def test_display_never_passes_control_characters_through() -> None:
+    assert display_text(b"a\x1b[31mred\rb\xff") == "a\ufffd[31mred\ufffdb\ufffd"
+    assert display_text(b"a\tb") == "a   b"  # tabs expand to 4-column stops
+
+
+def test_filter_is_case_insensitive_including_non_ascii(tmp_path: Path) -> None:
+    path = tmp_path / "room.txt"
+    path.write_bytes("Build FAILED\nok\nÉCHEC du test\nfailed again\n".encode())
+    ix = LineIndex.open(path)
+    ix.extend_to(ix.size_now())
+    from array import array
+
+    out: array = array("Q")
+    filter_lines(ix, "failed", 0, ix.count, out)
+    assert list(out) == [0, 3]
+    out2: array = array("Q")
+    filter_lines(ix, "échec", 0, ix.count, out2)
+    assert list(out2) == [2]
+
+
+def test_rate_tracker_buckets_arrivals_and_ignores_drops() -> None:
+    rt = RateTracker(bucket_seconds=5, buckets=4)
+    rt.observe("r", 100.0, 0)
+    rt.observe("r", 106.0, 10)  # +10, 14 s before now -> third-newest bucket
+    rt.observe("r", 112.0, 4)  # an ack: not an arrival
+    rt.observe("r", 119.0, 9)  # +5 in the newest bucket
+    assert rt.series("r", 120.0) == [0, 10, 0, 5]
+    assert sparkline([0, 10, 0, 5]) == "▁█▁▅"
+    assert sparkline([0, 0]) == "▁▁"
+
+
+def test_ages() -> None:
+    assert ago(None, 100) == "-"
+    assert ago(95, 100) == "just now"
+    assert ago(40, 100) == "1m ago"
+    assert ago(100 - 7200, 100) == "2h ago"
