@@ -47,3 +47,44 @@ async def test_demo_world_feeds_the_dashboard_and_cleans_up(tmp_path: Path) -> N
     sizes = [Room(p).status().pushed_total for p in world.rooms]
     time.sleep(0.5)
     assert [Room(p).status().pushed_total for p in world.rooms] == sizes
+
+
+def test_demo_helpers_stop_when_the_demo_dies(tmp_path: Path) -> None:
+    """kill -9 of the demo: its pollers notice they were orphaned and stop."""
+    import subprocess
+    import sys
+
+    room = tmp_path / "r.txt"
+    room.touch()
+    code = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-m', 'tui.demo', 'poll', sys.argv[1], '50',"
+        " 'pager', 'raw'], start_new_session=True)\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    demo = subprocess.Popen(
+        [sys.executable, "-c", code, str(room)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert demo.stdout is not None
+    poller = int(demo.stdout.readline())
+    deadline = time.monotonic() + 10
+    while room.stat().st_size == 0:
+        assert time.monotonic() < deadline, "the poller never wrote"
+        time.sleep(0.05)
+    demo.kill()
+    demo.wait()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(poller, 0)
+            state = Path(f"/proc/{poller}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        if state == "Z":
+            break
+        assert time.monotonic() < deadline, "orphaned poller kept running"
+        time.sleep(0.05)

@@ -46,11 +46,17 @@ MESSAGES = {
 }
 
 
-def poll(room: str, rate: float, sender: str, mode: str) -> None:
-    """A poller: one line per notification, forever (until terminated)."""
+def _orphaned(parent: int) -> bool:
+    # The demo stops its helpers on exit; if the demo itself was killed (SIGKILL, a closed
+    # terminal), the helpers notice they were re-parented and stop on their own.
+    return os.getppid() != parent
+
+
+def poll(room: str, rate: float, sender: str, mode: str, parent: int) -> None:
+    """A poller: one line per notification, until terminated or orphaned."""
     name = Path(room).stem
     n = 0
-    while True:
+    while not _orphaned(parent):
         n += 1
         body = f"{random.choice(MESSAGES[sender])} (#{n})"
         line = format_poller_line(name, sender, body, time.time())
@@ -66,10 +72,12 @@ def poll(room: str, rate: float, sender: str, mode: str) -> None:
         time.sleep(random.expovariate(rate))
 
 
-def agent(rooms: list[str], session: str = "agent") -> None:
+def agent(rooms: list[str], parent: int, session: str = "agent") -> None:
     """An agent: read a room, 'work' for a moment (lines keep arriving), ack what it read."""
-    while True:
+    while not _orphaned(parent):
         for room in rooms:
+            if _orphaned(parent):
+                return
             try:
                 got = Room(room).read(session)
                 if got.lines:
@@ -184,10 +192,11 @@ def run_demo(*, session: str = "owner") -> int:
 def main(argv: list[str]) -> int:
     # Terminate quietly: the demo stops its helpers with SIGTERM.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    parent = os.getppid()
     if argv[:1] == ["poll"] and len(argv) == 5:
-        poll(argv[1], float(argv[2]), argv[3], argv[4])
+        poll(argv[1], float(argv[2]), argv[3], argv[4], parent)
     elif argv[:1] == ["agent"]:
-        agent(argv[1:])
+        agent(argv[1:], parent)
     else:
         print(
             "usage: python -m tui.demo poll ROOM RATE SENDER raw|push | agent ROOM…",
