@@ -42,18 +42,16 @@ class PushHandles:
         self.lock_fd = lock_fd
         self.ledger_fd = ledger_fd
         self.ledger_ino = ledger_ino
-        self.slots = b""  # the slot bytes `base` was read from
+        # The ledger bytes `base` was read from: slot 0 and the header of slot 1, read with the
+        # shared lock held (stores happen under the exclusive one). Every store rewrites one
+        # slot with a higher sequence number in its header, so the same bytes mean the same
+        # ledger state.
+        self.slots = b""
         self.base = 0
         self.generation = _generation[0]
 
     def usable(self) -> bool:
         return self.generation == _generation[0]
-
-    def read_slots(self) -> bytes:
-        """Slot 0 and the header of slot 1, read with the shared lock held (stores happen under
-        the exclusive one). Every store rewrites one slot with a higher sequence number in its
-        header, so the same bytes mean the same ledger state."""
-        return os.pread(self.ledger_fd, SLOTS_SPAN, 0)
 
     def close(self) -> None:
         if self.generation != _generation[0]:

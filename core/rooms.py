@@ -46,7 +46,7 @@ from ._bytes import (
 from ._faults import pause
 from ._locks import locked
 from ._prev_inodes import MAX_PREV, PREV_GRACE_S
-from ._push_handles import PushHandles
+from ._push_handles import SLOTS_SPAN, PushHandles
 from ._room_errors import LEDGER_HINT, RENAMED, cold_ack, write_error
 from .errors import (
     AckdeckError,
@@ -739,7 +739,8 @@ class Room:
                 h = self._handles
                 if h is None or not h.usable():
                     h = self._handles = self._open_handles()
-                fcntl.flock(h.lock_fd, fcntl.LOCK_SH)
+                lock = h.lock_fd
+                fcntl.flock(lock, fcntl.LOCK_SH)
                 try:
                     # Is the ledger path still the inode we hold? A moved-aside ledger or a
                     # removed sidecar shows up as another inode (ours is held open, so its
@@ -751,7 +752,7 @@ class Room:
                     if same:
                         # Before the write: a corrupt ledger must fail the push with nothing
                         # appended, or a retrying producer would duplicate the line.
-                        slots = h.read_slots()
+                        slots = os.pread(h.ledger_fd, SLOTS_SPAN, 0)
                         if slots != h.slots:
                             h.base = L.load_base(
                                 self._ledger_s,
@@ -761,7 +762,7 @@ class Room:
                             h.slots = slots
                         return h.base + self._append(data)
                 finally:
-                    fcntl.flock(h.lock_fd, fcntl.LOCK_UN)
+                    fcntl.flock(lock, fcntl.LOCK_UN)
                 self._drop_handles()  # the sidecar or ledger was replaced: validate it again
         raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
 
