@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import threading
 from collections.abc import Iterator
 
@@ -11,6 +12,9 @@ from . import ledger as L
 from ._bytes import pread_chunks
 from ._faults import pause
 
+# From this many kept bytes on, an ack counts their newlines in a worker thread.
+COUNT_THREAD_MIN = 4 << 20
+_COPY_CHUNK = 1 << 20
 # From this many bytes on, a read hashes its lines in a worker thread while it splits them.
 THREAD_MIN = 1 << 20
 
@@ -53,8 +57,12 @@ _CMP_CHUNK = 256 << 10
 
 class CountingCopy:
     """Feeds the kept bytes to the temp file, counting newlines and keeping the head on the way,
-    so an ack reads each byte of the room once. (Counting holds the GIL; a counting thread
-    measured no faster than counting here, unlike the head hash, which releases it.)"""
+    so an ack reads each byte of the room once.
+
+    From COUNT_THREAD_MIN bytes on, the newlines are counted in a worker thread: counting holds
+    the GIL but the acking thread's write(2) releases it, so each chunk is counted while it is
+    being written instead of before. Chunks are small, so the worker never holds the GIL long.
+    """
 
     def __init__(self, fd: int, start: int, end: int) -> None:
         self._fd, self._start, self._end = fd, start, end
@@ -62,15 +70,36 @@ class CountingCopy:
         self.head = b""
 
     def chunks(self) -> Iterator[bytes]:
-        first = True
-        for chunk in pread_chunks(self._fd, self._start, self._end):
-            self.newlines += chunk.count(b"\n")
-            if len(self.head) < L.HEAD_BYTES:
-                self.head += chunk[: L.HEAD_BYTES - len(self.head)]
-            yield chunk
-            if first:
-                first = False
-                pause("mid-temp")  # the first chunk is written, the temp is incomplete
+        if self._end - self._start < COUNT_THREAD_MIN:
+            for i, chunk in enumerate(pread_chunks(self._fd, self._start, self._end)):
+                self.newlines += chunk.count(b"\n")
+                yield from self._pass_on(chunk, i)
+            return
+        todo: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        counted = [0]
+
+        def count() -> None:
+            while (chunk := todo.get()) is not None:
+                counted[0] += chunk.count(b"\n")
+
+        worker = threading.Thread(target=count, name="ackdeck-count")
+        worker.start()
+        try:
+            chunks = pread_chunks(self._fd, self._start, self._end, size=_COPY_CHUNK)
+            for i, chunk in enumerate(chunks):
+                todo.put(chunk)
+                yield from self._pass_on(chunk, i)
+        finally:
+            todo.put(None)
+            worker.join()  # also on errors: never leave the worker behind
+        self.newlines = counted[0]
+
+    def _pass_on(self, chunk: bytes, index: int) -> Iterator[bytes]:
+        if len(self.head) < L.HEAD_BYTES:
+            self.head += chunk[: L.HEAD_BYTES - len(self.head)]
+        yield chunk
+        if index == 0:
+            pause("mid-temp")  # the first chunk is written, the temp is incomplete
 
 
 def hash_range(fd: int, start: int, end: int) -> str:

@@ -50,10 +50,10 @@ def pread_all_from(fd: int, offset: int) -> bytes:
         offset += len(chunk)
 
 
-def pread_chunks(fd: int, start: int, end: int) -> Iterator[bytes]:
+def pread_chunks(fd: int, start: int, end: int, *, size: int = CHUNK) -> Iterator[bytes]:
     offset = start
     while offset < end:
-        chunk = os.pread(fd, min(CHUNK, end - offset), offset)
+        chunk = os.pread(fd, min(size, end - offset), offset)
         if not chunk:
             return
         yield chunk
