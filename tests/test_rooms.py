@@ -397,7 +397,8 @@ def test_bytes_changed_in_place_beyond_the_fingerprint_make_the_ack_stale(
     assert len(room.path.read_bytes()) == len(body) + 5
 
 
-@pytest.mark.parametrize("late", [3, 50_000])  # small and >128 KiB (counted in a thread)
+# small, >128 KiB, and >4 MiB kept (counted in a worker thread while it is written)
+@pytest.mark.parametrize("late", [3, 50_000, 300_000])
 def test_big_ack_counts_and_keeps_every_late_line(tmp_path: Path, late: int) -> None:
     room = _room(tmp_path, b"".join(b"read %d\n" % i for i in range(1000)))
     room.read("s")
