@@ -51,6 +51,40 @@ def head_matches(room_fd: int, receipt_fd: int, body_at: int, length: int) -> bo
     return True
 
 
+class ReceiptCheck:
+    """`head_matches`, from THREAD_MIN bytes on in a worker thread started right away: pread
+    releases the GIL and each memcmp holds it only for a 256 KiB chunk, so the comparison
+    overlaps the temp copy instead of adding to it."""
+
+    def __init__(self, room_fd: int, receipt_fd: int, body_at: int, length: int) -> None:
+        self._args = (room_fd, receipt_fd, body_at, length)
+        self._result = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if length >= THREAD_MIN:
+            self._thread = threading.Thread(target=self._run, name="ackdeck-head-check")
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = head_matches(*self._args)
+        except BaseException as exc:  # re-raised by ok() on the acking thread
+            self._error = exc
+
+    def ok(self) -> bool:
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
 # Small enough that both compared chunks stay in the CPU cache between pread and memcmp.
 _CMP_CHUNK = 256 << 10
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from . import _atomic
 from . import _prev_inodes as prev_inodes
 from . import ledger as L
-from ._ack_stream import CountingCopy, Digest, hash_range, head_matches
+from ._ack_stream import CountingCopy, Digest, ReceiptCheck, hash_range
 from ._bytes import (
     complete_prefix,
     count_lines,
@@ -430,11 +430,19 @@ class Room:
         if plan.mode == "prefix":
             if ledger.base == header.start:
                 # Fast path: nobody acked part of this read, so the whole receipt body must
-                # still be at the head. Compared before anything is written.
-                done = None
-                if self._head_is_receipt(fd, header, plan.drop):
+                # still be at the head; compared while the temp is written, before the rename.
+                with self._receipt_check(fd, header, plan.drop) as verify:
                     done = self._rewrite(
-                        fd, size, ledger, session, plan, header.lines, header.sha256, header, None
+                        fd,
+                        size,
+                        ledger,
+                        session,
+                        plan,
+                        header.lines,
+                        header.sha256,
+                        header,
+                        None,
+                        verify=verify,
                     )
             else:
                 # Another session acked the first part: compare the rest byte for byte.
@@ -476,10 +484,13 @@ class Room:
         digest: str,
         receipt: L.ReceiptHeader | None,
         dropped_all: bytes | None,
+        *,
+        verify: Callable[[], bool] | None = None,
     ) -> AckResult | None:
-        """Drop `plan.drop` head bytes (verified by the caller) by temp file + rename.
+        """Drop `plan.drop` head bytes by temp file + rename.
 
-        Returns None if the room was replaced meanwhile (the caller reports a stale ack).
+        The head is verified already, or by `verify()` once the temp is written; if that says
+        no, the temp is removed and None is returned (the caller reports a stale ack).
         """
         st = os.fstat(fd)
         copy = CountingCopy(fd, plan.drop, size)
@@ -496,6 +507,9 @@ class Room:
         pause("after-temp")
         link: Path | None = None
         try:
+            if verify is not None and not verify():
+                _atomic._unlink_quietly(tmp)
+                return None
             new_identity = L.identity_of(L.stat_of(os.stat(tmp)), copy.head)
             link = prev_inodes.link_old_inode(self.path, self.sidecar, st)
             pause("after-link")
@@ -646,25 +660,42 @@ class Room:
             os.close(out)
         return offset + len(late), late.count(b"\n")
 
-    def _head_is_receipt(self, fd: int, header: L.ReceiptHeader, length: int) -> bool:
-        """Does the room start with exactly the bytes of `header`'s receipt? A receipt whose body
+    @contextmanager
+    def _receipt_check(
+        self, fd: int, header: L.ReceiptHeader, length: int
+    ) -> Iterator[Callable[[], bool]]:
+        """A started check: does the room start with exactly the bytes of `header`'s receipt?
+
+        Big heads are compared in a worker thread that overlaps the temp copy (see
+        ReceiptCheck); the answer is awaited before anything is renamed. A receipt whose body
         does not match its own checksum is a clear error, not a stale ack."""
         path = self.receipt_file(header.session)
         try:
             rfd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
-            return False
+            yield lambda: False
+            return
+        corrupt = CorruptState(f"corrupt receipt {path}; it was left in place: read the room again")
         try:
             body_at = os.pread(rfd, 1 << 16, 0).find(b"\n") + 1
             body_len = os.fstat(rfd).st_size - body_at
-            if body_at > 0 and body_len == header.end - header.start:
-                if head_matches(fd, rfd, body_at, length):
+            if body_at <= 0 or body_len != header.end - header.start:
+                raise corrupt
+            check = ReceiptCheck(fd, rfd, body_at, length)
+
+            def verify() -> bool:
+                if check.ok():
                     return True
                 if hash_range(rfd, body_at, body_at + body_len) == header.sha256:
                     return False  # the receipt is intact: the room's head changed
+                raise corrupt
+
+            try:
+                yield verify
+            finally:
+                check.join()  # never leave a thread reading descriptors about to be closed
         finally:
             os.close(rfd)
-        raise CorruptState(f"corrupt receipt {path}; it was left in place: read the room again")
 
     def _mark_receipt_acked(self, header: L.ReceiptHeader | None) -> None:
         """Mark the read as acked: the receipt stays as a cursor (where the session stopped
