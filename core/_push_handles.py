@@ -11,12 +11,14 @@ Anything unexpected drops the descriptors and the caller takes the slow path, wh
 the sidecar and parses the ledger from scratch.
 
 The descriptors belong to one process: a forked child must not share their open file
-description (unlocking it would release the parent's flock), so a fork invalidates them.
+description (unlocking it would release the parent's flock), so a fork invalidates them and
+the child opens its own.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 
 from . import ledger as L
 
@@ -36,7 +38,16 @@ os.register_at_fork(after_in_child=_forked)
 class PushHandles:
     """Open lock and ledger descriptors of one room, with the base seen at a slot sequence."""
 
-    __slots__ = ("lock_fd", "ledger_fd", "ledger_ino", "slots", "base", "generation")
+    __slots__ = (
+        "lock_fd",
+        "ledger_fd",
+        "ledger_ino",
+        "slots",
+        "base",
+        "generation",
+        "_closer",
+        "__weakref__",
+    )
 
     def __init__(self, lock_fd: int, ledger_fd: int, ledger_ino: int) -> None:
         self.lock_fd = lock_fd
@@ -49,12 +60,18 @@ class PushHandles:
         self.slots = b""
         self.base = 0
         self.generation = _generation[0]
+        # Closes both when this object is collected (or at exit) if close() was not called.
+        # In a forked child that closes only the child's copies: a flock lasts until every
+        # descriptor of its open file description is closed, so the parent's lock stays.
+        self._closer = weakref.finalize(self, _close_both, ledger_fd, lock_fd)
 
     def usable(self) -> bool:
         return self.generation == _generation[0]
 
     def close(self) -> None:
-        if self.generation != _generation[0]:
-            return  # a forked child: the parent still uses these descriptors
-        os.close(self.ledger_fd)
-        os.close(self.lock_fd)  # releases any flock still held through it
+        self._closer()  # runs once; releases any flock still held through the lock descriptor
+
+
+def _close_both(ledger_fd: int, lock_fd: int) -> None:
+    os.close(ledger_fd)
+    os.close(lock_fd)

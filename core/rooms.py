@@ -847,10 +847,6 @@ class Room:
         if h is not None:
             h.close()
 
-    def __del__(self) -> None:
-        if getattr(self, "_handles", None) is not None:
-            self._drop_handles()
-
     # ----- status -------------------------------------------------------------------------
     def status(self) -> RoomStatus:
         """Counters for the room and every session that has read it. Never writes the room."""
