@@ -292,7 +292,9 @@ def test_read_without_json_prints_the_lines_as_text(cli: Cli, tmp_path: Path) ->
     assert cli.ok("room", "push", str(room), "hello world") == ""
     cli.ok("room", "push", str(room), "tab\there")
     assert cli.ok("room", "read", str(room), "--session", "s") == "hello world\ntab\there\n"
-    assert "1" in cli.ok("room", "status", str(room))
+    # The plain read records a receipt: both lines are now in flight for session s.
+    status = cli.ok("room", "status", str(room))
+    assert "2 pending" in status and "s: 2 in flight, 0 unread" in status
 
 
 def test_cold_ack_exits_3_writes_nothing_and_all_returns_the_lines(
@@ -302,7 +304,7 @@ def test_cold_ack_exits_3_writes_nothing_and_all_returns_the_lines(
     room.write_bytes(b"a\nb \xff\npartial")
     before = room.stat()
     err = cli.fails("room", "ack", str(room), "--session", "s", code=3)
-    assert "read" in err and "2" in err  # names the read-then-ack sequence and the unread count
+    assert "read" in err and "2 unread" in err  # names read-then-ack and the count
     after = room.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert room.read_bytes() == b"a\nb \xff\npartial"
@@ -960,7 +962,7 @@ async def test_mcp_server_over_stdio_keeps_the_consumed_only_contract(
         bad = await client.call_tool("room_push", {"room": str(room), "text": "a\x00b"})
         assert bad.is_error and "\n" not in text(bad).strip()
         cold = await client.call_tool("room_ack", {})
-        assert "1" in text(cold) and "room_list_new" in text(cold)
+        assert "1 unread" in text(cold) and "room_list_new" in text(cold)
         assert room.read_bytes() == b"hello\n"
         listed = await client.call_tool("room_list_new", {})
         assert "hello" in text(listed)
