@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 CHUNK = 4 << 20
 
@@ -62,6 +62,34 @@ def pread_chunks(fd: int, start: int, end: int, *, size: int = CHUNK) -> Iterato
 
 def count_lines(fd: int, size: int) -> int:
     return sum(chunk.count(b"\n") for chunk in pread_chunks(fd, 0, size))
+
+
+def newline_census(
+    fd: int, size: int, cuts: Iterable[int], *, chunk_size: int = CHUNK
+) -> tuple[int, int, dict[int, int]]:
+    """Count newlines in the first `size` bytes without holding the file in memory.
+
+    Returns (total newlines, offset just past the last newline, {cut: newlines before cut}).
+    Chunked so a flooded room costs one buffer, not two copies of the file.
+    """
+    cuts = list(cuts)
+    wanted = sorted({c for c in cuts if 0 < c < size})
+    before = {c: 0 for c in cuts if c <= 0}
+    before.update({c: -1 for c in cuts if c >= size})  # filled with the total below
+    total = last_end = offset = i = 0
+    for chunk in pread_chunks(fd, 0, size, size=chunk_size):
+        end = offset + len(chunk)
+        while i < len(wanted) and wanted[i] <= end:
+            before[wanted[i]] = total + chunk.count(b"\n", 0, wanted[i] - offset)
+            i += 1
+        n = chunk.count(b"\n")
+        if n:
+            total += n
+            last_end = offset + chunk.rfind(b"\n") + 1
+        offset = end
+    for c in wanted[i:]:  # the file was shorter than `size`
+        before[c] = total
+    return total, last_end, {c: (total if v == -1 else v) for c, v in before.items()}
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -38,6 +38,7 @@ from ._ack_stream import CountingCopy, Digest, ReceiptCheck, hash_range
 from ._bytes import (
     complete_prefix,
     count_lines,
+    newline_census,
     pread_all,
     pread_all_from,
     split_lines,
@@ -877,30 +878,34 @@ class Room:
     def _status_locked(self, fd: int) -> RoomStatus:
         ledger, _, _ = self._settled_ledger(fd, can_write=False)
         size = os.fstat(fd).st_size
-        content = pread_all(fd, size)
-        complete = complete_prefix(content)
-        sessions: dict[str, SessionStatus] = {}
+        receipts: dict[str, L.ReceiptHeader] = {}
         receipts_dir = self.sidecar / "receipts"
         names = sorted(p.stem for p in receipts_dir.glob("*.rcpt")) if receipts_dir.is_dir() else []
         for name in names:
             try:
-                receipt = self._receipt(name)
+                # Header only: counters never need the consumed bytes (maybe the whole room).
+                header = self._receipt_header(name)
             except (CorruptState, AckdeckError):
                 continue  # status stays usable; read/ack report the corrupt receipt
-            if receipt is None:
+            if header is not None:
+                receipts[name] = header
+        # Where each current-epoch session stopped reading, as a byte offset in the file.
+        cuts = {
+            n: max(0, h.end - ledger.base) for n, h in receipts.items() if h.epoch == ledger.epoch
+        }
+        pending, complete_len, before = newline_census(fd, size, cuts.values())
+        sessions: dict[str, SessionStatus] = {}
+        for name, h in receipts.items():
+            if name not in cuts:
+                sessions[name] = SessionStatus(0, pending)  # stale read: everything is unread
                 continue
-            h = receipt.header
-            if h.epoch != ledger.epoch:
-                sessions[name] = SessionStatus(0, complete.count(b"\n"))
-                continue
-            read_to = max(0, min(len(complete), h.end - ledger.base))
-            in_flight = 0 if h.acked else complete[:read_to].count(b"\n")
-            sessions[name] = SessionStatus(in_flight, complete[read_to:].count(b"\n"))
+            read = before[cuts[name]]
+            sessions[name] = SessionStatus(0 if h.acked else read, pending - read)
         return RoomStatus(
             self.path,
             True,
-            complete.count(b"\n"),
-            len(content) - len(complete),
+            pending,
+            size - complete_len,
             ledger.acked_total,
             ledger.preserved_total,
             ledger.base + size,
