@@ -254,6 +254,7 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
         # A dead scanner is replaced; scanning goes on meanwhile.
         app._scanner._proc.kill()
         append_from_other_process(room, "third")
+        deadline = time.monotonic() + 20  # its own budget: the steps above may have used theirs
         while app.snapshot.rooms[0].status.pending != 3:
             assert time.monotonic() < deadline, "counters stopped after the scanner died"
             await pilot.pause(0.05)
