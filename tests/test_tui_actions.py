@@ -260,6 +260,36 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
             await pilot.pause(0.05)
 
 
+async def test_a_scanner_that_stops_answering_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stuck scanner (here: stopped with SIGSTOP) must not freeze the counters.
+    import os
+    import signal
+
+    from tui import scanner as scanner_mod
+
+    monkeypatch.setattr(scanner_mod, "REPLY_TIMEOUT_S", 1.0)
+    room = make_room(tmp_path, "inbox.txt", ["first"])
+    app = make_app(quiet_config([room], scan_process=True), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app._scanner is not None and app.snapshot.rooms[0].status.pending == 1
+        stuck = app._scanner._proc
+        os.kill(stuck.pid, signal.SIGSTOP)
+        try:
+            append_from_other_process(room, "second")
+            app.request_scan()
+            deadline = time.monotonic() + 20
+            while app.snapshot.rooms[0].status.pending != 2:
+                assert time.monotonic() < deadline, "counters froze behind a stuck scanner"
+                await pilot.pause(0.05)
+            assert stuck.wait(timeout=10) == -signal.SIGKILL  # the stuck one was put down
+        finally:
+            if stuck.poll() is None:
+                stuck.kill()
+
+
 async def test_big_room_scrolls_to_the_end_and_back(tmp_path: Path) -> None:
     room = tmp_path / "flood.txt"
     with room.open("wb") as f:

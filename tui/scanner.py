@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import struct
 import subprocess
 import sys
@@ -23,6 +24,10 @@ from .state import Snapshot, scan_at
 
 REPO = Path(__file__).resolve().parent.parent
 _LEN = struct.Struct(">Q")
+
+
+# Counting even a flooded room takes well under a second; far longer means the scanner is stuck.
+REPLY_TIMEOUT_S = 10.0
 
 
 class ScannerGone(Exception):
@@ -69,6 +74,12 @@ class Scanner:
                 raise ScannerGone("the scanner process exited")
             try:
                 _write(proc.stdin, (home, rooms, now))
+                # Bounded: a scanner that stops answering (stuck, or its pipe kept open by
+                # something else) must not freeze the counters; it is replaced instead.
+                ready, _, _ = select.select([proc.stdout], [], [], REPLY_TIMEOUT_S)
+                if not ready:
+                    proc.kill()
+                    raise ScannerGone(f"the scanner did not answer in {REPLY_TIMEOUT_S:.0f} s")
                 reply = _read(proc.stdout)
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 raise ScannerGone(f"the scanner process failed: {exc}") from None
