@@ -1,0 +1,197 @@
+"""Notices: the pure edge-trigger decisions, and the noticer over real rooms, wake records and
+shown sets. A notice must never read, ack or drain anything."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+from core import notices as N
+from core import shown, wakes
+from core.monitors import MatchedLine
+from core.noticer import Noticer, load_state, state_path
+from core.rooms import Room
+from core.runs import run_dir
+
+
+def room_view(end: int, unread: int, epoch: int = 1, path: str = "/r/a.txt") -> N.RoomView:
+    return N.RoomView(path, "a.txt", True, epoch, end, unread, "last")
+
+
+def wake_view(lines, seq: int = 0, pending: bool = False, created: float = 1.0) -> N.WakeView:
+    return N.WakeView("build", "match", created, tuple(lines), pending, seq)
+
+
+# ----- pure decisions ---------------------------------------------------------------------
+def test_first_look_notices_unread_lines_once() -> None:
+    out, st = N.decide(N.NoticeState(), [room_view(100, 3)], [], "agent")
+    assert len(out) == 1 and out[0].meta["count"] == "3" and out[0].meta["kind"] == "room"
+    again, st2 = N.decide(st, [room_view(100, 3)], [], "agent")
+    assert again == [] and st2 == st
+
+
+def test_more_lines_after_a_notice_make_one_new_notice() -> None:
+    _, st = N.decide(N.NoticeState(), [room_view(100, 3)], [], "agent")
+    out, st = N.decide(st, [room_view(150, 5)], [], "agent")
+    assert [n.meta["count"] for n in out] == ["5"]
+    assert st.rooms["/r/a.txt"].end == 150
+
+
+def test_lines_the_session_already_read_make_no_notice() -> None:
+    out, st = N.decide(N.NoticeState(), [room_view(100, 0)], [], "agent")
+    assert out == []
+    # ...and stay noticed: unread lines below the watermark do not fire later either.
+    out, _ = N.decide(st, [room_view(100, 0)], [], "agent")
+    assert out == []
+
+
+def test_an_ack_does_not_make_old_lines_new() -> None:
+    # Logical offsets only grow; an ack (of this or another session) changes neither end nor
+    # epoch, so nothing is noticed twice.
+    _, st = N.decide(N.NoticeState(), [room_view(100, 3)], [], "agent")
+    out, _ = N.decide(st, [room_view(100, 1)], [], "agent")
+    assert out == []
+
+
+def test_a_new_epoch_or_shrink_starts_over_rather_than_going_silent() -> None:
+    _, st = N.decide(N.NoticeState(), [room_view(100, 3)], [], "agent")
+    out, _ = N.decide(st, [room_view(40, 2, epoch=2)], [], "agent")
+    assert len(out) == 1
+    out, _ = N.decide(st, [room_view(40, 2, epoch=1)], [], "agent")
+    assert len(out) == 1
+
+
+def test_wake_lines_and_exit_notice_are_edge_triggered() -> None:
+    a, b = ("r1", 0, 10), ("r1", 10, 20)
+    out, st = N.decide(N.NoticeState(), [], [wake_view([a])], "agent")
+    assert len(out) == 1 and out[0].meta["process"] == "build"
+    out, st = N.decide(st, [], [wake_view([a])], "agent")
+    assert out == []
+    out, st = N.decide(st, [], [wake_view([a, b])], "agent")
+    assert len(out) == 1 and out[0].meta["count"] == "2"
+    out, st = N.decide(st, [], [wake_view([a, b], seq=1, pending=True)], "agent")
+    assert len(out) == 1
+    out, st = N.decide(st, [], [wake_view([a, b], seq=1, pending=True)], "agent")
+    assert out == []
+    # Dismissed and recreated: a new record is new again.
+    out, _ = N.decide(st, [], [wake_view([a], created=2.0)], "agent")
+    assert len(out) == 1
+
+
+def test_notice_text_is_one_line_and_names_the_tools() -> None:
+    view = N.RoomView("/r/a.txt", "a.txt", True, 1, 10, 1, "evil\nline\x1b[2J")
+    n = N.room_notice(view, "agent")
+    assert "\n" not in n.content and "\x1b" not in n.content
+    assert "room_list_new" in n.content and "room_ack" in n.content
+    assert all(isinstance(v, str) for v in n.meta.values())
+    line = N.nudge_line([n])
+    assert "\n" not in line and len(line) <= N.NUDGE_CHARS
+
+
+# ----- the noticer over real files ----------------------------------------------------------
+def tree_digest(*dirs: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for d in dirs:
+        for root, _dirs, files in os.walk(d):
+            for f in files:
+                p = Path(root) / f
+                out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def push_from_another_process(room: Path, text: str) -> None:
+    subprocess.run(["sh", "-c", 'printf "%s\\n" "$2" >> "$1"', "sh", str(room), text], check=True)
+
+
+def test_noticing_reads_acks_and_drains_nothing(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "alerts.txt"
+    r = Room(room)
+    for i in range(3):
+        r.push(f"line {i}")
+    r.read("agent")  # a receipt that must stay exactly as it is
+    r.push("line 3")
+    rdir = run_dir(home, "build", "run1")
+    rdir.mkdir(parents=True)
+    shown.store_state(rdir, shown.ReadState(session="agent", run_id="run1", shown=[(0, 5)]))
+    wakes.merge(
+        home,
+        "agent",
+        "build",
+        run_id="run1",
+        kind="match",
+        lines=[MatchedLine(0, 5, "seen"), MatchedLine(5, 12, "FAILED")],
+        filter="E",
+        exclude=False,
+        matches=2,
+        status="running",
+    )
+    before_room = room.read_bytes()
+    before = tree_digest(tmp_path / ".alerts.txt.ackdeck", home / "wakes", home / "procs")
+    noticer = Noticer(home, "agent", [room], "channel")
+    notices, state = noticer.due()
+    noticer.commit(state)
+    assert room.read_bytes() == before_room
+    assert tree_digest(tmp_path / ".alerts.txt.ackdeck", home / "wakes", home / "procs") == before
+    kinds = sorted(n.meta["kind"] for n in notices)
+    assert kinds == ["match", "room"]
+    room_n = next(n for n in notices if n.meta["kind"] == "room")
+    assert room_n.meta["count"] == "1" and "line 3" in room_n.content
+    wake_n = next(n for n in notices if n.meta["kind"] == "match")
+    # The line the session was shown is not waiting: only the unseen one counts.
+    assert wake_n.meta["count"] == "1" and "FAILED" in wake_n.content
+
+
+def test_a_restarted_noticer_neither_repeats_nor_goes_silent(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    push_from_another_process(room, "first")
+    first = Noticer(home, "agent", [room], "channel")
+    notices, state = first.due()
+    assert len(notices) == 1
+    first.commit(state)
+    restarted = Noticer(home, "agent", [room], "channel")
+    assert restarted.due()[0] == []
+    push_from_another_process(room, "second")
+    later = Noticer(home, "agent", [room], "channel")
+    notices, _ = later.due()
+    assert [n.meta["count"] for n in notices] == ["2"]
+
+
+def test_an_undelivered_notice_is_decided_again(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    push_from_another_process(room, "first")
+    noticer = Noticer(home, "agent", [room], "channel")
+    assert len(noticer.due()[0]) == 1  # not committed: the send failed
+    assert len(noticer.due()[0]) == 1
+
+
+def test_each_door_keeps_its_own_state(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    push_from_another_process(room, "first")
+    channel = Noticer(home, "agent", [room], "channel")
+    channel.commit(channel.due()[1])
+    nudge = Noticer(home, "agent", [room], "nudge")
+    assert len(nudge.due()[0]) == 1
+
+
+def test_a_malformed_state_is_kept_aside_and_notices_again(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    push_from_another_process(room, "first")
+    path = state_path(home, "agent", "channel")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    notices, _ = Noticer(home, "agent", [room], "channel").due()
+    assert len(notices) == 1
+    assert [p.name for p in path.parent.iterdir() if ".corrupt-" in p.name]
+    assert load_state(path) == N.NoticeState()
+
+
+def test_a_missing_room_directory_does_not_silence_the_others(
+    home: Path, tmp_path: Path, capsys
+) -> None:
+    room = tmp_path / "inbox.txt"
+    push_from_another_process(room, "first")
+    noticer = Noticer(home, "agent", [tmp_path / "nope" / "x.txt", room], "channel")
+    notices, _ = noticer.due()
+    assert [n.meta["room"] for n in notices] == ["inbox.txt"]
