@@ -639,6 +639,12 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     return server
 
 
-def serve(config: DoorConfig) -> None:
-    """Run the server on stdin/stdout until the client disconnects."""
-    build_server(config).run("stdio")
+def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.5) -> None:
+    """Run the server on stdin/stdout until the client disconnects; with `channel`, push
+    `notifications/claude/channel` notices (see core/mcp_channel.py)."""
+    import anyio
+
+    from .mcp_channel import make_noticer, serve_stdio
+
+    noticer = make_noticer(config.home, config.session, list(config.rooms)) if channel else None
+    anyio.run(lambda: serve_stdio(build_server(config), noticer, window=notice_window))

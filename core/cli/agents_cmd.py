@@ -8,6 +8,7 @@ import shutil
 import sys
 
 from .. import hooks
+from ..errors import InvalidInput
 from ..names import check_name
 
 DEFAULT_SESSION = "agent"
@@ -28,6 +29,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         required=True,
         metavar="PATH",
         help="a notification file the agent may use (repeatable; the first is the default)",
+    )
+    p.add_argument(
+        "--no-channel",
+        action="store_true",
+        help="do not push notifications/claude/channel notices (tools only)",
+    )
+    p.add_argument(
+        "--notice-window-ms",
+        type=int,
+        default=500,
+        metavar="N",
+        help="coalesce changes for up to N ms into one notice, and never notice more often "
+        "(default 500)",
     )
     p.set_defaults(handler=_mcp)
 
@@ -74,7 +88,10 @@ def _mcp(args: argparse.Namespace) -> int:
     # Imported here: the SDK is heavy and only this subcommand needs it.
     from ..mcp_server import DoorConfig, serve
 
-    serve(DoorConfig.make(args.session, args.room, args.home))
+    if not 10 <= args.notice_window_ms <= 600_000:
+        raise InvalidInput("--notice-window-ms must be between 10 and 600000")
+    config = DoorConfig.make(args.session, args.room, args.home)
+    serve(config, channel=not args.no_channel, notice_window=args.notice_window_ms / 1000)
     return 0
 
 

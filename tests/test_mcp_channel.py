@@ -1,0 +1,235 @@
+"""Channel notices end to end: the SDK's own client spawns `ackdeck mcp` over stdio and records
+every notification it receives. Waits are bounded generously (a busy 2-core machine); quiet
+periods are observed, never assumed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClientExtension, NotificationBinding
+from pydantic import BaseModel, ConfigDict
+
+from core import wakes
+from core.monitors import MatchedLine
+from core.rooms import Room
+from tests.conftest import REPO
+
+WAIT = 60.0  # only a real hang reaches this
+QUIET = 2.0  # a quiet period observed after the notice (4x the coalescing window)
+
+
+class ChannelParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    content: str
+    meta: dict[str, str]
+
+
+@dataclass
+class Recorder:
+    channel: list[ChannelParams] = field(default_factory=list)
+    other: list[Any] = field(default_factory=list)
+
+    async def on_channel(self, params: ChannelParams) -> None:
+        self.channel.append(params)
+
+    async def on_message(self, message: Any) -> None:
+        self.other.append(message)
+
+    async def wait_for(self, n: int) -> None:
+        with anyio.fail_after(WAIT):
+            while len(self.channel) < n:
+                await anyio.sleep(0.02)
+
+    async def quiet(self, seconds: float = QUIET) -> None:
+        await anyio.sleep(seconds)
+
+
+class ChannelListener(ClientExtension):
+    """How an SDK client opts in to a vendor notification: a binding for its method."""
+
+    identifier = "dev.ackdeck/channel-listener"
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def notifications(self) -> Sequence[NotificationBinding[Any]]:
+        return [
+            NotificationBinding(
+                method="notifications/claude/channel",
+                params_type=ChannelParams,
+                handler=self.recorder.on_channel,
+            )
+        ]
+
+
+def params(home: Path, rooms: Sequence[Path], *extra: str) -> StdioServerParameters:
+    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", "agent", *extra]
+    for r in rooms:
+        args += ["--room", str(r)]
+    return StdioServerParameters(
+        command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+    )
+
+
+@asynccontextmanager
+async def connect(
+    home: Path, rooms: Sequence[Path], rec: Recorder, *extra: str, mode: str = "legacy"
+) -> AsyncIterator[Client]:
+    # "legacy": the initialize handshake, as Claude Code speaks it today.
+    async with Client(
+        params(home, rooms, *extra),
+        read_timeout_seconds=60,
+        mode=mode,  # type: ignore[arg-type]
+        extensions=[ChannelListener(rec)],
+        message_handler=rec.on_message,
+    ) as client:
+        yield client
+
+
+def push_from_another_process(room: Path, text: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "core.cli", "room", "push", str(room), text],
+        check=True,
+        env={"PYTHONPATH": str(REPO)},
+        cwd=str(REPO),
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_capability_is_declared(home: Path, tmp_path: Path, mode: str) -> None:
+    rec = Recorder()
+    async with connect(home, [tmp_path / "inbox.txt"], rec, mode=mode) as client:
+        caps = client.server_capabilities
+        assert caps.experimental == {"claude/channel": {}}
+        # Tools still work next to the channel.
+        assert not (await client.call_tool("room_status", {})).is_error
+
+
+async def test_a_pushed_line_makes_exactly_one_notice(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    rec = Recorder()
+    async with connect(home, [room], rec) as client:
+        await rec.quiet(1.0)  # the server is up and has looked once: nothing waits
+        assert rec.channel == []
+        push_from_another_process(room, "[t1] [ops] owner: deploy now")
+        await rec.wait_for(1)
+        await rec.quiet()
+        assert len(rec.channel) == 1
+        n = rec.channel[0]
+        assert n.meta["room"] == "inbox.txt" and n.meta["kind"] == "room"
+        assert n.meta["count"] == "1"
+        assert "deploy now" in n.content and "room_list_new" in n.content
+        # The notice consumed nothing: the line is still there for the authoritative read.
+        listed = await client.call_tool("room_list_new", {})
+        assert listed.structured_content["lines"] == ["[t1] [ops] owner: deploy now"]
+        # Reading (or acking) is not news: still one notice.
+        await client.call_tool("room_ack", {})
+        await rec.quiet()
+        assert len(rec.channel) == 1
+        push_from_another_process(room, "[t2] [ops] owner: again")
+        await rec.wait_for(2)
+        assert rec.channel[1].meta["count"] == "1"
+
+
+async def test_a_burst_of_a_thousand_lines_is_one_or_two_notices(
+    home: Path, tmp_path: Path
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    rec = Recorder()
+    async with connect(home, [room], rec):
+        await rec.quiet(1.0)
+        script = (
+            "import sys\nfrom core.rooms import Room\nr = Room(sys.argv[1])\n"
+            "for i in range(1000):\n    r.push(f'line {i}')\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", script, str(room)],
+            check=True,
+            env={"PYTHONPATH": str(REPO)},
+            cwd=str(REPO),
+        )
+        await rec.wait_for(1)
+        await rec.quiet(3.0)
+        assert 1 <= len(rec.channel) <= 2, [n.meta for n in rec.channel]
+        assert rec.channel[-1].meta["count"] == "1000"
+    assert len(room.read_bytes().splitlines()) == 1000
+
+
+async def test_lines_already_read_make_no_notice(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    r = Room(room)
+    for i in range(5):
+        r.push(f"old {i}")
+    r.read("agent")
+    rec = Recorder()
+    async with connect(home, [room], rec):
+        await rec.quiet(3.0)
+    assert rec.channel == []
+
+
+async def test_a_pending_wake_makes_one_notice(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    rec = Recorder()
+    async with connect(home, [room], rec):
+        await rec.quiet(1.0)
+        wakes.merge(
+            home,
+            "agent",
+            "build",
+            run_id="run1",
+            kind="match",
+            lines=[MatchedLine(0, 20, "ERROR: build failed")],
+            filter="ERROR",
+            exclude=False,
+            matches=1,
+            status="running",
+        )
+        await rec.wait_for(1)
+        await rec.quiet()
+        assert len(rec.channel) == 1
+        n = rec.channel[0]
+        assert n.meta["process"] == "build" and n.meta["kind"] == "match"
+        assert "wakes_drain" in n.content and "build failed" in n.content
+    record = wakes.list_wakes(home, "agent")[0]
+    assert record.pending == 1  # the notice drained nothing
+
+
+async def test_a_restarted_server_does_not_repeat_itself(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    rec = Recorder()
+    async with connect(home, [room], rec):
+        push_from_another_process(room, "hello")
+        await rec.wait_for(1)
+    rec2 = Recorder()
+    started = time.monotonic()
+    async with connect(home, [room], rec2):
+        await rec2.quiet(3.0)
+        assert rec2.channel == []
+        # ...and it is not silent either: a new line is noticed.
+        push_from_another_process(room, "world")
+        await rec2.wait_for(1)
+        assert rec2.channel[0].meta["count"] == "2"
+    assert time.monotonic() - started < WAIT * 2
+
+
+async def test_no_channel_flag_keeps_the_server_quiet(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_text("waiting\n")
+    rec = Recorder()
+    async with connect(home, [room], rec, "--no-channel"):
+        await rec.quiet(2.0)
+    assert rec.channel == []
