@@ -45,6 +45,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(handler=_mcp)
 
+    p = sub.add_parser(
+        "nudge",
+        help="type one line into an idle agent's tmux pane when something new waits for it",
+        description="Watches the session's rooms and wakes like the MCP channel does and, when "
+        "something new waits and the pane is idle, types one short line and Enter into it. "
+        "Never while the pane is busy, never twice for the same thing; it reads, acks and "
+        "drains nothing. Runs in the foreground until interrupted.",
+    )
+    p.add_argument("--session", required=True, help="the agent's session name")
+    p.add_argument("--tmux", required=True, metavar="TARGET", help="tmux pane, e.g. agents:0.1")
+    p.add_argument(
+        "--tmux-socket", default=None, metavar="NAME", help="tmux server socket name (tmux -L)"
+    )
+    p.add_argument("--room", action="append", default=[], metavar="PATH", help="repeatable")
+    p.add_argument(
+        "--idle-ms",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="the pane counts as idle after its content stayed unchanged this long (2000)",
+    )
+    p.add_argument(
+        "--prompt-regex",
+        default=None,
+        metavar="RE",
+        help="also require the pane's last non-blank line to match (e.g. '^> ?$')",
+    )
+    p.add_argument(
+        "--window-ms", type=int, default=500, metavar="N", help="coalescing window (500)"
+    )
+    p.set_defaults(handler=_nudge)
+
     h = sub.add_parser("hooks", help="wire ackdeck into an agent's settings.json, and hook output")
     hsub = h.add_subparsers(dest="hooks_command", metavar="ACTION", required=True)
 
@@ -141,4 +173,31 @@ def _prompt(args: argparse.Namespace) -> int:
     text = hooks.prompt_text(args.session, args.room)
     if text:
         print(text)
+    return 0
+
+
+def _nudge(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..home import resolve_home
+    from ..nudge import make_nudger
+
+    if not 10 <= args.window_ms <= 600_000:
+        raise InvalidInput("--window-ms must be between 10 and 600000")
+    nudger = make_nudger(
+        resolve_home(args.home),
+        check_name(args.session),
+        args.room,
+        args.tmux,
+        socket=args.tmux_socket,
+        idle_ms=args.idle_ms,
+        prompt_regex=args.prompt_regex,
+    )
+    nudger.tmux.check()  # a missing pane is a one-line error before anything else
+    print(
+        f"ackdeck nudge: watching session {args.session!r} for pane {args.tmux}",
+        file=sys.stderr,
+        flush=True,
+    )
+    anyio.run(lambda: nudger.run(window=args.window_ms / 1000))
     return 0

@@ -1,0 +1,232 @@
+"""The tmux nudge against a scripted fake agent in a real tmux server (its own socket, killed in
+teardown): one line typed per new thing, none while the agent is busy, none repeated."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.nudge import IdleWatch
+from core.rooms import Room
+from tests.conftest import REPO
+
+WAIT = 60.0
+QUIET = 3.0
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+FAKE_AGENT = r"""
+import os, select, sys
+busy_flag, log = sys.argv[1], sys.argv[2]
+prompt_shown = False
+n = 0
+while True:
+    busy = os.path.exists(busy_flag)
+    if busy:
+        n += 1
+        sys.stdout.write(f"\rworking {n} ")  # the pane changes all the time: busy
+        sys.stdout.flush()
+        prompt_shown = False
+    elif not prompt_shown:
+        sys.stdout.write("\n> ")
+        sys.stdout.flush()
+        prompt_shown = True
+    ready, _, _ = select.select([sys.stdin], [], [], 0.1)
+    if ready:
+        line = sys.stdin.readline()
+        if not line:
+            break
+        with open(log, "a") as f:
+            f.write(("busy" if os.path.exists(busy_flag) else "idle") + "\t" + line)
+        sys.stdout.write("got: " + line)
+        prompt_shown = False
+"""
+
+
+def wait_until(cond, what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class World:
+    def __init__(self, tmp: Path, home: Path) -> None:
+        self.tmp = tmp
+        self.home = home
+        self.socket = f"ackdeck-test-{uuid.uuid4().hex[:10]}"
+        self.flag = tmp / "busy"
+        self.log = tmp / "typed.log"
+        self.room = tmp / "inbox.txt"
+        self.room.touch()
+        self.nudge: subprocess.Popen[bytes] | None = None
+        script = tmp / "fake_agent.py"
+        script.write_text(FAKE_AGENT)
+        try:
+            self._start(script)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, script: Path) -> None:
+        self.tmux(
+            "new-session", "-d", "-s", "agent", "-x", "160", "-y", "40",
+            f"{sys.executable} {script} {self.flag} {self.log}",
+        )
+        # capture-pane trims trailing blanks: the prompt "> " shows as ">".
+        wait_until(
+            lambda: re.search(r"^>", self.capture(), re.M) is not None, "the fake agent's prompt"
+        )
+
+    def tmux(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True
+        )
+        return out.stdout
+
+    def capture(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "agent")
+
+    def typed(self) -> list[str]:
+        if not self.log.exists():
+            return []
+        return self.log.read_text().splitlines()
+
+    def start_nudge(self, *extra: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        self.nudge = subprocess.Popen(
+            [
+                sys.executable, "-m", "core.cli", "--home", str(self.home), "nudge",
+                "--session", "agent", "--tmux", "agent", "--tmux-socket", self.socket,
+                "--room", str(self.room), "--idle-ms", "400", *extra,
+            ],
+            env=env,
+            cwd=str(REPO),
+            stderr=subprocess.PIPE,
+        )
+        # It announces itself once it checked the pane; from then on it is watching.
+        assert self.nudge.stderr is not None
+        first = self.nudge.stderr.readline().decode()
+        assert "watching session" in first, first
+
+    def close(self) -> None:
+        if self.nudge is not None and self.nudge.poll() is None:
+            self.nudge.terminate()
+            try:
+                self.nudge.wait(timeout=WAIT)
+            except subprocess.TimeoutExpired:
+                self.nudge.kill()
+                self.nudge.wait()
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        # tmux may leave its socket file behind; it is ours (a unique name), so remove it.
+        sock = Path(f"/tmp/tmux-{os.getuid()}") / self.socket
+        sock.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def world(tmp_path: Path, home: Path) -> Iterator[World]:
+    w = World(tmp_path, home)
+    try:
+        yield w
+    finally:
+        w.close()
+
+
+def test_one_line_per_new_thing_and_none_repeated(world: World) -> None:
+    world.start_nudge("--prompt-regex", r"^> ?$")
+    Room(world.room).push("[t1] ops: deploy")
+    wait_until(lambda: len(world.typed()) == 1, "the first nudge")
+    state, line = world.typed()[0].split("\t", 1)
+    assert state == "idle"
+    assert line.startswith("ackdeck: new room lines in inbox.txt (1)")
+    assert "room_list_new" in line
+    time.sleep(QUIET)  # a quiet period: nothing new, nothing typed
+    assert len(world.typed()) == 1
+    assert Room(world.room).status().pending == 1  # the nudge consumed nothing
+    Room(world.room).push("[t2] ops: again")
+    wait_until(lambda: len(world.typed()) == 2, "the second nudge")
+    assert "inbox.txt (2)" in world.typed()[1]
+    time.sleep(QUIET)
+    assert len(world.typed()) == 2
+
+
+def test_never_types_while_the_agent_is_busy(world: World) -> None:
+    world.flag.touch()
+    wait_until(lambda: "working" in world.capture(), "the agent to be busy")
+    world.start_nudge()
+    Room(world.room).push("[t1] ops: build failed")
+    time.sleep(QUIET * 2)  # busy all along: the pane keeps changing
+    assert world.typed() == []
+    world.flag.unlink()
+    wait_until(lambda: len(world.typed()) == 1, "the nudge once the agent is idle")
+    assert world.typed()[0].startswith("idle\t")
+    time.sleep(QUIET)
+    assert len(world.typed()) == 1
+
+
+def test_prompt_regex_holds_the_nudge_until_the_prompt_shows(world: World) -> None:
+    world.start_nudge("--prompt-regex", r"^READY>$")  # the fake agent never prints this
+    Room(world.room).push("[t1] ops: hello")
+    time.sleep(QUIET)
+    assert world.typed() == []
+
+
+def test_a_restarted_nudge_does_not_repeat(world: World) -> None:
+    world.start_nudge()
+    Room(world.room).push("[t1] ops: once")
+    wait_until(lambda: len(world.typed()) == 1, "the nudge")
+    assert world.nudge is not None
+    world.nudge.terminate()
+    world.nudge.wait(timeout=WAIT)
+    world.start_nudge()
+    time.sleep(QUIET)
+    assert len(world.typed()) == 1
+
+
+def test_a_missing_pane_is_a_one_line_error(world: World, home: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "core.cli", "--home", str(home), "nudge", "--session", "agent",
+            "--tmux", "nosuch:7", "--tmux-socket", world.socket, "--room", str(world.room),
+        ],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        cwd=str(REPO),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert proc.returncode == 1
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "nosuch:7" in proc.stderr and proc.stderr.startswith("ackdeck: error:")
+
+
+# ----- the pure idle decision -------------------------------------------------------------------
+def test_idle_needs_unchanged_content_for_the_whole_period() -> None:
+    w = IdleWatch(500)
+    assert not w.observe("a", 0.0)
+    assert not w.observe("a", 0.4)
+    assert w.observe("a", 0.5)
+    assert not w.observe("b", 0.6)  # changed: the clock starts over
+    assert not w.observe("b", 1.0)
+    assert w.observe("b", 1.1)
+    w.reset()
+    assert not w.observe("b", 5.0)  # after typing, a fresh quiet period is needed
+
+
+def test_idle_with_a_prompt_regex_checks_the_last_non_blank_line() -> None:
+    w = IdleWatch(0, re.compile(rb"^> ?$"))
+    assert not w.observe("> \nworking 3\n\n", 0.0)
+    assert not w.observe("> \nworking 3\n\n", 1.0)
+    w2 = IdleWatch(0, re.compile(rb"^> ?$"))
+    w2.observe("got: x\n> \n\n", 0.0)
+    assert w2.observe("got: x\n> \n\n", 0.1)
