@@ -4,7 +4,11 @@ Three hooks, each a plain `ackdeck …` command:
 - SessionStart  -> `ackdeck hooks bootstrap`: tells the agent how to read then ack (and never to
   truncate a notification file); its stdout becomes context for the agent.
 - UserPromptSubmit -> `ackdeck hooks prompt`: lists unread room lines without acking them.
-- Stop          -> `ackdeck wakes drain --hook`: delivers monitor wakes (exit 2 + text).
+- Stop          -> `ackdeck hooks stop`: delivers monitor wakes and tells the agent about room
+  lines that arrived during its turn (exit 2 + text); never blocks twice for nothing new.
+
+Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
+`stop_hook_active`, ...); a hook run by hand without input behaves the same.
 
 `merge_hooks` is the pure decision (what the settings become); `install` is the I/O around it:
 parse (a malformed file is left untouched), back up once, write atomically.
@@ -17,8 +21,9 @@ import json
 import os
 import shlex
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +36,16 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 # Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
 # in-flight output reads to settle before it decides what to deliver, so it gets more.
 TIMEOUTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}
-# Subcommand tokens that identify ackdeck's own hook for each event.
-_SIGNATURES = {
-    "SessionStart": ("hooks", "bootstrap"),
-    "UserPromptSubmit": ("hooks", "prompt"),
-    "Stop": ("wakes", "drain"),
+# Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
+# `wakes drain --hook`, is still recognised so that installing replaces it).
+_SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "SessionStart": (("hooks", "bootstrap"),),
+    "UserPromptSubmit": (("hooks", "prompt"),),
+    "Stop": (("hooks", "stop"), ("wakes", "drain")),
 }
+# How long a hook waits for its stdin JSON to start arriving; Claude Code writes it at once and
+# closes the pipe, a hand-run hook may have nothing there.
+STDIN_WAIT_S = 2.0
 BACKUP_SUFFIX = ".ackdeck-backup"
 PROMPT_MAX_LINES = 20
 PROMPT_MAX_CHARS = 300
@@ -64,7 +73,7 @@ def hook_commands(
             if room_args
             else None
         ),
-        "Stop": shlex.join([*base, "wakes", "drain", "--session", session, "--hook"]),
+        "Stop": shlex.join([*base, "hooks", "stop", "--session", session, *room_args]),
     }
 
 
@@ -77,8 +86,11 @@ def is_ackdeck_hook(event: str, command: object) -> bool:
     except ValueError:
         return False
     runs_ackdeck = any(os.path.basename(t) == "ackdeck" or t == "core.cli" for t in tokens)
-    sig = _SIGNATURES[event]
-    has_sig = any(tuple(tokens[i : i + len(sig)]) == sig for i in range(len(tokens)))
+    has_sig = any(
+        tuple(tokens[i : i + len(sig)]) == sig
+        for sig in _SIGNATURES[event]
+        for i in range(len(tokens))
+    )
     return runs_ackdeck and has_sig
 
 
@@ -158,7 +170,13 @@ class InstallResult:
     backup: Path | None  # the backup written by this run, if any
 
 
-def default_settings_path() -> Path:
+def default_settings_path(project: str | os.PathLike[str] | None = None) -> Path:
+    """The project's `.claude/settings.json` (the current directory's by default): hooks are
+    per project, so two projects' agents on one machine never drain each other's wakes."""
+    return Path(os.path.abspath(project or os.curdir)) / ".claude" / "settings.json"
+
+
+def user_settings_path() -> Path:
     return Path.home() / ".claude" / "settings.json"
 
 
@@ -332,3 +350,91 @@ def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str
         "process_output to read; pending wakes are delivered when you stop (wakes_drain).",
     ]
     return "\n".join(lines)
+
+
+# ----- hook input and the Stop hook -------------------------------------------------------------
+def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str, Any]:
+    """The JSON object Claude Code writes on a hook's stdin; {} when there is none (a terminal,
+    an empty or closed stdin, or something that is not a JSON object)."""
+    import select
+    import sys
+
+    f = stream if stream is not None else sys.stdin
+    try:
+        if f is None or f.isatty():
+            return {}
+        ready, _, _ = select.select([f], [], [], wait)
+        if not ready:
+            return {}
+        raw = f.read()
+    except (OSError, ValueError):
+        return {}
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def mark_rooms_told(home: Path, session: str, rooms: Sequence[str | os.PathLike[str]]) -> None:
+    """Record what a SessionStart or prompt hook just showed, so the Stop hook reports only
+    lines that arrived after it (during the agent's turn). Reads and acks nothing."""
+    from .noticer import Noticer
+
+    if not rooms:
+        return
+    noticer = Noticer(home, session, [Path(r) for r in rooms], "hooks", wakes=False)
+    noticer.commit(noticer.due()[1])
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    block: bool  # exit 2: the agent continues with `text`
+    text: str
+    # Records the room notices as told; call it once `text` was written.
+    commit: Callable[[], None] = _nothing
+
+
+def stop_hook(
+    home: Path,
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    payload: Mapping[str, Any],
+    *,
+    settle_timeout: float = 2.0,
+) -> StopOutcome:
+    """Deliver pending wakes (the authoritative drain) and notice room lines that arrived
+    during the turn. Block only for something new: a wake just delivered, or room lines beyond
+    what a hook already told this session. So with `stop_hook_active` (the agent is already
+    continuing because of a Stop hook) a second block needs something that arrived since."""
+    from . import wakes
+    from .noticer import Noticer
+    from .notices import Notice
+
+    check_name(session)
+    parts: list[str] = []
+    drained = wakes.drain(home, session, settle_timeout=settle_timeout)
+    text = wakes.format_wake_text(drained)
+    if text:
+        parts.append(text)
+    notices: list[Notice] = []
+    commit: Callable[[], None] = _nothing
+    if rooms:
+        noticer = Noticer(home, session, [Path(r) for r in rooms], "hooks", wakes=False)
+        notices, state = noticer.due()
+        commit = partial(noticer.commit, state)
+        for n in notices:
+            parts.append(
+                f"ackdeck: room {n.meta['room']} got new lines while you worked "
+                f"({n.meta['count']} unread, not read or acked by this hook). Read them with "
+                f"room_list_new (room {n.meta['room']!r}), act, then room_ack."
+            )
+    if not parts:
+        return StopOutcome(False, "", commit)
+    if payload.get("stop_hook_active"):
+        parts.append("(more arrived since the last stop; nothing earlier is repeated)")
+    return StopOutcome(True, "\n".join(parts), commit)

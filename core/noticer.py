@@ -33,7 +33,7 @@ DEFAULT_WINDOW_S = 0.5
 # the start and anything a watcher can miss (an unlocked writer into a replaced inode).
 RESCAN_S = 10.0
 TAIL_BYTES = 4096
-DOORS = ("channel", "nudge", "stop")
+DOORS = ("channel", "nudge", "hooks")
 
 
 def state_path(home: Path, session: str, door: str) -> Path:

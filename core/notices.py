@@ -5,7 +5,7 @@ matched lines waiting: call wakes_drain". It never reads, acks or drains: an age
 ignores or misses one loses nothing, the authoritative path is still read -> ack and drain.
 
 Notices are edge-triggered per session and door (the MCP channel, the tmux nudge, the Stop
-hook). "Already noticed" is a watermark per source, kept on disk by `core.noticer`:
+hooks). "Already noticed" is a watermark per source, kept on disk by `core.noticer`:
 - a room: the logical stream offset just past the last complete line when the door last
   looked, with the room's epoch. Lines below it were noticed (or read: a session's own reads
   count because only *unread* lines can make a notice). A new notice needs unread lines AND

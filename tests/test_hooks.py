@@ -45,8 +45,11 @@ def test_missing_file_is_created_with_all_three_hooks(tmp_path: Path) -> None:
     for event in hooks.EVENTS:
         (hook,) = ours(data, event)
         assert hook["type"] == "command" and hook["timeout"] > 0
+    # Issue 13: the Stop hook reads its stdin JSON and also reports room lines that arrived
+    # during the turn, so it is `hooks stop` with the rooms (it replaces `wakes drain --hook`).
     stop = shlex.split(ours(data, "Stop")[0]["command"])
-    assert stop[-5:] == ["wakes", "drain", "--session", "agent", "--hook"]
+    assert stop[-5:-2] == ["stop", "--session", "agent"]
+    assert stop[-2:] == ["--room", str(tmp_path / "inbox.txt")]
     assert "--room" in shlex.split(ours(data, "UserPromptSubmit")[0]["command"])
     # Settings can hold tokens: a file ackdeck creates is private.
     assert settings.stat().st_mode & 0o777 == 0o600
@@ -294,3 +297,160 @@ def test_installed_stop_hook_delivers_a_wake_once(
     second = run_hook(stop, cli_env)
     assert second.returncode == 0, (second.stdout, second.stderr)
     assert "ERROR" not in second.stderr
+
+
+# ----- hooks that read their input (issue 13) -----------------------------------------------
+def run_hook_with(
+    command: str, env: dict[str, str], payload: dict | None
+) -> subprocess.CompletedProcess[str]:
+    """Run a hook as Claude Code does: the command through a shell, the JSON on stdin."""
+    return subprocess.run(
+        command,
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+        input="" if payload is None else json.dumps(payload),
+    )
+
+
+def stop_payload(active: bool) -> dict:
+    return {
+        "session_id": "3f1c0d6e-5b7a-4c1e-9a0b-2d4e6f8a1b3c",
+        "transcript_path": "/home/me/.claude/projects/x/3f1c0d6e.jsonl",
+        "cwd": str(REPO),
+        "hook_event_name": "Stop",
+        "stop_hook_active": active,
+    }
+
+
+def installed(tmp_path: Path, cli_env: dict[str, str], room: Path) -> dict:
+    settings = tmp_path / "proj" / ".claude" / "settings.json"
+    out = run_cli(
+        "hooks", "install", "--settings", str(settings), "--session", "agent",
+        "--room", str(room), "--ackdeck", shlex.join(ACKDECK), env=cli_env,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(settings.read_text())
+
+
+def test_stop_hook_tells_mid_turn_lines_once_and_never_reads_them(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"[t1] ops: before the turn\n")
+    data = installed(tmp_path, cli_env, room)
+    prompt = ours(data, "UserPromptSubmit")[0]["command"]
+    stop = ours(data, "Stop")[0]["command"]
+    shown = run_hook_with(
+        prompt,
+        cli_env,
+        {"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "go on"},
+    )
+    assert "before the turn" in shown.stdout
+    # Nothing arrived during the turn: stopping is allowed.
+    first = run_hook_with(stop, cli_env, stop_payload(False))
+    assert first.returncode == 0, first.stderr
+    # A teammate writes while the agent works: the Stop hook mentions it (exit 2, stderr).
+    Room(room).push("[t2] ops: arrived mid-turn")
+    before = room.read_bytes()
+    second = run_hook_with(stop, cli_env, stop_payload(False))
+    assert second.returncode == 2, (second.stdout, second.stderr)
+    assert "inbox.txt" in second.stderr and "room_list_new" in second.stderr
+    assert "2 unread" in second.stderr
+    # The agent continued (stop_hook_active) without reading: nothing new, so it may stop.
+    third = run_hook_with(stop, cli_env, stop_payload(True))
+    assert third.returncode == 0, third.stderr
+    assert third.stderr == ""
+    # Nothing was read or acked by any hook.
+    assert room.read_bytes() == before
+    with pytest.raises(ColdAck):
+        Room(room).ack("agent")
+    # Something new while continuing: one more block, then quiet again.
+    Room(room).push("[t3] ops: and another")
+    fourth = run_hook_with(stop, cli_env, stop_payload(True))
+    assert fourth.returncode == 2 and "3 unread" in fourth.stderr
+    fifth = run_hook_with(stop, cli_env, stop_payload(True))
+    assert fifth.returncode == 0
+
+
+def test_stop_hook_never_blocks_twice_for_a_wake_it_delivered(
+    tmp_path: Path, home: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    data = installed(tmp_path, cli_env, room)
+    stop = ours(data, "Stop")[0]["command"]
+    wakes.merge(
+        home, "agent", "build", run_id="run1", kind="exited", filter=None, exclude=False,
+        status="exited", exit_code=1,
+    )
+    first = run_hook_with(stop, cli_env, stop_payload(False))
+    assert first.returncode == 2 and "exit code 1" in first.stderr
+    again = run_hook_with(stop, cli_env, stop_payload(True))
+    assert again.returncode == 0 and again.stderr == ""
+
+
+@pytest.mark.parametrize("payload", [None, {"not": "a stop"}, ["a list"]])
+def test_hooks_without_usable_input_behave_as_before(
+    tmp_path: Path, cli_env: dict[str, str], payload: object
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"one\n")
+    data = installed(tmp_path, cli_env, room)
+    command = ours(data, "Stop")[0]["command"]
+    res = subprocess.run(
+        command, shell=True, capture_output=True, text=True, cwd=REPO, env=cli_env, timeout=60,
+        input="" if payload is None else json.dumps(payload),
+    )
+    # The room's line was never told by a hook: it is news to the Stop hook.
+    assert res.returncode == 2, res.stderr
+    assert room.read_bytes() == b"one\n"
+
+
+def test_session_start_names_its_source_and_marks_lines_told(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"one\n")
+    data = installed(tmp_path, cli_env, room)
+    boot = run_hook_with(
+        ours(data, "SessionStart")[0]["command"],
+        cli_env,
+        {"session_id": "s", "hook_event_name": "SessionStart", "source": "compact"},
+    )
+    assert boot.returncode == 0 and "after compact" in boot.stdout and "1 unread" in boot.stdout
+    stop = run_hook_with(ours(data, "Stop")[0]["command"], cli_env, stop_payload(False))
+    assert stop.returncode == 0, stop.stderr
+
+
+def test_install_defaults_to_the_project_settings(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = dict(cli_env, HOME=str(tmp_path / "userhome"))
+    out = subprocess.run(
+        [*ACKDECK, "hooks", "install", "--session", "agent", "--ackdeck", shlex.join(ACKDECK)],
+        capture_output=True, text=True, cwd=project, env=env, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert (project / ".claude" / "settings.json").exists()
+    assert not (tmp_path / "userhome" / ".claude").exists()
+    user = subprocess.run(
+        [*ACKDECK, "hooks", "install", "--user", "--ackdeck", shlex.join(ACKDECK)],
+        capture_output=True, text=True, cwd=project, env=env, timeout=60,
+    )
+    assert user.returncode == 0, user.stderr
+    assert (tmp_path / "userhome" / ".claude" / "settings.json").exists()
+
+
+def test_installing_replaces_the_older_wakes_drain_stop_hook(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    old = {"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "/v/bin/ackdeck wakes drain --session agent --hook"}
+    ]}]}}
+    settings.write_text(json.dumps(old))
+    hooks.install(settings, commands(tmp_path))
+    (stop,) = ours(json.loads(settings.read_text()), "Stop")
+    assert "hooks stop" in stop["command"] and "wakes drain" not in stop["command"]

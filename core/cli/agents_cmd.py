@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import sys
+from pathlib import Path
 
 from .. import hooks
 from ..errors import InvalidInput
@@ -87,11 +88,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "up once (FILE.ackdeck-backup) before the first change, and changes nothing when the "
         "hooks are already there.",
     )
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--settings",
         default=None,
         metavar="FILE",
-        help=f"settings file (default {hooks.default_settings_path()})",
+        help="settings file (default: .claude/settings.json in the current directory, the "
+        "project's; .claude/settings.local.json keeps it out of version control)",
+    )
+    where.add_argument(
+        "--user",
+        action="store_true",
+        help=f"install into the user-wide {hooks.user_settings_path()} instead (every project "
+        "then shares one session's wakes)",
     )
     p.add_argument("--session", default=DEFAULT_SESSION, help=f"default {DEFAULT_SESSION!r}")
     p.add_argument(
@@ -114,6 +123,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session", default=DEFAULT_SESSION)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
     p.set_defaults(handler=_prompt)
+
+    p = hsub.add_parser(
+        "stop",
+        help="Stop hook: deliver wakes and tell about room lines that arrived during the turn",
+        description="Reads the hook JSON on stdin. Exit 2 with the text (stdout and stderr) "
+        "when a wake was delivered or new room lines arrived since a hook last told the "
+        "session; exit 0 otherwise, so it never blocks twice in a row for nothing new. Room "
+        "lines are only mentioned, never read or acked.",
+    )
+    p.add_argument("--session", default=DEFAULT_SESSION)
+    p.add_argument("--room", action="append", default=[], metavar="PATH")
+    p.add_argument(
+        "--settle", type=float, default=2.0, metavar="SECS", help="as for wakes drain (2)"
+    )
+    p.set_defaults(handler=_stop)
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -148,7 +172,11 @@ def _install(args: argparse.Namespace) -> int:
     commands = hooks.hook_commands(
         _ackdeck_command(args.ackdeck), args.session, args.room, args.home
     )
-    target = args.settings or hooks.default_settings_path()
+    target = (
+        hooks.user_settings_path()
+        if args.user
+        else Path(args.settings) if args.settings else hooks.default_settings_path()
+    )
     result = hooks.install(target, commands)
     if not result.changed:
         print(f"{result.path}: ackdeck hooks already installed; nothing changed")
@@ -165,15 +193,44 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _bootstrap(args: argparse.Namespace) -> int:
-    print(hooks.bootstrap_text(args.session, args.room))
+    payload = hooks.read_hook_input()
+    text = hooks.bootstrap_text(args.session, args.room)
+    if payload.get("source") in ("compact", "clear", "resume"):
+        text = f"(ackdeck: reminder after {payload['source']})\n" + text
+    print(text, flush=True)
+    hooks.mark_rooms_told(_home(args), args.session, args.room)
     return 0
 
 
 def _prompt(args: argparse.Namespace) -> int:
+    hooks.read_hook_input()
     text = hooks.prompt_text(args.session, args.room)
     if text:
-        print(text)
+        print(text, flush=True)
+    hooks.mark_rooms_told(_home(args), args.session, args.room)
     return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    payload = hooks.read_hook_input()
+    check_name(args.session)
+    outcome = hooks.stop_hook(
+        _home(args), args.session, args.room, payload, settle_timeout=args.settle
+    )
+    if not outcome.block:
+        outcome.commit()
+        return 0
+    # Claude Code feeds stderr back to the agent on exit 2; stdout is for a human reading it.
+    print(outcome.text, flush=True)
+    print(outcome.text, file=sys.stderr, flush=True)
+    outcome.commit()
+    return 2
+
+
+def _home(args: argparse.Namespace) -> Path:
+    from ..home import resolve_home
+
+    return resolve_home(args.home)
 
 
 def _nudge(args: argparse.Namespace) -> int:
