@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from .errors import AckdeckError, ColdAck, InvalidInput
+from .mcp_manage import guard_async, tool_meta, wait_output
+from .mcp_manage import register as register_manage_tools
 from .names import check_name
 from .rooms import Room
 
@@ -542,6 +544,7 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
 
     @server.tool(
         name="room_list_new",
+        **tool_meta("room_list_new"),
         description="Return every complete line now in the room and remember exactly what was "
         "returned (for room_ack). Lines are decoded as UTF-8 with replacement.",
     )
@@ -552,6 +555,7 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
 
     @server.tool(
         name="room_ack",
+        **tool_meta("room_ack"),
         description="Remove exactly the lines your last room_list_new returned; lines that "
         "arrived since are preserved. Without a prior room_list_new it refuses (nothing is "
         "removed) unless all is true, which acks every complete line and returns them.",
@@ -566,6 +570,7 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
 
     @server.tool(
         name="room_push",
+        **tool_meta("room_push"),
         description="Append one line (no newline, no NUL) to a configured room.",
     )
     def room_push(
@@ -576,6 +581,7 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
 
     @server.tool(
         name="room_status",
+        **tool_meta("room_status"),
         description="Counters for a configured room (all configured rooms when room is "
         "omitted): unread and in-flight lines for this session, pending, acked, preserved.",
     )
@@ -589,6 +595,7 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
 
     @server.tool(
         name="process_start",
+        **tool_meta("process_start"),
         description="Start a background command under an ackdeck supervisor. With monitor "
         "(a regex), output lines that match (or, with exclude, do not match) wake this "
         "session; lines you were already shown by process_output never wake you.",
@@ -612,11 +619,13 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
 
     @server.tool(
         name="process_output",
+        **tool_meta("process_output"),
         description="New output lines of a process since your last read, optionally filtered; "
         "waits up to timeout seconds for something to show. Lines returned here count as "
         "seen: a monitor will not wake you for them. Lines a filter skipped still can.",
     )
-    def process_output(
+    async def process_output(
+        ctx: Context,
         name: Annotated[str, Field(description="process name")],
         filter: Annotated[  # noqa: A002 - the documented tool argument
             str | None, Field(description="regex; only matching lines are returned")
@@ -626,16 +635,19 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
             float, Field(description=f"seconds to wait, 0-{MAX_OUTPUT_TIMEOUT:g}")
         ] = 0.0,
     ) -> Annotated[CallToolResult, OutputOut]:
-        return _guard(lambda: door.process_output(name, filter, exclude, timeout))
+        # Waits asynchronously: progress every few seconds, prompt return on cancellation.
+        return await guard_async(lambda: wait_output(door, ctx, name, filter, exclude, timeout))
 
     @server.tool(
         name="wakes_drain",
+        **tool_meta("wakes_drain"),
         description="Deliver pending monitor wakes for this session (matched output you have "
         "not been shown yet) and mark them delivered.",
     )
     def wakes_drain() -> Annotated[CallToolResult, DrainOut]:
         return _guard(door.wakes_drain)
 
+    register_manage_tools(server, door)
     return server
 
 

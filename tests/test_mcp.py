@@ -27,6 +27,10 @@ TOOLS = {
     "process_start",
     "process_output",
     "wakes_drain",
+    # issue 13: what an agent needs to manage what it started
+    "process_list",
+    "process_kill",
+    "wakes_list",
 }
 
 
