@@ -897,7 +897,9 @@ def test_hooks_install_creates_keeps_other_keys_is_idempotent_and_backs_up(
     cli.ok("hooks", "install", "--settings", str(fresh), "--session", "agent")
     data = json.loads(fresh.read_text())
     commands = json.dumps(data["hooks"])
-    assert "wakes drain" in commands and "--hook" in commands
+    # Issue 13: the Stop hook is `hooks stop` (it reads the hook JSON and also reports room
+    # lines that arrived mid-turn); it replaces the older `wakes drain --hook`.
+    assert "hooks stop" in commands and "--session agent" in commands
     assert set(data["hooks"]) >= {"SessionStart", "Stop"}
     settled = fresh.read_bytes()
     cli.ok("hooks", "install", "--settings", str(fresh), "--session", "agent")
@@ -910,7 +912,7 @@ def test_hooks_install_creates_keeps_other_keys_is_idempotent_and_backs_up(
     cli.ok("hooks", "install", "--settings", str(existing), "--session", "agent")
     data = json.loads(existing.read_text())
     assert data["model"] == "x" and "echo mine" in json.dumps(data["hooks"]["Stop"])
-    assert "wakes drain" in json.dumps(data["hooks"]["Stop"])
+    assert "hooks stop" in json.dumps(data["hooks"]["Stop"])
     backups = [
         p for p in tmp_path.iterdir() if p.name.startswith("settings.json") and p != existing
     ]

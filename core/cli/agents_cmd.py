@@ -20,8 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "mcp",
         help="run the MCP server (stdio) for one agent session and its rooms",
         description="Serve room_list_new, room_ack, room_push, room_status, process_start, "
-        "process_output and wakes_drain over stdio. Only the configured rooms are reachable; "
-        "the first is the default.",
+        "process_output, process_list, process_kill, wakes_list and wakes_drain over stdio, "
+        "and push notifications/claude/channel notices of new room lines and wakes. Only the "
+        "configured rooms are reachable; the first is the default.",
     )
     p.add_argument("--session", required=True, help="the agent's session name")
     p.add_argument(
