@@ -355,7 +355,10 @@ def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str
 # ----- hook input and the Stop hook -------------------------------------------------------------
 def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str, Any]:
     """The JSON object Claude Code writes on a hook's stdin; {} when there is none (a terminal,
-    an empty or closed stdin, or something that is not a JSON object)."""
+    an empty or closed stdin, nothing within `wait` seconds, or not a JSON object).
+
+    Reads until EOF or until the bytes so far parse as one JSON value, so a runner that keeps
+    the pipe open after writing cannot hang the hook."""
     import select
     import sys
 
@@ -363,15 +366,26 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
     try:
         if f is None or f.isatty():
             return {}
-        ready, _, _ = select.select([f], [], [], wait)
-        if not ready:
-            return {}
-        raw = f.read()
+        fd = f.fileno()
+        raw = b""
+        while True:
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            raw += chunk
+            try:
+                value = json.loads(raw)
+                break
+            except ValueError:
+                continue  # incomplete so far
     except (OSError, ValueError):
         return {}
     try:
         value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
+    except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 

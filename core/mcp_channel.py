@@ -108,9 +108,10 @@ async def serve_stdio(
             await ready.event.wait()
             try:
                 await noticer.run(send, window=window)
-            except OSError as exc:
-                # The notifier is a convenience; the tools keep working without it.
-                print(f"ackdeck: channel notices stopped: {exc}", file=sys.stderr)
+            except Exception as exc:  # noqa: BLE001 - reported, and the tools keep working
+                # The notifier is a convenience: whatever breaks it must not take the agent's
+                # tools down with it. Say so once on stderr (the client's server log).
+                print(f"ackdeck: channel notices stopped: {exc!r}", file=sys.stderr)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(notify)

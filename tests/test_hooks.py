@@ -454,3 +454,24 @@ def test_installing_replaces_the_older_wakes_drain_stop_hook(tmp_path: Path) -> 
     hooks.install(settings, commands(tmp_path))
     (stop,) = ours(json.loads(settings.read_text()), "Stop")
     assert "hooks stop" in stop["command"] and "wakes drain" not in stop["command"]
+
+
+def test_hook_input_is_read_even_when_the_runner_keeps_stdin_open() -> None:
+    r, w = os.pipe()
+    try:
+        os.write(w, json.dumps(stop_payload(True)).encode())
+        with os.fdopen(r, "r", closefd=False) as f:
+            started = time.monotonic()
+            got = hooks.read_hook_input(f, wait=30)
+        assert got["stop_hook_active"] is True
+        # It returned on the complete JSON, not on the 30 s wait.
+        assert time.monotonic() - started < 30
+        os.write(w, b"{not json")
+        os.close(w)
+        w = -1
+        with os.fdopen(r, "r", closefd=False) as f:
+            assert hooks.read_hook_input(f, wait=30) == {}
+    finally:
+        os.close(r)
+        if w != -1:
+            os.close(w)
