@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from core import wakes
+from core.monitors import MatchedLine
 from core.nudge import IdleWatch
 from core.rooms import Room
 from tests.conftest import REPO
@@ -191,6 +193,20 @@ def test_a_restarted_nudge_does_not_repeat(world: World) -> None:
     world.start_nudge()
     time.sleep(QUIET)
     assert len(world.typed()) == 1
+
+
+def test_a_pending_wake_is_one_nudge_and_is_not_drained(world: World) -> None:
+    world.start_nudge()
+    wakes.merge(
+        world.home, "agent", "build", run_id="run1", kind="match",
+        lines=[MatchedLine(0, 20, "ERROR: build failed")], filter="ERROR", exclude=False,
+        matches=1, status="running",
+    )
+    wait_until(lambda: len(world.typed()) == 1, "the nudge for the wake")
+    assert "wakes for build: wakes_drain" in world.typed()[0]
+    time.sleep(QUIET)
+    assert len(world.typed()) == 1
+    assert wakes.list_wakes(world.home, "agent")[0].pending == 1
 
 
 def test_a_missing_pane_is_a_one_line_error(world: World, home: Path) -> None:
