@@ -88,11 +88,6 @@ class Notice:
     content: str  # for the model: what waits and which tool takes it
     meta: dict[str, str]  # string-to-string attributes (room, kind, count, ...)
 
-    @property
-    def key(self) -> str:
-        """Which source this notice is about (a room path or a process name)."""
-        return self.meta.get("path") or self.meta.get("process", "")
-
 
 def decide(
     state: NoticeState,
