@@ -12,6 +12,7 @@
 import os
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
@@ -86,7 +87,7 @@ async def wait_output(
     """`door.process_output` with the wait done here: each read is immediate (timeout 0), so
     a cancelled call leaves no reader behind that could later record lines as shown that no
     reply carried; between reads an async watch of the run directory wakes us."""
-    from . import procs
+    from . import procs, shown
     from .mcp_server import MAX_OUTPUT_TIMEOUT
 
     check_name(name, "process")
@@ -95,25 +96,36 @@ async def wait_output(
     started = time.monotonic()
     deadline = started + timeout
     next_progress = started + PROGRESS_EVERY_S
-    while True:
-        reply = await anyio.to_thread.run_sync(
-            lambda: door.process_output(name, filter, exclude, 0.0)
-        )
-        now = time.monotonic()
-        if reply.data.get("count") or reply.data.get("status") != "running" or now >= deadline:
-            return reply
-        if ctx is not None and now >= next_progress:
-            await ctx.report_progress(
-                round(now - started, 1),
-                timeout,
-                f"waiting for output of {name} ({now - started:.0f} of {timeout:g} s)",
+    leased = False
+    with ExitStack() as held:
+        while True:
+            reply = await anyio.to_thread.run_sync(
+                lambda: door.process_output(name, filter, exclude, 0.0)
             )
-            next_progress = now + PROGRESS_EVERY_S
-        info = await anyio.to_thread.run_sync(lambda: procs.get_run(door._home_dir(), name))
-        # At most RECHECK_S per watch: output written between our read and the watcher's
-        # start is then picked up by the next read instead of waiting for a later event.
-        until = min(deadline, next_progress, time.monotonic() + RECHECK_S)
-        await _changed(info.run_dir, until - time.monotonic())
+            now = time.monotonic()
+            if reply.data.get("count") or reply.data.get("status") != "running":
+                return reply
+            if now >= deadline:
+                return reply
+            info = await anyio.to_thread.run_sync(lambda: procs.get_run(door._home_dir(), name))
+            if filter is None and not leased:
+                # As in core.output: an unfiltered long poll holds a read lease for its whole
+                # wait, so a drain settles (bounded) before it delivers what this read may
+                # return. Taking it is a few file operations on a new file (never blocks);
+                # the `with` releases it on return, error and cancellation alike.
+                held.enter_context(shown.lease(info.run_dir, door.config.session))
+                leased = True
+            if ctx is not None and now >= next_progress:
+                await ctx.report_progress(
+                    round(now - started, 1),
+                    timeout,
+                    f"waiting for output of {name} ({now - started:.0f} of {timeout:g} s)",
+                )
+                next_progress = now + PROGRESS_EVERY_S
+            # At most RECHECK_S per watch: output written between our read and the watcher's
+            # start is then picked up by the next read instead of waiting for a later event.
+            until = min(deadline, next_progress, time.monotonic() + RECHECK_S)
+            await _changed(info.run_dir, until - time.monotonic())
 
 
 async def _changed(rdir: Any, seconds: float) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from core import procs
+from core import procs, shown
 from tests.test_mcp import call, connect, text_of
 
 WAIT = 60.0
@@ -86,11 +86,19 @@ async def test_a_cancelled_wait_returns_promptly_and_consumes_nothing(
             tg.start_soon(long_poll)
             with anyio.fail_after(WAIT):
                 await waiting.wait()  # the server is inside the wait
+            # An unfiltered long poll holds a read lease while it waits, so drains settle.
+            rdir = procs.get_run(phome, "slow").run_dir
+            assert shown.leases(rdir, "agent")
             tg.cancel_scope.cancel()  # the client sends notifications/cancelled
         # The server is free at once (the old blocking wait held it for the full timeout) ...
         with anyio.fail_after(WAIT):
             status = await call(client, "room_status")
         assert not status.is_error
+        # ... the lease went with the cancelled call (a drain would not wait for a ghost) ...
+        deadline = time.monotonic() + WAIT
+        while shown.leases(rdir, "agent"):
+            assert time.monotonic() < deadline, "the cancelled call kept its read lease"
+            await anyio.sleep(0.05)
         # ... and the cancelled call left no reader behind that could swallow the output.
         flag.touch()
         with anyio.fail_after(WAIT):
