@@ -201,6 +201,8 @@ HELP_COMMANDS = [
     ["hooks", "install"],
     ["hooks", "bootstrap"],
     ["hooks", "prompt"],
+    ["hooks", "stop"],
+    ["nudge"],
     ["tui"],
     ["demo"],
 ]
@@ -250,8 +252,12 @@ def test_help_of_every_command_exits_0_and_names_its_options(cli: Cli) -> None:
         "wakes drain": ["--session", "--json", "--hook"],
         "wakes list": ["--session", "--json"],
         "wakes dismiss": ["--session"],
-        "mcp": ["--session", "--room"],
-        "hooks install": ["--settings"],
+        "hooks install": ["--settings", "--user"],
+        "hooks stop": ["--session", "--room"],
+        "mcp": ["--session", "--room", "--no-channel", "--notice-window-ms"],
+        "nudge": [
+            "--session", "--tmux", "--room", "--idle-ms", "--prompt-regex", "--tmux-socket",
+        ],
     }
     for cmd, options in expected.items():
         for option in options:
