@@ -7,6 +7,7 @@ clean up temps left by a crashed one.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from collections.abc import Iterable
@@ -15,9 +16,35 @@ from pathlib import Path
 TEMP_MARK = ".ackdeck-tmp-"
 
 
+NAME_MAX = 255
+# What a temp name adds to its target's name: ".", TEMP_MARK, a pid, "-", 8 hex digits.
+_TEMP_EXTRA = 1 + len(TEMP_MARK) + 10 + 1 + 8
+
+
+def fitting_name(name: str, extra: int) -> str:
+    """`name` if `extra` more bytes still fit in NAME_MAX; otherwise a prefix of it and a hash
+    of the whole, so internal names derived from any name the filesystem accepts fit too."""
+    raw = os.fsencode(name)
+    if len(raw) + extra <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return os.fsdecode(raw[: NAME_MAX - extra - 17]) + "~" + digest
+
+
 def temp_path_for(path: Path) -> Path:
     # Same directory as the target so the rename never crosses a filesystem.
-    return path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    stem = fitting_name(path.name, _TEMP_EXTRA)
+    return path.with_name(f".{stem}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def is_temp_name(name: str) -> bool:
+    """Is `name` one of temp_path_for's names (and not, say, a receipt of a session whose
+    name happens to contain TEMP_MARK)?"""
+    _, mark, tail = name.rpartition(TEMP_MARK)
+    pid, dash, token = tail.partition("-")
+    return bool(mark) and name.startswith(".") and pid.isdigit() and bool(dash) and (
+        bool(token) and all(c in "0123456789abcdef" for c in token)
+    )
 
 
 def fsync_dir(directory: Path) -> None:
@@ -81,7 +108,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, fsync: bool = Tr
 
 def clean_stale_temps(path: Path) -> int:
     """Remove temp files for `path` left by writers that died. Call under the writer's lock."""
-    prefix = f".{path.name}{TEMP_MARK}"
+    prefix = f".{fitting_name(path.name, _TEMP_EXTRA)}{TEMP_MARK}"
     removed = 0
     try:
         entries = list(os.scandir(path.parent))

@@ -90,7 +90,7 @@ def sweep(
     out: int | None = None
     if pieces:
         try:
-            out = os.open(room, os.O_WRONLY | os.O_APPEND)
+            out = os.open(room, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             # The room was deleted meanwhile: keep every link until it is back.
             return ledger, 0
@@ -162,7 +162,11 @@ def remove_leftovers(room: Path, sidecar: Path, ledger: L.Ledger) -> None:
         except FileNotFoundError:
             continue
         for entry in entries:
-            if _atomic.TEMP_MARK in entry.name or (
-                entry.name.startswith(PREV_PREFIX) and entry.name not in live
+            # Exact shapes only: a session may be named `prev-1` or `x.ackdeck-tmp-1`, and
+            # its receipt (`receipts/<session>.rcpt`) is not a leftover.
+            if _atomic.is_temp_name(entry.name) or (
+                directory == sidecar
+                and entry.name.startswith(PREV_PREFIX)
+                and entry.name not in live
             ):
                 _atomic._unlink_quietly(Path(entry.path))

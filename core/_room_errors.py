@@ -33,3 +33,15 @@ def cold_ack(session: str, why: str, unread: int) -> ColdAck:
         "read the room first (room read / room_list_new), then ack, or ack with --all; "
         "nothing was removed"
     )
+
+
+class NotDelivered(AckdeckError):
+    """A read whose lines could not be written to the reader. No receipt was recorded."""
+
+
+def not_delivered(where: str, exc: OSError) -> NotDelivered:
+    why = "broken pipe" if isinstance(exc, BrokenPipeError) else (exc.strerror or str(exc))
+    return NotDelivered(
+        f"could not deliver the lines to {where} ({why}); no receipt was recorded, so an ack "
+        "removes nothing of this read: read again"
+    )

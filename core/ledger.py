@@ -33,10 +33,12 @@ class FileStat(NamedTuple):
     ino: int
     size: int
     mtime_ns: int
+    # statx birth time (core/_fileid.py); None where the filesystem does not record it.
+    birth_ns: int | None = None
 
 
-def stat_of(st: os.stat_result) -> FileStat:
-    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+def stat_of(st: os.stat_result, birth_ns: int | None = None) -> FileStat:
+    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, birth_ns)
 
 
 class FileIdentity(BaseModel):
@@ -49,8 +51,12 @@ class FileIdentity(BaseModel):
     head_len: int
     head_sha: str
     # Appends always grow a file, so the same inode at the same size with another mtime can
-    # only be an in-place rewrite (`printf 'x\n' > room`). None in ledgers from older versions.
+    # only be an in-place rewrite (`printf 'x\n' > room`), once a write in progress has been
+    # waited out (Room._stat_fd). None in ledgers from older versions.
     mtime_ns: int | None = None
+    # Birth time (statx): a room removed and recreated on a reused inode number is another
+    # file. None where unavailable, and in ledgers from older versions.
+    birth_ns: int | None = None
 
 
 class PrevInode(BaseModel):
@@ -114,6 +120,9 @@ class ReceiptHeader(BaseModel):
     # The room file as this read saw it: an in-place rewrite after the read (same inode, shrunk
     # or same size with a new mtime) makes the receipt stale even if the ledger cannot tell.
     seen: FileIdentity | None = None
+    # The reader this receipt was handed to (an MCP server instance); None for the CLI, the
+    # dashboard and library callers. Only an ack by the same reader may use it.
+    reader: str | None = None
 
 
 @dataclass(frozen=True)
@@ -326,17 +335,29 @@ def identity_of(st: FileStat, head: bytes) -> FileIdentity:
         head_len=len(head),
         head_sha=sha256(head),
         mtime_ns=st.mtime_ns,
+        birth_ns=st.birth_ns,
     )
 
 
-def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
-    """True if the same inode was provably rewritten in place after `seen` was taken.
+def same_file(ident: FileIdentity, st: FileStat) -> bool:
+    """Same device, inode number and (where both are known) birth time."""
+    if (st.dev, st.ino) != (ident.dev, ident.ino):
+        return False
+    return ident.birth_ns is None or st.birth_ns is None or ident.birth_ns == st.birth_ns
 
-    Appends (the only in-place change ackdeck or a well-behaved producer makes) always grow
-    the file, so shrinking, or the same size with a different mtime, means a rewrite. A rewrite
-    that leaves the file larger with an unchanged head is indistinguishable from an append.
+
+def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
+    """True if the same file was provably rewritten in place after `seen` was taken.
+
+    Appends (the only in-place change ackdeck or a well-behaved producer makes) never shrink
+    the file, so shrinking means a rewrite, and so does the same size with another mtime
+    (`printf 'x\n' > room` rewriting an identical line). That second rule needs a settled
+    stat: an O_APPEND write updates mtime before size (ext4), so a stat taken during it shows
+    exactly that. Room._stat_fd waits such a write out (see there) before this is asked.
+    A rewrite that leaves the file larger with an unchanged head is indistinguishable from an
+    append (an ack still verifies every byte it removes against the receipt).
     """
-    if (st.dev, st.ino) != (seen.dev, seen.ino):
+    if not same_file(seen, st):
         return False
     if st.size < seen.size:
         return True
@@ -368,7 +389,7 @@ def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
 
 
 def _matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
-    if (st.dev, st.ino) != (ident.dev, ident.ino) or rewritten_since(ident, st):
+    if not same_file(ident, st) or rewritten_since(ident, st):
         return False
     return len(head) >= ident.head_len and sha256(head[: ident.head_len]) == ident.head_sha
 

@@ -14,6 +14,7 @@ restarted server (or the CLI) continues exactly where the previous one stopped.
 # No `from __future__ import annotations` here: the SDK reads tool signatures at runtime, and
 # their Annotated descriptions are built from this server's configured rooms (closure values).
 import os
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from .errors import AckdeckError, ColdAck, InvalidInput
 from .mcp_manage import guard_async, tool_meta, wait_output
 from .mcp_manage import register as register_manage_tools
 from .names import check_name
-from .rooms import Room
+from .rooms import ReadResult, Room
 
 Clock = Callable[[], float]
 
@@ -219,6 +220,9 @@ class AgentDoor:
         self.config = config
         self._clock = clock
         self._home: Path | None = None
+        # Which reader this server is: receipts from room_list_new carry it, and room_ack
+        # uses only those (a server started anew refuses its predecessor's receipts).
+        self._reader = f"mcp:{os.getpid()}:{secrets.token_hex(8)}"
 
     # -- rooms ---------------------------------------------------------------------------
     def _room(self, requested: str | None) -> tuple[Room, str]:
@@ -227,7 +231,19 @@ class AgentDoor:
 
     def room_list_new(self, room: str | None = None) -> Reply:
         r, label = self._room(room)
-        result = r.read(self.config.session)
+        replies: list[Reply] = []
+        # The reply is built before the receipt is stored (recorded only once delivered as far
+        # as this process can see; the SDK writes it after we return). The receipt is bound
+        # to this server instance: if the reply is lost with the server, no later server can
+        # ack lines it never handed out.
+        r.read(
+            self.config.session,
+            reader=self._reader,
+            deliver=lambda result: replies.append(self._list_reply(r, label, result)),
+        )
+        return replies[0]
+
+    def _list_reply(self, r: Room, label: str, result: ReadResult) -> Reply:
         lines = [_text(x) for x in result.lines]
         data = ListNewOut(
             room=label,
@@ -254,7 +270,7 @@ class AgentDoor:
         r, label = self._room(room)
         session = self.config.session
         try:
-            result = r.ack(session, all=all)
+            result = r.ack(session, all=all, reader=self._reader)
         except ColdAck:
             unread = self._unread(r)
             data = AckOut(

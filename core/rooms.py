@@ -20,6 +20,7 @@ Bytes are the truth: nothing here decodes text.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -45,10 +46,11 @@ from ._bytes import (
     write_all,
 )
 from ._faults import pause
+from ._fileid import birth_ns, birth_ns_path
 from ._locks import locked
 from ._prev_inodes import MAX_PREV, PREV_GRACE_S
 from ._push_handles import SLOTS_SPAN, PushHandles
-from ._room_errors import LEDGER_HINT, RENAMED, cold_ack, write_error
+from ._room_errors import LEDGER_HINT, RENAMED, UNCHANGED, cold_ack, write_error
 from .errors import (
     AckdeckError,
     CorruptState,
@@ -67,6 +69,9 @@ class ReadResult:
     start: int
     end: int
     epoch: int
+    # The complete lines as one buffer (exactly the bytes a receipt records), for doors that
+    # write them out unchanged.
+    data: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -108,16 +113,20 @@ class Room:
         *,
         clock: Clock = time.time,
         grace: float = PREV_GRACE_S,
+        follow_symlinks: bool = False,
     ) -> None:
         p = Path(path)
         if "\0" in str(p):
             raise InvalidInput("room path contains a NUL byte")
         self.path = p.absolute()
-        if self.path.is_symlink():
-            # An ack renames a new file over the path; over a symlink that would replace the
-            # link and strand producers writing through its target. Work on the target.
+        if follow_symlinks and self.path.is_symlink():
+            # The owner opted in: work on the target (an ack renames a new file over the
+            # path; over the link it would strand producers writing through the target).
+            # Without the opt-in every open uses O_NOFOLLOW and a symlinked room is refused.
             self.path = Path(os.path.realpath(self.path))
-        self.sidecar = self.path.with_name(f".{self.path.name}.ackdeck")
+        # A hashed stem for names too long to take the dot and suffix (a 250-byte room name).
+        stem = _atomic.fitting_name(self.path.name, len("..ackdeck"))
+        self.sidecar = self.path.with_name(f".{stem}.ackdeck")
         self._clock = clock
         self._grace = grace
         # Plain strings for the push hot path (pathlib joins cost more than the syscalls).
@@ -208,7 +217,7 @@ class Room:
         except (FileNotFoundError, NotADirectoryError):
             entries = []
         for entry in entries:
-            if entry.name.endswith(".rcpt") and _atomic.TEMP_MARK not in entry.name:
+            if entry.name.endswith(".rcpt") and not _atomic.is_temp_name(entry.name):
                 try:
                     header = self._receipt_header(entry.name[: -len(".rcpt")])
                 except (CorruptState, AckdeckError):
@@ -241,18 +250,56 @@ class Room:
             return None
         return L.decode_receipt(raw, path)
 
+    @staticmethod
+    def _stat_fd(fd: int) -> L.FileStat:
+        """A stat whose mtime belongs to a finished write (the rewrite rule depends on it).
+
+        ext4 updates mtime at the start of a buffered write and the size as it copies, both
+        under the inode lock, so a stat during an unlocked producer's append can show the new
+        mtime with the old size, which looks like an in-place rewrite. lseek(SEEK_HOLE) takes
+        the same inode lock (ext4, tmpfs, btrfs), so it returns only after a write in progress
+        at the first fstat finished. If the size did not change across it, no append was in
+        progress and the first stat is settled; if it grew, the second one is used (a size
+        that differs from a seen one makes the mtime rule moot; see ledger.rewritten_since).
+        """
+        first = os.fstat(fd)
+        try:
+            os.lseek(fd, 0, os.SEEK_HOLE)
+        except OSError:
+            pass  # a filesystem without SEEK_HOLE: the plain stat, as before
+        second = os.fstat(fd)
+        st = first if second.st_size == first.st_size else second
+        return L.stat_of(st, birth_ns(fd))
+
+    def _check_kind(self) -> None:
+        """Refuse a room that is not a regular file before anything is created beside it (no
+        `/dev/.null.ackdeck`, no sidecar next to a directory). Only a first, friendly check:
+        every open repeats it on the descriptor (O_NOFOLLOW, fstat), so a swap after this
+        check cannot redirect a write either."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        _refuse_unless_regular(self.path, st.st_mode)
+
     def _open(self) -> int | None:
         try:
             # O_NONBLOCK: opening a FIFO by mistake must not hang; no effect on regular files.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+            # O_NOFOLLOW: a room swapped for a symlink after any check is refused, not followed.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
             return None
         except PermissionError:
             raise RoomUnavailable(f"cannot read room {self.path}: permission denied") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                _refuse_unless_regular(self.path, stat.S_IFLNK)
+            raise
+        try:
+            _refuse_unless_regular(self.path, os.fstat(fd).st_mode)
+        except BaseException:
             os.close(fd)
-            kind = "a directory" if self.path.is_dir() else "not a regular file"
-            raise RoomUnavailable(f"room {self.path} is {kind}")
+            raise
         return fd
 
     def _settled_ledger(
@@ -264,7 +311,7 @@ class Room:
         mere growth too (the high-water mark of what sessions have seen); an ack need not, as
         it writes the identity of the file it leaves behind anyway.
         """
-        cur = L.stat_of(os.fstat(fd))
+        cur = self._stat_fd(fd)
         head = os.pread(fd, L.HEAD_BYTES, 0)
         ledger = self._ledger()
         verdict = L.classify(ledger, cur, head)
@@ -313,25 +360,59 @@ class Room:
                 os.close(fd)
 
     # ----- read ---------------------------------------------------------------------------
-    def read(self, session: str) -> ReadResult:
-        """Every complete line in the room; records the session's receipt (replacing the old)."""
+    def read(
+        self,
+        session: str,
+        *,
+        deliver: Callable[[ReadResult], None] | None = None,
+        reader: str | None = None,
+    ) -> ReadResult:
+        """Every complete line in the room; records the session's receipt (replacing the old).
+
+        Recorded only once delivered: the lines are snapshotted, handed to `deliver` (which
+        writes them to the reader and raises if it cannot), and only then is the receipt
+        stored. If `deliver` raises, nothing is recorded and the session's previous receipt
+        stays as it was. `reader` binds the receipt to one reader (an MCP server instance):
+        only an ack with the same `reader` may use it (see ack()).
+        """
         check_name(session)
         self._check_dir()
+        self._check_kind()
         try:
-            return self._read(session)
+            snap = self._snapshot(session, reader)
         except OSError as exc:
             raise write_error(self.path, exc, after="the room is unchanged; read again") from None
+        if snap is None:
+            result = ReadResult([], 0, 0, 0)
+            if deliver is not None:
+                deliver(result)
+            return result
+        result, header, data = snap
+        if deliver is not None:
+            deliver(result)  # outside the lock: a slow pipe must not hold up acks
+        if header is not None:
+            try:
+                self._commit_receipt(header, data)
+            except OSError as exc:
+                raise write_error(
+                    self.receipt_file(session), exc, after="no receipt was recorded; read again"
+                ) from None
+        return result
 
-    def _read(self, session: str) -> ReadResult:
+    def _snapshot(
+        self, session: str, reader: str | None
+    ) -> tuple[ReadResult, L.ReceiptHeader | None, bytes] | None:
+        """The complete lines now in the room and the receipt that would record them (None
+        when there is no room and no sidecar: nothing to record)."""
         if not self.path.exists() and not self._ensure_sidecar(create=False):
-            return ReadResult([], 0, 0, 0)
+            return None
         shared = True
         while True:
             with self._lock(shared=shared):
                 fd = self._open()
                 if fd is None:
                     ledger = self._ledger()
-                    return ReadResult([], ledger.base, ledger.base, ledger.epoch)
+                    return ReadResult([], ledger.base, ledger.base, ledger.epoch), None, b""
                 try:
                     ledger, _, changed = self._settled_ledger(fd, can_write=not shared)
                     if shared and (changed or self._prevs_need_sweep(ledger)):
@@ -339,40 +420,60 @@ class Room:
                         continue
                     if not shared:
                         ledger, _ = self._sweep_prevs(ledger)
-                    cur = L.stat_of(os.fstat(fd))
+                    cur = self._stat_fd(fd)
                     content = pread_all(fd, cur.size)
                 finally:
                     os.close(fd)
-                data = complete_prefix(content)
-                # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
-                digest = Digest(data)
-                lines = split_lines(data)
-                header = L.ReceiptHeader(
-                    session=session,
-                    epoch=ledger.epoch,
-                    start=ledger.base,
-                    end=ledger.base + len(data),
-                    lines=len(lines),
-                    sha256=digest.hexdigest(),
-                    read_at=self._clock(),
-                    seen=L.identity_of(cur, content),
-                )
-                # Receipts are not fsynced: losing one only turns the next ack into a refused
-                # cold ack (the agent re-reads); it can never cause a deletion. Header and
-                # bytes are written as two chunks, never concatenated in memory.
-                (self.sidecar / "receipts").mkdir(mode=0o700, exist_ok=True)
-                target = self.receipt_file(session)
-                tmp = _atomic.write_temp(
-                    target, [L.encode_receipt_header(header), data], mode=0o600, fsync=False
-                )
-                _atomic.replace(tmp, target, fsync=False)
-                return ReadResult(lines, header.start, header.end, header.epoch)
+            data = complete_prefix(content)
+            # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
+            digest = Digest(data)
+            lines = split_lines(data)
+            header = L.ReceiptHeader(
+                session=session,
+                epoch=ledger.epoch,
+                start=ledger.base,
+                end=ledger.base + len(data),
+                lines=len(lines),
+                sha256=digest.hexdigest(),
+                read_at=self._clock(),
+                seen=L.identity_of(cur, content),
+                reader=reader,
+            )
+            result = ReadResult(lines, header.start, header.end, header.epoch, data)
+            return result, header, data
+
+    def _commit_receipt(self, header: L.ReceiptHeader, data: bytes) -> None:
+        """Store the receipt of a delivered read. Under the shared lock, so an exclusive
+        operation's leftover cleanup never removes the temp of a receipt being written. If
+        the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
+        offsets, head bytes) decide what this receipt may still remove."""
+        with self._lock(shared=True):
+            # Receipts are not fsynced: losing one only turns the next ack into a refused
+            # cold ack (the agent re-reads); it can never cause a deletion. Header and bytes
+            # are written as two chunks, never concatenated in memory.
+            (self.sidecar / "receipts").mkdir(mode=0o700, exist_ok=True)
+            target = self.receipt_file(header.session)
+            tmp = _atomic.write_temp(
+                target, [L.encode_receipt_header(header), data], mode=0o600, fsync=False
+            )
+            _atomic.replace(tmp, target, fsync=False)
 
     # ----- ack ----------------------------------------------------------------------------
-    def ack(self, session: str, *, all: bool = False) -> AckResult:  # noqa: A002 - CLI flag name
-        """Remove exactly what `session` consumed (or, with all=True, every complete line)."""
+    def ack(
+        self,
+        session: str,
+        *,
+        all: bool = False,  # noqa: A002 - CLI flag name
+        reader: str | None = None,
+    ) -> AckResult:
+        """Remove exactly what `session` consumed (or, with all=True, every complete line).
+
+        Only a receipt handed to the same `reader` (see read()) authorises the ack; any
+        other is refused like a cold ack, so a restarted MCP server never acks lines that
+        only its dead predecessor was given."""
         check_name(session)
         self._check_dir()
+        self._check_kind()
         has_sidecar = self._ensure_sidecar(create=False)
         if not self.path.exists() and not has_sidecar:
             return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
@@ -390,7 +491,7 @@ class Room:
             if fd is None:
                 return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
             try:
-                return self._ack_locked(fd, session, all)
+                return self._ack_locked(fd, session, all, reader)
             except OSError as exc:
                 # Anything before the rename leaves the room as it was (temps are removed on
                 # the way out or by the next ack); later failures are converted in _rewrite.
@@ -398,7 +499,9 @@ class Room:
             finally:
                 os.close(fd)
 
-    def _ack_locked(self, fd: int, session: str, ack_all: bool) -> AckResult:
+    def _ack_locked(
+        self, fd: int, session: str, ack_all: bool, reader: str | None
+    ) -> AckResult:
         # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
         # ack and carry late lines out of replaced inodes (so the unread count includes them).
         # It never removes a line; the refusal itself records nothing.
@@ -408,6 +511,10 @@ class Room:
         header = None if ack_all else self._receipt_header(session)
         if not ack_all and (header is None or header.acked):
             why = "no read" if header is None else "no unacked read"
+            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
+        if header is not None and header.reader != reader:
+            # Another reader was given these lines; this one may never have seen them.
+            why = "no read by this reader (the last read went to another reader)"
             raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
         if header is not None and header.seen is not None and not header.acked:
             if L.rewritten_since(header.seen, cur):
@@ -511,7 +618,7 @@ class Room:
             if verify is not None and not verify():
                 _atomic._unlink_quietly(tmp)
                 return None
-            new_identity = L.identity_of(L.stat_of(os.stat(tmp)), copy.head)
+            new_identity = L.identity_of(L.stat_of(os.stat(tmp), birth_ns_path(tmp)), copy.head)
             link = prev_inodes.link_old_inode(self.path, self.sidecar, st)
             pause("after-link")
             now = self._clock()
@@ -653,7 +760,7 @@ class Room:
         late = complete_prefix(pread_all_from(old_fd, offset))
         if not late:
             return offset, 0
-        out = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        out = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
         try:
             write_all(out, late)
             os.fsync(out)
@@ -756,8 +863,14 @@ class Room:
 
     # ----- push ---------------------------------------------------------------------------
     def push(self, line: str | bytes) -> int:
-        """Append one line under the shared lock; return the logical offset where it starts."""
-        data = line.encode() if isinstance(line, str) else bytes(line)
+        """Append one line under the shared lock; return the logical offset where it starts.
+
+        A str is encoded as UTF-8 with surrogateescape, so bytes that came in through argv
+        (`room push r $'\\xff'`) are written exactly."""
+        try:
+            data = line.encode("utf-8", "surrogateescape") if isinstance(line, str) else bytes(line)
+        except UnicodeEncodeError:
+            raise InvalidInput("a pushed line must be valid text or bytes") from None
         if b"\n" in data:
             raise InvalidInput("a pushed line must not contain a newline")
         if b"\0" in data:
@@ -792,31 +905,54 @@ class Room:
                                 fresh=lambda: self._fresh_ledger().base,
                             )
                             h.slots = slots
-                        return h.base + self._append(data)
+                        return h.base + self._append(data, lock)
                 finally:
                     fcntl.flock(lock, fcntl.LOCK_UN)
                 self._drop_handles()  # the sidecar or ledger was replaced: validate it again
         raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
 
-    def _append(self, data: bytes) -> int:
-        """One O_APPEND write (concurrent pushers never interleave); the offset in the file."""
+    def _append(self, data: bytes, lock: int) -> int:
+        """One O_APPEND write (concurrent pushers never interleave); the offset in the file.
+
+        The shared lock is held on `lock`. A write that stops short (a full disk) is undone
+        before the error is raised, so a retry is never glued onto a fragment."""
         try:
-            fd = os.open(self._path_s, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            # O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging; with a
+            # reader it opens and fstat refuses it. O_NOFOLLOW: never write through a symlink.
+            fd = os.open(
+                self._path_s,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+                0o644,
+            )
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                _refuse_unless_regular(self.path, stat.S_IFLNK)
+            if exc.errno == errno.ENXIO:
+                _refuse_unless_regular(self.path, stat.S_IFIFO)
             raise write_error(self.path, exc) from None
         try:
-            n = os.write(fd, data)
+            _refuse_unless_regular(self.path, os.fstat(fd).st_mode)
+            try:
+                n = os.write(fd, data)
+            except OSError as exc:
+                raise write_error(self.path, exc) from None  # nothing was written
+            end = os.lseek(fd, 0, os.SEEK_CUR)
             if n != len(data):
-                write_all(fd, data[n:])  # a short write (a signal, a nearly full disk)
-            return os.lseek(fd, 0, os.SEEK_CUR) - len(data)
-        except OSError as exc:
-            raise write_error(self.path, exc) from None
+                # Not retried: a second O_APPEND write could land after another pusher's
+                # line and split ours in two.
+                left = _remove_fragment(self.path, fd, lock, data[:n], end)
+                raise write_error(
+                    self.path, OSError(errno.ENOSPC, "short write"), after=left
+                ) from None
+            return end - len(data)
         finally:
             os.close(fd)
 
     def _open_handles(self) -> PushHandles:
         """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
         under the exclusive lock like every ledger store)."""
+        self._check_dir()
+        self._check_kind()  # before the sidecar exists: no `/dev/.null.ackdeck`
         self._ensure_sidecar(create=True)
         try:
             lock = os.open(self._lock_s, os.O_RDWR | os.O_CREAT, 0o600)
@@ -880,7 +1016,15 @@ class Room:
         size = os.fstat(fd).st_size
         receipts: dict[str, L.ReceiptHeader] = {}
         receipts_dir = self.sidecar / "receipts"
-        names = sorted(p.stem for p in receipts_dir.glob("*.rcpt")) if receipts_dir.is_dir() else []
+        # scandir, not glob: glob skips names starting with "." (session ".hidden").
+        try:
+            names = sorted(
+                e.name[: -len(".rcpt")]
+                for e in os.scandir(receipts_dir)
+                if e.name.endswith(".rcpt") and not _atomic.is_temp_name(e.name)
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
         for name in names:
             try:
                 # Header only: counters never need the consumed bytes (maybe the whole room).
@@ -963,9 +1107,65 @@ class Room:
         return st.pending
 
 
+def _refuse_unless_regular(path: Path, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISLNK(mode):
+        raise RoomUnavailable(
+            f"room {path} is a symlink; refusing to follow it (anyone who can write its "
+            "directory could point acks at another file). Use the target's path, or opt in "
+            "with --follow-symlinks"
+        )
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a special file"
+    )
+    raise RoomUnavailable(f"room {path} is {kind}, not a regular file")
+
+
+def _remove_fragment(path: Path, fd: int, lock: int, fragment: bytes, end: int) -> str:
+    """Undo the first `len(fragment)` bytes of a line whose write stopped short at `end`.
+
+    Says exactly what the room holds afterwards (the tail of the one-line error). Takes the
+    exclusive lock (flock converts ours) so no locked pusher or ack moves the file meanwhile.
+    """
+    n = len(fragment)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    st = os.fstat(fd)
+    if _same_inode(path, st) and st.st_size == end:
+        os.ftruncate(fd, end - n)  # nothing after the fragment: the room is as it was
+        return UNCHANGED
+    if _same_inode(path, st):
+        # Another writer appended after the fragment; cutting it out would need the space
+        # we lack. End it with a newline in place (one overwritten byte, no new space), so
+        # the next line is not glued onto it. pwrite needs a descriptor without O_APPEND.
+        wfd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if (os.fstat(wfd).st_dev, os.fstat(wfd).st_ino) == (st.st_dev, st.st_ino):
+                os.pwrite(wfd, b"\n", end - 1)
+                return (
+                    f"another writer appended after the partial line, so its first {n - 1} "
+                    "byte(s) were left as a line of their own; every other line is intact"
+                )
+        finally:
+            os.close(wfd)
+    return (
+        f"the room was replaced meanwhile; a partial line of {n} byte(s) may remain at its "
+        "end, where the next line would be glued onto it"
+    )
+
+
 def _same_inode(path: Path, st: os.stat_result) -> bool:
+    # lstat: a symlink swapped in for the room is not the room.
     try:
-        now = os.stat(path)
+        now = os.lstat(path)
     except FileNotFoundError:
         return False
     return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)

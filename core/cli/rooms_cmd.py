@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 
-from ..errors import ColdAck
-from ..rooms import Room
+from .._bytes import write_all
+from .._room_errors import not_delivered
+from ..errors import ColdAck, InvalidInput
+from ..rooms import ReadResult, Room
 from ._output import emit_json, text
+
+_SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
+_FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"
+
+
+def _room(args: argparse.Namespace) -> Room:
+    return Room(args.room, follow_symlinks=args.follow_symlinks)
+
+
+def _session(args: argparse.Namespace) -> str:
+    session: str | None = args.session or os.environ.get("ACKDECK_SESSION")
+    if not session:
+        raise InvalidInput("no session: pass --session NAME or set ACKDECK_SESSION")
+    return session
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,19 +34,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = rsub.add_parser("push", help="append one line under the shared lock")
     p.add_argument("room", metavar="ROOM", help="path of the notification file")
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
     p.add_argument("text", metavar="TEXT", help="the line (no newline, no NUL)")
     p.add_argument("--json", action="store_true", help='print {"offset": N}')
     p.set_defaults(handler=_push)
 
     p = rsub.add_parser("read", help="return every complete line and record a receipt")
     p.add_argument("room", metavar="ROOM")
-    p.add_argument("--session", required=True, help="reader session name")
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
+    p.add_argument("--session", default=None, help=_SESSION_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_read)
 
     p = rsub.add_parser("ack", help="remove exactly the lines this session read; keep the rest")
     p.add_argument("room", metavar="ROOM")
-    p.add_argument("--session", required=True)
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
+    p.add_argument("--session", default=None, help=_SESSION_HELP)
     p.add_argument(
         "--all",
         action="store_true",
@@ -39,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = rsub.add_parser("status", help="pending, partial, acked and per-session counters")
     p.add_argument("room", metavar="ROOM")
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_status)
 
@@ -46,38 +68,71 @@ def register(sub: argparse._SubParsersAction) -> None:
         "wait", help="block until the session has unread lines (exit 0) or timeout (1)"
     )
     p.add_argument("room", metavar="ROOM")
-    p.add_argument("--session", required=True)
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
+    p.add_argument("--session", default=None, help=_SESSION_HELP)
     p.add_argument("--timeout", type=float, default=None, help="seconds (default: forever)")
     p.set_defaults(handler=_wait)
 
 
 def _push(args: argparse.Namespace) -> int:
-    offset = Room(args.room).push(args.text)
+    # The exact bytes of the argument (argv is decoded with surrogateescape).
+    offset = _room(args).push(os.fsencode(args.text))
     if args.json:
         emit_json({"offset": offset})
     return 0
 
 
 def _read(args: argparse.Namespace) -> int:
-    result = Room(args.room).read(args.session)
-    if args.json:
-        emit_json(
-            {
-                "lines": [text(x) for x in result.lines],
-                "start": result.start,
-                "end": result.end,
-                "epoch": result.epoch,
-            }
-        )
-    else:
-        for line in result.lines:
-            sys.stdout.write(text(line) + "\n")
+    _room(args).read(_session(args), deliver=_json_lines if args.json else _raw_lines)
     return 0
+
+
+def _raw_lines(result: ReadResult) -> None:
+    """Text mode: the raw bytes of each line, exactly as stored."""
+    _deliver(result.data)
+
+
+def _json_lines(result: ReadResult) -> None:
+    """JSON mode: lines decoded with replacement, and which of them were not valid UTF-8."""
+    lines, invalid = [], []
+    for i, raw in enumerate(result.lines):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            lines.append(text(raw))
+            invalid.append(i)
+    out: dict[str, object] = {
+        "lines": lines,
+        "start": result.start,
+        "end": result.end,
+        "epoch": result.epoch,
+    }
+    if invalid:
+        out["invalid_utf8"] = invalid
+    _deliver((json.dumps(out, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+
+
+def _deliver(data: bytes) -> None:
+    """Write and flush before the receipt is stored (Room.read commits after this returns);
+    a failed write raises, so nothing is recorded. Bytes a pipe buffer accepted but the
+    reader never read (`| head`) cannot be told apart from read ones: see README."""
+    try:
+        sys.stdout.flush()
+        # os.write on the descriptor, not sys.stdout.buffer.write: a BufferedWriter that
+        # hits EPIPE after a partial write returns the partial count and raises nothing.
+        write_all(sys.stdout.fileno(), data)
+    except OSError as exc:
+        # Point stdout at /dev/null so the interpreter's final flush cannot print a second
+        # error about the same broken pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise not_delivered("stdout", exc) from None
 
 
 def _ack(args: argparse.Namespace) -> int:
     try:
-        result = Room(args.room).ack(args.session, all=args.all)
+        result = _room(args).ack(_session(args), all=args.all)
     except ColdAck as exc:
         if args.json:
             emit_json({"mode": "refused", "acked": 0, "preserved": 0, "message": str(exc)})
@@ -101,7 +156,7 @@ def _ack(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    st = Room(args.room).status()
+    st = _room(args).status()
     data = {
         "pending": st.pending,
         "partial_bytes": st.partial_bytes,
@@ -128,4 +183,4 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    return 0 if Room(args.room).wait(args.session, args.timeout) else 1
+    return 0 if _room(args).wait(_session(args), args.timeout) else 1

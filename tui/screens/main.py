@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
 from core.errors import AckdeckError
-from core.rooms import Room
+from core.rooms import ReadResult, Room
 
 from ..messages import ActionFinished
 from ..state import Snapshot
@@ -297,17 +297,24 @@ class MainScreen(Screen[None]):
     @work(thread=True, group="owner-action", exit_on_error=False)
     def _owner_read(self, path: Path) -> None:
         session = self.dash.config.session
+
+        def deliver(res: ReadResult) -> None:
+            # The receipt is stored only after the owner was shown the result (core commits
+            # after this returns); a closed app records nothing.
+            shown = self.post_message(
+                ActionFinished(
+                    f"{session} read {len(res.lines):,} line(s) of {path.name}; "
+                    "press a to ack them",
+                    title="read",
+                )
+            )
+            if not shown:
+                raise AckdeckError("the dashboard closed before the read was shown")
+
         try:
-            res = Room(path).read(session)
+            Room(path).read(session, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "read failed"))
-            return
-        self.post_message(
-            ActionFinished(
-                f"{session} read {len(res.lines):,} line(s) of {path.name}; press a to ack them",
-                title="read",
-            )
-        )
 
     @work(thread=True, group="owner-action", exit_on_error=False)
     def _owner_ack(self, path: Path, ack_all: bool) -> None:
