@@ -86,3 +86,94 @@ def test_concurrent_appends_are_never_mistaken_for_a_rewrite_long(tmp_path: Path
         pytest.skip("long version: run `make soak` (ACKDECK_SOAK=long)")
     stats = _appends_are_never_a_rewrite(tmp_path, SOAK_SECONDS)
     assert stats["stale"] == 0 and stats["acked"] == stats["written"], stats
+
+
+# ----- the exact window, made to stand still with userfaultfd ---------------------------------
+class _StalledWrite:
+    """An O_APPEND write that stops inside the kernel after ext4 updated mtime and before it
+    changed the size: its source page is registered with userfaultfd, so the copy faults and
+    waits until `release()` supplies the page. x86_64 Linux, root or vm.unprivileged_userfaultfd.
+    """
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        import ctypes
+        import fcntl
+        import mmap
+        import struct
+        import threading
+
+        if os.uname().machine != "x86_64":
+            pytest.skip("userfaultfd numbers are x86_64's")
+        self._ctypes, self._fcntl, self._struct = ctypes, fcntl, struct
+        libc = ctypes.CDLL(None, use_errno=True)
+        uffd = libc.syscall(323, os.O_CLOEXEC | os.O_NONBLOCK)  # userfaultfd(2)
+        if uffd < 0:
+            pytest.skip(f"userfaultfd unavailable: {os.strerror(ctypes.get_errno())}")
+        self.uffd = uffd
+        api = bytearray(struct.pack("QQQ", 0xAA, 0, 0))
+        fcntl.ioctl(uffd, 0xC018AA3F, api)  # UFFDIO_API
+        self.page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self.addr = ctypes.addressof(ctypes.c_char.from_buffer(self.page))
+        reg = bytearray(struct.pack("QQQQ", self.addr, mmap.PAGESIZE, 1, 0))
+        fcntl.ioctl(uffd, 0xC020AA00, reg)  # UFFDIO_REGISTER, mode MISSING
+        self.src = ctypes.create_string_buffer(data.ljust(mmap.PAGESIZE, b"\0"), mmap.PAGESIZE)
+        self.n = len(data)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self.thread = threading.Thread(target=self._write)
+        self.thread.start()
+        import select
+
+        ready, _, _ = select.select([uffd], [], [], 60)  # the fault: the write is stalled
+        assert ready, "the write never faulted"
+        os.read(uffd, 32)
+
+    def _write(self) -> None:
+        os.write(self.fd, memoryview(self.page)[: self.n])
+
+    def release(self) -> None:
+        copy = bytearray(
+            self._struct.pack(
+                "QQQQq", self.addr, self._ctypes.addressof(self.src), len(self.src), 0, 0
+            )
+        )
+        self._fcntl.ioctl(self.uffd, 0xC028AA03, copy)  # UFFDIO_COPY: the write goes on
+        self.thread.join(60)
+        os.close(self.fd)
+        os.close(self.uffd)
+
+
+def _blocked_in(tid: int) -> int | None:
+    try:
+        with open(f"/proc/self/task/{tid}/syscall") as f:
+            first = f.read().split()[0]
+    except (FileNotFoundError, IndexError):
+        return None
+    return int(first) if first.lstrip("-").isdigit() else None
+
+
+def test_an_append_caught_between_its_mtime_and_its_size_is_not_a_rewrite(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"a\n")
+    os.utime(path, ns=(0, 1_000_000_000))  # so the append's mtime surely differs
+    room = Room(path)
+    assert room.read("s").lines == [b"a"]
+    writer = _StalledWrite(path, b"late\n")
+    try:
+        st = os.stat(path)
+        # The window itself: the same size as read, a newer mtime, and a write in progress.
+        assert (st.st_size, st.st_mtime_ns != 1_000_000_000) == (2, True)
+        results: list[object] = []
+        acker = threading.Thread(target=lambda: results.append(room.ack("s")))
+        acker.start()
+        deadline = time.monotonic() + 60
+        while acker.is_alive() and _blocked_in(acker.native_id or 0) != 8:  # 8: lseek
+            assert time.monotonic() < deadline, "the ack neither finished nor waited"
+            time.sleep(0.001)
+    finally:
+        writer.release()
+    acker.join(60)
+    res = results[0]
+    assert (res.mode, res.acked) == ("prefix", 1), res  # type: ignore[attr-defined]
+    assert path.read_bytes() == b"late\n"
