@@ -42,8 +42,12 @@ def is_temp_name(name: str) -> bool:
     name happens to contain TEMP_MARK)?"""
     _, mark, tail = name.rpartition(TEMP_MARK)
     pid, dash, token = tail.partition("-")
-    return bool(mark) and name.startswith(".") and pid.isdigit() and bool(dash) and (
-        bool(token) and all(c in "0123456789abcdef" for c in token)
+    return (
+        bool(mark)
+        and name.startswith(".")
+        and pid.isdigit()
+        and bool(dash)
+        and (bool(token) and all(c in "0123456789abcdef" for c in token))
     )
 
 

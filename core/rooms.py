@@ -499,9 +499,7 @@ class Room:
             finally:
                 os.close(fd)
 
-    def _ack_locked(
-        self, fd: int, session: str, ack_all: bool, reader: str | None
-    ) -> AckResult:
+    def _ack_locked(self, fd: int, session: str, ack_all: bool, reader: str | None) -> AckResult:
         # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
         # ack and carry late lines out of replaced inodes (so the unread count includes them).
         # It never removes a line; the refusal itself records nothing.
