@@ -4,7 +4,10 @@ An ack renames a new file over the room. A producer that opened the path just be
 poller doing `printf >> room`) writes into the old inode. Before its rename an ack hard-links
 the old inode into the sidecar (`prev-*`, listed in the ledger with the offset up to which it
 was copied); every exclusive operation then carries complete lines written past that offset
-into the room, for PREV_GRACE_S, after which anything left is carried and the link removed.
+into the room. After PREV_GRACE_S (or when more than MAX_PREV are kept) an inode is retired,
+but only once no process holds it open any more (the kernel tells, through /proc/*/fd): a
+writer that keeps its descriptor for minutes still reaches the room. Retiring carries
+everything left, then removes the link.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import _atomic
@@ -22,15 +25,66 @@ from ._bytes import complete_prefix, pread_all_from, write_all
 # How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
 # path before the rename and writes within this many seconds still reaches the room.
 PREV_GRACE_S = 10.0
-# Bound on replaced inodes kept at once (each holds up to one old copy of the room on disk).
+# Replaced inodes kept at once beyond which the oldest are retired early (each holds up to one
+# old copy of the room on disk), unless a process still holds them open.
 MAX_PREV = 8
+# Even held-open inodes are retired beyond this many (the ledger slot must hold the list);
+# the one residual loss left: see README "Unlocked producers".
+HARD_MAX_PREV = 40
+# How often an inode kept because it was held open is looked up in /proc again.
+HELD_RECHECK_S = 1.0
 PREV_PREFIX = "prev-"
+
+
+def _due(p: L.PrevInode, index: int, count: int, now: float, grace: float) -> bool:
+    """Is `p` due to be retired (if no process holds it open)? Pure."""
+    if p.held_at is not None and now - p.held_at <= HELD_RECHECK_S:
+        return False  # found held open a moment ago; look again later
+    return now - p.since > grace or index < count - MAX_PREV
+
+
+def held_open(inodes: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Which of these (device, inode) pairs some other process has open, from /proc/*/fd.
+
+    Only processes this user may inspect are seen (all of them for root). Sockets, pipes and
+    anonymous inodes are skipped by their link text, so mostly regular files are stat'ed.
+    """
+    wanted = set(inodes)
+    found: set[tuple[int, int]] = set()
+    if not wanted:
+        return found
+    me = str(os.getpid())
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit() and d != me]
+    except OSError:
+        return found
+    for pid in pids:
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue  # exited, or not ours to see
+        for fd in fds:
+            entry = f"{fd_dir}/{fd}"
+            try:
+                if not os.readlink(entry).startswith("/"):
+                    continue  # socket:[…], pipe:[…], anon_inode:…
+                st = os.stat(entry)
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in wanted:
+                found.add(key)
+                if found == wanted:
+                    return found
+    return found
 
 
 def need_sweep(sidecar: Path, ledger: L.Ledger, now: float, grace: float) -> bool:
     """Cheap check under the shared lock: does an old inode hold late bytes, or expire?"""
-    for p in ledger.prev:
-        if now - p.since > grace:
+    count = len(ledger.prev)
+    for i, p in enumerate(ledger.prev):
+        if _due(p, i, count, now, grace):
             return True
         try:
             if os.stat(os.path.join(sidecar, p.name)).st_size > p.offset:
@@ -65,14 +119,23 @@ def sweep(
     expired_links: list[Path] = []
     changed = False
     newest = ledger.prev[-1].name
-    for p in ledger.prev:
+    count = len(ledger.prev)
+    due = {
+        p.name
+        for i, p in enumerate(ledger.prev)
+        if not (only_newest and p.name != newest) and _due(p, i, count, now, grace)
+    }
+    # One /proc scan per sweep, and only when something is due: a writer holding a replaced
+    # inode open may still write into it, so it is kept (and swept) until it lets go.
+    held = held_open((p.dev, p.ino) for p in ledger.prev if p.name in due) if due else set()
+    for i, p in enumerate(ledger.prev):
         if only_newest and p.name != newest:
             # Swept at the start of this ack; only the inode its rename replaced can hold
             # new late bytes this soon.
             kept.append(p)
             continue
         link = sidecar / p.name
-        expired = now - p.since > grace
+        expired = p.name in due and ((p.dev, p.ino) not in held or i < count - HARD_MAX_PREV)
         late = late_bytes(link, p, final=expired)
         if late is None:  # the link vanished or is not that inode any more
             changed = True
@@ -84,7 +147,14 @@ def sweep(
             expired_links.append(link)
             changed = True
             continue
-        kept.append(p.model_copy(update={"offset": p.offset + len(late)}) if late else p)
+        update: dict[str, object] = {}
+        if late:
+            update["offset"] = p.offset + len(late)
+        if p.name in due:
+            update["held_at"] = now  # due, but held open: kept, looked up again later
+        if update:
+            changed = True
+        kept.append(p.model_copy(update=update) if update else p)
     if not changed:
         return ledger, 0
     out: int | None = None
@@ -97,7 +167,10 @@ def sweep(
     try:
         if out is not None:
             write_all(out, b"".join(pieces))
-        swept = ledger.model_copy(update={"prev": kept})
+        carried = sum(piece.count(b"\n") for piece in pieces)
+        swept = ledger.model_copy(
+            update={"prev": kept, "late_total": ledger.late_total + carried}
+        )
         store(swept)
         if out is not None:
             os.fsync(out)
@@ -106,7 +179,7 @@ def sweep(
             os.close(out)
     for link in expired_links:
         _atomic._unlink_quietly(link)  # after the store; a leftover is an orphan, cleaned
-    return swept, sum(piece.count(b"\n") for piece in pieces)
+    return swept, carried
 
 
 def late_bytes(link: Path, p: L.PrevInode, *, final: bool) -> bytes | None:

@@ -73,6 +73,9 @@ class PrevInode(BaseModel):
     ino: int
     offset: int
     since: float
+    # When a process was last found holding this inode open after its grace period (it is
+    # kept while one does); None while within the grace period.
+    held_at: float | None = None
 
 
 class PendingRewrite(BaseModel):
@@ -101,6 +104,8 @@ class Ledger(BaseModel):
     preserved_total: int = 0
     last_ack_at: float | None = None
     last_ack_session: str | None = None
+    # Lines carried into the room from replaced inodes (late unlocked writers), ever.
+    late_total: int = 0
 
 
 class ReceiptHeader(BaseModel):

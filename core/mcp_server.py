@@ -149,6 +149,8 @@ class RoomStatusOut(BaseModel):
     last_ack_at: float | None
     in_flight: int
     unread: int
+    late_total: int = 0
+    held_open: int = 0
 
 
 class StatusOut(BaseModel):
@@ -358,6 +360,8 @@ class AgentDoor:
                     last_ack_at=st.last_ack_at,
                     in_flight=mine.in_flight if mine is not None else 0,
                     unread=mine.unread if mine is not None else st.pending,
+                    late_total=st.late_total,
+                    held_open=st.held_open,
                 )
             )
         text = "\n".join(

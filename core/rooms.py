@@ -48,7 +48,7 @@ from ._bytes import (
 from ._faults import pause
 from ._fileid import birth_ns, birth_ns_path
 from ._locks import locked
-from ._prev_inodes import MAX_PREV, PREV_GRACE_S
+from ._prev_inodes import PREV_GRACE_S
 from ._push_handles import SLOTS_SPAN, PushHandles
 from ._room_errors import LEDGER_HINT, RENAMED, UNCHANGED, cold_ack, write_error
 from .errors import (
@@ -101,6 +101,10 @@ class RoomStatus:
     epoch: int
     last_ack_at: float | None
     sessions: dict[str, SessionStatus] = field(default_factory=dict)
+    # Late unlocked writers: lines carried in from replaced inodes (ever), and replaced inodes
+    # kept past their grace period right now because a process still holds them open.
+    late_total: int = 0
+    held_open: int = 0
 
 
 class Room:
@@ -625,7 +629,9 @@ class Room:
                 entry = L.PrevInode(
                     name=link.name, dev=st.st_dev, ino=st.st_ino, offset=size, since=now
                 )
-                prev = [*prev[-(MAX_PREV - 1) :], entry]
+                # Never dropped here (its link would become an orphan, its late lines
+                # lost): sweeps retire the oldest beyond MAX_PREV once nobody holds them.
+                prev = [*prev, entry]
             # Intent first: if we die after the rename, the next caller recognises the new
             # inode as ours (and sweeps the linked old one) instead of starting a new epoch.
             pending = ledger.model_copy(
@@ -727,7 +733,9 @@ class Room:
             # still recovered as our rename; the commit takes the swept offsets from it.
             pending, n = self._sweep_prevs(pending, only_newest=True)
             swept_lines += n
-        committed = committed.model_copy(update={"prev": pending.prev})
+        committed = committed.model_copy(
+            update={"prev": pending.prev, "late_total": pending.late_total}
+        )
         remaining = copy.newlines + swept_lines
         committed = committed.model_copy(
             update={"preserved_total": ledger.preserved_total + remaining}
@@ -1000,6 +1008,8 @@ class Room:
                 ledger.epoch,
                 ledger.last_ack_at,
                 {},
+                ledger.late_total,
+                sum(p.held_at is not None for p in ledger.prev),
             )
         try:
             if has_sidecar:
@@ -1054,6 +1064,8 @@ class Room:
             ledger.epoch,
             ledger.last_ack_at,
             sessions,
+            ledger.late_total,
+            sum(p.held_at is not None for p in ledger.prev),
         )
 
     # ----- wait ---------------------------------------------------------------------------

@@ -177,3 +177,106 @@ def test_an_append_caught_between_its_mtime_and_its_size_is_not_a_rewrite(tmp_pa
     res = results[0]
     assert (res.mode, res.acked) == ("prefix", 1), res  # type: ignore[attr-defined]
     assert path.read_bytes() == b"late\n"
+
+
+# ----- 7. writers that hold a descriptor across acks -----------------------------------------
+_HOLDER = """
+import os, sys, time
+p, end, gap = sys.argv[1], time.monotonic() + float(sys.argv[2]), float(sys.argv[3])
+fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # held for the whole run
+i = 0
+while time.monotonic() < end:
+    i += 1
+    os.write(fd, f"hold-{i}\\n".encode())
+    time.sleep(gap)
+os.close(fd)
+print(i)
+"""
+
+_PAUSER = """
+import os, random, sys, time
+p, end = sys.argv[1], time.monotonic() + float(sys.argv[2])
+rng = random.Random(7)
+i = 0
+while time.monotonic() < end:
+    i += 1
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    time.sleep(rng.uniform(0, 0.5))  # opened before an ack's rename, writes after it
+    os.write(fd, f"pause-{i}\\n".encode())
+    os.close(fd)
+print(i)
+"""
+
+
+def _held_writers_race(tmp_path: Path, seconds: float, grace: float) -> dict[str, int]:
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"")
+    room = Room(path, grace=grace)
+    writers = {
+        "hold": subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, str(path), str(seconds), "0.05"],
+            stdout=subprocess.PIPE,
+        ),
+        "pause": [
+            subprocess.Popen(
+                [sys.executable, "-c", _PAUSER, str(path), str(seconds)], stdout=subprocess.PIPE
+            )
+            for _ in range(4)
+        ],
+    }
+    procs = [writers["hold"], *writers["pause"]]  # type: ignore[list-item]
+    got: Counter[bytes] = Counter()
+    acks = 0
+    max_held = 0
+    deadline = time.monotonic() + seconds + 120
+    while any(p.poll() is None for p in procs):
+        assert time.monotonic() < deadline, "writers did not finish"
+        res = room.read("agent")
+        ack = room.ack("agent")
+        assert ack.mode in ("prefix", "noop"), ack
+        got.update(res.lines)
+        acks += 1
+        max_held = max(max_held, getattr(room.status(), "held_open", 0))
+    expected: Counter[bytes] = Counter()
+    n_hold = int(writers["hold"].communicate()[0])  # type: ignore[union-attr]
+    expected.update(f"hold-{i}".encode() for i in range(1, n_hold + 1))
+    for w in writers["pause"]:  # type: ignore[union-attr]
+        n = int(w.communicate()[0])
+        expected.update(f"pause-{i}".encode() for i in range(1, n + 1))
+    # Every writer has exited: replaced inodes are retired at their next sweep (after the
+    # grace period), carrying whatever is left. Wait for that, bounded.
+    drain_deadline = time.monotonic() + grace + 60
+    while got != expected and time.monotonic() < drain_deadline:
+        res = room.read("agent")
+        room.ack("agent")
+        got.update(res.lines)
+        if not res.lines:
+            room.wait("agent", timeout=0.2)
+    lost = expected - got
+    dup = got - expected
+    st = room.status()
+    stats = {
+        "written": sum(expected.values()),
+        "acks": acks,
+        "lost": sum(lost.values()),
+        "dup": sum(dup.values()),
+        "late_total": getattr(st, "late_total", 0),
+        "max_held_open": max_held,
+    }
+    print("\nheld-writers: " + " ".join(f"{k}={v}" for k, v in stats.items()))
+    assert not lost, f"lost {sum(lost.values())} line(s), e.g. {sorted(lost)[:5]}"
+    assert not dup, f"duplicated: {sorted(dup)[:5]}"
+    return stats
+
+
+def test_writers_holding_replaced_inodes_lose_nothing(tmp_path: Path) -> None:
+    # A short grace period so the held-open rule (not the timer) is what saves the lines.
+    stats = _held_writers_race(tmp_path, seconds=8.0, grace=1.0)
+    assert stats["max_held_open"] >= 1 and stats["late_total"] > 0, stats
+
+
+@pytest.mark.soak
+def test_writers_holding_replaced_inodes_lose_nothing_long(tmp_path: Path) -> None:
+    if not LONG:
+        pytest.skip("long version: run `make soak` (ACKDECK_SOAK=long)")
+    _held_writers_race(tmp_path, seconds=max(30.0, SOAK_SECONDS), grace=1.0)

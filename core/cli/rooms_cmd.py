@@ -166,6 +166,8 @@ def _status(args: argparse.Namespace) -> int:
         "epoch": st.epoch,
         "last_ack_at": st.last_ack_at,
         "exists": st.exists,
+        "late_total": st.late_total,
+        "held_open": st.held_open,
         "sessions": {
             k: {"in_flight": v.in_flight, "unread": v.unread} for k, v in st.sessions.items()
         },
@@ -177,6 +179,11 @@ def _status(args: argparse.Namespace) -> int:
             f"{st.path}: {st.pending} pending, {st.partial_bytes} partial byte(s), "
             f"{st.acked_total} acked, {st.preserved_total} preserved, epoch {st.epoch}"
         )
+        if st.late_total or st.held_open:
+            print(
+                f"  late writers: {st.late_total} line(s) carried in from replaced files; "
+                f"{st.held_open} replaced file(s) still held open by a writer"
+            )
         for name, s in st.sessions.items():
             print(f"  {name}: {s.in_flight} in flight, {s.unread} unread")
     return 0
