@@ -168,9 +168,7 @@ def sweep(
         if out is not None:
             write_all(out, b"".join(pieces))
         carried = sum(piece.count(b"\n") for piece in pieces)
-        swept = ledger.model_copy(
-            update={"prev": kept, "late_total": ledger.late_total + carried}
-        )
+        swept = ledger.model_copy(update={"prev": kept, "late_total": ledger.late_total + carried})
         store(swept)
         if out is not None:
             os.fsync(out)
