@@ -469,12 +469,25 @@ class Room:
         *,
         all: bool = False,  # noqa: A002 - CLI flag name
         reader: str | None = None,
+        deliver: Callable[[ReadResult], None] | None = None,
     ) -> AckResult:
         """Remove exactly what `session` consumed (or, with all=True, every complete line).
 
         Only a receipt handed to the same `reader` (see read()) authorises the ack; any
         other is refused like a cold ack, so a restarted MCP server never acks lines that
-        only its dead predecessor was given."""
+        only its dead predecessor was given.
+
+        With all=True and `deliver`, the lines are delivered first and only what was
+        delivered is removed (a read and an ack of that receipt, under the hood): `ack --all
+        | head` cannot clear lines nobody saw. The result's mode is then "all".
+        """
+        if all and deliver is not None:
+            got = self.read(session, reader=reader, deliver=deliver)
+            if not got.lines:
+                return AckResult("all", 0, 0, "no complete lines to ack", [])
+            res = self.ack(session, reader=reader)
+            mode: L.AckMode = "all" if res.mode == "prefix" else res.mode
+            return AckResult(mode, res.acked, res.preserved, res.message, got.lines)
         check_name(session)
         self._check_dir()
         self._check_kind()

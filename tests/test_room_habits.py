@@ -74,6 +74,25 @@ def test_json_read_piped_into_head_records_no_receipt(
     assert (tmp_path / "r").read_bytes().count(b"\n") == 20000
 
 
+def test_ack_all_piped_into_head_removes_nothing_it_did_not_write(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    out = sh(
+        cli_env,
+        "seq -f 'note %g' 1 20000 > r\n"
+        "ackdeck room ack r --session s --all | head -2\n"
+        'echo "ack-exit=${PIPESTATUS[0]}"\n'
+        "ackdeck room ack r --session s --all > out.txt\n"
+        'echo "ack2-exit=$?"',
+        tmp_path,
+    )
+    stdout = out.stdout.decode()
+    assert stdout.splitlines()[:2] == ["note 1", "note 2"]
+    assert "ack-exit=1" in stdout and "ack2-exit=0" in stdout, out.stderr
+    assert (tmp_path / "out.txt").read_bytes().count(b"\n") == 20000  # all still there
+    assert (tmp_path / "r").read_bytes() == b""
+
+
 def test_a_failed_delivery_keeps_the_previous_receipt(tmp_path: Path) -> None:
     room = Room(tmp_path / "r")
     room.push("one")

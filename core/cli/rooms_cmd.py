@@ -131,8 +131,13 @@ def _deliver(data: bytes) -> None:
 
 
 def _ack(args: argparse.Namespace) -> int:
+    room, session = _room(args), _session(args)
     try:
-        result = _room(args).ack(_session(args), all=args.all)
+        if args.all and not args.json:
+            # Text mode: the lines go to stdout first; only what was written is removed.
+            result = room.ack(session, all=True, deliver=_raw_lines)
+        else:
+            result = room.ack(session, all=args.all)
     except ColdAck as exc:
         if args.json:
             emit_json({"mode": "refused", "acked": 0, "preserved": 0, "message": str(exc)})
@@ -148,9 +153,6 @@ def _ack(args: argparse.Namespace) -> int:
             out["lines"] = [text(x) for x in result.lines]
         emit_json(out)
     else:
-        if result.lines is not None:
-            for line in result.lines:
-                sys.stdout.write(text(line) + "\n")
         print(f"{result.mode}: {result.message}", file=sys.stderr)
     return 0
 
