@@ -446,3 +446,35 @@ def test_push_on_a_full_tmpfs_leaves_the_room_exactly_as_it_was(
     filler.unlink()
     assert sh(cli_env, "ackdeck room push r b", small_tmpfs).returncode == 0
     assert room.read_bytes() == b"a\nb\n"
+
+
+def test_a_fragment_followed_by_another_writers_line_is_ended_in_place(tmp_path: Path) -> None:
+    # The case truncation cannot fix: after our short write another writer appended a line.
+    # Removing the fragment would need space we lack; it becomes a line of its own instead.
+    import fcntl
+
+    from core.rooms import _remove_fragment
+
+    path = tmp_path / "r"
+    path.write_bytes(b"a\n")
+    lock = os.open(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        os.write(fd, b"frag")  # what a full disk let through of "fragment-line\n"
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        with open(path, "ab") as other:
+            other.write(b"other\n")
+        left = _remove_fragment(path, fd, lock, b"frag", end)
+        assert "first 3 byte(s) were left as a line of their own" in left
+        assert path.read_bytes() == b"a\nfra\nother\n"
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        # Nothing after it: truncated away, the room as it was.
+        os.write(fd, b"frag2")
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        assert _remove_fragment(path, fd, lock, b"frag2", end) == "the room is unchanged"
+        assert path.read_bytes() == b"a\nfra\nother\n"
+    finally:
+        os.close(fd)
+        os.close(lock)
