@@ -5,14 +5,16 @@ poller doing `printf >> room`) writes into the old inode. Before its rename an a
 the old inode into the sidecar (`prev-*`, listed in the ledger with the offset up to which it
 was copied); every exclusive operation then carries complete lines written past that offset
 into the room. After PREV_GRACE_S (or when more than MAX_PREV are kept) an inode is retired,
-but only once no process holds it open any more (the kernel tells, through /proc/*/fd): a
-writer that keeps its descriptor for minutes still reaches the room. Retiring carries
+but only once no process holds it open for writing any more (the kernel tells: a read lease
+is refused while it does; /proc/*/fd where leases are unavailable): a writer that keeps its
+descriptor for minutes still reaches the room. Retiring carries
 everything left, then removes the link.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import secrets
 from collections.abc import Callable, Iterable
@@ -43,11 +45,49 @@ def _due(p: L.PrevInode, index: int, count: int, now: float, grace: float) -> bo
     return now - p.since > grace or index < count - MAX_PREV
 
 
+def open_for_writing(link: Path) -> bool | None:
+    """Does any process hold this file open for writing? None if the kernel will not say.
+
+    Asks for a read lease: Linux grants one only when no descriptor (of any process, user or
+    PID namespace, a writable shared mapping, or one in flight over a socket) has the inode
+    open for writing, and refuses with EAGAIN otherwise. A few microseconds, where a /proc
+    scan costs milliseconds. Needs the file's owner or CAP_LEASE and fs.leases-enable.
+    """
+    try:
+        fd = os.open(link, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+    except OSError as exc:
+        return True if exc.errno == errno.EAGAIN else None
+    else:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        return False
+    finally:
+        os.close(fd)
+
+
+def held_by_writers(sidecar: Path, prevs: list[L.PrevInode]) -> set[tuple[int, int]]:
+    """The (device, inode) pairs of `prevs` that some process may still write into: by lease
+    where the kernel answers, else (not the owner, leases disabled) by a /proc scan."""
+    held: set[tuple[int, int]] = set()
+    unknown: list[tuple[int, int]] = []
+    for p in prevs:
+        answer = open_for_writing(sidecar / p.name)
+        if answer:
+            held.add((p.dev, p.ino))
+        elif answer is None:
+            unknown.append((p.dev, p.ino))
+    return held | held_open(unknown)
+
+
 def held_open(inodes: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
     """Which of these (device, inode) pairs some other process has open, from /proc/*/fd.
 
-    Only processes this user may inspect are seen (all of them for root). Sockets, pipes and
-    anonymous inodes are skipped by their link text, so mostly regular files are stat'ed.
+    The fallback for held_by_writers: only processes this user may inspect are seen (all of
+    them for root). Sockets, pipes and anonymous inodes are skipped by their link text, so
+    mostly regular files are stat'ed; about 20 ms with 120 processes on the development VM.
     """
     wanted = set(inodes)
     found: set[tuple[int, int]] = set()
@@ -127,7 +167,7 @@ def sweep(
     }
     # One /proc scan per sweep, and only when something is due: a writer holding a replaced
     # inode open may still write into it, so it is kept (and swept) until it lets go.
-    held = held_open((p.dev, p.ino) for p in ledger.prev if p.name in due) if due else set()
+    held = held_by_writers(sidecar, [p for p in ledger.prev if p.name in due]) if due else set()
     for i, p in enumerate(ledger.prev):
         if only_newest and p.name != newest:
             # Swept at the start of this ack; only the inode its rename replaced can hold
