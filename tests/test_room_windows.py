@@ -280,3 +280,25 @@ def test_writers_holding_replaced_inodes_lose_nothing_long(tmp_path: Path) -> No
     if not LONG:
         pytest.skip("long version: run `make soak` (ACKDECK_SOAK=long)")
     _held_writers_race(tmp_path, seconds=max(30.0, SOAK_SECONDS), grace=1.0)
+
+
+def test_the_kernel_and_proc_both_tell_a_replaced_inode_held_by_a_writer(tmp_path: Path) -> None:
+    from core._prev_inodes import held_open, open_for_writing
+
+    path = tmp_path / "old-inode"
+    path.write_bytes(b"")
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    assert open_for_writing(path) is False and held_open([key]) == set()
+    writer = subprocess.Popen(
+        ["sh", "-c", 'exec 3>>"$1"; echo ready; read _', "sh", str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == b"ready\n"
+        assert open_for_writing(path) is True
+        assert held_open([key]) == {key}
+    finally:
+        writer.communicate(b"\n", timeout=60)
+    assert open_for_writing(path) is False and held_open([key]) == set()
