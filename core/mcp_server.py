@@ -35,6 +35,9 @@ Clock = Callable[[], float]
 
 # process_output may block this long at most; a longer wait belongs in a monitor (wakes).
 MAX_OUTPUT_TIMEOUT = 600.0
+# Text of output lines one process_output reply carries at most (clients cut longer tool
+# results, and a line that was cut was not shown). The rest waits for the next call.
+MAX_REPLY_TEXT = 48 << 10
 
 
 # ----- configuration and room resolution (pure) --------------------------------------------
@@ -101,6 +104,17 @@ def resolve_room(rooms: Sequence[Path], requested: str | None) -> Path:
 def _label(rooms: Sequence[Path], room: Path) -> str:
     """Basename when it identifies the room unambiguously, else the full path."""
     return room.name if sum(r.name == room.name for r in rooms) == 1 else str(room)
+
+
+def _fit_reply(lines: Sequence[bytes]) -> int:
+    """How many lines, from the first, fit in one reply (always at least one, so a single long
+    line still gets through)."""
+    size = 0
+    for i, line in enumerate(lines):
+        size += len(line) + 1
+        if size > MAX_REPLY_TEXT and i > 0:
+            return i
+    return len(lines)
 
 
 def _text(line: bytes) -> str:
@@ -183,6 +197,7 @@ class OutputOut(BaseModel):
     exit_code: int | None
     lines: list[str]
     count: int
+    more: bool = False  # lines beyond the reply bound wait for the next call
 
 
 class DeliveryOut(BaseModel):
@@ -458,6 +473,12 @@ class AgentDoor:
             raise InvalidInput(f"timeout must be between 0 and {MAX_OUTPUT_TIMEOUT:g} seconds")
         if exclude and filter is None:
             raise InvalidInput("exclude inverts a filter; give filter as well")
+        offered = [0]
+
+        def deliver(r: Any) -> int:
+            offered[0] = len(r.lines)
+            return _fit_reply(r.lines)
+
         res = read_output(
             self._home_dir(),
             name,
@@ -465,8 +486,10 @@ class AgentDoor:
             filter=filter,
             exclude=exclude,
             timeout=timeout,
+            deliver=deliver,
         )
         lines = [_text(x) for x in res.lines]
+        more = len(lines) < offered[0]
         data = OutputOut(
             name=res.name,
             run_id=res.run_id,
@@ -474,12 +497,17 @@ class AgentDoor:
             exit_code=res.exit_code,
             lines=lines,
             count=len(lines),
+            more=more,
         ).model_dump()
         state = res.status if res.exit_code is None else f"{res.status}, exit code {res.exit_code}"
         head = f"{res.name} run {res.run_id} ({state}): {len(lines)} new line(s)"
         if filter is not None:
             head += f" {'not ' if exclude else ''}matching {filter!r}"
-        return Reply("\n".join([head + (":" if lines else ""), *lines]), data)
+        body = [head + (":" if lines else ""), *lines]
+        if more:
+            waiting = offered[0] - len(lines)
+            body.append(f"({waiting} more line(s) waiting: call process_output again)")
+        return Reply("\n".join(body), data)
 
     def wakes_drain(self) -> Reply:
         from . import wakes

@@ -6,6 +6,11 @@ cleaned text, and records exactly the byte ranges of the lines it returned as sh
 session in that run. Lines a filter dropped are consumed (the cursor passes them) but are not
 shown, so they can still wake the session.
 
+Shown means delivered: a door that writes the lines somewhere that can fail (a pipe closed by
+`| head`, a bounded MCP reply) passes `deliver`, which is called with the lines before anything
+is recorded and answers how many of them really reached the reader. Only those count as shown
+and only those move the cursor; the rest are returned by the next read and can still wake.
+
 Concurrent reads by one session are serialised by a per-(session, run) lock around the
 "read bytes, update cursor and shown set" step, so no line is ever returned twice. An
 unfiltered read holds a lease for its whole duration (a delivery waits for it, bounded); a
@@ -27,7 +32,7 @@ from .home import resolve_home
 from .monitors import clean, compile_pattern
 from .names import check_name
 from .procs import check_lost, get_run
-from .runs import RunMeta, load_meta, meta_path, output_path, pid_alive
+from .runs import load_meta, meta_path, output_path, pid_alive
 
 Clock = Callable[[], float]
 MAX_READ = 16 << 20  # bytes consumed per read at most; the rest comes with the next read
@@ -44,6 +49,12 @@ class OutputResult:
     spans: list[tuple[int, int]] = field(default_factory=list)
 
 
+# Called with the lines a read is about to return (under the session's read lock); answers how
+# many of them, from the first, actually reached the reader. It must not raise for a failed
+# write: it reports the count and lets the caller re-raise afterwards.
+Deliver = Callable[[OutputResult], int]
+
+
 def read_output(
     home: str | os.PathLike[str] | Path | None,
     name: str,
@@ -54,7 +65,10 @@ def read_output(
     timeout: float = 0.0,
     run_id: str | None = None,
     clock: Clock = time.time,
+    deliver: Deliver | None = None,
 ) -> OutputResult:
+    """New lines for `session`; with `deliver`, only the lines it confirms count as shown and
+    the result holds just those."""
     h = resolve_home(home)
     check_name(session)
     rx = compile_pattern(filter, "filter") if filter is not None else None
@@ -66,18 +80,23 @@ def read_output(
         while True:
             commit = shown.lease(rdir, session) if rx is not None else contextlib.nullcontext()
             with commit:
-                meta, lines, spans = _read_once(rdir, session, rx, exclude, clock)
-            if lines or meta.status != "running" or time.monotonic() >= deadline:
-                return OutputResult(
-                    meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans
-                )
+                res = _read_once(rdir, session, rx, exclude, clock, deadline, deliver)
+            if res is not None:
+                return res
             _wait_for_change(rdir, deadline)
             check_lost(h, rdir, clock=clock)
 
 
 def _read_once(
-    rdir: Path, session: str, rx: re.Pattern[bytes] | None, exclude: bool, clock: Clock
-) -> tuple[RunMeta, list[bytes], list[tuple[int, int]]]:
+    rdir: Path,
+    session: str,
+    rx: re.Pattern[bytes] | None,
+    exclude: bool,
+    clock: Clock,
+    deadline: float,
+    deliver: Deliver | None,
+) -> OutputResult | None:
+    """One pass: the result to return, or None to wait for more output (nothing was returned)."""
     with shown.session_lock(rdir, session):
         # Status before bytes: if the run had ended by now, everything it wrote is in the file.
         meta = load_meta(rdir)
@@ -110,6 +129,20 @@ def _read_once(
             lines.append(raw)
             spans.append((start + s, start + e))
         at_end = ended and not capped and pos == len(data)
+        result: OutputResult | None = None
+        if lines or meta.status != "running" or time.monotonic() >= deadline:
+            result = OutputResult(meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans)
+            n = len(lines) if deliver is None else max(0, min(len(lines), deliver(result)))
+            if n < len(lines):
+                # Only what reached the reader is shown and consumed; the next read resumes
+                # right after the last delivered line (filtered-out lines before it stay
+                # consumed, later ones are simply filtered again).
+                lines, spans = lines[:n], spans[:n]
+                pos = spans[-1][1] - start if spans else 0
+                at_end = False
+                result = OutputResult(
+                    meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans
+                )
         new_state = state.model_copy(
             update={
                 "cursor": start + pos,
@@ -121,7 +154,7 @@ def _read_once(
         )
         if new_state.cursor != state.cursor or new_state.saw_end != state.saw_end or spans:
             shown.store_state(rdir, new_state)
-        return meta, lines, spans
+        return result
 
 
 def _split(data: bytes, *, include_tail: bool) -> Iterator[tuple[bytes, int, int]]:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import AckdeckError
 from ._output import emit_json, text
+
+if TYPE_CHECKING:
+    from ..output import OutputResult
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -137,6 +142,17 @@ def _run(args: argparse.Namespace) -> int:
 
 def _output(args: argparse.Namespace) -> int:
     from .. import output  # lazy: keeps every other command's start-up fast
+
+    failed: list[OSError] = []
+
+    def deliver(res: output.OutputResult) -> int:
+        # Shown means delivered: only the lines the pipe accepted are recorded as shown.
+        if args.json:
+            doc = json.dumps(_output_json(res), ensure_ascii=False) + "\n"
+            done = _write_stdout([doc.encode()], failed)
+            return len(res.lines) if done == 1 else 0
+        return _write_stdout([(text(x) + "\n").encode() for x in res.lines], failed)
+
     res = output.read_output(
         args.home,
         args.name,
@@ -145,23 +161,72 @@ def _output(args: argparse.Namespace) -> int:
         exclude=args.exclude,
         timeout=args.timeout,
         run_id=args.run_id,
+        deliver=deliver,
     )
-    if args.json:
-        emit_json(
-            {
-                "name": res.name,
-                "run_id": res.run_id,
-                "status": res.status,
-                "exit_code": res.exit_code,
-                "lines": [text(x) for x in res.lines],
-            }
-        )
-    else:
-        for line in res.lines:
-            sys.stdout.write(text(line) + "\n")
+    if failed:
+        raise failed[0]
+    if not args.json:
         code = "" if res.exit_code is None else f" {res.exit_code}"
         print(f"[{res.name} {res.status}{code}]", file=sys.stderr)
     return 0
+
+
+def _output_json(res: OutputResult) -> dict[str, object]:
+    return {
+        "name": res.name,
+        "run_id": res.run_id,
+        "status": res.status,
+        "exit_code": res.exit_code,
+        "lines": [text(x) for x in res.lines],
+    }
+
+
+def _write_stdout(items: list[bytes], failed: list[OSError]) -> int:
+    """Write `items` to stdout; how many were written whole before a write failed (the error is
+    appended to `failed`). Written with os.write in blocks so a partial write is counted
+    exactly: an item counts only once every one of its bytes was accepted."""
+    try:
+        sys.stdout.flush()
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError) as exc:
+        if isinstance(exc, OSError):
+            failed.append(exc)
+            return 0
+        fd = -1
+    done = 0
+    i = 0
+    while i < len(items):
+        j, size = i, 0
+        while j < len(items) and (j == i or size + len(items[j]) <= _BLOCK):
+            size += len(items[j])
+            j += 1
+        block = b"".join(items[i:j])
+        written = 0
+        broken = False
+        try:
+            while written < len(block):
+                if fd < 0:  # stdout replaced by an object without a descriptor
+                    sys.stdout.write(block[written:].decode("utf-8", "replace"))
+                    sys.stdout.flush()
+                    written = len(block)
+                else:
+                    written += os.write(fd, block[written:])
+        except OSError as exc:
+            failed.append(exc)
+            broken = True
+        # Count the items of this block that were accepted whole.
+        for k in range(i, j):
+            if written < len(items[k]):
+                return done
+            written -= len(items[k])
+            done += 1
+        if broken:
+            return done
+        i = j
+    return done
+
+
+_BLOCK = 64 << 10
 
 
 def _when(ts: float | None) -> str:
