@@ -210,6 +210,8 @@ class DeliveryOut(BaseModel):
     total_matches: int
     status: str
     exit_code: int | None
+    dropped: int = 0  # matched lines the cap dropped unseen; read them with `read_rest`
+    read_rest: str | None = None
 
 
 class DrainOut(BaseModel):
@@ -526,6 +528,8 @@ class AgentDoor:
                     total_matches=d.total_matches,
                     status=d.status,
                     exit_code=d.exit_code,
+                    dropped=d.dropped,
+                    read_rest=wakes.read_rest(d) if d.dropped else None,
                 )
                 for d in result.delivered
             ],

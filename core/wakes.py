@@ -3,6 +3,10 @@
     wakes/SESSION/NAME.json   one WakeRecord per owner session and process name
     wakes/SESSION/.lock       flock for every read-modify-write of that session's records
 
+A record gathers every run of NAME: each line carries the run that produced it, each run's exit
+(or monitor-lost) notice is kept on its own, and a drain delivers one item per run, so reusing a
+name never mixes runs and every run's exit is reported.
+
 Records are pydantic-validated with unknown fields ignored and replaced atomically under the
 lock. A file that fails to parse is skipped and reported, never deleted: a merge that finds one
 renames it aside (`NAME.json.corrupt-…`) and starts a fresh record, so neither is lost.
@@ -15,6 +19,7 @@ push the survivors, then ack exactly the snapshot. Lines merged meanwhile stay p
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,11 +30,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import _atomic, gate, shown
 from ._locks import locked
-from .errors import CorruptState
+from .errors import CorruptState, InvalidName
 from .home import resolve_home, wakes_dir
 from .monitors import MatchedLine
 from .names import check_name
-from .runs import run_dir
+from .runs import load_meta, run_dir
 
 Clock = Callable[[], float]
 MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropped`
@@ -42,6 +47,17 @@ class WakeLine(BaseModel):
     start: int
     end: int
     text: str
+
+
+class WakeNotice(BaseModel):
+    """A pending `exited` / `monitor-lost` notice of one run."""
+
+    model_config = ConfigDict(extra="ignore")
+    run_id: str
+    kind: str
+    status: str
+    exit_code: int | None = None
+    seq: int = 0  # a drain acks only the notice it delivered, not one merged meanwhile
 
 
 class WakeRecord(BaseModel):
@@ -59,21 +75,24 @@ class WakeRecord(BaseModel):
     updated_at: float
     delivered_total: int = 0
     superseded_total: int = 0
-    # Beyond the fixed API. The run and exit code of the latest event; whether an exit or
-    # monitor-lost notice is pending, with the run it is about, and a sequence number so a
-    # drain acks only the notice it delivered, not one merged while it was delivering.
+    # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
+    # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
     run_id: str | None = None
     exit_code: int | None = None
-    notice_pending: bool = False
+    notice_pending: bool = False  # any notice pending (kept for readers of older records)
     notice_seq: int = 0
+    notices: list[WakeNotice] = []
+    matches_by_run: dict[str, int] = {}  # cumulative
+    dropped_by_run: dict[str, int] = {}  # not yet reported by a drain
+    # The single notice slot of records written before per-run notices (read, then migrated).
     notice_run_id: str | None = None
     notice_status: str | None = None
     notice_exit_code: int | None = None
 
     @property
     def pending(self) -> int:
-        """Items waiting: each pending line, plus 1 for a pending exit / monitor-lost notice."""
-        return len(self.lines) + (1 if self.notice_pending else 0)
+        """Items waiting: each pending line, plus 1 per pending exit / monitor-lost notice."""
+        return len(self.lines) + len(self.notices)
 
 
 @dataclass
@@ -87,6 +106,9 @@ class Delivery:
     total_matches: int
     status: str = ""
     exit_code: int | None = None
+    # Matched lines of this run that the per-record cap (MAX_LINES) dropped unseen: they are
+    # not in `lines`; read them with `ackdeck output NAME --run-id RUN --filter REGEX`.
+    dropped: int = 0
 
 
 @dataclass
@@ -95,6 +117,9 @@ class DrainResult:
     superseded: int
     pending: int
     skipped: list[Path] = field(default_factory=list)
+
+
+DeliverWakes = Callable[[DrainResult], bool]
 
 
 # ----- storage -----------------------------------------------------------------------------
@@ -116,11 +141,22 @@ def _session_locked(home: Path, session: str) -> Iterator[Path]:
 
 def _parse(path: Path) -> WakeRecord:
     try:
-        return WakeRecord.model_validate_json(path.read_bytes())
+        rec = WakeRecord.model_validate_json(path.read_bytes())
     except (ValidationError, ValueError, UnicodeDecodeError):
         raise CorruptState(
             f"malformed wake file {path}; it was skipped and left in place"
         ) from None
+    if rec.notice_pending and not rec.notices and rec.notice_run_id and rec.kind in KIND_RANK:
+        # A record from before per-run notices: its one pending notice becomes a list entry.
+        old = WakeNotice(
+            run_id=rec.notice_run_id,
+            kind=rec.kind,
+            status=rec.notice_status or rec.status,
+            exit_code=rec.notice_exit_code,
+            seq=rec.notice_seq,
+        )
+        rec = rec.model_copy(update={"notices": [old], "notice_run_id": None})
+    return rec
 
 
 def _store(path: Path, record: WakeRecord) -> None:
@@ -230,9 +266,17 @@ def merge(
         ]
         all_lines = record.lines + new
         dropped = max(0, len(all_lines) - MAX_LINES)
+        dropped_by_run = dict(record.dropped_by_run)
+        for x in all_lines[:dropped]:
+            dropped_by_run[x.run_id] = dropped_by_run.get(x.run_id, 0) + 1
+        matches_by_run = dict(record.matches_by_run)
+        if matches:
+            matches_by_run[run_id] = matches_by_run.get(run_id, 0) + matches
         upd: dict[str, object] = {
             "lines": all_lines[dropped:],
             "dropped": record.dropped + dropped,
+            "dropped_by_run": dropped_by_run,
+            "matches_by_run": matches_by_run,
             "total_matches": record.total_matches + matches,
             "status": status,
             "run_id": run_id,
@@ -242,22 +286,30 @@ def merge(
         if new or matches:
             upd["filter"] = filter
             upd["exclude"] = exclude
+        notices = list(record.notices)
         if kind != "match":
-            upd.update(notice_pending=True, notice_seq=record.notice_seq + 1)
-            # One notice slot per record: the stronger pending one stays (monitor-lost >
-            # exited); otherwise the newest replaces it.
-            if not (record.notice_pending and KIND_RANK[record.kind] > KIND_RANK[kind]):
-                upd.update(
-                    kind=kind,
-                    notice_run_id=run_id,
-                    notice_status=status,
-                    notice_exit_code=exit_code,
-                )
-        elif not record.notice_pending:
-            upd["kind"] = "match"
+            seq = record.notice_seq + 1
+            upd["notice_seq"] = seq
+            notice = WakeNotice(
+                run_id=run_id, kind=kind, status=status, exit_code=exit_code, seq=seq
+            )
+            # One notice per run: the stronger one stays (monitor-lost > exited), else the
+            # newest replaces it. Other runs' notices are never touched.
+            old = next((n for n in notices if n.run_id == run_id), None)
+            if old is None:
+                notices.append(notice)
+            elif KIND_RANK[old.kind] <= KIND_RANK[kind]:
+                notices[notices.index(old)] = notice
+        upd.update(_notice_fields(notices))
         record = record.model_copy(update=upd)
         _store(path, record)
         return record
+
+
+def _notice_fields(notices: list[WakeNotice]) -> dict[str, object]:
+    """The record-level summary of its pending notices: the strongest kind names the record."""
+    kind = max((n.kind for n in notices), key=KIND_RANK.__getitem__, default="match")
+    return {"notices": notices, "notice_pending": bool(notices), "kind": kind}
 
 
 def dismiss(home: str | os.PathLike[str] | Path | None, session: str, name: str) -> bool:
@@ -279,8 +331,12 @@ def drain(
     *,
     settle_timeout: float = 2.0,
     clock: Clock = time.time,
+    deliver: DeliverWakes | None = None,
 ) -> DrainResult:
-    """Deliver what `session` was not shown, then ack exactly that snapshot."""
+    """Deliver what `session` was not shown, then ack exactly that snapshot.
+
+    With `deliver`, the result is handed to it before anything is acked; if it answers False
+    (the reader did not get it: a closed pipe, a failed write) nothing is acked."""
     from .procs import reconcile  # procs merges into this module; import late to avoid a cycle
 
     h = resolve_home(home)
@@ -291,10 +347,12 @@ def drain(
     # One drain per session at a time (a Stop hook and an MCP call may race): two concurrent
     # drains would push the same snapshot twice. Merges use the other lock and never wait here.
     with locked(d / ".drain.lock"):
-        return _drain(h, session, settle_timeout, clock)
+        return _drain(h, session, settle_timeout, clock, deliver)
 
 
-def _drain(h: Path, session: str, settle_timeout: float, clock: Clock) -> DrainResult:
+def _drain(
+    h: Path, session: str, settle_timeout: float, clock: Clock, deliver: DeliverWakes | None
+) -> DrainResult:
     with _session_locked(h, session) as d:
         snapshot, skipped = _scan_dir(d)
     snapshot = [(p, r) for p, r in snapshot if r.pending]
@@ -303,77 +361,123 @@ def _drain(h: Path, session: str, settle_timeout: float, clock: Clock) -> DrainR
 
     # Settle: let in-flight reads of the owner finish so what they return counts as shown.
     involved = {(r.name, x.run_id) for _, r in snapshot for x in r.lines}
-    involved |= {(r.name, r.notice_run_id) for _, r in snapshot if r.notice_run_id}
+    involved |= {(r.name, n.run_id) for _, r in snapshot for n in r.notices}
     shown.settle([run_dir(h, name, rid) for name, rid in sorted(involved)], session, settle_timeout)
 
     delivered: list[Delivery] = []
     superseded = 0
-    decisions: list[tuple[Path, WakeRecord, list[WakeLine], list[WakeLine]]] = []
-    for path, rec in snapshot:
-        shown_by_run = {
-            rid: shown.shown_intervals(run_dir(h, rec.name, rid), session)
-            for rid in {x.run_id for x in rec.lines}
-        }
-        split = gate.split_lines([(x.run_id, x.start, x.end) for x in rec.lines], shown_by_run)
-        keep = [rec.lines[i] for i in split.deliver]
-        drop = [rec.lines[i] for i in split.suppress]
-        superseded += len(drop)
-        notice = rec.notice_pending and not gate.exit_notice_suppressed(
-            rec.kind, _saw_end(h, rec, session)
-        )
-        if keep or notice:
-            kind = rec.kind if notice else "match"
-            rid = rec.notice_run_id if notice else None
-            delivered.append(
-                Delivery(
-                    name=rec.name,
-                    run_id=rid or (keep[-1].run_id if keep else rec.run_id or ""),
-                    kind=kind,
-                    filter=rec.filter,
-                    exclude=rec.exclude,
-                    lines=keep,
-                    total_matches=rec.total_matches,
-                    status=(rec.notice_status if notice else None) or rec.status,
-                    exit_code=rec.notice_exit_code if notice else rec.exit_code,
-                )
-            )
-        decisions.append((path, rec, keep, drop))
+    for _, rec in snapshot:
+        found, dropped = _decide(h, rec, session)
+        delivered.extend(found)
+        superseded += dropped
+    if deliver is not None and delivered and not deliver(
+        DrainResult(delivered, superseded, 0, skipped)
+    ):
+        # The reader never got it: ack nothing, everything stays pending for the next drain.
+        return DrainResult([], 0, _pending_total(h, session), skipped)
 
-    # Ack exactly the snapshot: remove the lines we decided on; keep anything merged since.
+    # Ack exactly the snapshot: remove the lines and notices we decided on (delivered or
+    # superseded); keep anything merged since.
     with _session_locked(h, session) as d:
         now_records, _ = _scan_dir(d)
         current_by_path = dict(now_records)
-        for path, snap, keep, drop in decisions:
+        for path, snap in snapshot:
             current = current_by_path.get(path)
             if current is None:
                 continue  # dismissed or replaced meanwhile; nothing of ours left to ack
             decided = {(x.run_id, x.start, x.end) for x in snap.lines}
             remaining = [x for x in current.lines if (x.run_id, x.start, x.end) not in decided]
+            acked = {(n.run_id, n.seq) for n in snap.notices}
+            notices = [n for n in current.notices if (n.run_id, n.seq) not in acked]
+            mine = [x for dl in delivered if dl.name == snap.name for x in dl.lines]
             upd: dict[str, object] = {
                 "lines": remaining,
-                "delivered_total": current.delivered_total + len(keep),
-                "superseded_total": current.superseded_total + len(drop),
+                "delivered_total": current.delivered_total + len(mine),
+                "superseded_total": current.superseded_total + len(snap.lines) - len(mine),
+                "dropped_by_run": _minus(current.dropped_by_run, snap.dropped_by_run),
                 "updated_at": clock(),
+                **_notice_fields(notices),
             }
-            if snap.notice_pending and current.notice_seq == snap.notice_seq:
-                upd["notice_pending"] = False
             current_by_path[path] = current.model_copy(update=upd)
             _store(path, current_by_path[path])
         pending = sum(r.pending for r in current_by_path.values())
     return DrainResult(delivered, superseded, pending, skipped)
 
 
-def _saw_end(home: Path, rec: WakeRecord, session: str) -> bool | None:
-    rid = rec.notice_run_id or rec.run_id
-    if not rid:
-        return None
-    state = shown.load_state(run_dir(home, rec.name, rid), session)
+def _minus(now: dict[str, int], taken: dict[str, int]) -> dict[str, int]:
+    """Per-run counts left after a drain reported `taken` (counts merged meanwhile stay)."""
+    out = {k: v - taken.get(k, 0) for k, v in now.items()}
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int]:
+    """One delivery per run of the record with something left to say; and how many lines the
+    gate suppressed because the owner was already shown them."""
+    by_run: dict[str, list[WakeLine]] = {}
+    for x in rec.lines:
+        by_run.setdefault(x.run_id, []).append(x)
+    notices = {n.run_id: n for n in rec.notices}
+    run_ids = sorted(set(by_run) | set(notices) | set(rec.dropped_by_run))
+    out: list[Delivery] = []
+    superseded = 0
+    for rid in run_ids:  # run ids sort by start time
+        lines = by_run.get(rid, [])
+        seen = shown.shown_intervals(run_dir(h, rec.name, rid), session)
+        split = gate.split_lines([(rid, x.start, x.end) for x in lines], {rid: seen})
+        keep = [lines[i] for i in split.deliver]
+        superseded += len(split.suppress)
+        n = notices.get(rid)
+        if n is not None and gate.exit_notice_suppressed(
+            n.kind, _saw_end(h, rec.name, rid, session)
+        ):
+            n = None
+        dropped = rec.dropped_by_run.get(rid, 0)
+        if not (keep or n is not None or dropped):
+            continue
+        status, code = (n.status, n.exit_code) if n is not None else _run_status(h, rec, rid)
+        out.append(
+            Delivery(
+                name=rec.name,
+                run_id=rid,
+                kind=n.kind if n is not None else "match",
+                filter=rec.filter,
+                exclude=rec.exclude,
+                lines=keep,
+                total_matches=rec.matches_by_run.get(rid, rec.total_matches),
+                status=status,
+                exit_code=code,
+                dropped=dropped,
+            )
+        )
+    return out, superseded
+
+
+def _run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
+    """The run's own current status and exit code (not those of whichever run merged last)."""
+    try:
+        meta = load_meta(run_dir(h, rec.name, rid))
+    except (CorruptState, InvalidName):
+        meta = None
+    if meta is None:
+        return rec.status, (rec.exit_code if rec.run_id == rid else None)
+    return meta.status, meta.exit_code
+
+
+def _saw_end(home: Path, name: str, rid: str, session: str) -> bool | None:
+    state = shown.load_state(run_dir(home, name, rid), session)
     return None if state is None else state.saw_end
 
 
 def _pending_total(home: Path, session: str) -> int:
     good, _ = _scan_dir(session_dir(home, session))
     return sum(r.pending for _, r in good)
+
+
+def read_rest(d: Delivery) -> str:
+    """The command that reads the matched lines a capped record dropped."""
+    how = " --exclude" if d.exclude else ""
+    flt = f" --filter {shlex.quote(d.filter)}{how}" if d.filter else ""
+    return f"ackdeck output {d.name} --run-id {d.run_id}{flt}"
 
 
 def format_wake_text(result: DrainResult) -> str:
@@ -398,6 +502,11 @@ def format_wake_text(result: DrainResult) -> str:
                 f"({d.total_matches} match(es) in total):"
             )
             out.extend(f"  {x.text}" for x in d.lines)
+        if d.dropped:
+            out.append(
+                f"{head} {d.dropped} older matched line(s) were not kept (at most {MAX_LINES} "
+                f"per pending wake); read them with `{read_rest(d)}`"
+            )
     if result.superseded:
         out.append(f"({result.superseded} line(s) already shown by a read were not repeated)")
     return "\n".join(out)

@@ -14,7 +14,7 @@ from pathlib import Path
 from core import procs, wakes
 from core.mcp_server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
 from tests.conftest import ACKDECK
-from tests.test_procs_support import PY, drain_lines, wait_status
+from tests.test_procs_support import PY, drain_lines, wait_status, wait_until
 
 ERRORS_AT = (60_000, 70_000, 80_000, 90_000, 99_999)
 
@@ -29,16 +29,17 @@ def _big(phome: Path, name: str = "big", session: str = "s") -> procs.RunInfo:
         "    w(f'ERROR line {i}\\n' if i in bad else f'line {i}\\n')\n"
     )
     procs.start(
-        phome, name, [PY, "-c", code], session=session,
+        phome,
+        name,
+        [PY, "-c", code],
+        session=session,
         monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
     )
     return wait_status(phome, name)
 
 
 def _shell(env: dict[str, str], script: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60)
 
 
 def _numbers(lines: list[str]) -> list[int]:
@@ -58,7 +59,10 @@ def test_output_into_head_marks_as_shown_only_what_the_pipe_took(
     # And the next read resumes right after the last line the pipe accepted, up to the end.
     res = subprocess.run(
         [*ACKDECK, "output", "big", "--session", "s", "--json"],
-        env=cli_env, capture_output=True, text=True, timeout=60,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     lines = json.loads(res.stdout)["lines"]
     nums = _numbers(lines)
@@ -74,7 +78,10 @@ def test_json_output_cut_by_head_shows_nothing(phome: Path, cli_env: dict[str, s
     # Nothing was consumed: the whole output is still there for the next read.
     res = subprocess.run(
         [*ACKDECK, "output", "big", "--session", "s", "--json"],
-        env=cli_env, capture_output=True, text=True, timeout=60,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert _numbers(json.loads(res.stdout)["lines"]) == list(range(100_000))
 
@@ -95,3 +102,101 @@ def test_mcp_reply_is_bounded_and_shows_only_the_lines_it_carries(phome: Path) -
     # The next call continues exactly where the reply stopped.
     second = door.process_output("big")
     assert _numbers(second.data["lines"])[0] == len(got)
+
+
+def test_drain_into_a_closed_pipe_acks_nothing(phome: Path, cli_env: dict[str, str]) -> None:
+    # Three processes of 50 long ERROR lines each: the wake text is larger than a pipe buffer.
+    code = "import sys\nfor i in range(50): sys.stdout.write(f'ERROR {i} ' + 'x' * 900 + '\\n')\n"
+    for name in ("a", "b", "c"):
+        procs.start(
+            phome,
+            name,
+            [PY, "-c", code],
+            session="s",
+            monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
+        )
+    for name in ("a", "b", "c"):
+        wait_status(phome, name)
+    ack = " ".join(ACKDECK)
+    out = _shell(cli_env, f"{ack} wakes drain --session s | head -c 10")
+    assert len(out.stdout) == 10
+    assert len(drain_lines(phome, "s")) == 150  # nothing was acked by the cut-off drain
+
+
+# ----- 3. reusing a name never mixes runs -----------------------------------------------------
+def test_each_run_of_a_reused_name_is_delivered_under_its_own_id_and_exit(
+    phome: Path, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    go = tmp_path / "go1"
+    first = procs.start(
+        phome,
+        "job",
+        ["sh", "-c", f'echo "ERROR one"; while [ ! -e {go} ]; do sleep 0.05; done; exit 3'],
+        session="s",
+        monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
+    )
+    wait_until(
+        lambda: any(x.text == "ERROR one" for r in wakes.list_wakes(phome, "s") for x in r.lines),
+        what="run 1's match to be merged",
+    )
+    # Run 2 starts, matches and exits while run 1 is still running.
+    second = procs.start(
+        phome,
+        "job",
+        ["sh", "-c", 'echo "ERROR two"; exit 0'],
+        session="s",
+        monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
+    )
+    wait_status(phome, "job", second.run_id)
+    go.write_text("go")
+    wait_status(phome, "job", first.run_id)
+    res = subprocess.run(
+        [*ACKDECK, "wakes", "drain", "--session", "s", "--json"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    got = [
+        (d["run_id"], d["kind"], d["lines"], d["exit_code"])
+        for d in json.loads(res.stdout)["delivered"]
+    ]
+    assert got == [
+        (first.run_id, "exited", ["ERROR one"], 3),
+        (second.run_id, "exited", ["ERROR two"], 0),
+    ]
+
+
+# ----- 4. no silent caps ------------------------------------------------------------------------
+def test_lines_beyond_the_cap_are_counted_with_where_to_read_them(
+    phome: Path, cli_env: dict[str, str]
+) -> None:
+    code = "import sys\nfor i in range(200): sys.stdout.write(f'ERROR {i}\\n')\n"
+    spec = [procs.MonitorSpec("ERROR", cooldown_ms=0)]
+    first = procs.start(phome, "p", [PY, "-c", code], session="s", monitors=spec)
+    wait_status(phome, "p")
+    res = subprocess.run(
+        [*ACKDECK, "wakes", "drain", "--session", "s", "--json"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (d,) = json.loads(res.stdout)["delivered"]
+    assert len(d["lines"]) == wakes.MAX_LINES and d["dropped"] == 200 - wakes.MAX_LINES
+    assert d["read_rest"] == f"ackdeck output p --run-id {first.run_id} --filter ERROR"
+    # The hook text says the same, and the command it names really returns every line.
+    second = procs.start(phome, "p", [PY, "-c", code], session="s", monitors=spec)
+    wait_status(phome, "p", second.run_id)
+    hook = subprocess.run(
+        [*ACKDECK, "wakes", "drain", "--session", "s", "--hook"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert hook.returncode == 2
+    rest = f"ackdeck output p --run-id {second.run_id} --filter ERROR"
+    assert "150 older matched line(s) were not kept" in hook.stderr and rest in hook.stderr
+    read = _shell(cli_env, " ".join(ACKDECK) + rest.removeprefix("ackdeck") + " --session s")
+    assert read.stdout.splitlines() == [f"ERROR {i}" for i in range(200)]

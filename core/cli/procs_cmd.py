@@ -17,6 +17,7 @@ from ._output import emit_json, text
 
 if TYPE_CHECKING:
     from ..output import OutputResult
+    from ..wakes import DrainResult
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -288,37 +289,58 @@ def _wakes_list(args: argparse.Namespace) -> int:
 
 def _wakes_drain(args: argparse.Namespace) -> int:
     from .. import wakes  # lazy: keeps every other command's start-up fast
-    res = wakes.drain(args.home, args.session or _default_session(), settle_timeout=args.settle)
+
+    failed: list[OSError] = []
+
+    def deliver(res: wakes.DrainResult) -> bool:
+        # Acked only once the whole report reached stdout (a pipe closed early acks nothing).
+        if args.json:
+            doc = json.dumps(_drain_json(res), ensure_ascii=False) + "\n"
+        else:
+            doc = wakes.format_wake_text(res) + "\n"
+        return _write_stdout([doc.encode()], failed) == 1
+
+    res = wakes.drain(
+        args.home,
+        args.session or _default_session(),
+        settle_timeout=args.settle,
+        deliver=deliver,
+    )
     _skipped(res.skipped)
-    txt = wakes.format_wake_text(res)
-    if args.json:
-        emit_json(
-            {
-                "delivered": [
-                    {
-                        "name": d.name,
-                        "run_id": d.run_id,
-                        "kind": d.kind,
-                        "filter": d.filter,
-                        "exclude": d.exclude,
-                        "lines": [x.text for x in d.lines],
-                        "total_matches": d.total_matches,
-                        "status": d.status,
-                        "exit_code": d.exit_code,
-                    }
-                    for d in res.delivered
-                ],
-                "superseded": res.superseded,
-                "pending": res.pending,
-            }
-        )
-    elif txt:
-        print(txt)
+    if failed:
+        raise failed[0]
+    if args.json and not res.delivered:
+        emit_json(_drain_json(res))
     if args.hook and res.delivered:
         # Claude Code-style Stop hooks feed stderr back to the agent on exit 2.
-        print(txt, file=sys.stderr)
+        print(wakes.format_wake_text(res), file=sys.stderr)
         return 2
     return 0
+
+
+def _drain_json(res: DrainResult) -> dict[str, object]:
+    from ..wakes import read_rest
+
+    return {
+        "delivered": [
+            {
+                "name": d.name,
+                "run_id": d.run_id,
+                "kind": d.kind,
+                "filter": d.filter,
+                "exclude": d.exclude,
+                "lines": [x.text for x in d.lines],
+                "total_matches": d.total_matches,
+                "status": d.status,
+                "exit_code": d.exit_code,
+                "dropped": d.dropped,
+                "read_rest": read_rest(d) if d.dropped else None,
+            }
+            for d in res.delivered
+        ],
+        "superseded": res.superseded,
+        "pending": res.pending,
+    }
 
 
 def _wakes_dismiss(args: argparse.Namespace) -> int:
