@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import holders
 from ._locks import locked
 from .errors import CorruptState, InvalidInput, ProcessError
 from .home import resolve_home
@@ -270,7 +271,9 @@ def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
         # lets go of its own lock, so a clean exit is never mistaken for a crash.
         if meta is None or meta.status != "running" or supervisor_alive(rdir):
             return
-        child_alive = pid_alive(meta.pid)
+        child_alive = pid_alive(meta.pid) or bool(
+            holders.writers(output_path(rdir), skip=os.getpid())
+        )
         now = clock()
         tail = Tail(home, rdir, meta, clock=clock)
         # Wake first, status second: if we die in between, the next caller redoes both and
@@ -339,28 +342,31 @@ def kill(
     run_id: str | None = None,
     clock: Clock = time.time,
 ) -> RunInfo:
-    """TERM the latest run's process group, KILL it after `grace` seconds if still alive.
+    """TERM the latest run's processes, KILL them after `grace` seconds if still alive.
 
-    A `lost` run (its supervisor died) may still have a live command: that group is signalled
-    too, though nobody is left to record an exit code.
+    The run's processes are its command's process group plus anything still writing its
+    output. They are stopped whatever the run's status: after the command itself exited, its
+    children live on in its group (recognised by the run's mark in their environment, never by
+    the group number alone, which the system may reuse). A `lost` run (its supervisor died)
+    may still have a live command too, though nobody is left to record an exit code.
     """
     h = resolve_home(home)
     info = get_run(h, name, run_id, clock=clock)
     if info.pid is None:
         return info
-    if info.status != "running" and not (info.status == "lost" and _group_alive(info.pid)):
+    pgid = info.pid  # the command leads its own session, so its pid is its group id
+    if not _ours(info, pgid):
         return info
     kill_marker(info.run_dir).touch()
-    pgid = info.pid  # the command leads its own session, so its pid is its group id
-    _signal_group(pgid, signal.SIGTERM)
+    _signal_run(info, pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while _group_alive(pgid) and time.monotonic() < deadline:
+    while _ours(info, pgid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
+    if _ours(info, pgid):
+        _signal_run(info, pgid, signal.SIGKILL)
     # Give the supervisor time to record the exit status it observes (it does so within
     # milliseconds; the bound only matters on a machine under heavy load).
-    deadline = time.monotonic() + 10.0
+    deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:
         meta = _load(info.run_dir)
         if meta is None or meta.status != "running" or not supervisor_alive(info.run_dir):
@@ -369,31 +375,28 @@ def kill(
     return get_run(h, name, info.run_id, clock=clock)
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
+def alive(info: RunInfo) -> bool:
+    """Does the run still have a live process (its command, or children it left behind)?"""
+    return info.pid is not None and _ours(info, info.pid)
 
 
-def _group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process is in group `pgid`."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        # fields: state ppid pgrp ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+def _ours(info: RunInfo, pgid: int) -> bool:
+    if info.status in ("running", "lost") and holders.group_alive(pgid):
+        return True  # a lost run's group is signalled as before, without the mark check
+    return bool(_targets(info, pgid))
+
+
+def _targets(info: RunInfo, pgid: int) -> list[int]:
+    """Live processes of the run: group members and writers of its output. Once the run is
+    over, only those carrying the run's mark (a reused group number is someone else's)."""
+    found = holders.run_processes(info.run_dir, output_path(info.run_dir), pgid)
+    if info.status == "running":
+        return found
+    return [p for p in found if holders.carries_mark(p, info.run_dir)]
+
+
+def _signal_run(info: RunInfo, pgid: int, sig: int) -> None:
+    if info.status in ("running", "lost"):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+    holders.signal_all(_targets(info, pgid), sig)

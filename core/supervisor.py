@@ -6,7 +6,9 @@ It forks once more so the caller can reap the launcher at once (no zombie, no co
 terminal), takes the run's supervisor lock for its whole life (that lock is how everyone else
 tells a live supervisor from a dead one), starts the command with stdout+stderr going straight
 into output.log, reports `{"ok": true, "pid": N}` on the ready pipe, then tails and scans the log
-until the command exits, records the exit status (signals as 128+N) and flushes the monitors.
+until the command exits *and* no process still holds the log open for writing (children left
+running in the background keep writing it: they are watched too, core/holders.py), records the
+command's exit status (signals as 128+N) and flushes the monitors.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import holders
 from ._locks import locked
 from .runs import (
     RunMeta,
@@ -35,13 +38,17 @@ from .tail import Tail
 
 Clock = Callable[[], float]
 POLL = 0.05  # seconds between looks at output.log while the command is quiet
+# Once the command has exited, how often to look for processes still writing its output.
+HOLDERS_EVERY = 0.25
 
 
-def child_env() -> dict[str, str]:
-    """The caller's environment, minus what start() added to import this package."""
+def child_env(rdir: Path) -> dict[str, str]:
+    """The caller's environment, minus what start() added to import this package, plus the
+    run's mark (so its process group is recognised even after the leader exited)."""
     from .procs import _UNSET, CHILD_PYTHONPATH
 
     env = dict(os.environ)
+    env[holders.RUN_MARK] = holders.mark_value(rdir)
     original = env.pop(CHILD_PYTHONPATH, None)
     if original is not None:
         if original == _UNSET:
@@ -72,7 +79,7 @@ def launch(rdir: Path, ready: int, clock: Clock = time.time) -> subprocess.Popen
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=log_fd,
-            env=child_env(),
+            env=child_env(rdir),
             # Own process group: `kill` signals the whole tree, and terminal signals aimed at
             # the caller never reach it.
             start_new_session=True,
@@ -114,19 +121,28 @@ def supervise(
         exited.set()
 
     threading.Thread(target=_wait, daemon=True).start()
-    while not exited.is_set():
-        if not tail.active():
-            exited.wait()  # nothing to scan (no monitor, or max_events reached): just wait
-            break
-        progressed = tail.pump()
-        tail.flush_due()
-        if progressed:
-            continue
-        timeout = POLL
-        due = tail.next_due()
-        if due is not None:
-            timeout = min(timeout, max(0.0, due - clock()))
-        exited.wait(timeout)
+    log = output_path(rdir)
+    looked = 0.0  # monotonic time of the last look for processes still writing the output
+    while True:
+        if exited.is_set() and time.monotonic() - looked >= HOLDERS_EVERY:
+            # The command exited; children it left behind may still write its output.
+            if not holders.writers(log, skip=os.getpid()):
+                break
+            looked = time.monotonic()
+        timeout: float | None = HOLDERS_EVERY if exited.is_set() else None
+        if tail.active():  # else nothing to scan (no monitor, or max_events reached)
+            if tail.pump():
+                tail.flush_due()
+                continue
+            tail.flush_due()
+            timeout = HOLDERS_EVERY if exited.is_set() else POLL
+            due = tail.next_due()
+            if due is not None:
+                timeout = min(timeout, max(0.0, due - clock()))
+        if exited.is_set():
+            time.sleep(timeout or 0.0)  # the event stays set: sleep between looks instead
+        else:
+            exited.wait(timeout)
     code = exit_code_of(child.returncode)
     status = "killed" if child.returncode < 0 or kill_marker(rdir).exists() else "exited"
     # Wakes first, status second: anyone who sees the final status (a test, a hook, the

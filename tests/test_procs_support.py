@@ -93,6 +93,9 @@ def run_and_cleanup(home: Path) -> Iterator[Path]:
         if info.pid is not None and info.status in ("running", "lost"):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(info.pid, signal.SIGKILL)
+        if info.pid is not None:
+            # Children an ended run left behind (recognised by the run's mark).
+            procs._signal_run(info, info.pid, signal.SIGKILL)
         sup = _supervisor_pid(info.run_dir)
         if sup:
             with contextlib.suppress(ProcessLookupError, PermissionError):

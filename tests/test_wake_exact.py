@@ -13,6 +13,7 @@ from pathlib import Path
 
 from core import procs, wakes
 from core.mcp_server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
+from core.runs import pid_alive
 from tests.conftest import ACKDECK
 from tests.test_procs_support import PY, drain_lines, wait_status, wait_until
 
@@ -200,3 +201,56 @@ def test_lines_beyond_the_cap_are_counted_with_where_to_read_them(
     assert "150 older matched line(s) were not kept" in hook.stderr and rest in hook.stderr
     read = _shell(cli_env, " ".join(ACKDECK) + rest.removeprefix("ackdeck") + " --session s")
     assert read.stdout.splitlines() == [f"ERROR {i}" for i in range(200)]
+
+
+# ----- 6. children are watched, and killed with their group ---------------------------------
+def test_a_child_left_running_is_still_watched_and_killed_with_the_group(
+    phome: Path, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    go, pidfile = tmp_path / "go", tmp_path / "daemon.pid"
+    script = (
+        f"(echo $BASHPID > {pidfile}; "
+        f'while [ ! -e {go} ]; do sleep 0.05; done; echo "ERROR from daemon"; sleep 120) & '
+        "echo parent-done"
+    )
+    info = procs.start(
+        phome,
+        "job",
+        ["bash", "-c", script],
+        session="s",
+        monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
+    )
+    wait_until(lambda: not pid_alive(info.pid), what="the main command to exit")
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the daemon pid")
+    daemon = int(pidfile.read_text())
+    go.write_text("go")
+    got: list[str] = []
+    wait_until(
+        lambda: got.extend(drain_lines(phome, "s")) or "ERROR from daemon" in got,
+        timeout=60,
+        what="the daemon's ERROR line to wake the session",
+    )
+    assert procs.get_run(phome, "job").status == "running"  # its output is still being written
+    out = subprocess.run(
+        [*ACKDECK, "kill", "job"], env=cli_env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    wait_until(lambda: not pid_alive(daemon), what="the daemon to be killed")
+    end = wait_status(phome, "job")
+    assert end.status == "killed"
+
+
+def test_kill_stops_the_group_after_its_leader_exited(
+    phome: Path, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}; echo parent-done"
+    procs.start(phome, "job", ["bash", "-c", script], session="s")
+    assert wait_status(phome, "job").status == "exited"  # nothing writes its output any more
+    child = int(pidfile.read_text())
+    assert pid_alive(child)
+    out = subprocess.run(
+        [*ACKDECK, "kill", "job"], env=cli_env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0 and "stopped the processes it left running" in out.stdout
+    wait_until(lambda: not pid_alive(child), what="the leftover child to be killed")

@@ -253,12 +253,20 @@ def _ps(args: argparse.Namespace) -> int:
 
 def _kill(args: argparse.Namespace) -> int:
     from .. import procs  # lazy: keeps every other command's start-up fast
+
     before = procs.get_run(args.home, args.name)
+    leftovers = before.status != "running" and procs.alive(before)
     info = procs.kill(args.home, args.name, grace=args.grace)
     if args.json:
         emit_json(info.as_json())
-    elif before.status != "running":
+    elif before.status != "running" and not leftovers:
         print(f"{info.name} run {info.run_id} is not running ({info.status})", file=sys.stderr)
+    elif leftovers:
+        left = "; some still live" if procs.alive(info) else ""
+        print(
+            f"{info.name} run {info.run_id} had {info.status}; stopped the processes it left "
+            f"running{left}"
+        )
     else:
         print(f"{info.name} run {info.run_id}: {info.status} (exit code {info.exit_code})")
     return 0
