@@ -17,4 +17,8 @@ def check_name(value: str, what: str = "session") -> str:
         raise InvalidName(
             f"invalid {what} name {shown}: use 1-128 of A-Z a-z 0-9 . _ @ - (no '/', '..' or NUL)"
         )
+    if what == "process" and value.startswith("."):
+        # Wake records are NAME.json next to the store's own dot files (.lock, temp files),
+        # which every reader skips: a dot name would be written but never read.
+        raise InvalidName(f"invalid process name {value!r}: it must not start with '.'")
     return value

@@ -11,7 +11,10 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from core import procs, wakes
+from core.errors import InvalidName
 from core.mcp_server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
 from core.runs import pid_alive
 from tests.conftest import ACKDECK
@@ -254,3 +257,29 @@ def test_kill_stops_the_group_after_its_leader_exited(
     )
     assert out.returncode == 0 and "stopped the processes it left running" in out.stdout
     wait_until(lambda: not pid_alive(child), what="the leftover child to be killed")
+
+
+# ----- 2. process names starting with a dot are refused at every door -------------------------
+def test_a_dot_name_is_refused_with_one_line_at_every_door(
+    phome: Path, cli_env: dict[str, str]
+) -> None:
+    for args in (
+        ["run", ".job", "--monitor", "ERROR", "--", "sh", "-c", "echo ERROR boom; exit 4"],
+        ["output", ".job"],
+        ["kill", ".job"],
+        ["wakes", "dismiss", ".job"],
+    ):
+        out = subprocess.run(
+            [*ACKDECK, *args], env=cli_env, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 1 and out.stdout == "", args
+        assert out.stderr.count("\n") == 1 and "must not start with '.'" in out.stderr, args
+    assert not (phome / "procs").exists() or not any((phome / "procs").iterdir())
+    door = AgentDoor(DoorConfig.make("s", [phome / "inbox"], home=str(phome)))
+    for call in (
+        lambda: door.process_start(".job", ["sh", "-c", "echo ERROR boom"], monitor="ERROR"),
+        lambda: door.process_output(".job"),
+    ):
+        with pytest.raises(InvalidName, match="must not start with '.'"):
+            call()
+    assert procs.list_runs(phome) == []
