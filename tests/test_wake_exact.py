@@ -283,3 +283,46 @@ def test_a_dot_name_is_refused_with_one_line_at_every_door(
         with pytest.raises(InvalidName, match="must not start with '.'"):
             call()
     assert procs.list_runs(phome) == []
+
+
+# ----- 7. a repeated --monitor is refused, not silently reduced to the last one ----------------
+def test_a_second_monitor_flag_is_refused_with_one_line(
+    phome: Path, cli_env: dict[str, str]
+) -> None:
+    out = subprocess.run(
+        [*ACKDECK, "run", "job", "--monitor", "ERROR", "--monitor", "WARN", "--", "true"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "--monitor: given twice" in out.stderr
+    assert "'ERROR|WARN'" in out.stderr
+    assert procs.list_runs(phome) == []  # nothing was started
+    # The combined regex it suggests watches both.
+    script = "echo 'ERROR a'; echo 'WARN b'; echo 'INFO c'"
+    ok = subprocess.run(
+        [
+            *ACKDECK,
+            "run",
+            "job",
+            "--monitor",
+            "ERROR|WARN",
+            "--cooldown-ms",
+            "0",
+            "--session",
+            "s",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ok.returncode == 0, ok.stderr
+    wait_status(phome, "job")
+    assert sorted(drain_lines(phome, "s")) == ["ERROR a", "WARN b"]

@@ -38,6 +38,26 @@ def _one_line(fn: Handler) -> Handler:
     return wrapper
 
 
+class _Once(argparse.Action):
+    """An option that may be given once: a repeat is refused instead of silently replacing the
+    first value (`--monitor ERROR --monitor WARN` used to watch only WARN)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, f"_seen_{self.dest}", False):
+            hint = " (one monitor per run: combine them, e.g. --monitor 'ERROR|WARN')"
+            raise argparse.ArgumentError(
+                self, "given twice" + (hint if self.dest == "monitor" else "")
+            )
+        setattr(namespace, f"_seen_{self.dest}", True)
+        setattr(namespace, self.dest, values)
+
+
 def _default_session() -> str:
     return os.environ.get("ACKDECK_SESSION") or "default"
 
@@ -53,17 +73,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("name", metavar="NAME", help="process name (reusable; each start is a run)")
     p.add_argument(
-        "--session", metavar="S", help="owner session of wakes (env ACKDECK_SESSION or default)"
+        "--session",
+        metavar="S",
+        action=_Once,
+        help="owner session of wakes (env ACKDECK_SESSION or default)",
     )
-    p.add_argument("--monitor", metavar="REGEX", help="wake the session on lines matching REGEX")
+    p.add_argument(
+        "--monitor",
+        metavar="REGEX",
+        action=_Once,
+        help="wake the session on lines matching REGEX (once per run)",
+    )
     p.add_argument("--exclude", action="store_true", help="wake on lines NOT matching REGEX")
     p.add_argument(
-        "--cooldown-ms", metavar="N", type=int, default=1000, help="batch window (default 1000)"
+        "--cooldown-ms",
+        metavar="N",
+        type=int,
+        default=1000,
+        action=_Once,
+        help="batch window (default 1000)",
     )
     p.add_argument(
-        "--max-events", metavar="N", type=int, default=None, help="stop the monitor after N wakes"
+        "--max-events",
+        metavar="N",
+        type=int,
+        default=None,
+        action=_Once,
+        help="stop the monitor after N wakes",
     )
-    p.add_argument("--cwd", metavar="DIR", default=None, help="working directory of the command")
+    p.add_argument(
+        "--cwd", metavar="DIR", default=None, action=_Once, help="working directory of the command"
+    )
     p.add_argument("--json", action="store_true", help='print {"name", "run_id", "pid"}')
     p.add_argument("cmd", nargs="+", metavar="CMD", help="the command and its arguments")
     p.set_defaults(handler=_one_line(_run))
