@@ -107,7 +107,7 @@ def test_a_deferred_wake_is_dropped_once_the_agent_reads_past_it(
         waiter(go, "ERR seen inline\n", "more\n"),
         monitors=mon("ERR", cooldown_ms=600_000),
     )
-    assert read_output(phome, "b", "default", timeout=10).lines == [b"ERR seen inline"]
+    assert read_output(phome, "b", "default", timeout=60).lines == [b"ERR seen inline"]
     release(go)
     wait_status(phome, "b")
     st = load_monitors_state(info.run_dir)
@@ -127,7 +127,7 @@ def test_a_wake_already_recorded_is_superseded_at_delivery(phome: Path) -> None:
 def test_a_matched_line_only_buffered_unterminated_still_wakes(phome: Path, tmp_path: Path) -> None:
     go = tmp_path / "go"
     procs.start(phome, "b", waiter(go, "ok\nERR partial", ""), monitors=mon("ERR", cooldown_ms=0))
-    assert read_output(phome, "b", "default", timeout=10).lines == [b"ok"]
+    assert read_output(phome, "b", "default", timeout=60).lines == [b"ok"]
     release(go)
     wait_status(phome, "b")
     assert drain_lines(phome) == ["ERR partial"]
@@ -143,7 +143,7 @@ def test_a_trailing_fragment_after_a_matched_line_does_not_block_suppression(
         waiter(go, "ERR line\npartial", " rest\n"),
         monitors=mon("ERR", cooldown_ms=600_000),
     )
-    assert read_output(phome, "b", "default", timeout=10).lines == [b"ERR line"]
+    assert read_output(phome, "b", "default", timeout=60).lines == [b"ERR line"]
     release(go)
     wait_status(phome, "b")
     assert drain_lines(phome) == []
@@ -159,7 +159,7 @@ def test_the_matched_offset_is_the_matched_lines_end_not_the_chunks(
         waiter(go, "ERR a\n", "unmatched 1\nunmatched 2\n"),
         monitors=mon("ERR", cooldown_ms=600_000),
     )
-    assert read_output(phome, "b", "default", timeout=10).lines == [b"ERR a"]
+    assert read_output(phome, "b", "default", timeout=60).lines == [b"ERR a"]
     release(go)  # later lines land in the monitor's same chunk; the agent never read them
     wait_status(phome, "b")
     assert drain_lines(phome) == []

@@ -62,14 +62,14 @@ def test_timeout_waits_for_a_kept_line_or_the_exit(phome: Path, tmp_path: Path) 
     go = tmp_path / "go"
     procs.start(phome, "p", waiter(go, "noise\n", "DONE\n"))
     threading.Timer(0.3, release, [go]).start()
-    got = read_output(phome, "p", "s", filter="DONE", timeout=20)
+    got = read_output(phome, "p", "s", filter="DONE", timeout=60)
     assert got.lines == [b"DONE"]
     # With nothing new, a wait ends when the process exits rather than at the timeout.
     procs.start(phome, "q", waiter(tmp_path / "go2", "", ""))
     threading.Timer(0.3, release, [tmp_path / "go2"]).start()
     t0 = time.monotonic()
-    got = read_output(phome, "q", "s", timeout=30)
-    assert got.status == "exited" and time.monotonic() - t0 < 25
+    got = read_output(phome, "q", "s", timeout=300)
+    assert got.status == "exited" and time.monotonic() - t0 < 120
 
 
 def test_bad_reads_are_clear_errors(phome: Path) -> None:
@@ -157,14 +157,14 @@ def test_drain_waits_for_an_in_flight_unfiltered_read(
     result: list[wakes.DrainResult] = []
     with shown.lease(info.run_dir, "default"):  # an unfiltered read of the owner is in flight
         t = threading.Thread(
-            target=lambda: result.append(wakes.drain(phome, "default", settle_timeout=30))
+            target=lambda: result.append(wakes.drain(phome, "default", settle_timeout=300))
         )
         t.start()
-        assert entered.wait(20), "drain never reached its settle step"
+        assert entered.wait(60), "drain never reached its settle step"
         # The in-flight read now returns the line (and records it as shown) before finishing.
         assert read_output(phome, "p", "default").lines == [b"ERR boom"]
         assert t.is_alive()  # still waiting for the lease
-    t.join(30)
+    t.join(300)
     assert result and [x.text for d in result[0].delivered for x in d.lines] == []
     assert result[0].superseded == 1
 
@@ -184,8 +184,8 @@ def test_drain_does_not_wait_for_a_filtered_long_poll(phome: Path, tmp_path: Pat
     poll.start()
     try:
         t0 = time.monotonic()
-        res = wakes.drain(phome, "default", settle_timeout=30)
-        assert time.monotonic() - t0 < 15  # far below the settle timeout: it did not wait
+        res = wakes.drain(phome, "default", settle_timeout=300)
+        assert time.monotonic() - t0 < 120  # far below the settle timeout: it did not wait
         assert [x.text for d in res.delivered for x in d.lines] == ["ERR first"]
     finally:
         release(go)
@@ -206,8 +206,8 @@ def test_a_lease_of_a_dead_reader_does_not_block(phome: Path) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX)  # even a lock someone still holds: its pid is dead
     try:
         t0 = time.monotonic()
-        res = wakes.drain(phome, "default", settle_timeout=30)
-        assert time.monotonic() - t0 < 15
+        res = wakes.drain(phome, "default", settle_timeout=300)
+        assert time.monotonic() - t0 < 120
         assert [x.text for d in res.delivered for x in d.lines] == ["ERR x"]
     finally:
         os.close(fd)

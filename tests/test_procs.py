@@ -11,7 +11,7 @@ import pytest
 
 from core import procs, wakes
 from core.errors import InvalidInput, ProcessError
-from core.runs import load_meta
+from core.runs import load_meta, supervisor_alive
 from tests.test_procs_support import (
     PY,
     cli,
@@ -137,10 +137,15 @@ def test_supervisor_crash_becomes_status_lost_and_a_monitor_lost_wake(
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid
     os.kill(meta.supervisor_pid, signal.SIGKILL)
+    # SIGKILL is asynchronous: under load the supervisor may hold its lock a while longer.
+    wait_until(lambda: not supervisor_alive(info.run_dir), what="the supervisor to be gone")
     release(go)
     assert info.pid is not None
     wait_until(lambda: not _alive(info.pid), what="command to finish")
-    lost = procs.get_run(phome, "srv")
+    lost = wait_until(
+        lambda: (i := procs.get_run(phome, "srv")).status != "running" and i, what="lost status"
+    )
+    assert isinstance(lost, procs.RunInfo)
     assert lost.status == "lost" and lost.exit_code is None
     res = wakes.drain(phome, "default")
     assert [d.kind for d in res.delivered] == ["monitor-lost"]
@@ -176,7 +181,7 @@ def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -
         "started_at",
         "ended_at",
     }
-    out = cli_json(cli_env, "output", "web", "--session", "s1", "--timeout", "10")
+    out = cli_json(cli_env, "output", "web", "--session", "s1", "--timeout", "60")
     assert out["lines"] == ["up"] and out["status"] == "running" and out["exit_code"] is None
     k = cli(cli_env, "kill", "web", "--json")
     assert k.returncode == 0, k.stderr

@@ -24,7 +24,7 @@ PY = sys.executable
 
 
 def wait_until(
-    cond: Callable[[], object], timeout: float = 30.0, what: str = "condition"
+    cond: Callable[[], object], timeout: float = 60.0, what: str = "condition"
 ) -> object:
     deadline = time.monotonic() + timeout
     while True:
@@ -67,7 +67,7 @@ def release(go: Path) -> None:
     go.write_text("go")
 
 
-def cli(env: dict[str, str], *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=timeout
     )
