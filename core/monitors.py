@@ -6,9 +6,15 @@ dropped) matches its regex (or, with `exclude`, does not), each with the line's 
 byte range `[start, end)` in the file (`end` is past the `\\n`, or the end of the final fragment).
 
 Lines are only cleaned and decoded once they are complete, so an escape sequence or a UTF-8
-character split across two reads is handled exactly like an unsplit one. An unterminated line
-keeps only its newest MAX_FRAGMENT bytes, so a flood without newlines stays bounded in memory
-while a token near its end still matches.
+character split across two reads is handled exactly like an unsplit one.
+
+Lines longer than MAX_FRAGMENT are matched in windows, whatever way they arrive: the windows are
+the line's bytes [k*H, k*H + 2H) for k = 0, 1, ... (H = MAX_FRAGMENT / 2) up to the one that
+reaches the line's end, each cleaned and matched on its own (`^` and `$` only at the line's own
+ends); the line matches if a window does (with `exclude`: if none does). An unterminated line
+keeps at most MAX_FRAGMENT bytes, handing each complete window to the matchers as it passes
+(LineBuffer.take_windows), so a flood without newlines stays bounded in memory, and the outcome
+does not depend on how the writer split its writes or how the reader chunked them.
 
 Speed: candidate lines are found over whole chunks at once, with `bytes.find` of the literals
 every match must contain (core/_scan.py) or, when there are none, the compiled bytes regex in
@@ -96,6 +102,21 @@ class MatchedLine:
 # whole lines (hi is just past a `\n`); the absolute offset of buf[i] is base + i, except that
 # the line starting at lo really starts at first_start (earlier, if its head was trimmed).
 Region = tuple[Buf, int, int, int, int]
+# A window of a long unterminated line: (line start, window index k, the window's bytes).
+Window = tuple[int, int, bytes]
+
+
+def line_windows(n: int, half: int) -> list[tuple[int, int]]:
+    """The [s, e) windows of a line of n bytes: [k*half, k*half + 2*half), up to the first one
+    that reaches the end (see the module doc)."""
+    out = []
+    k = 0
+    while True:
+        s, e = k * half, min(n, (k + 2) * half)
+        out.append((s, e))
+        if e >= n:
+            return out
+        k += 1
 
 
 @dataclass
@@ -112,10 +133,18 @@ class LineBuffer:
     frag: bytearray = field(default_factory=bytearray)
     frag_start: int = 0
     max_fragment: int = MAX_FRAGMENT
+    frag_base: int = 0  # absolute offset of frag[0]: frag_start plus a multiple of H
+    windows: list[Window] = field(default_factory=list)  # passed windows, not yet taken
 
     @classmethod
     def at(cls, offset: int, max_fragment: int = MAX_FRAGMENT) -> LineBuffer:
-        return cls(offset=offset, frag_start=offset, max_fragment=max_fragment)
+        return cls(offset=offset, frag_start=offset, max_fragment=max_fragment, frag_base=offset)
+
+    def take_windows(self) -> list[Window]:
+        """Windows of the unterminated line that its kept bytes moved past (see the module
+        doc); hand them to LineMatcher.see_window after scanning the regions of the same feed."""
+        out, self.windows = self.windows, []
+        return out
 
     def feed(self, data: Buf, n: int | None = None) -> list[Region]:
         """Add data[:n]; return the regions of lines it completed."""
@@ -129,40 +158,48 @@ class LineBuffer:
         base = self.offset
         regions: list[Region] = []
         lo = 0
-        if self.frag:
+        if self.frag or self.frag_base != self.frag_start:
             first = data.find(b"\n", 0, n)
             head = bytes(self.frag) + bytes(data[: first + 1])
-            regions.append((head, 0, len(head), base - len(self.frag), self.frag_start))
+            regions.append((head, 0, len(head), self.frag_base, self.frag_start))
             lo = first + 1
         if lo <= last:
             regions.append((data, lo, last + 1, base, base + lo))
         self.offset += n
         self.frag = bytearray(data[last + 1 : n])
-        self.frag_start = base + last + 1
+        self.frag_start = self.frag_base = base + last + 1
         self._trim()
         return regions
 
     def _trim(self) -> None:
-        excess = len(self.frag) - self.max_fragment
-        if excess > 0:
-            del self.frag[:excess]
+        """Keep at most max_fragment bytes: hand each window the line has moved past on."""
+        half = max(1, self.max_fragment // 2)
+        while len(self.frag) > 2 * half:
+            k = (self.frag_base - self.frag_start) // half
+            self.windows.append((self.frag_start, k, bytes(self.frag[: 2 * half])))
+            del self.frag[:half]
+            self.frag_base += half
 
     def final(self) -> tuple[bytes, int, int] | None:
-        """The unterminated last line as (kept bytes, start, end), consumed; None if empty."""
+        """The unterminated last line as (kept bytes, start, end), consumed; None if empty.
+        The kept bytes start at `end - len(kept)`, a window boundary of the line."""
         if self.offset == self.frag_start:
             return None
         out = (bytes(self.frag), self.frag_start, self.offset)
         self.frag = bytearray()
-        self.frag_start = self.offset
+        self.frag_start = self.frag_base = self.offset
         return out
 
 
 class LineMatcher:
     """One regex (plain or inverted) applied to regions of complete lines."""
 
-    def __init__(self, pattern: str, exclude: bool = False) -> None:
+    def __init__(self, pattern: str, exclude: bool = False, max_line: int = MAX_FRAGMENT) -> None:
         self.rx = compile_pattern(pattern)
         self.exclude = exclude
+        self.half = max(1, max_line // 2)
+        # The long line whose windows are being seen: (its start, text of its first hit).
+        self._long: tuple[int, str | None] | None = None
         self._chunk_rx: re.Pattern[bytes] | None = None
         self._prefix: tuple[bytes, ...] | None = None
         if not exclude:
@@ -173,12 +210,59 @@ class LineMatcher:
     def line_hits(self, raw: Buf) -> bool:
         return (self.rx.search(clean(bytes(raw))) is not None) != self.exclude
 
+    # ----- lines longer than MAX_FRAGMENT: windows (see the module doc) ----------------------
+    def _window_hit(self, w: bytes, first: bool, last: bool) -> bool:
+        # NUL never survives cleaning, so as a sentinel it keeps `^` / `$` from matching at a
+        # window's inner edges; `pos=1` starts the search after the leading one.
+        text = (b"" if first else b"\0") + clean(w) + (b"" if last else b"\0")
+        return self.rx.search(text, 0 if first else 1) is not None
+
+    def see_window(self, line_start: int, k: int, w: bytes) -> None:
+        """A window of a line that is still being written (from LineBuffer.take_windows)."""
+        if self._long is None or self._long[0] != line_start:
+            self._long = (line_start, None)
+        if self._long[1] is None and self._window_hit(w, k == 0, False):
+            self._long = (line_start, display(w))
+
+    def _long_line(
+        self, rest: bytes, line_start: int, rest_start: int, end: int, out: list[MatchedLine]
+    ) -> None:
+        """Decide a long line from the windows seen so far and those of its kept `rest` (which
+        starts at the window boundary `rest_start`)."""
+        hit = self._long[1] if self._long is not None and self._long[0] == line_start else None
+        self._long = None
+        last_w = rest
+        for s, e in line_windows(len(rest), self.half):
+            if hit is not None:
+                break
+            last_w = rest[s:e]
+            first = rest_start == line_start and s == 0
+            if self._window_hit(last_w, first, e >= len(rest)):
+                hit = display(last_w)
+        if (hit is not None) != self.exclude:
+            out.append(MatchedLine(line_start, end, hit if hit is not None else display(last_w)))
+
+    def _check(self, raw: bytes, start: int, end: int, out: list[MatchedLine]) -> None:
+        """Decide one complete line held whole."""
+        if len(raw) > 2 * self.half:
+            self._long_line(raw, start, start, end, out)
+        elif self.line_hits(raw):
+            out.append(MatchedLine(start, end, display(raw)))
+
     def scan(self, region: Region) -> list[MatchedLine]:
         """Matching lines of a region of complete lines, with absolute ranges."""
         buf, lo, hi, base, first_start = region
         if lo >= hi:
             return []
         out: list[MatchedLine] = []
+        if first_start != base + lo:
+            # The first line completes a long fragment whose head already passed as windows.
+            le = buf.find(b"\n", lo, hi) + 1
+            self._long_line(bytes(buf[lo : le - 1]), first_start, base + lo, base + le, out)
+            lo = le
+            region = (buf, lo, hi, base, base + lo)
+            if lo >= hi:
+                return out
         if self._chunk_rx is None and self._prefix is None:
             self._scan_lines(region, lo, hi, out)
             return out
@@ -223,7 +307,10 @@ class LineMatcher:
             le = buf.find(b"\n", at, endpos) + 1 or endpos
             # Verify on the line alone: the chunk hit may have spanned lines.
             raw = bytes(buf[ls : le - 1])
-            if self.rx.search(raw) is not None:
+            start = self._start(region, ls)
+            if len(raw) > 2 * self.half:
+                self._long_line(raw, start, start, base + le, out)
+            elif self.rx.search(raw) is not None:
                 out.append(MatchedLine(self._start(region, ls), base + le, display(raw)))
             pos = le
 
@@ -232,8 +319,7 @@ class LineMatcher:
         while pos < endpos:
             le = buf.find(b"\n", pos, endpos) + 1 or endpos
             raw = bytes(buf[pos : le - 1])
-            if self.line_hits(raw):
-                out.append(MatchedLine(self._start(region, pos), base + le, display(raw)))
+            self._check(raw, self._start(region, pos), base + le, out)
             pos = le
 
     def scan_final(self, frag: tuple[bytes, int, int] | None) -> list[MatchedLine]:
@@ -241,7 +327,13 @@ class LineMatcher:
         if frag is None:
             return []
         raw, start, end = frag
-        return [MatchedLine(start, end, display(raw))] if self.line_hits(raw) else []
+        out: list[MatchedLine] = []
+        rest_start = end - len(raw)
+        if rest_start != start:
+            self._long_line(raw, start, rest_start, end, out)
+        else:
+            self._check(raw, start, end, out)
+        return out
 
 
 @dataclass

@@ -94,6 +94,11 @@ class Tail:
             got += n
             for region in self.buf.feed(buf, n):
                 self._add([m.scan(region) for m in self.matchers])
+            # Windows of a long line still being written (after the regions: they belong to
+            # the line that is now unterminated).
+            for window in self.buf.take_windows():
+                for m in self.matchers:
+                    m.see_window(*window)
         return got > 0
 
     def _buffer(self) -> tuple[bytearray, memoryview]:

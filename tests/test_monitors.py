@@ -220,3 +220,44 @@ def scan_reused_buffer(pattern: str, pieces: list[bytes], exclude: bool) -> list
         buf[: len(p)] = b"\x07" * len(p)  # stale garbage for the next round
     out.extend(m.scan_final(lb.final()))
     return out
+
+
+LONG_TOKENS = [b"ERR", b"x", b"xxxxxxx", b"\n", b"\x1b[1m", b"\r", b"E", b"RR"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(LONG_TOKENS), min_size=1, max_size=40),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+    reads=st.integers(min_value=1, max_value=64),
+    pattern=st.sampled_from(["ERR", "^ERR", "ERR$", "^x+$", "RRx"]),
+    exclude=st.booleans(),
+)
+def test_long_lines_match_the_same_however_they_were_split(
+    parts: list[bytes], cuts: list[int], reads: int, pattern: str, exclude: bool
+) -> None:
+    """Lines longer than the fragment bound (16 bytes here) give the same matches whether the
+    data arrives at once or in arbitrary pieces, including reads chunked by the reader."""
+    data = b"".join(parts)
+
+    def run(pieces: list[bytes]) -> list[tuple[int, int, str]]:
+        lb = LineBuffer.at(0, max_fragment=16)
+        m = LineMatcher(pattern, exclude, max_line=16)
+        out: list[MatchedLine] = []
+        for p in pieces:
+            for region in lb.feed(p):
+                out.extend(m.scan(region))
+            for w in lb.take_windows():
+                m.see_window(*w)
+            assert len(lb.frag) <= 16
+        out.extend(m.scan_final(lb.final()))
+        return [(x.start, x.end, x.text) for x in out]
+
+    bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    split = [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    chunked = [data[i : i + reads] for i in range(0, len(data), reads)]
+    whole = run([data])
+    assert run(split) == whole and run(chunked) == whole
+    # Lines within the bound still match exactly as a line matched alone.
+    short = [(s, e) for s, e, _ in whole if e - s <= 16]
+    assert short == [(s, e) for s, e in naive(pattern, data, exclude) if e - s <= 16]

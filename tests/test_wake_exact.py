@@ -326,3 +326,44 @@ def test_a_second_monitor_flag_is_refused_with_one_line(
     assert ok.returncode == 0, ok.stderr
     wait_status(phome, "job")
     assert sorted(drain_lines(phome, "s")) == ["ERROR a", "WARN b"]
+
+
+# ----- 5. a long line matches however its writer split it ---------------------------------------
+def test_a_line_longer_than_the_fragment_bound_matches_when_written_in_pieces(
+    phome: Path, tmp_path: Path
+) -> None:
+    from core.runs import load_monitors_state
+
+    go1, go2 = tmp_path / "go1", tmp_path / "go2"
+    code = (
+        "import os, sys, time\n"
+        "def wait(p):\n"
+        "    while not os.path.exists(p): time.sleep(0.01)\n"
+        "w = sys.stdout.buffer\n"
+        "w.write(b'ERROR: head'); w.flush()\n"
+        f"wait({str(go1)!r})\n"
+        "w.write(b'x' * (3 << 20)); w.flush()\n"
+        f"wait({str(go2)!r})\n"
+        "w.write(b'\\nok\\n'); w.flush()\n"
+        "time.sleep(600)\n"  # still running: only the newline can complete the line
+    )
+    info = procs.start(
+        phome,
+        "long",
+        [PY, "-c", code],
+        session="s",
+        monitors=[procs.MonitorSpec("ERROR: head", cooldown_ms=0)],
+    )
+
+    def scanned(n: int) -> bool:
+        st = load_monitors_state(info.run_dir)
+        return st is not None and st.scanned_to >= n
+
+    # Each piece is scanned on its own before the next one is written.
+    wait_until(lambda: scanned(len(b"ERROR: head")), what="the head to be scanned")
+    go1.write_text("go")
+    wait_until(lambda: scanned(len(b"ERROR: head") + (3 << 20)), what="3 MB to be scanned")
+    go2.write_text("go")
+    got: list[str] = []
+    wait_until(lambda: got.extend(drain_lines(phome, "s")) or got, what="the long line to wake")
+    assert len(got) == 1 and got[0].startswith("ERROR: head")
