@@ -1,0 +1,99 @@
+"""Memory of a supervisor (one per monitored run) against a bare interpreter, in the same run.
+
+Starts a few real monitored runs (`sleep`) under a scratch home, waits until each supervisor
+has scanned its (empty) output once, and reads the supervisors' resident memory (VmRSS) from
+/proc. The baseline is `python -c 'import time; time.sleep(5)'` started with the same
+interpreter at the same time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from core import procs
+from core.runs import load_meta, load_monitors_state
+
+RUNS = 5
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def wait_for(cond, what: str, timeout: float = 60.0):  # noqa: ANN001 - tiny local helper
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+    return value
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="ackdeck-bench-sup-") as tmp:
+        home = Path(tmp)
+        bare = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+        infos = [
+            procs.start(
+                home, f"r{i}", ["sleep", "30"], monitors=[procs.MonitorSpec("ERROR")]
+            )
+            for i in range(RUNS)
+        ]
+        try:
+            sups = []
+            for info in infos:
+                meta = wait_for(lambda i=info: load_meta(i.run_dir), "meta")
+                # Scanned once: every import the steady state needs has happened.
+                wait_for(lambda i=info: load_monitors_state(i.run_dir), "first scan")
+                sups.append(meta.supervisor_pid)
+            # The bare interpreter was started before the five supervisors: it is up by now.
+            sup_rss = sorted(rss_kib(p) for p in sups)
+            base = rss_kib(bare.pid)
+        finally:
+            for info in infos:
+                procs.kill(home, info.name, grace=0.5)
+            bare.kill()
+            bare.wait()
+    median = sup_rss[len(sup_rss) // 2]
+    heavy = [m for m in ("textual", "mcp", "pydantic") if _imported_by_supervisor(m)]
+    rows = [
+        ("benchmark", "ackdeck", "baseline (same run)", "ratio"),
+        (
+            f"supervisor RSS (median of {RUNS})",
+            f"{median / 1024:.1f} MiB",
+            f"{base / 1024:.1f} MiB bare `python -c 'import time; time.sleep(5)'`",
+            f"{median / base:.2f}",
+        ),
+        (
+            f"{RUNS} monitored runs, total supervisor RSS",
+            f"{sum(sup_rss) / 1024:.1f} MiB",
+            f"{RUNS * base / 1024:.1f} MiB",
+            f"{sum(sup_rss) / (RUNS * base):.2f}",
+        ),
+        ("heavy packages a supervisor imports", ", ".join(heavy) or "none", "", ""),
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+def _imported_by_supervisor(module: str) -> bool:
+    code = f"import sys, core.supervisor; print({module!r} in sys.modules)"
+    env = dict(os.environ)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return out.stdout.strip() == "True"
+
+
+if __name__ == "__main__":
+    main()
