@@ -13,8 +13,8 @@ the line's bytes [k*H, k*H + 2H) for k = 0, 1, ... (H = MAX_FRAGMENT / 2) up to 
 reaches the line's end, each cleaned and matched on its own (`^` and `$` only at the line's own
 ends); the line matches if a window does (with `exclude`: if none does). An unterminated line
 keeps at most MAX_FRAGMENT bytes, handing each complete window to the matchers as it passes
-(LineBuffer.take_windows), so a flood without newlines stays bounded in memory, and the outcome
-does not depend on how the writer split its writes or how the reader chunked them.
+(LineBuffer.on_window, one at a time), so a flood without newlines stays bounded in memory,
+and the outcome does not depend on how the writer split its writes or the reader its reads.
 
 Speed: candidate lines are found over whole chunks at once, with `bytes.find` of the literals
 every match must contain (core/_scan.py) or, when there are none, the compiled bytes regex in
@@ -26,6 +26,7 @@ create a match. The result is exactly that of matching every cleaned line alone.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._scan import Buf, CtrlFinder, required_literals
@@ -102,8 +103,6 @@ class MatchedLine:
 # whole lines (hi is just past a `\n`); the absolute offset of buf[i] is base + i, except that
 # the line starting at lo really starts at first_start (earlier, if its head was trimmed).
 Region = tuple[Buf, int, int, int, int]
-# A window of a long unterminated line: (line start, window index k, the window's bytes).
-Window = tuple[int, int, bytes]
 
 
 def line_windows(n: int, half: int) -> list[tuple[int, int]]:
@@ -134,26 +133,21 @@ class LineBuffer:
     frag_start: int = 0
     max_fragment: int = MAX_FRAGMENT
     frag_base: int = 0  # absolute offset of frag[0]: frag_start plus a multiple of H
-    windows: list[Window] = field(default_factory=list)  # passed windows, not yet taken
+    # Called with each window the kept bytes move past (see the module doc); None drops them.
+    on_window: Callable[[int, int, bytes], None] | None = None
 
     @classmethod
     def at(cls, offset: int, max_fragment: int = MAX_FRAGMENT) -> LineBuffer:
         return cls(offset=offset, frag_start=offset, max_fragment=max_fragment, frag_base=offset)
 
-    def take_windows(self) -> list[Window]:
-        """Windows of the unterminated line that its kept bytes moved past (see the module
-        doc); hand them to LineMatcher.see_window after scanning the regions of the same feed."""
-        out, self.windows = self.windows, []
-        return out
 
     def feed(self, data: Buf, n: int | None = None) -> list[Region]:
         """Add data[:n]; return the regions of lines it completed."""
         n = len(data) if n is None else n
         last = data.rfind(b"\n", 0, n)
         if last < 0:
-            self.frag += data[:n]
+            self._append(data, 0, n)
             self.offset += n
-            self._trim()
             return []
         base = self.offset
         regions: list[Region] = []
@@ -166,17 +160,26 @@ class LineBuffer:
         if lo <= last:
             regions.append((data, lo, last + 1, base, base + lo))
         self.offset += n
-        self.frag = bytearray(data[last + 1 : n])
+        self.frag = bytearray()
         self.frag_start = self.frag_base = base + last + 1
-        self._trim()
+        self._append(data, last + 1, n)
         return regions
+
+    def _append(self, data: Buf, lo: int, hi: int) -> None:
+        """Add data[lo:hi] to the unterminated line in steps, so it never holds much more than
+        max_fragment bytes however large the read was."""
+        step = max(1, self.max_fragment // 2)
+        for i in range(lo, hi, step):
+            self.frag += data[i : min(hi, i + step)]
+            self._trim()
 
     def _trim(self) -> None:
         """Keep at most max_fragment bytes: hand each window the line has moved past on."""
         half = max(1, self.max_fragment // 2)
         while len(self.frag) > 2 * half:
             k = (self.frag_base - self.frag_start) // half
-            self.windows.append((self.frag_start, k, bytes(self.frag[: 2 * half])))
+            if self.on_window is not None:
+                self.on_window(self.frag_start, k, bytes(self.frag[: 2 * half]))
             del self.frag[:half]
             self.frag_base += half
 
@@ -198,8 +201,9 @@ class LineMatcher:
         self.rx = compile_pattern(pattern)
         self.exclude = exclude
         self.half = max(1, max_line // 2)
-        # The long line whose windows are being seen: (its start, text of its first hit).
-        self._long: tuple[int, str | None] | None = None
+        # Long lines whose windows are being seen: line start -> text of the first hit (None:
+        # no hit yet). At most two: the line a region completes and the next unfinished one.
+        self._long: dict[int, str | None] = {}
         self._chunk_rx: re.Pattern[bytes] | None = None
         self._prefix: tuple[bytes, ...] | None = None
         if not exclude:
@@ -218,19 +222,20 @@ class LineMatcher:
         return self.rx.search(text, 0 if first else 1) is not None
 
     def see_window(self, line_start: int, k: int, w: bytes) -> None:
-        """A window of a line that is still being written (from LineBuffer.take_windows)."""
-        if self._long is None or self._long[0] != line_start:
-            self._long = (line_start, None)
-        if self._long[1] is None and self._window_hit(w, k == 0, False):
-            self._long = (line_start, display(w))
+        """A window of a line that is still being written (from LineBuffer.on_window)."""
+        if self._long.get(line_start) is None and self._window_hit(w, k == 0, False):
+            self._long[line_start] = display(w)
+        else:
+            self._long.setdefault(line_start, None)
 
     def _long_line(
         self, rest: bytes, line_start: int, rest_start: int, end: int, out: list[MatchedLine]
     ) -> None:
         """Decide a long line from the windows seen so far and those of its kept `rest` (which
         starts at the window boundary `rest_start`)."""
-        hit = self._long[1] if self._long is not None and self._long[0] == line_start else None
-        self._long = None
+        hit = self._long.pop(line_start, None)
+        for stale in [s for s in self._long if s < line_start]:
+            del self._long[stale]  # a line we will never see complete (e.g. after a rescan)
         last_w = rest
         for s, e in line_windows(len(rest), self.half):
             if hit is not None:

@@ -41,6 +41,7 @@ class Tail:
         self.counters = counters
         self.buf = LineBuffer.at(state.resume_offset)
         self.matchers = [LineMatcher(m.pattern, m.exclude) for m in meta.monitors]
+        self.buf.on_window = self._see_window
         self.batches = [
             Batch(m.cooldown_ms / 1000.0, m.max_events, events=c.events, matches=c.matches)
             for m, c in zip(meta.monitors, counters, strict=True)
@@ -94,12 +95,12 @@ class Tail:
             got += n
             for region in self.buf.feed(buf, n):
                 self._add([m.scan(region) for m in self.matchers])
-            # Windows of a long line still being written (after the regions: they belong to
-            # the line that is now unterminated).
-            for window in self.buf.take_windows():
-                for m in self.matchers:
-                    m.see_window(*window)
         return got > 0
+
+    def _see_window(self, line_start: int, k: int, window: bytes) -> None:
+        # A window of a long line still being written (core.monitors): matchers remember hits.
+        for m in self.matchers:
+            m.see_window(line_start, k, window)
 
     def _buffer(self) -> tuple[bytearray, memoryview]:
         if self._chunk is None:

@@ -243,12 +243,11 @@ def test_long_lines_match_the_same_however_they_were_split(
     def run(pieces: list[bytes]) -> list[tuple[int, int, str]]:
         lb = LineBuffer.at(0, max_fragment=16)
         m = LineMatcher(pattern, exclude, max_line=16)
+        lb.on_window = m.see_window
         out: list[MatchedLine] = []
         for p in pieces:
             for region in lb.feed(p):
                 out.extend(m.scan(region))
-            for w in lb.take_windows():
-                m.see_window(*w)
             assert len(lb.frag) <= 16
         out.extend(m.scan_final(lb.final()))
         return [(x.start, x.end, x.text) for x in out]
