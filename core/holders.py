@@ -87,7 +87,7 @@ def writers(path: Path, *, skip: int | None = None) -> list[int]:
         st = os.stat(path)
     except OSError:
         return []
-    want = str(path)
+    want = os.path.realpath(path)  # /proc shows resolved paths (a home under a symlink)
     out = []
     for pid in _pids() or []:
         if pid == skip:

@@ -367,3 +367,25 @@ def test_a_line_longer_than_the_fragment_bound_matches_when_written_in_pieces(
     got: list[str] = []
     wait_until(lambda: got.extend(drain_lines(phome, "s")) or got, what="the long line to wake")
     assert len(got) == 1 and got[0].startswith("ERROR: head")
+
+
+def test_writers_are_found_through_a_symlinked_home_and_readers_do_not_count(
+    tmp_path: Path,
+) -> None:
+    from core import holders
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    log = tmp_path / "link" / "output.log"
+    log.touch()
+    with open(log, "ab") as w, open(log, "rb") as r:
+        writer = subprocess.Popen(["sleep", "300"], stdout=w)
+        reader = subprocess.Popen(["sleep", "300"], stdin=r)
+    try:
+        assert holders.writers(log) == [writer.pid]
+    finally:
+        for p in (writer, reader):
+            p.kill()
+            p.wait()
+    assert holders.writers(log) == []
