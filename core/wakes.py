@@ -84,7 +84,8 @@ class WakeRecord(BaseModel):
     notices: list[WakeNotice] = []
     matches_by_run: dict[str, int] = {}  # cumulative
     dropped_by_run: dict[str, int] = {}  # not yet reported by a drain
-    # The single notice slot of records written before per-run notices (read, then migrated).
+    # The strongest pending notice in the single-slot form older readers (and records written
+    # before per-run notices, migrated on read) use.
     notice_run_id: str | None = None
     notice_status: str | None = None
     notice_exit_code: int | None = None
@@ -155,7 +156,7 @@ def _parse(path: Path) -> WakeRecord:
             exit_code=rec.notice_exit_code,
             seq=rec.notice_seq,
         )
-        rec = rec.model_copy(update={"notices": [old], "notice_run_id": None})
+        rec = rec.model_copy(update={"notices": [old]})
     return rec
 
 
@@ -309,7 +310,16 @@ def merge(
 def _notice_fields(notices: list[WakeNotice]) -> dict[str, object]:
     """The record-level summary of its pending notices: the strongest kind names the record."""
     kind = max((n.kind for n in notices), key=KIND_RANK.__getitem__, default="match")
-    return {"notices": notices, "notice_pending": bool(notices), "kind": kind}
+    # The single-slot fields older readers use: the newest notice of the strongest kind.
+    top = max(notices, key=lambda n: (KIND_RANK[n.kind], n.seq), default=None)
+    return {
+        "notices": notices,
+        "notice_pending": bool(notices),
+        "kind": kind,
+        "notice_run_id": top.run_id if top else None,
+        "notice_status": top.status if top else None,
+        "notice_exit_code": top.exit_code if top else None,
+    }
 
 
 def dismiss(home: str | os.PathLike[str] | Path | None, session: str, name: str) -> bool:

@@ -206,3 +206,49 @@ def test_concurrent_drains_never_deliver_a_line_twice(home: Path) -> None:
         out, _ = p.communicate(timeout=60)
         got.extend(json.loads(out))
     assert sorted(got) == sorted(f"ERR {i}" for i in range(100))
+
+
+def test_a_record_from_before_per_run_notices_still_delivers_its_notice(home: Path) -> None:
+    path = wakes.record_path(home, "s", "p")
+    path.parent.mkdir(parents=True)
+    old = {
+        "session": "s",
+        "name": "p",
+        "kind": "exited",
+        "lines": [],
+        "dropped": 0,
+        "filter": "ERR",
+        "exclude": False,
+        "total_matches": 0,
+        "status": "exited",
+        "created_at": 1.0,
+        "updated_at": 1.0,
+        "run_id": "r1",
+        "exit_code": 7,
+        "notice_pending": True,
+        "notice_seq": 1,
+        "notice_run_id": "r1",
+        "notice_status": "exited",
+        "notice_exit_code": 7,
+    }
+    path.write_text(json.dumps(old))
+    res = wakes.drain(home, "s")
+    assert [(d.run_id, d.kind, d.exit_code) for d in res.delivered] == [("r1", "exited", 7)]
+    assert wakes.drain(home, "s").delivered == []
+
+
+def test_notices_of_two_runs_are_kept_apart(home: Path) -> None:
+    for run, code in (("r1", 3), ("r2", 0)):
+        wakes.merge(
+            home,
+            "s",
+            "p",
+            run_id=run,
+            kind="exited",
+            filter="ERR",
+            exclude=False,
+            status="exited",
+            exit_code=code,
+        )
+    res = wakes.drain(home, "s")
+    assert [(d.run_id, d.exit_code) for d in res.delivered] == [("r1", 3), ("r2", 0)]
