@@ -16,8 +16,9 @@ from pathlib import Path
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
+from .coalesce import Coalescer
 from .commands import DashboardCommands
 from .config import DashConfig
 from .messages import FilesChanged, StateScanned
@@ -62,8 +63,7 @@ class AckdeckApp(App[None]):
         self.title = config.title
         self.rooms = config.room_paths()
         self.snapshot: Snapshot | None = None
-        self._scan_running = False
-        self._scan_dirty = False
+        self._scans = Coalescer(self._scan)
         self._scan_soon = False
         self._last_scan_seconds = 0.0
         # Counting a flooded room holds the interpreter for long stretches; a scanner process
@@ -103,15 +103,18 @@ class AckdeckApp(App[None]):
 
     # ----- scanning (coalesced: at most one scan running, at most one queued) ---------------
     def _first_scan(self) -> None:
-        if self.snapshot is None and not self._scan_running:
+        if self.snapshot is None and not self._scans.busy:
             self.request_scan()
 
     def request_scan(self) -> None:
-        if self._scan_running:
-            self._scan_dirty = True
-            return
-        self._scan_running = True
-        self._scan()
+        self._scans.request()
+
+    @property
+    def scanning(self) -> bool:
+        return self._scans.busy
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self._scans.worker_changed(event)
 
     @property
     def busy(self) -> bool:
@@ -120,12 +123,13 @@ class AckdeckApp(App[None]):
         first_scan_pending = self.snapshot is None
         return (
             first_scan_pending
-            or self._scan_running
+            or self._scans.busy
             or self._scan_soon
             or any(v.busy for v in views)
+            or any(isinstance(s, OutputScreen) and s.busy for s in self.screen_stack)
         )
 
-    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    @work(thread=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
         started = time.perf_counter()
         now = self.clock()
@@ -161,10 +165,6 @@ class AckdeckApp(App[None]):
         self._main.apply_snapshot(snap)
         if self.config.watch:
             self._ensure_watching()
-        self._scan_running = False
-        if self._scan_dirty:
-            self._scan_dirty = False
-            self.request_scan()
 
     def on_files_changed(self, message: FilesChanged) -> None:
         # New lines first: the line views pick up appends at once (a small pread), while the

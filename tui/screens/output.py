@@ -18,9 +18,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
+from textual.worker import Worker
 
 from core.errors import AckdeckError
 
+from ..coalesce import Coalescer
 from ..widgets.line_view import LineView
 from .modals import PromptScreen
 
@@ -54,8 +56,7 @@ class OutputScreen(Screen[None]):
         self.proc_name = name
         self.run: Any = None
         self.seen_by_owner = 0
-        self._reading = False
-        self._read_again = False
+        self._reads = Coalescer(lambda: self._owner_read(self.proc_name))
 
     @property
     def dash(self) -> AckdeckApp:
@@ -78,13 +79,16 @@ class OutputScreen(Screen[None]):
 
     def files_changed(self) -> None:
         """New output may exist: read it as the owner (coalesced), then resync the view."""
-        if self._reading:
-            self._read_again = True
-            return
-        self._reading = True
-        self._owner_read(self.proc_name)
+        self._reads.request()
 
-    @work(thread=True, exclusive=True, group="output-read", exit_on_error=False)
+    @property
+    def busy(self) -> bool:
+        return self._reads.busy
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self._reads.worker_changed(event)
+
+    @work(thread=True, group="output-read", exit_on_error=False)
     def _owner_read(self, name: str) -> None:
         from core import output, procs
 
@@ -99,7 +103,6 @@ class OutputScreen(Screen[None]):
         self.post_message(OutputRead(run, len(res.lines)))
 
     def on_output_read(self, message: OutputRead) -> None:
-        self._reading = False
         info = self.query_one("#output-info", Static)
         view = self.query_one(LineView)
         if message.error is not None:
@@ -126,9 +129,6 @@ class OutputScreen(Screen[None]):
                 view.show_file(f"{run.name}:{run.run_id}", log)
             else:
                 view.sync()
-        if self._read_again:
-            self._read_again = False
-            self.files_changed()
 
     def on_line_view_changed(self) -> None:
         view = self.query_one(LineView)

@@ -20,8 +20,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
+from ..coalesce import Coalescer
 from ..lineindex import LineIndex, filter_lines
 from ..messages import FilterApplied, IndexBuilt, LinesIndexed
 
@@ -136,9 +137,11 @@ class LineView(ScrollView, can_focus=True):
         self.rows: array | None = None  # filtered line numbers, or None for all lines
         self._filter_upto = 0
         self._loading = False
+        self._build_worker: Worker[None] | None = None
         self._max_width = 0
-        self._sync_running = False
-        self._sync_dirty = False
+        # Syncs wait for the first page of a new file; each starts with the index current
+        # when it starts (not when it was requested).
+        self._syncs = Coalescer(self._start_sync, ready=lambda: not self._loading)
         self._follow = False
 
     # ----- public API (UI thread) -----------------------------------------------------------
@@ -153,21 +156,20 @@ class LineView(ScrollView, can_focus=True):
         self.error = None
         self.rows = None if not self.needle else array("Q")
         self.scroll_to(0, 0, animate=False, immediate=True)
+        self._loading = False
+        self._build_worker = None
         if path is not None:
             self._loading = True
-            self._build(key, path)
+            self._build_worker = self._build(key, path)
         self.refresh()
 
     def sync(self) -> None:
         """The file may have changed: pick up appends, or rebuild after a replace. Coalesced."""
-        if self.path is None:
-            return
-        if self._loading or self._sync_running:
-            # Picked up when the running build or sync reports back.
-            self._sync_dirty = True
-            return
-        self._sync_running = True
-        self._sync(self.key, self.path, self.index)
+        if self.path is not None:
+            self._syncs.request()
+
+    def _start_sync(self) -> Worker[None]:
+        return self._sync(self.key, self.path, self.index)
 
     def set_filter(self, needle: str) -> None:
         self.needle = needle
@@ -185,7 +187,7 @@ class LineView(ScrollView, can_focus=True):
 
     @property
     def busy(self) -> bool:
-        return self._loading or self._sync_running
+        return self._loading or self._syncs.busy
 
     def visible_text(self) -> list[str]:
         """The text of the rows on screen (for tests and screenshots)."""
@@ -217,7 +219,9 @@ class LineView(ScrollView, can_focus=True):
             self.post_message(LinesIndexed(key or "", index, index.count, True))
 
     @work(thread=True, exclusive=True, group="line-sync", exit_on_error=False)
-    def _sync(self, key: str | None, path: Path, index: LineIndex | None) -> None:
+    def _sync(self, key: str | None, path: Path | None, index: LineIndex | None) -> None:
+        if path is None:
+            return
         try:
             if index is None:
                 fresh = LineIndex.open(path)
@@ -257,10 +261,6 @@ class LineView(ScrollView, can_focus=True):
         if message.key != (self.key or ""):
             return
         self._loading = False
-        self._sync_done()
-        if self._sync_dirty and not self._sync_running:
-            self._sync_dirty = False
-            self.sync()
         # A freshly shown file starts at its oldest line; a re-indexed one keeps following.
         at_end = self._follow or (self.index is not None and self._at_end())
         self.error = message.error
@@ -270,13 +270,17 @@ class LineView(ScrollView, can_focus=True):
             self._filter_upto = 0
             self._filter(self.key, message.index, self.needle, 0, message.count)
         self._after_growth(at_end)
+        # Syncs requested while the first page was being indexed start now, on this index.
+        self._syncs.kick()
 
     def on_lines_indexed(self, message: LinesIndexed) -> None:
         message.stop()
         if message.index is not self.index:
+            # Counted on an index that has since been replaced: the file may have grown
+            # meanwhile, so look again, on the current index.
+            if message.key == (self.key or "") and self.index is not None:
+                self.sync()
             return
-        if message.done:
-            self._sync_done()
         if message.count == self.count:
             return
         at_end = self._at_end()
@@ -302,15 +306,20 @@ class LineView(ScrollView, can_focus=True):
         self._filter_upto = max(upto, message.upto)
         self._after_growth(at_end)
 
-    # ----- helpers ----------------------------------------------------------------------------
-    def _sync_done(self) -> None:
-        if not self._sync_running:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._syncs.worker_changed(event):
             return
-        self._sync_running = False
-        if self._sync_dirty:
-            self._sync_dirty = False
-            self.sync()
+        worker = event.worker
+        if worker is self._build_worker and worker.is_finished:
+            self._build_worker = None
+            if self._loading and worker.error is not None:
+                # The build failed before its first page: say so rather than "loading…".
+                self._loading = False
+                self.error = f"cannot index: {worker.error}"
+                self.refresh()
+                self._syncs.kick()
 
+    # ----- helpers ----------------------------------------------------------------------------
     def _set_index(self, index: LineIndex | None, count: int) -> None:
         # The old index is not closed here: a worker may still be reading it. Its descriptor
         # is closed when the last reference goes (LineIndex uses weakref.finalize).

@@ -1,0 +1,134 @@
+"""The lines panel after an ack: it must never freeze (issue 10).
+
+The freeze: a sync of the lines panel was in flight when a fresh index arrived; the queued
+sync then started on the old index, its count was dropped as stale, and the hand-written
+"running" flag stayed set, so every later change only queued another sync that never ran.
+The first test drives exactly that order of messages (a gate holds the sync's probe); the
+stress test runs the owner's ack keys against a real unlocked writer process.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tui.app import make_app
+from tui.lineindex import LineIndex
+from tui.messages import FilesChanged, IndexBuilt
+from tui.testing import fixed_clock, quiet_config, settle
+from tui.widgets.line_view import LineView
+
+SIZE = (120, 36)
+WAIT = 60.0
+
+
+def complete_lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n")
+
+
+def append_from_other_process(path: Path, line: str) -> None:
+    subprocess.run(["sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "sh", line, str(path)], check=True)
+
+
+async def wait_for(pilot, condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await pilot.pause(0.02)
+
+
+async def test_sync_in_flight_when_a_fresh_index_arrives_does_not_freeze_the_panel(
+    tmp_path: Path, monkeypatch
+) -> None:
+    room = tmp_path / "alerts.txt"
+    room.write_bytes(b"one\ntwo\nthree\n")
+    gate = threading.Event()
+    probing = threading.Event()
+    real_probe = LineIndex.probe
+
+    def gated_probe(self: LineIndex):
+        probing.set()
+        assert gate.wait(WAIT)
+        return real_probe(self)
+
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        view = app.main.query_one("#lines", LineView)
+        assert view.count == 3
+        monkeypatch.setattr(LineIndex, "probe", gated_probe)
+        view.sync()  # a sync on the current index, held in its probe
+        await wait_for(pilot, probing.is_set, "the sync did not start")
+        view.sync()  # a second change while it runs: queued
+        # A fresh index of the same room arrives while the sync is still in flight.
+        fresh = LineIndex.open(room)
+        fresh.extend_to(fresh.size_now())
+        view.post_message(IndexBuilt(str(room), fresh, fresh.count))
+        await pilot.pause()
+        gate.set()
+        monkeypatch.setattr(LineIndex, "probe", real_probe)
+        await wait_for(pilot, lambda: not view.busy, "the lines panel stayed busy (frozen)")
+        # Later lines must still show up.
+        append_from_other_process(room, "four")
+        append_from_other_process(room, "five")
+        app.post_message(FilesChanged())
+        await wait_for(pilot, lambda: view.count == 5, f"panel stuck at {view.count} lines")
+        await settle(pilot, timeout=WAIT)
+        assert view.visible_text() == ["one", "two", "three", "four", "five"]
+
+
+WRITER = r"""
+import os, sys, time
+path = sys.argv[1]
+n = 0
+while True:
+    n += 1
+    # Like `printf ... >> room`: open, append, close, no lock; one write per line.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"[alerts] pager: disk 91% on db-3 (#{n})\n".encode())
+    finally:
+        os.close(fd)
+    time.sleep(0.01)
+"""
+
+
+async def test_fifty_ack_rounds_against_an_unlocked_writer_keep_the_panel_exact(
+    tmp_path: Path,
+) -> None:
+    room = tmp_path / "alerts.txt"
+    room.write_bytes(b"".join(f"old {i}\n".encode() for i in range(20)))
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(room)])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, timeout=WAIT)
+            view = app.main.query_one("#lines", LineView)
+            for round_no in range(50):
+                # The writer appends while the owner presses the keys and the acks run.
+                keys = ("A", "y") if round_no % 2 == 0 else ("r", "a")
+                for key in keys:
+                    await pilot.press(key)
+                    await pilot.pause()
+                await settle(pilot, timeout=WAIT)
+                # Hold the writer (between two whole-line writes: each line is one write),
+                # then the panel must catch up with the file exactly.
+                writer.send_signal(signal.SIGSTOP)
+                try:
+                    app.post_message(FilesChanged())  # what the watcher would post
+                    await wait_for(
+                        pilot,
+                        lambda: not view.busy and view.count == complete_lines(room),
+                        f"round {round_no}: panel {view.count} lines, "
+                        f"file {complete_lines(room)}",
+                    )
+                finally:
+                    writer.send_signal(signal.SIGCONT)
+            assert app.main.query_one("#lines", LineView) is view
+    finally:
+        writer.kill()
+        writer.wait(WAIT)
