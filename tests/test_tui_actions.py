@@ -15,7 +15,7 @@ import pytest
 
 from core.rooms import Room
 from tui.app import make_app
-from tui.screens.modals import ConfirmScreen, HelpScreen, PromptScreen
+from tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
 from tui.testing import (
     feed_change,
     fixed_clock,
@@ -120,19 +120,77 @@ async def test_ack_all_asks_first(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("A")
+        await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
         assert room.read_bytes() == b"x\ny\npartial"  # nothing happens before the answer
         await pilot.press("n")
         await settle(pilot)
         assert room.read_bytes() == b"x\ny\npartial"
         await pilot.press("A")
+        await settle(pilot)
         await pilot.press("enter")  # the focused button is the safe one: cancel
         await settle(pilot)
         assert room.read_bytes() == b"x\ny\npartial"
-        await pilot.press("A", "y")
+        await pilot.press("A")
+        await settle(pilot)
+        await pilot.press("y")
         await settle(pilot)
         assert room.read_bytes() == b"partial"
-        assert any("all: acked 2 line(s)" in n for n in notifications(app))
+        assert any("acked 2 lines of inbox.txt" in n for n in notifications(app))
+
+
+async def test_ack_all_keeps_lines_that_arrived_while_the_dialog_was_open(
+    tmp_path: Path,
+) -> None:
+    room = make_room(tmp_path, "alerts.txt", [f"shown {i}" for i in range(112)])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, AckAllScreen)
+        assert dialog.shown == 112
+        assert "has just read 112 complete lines" in screen_text(app)
+        # A shell poller keeps writing while the owner looks at the dialog.
+        for i in range(36):
+            append_from_other_process(room, f"late {i}")
+        await pilot.press("y")
+        await settle(pilot)
+        assert not isinstance(app.screen, AckAllScreen)
+        assert room.read_bytes() == b"".join(f"late {i}\n".encode() for i in range(36))
+        toast = notifications(app)[-1]
+        assert "acked 112 lines of alerts.txt" in toast
+        assert "preserved 36 lines" in toast
+        # The audit log agrees: exactly the dialog's number was acked.
+        assert Room(room).status().acked_total == 112
+
+
+async def test_ack_all_of_a_snapshot_made_stale_removes_nothing_and_says_why(
+    tmp_path: Path,
+) -> None:
+    room = make_room(tmp_path, "alerts.txt", ["a", "b", "c"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        assert isinstance(app.screen, AckAllScreen)
+        # Someone rewrites the room in place while the dialog is open (not an ackdeck ack):
+        # the lines at the head may not be the ones shown.
+        room.write_bytes(b"rewritten by someone else\n")
+        before = room.read_bytes()
+        await pilot.press("y")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, AckAllScreen)  # it stays open to say why
+        assert room.read_bytes() == before
+        assert dialog.failed is not None and "nothing was removed" in dialog.failed
+        assert "nothing was removed" in screen_text(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert not isinstance(app.screen, AckAllScreen)
+        assert room.read_bytes() == before
 
 
 async def test_filter_shows_only_matching_lines(tmp_path: Path) -> None:

@@ -16,9 +16,11 @@ import threading
 import time
 from pathlib import Path
 
+from core.rooms import Room
 from tui.app import make_app
 from tui.lineindex import LineIndex
 from tui.messages import FilesChanged, IndexBuilt
+from tui.screens.modals import AckAllScreen
 from tui.testing import fixed_clock, quiet_config, settle
 from tui.widgets.line_view import LineView
 
@@ -110,10 +112,25 @@ async def test_fifty_ack_rounds_against_an_unlocked_writer_keep_the_panel_exact(
             view = app.main.query_one("#lines", LineView)
             for round_no in range(50):
                 # The writer appends while the owner presses the keys and the acks run.
-                keys = ("A", "y") if round_no % 2 == 0 else ("r", "a")
-                for key in keys:
-                    await pilot.press(key)
+                if round_no % 2 == 0:
+                    acked_before = Room(room).status().acked_total
+                    await pilot.press("A")
+                    await wait_for(
+                        pilot, lambda: isinstance(app.screen, AckAllScreen), "no dialog"
+                    )
+                    shown = app.screen.shown
+                    await pilot.press("y")
+                    await wait_for(
+                        pilot,
+                        lambda: not isinstance(app.screen, AckAllScreen),
+                        f"round {round_no}: {getattr(app.screen, 'failed', None)}",
+                    )
+                    # Exactly the dialog's number was acked; later lines stayed.
+                    assert Room(room).status().acked_total - acked_before == shown
+                else:
+                    await pilot.press("r")
                     await pilot.pause()
+                    await pilot.press("a")
                 await settle(pilot, timeout=WAIT)
                 # Hold the writer (between two whole-line writes: each line is one write),
                 # then the panel must catch up with the file exactly.

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from core import output, procs, wakes
 from tui.app import make_app
+from tui.screens.modals import ConfirmScreen
 from tui.screens.output import OutputScreen
 from tui.testing import feed_change, fixed_clock, notifications, quiet_config, screen_text, settle
 from tui.widgets.line_view import LineView
@@ -56,7 +57,10 @@ async def test_panels_show_processes_and_wake_records(home: Path, tmp_path: Path
         assert rows["tests"][4] == "1"  # one monitor match
         wt = app.main.query_one(WakesTable)
         assert set(wt._keys) == {"agent/build", "agent/tests"}
-        assert str(wt._rows[wt._keys.index("agent/tests")][3]) == "1"  # one pending line
+        # Core's Pending: the FAIL line plus the pending exit notice (exit 3).
+        rec = next(w for w in wakes.list_wakes(home, "agent") if w.name == "tests")
+        assert (len(rec.lines), rec.notice_pending) == (1, True)
+        assert str(wt._rows[wt._keys.index("agent/tests")][3]) == str(rec.pending) == "2"
 
 
 async def test_opening_output_does_not_change_the_agents_wake_outcome(
@@ -79,7 +83,7 @@ async def test_opening_output_does_not_change_the_agents_wake_outcome(
         assert isinstance(app.screen, OutputScreen)
         view = app.screen.query_one(LineView)
         assert view.visible_text() == ["step 1", "FAIL rollout"]
-        assert "2 line(s) read as owner" in screen_text(app)
+        assert "2 lines read as owner" in screen_text(app)
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, OutputScreen)
@@ -124,6 +128,21 @@ async def test_dismiss_wake_removes_the_record(home: Path, tmp_path: Path) -> No
         await settle(pilot)
         app.main.query_one(WakesTable).focus()
         await pilot.press("x")
+        await settle(pilot)
+        # It asks first, as ack all does; no (and the focused button, cancel) keeps it.
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Dismiss the wake of agent for lint?" in screen_text(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert any(w.name == "lint" and w.lines for w in wakes.list_wakes(home, "agent"))
+        await pilot.press("x")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert any(w.name == "lint" and w.lines for w in wakes.list_wakes(home, "agent"))
+        await pilot.press("x")
+        await settle(pilot)
+        await pilot.press("y")
         await settle(pilot)
         assert any("dismissed the wake of agent for lint" in n for n in notifications(app))
         assert not [w for w in wakes.list_wakes(home, "agent") if w.name == "lint" and w.lines]

@@ -53,7 +53,7 @@ class DashboardCommands(Provider):
                 out.append(
                     (
                         f"Dismiss wake {w.session}/{w.name}",
-                        f"{w.kind}, {len(w.lines)} pending",
+                        f"{w.kind}, {w.pending} pending",
                         partial(_dismiss, app, w.session, w.name),
                     )
                 )
@@ -65,7 +65,7 @@ class DashboardCommands(Provider):
             )
         )
         out.append(("Help", "every key binding", app.action_help))
-        out.append(("Quit", "leave the dashboard", app.exit))
+        # Quit comes from Textual's system commands (listed once).
         return out
 
     async def discover(self) -> Hits:

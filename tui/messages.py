@@ -7,6 +7,7 @@ progress collapses into the newest message instead of queueing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from textual.message import Message
 
@@ -70,3 +71,11 @@ class ActionFinished(Message):
     text: str
     severity: str = "information"
     title: str = ""
+
+
+@dataclass
+class SnapshotRead(Message):
+    """The owner read `path` for ack all: the dialog will offer to ack exactly `lines`."""
+
+    path: Path
+    lines: int

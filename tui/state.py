@@ -57,10 +57,35 @@ def room_labels(paths: Sequence[Path]) -> dict[str, str]:
     return out
 
 
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def consistent_status(path: Path, tries: int = 5) -> RoomStatus:
+    """`Room.status()` from one moment: pending and acked totals taken around the same ack.
+
+    An ack renames a new file over the room. A status that opened the file before that rename
+    and read the ledger after it counts the acked lines twice (once pending, once acked), and
+    the arrivals sparkline jumps. The file's identity is compared before and after: if an ack
+    landed in between, read again (a few times; a room acked non-stop gets the last reading).
+    """
+    room = Room(path)
+    for _ in range(tries - 1):
+        before = _inode(path)
+        st = room.status()
+        if _inode(path) == before:
+            return st
+    return room.status()
+
+
 def scan_room(path: Path, label: str) -> RoomRow:
     """Counters for one room; any failure becomes an error row instead of an exception."""
     try:
-        st = Room(path).status()
+        st = consistent_status(path)
         try:
             mtime: float | None = os.stat(path).st_mtime
         except FileNotFoundError:
@@ -150,6 +175,17 @@ def sparkline(values: Sequence[int]) -> str:
 
 
 # ----- formatting ------------------------------------------------------------------------------
+def plural(n: int, word: str) -> str:
+    """`word` for one, `word`+s otherwise ("1 line", "2 lines")."""
+    if n == 1:
+        return word
+    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def count_of(n: int, word: str) -> str:
+    return f"{n:,} {plural(n, word)}"
+
+
 def ago(t: float | None, now: float) -> str:
     if t is None:
         return "-"

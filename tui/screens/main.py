@@ -17,13 +17,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
 from core.errors import AckdeckError
-from core.rooms import ReadResult, Room
+from core.rooms import AckResult, ReadResult, Room
 
-from ..messages import ActionFinished
-from ..state import Snapshot
+from ..messages import ActionFinished, SnapshotRead
+from ..state import Snapshot, count_of
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable
-from .modals import ConfirmScreen, PromptScreen
+from .modals import AckAllScreen, ConfirmScreen, PromptScreen
 
 if TYPE_CHECKING:
     from ..app import AckdeckApp
@@ -77,7 +77,7 @@ class MainScreen(Screen[None]):
             "dismiss_wake",
             "Dismiss",
             id="wake.dismiss",
-            tooltip="Dismiss the selected wake record",
+            tooltip="Dismiss the selected wake record (asks first)",
         ),
         Binding(
             "tab",
@@ -180,7 +180,7 @@ class MainScreen(Screen[None]):
         view.in_flight = in_flight
         title = f"Lines · {row.label}" if row is not None else "Lines"
         view.border_title = title
-        parts = [f"{view.count:,} lines"] if row is not None else []
+        parts = [count_of(view.count, "line")] if row is not None else []
         if view.needle:
             parts.append(f"filter {view.needle!r}: {view.row_count:,}")
         if in_flight:
@@ -198,7 +198,7 @@ class MainScreen(Screen[None]):
         getattr(self, f"action_{action}")()
 
     def dismiss_wake(self, session: str, name: str) -> None:
-        self._dismiss_wake(session, name)
+        self.confirm_dismiss(session, name)
 
     @on(DataTable.RowHighlighted, "#rooms")
     def _room_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -224,31 +224,55 @@ class MainScreen(Screen[None]):
 
     def action_ack(self) -> None:
         if (path := self._room_or_warn()) is not None:
-            self._owner_ack(path, False)
+            self._owner_ack(path)
 
     def action_ack_all(self) -> None:
-        path = self._room_or_warn()
-        if path is None:
-            return
+        # The dialog shows a snapshot: the owner reads the room first (a receipt), and yes
+        # acks exactly that receipt; lines arriving while the dialog is open stay.
+        if (path := self._room_or_warn()) is not None:
+            self._read_for_ack_all(path)
+
+    @work(thread=True, group="owner-action", exit_on_error=False)
+    def _read_for_ack_all(self, path: Path) -> None:
+        session = self.dash.config.session
+
+        def deliver(res: ReadResult) -> None:
+            # The receipt is stored only once the dialog's number reached the screen.
+            if not self.post_message(SnapshotRead(path, len(res.lines))):
+                raise AckdeckError("the dashboard closed before the snapshot was shown")
+
+        try:
+            Room(path).read(session, deliver=deliver)
+        except AckdeckError as exc:
+            self.post_message(ActionFinished(str(exc), "error", "ack all: read failed"))
+
+    def on_snapshot_read(self, message: SnapshotRead) -> None:
+        path, shown = message.path, message.lines
         row = self._room_row()
         label = row.label if row is not None else path.name
-        pending = row.status.pending if row is not None and row.status is not None else 0
+        session = self.dash.config.session
+        self.query_one(LineView).sync()
+        self.dash.request_scan()
+        if shown == 0:
+            self.notify(f"{label} has no complete line to ack", title="ack all")
+            return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._owner_ack(path, True)
+        def answered(res: AckResult | None) -> None:
+            if res is None:
+                self.notify(
+                    f"ack all cancelled; nothing was removed ({session} read "
+                    f"{count_of(shown, 'line')}; a acks them)"
+                )
             else:
-                self.notify("ack all cancelled; nothing was removed")
+                self.notify(
+                    f"acked {count_of(res.acked, 'line')} of {label} (all that was shown), "
+                    f"preserved {count_of(res.preserved, 'line')} that arrived meanwhile",
+                    title="ack all",
+                )
+            self.dash.request_scan()
+            self.query_one(LineView).sync()
 
-        self.app.push_screen(
-            ConfirmScreen(
-                f"Ack all of {label}?",
-                f"This removes all {pending:,} complete line(s) of {label}, including lines no "
-                "session has read. Partial lines being written are kept.",
-                yes="Ack all",
-            ),
-            answered,
-        )
+        self.app.push_screen(AckAllScreen(path, label, session, shown), answered)
 
     def action_push(self) -> None:
         path = self._room_or_warn()
@@ -291,7 +315,31 @@ class MainScreen(Screen[None]):
             self.notify("no wake record selected", severity="warning")
             return
         session, _, name = key.partition("/")
-        self._dismiss_wake(session, name)
+        self.confirm_dismiss(session, name)
+
+    def confirm_dismiss(self, session: str, name: str) -> None:
+        """Dismissing drops the record's pending lines unseen: ask first, as ack all does."""
+        pending = 0
+        if self.snapshot is not None:
+            for w in self.snapshot.wakes:
+                if (w.session, w.name) == (session, name):
+                    pending = w.pending
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._dismiss_wake(session, name)
+            else:
+                self.notify("dismiss cancelled; the wake record is kept")
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Dismiss the wake of {session} for {name}?",
+                f"Its {count_of(pending, 'pending item')} will not be delivered to {session}. "
+                "The process and its output are not touched.",
+                yes="Dismiss",
+            ),
+            answered,
+        )
 
     # Blocking core calls: threads, results by message only.
     @work(thread=True, group="owner-action", exit_on_error=False)
@@ -317,10 +365,10 @@ class MainScreen(Screen[None]):
             self.post_message(ActionFinished(str(exc), "error", "read failed"))
 
     @work(thread=True, group="owner-action", exit_on_error=False)
-    def _owner_ack(self, path: Path, ack_all: bool) -> None:
+    def _owner_ack(self, path: Path) -> None:
         session = self.dash.config.session
         try:
-            res = Room(path).ack(session, all=ack_all)
+            res = Room(path).ack(session)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "warning", "ack refused"))
             return
@@ -330,7 +378,7 @@ class MainScreen(Screen[None]):
                 f"{res.mode}: acked {res.acked:,} line(s), preserved {res.preserved:,} "
                 f"line(s) in {path.name}" + (f" ({res.message})" if res.mode != "prefix" else ""),
                 severity,
-                "ack all" if ack_all else "ack",
+                "ack",
             )
         )
 

@@ -1,16 +1,25 @@
-"""Small modal screens: confirmation, one-line prompt, help."""
+"""Small modal screens: confirmation, ack-all of a snapshot, one-line prompt, help."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
+
+from core.errors import AckdeckError
+from core.rooms import AckResult, Room
+
+from ..state import plural
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -42,10 +51,85 @@ class ConfirmScreen(ModalScreen[bool]):
         self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        event.stop()
+        self.action_answer(event.button.id == "yes")
 
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)
+
+
+@dataclass
+class SnapshotAcked(Message):
+    """The ack of the ack-all snapshot came back (or failed with `error`)."""
+
+    result: AckResult | None
+    error: str | None = None
+
+
+class AckAllScreen(ConfirmScreen):
+    """Ack all, as a snapshot: the owner has just read `shown` lines (a receipt); yes acks
+    exactly that receipt, so lines arriving while the dialog is open stay in the room.
+
+    Dismisses with the AckResult when exactly `shown` lines were acked. Otherwise nothing was
+    removed (a foreign rewrite made the receipt stale, someone acked it first): the dialog stays
+    open and says why.
+    """
+
+    def __init__(self, path: Path, label: str, session: str, shown: int) -> None:
+        super().__init__(
+            f"Ack all of {label}?",
+            f"{session} has just read {shown:,} complete {plural(shown, 'line')} of {label}. "
+            f"Yes acks exactly these {shown:,}, including lines no other session has read. "
+            "Lines arriving while this dialog is open are kept, and so are partial lines.",
+            yes=f"Ack {shown:,}",
+        )
+        self.path = path
+        self.session = session
+        self.shown = shown
+        self._acking = False
+        self.failed: str | None = None
+
+    def action_answer(self, value: bool) -> None:
+        if self._acking:
+            return
+        if not value or self.failed is not None:
+            self.dismiss(None)
+            return
+        self._acking = True
+        self.query_one(".dialog-body", Static).update(f"acking {self.shown:,}…")
+        self.query_one("#yes", Button).disabled = True
+        self._ack(self.path, self.session)
+
+    @work(thread=True, group="owner-action", exit_on_error=False)
+    def _ack(self, path: Path, session: str) -> None:
+        try:
+            self.post_message(SnapshotAcked(Room(path).ack(session)))
+        except AckdeckError as exc:
+            self.post_message(SnapshotAcked(None, str(exc)))
+
+    def on_snapshot_acked(self, message: SnapshotAcked) -> None:
+        self._acking = False
+        res = message.result
+        if res is not None and res.mode == "prefix" and res.acked == self.shown:
+            self.dismiss(res)
+            return
+        if res is not None and res.mode == "prefix":
+            # Another session acked the first part of the same lines meanwhile.
+            self.failed = (
+                f"acked {res.acked:,} of the {self.shown:,} shown: the others were acked by "
+                f"another session meanwhile; {res.preserved:,} later "
+                f"{plural(res.preserved, 'line')} kept"
+            )
+        elif res is not None:
+            self.failed = f"nothing was removed: {res.message}"
+        else:
+            self.failed = f"nothing was removed: {message.error}"
+        self.query_one(".dialog-title", Label).update("Ack all: not exactly what was shown")
+        self.query_one(".dialog-body", Static).update(self.failed)
+        self.query_one("#yes", Button).display = False
+        no = self.query_one("#no", Button)
+        no.label = "Close (n)"
+        no.focus()
 
 
 class PromptScreen(ModalScreen[str | None]):

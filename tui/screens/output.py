@@ -23,6 +23,7 @@ from textual.worker import Worker
 from core.errors import AckdeckError
 
 from ..coalesce import Coalescer
+from ..state import count_of
 from ..widgets.line_view import LineView
 from .modals import PromptScreen
 
@@ -121,8 +122,8 @@ class OutputScreen(Screen[None]):
             )
             info.update(
                 f"{run.name}: {run.status}, exit {code} · monitors {monitors} · "
-                f"{run.matches:,} match(es) · {self.seen_by_owner:,} line(s) read as "
-                f"{self.dash.config.session}"
+                f"{count_of(run.matches, 'match')} · {count_of(self.seen_by_owner, 'line')} "
+                f"read as {self.dash.config.session}"
             )
             log = Path(run.run_dir) / "output.log"
             if new_run:
@@ -132,7 +133,7 @@ class OutputScreen(Screen[None]):
 
     def on_line_view_changed(self) -> None:
         view = self.query_one(LineView)
-        parts = [f"{view.count:,} lines"]
+        parts = [count_of(view.count, "line")]
         if view.needle:
             parts.append(f"filter {view.needle!r}: {view.row_count:,}")
         view.border_subtitle = " · ".join(parts)

@@ -54,6 +54,7 @@ class KeyedTable(DataTable[Any]):
 
     COLUMNS: Sequence[tuple[str, str]] = ()
     EMPTY = "nothing yet"
+    SCANNING = "scanning…"  # until the first scan: "empty" would be a guess
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
@@ -64,7 +65,7 @@ class KeyedTable(DataTable[Any]):
     def on_mount(self) -> None:
         if not self.columns:
             self._set_columns([cell_len(label) for label, _ in self.COLUMNS])
-            self.border_subtitle = self.EMPTY
+            self.border_subtitle = self.SCANNING
 
     def _set_columns(self, widths: list[int]) -> None:
         # Explicit widths, computed from the data: DataTable would otherwise measure cells
@@ -92,6 +93,7 @@ class KeyedTable(DataTable[Any]):
     def set_rows(self, rows: Sequence[Row]) -> None:
         keys = [k for k, _ in rows]
         cells = [list(c) for _, c in rows]
+        self.border_subtitle = "" if keys else self.EMPTY
         if self.columns and keys == self._keys and cells == self._rows:
             return
         current = self.selected_key
@@ -220,7 +222,7 @@ class WakesTable(KeyedTable):
     def rows_for(wakes: Sequence[Any], now: float) -> list[Row]:
         out: list[Row] = []
         for w in wakes:
-            pending = len(w.lines) + w.dropped
+            pending = w.pending  # core's definition: lines plus a pending notice
             out.append(
                 (
                     WakesTable.key_of(w.session, w.name),
