@@ -327,12 +327,14 @@ async def test_a_scanner_that_stops_answering_is_replaced(
 
     from tui import scanner as scanner_mod
 
-    monkeypatch.setattr(scanner_mod, "REPLY_TIMEOUT_S", 1.0)
     room = make_room(tmp_path, "inbox.txt", ["first"])
     app = make_app(quiet_config([room], scan_process=True), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app._scanner is not None and app.snapshot.rooms[0].status.pending == 1
+        # Short only once the scanner is up: starting it can take over a second on a busy
+        # machine, and the first reply would then count as "stuck".
+        monkeypatch.setattr(scanner_mod, "REPLY_TIMEOUT_S", 1.0)
         stuck = app._scanner._proc
         os.kill(stuck.pid, signal.SIGSTOP)
         try:
@@ -499,3 +501,22 @@ async def test_long_lines_scroll_sideways(tmp_path: Path) -> None:
             await pilot.press("h")
         await settle(pilot)
         assert "start xxx" in screen_text(app)
+
+
+async def test_line_numbers_stay_put_while_lines_scroll_sideways(tmp_path: Path) -> None:
+    long_line = "start " + "x" * 300 + " TAIL-END"
+    room = make_room(tmp_path, "inbox.txt", [long_line, "short"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=(120, 35)) as pilot:
+        await settle(pilot)
+        view(app).focus()
+        for _ in range(40):
+            await pilot.press("l")
+        await settle(pilot)
+        rows = [line for line in screen_text(app).splitlines() if "│" in line]
+        first = next(r for r in rows if "TAIL-END" in r)
+        second = next(r for r in rows if r.lstrip("│ ").startswith("2"))
+        # The gutter still shows both numbers; only the text moved.
+        assert first.split("│")[1].strip() == "1"
+        assert second.split("│")[1].strip() == "2"
+        assert "start" not in first

@@ -55,7 +55,7 @@ def assert_screen_matches_core(app, home: Path, rooms: list[Path]) -> None:
     selected = Room(Path(main.selected_room)).status()
     assert view.count == selected.pending
     noun = "line" if selected.pending == 1 else "lines"
-    assert f"{selected.pending:,} {noun}" in str(view.border_subtitle)
+    assert f"{selected.pending:,} {noun}" in str(view.border_title)
     wt = main.query_one(WakesTable)
     records = wakes.list_wakes(home)
     assert sorted(wt._keys) == sorted(f"{w.session}/{w.name}" for w in records)

@@ -115,9 +115,7 @@ async def test_fifty_ack_rounds_against_an_unlocked_writer_keep_the_panel_exact(
                 if round_no % 2 == 0:
                     acked_before = Room(room).status().acked_total
                     await pilot.press("A")
-                    await wait_for(
-                        pilot, lambda: isinstance(app.screen, AckAllScreen), "no dialog"
-                    )
+                    await wait_for(pilot, lambda: isinstance(app.screen, AckAllScreen), "no dialog")
                     shown = app.screen.shown
                     await pilot.press("y")
                     await wait_for(
@@ -140,8 +138,7 @@ async def test_fifty_ack_rounds_against_an_unlocked_writer_keep_the_panel_exact(
                     await wait_for(
                         pilot,
                         lambda: not view.busy and view.count == complete_lines(room),
-                        f"round {round_no}: panel {view.count} lines, "
-                        f"file {complete_lines(room)}",
+                        f"round {round_no}: panel {view.count} lines, file {complete_lines(room)}",
                     )
                 finally:
                     writer.send_signal(signal.SIGCONT)

@@ -28,7 +28,7 @@ from .screens.modals import HelpScreen
 from .screens.output import OutputScreen
 from .state import RateTracker, Snapshot, scan_at
 from .widgets.line_view import LineView
-from .widgets.tables import KeyedTable
+from .widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable
 
 Clock = Callable[[], float]
 
@@ -269,7 +269,21 @@ class AckdeckApp(App[None]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(self.help_sections()))
+        self.push_screen(HelpScreen(self.help_sections(), self.legend()))
+
+    @staticmethod
+    def legend() -> list[tuple[str, str]]:
+        """Every counter column, with its short header and meaning (also the tooltips)."""
+        out = []
+        for title, table in (
+            ("Rooms", RoomsTable),
+            ("Processes", ProcsTable),
+            ("Wakes", WakesTable),
+        ):
+            for col in table.COLUMNS:
+                name = col.label if col.short == col.label else f"{col.label} ({col.short})"
+                out.append((f"{title} · {name}", col.tip))
+        return out
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str, str]]]]:
         def rows(bindings: list[Binding]) -> list[tuple[str, str, str]]:

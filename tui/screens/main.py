@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 
 class MainScreen(Screen[None]):
-    # Below 110 columns the processes and wakes tables go under the lines.
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    # Below 150 columns the processes and wakes tables go under the lines (side by side);
+    # below 100 they stack. See app.tcss.
+    HORIZONTAL_BREAKPOINTS = [(0, "-stacked"), (100, "-narrow"), (150, "-wide")]
 
     BINDINGS = [
         Binding(
@@ -178,14 +179,16 @@ class MainScreen(Screen[None]):
         if row is not None and row.status is not None and owner in row.status.sessions:
             in_flight = row.status.sessions[owner].in_flight
         view.in_flight = in_flight
-        title = f"Lines · {row.label}" if row is not None else "Lines"
-        view.border_title = title
-        parts = [count_of(view.count, "line")] if row is not None else []
+        # Everything in the title: toasts pop up over the bottom right, where a subtitle is.
+        parts = ["Lines"]
+        if row is not None:
+            parts += [row.label, count_of(view.count, "line")]
         if view.needle:
             parts.append(f"filter {view.needle!r}: {view.row_count:,}")
         if in_flight:
             parts.append(f"{owner} read {in_flight:,} (▌), not acked")
-        view.border_subtitle = " · ".join(parts)
+        view.border_title = " · ".join(parts)
+        view.border_subtitle = ""
 
     def select_room(self, key: str) -> None:
         """Move the rooms cursor to `key` (the palette's room commands)."""

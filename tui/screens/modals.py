@@ -168,9 +168,14 @@ class HelpScreen(ModalScreen[None]):
         ),
     ]
 
-    def __init__(self, sections: Iterable[tuple[str, Iterable[tuple[str, str, str]]]]) -> None:
+    def __init__(
+        self,
+        sections: Iterable[tuple[str, Iterable[tuple[str, str, str]]]],
+        legend: Iterable[tuple[str, str]] = (),
+    ) -> None:
         super().__init__()
         self._sections = [(title, list(rows)) for title, rows in sections]
+        self._legend = list(legend)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-dialog", classes="dialog"):
@@ -186,6 +191,14 @@ class HelpScreen(ModalScreen[None]):
                         table.add_row(key, Text(desc, style="bold"), tip)
                     yield Label(title, classes="help-section")
                     yield Static(table)
+                if self._legend:
+                    legend = Table.grid(padding=(0, 2))
+                    legend.add_column(style="bold", no_wrap=True, width=25)
+                    legend.add_column(style="dim")
+                    for name, meaning in self._legend:
+                        legend.add_row(name, meaning)
+                    yield Label("What the numbers mean", classes="help-section")
+                    yield Static(legend, classes="legend")
             yield Static("escape: close", classes="dialog-hint")
 
     def action_close(self) -> None:

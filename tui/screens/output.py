@@ -133,10 +133,10 @@ class OutputScreen(Screen[None]):
 
     def on_line_view_changed(self) -> None:
         view = self.query_one(LineView)
-        parts = [count_of(view.count, "line")]
+        parts = [f"Output · {self.proc_name}", count_of(view.count, "line")]
         if view.needle:
             parts.append(f"filter {view.needle!r}: {view.row_count:,}")
-        view.border_subtitle = " · ".join(parts)
+        view.border_title = " · ".join(parts)
 
     def action_close(self) -> None:
         self.dismiss(None)

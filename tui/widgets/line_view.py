@@ -405,13 +405,18 @@ class LineView(ScrollView, can_focus=True):
         index = self.index
         assert index is not None
         digits = max(3, len(str(self.count)))
+        x = int(self.scroll_offset.x)
+        # The gutter (line number, in-flight mark, bar) stays put; only the text scrolls
+        # sideways with h/l, so a line's number stays beside it.
+        gutter_width = digits + 3
+        text_width = max(0, width - gutter_width)
         if row >= self.row_count:
             if row == self.row_count and self._extra_rows():
                 style = base + self.get_component_rich_style("line-view--partial")
-                gutter = " " * digits + " … "
                 text = index.partial_text() + "  (partial: being written)"
-                x = int(self.scroll_offset.x)
-                return Strip([Segment(gutter + text, style)]).crop_extend(x, x + width, base)
+                gutter = Strip([Segment(" " * digits + " … ", style)])
+                body = Strip([Segment(text, style)]).crop_extend(x, x + text_width, base)
+                return Strip.join([gutter, body]).crop_extend(0, width, base)
             return Strip.blank(width, base)
         n = self.rows[row] if self.rows is not None else row
         gutter_style = base + self.get_component_rich_style("line-view--gutter")
@@ -420,14 +425,15 @@ class LineView(ScrollView, can_focus=True):
             gutter_style = base + self.get_component_rich_style("line-view--in-flight")
             mark = "▌"
         text = index.line(n)
-        segments = [
-            Segment(f"{n + 1:>{digits}}{mark}", gutter_style),
-            Segment("│ ", base + self.get_component_rich_style("line-view--gutter")),
-            Segment(text, base),
-        ]
-        self._measure(digits + 3 + cell_len(text))
-        x = int(self.scroll_offset.x)
-        return Strip(segments).crop_extend(x, x + width, base)
+        gutter = Strip(
+            [
+                Segment(f"{n + 1:>{digits}}{mark}", gutter_style),
+                Segment("│ ", base + self.get_component_rich_style("line-view--gutter")),
+            ]
+        )
+        self._measure(gutter_width + cell_len(text))
+        body = Strip([Segment(text, base)]).crop_extend(x, x + text_width, base)
+        return Strip.join([gutter, body]).crop_extend(0, width, base)
 
     def _measure(self, cells: int) -> None:
         # Grow the scrollable width when a wider line is painted (never during the paint).

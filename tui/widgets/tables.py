@@ -7,6 +7,7 @@ refreshes so a live update never moves the owner's selection.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.cells import cell_len
@@ -31,8 +32,53 @@ def _num(n: int) -> Text:
     return Text(f"{n:,}", justify="right")
 
 
+@dataclass(frozen=True)
+class Col:
+    """One column: its header, the shorter header used when space is tight, what it means
+    (the header's tooltip and the `?` legend), and how narrow its text may be cut (0: never,
+    for numbers: a cut number would lie)."""
+
+    label: str
+    key: str
+    short: str
+    tip: str
+    min: int = 0
+
+
+def fit_widths(natural: Sequence[int], minimum: Sequence[int], available: int) -> list[int]:
+    """Shrink the widest cuttable columns, one cell at a time, until the sum fits `available`
+    (or every cuttable column is at its minimum). Pure, so it is tested on its own."""
+    widths = list(natural)
+    excess = sum(widths) - available
+    while excess > 0:
+        cuttable = [i for i, w in enumerate(widths) if minimum[i] and w > minimum[i]]
+        if not cuttable:
+            break
+        widest = max(cuttable, key=lambda i: (widths[i] - minimum[i], widths[i]))
+        widths[widest] -= 1
+        excess -= 1
+    return widths
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def _cut(cell: Any, width: int) -> Any:
+    """The cell cut to `width` cells with an ellipsis (Text keeps its style)."""
+    if cell_len(_plain(cell)) <= width:
+        return cell
+    text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
 class KeyedTable(DataTable[Any]):
-    """A DataTable whose rows are replaced wholesale but whose cursor follows its row key."""
+    """A DataTable whose rows are replaced wholesale but whose cursor follows its row key.
+
+    Columns fit the table's width: headers switch to their short form, then the widest text
+    columns are cut (with an ellipsis), so every column stays visible at 80x24.
+    """
 
     BINDINGS = [
         Binding(
@@ -52,7 +98,7 @@ class KeyedTable(DataTable[Any]):
         ),
     ]
 
-    COLUMNS: Sequence[tuple[str, str]] = ()
+    COLUMNS: Sequence[Col] = ()
     EMPTY = "nothing yet"
     SCANNING = "scanning…"  # until the first scan: "empty" would be a guess
 
@@ -60,21 +106,23 @@ class KeyedTable(DataTable[Any]):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._keys: list[str] = []
         self._rows: list[list[Any]] = []
-        self._widths: list[int] = []
+        self._layout: tuple[list[str], list[int]] = ([], [])
+        self._fit_width = 0
 
     def on_mount(self) -> None:
         if not self.columns:
-            self._set_columns([cell_len(label) for label, _ in self.COLUMNS])
+            self._set_columns(self._fit([]))
             self.border_subtitle = self.SCANNING
 
-    def _set_columns(self, widths: list[int]) -> None:
+    def _set_columns(self, layout: tuple[list[str], list[int]]) -> None:
         # Explicit widths, computed from the data: DataTable would otherwise measure cells
         # later, in its own idle handler, and could paint (or leave behind a modal) a frame
         # with stale column widths.
         self.clear(columns=True)
-        for (label, key), width in zip(self.COLUMNS, widths, strict=True):
-            self.add_column(label, key=key, width=width)
-        self._widths = widths
+        labels, widths = layout
+        for col, label, width in zip(self.COLUMNS, labels, widths, strict=True):
+            self.add_column(label, key=col.key, width=width)
+        self._layout = layout
 
     @property
     def selected_key(self) -> str | None:
@@ -82,13 +130,46 @@ class KeyedTable(DataTable[Any]):
             return None
         return self._keys[self.cursor_row]
 
-    def _widths_for(self, cells: list[list[Any]]) -> list[int]:
-        widths = [cell_len(label) for label, _ in self.COLUMNS]
+    def _available(self) -> int:
+        # Inside the border, minus the vertical scrollbar's column and each column's padding.
+        width = self.size.width - (1 if self.show_vertical_scrollbar else 0)
+        return width - 2 * self.cell_padding * len(self.COLUMNS)
+
+    def _fit(self, cells: list[list[Any]]) -> tuple[list[str], list[int]]:
+        available = self._available()
+        self._fit_width = self.size.width
+        data = [0] * len(self.COLUMNS)
         for row in cells:
             for i, cell in enumerate(row):
-                text = cell.plain if isinstance(cell, Text) else str(cell)
-                widths[i] = max(widths[i], cell_len(text))
-        return widths
+                data[i] = max(data[i], cell_len(_plain(cell)))
+        for short in (False, True):
+            labels = [c.short if short else c.label for c in self.COLUMNS]
+            natural = [max(d, cell_len(h)) for d, h in zip(data, labels, strict=True)]
+            if self.size.width <= 0 or sum(natural) <= available:
+                return labels, natural
+        minimum = [
+            max(c.min, cell_len(h)) if c.min else 0
+            for c, h in zip(self.COLUMNS, labels, strict=True)
+        ]
+        return labels, fit_widths(natural, minimum, available)
+
+    def _display(self, row: list[Any]) -> list[Any]:
+        return [_cut(c, w) for c, w in zip(row, self._layout[1], strict=True)]
+
+    def on_resize(self) -> None:
+        if self.size.width != self._fit_width and self.border_subtitle != self.SCANNING:
+            rows = list(zip(self._keys, self._rows, strict=True))
+            self._keys, self._rows = [], []
+            self.set_rows(rows)
+
+    def watch_hover_coordinate(self, old: Any, value: Any) -> None:
+        super().watch_hover_coordinate(old, value)
+        # The header row is -1: a column's header explains its number.
+        if value.row == -1 and 0 <= value.column < len(self.COLUMNS):
+            col = self.COLUMNS[value.column]
+            self.tooltip = f"{col.label}: {col.tip}"
+        else:
+            self.tooltip = None
 
     def set_rows(self, rows: Sequence[Row]) -> None:
         keys = [k for k, _ in rows]
@@ -97,34 +178,50 @@ class KeyedTable(DataTable[Any]):
         if self.columns and keys == self._keys and cells == self._rows:
             return
         current = self.selected_key
-        widths = self._widths_for(cells)
-        if self.columns and keys == self._keys and widths == self._widths:
+        layout = self._fit(cells)
+        if self.columns and keys == self._keys and layout == self._layout:
             # Same rows, same widths: update changed cells in place (no cursor jump).
             for key, old, new in zip(keys, self._rows, cells, strict=True):
-                for (_, col), a, b in zip(self.COLUMNS, old, new, strict=True):
+                shown = self._display(new)
+                for col, a, b, c in zip(self.COLUMNS, old, new, shown, strict=True):
                     if a != b:
-                        self.update_cell(key, col, b)
+                        self.update_cell(key, col.key, c)
             self._rows = cells
             return
-        self._set_columns(widths)
+        self._set_columns(layout)
         for key, row in zip(keys, cells, strict=True):
-            self.add_row(*row, key=key)
+            self.add_row(*self._display(row), key=key)
         self._keys, self._rows = keys, cells
         if current in keys:
             self.move_cursor(row=keys.index(current), animate=False)
-        self.border_subtitle = "" if keys else self.EMPTY
 
 
 class RoomsTable(KeyedTable):
     COLUMNS = (
-        ("Room", "room"),
-        ("Pending", "pending"),
-        ("In-flight", "in_flight"),
-        ("Acked", "acked"),
-        ("Preserved", "preserved"),
-        ("Unread by session", "unread"),
-        ("Activity", "activity"),
-        ("Arrivals (1 min)", "rate"),
+        Col("Room", "room", "Room", "the notification file", 6),
+        Col("Pending", "pending", "Pend", "complete lines in the file now, read or not"),
+        Col(
+            "In-flight",
+            "in_flight",
+            "Flight",
+            "lines a session read and has not acked yet (summed over sessions)",
+        ),
+        Col("Acked", "acked", "Acked", "lines removed by acks, ever"),
+        Col(
+            "Preserved",
+            "preserved",
+            "Kept",
+            "lines that arrived between a read and its ack and were kept, ever",
+        ),
+        Col(
+            "Unread by session",
+            "unread",
+            "Unread",
+            "per session: pending lines beyond what it last read",
+            6,
+        ),
+        Col("Activity", "activity", "Last", "last append or ack", 5),
+        Col("Arrivals (1 min)", "rate", "Rate", "lines arrived per 5 s over the last minute", 4),
     )
     EMPTY = "no rooms: pass --room PATH or a config file"
 
@@ -168,12 +265,12 @@ _STATUS_STYLE = {"running": "green", "exited": "", "killed": "yellow", "lost": "
 
 class ProcsTable(KeyedTable):
     COLUMNS = (
-        ("Process", "name"),
-        ("Status", "status"),
-        ("Exit", "exit"),
-        ("Monitors", "monitors"),
-        ("Matches", "matches"),
-        ("Wakes", "session"),
+        Col("Process", "name", "Proc", "name given to ackdeck run", 4),
+        Col("Status", "status", "State", "running, exited, killed or lost", 4),
+        Col("Exit", "exit", "Exit", "exit code of the latest run"),
+        Col("Monitors", "monitors", "Mon", "regexes watched in its output (! = exclude)", 3),
+        Col("Matches", "matches", "Hits", "lines its monitors matched in the latest run"),
+        Col("Wakes", "session", "Wakes", "the session its matches wake", 4),
     )
     EMPTY = "no monitored processes"
 
@@ -203,13 +300,23 @@ class ProcsTable(KeyedTable):
 
 class WakesTable(KeyedTable):
     COLUMNS = (
-        ("Owner", "session"),
-        ("Process", "name"),
-        ("Kind", "kind"),
-        ("Pending", "pending"),
-        ("Delivered", "delivered"),
-        ("Superseded", "superseded"),
-        ("Status", "status"),
+        Col("Owner", "session", "Owner", "the session the wake is for", 4),
+        Col("Process", "name", "Proc", "the monitored process", 4),
+        Col("Kind", "kind", "Kind", "match, exited or monitor-lost", 4),
+        Col(
+            "Pending",
+            "pending",
+            "Pend",
+            "items the next drain delivers: matched lines plus an exit or monitor-lost notice",
+        ),
+        Col("Delivered", "delivered", "Deliv", "lines delivered to the session, ever"),
+        Col(
+            "Superseded",
+            "superseded",
+            "Supers",
+            "matched lines not delivered because the session was already shown them",
+        ),
+        Col("Status", "status", "State", "the process's status at the last event", 4),
     )
     EMPTY = "no wake records"
 

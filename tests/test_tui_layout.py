@@ -1,0 +1,80 @@
+"""Every column of every table is visible at common terminal sizes (issue 10)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tui.app import make_app
+from tui.scenes import Scene, apply_rates, full_scene
+from tui.testing import quiet_config, screen_text, settle
+from tui.widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable, fit_widths
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    return full_scene(tmp_path_factory.mktemp("scene"), time.time())
+
+
+def test_fit_widths_cuts_the_widest_cuttable_columns_first() -> None:
+    assert fit_widths([10, 4, 20], [3, 0, 5], 30) == [10, 4, 16]
+    assert fit_widths([10, 4, 20], [3, 0, 5], 20) == [7, 4, 9]
+    # Numbers (minimum 0) are never cut; the cut stops at the minimums.
+    assert fit_widths([10, 4, 20], [3, 0, 5], 5) == [3, 4, 5]
+    assert fit_widths([5, 5], [2, 2], 100) == [5, 5]
+
+
+@pytest.mark.parametrize("size", [(120, 35), (80, 24), (100, 30), (200, 50)])
+async def test_every_column_of_every_table_is_visible(scene: Scene, size) -> None:
+    app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
+    apply_rates(app, scene)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.1)
+        await settle(pilot)
+        text = screen_text(app)
+        for cls in (RoomsTable, ProcsTable, WakesTable):
+            table: KeyedTable = app.main.query_one(cls)
+            assert table.row_count > 0
+            # Nothing to scroll sideways: all columns fit inside the border.
+            assert table.max_scroll_x == 0, (cls.__name__, size)
+            headers = [str(c.label) for c in table.columns.values()]
+            assert len(headers) == len(cls.COLUMNS)
+            for header in headers:
+                assert header in text, (cls.__name__, header, size)
+            assert table.region.right <= size[0]
+
+
+async def test_column_headers_explain_their_numbers(scene: Scene) -> None:
+    app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
+    async with app.run_test(size=(120, 35)) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(WakesTable)
+        table.hover_coordinate = table.hover_coordinate._replace(row=-1, column=3)
+        assert table.tooltip is not None and str(table.tooltip).startswith("Pending: items")
+        table.hover_coordinate = table.hover_coordinate._replace(row=0, column=3)
+        assert table.tooltip is None
+
+
+async def test_help_has_a_legend_of_the_counters(scene: Scene) -> None:
+    app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
+    async with app.run_test(size=(160, 120)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        help_text = screen_text(app)
+        assert "What the numbers mean" in help_text
+        for word in ("Pending", "In-flight", "Unread", "Acked", "Preserved", "Superseded"):
+            assert word in help_text, word
+
+
+async def test_toasts_do_not_cover_the_lines_count(scene: Scene) -> None:
+    for size in ((120, 35), (80, 24)):
+        app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            for i in range(3):
+                app.notify(f"a long notification number {i} " + "x" * 40, timeout=60)
+            await pilot.pause(0.1)
+            assert "36 lines" in screen_text(app), size
