@@ -81,6 +81,10 @@ def test_main_screen_with_data(snap_compare, scene: Scene) -> None:
     assert snap_compare(app_for(scene), terminal_size=(140, 40), run_before=settled("j"))
 
 
+def test_main_screen_120x35(snap_compare, scene: Scene) -> None:
+    assert snap_compare(app_for(scene), terminal_size=(120, 35), run_before=settled())
+
+
 def test_main_screen_80x24(snap_compare, scene: Scene) -> None:
     assert snap_compare(app_for(scene), terminal_size=(80, 24), run_before=settled())
 
@@ -113,5 +117,18 @@ def test_help_screen(snap_compare, scene: Scene) -> None:
     assert snap_compare(app_for(scene), terminal_size=(120, 44), run_before=settled("?"))
 
 
-def test_ack_all_confirmation_modal(snap_compare, scene: Scene) -> None:
+def test_ack_all_confirmation_modal(snap_compare, tmp_path: Path) -> None:
+    # Its own scene: opening the dialog reads the room as the owner (a receipt).
+    scene = full_scene(tmp_path, time.time())
     assert snap_compare(app_for(scene), terminal_size=(100, 30), run_before=settled("A"))
+
+
+def test_dismiss_wake_confirmation_modal(snap_compare, scene: Scene) -> None:
+    async def run_before(pilot) -> None:
+        await painted(pilot)
+        pilot.app.main.query_one("#wakes").focus()
+        await painted(pilot)
+        await pilot.press("x")
+        await painted(pilot)
+
+    assert snap_compare(app_for(scene), terminal_size=(100, 30), run_before=run_before)
