@@ -1,4 +1,5 @@
-"""`make screenshots`: regenerate the SVG screenshots shown in the README.
+"""`make screenshots`: regenerate the SVG screenshots shown in the README, and a PNG of the web
+dashboard (`ackdeck web` in headless Chromium).
 
     python -m tui.screenshots screenshots [--text]
 
@@ -99,6 +100,30 @@ async def _take(shot: Shot, scene: Scene, out: Path, text: bool) -> None:
             print(screen_text(app))
 
 
+def web_shot(scene: Scene, out: Path) -> Path | None:
+    """The web dashboard (`ackdeck web`) in headless Chromium, as a PNG."""
+    from .browser import (
+        chromium_page,
+        find_chromium,
+        open_dashboard,
+        settled_screenshot,
+        web_server,
+    )
+
+    chromium = find_chromium()
+    if chromium is None:
+        print("skipped web-dashboard.png: chromium is not installed", file=sys.stderr)
+        return None
+    args = ["--home", str(scene.home)] if scene.home is not None else []
+    for room in scene.rooms:
+        args += ["--room", str(room)]
+    target = out / "web-dashboard.png"
+    with web_server(args) as (url, _proc), chromium_page(chromium, width=1280, height=800) as page:
+        open_dashboard(page, url)
+        settled_screenshot(page, target)
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tui.screenshots")
     parser.add_argument("outdir", nargs="?", default="screenshots")
@@ -126,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
                     scenes[shot.scene] = Scene([], d / "home", now=now)
             asyncio.run(_take(shot, scenes[shot.scene], out, args.text))
             print(f"wrote {out / (shot.name + '.svg')}", file=sys.stderr)
+        if not args.only or "web" in args.only:
+            d = base / "web"
+            d.mkdir()
+            png = web_shot(full_scene(d, now), out)
+            if png is not None:
+                print(f"wrote {png}", file=sys.stderr)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`ackdeck tui` and `ackdeck demo`: the dashboard.
+"""`ackdeck tui`, `ackdeck demo` and `ackdeck web`: the dashboard.
 
 Textual is imported inside the handlers only, so importing core (or running any other
 subcommand) never loads it.
@@ -7,11 +7,10 @@ subcommand) never loads it.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from collections.abc import Callable
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tui", help="open the live dashboard over rooms, processes and wakes")
+def _dashboard_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--home",
         dest="tui_home",
@@ -31,7 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--session", default=None, help="session the owner reads and acks as (default: owner)"
     )
-    p.set_defaults(handler=_tui)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tui", help="open the live dashboard over rooms, processes and wakes")
+    _dashboard_options(p)
+    p.set_defaults(handler=_entry("run_tui"))
 
     p = sub.add_parser(
         "demo",
@@ -39,27 +43,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         "monitored processes",
     )
     p.add_argument("--session", default="owner", help="owner session name (default: owner)")
-    p.set_defaults(handler=_demo)
+    p.set_defaults(handler=_entry("run_demo"))
 
-
-def _tui(args: argparse.Namespace) -> int:
-    from tui.app import make_app
-    from tui.config import DashConfig, load_config
-
-    from ..home import resolve_home
-
-    config = load_config(args.config) if args.config else DashConfig()
-    home = args.tui_home or (str(config.home) if config.home else None) or args.home
-    config = config.with_overrides(
-        home=resolve_home(home),
-        rooms=[Path(r) for r in args.rooms],
-        session=args.session,
+    p = sub.add_parser(
+        "web",
+        help="serve the dashboard to a browser (textual-serve); loopback only unless --host",
     )
-    make_app(config).run()
-    return 0
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback)"
+    )
+    p.add_argument("--port", type=int, default=8080, help="port (default: 8080)")
+    _dashboard_options(p)
+    p.set_defaults(handler=_entry("run_web"))
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from tui.demo import run_demo
+def _entry(name: str) -> Callable[[argparse.Namespace], int]:
+    """The one place the CLI reaches into tui/, lazily: only a dashboard command loads it."""
 
-    return run_demo(session=args.session)
+    def handler(args: argparse.Namespace) -> int:
+        import importlib
+
+        run: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module("tui.entry"), name
+        )
+        return run(args)
+
+    return handler

@@ -1,0 +1,81 @@
+"""`ackdeck web` for real: a headless Chromium opens the page, the owner presses r and a, and
+the room file shows that the ack removed exactly what the owner read (issue 10)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.rooms import Room
+from tui.browser import chromium_page, find_chromium, open_dashboard, web_server
+from tui.web import start_message
+
+REPO = Path(__file__).resolve().parent.parent
+WAIT = 60.0
+CHROMIUM = find_chromium()
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)"
+)
+
+
+def until(cond, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_web_binds_loopback_unless_told_and_says_so() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "core.cli", "web", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "default: 127.0.0.1" in out and "--port" in out and "--room" in out
+    assert "loopback only" in start_message("127.0.0.1", 8080)
+    assert "anyone who can reach it" in start_message("0.0.0.0", 8080)
+
+
+def test_web_rejects_a_bad_session_before_serving(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "core.cli", "web", "--session", "../x", "--port", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert res.returncode != 0
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+@needs_chromium
+def test_owner_reads_and_acks_in_a_browser_and_the_file_keeps_the_rest(tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    room = tmp_path / "alerts.txt"
+    room.write_bytes(b"".join(f"alert {i}\n".encode() for i in range(12)))
+    home = tmp_path / "home"
+    home.mkdir()
+    with web_server(["--room", str(room), "--home", str(home)]) as (url, proc):
+        with chromium_page(CHROMIUM) as page:
+            open_dashboard(page, url)
+            # The page has the dashboard's first bytes: keys reach the app from now on.
+            page.keyboard.press("r")
+            until(lambda: "owner" in Room(room).status().sessions, "the owner's read")
+            assert Room(room).status().sessions["owner"].in_flight == 12
+            # A shell poller appends after the owner's read.
+            subprocess.run(["sh", "-c", f'printf "late 1\\nlate 2\\n" >> "{room}"'], check=True)
+            page.keyboard.press("a")
+            until(lambda: Room(room).status().acked_total > 0, "the owner's ack")
+            assert room.read_bytes() == b"late 1\nlate 2\n"
+            st = Room(room).status()
+            assert (st.pending, st.acked_total, st.preserved_total) == (2, 12, 2)
+            shot = tmp_path / "web.png"
+            page.screenshot(path=str(shot))
+            assert shot.stat().st_size > 10_000  # a drawn dashboard, not a blank page
+    assert b"loopback only" in proc.stderr.read()

@@ -1,0 +1,113 @@
+"""Drive `ackdeck web` in a real headless Chromium (Debian's `chromium`, through Playwright).
+
+Used by the web test and by `make screenshots` (the PNG of the web dashboard). Playwright is a
+test dependency and is imported only here, inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def find_chromium() -> str | None:
+    return shutil.which("chromium") or (
+        "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ackdeck web exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"ackdeck web did not listen on port {port}")
+
+
+@contextmanager
+def web_server(tui_args: Sequence[str], *, timeout: float = 60.0) -> Iterator[tuple[str, Any]]:
+    """`ackdeck web` on a free loopback port; yields (url, process). Stopped on exit."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli", "web", "--port", str(port), *tui_args],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        _wait_listening(port, proc, timeout)
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def chromium_page(executable: str, *, width: int = 1400, height: int = 900) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            yield page
+        finally:
+            browser.close()
+
+
+def open_dashboard(page: Any, url: str, *, timeout: float = 60.0) -> None:
+    """Load the page and focus the terminal (the screen is drawn, not in the DOM)."""
+    page.goto(url, timeout=timeout * 1000)
+    # textual-serve marks the body once the dashboard process sent its first bytes.
+    page.wait_for_selector("body.-first-byte", timeout=timeout * 1000)
+    box = page.locator(".textual-terminal").bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def settled_screenshot(page: Any, path: Path, *, timeout: float = 60.0) -> None:
+    """Save a screenshot once two consecutive frames are identical (the dashboard has drawn
+    and stopped changing), or the newest one after `timeout`."""
+    deadline = time.monotonic() + timeout
+    previous = b""
+    while True:
+        shot = page.screenshot()
+        if shot == previous or time.monotonic() > deadline:
+            break
+        previous = shot
+        page.wait_for_timeout(300)
+    path.write_bytes(shot)
