@@ -88,3 +88,37 @@ def test_demo_helpers_stop_when_the_demo_dies(tmp_path: Path) -> None:
             break
         assert time.monotonic() < deadline, "orphaned poller kept running"
         time.sleep(0.05)
+
+
+def test_demo_world_stays_alive(tmp_path: Path, monkeypatch) -> None:
+    """Processes start again and match, the agent acks and drains, and its wakes are both
+    delivered and superseded, for as long as the demo is open (here at a faster pace)."""
+    from core import wakes
+
+    monkeypatch.setenv("ACKDECK_DEMO_PACE", "0.2")
+    world = DemoWorld(tmp_path)
+    try:
+        world.start()
+        deadline = time.monotonic() + 120
+
+        def alive() -> bool:
+            runs = procs.list_runs(world.home)
+            again = any(sum(r.name == n for r in runs) >= 2 for n in ("build", "tests"))
+            records = wakes.list_wakes(world.home)
+            delivered = sum(w.delivered_total for w in records)
+            superseded = sum(w.superseded_total for w in records)
+            acked = Room(world.rooms[1]).status().acked_total
+            return again and delivered > 0 and superseded > 0 and acked > 0
+
+        while not alive():
+            assert time.monotonic() < deadline, "the demo world stopped moving"
+            time.sleep(0.5)
+        # And it keeps going: another run starts after that.
+        count = len(procs.list_runs(world.home))
+        deadline = time.monotonic() + 60
+        while len(procs.list_runs(world.home)) <= count:
+            assert time.monotonic() < deadline, "no process started again"
+            time.sleep(0.5)
+    finally:
+        world.stop()
+    assert all(r.status != "running" for r in procs.list_runs(world.home))

@@ -3,9 +3,14 @@
 - a temporary home and three rooms fed by simulated pollers at different rates (separate
   processes: one appends like a shell poller without locking, two push through core);
 - a simulated agent (another process) that reads and acks through core, sometimes slowly, so
-  lines arrive between its read and its ack and are preserved;
+  lines arrive between its read and its ack and are preserved; it also drains its wakes, and
+  every other time reads the process output first, so those matches are superseded (it was
+  shown them) instead of delivered;
 - two monitored processes started through `core.procs.start`: `build` ends with DONE, `tests`
-  prints a FAIL and exits 1; their monitors wake the agent's session.
+  prints a FAIL and exits 1; their monitors wake the agent's session. An operator process
+  starts each again a few seconds after it ends, for as long as the demo is open.
+
+`ACKDECK_DEMO_PACE` (default 1.0) scales every pause (the tests run the world faster).
 
 Everything it started is stopped and the temporary directory removed when the dashboard exits.
 The poller and agent entry points run as `python -m tui.demo poll|agent …`; this module imports
@@ -27,6 +32,37 @@ from core.errors import AckdeckError
 from core.rooms import Room, format_poller_line
 
 REPO = Path(__file__).resolve().parent.parent
+AGENT = "agent"
+
+# Monitored processes: (name, script, monitor). Each run takes a few seconds; the operator
+# starts a name again once its last run ended.
+PROCESSES = [
+    (
+        "build",
+        "for i in 1 2 3 4 5 6; do echo compiling module $i/6; sleep {step}; done;"
+        " echo linking; sleep {step}; echo DONE",
+        "DONE",
+    ),
+    (
+        "tests",
+        "echo collected 48 items; for i in $(seq 1 12); do echo test_$i ok; sleep {step};"
+        " done; echo 'FAIL test_cart_total: 19.99 != 20.00'; sleep {step};"
+        " echo '47 passed, 1 failed'; exit 1",
+        "FAIL",
+    ),
+]
+
+
+def pace() -> float:
+    try:
+        return max(0.01, float(os.environ.get("ACKDECK_DEMO_PACE", "1.0")))
+    except ValueError:
+        return 1.0
+
+
+def nap(lo: float, hi: float) -> None:
+    time.sleep(random.uniform(lo, hi) * pace())
+
 
 # (room, lines per second, sender, how it writes)
 POLLERS = [
@@ -72,8 +108,12 @@ def poll(room: str, rate: float, sender: str, mode: str, parent: int) -> None:
         time.sleep(random.expovariate(rate))
 
 
-def agent(rooms: list[str], parent: int, session: str = "agent") -> None:
-    """An agent: read a room, 'work' for a moment (lines keep arriving), ack what it read."""
+def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> None:
+    """An agent: read a room, 'work' for a moment (lines keep arriving), ack what it read;
+    then drain its wakes, every other time after reading the process output (superseding)."""
+    from core import output, procs, wakes
+
+    turn = 0
     while not _orphaned(parent):
         for room in rooms:
             if _orphaned(parent):
@@ -81,11 +121,56 @@ def agent(rooms: list[str], parent: int, session: str = "agent") -> None:
             try:
                 got = Room(room).read(session)
                 if got.lines:
-                    time.sleep(random.uniform(0.5, 3.0))
+                    nap(0.5, 3.0)
                     Room(room).ack(session)
             except AckdeckError as exc:
                 print(f"demo agent: {exc}", file=sys.stderr)
-            time.sleep(random.uniform(1.0, 4.0))
+            nap(1.0, 3.0)
+        turn += 1
+        try:
+            if turn % 2 == 0:
+                # Looking at the output first: matches it was shown are superseded.
+                for run in procs.list_runs(home, latest_only=True):
+                    output.read_output(home, run.name, session, run_id=run.run_id)
+            wakes.drain(home, session)
+        except (AckdeckError, OSError) as exc:
+            print(f"demo agent: {exc}", file=sys.stderr)
+
+
+def start_process(home: str | Path, name: str, cwd: str) -> None:
+    from core import procs
+
+    script, pattern = next((sc, pat) for n, sc, pat in PROCESSES if n == name)
+    procs.start(
+        home,
+        name,
+        ["sh", "-c", script.format(step=round(0.5 * pace(), 3))],
+        session=AGENT,
+        monitors=[procs.MonitorSpec(pattern)],
+        cwd=cwd,
+    )
+
+
+def operator(home: str, cwd: str, parent: int) -> None:
+    """Start each monitored process again a few seconds after its last run ended."""
+    from core import procs
+
+    due: dict[str, float] = {}
+    while not _orphaned(parent):
+        try:
+            latest = {r.name: r for r in procs.list_runs(home, latest_only=True)}
+            for name, *_ in PROCESSES:
+                run = latest.get(name)
+                if run is None or run.status == "running":
+                    due.pop(name, None)
+                    continue
+                when = due.setdefault(name, time.monotonic() + random.uniform(2, 5) * pace())
+                if time.monotonic() >= when:
+                    due.pop(name)
+                    start_process(home, name, cwd)
+        except (AckdeckError, OSError) as exc:
+            print(f"demo operator: {exc}", file=sys.stderr)
+        nap(0.3, 0.6)
 
 
 class DemoWorld:
@@ -99,8 +184,6 @@ class DemoWorld:
         self.children: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> None:
-        from core import procs
-
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.rooms_dir.mkdir(parents=True, exist_ok=True)
         for room in self.rooms:
@@ -108,34 +191,10 @@ class DemoWorld:
         env = dict(os.environ, PYTHONPATH=str(REPO))
         for (_room, rate, sender, mode), path in zip(POLLERS, self.rooms, strict=True):
             self._spawn(["poll", str(path), str(rate), sender, mode], env)
-        self._spawn(["agent", *(str(p) for p in self.rooms[1:])], env)
-        procs.start(
-            self.home,
-            "build",
-            [
-                "sh",
-                "-c",
-                "for i in 1 2 3 4 5 6; do echo compiling module $i/6; sleep 1; done;"
-                " echo linking; sleep 1; echo DONE",
-            ],
-            session="agent",
-            monitors=[procs.MonitorSpec("DONE")],
-            cwd=str(self.base),
-        )
-        procs.start(
-            self.home,
-            "tests",
-            [
-                "sh",
-                "-c",
-                "echo collected 48 items; for i in $(seq 1 20); do echo test_$i ok;"
-                " sleep 0.4; done; echo 'FAIL test_cart_total: 19.99 != 20.00'; sleep 2;"
-                " echo '47 passed, 1 failed'; exit 1",
-            ],
-            session="agent",
-            monitors=[procs.MonitorSpec("FAIL")],
-            cwd=str(self.base),
-        )
+        self._spawn(["agent", str(self.home), *(str(p) for p in self.rooms[1:])], env)
+        for name, *_ in PROCESSES:
+            start_process(self.home, name, str(self.base))
+        self._spawn(["operator", str(self.home), str(self.base)], env)
 
     def _spawn(self, args: list[str], env: dict[str, str]) -> None:
         self.children.append(
@@ -195,11 +254,14 @@ def main(argv: list[str]) -> int:
     parent = os.getppid()
     if argv[:1] == ["poll"] and len(argv) == 5:
         poll(argv[1], float(argv[2]), argv[3], argv[4], parent)
-    elif argv[:1] == ["agent"]:
-        agent(argv[1:], parent)
+    elif argv[:1] == ["agent"] and len(argv) >= 2:
+        agent(argv[1], argv[2:], parent)
+    elif argv[:1] == ["operator"] and len(argv) == 3:
+        operator(argv[1], argv[2], parent)
     else:
         print(
-            "usage: python -m tui.demo poll ROOM RATE SENDER raw|push | agent ROOM…",
+            "usage: python -m tui.demo poll ROOM RATE SENDER raw|push | agent HOME ROOM… |"
+            " operator HOME CWD",
             file=sys.stderr,
         )
         return 2
