@@ -38,7 +38,7 @@ class Shot:
 SHOTS = [
     Shot(
         "main",
-        (140, 40),
+        (120, 35),
         "full",
         ("j",),
         caption="Rooms, the selected room's lines (owner's unacked read marked ▌), processes "
@@ -59,7 +59,7 @@ SHOTS = [
         action=lambda app: app.open_output("tests"),
         caption="A process's output, read as the owner",
     ),
-    Shot("ack-all", (100, 30), "full", ("A",), caption="Ack all asks first"),
+    Shot("ack-all", (100, 30), "full", ("A",), caption="Ack all acks the snapshot it shows"),
     Shot("help", (120, 44), "full", ("?",), caption="Every key binding"),
 ]
 
