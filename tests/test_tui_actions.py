@@ -162,6 +162,8 @@ async def test_ack_all_keeps_lines_that_arrived_while_the_dialog_was_open(
         toast = notifications(app)[-1]
         assert "acked 112 lines of alerts.txt" in toast
         assert "preserved 36 lines" in toast
+        assert toast.count("acked") == 1  # said once, not repeated in parentheses
+        assert sum("acked 112" in n for n in notifications(app)) == 1
         # The audit log agrees: exactly the dialog's number was acked.
         assert Room(room).status().acked_total == 112
 

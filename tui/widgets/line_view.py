@@ -218,7 +218,7 @@ class LineView(ScrollView, can_focus=True):
         if done:
             self.post_message(LinesIndexed(key or "", index, index.count, True))
 
-    @work(thread=True, exclusive=True, group="line-sync", exit_on_error=False)
+    @work(thread=True, group="line-sync", exit_on_error=False)  # one at a time: self._syncs
     def _sync(self, key: str | None, path: Path | None, index: LineIndex | None) -> None:
         if path is None:
             return
