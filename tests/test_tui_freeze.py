@@ -146,3 +146,28 @@ async def test_fifty_ack_rounds_against_an_unlocked_writer_keep_the_panel_exact(
     finally:
         writer.kill()
         writer.wait(WAIT)
+
+
+async def test_an_index_build_that_crashes_says_so_and_does_not_hold_later_syncs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # An unexpected error in the build thread (not an OSError it reports itself) used to leave
+    # "loading…" on screen and every sync queued behind it for good.
+    room = tmp_path / "alerts.txt"
+    room.write_bytes(b"one\ntwo\n")
+    real_step = LineIndex.extend_step
+
+    def broken_step(self: LineIndex, *args, **kwargs):
+        raise RuntimeError("index exploded")
+
+    monkeypatch.setattr(LineIndex, "extend_step", broken_step)
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.main.query_one("#lines", LineView)
+        await wait_for(pilot, lambda: view.error is not None, "the build error was not shown")
+        assert "index exploded" in view.error
+        monkeypatch.setattr(LineIndex, "extend_step", real_step)
+        view.sync()  # the next change re-indexes the file
+        await wait_for(pilot, lambda: view.count == 2 and not view.busy, "no recovery")
+        await settle(pilot, timeout=WAIT)
+        assert view.visible_text() == ["one", "two"]
