@@ -193,7 +193,7 @@ class HelpScreen(ModalScreen[None]):
                     yield Static(table)
                 if self._legend:
                     legend = Table.grid(padding=(0, 2))
-                    legend.add_column(style="bold", no_wrap=True, width=25)
+                    legend.add_column(style="bold", no_wrap=True, width=34)
                     legend.add_column(style="dim")
                     for name, meaning in self._legend:
                         legend.add_row(name, meaning)
