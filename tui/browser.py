@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -55,26 +56,34 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float) ->
 
 @contextmanager
 def web_server(tui_args: Sequence[str], *, timeout: float = 60.0) -> Iterator[tuple[str, Any]]:
-    """`ackdeck web` on a free loopback port; yields (url, process). Stopped on exit."""
+    """`ackdeck web` on a free loopback port; yields (url, log) where `log()` returns what it
+    printed so far. Stopped on exit. Output goes to a file: a pipe nobody drains could fill up
+    and stall the server."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli", "web", "--port", str(port), *tui_args],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        _wait_listening(port, proc, timeout)
-        yield f"http://127.0.0.1:{port}", proc
-    finally:
-        proc.terminate()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "core.cli", "web", "--port", str(port), *tui_args],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def read_log() -> str:
+            log.seek(0)
+            return log.read().decode(errors="replace")
+
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            _wait_listening(port, proc, timeout)
+            yield f"http://127.0.0.1:{port}", read_log
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextmanager

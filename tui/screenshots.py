@@ -118,7 +118,7 @@ def web_shot(scene: Scene, out: Path) -> Path | None:
     for room in scene.rooms:
         args += ["--room", str(room)]
     target = out / "web-dashboard.png"
-    with web_server(args) as (url, _proc), chromium_page(chromium, width=1280, height=800) as page:
+    with web_server(args) as (url, _log), chromium_page(chromium, width=1280, height=800) as page:
         open_dashboard(page, url)
         settled_screenshot(page, target)
     return target
