@@ -6,6 +6,7 @@ progress collapses into the newest message instead of queueing.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,3 +80,4 @@ class SnapshotRead(Message):
 
     path: Path
     lines: int
+    committed: threading.Event  # set once the read's receipt is stored (or failed)

@@ -6,6 +6,7 @@ CLI and the MCP server use) and report back with `ActionFinished`.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -239,15 +240,20 @@ class MainScreen(Screen[None]):
     def _read_for_ack_all(self, path: Path) -> None:
         session = self.dash.config.session
 
+        # The receipt is stored only once the dialog's number reached the screen (core
+        # commits after `deliver` returns); the dialog's ack waits for that commit.
+        committed = threading.Event()
+
         def deliver(res: ReadResult) -> None:
-            # The receipt is stored only once the dialog's number reached the screen.
-            if not self.post_message(SnapshotRead(path, len(res.lines))):
+            if not self.post_message(SnapshotRead(path, len(res.lines), committed)):
                 raise AckdeckError("the dashboard closed before the snapshot was shown")
 
         try:
             Room(path).read(session, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "ack all: read failed"))
+        finally:
+            committed.set()
 
     def on_snapshot_read(self, message: SnapshotRead) -> None:
         path, shown = message.path, message.lines
@@ -275,7 +281,9 @@ class MainScreen(Screen[None]):
             self.dash.request_scan()
             self.query_one(LineView).sync()
 
-        self.app.push_screen(AckAllScreen(path, label, session, shown), answered)
+        self.app.push_screen(
+            AckAllScreen(path, label, session, shown, committed=message.committed), answered
+        )
 
     def action_push(self) -> None:
         path = self._room_or_warn()

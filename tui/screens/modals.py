@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +76,15 @@ class AckAllScreen(ConfirmScreen):
     open and says why.
     """
 
-    def __init__(self, path: Path, label: str, session: str, shown: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        label: str,
+        session: str,
+        shown: int,
+        *,
+        committed: threading.Event | None = None,
+    ) -> None:
         super().__init__(
             f"Ack all of {label}?",
             f"{session} has just read {shown:,} complete {plural(shown, 'line')} of {label}. "
@@ -86,6 +95,7 @@ class AckAllScreen(ConfirmScreen):
         self.path = path
         self.session = session
         self.shown = shown
+        self._committed = committed
         self._acking = False
         self.failed: str | None = None
 
@@ -102,6 +112,10 @@ class AckAllScreen(ConfirmScreen):
 
     @work(thread=True, group="owner-action", exit_on_error=False)
     def _ack(self, path: Path, session: str) -> None:
+        # The read's receipt is stored just after the dialog got its number; ack after that.
+        if self._committed is not None and not self._committed.wait(60):
+            self.post_message(SnapshotAcked(None, "the read did not finish; read again"))
+            return
         try:
             self.post_message(SnapshotAcked(Room(path).ack(session)))
         except AckdeckError as exc:
