@@ -251,5 +251,8 @@ class Noticer:
         notices, state = await anyio.to_thread.run_sync(self.due)
         if notices and not await send(notices):
             return False
-        await anyio.to_thread.run_sync(self.commit, state)
+        # A stop (SIGTERM, a closed client) right after a send must not skip the commit:
+        # the restarted door would then repeat the notice it already gave.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.commit, state)
         return bool(notices)

@@ -133,7 +133,10 @@ class Nudger:
     async def send(self, notices: list[Notice]) -> bool:
         await self.wait_idle()
         line = nudge_line(notices)
-        await anyio.to_thread.run_sync(self.tmux.type_line, line)
+        # Typed and then recorded by the caller with no checkpoint in between: a stop that
+        # lands here waits for the keys, so a restart never types the same nudge again.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.tmux.type_line, line)
         self.typed.append(line)
         self.idle.reset()
         return True

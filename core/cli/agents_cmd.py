@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from .. import hooks
@@ -257,5 +258,25 @@ def _nudge(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    anyio.run(lambda: nudger.run(window=args.window_ms / 1000))
+    anyio.run(_run_until_signalled, lambda: nudger.run(window=args.window_ms / 1000))
     return 0
+
+
+async def _run_until_signalled(main: Callable[[], Awaitable[None]]) -> None:
+    """Run `main` until it returns or SIGTERM/SIGINT arrives; a signal cancels it at its next
+    checkpoint, so shielded steps (typing a nudge and recording it) finish first."""
+    import signal
+
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(stop_on_signal)
+        await main()
+        tg.cancel_scope.cancel()
