@@ -4,13 +4,39 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test soak bench lint screenshots clean
+# The other supported Pythons, each in its own venv (.venv312, .venv313): `make test-3.12`,
+# `make test-3.13`; `make test-newest` is the newest, which CI runs as well. The interpreter is
+# the newest ~/.pyenv/versions/X.Y.*/bin/pythonX.Y, else a pythonX.Y on PATH that runs (pyenv's
+# shims are on PATH but fail for versions not selected with `pyenv global`).
+PYTHONS := 3.12 3.13
+NEWEST := 3.13
+find_python = $(or $(shell ls -d $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) 2>/dev/null \
+	| sort -V | tail -n 1),$(shell python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null))
+
+.PHONY: demo test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(shell command -v $(PY) || echo python3) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+define other_python
+.venv$(subst .,,$(1))/.installed: pyproject.toml
+	@test -n "$(call find_python,$(1))" || { echo "python$(1) not found: see README," \
+		"section 'Supported Pythons'" >&2; exit 1; }
+	test -x .venv$(subst .,,$(1))/bin/python || $(call find_python,$(1)) -m venv \
+		.venv$(subst .,,$(1))
+	.venv$(subst .,,$(1))/bin/python -m pip install -q --upgrade pip
+	.venv$(subst .,,$(1))/bin/python -m pip install -q -e '.[test]'
+	touch $$@
+
+test-$(1): .venv$(subst .,,$(1))/.installed
+	.venv$(subst .,,$(1))/bin/python -m pytest -q
+endef
+$(foreach v,$(PYTHONS),$(eval $(call other_python,$(v))))
+
+test-newest: test-$(NEWEST)
 
 demo: $(STAMP)
 	$(BIN)/ackdeck demo
@@ -32,4 +58,4 @@ screenshots: $(STAMP)
 	$(BIN)/python -m tui.screenshots screenshots
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(foreach v,$(PYTHONS),.venv$(subst .,,$(v))) .pytest_cache .mypy_cache .ruff_cache

@@ -16,11 +16,16 @@ keeps at most MAX_FRAGMENT bytes, handing each complete window to the matchers a
 (LineBuffer.on_window, one at a time), so a flood without newlines stays bounded in memory,
 and the outcome does not depend on how the writer split its writes or the reader its reads.
 
-Speed: candidate lines are found over whole chunks at once, with `bytes.find` of the literals
-every match must contain (core/_scan.py) or, when there are none, the compiled bytes regex in
-MULTILINE mode; only candidate lines are cleaned, decoded and verified on their own. Lines that
-hold control bytes (found with strcspn) are always verified one by one, because cleaning could
-create a match. The result is exactly that of matching every cleaned line alone.
+Patterns run on RE2 (core/patterns.py): linear time whatever the pattern.
+
+Speed: most output holds no control bytes, and a line without them is its own cleaned text. So
+each read's complete lines are searched as one buffer, by the pattern in multi-line mode or by
+memmem for the literals every match must contain (core/_scan.py); line boundaries are only
+looked up around a hit, and only matched lines are decoded. Apart from that, the lines holding
+control bytes are found (strcspn, beside the search in a helper thread on large reads), cleaned
+and matched one by one, replacing whatever the search said about them, because cleaning can
+create or remove a match. The result is exactly that of matching every cleaned line alone
+(property tests compare the two).
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ._scan import Buf, CtrlFinder, required_literals
-from .errors import InvalidInput
+from ._scan import PARALLEL_MIN, Buf, LiteralFinder, ctrl_lines_beside
+from .patterns import Pattern, compile_pattern
+
+__all__ = ["Pattern", "compile_pattern"]  # re-exported: the compile site of every user regex
 
 MAX_FRAGMENT = 1 << 20  # newest bytes kept of an unterminated line
 MAX_PAYLOAD = 1024  # bytes of a matched line kept in a wake (middle truncated)
@@ -45,12 +52,6 @@ _ANSI = re.compile(
 )
 # Every C0 control byte except tab, plus DEL. `\n` is never inside a line.
 _CTRL_BYTES = bytes(c for c in range(0x20) if c != 0x09) + b"\x7f"
-# Assertions whose meaning differs between "the line alone" and "the line inside a chunk"
-# (string anchors, lookarounds): with them the chunk prefilter could miss a match, so such
-# patterns are checked line by line. Anything else that matches a line alone at position p
-# also matches at p inside the chunk (MULTILINE makes ^/$ line anchors), so the leftmost chunk
-# hit is never past a true match; a hit that spans lines is verified on its first line only.
-_CHUNK_UNSAFE = re.compile(r"\\[AZz]|\(\?<?[=!]")
 
 
 def clean(raw: bytes) -> bytes:
@@ -60,10 +61,10 @@ def clean(raw: bytes) -> bytes:
     return raw.translate(None, _CTRL_BYTES)
 
 
-def truncate_middle(data: bytes, limit: int = MAX_PAYLOAD) -> bytes:
+def truncate_middle(data: Buf | memoryview, limit: int = MAX_PAYLOAD) -> bytes:
     """Keep the head and tail of `data` within `limit` bytes, marking what was cut."""
     if len(data) <= limit:
-        return data
+        return bytes(data)
     cut = len(data) - limit
     marker = f" …[{cut + 40} bytes]… ".encode()
     keep = limit - len(marker)
@@ -74,7 +75,7 @@ def truncate_middle(data: bytes, limit: int = MAX_PAYLOAD) -> bytes:
     t = len(data) - tail
     while t < len(data) and 0x80 <= data[t] < 0xC0:
         t += 1
-    return data[:head] + marker + data[t:]
+    return bytes(data[:head]) + marker + bytes(data[t:])
 
 
 def display(raw: bytes) -> str:
@@ -82,14 +83,11 @@ def display(raw: bytes) -> str:
     return truncate_middle(clean(raw)).decode("utf-8", errors="replace")
 
 
-def compile_pattern(pattern: str, what: str = "monitor") -> re.Pattern[bytes]:
-    """Compile a user regex for cleaned line bytes; a bad one is a one-line InvalidInput."""
-    if not isinstance(pattern, str) or pattern == "":
-        raise InvalidInput(f"invalid {what} regex: it must not be empty")
-    try:
-        return re.compile(pattern.encode("utf-8"))
-    except re.error as exc:
-        raise InvalidInput(f"invalid {what} regex {pattern!r}: {exc}") from None
+def _display_plain(buf: Buf, ls: int, end: int) -> str:
+    """display() of buf[ls:end], a line without control bytes (its own cleaned text): no
+    cleaning pass and, for a long line, no copy beyond the head and tail that are kept."""
+    with memoryview(buf)[ls:end] as line:
+        return truncate_middle(line).decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -204,12 +202,10 @@ class LineMatcher:
         # Long lines whose windows are being seen: line start -> text of the first hit (None:
         # no hit yet). At most two: the line a region completes and the next unfinished one.
         self._long: dict[int, str | None] = {}
-        self._chunk_rx: re.Pattern[bytes] | None = None
-        self._prefix: tuple[bytes, ...] | None = None
-        if not exclude:
-            self._prefix = required_literals(pattern)
-            if self._prefix is None and not _CHUNK_UNSAFE.search(pattern):
-                self._chunk_rx = re.compile(pattern.encode("utf-8"), re.MULTILINE)
+        # Searching a buffer of lines finds the lines that match, so it serves plain monitors;
+        # an exclude monitor reports the others, line by line.
+        self._chunk_rx = None if exclude else self.rx.chunk
+        self._literals = self.rx.literals if self._chunk_rx is not None else None
 
     def line_hits(self, raw: Buf) -> bool:
         return (self.rx.search(clean(bytes(raw))) is not None) != self.exclude
@@ -268,56 +264,63 @@ class LineMatcher:
             region = (buf, lo, hi, base, base + lo)
             if lo >= hi:
                 return out
-        if self._chunk_rx is None and self._prefix is None:
+        if self._chunk_rx is None:
             self._scan_lines(region, lo, hi, out)
             return out
-        # Lines holding control bytes are checked alone; the chunk regex covers the rest.
-        ctrl = CtrlFinder(buf, lo, hi)
-        pos = lo
-        c = ctrl.next(pos)
-        while c >= 0:
-            ls = buf.rfind(b"\n", lo, c) + 1 or lo
-            le = buf.find(b"\n", c, hi) + 1
-            self._scan_chunk(region, pos, ls, out)
-            self._scan_lines(region, ls, le, out)
-            pos = le
-            c = ctrl.next(pos) if pos < hi else -1
-        self._scan_chunk(region, pos, hi, out)
+        # Two independent passes: the lines holding control bytes (checked alone, cleaned), and
+        # the lines whose raw text matches (right for every other line, whose raw text is its
+        # cleaned text). Both run in C without the GIL, so on a large region the first is
+        # offered to a helper thread while this one searches.
+        ctrl, hits = ctrl_lines_beside(
+            buf, lo, hi, lambda: self._raw_hits(buf, lo, hi), parallel=hi - lo >= PARALLEL_MIN
+        )
+        k = 0
+        for ls, le in hits:
+            while k < len(ctrl) and ctrl[k][0] <= ls:
+                cs, ce = ctrl[k]
+                self._scan_lines(region, cs, ce, out)
+                k += 1
+            if k and ctrl[k - 1][0] == ls:
+                continue  # a line with control bytes: decided on its cleaned text above
+            start = self._start(region, ls)
+            if le - 1 - ls > 2 * self.half:
+                self._long_line(bytes(buf[ls : le - 1]), start, start, base + le, out)
+            else:
+                out.append(MatchedLine(start, base + le, _display_plain(buf, ls, le - 1)))
+        for cs, ce in ctrl[k:]:
+            self._scan_lines(region, cs, ce, out)
         return out
 
     def _start(self, region: Region, ls: int) -> int:
         _, lo, _, base, first_start = region
         return first_start if ls == lo else base + ls
 
-    def _scan_chunk(self, region: Region, pos: int, endpos: int, out: list[MatchedLine]) -> None:
-        buf, _, _, base, _ = region
-        prefixes, chunk_rx = self._prefix, self._chunk_rx
-        # Next occurrence of each literal, recomputed only once the scan has passed it.
-        nexts = [-1] * len(prefixes or ())
+    def _raw_hits(self, buf: Buf, pos: int, endpos: int) -> list[tuple[int, int]]:
+        """[start, end) of each line of buf[pos:endpos] whose raw text matches.
+
+        The multi-line pattern answers on a line inside the buffer exactly as on the line alone
+        (`^`/`$` are line ends, `\\b` sees the newline, never_nl keeps a match inside its line).
+        So the first hit in the buffer is in the first matching line, which is taken without a
+        second look; a literal hit is only a candidate, checked by the pattern on its line.
+        """
+        chunk_rx = self._chunk_rx
+        assert chunk_rx is not None
+        lits = LiteralFinder(buf, self._literals) if self._literals else None
+        hits: list[tuple[int, int]] = []
         while pos < endpos:
-            if prefixes is not None:
-                for k, lit in enumerate(prefixes):
-                    if nexts[k] < pos:
-                        hit = buf.find(lit, pos, endpos)
-                        nexts[k] = endpos if hit < 0 else hit
-                at = min(nexts)
+            if lits is not None:
+                at = lits.next(pos, endpos)
             else:
-                assert chunk_rx is not None
                 m = chunk_rx.search(buf, pos, endpos)
                 at = -1 if m is None else m.start()
             if at < 0 or at >= endpos:
-                return
-            nl = buf.rfind(b"\n", pos, at)
-            ls = nl + 1 if nl >= 0 else pos
+                break
+            ls = buf.rfind(b"\n", pos, at) + 1 or pos
             le = buf.find(b"\n", at, endpos) + 1 or endpos
-            # Verify on the line alone: the chunk hit may have spanned lines.
-            raw = bytes(buf[ls : le - 1])
-            start = self._start(region, ls)
-            if len(raw) > 2 * self.half:
-                self._long_line(raw, start, start, base + le, out)
-            elif self.rx.search(raw) is not None:
-                out.append(MatchedLine(self._start(region, ls), base + le, display(raw)))
+            if lits is None or chunk_rx.search(buf, ls, le - 1) is not None:
+                hits.append((ls, le))
             pos = le
+        return hits
 
     def _scan_lines(self, region: Region, pos: int, endpos: int, out: list[MatchedLine]) -> None:
         buf, _, _, base, _ = region

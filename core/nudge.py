@@ -12,7 +12,6 @@ socket name like `tmux -L NAME`).
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import time
@@ -26,6 +25,7 @@ from .errors import AckdeckError, InvalidInput
 from .monitors import compile_pattern
 from .noticer import DEFAULT_WINDOW_S, Noticer
 from .notices import Notice, nudge_line
+from .patterns import Pattern
 
 DEFAULT_IDLE_MS = 2000
 
@@ -40,7 +40,7 @@ class IdleWatch:
     """Feed it pane snapshots with their times; it says when the pane counts as idle."""
 
     idle_ms: int
-    prompt: re.Pattern[bytes] | None = None
+    prompt: Pattern | None = None  # an RE2 user pattern (core.patterns)
     _content: str | None = field(default=None, init=False)
     _since: float = field(default=0.0, init=False)
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from . import gate, shown
 from .home import resolve_home
-from .monitors import clean, compile_pattern
+from .monitors import Pattern, clean, compile_pattern
 from .names import check_name
 from .procs import check_lost, get_run
 from .runs import load_meta, meta_path, output_path, pid_alive
@@ -90,7 +89,7 @@ def read_output(
 def _read_once(
     rdir: Path,
     session: str,
-    rx: re.Pattern[bytes] | None,
+    rx: Pattern | None,
     exclude: bool,
     clock: Clock,
     deadline: float,

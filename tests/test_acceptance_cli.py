@@ -33,7 +33,9 @@ PS_KEYS = {"name", "run_id", "pid", "status", "exit_code", "started_at", "ended_
 DRAIN_KEYS = {"delivered", "superseded", "pending"}
 DELIVERED_KEYS = {"name", "run_id", "filter", "exclude", "lines", "total_matches"}
 
-NEVER = "(?!)"  # a regex that matches nothing: a filtered long-poll that waits for the exit
+# A regex that matches nothing (an empty class; RE2 has no `(?!)`): a filtered long-poll that
+# waits for the exit.
+NEVER = r"[^\s\S]"
 
 
 class Cli:
@@ -581,6 +583,26 @@ def test_invalid_regex_and_unstartable_commands_start_nothing(cli: Cli, tmp_path
         ["output", "ok", "--session", "s", "--filter", "("],
         ["output", "ok", "--session", "bad/session"],
     )
+
+
+def test_patterns_re2_cannot_run_are_refused_by_name_and_start_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    cmd = ["--", "sh", "-c", f"touch {marker}"]
+    backref, lookahead = cli.all_fail(
+        ["run", "b", "--monitor", r"(a)\1", *cmd],
+        ["run", "l", "--monitor", "(?=x)", *cmd],
+    )
+    assert r"backreference \1 is not supported" in backref, backref
+    assert "lookahead (?=...) is not supported" in lookahead, lookahead
+    assert cli.ps() == [] and not marker.exists()
+    cli.ok("run", "ok", "--", "echo", "hello")
+    cli.wait_ended("ok")
+    (refused,) = cli.all_fail(["output", "ok", "--session", "s", "--filter", "(?<=a)b"])
+    assert "lookbehind (?<=...) is not supported" in refused, refused
+    # The refused read consumed nothing: the session's next read still gets the line.
+    assert cli.js("output", "ok", "--session", "s")["lines"] == ["hello"]
 
 
 def test_signal_exits_report_128_plus_n_and_kill_takes_the_group(cli: Cli) -> None:

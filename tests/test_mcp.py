@@ -293,6 +293,8 @@ async def test_process_errors_are_error_results(home: Path, tmp_path: Path) -> N
     async with connect(home, [tmp_path / "inbox.txt"]) as client:
         for args, needle in (
             ({"name": "x", "argv": ["sh"], "monitor": "(unclosed"}, "regex"),
+            ({"name": "x", "argv": ["sh"], "monitor": r"(a)\1"}, r"backreference \1 is not"),
+            ({"name": "x", "argv": ["sh"], "monitor": "(?=x)"}, "lookahead (?=...) is not"),
             ({"name": "x", "argv": ["no-such-command-ackdeck"]}, "not found"),
             ({"name": "../x", "argv": ["sh"]}, "invalid process name"),
             ({"name": "x", "argv": ["sh"], "exclude": True}, "need a monitor"),
@@ -302,6 +304,8 @@ async def test_process_errors_are_error_results(home: Path, tmp_path: Path) -> N
             assert needle in text_of(r), text_of(r)
         missing = await call(client, "process_output", {"name": "never-started"})
         assert missing.is_error and "never-started" in text_of(missing)
+        refused = await call(client, "process_output", {"name": "x", "filter": "(?!x)"})
+        assert refused.is_error and "negative lookahead (?!...) is not" in text_of(refused)
     assert procs.list_runs(home) == []
 
 

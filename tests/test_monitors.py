@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import re
+import os
+import random
+import threading
+from typing import Any
 
 import pytest
+import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import _scan, monitors
 from core.errors import InvalidInput
 from core.monitors import (
     MAX_FRAGMENT,
@@ -18,6 +23,7 @@ from core.monitors import (
     MatchedLine,
     clean,
     compile_pattern,
+    display,
 )
 
 
@@ -34,8 +40,8 @@ def scan_pieces(pattern: str, pieces: list[bytes], *, exclude: bool = False, fin
 
 
 def naive(pattern: str, data: bytes, exclude: bool = False) -> list[tuple[int, int]]:
-    """Reference: split the whole file into lines, clean each, match it alone."""
-    rx = re.compile(pattern.encode())
+    """Reference: split the whole file into lines, clean each, match it alone with plain RE2."""
+    rx = re2.compile(pattern.encode())
     out = []
     pos = 0
     for raw in data.split(b"\n"):
@@ -154,9 +160,17 @@ PATTERNS = [
     "a.b",
     "(?i)err",
     r"\bab\b",
-    r"(?<=a)b",
-    r"ERR(?!x)",
+    r"\Bb",
     r"\Aab",
+    r"ab\z",
+    r"(?-m)^ab$",
+    "(?s)a.b",
+    r"a\Cb",
+    r"a[^E]b",
+    "(?U)a+b",
+    "(a+)+$",
+    "[[:upper:]]R",
+    r"\pLR",
     "b*",
     r"a\nb",
     "ERR.*b",
@@ -182,6 +196,8 @@ ALPHABET = [
     b"\r",
     b"x",
     b"\xc3\xa9",
+    b"\xc3",
+    b"\xff",
 ]
 
 
@@ -260,3 +276,83 @@ def test_long_lines_match_the_same_however_they_were_split(
     # Lines within the bound still match exactly as a line matched alone.
     short = [(s, e) for s, e, _ in whole if e - s <= 16]
     assert short == [(s, e) for s, e in naive(pattern, data, exclude) if e - s <= 16]
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+@pytest.mark.parametrize("pattern", ["ERROR", "ERROR|FATAL", "[Ee]rror", r"\.\w+ done$", "ERR$"])
+def test_large_region_scanned_in_two_threads_equals_line_by_line(
+    pattern: str, parallel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Over PARALLEL_MIN bytes in one read: the control-byte pass is offered to a helper thread.
+    if not parallel:
+        monkeypatch.setattr(monitors, "PARALLEL_MIN", 1 << 40)
+    calls: list[bool] = []
+    beside = _scan.ctrl_lines_beside
+    monkeypatch.setattr(
+        monitors,
+        "ctrl_lines_beside",
+        lambda *a, parallel: calls.append(parallel) or beside(*a, parallel=parallel),
+    )
+    rnd = random.Random(pattern)
+    kinds = [
+        b"INFO all good",
+        b"ERROR: disk full",
+        b"\x1b[31mER\x1b[0mROR split by colour",
+        b"FATAL\r",
+        b"Error ",
+        b"ERR\r",
+        b"job done",
+        b"\x07job done",
+        b"caf\xc3\xa9 \xff ERROR",
+    ]
+    pad = b" " + b"." * 60  # long lines: fewer of them for the same size
+    data = b"".join(pad + rnd.choice(kinds) + b"\n" for _ in range(20_000))
+    assert len(data) > 1 << 20
+    got, _ = scan_pieces(pattern, [data])
+    want = naive(pattern, data)
+    assert [(m.start, m.end) for m in got] == want
+    assert len(want) > 500
+    assert [m.text for m in got] == [display(data[s : e - 1]) for s, e in want]
+    assert calls == [parallel]
+
+
+def _ctrl_data() -> bytes:
+    return b"".join(
+        (b"plain %d\n" % i) if i % 7 else (b"\x1b[1mbold %d\x1b[0m\n" % i) for i in range(50_000)
+    )
+
+
+def test_control_lines_found_by_the_helper_thread_equal_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _ctrl_data()
+    want = _scan.ctrl_lines(data, 0, len(data))
+    assert len(want) == len(range(0, 50_000, 7))
+    started = threading.Event()
+    real = _scan.ctrl_lines
+
+    def helper_side(*args: Any) -> list[tuple[int, int]]:
+        started.set()
+        return real(*args)
+
+    monkeypatch.setattr(_scan, "ctrl_lines", helper_side)
+
+    def other() -> str:
+        assert started.wait(60), "the helper thread never started"
+        return "searched"
+
+    found, result = _scan.ctrl_lines_beside(data, 0, len(data), other, parallel=True)
+    assert (found, result) == (want, "searched")
+
+
+def test_control_lines_are_taken_back_when_the_helper_is_busy() -> None:
+    data = _ctrl_data()
+    release = threading.Event()
+    busy = _scan._helper(os.getpid()).submit(release.wait, 60)
+    try:
+        found, result = _scan.ctrl_lines_beside(data, 0, len(data), lambda: 1, parallel=True)
+        assert not busy.done()  # the helper never got to it: done here instead
+    finally:
+        release.set()
+    assert busy.result() is True
+    assert (found, result) == (_scan.ctrl_lines(data, 0, len(data)), 1)

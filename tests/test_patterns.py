@@ -1,0 +1,180 @@
+"""User patterns on RE2: refusal of what RE2 cannot run, the literal prefilter's soundness, and
+the chunk scanner against per-line matching on generated patterns."""
+
+from __future__ import annotations
+
+import pytest
+import re2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core._literals import required_literals
+from core.errors import InvalidInput
+from core.patterns import compile_pattern
+from tests.test_monitors import naive, scan_pieces, scan_reused_buffer
+
+
+@pytest.mark.parametrize(
+    ("pattern", "construct"),
+    [
+        (r"(a)\1", r"backreference \1"),
+        ("(?=x)", "lookahead (?=...)"),
+        ("ERR(?!x)", "negative lookahead (?!...)"),
+        ("(?<=a)b", "lookbehind (?<=...)"),
+        ("(?<!a)b", "negative lookbehind (?<!...)"),
+        ("(?P<n>a)(?P=n)", "named backreference (?P=name)"),
+        ("(?>a+)b", "atomic group (?>...)"),
+        ("a++", "possessive quantifier ++"),
+        (r"done\Z", r"\Z (RE2 spells the end of text \z)"),
+        (r"\k<n>", r"backreference \k<name>"),
+    ],
+)
+def test_unsupported_construct_is_one_line_naming_it(pattern: str, construct: str) -> None:
+    with pytest.raises(InvalidInput) as info:
+        compile_pattern(pattern)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg == (
+        f"invalid monitor regex {pattern!r}: {construct} is not supported "
+        "(ackdeck uses RE2 syntax, see README)"
+    )
+
+
+def test_other_errors_keep_re2s_own_words_on_one_line() -> None:
+    with pytest.raises(InvalidInput, match=r"^invalid filter regex 'ERR\(': missing \)"):
+        compile_pattern("ERR(", "filter")
+    with pytest.raises(InvalidInput, match="invalid repetition size"):
+        compile_pattern("a{1001}")
+
+
+def test_re2_syntax_beyond_pythons_is_accepted() -> None:
+    p = compile_pattern(r"\pL+ [[:digit:]]+ \x{e9}")
+    assert p.search("Done 42 é".encode()) is not None
+    assert compile_pattern(r"ab\z").chunk is None  # text anchors: matched line by line
+    assert compile_pattern("ERROR").chunk is not None
+
+
+def test_refused_pattern_prints_nothing_else_on_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    # RE2 logs its own copy of every parse error unless told not to.
+    with pytest.raises(InvalidInput):
+        compile_pattern(r"(a)\1")
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literals"),
+    [
+        ("ERROR", (b"ERROR",)),
+        ("ERROR: .*failed", (b"ERROR: ",)),
+        ("ERROR|Traceback|FATAL", (b"ERROR", b"FATAL", b"Traceback")),
+        ("[Ee]rror", (b"rror",)),
+        ("ERRORS?", (b"ERROR",)),
+        ("x(ab|cd)y", (b"ab", b"cd")),
+        ("FAIL(ED)?: ", (b"FAIL",)),
+        ("(?P<lvl>WARN|ERROR) code", (b" code",)),
+        (r"v1\.2", (b"v1.2",)),
+        ("é+x", (b"x",)),
+        (r"a{,3}", (b",3}",)),  # not a repetition in RE2: literal text
+        ("(?i)error", None),
+        ("x(?i:ab)", None),  # any case flag: no literal at all
+        (r"\Qa.b\E", None),
+        ("(a+)+$|DONE", None),
+        ("a|", None),
+        (".*", None),
+    ],
+)
+def test_required_literals_examples(pattern: str, literals: tuple[bytes, ...] | None) -> None:
+    assert required_literals(pattern) == literals
+
+
+# A small grammar of RE2 patterns over the alphabet the texts use.
+ATOMS = [
+    "a", "b", "E", "R", " ", "é", r"\.", ".", "[aE]", "[^a]", r"\w", r"\s", r"\b", "^", "$",
+    r"\x{e9}", "{", "}", r"\pL", "[[:upper:]]",
+]  # fmt: skip
+QUANTS = ["", "", "", "*", "+", "?", "{2}", "{1,2}", "{,2}", "*?"]
+
+
+def _patterns() -> st.SearchStrategy[str]:
+    atom = st.builds(lambda a, q: a + q, st.sampled_from(ATOMS), st.sampled_from(QUANTS))
+    seq = st.lists(atom, min_size=1, max_size=5).map("".join)
+
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        group = st.builds(
+            lambda opener, body, q: f"{opener}{body}){q}",
+            st.sampled_from(["(", "(?:", "(?s:", "(?i:", "(?P<g>"]),
+            inner,
+            st.sampled_from(QUANTS),
+        )
+        alt = st.lists(inner, min_size=2, max_size=3).map("|".join)
+        cat = st.lists(st.one_of(inner, group), min_size=1, max_size=3).map("".join)
+        return st.one_of(group, alt, cat)
+
+    return st.recursive(seq, extend, max_leaves=8).filter(_valid)
+
+
+def _valid(pattern: str) -> bool:
+    try:
+        compile_pattern(pattern)
+    except InvalidInput:
+        return False
+    return True
+
+
+TEXT = st.lists(
+    st.sampled_from([b"a", b"b", b"E", b"R", b" ", b".", b"{", b"}", b"\xc3\xa9", b"\xff", b"Z"]),
+    max_size=30,
+).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(_patterns(), st.lists(TEXT, min_size=1, max_size=10))
+def test_every_match_contains_a_required_literal(pattern: str, texts: list[bytes]) -> None:
+    literals = required_literals(pattern)
+    if literals is None:
+        return
+    rx = re2.compile(pattern.encode())
+    for text in texts:
+        if rx.search(text) is not None:
+            assert any(lit in text for lit in literals), (pattern, literals, text)
+
+
+LINE_PARTS = [b"a", b"b", b"E", b"R", b" ", b".", b"\n", b"\x1b[1m", b"\r", b"\xc3\xa9", b"\xff"]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    _patterns(),
+    st.lists(st.sampled_from(LINE_PARTS), max_size=60),
+    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+    st.booleans(),
+)
+def test_chunked_scan_equals_line_by_line_on_generated_patterns(
+    pattern: str, parts: list[bytes], cuts: list[int], exclude: bool
+) -> None:
+    data = b"".join(parts)
+    pieces, pos, i = [], 0, 0
+    while pos < len(data):
+        n = cuts[i % len(cuts)]
+        pieces.append(data[pos : pos + n])
+        pos += n
+        i += 1
+    want = naive(pattern, data, exclude)
+    got, _ = scan_pieces(pattern, pieces, exclude=exclude)
+    assert [(m.start, m.end) for m in got] == want
+    got = scan_reused_buffer(pattern, pieces, exclude)
+    assert [(m.start, m.end) for m in got] == want
+
+
+@pytest.mark.parametrize(
+    "construct",
+    [r"\D", r"\W", r"\S", r"\PL", "[^[:alpha:]]", "[[:^alpha:]]", r"[\x00-\x{10FFFF}]", "(?s:.)",
+     r"\n", "[\\n]", r"\x{0a}", r"[\d\D]", r"[^\x00]", "[[:space:]]", "\n", r"\012", r"[^\t]"],
+)  # fmt: skip
+def test_the_buffer_pattern_never_matches_across_a_newline(construct: str) -> None:
+    # The scanner takes a hit in a buffer of lines as its line's match without a second look:
+    # that is only right if no match can run into the next line.
+    p = compile_pattern(f"a{construct}b")
+    assert p.chunk is not None
+    assert p.chunk.search(b"xa\nbx") is None
+    assert compile_pattern(r"a\Cb").chunk is None  # \C ignores never_nl: line by line instead
