@@ -34,3 +34,16 @@ def phome(home: Path) -> Iterator[Path]:
     from tests.test_procs_support import run_and_cleanup  # it imports this module
 
     yield from run_and_cleanup(home)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One real redis-server on loopback for the whole test session (skips if not installed)."""
+    from tests.redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,256 @@
+"""The server-side scripts of a redis room (Lua, run atomically by EVALSHA).
+
+Keys of room NAME (the `{NAME}` hash tag keeps them in one cluster slot):
+  ackdeck:room:{NAME}           the stream; one entry per line, field `line`
+  ackdeck:room:{NAME}:meta      hash: epoch, hw, foreign, removed, cut, acked, preserved, last_ack
+  ackdeck:room:{NAME}:receipts  hash: session -> JSON receipt {epoch, first, last, count, digest,
+                                acked, read_at}
+  ackdeck:room:{NAME}:audit     stream of acks (capped at about 10,000 entries)
+
+Epochs. Within one stream, entry IDs are never reused and entries never change, so an ID names
+the same bytes for the stream's whole life. Two things break that, and each starts a new epoch
+(every older receipt is stale and removes nothing):
+- the stream was deleted or recreated: its `entries-added` counter went below the highest
+  value ackdeck saw (`hw`);
+- someone else removed entries (XDEL, XTRIM, XADD MAXLEN): `entries-added - length - removed`
+  (entries removed by anyone but ackdeck) differs from the value recorded (`foreign`).
+ackdeck's own acks always remove a prefix (a read returns every entry, so nothing older than a
+receipt's first entry is left when it is acked): `cut` is the newest ID they removed.
+"""
+
+from __future__ import annotations
+
+# Shared helpers, prepended to every script.
+_PRELUDE = r"""
+local function numlt(a, b)
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+-- Stream IDs as strings ("ms-seq"): exact for the full 64-bit range, unlike Lua numbers.
+local function idlt(a, b)
+  local am, as = string.match(a, '^(%d+)%-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)%-(%d+)$')
+  if am ~= bm then return numlt(am, bm) end
+  return numlt(as, bs)
+end
+local function want_type(key, want)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    error({err = 'WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. want})
+  end
+  return t ~= 'none'
+end
+local function stream_state(key)
+  local s = {exists = false, length = 0, added = 0, last = '0-0'}
+  if not want_type(key, 'stream') then return s end
+  s.exists = true
+  local info = redis.call('XINFO', 'STREAM', key)
+  for i = 1, #info, 2 do
+    local f = info[i]
+    if f == 'length' then s.length = info[i + 1]
+    elseif f == 'entries-added' then s.added = info[i + 1]
+    elseif f == 'last-generated-id' then s.last = info[i + 1] end
+  end
+  return s
+end
+local function load_meta(key)
+  want_type(key, 'hash')
+  local raw = redis.call('HGETALL', key)
+  local m = {}
+  for i = 1, #raw, 2 do m[raw[i]] = raw[i + 1] end
+  return {
+    epoch = tonumber(m.epoch or '0'), hw = tonumber(m.hw or '0'),
+    foreign = tonumber(m.foreign or '0'), removed = tonumber(m.removed or '0'),
+    cut = m.cut or '0-0', acked = tonumber(m.acked or '0'),
+    preserved = tonumber(m.preserved or '0'), last_ack = m.last_ack or '',
+  }
+end
+-- The meta reconciled with the stream; changed=true when a new epoch starts or hw grew.
+local function settle(s, m)
+  local changed = false
+  local foreign = s.added - s.length - m.removed
+  if s.added < m.hw or foreign ~= m.foreign then
+    m.epoch = m.epoch + 1
+    m.removed = 0
+    m.foreign = s.added - s.length
+    m.cut = '0-0'
+    changed = true
+  end
+  if s.added ~= m.hw then m.hw = s.added; changed = true end
+  return changed
+end
+local function store_meta(key, m)
+  redis.call('HSET', key, 'epoch', m.epoch, 'hw', m.hw, 'foreign', m.foreign,
+    'removed', m.removed, 'cut', m.cut, 'acked', m.acked, 'preserved', m.preserved,
+    'last_ack', m.last_ack)
+end
+local function receipt_of(key, session)
+  want_type(key, 'hash')
+  local raw = redis.call('HGET', key, session)
+  if not raw then return nil end
+  local ok, r = pcall(cjson.decode, raw)
+  if not ok or type(r) ~= 'table' or type(r.last) ~= 'string' then
+    error({err = 'CORRUPT receipt of session ' .. session .. ' in ' .. key})
+  end
+  return r
+end
+-- The digest a read computed client-side: per entry its ID, then each field and value with
+-- its length, so no two different entry lists hash the same input.
+local function digest(entries)
+  local parts = {}
+  for _, e in ipairs(entries) do
+    parts[#parts + 1] = e[1] .. '\n'
+    for _, x in ipairs(e[2]) do parts[#parts + 1] = #x .. ':' .. x .. '\n' end
+  end
+  return redis.sha1hex(table.concat(parts))
+end
+"""
+
+# KEYS: stream, meta. Returns {epoch, entries}. Persists a new epoch (or hw) when it sees one;
+# the receipt is stored by the client once it holds the entries (recorded only once delivered).
+READ = (
+    _PRELUDE
+    + r"""
+local s = stream_state(KEYS[1])
+local m = load_meta(KEYS[2])
+if settle(s, m) then store_meta(KEYS[2], m) end
+local entries = {}
+if s.exists then entries = redis.call('XRANGE', KEYS[1], '-', '+') end
+return {m.epoch, entries}
+"""
+)
+
+# KEYS: stream, meta, receipts. ARGV: session, receipt JSON. A receipt of an epoch that ended
+# meanwhile is stored as it is: the next ack finds it stale and removes nothing.
+COMMIT_RECEIPT = (
+    _PRELUDE
+    + r"""
+want_type(KEYS[3], 'hash')
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+return 1
+"""
+)
+
+# KEYS: stream, meta, receipts, audit. ARGV: session, now, all ('1' or '0').
+# Returns {mode, acked, preserved, epoch, entries (for all), unread (for refused)}.
+ACK = (
+    _PRELUDE
+    + r"""
+local session, now, all = ARGV[1], ARGV[2], ARGV[3] == '1'
+local s = stream_state(KEYS[1])
+local m = load_meta(KEYS[2])
+local dirty = settle(s, m)
+local function finish(mode, acked, first, last, dig)
+  local left = 0
+  if s.exists then left = redis.call('XLEN', KEYS[1]) end
+  if mode == 'prefix' or mode == 'all' then
+    m.acked = m.acked + acked
+    m.preserved = m.preserved + left
+    m.last_ack = now
+    dirty = true
+    redis.call('XADD', KEYS[4], 'MAXLEN', '~', '10000', '*', 'at', now, 'session', session,
+      'mode', mode, 'epoch', m.epoch, 'first', first, 'last', last, 'acked', acked,
+      'preserved', left, 'sha1', dig)
+  end
+  if dirty then store_meta(KEYS[2], m) end
+  return left
+end
+local function mark_acked(r)
+  r.acked = true
+  redis.call('HSET', KEYS[3], session, cjson.encode(r))
+end
+local function remove(entries)
+  local ids = {}
+  for i, e in ipairs(entries) do
+    ids[#ids + 1] = e[1]
+    if #ids == 4000 then redis.call('XDEL', KEYS[1], unpack(ids)); ids = {} end
+  end
+  if #ids > 0 then redis.call('XDEL', KEYS[1], unpack(ids)) end
+  m.removed = m.removed + #entries
+  local last = entries[#entries][1]
+  if idlt(m.cut, last) then m.cut = last end
+end
+
+if all then
+  want_type(KEYS[3], 'hash')
+  local entries = {}
+  if s.exists then entries = redis.call('XRANGE', KEYS[1], '-', '+') end
+  local first, last = '', ''
+  if #entries > 0 then
+    first, last = entries[1][1], entries[#entries][1]
+    remove(entries)
+  end
+  local left = finish('all', #entries, first, last, digest(entries))
+  -- The session's receipt becomes a cursor past everything it was just given.
+  local cursor = last
+  if cursor == '' then cursor = m.cut end
+  redis.call('HSET', KEYS[3], session, cjson.encode({epoch = m.epoch, first = cursor,
+    last = cursor, count = 0, digest = '', acked = true, read_at = tonumber(now)}))
+  return {'all', #entries, left, m.epoch, entries, 0}
+end
+
+local r = receipt_of(KEYS[3], session)
+if r == nil or r.acked then
+  local left = finish('refused', 0, '', '', '')
+  return {'refused', 0, left, m.epoch, {}, left}
+end
+if r.epoch ~= m.epoch then
+  local left = finish('stale', 0, '', '', '')
+  return {'stale', 0, left, m.epoch, {}, 0}
+end
+if r.count == 0 or not idlt(m.cut, r.last) then
+  -- an empty read, or every entry of it was already acked (by this or another session)
+  mark_acked(r)
+  local left = finish('noop', 0, '', '', '')
+  return {'noop', 0, left, m.epoch, {}, 0}
+end
+local from, whole = r.first, true
+if not idlt(m.cut, r.first) then
+  -- another session's ack already removed the receipt's older entries (shared room)
+  from, whole = '(' .. m.cut, false
+end
+local entries = redis.call('XRANGE', KEYS[1], from, r.last)
+if (whole and (#entries ~= r.count or digest(entries) ~= r.digest))
+    or (not whole and #entries > r.count) then
+  local left = finish('stale', 0, '', '', '')
+  return {'stale', 0, left, m.epoch, {}, 0}
+end
+if #entries > 0 then remove(entries) end
+mark_acked(r)
+local left = finish('prefix', #entries, r.first, r.last, r.digest)
+return {'prefix', #entries, left, m.epoch, {}, 0}
+"""
+)
+
+# KEYS: stream, meta, receipts. Read-only (queries do not write: a new epoch is computed, not
+# stored). Returns {exists, pending, pushed, epoch, acked, preserved, last_ack, last_id,
+# sessions = {name, in_flight, unread, ...}}.
+STATUS = (
+    _PRELUDE
+    + r"""
+local s = stream_state(KEYS[1])
+local m = load_meta(KEYS[2])
+settle(s, m)
+want_type(KEYS[3], 'hash')
+local raw = redis.call('HGETALL', KEYS[3])
+local sessions = {}
+for i = 1, #raw, 2 do
+  local ok, r = pcall(cjson.decode, raw[i + 1])
+  if ok and type(r) == 'table' and type(r.last) == 'string' then
+    local inflight = 0
+    if r.epoch == m.epoch and not r.acked and r.count > 0 and idlt(m.cut, r.last) then
+      if idlt(m.cut, r.first) then
+        inflight = r.count
+      else
+        inflight = #redis.call('XRANGE', KEYS[1], '(' .. m.cut, r.last)
+      end
+    end
+    sessions[#sessions + 1] = raw[i]
+    sessions[#sessions + 1] = inflight
+  end
+end
+local exists = 0
+if s.exists then exists = 1 end
+return {exists, s.length, s.added, m.epoch, m.acked, m.preserved, m.last_ack, s.last, sessions}
+"""
+)

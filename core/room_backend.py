@@ -1,0 +1,116 @@
+"""One room interface, two backends: a notification file (`core.rooms.Room`) or a Redis stream
+(`core.redis_room.RedisRoom`). Every door opens rooms through `open_room`, so each works on both.
+
+The interface is structural (`typing.Protocol`): it names what the doors use of a room and of
+its results, and the file backend satisfies it as it is. Offsets are bytes (`int`) in a file
+room and entry IDs (`"1700000000000-0"`) in a redis room; doors print them, never do
+arithmetic on them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from .room_url import is_url
+
+Clock = Callable[[], float]
+
+
+class ReadView(Protocol):
+    @property
+    def lines(self) -> list[bytes]: ...
+    @property
+    def start(self) -> int | str: ...
+    @property
+    def end(self) -> int | str: ...
+    @property
+    def epoch(self) -> int: ...
+
+
+class AckView(Protocol):
+    @property
+    def mode(self) -> str: ...
+    @property
+    def acked(self) -> int: ...
+    @property
+    def preserved(self) -> int: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def lines(self) -> list[bytes] | None: ...
+
+
+class SessionView(Protocol):
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def unread(self) -> int: ...
+
+
+class StatusView(Protocol):
+    @property
+    def path(self) -> Path | str: ...
+    @property
+    def exists(self) -> bool: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def partial_bytes(self) -> int: ...
+    @property
+    def acked_total(self) -> int: ...
+    @property
+    def preserved_total(self) -> int: ...
+    @property
+    def pushed_total(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def last_ack_at(self) -> float | None: ...
+    @property
+    def sessions(self) -> Mapping[str, SessionView]: ...
+
+
+class RoomBackend(Protocol):
+    """What every door may do with a room."""
+
+    @property
+    def path(self) -> Path | str: ...  # the file's path, or the URL without its password
+
+    def push(self, line: str | bytes) -> int | str: ...
+    def read(self, session: str) -> ReadView: ...
+    def ack(self, session: str, *, all: bool = False) -> AckView: ...  # noqa: A002
+    def status(self) -> StatusView: ...
+    def wait(
+        self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
+    ) -> bool: ...
+    def close(self) -> None: ...
+
+
+def open_room(
+    spec: str | os.PathLike[str],
+    *,
+    clock: Clock = time.time,
+    env: Mapping[str, str] | None = None,
+) -> RoomBackend:
+    """The room `spec` names: a `redis://` / `rediss://` URL, else a file path."""
+    if is_url(spec):
+        from .redis_room import RedisRoom  # local: file-only users never import redis
+        from .room_url import parse_redis_url
+
+        return RedisRoom(parse_redis_url(str(spec), env), clock=clock, env=env)
+    from .rooms import Room
+
+    return Room(spec, clock=clock)
+
+
+def room_display(spec: str | os.PathLike[str]) -> str:
+    """How to show a room spec: the path, or the URL without its password."""
+    if is_url(spec):
+        from .room_url import parse_redis_url
+
+        return parse_redis_url(str(spec), {}).display
+    return os.fspath(spec)
