@@ -11,7 +11,8 @@ Epochs. Within one stream, entry IDs are never reused and entries never change, 
 the same bytes for the stream's whole life. Two things break that, and each starts a new epoch
 (every older receipt is stale and removes nothing):
 - the stream was deleted or recreated: its `entries-added` counter went below the highest
-  value ackdeck saw (`hw`);
+  value ackdeck saw (`hw`), or the stream lacks the empty consumer group `ackdeck-witness`
+  that ackdeck's first read or ack created on it (deleting a stream deletes its groups);
 - someone else removed entries (XDEL, XTRIM, XADD MAXLEN): `entries-added - length - removed`
   (entries removed by anyone but ackdeck) differs from the value recorded (`foreign`).
 ackdeck's own acks always remove a prefix (a read returns every entry, so nothing older than a
@@ -41,7 +42,7 @@ local function want_type(key, want)
   return t ~= 'none'
 end
 local function stream_state(key)
-  local s = {exists = false, length = 0, added = 0, last = '0-0'}
+  local s = {exists = false, length = 0, added = 0, last = '0-0', groups = 0}
   if not want_type(key, 'stream') then return s end
   s.exists = true
   local info = redis.call('XINFO', 'STREAM', key)
@@ -49,7 +50,8 @@ local function stream_state(key)
     local f = info[i]
     if f == 'length' then s.length = info[i + 1]
     elseif f == 'entries-added' then s.added = info[i + 1]
-    elseif f == 'last-generated-id' then s.last = info[i + 1] end
+    elseif f == 'last-generated-id' then s.last = info[i + 1]
+    elseif f == 'groups' then s.groups = info[i + 1] end
   end
   return s
 end
@@ -69,7 +71,8 @@ end
 local function settle(s, m)
   local changed = false
   local foreign = s.added - s.length - m.removed
-  if s.added < m.hw or foreign ~= m.foreign then
+  local recreated = s.added < m.hw or (m.hw > 0 and s.exists and s.groups == 0)
+  if recreated or foreign ~= m.foreign then
     m.epoch = m.epoch + 1
     m.removed = 0
     m.foreign = s.added - s.length
@@ -78,6 +81,14 @@ local function settle(s, m)
   end
   if s.added ~= m.hw then m.hw = s.added; changed = true end
   return changed
+end
+-- The witness group: deleting the stream deletes it, so a stream without it that ackdeck has
+-- seen before was recreated by someone else. It never reads or tracks anything.
+local function witness(key, s)
+  if s.exists and s.groups == 0 then
+    redis.call('XGROUP', 'CREATE', key, 'ackdeck-witness', '$')
+    s.groups = 1
+  end
 end
 local function store_meta(key, m)
   redis.call('HSET', key, 'epoch', m.epoch, 'hw', m.hw, 'foreign', m.foreign,
@@ -114,6 +125,7 @@ READ = (
 local s = stream_state(KEYS[1])
 local m = load_meta(KEYS[2])
 if settle(s, m) then store_meta(KEYS[2], m) end
+witness(KEYS[1], s)
 local entries = {}
 if s.exists then entries = redis.call('XRANGE', KEYS[1], '-', '+') end
 return {m.epoch, entries}
@@ -140,6 +152,7 @@ local session, now, all = ARGV[1], ARGV[2], ARGV[3] == '1'
 local s = stream_state(KEYS[1])
 local m = load_meta(KEYS[2])
 local dirty = settle(s, m)
+witness(KEYS[1], s)
 local function finish(mode, acked, first, last, dig)
   local left = 0
   if s.exists then left = redis.call('XLEN', KEYS[1]) end

@@ -182,7 +182,7 @@ class RedisRoom:
             if "WRONGTYPE" in msg:
                 detail = msg.split("WRONGTYPE", 1)[1].split(" script:")[0].strip()
                 if not detail.startswith("key"):
-                    detail = f"key {self.key} does not hold a stream"
+                    detail = f"key {self.key} holds another type, not a stream"
                 raise RoomUnavailable(
                     f"{room}: {detail}; refusing to touch it (use another room name)"
                 ) from None
