@@ -148,9 +148,7 @@ class RedisRoom:
     def _script(self, name: str) -> Any:
         script = self._scripts.get(name)
         if script is None:
-            script = self._scripts[name] = self._redis().register_script(
-                getattr(redis_lua, name)
-            )
+            script = self._scripts[name] = self._redis().register_script(getattr(redis_lua, name))
         return script
 
     @contextmanager
@@ -229,9 +227,7 @@ class RedisRoom:
             "read_at": self._clock(),
         }
         with self._errors("read"):
-            self._script("COMMIT_RECEIPT")(
-                keys=self._keys[:3], args=[session, json.dumps(receipt)]
-            )
+            self._script("COMMIT_RECEIPT")(keys=self._keys[:3], args=[session, json.dumps(receipt)])
         return RedisReadResult(lines, first, last, int(epoch))
 
     # ----- ack ----------------------------------------------------------------------------

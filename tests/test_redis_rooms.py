@@ -222,7 +222,14 @@ def test_url_forms() -> None:
     a = parse_redis_url("redis://h/room", {})
     assert (a.host, a.port, a.db, a.name, a.password, a.tls) == ("h", 6379, 0, "room", None, False)
     b = parse_redis_url(f"rediss://me:{SECRET}@[::1]:7000/3/r.x_y-z", {})
-    assert (b.host, b.port, b.db, b.username, b.password, b.tls) == ("::1", 7000, 3, "me", SECRET, True)
+    assert (b.host, b.port, b.db, b.username, b.password, b.tls) == (
+        "::1",
+        7000,
+        3,
+        "me",
+        SECRET,
+        True,
+    )
     assert SECRET not in b.display and SECRET not in repr(b) and SECRET not in str(b)
     c = parse_redis_url("redis://h/2/r", {"ACKDECK_REDIS_PASSWORD": SECRET})
     assert c.password == SECRET and c.db == 2
