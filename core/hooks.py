@@ -30,7 +30,8 @@ from typing import Any
 from . import _atomic
 from .errors import AckdeckError, InvalidInput
 from .names import check_name
-from .rooms import Room
+from .room_backend import RoomBackend, open_room, room_display
+from .room_url import is_url
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 # Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
@@ -63,8 +64,10 @@ def hook_commands(
     if not ackdeck:
         raise InvalidInput("the ackdeck command must not be empty")
     base = [*ackdeck, *(["--home", os.path.abspath(home)] if home else [])]
-    # Absolute paths: hooks run in whatever directory the agent was started in.
-    room_args = [a for r in rooms for a in ("--room", os.path.abspath(os.fspath(r)))]
+    # Absolute paths: hooks run in whatever directory the agent was started in. A redis URL is
+    # written without its password (never into settings.json): the hook reads it from
+    # ACKDECK_REDIS_PASSWORD in the agent's environment.
+    room_args = [a for r in rooms for a in ("--room", _hook_room(r))]
     return {
         "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
         # Without rooms there is nothing to list before each prompt.
@@ -75,6 +78,10 @@ def hook_commands(
         ),
         "Stop": shlex.join([*base, "hooks", "stop", "--session", session, *room_args]),
     }
+
+
+def _hook_room(room: str | os.PathLike[str]) -> str:
+    return room_display(room) if is_url(room) else os.path.abspath(os.fspath(room))
 
 
 def is_ackdeck_hook(event: str, command: object) -> bool:
@@ -264,13 +271,13 @@ def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
 # ----- what the hooks print ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Unread:
-    room: Path
+    room: Path | str  # a path, or a redis room's URL without its password
     count: int
     lines: list[bytes]  # the oldest unread lines, at most PROMPT_MAX_LINES
     error: str | None = None
 
 
-def peek_unread(room: Room, session: str) -> Unread:
+def peek_unread(room: RoomBackend, session: str) -> Unread:
     """The session's unread lines, without recording a read or acking anything.
 
     Display only: counts come from core's status, the lines from one read-only pass over
@@ -281,6 +288,10 @@ def peek_unread(room: Room, session: str) -> Unread:
     count = mine.unread if mine is not None else st.pending
     if count <= 0:
         return Unread(room.path, 0, [])
+    tail = getattr(room, "tail", None)  # a redis room: its newest entries, without a read
+    if tail is not None:
+        newest = tail(count)
+        return Unread(room.path, len(newest), newest[:PROMPT_MAX_LINES])
     try:
         with open(room.path, "rb") as f:
             data = f.read()
@@ -299,10 +310,10 @@ def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
     parts: list[str] = []
     for r in rooms:
         try:
-            u = peek_unread(Room(r), session)
+            u = peek_unread(open_room(r), session)
         except (AckdeckError, OSError) as exc:
             # One broken room must not hide the others or block the prompt.
-            parts.append(f"ackdeck: cannot check room {r}: {exc}")
+            parts.append(f"ackdeck: cannot check room {_shown(r)}: {exc}")
             continue
         if u.count == 0:
             continue
@@ -312,9 +323,21 @@ def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
             f"ackdeck: {u.count} unread line(s) in room {u.room} (not acked yet):\n"
             + "\n".join(f"  {x}" for x in shown)
             + (f"\n  ... and {more} more" if more > 0 else "")
-            + f"\nRead them with room_list_new (room {u.room.name!r}), act, then room_ack."
+            + f"\nRead them with room_list_new (room {_name(u.room)!r}), act, then room_ack."
         )
     return "\n".join(parts)
+
+
+def _shown(room: str | os.PathLike[str]) -> str:
+    try:
+        return _hook_room(room)
+    except AckdeckError:
+        return "(an invalid room URL)"
+
+
+def _name(room: Path | str) -> str:
+    """What room_list_new accepts as the room: the file's basename, or the redis room NAME."""
+    return str(room).rstrip("/").rsplit("/", 1)[-1]
 
 
 def _clip(line: str) -> str:
@@ -331,11 +354,11 @@ def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str
         lines.append("Notification rooms (files other processes append to):")
         for r in rooms:
             try:
-                u = peek_unread(Room(r), session)
+                u = peek_unread(open_room(r), session)
                 state = f"{u.count} unread"
             except (AckdeckError, OSError) as exc:
                 state = f"cannot check: {exc}"
-            lines.append(f"  - {os.path.abspath(os.fspath(r))} ({state})")
+            lines.append(f"  - {_shown(r)} ({state})")
     lines += [
         "To handle notifications, always read then ack through ackdeck:",
         "  1. room_list_new (MCP tool), or `ackdeck room read ROOM --session "

@@ -69,9 +69,11 @@ class RedisRoomStatus:
     last_id: str = "0-0"  # last-generated-id: a blocking read waits for anything after it
 
 
-def entry_line(fields: list[bytes]) -> bytes:
+def entry_line(fields: list[bytes] | dict[bytes, bytes]) -> bytes:
     """The line an entry carries: its `line` field, or for an entry some other producer added
     with other fields, `field=value` pairs joined by spaces (acked like any other entry)."""
+    if isinstance(fields, dict):  # the client's parsed form (XRANGE outside a script)
+        fields = [x for kv in fields.items() for x in kv]
     if len(fields) == 2 and fields[0] == LINE_FIELD:
         return fields[1]
     return b" ".join(fields[i] + b"=" + fields[i + 1] for i in range(0, len(fields) - 1, 2))
@@ -281,6 +283,14 @@ class RedisRoom:
             sessions=dict(sorted(sessions.items())),
             last_id=last_id.decode(),
         )
+
+    def tail(self, count: int) -> list[bytes]:
+        """The newest `count` lines, oldest first. Display only: records no receipt."""
+        if count <= 0:
+            return []
+        with self._errors("status"):
+            entries: list[Any] = self._redis().xrevrange(self.key, count=count) or []
+        return [entry_line(fields) for _, fields in reversed(entries)]
 
     # ----- wait ---------------------------------------------------------------------------
     def wait(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
-from .room_url import is_url
+from .room_url import RedisAddress, is_url
 
 Clock = Callable[[], float]
 
@@ -91,12 +91,17 @@ class RoomBackend(Protocol):
 
 
 def open_room(
-    spec: str | os.PathLike[str],
+    spec: str | os.PathLike[str] | RedisAddress,
     *,
     clock: Clock = time.time,
     env: Mapping[str, str] | None = None,
 ) -> RoomBackend:
-    """The room `spec` names: a `redis://` / `rediss://` URL, else a file path."""
+    """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
+    file path."""
+    if isinstance(spec, RedisAddress):
+        from .redis_room import RedisRoom
+
+        return RedisRoom(spec, clock=clock, env=env)
     if is_url(spec):
         from .redis_room import RedisRoom  # local: file-only users never import redis
         from .room_url import parse_redis_url

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import AckdeckError
+from core.room_backend import open_room
+from core.room_url import is_url
 from core.rooms import Room, RoomStatus
 
 Clock = Callable[[], float]
@@ -82,15 +84,28 @@ def consistent_status(path: Path, tries: int = 5) -> RoomStatus:
     return room.status()
 
 
-def scan_room(path: Path, label: str) -> RoomRow:
-    """Counters for one room; any failure becomes an error row instead of an exception."""
+def scan_room(path: Path | str, label: str) -> RoomRow:
+    """Counters for one room; any failure becomes an error row instead of an exception (an
+    unreachable redis room is such a row until its server answers again)."""
+    if is_url(path):
+        try:
+            room = open_room(path)
+            try:
+                # A redis room's status has the file status's fields (core.room_backend).
+                st = room.status()
+                return RoomRow(str(path), label, st, None, None)  # type: ignore[arg-type]
+            finally:
+                room.close()
+        except AckdeckError as exc:
+            return RoomRow(str(path), label, None, str(exc))
+    path = Path(path)
     try:
         st = consistent_status(path)
         try:
             mtime: float | None = os.stat(path).st_mtime
         except FileNotFoundError:
             mtime = None
-        return RoomRow(str(path), label, st, None, mtime)
+        return RoomRow(str(path), label, st, None, mtime)  # type: ignore[arg-type]
     except AckdeckError as exc:
         return RoomRow(str(path), label, None, _short(str(exc), path))
     except OSError as exc:

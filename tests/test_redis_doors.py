@@ -1,0 +1,84 @@
+"""Every door on a redis room: the MCP server (through the SDK's own stdio client), hooks and
+the dashboard's room scan, next to a file room."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+from core.room_backend import open_room
+from tests.conftest import REPO
+from tests.redis_server import RedisServer, new_room_name
+from tests.test_mcp import call, text_of
+
+SECRET = "mcp-Pa55-w0rd"
+
+
+async def test_mcp_serves_a_redis_room_next_to_a_file_room(
+    home: Path, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    name = new_room_name()
+    url = redis_server.url(name)
+    file_room = tmp_path / "inbox.txt"
+    file_room.write_bytes(b"from a file\n")
+    r = open_room(url)
+    r.push("one")
+    r.push("two")
+    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", "agent"]
+    args += ["--room", url, "--room", str(file_room)]
+    params = StdioServerParameters(
+        command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        first = await call(client, "room_list_new")  # the first room is the default
+        assert not first.is_error, text_of(first)
+        assert first.structured_content["lines"] == ["one", "two"]
+        open_room(url).push("late")  # another connection appends between read and ack
+        ack = await call(client, "room_ack", {"room": name})
+        assert not ack.is_error, text_of(ack)
+        assert (ack.structured_content["acked"], ack.structured_content["preserved"]) == (2, 1)
+        pushed = await call(client, "room_push", {"room": url, "text": "by agent"})
+        assert not pushed.is_error, text_of(pushed)
+        assert "-" in pushed.structured_content["offset"]  # an entry ID
+        status = await call(client, "room_status")
+        rows = {row["room"]: row for row in status.structured_content["rooms"]}
+        assert rows[name]["pending"] == 2 and rows[name]["unread"] == 2
+        assert rows["inbox.txt"]["pending"] == 1
+        cold = await call(client, "room_ack", {"room": name})
+        assert cold.is_error and "refused" in text_of(cold)
+        other = await call(client, "room_list_new", {"room": "redis://127.0.0.1:1/0/elsewhere"})
+        assert other.is_error and "not configured" in text_of(other)
+    assert [x for x in open_room(url).read("check").lines] == [b"late", b"by agent"]
+
+
+def test_hooks_report_unread_lines_of_a_redis_room(redis_server: RedisServer) -> None:
+    from core.hooks import bootstrap_text, prompt_text
+
+    url = redis_server.url()
+    r = open_room(url)
+    r.push("needs attention")
+    r.push("second")
+    r.read("agent")
+    r.push("third")
+    text = prompt_text("agent", [url])
+    assert "1 unread line(s)" in text and "third" in text and "needs attention" not in text
+    assert "(1 unread)" in bootstrap_text("agent", [url])
+    assert r.status().sessions["agent"].in_flight == 2  # the hooks never read or ack
+
+
+def test_dashboard_scan_shows_redis_and_file_rooms_and_marks_unreachable(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    from tui.state import scan_room
+
+    url = redis_server.url()
+    open_room(url).push("x")
+    row = scan_room(url, "r")
+    assert row.error is None and row.status is not None and row.status.pending == 1
+    down = scan_room("redis://127.0.0.1:1/0/gone", "gone")
+    assert down.status is None and down.error is not None and "unreachable" in down.error
+    f = tmp_path / "inbox.txt"
+    f.write_bytes(b"a\n")
+    assert scan_room(f, "inbox.txt").status.pending == 1
