@@ -34,6 +34,31 @@ local function idlt(a, b)
   if am ~= bm then return numlt(am, bm) end
   return numlt(as, bs)
 end
+-- The smallest ID after `id` (XTRIM MINID removes every entry below its argument).
+local function incr(num)
+  local i = #num
+  while i > 0 and string.sub(num, i, i) == '9' do i = i - 1 end
+  if i == 0 then return '1' .. string.rep('0', #num) end
+  return string.sub(num, 1, i - 1) .. tostring(tonumber(string.sub(num, i, i)) + 1)
+    .. string.rep('0', #num - i)
+end
+local function next_id(id)
+  local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
+  if seq == '18446744073709551615' then return incr(ms) .. '-0' end
+  return ms .. '-' .. incr(seq)
+end
+local function has(key, id)
+  return #redis.call('XRANGE', key, id, id) == 1
+end
+-- How many entries of receipt r are still in the stream. Exact within an epoch: since the
+-- read nobody but ackdeck removed entries (else the epoch would have moved on), ackdeck only
+-- removes prefixes, and everything added since the read comes after r.last.
+local function left_of(r, s)
+  local n = s.length - (s.added - r.added)
+  if n < 0 then n = 0 end
+  if n > r.count then n = r.count end
+  return n
+end
 local function want_type(key, want)
   local t = redis.call('TYPE', key)['ok']
   if t ~= 'none' and t ~= want then
@@ -55,8 +80,8 @@ local function stream_state(key)
   end
   return s
 end
+-- (A meta or receipts key of another type fails with WRONGTYPE from HGETALL/HGET itself.)
 local function load_meta(key)
-  want_type(key, 'hash')
   local raw = redis.call('HGETALL', key)
   local m = {}
   for i = 1, #raw, 2 do m[raw[i]] = raw[i + 1] end
@@ -96,7 +121,6 @@ local function store_meta(key, m)
     'last_ack', m.last_ack)
 end
 local function receipt_of(key, session)
-  want_type(key, 'hash')
   local raw = redis.call('HGET', key, session)
   if not raw then return nil end
   local ok, r = pcall(cjson.decode, raw)
@@ -117,8 +141,9 @@ local function digest(entries)
 end
 """
 
-# KEYS: stream, meta. Returns {epoch, entries}. Persists a new epoch (or hw) when it sees one;
-# the receipt is stored by the client once it holds the entries (recorded only once delivered).
+# KEYS: stream, meta. Returns {epoch, entries-added, entries}. Persists a new epoch (or hw)
+# when it sees one; the receipt is stored by the client once it holds the entries (recorded
+# only once delivered).
 READ = (
     _PRELUDE
     + r"""
@@ -128,7 +153,7 @@ if settle(s, m) then store_meta(KEYS[2], m) end
 witness(KEYS[1], s)
 local entries = {}
 if s.exists then entries = redis.call('XRANGE', KEYS[1], '-', '+') end
-return {m.epoch, entries}
+return {m.epoch, s.added, entries}
 """
 )
 
@@ -154,8 +179,7 @@ local m = load_meta(KEYS[2])
 local dirty = settle(s, m)
 witness(KEYS[1], s)
 local function finish(mode, acked, first, last, dig)
-  local left = 0
-  if s.exists then left = redis.call('XLEN', KEYS[1]) end
+  local left = s.length - acked
   if mode == 'prefix' or mode == 'all' then
     m.acked = m.acked + acked
     m.preserved = m.preserved + left
@@ -172,16 +196,16 @@ local function mark_acked(r)
   r.acked = true
   redis.call('HSET', KEYS[3], session, cjson.encode(r))
 end
-local function remove(entries)
-  local ids = {}
-  for i, e in ipairs(entries) do
-    ids[#ids + 1] = e[1]
-    if #ids == 4000 then redis.call('XDEL', KEYS[1], unpack(ids)); ids = {} end
+-- Remove the n entries up to `last`, the oldest in the stream (one XTRIM MINID).
+local function remove(last, n)
+  local removed = redis.call('XTRIM', KEYS[1], 'MINID', '=', next_id(last))
+  if removed ~= n then
+    -- Cannot happen within an epoch; say so loudly rather than hide it.
+    redis.log(redis.LOG_WARNING, 'ackdeck: ack removed ' .. removed .. ' not ' .. n)
   end
-  if #ids > 0 then redis.call('XDEL', KEYS[1], unpack(ids)) end
-  m.removed = m.removed + #entries
-  local last = entries[#entries][1]
+  m.removed = m.removed + removed
   if idlt(m.cut, last) then m.cut = last end
+  return removed
 end
 
 if all then
@@ -191,7 +215,7 @@ if all then
   local first, last = '', ''
   if #entries > 0 then
     first, last = entries[1][1], entries[#entries][1]
-    remove(entries)
+    remove(last, #entries)
   end
   local left = finish('all', #entries, first, last, digest(entries))
   -- The session's receipt becomes a cursor past everything it was just given.
@@ -217,21 +241,24 @@ if r.count == 0 or not idlt(m.cut, r.last) then
   local left = finish('noop', 0, '', '', '')
   return {'noop', 0, left, m.epoch, {}, 0}
 end
-local from, whole = r.first, true
-if not idlt(m.cut, r.first) then
-  -- another session's ack already removed the receipt's older entries (shared room)
-  from, whole = '(' .. m.cut, false
-end
-local entries = redis.call('XRANGE', KEYS[1], from, r.last)
-if (whole and (#entries ~= r.count or digest(entries) ~= r.digest))
-    or (not whole and #entries > r.count) then
+-- Verified in O(log n), not by reading the entries back: within the epoch the receipt's IDs
+-- name the bytes it was given (see the module docstring); its last entry must still be there,
+-- its first too unless another session's ack removed it (shared room), and the count must add
+-- up. Nothing older than the receipt may be left, or the trim below would take it.
+local whole = idlt(m.cut, r.first)
+local n = left_of(r, s)
+local oldest = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+oldest = oldest[1] and oldest[1][1] or ''
+if n == 0 or oldest == '' or not has(KEYS[1], r.last)
+    or (whole and (n ~= r.count or oldest ~= r.first))
+    or (not whole and not idlt(m.cut, oldest)) then
   local left = finish('stale', 0, '', '', '')
   return {'stale', 0, left, m.epoch, {}, 0}
 end
-if #entries > 0 then remove(entries) end
+local removed = remove(r.last, n)
 mark_acked(r)
-local left = finish('prefix', #entries, r.first, r.last, r.digest)
-return {'prefix', #entries, left, m.epoch, {}, 0}
+local left = finish('prefix', removed, r.first, r.last, r.digest)
+return {'prefix', removed, left, m.epoch, {}, 0}
 """
 )
 
@@ -252,11 +279,7 @@ for i = 1, #raw, 2 do
   if ok and type(r) == 'table' and type(r.last) == 'string' then
     local inflight = 0
     if r.epoch == m.epoch and not r.acked and r.count > 0 and idlt(m.cut, r.last) then
-      if idlt(m.cut, r.first) then
-        inflight = r.count
-      else
-        inflight = #redis.call('XRANGE', KEYS[1], '(' .. m.cut, r.last)
-      end
+      inflight = left_of(r, s)
     end
     sessions[#sessions + 1] = raw[i]
     sessions[#sessions + 1] = inflight

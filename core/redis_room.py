@@ -215,7 +215,7 @@ class RedisRoom:
         """Every entry in the room; stores the session's receipt (replacing the old one)."""
         check_name(session)
         with self._errors("read"):
-            epoch, entries = self._script("READ")(keys=self._keys[:2])
+            epoch, added, entries = self._script("READ")(keys=self._keys[:2])
         lines = [entry_line(fields) for _, fields in entries]
         first = entries[0][0].decode() if entries else ""
         last = entries[-1][0].decode() if entries else ""
@@ -224,6 +224,7 @@ class RedisRoom:
             "first": first or "0-0",
             "last": last or "0-0",
             "count": len(entries),
+            "added": int(added),  # entries-added at the read: later entries come after `last`
             "digest": entries_digest(entries),
             "acked": False,
             "read_at": self._clock(),

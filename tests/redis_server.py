@@ -27,13 +27,14 @@ class RedisServer:
     """One server process in its own directory, with an append-only file fsynced on every
     write (the persistence test kills it with -9 and restarts it on the same files)."""
 
-    def __init__(self, workdir: Path, *, password: str | None = None) -> None:
+    def __init__(self, workdir: Path, *, password: str | None = None, persist: bool = True) -> None:
         if shutil.which("redis-server") is None:
             pytest.skip(MISSING)
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.password = password
+        self.persist = persist  # False (benchmarks): no AOF, so no fsync in any timing
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -43,7 +44,7 @@ class RedisServer:
             "--port", str(self.port),
             "--dir", str(self.dir),
             "--save", "",
-            "--appendonly", "yes",
+            "--appendonly", "yes" if self.persist else "no",
             "--appendfsync", "always",
             "--daemonize", "no",
             "--logfile", str(self.dir / "redis.log"),
