@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -292,6 +293,24 @@ class RedisRoom:
         with self._errors("status"):
             entries: list[Any] = self._redis().xrevrange(self.key, count=count) or []
         return [entry_line(fields) for _, fields in reversed(entries)]
+
+    def newest_id(self) -> str:
+        """The newest entry ID now ("0-0" for an empty or missing room)."""
+        with self._errors("status"):
+            newest: list[Any] = self._redis().xrevrange(self.key, count=1) or []
+        return newest[0][0].decode() if newest else "0-0"
+
+    def arrivals(self, after: str, stop: threading.Event | None = None) -> str:
+        """Block until an entry newer than `after` exists (or about half the socket timeout
+        passes, or `stop` is set): the newest ID then, `after` itself when nothing came. One
+        blocking XREAD, then one XREVRANGE to jump past a flood at once."""
+        with self._errors("wait"):
+            got = self._redis().xread(
+                {self.key: after}, count=1, block=max(1, int(self.timeout * 500))
+            )
+        if not got or (stop is not None and stop.is_set()):
+            return after
+        return self.newest_id()
 
     # ----- wait ---------------------------------------------------------------------------
     def wait(

@@ -82,3 +82,68 @@ def test_dashboard_scan_shows_redis_and_file_rooms_and_marks_unreachable(
     f = tmp_path / "inbox.txt"
     f.write_bytes(b"a\n")
     assert scan_room(f, "inbox.txt").status.pending == 1
+
+
+async def _until(pilot: object, cond: object, what: str) -> None:
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + 60
+    while not cond():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
+    tmp_path: Path,
+) -> None:
+    """No periodic tick: every update of the redis row comes from its blocking reads."""
+    from tui.app import make_app
+    from tui.testing import fixed_clock, notifications, quiet_config, settle
+
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        url = server.url(new_room_name())
+        open_room(url).push("first")
+        f = tmp_path / "inbox.txt"
+        f.write_bytes(b"a\nb\n")
+        config = quiet_config([f, url], watch=True)
+        app = make_app(config, clock=fixed_clock)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+
+            def row(key: str) -> object:
+                snap = app.snapshot
+                return next((r for r in snap.rooms if r.key == key), None) if snap else None
+
+            def pending(key: str) -> int | None:
+                r = row(key)
+                return r.status.pending if r is not None and r.status is not None else None
+
+            assert pending(str(f)) == 2 and pending(url) == 1
+            open_room(url).push("second")  # another connection, as another host would
+            await _until(pilot, lambda: pending(url) == 2, "the pushed line on screen")
+
+            server.kill9()
+            await _until(
+                pilot,
+                lambda: row(url) is not None and "unreachable" in (row(url).error or ""),
+                "the room marked unreachable",
+            )
+            assert pending(str(f)) == 2  # the file room is unaffected
+            server.start()  # same port, same append-only file
+            await _until(pilot, lambda: pending(url) == 2, "the room back after the restart")
+
+            app.main._select_room(url)
+            await pilot.press("r")
+            await settle(pilot)
+            assert any("owner read 2 line(s)" in n for n in notifications(app))
+            open_room(url).push("late")
+            await pilot.press("a")
+            await settle(pilot)
+            assert any("acked 2 line(s), preserved 1 line(s)" in n for n in notifications(app))
+        assert open_room(url).read("check").lines == [b"late"]
+    finally:
+        server.stop()

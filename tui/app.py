@@ -18,6 +18,8 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, get_current_worker
 
+from core.room_url import parse_redis_url
+
 from .coalesce import Coalescer
 from .commands import DashboardCommands
 from .config import DashConfig
@@ -72,6 +74,7 @@ class AckdeckApp(App[None]):
         self._closing = False
         self._watch_stop: threading.Event | None = None
         self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._redis_stop: threading.Event | None = None  # live reads of redis rooms
         self._main = MainScreen()
         if not config.animations:
             self.animation_level = "none"
@@ -97,6 +100,8 @@ class AckdeckApp(App[None]):
     def on_unmount(self) -> None:
         self._closing = True
         self._stop_watching()
+        if self._redis_stop is not None:
+            self._redis_stop.set()
         if self._scanner is not None:
             self._scanner.close()
             self._scanner = None
@@ -165,6 +170,7 @@ class AckdeckApp(App[None]):
         self._main.apply_snapshot(snap)
         if self.config.watch:
             self._ensure_watching()
+            self._ensure_redis_watching()
 
     def on_files_changed(self, message: FilesChanged) -> None:
         # New lines first: the line views pick up appends at once (a small pread), while the
@@ -194,6 +200,8 @@ class AckdeckApp(App[None]):
         """(directories watched flat, directories watched recursively) that exist now."""
         flat: set[str] = set()
         for room in self.rooms:
+            if isinstance(room, str):
+                continue  # a redis room: watched by blocking reads (_watch_redis)
             # The directory, not the file: an ack renames a new inode over the file.
             for d in (
                 room.parent,
@@ -217,11 +225,50 @@ class AckdeckApp(App[None]):
         stop = threading.Event()
         self._watch_stop = stop
         flat, deep = targets
-        names = {r.name for r in self.rooms} | {f".{r.name}.ackdeck" for r in self.rooms}
+        files = [r for r in self.rooms if isinstance(r, Path)]
+        names = {r.name for r in files} | {f".{r.name}.ackdeck" for r in files}
         if flat:
             self._watch(flat, False, stop, names)
         if deep:
             self._watch(deep, True, stop, None)
+
+    def _ensure_redis_watching(self) -> None:
+        if self._redis_stop is not None or self._closing:
+            return
+        self._redis_stop = threading.Event()
+        for room in self.rooms:
+            if isinstance(room, str):
+                self._watch_redis(room, self._redis_stop)
+
+    @work(thread=True, group="watch", exit_on_error=False)
+    def _watch_redis(self, url: str, stop: threading.Event) -> None:
+        """New entries of a redis room by blocking reads (XREAD BLOCK), never by polling. An
+        unreachable server is tried again every second; meanwhile the scan shows the room's
+        error row, and the first answer triggers a rescan that clears it."""
+        from core.errors import AckdeckError
+        from core.redis_room import RedisRoom
+
+        room = RedisRoom(parse_redis_url(url))
+        worker = get_current_worker()
+        after: str | None = None
+        try:
+            while not stop.is_set() and not worker.is_cancelled:
+                try:
+                    if after is None:
+                        after = room.newest_id()
+                        self.post_message(FilesChanged())  # reachable (again): rescan
+                    newest = room.arrivals(after, stop)
+                except AckdeckError:
+                    after = None
+                    self.post_message(FilesChanged())
+                    stop.wait(1.0)
+                    continue
+                if newest != after:
+                    after = newest
+                    self.post_message(FilesChanged())
+                    stop.wait(DEBOUNCE_MS / 1000)  # coalesce a flood into few rescans
+        finally:
+            room.close()
 
     def _stop_watching(self) -> None:
         if self._watch_stop is not None:

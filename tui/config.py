@@ -3,7 +3,7 @@
 ```toml
 session = "owner"        # the session the dashboard reads and acks as
 home = "~/.ackdeck"      # processes and wakes (default: $ACKDECK_HOME or ~/.ackdeck)
-rooms = ["inbox.txt"]    # relative paths are relative to the config file
+rooms = ["inbox.txt"]    # relative paths are relative to the config file; or redis:// URLs
 watch = true             # live updates from watchfiles
 tick_seconds = 1.0       # periodic rescan (ages, missed events); 0 disables
 ```
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import InvalidInput, InvalidName
 from core.names import check_name
+from core.room_url import is_url, parse_redis_url
 
 
 class DashConfig(BaseModel):
@@ -25,7 +26,7 @@ class DashConfig(BaseModel):
 
     session: str = "owner"
     home: Path | None = None
-    rooms: list[Path] = Field(default_factory=list)
+    rooms: list[Path | str] = Field(default_factory=list)  # str: a redis:// room URL
     watch: bool = True
     tick_seconds: float = Field(default=1.0, ge=0)
     # Count rooms in a separate scanner process (keeps the UI responsive on flooded rooms).
@@ -34,6 +35,24 @@ class DashConfig(BaseModel):
     show_clock: bool = True
     animations: bool = True
     title: str = "ackdeck"
+
+    @field_validator("rooms", mode="before")
+    @classmethod
+    def _room_specs(cls, v: object) -> object:
+        # A URL stays a string (a Path would fold its `//`); anything else is a path.
+        if not isinstance(v, list):
+            return v
+        out: list[object] = []
+        for r in v:
+            if is_url(r):
+                try:
+                    parse_redis_url(str(r), {})
+                except InvalidInput as exc:
+                    raise ValueError(str(exc)) from None
+                out.append(str(r))
+            else:
+                out.append(Path(r) if isinstance(r, str) else r)
+        return out
 
     @field_validator("session")
     @classmethod
@@ -47,7 +66,7 @@ class DashConfig(BaseModel):
         self,
         *,
         home: Path | None = None,
-        rooms: list[Path] | None = None,
+        rooms: list[Path | str] | None = None,
         session: str | None = None,
     ) -> DashConfig:
         update: dict[str, object] = {}
@@ -60,10 +79,13 @@ class DashConfig(BaseModel):
             update["session"] = session
         return self.model_copy(update=update)
 
-    def room_paths(self) -> list[Path]:
-        """Absolute, de-duplicated, in the order given."""
-        seen: dict[str, Path] = {}
+    def room_paths(self) -> list[Path | str]:
+        """Absolute, de-duplicated, in the order given; redis room URLs as given."""
+        seen: dict[str, Path | str] = {}
         for p in self.rooms:
+            if isinstance(p, str):
+                seen.setdefault(p, p)
+                continue
             ap = p.expanduser().absolute()
             seen.setdefault(str(ap), ap)
         return list(seen.values())
@@ -87,7 +109,9 @@ def load_config(path: str | Path) -> DashConfig:
         where = ".".join(str(x) for x in err["loc"]) or "(top level)"
         raise InvalidInput(f"config {p}: {where}: {err['msg']}") from None
     base = p.parent.absolute()
-    rooms = [r if r.expanduser().is_absolute() else base / r for r in cfg.rooms]
+    rooms = [
+        r if isinstance(r, str) or r.expanduser().is_absolute() else base / r for r in cfg.rooms
+    ]
     home = cfg.home
     if home is not None and not home.expanduser().is_absolute():
         home = base / home

@@ -240,7 +240,7 @@ def run_demo(*, session: str = "owner") -> int:
         try:
             world.start()
             config = DashConfig(
-                home=world.home, rooms=world.rooms, session=session, title="ackdeck demo"
+                home=world.home, rooms=[*world.rooms], session=session, title="ackdeck demo"
             )
             make_app(config).run()
         finally:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from core.home import resolve_home
+from core.room_url import is_url
 
 from .config import DashConfig, load_config
 
@@ -16,7 +17,7 @@ def dashboard_config(args: argparse.Namespace) -> DashConfig:
     home = args.tui_home or (str(config.home) if config.home else None) or args.home
     return config.with_overrides(
         home=resolve_home(home),
-        rooms=[Path(r) for r in args.rooms],
+        rooms=[r if is_url(r) else Path(r) for r in args.rooms],
         session=args.session,
     )
 
@@ -46,7 +47,8 @@ def run_web(args: argparse.Namespace) -> int:
     if args.config:
         tui_args += ["--config", os.fspath(Path(args.config).absolute())]
     for room in args.rooms:
-        tui_args += ["--room", os.fspath(Path(room).expanduser().absolute())]
+        spec = room if is_url(room) else os.fspath(Path(room).expanduser().absolute())
+        tui_args += ["--room", spec]
     if args.session:
         tui_args += ["--session", args.session]
     return serve(args.host, args.port, tui_args)

@@ -67,7 +67,7 @@ class Scanner:
         )
         self._lock = threading.Lock()
 
-    def scan(self, home: Path | None, rooms: list[Path], now: float) -> Snapshot:
+    def scan(self, home: Path | None, rooms: list[Path | str], now: float) -> Snapshot:
         with self._lock:
             proc = self._proc
             if proc.poll() is not None or proc.stdin is None or proc.stdout is None:

@@ -49,11 +49,19 @@ class Snapshot:
     errors: list[str] = field(default_factory=list)
 
 
-def room_labels(paths: Sequence[Path]) -> dict[str, str]:
-    """Short, stable labels: the file name, or `parent/name` when two rooms share a name."""
-    names = [p.name for p in paths]
+def room_labels(paths: Sequence[Path | str]) -> dict[str, str]:
+    """Short, stable labels: the file name, or `parent/name` when two rooms share a name; a
+    redis room's NAME (its host and port too when two share a name), never its password."""
+    from core.room_url import parse_redis_url
+
+    shown = {str(p): parse_redis_url(p, {}) for p in paths if isinstance(p, str)}
+    names = [shown[p].name if isinstance(p, str) else p.name for p in paths]
     out: dict[str, str] = {}
     for p in paths:
+        if isinstance(p, str):
+            a = shown[p]
+            out[p] = a.name if names.count(a.name) == 1 else f"{a.where}/{a.name}"
+            continue
         label = p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}"
         out[str(p)] = label
     return out
@@ -117,7 +125,7 @@ def _short(message: str, path: Path) -> str:
     return message.replace(str(path.parent) + os.sep, "")
 
 
-def scan(home: Path | None, rooms: Sequence[Path], *, clock: Clock) -> Snapshot:
+def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Snapshot:
     """One consistent-enough look at every room, process and wake record."""
     labels = room_labels(rooms)
     rows = [scan_room(p, labels[str(p)]) for p in rooms]
@@ -139,7 +147,7 @@ def scan(home: Path | None, rooms: Sequence[Path], *, clock: Clock) -> Snapshot:
     return Snapshot(clock(), rows, runs, wakes, errors)
 
 
-def scan_at(home: Path | None, rooms: Sequence[Path], now: float) -> Snapshot:
+def scan_at(home: Path | None, rooms: Sequence[Path | str], now: float) -> Snapshot:
     """`scan` with the time passed in, so it can run in a scanner process (picklable args)."""
     return scan(home, rooms, clock=lambda: now)
 

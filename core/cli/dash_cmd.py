@@ -24,7 +24,7 @@ def _dashboard_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="a room (notification file) to show; repeatable",
+        help="a room to show (a notification file or a redis:// URL); repeatable",
     )
     p.add_argument("--config", default=None, metavar="FILE", help="TOML config (rooms, session, …)")
     p.add_argument(
