@@ -147,3 +147,32 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
         assert open_room(url).read("check").lines == [b"late"]
     finally:
         server.stop()
+
+
+def test_hook_commands_never_carry_the_password(tmp_path: Path) -> None:
+    from core.hooks import hook_commands
+
+    cmds = hook_commands(
+        ["ackdeck"], "agent", [f"redis://me:{SECRET}@db.example:6380/2/inbox", tmp_path / "f.txt"]
+    )
+    for cmd in cmds.values():
+        assert cmd is None or SECRET not in cmd
+    assert "redis://me@db.example:6380/2/inbox" in (cmds["UserPromptSubmit"] or "")
+
+
+def test_dashboard_config_takes_redis_urls_and_rejects_bad_ones(tmp_path: Path) -> None:
+    import pytest
+
+    from core.errors import InvalidInput
+    from tui.config import load_config
+    from tui.state import room_labels
+
+    cfg = tmp_path / "dash.toml"
+    cfg.write_text('rooms = ["inbox.txt", "redis://h:7000/1/alerts"]\n')
+    rooms = load_config(cfg).room_paths()
+    assert rooms == [tmp_path / "inbox.txt", "redis://h:7000/1/alerts"]
+    assert room_labels(rooms) == {str(tmp_path / "inbox.txt"): "inbox.txt", rooms[1]: "alerts"}
+    cfg.write_text(f'rooms = ["redis://u:{SECRET}@h/bad name"]\n')
+    with pytest.raises(InvalidInput) as err:
+        load_config(cfg)
+    assert "\n" not in str(err.value) and SECRET not in str(err.value)
