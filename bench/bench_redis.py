@@ -152,7 +152,7 @@ def main() -> None:
             push_ours, push_bare = bench_push(server.url(new_room_name()), 500, 31)
             read_ours, read_bare = bench_read(server.url(new_room_name()), 10_000, 5)
             ack_small = bench_ack(server.url(new_room_name()), 100, 41)
-            ack_big = bench_ack(server.url(new_room_name()), 10_000, 5)
+            ack_big = bench_ack(server.url(new_room_name()), 10_000, 15)
             rounds = [
                 (bench_producers(server.url(new_room_name()), 8, 2000, bare=bare), bare)
                 for bare in (True, False, True, False, True, False)

@@ -66,17 +66,23 @@ local function want_type(key, want)
   end
   return t ~= 'none'
 end
+-- One XINFO STREAM (no TYPE first: its error tells a missing key from another type).
 local function stream_state(key)
-  local s = {exists = false, length = 0, added = 0, last = '0-0', groups = 0}
-  if not want_type(key, 'stream') then return s end
+  local s = {exists = false, length = 0, added = 0, last = '0-0', groups = 0, oldest = ''}
+  local info = redis.pcall('XINFO', 'STREAM', key)
+  if type(info) == 'table' and info.err then
+    if string.find(info.err, 'WRONGTYPE', 1, true) then want_type(key, 'stream') end
+    if string.find(info.err, 'no such key', 1, true) then return s end
+    error(info)
+  end
   s.exists = true
-  local info = redis.call('XINFO', 'STREAM', key)
   for i = 1, #info, 2 do
     local f = info[i]
     if f == 'length' then s.length = info[i + 1]
     elseif f == 'entries-added' then s.added = info[i + 1]
     elseif f == 'last-generated-id' then s.last = info[i + 1]
-    elseif f == 'groups' then s.groups = info[i + 1] end
+    elseif f == 'groups' then s.groups = info[i + 1]
+    elseif f == 'first-entry' and type(info[i + 1]) == 'table' then s.oldest = info[i + 1][1] end
   end
   return s
 end
@@ -247,8 +253,7 @@ end
 -- up. Nothing older than the receipt may be left, or the trim below would take it.
 local whole = idlt(m.cut, r.first)
 local n = left_of(r, s)
-local oldest = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-oldest = oldest[1] and oldest[1][1] or ''
+local oldest = s.oldest
 if n == 0 or oldest == '' or not has(KEYS[1], r.last)
     or (whole and (n ~= r.count or oldest ~= r.first))
     or (not whole and not idlt(m.cut, oldest)) then
