@@ -76,6 +76,7 @@ local function stream_state(key)
     error(info)
   end
   s.exists = true
+  s.added = nil
   for i = 1, #info, 2 do
     local f = info[i]
     if f == 'length' then s.length = info[i + 1]
@@ -83,6 +84,10 @@ local function stream_state(key)
     elseif f == 'last-generated-id' then s.last = info[i + 1]
     elseif f == 'groups' then s.groups = info[i + 1]
     elseif f == 'first-entry' and type(info[i + 1]) == 'table' then s.oldest = info[i + 1][1] end
+  end
+  if s.added == nil then
+    -- Before 7.0 a stream has no entries-added counter, and epochs cannot be told apart.
+    error({err = 'ERR redis rooms need Redis 7.0 or newer (XINFO STREAM has no entries-added)'})
   end
   return s
 end
