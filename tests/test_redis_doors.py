@@ -137,6 +137,8 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
             await _until(pilot, lambda: pending(url) == 2, "the room back after the restart")
 
             app.main._select_room(url)
+            await settle(pilot)
+            assert "redis room: 2 pending" in str(app.main.query_one("#lines").border_subtitle)
             await pilot.press("r")
             await settle(pilot)
             assert any("owner read 2 line(s)" in n for n in notifications(app))

@@ -184,6 +184,10 @@ class MainScreen(Screen[None]):
         parts = ["Lines"]
         if row is not None:
             parts += [row.label, count_of(view.count, "line")]
+            if is_url(row.key):
+                # The lines panel indexes files; a redis room's lines stay on the server.
+                pending = row.status.pending if row.status is not None else 0
+                parts[-1] = f"redis room: {pending:,} pending (lines not shown here)"
         if view.needle:
             parts.append(f"filter {view.needle!r}: {view.row_count:,}")
         if in_flight:
