@@ -24,7 +24,8 @@ from ._locks import locked
 from .errors import AckdeckError
 from .names import check_name
 from .notices import Notice, NoticeState, RoomView, WakeView, decide
-from .rooms import Room
+from .room_backend import open_room
+from .room_url import RedisAddress, is_url, parse_redis_url
 
 Clock = Callable[[], float]
 
@@ -64,16 +65,31 @@ def store_state(path: Path, state: NoticeState) -> None:
     _atomic.atomic_write(path, state.model_dump_json().encode(), fsync=False)
 
 
-def room_label(rooms: Sequence[Path], room: Path) -> str:
+RoomRef = Path | RedisAddress  # a file, or a redis room (watched by the periodic rescan)
+
+
+def room_label(rooms: Sequence[RoomRef], room: RoomRef) -> str:
     return room.name if sum(r.name == room.name for r in rooms) == 1 else str(room)
 
 
-def view_room(path: Path, session: str, label: str) -> RoomView:
-    st = Room(path).status()
-    mine = st.sessions.get(session)
-    unread = mine.unread if mine is not None else st.pending
-    end = st.pushed_total - st.partial_bytes
-    preview = _newest_line(path, st.partial_bytes) if st.exists and unread else None
+def view_room(path: RoomRef, session: str, label: str) -> RoomView:
+    room = open_room(path)
+    try:
+        st = room.status()
+        mine = st.sessions.get(session)
+        unread = mine.unread if mine is not None else st.pending
+        end = st.pushed_total - st.partial_bytes
+        preview = None
+        if st.exists and unread:
+            tail = getattr(room, "tail", None)  # a redis room: its newest entry
+            if tail is not None:
+                newest = tail(1)
+                preview = newest[0].decode("utf-8", errors="replace") if newest else None
+            else:
+                assert isinstance(path, Path)
+                preview = _newest_line(path, st.partial_bytes)
+    finally:
+        room.close()
     return RoomView(str(path), label, st.exists, st.epoch, end, unread, preview)
 
 
@@ -154,18 +170,25 @@ class Noticer:
         self,
         home: Path,
         session: str,
-        rooms: Sequence[Path],
+        rooms: Sequence[Path | RedisAddress | str],
         door: str,
         *,
         wakes: bool = True,
     ) -> None:
         self.home = home
         self.session = check_name(session)
-        self.rooms = [Path(os.path.abspath(r)) for r in rooms]
+        self.rooms: list[RoomRef] = [
+            r
+            if isinstance(r, RedisAddress)
+            else parse_redis_url(r)
+            if isinstance(r, str) and is_url(r)
+            else Path(os.path.abspath(r))
+            for r in rooms
+        ]
         self.door = door
         self.watch_wakes = wakes
         self.path = state_path(home, session, door)
-        self._broken: set[Path] = set()
+        self._broken: set[RoomRef] = set()
         self._stored: NoticeState | None = None
 
     def views(self) -> tuple[list[RoomView], list[WakeView]]:
@@ -201,7 +224,7 @@ class Noticer:
         return locked(self.path.with_name(f".{self.door}.lock"))
 
     def watch_dirs(self) -> list[Path]:
-        dirs = {r.parent for r in self.rooms if r.parent.is_dir()}
+        dirs = {r.parent for r in self.rooms if isinstance(r, Path) and r.parent.is_dir()}
         if self.watch_wakes:
             from .wakes import session_dir
 

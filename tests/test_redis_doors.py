@@ -178,3 +178,21 @@ def test_dashboard_config_takes_redis_urls_and_rejects_bad_ones(tmp_path: Path) 
     with pytest.raises(InvalidInput) as err:
         load_config(cfg)
     assert "\n" not in str(err.value) and SECRET not in str(err.value)
+
+
+def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
+    home: Path, redis_server: RedisServer
+) -> None:
+    from core.noticer import Noticer
+
+    name = new_room_name()
+    url = redis_server.url(name)
+    r = open_room(url)
+    r.push("deploy failed")
+    noticer = Noticer(home, "agent", [url], "channel")
+    notices, state = noticer.due()
+    assert len(notices) == 1 and "deploy failed" in notices[0].content
+    assert notices[0].meta.get("room") == name
+    noticer.commit(state)
+    assert noticer.due()[0] == []  # noticed once
+    assert r.status().sessions == {}  # notices never read or ack
