@@ -420,7 +420,9 @@ def mark_rooms_told(home: Path, session: str, rooms: Sequence[str | os.PathLike[
 
     if not rooms:
         return
-    noticer = Noticer(home, session, [Path(r) for r in rooms], "hooks", wakes=False)
+    noticer = Noticer(
+        home, session, [r if isinstance(r, str) else Path(r) for r in rooms], "hooks", wakes=False
+    )
     noticer.commit(noticer.due()[1])
 
 
@@ -461,7 +463,13 @@ def stop_hook(
     notices: list[Notice] = []
     commit: Callable[[], None] = _nothing
     if rooms:
-        noticer = Noticer(home, session, [Path(r) for r in rooms], "hooks", wakes=False)
+        noticer = Noticer(
+            home,
+            session,
+            [r if isinstance(r, str) else Path(r) for r in rooms],
+            "hooks",
+            wakes=False,
+        )
         notices, state = noticer.due()
         commit = partial(noticer.commit, state)
         for n in notices:

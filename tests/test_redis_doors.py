@@ -196,3 +196,19 @@ def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
     noticer.commit(state)
     assert noticer.due()[0] == []  # noticed once
     assert r.status().sessions == {}  # notices never read or ack
+
+
+def test_stop_hook_notices_a_redis_room_line_that_arrived_during_the_turn(
+    home: Path, redis_server: RedisServer
+) -> None:
+    from core.hooks import mark_rooms_told
+
+    url = redis_server.url()
+    r = open_room(url)
+    r.push("before the turn")
+    mark_rooms_told(home, "agent", [url])  # what the prompt hook showed
+    r.push("during the turn")
+    from core.noticer import Noticer
+
+    notices, _ = Noticer(home, "agent", [url], "hooks", wakes=False).due()
+    assert len(notices) == 1 and "during the turn" in notices[0].content
