@@ -29,7 +29,8 @@ from .errors import AckdeckError, ColdAck, InvalidInput
 from .mcp_manage import guard_async, tool_meta, wait_output
 from .mcp_manage import register as register_manage_tools
 from .names import check_name
-from .rooms import ReadResult, Room
+from .room_backend import ReadView, RoomBackend, open_room
+from .room_url import RedisAddress, is_url, parse_redis_url
 
 Clock = Callable[[], float]
 
@@ -44,7 +45,7 @@ MAX_REPLY_TEXT = 48 << 10
 @dataclass(frozen=True)
 class DoorConfig:
     session: str
-    rooms: tuple[Path, ...]
+    rooms: tuple[Path | RedisAddress, ...]  # a file, or a redis room (its password kept hidden)
     home: str | None = None  # None: core.home.resolve_home picks $ACKDECK_HOME or ~/.ackdeck
 
     @classmethod
@@ -56,8 +57,13 @@ class DoorConfig:
             raise InvalidInput(
                 "configure at least one room (--room PATH); the first is the default"
             )
-        seen: list[Path] = []
+        seen: list[Path | RedisAddress] = []
         for r in rooms:
+            if is_url(r):
+                address = parse_redis_url(str(r))
+                if address not in seen:
+                    seen.append(address)
+                continue
             p = _normal(r)
             if p.name in ("", ".", "..") or p.is_dir():
                 raise InvalidInput(f"room {str(r)!r} is a directory, not a notification file")
@@ -74,7 +80,9 @@ def _normal(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.normpath(os.path.abspath(text)))
 
 
-def resolve_room(rooms: Sequence[Path], requested: str | None) -> Path:
+def resolve_room(
+    rooms: Sequence[Path | RedisAddress], requested: str | None
+) -> Path | RedisAddress:
     """The configured room that `requested` names: its path (as configured or absolute) or its
     basename. None means the default (first) room. Anything else is rejected, so an agent can
     never point the server at an arbitrary file."""
@@ -82,7 +90,12 @@ def resolve_room(rooms: Sequence[Path], requested: str | None) -> Path:
         return rooms[0]
     if "\0" in requested:
         raise InvalidInput("room name contains a NUL byte")
-    if "/" in requested:
+    if is_url(requested):
+        # Addresses compare without their password, so the shown URL names the room too.
+        wanted: Path | RedisAddress = parse_redis_url(requested, {})
+        if wanted in rooms:
+            return rooms[rooms.index(wanted)]
+    elif "/" in requested:
         wanted = _normal(requested)
         if wanted in rooms:
             return wanted
@@ -101,7 +114,7 @@ def resolve_room(rooms: Sequence[Path], requested: str | None) -> Path:
     )
 
 
-def _label(rooms: Sequence[Path], room: Path) -> str:
+def _label(rooms: Sequence[Path | RedisAddress], room: Path | RedisAddress) -> str:
     """Basename when it identifies the room unambiguously, else the full path."""
     return room.name if sum(r.name == room.name for r in rooms) == 1 else str(room)
 
@@ -128,8 +141,8 @@ class ListNewOut(BaseModel):
     path: str
     lines: list[str]
     count: int
-    start: int
-    end: int
+    start: int | str  # a byte offset (file room) or an entry ID (redis room)
+    end: int | str
     epoch: int
 
 
@@ -146,7 +159,7 @@ class AckOut(BaseModel):
 class PushOut(BaseModel):
     room: str
     path: str
-    offset: int
+    offset: int | str
 
 
 class RoomStatusOut(BaseModel):
@@ -244,9 +257,9 @@ class AgentDoor:
         self._reader = f"mcp:{os.getpid()}:{secrets.token_hex(8)}"
 
     # -- rooms ---------------------------------------------------------------------------
-    def _room(self, requested: str | None) -> tuple[Room, str]:
+    def _room(self, requested: str | None) -> tuple[RoomBackend, str]:
         path = resolve_room(self.config.rooms, requested)
-        return Room(path, clock=self._clock), _label(self.config.rooms, path)
+        return open_room(path, clock=self._clock), _label(self.config.rooms, path)
 
     def room_list_new(self, room: str | None = None) -> Reply:
         r, label = self._room(room)
@@ -262,7 +275,7 @@ class AgentDoor:
         )
         return replies[0]
 
-    def _list_reply(self, r: Room, label: str, result: ReadResult) -> Reply:
+    def _list_reply(self, r: RoomBackend, label: str, result: ReadView) -> Reply:
         lines = [_text(x) for x in result.lines]
         data = ListNewOut(
             room=label,
@@ -340,7 +353,7 @@ class AgentDoor:
             )
         return Reply(text, data)
 
-    def _unread(self, r: Room) -> int:
+    def _unread(self, r: RoomBackend) -> int:
         st = r.status()
         mine = st.sessions.get(self.config.session)
         return mine.unread if mine is not None else st.pending
@@ -360,7 +373,7 @@ class AgentDoor:
         )
         rows: list[RoomStatusOut] = []
         for path in targets:
-            st = Room(path, clock=self._clock).status()
+            st = open_room(path, clock=self._clock).status()
             mine = st.sessions.get(self.config.session)
             rows.append(
                 RoomStatusOut(

@@ -179,7 +179,7 @@ return 1
 """
 )
 
-# KEYS: stream, meta, receipts, audit. ARGV: session, now, all ('1' or '0').
+# KEYS: stream, meta, receipts, audit. ARGV: session, now, all ('1' or '0'), reader ('' none).
 # Returns {mode, acked, preserved, epoch, entries (for all), unread (for refused)}.
 ACK = (
     _PRELUDE
@@ -241,6 +241,12 @@ local r = receipt_of(KEYS[3], session)
 if r == nil or r.acked then
   local left = finish('refused', 0, '', '', '')
   return {'refused', 0, left, m.epoch, {}, left}
+end
+if type(r.reader) ~= 'string' then r.reader = '' end
+if r.reader ~= (ARGV[4] or '') then
+  -- only the reader the lines went to may ack them (a restarted MCP server re-reads)
+  local left = finish('refused', 0, '', '', '')
+  return {'other-reader', 0, left, m.epoch, {}, left}
 end
 if r.epoch ~= m.epoch then
   local left = finish('stale', 0, '', '', '')

@@ -53,6 +53,7 @@ class RedisReadResult:
     start: str  # first entry ID read ("" when nothing was read)
     end: str  # last entry ID read
     epoch: int
+    data: bytes = b""  # the lines, each with its "\n", as one buffer
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class RedisRoomStatus:
     epoch: int
     last_ack_at: float | None
     sessions: dict[str, SessionStatus] = field(default_factory=dict)
+    late_total: int = 0  # file rooms only (late unlocked writers): XADD has no such window
+    held_open: int = 0
     last_id: str = "0-0"  # last-generated-id: a blocking read waits for anything after it
 
 
@@ -212,8 +215,17 @@ class RedisRoom:
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
 
     # ----- read ---------------------------------------------------------------------------
-    def read(self, session: str) -> RedisReadResult:
-        """Every entry in the room; stores the session's receipt (replacing the old one)."""
+    def read(
+        self,
+        session: str,
+        *,
+        deliver: Callable[[RedisReadResult], None] | None = None,
+        reader: str | None = None,
+    ) -> RedisReadResult:
+        """Every entry in the room; stores the session's receipt (replacing the old one).
+
+        Recorded only once delivered, as for files: `deliver` gets the lines first, and the
+        receipt is stored only if it returns. `reader` binds the receipt to one reader."""
         check_name(session)
         with self._errors("read"):
             epoch, added, entries = self._script("READ")(keys=self._keys[:2])
@@ -229,22 +241,46 @@ class RedisRoom:
             "digest": entries_digest(entries),
             "acked": False,
             "read_at": self._clock(),
+            "reader": reader or "",
         }
+        result = RedisReadResult(lines, first, last, int(epoch), b"".join(x + b"\n" for x in lines))
+        if deliver is not None:
+            deliver(result)
         with self._errors("read"):
             self._script("COMMIT_RECEIPT")(keys=self._keys[:3], args=[session, json.dumps(receipt)])
-        return RedisReadResult(lines, first, last, int(epoch))
+        return result
 
     # ----- ack ----------------------------------------------------------------------------
-    def ack(self, session: str, *, all: bool = False) -> AckResult:  # noqa: A002 - CLI flag
-        """Remove exactly what `session` read (or, with all=True, every entry, returned)."""
+    def ack(
+        self,
+        session: str,
+        *,
+        all: bool = False,  # noqa: A002 - CLI flag
+        reader: str | None = None,
+        deliver: Callable[[RedisReadResult], None] | None = None,
+    ) -> AckResult:
+        """Remove exactly what `session` read (or, with all=True, every entry, returned).
+
+        With all=True and `deliver`, the entries are delivered first and only those are
+        removed (a read and an ack of its receipt), as for files."""
         check_name(session)
+        if all and deliver is not None:
+            got = self.read(session, reader=reader, deliver=deliver)
+            if not got.lines:
+                return AckResult("all", 0, 0, "no entries to ack", [])
+            res = self.ack(session, reader=reader)
+            mode_all = cast(AckMode, "all" if res.mode == "prefix" else res.mode)
+            return AckResult(mode_all, res.acked, res.preserved, res.message, got.lines)
         with self._errors("ack"):
             mode_b, acked, preserved, epoch, entries, unread = self._script("ACK")(
-                keys=self._keys, args=[session, repr(self._clock()), "1" if all else "0"]
+                keys=self._keys,
+                args=[session, repr(self._clock()), "1" if all else "0", reader or ""],
             )
         mode = cast(AckMode, mode_b.decode())
         if mode == "refused":
             raise cold_ack(session, "no unacked read of this room", int(unread))
+        if mode == "other-reader":
+            raise cold_ack(session, "the last read went to another reader", int(unread))
         acked, preserved = int(acked), int(preserved)
         if mode == "stale":
             msg = (

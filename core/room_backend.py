@@ -29,6 +29,11 @@ class ReadView(Protocol):
     def end(self) -> int | str: ...
     @property
     def epoch(self) -> int: ...
+    @property
+    def data(self) -> bytes: ...  # the lines, each with its "\n", as one buffer
+
+
+Deliver = Callable[[ReadView], None]
 
 
 class AckView(Protocol):
@@ -72,6 +77,10 @@ class StatusView(Protocol):
     def last_ack_at(self) -> float | None: ...
     @property
     def sessions(self) -> Mapping[str, SessionView]: ...
+    @property
+    def late_total(self) -> int: ...
+    @property
+    def held_open(self) -> int: ...
 
 
 class RoomBackend(Protocol):
@@ -81,8 +90,17 @@ class RoomBackend(Protocol):
     def path(self) -> Path | str: ...  # the file's path, or the URL without its password
 
     def push(self, line: str | bytes) -> int | str: ...
-    def read(self, session: str) -> ReadView: ...
-    def ack(self, session: str, *, all: bool = False) -> AckView: ...  # noqa: A002
+    def read(
+        self, session: str, *, deliver: Deliver | None = None, reader: str | None = None
+    ) -> ReadView: ...
+    def ack(
+        self,
+        session: str,
+        *,
+        all: bool = False,  # noqa: A002
+        reader: str | None = None,
+        deliver: Deliver | None = None,
+    ) -> AckView: ...
     def status(self) -> StatusView: ...
     def wait(
         self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
@@ -95,6 +113,7 @@ def open_room(
     *,
     clock: Clock = time.time,
     env: Mapping[str, str] | None = None,
+    follow_symlinks: bool = False,
 ) -> RoomBackend:
     """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
     file path."""
@@ -109,7 +128,7 @@ def open_room(
         return RedisRoom(parse_redis_url(str(spec), env), clock=clock, env=env)
     from .rooms import Room
 
-    return Room(spec, clock=clock)
+    return Room(spec, clock=clock, follow_symlinks=follow_symlinks)
 
 
 def room_display(spec: str | os.PathLike[str]) -> str:

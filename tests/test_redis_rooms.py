@@ -367,3 +367,25 @@ def test_module_imports_without_a_server() -> None:
     code = "import sys, core.cli.rooms_cmd, core.room_backend; print('redis' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_receipt_is_recorded_only_once_delivered_and_bound_to_its_reader(url: str) -> None:
+    r = room(url)
+    r.push("a")
+
+    def broken_pipe(_: object) -> None:
+        raise BrokenPipeError("reader went away")
+
+    with pytest.raises(BrokenPipeError):
+        r.read("s", deliver=broken_pipe)
+    with pytest.raises(ColdAck):
+        r.ack("s")  # nothing was delivered, so nothing was recorded
+    r.read("s", reader="mcp:1:x")
+    with pytest.raises(ColdAck) as other:
+        r.ack("s", reader="mcp:2:y")  # a restarted server never acks its predecessor's read
+    assert "another reader" in str(other.value)
+    assert r.ack("s", reader="mcp:1:x").acked == 1
+    r.push("b")
+    shown: list[bytes] = []
+    res = r.ack("s", all=True, deliver=lambda got: shown.extend(got.lines))
+    assert (res.mode, res.acked, shown) == ("all", 1, [b"b"])

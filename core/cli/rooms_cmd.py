@@ -10,15 +10,16 @@ import sys
 from .._bytes import write_all
 from .._room_errors import not_delivered
 from ..errors import ColdAck, InvalidInput
-from ..rooms import ReadResult, Room
+from ..room_backend import ReadView, RoomBackend, open_room
 from ._output import emit_json, text
 
 _SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
 _FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"
 
 
-def _room(args: argparse.Namespace) -> Room:
-    return Room(args.room, follow_symlinks=args.follow_symlinks)
+def _room(args: argparse.Namespace) -> RoomBackend:
+    # A path, or a redis://HOST[:PORT][/DB]/NAME URL (see README "Rooms across hosts").
+    return open_room(args.room, follow_symlinks=args.follow_symlinks)
 
 
 def _session(args: argparse.Namespace) -> str:
@@ -33,7 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     rsub = room.add_subparsers(dest="room_command", metavar="ACTION", required=True)
 
     p = rsub.add_parser("push", help="append one line under the shared lock")
-    p.add_argument("room", metavar="ROOM", help="path of the notification file")
+    p.add_argument(
+        "room",
+        metavar="ROOM",
+        help="path of the notification file, or redis://HOST[:PORT][/DB]/NAME",
+    )
     p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
     p.add_argument("text", metavar="TEXT", help="the line (no newline, no NUL)")
     p.add_argument("--json", action="store_true", help='print {"offset": N}')
@@ -87,12 +92,12 @@ def _read(args: argparse.Namespace) -> int:
     return 0
 
 
-def _raw_lines(result: ReadResult) -> None:
+def _raw_lines(result: ReadView) -> None:
     """Text mode: the raw bytes of each line, exactly as stored."""
     _deliver(result.data)
 
 
-def _json_lines(result: ReadResult) -> None:
+def _json_lines(result: ReadView) -> None:
     """JSON mode: lines decoded with replacement, and which of them were not valid UTF-8."""
     lines, invalid = [], []
     for i, raw in enumerate(result.lines):

@@ -18,7 +18,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
 from core.errors import AckdeckError
-from core.rooms import AckResult, ReadResult, Room
+from core.room_backend import AckView, ReadView, open_room
+from core.room_url import RedisAddress, is_url, parse_redis_url
 
 from ..messages import ActionFinished, SnapshotRead
 from ..state import Snapshot, count_of
@@ -161,7 +162,8 @@ class MainScreen(Screen[None]):
     def _select_room(self, key: str | None) -> None:
         self.selected_room = key
         view = self.query_one(LineView)
-        view.show_file(key, Path(key) if key else None)
+        # A redis room has no file to index: its counters show in the table, no lines here.
+        view.show_file(key, Path(key) if key and not is_url(key) else None)
         self._update_lines_header()
 
     def _room_row(self) -> Any:
@@ -220,10 +222,12 @@ class MainScreen(Screen[None]):
             self.dash._first_scan()
 
     # ----- owner actions ----------------------------------------------------------------------
-    def _room_or_warn(self) -> Path | None:
+    def _room_or_warn(self) -> Path | RedisAddress | None:
         if self.selected_room is None:
             self.notify("select a room first", severity="warning")
             return None
+        if is_url(self.selected_room):
+            return parse_redis_url(self.selected_room)
         return Path(self.selected_room)
 
     def action_read(self) -> None:
@@ -241,19 +245,19 @@ class MainScreen(Screen[None]):
             self._read_for_ack_all(path)
 
     @work(thread=True, group="owner-action", exit_on_error=False)
-    def _read_for_ack_all(self, path: Path) -> None:
+    def _read_for_ack_all(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
 
         # The receipt is stored only once the dialog's number reached the screen (core
         # commits after `deliver` returns); the dialog's ack waits for that commit.
         committed = threading.Event()
 
-        def deliver(res: ReadResult) -> None:
+        def deliver(res: ReadView) -> None:
             if not self.post_message(SnapshotRead(path, len(res.lines), committed)):
                 raise AckdeckError("the dashboard closed before the snapshot was shown")
 
         try:
-            Room(path).read(session, deliver=deliver)
+            open_room(path).read(session, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "ack all: read failed"))
         finally:
@@ -270,7 +274,7 @@ class MainScreen(Screen[None]):
             self.notify(f"{label} has no complete line to ack", title="ack all")
             return
 
-        def answered(res: AckResult | None) -> None:
+        def answered(res: AckView | None) -> None:
             if res is None:
                 self.notify(
                     f"ack all cancelled; nothing was removed ({session} read "
@@ -358,10 +362,10 @@ class MainScreen(Screen[None]):
 
     # Blocking core calls: threads, results by message only.
     @work(thread=True, group="owner-action", exit_on_error=False)
-    def _owner_read(self, path: Path) -> None:
+    def _owner_read(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
 
-        def deliver(res: ReadResult) -> None:
+        def deliver(res: ReadView) -> None:
             # The receipt is stored only after the owner was shown the result (core commits
             # after this returns); a closed app records nothing.
             shown = self.post_message(
@@ -375,15 +379,15 @@ class MainScreen(Screen[None]):
                 raise AckdeckError("the dashboard closed before the read was shown")
 
         try:
-            Room(path).read(session, deliver=deliver)
+            open_room(path).read(session, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "read failed"))
 
     @work(thread=True, group="owner-action", exit_on_error=False)
-    def _owner_ack(self, path: Path) -> None:
+    def _owner_ack(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
         try:
-            res = Room(path).ack(session)
+            res = open_room(path).ack(session)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "warning", "ack refused"))
             return
@@ -398,9 +402,9 @@ class MainScreen(Screen[None]):
         )
 
     @work(thread=True, group="owner-action", exit_on_error=False)
-    def _owner_push(self, path: Path, text: str) -> None:
+    def _owner_push(self, path: Path | RedisAddress, text: str) -> None:
         try:
-            Room(path).push(text)
+            open_room(path).push(text)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "push failed"))
             return

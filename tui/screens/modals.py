@@ -18,7 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from core.errors import AckdeckError
-from core.rooms import AckResult, Room
+from core.room_backend import open_room
+from core.rooms import AckResult
 
 from ..state import plural
 
@@ -117,7 +118,7 @@ class AckAllScreen(ConfirmScreen):
             self.post_message(SnapshotAcked(None, "the read did not finish; read again"))
             return
         try:
-            self.post_message(SnapshotAcked(Room(path).ack(session)))
+            self.post_message(SnapshotAcked(open_room(path).ack(session)))
         except AckdeckError as exc:
             self.post_message(SnapshotAcked(None, str(exc)))
 
