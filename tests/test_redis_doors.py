@@ -138,7 +138,7 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
 
             app.main._select_room(url)
             await settle(pilot)
-            assert "redis room: 2 pending" in str(app.main.query_one("#lines").border_subtitle)
+            assert "redis room: 2 pending" in str(app.main.query_one("#lines").border_title)
             await pilot.press("r")
             await settle(pilot)
             assert any("owner read 2 line(s)" in n for n in notifications(app))
