@@ -141,8 +141,15 @@ class Nudger:
         self.idle.reset()
         return True
 
+    def pin(self) -> None:
+        """Check the pane and keep to it by its id (%N, never reused by a tmux server): a
+        target like `work:0.1` is an index, and once that pane closes tmux renumbers, so the
+        index names a neighbour (often a shell, where Enter runs the line). A closed pane is
+        then a one-line error (PaneGone), never a nudge typed somewhere else."""
+        self.tmux = Tmux(self.tmux.check(), self.tmux.socket)
+
     async def run(self, *, window: float = DEFAULT_WINDOW_S) -> None:
-        await anyio.to_thread.run_sync(self.tmux.check)
+        await anyio.to_thread.run_sync(self.pin)  # the id again when the caller pinned already
         await self.noticer.run(self.send, window=window)
 
 

@@ -246,3 +246,24 @@ def test_idle_with_a_prompt_regex_checks_the_last_non_blank_line() -> None:
     w2 = IdleWatch(0, re.compile(rb"^> ?$"))
     w2.observe("got: x\n> \n\n", 0.0)
     assert w2.observe("got: x\n> \n\n", 0.1)
+
+
+def test_a_closed_pane_is_never_replaced_by_its_neighbour(world: World) -> None:
+    # `--tmux agent:0.0` names a pane by its index. When that pane closes tmux renumbers, and
+    # index 0 then names the neighbour (here a second agent; in life often a shell, where the
+    # nudge's Enter runs the line as a command). The nudge must keep to the pane it checked.
+    neighbour_log = world.tmp / "neighbour.log"
+    script = world.tmp / "fake_agent.py"
+    world.tmux(
+        "split-window", "-t", "agent:0",
+        f"{sys.executable} {script} {world.tmp / 'neighbour-busy'} {neighbour_log}",
+    )
+    world.start_nudge("--tmux", "agent:0.0")
+    world.tmux("kill-pane", "-t", "agent:0.0")
+    Room(world.room).push("[t1] ops: for the closed pane")
+    assert world.nudge is not None
+    assert world.nudge.wait(timeout=WAIT) == 1  # the pane it watched is gone: an error exit
+    assert world.nudge.stderr is not None
+    err = world.nudge.stderr.read().decode()
+    assert len(err.strip().splitlines()) == 1 and err.startswith("ackdeck: error:"), err
+    assert not neighbour_log.exists() or neighbour_log.read_text() == ""

@@ -252,7 +252,7 @@ def _nudge(args: argparse.Namespace) -> int:
         idle_ms=args.idle_ms,
         prompt_regex=args.prompt_regex,
     )
-    nudger.tmux.check()  # a missing pane is a one-line error before anything else
+    nudger.pin()  # a missing pane is a one-line error before anything else
     print(
         f"ackdeck nudge: watching session {args.session!r} for pane {args.tmux}",
         file=sys.stderr,
