@@ -29,7 +29,7 @@ from typing import Any
 
 from . import _atomic
 from .errors import AckdeckError, InvalidInput
-from .names import check_name
+from .names import check_name, room_path
 from .room_backend import RoomBackend, open_room, room_display
 from .room_url import is_url
 
@@ -81,7 +81,7 @@ def hook_commands(
 
 
 def _hook_room(room: str | os.PathLike[str]) -> str:
-    return room_display(room) if is_url(room) else os.path.abspath(os.fspath(room))
+    return room_display(room) if is_url(room) else str(room_path(room))
 
 
 def is_ackdeck_hook(event: str, command: object) -> bool:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from .errors import AckdeckError, ColdAck, InvalidInput
 from .mcp_manage import guard_async, tool_meta, wait_output
 from .mcp_manage import register as register_manage_tools
-from .names import check_name
+from .names import check_name, room_path
 from .room_backend import ReadView, RoomBackend, open_room
 from .room_url import RedisAddress, is_url, parse_redis_url
 
@@ -76,8 +76,8 @@ def _normal(path: str | os.PathLike[str]) -> Path:
     text = os.fspath(path)
     if "\0" in text:
         raise InvalidInput("room path contains a NUL byte")
-    # normpath, not resolve(): the configured spelling is the identity; symlinks are not chased.
-    return Path(os.path.normpath(os.path.abspath(text)))
+    # The directory as the kernel resolves it (`link/..`); the room itself is never chased.
+    return room_path(text)
 
 
 def resolve_room(

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from .errors import InvalidName
 
 # Letters, digits and `._@-`; never `/`, NUL, or a name made only of dots.
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+
+
+def room_path(path: str | os.PathLike[str]) -> Path:
+    """A room's absolute path, its directory resolved as the kernel resolves it.
+
+    `dir/link/../r` is `r` beside the link's *target* for open(2) (and for the CLI), so a
+    lexical normpath (os.path.abspath) named another file. Only the directory is resolved:
+    the room itself may be a symlink, which rooms refuse unless the owner opts in.
+    """
+    head, name = os.path.split(os.path.join(os.getcwd(), os.fspath(path)))
+    return Path(os.path.realpath(head), name)
 
 
 def check_name(value: str, what: str = "session") -> str:

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from . import _atomic, gate
 from ._locks import locked
 from .errors import AckdeckError
-from .names import check_name
+from .names import check_name, room_path
 from .notices import Notice, NoticeState, RoomView, WakeView, decide
 from .room_backend import open_room
 from .room_url import RedisAddress, is_url, parse_redis_url
@@ -182,7 +182,7 @@ class Noticer:
             if isinstance(r, RedisAddress)
             else parse_redis_url(r)
             if isinstance(r, str) and is_url(r)
-            else Path(os.path.abspath(r))
+            else room_path(r)
             for r in rooms
         ]
         self.door = door

@@ -475,3 +475,17 @@ def test_hook_input_is_read_even_when_the_runner_keeps_stdin_open() -> None:
         os.close(r)
         if w != -1:
             os.close(w)
+
+
+def test_hook_commands_name_the_room_the_kernel_resolves(tmp_path: Path) -> None:
+    # `link/..` is the parent of the link's target, not the directory holding the link.
+    (tmp_path / "elsewhere" / "real").mkdir(parents=True)
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "deep" / "link").symlink_to(tmp_path / "elsewhere" / "real")
+    spelled = tmp_path / "deep" / "link" / ".." / "inbox.txt"
+    cmds = hooks.hook_commands(["ackdeck"], "agent", [spelled])
+    prompt = cmds["UserPromptSubmit"]
+    assert prompt is not None
+    room = shlex.split(prompt)[-1]
+    assert os.path.samefile(os.path.dirname(room), tmp_path / "elsewhere")
+    assert Path(room).name == "inbox.txt"

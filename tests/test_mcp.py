@@ -329,3 +329,25 @@ async def test_ack_after_a_foreign_rewrite_is_a_stale_error_and_removes_nothing(
         fresh = await call(client, "room_list_new")
         assert fresh.structured_content["lines"] == ["old two", "new line"]
         assert fresh.structured_content["epoch"] > 0
+
+
+async def test_a_room_reached_through_dotdot_after_a_symlinked_directory(
+    home: Path, tmp_path: Path
+) -> None:
+    # `link/..` is the parent of the link's target for the kernel (and the CLI), not the
+    # directory holding the link: a lexical normpath made the server watch another file.
+    (tmp_path / "elsewhere" / "real").mkdir(parents=True)
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "deep" / "link").symlink_to(tmp_path / "elsewhere" / "real")
+    spelled = tmp_path / "deep" / "link" / ".." / "inbox.txt"
+    (tmp_path / "elsewhere" / "inbox.txt").write_bytes(b"for the agent\n")
+    async with connect(home, [spelled]) as client:
+        listed = await call(client, "room_list_new")
+        assert not listed.is_error, text_of(listed)
+        assert listed.structured_content["lines"] == ["for the agent"]
+        acked = await call(client, "room_ack")
+        assert not acked.is_error and acked.structured_content["acked"] == 1
+        pushed = await call(client, "room_push", {"room": "inbox.txt", "text": "reply"})
+        assert not pushed.is_error, text_of(pushed)
+    assert (tmp_path / "elsewhere" / "inbox.txt").read_bytes() == b"reply\n"
+    assert not (tmp_path / "deep" / "inbox.txt").exists()
