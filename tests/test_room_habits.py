@@ -93,6 +93,29 @@ def test_ack_all_piped_into_head_removes_nothing_it_did_not_write(
     assert (tmp_path / "r").read_bytes() == b""
 
 
+def test_read_and_ack_all_with_stdout_closed_are_one_line_errors(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # `>&-` (a closed stdout, as some job runners start commands) leaves Python no sys.stdout.
+    out = sh(
+        cli_env,
+        "printf 'a\\nb\\n' > r\n"
+        "ackdeck room read r --session s >&-\n"
+        'echo "read-exit=$?"\n'
+        "ackdeck room ack r --session s --all >&-\n"
+        'echo "all-exit=$?"\n'
+        "ackdeck room ack r --session s\n"
+        'echo "ack-exit=$?"',
+        tmp_path,
+    )
+    stdout, err = out.stdout.decode(), out.stderr.decode()
+    assert "Traceback" not in err, err
+    assert "read-exit=1" in stdout and "all-exit=1" in stdout and "ack-exit=3" in stdout
+    assert err.splitlines()[0].startswith("ackdeck: error: could not deliver the lines")
+    assert len(err.splitlines()) == 3  # one line per command
+    assert (tmp_path / "r").read_bytes() == b"a\nb\n"
+
+
 def test_a_failed_delivery_keeps_the_previous_receipt(tmp_path: Path) -> None:
     room = Room(tmp_path / "r")
     room.push("one")

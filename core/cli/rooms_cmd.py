@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -121,6 +122,9 @@ def _deliver(data: bytes) -> None:
     """Write and flush before the receipt is stored (Room.read commits after this returns);
     a failed write raises, so nothing is recorded. Bytes a pipe buffer accepted but the
     reader never read (`| head`) cannot be told apart from read ones: see README."""
+    if sys.stdout is None:
+        # Started with stdout closed (`>&-`): Python then has no sys.stdout at all.
+        raise not_delivered("stdout", OSError(errno.EBADF, "stdout is closed"))
     try:
         sys.stdout.flush()
         # os.write on the descriptor, not sys.stdout.buffer.write: a BufferedWriter that
