@@ -190,6 +190,7 @@ class Noticer:
         self.path = state_path(home, session, door)
         self._broken: set[RoomRef] = set()
         self._stored: NoticeState | None = None
+        self._state_error: int | None = None
 
     def views(self) -> tuple[list[RoomView], list[WakeView]]:
         rooms: list[RoomView] = []
@@ -271,11 +272,29 @@ class Noticer:
                 last_sent = time.monotonic()
 
     async def _check(self, send: Callable[[list[Notice]], Awaitable[bool]]) -> bool:
-        notices, state = await anyio.to_thread.run_sync(self.due)
+        try:
+            notices, state = await anyio.to_thread.run_sync(self.due)
+        except OSError as exc:
+            self._state_failed(exc)  # decided again at the next event
+            return False
         if notices and not await send(notices):
             return False
         # A stop (SIGTERM, a closed client) right after a send must not skip the commit:
         # the restarted door would then repeat the notice it already gave.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self.commit, state)
+        try:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.commit, state)
+        except OSError as exc:
+            # A full or read-only HOME must not end the notices for good: the state stays
+            # unrecorded, so the next check may repeat these notices, never go silent.
+            self._state_failed(exc)
+        else:
+            self._state_error = None
         return bool(notices)
+
+    def _state_failed(self, exc: OSError) -> None:
+        # Once per kind of failure, not once per event.
+        if self._state_error != exc.errno:
+            self._state_error = exc.errno
+            where = self.path.parent
+            print(f"ackdeck: cannot keep notice state in {where}: {exc}", file=sys.stderr)

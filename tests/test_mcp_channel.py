@@ -233,3 +233,33 @@ async def test_no_channel_flag_keeps_the_server_quiet(home: Path, tmp_path: Path
     async with connect(home, [room], rec, "--no-channel"):
         await rec.quiet(2.0)
     assert rec.channel == []
+
+
+async def test_a_full_disk_under_home_does_not_silence_the_channel(tmp_path: Path) -> None:
+    # The notice state is written after each notice; a transient ENOSPC there must not stop
+    # the notifier for the rest of the session (silence is the one thing a notice may not do).
+    from tests.test_room_habits import fill
+
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()[:80]}")
+    try:
+        room = tmp_path / "inbox.txt"
+        room.touch()
+        rec = Recorder()
+        async with connect(home, [room], rec):
+            await rec.quiet(1.0)
+            filler = fill(home)
+            push_from_another_process(room, "while the disk is full")
+            await rec.wait_for(1)
+            filler.unlink()
+            await rec.quiet()
+            push_from_another_process(room, "after space came back")
+            await rec.wait_for(2)
+            assert "after space came back" in rec.channel[-1].content
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)
