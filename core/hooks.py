@@ -436,6 +436,7 @@ class StopOutcome:
     text: str
     # Records the room notices as told; call it once `text` was written.
     commit: Callable[[], None] = _nothing
+    written: bool = False  # `emit` already wrote `text` (before the wakes were acked)
 
 
 def stop_hook(
@@ -445,21 +446,20 @@ def stop_hook(
     payload: Mapping[str, Any],
     *,
     settle_timeout: float = 2.0,
+    emit: Callable[[str], bool] | None = None,
 ) -> StopOutcome:
     """Deliver pending wakes (the authoritative drain) and notice room lines that arrived
     during the turn. Block only for something new: a wake just delivered, or room lines beyond
     what a hook already told this session. So with `stop_hook_active` (the agent is already
-    continuing because of a Stop hook) a second block needs something that arrived since."""
+    continuing because of a Stop hook) a second block needs something that arrived since.
+
+    With `emit`, the text is written through it before the wakes are acked (recorded only
+    once delivered): if it answers False, nothing is acked and the wakes stay pending."""
     from . import wakes
     from .noticer import Noticer
     from .notices import Notice
 
     check_name(session)
-    parts: list[str] = []
-    drained = wakes.drain(home, session, settle_timeout=settle_timeout)
-    text = wakes.format_wake_text(drained)
-    if text:
-        parts.append(text)
     notices: list[Notice] = []
     commit: Callable[[], None] = _nothing
     if rooms:
@@ -472,14 +472,38 @@ def stop_hook(
         )
         notices, state = noticer.due()
         commit = partial(noticer.commit, state)
-        for n in notices:
-            parts.append(
-                f"ackdeck: room {n.meta['room']} got new lines while you worked "
-                f"({n.meta['count']} unread, not read or acked by this hook). Read them with "
-                f"room_list_new (room {n.meta['room']!r}), act, then room_ack."
-            )
-    if not parts:
+    room_parts = [
+        f"ackdeck: room {n.meta['room']} got new lines while you worked "
+        f"({n.meta['count']} unread, not read or acked by this hook). Read them with "
+        f"room_list_new (room {n.meta['room']!r}), act, then room_ack."
+        for n in notices
+    ]
+
+    def compose(wake_text: str) -> str:
+        parts = ([wake_text] if wake_text else []) + room_parts
+        if parts and payload.get("stop_hook_active"):
+            parts.append("(more arrived since the last stop; nothing earlier is repeated)")
+        return "\n".join(parts)
+
+    said: list[str] = []
+    unsaid: list[str] = []
+
+    def deliver(result: Any) -> bool:
+        text = compose(wakes.format_wake_text(result))
+        if emit is not None and not emit(text):
+            unsaid.append(text)
+            return False
+        said.append(text)
+        return True
+
+    drained = wakes.drain(
+        home, session, settle_timeout=settle_timeout, deliver=deliver if emit else None
+    )
+    if said:
+        return StopOutcome(True, said[0], commit, written=True)
+    if unsaid:  # nothing was acked; the caller's own write will fail (or succeed) again
+        return StopOutcome(True, unsaid[0], commit)
+    text = compose(wakes.format_wake_text(drained))
+    if not text:
         return StopOutcome(False, "", commit)
-    if payload.get("stop_hook_active"):
-        parts.append("(more arrived since the last stop; nothing earlier is repeated)")
-    return StopOutcome(True, "\n".join(parts), commit)
+    return StopOutcome(True, text, commit)

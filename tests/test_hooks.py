@@ -489,3 +489,32 @@ def test_hook_commands_name_the_room_the_kernel_resolves(tmp_path: Path) -> None
     room = shlex.split(prompt)[-1]
     assert os.path.samefile(os.path.dirname(room), tmp_path / "elsewhere")
     assert Path(room).name == "inbox.txt"
+
+
+def test_a_stop_hook_whose_output_nobody_reads_acks_no_wake(
+    home: Path, cli_env: dict[str, str]
+) -> None:
+    # The wake is acked only once its text reached stderr (what the agent is given on exit 2):
+    # a stop hook writing into a closed pipe used to ack the wake and say nothing anywhere.
+    from core.monitors import MatchedLine
+
+    wakes.merge(
+        home, "agent", "build", run_id="run1", kind="match",
+        lines=[MatchedLine(0, 20, "ERROR: build failed")], filter="ERROR", exclude=False,
+        matches=1, status="running",
+    )  # fmt: skip
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone: every write is EPIPE
+    try:
+        done = subprocess.run(
+            [*ACKDECK, "hooks", "stop", "--session", "agent"],
+            stdin=subprocess.DEVNULL, stdout=w, stderr=w, env=cli_env, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(w)
+    assert done.returncode == 1
+    assert wakes.list_wakes(home, "agent")[0].pending == 1  # still there for the next stop
+    stop = shlex.join([*ACKDECK, "hooks", "stop", "--session", "agent"])
+    again = run_hook_with(stop, cli_env, {})
+    assert again.returncode == 2 and "ERROR: build failed" in again.stderr
+    assert wakes.list_wakes(home, "agent")[0].pending == 0

@@ -217,16 +217,37 @@ def _stop(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     check_name(args.session)
     outcome = hooks.stop_hook(
-        _home(args), args.session, args.room, payload, settle_timeout=args.settle
+        _home(args), args.session, args.room, payload, settle_timeout=args.settle, emit=_emit
     )
     if not outcome.block:
         outcome.commit()
         return 0
-    # Claude Code feeds stderr back to the agent on exit 2; stdout is for a human reading it.
-    print(outcome.text, flush=True)
-    print(outcome.text, file=sys.stderr, flush=True)
+    if not outcome.written and not _emit(outcome.text):
+        return 1  # nothing reached the agent: the room notices are not recorded as told
     outcome.commit()
     return 2
+
+
+def _emit(text: str) -> bool:
+    """Claude Code feeds stderr back to the agent on exit 2, so stderr decides whether the
+    text was delivered (the wakes are acked only then); stdout is for a human reading it."""
+    if sys.stderr is None:  # started with stderr closed
+        return False
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        return False
+    try:
+        print(text, flush=True)
+    except OSError:
+        # The agent already has it on stderr. Point stdout at /dev/null so the interpreter's
+        # final flush cannot print a second error about the same broken pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except AttributeError:
+        pass  # started with stdout closed
+    return True
 
 
 def _home(args: argparse.Namespace) -> Path:
