@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from .. import hooks
-from ..errors import InvalidInput
+from ..errors import AckdeckError, InvalidInput
 from ..names import check_name
 
 DEFAULT_SESSION = "agent"
@@ -290,6 +290,7 @@ async def _run_until_signalled(main: Callable[[], Awaitable[None]]) -> None:
 
     import anyio
 
+    failed: AckdeckError | None = None
     async with anyio.create_task_group() as tg:
 
         async def stop_on_signal() -> None:
@@ -299,5 +300,12 @@ async def _run_until_signalled(main: Callable[[], Awaitable[None]]) -> None:
                     return
 
         tg.start_soon(stop_on_signal)
-        await main()
+        try:
+            await main()
+        except AckdeckError as exc:
+            # Raised out of the task group it would arrive wrapped in an ExceptionGroup (a
+            # traceback); a pane that closed is a one-line error.
+            failed = exc
         tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
