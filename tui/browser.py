@@ -104,7 +104,12 @@ def open_dashboard(page: Any, url: str, *, timeout: float = 60.0) -> None:
     page.goto(url, timeout=timeout * 1000)
     # textual-serve marks the body once the dashboard process sent its first bytes.
     page.wait_for_selector("body.-first-byte", timeout=timeout * 1000)
-    box = page.locator(".textual-terminal").bounding_box()
+    terminal = page.locator(".textual-terminal")
+    # On a busy machine the terminal element can be laid out after the first byte arrived.
+    terminal.wait_for(state="visible", timeout=timeout * 1000)
+    box = terminal.bounding_box()
+    if box is None:
+        raise RuntimeError("the dashboard's terminal is not on the page")
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
 
 
