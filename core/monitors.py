@@ -212,10 +212,12 @@ class LineMatcher:
 
     # ----- lines longer than MAX_FRAGMENT: windows (see the module doc) ----------------------
     def _window_hit(self, w: bytes, first: bool, last: bool) -> bool:
-        # NUL never survives cleaning, so as a sentinel it keeps `^` / `$` from matching at a
-        # window's inner edges; `pos=1` starts the search after the leading one.
+        # At a window's inner edges the line goes on, so `^` / `$` must not match there: a NUL
+        # (which never survives cleaning) on each inner side is the context RE2 sees, and
+        # pos/endpos keep every match inside the window, so no part of the pattern (`[^a]`,
+        # `\W`, `.`) can match the NUL itself.
         text = (b"" if first else b"\0") + clean(w) + (b"" if last else b"\0")
-        return self.rx.search(text, 0 if first else 1) is not None
+        return self.rx.search(text, 0 if first else 1, len(text) - (0 if last else 1)) is not None
 
     def see_window(self, line_start: int, k: int, w: bytes) -> None:
         """A window of a line that is still being written (from LineBuffer.on_window)."""

@@ -356,3 +356,36 @@ def test_control_lines_are_taken_back_when_the_helper_is_busy() -> None:
         release.set()
     assert busy.result() is True
     assert (found, result) == (_scan.ctrl_lines(data, 0, len(data)), 1)
+
+
+@pytest.mark.parametrize("read", [64 << 10, 1 << 20, 3 << 20])
+@pytest.mark.parametrize(
+    ("pattern", "at"),
+    [("x[^a]", MAX_FRAGMENT - 1), ("[^a]x", MAX_FRAGMENT // 2), (r"x\W", MAX_FRAGMENT - 1)],
+)
+def test_window_edges_of_a_line_over_1mb_are_no_false_match(
+    pattern: str, at: int, read: int
+) -> None:
+    """A line over MAX_FRAGMENT is matched in windows; no window edge may lend the pattern a
+    character the line does not hold (a sentinel byte matched by `[^a]` did: a false wake).
+    The `x` sits at a window's last byte, or its first, with only `a`s around it."""
+    line = bytearray(b"a" * (3 * MAX_FRAGMENT))
+    line[at] = ord("x")
+    data = bytes(line) + b"\n"
+    assert naive(pattern, data) == []  # the line alone holds no match
+    lb = LineBuffer.at(0)
+    m = LineMatcher(pattern)
+    lb.on_window = m.see_window
+    got: list[MatchedLine] = []
+    for i in range(0, len(data), read):
+        for region in lb.feed(data[i : i + read]):
+            got.extend(m.scan(region))
+    got.extend(m.scan_final(lb.final()))
+    assert got == []
+    # The same line without its newline, decided once the process exited.
+    lb = LineBuffer.at(0)
+    m = LineMatcher(pattern)
+    lb.on_window = m.see_window
+    for i in range(0, len(data) - 1, read):
+        assert lb.feed(data[i : min(i + read, len(data) - 1)]) == []
+    assert m.scan_final(lb.final()) == []
