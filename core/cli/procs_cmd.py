@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import json
 import os
@@ -226,6 +227,9 @@ def _write_stdout(items: list[bytes], failed: list[OSError]) -> int:
     """Write `items` to stdout; how many were written whole before a write failed (the error is
     appended to `failed`). Written with os.write in blocks so a partial write is counted
     exactly: an item counts only once every one of its bytes was accepted."""
+    if sys.stdout is None:  # descriptor 1 was closed (`>&-`): nothing can be delivered
+        failed.append(OSError(errno.EBADF, "stdout is closed"))
+        return 0
     try:
         sys.stdout.flush()
         fd = sys.stdout.fileno()

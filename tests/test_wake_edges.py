@@ -1,0 +1,40 @@
+"""Edges of the wake gate found by trying the CLI as a careless user would (real processes)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from core import procs, wakes
+from core.procs import MonitorSpec
+from tests.conftest import ACKDECK
+from tests.test_procs_support import wait_status
+
+
+def test_drain_and_output_into_a_closed_stdout_fail_with_one_line(phome: Path, cli_env) -> None:
+    procs.start(
+        phome, "boom", ["sh", "-c", "echo ERROR x; exit 3"], monitors=[MonitorSpec("ERROR")]
+    )
+    wait_status(phome, "boom")
+    for args in (
+        ["wakes", "drain", "--hook"],
+        ["wakes", "drain", "--json"],
+        ["output", "boom"],
+        ["output", "boom", "--json"],
+    ):
+        # A real closed descriptor 1 (`>&-`), as a careless hook configuration leaves it.
+        out = subprocess.run(
+            ["sh", "-c", '"$@" >&-', "sh", *ACKDECK, *args],
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 1, (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+        assert "Traceback" not in out.stderr
+    # Nothing reached a reader, so nothing was acked or shown.
+    res = wakes.drain(phome, "default", settle_timeout=2.0)
+    assert [(d.kind, d.exit_code, [x.text for x in d.lines]) for d in res.delivered] == [
+        ("exited", 3, ["ERROR x"])
+    ]
