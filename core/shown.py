@@ -116,9 +116,26 @@ def lease(rdir: Path, session: str) -> Iterator[Path]:
 def leases(rdir: Path, session: str) -> list[Path]:
     prefix = f"{session}{LEASE_MARK}"
     try:
-        return [Path(e.path) for e in os.scandir(reads_dir(rdir)) if e.name.startswith(prefix)]
+        return [
+            Path(e.path)
+            for e in os.scandir(reads_dir(rdir))
+            if e.name.startswith(prefix) and _is_lease_tail(e.name[len(prefix) :])
+        ]
     except FileNotFoundError:
         return []
+
+
+def _is_lease_tail(tail: str) -> bool:
+    """`PID.XXXXXXXX` exactly: session "a.lease.7" has files starting with "a.lease." too
+    (a.lease.7.json, a.lease.7.lock), and they are not session "a"'s leases to remove."""
+    pid, dot, token = tail.partition(".")
+    return (
+        bool(dot)
+        and pid.isdigit()
+        and pid.isascii()
+        and len(token) == 8
+        and all(c in "0123456789abcdef" for c in token)
+    )
 
 
 def lease_pid(path: Path) -> int | None:

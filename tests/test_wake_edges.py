@@ -8,7 +8,7 @@ from pathlib import Path
 from core import procs, wakes
 from core.procs import MonitorSpec
 from tests.conftest import ACKDECK
-from tests.test_procs_support import wait_status
+from tests.test_procs_support import cli, wait_status
 
 
 def test_drain_and_output_into_a_closed_stdout_fail_with_one_line(phome: Path, cli_env) -> None:
@@ -38,3 +38,24 @@ def test_drain_and_output_into_a_closed_stdout_fail_with_one_line(phome: Path, c
     assert [(d.kind, d.exit_code, [x.text for x in d.lines]) for d in res.delivered] == [
         ("exited", 3, ["ERROR x"])
     ]
+
+
+def test_a_session_named_like_a_lease_keeps_its_read_state(phome: Path, cli_env) -> None:
+    # Session "a"'s read leases are "a.lease.PID.X"; a session called "a.lease.99999" has
+    # files with that prefix too. A drain of "a" took them for dead leases and deleted them:
+    # the other session lost its cursor and shown set (its next read repeated everything).
+    procs.start(
+        phome,
+        "job",
+        ["sh", "-c", "echo ERROR c; echo fine"],
+        session="a",
+        monitors=[MonitorSpec("ERROR")],
+    )
+    wait_status(phome, "job")
+    first = cli(cli_env, "output", "job", "--session", "a.lease.99999")
+    assert first.stdout == "ERROR c\nfine\n", first.stderr
+    drained = cli(cli_env, "wakes", "drain", "--session", "a", "--json")
+    assert drained.returncode == 0, drained.stderr
+    again = cli(cli_env, "output", "job", "--session", "a.lease.99999")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == ""
