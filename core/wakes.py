@@ -84,6 +84,9 @@ class WakeRecord(BaseModel):
     notices: list[WakeNotice] = []
     matches_by_run: dict[str, int] = {}  # cumulative
     dropped_by_run: dict[str, int] = {}  # not yet reported by a drain
+    # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
+    # owner was shown all of it, every dropped line was shown and nothing is left to report.
+    dropped_span_by_run: dict[str, tuple[int, int]] = {}
     # The strongest pending notice in the single-slot form older readers (and records written
     # before per-run notices, migrated on read) use.
     notice_run_id: str | None = None
@@ -268,8 +271,11 @@ def merge(
         all_lines = record.lines + new
         dropped = max(0, len(all_lines) - MAX_LINES)
         dropped_by_run = dict(record.dropped_by_run)
+        spans = dict(record.dropped_span_by_run)
         for x in all_lines[:dropped]:
             dropped_by_run[x.run_id] = dropped_by_run.get(x.run_id, 0) + 1
+            lo, hi = spans.get(x.run_id, (x.start, x.end))
+            spans[x.run_id] = (min(lo, x.start), max(hi, x.end))
         matches_by_run = dict(record.matches_by_run)
         if matches:
             matches_by_run[run_id] = matches_by_run.get(run_id, 0) + matches
@@ -277,6 +283,7 @@ def merge(
             "lines": all_lines[dropped:],
             "dropped": record.dropped + dropped,
             "dropped_by_run": dropped_by_run,
+            "dropped_span_by_run": spans,
             "matches_by_run": matches_by_run,
             "total_matches": record.total_matches + matches,
             "status": status,
@@ -376,10 +383,12 @@ def _drain(
 
     delivered: list[Delivery] = []
     superseded = 0
-    for _, rec in snapshot:
+    superseded_of: dict[Path, int] = {}
+    for path, rec in snapshot:
         found, dropped = _decide(h, rec, session)
         delivered.extend(found)
         superseded += dropped
+        superseded_of[path] = dropped
     if deliver is not None and delivered and not deliver(
         DrainResult(delivered, superseded, 0, skipped)
     ):
@@ -400,11 +409,15 @@ def _drain(
             acked = {(n.run_id, n.seq) for n in snap.notices}
             notices = [n for n in current.notices if (n.run_id, n.seq) not in acked]
             mine = [x for dl in delivered if dl.name == snap.name for x in dl.lines]
+            dropped_left = _minus(current.dropped_by_run, snap.dropped_by_run)
             upd: dict[str, object] = {
                 "lines": remaining,
                 "delivered_total": current.delivered_total + len(mine),
-                "superseded_total": current.superseded_total + len(snap.lines) - len(mine),
-                "dropped_by_run": _minus(current.dropped_by_run, snap.dropped_by_run),
+                "superseded_total": current.superseded_total + superseded_of[path],
+                "dropped_by_run": dropped_left,
+                "dropped_span_by_run": {
+                    k: v for k, v in current.dropped_span_by_run.items() if k in dropped_left
+                },
                 "updated_at": clock(),
                 **_notice_fields(notices),
             }
@@ -442,6 +455,10 @@ def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int
         ):
             n = None
         dropped = rec.dropped_by_run.get(rid, 0)
+        span = rec.dropped_span_by_run.get(rid)
+        if dropped and span is not None and gate.is_shown(seen, *span):
+            superseded += dropped  # every dropped line lies inside what the owner was shown
+            dropped = 0
         if not (keep or n is not None or dropped):
             continue
         status, code = (n.status, n.exit_code) if n is not None else _run_status(h, rec, rid)

@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 from core import procs, wakes
 from core.procs import MonitorSpec
 from tests.conftest import ACKDECK
-from tests.test_procs_support import cli, wait_status
+from tests.test_procs_support import PY, cli, wait_status
+
+
+def test_dropped_lines_the_owner_read_since_do_not_wake(phome: Path, cli_env) -> None:
+    # 200 matches overflow the 50-line record; the owner then reads the whole output. Every
+    # dropped line was shown, so the drain has nothing left to say (it used to deliver an empty
+    # match telling the agent to go and read 150 "dropped" lines it had already read).
+    code = "import sys\nfor i in range(200): sys.stdout.write('ERROR %d\\n' % i)\n"
+    procs.start(phome, "many", [PY, "-c", code], monitors=[MonitorSpec("ERROR", cooldown_ms=0)])
+    wait_status(phome, "many")
+    assert wakes.list_wakes(phome, "default")[0].dropped == 150
+    out = cli(cli_env, "output", "many", "--json")
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)["lines"]) == 200
+    res = wakes.drain(phome, "default", settle_timeout=2.0)
+    assert res.delivered == []
+    assert res.superseded == 200
+    hook = cli(cli_env, "wakes", "drain", "--hook")
+    assert hook.returncode == 0, hook.stderr
+
+
+def test_dropped_lines_not_all_read_still_wake(phome: Path, cli_env) -> None:
+    # The counterpart: a partial read (`| head`-like) leaves dropped lines unshown.
+    code = "import sys\nfor i in range(200): sys.stdout.write('ERROR %d\\n' % i)\n"
+    procs.start(phome, "many", [PY, "-c", code], monitors=[MonitorSpec("ERROR", cooldown_ms=0)])
+    wait_status(phome, "many")
+    from core import output
+
+    output.read_output(phome, "many", "default", deliver=lambda r: 100)
+    res = wakes.drain(phome, "default", settle_timeout=2.0)
+    assert [(d.kind, len(d.lines), d.dropped) for d in res.delivered] == [("exited", 50, 150)]
 
 
 def test_drain_and_output_into_a_closed_stdout_fail_with_one_line(phome: Path, cli_env) -> None:
