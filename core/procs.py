@@ -355,15 +355,19 @@ def kill(
     if info.pid is None:
         return info
     pgid = info.pid  # the command leads its own session, so its pid is its group id
-    if not _ours(info, pgid):
-        return info
-    kill_marker(info.run_dir).touch()
-    _signal_run(info, pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while _ours(info, pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
     if _ours(info, pgid):
-        _signal_run(info, pgid, signal.SIGKILL)
+        kill_marker(info.run_dir).touch()
+        _signal_run(info, pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while _ours(info, pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _ours(info, pgid):
+            _signal_run(info, pgid, signal.SIGKILL)
+    elif info.status != "running":
+        return info
+    # Nothing left to signal while the run still reads `running` (the command just exited, or
+    # a concurrent kill got there first): its supervisor is finishing; report what it records
+    # rather than a stale `running` that reads as "the kill failed".
     # Give the supervisor time to record the exit status it observes (it does so within
     # milliseconds; the bound only matters on a machine under heavy load).
     deadline = time.monotonic() + 30.0

@@ -90,3 +90,40 @@ def test_a_session_named_like_a_lease_keeps_its_read_state(phome: Path, cli_env)
     again = cli(cli_env, "output", "job", "--session", "a.lease.99999")
     assert again.returncode == 0, again.stderr
     assert again.stdout == ""
+
+
+def test_kill_after_the_command_exited_reports_the_recorded_end(
+    phome: Path, tmp_path: Path
+) -> None:
+    # The command has exited but its supervisor has not recorded it yet (busy scanning a
+    # backlog; here: stopped). `kill` found nothing to signal and answered the stale `running`
+    # ("burst is now running" over MCP), which reads as a failed kill. It now waits for the
+    # supervisor's record like any other kill.
+    import os
+    import signal
+    import threading
+
+    from core.runs import load_meta, supervisor_alive
+    from tests.test_procs_support import release, wait_until, waiter
+
+    go = tmp_path / "go"
+    info = procs.start(phome, "quick", waiter(go, "", "bye\n"))
+    meta = load_meta(info.run_dir)
+    assert meta is not None and meta.supervisor_pid and info.pid
+    os.kill(meta.supervisor_pid, signal.SIGSTOP)
+    try:
+        release(go)
+        # The command is gone (a zombie its stopped supervisor cannot reap yet).
+        wait_until(lambda: procs.holders.group_members(info.pid) == [], what="command to exit")
+        got: list[procs.RunInfo] = []
+        t = threading.Thread(target=lambda: got.append(procs.kill(phome, "quick", grace=0)))
+        t.start()
+        # Not a synchronisation point: however long this takes, the kill's answer must be the
+        # supervisor's record, which cannot exist before SIGCONT below.
+        t.join(timeout=2)
+    finally:
+        os.kill(meta.supervisor_pid, signal.SIGCONT)
+    t.join(timeout=60)
+    assert not t.is_alive()
+    assert [(i.status, i.exit_code) for i in got] == [("exited", 0)]
+    wait_until(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
