@@ -71,6 +71,18 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def start_time(pid: int) -> float | None:
+    """When `pid` started (epoch seconds, about 1 s precise); None if unknown or gone."""
+    fields = _stat_fields(pid)
+    try:
+        with open("/proc/stat", "rb") as f:
+            btime = next(int(x.split()[1]) for x in f if x.startswith(b"btime "))
+        assert fields is not None
+        return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, StopIteration, ValueError, IndexError, AssertionError):
+        return None
+
+
 def carries_mark(pid: int, rdir: Path) -> bool:
     """True if `pid`'s environment holds this run's mark (it descends from the run's command)."""
     want = f"{RUN_MARK}={mark_value(rdir)}".encode()

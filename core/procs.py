@@ -384,23 +384,47 @@ def alive(info: RunInfo) -> bool:
     return info.pid is not None and _ours(info, info.pid)
 
 
+# A command starts before the supervisor records the run's start, and /proc's start times
+# only err early (boot time in whole seconds); the slack only absorbs a clock step.
+_START_SLACK = 1.0
+
+
+def _our_group(info: RunInfo, pgid: int) -> bool:
+    """Is live group `pgid` still this run's command group? Once the group emptied, the system
+    may give the number to an unrelated process group (pid numbers wrap within hours), even
+    while the run is `running` (a setsid'd child still writes its output) or `lost`."""
+    members = holders.group_members(pgid)
+    if members is None:  # no /proc: only the group test remains
+        return holders.group_alive(pgid)
+    if any(holders.carries_mark(p, info.run_dir) for p in members):
+        return True
+    # A command that rewrote its environment (setproctitle) no longer shows the mark: its
+    # group is recognised by its leader, which started no later than the run did.
+    started = holders.start_time(pgid) if pgid in members else None
+    return started is not None and started <= info.started_at + _START_SLACK
+
+
 def _ours(info: RunInfo, pgid: int) -> bool:
-    if info.status in ("running", "lost") and holders.group_alive(pgid):
-        return True  # a lost run's group is signalled as before, without the mark check
+    if info.status in ("running", "lost") and _our_group(info, pgid):
+        return True
     return bool(_targets(info, pgid))
 
 
 def _targets(info: RunInfo, pgid: int) -> list[int]:
     """Live processes of the run: group members and writers of its output. Once the run is
     over, only those carrying the run's mark (a reused group number is someone else's)."""
-    found = holders.run_processes(info.run_dir, output_path(info.run_dir), pgid)
     if info.status == "running":
+        output = output_path(info.run_dir)
+        found = holders.writers(output, skip=os.getpid())
+        if _our_group(info, pgid):
+            found = sorted(set(found) | set(holders.group_members(pgid) or []))
         return found
+    found = holders.run_processes(info.run_dir, output_path(info.run_dir), pgid)
     return [p for p in found if holders.carries_mark(p, info.run_dir)]
 
 
 def _signal_run(info: RunInfo, pgid: int, sig: int) -> None:
-    if info.status in ("running", "lost"):
+    if info.status in ("running", "lost") and _our_group(info, pgid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, sig)
     holders.signal_all(_targets(info, pgid), sig)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 from core import procs, wakes
@@ -127,3 +128,52 @@ def test_kill_after_the_command_exited_reports_the_recorded_end(
     assert not t.is_alive()
     assert [(i.status, i.exit_code) for i in got] == [("exited", 0)]
     wait_until(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
+
+
+def _occupy_pid(pid: int) -> subprocess.Popen[bytes] | None:
+    """An unrelated process group whose leader gets the number `pid` (as the system does when
+    pid numbers wrap), or None if this system does not let us choose the next pid."""
+    for _ in range(200):
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(pid - 1))
+        except OSError:
+            return None
+        decoy = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        if decoy.pid == pid:
+            return decoy
+        decoy.kill()
+        decoy.wait()
+    return None
+
+
+def test_kill_spares_a_process_group_that_reused_the_commands_number(
+    phome: Path, tmp_path: Path
+) -> None:
+    # The command exited and its supervisor reaped it, but a setsid'd child still writes the
+    # output, so the run is `running`. The command's group is empty, and the system may give
+    # its number to an unrelated group (pid numbers wrap; pid_max is often 32768: hours on a
+    # busy machine). `kill` used to TERM whatever group bore that number.
+    import pytest
+
+    from tests.test_procs_support import wait_until
+
+    ready = tmp_path / "ready"
+    script = f'setsid sh -c "touch {ready}; exec sleep 300" & echo started'
+    info = procs.start(phome, "srv", ["sh", "-c", script])
+    assert info.pid
+    wait_until(ready.exists, what="the daemon")
+    wait_until(lambda: not procs.holders.group_alive(info.pid), what="command to exit")
+    assert procs.get_run(phome, "srv").status == "running"  # the daemon holds the output
+    # A reuse happens long after the run started; /proc start times are only about 1 s exact.
+    wait_until(lambda: time.time() > info.started_at + 2.5, what="the clock to move on")
+    decoy = _occupy_pid(info.pid)
+    if decoy is None:
+        pytest.skip("cannot choose the next pid here (/proc/sys/kernel/ns_last_pid)")
+    try:
+        end = procs.kill(phome, "srv", grace=30)
+        assert decoy.poll() is None, "kill signalled an unrelated process group"
+        assert end.status == "killed"  # the daemon writing the output was stopped
+    finally:
+        decoy.kill()
+        decoy.wait()
