@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gate, shown
+from . import gate, holders, shown
 from .home import resolve_home
 from .monitors import Pattern, clean, compile_pattern
 from .names import check_name
@@ -100,9 +100,12 @@ def _read_once(
         # Status before bytes: if the run had ended by now, everything it wrote is in the file.
         meta = load_meta(rdir)
         assert meta is not None
-        # A lost run whose command still lives may still extend its last line: not ended.
+        # A lost run whose command (or a child it left holding the output) still lives may
+        # still extend its last line: not ended.
         ended = meta.status in ("exited", "killed") or (
-            meta.status == "lost" and not pid_alive(meta.pid)
+            meta.status == "lost"
+            and not pid_alive(meta.pid)
+            and not holders.writers(output_path(rdir), skip=os.getpid())
         )
         state = shown.load_state(rdir, session)
         if state is None:

@@ -177,3 +177,35 @@ def test_kill_spares_a_process_group_that_reused_the_commands_number(
     finally:
         decoy.kill()
         decoy.wait()
+
+
+def test_a_lost_run_does_not_cut_a_line_its_child_is_still_writing(
+    phome: Path, tmp_path: Path
+) -> None:
+    # The supervisor dies after the command exited, while a child it left still writes the
+    # output. Reads treated the run as ended (only the command's pid was checked) and returned
+    # the unfinished "ERROR part" as a line, then " rest" as another.
+    import os
+    import signal
+
+    from core import output
+    from core.runs import load_meta, pid_alive
+    from tests.test_procs_support import release, wait_until
+
+    go = tmp_path / "go"
+    wait = f"while [ ! -e {go} ]; do sleep 0.05; done"
+    script = f'(printf "ERROR part"; {wait}; echo " rest") & echo parent'
+    info = procs.start(phome, "lo", ["bash", "-c", script], monitors=[MonitorSpec("ERROR")])
+    log = info.run_dir / "output.log"
+    wait_until(lambda: log.read_bytes() == b"parent\nERROR part", what="the partial line")
+    wait_until(lambda: not pid_alive(info.pid), what="the command to exit")
+    meta = load_meta(info.run_dir)
+    assert meta is not None and meta.supervisor_pid
+    os.kill(meta.supervisor_pid, signal.SIGKILL)
+    wait_until(lambda: procs.get_run(phome, "lo").status == "lost", what="the run to be lost")
+    first = output.read_output(phome, "lo", "default")
+    assert [bytes(x) for x in first.lines] == [b"parent"]
+    release(go)
+    wait_until(lambda: not procs.holders.writers(log), what="the child to finish")
+    rest = output.read_output(phome, "lo", "default")
+    assert [bytes(x) for x in rest.lines] == [b"ERROR part rest"]
