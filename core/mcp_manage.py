@@ -249,11 +249,17 @@ def process_kill(door: "AgentDoor", name: str, grace: float = 3.0) -> "Reply":
             f"process {name!r} belongs to session {current.session!r}, not "
             f"{door.config.session!r}; only its owner may kill it here"
         )
+    # A run that ended may have left children running (`cmd &`): kill stops those too.
+    leftovers = current.status != "running" and procs.alive(current)
     info = procs.kill(home, name, grace=grace, run_id=current.run_id)
     row = _row(info)
     code = "" if info.exit_code is None else f", exit code {info.exit_code}"
     verb = "was already" if current.status != "running" else "is now"
-    return Reply(f"{name} run {info.run_id} {verb} {info.status}{code}", row.model_dump())
+    text = f"{name} run {info.run_id} {verb} {info.status}{code}"
+    if leftovers:
+        left = " (some still live)" if procs.alive(info) else ""
+        text += f"; stopped the processes it left running{left}"
+    return Reply(text, row.model_dump())
 
 
 def wakes_list(door: "AgentDoor") -> "Reply":
@@ -305,7 +311,8 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
     @server.tool(
         name="process_kill",
         description="Stop a process this session started: TERM to its process group, KILL "
-        "after grace seconds. Killing a process that already ended changes nothing.",
+        "after grace seconds. For a process that already ended, only stops the children it left "
+        "running (if any).",
         **tool_meta("process_kill"),
     )
     async def process_kill_tool(

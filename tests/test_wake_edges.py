@@ -209,3 +209,28 @@ def test_a_lost_run_does_not_cut_a_line_its_child_is_still_writing(
     wait_until(lambda: not procs.holders.writers(log), what="the child to finish")
     rest = output.read_output(phome, "lo", "default")
     assert [bytes(x) for x in rest.lines] == [b"ERROR part rest"]
+
+
+async def test_mcp_kill_of_an_ended_run_says_it_stopped_its_leftovers(
+    phome: Path, tmp_path: Path
+) -> None:
+    # The tool promised "killing a process that already ended changes nothing" and answered
+    # "was already exited" while it did stop the child the run had left running.
+    from core.runs import pid_alive
+    from tests.test_mcp import call, connect, text_of
+    from tests.test_procs_support import wait_until
+
+    pidfile = tmp_path / "child"
+    # The child lets go of the output, so the run ends while the child lives on in its group.
+    script = f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}"
+    async with connect(phome, [tmp_path / "inbox.txt"]) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "changes nothing" not in (tools["process_kill"].description or "")
+        await call(client, "process_start", {"name": "bg", "argv": ["sh", "-c", script]})
+        wait_status(phome, "bg")
+        child = int(pidfile.read_text())
+        assert pid_alive(child)
+        killed = await call(client, "process_kill", {"name": "bg", "grace": 1})
+        assert not killed.is_error, text_of(killed)
+        assert "stopped the processes it left running" in text_of(killed)
+    wait_until(lambda: not pid_alive(child), what="the child to be stopped")
