@@ -148,9 +148,13 @@ def start(
     if not argv:
         raise InvalidInput("no command given: use `ackdeck run NAME -- CMD ARG...`")
     models = [_check_monitor(m) for m in monitors]
+    if any("\0" in arg for arg in argv):
+        # exec cannot pass a NUL; refusing here keeps the run directory from ever existing.
+        raise InvalidInput("a command argument contains a NUL byte")
     wd = Path(cwd if cwd is not None else os.getcwd()).absolute()
     if not wd.is_dir():
-        raise ProcessError(f"cannot start in {wd}: no such directory")
+        why = "not a directory" if wd.exists() else "no such directory"
+        raise ProcessError(f"cannot start in {wd}: {why}")
     _check_command(argv[0], wd)
     h = resolve_home(home)
 

@@ -234,3 +234,20 @@ async def test_mcp_kill_of_an_ended_run_says_it_stopped_its_leftovers(
         assert not killed.is_error, text_of(killed)
         assert "stopped the processes it left running" in text_of(killed)
     wait_until(lambda: not pid_alive(child), what="the child to be stopped")
+
+
+def test_a_nul_argument_or_a_file_as_cwd_is_refused_before_any_run_exists(
+    phome: Path, tmp_path: Path
+) -> None:
+    import pytest
+
+    from core.errors import AckdeckError
+
+    a_file = tmp_path / "plain.txt"
+    a_file.write_text("x")
+    with pytest.raises(AckdeckError, match="NUL"):
+        procs.start(phome, "nul", [PY, "-c", "pass", "a\0b"])
+    with pytest.raises(AckdeckError, match="not a directory"):
+        procs.start(phome, "cwdfile", [PY, "-c", "pass"], cwd=str(a_file))
+    assert not (phome / "procs" / "nul").exists()
+    assert not (phome / "procs" / "cwdfile").exists()
