@@ -51,7 +51,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard core tui tests bench)
-	$(BIN)/mypy core
+	$(BIN)/mypy core tui
 
 test: $(STAMP) lint redis-server
 	$(BIN)/python -m pytest -q

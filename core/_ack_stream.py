@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
 import threading
 from collections.abc import Iterator
 
@@ -109,6 +108,8 @@ class CountingCopy:
                 self.newlines += chunk.count(b"\n")
                 yield from self._pass_on(chunk, i)
             return
+        import queue  # here, not at the top: only large acks need it, every command loads us
+
         todo: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         counted = [0]
 

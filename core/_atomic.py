@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -34,7 +33,7 @@ def fitting_name(name: str, extra: int) -> str:
 def temp_path_for(path: Path) -> Path:
     # Same directory as the target so the rename never crosses a filesystem.
     stem = fitting_name(path.name, _TEMP_EXTRA)
-    return path.with_name(f".{stem}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    return path.with_name(f".{stem}{TEMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
 
 
 def is_temp_name(name: str) -> bool:
@@ -89,7 +88,7 @@ def write_temp(
             os.fsync(fd)
     except BaseException:
         os.close(fd)
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
         raise
     os.close(fd)
     return tmp
@@ -99,7 +98,7 @@ def replace(tmp: Path, path: Path, *, fsync: bool = True) -> None:
     try:
         os.replace(tmp, path)
     except BaseException:
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
         raise
     if fsync:
         fsync_dir(path.parent)
@@ -120,13 +119,17 @@ def clean_stale_temps(path: Path) -> int:
         return 0
     for entry in entries:
         if entry.name.startswith(prefix):
-            _unlink_quietly(Path(entry.path))
+            unlink_quietly(Path(entry.path))
             removed += 1
     return removed
 
 
-def _unlink_quietly(path: Path) -> None:
+def unlink_quietly(path: Path) -> None:
+    """Remove `path` if it is there; a file already gone is what the caller wanted."""
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+_unlink_quietly = unlink_quietly  # the old private name, for branches written against it

@@ -13,11 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import AckdeckError
+from .errors import LockTimeout
 
-
-class LockTimeout(AckdeckError):
-    """A lock could not be taken in time."""
+__all__ = ["LockTimeout", "locked"]  # LockTimeout lives in core.errors; importable here too
 
 
 @contextmanager

@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -216,7 +215,7 @@ def sweep(
         if out is not None:
             os.close(out)
     for link in expired_links:
-        _atomic._unlink_quietly(link)  # after the store; a leftover is an orphan, cleaned
+        _atomic.unlink_quietly(link)  # after the store; a leftover is an orphan, cleaned
     return swept, carried
 
 
@@ -246,7 +245,7 @@ def link_old_inode(room: Path, sidecar: Path, st: os.stat_result) -> Path | None
     """Hard-link the room's current inode into the sidecar; None if links are unsupported.
 
     Other OSErrors propagate (the caller turns them into a one-line error)."""
-    link = sidecar / f"{PREV_PREFIX}{st.st_ino}-{secrets.token_hex(4)}"
+    link = sidecar / f"{PREV_PREFIX}{st.st_ino}-{os.urandom(4).hex()}"
     try:
         os.link(room, link)
     except OSError as exc:
@@ -257,7 +256,7 @@ def link_old_inode(room: Path, sidecar: Path, st: os.stat_result) -> Path | None
     if (lst.st_dev, lst.st_ino) != (st.st_dev, st.st_ino):
         # The path changed between our open and the link; the same-inode check before the
         # rename will turn this ack into a stale one.
-        _atomic._unlink_quietly(link)
+        _atomic.unlink_quietly(link)
         return None
     return link
 
@@ -280,4 +279,4 @@ def remove_leftovers(room: Path, sidecar: Path, ledger: L.Ledger) -> None:
                 and entry.name.startswith(PREV_PREFIX)
                 and entry.name not in live
             ):
-                _atomic._unlink_quietly(Path(entry.path))
+                _atomic.unlink_quietly(Path(entry.path))

@@ -37,3 +37,14 @@ class ColdAck(AckdeckError):
 
 class ProcessError(AckdeckError):
     """A monitored process could not be started, found or signalled."""
+
+
+class LockTimeout(AckdeckError):
+    """A lock could not be taken in time."""
+
+
+class RecordError(ValueError):
+    """A state file or value that does not fit its record's schema (core/_record.py).
+
+    A ValueError, not an AckdeckError: the module that loads the file turns it into
+    CorruptState with the file's path, or skips the file, as that file's rules say."""

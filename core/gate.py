@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+from ._record import Struct
 
 Intervals = list[tuple[int, int]]
 
@@ -61,8 +62,7 @@ def is_shown(shown: Intervals | None, start: int, end: int) -> bool:
     return shown is not None and contains(shown, start, end)
 
 
-@dataclass(frozen=True)
-class Split:
+class Split(Struct):
     deliver: list[int]  # indexes of lines still to report
     suppress: list[int]  # indexes of lines the owner already saw (superseded)
 

@@ -22,16 +22,21 @@ import os
 import shlex
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from . import _atomic
+from ._record import Struct
 from .errors import AckdeckError, InvalidInput
 from .names import check_name, room_path
-from .room_backend import RoomBackend, open_room, room_display
-from .room_url import is_url
+from .room_backend import open_room, room_display
+from .room_spec import is_url
+
+TYPE_CHECKING = False  # typing costs every hook ~3 ms at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .room_backend import RoomBackend
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 # Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
@@ -169,8 +174,7 @@ def merge_hooks(settings: Mapping[str, Any], commands: Mapping[str, str | None])
 
 
 # ----- the installer (I/O) ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class InstallResult:
+class InstallResult(Struct):
     path: Path
     changed: bool
     created: bool
@@ -216,7 +220,7 @@ def install(
         # Agents rewrite their own settings too: if the file changed since we parsed it,
         # renaming over it would drop their change. Refuse instead; a re-run merges cleanly.
         if _current_bytes(path) != raw:
-            _atomic._unlink_quietly(tmp)
+            _atomic.unlink_quietly(tmp)
             raise InvalidInput(
                 f"{shown} changed while ackdeck was updating it; run the command again"
             )
@@ -269,8 +273,7 @@ def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
 
 
 # ----- what the hooks print ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class Unread:
+class Unread(Struct):
     room: Path | str  # a path, or a redis room's URL without its password
     count: int
     lines: list[bytes]  # the oldest unread lines, at most PROMPT_MAX_LINES
@@ -430,8 +433,7 @@ def _nothing() -> None:
     return None
 
 
-@dataclass(frozen=True)
-class StopOutcome:
+class StopOutcome(Struct):
     block: bool  # exit 2: the agent continues with `text`
     text: str
     # Records the room notices as told; call it once `text` was written.
@@ -458,8 +460,10 @@ def stop_hook(
     from . import wakes
     from .noticer import Noticer
     from .notices import Notice
+    from .reconcile import reconcile_lost
 
     check_name(session)
+    reconcile_lost(home)  # a dead supervisor is delivered as a monitor-lost wake
     notices: list[Notice] = []
     commit: Callable[[], None] = _nothing
     if rooms:

@@ -12,21 +12,18 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import _atomic
-from .errors import CorruptState
+from ._record import Record, Struct
+from .errors import CorruptState, RecordError
 
 # How many leading bytes of the room file the ledger fingerprints. A foreign rewrite almost
 # always changes the head; appends never do.
 HEAD_BYTES = 4096
 
 
-class FileStat(NamedTuple):
+class FileStat(Struct):
     """The parts of stat(2) the ledger compares."""
 
     dev: int
@@ -41,10 +38,9 @@ def stat_of(st: os.stat_result, birth_ns: int | None = None) -> FileStat:
     return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, birth_ns)
 
 
-class FileIdentity(BaseModel):
+class FileIdentity(Record):
     """The room file as ackdeck last saw or left it."""
 
-    model_config = ConfigDict(extra="ignore")
     dev: int
     ino: int
     size: int
@@ -59,7 +55,7 @@ class FileIdentity(BaseModel):
     birth_ns: int | None = None
 
 
-class PrevInode(BaseModel):
+class PrevInode(Record):
     """A replaced room inode kept alive by a hard link in the sidecar for a grace period.
 
     Producers that do not lock (`printf >> room`) may have opened the path just before an ack
@@ -67,7 +63,6 @@ class PrevInode(BaseModel):
     carries bytes past `offset` into the current file until the grace period ends.
     """
 
-    model_config = ConfigDict(extra="ignore")
     name: str
     dev: int
     ino: int
@@ -78,12 +73,11 @@ class PrevInode(BaseModel):
     held_at: float | None = None
 
 
-class PendingRewrite(BaseModel):
+class PendingRewrite(Record):
     """Written just before an ack's rename, so a crash between rename and commit is recognised
     (the new inode matches `identity`) and completed instead of being mistaken for a foreign
     rewrite."""
 
-    model_config = ConfigDict(extra="ignore")
     identity: FileIdentity
     base: int
     # What the interrupted ack did, so recovery can complete its counters and audit entry.
@@ -92,14 +86,13 @@ class PendingRewrite(BaseModel):
     at: float | None = None
 
 
-class Ledger(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class Ledger(Record):
     version: int = 1
     base: int = 0
     epoch: int = 0
     identity: FileIdentity | None = None
     pending: PendingRewrite | None = None
-    prev: list[PrevInode] = Field(default_factory=list)
+    prev: list[PrevInode] = []
     acked_total: int = 0
     preserved_total: int = 0
     last_ack_at: float | None = None
@@ -108,10 +101,9 @@ class Ledger(BaseModel):
     late_total: int = 0
 
 
-class ReceiptHeader(BaseModel):
+class ReceiptHeader(Record):
     """One session's latest read. The consumed bytes follow the header in the same file."""
 
-    model_config = ConfigDict(extra="ignore")
     session: str
     epoch: int
     start: int
@@ -130,13 +122,18 @@ class ReceiptHeader(BaseModel):
     reader: str | None = None
 
 
-@dataclass(frozen=True)
-class Receipt:
+class Receipt(Struct):
     header: ReceiptHeader
     data: bytes
 
 
-M = TypeVar("M", bound=BaseModel)
+TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/_record.py)
+if TYPE_CHECKING:
+    from typing import Literal, TypeVar
+
+    M = TypeVar("M", bound=Record)
+    Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
+    AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
 
 
 def load_model(path: Path, model: type[M], *, hint: str = "") -> M | None:
@@ -149,14 +146,14 @@ def load_model(path: Path, model: type[M], *, hint: str = "") -> M | None:
         raise CorruptState(f"state file {path} is a directory{hint}") from None
     try:
         return model.model_validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+    except RecordError as exc:
+        first = str(exc)
         raise CorruptState(
             f"corrupt state file {path} ({first}); it was left in place{hint}"
         ) from None
 
 
-def store_model(path: Path, value: BaseModel, *, fsync: bool = False) -> None:
+def store_model(path: Path, value: Record, *, fsync: bool = False) -> None:
     # State files are written without fsync by default: losing one to a power cut only makes
     # the next operation see a "foreign" change and start a new epoch, which redelivers and
     # never deletes. kill -9 cannot lose them (the page cache survives the process).
@@ -218,8 +215,8 @@ def load_ledger(path: str | Path, *, hint: str = "") -> Ledger | None:
         raise CorruptState(f"corrupt state file {path} (no valid slot); it was left in place{hint}")
     try:
         return Ledger.model_validate_json(latest[1])
-    except ValidationError as exc:
-        first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+    except RecordError as exc:
+        first = str(exc)
         raise CorruptState(
             f"corrupt state file {path} ({first}); it was left in place{hint}"
         ) from None
@@ -306,7 +303,7 @@ def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
         if not sep:
             raise ValueError("no header line")
         return ReceiptHeader.model_validate_json(head)
-    except (ValueError, ValidationError):
+    except (ValueError, RecordError):
         raise CorruptState(
             f"corrupt receipt {where}; it was left in place: read the room again"
         ) from None
@@ -320,7 +317,7 @@ def decode_receipt(raw: bytes, where: Path) -> Receipt:
         header = ReceiptHeader.model_validate_json(head)
         if len(data) != header.end - header.start or sha256(data) != header.sha256:
             raise ValueError("content does not match its checksum")
-    except (ValueError, ValidationError, json.JSONDecodeError):
+    except (ValueError, RecordError, json.JSONDecodeError):
         raise CorruptState(
             f"corrupt receipt {where}; it was left in place: read the room again"
         ) from None
@@ -369,7 +366,6 @@ def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
     return st.size == seen.size and seen.mtime_ns is not None and st.mtime_ns != seen.mtime_ns
 
 
-Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
 
 
 def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
@@ -455,11 +451,9 @@ def fresh_ledger(receipts: list[ReceiptHeader]) -> Ledger:
     )
 
 
-AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
 
 
-@dataclass(frozen=True)
-class AckPlan:
+class AckPlan(Struct):
     """What an ack will do. `drop` bytes are removed from the head of the file."""
 
     mode: AckMode

@@ -11,7 +11,6 @@
 # No `from __future__ import annotations`: the SDK reads tool signatures at runtime.
 import os
 import time
-from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,10 +20,13 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from .errors import InvalidInput, ProcessError
+from .mcp_reply import Reply, guard
 from .names import check_name
+from .reconcile import reconcile_lost
+from .timeouts import check_timeout
 
 if TYPE_CHECKING:
-    from .mcp_server import AgentDoor, Reply
+    from .mcp_server import AgentDoor
 
 # A waiting process_output reports progress this often (and re-checks the run at least as
 # often, which also notices a supervisor that died).
@@ -88,11 +90,9 @@ async def wait_output(
     a cancelled call leaves no reader behind that could later record lines as shown that no
     reply carried; between reads an async watch of the run directory wakes us."""
     from . import procs, shown
-    from .mcp_server import MAX_OUTPUT_TIMEOUT
 
     check_name(name, "process")
-    if not 0 <= timeout <= MAX_OUTPUT_TIMEOUT:
-        raise InvalidInput(f"timeout must be between 0 and {MAX_OUTPUT_TIMEOUT:g} seconds")
+    timeout = check_timeout(timeout)
     started = time.monotonic()
     deadline = started + timeout
     next_progress = started + PROGRESS_EVERY_S
@@ -143,20 +143,6 @@ async def _changed(rdir: Any, seconds: float) -> None:
             recursive=False,
         ):
             return
-
-
-async def guard_async(call: Callable[[], Awaitable["Reply"]]) -> CallToolResult:
-    """`_guard` for tool bodies that await."""
-    from .errors import AckdeckError
-    from .mcp_server import Reply, _one_line, _result
-
-    try:
-        return _result(await call())
-    except AckdeckError as exc:
-        return _result(Reply(_one_line(str(exc)), error=True))
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        return _result(Reply(f"{exc.strerror or exc}{where}", error=True))
 
 
 # ----- the tools an agent needs to manage what it started ----------------------------------------
@@ -214,9 +200,9 @@ def _row(info: Any) -> ProcessRow:
 
 def process_list(door: "AgentDoor", history: bool = False) -> "Reply":
     from . import procs
-    from .mcp_server import Reply
 
     session = door.config.session
+    reconcile_lost(door._home_dir())  # listings do not write; dead supervisors show as lost
     runs = [
         i
         for i in procs.list_runs(door._home_dir(), latest_only=not history)
@@ -237,7 +223,6 @@ def process_list(door: "AgentDoor", history: bool = False) -> "Reply":
 
 def process_kill(door: "AgentDoor", name: str, grace: float = 3.0) -> "Reply":
     from . import procs
-    from .mcp_server import Reply
 
     check_name(name, "process")
     if not 0 <= grace <= 60:
@@ -264,9 +249,9 @@ def process_kill(door: "AgentDoor", name: str, grace: float = 3.0) -> "Reply":
 
 def wakes_list(door: "AgentDoor") -> "Reply":
     from . import wakes
-    from .mcp_server import Reply
 
     session = door.config.session
+    reconcile_lost(door._home_dir())  # listings do not write; dead supervisors show as lost
     records, skipped = wakes.scan_wakes(door._home_dir(), session)
     rows = [
         WakeRow(
@@ -294,8 +279,12 @@ def wakes_list(door: "AgentDoor") -> "Reply":
     return Reply(text, data.model_dump())
 
 
+def _arg(description: str) -> Any:
+    """A tool argument: described, and strict (no coercion of "yes" into true)."""
+    return Field(strict=True, description=description)
+
+
 def register(server: MCPServer, door: "AgentDoor") -> None:
-    from .mcp_server import _guard
 
     @server.tool(
         name="process_list",
@@ -304,9 +293,9 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
         **tool_meta("process_list"),
     )
     def process_list_tool(
-        history: Annotated[bool, Field(description="every run, not only the latest")] = False,
+        history: Annotated[bool, _arg("every run, not only the latest")] = False,
     ) -> Annotated[CallToolResult, ProcessListOut]:
-        return _guard(lambda: process_list(door, history))
+        return guard(lambda: process_list(door, history))
 
     @server.tool(
         name="process_kill",
@@ -316,11 +305,11 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
         **tool_meta("process_kill"),
     )
     async def process_kill_tool(
-        name: Annotated[str, Field(description="process name")],
-        grace: Annotated[float, Field(description="seconds between TERM and KILL (0-60)")] = 3.0,
+        name: Annotated[str, _arg("process name")],
+        grace: Annotated[float, _arg("seconds between TERM and KILL (0-60)")] = 3.0,
     ) -> Annotated[CallToolResult, ProcessRow]:
         return await anyio.to_thread.run_sync(
-            lambda: _guard(lambda: process_kill(door, name, grace))
+            lambda: guard(lambda: process_kill(door, name, grace))
         )
 
     @server.tool(
@@ -330,4 +319,4 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
         **tool_meta("wakes_list"),
     )
     def wakes_list_tool() -> Annotated[CallToolResult, WakesListOut]:
-        return _guard(lambda: wakes_list(door))
+        return guard(lambda: wakes_list(door))

@@ -17,25 +17,31 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult
+from pydantic import BaseModel, Field, ValidationError
 
-from .errors import AckdeckError, ColdAck, InvalidInput
-from .mcp_manage import guard_async, tool_meta, wait_output
+from .errors import ColdAck, InvalidInput
 from .mcp_manage import register as register_manage_tools
+from .mcp_manage import tool_meta, wait_output
+from .mcp_reply import Reply, guard_async
+from .mcp_reply import guard as _guard
+from .mcp_reply import one_line as _one_line
+from .mcp_reply import result as _result
 from .names import check_name, room_path
 from .room_backend import ReadView, RoomBackend, open_room
 from .room_url import RedisAddress, is_url, parse_redis_url
+from .timeouts import MAX_WAIT, check_timeout
 
 Clock = Callable[[], float]
 
 # process_output may block this long at most; a longer wait belongs in a monitor (wakes).
-MAX_OUTPUT_TIMEOUT = 600.0
+MAX_OUTPUT_TIMEOUT = MAX_WAIT
 # Text of output lines one process_output reply carries at most (clients cut longer tool
 # results, and a line that was cut was not shown). The rest waits for the next call.
 MAX_REPLY_TEXT = 48 << 10
@@ -236,13 +242,6 @@ class DrainOut(BaseModel):
 
 
 # ----- the tools, independent of the SDK -------------------------------------------------------
-@dataclass(frozen=True)
-class Reply:
-    text: str
-    data: dict[str, Any] = field(default_factory=dict)
-    error: bool = False
-
-
 class AgentDoor:
     """One method per MCP tool. Each validates its arguments, makes one call into core and
     words the result for a model. Errors are raised as AckdeckError (or returned as an error
@@ -484,8 +483,7 @@ class AgentDoor:
         from .output import read_output
 
         check_name(name, "process")
-        if not 0 <= timeout <= MAX_OUTPUT_TIMEOUT:
-            raise InvalidInput(f"timeout must be between 0 and {MAX_OUTPUT_TIMEOUT:g} seconds")
+        timeout = check_timeout(timeout)
         if exclude and filter is None:
             raise InvalidInput("exclude inverts a filter; give filter as well")
         offered = [0]
@@ -526,7 +524,9 @@ class AgentDoor:
 
     def wakes_drain(self) -> Reply:
         from . import wakes
+        from .reconcile import reconcile_lost
 
+        reconcile_lost(self._home_dir())  # a dead supervisor is delivered as monitor-lost
         result = wakes.drain(self._home_dir(), self.config.session)
         data = DrainOut(
             session=self.config.session,
@@ -557,30 +557,6 @@ class AgentDoor:
 
 
 # ----- the MCP adapter -----------------------------------------------------------------------
-def _result(reply: Reply) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=reply.text)],
-        structured_content=reply.data or None,
-        is_error=reply.error,
-    )
-
-
-def _guard(call: Callable[[], Reply]) -> CallToolResult:
-    """Run one tool body; expected failures become isError results with one line of text."""
-    try:
-        return _result(call())
-    except AckdeckError as exc:
-        return _result(Reply(_one_line(str(exc)), error=True))
-    except OSError as exc:
-        # Core maps the failures it anticipates; anything else still deserves a readable line.
-        where = f" ({exc.filename})" if exc.filename else ""
-        return _result(Reply(f"{exc.strerror or exc}{where}", error=True))
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split()) or "error"
-
-
 def _instructions(config: DoorConfig) -> str:
     rooms = ", ".join(_label(config.rooms, r) for r in config.rooms)
     return (
@@ -594,18 +570,51 @@ def _instructions(config: DoorConfig) -> str:
     )
 
 
+class _Server(MCPServer):
+    """MCPServer whose argument errors read like every other ackdeck error: one line, plus
+    structured content naming each rejected argument (the SDK's text is a multi-line pydantic
+    dump with a link)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return _result(invalid_arguments(name, exc.__cause__))
+            raise
+
+
+def _arg(description: str) -> Any:
+    """A tool argument: described, and strict (no coercion of "yes" into true)."""
+    return Field(strict=True, description=description)
+
+
+def invalid_arguments(tool: str, exc: ValidationError) -> Reply:
+    """One line for the model and a list of {argument, problem} for programs. The rejected
+    values are not echoed: they are the caller's data and may be long."""
+    problems = [
+        {"argument": ".".join(str(p) for p in err["loc"]) or "(arguments)", "problem": err["msg"]}
+        for err in exc.errors(include_url=False)
+    ]
+    text = f"invalid arguments for {tool}: " + "; ".join(
+        f"{p['argument']}: {p['problem']}" for p in problems
+    )
+    return Reply(_one_line(text), {"error": "invalid_arguments", "problems": problems}, error=True)
+
+
 def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
-    """The MCP server for one agent session and its configured rooms."""
+    """The MCP server for one agent session and its configured rooms.
+
+    Every tool argument is strict (`strict=True`): a JSON string is not coerced into a boolean
+    or a number, so `room_ack {"all": "yes"}` is an error instead of clearing the room."""
     door = AgentDoor(config, clock=clock)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         name="ackdeck",
         instructions=_instructions(config),
         log_level="WARNING",
     )
     room_names = ", ".join(_label(config.rooms, r) for r in config.rooms)
-    room_arg = Field(
-        description=f"a configured room (basename or path): {room_names}; default: the first",
-    )
+    room_arg = _arg(f"a configured room (basename or path): {room_names}; default: the first")
 
     @server.tool(
         name="room_list_new",
@@ -628,7 +637,7 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     def room_ack(
         room: Annotated[str | None, room_arg] = None,
         all: Annotated[  # noqa: A002 - the documented tool argument
-            bool, Field(description="ack every complete line now in the room and return them")
+            bool, _arg("ack every complete line now in the room and return them")
         ] = False,
     ) -> Annotated[CallToolResult, AckOut]:
         return _guard(lambda: door.room_ack(room, all))
@@ -636,11 +645,11 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     @server.tool(
         name="room_push",
         **tool_meta("room_push"),
-        description="Append one line (no newline, no NUL) to a configured room.",
+        description="Append one non-empty line (no newline, no NUL) to a configured room.",
     )
     def room_push(
-        room: Annotated[str, Field(description=f"a configured room: {room_names}")],
-        text: Annotated[str, Field(description="the line to append")],
+        room: Annotated[str, _arg(f"a configured room: {room_names}")],
+        text: Annotated[str, _arg("the line to append")],
     ) -> Annotated[CallToolResult, PushOut]:
         return _guard(lambda: door.room_push(room, text))
 
@@ -653,7 +662,7 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     def room_status(
         room: Annotated[
             str | None,
-            Field(description=f"one of {room_names}; omit for every room"),
+            _arg(f"one of {room_names}; omit for every room"),
         ] = None,
     ) -> Annotated[CallToolResult, StatusOut]:
         return _guard(lambda: door.room_status(room))
@@ -666,17 +675,17 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
         "session; lines you were already shown by process_output never wake you.",
     )
     def process_start(
-        name: Annotated[str, Field(description="process name (A-Z a-z 0-9 . _ @ -)")],
-        argv: Annotated[list[str], Field(description='the command, e.g. ["pytest", "-x"]')],
-        monitor: Annotated[str | None, Field(description="regex to watch for")] = None,
-        exclude: Annotated[bool, Field(description="wake on lines NOT matching")] = False,
+        name: Annotated[str, _arg("process name (A-Z a-z 0-9 . _ @ -)")],
+        argv: Annotated[list[str], _arg('the command, e.g. ["pytest", "-x"]')],
+        monitor: Annotated[str | None, _arg("regex to watch for")] = None,
+        exclude: Annotated[bool, _arg("wake on lines NOT matching")] = False,
         cooldown_ms: Annotated[
-            int | None, Field(description="batch matches for this long (default 1000)")
+            int | None, _arg("batch matches for this long (default 1000)")
         ] = None,
         max_events: Annotated[
-            int | None, Field(description="stop the monitor after this many matches")
+            int | None, _arg("stop the monitor after this many matches")
         ] = None,
-        cwd: Annotated[str | None, Field(description="working directory")] = None,
+        cwd: Annotated[str | None, _arg("working directory")] = None,
     ) -> Annotated[CallToolResult, ProcessStartOut]:
         return _guard(
             lambda: door.process_start(name, argv, monitor, exclude, cooldown_ms, max_events, cwd)
@@ -691,13 +700,13 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     )
     async def process_output(
         ctx: Context,
-        name: Annotated[str, Field(description="process name")],
+        name: Annotated[str, _arg("process name")],
         filter: Annotated[  # noqa: A002 - the documented tool argument
-            str | None, Field(description="regex; only matching lines are returned")
+            str | None, _arg("regex; only matching lines are returned")
         ] = None,
-        exclude: Annotated[bool, Field(description="return lines NOT matching filter")] = False,
+        exclude: Annotated[bool, _arg("return lines NOT matching filter")] = False,
         timeout: Annotated[
-            float, Field(description=f"seconds to wait, 0-{MAX_OUTPUT_TIMEOUT:g}")
+            float, _arg(f"seconds to wait, 0-{MAX_OUTPUT_TIMEOUT:g}")
         ] = 0.0,
     ) -> Annotated[CallToolResult, OutputOut]:
         # Waits asynchronously: progress every few seconds, prompt return on cancellation.
@@ -723,5 +732,26 @@ def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.
 
     from .mcp_channel import make_noticer, serve_stdio
 
+    _plain_sdk_logging()
     noticer = make_noticer(config.home, config.session, list(config.rooms)) if channel else None
     anyio.run(lambda: serve_stdio(build_server(config), noticer, window=notice_window))
+
+
+def _plain_sdk_logging() -> None:
+    """Have the SDK log to stderr with a plain handler instead of importing `rich` for it.
+
+    MCPServer() configures logging with rich's handler whenever rich is installed (it is:
+    Textual needs it). On stdio nobody sees the colours (stderr goes to the client's log), and
+    importing rich costs ackdeck mcp ~8% of the SDK's own import time before it can answer
+    `initialize`. Only the `ackdeck mcp` process is affected; if the SDK renames the hook, this
+    does nothing and the server still works.
+    """
+    import logging
+
+    from mcp.server.mcpserver import server as sdk_server
+
+    def configure_logging(level: str = "INFO") -> None:
+        logging.basicConfig(level=level, format="%(message)s", handlers=[logging.StreamHandler()])
+
+    if hasattr(sdk_server, "configure_logging"):
+        sdk_server.configure_logging = configure_logging

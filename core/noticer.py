@@ -16,16 +16,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-import anyio
-from pydantic import ValidationError
-
 from . import _atomic, gate
 from ._locks import locked
-from .errors import AckdeckError
+from .errors import AckdeckError, RecordError
 from .names import check_name, room_path
 from .notices import Notice, NoticeState, RoomView, WakeView, decide
 from .room_backend import open_room
-from .room_url import RedisAddress, is_url, parse_redis_url
+from .room_spec import is_url
+
+TYPE_CHECKING = False  # the hooks use this module on every turn: no anyio at import
+if TYPE_CHECKING:
+    import anyio
+
+    from .room_url import RedisAddress  # the URL parser is imported only for a redis URL
+
+    RoomRef = Path | RedisAddress  # a file, or a redis room (watched by the periodic rescan)
 
 Clock = Callable[[], float]
 
@@ -52,7 +57,7 @@ def load_state(path: Path) -> NoticeState:
         return NoticeState()
     try:
         return NoticeState.model_validate_json(raw)
-    except (ValidationError, ValueError):
+    except (RecordError, ValueError):
         aside = path.with_name(f"{path.name}.corrupt-{int(time.time() * 1000)}")
         os.replace(path, aside)
         print(f"ackdeck: malformed notice state moved to {aside}", file=sys.stderr)
@@ -65,7 +70,14 @@ def store_state(path: Path, state: NoticeState) -> None:
     _atomic.atomic_write(path, state.model_dump_json().encode(), fsync=False)
 
 
-RoomRef = Path | RedisAddress  # a file, or a redis room (watched by the periodic rescan)
+def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
+    if not isinstance(spec, (str, os.PathLike)):
+        return spec  # already a parsed RedisAddress
+    if is_url(spec):
+        from .room_url import parse_redis_url
+
+        return parse_redis_url(str(spec))
+    return room_path(spec)
 
 
 def room_label(rooms: Sequence[RoomRef], room: RoomRef) -> str:
@@ -129,7 +141,7 @@ def view_wakes(home: Path, session: str) -> list[WakeView]:
             continue
         try:
             rec = wakes.WakeRecord.model_validate_json(Path(e.path).read_bytes())
-        except (OSError, ValidationError, ValueError):
+        except (OSError, RecordError, ValueError):
             continue  # skipped and kept, as every other reader does
         shown_by_run: dict[str, list[tuple[int, int]] | None] = {}
         keep = []
@@ -177,14 +189,7 @@ class Noticer:
     ) -> None:
         self.home = home
         self.session = check_name(session)
-        self.rooms: list[RoomRef] = [
-            r
-            if isinstance(r, RedisAddress)
-            else parse_redis_url(r)
-            if isinstance(r, str) and is_url(r)
-            else room_path(r)
-            for r in rooms
-        ]
+        self.rooms: list[RoomRef] = [_room_ref(r) for r in rooms]
         self.door = door
         self.watch_wakes = wakes
         self.path = state_path(home, session, door)
@@ -250,6 +255,7 @@ class Noticer:
         """Watch the room directories and the wakes directory; after each burst of changes
         (grouped for up to `window` seconds, and never two sends closer than `window`) send
         what is due. `send` returns False when it could not deliver: nothing is recorded."""
+        import anyio
         import watchfiles
 
         last_sent = -1e9
@@ -272,6 +278,8 @@ class Noticer:
                 last_sent = time.monotonic()
 
     async def _check(self, send: Callable[[list[Notice]], Awaitable[bool]]) -> bool:
+        import anyio  # here: the hooks import this module on every turn, without an event loop
+
         try:
             notices, state = await anyio.to_thread.run_sync(self.due)
         except OSError as exc:

@@ -24,9 +24,8 @@ turns views plus the previous state into notices and the next state.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from ._record import Record, Struct
 
 PREVIEW_CHARS = 160
 # A door's line in a terminal (the tmux nudge) must stay one short line.
@@ -35,8 +34,7 @@ NUDGE_CHARS = 200
 LineKey = tuple[str, int, int]  # (run_id, start, end) of a matched output line
 
 
-@dataclass(frozen=True)
-class RoomView:
+class RoomView(Struct):
     """What one room holds for one session right now."""
 
     path: str
@@ -48,8 +46,7 @@ class RoomView:
     preview: str | None = None  # the newest complete line, decoded for display
 
 
-@dataclass(frozen=True)
-class WakeView:
+class WakeView(Struct):
     """One wake record of the session, reduced to what is still deliverable."""
 
     name: str
@@ -62,29 +59,25 @@ class WakeView:
     preview: str | None = None  # the newest deliverable line's text
 
 
-class RoomMark(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class RoomMark(Record):
     epoch: int
     end: int
 
 
-class WakeMark(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class WakeMark(Record):
     created_at: float
     notice_seq: int = 0
-    lines: list[LineKey] = Field(default_factory=list)
+    lines: list[LineKey] = []
 
 
-class NoticeState(BaseModel):
+class NoticeState(Record):
     """What a door already told a session, per room path and per process name."""
 
-    model_config = ConfigDict(extra="ignore")
-    rooms: dict[str, RoomMark] = Field(default_factory=dict)
-    wakes: dict[str, WakeMark] = Field(default_factory=dict)
+    rooms: dict[str, RoomMark] = {}
+    wakes: dict[str, WakeMark] = {}
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(Struct):
     content: str  # for the model: what waits and which tool takes it
     meta: dict[str, str]  # string-to-string attributes (room, kind, count, ...)
 

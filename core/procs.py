@@ -41,6 +41,7 @@ from .runs import (
     run_dirs,
     store_meta,
     supervisor_alive,
+    unsupervised,
 )
 from .tail import Tail, total_matches
 
@@ -256,11 +257,13 @@ def _load(rdir: Path) -> RunMeta | None:
 
 
 def reconcile(home: Path, name: str | None = None, *, clock: Clock = time.time) -> None:
-    """Detect runs whose supervisor died: each becomes status `lost` and a monitor-lost wake."""
-    for rdir in run_dirs(home, name):
-        meta = _load(rdir)
-        if meta is not None and meta.status == "running":
-            check_lost(home, rdir, clock=clock)
+    """Detect runs whose supervisor died: each becomes status `lost` and a monitor-lost wake.
+
+    The explicit write step: listings (`list_runs`, `wakes.scan_wakes`) do not call it, so a
+    query never changes state; the doors call it first where they want lost runs to show up.
+    """
+    for rdir in unsupervised(home, name):
+        check_lost(home, rdir, clock=clock)
 
 
 def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
@@ -297,9 +300,9 @@ def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
 def list_runs(
     home: HomeArg, *, latest_only: bool = False, clock: Clock = time.time
 ) -> list[RunInfo]:
-    """Every run, sorted by (name, started_at); with latest_only, the newest run of each name."""
+    """Every run, sorted by (name, started_at); with latest_only, the newest run of each name.
+    A query: call `reconcile` first to have dead supervisors reported as `lost`."""
     h = resolve_home(home)
-    reconcile(h, clock=clock)
     infos = []
     for rdir in run_dirs(h):
         meta = _load(rdir)

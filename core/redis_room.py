@@ -206,6 +206,8 @@ class RedisRoom:
     def push(self, line: str | bytes) -> str:
         """XADD one line; returns its entry ID."""
         data = line.encode() if isinstance(line, str) else bytes(line)
+        if not data:  # as a file room: an empty line would read back as nothing
+            raise InvalidInput("a pushed line must not be empty")
         if b"\n" in data:
             raise InvalidInput("a pushed line must not contain a newline")
         if b"\0" in data:

@@ -11,13 +11,24 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Protocol
 
-from .room_url import RedisAddress, is_url
+from .room_spec import is_url
 
-Clock = Callable[[], float]
+# The doors that open a file room on every turn (room push/read/ack/status, hooks) import this
+# module: `typing`, the URL parser and redis are loaded only by type checkers or when a redis
+# URL is actually used. At run time the Protocol classes below are plain classes.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
+    from typing import Protocol
+
+    from .room_url import RedisAddress
+
+    Clock = Callable[[], float]
+    Deliver = Callable[["ReadView"], None]
+else:
+    Protocol = object
 
 
 class ReadView(Protocol):
@@ -31,9 +42,6 @@ class ReadView(Protocol):
     def epoch(self) -> int: ...
     @property
     def data(self) -> bytes: ...  # the lines, each with its "\n", as one buffer
-
-
-Deliver = Callable[[ReadView], None]
 
 
 class AckView(Protocol):
@@ -117,7 +125,7 @@ def open_room(
 ) -> RoomBackend:
     """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
     file path."""
-    if isinstance(spec, RedisAddress):
+    if not isinstance(spec, (str, os.PathLike)):  # a parsed RedisAddress
         from .redis_room import RedisRoom
 
         return RedisRoom(spec, clock=clock, env=env)

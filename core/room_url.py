@@ -14,17 +14,15 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from .errors import InvalidInput
+from .room_spec import is_url
+
+__all__ = ["DEFAULT_PORT", "PASSWORD_ENV", "SCHEMES", "RedisAddress", "is_url", "parse_redis_url"]
 
 SCHEMES = ("redis", "rediss")
 PASSWORD_ENV = "ACKDECK_REDIS_PASSWORD"
 DEFAULT_PORT = 6379
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _DB = re.compile(r"[0-9]{1,5}")
-
-
-def is_url(spec: object) -> bool:
-    """Is this room spec a URL (any `scheme://`) rather than a path?"""
-    return isinstance(spec, str) and "://" in spec
 
 
 @dataclass(frozen=True)

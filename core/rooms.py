@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _atomic
@@ -50,6 +49,7 @@ from ._fileid import birth_ns, birth_ns_path
 from ._locks import locked
 from ._prev_inodes import PREV_GRACE_S
 from ._push_handles import SLOTS_SPAN, PushHandles
+from ._record import Struct
 from ._room_errors import LEDGER_HINT, RENAMED, UNCHANGED, cold_ack, write_error
 from .errors import (
     AckdeckError,
@@ -63,8 +63,7 @@ from .names import check_name
 Clock = Callable[[], float]
 
 
-@dataclass(frozen=True)
-class ReadResult:
+class ReadResult(Struct):
     lines: list[bytes]
     start: int
     end: int
@@ -74,8 +73,7 @@ class ReadResult:
     data: bytes = b""
 
 
-@dataclass(frozen=True)
-class AckResult:
+class AckResult(Struct):
     mode: L.AckMode
     acked: int
     preserved: int
@@ -83,14 +81,12 @@ class AckResult:
     lines: list[bytes] | None = None  # only for ack-all
 
 
-@dataclass(frozen=True)
-class SessionStatus:
+class SessionStatus(Struct):
     in_flight: int
     unread: int
 
 
-@dataclass(frozen=True)
-class RoomStatus:
+class RoomStatus(Struct):
     path: Path
     exists: bool
     pending: int
@@ -100,7 +96,7 @@ class RoomStatus:
     pushed_total: int
     epoch: int
     last_ack_at: float | None
-    sessions: dict[str, SessionStatus] = field(default_factory=dict)
+    sessions: dict[str, SessionStatus] = {}  # copied per instance by Struct
     # Late unlocked writers: lines carried in from replaced inodes (ever), and replaced inodes
     # kept past their grace period right now because a process still holds them open.
     late_total: int = 0
@@ -631,7 +627,7 @@ class Room:
         link: Path | None = None
         try:
             if verify is not None and not verify():
-                _atomic._unlink_quietly(tmp)
+                _atomic.unlink_quietly(tmp)
                 return None
             new_identity = L.identity_of(L.stat_of(os.stat(tmp), birth_ns_path(tmp)), copy.head)
             link = prev_inodes.link_old_inode(self.path, self.sidecar, st)
@@ -666,8 +662,8 @@ class Room:
                 # of a file that is no longer the room. Remove nothing.
                 self._store(ledger)
                 if link is not None:
-                    _atomic._unlink_quietly(link)
-                _atomic._unlink_quietly(tmp)
+                    _atomic.unlink_quietly(link)
+                _atomic.unlink_quietly(tmp)
                 return AckResult(
                     "stale",
                     0,
@@ -676,7 +672,7 @@ class Room:
                     "Read the room again, then ack",
                 )
         except BaseException:
-            _atomic._unlink_quietly(tmp)
+            _atomic.unlink_quietly(tmp)
             raise
         _atomic.replace(tmp, self.path, fsync=False)
         pause("after-rename")
@@ -890,6 +886,9 @@ class Room:
             data = line.encode("utf-8", "surrogateescape") if isinstance(line, str) else bytes(line)
         except UnicodeEncodeError:
             raise InvalidInput("a pushed line must be valid text or bytes") from None
+        if not data:
+            # An empty notification carries nothing and only costs the reader a turn.
+            raise InvalidInput("a pushed line must not be empty")
         if b"\n" in data:
             raise InvalidInput("a pushed line must not contain a newline")
         if b"\0" in data:
@@ -1007,6 +1006,15 @@ class Room:
     def status(self) -> RoomStatus:
         """Counters for the room and every session that has read it. Never writes the room."""
         has_sidecar = self._ensure_sidecar(create=False)
+        if has_sidecar:
+            # Open the file only once the lock is held: a file opened before it may be the
+            # inode an ack has just renamed away, which the ledger no longer describes (the
+            # snapshot would show a phantom new epoch with the old bytes counted twice).
+            with locked(self.lock_file, shared=True):
+                return self._status_of_path(has_sidecar)
+        return self._status_of_path(has_sidecar)
+
+    def _status_of_path(self, has_sidecar: bool) -> RoomStatus:
         fd = self._open()
         if fd is None:
             ledger = self._ledger() if has_sidecar else L.Ledger()
@@ -1025,9 +1033,6 @@ class Room:
                 sum(p.held_at is not None for p in ledger.prev),
             )
         try:
-            if has_sidecar:
-                with locked(self.lock_file, shared=True):
-                    return self._status_locked(fd)
             return self._status_locked(fd)
         finally:
             os.close(fd)

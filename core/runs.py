@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from . import ledger as L
+from ._record import Record
 from .errors import CorruptState
 from .home import procs_dir
 from .names import check_name
@@ -31,16 +29,14 @@ STATUSES = ("running", "exited", "killed", "lost")
 STARTUP_GRACE = 30.0
 
 
-class MonitorModel(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class MonitorModel(Record):
     pattern: str
     exclude: bool = False
     cooldown_ms: int = 1000
     max_events: int | None = None
 
 
-class RunMeta(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class RunMeta(Record):
     name: str
     run_id: str
     argv: list[str]
@@ -57,8 +53,7 @@ class RunMeta(BaseModel):
     lost_reason: str | None = None
 
 
-class MonitorCounters(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class MonitorCounters(Record):
     matches: int = 0  # matched lines handed to the wake store (or suppressed there)
     events: int = 0  # flushes that carried at least one line
     suppressed: int = 0  # lines dropped at match time because the owner was shown them
@@ -66,11 +61,10 @@ class MonitorCounters(BaseModel):
     resume_offset: int = 0  # lines of this monitor starting before it were already flushed
 
 
-class MonitorsState(BaseModel):
+class MonitorsState(Record):
     """What a replacement scan needs after a supervisor crash: every matched line that starts
     before `resume_offset` is already in the wake store (or was suppressed)."""
 
-    model_config = ConfigDict(extra="ignore")
     resume_offset: int = 0
     scanned_to: int = 0
     monitors: list[MonitorCounters] = []
@@ -80,7 +74,7 @@ class MonitorsState(BaseModel):
 def new_run_id(now: float) -> str:
     """Sortable by start time, unique by a random suffix; a valid path component."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
-    return f"{stamp}{int(now * 1000) % 1000:03d}-{secrets.token_hex(3)}"
+    return f"{stamp}{int(now * 1000) % 1000:03d}-{os.urandom(3).hex()}"
 
 
 def name_dir(home: Path, name: str) -> Path:
@@ -184,6 +178,20 @@ def run_dirs(home: Path, name: str | None = None) -> list[Path]:
     out: list[Path] = []
     for nd in names:
         out.extend(d for d in _subdirs(nd) if meta_path(d).exists())
+    return out
+
+
+def unsupervised(home: Path, name: str | None = None) -> list[Path]:
+    """Runs that say `running` but whose supervisor holds no lock: candidates for
+    `procs.reconcile`. A query: it changes nothing, and it needs none of the monitor engine."""
+    out = []
+    for rdir in run_dirs(home, name):
+        try:
+            meta = load_meta(rdir)
+        except CorruptState:
+            continue
+        if meta is not None and meta.status == "running" and not supervisor_alive(rdir):
+            out.append(rdir)
     return out
 
 

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from . import _atomic
 from ._locks import locked
+from ._record import Record
+from .errors import RecordError
 from .gate import Intervals
 from .names import check_name
 from .runs import pid_alive
@@ -30,8 +29,7 @@ from .runs import pid_alive
 LEASE_MARK = ".lease."
 
 
-class ReadState(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class ReadState(Record):
     session: str
     run_id: str
     cursor: int = 0  # bytes of output.log this session has consumed (returned or filtered out)
@@ -60,7 +58,7 @@ def load_state(rdir: Path, session: str) -> ReadState | None:
         return ReadState.model_validate_json(path.read_bytes())
     except FileNotFoundError:
         return None
-    except (OSError, ValidationError, ValueError):
+    except (OSError, RecordError, ValueError):
         return None
 
 
@@ -94,7 +92,7 @@ def lease(rdir: Path, session: str) -> Iterator[Path]:
     """Mark a read by this process as in flight for (session, run) until the block ends."""
     d = reads_dir(rdir)
     d.mkdir(mode=0o700, exist_ok=True)
-    name = f"{check_name(session)}{LEASE_MARK}{os.getpid()}.{secrets.token_hex(4)}"
+    name = f"{check_name(session)}{LEASE_MARK}{os.getpid()}.{os.urandom(4).hex()}"
     final = d / name
     tmp = d / f".{name}.tmp"
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -107,9 +105,9 @@ def lease(rdir: Path, session: str) -> Iterator[Path]:
             yield final
         finally:
             # Unlink while still locked: a drain that then gets the lock sees the file gone.
-            _unlink(final)
+            _atomic.unlink_quietly(final)
     finally:
-        _unlink(tmp)
+        _atomic.unlink_quietly(tmp)
         os.close(fd)
 
 
@@ -163,7 +161,7 @@ def settle(run_dirs: Iterable[Path], session: str, timeout: float) -> bool:
 def _wait_lease(path: Path, deadline: float) -> bool:
     pid = lease_pid(path)
     if not pid_alive(pid):
-        _unlink(path)  # its reader is gone; nothing can still be shown through it
+        _atomic.unlink_quietly(path)  # its reader is gone; nothing can still be shown through it
         return True
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -180,14 +178,8 @@ def _wait_lease(path: Path, deadline: float) -> bool:
                 time.sleep(0.01)
         # Got the lock: the read finished (its file is unlinked) or its holder died.
         if path.exists() and not pid_alive(pid):
-            _unlink(path)
+            _atomic.unlink_quietly(path)
         return True
     finally:
         os.close(fd)
 
-
-def _unlink(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

@@ -7,9 +7,9 @@ A record gathers every run of NAME: each line carries the run that produced it, 
 (or monitor-lost) notice is kept on its own, and a drain delivers one item per run, so reusing a
 name never mixes runs and every run's exit is reported.
 
-Records are pydantic-validated with unknown fields ignored and replaced atomically under the
-lock. A file that fails to parse is skipped and reported, never deleted: a merge that finds one
-renames it aside (`NAME.json.corrupt-…`) and starts a fresh record, so neither is lost.
+Records are validated (core/_record.py) with unknown fields ignored and replaced atomically
+under the lock. A file that fails to parse is skipped and reported, never deleted: a merge that
+finds one renames it aside (`NAME.json.corrupt-…`) and starts a fresh record, so neither is lost.
 
 The drain is the room ack one level up: take a snapshot of the deliverable lines, settle (wait
 for the owner's in-flight reads), gate each line against what the owner was shown in that run,
@@ -23,36 +23,35 @@ import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import _atomic, gate, shown
 from ._locks import locked
-from .errors import CorruptState, InvalidName
+from ._record import Record, Struct
+from .errors import CorruptState, InvalidName, RecordError
 from .home import resolve_home, wakes_dir
-from .monitors import MatchedLine
 from .names import check_name
 from .runs import load_meta, run_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver wakes
+    from .monitors import MatchedLine
 
 Clock = Callable[[], float]
 MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropped`
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
 
 
-class WakeLine(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class WakeLine(Record):
     run_id: str
     start: int
     end: int
     text: str
 
 
-class WakeNotice(BaseModel):
+class WakeNotice(Record):
     """A pending `exited` / `monitor-lost` notice of one run."""
 
-    model_config = ConfigDict(extra="ignore")
     run_id: str
     kind: str
     status: str
@@ -60,8 +59,7 @@ class WakeNotice(BaseModel):
     seq: int = 0  # a drain acks only the notice it delivered, not one merged meanwhile
 
 
-class WakeRecord(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class WakeRecord(Record):
     session: str
     name: str
     kind: str  # "match" | "monitor-lost" | "exited"
@@ -99,8 +97,7 @@ class WakeRecord(BaseModel):
         return len(self.lines) + len(self.notices)
 
 
-@dataclass
-class Delivery:
+class Delivery(Struct):
     name: str
     run_id: str
     kind: str
@@ -115,12 +112,11 @@ class Delivery:
     dropped: int = 0
 
 
-@dataclass
-class DrainResult:
+class DrainResult(Struct):
     delivered: list[Delivery]
     superseded: int
     pending: int
-    skipped: list[Path] = field(default_factory=list)
+    skipped: list[Path]
 
 
 DeliverWakes = Callable[[DrainResult], bool]
@@ -146,7 +142,7 @@ def _session_locked(home: Path, session: str) -> Iterator[Path]:
 def _parse(path: Path) -> WakeRecord:
     try:
         rec = WakeRecord.model_validate_json(path.read_bytes())
-    except (ValidationError, ValueError, UnicodeDecodeError):
+    except (RecordError, ValueError, UnicodeDecodeError):
         raise CorruptState(
             f"malformed wake file {path}; it was skipped and left in place"
         ) from None
@@ -193,11 +189,9 @@ def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
 def scan_wakes(
     home: str | os.PathLike[str] | Path | None, session: str | None = None
 ) -> tuple[list[WakeRecord], list[Path]]:
-    """Every record (of `session`, or all sessions) plus the malformed files that were skipped."""
-    from .procs import reconcile  # see drain
-
+    """Every record (of `session`, or all sessions) plus the malformed files that were skipped.
+    A query: call `procs.reconcile` first to have a dead supervisor show up as monitor-lost."""
     h = resolve_home(home)
-    reconcile(h)  # so a supervisor that died shows up as a monitor-lost record here too
     if session is not None:
         dirs = [session_dir(h, session)]
     else:
@@ -353,12 +347,13 @@ def drain(
     """Deliver what `session` was not shown, then ack exactly that snapshot.
 
     With `deliver`, the result is handed to it before anything is acked; if it answers False
-    (the reader did not get it: a closed pipe, a failed write) nothing is acked."""
-    from .procs import reconcile  # procs merges into this module; import late to avoid a cycle
+    (the reader did not get it: a closed pipe, a failed write) nothing is acked.
 
+    Callers reconcile first (`core/reconcile.py`) so that a dead supervisor is delivered as a
+    monitor-lost wake; this module stays below procs (procs -> tail -> wakes) without a cycle.
+    """
     h = resolve_home(home)
     check_name(session)
-    reconcile(h, clock=clock)  # a dead supervisor becomes a monitor-lost record first
     d = session_dir(h, session)
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     # One drain per session at a time (a Stop hook and an MCP call may race): two concurrent

@@ -342,7 +342,7 @@ def test_an_empty_read_acks_nothing_and_a_missing_room_is_never_created(
     assert cli.js("room", "ack", str(missing), "--session", "s")["acked"] == 0
     assert cli.js("room", "ack", str(missing), "--session", "s", "--all")["acked"] == 0
     assert cli.js("room", "status", str(missing))["pending"] == 0
-    assert cli("room", "wait", str(missing), "--session", "s", "--timeout", "0.2").returncode == 1
+    assert cli("room", "wait", str(missing), "--session", "s", "--timeout", "0.2").returncode == 124
     assert not missing.exists()
 
 
@@ -472,14 +472,14 @@ def test_push_rejects_newlines_and_bad_rooms_with_one_line(cli: Cli, tmp_path: P
     assert not (tmp_path / "no-such-dir").exists()
 
 
-def test_wait_exits_0_on_unread_lines_and_1_on_timeout(cli: Cli, tmp_path: Path) -> None:
+def test_wait_exits_0_on_unread_lines_and_124_on_timeout(cli: Cli, tmp_path: Path) -> None:
     room = tmp_path / "inbox.txt"
     cli.ok("room", "push", str(room), "one")
     assert cli("room", "wait", str(room), "--session", "s", "--timeout", "5").returncode == 0
     cli.ok("room", "read", str(room), "--session", "s")
     started = time.monotonic()
     out = cli("room", "wait", str(room), "--session", "s", "--timeout", "0.3")
-    assert out.returncode == 1 and time.monotonic() - started >= 0.3
+    assert out.returncode == 124 and time.monotonic() - started >= 0.3
     # A blocked wait returns as soon as another process pushes, well before its timeout.
     waiter = subprocess.Popen(
         [*ACKDECK, "room", "wait", str(room), "--session", "s", "--timeout", "30"],

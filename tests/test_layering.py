@@ -1,32 +1,140 @@
-"""core is a library: it must never pull in Textual (the dashboard depends on core, not back)."""
+"""core is a library: it never imports Textual or the dashboard (the dashboard depends on core,
+not back). Checked on the import graph read with `ast`, so an import inside a function, a
+relative import or `importlib.import_module("tui…")` counts as much as one at the top."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+FORBIDDEN = ("textual", "tui")
 
 
-def test_core_never_imports_textual() -> None:
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside `if TYPE_CHECKING:` blocks (never run)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skipped.update(id(n) for n in ast.walk(child))
+    return skipped
+
+
+def imports_of(path: Path, name: str, *, runtime_only: bool = False) -> set[str]:
+    """Every module `path` (the module `name`) may import, wherever the import statement is
+    (with `runtime_only`, not counting imports made for type checkers only)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(), str(path))
+    skip = _type_checking_only(tree) if runtime_only else set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            found.add(prefix)
+            found.update(f"{prefix}.{alias.name}" for alias in node.names)
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value)
+    return found
+
+
+def _forbidden(module: str) -> bool:
+    return any(module == f or module.startswith(f + ".") for f in FORBIDDEN)
+
+
+def core_import_graph(*, runtime_only: bool = False) -> dict[str, set[str]]:
+    paths = sorted((REPO / "core").rglob("*.py"))
+    return {
+        _module_name(p): imports_of(p, _module_name(p), runtime_only=runtime_only) for p in paths
+    }
+
+
+def test_nothing_reachable_from_core_imports_textual_or_tui() -> None:
+    graph = core_import_graph()
+    offenders = []
+    for start in graph:
+        # Walk the graph from each core module through core modules only.
+        seen, todo = {start}, [start]
+        while todo:
+            mod = todo.pop()
+            for target in graph.get(mod, ()):
+                if _forbidden(target):
+                    offenders.append(f"{start} reaches {target} (imported by {mod})")
+                elif target in graph and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+    assert offenders == []
+
+
+def test_the_walker_sees_imports_in_functions_and_relative_ones(tmp_path: Path) -> None:
+    """The check cannot pass by missing the old `core/cli/dash_cmd.py` way of importing tui."""
+    probe = tmp_path / "dash_cmd.py"
+    probe.write_text(
+        "def f():\n    from tui.app import make_app\n    from ..home import resolve_home\n"
+        "    import importlib\n    importlib.import_module('textual.app')\n"
+    )
+    found = imports_of(probe, "core.cli.dash_cmd")
+    assert {"tui.app", "core.home", "textual.app"} <= found
+
+
+def test_core_never_imports_textual_at_run_time() -> None:
+    """The same at run time, which also covers third-party packages core imports."""
     code = (
         "import sys, pkgutil, importlib, core\n"
         "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
         "    if m.name.endswith('__main__'): continue\n"
         "    importlib.import_module(m.name)\n"
-        "bad = sorted(n for n in sys.modules if n == 'textual' or n.startswith('textual.'))\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('textual', 'tui'))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "", f"core imported Textual modules: {out.stdout.strip()}"
+    assert out.stdout.strip() == "", f"core imported: {out.stdout.strip()}"
 
 
-def test_core_sources_do_not_mention_textual_imports() -> None:
-    offenders = [
-        str(p.relative_to(REPO))
-        for p in (REPO / "core").rglob("*.py")
-        if "import textual" in p.read_text() or "from textual" in p.read_text()
-    ]
-    assert offenders == []
+def test_core_has_no_import_cycles_even_through_late_imports() -> None:
+    """procs -> tail -> wakes -> procs used to be dodged with an import inside a function.
+    Imports for type checkers only (`if TYPE_CHECKING:`) never run and do not count."""
+    graph = core_import_graph(runtime_only=True)
+    edges = {
+        m: {t for t in targets if t in graph and t not in (m, "core", "core.cli")}
+        for m, targets in graph.items()
+    }
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    cycles: list[list[str]] = []
+
+    def visit(mod: str, path: list[str]) -> None:
+        state[mod] = 1
+        for nxt in sorted(edges[mod]):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[mod] = 2
+
+    for mod in sorted(edges):
+        if mod not in state:
+            visit(mod, [mod])
+    assert cycles == []

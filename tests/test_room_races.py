@@ -156,10 +156,14 @@ def test_wait_survives_the_rename_of_an_ack(tmp_path: Path) -> None:
 
 
 def test_status_is_consistent_during_concurrent_acks(tmp_path: Path) -> None:
+    """Every snapshot balances while another thread pushes, reads and acks: the lines pushed
+    (known from pushed_total, as every later line is `x\n`) are exactly the lines pending plus
+    the lines acked, and no counter goes backwards."""
     path = tmp_path / "inbox.txt"
     room = Room(path)
     for i in range(200):
         room.push(f"m{i}")
+    initial = path.stat().st_size
     stop = threading.Event()
     errors: list[BaseException] = []
 
@@ -175,13 +179,26 @@ def test_status_is_consistent_during_concurrent_acks(tmp_path: Path) -> None:
 
     t = threading.Thread(target=acker)
     t.start()
+    acked_seen: set[int] = set()
+    previous = room.status()
+    deadline = time.monotonic() + 60
     try:
-        for _ in range(200):
+        # Until the acker has visibly acked many times between snapshots (or a real hang).
+        while len(acked_seen) < 20 and time.monotonic() < deadline and not errors:
             st = room.status()
-            # pushed_total = base + size never goes backwards and counts every byte.
-            assert st.pending >= 0 and st.partial_bytes == 0
-            assert st.pushed_total >= 200 * 3
+            assert st.partial_bytes == 0 and st.epoch == previous.epoch
+            extra = st.pushed_total - initial
+            assert extra >= 0 and extra % 2 == 0, st
+            assert st.pending + st.acked_total == 200 + extra // 2, st
+            assert st.pushed_total >= previous.pushed_total
+            assert st.acked_total >= previous.acked_total
+            reader = st.sessions.get("a")
+            if reader is not None:
+                assert 0 <= reader.in_flight + reader.unread <= st.pending, st
+            acked_seen.add(st.acked_total)
+            previous = st
     finally:
         stop.set()
         t.join(timeout=30)
     assert errors == []
+    assert len(acked_seen) >= 20, "the acks never ran between two snapshots"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import AckdeckError
+from core.home import resolve_home
 from core.room_backend import open_room
 from core.room_url import is_url
 from core.rooms import Room, RoomStatus
@@ -137,6 +138,8 @@ def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Sna
         from core import wakes as wakes_mod
 
         try:
+            # The one write of a scan: dead supervisors become `lost` (listings never write).
+            procs.reconcile(resolve_home(home))
             runs = procs.list_runs(home, latest_only=True)
         except (AckdeckError, OSError) as exc:
             errors.append(f"processes: {exc}")

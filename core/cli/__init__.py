@@ -1,19 +1,74 @@
 """The `ackdeck` command: a thin adapter over core. Each subcommand group lives in its own module
-with a `register(subparsers)` function; handlers return an exit code."""
+with a `register(subparsers)` function; handlers return an exit code.
+
+Start-up time matters (hooks and producer scripts run ackdeck on every turn), so `main` imports
+and builds only the parser of the command named on the command line; `--help`, no command or
+an unknown one build them all.
+
+Commands from other packages (the dashboard's `tui` and `demo`) are entry points in the group
+`ackdeck.commands`: the entry point's name is the command, its value a function that adds that
+one command to the subparsers. core never imports them itself, so it never depends on them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import import_module
-from typing import NoReturn
 
 from ..errors import AckdeckError
 
-# Modules that add subcommands. Each exposes `register(subparsers) -> None`.
-COMMAND_MODULES = ("rooms_cmd", "agents_cmd", "dash_cmd", "procs_cmd")
+TYPE_CHECKING = False  # typing costs every command ~3 ms at start-up
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    Register = Callable[[Any], None]  # takes the subparsers action
+
+# Built-in commands -> the module under core.cli that registers them. Each module exposes
+# `register(subparsers) -> None`. A command missing here still works (every module is then
+# loaded); tests/test_cli_edges.py checks the table against what the modules register.
+BUILTIN_COMMANDS = {
+    "room": "rooms_cmd",
+    "mcp": "agents_cmd",
+    "hooks": "agents_cmd",
+    "nudge": "agents_cmd",
+    "run": "procs_cmd",
+    "output": "procs_cmd",
+    "ps": "procs_cmd",
+    "kill": "procs_cmd",
+    "wakes": "procs_cmd",
+}
+ENTRY_POINT_GROUP = "ackdeck.commands"
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter without `import shutil` (zlib, bz2, lzma): argparse builds one per
+    `add_argument` to check metavars, and every hook invocation would pay for it."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal, else 80."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+        return 80
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,11 +79,59 @@ class _Parser(argparse.ArgumentParser):
     look like a wake.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
-        self.exit(1, f"ackdeck: error: {self.prog}: {message} (see --help)\n")
+        where = self.prog.removeprefix("ackdeck").strip()
+        prefix = f"{where}: " if where else ""
+        self.exit(1, f"ackdeck: error: {prefix}{message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The handler of a command group called without its subcommand: list the subcommands."""
+
+    def handler(_args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 1
+
+    return handler
+
+
+def _help_when_bare(parser: argparse.ArgumentParser) -> None:
+    """`ackdeck` and `ackdeck room` (no subcommand) print their help and exit 1 instead of an
+    error about a missing argument."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.required = False
+            parser.set_defaults(handler=_show_help(parser))
+            for child in set(action.choices.values()):
+                _help_when_bare(child)
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command word: the first argument that is neither a global option nor its value."""
+    it = iter(argv)
+    for arg in it:
+        if arg == "--home":
+            next(it, None)
+        elif arg == "--":
+            return next(it, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _entry_points() -> dict[str, Callable[[], Register]]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.load for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`'s command only, or for every command when argv names none we know
+    (help, no command, a typo: the listing and the error then show every command)."""
     parser = _Parser(
         prog="ackdeck",
         description="Consumed-only acks for agent inboxes, a wake gate for process monitors, "
@@ -39,14 +142,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("ACKDECK_HOME"),
         help="state directory for processes and wakes (env ACKDECK_HOME; default ~/.ackdeck)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        import_module(f"{__name__}.{name}").register(sub)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    command = _command_of(argv) if argv is not None else None
+    if command in BUILTIN_COMMANDS:
+        import_module(f"{__name__}.{BUILTIN_COMMANDS[command]}").register(sub)
+    else:
+        extra = _entry_points()
+        if command in extra:
+            extra[command]()(sub)
+        else:
+            for module in dict.fromkeys(BUILTIN_COMMANDS.values()):
+                import_module(f"{__name__}.{module}").register(sub)
+            for name in sorted(extra):
+                if name not in sub.choices:
+                    extra[name]()(sub)
+    _help_when_bare(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code = args.handler(args)

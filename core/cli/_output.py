@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def emit_json(value: Any) -> None:
@@ -14,3 +17,16 @@ def emit_json(value: Any) -> None:
 def text(line: bytes) -> str:
     # Bytes are stored exactly; they are only decoded, with replacement, to be shown.
     return line.decode("utf-8", errors="replace")
+
+
+def timeout_arg(value: str) -> float:
+    """argparse `type=` for --timeout: core's one rule, reported as argparse's one-line error."""
+    import argparse
+
+    from ..errors import InvalidInput
+    from ..timeouts import parse_timeout
+
+    try:
+        return parse_timeout(value)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

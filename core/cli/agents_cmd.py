@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -162,6 +161,8 @@ def _ackdeck_command(explicit: str | None) -> list[str]:
     sibling = os.path.join(os.path.dirname(sys.executable), "ackdeck")
     if os.access(sibling, os.X_OK):
         return [os.path.abspath(sibling)]
+    import shutil  # not at the top: the per-turn hook commands never need it
+
     found = shutil.which("ackdeck")
     if found:
         return [os.path.abspath(found)]

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import AckdeckError
-from ._output import emit_json, text
+from ..reconcile import reconcile_lost
+from ._output import emit_json, text, timeout_arg
 
 if TYPE_CHECKING:
     from ..output import OutputResult
@@ -115,7 +116,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", default=None, help="a specific run (default: the latest)")
     p.add_argument("--filter", metavar="RE", default=None, help="keep only lines matching RE")
     p.add_argument("--exclude", action="store_true", help="keep only lines NOT matching RE")
-    p.add_argument("--timeout", type=float, default=0.0, help="wait up to SECS for a line")
+    p.add_argument(
+        "--timeout", type=timeout_arg, default=0.0, help="wait up to SECS (0-600) for a line"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_one_line(_output))
 
@@ -280,6 +283,8 @@ def _when(ts: float | None) -> str:
 
 def _ps(args: argparse.Namespace) -> int:
     from .. import procs  # lazy: keeps every other command's start-up fast
+
+    reconcile_lost(args.home)  # a dead supervisor shows as `lost`
     runs = procs.list_runs(args.home, latest_only=args.latest)
     if args.json:
         emit_json([r.as_json() for r in runs])
@@ -323,6 +328,8 @@ def _skipped(paths: list[Path]) -> None:
 
 def _wakes_list(args: argparse.Namespace) -> int:
     from .. import wakes  # lazy: keeps every other command's start-up fast
+
+    reconcile_lost(args.home)  # a dead supervisor shows up as monitor-lost
     records, skipped = wakes.scan_wakes(args.home, args.session)
     _skipped(skipped)
     if args.json:
@@ -352,6 +359,7 @@ def _wakes_drain(args: argparse.Namespace) -> int:
             doc = wakes.format_wake_text(res) + "\n"
         return _write_stdout([doc.encode()], failed) == 1
 
+    reconcile_lost(args.home)  # a dead supervisor shows up as monitor-lost
     res = wakes.drain(
         args.home,
         args.session or _default_session(),

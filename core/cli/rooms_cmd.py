@@ -11,8 +11,13 @@ import sys
 from .._bytes import write_all
 from .._room_errors import not_delivered
 from ..errors import ColdAck, InvalidInput
-from ..room_backend import ReadView, RoomBackend, open_room
-from ._output import emit_json, text
+from ..room_backend import open_room
+from ..timeouts import EXIT_TIMEOUT
+from ._output import emit_json, text, timeout_arg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..room_backend import ReadView, RoomBackend
 
 _SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
 _FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"
@@ -41,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="path of the notification file, or redis://HOST[:PORT][/DB]/NAME",
     )
     p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
-    p.add_argument("text", metavar="TEXT", help="the line (no newline, no NUL)")
+    p.add_argument("text", metavar="TEXT", help="the line (not empty; no newline, no NUL)")
     p.add_argument("--json", action="store_true", help='print {"offset": N}')
     p.set_defaults(handler=_push)
 
@@ -71,12 +76,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_status)
 
     p = rsub.add_parser(
-        "wait", help="block until the session has unread lines (exit 0) or timeout (1)"
+        "wait",
+        help="block until the session has unread lines (exit 0) or the timeout (exit 124); "
+        "errors exit 1",
     )
     p.add_argument("room", metavar="ROOM")
     p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
     p.add_argument("--session", default=None, help=_SESSION_HELP)
-    p.add_argument("--timeout", type=float, default=None, help="seconds (default: forever)")
+    p.add_argument(
+        "--timeout", type=timeout_arg, default=None, help="seconds, 0-600 (default: forever)"
+    )
     p.set_defaults(handler=_wait)
 
 
@@ -201,4 +210,4 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    return 0 if _room(args).wait(_session(args), args.timeout) else 1
+    return 0 if _room(args).wait(_session(args), args.timeout) else EXIT_TIMEOUT

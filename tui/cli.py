@@ -1,7 +1,8 @@
-"""`ackdeck tui`, `ackdeck demo` and `ackdeck web`: the dashboard.
+"""`ackdeck tui`, `ackdeck demo` and `ackdeck web`: the dashboard's commands.
 
-Textual is imported inside the handlers only, so importing core (or running any other
-subcommand) never loads it.
+core's CLI finds them through the entry points `ackdeck.commands` in pyproject.toml (the name
+is the command, the value the function that registers it), so core never imports tui. Textual
+is imported inside the handlers only: registering a command (for `ackdeck --help`) stays cheap.
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ def _dashboard_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register_tui(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tui", help="open the live dashboard over rooms, processes and wakes")
     _dashboard_options(p)
     p.set_defaults(handler=_entry("run_tui"))
 
+
+def register_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
         help="open the dashboard on a temporary home with simulated pollers, an agent and "
@@ -45,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session", default="owner", help="owner session name (default: owner)")
     p.set_defaults(handler=_entry("run_demo"))
 
+
+def register_web(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "web",
         help="serve the dashboard to a browser (textual-serve); loopback only unless --host",
@@ -58,14 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _entry(name: str) -> Callable[[argparse.Namespace], int]:
-    """The one place the CLI reaches into tui/, lazily: only a dashboard command loads it."""
+    """The handler runs tui/entry.py's `name`, imported only when a dashboard command runs."""
 
     def handler(args: argparse.Namespace) -> int:
-        import importlib
+        from tui import entry
 
-        run: Callable[[argparse.Namespace], int] = getattr(
-            importlib.import_module("tui.entry"), name
-        )
+        run: Callable[[argparse.Namespace], int] = getattr(entry, name)
         return run(args)
 
     return handler

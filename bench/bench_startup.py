@@ -1,0 +1,163 @@
+"""`python -m bench startup`: how long the commands agents and hooks run on every turn take.
+
+Each row is the median wall time of one `ackdeck …` command (a fresh interpreter, as a hook or a
+producer script starts it), next to `python -c pass` in the same venv measured in the same
+rounds: the commands run round-robin with the baseline, so a busy machine slows both alike.
+Target: each command <= 1.5x `python -c pass`.
+
+The `mcp initialize` row is the time from starting `ackdeck mcp` to its answer to `initialize`,
+against the time from starting `python -c 'import mcp.server.mcpserver; print(...)'` to its
+line (the SDK the server is built on; both clocks stop at the first output, not at exit):
+ackdeck's own overhead on top of importing the SDK must stay under 10%.
+
+Bytecode caches go to a temporary PYTHONPYCACHEPREFIX (written once by a warm-up round), so
+the numbers are what an installed ackdeck costs, not a recompile of every module per run, and
+the work tree stays clean even when PYTHONDONTWRITEBYTECODE is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROUNDS = int(os.environ.get("ACKDECK_BENCH_STARTUP_ROUNDS", "21"))
+TARGET = 1.5
+MCP_TARGET = 1.10
+SESSION = "bench"
+
+
+def _env(work: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    env["ACKDECK_HOME"] = str(work / "home")
+    return env
+
+
+def _timed(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> float:
+    t0 = time.perf_counter()
+    out = subprocess.DEVNULL
+    subprocess.run(argv, input=stdin, env=env, stdout=out, stderr=out, check=False)
+    return time.perf_counter() - t0
+
+
+def _until_first_line(argv: list[str], env: dict[str, str]) -> float:
+    """Start `argv` and stop the clock at its first line of output (not at its exit: tearing
+    down a big module graph at exit is not part of starting)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    elapsed = time.perf_counter() - t0
+    proc.wait(timeout=60)
+    return elapsed
+
+
+def _mcp_initialize(argv: list[str], env: dict[str, str]) -> float:
+    """Start the server, send `initialize`, stop the clock at its answer, then close stdin."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    }
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write((json.dumps(request) + "\n").encode())
+    proc.stdin.flush()
+    answer = proc.stdout.readline()
+    elapsed = time.perf_counter() - t0
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    if b'"result"' not in answer:
+        raise RuntimeError(f"mcp did not answer initialize: {answer[:200]!r}")
+    return elapsed
+
+
+def main() -> None:
+    py = sys.executable
+    script = Path(py).parent / "ackdeck"  # the console script users and hooks run
+    ackdeck = [str(script)] if script.exists() else [py, "-m", "core.cli"]
+    with tempfile.TemporaryDirectory(prefix="ackdeck-bench-startup-") as tmp:
+        work = Path(tmp)
+        env = _env(work)
+        room = work / "inbox.txt"
+        room.write_bytes(b"".join(b"[ts] [ops] bot: line %d\n" % i for i in range(20)))
+        r = str(room)
+
+        def read_then_ack() -> float:
+            _timed([*ackdeck, "room", "read", r, "--session", SESSION], env)  # not timed
+            return _timed([*ackdeck, "room", "ack", r, "--session", SESSION], env)
+
+        hook_stdin = json.dumps({"session_id": "x", "prompt": "hi"}).encode()
+        rows: dict[str, Callable[[], float]] = {
+            "python -c pass": lambda: _timed([py, "-c", "pass"], env),
+            "room push": lambda: _timed([*ackdeck, "room", "push", r, "bench line"], env),
+            "room read": lambda: _timed([*ackdeck, "room", "read", r, "--session", SESSION], env),
+            "room ack": read_then_ack,
+            "room status": lambda: _timed([*ackdeck, "room", "status", r], env),
+            "wakes drain --hook": lambda: _timed(
+                [*ackdeck, "wakes", "drain", "--hook", "--session", SESSION], env, hook_stdin
+            ),
+            "hooks prompt": lambda: _timed(
+                [*ackdeck, "hooks", "prompt", "--session", SESSION, "--room", r], env, hook_stdin
+            ),
+            "hooks stop": lambda: _timed(
+                [*ackdeck, "hooks", "stop", "--session", SESSION, "--room", r], env, hook_stdin
+            ),
+            "hooks bootstrap": lambda: _timed(
+                [*ackdeck, "hooks", "bootstrap", "--session", SESSION, "--room", r], env
+            ),
+        }
+        sdk = "mcp.server.mcpserver"
+        mcp_rows: dict[str, Callable[[], float]] = {
+            f"import {sdk}": lambda: _until_first_line(
+                [py, "-c", f"import {sdk}; print('imported', flush=True)"], env
+            ),
+            "mcp initialize": lambda: _mcp_initialize(
+                [*ackdeck, "mcp", "--session", SESSION, "--room", r], env
+            ),
+        }
+        everything = {**rows, **mcp_rows}
+        for fn in everything.values():  # warm-up: writes the bytecode caches
+            fn()
+        times: dict[str, list[float]] = {name: [] for name in everything}
+        for _ in range(ROUNDS):
+            for name, fn in everything.items():
+                times[name].append(fn())
+
+    med = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
+    print(f"startup, median of {ROUNDS} interleaved runs (ms)")
+    print(f"{'command':<30}{'median':>8}{'ratio':>7}{'target':>9}  result")
+
+    def row(label: str, ms: float, base: float, target: float | None, note: str = "") -> None:
+        ratio = ms / base
+        goal = f"<= {target:g}" if target else ""
+        verdict = note or ("met" if target and ratio <= target else "missed")
+        print(f"{label:<30}{ms:>8.1f}{ratio:>7.2f}{goal:>9}  {verdict}")
+
+    base = med["python -c pass"]
+    row("python -c pass", base, base, None, "baseline")
+    for name in rows:
+        if name != "python -c pass":
+            row("ackdeck " + name, med[name], base, TARGET)
+    sdk_ms = med[f"import {sdk}"]
+    row(f"import {sdk}", sdk_ms, sdk_ms, None, "baseline (the SDK)")
+    row("ackdeck mcp initialize", med["mcp initialize"], sdk_ms, MCP_TARGET)
+
+if __name__ == "__main__":
+    main()

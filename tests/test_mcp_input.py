@@ -1,0 +1,86 @@
+"""MCP tool arguments through the SDK's own client: strict types (a destructive flag must be a
+real JSON boolean), one-line errors with structured content, and no empty pushes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ACKDECK, REPO
+from tests.test_mcp import call, connect, text_of
+
+
+@pytest.mark.parametrize("flag", ["yes", "true", 1, "1"])
+async def test_room_ack_all_must_be_a_real_boolean(
+    home: Path, tmp_path: Path, flag: object
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"one\ntwo\n")
+    async with connect(home, [room]) as client:
+        result = await call(client, "room_ack", {"all": flag})
+    assert result.is_error
+    assert text_of(result) == "invalid arguments for room_ack: all: Input should be a valid boolean"
+    assert result.structured_content == {
+        "error": "invalid_arguments",
+        "problems": [{"argument": "all", "problem": "Input should be a valid boolean"}],
+    }
+    assert room.read_bytes() == b"one\ntwo\n"  # nothing was cleared
+
+
+async def test_argument_errors_are_one_line_without_pydantic_dumps(
+    home: Path, tmp_path: Path
+) -> None:
+    room = tmp_path / "inbox.txt"
+    async with connect(home, [room]) as client:
+        cases = [
+            ("room_push", {"room": "inbox.txt"}),
+            ("process_output", {"name": "x", "timeout": "soon"}),
+            ("process_start", {"name": "x", "argv": "true"}),
+            ("process_start", {"name": "x", "argv": ["true"], "cooldown_ms": "5"}),
+        ]
+        for tool, args in cases:
+            result = await call(client, tool, args)
+            text = text_of(result)
+            assert result.is_error, (tool, args)
+            assert "\n" not in text and "errors.pydantic.dev" not in text, text
+            assert text.startswith(f"invalid arguments for {tool}: "), text
+            assert result.structured_content is not None
+            assert result.structured_content["error"] == "invalid_arguments"
+    assert not room.exists()
+
+
+async def test_core_errors_carry_structured_content_too(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    async with connect(home, [room]) as client:
+        result = await call(client, "process_output", {"name": "x", "timeout": 100000})
+    assert result.is_error
+    assert text_of(result) == "timeout must be between 0 and 600 seconds, got 100000"
+    assert result.structured_content == {"error": "InvalidInput", "message": text_of(result)}
+
+
+async def test_an_empty_push_is_rejected_over_mcp(home: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"kept\n")
+    async with connect(home, [room]) as client:
+        result = await call(client, "room_push", {"room": "inbox.txt", "text": ""})
+    assert result.is_error and text_of(result) == "a pushed line must not be empty"
+    assert room.read_bytes() == b"kept\n"
+
+
+def test_an_empty_push_is_rejected_on_the_cli(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    import subprocess
+
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"kept\n")
+    out = subprocess.run(
+        [*ACKDECK, "room", "push", str(room), ""],
+        env=cli_env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert out.stderr == "ackdeck: error: a pushed line must not be empty\n"
+    assert room.read_bytes() == b"kept\n"
