@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from .errors import AckdeckError, ColdAck, RoomUnavailable
+from .errors import AckdeckError, ColdAck, NotDelivered, RoomUnavailable
 
 LEDGER_HINT = (
     "; move it aside to start a new epoch: every receipt from before becomes stale (nothing is "
@@ -33,10 +33,6 @@ def cold_ack(session: str, why: str, unread: int) -> ColdAck:
         "read the room first (room read / room_list_new), then ack, or ack with --all; "
         "nothing was removed"
     )
-
-
-class NotDelivered(AckdeckError):
-    """A read whose lines could not be written to the reader. No receipt was recorded."""
 
 
 def not_delivered(where: str, exc: OSError) -> NotDelivered:

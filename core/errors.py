@@ -39,6 +39,14 @@ class ProcessError(AckdeckError):
     """A monitored process could not be started, found or signalled."""
 
 
+class NotDelivered(AckdeckError):
+    """A read whose lines could not be written to the reader. No receipt was recorded."""
+
+
+class PaneGone(AckdeckError):
+    """The tmux pane does not exist (or the tmux server is not running)."""
+
+
 class LockTimeout(AckdeckError):
     """A lock could not be taken in time."""
 

@@ -21,17 +21,13 @@ from pathlib import Path
 
 import anyio
 
-from .errors import AckdeckError, InvalidInput
+from .errors import InvalidInput, PaneGone
 from .monitors import compile_pattern
 from .noticer import DEFAULT_WINDOW_S, Noticer
 from .notices import Notice, nudge_line
 from .patterns import Pattern
 
 DEFAULT_IDLE_MS = 2000
-
-
-class PaneGone(AckdeckError):
-    """The tmux pane does not exist (or the tmux server is not running)."""
 
 
 # ----- the pure decision ---------------------------------------------------------------------

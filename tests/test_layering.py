@@ -138,3 +138,24 @@ def test_core_has_no_import_cycles_even_through_late_imports() -> None:
         if mod not in state:
             visit(mod, [mod])
     assert cycles == []
+
+
+def test_every_exception_class_of_core_lives_in_errors_py() -> None:
+    from core import errors
+
+    exception_names = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+    exception_names |= {"Exception", "BaseException", "ValueError", "OSError", "RuntimeError"}
+    offenders = []
+    for path in sorted((REPO / "core").rglob("*.py")):
+        if path.name == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                ast.unparse(base).split(".")[-1] in exception_names for base in node.bases
+            ):
+                offenders.append(f"{path.relative_to(REPO)}: {node.name}")
+    assert offenders == []
