@@ -289,8 +289,9 @@ class MainScreen(Screen[None]):
             self.dash.request_scan()
             self.query_one(LineView).sync()
 
-        self.app.push_screen(
-            AckAllScreen(path, label, session, shown, committed=message.committed), answered
+        self.app.push_screen(  # AckAllScreen answers with an AckResult (see modals.py)
+            AckAllScreen(path, label, session, shown, committed=message.committed),
+            answered,  # type: ignore[arg-type]
         )
 
     def action_push(self) -> None:

@@ -126,7 +126,8 @@ class AckAllScreen(ConfirmScreen):
         self._acking = False
         res = message.result
         if res is not None and res.mode == "prefix" and res.acked == self.shown:
-            self.dismiss(res)
+            # This dialog answers with the AckResult, not ConfirmScreen's bool.
+            self.dismiss(res)  # type: ignore[arg-type]
             return
         if res is not None and res.mode == "prefix":
             # Another session acked the first part of the same lines meanwhile.
