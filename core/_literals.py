@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import UnmodelledPattern
+
 MAX_LITERALS = 8
 
 
@@ -27,8 +29,8 @@ class _Group:
 _Item = bytes | _Group | None
 
 
-class _Unknown(Exception):
-    """The pattern uses something this parser does not model soundly: give no literals."""
+# The pattern uses something this parser does not model soundly: give no literals.
+_Unknown = UnmodelledPattern
 
 
 _QUANT = "*+?"

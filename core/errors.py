@@ -56,3 +56,8 @@ class RecordError(ValueError):
 
     A ValueError, not an AckdeckError: the module that loads the file turns it into
     CorruptState with the file's path, or skips the file, as that file's rules say."""
+
+
+class UnmodelledPattern(Exception):
+    """Internal to core/_literals.py: a pattern uses something its literal parser does not
+    model soundly, so it offers no literal prefilter. Never reaches a user."""

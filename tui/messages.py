@@ -12,6 +12,8 @@ from pathlib import Path
 
 from textual.message import Message
 
+from core.room_url import RedisAddress
+
 from .lineindex import LineIndex
 from .state import Snapshot
 
@@ -78,6 +80,6 @@ class ActionFinished(Message):
 class SnapshotRead(Message):
     """The owner read `path` for ack all: the dialog will offer to ack exactly `lines`."""
 
-    path: Path
+    path: Path | RedisAddress  # a file or a redis room
     lines: int
     committed: threading.Event  # set once the read's receipt is stored (or failed)

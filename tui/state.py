@@ -114,7 +114,7 @@ def scan_room(path: Path | str, label: str) -> RoomRow:
             mtime: float | None = os.stat(path).st_mtime
         except FileNotFoundError:
             mtime = None
-        return RoomRow(str(path), label, st, None, mtime)  # type: ignore[arg-type]
+        return RoomRow(str(path), label, st, None, mtime)
     except AckdeckError as exc:
         return RoomRow(str(path), label, None, _short(str(exc), path))
     except OSError as exc:

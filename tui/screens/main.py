@@ -289,7 +289,7 @@ class MainScreen(Screen[None]):
             self.dash.request_scan()
             self.query_one(LineView).sync()
 
-        self.app.push_screen(  # AckAllScreen answers with an AckResult (see modals.py)
+        self.app.push_screen(  # AckAllScreen answers with the ack's result (see modals.py)
             AckAllScreen(path, label, session, shown, committed=message.committed),
             answered,  # type: ignore[arg-type]
         )

@@ -18,8 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from core.errors import AckdeckError
-from core.room_backend import open_room
-from core.rooms import AckResult
+from core.room_backend import AckView, open_room
+from core.room_url import RedisAddress
 
 from ..state import plural
 
@@ -64,7 +64,7 @@ class ConfirmScreen(ModalScreen[bool]):
 class SnapshotAcked(Message):
     """The ack of the ack-all snapshot came back (or failed with `error`)."""
 
-    result: AckResult | None
+    result: AckView | None  # a file or a redis room's ack
     error: str | None = None
 
 
@@ -72,14 +72,14 @@ class AckAllScreen(ConfirmScreen):
     """Ack all, as a snapshot: the owner has just read `shown` lines (a receipt); yes acks
     exactly that receipt, so lines arriving while the dialog is open stay in the room.
 
-    Dismisses with the AckResult when exactly `shown` lines were acked. Otherwise nothing was
-    removed (a foreign rewrite made the receipt stale, someone acked it first): the dialog stays
-    open and says why.
+    Dismisses with the ack's result (an AckView) when exactly `shown` lines were acked.
+    Otherwise nothing was removed (a foreign rewrite made the receipt stale, someone acked it
+    first): the dialog stays open and says why.
     """
 
     def __init__(
         self,
-        path: Path,
+        path: Path | RedisAddress,  # a file or a redis room
         label: str,
         session: str,
         shown: int,
@@ -112,7 +112,7 @@ class AckAllScreen(ConfirmScreen):
         self._ack(self.path, self.session)
 
     @work(thread=True, group="owner-action", exit_on_error=False)
-    def _ack(self, path: Path, session: str) -> None:
+    def _ack(self, path: Path | RedisAddress, session: str) -> None:
         # The read's receipt is stored just after the dialog got its number; ack after that.
         if self._committed is not None and not self._committed.wait(60):
             self.post_message(SnapshotAcked(None, "the read did not finish; read again"))
@@ -126,7 +126,7 @@ class AckAllScreen(ConfirmScreen):
         self._acking = False
         res = message.result
         if res is not None and res.mode == "prefix" and res.acked == self.shown:
-            # This dialog answers with the AckResult, not ConfirmScreen's bool.
+            # This dialog answers with the ack's result, not ConfirmScreen's bool.
             self.dismiss(res)  # type: ignore[arg-type]
             return
         if res is not None and res.mode == "prefix":
