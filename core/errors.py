@@ -21,6 +21,10 @@ class RoomUnavailable(AckdeckError):
     """The room file or its directory cannot be read or written."""
 
 
+class RedisUnreachable(RoomUnavailable):
+    """A redis room's server did not answer (refused, timed out, connection lost)."""
+
+
 class UnsafeSidecar(AckdeckError):
     """The sidecar directory is a symlink or owned by someone else."""
 

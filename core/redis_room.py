@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import redis
 from redis.backoff import NoBackoff
@@ -31,20 +31,18 @@ from redis.retry import Retry
 
 from . import redis_lua
 from ._room_errors import cold_ack
-from .errors import CorruptState, InvalidInput, RoomUnavailable
-from .ledger import AckMode
+from .errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
 from .names import check_name
 from .room_url import RedisAddress
 from .rooms import AckResult, SessionStatus
+
+if TYPE_CHECKING:
+    from .ledger import AckMode  # a type only (ledger defines it for type checkers)
 
 Clock = Callable[[], float]
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
 LINE_FIELD = b"line"
-
-
-class RedisUnreachable(RoomUnavailable):
-    """The server did not answer (refused, timed out, connection lost)."""
 
 
 @dataclass(frozen=True)
@@ -271,14 +269,14 @@ class RedisRoom:
             if not got.lines:
                 return AckResult("all", 0, 0, "no entries to ack", [])
             res = self.ack(session, reader=reader)
-            mode_all = cast(AckMode, "all" if res.mode == "prefix" else res.mode)
+            mode_all = cast("AckMode", "all" if res.mode == "prefix" else res.mode)
             return AckResult(mode_all, res.acked, res.preserved, res.message, got.lines)
         with self._errors("ack"):
             mode_b, acked, preserved, epoch, entries, unread = self._script("ACK")(
                 keys=self._keys,
                 args=[session, repr(self._clock()), "1" if all else "0", reader or ""],
             )
-        mode = cast(AckMode, mode_b.decode())
+        mode = cast("AckMode", mode_b.decode())
         if mode == "refused":
             raise cold_ack(session, "no unacked read of this room", int(unread))
         if mode == "other-reader":

@@ -159,3 +159,62 @@ def test_every_exception_class_of_core_lives_in_errors_py() -> None:
             ):
                 offenders.append(f"{path.relative_to(REPO)}: {node.name}")
     assert offenders == []
+
+
+_HOT_PROBE = (
+    "import sys\n"
+    "from core.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "heavy = {'redis', 'pydantic', 're2', 'textual', 'mcp', 'typing', 'core.room_url'}\n"
+    "print('loaded:' + ','.join(sorted(n for n in sys.modules"
+    " if n in heavy or n.split('.')[0] in heavy)), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _loaded_by(args: list[str], tmp_path: Path, stdin: str = "") -> list[str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "ACKDECK_HOME": str(tmp_path / "home"),
+        "ACKDECK_SESSION": "s1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _HOT_PROBE, *args],
+        cwd=tmp_path,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("loaded:"), out.stderr
+    return [m for m in last.removeprefix("loaded:").split(",") if m]
+
+
+def test_per_turn_commands_on_a_file_room_load_neither_redis_pydantic_nor_typing(
+    tmp_path: Path,
+) -> None:
+    """Every door opens rooms through open_room (which takes redis URLs), but a file room's
+    per-turn commands must not pay for redis, pydantic, RE2 or typing at start-up."""
+    room = str(tmp_path / "r.txt")
+    hooks = ["--room", room, "--session", "s1"]
+    commands: list[tuple[list[str], str]] = [
+        (["room", "push", room, "hello"], ""),
+        (["room", "read", room], ""),
+        (["room", "ack", room], ""),
+        (["room", "status", room], ""),
+        (["wakes", "drain", "--hook"], ""),
+        (["hooks", "prompt", *hooks], "{}"),
+        (["hooks", "stop", *hooks], "{}"),
+        (["hooks", "bootstrap", *hooks], "{}"),
+    ]
+    loaded = {" ".join(args[:2]): _loaded_by(args, tmp_path, stdin) for args, stdin in commands}
+    assert loaded == {name: [] for name in loaded}
+
+
+def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
+    # An unreachable server: the command fails with one line, but it did open a redis room.
+    loaded = _loaded_by(["room", "status", "redis://127.0.0.1:1/0/probe"], tmp_path)
+    assert "redis" in loaded and "core.room_url" in loaded
