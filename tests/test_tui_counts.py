@@ -118,32 +118,55 @@ async def test_every_count_on_screen_equals_core_across_ack_drain_and_dismiss(
         assert_screen_matches_core(app, home, [room, other])
 
 
+def _blocked_on_a_lock(pid: int) -> bool:
+    """Is `pid` waiting for a lock (a `->` line of /proc/locks)?"""
+    with open("/proc/locks") as f:
+        return any("->" in line and f" {pid} " in line for line in f)
+
+
 def test_arrivals_do_not_double_count_an_ack_that_lands_during_a_status(
     tmp_path: Path, monkeypatch
 ) -> None:
-    # Room.status opens the file, then reads the ledger. An ack landing in between (driven
-    # here: a real ack in another process right after the open) makes pending (old file) plus
-    # acked (new ledger) count the acked lines twice; the sparkline jumped by that much.
+    # Room.status used to open the file, then read the ledger: an ack landing in between made
+    # pending (old file) plus acked (new ledger) count the acked lines twice, and the sparkline
+    # jumped by that much. Room.status now opens the file under the room's shared lock, so an
+    # ack started right after the open (a real ack in another process) waits for the status to
+    # finish: the scan sees the room before the ack, the next scan after it, never both.
     room = tmp_path / "alerts.txt"
     room.write_bytes(b"".join(f"alert {i}\n".encode() for i in range(10)))
     Room(room).read("agent")
     real_open = Room._open
-    acks: list[int] = []
+    acks: list[subprocess.Popen[bytes]] = []
 
     def open_then_ack(self: Room):
         fd = real_open(self)
         if not acks:
-            acks.append(1)
             script = "import sys; from core.rooms import Room; Room(sys.argv[1]).ack('agent')"
-            subprocess.run([sys.executable, "-c", script, str(room)], check=True, cwd=REPO)
+            acks.append(subprocess.Popen([sys.executable, "-c", script, str(room)], cwd=REPO))
+            # Hold the open file until the ack is in flight: blocked on the lock (or, were the
+            # status unlocked, done).
+            deadline = time.monotonic() + 60
+            while not _blocked_on_a_lock(acks[0].pid) and acks[0].poll() is None:
+                assert time.monotonic() < deadline, "the ack neither ran nor waited"
+                time.sleep(0.01)
         return fd
 
     monkeypatch.setattr(Room, "_open", open_then_ack)
-    row = scan_room(room, "alerts.txt")
-    assert acks == [1]  # the ack did land inside the scan
-    assert row.status is not None
-    assert (row.status.pending, row.status.acked_total) == (0, 10)
-    assert row.arrived == 10
+    try:
+        row = scan_room(room, "alerts.txt")
+        assert len(acks) == 1  # the ack was started inside the scan
+        assert acks[0].wait(60) == 0
+    finally:
+        for proc in acks:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    monkeypatch.undo()
+    after = scan_room(room, "alerts.txt")
+    assert row.status is not None and after.status is not None
+    assert (row.status.pending, row.status.acked_total) in ((10, 0), (0, 10))
+    assert (after.status.pending, after.status.acked_total) == (0, 10)
+    assert row.arrived == after.arrived == 10
 
 
 async def test_tables_say_scanning_while_the_first_scan_runs(tmp_path: Path, monkeypatch) -> None:
