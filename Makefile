@@ -15,13 +15,16 @@ find_python = $(or $(shell ls -d $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) 2
 
 .PHONY: demo test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
 
-# The redis room tests and benchmarks start a real redis-server (Debian's package). Installed
-# here when missing and running as root (a fresh CI machine); otherwise those tests skip.
+# Outside parts the tests drive for real, from Debian's packages: redis-server (redis rooms)
+# and tmux (the terminal nudge). Installed here when missing and running as root (a fresh CI
+# machine); otherwise the tests that need them skip with one line.
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || { \
+	@missing=""; for tool in redis-server tmux; do \
+	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	[ -z "$$missing" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; \
-	  else echo "redis-server missing (not root): the redis room tests will skip"; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "missing (not root):$$missing: the tests that need them will skip"; fi; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(shell command -v $(PY) || echo python3) -m venv $(VENV)
