@@ -4,6 +4,7 @@ tell a timeout from an error, and one rule for every --timeout."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 from pathlib import Path
 
@@ -98,3 +99,32 @@ def test_dashboard_commands_come_from_entry_points(cli_env: dict[str, str]) -> N
     for command in ("tui", "demo", "web"):
         out = run(cli_env, command, "--help")
         assert out.returncode == 0 and f"usage: ackdeck {command}" in out.stdout, out.stderr
+
+
+def test_a_push_whose_json_report_cannot_be_written_says_so_in_one_line(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    # `>&-`: the push lands (it is the producer's write), but its report cannot be written.
+    room = tmp_path / "r.txt"
+    proc = subprocess.run(
+        [*ACKDECK, "room", "push", str(room), "hello", "--json"],
+        env=cli_env, cwd=REPO, stderr=subprocess.PIPE, text=True, timeout=60,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ackdeck: error:")
+    assert "broken pipe" in proc.stderr
+    assert room.read_bytes() == b"hello\n"
+
+
+def test_a_json_ack_all_into_a_reader_that_left_is_not_silent(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    room = tmp_path / "r.txt"
+    room.write_bytes(b"".join(b"note %d\n" % i for i in range(20000)))
+    proc = subprocess.run(
+        ["sh", "-c", f'{" ".join(ACKDECK)} room ack "{room}" --session s --all --json | true'],
+        env=cli_env, cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    # 20,000 lines of JSON do not fit a pipe buffer, so the writer always meets the closed end.
+    assert proc.stderr.count("\n") == 1 and "broken pipe" in proc.stderr, proc.stderr

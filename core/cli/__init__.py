@@ -172,6 +172,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        # The reader went away (`| head`, `>&-`). Reads never commit what was not written; a
+        # command that already acted (a push, a JSON ack) could not report it: say so.
+        try:
+            print(
+                "ackdeck: error: output closed before the result was written (broken pipe)",
+                file=sys.stderr,
+            )
+        except (OSError, AttributeError):
+            pass  # stderr is gone too: the exit code is all that is left to say it
         return 1
     return int(code or 0)
 

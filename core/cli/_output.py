@@ -11,7 +11,10 @@ if TYPE_CHECKING:
 
 
 def emit_json(value: Any) -> None:
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        raise BrokenPipeError("standard output is closed")
     sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+    sys.stdout.flush()  # a broken pipe surfaces here, inside main's handler, not at exit
 
 
 def text(line: bytes) -> str:
