@@ -393,7 +393,7 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
         if f is None or f.isatty():
             return {}
         fd = f.fileno()
-        raw = b""
+        raw = bytearray()
         while True:
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
@@ -402,6 +402,13 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
             if not chunk:
                 break
             raw += chunk
+            end = len(raw)
+            while end and raw[end - 1] in b" \t\r\n":
+                end -= 1
+            if not end or raw[end - 1] != ord("}"):
+                # An object is complete only after its closing brace: parsing the whole
+                # buffer after every chunk made a large input quadratic.
+                continue
             try:
                 value = json.loads(raw)
                 break

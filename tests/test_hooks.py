@@ -518,3 +518,20 @@ def test_a_stop_hook_whose_output_nobody_reads_acks_no_wake(
     again = run_hook_with(stop, cli_env, {})
     assert again.returncode == 2 and "ERROR: build failed" in again.stderr
     assert wakes.list_wakes(home, "agent")[0].pending == 0
+
+
+def test_a_large_hook_input_is_parsed_once_not_after_every_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 8 MB of JSON: parsing the growing buffer after each 64 KiB read made this quadratic.
+    import json as _json
+
+    path = tmp_path / "in.json"
+    path.write_text(_json.dumps({"session_id": "s", "prompt": "x" * 8_000_000}))
+    calls = []
+    real_loads = _json.loads
+    monkeypatch.setattr(hooks.json, "loads", lambda raw: calls.append(1) or real_loads(raw))
+    with path.open("rb") as f:
+        got = hooks.read_hook_input(f, wait=30)
+    assert got["session_id"] == "s" and len(got["prompt"]) == 8_000_000
+    assert len(calls) <= 3
