@@ -423,17 +423,22 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
     return value if isinstance(value, dict) else {}
 
 
-def mark_rooms_told(home: Path, session: str, rooms: Sequence[str | os.PathLike[str]]) -> None:
-    """Record what a SessionStart or prompt hook just showed, so the Stop hook reports only
-    lines that arrived after it (during the agent's turn). Reads and acks nothing."""
+def rooms_told_marker(
+    home: Path, session: str, rooms: Sequence[str | os.PathLike[str]]
+) -> Callable[[], None]:
+    """Take the rooms' state now, before a SessionStart or prompt hook builds its text; the
+    returned call records it as told once the text was written, so the Stop hook reports only
+    lines that arrived after it (during the agent's turn). Taken first, a line that lands while
+    the text is built is at worst told twice, never marked told unseen. Reads and acks nothing."""
     from .noticer import Noticer
 
     if not rooms:
-        return
+        return _nothing
     noticer = Noticer(
         home, session, [r if isinstance(r, str) else Path(r) for r in rooms], "hooks", wakes=False
     )
-    noticer.commit(noticer.due()[1])
+    state = noticer.due()[1]
+    return lambda: noticer.commit(state)
 
 
 def _nothing() -> None:

@@ -535,3 +535,20 @@ def test_a_large_hook_input_is_parsed_once_not_after_every_chunk(
         got = hooks.read_hook_input(f, wait=30)
     assert got["session_id"] == "s" and len(got["prompt"]) == 8_000_000
     assert len(calls) <= 3
+
+
+def test_a_line_landing_while_the_prompt_text_is_built_is_never_marked_told_unseen(
+    tmp_path: Path,
+) -> None:
+    # The prompt hook takes the rooms' state before it builds its text: a line that lands in
+    # between is at worst told twice, never recorded as told without having been shown.
+    home = tmp_path / "home"
+    home.mkdir()
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"[t1] ops: before the turn\n")
+    told = hooks.rooms_told_marker(home, "s", [room])
+    Room(room).push("[t2] ops: landed while the text was built")
+    hooks.prompt_text("s", [room])
+    told()
+    out = hooks.stop_hook(home, "s", [room], stop_payload(False), settle_timeout=0.0)
+    assert out.block and "2 unread" in out.text, out.text

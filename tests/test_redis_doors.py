@@ -201,12 +201,12 @@ def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
 def test_stop_hook_notices_a_redis_room_line_that_arrived_during_the_turn(
     home: Path, redis_server: RedisServer
 ) -> None:
-    from core.hooks import mark_rooms_told
+    from core.hooks import rooms_told_marker
 
     url = redis_server.url()
     r = open_room(url)
     r.push("before the turn")
-    mark_rooms_told(home, "agent", [url])  # what the prompt hook showed
+    rooms_told_marker(home, "agent", [url])()  # what the prompt hook showed
     r.push("during the turn")
     from core.noticer import Noticer
 

@@ -197,20 +197,22 @@ def _install(args: argparse.Namespace) -> int:
 
 def _bootstrap(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room)
     text = hooks.bootstrap_text(args.session, args.room)
     if payload.get("source") in ("compact", "clear", "resume"):
         text = f"(ackdeck: reminder after {payload['source']})\n" + text
     print(text, flush=True)
-    hooks.mark_rooms_told(_home(args), args.session, args.room)
+    told()
     return 0
 
 
 def _prompt(args: argparse.Namespace) -> int:
     hooks.read_hook_input()
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room)
     text = hooks.prompt_text(args.session, args.room)
     if text:
         print(text, flush=True)
-    hooks.mark_rooms_told(_home(args), args.session, args.room)
+    told()
     return 0
 
 
