@@ -83,3 +83,8 @@ class SnapshotRead(Message):
     path: Path | RedisAddress  # a file or a redis room
     lines: int
     committed: threading.Event  # set once the read's receipt is stored (or failed)
+
+
+class ReadCommitted(Message):
+    """The owner's read receipt is stored: line marks and counters can show it now. (The read's
+    notice goes out before the receipt is stored, so a refresh it started may have missed it.)"""

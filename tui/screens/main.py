@@ -21,7 +21,7 @@ from core.errors import AckdeckError
 from core.room_backend import AckView, ReadView, open_room
 from core.room_url import RedisAddress, is_url, parse_redis_url
 
-from ..messages import ActionFinished, SnapshotRead
+from ..messages import ActionFinished, ReadCommitted, SnapshotRead
 from ..state import Snapshot, count_of
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable
@@ -260,6 +260,8 @@ class MainScreen(Screen[None]):
             open_room(path).read(session, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "ack all: read failed"))
+        else:
+            self.post_message(ReadCommitted())
         finally:
             committed.set()
 
@@ -383,6 +385,8 @@ class MainScreen(Screen[None]):
             open_room(path).read(session, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "read failed"))
+            return
+        self.post_message(ReadCommitted())
 
     @work(thread=True, group="owner-action", exit_on_error=False)
     def _owner_ack(self, path: Path | RedisAddress) -> None:
@@ -430,6 +434,10 @@ class MainScreen(Screen[None]):
             else (f"no wake of {session} for {name} to dismiss")
         )
         self.post_message(ActionFinished(text, title="dismiss"))
+
+    def on_read_committed(self, message: ReadCommitted) -> None:
+        self.dash.request_scan()
+        self.query_one(LineView).sync()
 
     def on_action_finished(self, message: ActionFinished) -> None:
         self.notify(message.text, title=message.title, severity=message.severity)  # type: ignore[arg-type]
