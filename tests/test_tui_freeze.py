@@ -171,3 +171,30 @@ async def test_an_index_build_that_crashes_says_so_and_does_not_hold_later_syncs
         await wait_for(pilot, lambda: view.count == 2 and not view.busy, "no recovery")
         await settle(pilot, timeout=WAIT)
         assert view.visible_text() == ["one", "two"]
+
+
+async def test_watcher_messages_while_the_app_closes_are_harmless(tmp_path: Path) -> None:
+    """The watcher thread keeps posting while the app exits: the screen's widgets are removed
+    after its message loop stops and before it unmounts, and a change handled in between must
+    not crash the exit (seen once in CI, 3.13; this flood reproduces it every few exits)."""
+    room = tmp_path / "r.txt"
+    room.write_text("a\n")
+    for _ in range(10):
+        app = make_app(quiet_config([room], home=tmp_path / "home"))
+        stop = threading.Event()
+
+        def flood(app=app, stop=stop) -> None:  # type: ignore[no-untyped-def]
+            while not stop.is_set():
+                app.post_message(FilesChanged())
+
+        thread = threading.Thread(target=flood, daemon=True)
+        try:
+            async with app.run_test(size=(100, 30)) as pilot:
+                await settle(pilot)
+                thread.start()
+                await pilot.pause(0.05)
+                app.request_scan()
+        finally:
+            stop.set()
+            if thread.is_alive():
+                thread.join(timeout=30)

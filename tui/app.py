@@ -71,7 +71,7 @@ class AckdeckApp(App[None]):
         # Counting a flooded room holds the interpreter for long stretches; a scanner process
         # does it without stalling the UI thread (started by the first scan).
         self._scanner: Scanner | None = None
-        self._closing = False
+        self._shut_down = False
         self._watch_stop: threading.Event | None = None
         self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         self._redis_stop: threading.Event | None = None  # live reads of redis rooms
@@ -98,7 +98,7 @@ class AckdeckApp(App[None]):
             self.set_interval(self.config.tick_seconds, self._tick)
 
     def on_unmount(self) -> None:
-        self._closing = True
+        self._shut_down = True
         self._stop_watching()
         if self._redis_stop is not None:
             self._redis_stop.set()
@@ -139,7 +139,7 @@ class AckdeckApp(App[None]):
         started = time.perf_counter()
         now = self.clock()
         errors: list[str] = []
-        if self._scanner is None and self.config.scan_process and not self._closing:
+        if self._scanner is None and self.config.scan_process and not self._shut_down:
             try:
                 self._scanner = Scanner()
             except OSError as exc:
@@ -162,6 +162,8 @@ class AckdeckApp(App[None]):
         self.post_message(StateScanned(snap, time.perf_counter() - started))
 
     def on_state_scanned(self, message: StateScanned) -> None:
+        if self._main.closed:
+            return  # closing: the watcher and scan threads may still post for a moment
         snap = message.snapshot
         self.snapshot = snap
         self._last_scan_seconds = message.seconds
@@ -176,6 +178,8 @@ class AckdeckApp(App[None]):
         # New lines first: the line views pick up appends at once (a small pread), while the
         # counters rescan a moment later, since counting a flooded room takes longer and would
         # compete with them for the interpreter.
+        if self._main.closed:
+            return  # closing: the watcher and scan threads may still post for a moment
         self._main.files_changed()
         if isinstance(self.screen, OutputScreen):
             self.screen.files_changed()
@@ -188,6 +192,8 @@ class AckdeckApp(App[None]):
 
     def _tick(self) -> None:
         # A safety net for events a watcher can miss (and ages that change with time).
+        if self._main.closed:
+            return
         self.request_scan()
         self._main.files_changed()
 
@@ -233,7 +239,7 @@ class AckdeckApp(App[None]):
             self._watch(deep, True, stop, None)
 
     def _ensure_redis_watching(self) -> None:
-        if self._redis_stop is not None or self._closing:
+        if self._redis_stop is not None or self._shut_down:
             return
         self._redis_stop = threading.Event()
         for room in self.rooms:

@@ -141,10 +141,22 @@ class MainScreen(Screen[None]):
             # flooded room's lines for its status takes longer than painting its first page.
             self._select_room(str(self.dash.rooms[0]))
 
+    @property
+    def live(self) -> bool:
+        # Mounted and not closing. While the app shuts down, a screen's children are removed
+        # after its message loop stops and before it unmounts; a watcher or scan message that
+        # arrives in between would find no widgets to update.
+        return self._ready and self.is_running
+
+    @property
+    def closed(self) -> bool:
+        """Mounted once and closing now: nothing more to show."""
+        return self._ready and not self.is_running
+
     def apply_snapshot(self, snap: Snapshot) -> None:
         self.snapshot = snap
-        if not self._ready:
-            return  # on_mount applies it
+        if not self.live:
+            return  # on_mount applies it (or the screen is closing)
         now = snap.taken_at
         rooms = self.query_one(RoomsTable)
         rooms.set_rows(RoomsTable.rows_for(snap.rooms, now, self.dash.rates))
@@ -156,7 +168,7 @@ class MainScreen(Screen[None]):
         self.sub_title = "  ".join(snap.errors)
 
     def files_changed(self) -> None:
-        if self._ready:
+        if self.live:
             self.query_one(LineView).sync()
 
     def _select_room(self, key: str | None) -> None:
