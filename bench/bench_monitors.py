@@ -1,7 +1,7 @@
 """Monitor scan throughput vs `grep -b -E`, and wake-drain latency with 1,000 pending records.
 
 Scan: a 256 MB output.log (set ACKDECK_BENCH_MB to change) of realistic log lines is scanned by
-the real supervisor engine (core.tail.Tail: preadv into one reused 4 MB buffer; per chunk, RE2
+the real supervisor engine (core.watch.tail.Tail: preadv into one reused 4 MB buffer; per chunk, RE2
 over the whole chunk in multi-line mode, or memmem of the literals every match must contain,
 beside a strcspn pass for the lines holding control bytes) and by `grep -b -E` with the same
 pattern, in the same run. The ratio is grep's time over ours (1.0 = as fast as grep; target
@@ -25,10 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from core import _atomic, wakes
-from core.monitors import MatchedLine
-from core.runs import MonitorModel, RunMeta, new_run_id, output_path, run_dir, store_meta
-from core.tail import Tail
+from core.base import atomic
+from core.watch import wakes
+from core.watch.monitors import MatchedLine
+from core.watch.runs import MonitorModel, RunMeta, new_run_id, output_path, run_dir, store_meta
+from core.watch.tail import Tail
 
 WORDS = [
     "INFO", "DEBUG", "WARN", "worker-3", "request", "processed", "id=7731", "in", "12ms",
@@ -164,7 +165,7 @@ def bench_drain(tmp: Path, records: int = 1000) -> list[tuple[str, str, str, str
     t0 = time.perf_counter()
     for f in files:  # the floor: parse and atomically rewrite each record once
         data = json.loads(f.read_bytes())
-        _atomic.atomic_write(f, json.dumps(data).encode(), fsync=False)
+        atomic.atomic_write(f, json.dumps(data).encode(), fsync=False)
     floor = time.perf_counter() - t0
     t0 = time.perf_counter()
     res = wakes.drain(home, "bench", settle_timeout=0.0)

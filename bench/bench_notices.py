@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 
-from core.noticer import Noticer
-from core.rooms import Room
+from core.agents.noticer import Noticer
+from core.inbox.rooms import Room
 
 SAMPLES = 20
 REPO = Path(__file__).resolve().parent.parent
@@ -55,16 +55,28 @@ async def _channel_latencies(tmp: Path) -> list[float]:
         identifier = "dev.ackdeck/bench-listener"
 
         def notifications(self) -> list[NotificationBinding[Any]]:
-            return [NotificationBinding(method="notifications/claude/channel",
-                                        params_type=Params, handler=on_notice)]
+            return [
+                NotificationBinding(
+                    method="notifications/claude/channel", params_type=Params, handler=on_notice
+                )
+            ]
 
     room = tmp / "inbox.txt"
     room.touch()
     home = tmp / "home"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "core.cli", "--home", str(home), "mcp", "--session", "agent",
-              "--room", str(room)],
+        args=[
+            "-m",
+            "core.cli",
+            "--home",
+            str(home),
+            "mcp",
+            "--session",
+            "agent",
+            "--room",
+            str(room),
+        ],
         env={"PYTHONPATH": str(REPO)},
         cwd=str(REPO),
     )
@@ -138,10 +150,14 @@ def main() -> None:
     print("| --- | ---: | ---: | ---: |")
     for label, p in (("p50", 0.5), ("p95", 0.95)):
         a, b = _pct(chan, p) * 1000, _pct(wait, p) * 1000
-        print(f"| push -> channel notice, {label} | {a:.0f} ms | {b:.0f} ms `Room.wait` | "
-              f"{a / b:.2f} |")
-    print(f"| notice check, 1,000,000-line room | {due * 1000:.0f} ms | "
-          f"{status * 1000:.0f} ms `Room.status` | {due / status:.2f} |")
+        print(
+            f"| push -> channel notice, {label} | {a:.0f} ms | {b:.0f} ms `Room.wait` | "
+            f"{a / b:.2f} |"
+        )
+    print(
+        f"| notice check, 1,000,000-line room | {due * 1000:.0f} ms | "
+        f"{status * 1000:.0f} ms `Room.status` | {due / status:.2f} |"
+    )
 
 
 if __name__ == "__main__":

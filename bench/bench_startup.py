@@ -159,5 +159,6 @@ def main() -> None:
     row(f"import {sdk}", sdk_ms, sdk_ms, None, "baseline (the SDK)")
     row("ackdeck mcp initialize", med["mcp initialize"], sdk_ms, MCP_TARGET)
 
+
 if __name__ == "__main__":
     main()

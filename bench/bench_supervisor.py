@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from core import procs
-from core.runs import load_meta, load_monitors_state
+from core.watch import procs
+from core.watch.runs import load_meta, load_monitors_state
 
 RUNS = 5
 
@@ -43,9 +43,7 @@ def main() -> None:
         home = Path(tmp)
         bare = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
         infos = [
-            procs.start(
-                home, f"r{i}", ["sleep", "30"], monitors=[procs.MonitorSpec("ERROR")]
-            )
+            procs.start(home, f"r{i}", ["sleep", "30"], monitors=[procs.MonitorSpec("ERROR")])
             for i in range(RUNS)
         ]
         try:
@@ -87,7 +85,7 @@ def main() -> None:
 
 
 def _imported_by_supervisor(module: str) -> bool:
-    code = f"import sys, core.supervisor; print({module!r} in sys.modules)"
+    code = f"import sys, core.watch.supervisor; print({module!r} in sys.modules)"
     env = dict(os.environ)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True

@@ -56,12 +56,12 @@ class LockTimeout(AckdeckError):
 
 
 class RecordError(ValueError):
-    """A state file or value that does not fit its record's schema (core/_record.py).
+    """A state file or value that does not fit its record's schema (core/base/record.py).
 
     A ValueError, not an AckdeckError: the module that loads the file turns it into
     CorruptState with the file's path, or skips the file, as that file's rules say."""
 
 
 class UnmodelledPattern(Exception):
-    """Internal to core/_literals.py: a pattern uses something its literal parser does not
+    """Internal to core/watch/literals.py: a pattern uses something its literal parser does not
     model soundly, so it offers no literal prefilter. Never reaches a user."""

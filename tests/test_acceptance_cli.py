@@ -258,7 +258,12 @@ def test_help_of_every_command_exits_0_and_names_its_options(cli: Cli) -> None:
         "hooks stop": ["--session", "--room"],
         "mcp": ["--session", "--room", "--no-channel", "--notice-window-ms"],
         "nudge": [
-            "--session", "--tmux", "--room", "--idle-ms", "--prompt-regex", "--tmux-socket",
+            "--session",
+            "--tmux",
+            "--room",
+            "--idle-ms",
+            "--prompt-regex",
+            "--tmux-socket",
         ],
     }
     for cmd, options in expected.items():

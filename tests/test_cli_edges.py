@@ -108,7 +108,11 @@ def test_a_push_whose_json_report_cannot_be_written_says_so_in_one_line(
     room = tmp_path / "r.txt"
     proc = subprocess.run(
         [*ACKDECK, "room", "push", str(room), "hello", "--json"],
-        env=cli_env, cwd=REPO, stderr=subprocess.PIPE, text=True, timeout=60,
+        env=cli_env,
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
         preexec_fn=lambda: os.close(1),
     )
     assert proc.returncode == 1
@@ -124,7 +128,11 @@ def test_a_json_ack_all_into_a_reader_that_left_is_not_silent(
     room.write_bytes(b"".join(b"note %d\n" % i for i in range(20000)))
     proc = subprocess.run(
         ["sh", "-c", f'{" ".join(ACKDECK)} room ack "{room}" --session s --all --json | true'],
-        env=cli_env, cwd=REPO, capture_output=True, text=True, timeout=120,
+        env=cli_env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     # 20,000 lines of JSON do not fit a pipe buffer, so the writer always meets the closed end.
     assert proc.stderr.count("\n") == 1 and "broken pipe" in proc.stderr, proc.stderr

@@ -1,7 +1,7 @@
 """Hypothesis state machine over the real core: output writes, monitor scans, reads by two
 sessions (filtered or not), exits, restarts under the same name, and drains.
 
-It drives the same code the supervisor runs (core.tail.Tail over a real output.log, the real
+It drives the same code the supervisor runs (core.watch.tail.Tail over a real output.log, the real
 wake store, read_output and drain on real files) without spawning processes: the test holds
 each run's supervisor lock itself, so the run counts as supervised.
 
@@ -30,10 +30,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from core import wakes
-from core.monitors import clean
-from core.output import read_output
-from core.runs import (
+from core.watch import wakes
+from core.watch.monitors import clean
+from core.watch.output import read_output
+from core.watch.runs import (
     MonitorModel,
     RunMeta,
     load_meta,
@@ -43,7 +43,7 @@ from core.runs import (
     store_meta,
     supervisor_lock_path,
 )
-from core.tail import Tail
+from core.watch.tail import Tail
 
 PATTERN = "ERR"
 RX = re.compile(PATTERN.encode())

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core import hooks, procs, wakes
+from core.agents import hooks
 from core.errors import ColdAck, InvalidInput
-from core.rooms import Room
+from core.inbox.rooms import Room
+from core.watch import procs, wakes
 from tests.conftest import REPO
 
 ACKDECK = [sys.executable, "-m", "core.cli"]
@@ -329,8 +330,17 @@ def stop_payload(active: bool) -> dict:
 def installed(tmp_path: Path, cli_env: dict[str, str], room: Path) -> dict:
     settings = tmp_path / "proj" / ".claude" / "settings.json"
     out = run_cli(
-        "hooks", "install", "--settings", str(settings), "--session", "agent",
-        "--room", str(room), "--ackdeck", shlex.join(ACKDECK), env=cli_env,
+        "hooks",
+        "install",
+        "--settings",
+        str(settings),
+        "--session",
+        "agent",
+        "--room",
+        str(room),
+        "--ackdeck",
+        shlex.join(ACKDECK),
+        env=cli_env,
     )
     assert out.returncode == 0, out.stderr
     return json.loads(settings.read_text())
@@ -384,8 +394,15 @@ def test_stop_hook_never_blocks_twice_for_a_wake_it_delivered(
     data = installed(tmp_path, cli_env, room)
     stop = ours(data, "Stop")[0]["command"]
     wakes.merge(
-        home, "agent", "build", run_id="run1", kind="exited", filter=None, exclude=False,
-        status="exited", exit_code=1,
+        home,
+        "agent",
+        "build",
+        run_id="run1",
+        kind="exited",
+        filter=None,
+        exclude=False,
+        status="exited",
+        exit_code=1,
     )
     first = run_hook_with(stop, cli_env, stop_payload(False))
     assert first.returncode == 2 and "exit code 1" in first.stderr
@@ -402,7 +419,13 @@ def test_hooks_without_usable_input_behave_as_before(
     data = installed(tmp_path, cli_env, room)
     command = ours(data, "Stop")[0]["command"]
     res = subprocess.run(
-        command, shell=True, capture_output=True, text=True, cwd=REPO, env=cli_env, timeout=60,
+        command,
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=cli_env,
+        timeout=60,
         input="" if payload is None else json.dumps(payload),
     )
     # The room's line was never told by a hook: it is news to the Stop hook.
@@ -432,14 +455,22 @@ def test_install_defaults_to_the_project_settings(tmp_path: Path, cli_env: dict[
     env = dict(cli_env, HOME=str(tmp_path / "userhome"))
     out = subprocess.run(
         [*ACKDECK, "hooks", "install", "--session", "agent", "--ackdeck", shlex.join(ACKDECK)],
-        capture_output=True, text=True, cwd=project, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert (project / ".claude" / "settings.json").exists()
     assert not (tmp_path / "userhome" / ".claude").exists()
     user = subprocess.run(
         [*ACKDECK, "hooks", "install", "--user", "--ackdeck", shlex.join(ACKDECK)],
-        capture_output=True, text=True, cwd=project, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        timeout=60,
     )
     assert user.returncode == 0, user.stderr
     assert (tmp_path / "userhome" / ".claude" / "settings.json").exists()
@@ -447,9 +478,20 @@ def test_install_defaults_to_the_project_settings(tmp_path: Path, cli_env: dict[
 
 def test_installing_replaces_the_older_wakes_drain_stop_hook(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
-    old = {"hooks": {"Stop": [{"hooks": [
-        {"type": "command", "command": "/v/bin/ackdeck wakes drain --session agent --hook"}
-    ]}]}}
+    old = {
+        "hooks": {
+            "Stop": [
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": "/v/bin/ackdeck wakes drain --session agent --hook",
+                        }
+                    ]
+                }
+            ]
+        }
+    }
     settings.write_text(json.dumps(old))
     hooks.install(settings, commands(tmp_path))
     (stop,) = ours(json.loads(settings.read_text()), "Stop")
@@ -496,7 +538,7 @@ def test_a_stop_hook_whose_output_nobody_reads_acks_no_wake(
 ) -> None:
     # The wake is acked only once its text reached stderr (what the agent is given on exit 2):
     # a stop hook writing into a closed pipe used to ack the wake and say nothing anywhere.
-    from core.monitors import MatchedLine
+    from core.watch.monitors import MatchedLine
 
     wakes.merge(
         home, "agent", "build", run_id="run1", kind="match",

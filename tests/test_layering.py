@@ -92,11 +92,11 @@ def test_the_walker_sees_imports_in_functions_and_relative_ones(tmp_path: Path) 
     """The check cannot pass by missing the old `core/cli/dash_cmd.py` way of importing tui."""
     probe = tmp_path / "dash_cmd.py"
     probe.write_text(
-        "def f():\n    from tui.app import make_app\n    from ..home import resolve_home\n"
+        "def f():\n    from tui.app import make_app\n    from ..base.home import resolve_home\n"
         "    import importlib\n    importlib.import_module('textual.app')\n"
     )
     found = imports_of(probe, "core.cli.dash_cmd")
-    assert {"tui.app", "core.home", "textual.app"} <= found
+    assert {"tui.app", "core.base.home", "textual.app"} <= found
 
 
 def test_core_never_imports_textual_at_run_time() -> None:
@@ -165,7 +165,7 @@ _HOT_PROBE = (
     "import sys\n"
     "from core.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "heavy = {'redis', 'pydantic', 're2', 'textual', 'mcp', 'typing', 'core.room_url'}\n"
+    "heavy = {'redis', 'pydantic', 're2', 'textual', 'mcp', 'typing', 'core.inbox.room_url'}\n"
     "print('loaded:' + ','.join(sorted(n for n in sys.modules"
     " if n in heavy or n.split('.')[0] in heavy)), file=sys.stderr)\n"
     "sys.exit(code)\n"
@@ -217,4 +217,4 @@ def test_per_turn_commands_on_a_file_room_load_neither_redis_pydantic_nor_typing
 def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
     # An unreachable server: the command fails with one line, but it did open a redis room.
     loaded = _loaded_by(["room", "status", "redis://127.0.0.1:1/0/probe"], tmp_path)
-    assert "redis" in loaded and "core.room_url" in loaded
+    assert "redis" in loaded and "core.inbox.room_url" in loaded

@@ -1,4 +1,4 @@
-"""The pure rules that decide what an ack may remove (core/ledger.py), tested without I/O."""
+"""The pure rules that decide what an ack may remove (core/inbox/ledger.py), tested without I/O."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from core import ledger as L
+from core.inbox import ledger as L
 
 
 def _st(size: int, *, ino: int = 7, mtime: int = 1_000, dev: int = 1) -> L.FileStat:

@@ -16,7 +16,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from core import procs
+from core.watch import procs
 from tests.conftest import REPO
 
 TOOLS = {

@@ -19,9 +19,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClientExtension, NotificationBinding
 from pydantic import BaseModel, ConfigDict
 
-from core import wakes
-from core.monitors import MatchedLine
-from core.rooms import Room
+from core.inbox.rooms import Room
+from core.watch import wakes
+from core.watch.monitors import MatchedLine
 from tests.conftest import REPO
 
 WAIT = 60.0  # only a real hang reaches this
@@ -151,7 +151,7 @@ async def test_a_burst_of_a_thousand_lines_is_one_or_two_notices(
     async with connect(home, [room], rec):
         await rec.quiet(1.0)
         script = (
-            "import sys\nfrom core.rooms import Room\nr = Room(sys.argv[1])\n"
+            "import sys\nfrom core.inbox.rooms import Room\nr = Room(sys.argv[1])\n"
             "for i in range(1000):\n    r.push(f'line {i}')\n"
         )
         subprocess.run(

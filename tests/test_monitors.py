@@ -12,9 +12,10 @@ import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import _scan, monitors
 from core.errors import InvalidInput
-from core.monitors import (
+from core.watch import monitors
+from core.watch import scan as _scan
+from core.watch.monitors import (
     MAX_FRAGMENT,
     MAX_PAYLOAD,
     Batch,
@@ -225,7 +226,7 @@ def test_chunked_scan_equals_line_by_line_reference(pattern, parts, cuts, exclud
 
 def scan_reused_buffer(pattern: str, pieces: list[bytes], exclude: bool) -> list[MatchedLine]:
     size = max([len(p) for p in pieces] + [1])
-    buf = bytearray(b"\x1b\r" * size + b"\x00")  # last byte NUL, like core.tail's buffer
+    buf = bytearray(b"\x1b\r" * size + b"\x00")  # last byte NUL, like core.watch.tail's buffer
     lb = LineBuffer.at(0)
     m = LineMatcher(pattern, exclude)
     out: list[MatchedLine] = []

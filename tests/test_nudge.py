@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core import wakes
-from core.monitors import MatchedLine
-from core.nudge import IdleWatch
-from core.rooms import Room
+from core.agents.nudge import IdleWatch
+from core.inbox.rooms import Room
+from core.watch import wakes
+from core.watch.monitors import MatchedLine
 from tests.conftest import REPO
 
 WAIT = 60.0
@@ -82,7 +82,14 @@ class World:
 
     def _start(self, script: Path) -> None:
         self.tmux(
-            "new-session", "-d", "-s", "agent", "-x", "160", "-y", "40",
+            "new-session",
+            "-d",
+            "-s",
+            "agent",
+            "-x",
+            "160",
+            "-y",
+            "40",
             f"{sys.executable} {script} {self.flag} {self.log}",
         )
         # capture-pane trims trailing blanks: the prompt "> " shows as ">".
@@ -108,9 +115,23 @@ class World:
         env = dict(os.environ, PYTHONPATH=str(REPO))
         self.nudge = subprocess.Popen(
             [
-                sys.executable, "-m", "core.cli", "--home", str(self.home), "nudge",
-                "--session", "agent", "--tmux", "agent", "--tmux-socket", self.socket,
-                "--room", str(self.room), "--idle-ms", "400", *extra,
+                sys.executable,
+                "-m",
+                "core.cli",
+                "--home",
+                str(self.home),
+                "nudge",
+                "--session",
+                "agent",
+                "--tmux",
+                "agent",
+                "--tmux-socket",
+                self.socket,
+                "--room",
+                str(self.room),
+                "--idle-ms",
+                "400",
+                *extra,
             ],
             env=env,
             cwd=str(REPO),
@@ -198,9 +219,16 @@ def test_a_restarted_nudge_does_not_repeat(world: World) -> None:
 def test_a_pending_wake_is_one_nudge_and_is_not_drained(world: World) -> None:
     world.start_nudge()
     wakes.merge(
-        world.home, "agent", "build", run_id="run1", kind="match",
-        lines=[MatchedLine(0, 20, "ERROR: build failed")], filter="ERROR", exclude=False,
-        matches=1, status="running",
+        world.home,
+        "agent",
+        "build",
+        run_id="run1",
+        kind="match",
+        lines=[MatchedLine(0, 20, "ERROR: build failed")],
+        filter="ERROR",
+        exclude=False,
+        matches=1,
+        status="running",
     )
     wait_until(lambda: len(world.typed()) == 1, "the nudge for the wake")
     assert "wakes for build: wakes_drain" in world.typed()[0]
@@ -212,8 +240,20 @@ def test_a_pending_wake_is_one_nudge_and_is_not_drained(world: World) -> None:
 def test_a_missing_pane_is_a_one_line_error(world: World, home: Path) -> None:
     proc = subprocess.run(
         [
-            sys.executable, "-m", "core.cli", "--home", str(home), "nudge", "--session", "agent",
-            "--tmux", "nosuch:7", "--tmux-socket", world.socket, "--room", str(world.room),
+            sys.executable,
+            "-m",
+            "core.cli",
+            "--home",
+            str(home),
+            "nudge",
+            "--session",
+            "agent",
+            "--tmux",
+            "nosuch:7",
+            "--tmux-socket",
+            world.socket,
+            "--room",
+            str(world.room),
         ],
         env=dict(os.environ, PYTHONPATH=str(REPO)),
         cwd=str(REPO),
@@ -255,7 +295,9 @@ def test_a_closed_pane_is_never_replaced_by_its_neighbour(world: World) -> None:
     neighbour_log = world.tmp / "neighbour.log"
     script = world.tmp / "fake_agent.py"
     world.tmux(
-        "split-window", "-t", "agent:0",
+        "split-window",
+        "-t",
+        "agent:0",
         f"{sys.executable} {script} {world.tmp / 'neighbour-busy'} {neighbour_log}",
     )
     world.start_nudge("--tmux", "agent:0.0")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core import procs, shown, wakes
 from core.errors import InvalidInput, ProcessError
-from core.output import read_output
+from core.watch import procs, shown, wakes
+from core.watch.output import read_output
 from tests.test_procs_support import (
     PY,
     release,

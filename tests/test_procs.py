@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core import procs, wakes
 from core.errors import InvalidInput, ProcessError
-from core.runs import load_meta, supervisor_alive
+from core.watch import procs, wakes
+from core.watch.runs import load_meta, supervisor_alive
 from tests.test_procs_support import (
     PY,
     cli,
@@ -216,7 +216,7 @@ def test_cli_session_defaults_to_env(phome: Path, cli_env: dict[str, str]) -> No
 
 
 def _alive(pid: int) -> bool:
-    from core.runs import pid_alive
+    from core.watch.runs import pid_alive
 
     return pid_alive(pid)
 

@@ -1,13 +1,13 @@
-"""core/_record.py: the typed records behind ackdeck's state files, and the result structs."""
+"""core/base/record.py: the typed records behind ackdeck's state files, and the result structs."""
 
 from __future__ import annotations
 
 import pytest
 
-from core import ledger as L
 from core.errors import RecordError
-from core.rooms import ReadResult
-from core.wakes import WakeRecord
+from core.inbox import ledger as L
+from core.inbox.rooms import ReadResult
+from core.watch.wakes import WakeRecord
 
 
 def _wake(**extra: object) -> dict[str, object]:
@@ -78,7 +78,7 @@ def test_structs_are_immutable_values() -> None:
 
 
 def test_nested_maps_and_aliases_round_trip() -> None:
-    from core.notices import NoticeState, RoomMark, WakeMark
+    from core.agents.notices import NoticeState, RoomMark, WakeMark
 
     state = NoticeState(
         rooms={"/r/inbox.txt": RoomMark(epoch=1, end=40)},

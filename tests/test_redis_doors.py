@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from core.room_backend import open_room
+from core.inbox.room_backend import open_room
 from tests.conftest import REPO
 from tests.redis_server import RedisServer, new_room_name
 from tests.test_mcp import call, text_of
@@ -54,7 +54,7 @@ async def test_mcp_serves_a_redis_room_next_to_a_file_room(
 
 
 def test_hooks_report_unread_lines_of_a_redis_room(redis_server: RedisServer) -> None:
-    from core.hooks import bootstrap_text, prompt_text
+    from core.agents.hooks import bootstrap_text, prompt_text
 
     url = redis_server.url()
     r = open_room(url)
@@ -152,7 +152,7 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
 
 
 def test_hook_commands_never_carry_the_password(tmp_path: Path) -> None:
-    from core.hooks import hook_commands
+    from core.agents.hooks import hook_commands
 
     cmds = hook_commands(
         ["ackdeck"], "agent", [f"redis://me:{SECRET}@db.example:6380/2/inbox", tmp_path / "f.txt"]
@@ -183,7 +183,7 @@ def test_dashboard_config_takes_redis_urls_and_rejects_bad_ones(tmp_path: Path) 
 def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
     home: Path, redis_server: RedisServer
 ) -> None:
-    from core.noticer import Noticer
+    from core.agents.noticer import Noticer
 
     name = new_room_name()
     url = redis_server.url(name)
@@ -201,14 +201,14 @@ def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
 def test_stop_hook_notices_a_redis_room_line_that_arrived_during_the_turn(
     home: Path, redis_server: RedisServer
 ) -> None:
-    from core.hooks import rooms_told_marker
+    from core.agents.hooks import rooms_told_marker
 
     url = redis_server.url()
     r = open_room(url)
     r.push("before the turn")
     rooms_told_marker(home, "agent", [url])()  # what the prompt hook showed
     r.push("during the turn")
-    from core.noticer import Noticer
+    from core.agents.noticer import Noticer
 
     notices, _ = Noticer(home, "agent", [url], "hooks", wakes=False).due()
     assert len(notices) == 1 and "during the turn" in notices[0].content

@@ -1,10 +1,9 @@
 """kill -9 of an acking process at every step of the ack.
 
-The acker is a real `ackdeck room ack` subprocess started with ACKDECK_TEST_PAUSE_AT=<step>
-(see core/rooms.py `_pause`): it writes the step name to a marker file and sleeps there, so the
-test can act as a producer at exactly that point and then SIGKILL it. The room must then be the
-old file or the new one, never torn, and the next read/ack must recover with nothing lost.
-"""
+The acker is a real `ackdeck room ack` subprocess started with ACKDECK_TEST_PAUSE_AT=<step> (see
+core/inbox/rooms.py `_pause`): it writes the step name to a marker file and sleeps there, so the
+test can act as a producer at exactly that point and then SIGKILL it. The room must then be the old
+file or the new one, never torn, and the next read/ack must recover with nothing lost."""
 
 from __future__ import annotations
 
@@ -17,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from core import _atomic
+from core.base import atomic
 from core.errors import ColdAck
-from core.rooms import Room
+from core.inbox.rooms import Room
 from tests.conftest import ACKDECK, REPO
 
 STEPS = [
@@ -126,7 +125,7 @@ def test_kill9_at_each_ack_step_leaves_old_or_new_and_recovers(
     assert (st.acked_total, st.pending, st.epoch) == (2, 3, 0)
     # No temps or orphan links survive the next exclusive operation.
     Room(path).ack("s2")
-    leftovers = [n for n in os.listdir(tmp_path) if _atomic.TEMP_MARK in n]
+    leftovers = [n for n in os.listdir(tmp_path) if atomic.TEMP_MARK in n]
     links = [n for n in os.listdir(room.sidecar) if n.startswith("prev-")]
     assert leftovers == []
     ledger_links = [p.name for p in room._ledger().prev]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core import _atomic
+from core.base import atomic
 from core.errors import CorruptState, InvalidInput, InvalidName, RoomUnavailable, UnsafeSidecar
-from core.rooms import Room
+from core.inbox.rooms import Room
 
 ROOT = os.geteuid() == 0
 ROOT_REASON = "running as root: root ignores permission bits, so this fault cannot be made real"
@@ -28,7 +28,7 @@ def _snapshot(path: Path) -> tuple[bytes, int, int]:
 
 
 def _temps(tmp_path: Path) -> list[str]:
-    return [n for n in os.listdir(tmp_path) if _atomic.TEMP_MARK in n]
+    return [n for n in os.listdir(tmp_path) if atomic.TEMP_MARK in n]
 
 
 @pytest.mark.parametrize("name", ["", "../x", "a/b", "..", ".", "a\0b", "x" * 129, "sp ace", "é"])
@@ -72,7 +72,7 @@ def test_full_disk_during_ack_leaves_original_and_no_temp(
     def write(fd: int, data) -> int:
         # ENOSPC only for the ack's temp copy of the room, after part of it was written.
         target = os.readlink(f"/proc/self/fd/{fd}")
-        if f".inbox.txt{_atomic.TEMP_MARK}" in target and os.fstat(fd).st_size:
+        if f".inbox.txt{atomic.TEMP_MARK}" in target and os.fstat(fd).st_size:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(fd, data[:100])
 
@@ -95,7 +95,7 @@ def test_read_only_filesystem_during_ack(tmp_path: Path, monkeypatch: pytest.Mon
 
     def fake_open(path, flags, *a, **kw):
         if (
-            _atomic.TEMP_MARK in os.fspath(path)
+            atomic.TEMP_MARK in os.fspath(path)
             and flags & os.O_CREAT
             and "receipts" not in str(path)
         ):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from core.rooms import Room
+from core.inbox.rooms import Room
 
 LONG = os.environ.get("ACKDECK_SOAK") == "long"
 SOAK_SECONDS = float(os.environ.get("ACKDECK_SOAK_SECONDS", "30"))
@@ -283,7 +283,7 @@ def test_writers_holding_replaced_inodes_lose_nothing_long(tmp_path: Path) -> No
 
 
 def test_the_kernel_and_proc_both_tell_a_replaced_inode_held_by_a_writer(tmp_path: Path) -> None:
-    from core._prev_inodes import held_open, open_for_writing
+    from core.inbox.prev_inodes import held_open, open_for_writing
 
     path = tmp_path / "old-inode"
     path.write_bytes(b"")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core import ledger as L
 from core.errors import ColdAck
-from core.rooms import Room, format_poller_line
+from core.inbox import ledger as L
+from core.inbox.rooms import Room, format_poller_line
 
 
 def _room(tmp_path: Path, content: bytes | None = None) -> Room:

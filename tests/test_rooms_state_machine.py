@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 )
 
 from core.errors import ColdAck
-from core.rooms import Room
+from core.inbox.rooms import Room
 
 SESSIONS = st.sampled_from(["s1", "s2", "s3"])
 # Small alphabet on purpose: identical lines are where a content-matching ack goes wrong.

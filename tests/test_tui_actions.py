@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.rooms import Room
+from core.inbox.rooms import Room
 from tui.app import make_app
 from tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
 from tui.testing import (
@@ -293,7 +293,8 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
             [
                 sys.executable,
                 "-c",
-                "import sys; from core.rooms import Room; Room(sys.argv[1]).push('from afar')",
+                "import sys; from core.inbox.rooms import Room; "
+                "Room(sys.argv[1]).push('from afar')",
                 str(room),
             ],
             check=True,

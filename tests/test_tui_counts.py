@@ -12,8 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-from core import procs, wakes
-from core.rooms import Room
+from core.inbox.rooms import Room
+from core.watch import procs, wakes
 from tui import app as app_mod
 from tui.app import make_app
 from tui.state import in_flight_total, scan_room, unread_summary
@@ -141,7 +141,7 @@ def test_arrivals_do_not_double_count_an_ack_that_lands_during_a_status(
     def open_then_ack(self: Room):
         fd = real_open(self)
         if not acks:
-            script = "import sys; from core.rooms import Room; Room(sys.argv[1]).ack('agent')"
+            script = "import sys; from core.inbox.rooms import Room; Room(sys.argv[1]).ack('agent')"
             acks.append(subprocess.Popen([sys.executable, "-c", script, str(room)], cwd=REPO))
             # Hold the open file until the ack is in flight: blocked on the lock (or, were the
             # status unlocked, done).

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from core.rooms import Room
+from core.inbox.rooms import Room
 from tui.app import make_app
 from tui.lineindex import LineIndex
 from tui.messages import FilesChanged, IndexBuilt

@@ -1,12 +1,12 @@
 """Pilot tests of the processes and wakes panels and the output screen, on real monitored
-processes started through core.procs (detached supervisors, real output.log files)."""
+processes started through core.watch.procs (detached supervisors, real output.log files)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from core import output, procs, wakes
+from core.watch import output, procs, wakes
 from tui.app import make_app
 from tui.screens.modals import ConfirmScreen
 from tui.screens.output import OutputScreen

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.rooms import Room
+from core.inbox.rooms import Room
 from tui.browser import chromium_page, find_chromium, open_dashboard, web_server
 from tui.web import start_message
 

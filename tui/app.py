@@ -18,7 +18,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, get_current_worker
 
-from core.room_url import parse_redis_url
+from core.inbox.room_url import parse_redis_url
 
 from .coalesce import Coalescer
 from .commands import DashboardCommands
@@ -252,7 +252,7 @@ class AckdeckApp(App[None]):
         unreachable server is tried again every second; meanwhile the scan shows the room's
         error row, and the first answer triggers a rescan that clears it."""
         from core.errors import AckdeckError
-        from core.redis_room import RedisRoom
+        from core.inbox.redis_room import RedisRoom
 
         room = RedisRoom(parse_redis_url(url))
         worker = get_current_worker()

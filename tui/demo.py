@@ -6,7 +6,7 @@
   lines arrive between its read and its ack and are preserved; it also drains its wakes, and
   every other time reads the process output first, so those matches are superseded (it was
   shown them) instead of delivered;
-- two monitored processes started through `core.procs.start`: `build` ends with DONE, `tests`
+- two monitored processes started through `core.watch.procs.start`: `build` ends with DONE, `tests`
   prints a FAIL and exits 1; their monitors wake the agent's session. An operator process
   starts each again a few seconds after it ends, for as long as the demo is open.
 
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from core.errors import AckdeckError
-from core.rooms import Room, format_poller_line
+from core.inbox.rooms import Room, format_poller_line
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = "agent"
@@ -111,7 +111,7 @@ def poll(room: str, rate: float, sender: str, mode: str, parent: int) -> None:
 def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> None:
     """An agent: read a room, 'work' for a moment (lines keep arriving), ack what it read;
     then drain its wakes, every other time after reading the process output (superseding)."""
-    from core import output, procs, wakes
+    from core.watch import output, procs, wakes
 
     turn = 0
     while not _orphaned(parent):
@@ -138,7 +138,7 @@ def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> Non
 
 
 def start_process(home: str | Path, name: str, cwd: str) -> None:
-    from core import procs
+    from core.watch import procs
 
     script, pattern = next((sc, pat) for n, sc, pat in PROCESSES if n == name)
     procs.start(
@@ -153,7 +153,7 @@ def start_process(home: str | Path, name: str, cwd: str) -> None:
 
 def operator(home: str, cwd: str, parent: int) -> None:
     """Start each monitored process again a few seconds after its last run ended."""
-    from core import procs
+    from core.watch import procs
 
     due: dict[str, float] = {}
     while not _orphaned(parent):
@@ -211,7 +211,7 @@ class DemoWorld:
 
     def stop(self) -> None:
         """Stop pollers and the agent, then any monitored process still running."""
-        from core import procs
+        from core.watch import procs
 
         for child in self.children:
             if child.poll() is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from core.room_url import RedisAddress
+from core.inbox.room_url import RedisAddress
 
 from .lineindex import LineIndex
 from .state import Snapshot

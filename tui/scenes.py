@@ -1,7 +1,7 @@
 """Deterministic dashboard scenes for snapshot tests and `make screenshots`.
 
 Every scene is built with real core calls (rooms read/acked through `Room`, processes started
-through `core.procs.start`) on a fixed clock, with file times pinned, so the screen shows the
+through `core.watch.procs.start`) on a fixed clock, with file times pinned, so the screen shows the
 same thing on every machine. Nothing here imports Textual.
 
 File modification times cannot be pinned (the room ledger treats a changed mtime as a rewrite
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.rooms import Room
+from core.inbox.rooms import Room
 
 STAMP = "2027-01-15T07:5{m}:{s:02d}Z"
 
@@ -111,7 +111,7 @@ def _series(per_bucket: list[int], start: int, bucket: float = 5.0) -> list[tupl
 
 def build_procs(home: Path, workdir: Path, now: float) -> None:
     """Two finished monitored processes (one printed DONE, one FAIL) and their wake records."""
-    from core import procs, wakes
+    from core.watch import procs, wakes
 
     started = lambda: now - 240  # noqa: E731
     procs.start(

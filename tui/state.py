@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.base.home import resolve_home
 from core.errors import AckdeckError
-from core.home import resolve_home
-from core.room_backend import open_room
-from core.room_url import is_url
-from core.rooms import Room, RoomStatus
+from core.inbox.room_backend import open_room
+from core.inbox.room_url import is_url
+from core.inbox.rooms import Room, RoomStatus
 
 Clock = Callable[[], float]
 
@@ -45,15 +45,15 @@ class RoomRow:
 class Snapshot:
     taken_at: float
     rooms: list[RoomRow] = field(default_factory=list)
-    runs: list[Any] = field(default_factory=list)  # core.procs.RunInfo
-    wakes: list[Any] = field(default_factory=list)  # core.wakes.WakeRecord
+    runs: list[Any] = field(default_factory=list)  # core.watch.procs.RunInfo
+    wakes: list[Any] = field(default_factory=list)  # core.watch.wakes.WakeRecord
     errors: list[str] = field(default_factory=list)
 
 
 def room_labels(paths: Sequence[Path | str]) -> dict[str, str]:
     """Short, stable labels: the file name, or `parent/name` when two rooms share a name; a
     redis room's NAME (its host and port too when two share a name), never its password."""
-    from core.room_url import parse_redis_url
+    from core.inbox.room_url import parse_redis_url
 
     shown = {str(p): parse_redis_url(p, {}) for p in paths if isinstance(p, str)}
     names = [shown[p].name if isinstance(p, str) else p.name for p in paths]
@@ -100,7 +100,7 @@ def scan_room(path: Path | str, label: str) -> RoomRow:
         try:
             room = open_room(path)
             try:
-                # A redis room's status has the file status's fields (core.room_backend).
+                # A redis room's status has the file status's fields (core.inbox.room_backend).
                 st = room.status()
                 return RoomRow(str(path), label, st, None, None)  # type: ignore[arg-type]
             finally:
@@ -134,8 +134,8 @@ def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Sna
     runs: list[Any] = []
     wakes: list[Any] = []
     if home is not None:
-        from core import procs
-        from core import wakes as wakes_mod
+        from core.watch import procs
+        from core.watch import wakes as wakes_mod
 
         try:
             # The one write of a scan: dead supervisors become `lost` (listings never write).

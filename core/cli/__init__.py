@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 
-from ..errors import AckdeckError
+from core.errors import AckdeckError
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms at start-up
 if TYPE_CHECKING:

@@ -1,3 +1,3 @@
-from . import run
+from core.cli import run
 
 run()

@@ -26,8 +26,8 @@ def timeout_arg(value: str) -> float:
     """argparse `type=` for --timeout: core's one rule, reported as argparse's one-line error."""
     import argparse
 
-    from ..errors import InvalidInput
-    from ..timeouts import parse_timeout
+    from core.base.timeouts import parse_timeout
+    from core.errors import InvalidInput
 
     try:
         return parse_timeout(value)

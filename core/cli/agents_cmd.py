@@ -8,9 +8,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from .. import hooks
-from ..errors import AckdeckError, InvalidInput
-from ..names import check_name
+from core.agents import hooks
+from core.base.names import check_name
+from core.errors import AckdeckError, InvalidInput
 
 DEFAULT_SESSION = "agent"
 
@@ -143,7 +143,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _mcp(args: argparse.Namespace) -> int:
     # Imported here: the SDK is heavy and only this subcommand needs it.
-    from ..mcp_server import DoorConfig, serve
+    from core.agents.mcp_server import DoorConfig, serve
 
     if not 10 <= args.notice_window_ms <= 600_000:
         raise InvalidInput("--notice-window-ms must be between 10 and 600000")
@@ -178,7 +178,9 @@ def _install(args: argparse.Namespace) -> int:
     target = (
         hooks.user_settings_path()
         if args.user
-        else Path(args.settings) if args.settings else hooks.default_settings_path()
+        else Path(args.settings)
+        if args.settings
+        else hooks.default_settings_path()
     )
     result = hooks.install(target, commands)
     if not result.changed:
@@ -254,7 +256,7 @@ def _emit(text: str) -> bool:
 
 
 def _home(args: argparse.Namespace) -> Path:
-    from ..home import resolve_home
+    from core.base.home import resolve_home
 
     return resolve_home(args.home)
 
@@ -262,8 +264,8 @@ def _home(args: argparse.Namespace) -> Path:
 def _nudge(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..home import resolve_home
-    from ..nudge import make_nudger
+    from core.agents.nudge import make_nudger
+    from core.base.home import resolve_home
 
     if not 10 <= args.window_ms <= 600_000:
         raise InvalidInput("--window-ms must be between 10 and 600000")

@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import AckdeckError
-from ..reconcile import reconcile_lost
-from ._output import emit_json, text, timeout_arg
+from core.cli._output import emit_json, text, timeout_arg
+from core.errors import AckdeckError
+from core.watch.reconcile import reconcile_lost
 
 TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
 if TYPE_CHECKING:
-    from ..output import OutputResult
-    from ..wakes import DrainResult
+    from core.watch.output import OutputResult
+    from core.watch.wakes import DrainResult
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -156,7 +156,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .. import procs  # lazy: keeps every other command's start-up fast
+    from core.watch import procs  # lazy: keeps every other command's start-up fast
+
     monitors = []
     if args.monitor is not None:
         monitors.append(
@@ -186,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _output(args: argparse.Namespace) -> int:
-    from .. import output  # lazy: keeps every other command's start-up fast
+    from core.watch import output  # lazy: keeps every other command's start-up fast
 
     failed: list[OSError] = []
 
@@ -282,7 +283,7 @@ def _when(ts: float | None) -> str:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    from .. import procs  # lazy: keeps every other command's start-up fast
+    from core.watch import procs  # lazy: keeps every other command's start-up fast
 
     reconcile_lost(args.home)  # a dead supervisor shows as `lost`
     runs = procs.list_runs(args.home, latest_only=args.latest)
@@ -301,7 +302,7 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _kill(args: argparse.Namespace) -> int:
-    from .. import procs  # lazy: keeps every other command's start-up fast
+    from core.watch import procs  # lazy: keeps every other command's start-up fast
 
     before = procs.get_run(args.home, args.name)
     leftovers = before.status != "running" and procs.alive(before)
@@ -327,7 +328,7 @@ def _skipped(paths: list[Path]) -> None:
 
 
 def _wakes_list(args: argparse.Namespace) -> int:
-    from .. import wakes  # lazy: keeps every other command's start-up fast
+    from core.watch import wakes  # lazy: keeps every other command's start-up fast
 
     reconcile_lost(args.home)  # a dead supervisor shows up as monitor-lost
     records, skipped = wakes.scan_wakes(args.home, args.session)
@@ -347,7 +348,7 @@ def _wakes_list(args: argparse.Namespace) -> int:
 
 
 def _wakes_drain(args: argparse.Namespace) -> int:
-    from .. import wakes  # lazy: keeps every other command's start-up fast
+    from core.watch import wakes  # lazy: keeps every other command's start-up fast
 
     failed: list[OSError] = []
 
@@ -379,7 +380,7 @@ def _wakes_drain(args: argparse.Namespace) -> int:
 
 
 def _drain_json(res: DrainResult) -> dict[str, object]:
-    from ..wakes import read_rest
+    from core.watch.wakes import read_rest
 
     return {
         "delivered": [
@@ -404,7 +405,8 @@ def _drain_json(res: DrainResult) -> dict[str, object]:
 
 
 def _wakes_dismiss(args: argparse.Namespace) -> int:
-    from .. import wakes  # lazy: keeps every other command's start-up fast
+    from core.watch import wakes  # lazy: keeps every other command's start-up fast
+
     session = args.session or _default_session()
     if not wakes.dismiss(args.home, session, args.name):
         print(f"ackdeck: error: no wake for {args.name!r} in session {session!r}", file=sys.stderr)

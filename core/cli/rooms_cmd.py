@@ -8,16 +8,16 @@ import json
 import os
 import sys
 
-from .._bytes import write_all
-from .._room_errors import not_delivered
-from ..errors import ColdAck, InvalidInput
-from ..room_backend import open_room
-from ..timeouts import EXIT_TIMEOUT
-from ._output import emit_json, text, timeout_arg
+from core.base.byteio import write_all
+from core.base.timeouts import EXIT_TIMEOUT
+from core.cli._output import emit_json, text, timeout_arg
+from core.errors import ColdAck, InvalidInput
+from core.inbox.room_backend import open_room
+from core.inbox.room_errors import not_delivered
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..room_backend import ReadView, RoomBackend
+    from core.inbox.room_backend import ReadView, RoomBackend
 
 _SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
 _FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"

@@ -18,8 +18,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 
 from core.errors import AckdeckError
-from core.room_backend import AckView, ReadView, open_room
-from core.room_url import RedisAddress, is_url, parse_redis_url
+from core.inbox.room_backend import AckView, ReadView, open_room
+from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
 from ..state import Snapshot, count_of
@@ -429,7 +429,7 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, group="owner-action", exit_on_error=False)
     def _dismiss_wake(self, session: str, name: str) -> None:
-        from core import wakes
+        from core.watch import wakes
 
         home = self.dash.config.home
         if home is None:

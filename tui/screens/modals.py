@@ -18,8 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from core.errors import AckdeckError
-from core.room_backend import AckView, open_room
-from core.room_url import RedisAddress
+from core.inbox.room_backend import AckView, open_room
+from core.inbox.room_url import RedisAddress
 
 from ..state import plural
 

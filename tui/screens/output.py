@@ -1,7 +1,7 @@
 """A process's output on its own screen.
 
 The lines come from the run's output.log through the same virtualized view as rooms. Every time
-the screen shows new output it also calls `core.output.read_output` as the *owner* session, so
+the screen shows new output it also calls `core.watch.output.read_output` as the *owner* session, so
 the owner's shown set is recorded for the owner only: an agent's wake for those same lines is
 not suppressed (the gate compares ranges per session).
 """
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 class OutputRead(Message):
     """The owner read the process's output through core (or failed to)."""
 
-    run: Any  # core.procs.RunInfo
+    run: Any  # core.watch.procs.RunInfo
     new_lines: int
     error: str | None = None
 
@@ -91,7 +91,7 @@ class OutputScreen(Screen[None]):
 
     @work(thread=True, group="output-read", exit_on_error=False)
     def _owner_read(self, name: str) -> None:
-        from core import output, procs
+        from core.watch import output, procs
 
         home = self.dash.config.home
         session = self.dash.config.session

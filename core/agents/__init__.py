@@ -1,0 +1,1 @@
+"""The agents' door: the MCP server, hooks, notices and the terminal nudge."""

@@ -1,0 +1,525 @@
+"""Agent hooks: wire ackdeck into a Claude-Code-style settings.json, and the texts they print.
+
+Three hooks, each a plain `ackdeck …` command:
+- SessionStart  -> `ackdeck hooks bootstrap`: tells the agent how to read then ack (and never to
+  truncate a notification file); its stdout becomes context for the agent.
+- UserPromptSubmit -> `ackdeck hooks prompt`: lists unread room lines without acking them.
+- Stop          -> `ackdeck hooks stop`: delivers monitor wakes and tells the agent about room
+  lines that arrived during its turn (exit 2 + text); never blocks twice for nothing new.
+
+Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
+`stop_hook_active`, ...); a hook run by hand without input behaves the same.
+
+`merge_hooks` is the pure decision (what the settings become); `install` is the I/O around it:
+parse (a malformed file is left untouched), back up once, write atomically.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+
+from core.base import atomic
+from core.base.names import check_name, room_path
+from core.base.record import Struct
+from core.errors import AckdeckError, InvalidInput
+from core.inbox.room_backend import open_room, room_display
+from core.inbox.room_spec import is_url
+
+TYPE_CHECKING = False  # typing costs every hook ~3 ms at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from core.inbox.room_backend import RoomBackend
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+# Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
+# in-flight output reads to settle before it decides what to deliver, so it gets more.
+TIMEOUTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}
+# Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
+# `wakes drain --hook`, is still recognised so that installing replaces it).
+_SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "SessionStart": (("hooks", "bootstrap"),),
+    "UserPromptSubmit": (("hooks", "prompt"),),
+    "Stop": (("hooks", "stop"), ("wakes", "drain")),
+}
+# How long a hook waits for its stdin JSON to start arriving; Claude Code writes it at once and
+# closes the pipe, a hand-run hook may have nothing there.
+STDIN_WAIT_S = 2.0
+BACKUP_SUFFIX = ".ackdeck-backup"
+PROMPT_MAX_LINES = 20
+PROMPT_MAX_CHARS = 300
+
+
+# ----- the commands ---------------------------------------------------------------------------
+def hook_commands(
+    ackdeck: Sequence[str],
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]] = (),
+    home: str | None = None,
+) -> dict[str, str | None]:
+    """The shell command for each event (None: no hook for that event)."""
+    check_name(session)
+    if not ackdeck:
+        raise InvalidInput("the ackdeck command must not be empty")
+    base = [*ackdeck, *(["--home", os.path.abspath(home)] if home else [])]
+    # Absolute paths: hooks run in whatever directory the agent was started in. A redis URL is
+    # written without its password (never into settings.json): the hook reads it from
+    # ACKDECK_REDIS_PASSWORD in the agent's environment.
+    room_args = [a for r in rooms for a in ("--room", _hook_room(r))]
+    return {
+        "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
+        # Without rooms there is nothing to list before each prompt.
+        "UserPromptSubmit": (
+            shlex.join([*base, "hooks", "prompt", "--session", session, *room_args])
+            if room_args
+            else None
+        ),
+        "Stop": shlex.join([*base, "hooks", "stop", "--session", session, *room_args]),
+    }
+
+
+def _hook_room(room: str | os.PathLike[str]) -> str:
+    return room_display(room) if is_url(room) else str(room_path(room))
+
+
+def is_ackdeck_hook(event: str, command: object) -> bool:
+    """Whether `command` is the hook ackdeck installs for `event` (any session, room or path)."""
+    if not isinstance(command, str) or event not in _SIGNATURES:
+        return False
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return False
+    runs_ackdeck = any(os.path.basename(t) == "ackdeck" or t == "core.cli" for t in tokens)
+    has_sig = any(
+        tuple(tokens[i : i + len(sig)]) == sig
+        for sig in _SIGNATURES[event]
+        for i in range(len(tokens))
+    )
+    return runs_ackdeck and has_sig
+
+
+def _group(event: str, command: str) -> dict[str, Any]:
+    # No matcher: SessionStart then also fires after resume/clear/compact, when the agent has
+    # lost the instructions; the other two events take no matcher.
+    return {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUTS[event]}]}
+
+
+# ----- the pure merge ---------------------------------------------------------------------------
+def merge_hooks(settings: Mapping[str, Any], commands: Mapping[str, str | None]) -> dict[str, Any]:
+    """`settings` with ackdeck's hooks set to `commands`; every other key and hook is kept.
+
+    Idempotent: when the desired hook is already the only ackdeck hook of an event, that event
+    is left exactly as it is (position included).
+    """
+    out = copy.deepcopy(dict(settings))
+    hooks = out.get("hooks")
+    if hooks is None:
+        hooks = {}
+    elif not isinstance(hooks, dict):
+        raise InvalidInput(f'"hooks" must be a JSON object, found {type(hooks).__name__}')
+    for event in EVENTS:
+        desired = commands.get(event)
+        groups = hooks.get(event)
+        if groups is None:
+            if desired:
+                hooks[event] = [_group(event, desired)]
+            continue
+        if not isinstance(groups, list):
+            raise InvalidInput(
+                f'"hooks.{event}" must be a JSON array, found {type(groups).__name__}'
+            )
+        ours = [
+            h
+            for g in groups
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"]
+            if isinstance(h, dict) and is_ackdeck_hook(event, h.get("command"))
+        ]
+        if desired and len(ours) == 1 and _group(event, desired) in groups:
+            continue
+        if not ours and not desired:
+            continue
+        kept: list[Any] = []
+        for g in groups:
+            if not (isinstance(g, dict) and isinstance(g.get("hooks"), list)):
+                kept.append(g)  # not a shape we understand: not ours to touch
+                continue
+            rest = [
+                h
+                for h in g["hooks"]
+                if not (isinstance(h, dict) and is_ackdeck_hook(event, h.get("command")))
+            ]
+            if len(rest) == len(g["hooks"]):
+                kept.append(g)
+            elif rest:
+                kept.append({**g, "hooks": rest})
+            # else: the group held only ackdeck hooks; drop it
+        if desired:
+            kept.append(_group(event, desired))
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if hooks or "hooks" in out:
+        out["hooks"] = hooks
+    return out
+
+
+# ----- the installer (I/O) ---------------------------------------------------------------------
+class InstallResult(Struct):
+    path: Path
+    changed: bool
+    created: bool
+    backup: Path | None  # the backup written by this run, if any
+
+
+def default_settings_path(project: str | os.PathLike[str] | None = None) -> Path:
+    """The project's `.claude/settings.json` (the current directory's by default): hooks are
+    per project, so two projects' agents on one machine never drain each other's wakes."""
+    return Path(os.path.abspath(project or os.curdir)) / ".claude" / "settings.json"
+
+
+def user_settings_path() -> Path:
+    return Path.home() / ".claude" / "settings.json"
+
+
+def install(
+    settings_path: str | os.PathLike[str], commands: Mapping[str, str | None]
+) -> InstallResult:
+    """Write ackdeck's hooks into `settings_path`. Never touches a file it cannot parse."""
+    shown = Path(settings_path).expanduser()
+    # A symlinked settings file (dotfile managers) is updated in place of its target, so the
+    # link survives the atomic rename.
+    path = Path(os.path.realpath(shown))
+    raw, mode = _read_settings(path, shown)
+    current = _parse_settings(raw, shown) if raw is not None else {}
+    updated = merge_hooks(current, commands)
+    if raw is not None and updated == current:
+        return InstallResult(shown, False, False, None)
+    data = (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode()
+    backup: Path | None = None
+    try:
+        if raw is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            candidate = path.with_name(path.name + BACKUP_SUFFIX)
+            # Only the first change is backed up: later runs must not overwrite the pristine
+            # pre-ackdeck copy with an already-modified one.
+            if not candidate.exists():
+                atomic.atomic_write(candidate, raw, mode=mode)
+                backup = candidate
+        tmp = atomic.write_temp(path, [data], mode=mode)
+        # Agents rewrite their own settings too: if the file changed since we parsed it,
+        # renaming over it would drop their change. Refuse instead; a re-run merges cleanly.
+        if _current_bytes(path) != raw:
+            atomic.unlink_quietly(tmp)
+            raise InvalidInput(
+                f"{shown} changed while ackdeck was updating it; run the command again"
+            )
+        atomic.replace(tmp, path)
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot write {exc.filename or shown}: {exc.strerror or exc}; settings left unchanged"
+        ) from None
+    return InstallResult(shown, True, raw is None, backup)
+
+
+def _read_settings(path: Path, shown: Path) -> tuple[bytes | None, int]:
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise InvalidInput(f"{shown} is a directory, not a settings file")
+        with open(path, "rb") as f:
+            return f.read(), stat.S_IMODE(st.st_mode)
+    except FileNotFoundError:
+        # New file: settings may hold tokens in "env", so keep it private.
+        return None, 0o600
+    except PermissionError:
+        raise InvalidInput(f"cannot read {shown}: permission denied") from None
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
+    if not raw.strip():
+        return {}  # an empty file holds no settings to lose
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{shown} is not UTF-8 text; left untouched") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{shown} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
+            "left untouched"
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            f"{shown} must hold a JSON object, found {type(value).__name__}; left untouched"
+        )
+    return value
+
+
+# ----- what the hooks print ---------------------------------------------------------------------
+class Unread(Struct):
+    room: Path | str  # a path, or a redis room's URL without its password
+    count: int
+    lines: list[bytes]  # the oldest unread lines, at most PROMPT_MAX_LINES
+    error: str | None = None
+
+
+def peek_unread(room: RoomBackend, session: str) -> Unread:
+    """The session's unread lines, without recording a read or acking anything.
+
+    Display only: counts come from core's status, the lines from one read-only pass over
+    the file afterwards, so a concurrent ack or append can make them differ by a few lines.
+    """
+    st = room.status()
+    mine = st.sessions.get(session)
+    count = mine.unread if mine is not None else st.pending
+    if count <= 0:
+        return Unread(room.path, 0, [])
+    tail = getattr(room, "tail", None)  # a redis room: its newest entries, without a read
+    if tail is not None:
+        newest = tail(count)
+        return Unread(room.path, len(newest), newest[:PROMPT_MAX_LINES])
+    try:
+        with open(room.path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return Unread(room.path, 0, [])
+    complete = data[: data.rfind(b"\n") + 1]
+    # split on \n only: a \r inside a notification is content, not a line break.
+    lines = complete[:-1].split(b"\n") if complete else []
+    unread = lines[max(0, len(lines) - count) :]
+    return Unread(room.path, len(unread), unread[:PROMPT_MAX_LINES])
+
+
+def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
+    """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say."""
+    check_name(session)
+    parts: list[str] = []
+    for r in rooms:
+        try:
+            u = peek_unread(open_room(r), session)
+        except (AckdeckError, OSError) as exc:
+            # One broken room must not hide the others or block the prompt.
+            parts.append(f"ackdeck: cannot check room {_shown(r)}: {exc}")
+            continue
+        if u.count == 0:
+            continue
+        shown = [_clip(x.decode("utf-8", errors="replace")) for x in u.lines]
+        more = u.count - len(shown)
+        parts.append(
+            f"ackdeck: {u.count} unread line(s) in room {u.room} (not acked yet):\n"
+            + "\n".join(f"  {x}" for x in shown)
+            + (f"\n  ... and {more} more" if more > 0 else "")
+            + f"\nRead them with room_list_new (room {_name(u.room)!r}), act, then room_ack."
+        )
+    return "\n".join(parts)
+
+
+def _shown(room: str | os.PathLike[str]) -> str:
+    try:
+        return _hook_room(room)
+    except AckdeckError:
+        return "(an invalid room URL)"
+
+
+def _name(room: Path | str) -> str:
+    """What room_list_new accepts as the room: the file's basename, or the redis room NAME."""
+    return str(room).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= PROMPT_MAX_CHARS else line[: PROMPT_MAX_CHARS - 1] + "…"
+
+
+def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
+    """The SessionStart instructions. Names the consumed-only sequence and forbids truncation."""
+    check_name(session)
+    lines = [
+        f"ackdeck: you are session {session!r}.",
+    ]
+    if rooms:
+        lines.append("Notification rooms (files other processes append to):")
+        for r in rooms:
+            try:
+                u = peek_unread(open_room(r), session)
+                state = f"{u.count} unread"
+            except (AckdeckError, OSError) as exc:
+                state = f"cannot check: {exc}"
+            lines.append(f"  - {_shown(r)} ({state})")
+    lines += [
+        "To handle notifications, always read then ack through ackdeck:",
+        "  1. room_list_new (MCP tool), or `ackdeck room read ROOM --session "
+        f"{session}` without MCP;",
+        "  2. act on every line;",
+        f"  3. room_ack, or `ackdeck room ack ROOM --session {session}`. It removes exactly the",
+        "     lines you read and keeps anything that arrived in between.",
+        "NEVER truncate, overwrite, edit or delete a notification file yourself (no `> file`,",
+        "`truncate`, `: >`, rewriting it): lines appended between your read and your write",
+        "would be lost unseen.",
+        "Background commands: process_start (with a monitor regex to be woken), then",
+        "process_output to read; pending wakes are delivered when you stop (wakes_drain).",
+    ]
+    return "\n".join(lines)
+
+
+# ----- hook input and the Stop hook -------------------------------------------------------------
+def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str, Any]:
+    """The JSON object Claude Code writes on a hook's stdin; {} when there is none (a terminal,
+    an empty or closed stdin, nothing within `wait` seconds, or not a JSON object).
+
+    Reads until EOF or until the bytes so far parse as one JSON value, so a runner that keeps
+    the pipe open after writing cannot hang the hook."""
+    import select
+    import sys
+
+    f = stream if stream is not None else sys.stdin
+    try:
+        if f is None or f.isatty():
+            return {}
+        fd = f.fileno()
+        raw = bytearray()
+        while True:
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            raw += chunk
+            end = len(raw)
+            while end and raw[end - 1] in b" \t\r\n":
+                end -= 1
+            if not end or raw[end - 1] != ord("}"):
+                # An object is complete only after its closing brace: parsing the whole
+                # buffer after every chunk made a large input quadratic.
+                continue
+            try:
+                value = json.loads(raw)
+                break
+            except ValueError:
+                continue  # incomplete so far
+    except (OSError, ValueError):
+        return {}
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def rooms_told_marker(
+    home: Path, session: str, rooms: Sequence[str | os.PathLike[str]]
+) -> Callable[[], None]:
+    """Take the rooms' state now, before a SessionStart or prompt hook builds its text; the
+    returned call records it as told once the text was written, so the Stop hook reports only
+    lines that arrived after it (during the agent's turn). Taken first, a line that lands while
+    the text is built is at worst told twice, never marked told unseen. Reads and acks nothing."""
+    from core.agents.noticer import Noticer
+
+    if not rooms:
+        return _nothing
+    noticer = Noticer(
+        home, session, [r if isinstance(r, str) else Path(r) for r in rooms], "hooks", wakes=False
+    )
+    state = noticer.due()[1]
+    return lambda: noticer.commit(state)
+
+
+def _nothing() -> None:
+    return None
+
+
+class StopOutcome(Struct):
+    block: bool  # exit 2: the agent continues with `text`
+    text: str
+    # Records the room notices as told; call it once `text` was written.
+    commit: Callable[[], None] = _nothing
+    written: bool = False  # `emit` already wrote `text` (before the wakes were acked)
+
+
+def stop_hook(
+    home: Path,
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    payload: Mapping[str, Any],
+    *,
+    settle_timeout: float = 2.0,
+    emit: Callable[[str], bool] | None = None,
+) -> StopOutcome:
+    """Deliver pending wakes (the authoritative drain) and notice room lines that arrived
+    during the turn. Block only for something new: a wake just delivered, or room lines beyond
+    what a hook already told this session. So with `stop_hook_active` (the agent is already
+    continuing because of a Stop hook) a second block needs something that arrived since.
+
+    With `emit`, the text is written through it before the wakes are acked (recorded only
+    once delivered): if it answers False, nothing is acked and the wakes stay pending."""
+    from core.agents.noticer import Noticer
+    from core.agents.notices import Notice
+    from core.watch import wakes
+    from core.watch.reconcile import reconcile_lost
+
+    check_name(session)
+    reconcile_lost(home)  # a dead supervisor is delivered as a monitor-lost wake
+    notices: list[Notice] = []
+    commit: Callable[[], None] = _nothing
+    if rooms:
+        noticer = Noticer(
+            home,
+            session,
+            [r if isinstance(r, str) else Path(r) for r in rooms],
+            "hooks",
+            wakes=False,
+        )
+        notices, state = noticer.due()
+        commit = partial(noticer.commit, state)
+    room_parts = [
+        f"ackdeck: room {n.meta['room']} got new lines while you worked "
+        f"({n.meta['count']} unread, not read or acked by this hook). Read them with "
+        f"room_list_new (room {n.meta['room']!r}), act, then room_ack."
+        for n in notices
+    ]
+
+    def compose(wake_text: str) -> str:
+        parts = ([wake_text] if wake_text else []) + room_parts
+        if parts and payload.get("stop_hook_active"):
+            parts.append("(more arrived since the last stop; nothing earlier is repeated)")
+        return "\n".join(parts)
+
+    said: list[str] = []
+    unsaid: list[str] = []
+
+    def deliver(result: Any) -> bool:
+        text = compose(wakes.format_wake_text(result))
+        if emit is not None and not emit(text):
+            unsaid.append(text)
+            return False
+        said.append(text)
+        return True
+
+    drained = wakes.drain(
+        home, session, settle_timeout=settle_timeout, deliver=deliver if emit else None
+    )
+    if said:
+        return StopOutcome(True, said[0], commit, written=True)
+    if unsaid:  # nothing was acked; the caller's own write will fail (or succeed) again
+        return StopOutcome(True, unsaid[0], commit)
+    text = compose(wakes.format_wake_text(drained))
+    if not text:
+        return StopOutcome(False, "", commit)
+    return StopOutcome(True, text, commit)

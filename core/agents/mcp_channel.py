@@ -1,0 +1,123 @@
+"""The agents' door, pushing: the `claude/channel` capability and its background notifier.
+
+`ackdeck mcp` declares the experimental capability `claude/channel` and, while the client is
+connected, sends `notifications/claude/channel` (params: `content`, a string; `meta`, a
+string-to-string map) when its session has new room lines or pending wakes. Clients that do
+not know the capability ignore the notification (JSON-RPC notifications need no answer).
+
+How this rides the official SDK (mcp 2.x): `MCPServer.run("stdio")` always builds its
+initialization options without experimental capabilities, so `serve_stdio` drives the same
+low-level `Server.run` itself with `create_initialization_options(experimental_capabilities=…)`
+(the SDK's documented way to declare them) and also answers `server/discover` (the 2026
+protocol era) with the capability. A server middleware (the SDK's public hook on every inbound
+message) tells the notifier when the client finished its handshake; the notifier then writes
+JSON-RPC notifications to the same stdio write stream the SDK's dispatcher uses.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from core.agents.noticer import DEFAULT_WINDOW_S, Noticer
+from core.agents.notices import Notice
+from core.base.home import resolve_home
+
+CHANNEL = "claude/channel"
+CHANNEL_METHOD = "notifications/claude/channel"
+EXPERIMENTAL: dict[str, dict[str, Any]] = {CHANNEL: {}}
+
+
+class ClientReady:
+    """Server middleware: sets `event` once the client may receive notifications (after
+    `notifications/initialized`, or on the first enveloped request of a 2026-era client)."""
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized" or (
+            ctx.request_id is not None and ctx.method not in ("initialize", "server/discover")
+        ):
+            self.event.set()
+        return result
+
+
+def channel_message(notice: Notice) -> SessionMessage:
+    return SessionMessage(
+        types.JSONRPCNotification(
+            jsonrpc="2.0",
+            method=CHANNEL_METHOD,
+            params={"content": notice.content, "meta": dict(notice.meta)},
+        )
+    )
+
+
+def _declare_on_discover(server: MCPServer) -> None:
+    low = server._lowlevel_server  # the SDK exposes experimental capabilities only down here
+
+    async def discover(
+        ctx: ServerRequestContext[Any, Any], params: types.RequestParams | None
+    ) -> types.DiscoverResult:
+        caps = low.get_capabilities(protocol_version=ctx.protocol_version)
+        return types.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
+            capabilities=caps.model_copy(update={"experimental": EXPERIMENTAL}),
+            instructions=low.instructions,
+        )
+
+    low.add_request_handler("server/discover", types.RequestParams, discover)
+
+
+async def serve_stdio(
+    server: MCPServer,
+    noticer: Noticer | None,
+    *,
+    window: float = DEFAULT_WINDOW_S,
+) -> None:
+    """Serve `server` on stdin/stdout; with a noticer, push channel notices while connected."""
+    low = server._lowlevel_server
+    ready = ClientReady()
+    server.middleware.append(ready)
+    _declare_on_discover(server)
+    options = low.create_initialization_options(experimental_capabilities=EXPERIMENTAL)
+    async with stdio_server() as (read_stream, write_stream):
+
+        async def send(notices: list[Notice]) -> bool:
+            try:
+                for n in notices:
+                    await write_stream.send(channel_message(n))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return False  # the client left: nothing is recorded as noticed
+            return True
+
+        async def notify() -> None:
+            if noticer is None:
+                return
+            await ready.event.wait()
+            try:
+                await noticer.run(send, window=window)
+            except Exception as exc:  # noqa: BLE001 - reported, and the tools keep working
+                # The notifier is a convenience: whatever breaks it must not take the agent's
+                # tools down with it. Say so once on stderr (the client's server log).
+                print(f"ackdeck: channel notices stopped: {exc!r}", file=sys.stderr)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(notify)
+            await low.run(read_stream, write_stream, options)
+            tg.cancel_scope.cancel()
+
+
+def make_noticer(home: str | None, session: str, rooms: list[Any]) -> Noticer:
+    return Noticer(resolve_home(home), session, rooms, "channel")

@@ -1,0 +1,309 @@
+"""The I/O around `core.agents.notices`: read-only views of rooms and wakes, the per-session notice
+state on disk, and an async watch loop that coalesces changes into notices.
+
+Nothing here reads a room the way `room_list_new` does, acks, drains or reconciles: views come
+from `Room.status()` (which never writes), a `pread` of the room's tail for a preview, the wake
+record files and the shown sets, all opened read-only. The only file written is the door's own
+state, `HOME/notices/SESSION/DOOR.json`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
+from core.base import atomic
+from core.base.locks import locked
+from core.base.names import check_name, room_path
+from core.errors import AckdeckError, RecordError
+from core.inbox.room_backend import open_room
+from core.inbox.room_spec import is_url
+from core.watch import gate
+
+TYPE_CHECKING = False  # the hooks use this module on every turn: no anyio at import
+if TYPE_CHECKING:
+    import anyio
+
+    from core.inbox.room_url import RedisAddress  # the URL parser is imported only for a redis URL
+
+    RoomRef = Path | RedisAddress  # a file, or a redis room (watched by the periodic rescan)
+
+Clock = Callable[[], float]
+
+DEFAULT_WINDOW_S = 0.5
+# Without any event the loop still looks this often: it catches a room directory created after
+# the start and anything a watcher can miss (an unlocked writer into a replaced inode).
+RESCAN_S = 10.0
+TAIL_BYTES = 4096
+DOORS = ("channel", "nudge", "hooks")
+
+
+def state_path(home: Path, session: str, door: str) -> Path:
+    if door not in DOORS:
+        raise ValueError(f"unknown notice door {door!r}")
+    return home / "notices" / check_name(session) / f"{door}.json"
+
+
+def load_state(path: Path) -> NoticeState:
+    """The stored state; a missing file is an empty state. A malformed one is moved aside (kept)
+    and treated as empty: noticing everything waiting again beats going silent."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return NoticeState()
+    try:
+        return NoticeState.model_validate_json(raw)
+    except (RecordError, ValueError):
+        aside = path.with_name(f"{path.name}.corrupt-{int(time.time() * 1000)}")
+        os.replace(path, aside)
+        print(f"ackdeck: malformed notice state moved to {aside}", file=sys.stderr)
+        return NoticeState()
+
+
+def store_state(path: Path, state: NoticeState) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Not fsynced: losing it in a power cut repeats a notice at most, it never loses one.
+    atomic.atomic_write(path, state.model_dump_json().encode(), fsync=False)
+
+
+def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
+    if not isinstance(spec, (str, os.PathLike)):
+        return spec  # already a parsed RedisAddress
+    if is_url(spec):
+        from core.inbox.room_url import parse_redis_url
+
+        return parse_redis_url(str(spec))
+    return room_path(spec)
+
+
+def room_label(rooms: Sequence[RoomRef], room: RoomRef) -> str:
+    return room.name if sum(r.name == room.name for r in rooms) == 1 else str(room)
+
+
+def view_room(path: RoomRef, session: str, label: str) -> RoomView:
+    room = open_room(path)
+    try:
+        st = room.status()
+        mine = st.sessions.get(session)
+        unread = mine.unread if mine is not None else st.pending
+        end = st.pushed_total - st.partial_bytes
+        preview = None
+        if st.exists and unread:
+            tail = getattr(room, "tail", None)  # a redis room: its newest entry
+            if tail is not None:
+                newest = tail(1)
+                preview = newest[0].decode("utf-8", errors="replace") if newest else None
+            else:
+                assert isinstance(path, Path)
+                preview = _newest_line(path, st.partial_bytes)
+    finally:
+        room.close()
+    return RoomView(str(path), label, st.exists, st.epoch, end, unread, preview)
+
+
+def _newest_line(path: Path, partial: int) -> str | None:
+    """The last complete line, from one `pread` of the file's tail (display only)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        stop = max(0, size - partial)
+        start = max(0, stop - TAIL_BYTES)
+        data = os.pread(fd, stop - start, start)
+    finally:
+        os.close(fd)
+    if not data.endswith(b"\n"):
+        return None  # the file changed under us; the preview is optional
+    last = data[:-1].rsplit(b"\n", 1)[-1]
+    return last.decode("utf-8", errors="replace")
+
+
+def view_wakes(home: Path, session: str) -> list[WakeView]:
+    """The session's wake records, without reconciling or merging anything (queries do not
+    write). Lines the session was shown are left out, as the drain's gate would drop them."""
+    from core.watch import shown, wakes
+    from core.watch.runs import run_dir
+
+    d = wakes.session_dir(home, session)
+    try:
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    out: list[WakeView] = []
+    for e in entries:
+        if e.name.startswith(".") or not e.name.endswith(".json"):
+            continue
+        try:
+            rec = wakes.WakeRecord.model_validate_json(Path(e.path).read_bytes())
+        except (OSError, RecordError, ValueError):
+            continue  # skipped and kept, as every other reader does
+        shown_by_run: dict[str, list[tuple[int, int]] | None] = {}
+        keep = []
+        for line in rec.lines:
+            if line.run_id not in shown_by_run:
+                try:
+                    rdir = run_dir(home, rec.name, line.run_id)
+                    shown_by_run[line.run_id] = shown.shown_intervals(rdir, session)
+                except AckdeckError:
+                    shown_by_run[line.run_id] = None
+            if not gate.is_shown(shown_by_run[line.run_id], line.start, line.end):
+                keep.append(line)
+        if not keep and not rec.notice_pending:
+            continue
+        out.append(
+            WakeView(
+                name=rec.name,
+                kind=rec.kind,
+                created_at=rec.created_at,
+                lines=tuple((x.run_id, x.start, x.end) for x in keep),
+                notice_pending=rec.notice_pending,
+                notice_seq=rec.notice_seq,
+                exit_code=rec.notice_exit_code if rec.notice_pending else None,
+                preview=keep[-1].text if keep else None,
+            )
+        )
+    return out
+
+
+class Noticer:
+    """What waits for one session in its rooms and wakes, and what one door already said.
+
+    `due()` decides without writing anything; `commit()` records the state after the door
+    delivered the notices (commit what was delivered, not what was meant to be).
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        session: str,
+        rooms: Sequence[Path | RedisAddress | str],
+        door: str,
+        *,
+        wakes: bool = True,
+    ) -> None:
+        self.home = home
+        self.session = check_name(session)
+        self.rooms: list[RoomRef] = [_room_ref(r) for r in rooms]
+        self.door = door
+        self.watch_wakes = wakes
+        self.path = state_path(home, session, door)
+        self._broken: set[RoomRef] = set()
+        self._stored: NoticeState | None = None
+        self._state_error: int | None = None
+
+    def views(self) -> tuple[list[RoomView], list[WakeView]]:
+        rooms: list[RoomView] = []
+        for r in self.rooms:
+            try:
+                rooms.append(view_room(r, self.session, room_label(self.rooms, r)))
+                self._broken.discard(r)
+            except (AckdeckError, OSError) as exc:
+                # A broken room must not silence the others; say so once, not every time.
+                if r not in self._broken:
+                    print(f"ackdeck: cannot watch room {r}: {exc}", file=sys.stderr)
+                    self._broken.add(r)
+        wakes = view_wakes(self.home, self.session) if self.watch_wakes else []
+        return rooms, wakes
+
+    def due(self) -> tuple[list[Notice], NoticeState]:
+        with self._lock():
+            state = load_state(self.path)
+        self._stored = state
+        rooms, wakes = self.views()
+        return decide(state, rooms, wakes, self.session)
+
+    def commit(self, state: NoticeState) -> None:
+        if state == self._stored:
+            return  # nothing changed: no write per event
+        with self._lock():
+            store_state(self.path, state)
+        self._stored = state
+
+    def _lock(self) -> AbstractContextManager[None]:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return locked(self.path.with_name(f".{self.door}.lock"))
+
+    def watch_dirs(self) -> list[Path]:
+        dirs = {r.parent for r in self.rooms if isinstance(r, Path) and r.parent.is_dir()}
+        if self.watch_wakes:
+            from core.watch.wakes import session_dir
+
+            d = session_dir(self.home, self.session)
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            dirs.add(d)
+        return sorted(dirs)
+
+    def _relevant(self, path: str) -> bool:
+        p = Path(path)
+        if self.watch_wakes and p.name.endswith(".json") and p.parent.name == self.session:
+            return True
+        return any(p == r for r in self.rooms)
+
+    async def run(
+        self,
+        send: Callable[[list[Notice]], Awaitable[bool]],
+        *,
+        window: float = DEFAULT_WINDOW_S,
+        stop_event: anyio.Event | None = None,
+    ) -> None:
+        """Watch the room directories and the wakes directory; after each burst of changes
+        (grouped for up to `window` seconds, and never two sends closer than `window`) send
+        what is due. `send` returns False when it could not deliver: nothing is recorded."""
+        import anyio
+        import watchfiles
+
+        last_sent = -1e9
+        await self._check(send)
+        window_ms = max(10, int(window * 1000))
+        async for _changes in watchfiles.awatch(
+            *self.watch_dirs(),
+            watch_filter=lambda _c, p: self._relevant(p),
+            debounce=window_ms,
+            step=min(50, window_ms),
+            rust_timeout=int(RESCAN_S * 1000),
+            yield_on_timeout=True,
+            recursive=False,
+            stop_event=stop_event,
+        ):
+            wait = last_sent + window - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+            if await self._check(send):
+                last_sent = time.monotonic()
+
+    async def _check(self, send: Callable[[list[Notice]], Awaitable[bool]]) -> bool:
+        import anyio  # here: the hooks import this module on every turn, without an event loop
+
+        try:
+            notices, state = await anyio.to_thread.run_sync(self.due)
+        except OSError as exc:
+            self._state_failed(exc)  # decided again at the next event
+            return False
+        if notices and not await send(notices):
+            return False
+        # A stop (SIGTERM, a closed client) right after a send must not skip the commit:
+        # the restarted door would then repeat the notice it already gave.
+        try:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.commit, state)
+        except OSError as exc:
+            # A full or read-only HOME must not end the notices for good: the state stays
+            # unrecorded, so the next check may repeat these notices, never go silent.
+            self._state_failed(exc)
+        else:
+            self._state_error = None
+        return bool(notices)
+
+    def _state_failed(self, exc: OSError) -> None:
+        # Once per kind of failure, not once per event.
+        if self._state_error != exc.errno:
+            self._state_error = exc.errno
+            where = self.path.parent
+            print(f"ackdeck: cannot keep notice state in {where}: {exc}", file=sys.stderr)

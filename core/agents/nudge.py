@@ -1,0 +1,167 @@
+"""The terminal nudge: type one short line into an idle agent's tmux pane when something new
+waits for its session (for agents without MCP channels: Codex, Gemini CLI, aider, Claude Code).
+
+The nudge is a notice like the others (`core.agents.notices`): it reads, acks and drains nothing,
+and its own "already noticed" state (door `nudge`) makes it fire once per new thing. It only types
+while the pane is idle: its visible content unchanged for `idle_ms` and, if a prompt regex is given,
+that regex matching the last non-blank line. A busy pane is waited for, never typed into.
+
+`IdleWatch` is the pure decision; `Tmux` is the I/O (the `tmux` command, on an optional
+socket name like `tmux -L NAME`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from core.agents.noticer import DEFAULT_WINDOW_S, Noticer
+from core.agents.notices import Notice, nudge_line
+from core.errors import InvalidInput, PaneGone
+from core.watch.monitors import compile_pattern
+from core.watch.patterns import Pattern
+
+DEFAULT_IDLE_MS = 2000
+
+
+# ----- the pure decision ---------------------------------------------------------------------
+@dataclass
+class IdleWatch:
+    """Feed it pane snapshots with their times; it says when the pane counts as idle."""
+
+    idle_ms: int
+    prompt: Pattern | None = None  # an RE2 user pattern (core.watch.patterns)
+    _content: str | None = field(default=None, init=False)
+    _since: float = field(default=0.0, init=False)
+
+    def observe(self, content: str, now: float) -> bool:
+        """Record a snapshot taken at `now` (seconds); True if the pane is idle now."""
+        if content != self._content:
+            self._content = content
+            self._since = now
+            return False  # it just changed: busy, whatever the idle time
+        if (now - self._since) * 1000 < self.idle_ms:
+            return False
+        return self.prompt is None or self.prompt_matches(content)
+
+    def prompt_matches(self, content: str) -> bool:
+        assert self.prompt is not None
+        lines = [x for x in content.splitlines() if x.strip()]
+        return bool(lines) and self.prompt.search(lines[-1].encode("utf-8")) is not None
+
+    def reset(self) -> None:
+        """After typing, the pane must show a fresh quiet period before the next nudge."""
+        self._content = None
+
+
+# ----- tmux ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tmux:
+    target: str
+    socket: str | None = None  # tmux -L NAME
+
+    def _cmd(self, *args: str) -> list[str]:
+        tmux = shutil.which("tmux")
+        if tmux is None:
+            raise InvalidInput("tmux is not installed (needed by ackdeck nudge)")
+        return [tmux, *(["-L", self.socket] if self.socket else []), *args]
+
+    def _run(self, *args: str) -> str:
+        proc = subprocess.run(
+            self._cmd(*args), capture_output=True, text=True, errors="replace", timeout=30
+        )
+        if proc.returncode != 0:
+            reason = " ".join(proc.stderr.split()) or f"tmux exited {proc.returncode}"
+            raise PaneGone(f"tmux pane {self.target!r} is not available: {reason}")
+        return proc.stdout
+
+    def check(self) -> str:
+        """The pane's id; PaneGone if the target names no pane."""
+        pane = self._run("display-message", "-p", "-t", self.target, "#{pane_id}").strip()
+        if not pane:
+            # tmux 3.3 prints nothing (and exits 0) for a target that names no pane.
+            self._run("capture-pane", "-p", "-t", self.target)  # raises PaneGone with tmux's reason
+            raise PaneGone(f"tmux pane {self.target!r} does not exist")
+        return pane
+
+    def capture(self) -> str:
+        # -p: to stdout; visible content only, so scrollback growth is not mistaken for activity
+        return self._run("capture-pane", "-p", "-t", self.target)
+
+    def type_line(self, line: str) -> None:
+        # -l: literal text (no key names); Enter is a separate key so it is never taken as text.
+        self._run("send-keys", "-t", self.target, "-l", line)
+        self._run("send-keys", "-t", self.target, "Enter")
+
+
+# ----- the loop ------------------------------------------------------------------------------
+class Nudger:
+    def __init__(
+        self,
+        noticer: Noticer,
+        tmux: Tmux,
+        *,
+        idle_ms: int = DEFAULT_IDLE_MS,
+        prompt_regex: str | None = None,
+    ) -> None:
+        if idle_ms < 0:
+            raise InvalidInput("--idle-ms must not be negative")
+        prompt = compile_pattern(prompt_regex, "prompt") if prompt_regex is not None else None
+        self.noticer = noticer
+        self.tmux = tmux
+        self.idle = IdleWatch(idle_ms, prompt)
+        self.poll_s = max(0.02, min(0.25, idle_ms / 4000))
+        self.typed: list[str] = []
+
+    async def wait_idle(self) -> None:
+        while True:
+            content = await anyio.to_thread.run_sync(self.tmux.capture)
+            if self.idle.observe(content, time.monotonic()):
+                return
+            await anyio.sleep(self.poll_s)
+
+    async def send(self, notices: list[Notice]) -> bool:
+        await self.wait_idle()
+        line = nudge_line(notices)
+        # Typed and then recorded by the caller with no checkpoint in between: a stop that
+        # lands here waits for the keys, so a restart never types the same nudge again.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.tmux.type_line, line)
+        self.typed.append(line)
+        self.idle.reset()
+        return True
+
+    def pin(self) -> None:
+        """Check the pane and keep to it by its id (%N, never reused by a tmux server): a
+        target like `work:0.1` is an index, and once that pane closes tmux renumbers, so the
+        index names a neighbour (often a shell, where Enter runs the line). A closed pane is
+        then a one-line error (PaneGone), never a nudge typed somewhere else."""
+        self.tmux = Tmux(self.tmux.check(), self.tmux.socket)
+
+    async def run(self, *, window: float = DEFAULT_WINDOW_S) -> None:
+        await anyio.to_thread.run_sync(self.pin)  # the id again when the caller pinned already
+        await self.noticer.run(self.send, window=window)
+
+
+def make_nudger(
+    home: Path,
+    session: str,
+    rooms: Sequence[Path],
+    target: str,
+    *,
+    socket: str | None = None,
+    idle_ms: int = DEFAULT_IDLE_MS,
+    prompt_regex: str | None = None,
+) -> Nudger:
+    return Nudger(
+        Noticer(home, session, rooms, "nudge"),
+        Tmux(target, socket),
+        idle_ms=idle_ms,
+        prompt_regex=prompt_regex,
+    )

@@ -1,0 +1,1 @@
+"""Small shared foundations: atomic files, locks, byte I/O, typed records, names, home."""

@@ -1,0 +1,40 @@
+"""The state directory shared by every ackdeck process (CLI, supervisors, MCP server, dashboard).
+
+Layout (all under the home):
+    procs/NAME/RUN_ID/   one run of a monitored process (see core/watch/runs.py)
+    wakes/SESSION/       wake records owned by one session (see core/watch/wakes.py)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from core.errors import InvalidInput
+
+
+def resolve_home(home: str | os.PathLike[str] | None) -> Path:
+    """None -> $ACKDECK_HOME or ~/.ackdeck; created 0700 if missing; returned absolute."""
+    if home is None or str(home) == "":
+        home = os.environ.get("ACKDECK_HOME") or Path.home() / ".ackdeck"
+    path = Path(home).expanduser().absolute()
+    if "\0" in str(path):
+        raise InvalidInput("home path contains a NUL byte")
+    try:
+        # 0700: wake texts and process output can hold secrets; other users have no business here.
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InvalidInput(f"home {path} exists and is not a directory") from None
+    except PermissionError:
+        raise InvalidInput(f"cannot create home {path}: permission denied") from None
+    if not path.is_dir():
+        raise InvalidInput(f"home {path} is not a directory")
+    return path
+
+
+def procs_dir(home: Path) -> Path:
+    return home / "procs"
+
+
+def wakes_dir(home: Path) -> Path:
+    return home / "wakes"

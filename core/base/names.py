@@ -1,0 +1,37 @@
+"""Validation of names that become parts of paths (sessions, process names)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from core.errors import InvalidName
+
+# Letters, digits and `._@-`; never `/`, NUL, or a name made only of dots.
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+
+
+def room_path(path: str | os.PathLike[str]) -> Path:
+    """A room's absolute path, its directory resolved as the kernel resolves it.
+
+    `dir/link/../r` is `r` beside the link's *target* for open(2) (and for the CLI), so a
+    lexical normpath (os.path.abspath) named another file. Only the directory is resolved:
+    the room itself may be a symlink, which rooms refuse unless the owner opts in.
+    """
+    head, name = os.path.split(os.path.join(os.getcwd(), os.fspath(path)))
+    return Path(os.path.realpath(head), name)
+
+
+def check_name(value: str, what: str = "session") -> str:
+    """Return `value` if it is safe to use as a single path component, else raise."""
+    if not isinstance(value, str) or not _NAME.fullmatch(value) or set(value) == {"."}:
+        shown = repr(value)[:60]
+        raise InvalidName(
+            f"invalid {what} name {shown}: use 1-128 of A-Z a-z 0-9 . _ @ - (no '/', '..' or NUL)"
+        )
+    if what == "process" and value.startswith("."):
+        # Wake records are NAME.json next to the store's own dot files (.lock, temp files),
+        # which every reader skips: a dot name would be written but never read.
+        raise InvalidName(f"invalid process name {value!r}: it must not start with '.'")
+    return value

@@ -1,0 +1,1 @@
+"""The room inbox: rooms (file and redis), ledger, receipts, acks, pushes."""

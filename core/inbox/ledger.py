@@ -1,0 +1,495 @@
+"""Persisted room state (pydantic schemas) and the pure decisions made on it.
+
+Everything here is free of I/O except `load_model`/`store_model`, so the rules that decide
+what an ack may remove can be tested exhaustively (tests/test_ledger_decisions.py).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from core.base import atomic
+from core.base.record import Record, Struct
+from core.errors import CorruptState, RecordError
+
+# How many leading bytes of the room file the ledger fingerprints. A foreign rewrite almost
+# always changes the head; appends never do.
+HEAD_BYTES = 4096
+
+
+class FileStat(Struct):
+    """The parts of stat(2) the ledger compares."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    # statx birth time (core/base/fileid.py); None where the filesystem does not record it.
+    birth_ns: int | None = None
+
+
+def stat_of(st: os.stat_result, birth_ns: int | None = None) -> FileStat:
+    return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, birth_ns)
+
+
+class FileIdentity(Record):
+    """The room file as ackdeck last saw or left it."""
+
+    dev: int
+    ino: int
+    size: int
+    head_len: int
+    head_sha: str
+    # Appends always grow a file, so the same inode at the same size with another mtime can
+    # only be an in-place rewrite (`printf 'x\n' > room`), once a write in progress has been
+    # waited out (Room._stat_fd). None in ledgers from older versions.
+    mtime_ns: int | None = None
+    # Birth time (statx): a room removed and recreated on a reused inode number is another
+    # file. None where unavailable, and in ledgers from older versions.
+    birth_ns: int | None = None
+
+
+class PrevInode(Record):
+    """A replaced room inode kept alive by a hard link in the sidecar for a grace period.
+
+    Producers that do not lock (`printf >> room`) may have opened the path just before an ack
+    renamed a new file over it; their bytes land in this inode. Every exclusive operation
+    carries bytes past `offset` into the current file until the grace period ends.
+    """
+
+    name: str
+    dev: int
+    ino: int
+    offset: int
+    since: float
+    # When a process was last found holding this inode open after its grace period (it is
+    # kept while one does); None while within the grace period.
+    held_at: float | None = None
+
+
+class PendingRewrite(Record):
+    """Written just before an ack's rename, so a crash between rename and commit is recognised
+    (the new inode matches `identity`) and completed instead of being mistaken for a foreign
+    rewrite."""
+
+    identity: FileIdentity
+    base: int
+    # What the interrupted ack did, so recovery can complete its counters and audit entry.
+    session: str = ""
+    acked: int = 0
+    at: float | None = None
+
+
+class Ledger(Record):
+    version: int = 1
+    base: int = 0
+    epoch: int = 0
+    identity: FileIdentity | None = None
+    pending: PendingRewrite | None = None
+    prev: list[PrevInode] = []
+    acked_total: int = 0
+    preserved_total: int = 0
+    last_ack_at: float | None = None
+    last_ack_session: str | None = None
+    # Lines carried into the room from replaced inodes (late unlocked writers), ever.
+    late_total: int = 0
+
+
+class ReceiptHeader(Record):
+    """One session's latest read. The consumed bytes follow the header in the same file."""
+
+    session: str
+    epoch: int
+    start: int
+    end: int
+    lines: int
+    sha256: str
+    read_at: float
+    # After an ack the receipt becomes a cursor: it still tells where the session stopped
+    # reading (for unread counts) but no longer authorises an ack.
+    acked: bool = False
+    # The room file as this read saw it: an in-place rewrite after the read (same inode, shrunk
+    # or same size with a new mtime) makes the receipt stale even if the ledger cannot tell.
+    seen: FileIdentity | None = None
+    # The reader this receipt was handed to (an MCP server instance); None for the CLI, the
+    # dashboard and library callers. Only an ack by the same reader may use it.
+    reader: str | None = None
+
+
+class Receipt(Struct):
+    header: ReceiptHeader
+    data: bytes
+
+
+TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
+if TYPE_CHECKING:
+    from typing import Literal, TypeVar
+
+    M = TypeVar("M", bound=Record)
+    Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
+    AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
+
+
+def load_model(path: Path, model: type[M], *, hint: str = "") -> M | None:
+    """Parse a JSON state file; None if it does not exist. A bad file raises and is kept."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise CorruptState(f"state file {path} is a directory{hint}") from None
+    try:
+        return model.model_validate_json(raw)
+    except RecordError as exc:
+        first = str(exc)
+        raise CorruptState(
+            f"corrupt state file {path} ({first}); it was left in place{hint}"
+        ) from None
+
+
+def store_model(path: Path, value: Record, *, fsync: bool = False) -> None:
+    # State files are written without fsync by default: losing one to a power cut only makes
+    # the next operation see a "foreign" change and start a new epoch, which redelivers and
+    # never deletes. kill -9 cannot lose them (the page cache survives the process).
+    atomic.atomic_write(path, value.model_dump_json().encode(), fsync=fsync)
+
+
+# ----- the ledger file: two checksummed slots written in place ---------------------------
+# Replacing a small file by rename costs ~0.2-0.5 ms on ext4 (auto_da_alloc starts writeback
+# of the new inode), several times per ack. The ledger is instead one file with two fixed
+# slots; each store writes the slot NOT holding the latest state with one pwrite, so a kill
+# (or a torn write after a power cut) leaves the previous state intact in the other slot. A
+# store is only ever made under the room's exclusive lock, and readers hold the shared lock.
+LEDGER_SLOT = 8192
+_SLOT_MAGIC = b"ackdeck-ledger 1 "
+
+
+def slot_header(slot: bytes) -> tuple[int, int, bytes, int] | None:
+    """(seq, body length, digest, body offset) of a slot, unverified; None if not a slot."""
+    if not slot.startswith(_SLOT_MAGIC):
+        return None
+    fields = slot[len(_SLOT_MAGIC) : len(_SLOT_MAGIC) + 120].split(b" ", 3)
+    if len(fields) < 4 or not fields[0].isdigit() or not fields[1].isdigit():
+        return None
+    offset = len(_SLOT_MAGIC) + len(fields[0]) + len(fields[1]) + len(fields[2]) + 3
+    return int(fields[0]), int(fields[1]), fields[2], offset
+
+
+def _latest_slot(raw: bytes) -> tuple[int, bytes] | None:
+    """The valid slot with the highest sequence number: (seq, JSON body)."""
+    found = []
+    for i in (0, 1):
+        slot = raw[i * LEDGER_SLOT : (i + 1) * LEDGER_SLOT]
+        h = slot_header(slot)
+        if h is not None:
+            found.append((h, slot))
+    for (seq, length, digest, offset), slot in sorted(found, key=lambda x: -x[0][0]):
+        body = slot[offset : offset + length]
+        if len(body) == length and hashlib.sha256(body).hexdigest().encode() == digest:
+            return seq, body
+    return None
+
+
+def load_ledger(path: str | Path, *, hint: str = "") -> Ledger | None:
+    """The latest valid ledger state; None if there is none yet. Garbage raises, file kept."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise CorruptState(f"state file {path} is a directory{hint}") from None
+    try:
+        raw = os.pread(fd, 2 * LEDGER_SLOT, 0)
+    finally:
+        os.close(fd)
+    latest = _latest_slot(raw)
+    if latest is None:
+        if not raw.strip(b"\0"):
+            return None  # created but never written: a kill before the first store
+        raise CorruptState(f"corrupt state file {path} (no valid slot); it was left in place{hint}")
+    try:
+        return Ledger.model_validate_json(latest[1])
+    except RecordError as exc:
+        first = str(exc)
+        raise CorruptState(
+            f"corrupt state file {path} ({first}); it was left in place{hint}"
+        ) from None
+
+
+_BASE = re.compile(rb'\{"version":\d+,"base":(\d+),')
+
+
+def load_base(
+    path: str | Path,
+    *,
+    hint: str = "",
+    cache: dict[tuple[int, int], int] | None = None,
+    fresh: Callable[[], int] = lambda: 0,
+) -> int:
+    """Just `base` (for push, on every line); `fresh()` when there is no ledger state yet.
+
+    A slot's content never changes while its sequence number stays (the next store goes to the
+    other slot, the one after that gets a higher number), so `cache` maps (ledger inode, seq)
+    to the base verified for it, and a hit costs two small preads. On a miss the checksum
+    proves the slot is what a store wrote, so the number is read without validating the whole
+    model.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return fresh()
+    try:
+        ino = os.fstat(fd).st_ino
+        if cache:
+            seqs = [
+                h[0]
+                for h in (slot_header(os.pread(fd, 128, i * LEDGER_SLOT)) for i in (0, 1))
+                if h is not None
+            ]
+            hit = cache.get((ino, max(seqs))) if seqs else None
+            if hit is not None:
+                return hit
+        raw = os.pread(fd, 2 * LEDGER_SLOT, 0)
+    finally:
+        os.close(fd)
+    latest = _latest_slot(raw)
+    m = _BASE.match(latest[1]) if latest is not None else None
+    if latest is None or m is None:
+        ledger = load_ledger(path, hint=hint)  # the slow path names the problem precisely
+        return ledger.base if ledger is not None else fresh()
+    base = int(m.group(1))
+    if cache is not None:
+        cache.clear()
+        cache[(ino, latest[0])] = base
+    return base
+
+
+def store_ledger(path: Path, ledger: Ledger) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        latest = _latest_slot(os.pread(fd, 2 * LEDGER_SLOT, 0))
+        seq = 1 if latest is None else latest[0] + 1
+        body = ledger.model_dump_json().encode()
+        slot = _SLOT_MAGIC + f"{seq} {len(body)} {sha256(body)} ".encode() + body
+        if len(slot) >= LEDGER_SLOT:
+            raise CorruptState(f"ledger state too large for {path} ({len(slot)} bytes)")
+        slot = slot.ljust(LEDGER_SLOT - 1) + b"\n"  # `cat` shows one line per slot
+        written = os.pwrite(fd, slot, (seq % 2) * LEDGER_SLOT)
+        if written != len(slot):
+            raise OSError(errno.ENOSPC, f"short write to {path}")
+    finally:
+        os.close(fd)
+
+
+def encode_receipt_header(header: ReceiptHeader) -> bytes:
+    """The first line of a receipt file; the consumed bytes follow it."""
+    return header.model_dump_json().encode() + b"\n"
+
+
+def encode_receipt(receipt: Receipt) -> bytes:
+    return encode_receipt_header(receipt.header) + receipt.data
+
+
+def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
+    """Only the header line (the first line) of a receipt file."""
+    head, sep, _ = raw.partition(b"\n")
+    try:
+        if not sep:
+            raise ValueError("no header line")
+        return ReceiptHeader.model_validate_json(head)
+    except (ValueError, RecordError):
+        raise CorruptState(
+            f"corrupt receipt {where}; it was left in place: read the room again"
+        ) from None
+
+
+def decode_receipt(raw: bytes, where: Path) -> Receipt:
+    head, sep, data = raw.partition(b"\n")
+    try:
+        if not sep:
+            raise ValueError("no header line")
+        header = ReceiptHeader.model_validate_json(head)
+        if len(data) != header.end - header.start or sha256(data) != header.sha256:
+            raise ValueError("content does not match its checksum")
+    except (ValueError, RecordError, json.JSONDecodeError):
+        raise CorruptState(
+            f"corrupt receipt {where}; it was left in place: read the room again"
+        ) from None
+    return Receipt(header, data)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def identity_of(st: FileStat, head: bytes) -> FileIdentity:
+    head = head[: min(st.size, HEAD_BYTES)]
+    return FileIdentity(
+        dev=st.dev,
+        ino=st.ino,
+        size=st.size,
+        head_len=len(head),
+        head_sha=sha256(head),
+        mtime_ns=st.mtime_ns,
+        birth_ns=st.birth_ns,
+    )
+
+
+def same_file(ident: FileIdentity, st: FileStat) -> bool:
+    """Same device, inode number and (where both are known) birth time."""
+    if (st.dev, st.ino) != (ident.dev, ident.ino):
+        return False
+    return ident.birth_ns is None or st.birth_ns is None or ident.birth_ns == st.birth_ns
+
+
+def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
+    """True if the same file was provably rewritten in place after `seen` was taken.
+
+    Appends (the only in-place change ackdeck or a well-behaved producer makes) never shrink
+    the file, so shrinking means a rewrite, and so does the same size with another mtime
+    (`printf 'x\n' > room` rewriting an identical line). That second rule needs a settled
+    stat: an O_APPEND write updates mtime before size (ext4), so a stat taken during it shows
+    exactly that. Room._stat_fd waits such a write out (see there) before this is asked.
+    A rewrite that leaves the file larger with an unchanged head is indistinguishable from an
+    append (an ack still verifies every byte it removes against the receipt).
+    """
+    if not same_file(seen, st):
+        return False
+    if st.size < seen.size:
+        return True
+    return st.size == seen.size and seen.mtime_ns is not None and st.mtime_ns != seen.mtime_ns
+
+
+def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
+    """How the file on disk relates to what ackdeck last wrote.
+
+    `head` must hold at least the first HEAD_BYTES bytes of the file (or all of it).
+    - "new": no identity recorded yet (first use of this room);
+    - "same": exactly as recorded (same inode, size and mtime);
+    - "grown": same inode, head unchanged, only appends since (larger);
+    - "recovered": an ack crashed after its rename; the file is that ack's output;
+    - "foreign": rewritten, replaced or truncated behind ackdeck's back.
+    """
+    if ledger.pending is not None and _matches(ledger.pending.identity, st, head):
+        return "recovered"
+    if ledger.identity is None:
+        return "new"
+    if not _matches(ledger.identity, st, head):
+        return "foreign"
+    if (st.size, st.mtime_ns) == (ledger.identity.size, ledger.identity.mtime_ns):
+        return "same"
+    return "grown"
+
+
+def _matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
+    if not same_file(ident, st) or rewritten_since(ident, st):
+        return False
+    return len(head) >= ident.head_len and sha256(head[: ident.head_len]) == ident.head_sha
+
+
+def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
+    """The ledger after accepting the file on disk as the truth.
+
+    Also forgets what no longer applies: a `pending` rewrite whose rename never happened, and
+    `prev` entries for the inode that is still the room (an ack that died before its rename
+    linked the live file; sweeping it into itself would duplicate lines).
+    """
+    prev = [p for p in ledger.prev if (p.dev, p.ino) != (current.dev, current.ino)]
+    if verdict == "same":
+        return ledger.model_copy(update={"pending": None, "prev": prev})
+    if verdict in ("new", "grown"):
+        # "grown": recording the larger size is what lets a later shrink or in-place rewrite
+        # of bytes some session has read be detected (reads persist it before their receipt).
+        return ledger.model_copy(update={"identity": current, "pending": None, "prev": prev})
+    if verdict == "recovered":
+        pending = ledger.pending
+        assert pending is not None
+        return ledger.model_copy(
+            update={
+                "identity": pending.identity,
+                "base": pending.base,
+                "pending": None,
+                "prev": prev,
+                "acked_total": ledger.acked_total + pending.acked,
+                "last_ack_at": pending.at if pending.at is not None else ledger.last_ack_at,
+                "last_ack_session": pending.session or ledger.last_ack_session,
+            }
+        )
+    # Foreign: a new epoch. `base` keeps growing so logical offsets never repeat.
+    old_size = ledger.identity.size if ledger.identity else 0
+    return ledger.model_copy(
+        update={
+            "epoch": ledger.epoch + 1,
+            "base": ledger.base + old_size,
+            "identity": current,
+            "pending": None,
+            "prev": prev,
+        }
+    )
+
+
+def fresh_ledger(receipts: list[ReceiptHeader]) -> Ledger:
+    """The ledger to start from when none exists, given the receipts found in the sidecar.
+
+    With no receipts this is the first use of the room (epoch 0, offset 0). Receipts without a
+    ledger mean it was lost or moved aside: the new epoch is past every receipt's, so they are
+    all stale, and offsets continue after the furthest one any session read.
+    """
+    if not receipts:
+        return Ledger()
+    return Ledger(
+        epoch=max(r.epoch for r in receipts) + 1,
+        base=max(r.end for r in receipts),
+    )
+
+
+class AckPlan(Struct):
+    """What an ack will do. `drop` bytes are removed from the head of the file."""
+
+    mode: AckMode
+    drop: int
+    reason: str = ""
+
+
+def plan_offsets(receipt: ReceiptHeader, epoch: int, base: int) -> AckPlan:
+    """What a receipt may remove judged by epoch and offsets alone.
+
+    A "prefix" plan still has to be confirmed against the bytes at the head (plan_ack, or by
+    length and SHA-256 on the fast path, see _ack_stream.HeadCheck) before anything is removed.
+    """
+    if receipt.acked:
+        return AckPlan("refused", 0, "this read was already acked")
+    if receipt.end == receipt.start:
+        return AckPlan("noop", 0, "the read returned no lines; nothing to ack")
+    if receipt.epoch != epoch:
+        return AckPlan("stale", 0, "the room was rewritten since this read")
+    if receipt.end <= base:
+        return AckPlan("noop", 0, "already acked (by another session or an interrupted ack)")
+    if base < receipt.start:
+        # Within an epoch base only grows and a read starts at base, so this is corruption.
+        return AckPlan("stale", 0, "the ledger moved backwards since this read")
+    return AckPlan("prefix", receipt.end - base)
+
+
+HEAD_DIFFERS = AckPlan("stale", 0, "the lines at the head differ from what was read")
+
+
+def plan_ack(receipt: ReceiptHeader, data: bytes, epoch: int, base: int, head: bytes) -> AckPlan:
+    """Decide how much of the file head a receipt may remove.
+
+    `head` is the file's first `receipt.end - base` bytes (or fewer if the file is shorter).
+    Removes only bytes that are provably the ones this session read: same epoch, and the
+    bytes now at the head equal the tail of the receipt that is still in the file.
+    """
+    plan = plan_offsets(receipt, epoch, base)
+    if plan.mode != "prefix":
+        return plan
+    if head[: plan.drop] != data[base - receipt.start :]:
+        return HEAD_DIFFERS
+    return plan

@@ -1,0 +1,380 @@
+"""A room on a Redis stream: the file room's contract across hosts (see core/inbox/redis_lua.py).
+
+- push: one XADD (field `line`); the offset is the entry ID.
+- read: one script returns every entry (all of them are after the session's cursor: acks
+  remove prefixes) and the epoch; the client then stores the receipt (first/last ID, count,
+  SHA-1 digest) server-side, once it holds the entries.
+- ack: one script removes exactly the receipt's entries if they are still there; `stale` when
+  someone else trimmed, deleted or recreated the stream since the read; a cold ack is refused.
+- status: one read-only script; wait: blocking XREAD in bounded chunks.
+
+Every failure is one line naming the room's host, never its password. Each call is bounded by
+the socket timeout (`ACKDECK_REDIS_TIMEOUT`, default 5 s) and never retried: a retried XADD whose
+reply was lost would push the line twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from core.base.names import check_name
+from core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
+from core.inbox import redis_lua
+from core.inbox.room_errors import cold_ack
+from core.inbox.room_url import RedisAddress
+from core.inbox.rooms import AckResult, SessionStatus
+
+if TYPE_CHECKING:
+    from core.inbox.ledger import AckMode  # a type only (ledger defines it for type checkers)
+
+Clock = Callable[[], float]
+TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"
+DEFAULT_TIMEOUT = 5.0
+LINE_FIELD = b"line"
+
+
+@dataclass(frozen=True)
+class RedisReadResult:
+    lines: list[bytes]
+    start: str  # first entry ID read ("" when nothing was read)
+    end: str  # last entry ID read
+    epoch: int
+    data: bytes = b""  # the lines, each with its "\n", as one buffer
+
+
+@dataclass(frozen=True)
+class RedisRoomStatus:
+    path: str  # the URL without its password
+    exists: bool
+    pending: int
+    partial_bytes: int  # always 0: an entry is added whole
+    acked_total: int
+    preserved_total: int
+    pushed_total: int  # entries ever added to this stream (XINFO entries-added)
+    epoch: int
+    last_ack_at: float | None
+    sessions: dict[str, SessionStatus] = field(default_factory=dict)
+    late_total: int = 0  # file rooms only (late unlocked writers): XADD has no such window
+    held_open: int = 0
+    last_id: str = "0-0"  # last-generated-id: a blocking read waits for anything after it
+
+
+def entry_line(fields: list[bytes] | dict[bytes, bytes]) -> bytes:
+    """The line an entry carries: its `line` field, or for an entry some other producer added
+    with other fields, `field=value` pairs joined by spaces (acked like any other entry)."""
+    if isinstance(fields, dict):  # the client's parsed form (XRANGE outside a script)
+        fields = [x for kv in fields.items() for x in kv]
+    if len(fields) == 2 and fields[0] == LINE_FIELD:
+        return fields[1]
+    return b" ".join(fields[i] + b"=" + fields[i + 1] for i in range(0, len(fields) - 1, 2))
+
+
+def entries_digest(entries: list[Any]) -> str:
+    """SHA-1 of the entries exactly as the ack script computes it (redis_lua.digest)."""
+    h = hashlib.sha1()
+    for entry_id, fields in entries:
+        h.update(entry_id + b"\n")
+        for x in fields:
+            h.update(b"%d:%s\n" % (len(x), x))
+    return h.hexdigest()
+
+
+def _timeout(env: Mapping[str, str]) -> float:
+    raw = env.get(TIMEOUT_ENV)
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"{TIMEOUT_ENV}={raw[:40]!r} is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise InvalidInput(f"{TIMEOUT_ENV} must be between 0 and 3600 seconds")
+    return value
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class RedisRoom:
+    """One room on a Redis server. Cheap to construct; connects on first use; `close()`
+    releases the connections."""
+
+    def __init__(
+        self,
+        address: RedisAddress,
+        *,
+        clock: Clock = time.time,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.address = address
+        self.path = address.display
+        self.key = f"ackdeck:room:{{{address.name}}}"
+        self._keys = [self.key, f"{self.key}:meta", f"{self.key}:receipts", f"{self.key}:audit"]
+        self._clock = clock
+        self.timeout = _timeout(os.environ if env is None else env)
+        self._client: redis.Redis | None = None
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"RedisRoom({self.path!r})"
+
+    # ----- connection and errors ----------------------------------------------------------
+    def _redis(self) -> redis.Redis:
+        if self._client is None:
+            a = self.address
+            self._client = redis.Redis(
+                host=a.host,
+                port=a.port,
+                db=a.db,
+                username=a.username,
+                password=a.password,
+                ssl=a.tls,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.timeout,
+                retry=Retry(NoBackoff(), 0),
+                decode_responses=False,
+            )
+        return self._client
+
+    def _script(self, name: str) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self._redis().register_script(getattr(redis_lua, name))
+        return script
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Turn every client failure into one line naming the room and its host."""
+        room = f"redis room {self.address.name} at {self.address.where}"
+        try:
+            yield
+        except redis.AuthenticationError:
+            raise RoomUnavailable(
+                f"{room}: {what} failed: authentication failed "
+                f"(check the user and the password, e.g. ACKDECK_REDIS_PASSWORD)"
+            ) from None
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            reason = _one_line(exc)
+            if self.address.password:
+                reason = reason.replace(self.address.password, "***")
+            raise RedisUnreachable(
+                f"{room}: {what} failed: server unreachable within {self.timeout:g} s "
+                f"({reason}); nothing was changed by this command"
+                if what != "ack"
+                else f"{room}: ack failed: server unreachable within {self.timeout:g} s "
+                f"({reason}); the ack may or may not have happened: check `room status`"
+            ) from None
+        except redis.ResponseError as exc:
+            msg = _one_line(exc)
+            if self.address.password:
+                msg = msg.replace(self.address.password, "***")
+            if "WRONGTYPE" in msg:
+                detail = msg.split("WRONGTYPE", 1)[1].split(" script:")[0].strip()
+                if not detail.startswith("key"):
+                    detail = f"key {self.key} holds another type, not a stream"
+                raise RoomUnavailable(
+                    f"{room}: {detail}; refusing to touch it (use another room name)"
+                ) from None
+            if "CORRUPT" in msg:
+                raise CorruptState(
+                    f"{room}: {msg.split('CORRUPT', 1)[1].split(' script:')[0].strip()} "
+                    "(not valid JSON); read the room again to replace it"
+                ) from None
+            if "NOAUTH" in msg or "WRONGPASS" in msg:
+                raise RoomUnavailable(
+                    f"{room}: {what} failed: authentication required or refused "
+                    f"(set the password in the URL or ACKDECK_REDIS_PASSWORD)"
+                ) from None
+            raise RoomUnavailable(f"{room}: {what} failed: {msg}") from None
+
+    # ----- push ---------------------------------------------------------------------------
+    def push(self, line: str | bytes) -> str:
+        """XADD one line; returns its entry ID."""
+        data = line.encode() if isinstance(line, str) else bytes(line)
+        if not data:  # as a file room: an empty line would read back as nothing
+            raise InvalidInput("a pushed line must not be empty")
+        if b"\n" in data:
+            raise InvalidInput("a pushed line must not contain a newline")
+        if b"\0" in data:
+            raise InvalidInput("a pushed line must not contain a NUL byte")
+        with self._errors("push"):
+            entry_id = self._redis().xadd(self.key, {LINE_FIELD: data})
+        return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+    # ----- read ---------------------------------------------------------------------------
+    def read(
+        self,
+        session: str,
+        *,
+        deliver: Callable[[RedisReadResult], None] | None = None,
+        reader: str | None = None,
+    ) -> RedisReadResult:
+        """Every entry in the room; stores the session's receipt (replacing the old one).
+
+        Recorded only once delivered, as for files: `deliver` gets the lines first, and the
+        receipt is stored only if it returns. `reader` binds the receipt to one reader."""
+        check_name(session)
+        with self._errors("read"):
+            epoch, added, entries = self._script("READ")(keys=self._keys[:2])
+        lines = [entry_line(fields) for _, fields in entries]
+        first = entries[0][0].decode() if entries else ""
+        last = entries[-1][0].decode() if entries else ""
+        receipt = {
+            "epoch": int(epoch),
+            "first": first or "0-0",
+            "last": last or "0-0",
+            "count": len(entries),
+            "added": int(added),  # entries-added at the read: later entries come after `last`
+            "digest": entries_digest(entries),
+            "acked": False,
+            "read_at": self._clock(),
+            "reader": reader or "",
+        }
+        result = RedisReadResult(lines, first, last, int(epoch), b"".join(x + b"\n" for x in lines))
+        if deliver is not None:
+            deliver(result)
+        with self._errors("read"):
+            self._script("COMMIT_RECEIPT")(keys=self._keys[:3], args=[session, json.dumps(receipt)])
+        return result
+
+    # ----- ack ----------------------------------------------------------------------------
+    def ack(
+        self,
+        session: str,
+        *,
+        all: bool = False,  # noqa: A002 - CLI flag
+        reader: str | None = None,
+        deliver: Callable[[RedisReadResult], None] | None = None,
+    ) -> AckResult:
+        """Remove exactly what `session` read (or, with all=True, every entry, returned).
+
+        With all=True and `deliver`, the entries are delivered first and only those are
+        removed (a read and an ack of its receipt), as for files."""
+        check_name(session)
+        if all and deliver is not None:
+            got = self.read(session, reader=reader, deliver=deliver)
+            if not got.lines:
+                return AckResult("all", 0, 0, "no entries to ack", [])
+            res = self.ack(session, reader=reader)
+            mode_all = cast("AckMode", "all" if res.mode == "prefix" else res.mode)
+            return AckResult(mode_all, res.acked, res.preserved, res.message, got.lines)
+        with self._errors("ack"):
+            mode_b, acked, preserved, epoch, entries, unread = self._script("ACK")(
+                keys=self._keys,
+                args=[session, repr(self._clock()), "1" if all else "0", reader or ""],
+            )
+        mode = cast("AckMode", mode_b.decode())
+        if mode == "refused":
+            raise cold_ack(session, "no unacked read of this room", int(unread))
+        if mode == "other-reader":
+            raise cold_ack(session, "the last read went to another reader", int(unread))
+        acked, preserved = int(acked), int(preserved)
+        if mode == "stale":
+            msg = (
+                "the room was trimmed, rewritten or recreated by someone else since the read; "
+                f"nothing was removed: read again (epoch is now {int(epoch)})"
+            )
+        elif mode == "noop":
+            msg = "nothing to ack: the read was empty or its lines were already acked"
+        else:
+            msg = (
+                f"acked {acked} line(s); preserved {preserved} line(s) that arrived "
+                "or remain unread"
+            )
+        lines = [entry_line(f) for _, f in entries] if mode == "all" else None
+        return AckResult(mode, acked, preserved, msg, lines)
+
+    # ----- status -------------------------------------------------------------------------
+    def status(self) -> RedisRoomStatus:
+        """Counters for the room and every session that has read it. Never writes."""
+        with self._errors("status"):
+            raw = self._script("STATUS")(keys=self._keys[:3])
+        exists, pending, pushed, epoch, acked, preserved, last_ack, last_id, flat = raw
+        pending = int(pending)
+        sessions: dict[str, SessionStatus] = {}
+        for i in range(0, len(flat), 2):
+            in_flight = int(flat[i + 1])
+            sessions[flat[i].decode()] = SessionStatus(in_flight, max(0, pending - in_flight))
+        return RedisRoomStatus(
+            path=self.path,
+            exists=bool(exists),
+            pending=pending,
+            partial_bytes=0,
+            acked_total=int(acked),
+            preserved_total=int(preserved),
+            pushed_total=int(pushed),
+            epoch=int(epoch),
+            last_ack_at=float(last_ack) if last_ack else None,
+            sessions=dict(sorted(sessions.items())),
+            last_id=last_id.decode(),
+        )
+
+    def tail(self, count: int) -> list[bytes]:
+        """The newest `count` lines, oldest first. Display only: records no receipt."""
+        if count <= 0:
+            return []
+        with self._errors("status"):
+            entries: list[Any] = self._redis().xrevrange(self.key, count=count) or []
+        return [entry_line(fields) for _, fields in reversed(entries)]
+
+    def newest_id(self) -> str:
+        """The newest entry ID now ("0-0" for an empty or missing room)."""
+        with self._errors("status"):
+            newest: list[Any] = self._redis().xrevrange(self.key, count=1) or []
+        return newest[0][0].decode() if newest else "0-0"
+
+    def arrivals(self, after: str, stop: threading.Event | None = None) -> str:
+        """Block until an entry newer than `after` exists (or about half the socket timeout
+        passes, or `stop` is set): the newest ID then, `after` itself when nothing came. One
+        blocking XREAD, then one XREVRANGE to jump past a flood at once."""
+        with self._errors("wait"):
+            got = self._redis().xread(
+                {self.key: after}, count=1, block=max(1, int(self.timeout * 500))
+            )
+        if not got or (stop is not None and stop.is_set()):
+            return after
+        return self.newest_id()
+
+    # ----- wait ---------------------------------------------------------------------------
+    def wait(
+        self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
+    ) -> bool:
+        """Block until `session` has unread lines (True) or the timeout passes (False).
+
+        A blocking XREAD for anything after the newest ID, in chunks shorter than the socket
+        timeout (so a dead server is noticed within it) and re-checked with status after each
+        wake-up (an entry another session acked at once is not unread)."""
+        check_name(session)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        chunk = max(0.05, self.timeout / 2)
+        while True:
+            st = self.status()
+            mine = st.sessions.get(session)
+            if (mine.unread if mine is not None else st.pending) > 0:
+                return True
+            if stop is not None and stop():
+                return False
+            left = chunk if deadline is None else min(chunk, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            with self._errors("wait"):
+                self._redis().xread({self.key: st.last_id}, count=1, block=max(1, int(left * 1000)))
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        self._scripts = {}
+        if client is not None:
+            client.close()

@@ -1,0 +1,149 @@
+"""One room interface, two backends: a notification file (`core.inbox.rooms.Room`) or a Redis stream
+(`core.inbox.redis_room.RedisRoom`). Every door opens rooms through `open_room`, so each works on
+both.
+
+The interface is structural (`typing.Protocol`): it names what the doors use of a room and of
+its results, and the file backend satisfies it as it is. Offsets are bytes (`int`) in a file
+room and entry IDs (`"1700000000000-0"`) in a redis room; doors print them, never do
+arithmetic on them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from core.inbox.room_spec import is_url
+
+# The doors that open a file room on every turn (room push/read/ack/status, hooks) import this
+# module: `typing`, the URL parser and redis are loaded only by type checkers or when a redis
+# URL is actually used. At run time the Protocol classes below are plain classes.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
+    from typing import Protocol
+
+    from core.inbox.room_url import RedisAddress
+
+    Clock = Callable[[], float]
+    Deliver = Callable[["ReadView"], None]
+else:
+    Protocol = object
+
+
+class ReadView(Protocol):
+    @property
+    def lines(self) -> list[bytes]: ...
+    @property
+    def start(self) -> int | str: ...
+    @property
+    def end(self) -> int | str: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def data(self) -> bytes: ...  # the lines, each with its "\n", as one buffer
+
+
+class AckView(Protocol):
+    @property
+    def mode(self) -> str: ...
+    @property
+    def acked(self) -> int: ...
+    @property
+    def preserved(self) -> int: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def lines(self) -> list[bytes] | None: ...
+
+
+class SessionView(Protocol):
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def unread(self) -> int: ...
+
+
+class StatusView(Protocol):
+    @property
+    def path(self) -> Path | str: ...
+    @property
+    def exists(self) -> bool: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def partial_bytes(self) -> int: ...
+    @property
+    def acked_total(self) -> int: ...
+    @property
+    def preserved_total(self) -> int: ...
+    @property
+    def pushed_total(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def last_ack_at(self) -> float | None: ...
+    @property
+    def sessions(self) -> Mapping[str, SessionView]: ...
+    @property
+    def late_total(self) -> int: ...
+    @property
+    def held_open(self) -> int: ...
+
+
+class RoomBackend(Protocol):
+    """What every door may do with a room."""
+
+    @property
+    def path(self) -> Path | str: ...  # the file's path, or the URL without its password
+
+    def push(self, line: str | bytes) -> int | str: ...
+    def read(
+        self, session: str, *, deliver: Deliver | None = None, reader: str | None = None
+    ) -> ReadView: ...
+    def ack(
+        self,
+        session: str,
+        *,
+        all: bool = False,  # noqa: A002
+        reader: str | None = None,
+        deliver: Deliver | None = None,
+    ) -> AckView: ...
+    def status(self) -> StatusView: ...
+    def wait(
+        self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
+    ) -> bool: ...
+    def close(self) -> None: ...
+
+
+def open_room(
+    spec: str | os.PathLike[str] | RedisAddress,
+    *,
+    clock: Clock = time.time,
+    env: Mapping[str, str] | None = None,
+    follow_symlinks: bool = False,
+) -> RoomBackend:
+    """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
+    file path."""
+    if not isinstance(spec, (str, os.PathLike)):  # a parsed RedisAddress
+        from core.inbox.redis_room import RedisRoom
+
+        return RedisRoom(spec, clock=clock, env=env)
+    if is_url(spec):
+        from core.inbox.redis_room import RedisRoom  # local: file-only users never import redis
+        from core.inbox.room_url import parse_redis_url
+
+        return RedisRoom(parse_redis_url(str(spec), env), clock=clock, env=env)
+    from core.inbox.rooms import Room
+
+    return Room(spec, clock=clock, follow_symlinks=follow_symlinks)
+
+
+def room_display(spec: str | os.PathLike[str]) -> str:
+    """How to show a room spec: the path, or the URL without its password."""
+    if is_url(spec):
+        from core.inbox.room_url import parse_redis_url
+
+        return parse_redis_url(str(spec), {}).display
+    return os.fspath(spec)

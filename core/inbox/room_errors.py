@@ -1,0 +1,43 @@
+"""One-line errors for room operations (what failed, and what state the room is in)."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+from core.errors import AckdeckError, ColdAck, NotDelivered, RoomUnavailable
+
+LEDGER_HINT = (
+    "; move it aside to start a new epoch: every receipt from before becomes stale (nothing is "
+    "removed until the sessions read again) and unacked lines are redelivered"
+)
+
+UNCHANGED = "the room is unchanged"
+RENAMED = (
+    "the room was already rewritten (nothing lost); the next read or ack finishes the bookkeeping"
+)
+
+
+def write_error(path: Path, exc: OSError, after: str = UNCHANGED) -> AckdeckError:
+    where = Path(exc.filename) if isinstance(exc.filename, str) else path
+    if exc.errno == errno.ENOSPC:
+        return RoomUnavailable(f"no space left on device writing {where}; {after}")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return RoomUnavailable(f"cannot write {where} or its directory: {exc.strerror}; {after}")
+    return RoomUnavailable(f"cannot write {where}: {exc.strerror}; {after}")
+
+
+def cold_ack(session: str, why: str, unread: int) -> ColdAck:
+    return ColdAck(
+        f"refused: {why} by session {session!r} ({unread} unread line(s)); "
+        "read the room first (room read / room_list_new), then ack, or ack with --all; "
+        "nothing was removed"
+    )
+
+
+def not_delivered(where: str, exc: OSError) -> NotDelivered:
+    why = "broken pipe" if isinstance(exc, BrokenPipeError) else (exc.strerror or str(exc))
+    return NotDelivered(
+        f"could not deliver the lines to {where} ({why}); no receipt was recorded, so an ack "
+        "removes nothing of this read: read again"
+    )

@@ -1,0 +1,1203 @@
+"""Rooms: notification files with a consumed-only ack.
+
+Protocol (see DESIGN.md "Rooms"):
+- push appends under the *shared* sidecar lock; ack rewrites under the *exclusive* one;
+- read returns complete lines and records a receipt (the exact bytes) per session;
+- ack removes only the receipt's bytes still at the head, then sweeps the old inode for bytes
+  that unlocked producers (`printf >> file`) appended after the read. The old inode stays
+  hard-linked in the sidecar for a grace period, so late writers and an ack killed between
+  its rename and its sweep lose nothing either.
+
+Ack step by step (each step is a fault-injection point, see core/base/faults.py):
+  before-temp → mid-temp → after-temp → after-link → after-pending → after-rename →
+  after-sweep → after-fsync-dir → after-commit → after-audit → after-receipt
+A kill -9 anywhere leaves the old file (before the rename) or the new one (after it); the next
+exclusive operation removes leftover temps and orphan links, completes an interrupted commit
+(`pending` in the ledger) and carries late bytes from the old inode.
+
+Bytes are the truth: nothing here decodes text.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.base import atomic
+from core.base.byteio import (
+    complete_prefix,
+    count_lines,
+    newline_census,
+    pread_all,
+    pread_all_from,
+    split_lines,
+    write_all,
+)
+from core.base.faults import pause
+from core.base.fileid import birth_ns, birth_ns_path
+from core.base.locks import locked
+from core.base.names import check_name
+from core.base.record import Struct
+from core.errors import AckdeckError, CorruptState, InvalidInput, RoomUnavailable, UnsafeSidecar
+from core.inbox import ledger as L
+from core.inbox import prev_inodes as prev_inodes
+from core.inbox.ack_stream import CountingCopy, Digest, ReceiptCheck, hash_range
+from core.inbox.prev_inodes import PREV_GRACE_S
+from core.inbox.push_handles import SLOTS_SPAN, PushHandles
+from core.inbox.room_errors import LEDGER_HINT, RENAMED, UNCHANGED, cold_ack, write_error
+
+Clock = Callable[[], float]
+
+
+class ReadResult(Struct):
+    lines: list[bytes]
+    start: int
+    end: int
+    epoch: int
+    # The complete lines as one buffer (exactly the bytes a receipt records), for doors that
+    # write them out unchanged.
+    data: bytes = b""
+
+
+class AckResult(Struct):
+    mode: L.AckMode
+    acked: int
+    preserved: int
+    message: str
+    lines: list[bytes] | None = None  # only for ack-all
+
+
+class SessionStatus(Struct):
+    in_flight: int
+    unread: int
+
+
+class RoomStatus(Struct):
+    path: Path
+    exists: bool
+    pending: int
+    partial_bytes: int
+    acked_total: int
+    preserved_total: int
+    pushed_total: int
+    epoch: int
+    last_ack_at: float | None
+    sessions: dict[str, SessionStatus] = {}  # copied per instance by Struct
+    # Late unlocked writers: lines carried in from replaced inodes (ever), and replaced inodes
+    # kept past their grace period right now because a process still holds them open.
+    late_total: int = 0
+    held_open: int = 0
+
+
+class Room:
+    """One notification file and its sidecar directory. Cheap to construct; after a push it
+    keeps two descriptors (the sidecar lock and the ledger) open until `close()`."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        grace: float = PREV_GRACE_S,
+        follow_symlinks: bool = False,
+    ) -> None:
+        p = Path(path)
+        if "\0" in str(p):
+            raise InvalidInput("room path contains a NUL byte")
+        self.path = p.absolute()
+        if follow_symlinks and self.path.is_symlink():
+            # The owner opted in: work on the target (an ack renames a new file over the
+            # path; over the link it would strand producers writing through the target).
+            # Without the opt-in every open uses O_NOFOLLOW and a symlinked room is refused.
+            self.path = Path(os.path.realpath(self.path))
+        # A hashed stem for names too long to take the dot and suffix (a 250-byte room name).
+        stem = atomic.fitting_name(self.path.name, len("..ackdeck"))
+        self.sidecar = self.path.with_name(f".{stem}.ackdeck")
+        self._clock = clock
+        self._grace = grace
+        # Plain strings for the push hot path (pathlib joins cost more than the syscalls).
+        self._path_s = str(self.path)
+        self._sidecar_s = str(self.sidecar)
+        self._lock_s = str(self.lock_file)
+        self._ledger_s = str(self.ledger_file)
+        # Lock and ledger descriptors kept open across pushes (core/inbox/push_handles.py).
+        self._handles: PushHandles | None = None
+        self._push_mutex = threading.Lock()
+
+    # ----- sidecar layout -------------------------------------------------------------
+    @property
+    def lock_file(self) -> Path:
+        return self.sidecar / "lock"
+
+    @property
+    def ledger_file(self) -> Path:
+        return self.sidecar / "ledger"
+
+    @property
+    def audit_file(self) -> Path:
+        return self.sidecar / "audit.jsonl"
+
+    def receipt_file(self, session: str) -> Path:
+        return self.sidecar / "receipts" / f"{check_name(session)}.rcpt"
+
+    def _check_dir(self) -> None:
+        if not self.path.parent.is_dir():
+            raise RoomUnavailable(f"room directory {self.path.parent} does not exist")
+
+    def _ensure_sidecar(self, *, create: bool) -> bool:
+        """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
+        try:
+            st = os.lstat(self.sidecar)
+        except FileNotFoundError:
+            if not create:
+                return False
+            self._check_dir()
+            try:
+                os.mkdir(self.sidecar, 0o700)
+            except FileExistsError:
+                pass  # another process created it first; the checks below still apply
+            except OSError as exc:
+                raise RoomUnavailable(
+                    f"cannot create {self.sidecar}: {exc.strerror} "
+                    f"(is {self.path.parent} writable?)"
+                ) from None
+            try:
+                st = os.lstat(self.sidecar)
+            except FileNotFoundError:
+                raise RoomUnavailable(
+                    f"sidecar {self.sidecar} vanished while being created"
+                ) from None
+        # A symlinked or foreign-owned sidecar could redirect our writes or feed us forged
+        # receipts, so refuse rather than follow it.
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: it is a symlink")
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: it is not a directory")
+        if st.st_uid != os.geteuid():
+            raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: owned by uid {st.st_uid}")
+        return True
+
+    @contextmanager
+    def _lock(self, *, shared: bool) -> Iterator[None]:
+        self._ensure_sidecar(create=True)
+        try:
+            with locked(self.lock_file, shared=shared):
+                yield
+        except PermissionError as exc:
+            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
+
+    # ----- state --------------------------------------------------------------------------
+    def _ledger(self) -> L.Ledger:
+        return L.load_ledger(self.ledger_file, hint=LEDGER_HINT) or self._fresh_ledger()
+
+    def _fresh_ledger(self) -> L.Ledger:
+        """The state to start from when there is no ledger (yet, or any more).
+
+        A receipt is always written after the ledger it refers to, so receipts without a ledger
+        mean it was lost or moved aside: start past every epoch and offset they name, so none
+        of them can authorise an ack against restarted offsets.
+        """
+        headers: list[L.ReceiptHeader] = []
+        try:
+            entries = list(os.scandir(self.sidecar / "receipts"))
+        except (FileNotFoundError, NotADirectoryError):
+            entries = []
+        for entry in entries:
+            if entry.name.endswith(".rcpt") and not atomic.is_temp_name(entry.name):
+                try:
+                    header = self._receipt_header(entry.name[: -len(".rcpt")])
+                except (CorruptState, AckdeckError):
+                    header = None  # an unreadable receipt can authorise nothing anyway
+                if header is not None:
+                    headers.append(header)
+        return L.fresh_ledger(headers)
+
+    def _store(self, ledger: L.Ledger) -> None:
+        L.store_ledger(self.ledger_file, ledger)
+
+    def _receipt_header(self, session: str) -> L.ReceiptHeader | None:
+        """The receipt's header line only: an ack normally never loads the consumed bytes."""
+        path = self.receipt_file(session)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            raw = os.read(fd, 1 << 16)
+        finally:
+            os.close(fd)
+        return L.decode_receipt_header(raw, path)
+
+    def _receipt(self, session: str) -> L.Receipt | None:
+        path = self.receipt_file(session)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        return L.decode_receipt(raw, path)
+
+    @staticmethod
+    def _stat_fd(fd: int) -> L.FileStat:
+        """A stat whose mtime belongs to a finished write (the rewrite rule depends on it).
+
+        ext4 updates mtime at the start of a buffered write and the size as it copies, both
+        under the inode lock, so a stat during an unlocked producer's append can show the new
+        mtime with the old size, which looks like an in-place rewrite. lseek(SEEK_HOLE) takes
+        the same inode lock (ext4, tmpfs, btrfs), so it returns only after a write in progress
+        at the first fstat finished. If the size did not change across it, no append was in
+        progress and the first stat is settled; if it grew, the second one is used (a size
+        that differs from a seen one makes the mtime rule moot; see ledger.rewritten_since).
+        """
+        first = os.fstat(fd)
+        try:
+            os.lseek(fd, 0, os.SEEK_HOLE)
+        except OSError:
+            pass  # a filesystem without SEEK_HOLE: the plain stat, as before
+        second = os.fstat(fd)
+        st = first if second.st_size == first.st_size else second
+        return L.stat_of(st, birth_ns(fd))
+
+    def _check_kind(self) -> None:
+        """Refuse a room that is not a regular file before anything is created beside it (no
+        `/dev/.null.ackdeck`, no sidecar next to a directory). Only a first, friendly check:
+        every open repeats it on the descriptor (O_NOFOLLOW, fstat), so a swap after this
+        check cannot redirect a write either."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        _refuse_unless_regular(self.path, st.st_mode)
+
+    def _open(self) -> int | None:
+        try:
+            # O_NONBLOCK: opening a FIFO by mistake must not hang; no effect on regular files.
+            # O_NOFOLLOW: a room swapped for a symlink after any check is refused, not followed.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        except PermissionError:
+            raise RoomUnavailable(f"cannot read room {self.path}: permission denied") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                _refuse_unless_regular(self.path, stat.S_IFLNK)
+            raise
+        try:
+            _refuse_unless_regular(self.path, os.fstat(fd).st_mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _settled_ledger(
+        self, fd: int, *, can_write: bool, persist_growth: bool = True
+    ) -> tuple[L.Ledger, L.FileStat, bool]:
+        """The ledger reconciled with the open file. Returns (ledger, file stat, changed).
+
+        Persists the change only when `can_write` (the exclusive lock is held). Reads persist
+        mere growth too (the high-water mark of what sessions have seen); an ack need not, as
+        it writes the identity of the file it leaves behind anyway.
+        """
+        cur = self._stat_fd(fd)
+        head = os.pread(fd, L.HEAD_BYTES, 0)
+        ledger = self._ledger()
+        verdict = L.classify(ledger, cur, head)
+        settled = L.settle(ledger, verdict, L.identity_of(cur, head))
+        if settled == ledger:
+            return ledger, cur, False
+        if can_write and (persist_growth or verdict != "grown"):
+            self._store(settled)
+            if verdict == "recovered" and ledger.pending is not None:
+                p = ledger.pending
+                self._audit(
+                    p.session, "recovered", settled.epoch, ledger.base, p.base, p.acked, 0, None
+                )
+        return settled, cur, True
+
+    # ----- replaced inodes (late unlocked writers, see core/inbox/prev_inodes.py) --------------
+    def _prevs_need_sweep(self, ledger: L.Ledger) -> bool:
+        return prev_inodes.need_sweep(self.sidecar, ledger, self._clock(), self._grace)
+
+    def _sweep_prevs(self, ledger: L.Ledger, *, only_newest: bool = False) -> tuple[L.Ledger, int]:
+        return prev_inodes.sweep(
+            self.path,
+            self.sidecar,
+            ledger,
+            now=self._clock(),
+            grace=self._grace,
+            store=self._store,
+            only_newest=only_newest,
+        )
+
+    def _maybe_sweep(self) -> None:
+        """Sweep replaced inodes if they hold late bytes (used by wait, which never acks)."""
+        if not self._ensure_sidecar(create=False):
+            return
+        ledger = self._ledger()
+        if not ledger.prev or not self._prevs_need_sweep(ledger):
+            return
+        with self._lock(shared=False):
+            fd = self._open()
+            if fd is None:
+                return
+            try:
+                ledger, _, _ = self._settled_ledger(fd, can_write=True)
+                self._sweep_prevs(ledger)
+            finally:
+                os.close(fd)
+
+    # ----- read ---------------------------------------------------------------------------
+    def read(
+        self,
+        session: str,
+        *,
+        deliver: Callable[[ReadResult], None] | None = None,
+        reader: str | None = None,
+    ) -> ReadResult:
+        """Every complete line in the room; records the session's receipt (replacing the old).
+
+        Recorded only once delivered: the lines are snapshotted, handed to `deliver` (which
+        writes them to the reader and raises if it cannot), and only then is the receipt
+        stored. If `deliver` raises, nothing is recorded and the session's previous receipt
+        stays as it was. `reader` binds the receipt to one reader (an MCP server instance):
+        only an ack with the same `reader` may use it (see ack()).
+        """
+        check_name(session)
+        self._check_dir()
+        self._check_kind()
+        try:
+            snap = self._snapshot(session, reader)
+        except OSError as exc:
+            raise write_error(self.path, exc, after="the room is unchanged; read again") from None
+        if snap is None:
+            result = ReadResult([], 0, 0, 0)
+            if deliver is not None:
+                deliver(result)
+            return result
+        result, header, data = snap
+        if deliver is not None:
+            deliver(result)  # outside the lock: a slow pipe must not hold up acks
+        if header is not None:
+            try:
+                self._commit_receipt(header, data)
+            except OSError as exc:
+                raise write_error(
+                    self.receipt_file(session), exc, after="no receipt was recorded; read again"
+                ) from None
+        return result
+
+    def _snapshot(
+        self, session: str, reader: str | None
+    ) -> tuple[ReadResult, L.ReceiptHeader | None, bytes] | None:
+        """The complete lines now in the room and the receipt that would record them (None
+        when there is no room and no sidecar: nothing to record)."""
+        if not self.path.exists() and not self._ensure_sidecar(create=False):
+            return None
+        shared = True
+        while True:
+            with self._lock(shared=shared):
+                fd = self._open()
+                if fd is None:
+                    ledger = self._ledger()
+                    return ReadResult([], ledger.base, ledger.base, ledger.epoch), None, b""
+                try:
+                    ledger, _, changed = self._settled_ledger(fd, can_write=not shared)
+                    if shared and (changed or self._prevs_need_sweep(ledger)):
+                        shared = False  # retry under the exclusive lock to record the change
+                        continue
+                    if not shared:
+                        ledger, _ = self._sweep_prevs(ledger)
+                    cur = self._stat_fd(fd)
+                    content = pread_all(fd, cur.size)
+                finally:
+                    os.close(fd)
+            data = complete_prefix(content)
+            # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
+            digest = Digest(data)
+            lines = split_lines(data)
+            header = L.ReceiptHeader(
+                session=session,
+                epoch=ledger.epoch,
+                start=ledger.base,
+                end=ledger.base + len(data),
+                lines=len(lines),
+                sha256=digest.hexdigest(),
+                read_at=self._clock(),
+                seen=L.identity_of(cur, content),
+                reader=reader,
+            )
+            result = ReadResult(lines, header.start, header.end, header.epoch, data)
+            return result, header, data
+
+    def _commit_receipt(self, header: L.ReceiptHeader, data: bytes) -> None:
+        """Store the receipt of a delivered read. Under the shared lock, so an exclusive
+        operation's leftover cleanup never removes the temp of a receipt being written. If
+        the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
+        offsets, head bytes) decide what this receipt may still remove."""
+        with self._lock(shared=True):
+            # Receipts are not fsynced: losing one only turns the next ack into a refused
+            # cold ack (the agent re-reads); it can never cause a deletion. Header and bytes
+            # are written as two chunks, never concatenated in memory.
+            (self.sidecar / "receipts").mkdir(mode=0o700, exist_ok=True)
+            target = self.receipt_file(header.session)
+            tmp = atomic.write_temp(
+                target, [L.encode_receipt_header(header), data], mode=0o600, fsync=False
+            )
+            atomic.replace(tmp, target, fsync=False)
+
+    # ----- ack ----------------------------------------------------------------------------
+    def ack(
+        self,
+        session: str,
+        *,
+        all: bool = False,  # noqa: A002 - CLI flag name
+        reader: str | None = None,
+        deliver: Callable[[ReadResult], None] | None = None,
+    ) -> AckResult:
+        """Remove exactly what `session` consumed (or, with all=True, every complete line).
+
+        Only a receipt handed to the same `reader` (see read()) authorises the ack; any
+        other is refused like a cold ack, so a restarted MCP server never acks lines that
+        only its dead predecessor was given.
+
+        With all=True and `deliver`, the lines are delivered first and only what was
+        delivered is removed (a read and an ack of that receipt, under the hood): `ack --all
+        | head` cannot clear lines nobody saw. The result's mode is then "all".
+        """
+        if all and deliver is not None:
+            got = self.read(session, reader=reader, deliver=deliver)
+            if not got.lines:
+                return AckResult("all", 0, 0, "no complete lines to ack", [])
+            res = self.ack(session, reader=reader)
+            mode: L.AckMode = "all" if res.mode == "prefix" else res.mode
+            return AckResult(mode, res.acked, res.preserved, res.message, got.lines)
+        check_name(session)
+        self._check_dir()
+        self._check_kind()
+        has_sidecar = self._ensure_sidecar(create=False)
+        if not self.path.exists() and not has_sidecar:
+            return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+        if not has_sidecar and not all:
+            # No sidecar, so no receipt: refuse without creating the sidecar, lock or ledger.
+            fd = self._open()
+            if fd is None:
+                return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+            try:
+                raise cold_ack(session, "no read", count_lines(fd, os.fstat(fd).st_size))
+            finally:
+                os.close(fd)
+        with self._lock(shared=False):
+            fd = self._open()
+            if fd is None:
+                return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+            try:
+                return self._ack_locked(fd, session, all, reader)
+            except OSError as exc:
+                # Anything before the rename leaves the room as it was (temps are removed on
+                # the way out or by the next ack); later failures are converted in _rewrite.
+                raise write_error(self.path, exc) from None
+            finally:
+                os.close(fd)
+
+    def _ack_locked(self, fd: int, session: str, ack_all: bool, reader: str | None) -> AckResult:
+        # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
+        # ack and carry late lines out of replaced inodes (so the unread count includes them).
+        # It never removes a line; the refusal itself records nothing.
+        ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
+        prev_inodes.remove_leftovers(self.path, self.sidecar, ledger)
+        ledger, _ = self._sweep_prevs(ledger)
+        header = None if ack_all else self._receipt_header(session)
+        if not ack_all and (header is None or header.acked):
+            why = "no read" if header is None else "no unacked read"
+            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
+        if header is not None and header.reader != reader:
+            # Another reader was given these lines; this one may never have seen them.
+            why = "no read by this reader (the last read went to another reader)"
+            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
+        if header is not None and header.seen is not None and not header.acked:
+            if L.rewritten_since(header.seen, cur):
+                # Rewritten in place after this read (e.g. truncated and refilled): the bytes
+                # at the head may be new lines identical to the consumed ones. New epoch.
+                head = os.pread(fd, L.HEAD_BYTES, 0)
+                ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
+                self._store(ledger)
+        size = os.fstat(fd).st_size
+        if ack_all:
+            dropped = complete_prefix(pread_all(fd, size))
+            if not dropped:
+                return AckResult("all", 0, 0, "no complete lines to ack", [])
+            plan = L.AckPlan("all", len(dropped))
+            acked, digest = dropped.count(b"\n"), L.sha256(dropped)
+            done = self._rewrite(fd, size, ledger, session, plan, acked, digest, None, dropped)
+            assert done is not None  # no verification step can refuse an ack-all
+            return done
+        assert header is not None and not header.acked  # refused above
+        plan = L.plan_offsets(header, ledger.epoch, ledger.base)
+        if plan.mode == "prefix":
+            if ledger.base == header.start:
+                # Fast path: nobody acked part of this read, so the whole receipt body must
+                # still be at the head; compared while the temp is written, before the rename.
+                with self._receipt_check(fd, header, plan.drop) as verify:
+                    done = self._rewrite(
+                        fd,
+                        size,
+                        ledger,
+                        session,
+                        plan,
+                        header.lines,
+                        header.sha256,
+                        header,
+                        None,
+                        verify=verify,
+                    )
+            else:
+                # Another session acked the first part: compare the rest byte for byte.
+                head = pread_all(fd, plan.drop)
+                receipt = self._receipt(session)
+                data = receipt.data if receipt is not None else b""
+                checked = L.plan_ack(header, data, ledger.epoch, ledger.base, head)
+                acked, digest = head.count(b"\n"), L.sha256(head)
+                done = (
+                    self._rewrite(fd, size, ledger, session, plan, acked, digest, header, None)
+                    if checked == plan
+                    else None
+                )
+            if done is not None:
+                return done
+            plan = L.HEAD_DIFFERS
+        self._mark_receipt_acked(header)
+        preserved = count_lines(fd, size)
+        if plan.mode == "stale":
+            self._audit(
+                session, "stale", ledger.epoch, ledger.base, ledger.base, 0, preserved, None
+            )
+            return AckResult(
+                "stale",
+                0,
+                preserved,
+                f"stale: {plan.reason}; nothing was removed. Read the room again, then ack",
+            )
+        return AckResult(plan.mode, 0, preserved, plan.reason)
+
+    def _rewrite(
+        self,
+        fd: int,
+        size: int,
+        ledger: L.Ledger,
+        session: str,
+        plan: L.AckPlan,
+        acked: int,
+        digest: str,
+        receipt: L.ReceiptHeader | None,
+        dropped_all: bytes | None,
+        *,
+        verify: Callable[[], bool] | None = None,
+    ) -> AckResult | None:
+        """Drop `plan.drop` head bytes by temp file + rename.
+
+        The head is verified already, or by `verify()` once the temp is written; if that says
+        no, the temp is removed and None is returned (the caller reports a stale ack).
+        """
+        st = os.fstat(fd)
+        copy = CountingCopy(fd, plan.drop, size)
+        pause("before-temp")
+        try:
+            tmp = atomic.write_temp(
+                self.path,
+                copy.chunks(),
+                mode=stat.S_IMODE(st.st_mode),
+                owner=(st.st_uid, st.st_gid),
+            )
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
+        pause("after-temp")
+        link: Path | None = None
+        try:
+            if verify is not None and not verify():
+                atomic.unlink_quietly(tmp)
+                return None
+            new_identity = L.identity_of(L.stat_of(os.stat(tmp), birth_ns_path(tmp)), copy.head)
+            link = prev_inodes.link_old_inode(self.path, self.sidecar, st)
+            pause("after-link")
+            now = self._clock()
+            prev = list(ledger.prev)
+            if link is not None:
+                entry = L.PrevInode(
+                    name=link.name, dev=st.st_dev, ino=st.st_ino, offset=size, since=now
+                )
+                # Never dropped here (its link would become an orphan, its late lines
+                # lost): sweeps retire the oldest beyond MAX_PREV once nobody holds them.
+                prev = [*prev, entry]
+            # Intent first: if we die after the rename, the next caller recognises the new
+            # inode as ours (and sweeps the linked old one) instead of starting a new epoch.
+            pending = ledger.model_copy(
+                update={
+                    "pending": L.PendingRewrite(
+                        identity=new_identity,
+                        base=ledger.base + plan.drop,
+                        session=session,
+                        acked=acked,
+                        at=now,
+                    ),
+                    "prev": prev,
+                }
+            )
+            self._store(pending)
+            pause("after-pending")
+            if not _same_inode(self.path, st):
+                # Replaced behind our back (a foreign rename) since we opened it: our copy is
+                # of a file that is no longer the room. Remove nothing.
+                self._store(ledger)
+                if link is not None:
+                    atomic.unlink_quietly(link)
+                atomic.unlink_quietly(tmp)
+                return AckResult(
+                    "stale",
+                    0,
+                    0,
+                    "stale: the room was replaced during the ack; nothing was removed. "
+                    "Read the room again, then ack",
+                )
+        except BaseException:
+            atomic.unlink_quietly(tmp)
+            raise
+        atomic.replace(tmp, self.path, fsync=False)
+        pause("after-rename")
+        try:
+            return self._finish(
+                fd,
+                size,
+                ledger,
+                pending,
+                link is not None,
+                plan,
+                digest,
+                receipt,
+                copy,
+                dropped_all,
+            )
+        except OSError as exc:
+            raise write_error(self.path, exc, after=RENAMED) from None
+
+    def _finish(
+        self,
+        fd: int,
+        size: int,
+        ledger: L.Ledger,
+        pending: L.Ledger,
+        linked: bool,
+        plan: L.AckPlan,
+        digest: str,
+        receipt: L.ReceiptHeader | None,
+        copy: CountingCopy,
+        dropped_all: bytes | None,
+    ) -> AckResult:
+        """Everything after the rename: sweeps, directory fsync, commit, audit, receipt."""
+        intent = pending.pending
+        assert intent is not None and intent.at is not None
+        session, acked, now = intent.session, intent.acked, intent.at
+        # Unlocked producers that opened the path before the rename wrote into the old inode:
+        # carry those bytes over now, again after the directory fsync, and (through the link)
+        # on every exclusive operation for PREV_GRACE_S. With no link (a filesystem without
+        # hard links) the open descriptor still allows the first two sweeps.
+        committed = pending.model_copy(
+            update={
+                "base": ledger.base + plan.drop,
+                "identity": intent.identity,
+                "pending": None,
+                "acked_total": ledger.acked_total + acked,
+                "last_ack_at": now,
+                "last_ack_session": session,
+            }
+        )
+        swept_lines = 0
+        fd_offset = size
+        if not linked:
+            fd_offset, n = self._sweep_fd(fd, fd_offset)
+            swept_lines += n
+        else:
+            pending, n = self._sweep_prevs(pending, only_newest=True)
+            swept_lines += n
+        pause("after-sweep")
+        atomic.fsync_dir(self.path.parent)
+        pause("after-fsync-dir")
+        if not linked:
+            fd_offset, n = self._sweep_fd(fd, fd_offset)
+            swept_lines += n
+        else:
+            # The sweep stores the ledger with `pending` still set, so a crash right after it is
+            # still recovered as our rename; the commit takes the swept offsets from it.
+            pending, n = self._sweep_prevs(pending, only_newest=True)
+            swept_lines += n
+        committed = committed.model_copy(
+            update={"prev": pending.prev, "late_total": pending.late_total}
+        )
+        remaining = copy.newlines + swept_lines
+        committed = committed.model_copy(
+            update={"preserved_total": ledger.preserved_total + remaining}
+        )
+        self._store(committed)
+        pause("after-commit")
+        self._audit(
+            session,
+            plan.mode,
+            ledger.epoch,
+            ledger.base,
+            ledger.base + plan.drop,
+            acked,
+            remaining,
+            digest,
+        )
+        pause("after-audit")
+        self._mark_receipt_acked(receipt)
+        pause("after-receipt")
+        lines = split_lines(dropped_all) if dropped_all is not None else None
+        msg = f"acked {acked} line(s); preserved {remaining} line(s) that arrived or remain unread"
+        return AckResult(plan.mode, acked, remaining, msg, lines)
+
+    def _sweep_fd(self, old_fd: int, offset: int) -> tuple[int, int]:
+        """Fallback sweep through the still-open old inode (no hard link available).
+
+        Returns (new offset, newlines carried)."""
+        late = complete_prefix(pread_all_from(old_fd, offset))
+        if not late:
+            return offset, 0
+        out = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            write_all(out, late)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        return offset + len(late), late.count(b"\n")
+
+    @contextmanager
+    def _receipt_check(
+        self, fd: int, header: L.ReceiptHeader, length: int
+    ) -> Iterator[Callable[[], bool]]:
+        """A started check: does the room start with exactly the bytes of `header`'s receipt?
+
+        Big heads are compared in a worker thread that overlaps the temp copy (see
+        ReceiptCheck); the answer is awaited before anything is renamed. A receipt whose body
+        does not match its own checksum is a clear error, not a stale ack."""
+        path = self.receipt_file(header.session)
+        try:
+            rfd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            yield lambda: False
+            return
+        corrupt = CorruptState(f"corrupt receipt {path}; it was left in place: read the room again")
+        try:
+            body_at = os.pread(rfd, 1 << 16, 0).find(b"\n") + 1
+            body_len = os.fstat(rfd).st_size - body_at
+            if body_at <= 0 or body_len != header.end - header.start:
+                raise corrupt
+            check = ReceiptCheck(fd, rfd, body_at, length)
+
+            def verify() -> bool:
+                if check.ok():
+                    return True
+                if hash_range(rfd, body_at, body_at + body_len) == header.sha256:
+                    return False  # the receipt is intact: the room's head changed
+                raise corrupt
+
+            try:
+                yield verify
+            finally:
+                check.join()  # never leave a thread reading descriptors about to be closed
+        finally:
+            os.close(rfd)
+
+    def _mark_receipt_acked(self, header: L.ReceiptHeader | None) -> None:
+        """Mark the read as acked: the receipt stays as a cursor (where the session stopped
+        reading, for unread counts) but can no longer authorise an ack.
+
+        Flips `"acked":false` to `"acked":true ` in place with one pwrite of the same length
+        (a rename would cost more than the rest of a small ack); falls back to a rewrite.
+        """
+        if header is None:
+            return
+        path = self.receipt_file(header.session)
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            line = os.pread(fd, 1 << 16, 0).partition(b"\n")[0]
+            at = line.find(b'"acked":false')
+            if at >= 0 and L.ReceiptHeader.model_validate_json(line) == header:
+                os.pwrite(fd, b'"acked":true ', at)
+                return
+        finally:
+            os.close(fd)
+        cursor = header.model_copy(
+            update={"acked": True, "start": header.end, "lines": 0, "sha256": L.sha256(b"")}
+        )
+        atomic.atomic_write(path, L.encode_receipt(L.Receipt(cursor, b"")), fsync=False)
+
+    def _audit(
+        self,
+        session: str,
+        mode: str,
+        epoch: int,
+        start: int,
+        end: int,
+        acked: int,
+        preserved: int,
+        digest: str | None,
+    ) -> None:
+        entry = {
+            "at": self._clock(),
+            "session": session,
+            "mode": mode,
+            "epoch": epoch,
+            "start": start,
+            "end": end,
+            "acked": acked,
+            "preserved": preserved,
+            "sha256": digest,
+        }
+        # One O_APPEND write per entry, under the exclusive lock: entries never interleave.
+        fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            write_all(fd, (json.dumps(entry) + "\n").encode())
+        finally:
+            os.close(fd)
+
+    # ----- push ---------------------------------------------------------------------------
+    def push(self, line: str | bytes) -> int:
+        """Append one line under the shared lock; return the logical offset where it starts.
+
+        A str is encoded as UTF-8 with surrogateescape, so bytes that came in through argv
+        (`room push r $'\\xff'`) are written exactly."""
+        try:
+            data = line.encode("utf-8", "surrogateescape") if isinstance(line, str) else bytes(line)
+        except UnicodeEncodeError:
+            raise InvalidInput("a pushed line must be valid text or bytes") from None
+        if not data:
+            # An empty notification carries nothing and only costs the reader a turn.
+            raise InvalidInput("a pushed line must not be empty")
+        if b"\n" in data:
+            raise InvalidInput("a pushed line must not contain a newline")
+        if b"\0" in data:
+            raise InvalidInput("a pushed line must not contain a NUL byte")
+        data += b"\n"
+        # The hot path of every producer: the lock and ledger descriptors stay open across
+        # pushes (see core/inbox/push_handles.py). The mutex keeps threads sharing this Room from
+        # unlocking each other's flock on the shared descriptor.
+        with self._push_mutex:
+            for _ in range(8):
+                h = self._handles
+                if h is None or not h.usable():
+                    h = self._handles = self._open_handles()
+                lock = h.lock_fd
+                fcntl.flock(lock, fcntl.LOCK_SH)
+                try:
+                    # Is the ledger path still the inode we hold? A moved-aside ledger or a
+                    # removed sidecar shows up as another inode (ours is held open, so its
+                    # number cannot be reused) or as missing.
+                    try:
+                        same = os.stat(self._ledger_s).st_ino == h.ledger_ino
+                    except FileNotFoundError:
+                        same = False
+                    if same:
+                        # Before the write: a corrupt ledger must fail the push with nothing
+                        # appended, or a retrying producer would duplicate the line.
+                        slots = os.pread(h.ledger_fd, SLOTS_SPAN, 0)
+                        if slots != h.slots:
+                            h.base = L.load_base(
+                                self._ledger_s,
+                                hint=LEDGER_HINT,
+                                fresh=lambda: self._fresh_ledger().base,
+                            )
+                            h.slots = slots
+                        return h.base + self._append(data, lock)
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                self._drop_handles()  # the sidecar or ledger was replaced: validate it again
+        raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
+
+    def _append(self, data: bytes, lock: int) -> int:
+        """One O_APPEND write (concurrent pushers never interleave); the offset in the file.
+
+        The shared lock is held on `lock`. A write that stops short (a full disk) is undone
+        before the error is raised, so a retry is never glued onto a fragment."""
+        try:
+            # O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging; with a
+            # reader it opens and fstat refuses it. O_NOFOLLOW: never write through a symlink.
+            fd = os.open(
+                self._path_s,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+                0o644,
+            )
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                _refuse_unless_regular(self.path, stat.S_IFLNK)
+            if exc.errno == errno.ENXIO:
+                _refuse_unless_regular(self.path, stat.S_IFIFO)
+            raise write_error(self.path, exc) from None
+        try:
+            _refuse_unless_regular(self.path, os.fstat(fd).st_mode)
+            try:
+                n = os.write(fd, data)
+            except OSError as exc:
+                raise write_error(self.path, exc) from None  # nothing was written
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            if n != len(data):
+                # Not retried: a second O_APPEND write could land after another pusher's
+                # line and split ours in two.
+                left = _remove_fragment(self.path, fd, lock, data[:n], end)
+                raise write_error(
+                    self.path, OSError(errno.ENOSPC, "short write"), after=left
+                ) from None
+            return end - len(data)
+        finally:
+            os.close(fd)
+
+    def _open_handles(self) -> PushHandles:
+        """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
+        under the exclusive lock like every ledger store)."""
+        self._check_dir()
+        self._check_kind()  # before the sidecar exists: no `/dev/.null.ackdeck`
+        self._ensure_sidecar(create=True)
+        try:
+            lock = os.open(self._lock_s, os.O_RDWR | os.O_CREAT, 0o600)
+        except PermissionError as exc:
+            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
+        try:
+            try:
+                ledger = os.open(self._ledger_s, os.O_RDONLY)
+            except FileNotFoundError:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                try:
+                    if not os.path.exists(self._ledger_s):
+                        self._store(self._fresh_ledger())
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                ledger = os.open(self._ledger_s, os.O_RDONLY)
+        except BaseException:
+            os.close(lock)
+            raise
+        return PushHandles(lock, ledger, os.fstat(ledger).st_ino)
+
+    def close(self) -> None:
+        """Close the descriptors kept for push (also done when the Room is collected)."""
+        with self._push_mutex:
+            self._drop_handles()
+
+    def _drop_handles(self) -> None:
+        h, self._handles = self._handles, None
+        if h is not None:
+            h.close()
+
+    # ----- status -------------------------------------------------------------------------
+    def status(self) -> RoomStatus:
+        """Counters for the room and every session that has read it. Never writes the room."""
+        has_sidecar = self._ensure_sidecar(create=False)
+        if has_sidecar:
+            # Open the file only once the lock is held: a file opened before it may be the
+            # inode an ack has just renamed away, which the ledger no longer describes (the
+            # snapshot would show a phantom new epoch with the old bytes counted twice).
+            with locked(self.lock_file, shared=True):
+                return self._status_of_path(has_sidecar)
+        return self._status_of_path(has_sidecar)
+
+    def _status_of_path(self, has_sidecar: bool) -> RoomStatus:
+        fd = self._open()
+        if fd is None:
+            ledger = self._ledger() if has_sidecar else L.Ledger()
+            return RoomStatus(
+                self.path,
+                False,
+                0,
+                0,
+                ledger.acked_total,
+                ledger.preserved_total,
+                ledger.base,
+                ledger.epoch,
+                ledger.last_ack_at,
+                {},
+                ledger.late_total,
+                sum(p.held_at is not None for p in ledger.prev),
+            )
+        try:
+            return self._status_locked(fd)
+        finally:
+            os.close(fd)
+
+    def _status_locked(self, fd: int) -> RoomStatus:
+        ledger, _, _ = self._settled_ledger(fd, can_write=False)
+        size = os.fstat(fd).st_size
+        receipts: dict[str, L.ReceiptHeader] = {}
+        receipts_dir = self.sidecar / "receipts"
+        # scandir, not glob: glob skips names starting with "." (session ".hidden").
+        try:
+            names = sorted(
+                e.name[: -len(".rcpt")]
+                for e in os.scandir(receipts_dir)
+                if e.name.endswith(".rcpt") and not atomic.is_temp_name(e.name)
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+        for name in names:
+            try:
+                # Header only: counters never need the consumed bytes (maybe the whole room).
+                header = self._receipt_header(name)
+            except (CorruptState, AckdeckError):
+                continue  # status stays usable; read/ack report the corrupt receipt
+            if header is not None:
+                receipts[name] = header
+        # Where each current-epoch session stopped reading, as a byte offset in the file.
+        cuts = {
+            n: max(0, h.end - ledger.base) for n, h in receipts.items() if h.epoch == ledger.epoch
+        }
+        pending, complete_len, before = newline_census(fd, size, cuts.values())
+        sessions: dict[str, SessionStatus] = {}
+        for name, h in receipts.items():
+            if name not in cuts:
+                sessions[name] = SessionStatus(0, pending)  # stale read: everything is unread
+                continue
+            read = before[cuts[name]]
+            sessions[name] = SessionStatus(0 if h.acked else read, pending - read)
+        return RoomStatus(
+            self.path,
+            True,
+            pending,
+            size - complete_len,
+            ledger.acked_total,
+            ledger.preserved_total,
+            ledger.base + size,
+            ledger.epoch,
+            ledger.last_ack_at,
+            sessions,
+            ledger.late_total,
+            sum(p.held_at is not None for p in ledger.prev),
+        )
+
+    # ----- wait ---------------------------------------------------------------------------
+    def wait(
+        self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
+    ) -> bool:
+        """Block until `session` has unread complete lines (True) or the timeout passes (False).
+
+        Watches the directory, not the file: an ack renames a new inode over the file and a
+        watch on the old one would go silent.
+        """
+        import watchfiles  # local: only wait needs the watcher
+
+        check_name(session)
+        self._check_dir()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._unread(session) > 0:
+            return True
+        if deadline is not None and deadline <= time.monotonic():
+            return False
+        name = self.path.name
+        # Any event for the room name is a reason to re-check. The watcher also wakes every
+        # `step_ms` without events, which bounds the race between the first check above and
+        # the watcher starting, and lets late bytes in a replaced inode be swept.
+        step_ms = 250 if timeout is None else max(10, min(250, int(timeout * 1000)))
+        for _ in watchfiles.watch(
+            self.path.parent,
+            watch_filter=lambda _c, p: os.path.basename(p) == name,
+            debounce=20,
+            step=10,
+            rust_timeout=step_ms,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            recursive=False,
+        ):
+            if self._unread(session) > 0:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            if stop is not None and stop():
+                return False
+        return False
+
+    def _unread(self, session: str) -> int:
+        self._maybe_sweep()
+        st = self.status()
+        if session in st.sessions:
+            return st.sessions[session].unread
+        return st.pending
+
+
+def _refuse_unless_regular(path: Path, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISLNK(mode):
+        raise RoomUnavailable(
+            f"room {path} is a symlink; refusing to follow it (anyone who can write its "
+            "directory could point acks at another file). Use the target's path, or opt in "
+            "with --follow-symlinks"
+        )
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a special file"
+    )
+    raise RoomUnavailable(f"room {path} is {kind}, not a regular file")
+
+
+def _remove_fragment(path: Path, fd: int, lock: int, fragment: bytes, end: int) -> str:
+    """Undo the first `len(fragment)` bytes of a line whose write stopped short at `end`.
+
+    Says exactly what the room holds afterwards (the tail of the one-line error). Takes the
+    exclusive lock (flock converts ours) so no locked pusher or ack moves the file meanwhile.
+    """
+    n = len(fragment)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    st = os.fstat(fd)
+    if _same_inode(path, st) and st.st_size == end:
+        os.ftruncate(fd, end - n)  # nothing after the fragment: the room is as it was
+        return UNCHANGED
+    if _same_inode(path, st):
+        # Another writer appended after the fragment; cutting it out would need the space
+        # we lack. End it with a newline in place (one overwritten byte, no new space), so
+        # the next line is not glued onto it. pwrite needs a descriptor without O_APPEND.
+        wfd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if (os.fstat(wfd).st_dev, os.fstat(wfd).st_ino) == (st.st_dev, st.st_ino):
+                os.pwrite(wfd, b"\n", end - 1)
+                return (
+                    f"another writer appended after the partial line, so its first {n - 1} "
+                    "byte(s) were left as a line of their own; every other line is intact"
+                )
+        finally:
+            os.close(wfd)
+    return (
+        f"the room was replaced meanwhile; a partial line of {n} byte(s) may remain at its "
+        "end, where the next line would be glued onto it"
+    )
+
+
+def _same_inode(path: Path, st: os.stat_result) -> bool:
+    # lstat: a symlink swapped in for the room is not the room.
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+
+
+def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:
+    """The common poller line `[ts] [room] sender: body`, flattened to one line."""
+    stamp = time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ" if utc else "%Y-%m-%dT%H:%M:%S",
+        time.gmtime(ts) if utc else time.localtime(ts),
+    )
+    flat = " ".join(body.replace("\0", " ").splitlines())
+    return f"[{stamp}] [{room}] {sender}: {flat}"

@@ -1,0 +1,1 @@
+"""Monitors and wakes: runs, supervisors, scanning, shown sets, the gate, wake records."""

@@ -1,0 +1,436 @@
+"""Monitored processes: start under a detached supervisor, list, kill, and detect lost ones.
+
+Each start of NAME is a new run (`procs/NAME/RUN_ID/`, see core/watch/runs.py). `start` validates
+everything it can (names, regexes, cwd, that the command exists) before anything is created, then
+spawns `python -m core.watch.supervisor`, which detaches, takes the run's supervisor lock, starts
+the command with stdout+stderr going straight into `output.log`, and reports back over a pipe."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.base.home import resolve_home
+from core.base.locks import locked
+from core.base.names import check_name
+from core.errors import CorruptState, InvalidInput, ProcessError
+from core.watch import holders
+from core.watch.monitors import compile_pattern
+from core.watch.runs import (
+    STARTUP_GRACE,
+    MonitorModel,
+    RunMeta,
+    kill_marker,
+    load_meta,
+    lock_path,
+    new_run_id,
+    output_path,
+    pid_alive,
+    run_dir,
+    run_dirs,
+    store_meta,
+    supervisor_alive,
+    unsupervised,
+)
+from core.watch.tail import Tail, total_matches
+
+Clock = Callable[[], float]
+HomeArg = str | os.PathLike[str] | None
+# The package root, so the supervisor imports this very `core` whatever the user's cwd holds.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+CHILD_PYTHONPATH = "ACKDECK_CHILD_PYTHONPATH"
+_UNSET = "<ackdeck:unset>"  # env values cannot hold NUL
+HANDSHAKE_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    pattern: str
+    exclude: bool = False  # inverted filter: wake on lines NOT matching
+    cooldown_ms: int = 1000
+    max_events: int | None = None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    name: str
+    run_id: str
+    pid: int | None
+    status: str  # "running" | "exited" | "killed" | "lost"
+    exit_code: int | None  # signals as 128+N
+    started_at: float
+    ended_at: float | None
+    argv: list[str]
+    cwd: str
+    session: str
+    monitors: list[MonitorSpec]
+    matches: int  # total monitor matches so far in this run
+    run_dir: Path = field(compare=False)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "run_id": self.run_id,
+            "pid": self.pid,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
+
+
+def _info(meta: RunMeta, rdir: Path) -> RunInfo:
+    return RunInfo(
+        name=meta.name,
+        run_id=meta.run_id,
+        pid=meta.pid,
+        status=meta.status,
+        exit_code=meta.exit_code,
+        started_at=meta.started_at,
+        ended_at=meta.ended_at,
+        argv=list(meta.argv),
+        cwd=meta.cwd,
+        session=meta.session,
+        monitors=[MonitorSpec(**m.model_dump()) for m in meta.monitors],
+        matches=total_matches(rdir),
+        run_dir=rdir,
+    )
+
+
+# ----- start -------------------------------------------------------------------------------
+def _check_monitor(m: MonitorSpec) -> MonitorModel:
+    compile_pattern(m.pattern)
+    if not isinstance(m.cooldown_ms, int) or m.cooldown_ms < 0:
+        raise InvalidInput(f"invalid cooldown {m.cooldown_ms!r} ms: use an integer >= 0")
+    if m.max_events is not None and (not isinstance(m.max_events, int) or m.max_events < 1):
+        raise InvalidInput(f"invalid max-events {m.max_events!r}: use an integer >= 1")
+    return MonitorModel(
+        pattern=m.pattern, exclude=m.exclude, cooldown_ms=m.cooldown_ms, max_events=m.max_events
+    )
+
+
+def _check_command(cmd: str, cwd: Path) -> None:
+    if "\0" in cmd or cmd == "":
+        raise ProcessError("cannot start an empty command")
+    if "/" in cmd:
+        path = cwd / cmd
+        if not path.is_file():
+            raise ProcessError(f"cannot start {cmd!r}: no such file")
+        if not os.access(path, os.X_OK):
+            raise ProcessError(f"cannot start {cmd!r}: permission denied (not executable)")
+    elif shutil.which(cmd) is None:
+        raise ProcessError(f"cannot start {cmd!r}: command not found in PATH")
+
+
+def start(
+    home: HomeArg,
+    name: str,
+    argv: list[str],
+    *,
+    session: str = "default",
+    monitors: Sequence[MonitorSpec] = (),
+    cwd: str | None = None,
+    clock: Clock = time.time,
+) -> RunInfo:
+    """Start `argv` as a new run of `name`; returns once the command is running."""
+    check_name(name, "process")
+    check_name(session)
+    if not argv:
+        raise InvalidInput("no command given: use `ackdeck run NAME -- CMD ARG...`")
+    models = [_check_monitor(m) for m in monitors]
+    if any("\0" in arg for arg in argv):
+        # exec cannot pass a NUL; refusing here keeps the run directory from ever existing.
+        raise InvalidInput("a command argument contains a NUL byte")
+    wd = Path(cwd if cwd is not None else os.getcwd()).absolute()
+    if not wd.is_dir():
+        why = "not a directory" if wd.exists() else "no such directory"
+        raise ProcessError(f"cannot start in {wd}: {why}")
+    _check_command(argv[0], wd)
+    h = resolve_home(home)
+
+    now = clock()
+    run_id = new_run_id(now)
+    rdir = run_dir(h, name, run_id)
+    rdir.mkdir(mode=0o700, parents=True)
+    output_path(rdir).touch(mode=0o600)
+    store_meta(
+        rdir,
+        RunMeta(
+            name=name,
+            run_id=run_id,
+            argv=list(argv),
+            cwd=str(wd),
+            session=session,
+            monitors=models,
+            created_at=now,
+            started_at=now,
+        ),
+    )
+    try:
+        _spawn_supervisor(h, rdir)
+    except BaseException:
+        # Nothing is running: leave no half-made run behind.
+        shutil.rmtree(rdir, ignore_errors=True)
+        raise
+    return get_run(h, name, run_id)
+
+
+def _spawn_supervisor(home: Path, rdir: Path) -> None:
+    env = dict(os.environ)
+    env[CHILD_PYTHONPATH] = env.get("PYTHONPATH", _UNSET)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
+    r, w = os.pipe()
+    try:
+        with open(rdir / "supervisor.log", "ab") as log:
+            launcher = subprocess.Popen(
+                [sys.executable, "-m", "core.watch.supervisor", "--home", str(home)]
+                + ["--run-dir", str(rdir), "--ready-fd", str(w)],
+                pass_fds=(w,),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=rdir,  # never the user's cwd: a `core/` there must not shadow ours
+                env=env,
+                start_new_session=True,  # no terminal signals, survives the caller
+            )
+        os.close(w)
+        w = -1
+        launcher.wait()  # the launcher forks the real supervisor and exits at once
+        reply = _read_reply(r)
+    finally:
+        if w >= 0:
+            os.close(w)
+        os.close(r)
+    if reply is None:
+        detail = _last_line(rdir / "supervisor.log")
+        raise ProcessError(f"the supervisor did not start{': ' + detail if detail else ''}")
+    if not reply.get("ok"):
+        raise ProcessError(str(reply.get("error") or "the command could not be started"))
+
+
+def _read_reply(fd: int) -> dict[str, object] | None:
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        reply = json.loads(data.decode() or "null")
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:200] if lines else ""
+
+
+# ----- query -------------------------------------------------------------------------------
+def _load(rdir: Path) -> RunMeta | None:
+    try:
+        return load_meta(rdir)
+    except CorruptState:
+        return None  # a broken run directory is skipped rather than breaking every listing
+
+
+def reconcile(home: Path, name: str | None = None, *, clock: Clock = time.time) -> None:
+    """Detect runs whose supervisor died: each becomes status `lost` and a monitor-lost wake.
+
+    The explicit write step: listings (`list_runs`, `wakes.scan_wakes`) do not call it, so a
+    query never changes state; the doors call it first where they want lost runs to show up.
+    """
+    for rdir in unsupervised(home, name):
+        check_lost(home, rdir, clock=clock)
+
+
+def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
+    meta = _load(rdir)
+    if meta is None or meta.status != "running" or supervisor_alive(rdir):
+        return
+    if meta.supervisor_pid is None and clock() - meta.created_at < STARTUP_GRACE:
+        return  # still starting up
+    with locked(lock_path(rdir)):
+        meta = _load(rdir)
+        # Re-check under the lock: the supervisor writes its final status under it before it
+        # lets go of its own lock, so a clean exit is never mistaken for a crash.
+        if meta is None or meta.status != "running" or supervisor_alive(rdir):
+            return
+        child_alive = pid_alive(meta.pid) or bool(
+            holders.writers(output_path(rdir), skip=os.getpid())
+        )
+        now = clock()
+        tail = Tail(home, rdir, meta, clock=clock)
+        # Wake first, status second: if we die in between, the next caller redoes both and
+        # the wake store deduplicates the lines.
+        tail.finish(
+            kind="monitor-lost",
+            status="lost",
+            exit_code=None,
+            final_fragment=not child_alive,
+        )
+        reason = "supervisor died" + ("; the command may still be running" if child_alive else "")
+        store_meta(
+            rdir, meta.model_copy(update={"status": "lost", "ended_at": now, "lost_reason": reason})
+        )
+
+
+def list_runs(
+    home: HomeArg, *, latest_only: bool = False, clock: Clock = time.time
+) -> list[RunInfo]:
+    """Every run, sorted by (name, started_at); with latest_only, the newest run of each name.
+    A query: call `reconcile` first to have dead supervisors reported as `lost`."""
+    h = resolve_home(home)
+    infos = []
+    for rdir in run_dirs(h):
+        meta = _load(rdir)
+        if meta is not None:
+            infos.append(_info(meta, rdir))
+    infos.sort(key=lambda i: (i.name, i.started_at, i.run_id))
+    if latest_only:
+        latest: dict[str, RunInfo] = {}
+        for i in infos:
+            latest[i.name] = i
+        infos = list(latest.values())
+    return infos
+
+
+def get_run(
+    home: HomeArg, name: str, run_id: str | None = None, *, clock: Clock = time.time
+) -> RunInfo:
+    """A run of `name` (the latest one if run_id is None); ProcessError if unknown."""
+    h = resolve_home(home)
+    check_name(name, "process")
+    if run_id is not None:
+        rdir = run_dir(h, name, run_id)
+        if not rdir.is_dir():
+            raise ProcessError(f"unknown run {run_id!r} of process {name!r}")
+        candidates = [rdir]
+    else:
+        candidates = run_dirs(h, name)
+    metas = [(m, d) for d in candidates if (m := _load(d)) is not None]
+    if not metas:
+        raise ProcessError(f"unknown process {name!r}: start it with `ackdeck run {name} -- CMD`")
+    meta, rdir = max(metas, key=lambda md: (md[0].started_at, md[0].run_id))
+    if meta.status == "running":
+        check_lost(h, rdir, clock=clock)
+        meta = _load(rdir) or meta
+    return _info(meta, rdir)
+
+
+# ----- kill --------------------------------------------------------------------------------
+def kill(
+    home: HomeArg,
+    name: str,
+    *,
+    grace: float = 3.0,
+    run_id: str | None = None,
+    clock: Clock = time.time,
+) -> RunInfo:
+    """TERM the latest run's processes, KILL them after `grace` seconds if still alive.
+
+    The run's processes are its command's process group plus anything still writing its
+    output. They are stopped whatever the run's status: after the command itself exited, its
+    children live on in its group (recognised by the run's mark in their environment, never by
+    the group number alone, which the system may reuse). A `lost` run (its supervisor died)
+    may still have a live command too, though nobody is left to record an exit code.
+    """
+    h = resolve_home(home)
+    info = get_run(h, name, run_id, clock=clock)
+    if info.pid is None:
+        return info
+    pgid = info.pid  # the command leads its own session, so its pid is its group id
+    if _ours(info, pgid):
+        kill_marker(info.run_dir).touch()
+        _signal_run(info, pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while _ours(info, pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _ours(info, pgid):
+            _signal_run(info, pgid, signal.SIGKILL)
+    elif info.status != "running":
+        return info
+    # Nothing left to signal while the run still reads `running` (the command just exited, or
+    # a concurrent kill got there first): its supervisor is finishing; report what it records
+    # rather than a stale `running` that reads as "the kill failed".
+    # Give the supervisor time to record the exit status it observes (it does so within
+    # milliseconds; the bound only matters on a machine under heavy load).
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:
+        meta = _load(info.run_dir)
+        if meta is None or meta.status != "running" or not supervisor_alive(info.run_dir):
+            break
+        time.sleep(0.02)
+    return get_run(h, name, info.run_id, clock=clock)
+
+
+def alive(info: RunInfo) -> bool:
+    """Does the run still have a live process (its command, or children it left behind)?"""
+    return info.pid is not None and _ours(info, info.pid)
+
+
+# A command starts before the supervisor records the run's start, and /proc's start times
+# only err early (boot time in whole seconds); the slack only absorbs a clock step.
+_START_SLACK = 1.0
+
+
+def _our_group(info: RunInfo, pgid: int) -> bool:
+    """Is live group `pgid` still this run's command group? Once the group emptied, the system
+    may give the number to an unrelated process group (pid numbers wrap within hours), even
+    while the run is `running` (a setsid'd child still writes its output) or `lost`."""
+    members = holders.group_members(pgid)
+    if members is None:  # no /proc: only the group test remains
+        return holders.group_alive(pgid)
+    if any(holders.carries_mark(p, info.run_dir) for p in members):
+        return True
+    # A command that rewrote its environment (setproctitle) no longer shows the mark: its
+    # group is recognised by its leader, which started no later than the run did.
+    started = holders.start_time(pgid) if pgid in members else None
+    return started is not None and started <= info.started_at + _START_SLACK
+
+
+def _ours(info: RunInfo, pgid: int) -> bool:
+    if info.status in ("running", "lost") and _our_group(info, pgid):
+        return True
+    return bool(_targets(info, pgid))
+
+
+def _targets(info: RunInfo, pgid: int) -> list[int]:
+    """Live processes of the run: group members and writers of its output. Once the run is
+    over, only those carrying the run's mark (a reused group number is someone else's)."""
+    if info.status == "running":
+        output = output_path(info.run_dir)
+        found = holders.writers(output, skip=os.getpid())
+        if _our_group(info, pgid):
+            found = sorted(set(found) | set(holders.group_members(pgid) or []))
+        return found
+    found = holders.run_processes(info.run_dir, output_path(info.run_dir), pgid)
+    return [p for p in found if holders.carries_mark(p, info.run_dir)]
+
+
+def _signal_run(info: RunInfo, pgid: int, sig: int) -> None:
+    if info.status in ("running", "lost") and _our_group(info, pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+    holders.signal_all(_targets(info, pgid), sig)

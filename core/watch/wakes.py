@@ -1,0 +1,537 @@
+"""Wake records: what a monitor has to tell its owner session, and the push-ack drain.
+
+    wakes/SESSION/NAME.json   one WakeRecord per owner session and process name
+    wakes/SESSION/.lock       flock for every read-modify-write of that session's records
+
+A record gathers every run of NAME: each line carries the run that produced it, each run's exit
+(or monitor-lost) notice is kept on its own, and a drain delivers one item per run, so reusing a
+name never mixes runs and every run's exit is reported.
+
+Records are validated (core/base/record.py) with unknown fields ignored and replaced atomically
+under the lock. A file that fails to parse is skipped and reported, never deleted: a merge that
+finds one renames it aside (`NAME.json.corrupt-…`) and starts a fresh record, so neither is lost.
+
+The drain is the room ack one level up: take a snapshot of the deliverable lines, settle (wait
+for the owner's in-flight reads), gate each line against what the owner was shown in that run,
+push the survivors, then ack exactly the snapshot. Lines merged meanwhile stay pending.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.base import atomic
+from core.base.home import resolve_home, wakes_dir
+from core.base.locks import locked
+from core.base.names import check_name
+from core.base.record import Record, Struct
+from core.errors import CorruptState, InvalidName, RecordError
+from core.watch import gate, shown
+from core.watch.runs import load_meta, run_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver wakes
+    from core.watch.monitors import MatchedLine
+
+Clock = Callable[[], float]
+MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropped`
+KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
+
+
+class WakeLine(Record):
+    run_id: str
+    start: int
+    end: int
+    text: str
+
+
+class WakeNotice(Record):
+    """A pending `exited` / `monitor-lost` notice of one run."""
+
+    run_id: str
+    kind: str
+    status: str
+    exit_code: int | None = None
+    seq: int = 0  # a drain acks only the notice it delivered, not one merged meanwhile
+
+
+class WakeRecord(Record):
+    session: str
+    name: str
+    kind: str  # "match" | "monitor-lost" | "exited"
+    lines: list[WakeLine]
+    dropped: int
+    filter: str | None
+    exclude: bool
+    total_matches: int
+    status: str
+    created_at: float
+    updated_at: float
+    delivered_total: int = 0
+    superseded_total: int = 0
+    # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
+    # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
+    run_id: str | None = None
+    exit_code: int | None = None
+    notice_pending: bool = False  # any notice pending (kept for readers of older records)
+    notice_seq: int = 0
+    notices: list[WakeNotice] = []
+    matches_by_run: dict[str, int] = {}  # cumulative
+    dropped_by_run: dict[str, int] = {}  # not yet reported by a drain
+    # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
+    # owner was shown all of it, every dropped line was shown and nothing is left to report.
+    dropped_span_by_run: dict[str, tuple[int, int]] = {}
+    # The strongest pending notice in the single-slot form older readers (and records written
+    # before per-run notices, migrated on read) use.
+    notice_run_id: str | None = None
+    notice_status: str | None = None
+    notice_exit_code: int | None = None
+
+    @property
+    def pending(self) -> int:
+        """Items waiting: each pending line, plus 1 per pending exit / monitor-lost notice."""
+        return len(self.lines) + len(self.notices)
+
+
+class Delivery(Struct):
+    name: str
+    run_id: str
+    kind: str
+    filter: str | None
+    exclude: bool
+    lines: list[WakeLine]
+    total_matches: int
+    status: str = ""
+    exit_code: int | None = None
+    # Matched lines of this run that the per-record cap (MAX_LINES) dropped unseen: they are
+    # not in `lines`; read them with `ackdeck output NAME --run-id RUN --filter REGEX`.
+    dropped: int = 0
+
+
+class DrainResult(Struct):
+    delivered: list[Delivery]
+    superseded: int
+    pending: int
+    skipped: list[Path]
+
+
+DeliverWakes = Callable[[DrainResult], bool]
+
+
+# ----- storage -----------------------------------------------------------------------------
+def session_dir(home: Path, session: str) -> Path:
+    return wakes_dir(home) / check_name(session)
+
+
+def record_path(home: Path, session: str, name: str) -> Path:
+    return session_dir(home, session) / f"{check_name(name, 'process')}.json"
+
+
+@contextmanager
+def _session_locked(home: Path, session: str) -> Iterator[Path]:
+    d = session_dir(home, session)
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with locked(d / ".lock"):
+        yield d
+
+
+def _parse(path: Path) -> WakeRecord:
+    try:
+        rec = WakeRecord.model_validate_json(path.read_bytes())
+    except (RecordError, ValueError, UnicodeDecodeError):
+        raise CorruptState(
+            f"malformed wake file {path}; it was skipped and left in place"
+        ) from None
+    if rec.notice_pending and not rec.notices and rec.notice_run_id and rec.kind in KIND_RANK:
+        # A record from before per-run notices: its one pending notice becomes a list entry.
+        old = WakeNotice(
+            run_id=rec.notice_run_id,
+            kind=rec.kind,
+            status=rec.notice_status or rec.status,
+            exit_code=rec.notice_exit_code,
+            seq=rec.notice_seq,
+        )
+        rec = rec.model_copy(update={"notices": [old]})
+    return rec
+
+
+def _store(path: Path, record: WakeRecord) -> None:
+    atomic.atomic_write(path, record.model_dump_json().encode(), fsync=False)
+
+
+def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
+    """Parse every record file in a session dir: (records, malformed files kept on disk)."""
+    good: list[tuple[Path, WakeRecord]] = []
+    bad: list[Path] = []
+    try:
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
+    except FileNotFoundError:
+        return good, bad
+    for e in entries:
+        if e.name.startswith(".") or not e.is_file(follow_symlinks=False):
+            continue
+        path = Path(e.path)
+        if not e.name.endswith(".json"):
+            if ".json.corrupt-" in e.name:
+                bad.append(path)
+            continue
+        try:
+            good.append((path, _parse(path)))
+        except (CorruptState, OSError):
+            bad.append(path)
+    return good, bad
+
+
+def scan_wakes(
+    home: str | os.PathLike[str] | Path | None, session: str | None = None
+) -> tuple[list[WakeRecord], list[Path]]:
+    """Every record (of `session`, or all sessions) plus the malformed files that were skipped.
+    A query: call `procs.reconcile` first to have a dead supervisor show up as monitor-lost."""
+    h = resolve_home(home)
+    if session is not None:
+        dirs = [session_dir(h, session)]
+    else:
+        try:
+            dirs = sorted(Path(e.path) for e in os.scandir(wakes_dir(h)) if e.is_dir())
+        except FileNotFoundError:
+            dirs = []
+    records: list[WakeRecord] = []
+    skipped: list[Path] = []
+    for d in dirs:
+        good, bad = _scan_dir(d)
+        records.extend(r for _, r in good)
+        skipped.extend(bad)
+    records.sort(key=lambda r: (r.session, r.name))
+    return records, skipped
+
+
+def list_wakes(
+    home: str | os.PathLike[str] | Path | None, session: str | None = None
+) -> list[WakeRecord]:
+    """Records sorted by (session, name); malformed files are skipped (see scan_wakes)."""
+    return scan_wakes(home, session)[0]
+
+
+def merge(
+    home: Path,
+    session: str,
+    name: str,
+    *,
+    run_id: str,
+    kind: str,
+    lines: Sequence[MatchedLine] = (),
+    filter: str | None,
+    exclude: bool,
+    matches: int = 0,
+    status: str,
+    exit_code: int | None = None,
+    clock: Clock = time.time,
+) -> WakeRecord:
+    """Add matched lines and/or an exit / monitor-lost notice to the owner's record."""
+    now = clock()
+    with _session_locked(home, session):
+        path = record_path(home, session, name)
+        record: WakeRecord | None = None
+        if path.exists():
+            try:
+                record = _parse(path)
+            except CorruptState:
+                # Keep the bad file (renamed, still reported as skipped) and start afresh.
+                os.replace(path, path.with_name(f"{path.name}.corrupt-{int(now * 1000)}"))
+        if record is None:
+            record = WakeRecord(
+                session=session,
+                name=name,
+                kind="match",
+                lines=[],
+                dropped=0,
+                filter=filter,
+                exclude=exclude,
+                total_matches=0,
+                status=status,
+                created_at=now,
+                updated_at=now,
+            )
+        have = {(x.run_id, x.start, x.end) for x in record.lines}
+        new = [
+            WakeLine(run_id=run_id, start=m.start, end=m.end, text=m.text)
+            for m in lines
+            if (run_id, m.start, m.end) not in have
+        ]
+        all_lines = record.lines + new
+        dropped = max(0, len(all_lines) - MAX_LINES)
+        dropped_by_run = dict(record.dropped_by_run)
+        spans = dict(record.dropped_span_by_run)
+        for x in all_lines[:dropped]:
+            dropped_by_run[x.run_id] = dropped_by_run.get(x.run_id, 0) + 1
+            lo, hi = spans.get(x.run_id, (x.start, x.end))
+            spans[x.run_id] = (min(lo, x.start), max(hi, x.end))
+        matches_by_run = dict(record.matches_by_run)
+        if matches:
+            matches_by_run[run_id] = matches_by_run.get(run_id, 0) + matches
+        upd: dict[str, object] = {
+            "lines": all_lines[dropped:],
+            "dropped": record.dropped + dropped,
+            "dropped_by_run": dropped_by_run,
+            "dropped_span_by_run": spans,
+            "matches_by_run": matches_by_run,
+            "total_matches": record.total_matches + matches,
+            "status": status,
+            "run_id": run_id,
+            "exit_code": exit_code,
+            "updated_at": now,
+        }
+        if new or matches:
+            upd["filter"] = filter
+            upd["exclude"] = exclude
+        notices = list(record.notices)
+        if kind != "match":
+            seq = record.notice_seq + 1
+            upd["notice_seq"] = seq
+            notice = WakeNotice(
+                run_id=run_id, kind=kind, status=status, exit_code=exit_code, seq=seq
+            )
+            # One notice per run: the stronger one stays (monitor-lost > exited), else the
+            # newest replaces it. Other runs' notices are never touched.
+            old = next((n for n in notices if n.run_id == run_id), None)
+            if old is None:
+                notices.append(notice)
+            elif KIND_RANK[old.kind] <= KIND_RANK[kind]:
+                notices[notices.index(old)] = notice
+        upd.update(_notice_fields(notices))
+        record = record.model_copy(update=upd)
+        _store(path, record)
+        return record
+
+
+def _notice_fields(notices: list[WakeNotice]) -> dict[str, object]:
+    """The record-level summary of its pending notices: the strongest kind names the record."""
+    kind = max((n.kind for n in notices), key=KIND_RANK.__getitem__, default="match")
+    # The single-slot fields older readers use: the newest notice of the strongest kind.
+    top = max(notices, key=lambda n: (KIND_RANK[n.kind], n.seq), default=None)
+    return {
+        "notices": notices,
+        "notice_pending": bool(notices),
+        "kind": kind,
+        "notice_run_id": top.run_id if top else None,
+        "notice_status": top.status if top else None,
+        "notice_exit_code": top.exit_code if top else None,
+    }
+
+
+def dismiss(home: str | os.PathLike[str] | Path | None, session: str, name: str) -> bool:
+    """Remove the owner's record for `name`. False if there is none; a malformed one is kept."""
+    h = resolve_home(home)
+    with _session_locked(h, session):
+        path = record_path(h, session, name)
+        if not path.exists():
+            return False
+        _parse(path)  # refuses (CorruptState) rather than deleting a file it cannot read
+        os.unlink(path)
+        return True
+
+
+# ----- drain -----------------------------------------------------------------------------
+def drain(
+    home: str | os.PathLike[str] | Path | None,
+    session: str,
+    *,
+    settle_timeout: float = 2.0,
+    clock: Clock = time.time,
+    deliver: DeliverWakes | None = None,
+) -> DrainResult:
+    """Deliver what `session` was not shown, then ack exactly that snapshot.
+
+    With `deliver`, the result is handed to it before anything is acked; if it answers False
+    (the reader did not get it: a closed pipe, a failed write) nothing is acked.
+
+    Callers reconcile first (`core/watch/reconcile.py`) so that a dead supervisor is delivered as a
+    monitor-lost wake; this module stays below procs (procs -> tail -> wakes) without a cycle.
+    """
+    h = resolve_home(home)
+    check_name(session)
+    d = session_dir(h, session)
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # One drain per session at a time (a Stop hook and an MCP call may race): two concurrent
+    # drains would push the same snapshot twice. Merges use the other lock and never wait here.
+    with locked(d / ".drain.lock"):
+        return _drain(h, session, settle_timeout, clock, deliver)
+
+
+def _drain(
+    h: Path, session: str, settle_timeout: float, clock: Clock, deliver: DeliverWakes | None
+) -> DrainResult:
+    with _session_locked(h, session) as d:
+        snapshot, skipped = _scan_dir(d)
+    snapshot = [(p, r) for p, r in snapshot if r.pending]
+    if not snapshot:
+        return DrainResult([], 0, _pending_total(h, session), skipped)
+
+    # Settle: let in-flight reads of the owner finish so what they return counts as shown.
+    involved = {(r.name, x.run_id) for _, r in snapshot for x in r.lines}
+    involved |= {(r.name, n.run_id) for _, r in snapshot for n in r.notices}
+    shown.settle([run_dir(h, name, rid) for name, rid in sorted(involved)], session, settle_timeout)
+
+    delivered: list[Delivery] = []
+    superseded = 0
+    superseded_of: dict[Path, int] = {}
+    for path, rec in snapshot:
+        found, dropped = _decide(h, rec, session)
+        delivered.extend(found)
+        superseded += dropped
+        superseded_of[path] = dropped
+    if (
+        deliver is not None
+        and delivered
+        and not deliver(DrainResult(delivered, superseded, 0, skipped))
+    ):
+        # The reader never got it: ack nothing, everything stays pending for the next drain.
+        return DrainResult([], 0, _pending_total(h, session), skipped)
+
+    # Ack exactly the snapshot: remove the lines and notices we decided on (delivered or
+    # superseded); keep anything merged since.
+    with _session_locked(h, session) as d:
+        now_records, _ = _scan_dir(d)
+        current_by_path = dict(now_records)
+        for path, snap in snapshot:
+            current = current_by_path.get(path)
+            if current is None:
+                continue  # dismissed or replaced meanwhile; nothing of ours left to ack
+            decided = {(x.run_id, x.start, x.end) for x in snap.lines}
+            remaining = [x for x in current.lines if (x.run_id, x.start, x.end) not in decided]
+            acked = {(n.run_id, n.seq) for n in snap.notices}
+            notices = [n for n in current.notices if (n.run_id, n.seq) not in acked]
+            mine = [x for dl in delivered if dl.name == snap.name for x in dl.lines]
+            dropped_left = _minus(current.dropped_by_run, snap.dropped_by_run)
+            upd: dict[str, object] = {
+                "lines": remaining,
+                "delivered_total": current.delivered_total + len(mine),
+                "superseded_total": current.superseded_total + superseded_of[path],
+                "dropped_by_run": dropped_left,
+                "dropped_span_by_run": {
+                    k: v for k, v in current.dropped_span_by_run.items() if k in dropped_left
+                },
+                "updated_at": clock(),
+                **_notice_fields(notices),
+            }
+            current_by_path[path] = current.model_copy(update=upd)
+            _store(path, current_by_path[path])
+        pending = sum(r.pending for r in current_by_path.values())
+    return DrainResult(delivered, superseded, pending, skipped)
+
+
+def _minus(now: dict[str, int], taken: dict[str, int]) -> dict[str, int]:
+    """Per-run counts left after a drain reported `taken` (counts merged meanwhile stay)."""
+    out = {k: v - taken.get(k, 0) for k, v in now.items()}
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int]:
+    """One delivery per run of the record with something left to say; and how many lines the
+    gate suppressed because the owner was already shown them."""
+    by_run: dict[str, list[WakeLine]] = {}
+    for x in rec.lines:
+        by_run.setdefault(x.run_id, []).append(x)
+    notices = {n.run_id: n for n in rec.notices}
+    run_ids = sorted(set(by_run) | set(notices) | set(rec.dropped_by_run))
+    out: list[Delivery] = []
+    superseded = 0
+    for rid in run_ids:  # run ids sort by start time
+        lines = by_run.get(rid, [])
+        seen = shown.shown_intervals(run_dir(h, rec.name, rid), session)
+        split = gate.split_lines([(rid, x.start, x.end) for x in lines], {rid: seen})
+        keep = [lines[i] for i in split.deliver]
+        superseded += len(split.suppress)
+        n = notices.get(rid)
+        if n is not None and gate.exit_notice_suppressed(
+            n.kind, _saw_end(h, rec.name, rid, session)
+        ):
+            n = None
+        dropped = rec.dropped_by_run.get(rid, 0)
+        span = rec.dropped_span_by_run.get(rid)
+        if dropped and span is not None and gate.is_shown(seen, *span):
+            superseded += dropped  # every dropped line lies inside what the owner was shown
+            dropped = 0
+        if not (keep or n is not None or dropped):
+            continue
+        status, code = (n.status, n.exit_code) if n is not None else _run_status(h, rec, rid)
+        out.append(
+            Delivery(
+                name=rec.name,
+                run_id=rid,
+                kind=n.kind if n is not None else "match",
+                filter=rec.filter,
+                exclude=rec.exclude,
+                lines=keep,
+                total_matches=rec.matches_by_run.get(rid, rec.total_matches),
+                status=status,
+                exit_code=code,
+                dropped=dropped,
+            )
+        )
+    return out, superseded
+
+
+def _run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
+    """The run's own current status and exit code (not those of whichever run merged last)."""
+    try:
+        meta = load_meta(run_dir(h, rec.name, rid))
+    except (CorruptState, InvalidName):
+        meta = None
+    if meta is None:
+        return rec.status, (rec.exit_code if rec.run_id == rid else None)
+    return meta.status, meta.exit_code
+
+
+def _saw_end(home: Path, name: str, rid: str, session: str) -> bool | None:
+    state = shown.load_state(run_dir(home, name, rid), session)
+    return None if state is None else state.saw_end
+
+
+def _pending_total(home: Path, session: str) -> int:
+    good, _ = _scan_dir(session_dir(home, session))
+    return sum(r.pending for _, r in good)
+
+
+def read_rest(d: Delivery) -> str:
+    """The command that reads the matched lines a capped record dropped."""
+    how = " --exclude" if d.exclude else ""
+    flt = f" --filter {shlex.quote(d.filter)}{how}" if d.filter else ""
+    return f"ackdeck output {d.name} --run-id {d.run_id}{flt}"
+
+
+def format_wake_text(result: DrainResult) -> str:
+    """The text a Stop hook or an MCP reply shows the agent."""
+    if not result.delivered:
+        return ""
+    out = [f"ackdeck: {len(result.delivered)} process wake(s)"]
+    for d in result.delivered:
+        head = f"[{d.name} run {d.run_id}]"
+        if d.kind == "monitor-lost":
+            out.append(
+                f"{head} monitor lost: the supervisor died; output after this point is not "
+                "being watched (check `ackdeck output`)"
+            )
+        elif d.kind == "exited":
+            code = "unknown" if d.exit_code is None else str(d.exit_code)
+            out.append(f"{head} process {d.status or 'exited'} with exit code {code}")
+        if d.lines:
+            how = "not matching" if d.exclude else "matching"
+            out.append(
+                f"{head} {len(d.lines)} new line(s) {how} /{d.filter}/ "
+                f"({d.total_matches} match(es) in total):"
+            )
+            out.extend(f"  {x.text}" for x in d.lines)
+        if d.dropped:
+            out.append(
+                f"{head} {d.dropped} older matched line(s) were not kept (at most {MAX_LINES} "
+                f"per pending wake); read them with `{read_rest(d)}`"
+            )
+    if result.superseded:
+        out.append(f"({result.superseded} line(s) already shown by a read were not repeated)")
+    return "\n".join(out)
