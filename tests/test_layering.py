@@ -218,3 +218,16 @@ def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
     # An unreachable server: the command fails with one line, but it did open a redis room.
     loaded = _loaded_by(["room", "status", "redis://127.0.0.1:1/0/probe"], tmp_path)
     assert "redis" in loaded and "core.inbox.room_url" in loaded
+
+
+def test_screens_widgets_and_commands_never_import_the_app_class() -> None:
+    """The app imports its screens; they reach it through `tui.host.Host`, never back."""
+    parts = [*(REPO / "tui" / "screens").glob("*.py"), *(REPO / "tui" / "widgets").glob("*.py")]
+    parts += [REPO / "tui" / "commands.py", REPO / "tui" / "host.py"]
+    offenders = {}
+    for p in parts:
+        name = _module_name(p)
+        back = sorted(m for m in imports_of(p, name) if m == "tui.app" or m.startswith("tui.app."))
+        if back:
+            offenders[name] = back
+    assert offenders == {}

@@ -91,7 +91,7 @@ class AckdeckApp(App[None]):
             # The first room's lines paint first (MainScreen indexes it on mount); counting a
             # flooded room for the table would compete with that, so the first scan waits for
             # the first page of lines (or a short timeout).
-            self.set_timer(0.5, self._first_scan)
+            self.set_timer(0.5, self.first_scan)
         else:
             self.request_scan()
         if self.config.tick_seconds > 0:
@@ -107,7 +107,7 @@ class AckdeckApp(App[None]):
             self._scanner = None
 
     # ----- scanning (coalesced: at most one scan running, at most one queued) ---------------
-    def _first_scan(self) -> None:
+    def first_scan(self) -> None:
         if self.snapshot is None and not self._scans.busy:
             self.request_scan()
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from .app import AckdeckApp
+    from .host import Host
 
 Command = tuple[str, str, Callable[[], object]]
 
@@ -18,10 +18,9 @@ class DashboardCommands(Provider):
     """One command per room action, process and wake record that exists right now."""
 
     def _commands(self) -> list[Command]:
-        from .app import AckdeckApp
+        from .host import host_of
 
-        app = self.app
-        assert isinstance(app, AckdeckApp)
+        app = host_of(self)
         main = app.main
         out: list[Command] = []
         snap = main.snapshot
@@ -80,12 +79,12 @@ class DashboardCommands(Provider):
                 yield Hit(score, matcher.highlight(text), command, text=text, help=help_text)
 
 
-def _room_action(app: AckdeckApp, key: str, action: str | None) -> None:
+def _room_action(app: Host, key: str, action: str | None) -> None:
     main = app.main
     main.select_room(key)
     if action is not None:
         main.run_action_now(action)
 
 
-def _dismiss(app: AckdeckApp, session: str, name: str) -> None:
+def _dismiss(app: Host, session: str, name: str) -> None:
     app.main.dismiss_wake(session, name)

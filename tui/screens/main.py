@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -21,14 +21,12 @@ from core.errors import AckdeckError
 from core.inbox.room_backend import AckView, ReadView, open_room
 from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 
+from ..host import Host, host_of
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
 from ..state import Snapshot, count_of
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen
-
-if TYPE_CHECKING:
-    from ..app import AckdeckApp
 
 
 class MainScreen(Screen[None]):
@@ -107,11 +105,8 @@ class MainScreen(Screen[None]):
         self._ready = False
 
     @property
-    def dash(self) -> AckdeckApp:
-        from ..app import AckdeckApp
-
-        assert isinstance(self.app, AckdeckApp)
-        return self.app
+    def dash(self) -> Host:
+        return host_of(self)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=self.dash.config.show_clock)
@@ -231,7 +226,7 @@ class MainScreen(Screen[None]):
     def on_line_view_changed(self) -> None:
         self._update_lines_header()
         if self.snapshot is None:
-            self.dash._first_scan()
+            self.dash.first_scan()
 
     # ----- owner actions ----------------------------------------------------------------------
     def _room_or_warn(self) -> Path | RedisAddress | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -23,12 +23,10 @@ from textual.worker import Worker
 from core.errors import AckdeckError
 
 from ..coalesce import Coalescer
+from ..host import Host, host_of
 from ..state import count_of
 from ..widgets.line_view import LineView
 from .modals import PromptScreen
-
-if TYPE_CHECKING:
-    from ..app import AckdeckApp
 
 
 @dataclass
@@ -60,11 +58,8 @@ class OutputScreen(Screen[None]):
         self._reads = Coalescer(lambda: self._owner_read(self.proc_name))
 
     @property
-    def dash(self) -> AckdeckApp:
-        from ..app import AckdeckApp
-
-        assert isinstance(self.app, AckdeckApp)
-        return self.app
+    def dash(self) -> Host:
+        return host_of(self)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=self.dash.config.show_clock)
