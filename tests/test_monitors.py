@@ -74,6 +74,100 @@ def test_utf8_character_split_across_reads_keeps_offsets_exact() -> None:
     assert [(m.start, m.end, m.text) for m in got] == [(6, len(data), "naïve café ERR ✓")]
 
 
+@pytest.mark.parametrize("size", [1, 2 << 20])  # one line alone; inside a large read
+@pytest.mark.parametrize(
+    ("line", "hit"),
+    [
+        (b"ERR\x1b[0mOR", True),  # cleaning joins the literal across an escape sequence
+        (b"\x1b[31mER\x1b[0mROR", True),
+        (b"ERR\rOR", True),  # ... and across a dropped control byte
+        (b"ERR\x00OR", True),  # ... even a NUL, where strstr stops
+        (b"E\x07R\x08R\x0bO\x7fR", True),
+        (b"\x1b]0;ERROR\x07 all good", False),  # the raw text holds it, the cleaned does not
+        (b"\x1b[ERRORm ok", False),  # inside a CSI sequence (ESC [ ... final byte)
+        (b"ERRO\x1b[1mX\x1b[0mR", False),
+        (b"\x00 ERROR", True),  # after a NUL: the search goes on past it
+        (b"ERROR\x00", True),
+    ],
+)
+def test_a_literal_is_matched_on_the_cleaned_line_not_the_raw_bytes(
+    line: bytes, hit: bool, size: int
+) -> None:
+    """The literal search runs on raw bytes; a line with control bytes is still decided on its
+    cleaned text, whichever way cleaning changes it (joining a literal split by escapes or
+    control bytes, or removing one that sat inside an escape sequence)."""
+    filler = b"INFO all good, DEBUG, WARN nothing to see\n"
+    before = filler * (size // len(filler))
+    data = before + line + b"\n" + filler
+    want = [(len(before), len(before) + len(line) + 1)] if hit else []
+    assert naive("ERROR", data) == want
+    for pattern in ("ERROR", "ERROR|FATAL"):
+        got, _ = scan_pieces(pattern, [data])
+        assert [(m.start, m.end) for m in got] == want, pattern
+        got = scan_reused_buffer(pattern, [data], False)
+        assert [(m.start, m.end) for m in got] == want, pattern
+
+
+@pytest.mark.parametrize("nul_lines", [1, _scan.MAX_NUL_STOPS + 10])
+@pytest.mark.parametrize("size", [1, 2 << 20])
+def test_a_literal_after_nul_bytes_is_still_found(nul_lines: int, size: int) -> None:
+    """strstr stops at a NUL: lines after one (their own text has none) are still searched,
+    also past the point where the search gives way to memmem."""
+    filler = b"INFO all good, DEBUG, WARN nothing to see\n"
+    data = filler * (size // len(filler))
+    for i in range(nul_lines):
+        data += b"bin\x00ary %d\n" % i + filler + b"ERROR Error %d\n" % i
+    data += b"ERROR Error last\n"
+    want = naive("ERROR", data)
+    assert len(want) == nul_lines + 1
+    for pattern in ("ERROR", "ERROR|FATAL", "[Ee]rror"):
+        assert naive(pattern, data) == want
+        got, _ = scan_pieces(pattern, [data])
+        assert [(m.start, m.end) for m in got] == want, pattern
+        got = scan_reused_buffer(pattern, [data], False)
+        assert [(m.start, m.end) for m in got] == want, pattern
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.sampled_from([b"ab", b"a", b"b", b"x", b"\x00", b"\n"]), max_size=40),
+    st.lists(st.sampled_from([b"ab", b"ba", b"b", b"aab"]), min_size=1, max_size=3, unique=True),
+    st.integers(0, 8),
+    st.integers(0, 3),
+    st.sampled_from(["bytes", "bytearray", "reused"]),
+)
+def test_literal_finder_equals_find(
+    parts: list[bytes], literals: list[bytes], cut: int, max_stops: int, kind: str
+) -> None:
+    """LiteralFinder.next (strstr, NUL stops, the switch to memmem) gives what bytes.find does
+    on buf[pos:endpos], with bytes past endpos that would match."""
+    text = b"".join(parts)
+    endpos = max(0, len(text) - cut)
+    buf: bytes | bytearray
+    if kind == "bytes":
+        buf = text
+    elif kind == "bytearray":
+        buf = bytearray(text)
+    else:  # core.tail's buffer: stale bytes past the data, a NUL as its last byte
+        buf = bytearray(text + b"abab" + b"\x00")
+    lits = tuple(literals)
+    old = _scan.MAX_NUL_STOPS
+    _scan.MAX_NUL_STOPS = max_stops
+    try:
+        for nul_free in [False, True] if b"\x00" not in text[:endpos] else [False]:
+            finder = _scan.LiteralFinder(buf, lits, nul_free=nul_free)
+            pos = 0
+            while pos <= endpos:
+                hits = [i for lit in lits if (i := text.find(lit, pos, endpos)) >= 0]
+                want = min(hits) if hits else -1
+                assert finder.next(pos, endpos) == want
+                if want < 0:
+                    break
+                pos = want + 1
+    finally:
+        _scan.MAX_NUL_STOPS = old
+
+
 def test_control_characters_but_tab_are_dropped() -> None:
     got, _ = scan_pieces("a\tbcERR", [b"a\tb\x07c\rERR\x00\n"])
     assert [m.text for m in got] == ["a\tbcERR"]
@@ -199,6 +293,7 @@ ALPHABET = [
     b"\xc3\xa9",
     b"\xc3",
     b"\xff",
+    b"\x00",  # ends a strstr (the literal search) early: the search must go on past it
 ]
 
 
@@ -280,11 +375,16 @@ def test_long_lines_match_the_same_however_they_were_split(
 
 
 @pytest.mark.parametrize("parallel", [True, False])
-@pytest.mark.parametrize("pattern", ["ERROR", "ERROR|FATAL", "[Ee]rror", r"\.\w+ done$", "ERR$"])
+@pytest.mark.parametrize(
+    "pattern",
+    ["ERROR", "ERROR|FATAL", "[Ee]rror", r"\.\w+ done$", "ERR$", "(?i)error", "[EF][RA]"],
+)
 def test_large_region_scanned_in_two_threads_equals_line_by_line(
     pattern: str, parallel: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Over PARALLEL_MIN bytes in one read: the control-byte pass is offered to a helper thread.
+    # Over PARALLEL_MIN bytes in one read: the control-byte pass is offered to a helper thread
+    # while RE2 searches; a literal search (the first five patterns) is too quick for that to
+    # pay, so both passes run in this thread.
     if not parallel:
         monkeypatch.setattr(monitors, "PARALLEL_MIN", 1 << 40)
     calls: list[bool] = []
@@ -314,7 +414,9 @@ def test_large_region_scanned_in_two_threads_equals_line_by_line(
     assert [(m.start, m.end) for m in got] == want
     assert len(want) > 500
     assert [m.text for m in got] == [display(data[s : e - 1]) for s, e in want]
-    assert calls == [parallel]
+    literal = LineMatcher(pattern)._literals is not None
+    assert literal == (pattern not in ("(?i)error", "[EF][RA]"))
+    assert calls == ([] if literal else [parallel])
 
 
 def _ctrl_data() -> bytes:

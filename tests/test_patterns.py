@@ -139,7 +139,9 @@ def test_every_match_contains_a_required_literal(pattern: str, texts: list[bytes
             assert any(lit in text for lit in literals), (pattern, literals, text)
 
 
-LINE_PARTS = [b"a", b"b", b"E", b"R", b" ", b".", b"\n", b"\x1b[1m", b"\r", b"\xc3\xa9", b"\xff"]
+LINE_PARTS = [
+    b"a", b"b", b"E", b"R", b" ", b".", b"\n", b"\x1b[1m", b"\r", b"\xc3\xa9", b"\xff", b"\x00",
+]  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, database=None)

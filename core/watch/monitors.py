@@ -35,7 +35,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.watch.patterns import Pattern, compile_pattern
-from core.watch.scan import PARALLEL_MIN, Buf, LiteralFinder, ctrl_lines_beside
+from core.watch.scan import (
+    PARALLEL_MIN,
+    Buf,
+    LiteralFinder,
+    ctrl_lines,
+    ctrl_lines_beside,
+    fast_literal_search,
+)
 
 __all__ = ["Pattern", "compile_pattern"]  # re-exported: the compile site of every user regex
 
@@ -205,6 +212,8 @@ class LineMatcher:
         # an exclude monitor reports the others, line by line.
         self._chunk_rx = None if exclude else self.rx.chunk
         self._literals = self.rx.literals if self._chunk_rx is not None else None
+        if self.rx.prefix_literal and not fast_literal_search():
+            self._literals = None  # RE2's own prefix search beats memmem (core/patterns.py)
 
     def line_hits(self, raw: Buf) -> bool:
         return (self.rx.search(clean(bytes(raw))) is not None) != self.exclude
@@ -270,11 +279,18 @@ class LineMatcher:
             return out
         # Two independent passes: the lines holding control bytes (checked alone, cleaned), and
         # the lines whose raw text matches (right for every other line, whose raw text is its
-        # cleaned text). Both run in C without the GIL, so on a large region the first is
-        # offered to a helper thread while this one searches.
-        ctrl, hits = ctrl_lines_beside(
-            buf, lo, hi, lambda: self._raw_hits(buf, lo, hi), parallel=hi - lo >= PARALLEL_MIN
-        )
+        # cleaned text). Both run in C without the GIL. A literal search (strstr) takes a
+        # fraction of the control-byte pass, so the two run here one after the other (and the
+        # search skips looking for NULs when the first found no control byte at all); a regex
+        # search is slower, so on a large region the control-byte pass is offered to a helper
+        # thread while this one searches.
+        if self._literals is not None:
+            ctrl = ctrl_lines(buf, lo, hi)
+            hits = self._raw_hits(buf, lo, hi, nul_free=not ctrl)
+        else:
+            ctrl, hits = ctrl_lines_beside(
+                buf, lo, hi, lambda: self._raw_hits(buf, lo, hi), parallel=hi - lo >= PARALLEL_MIN
+            )
         k = 0
         for ls, le in hits:
             while k < len(ctrl) and ctrl[k][0] <= ls:
@@ -296,7 +312,9 @@ class LineMatcher:
         _, lo, _, base, first_start = region
         return first_start if ls == lo else base + ls
 
-    def _raw_hits(self, buf: Buf, pos: int, endpos: int) -> list[tuple[int, int]]:
+    def _raw_hits(
+        self, buf: Buf, pos: int, endpos: int, *, nul_free: bool = False
+    ) -> list[tuple[int, int]]:
         """[start, end) of each line of buf[pos:endpos] whose raw text matches.
 
         The multi-line pattern answers on a line inside the buffer exactly as on the line alone
@@ -306,7 +324,7 @@ class LineMatcher:
         """
         chunk_rx = self._chunk_rx
         assert chunk_rx is not None
-        lits = LiteralFinder(buf, self._literals) if self._literals else None
+        lits = LiteralFinder(buf, self._literals, nul_free=nul_free) if self._literals else None
         hits: list[tuple[int, int]] = []
         while pos < endpos:
             if lits is not None:

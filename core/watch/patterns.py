@@ -105,14 +105,17 @@ class Pattern:
       inside such a buffer it answers exactly as `line` does on the line alone. None when the
       pattern uses text anchors (see _CHUNK_UNSAFE).
     - `literals`: byte strings such that every match contains one of them, for the scanner to
-      find candidates with; None when there are none, or when the pattern starts with its
-      literal (RE2 then finds that literal by itself, faster than a separate search does).
+      find candidates with; None when there are none.
+    - `prefix_literal`: the pattern's only literal is also how every match starts (`ERROR`,
+      `ERROR: .*failed`). RE2 finds such a literal by itself, faster than memmem does, so the
+      scanner only searches for it separately when a faster search (strstr) is at hand.
     """
 
     text: str
     line: Any
     chunk: Any | None
     literals: tuple[bytes, ...] | None
+    prefix_literal: bool = False
 
     def search(self, data: Buf, pos: int = 0, endpos: int | None = None) -> Any:
         """The first match in data[pos:endpos] of one line's text, or None."""
@@ -129,6 +132,5 @@ def compile_pattern(pattern: str, what: str = "monitor") -> Pattern:
     if not _CHUNK_UNSAFE.search(pattern):
         chunk = _compile(b"(?m)" + source, what, pattern, chunk=True)
     literals = required_literals(pattern)
-    if literals is not None and len(literals) == 1 and literal_prefix(pattern) == literals[0]:
-        literals = None
-    return Pattern(pattern, line, chunk, literals)
+    prefix = literals is not None and len(literals) == 1 and literal_prefix(pattern) == literals[0]
+    return Pattern(pattern, line, chunk, literals, prefix)
