@@ -1,9 +1,9 @@
 """Monitor scan throughput vs `grep -b -E`, and wake-drain latency with 1,000 pending records.
 
 Scan: a 256 MB output.log (set ACKDECK_BENCH_MB to change) of realistic log lines is scanned by
-the real supervisor engine (core.watch.tail.Tail: preadv into one reused 4 MB buffer; per chunk, RE2
-over the whole chunk in multi-line mode, or memmem of the literals every match must contain,
-beside a strcspn pass for the lines holding control bytes) and by `grep -b -E` with the same
+the real supervisor engine (core.watch.tail.Tail: preadv into one reused 4 MB buffer; per chunk, a
+strcspn pass for the lines holding control bytes, and strstr for the literals every match must
+contain, or else RE2 over the whole chunk in multi-line mode) and by `grep -b -E` with the same
 pattern, in the same run. The ratio is grep's time over ours (1.0 = as fast as grep; target
 >= 1.0). Both must find the same number of lines.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
 import threading
@@ -166,6 +167,20 @@ def test_literal_finder_equals_find(
                 pos = want + 1
     finally:
         _scan.MAX_NUL_STOPS = old
+
+
+def test_buffers_the_scanner_hands_to_libc_end_in_a_nul() -> None:
+    """strcspn and strstr read until a NUL: CPython keeps one just past every bytes and
+    bytearray (the C API promises it), also after the edits core.monitors makes."""
+    grown = bytearray(b"ab")
+    grown += b"c" * 1000
+    trimmed = bytearray(b"x" * 5000)
+    del trimmed[:4000]
+    for buf in [b"abc", bytes(100), bytearray(b"abc"), grown, trimmed, bytearray(b"a\x01")]:
+        addr = _scan._address(buf)
+        assert addr is not None
+        assert ctypes.string_at(addr, len(buf) + 1) == bytes(buf) + b"\0"
+    assert _scan._address(bytearray()) is None
 
 
 def test_control_characters_but_tab_are_dropped() -> None:

@@ -19,13 +19,14 @@ and the outcome does not depend on how the writer split its writes or the reader
 Patterns run on RE2 (core/watch/patterns.py): linear time whatever the pattern.
 
 Speed: most output holds no control bytes, and a line without them is its own cleaned text. So
-each read's complete lines are searched as one buffer, by the pattern in multi-line mode or by
-memmem for the literals every match must contain (core/watch/scan.py); line boundaries are only
-looked up around a hit, and only matched lines are decoded. Apart from that, the lines holding
-control bytes are found (strcspn, beside the search in a helper thread on large reads), cleaned
-and matched one by one, replacing whatever the search said about them, because cleaning can
-create or remove a match. The result is exactly that of matching every cleaned line alone
-(property tests compare the two).
+each read's complete lines are searched as one buffer: by strstr for the literals every match
+must contain (core/watch/scan.py), each hit then checked by the pattern on its line, or else by the
+pattern in multi-line mode; line boundaries are only looked up around a hit, and only matched
+lines are decoded. Apart from that, the lines holding control bytes are found (strcspn; beside
+a regex search in a helper thread on large reads), cleaned and matched one by one, replacing
+whatever the search said about them, because cleaning can create a match (`ERR\\x1b[0mOR`) or
+remove one. The result is exactly that of matching every cleaned line alone (property tests
+compare the two).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@
   else memmem, else `bytes.find`.
 
 - ctrl_lines / ctrl_lines_beside: the lines holding control bytes, optionally in a helper thread
-  beside the search (both passes release the GIL).
+  beside a regex search (both passes release the GIL; a literal search is too quick for the
+  hand-over to pay).
 
 Control-byte lines are then matched alone on their cleaned text and literal hits are verified
 by the real regex on their line, so results are exactly those of a line-by-line scan.
