@@ -149,7 +149,7 @@ def test_literal_finder_equals_find(
         buf = text
     elif kind == "bytearray":
         buf = bytearray(text)
-    else:  # core.tail's buffer: stale bytes past the data, a NUL as its last byte
+    else:  # core.watch.tail's buffer: stale bytes past the data, a NUL as its last byte
         buf = bytearray(text + b"abab" + b"\x00")
     lits = tuple(literals)
     old = _scan.MAX_NUL_STOPS

@@ -214,7 +214,7 @@ class LineMatcher:
         self._chunk_rx = None if exclude else self.rx.chunk
         self._literals = self.rx.literals if self._chunk_rx is not None else None
         if self.rx.prefix_literal and not fast_literal_search():
-            self._literals = None  # RE2's own prefix search beats memmem (core/patterns.py)
+            self._literals = None  # RE2's own prefix search beats memmem (core/watch/patterns.py)
 
     def line_hits(self, raw: Buf) -> bool:
         return (self.rx.search(clean(bytes(raw))) is not None) != self.exclude
