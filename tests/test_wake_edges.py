@@ -194,7 +194,8 @@ def test_a_lost_run_does_not_cut_a_line_its_child_is_still_writing(
 
     go = tmp_path / "go"
     wait = f"while [ ! -e {go} ]; do sleep 0.05; done"
-    script = f'(printf "ERROR part"; {wait}; echo " rest") & echo parent'
+    # "parent" is written before the child starts, so the log's order is fixed.
+    script = f'echo parent; (printf "ERROR part"; {wait}; echo " rest") &'
     info = procs.start(phome, "lo", ["bash", "-c", script], monitors=[MonitorSpec("ERROR")])
     log = info.run_dir / "output.log"
     wait_until(lambda: log.read_bytes() == b"parent\nERROR part", what="the partial line")
