@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from core.inbox import ledger as L
+from core.inbox import receipts as R
 
 
 def _st(size: int, *, ino: int = 7, mtime: int = 1_000, dev: int = 1) -> L.FileStat:
@@ -14,7 +15,7 @@ def _st(size: int, *, ino: int = 7, mtime: int = 1_000, dev: int = 1) -> L.FileS
 
 
 def _receipt(data: bytes, *, start: int = 0, epoch: int = 0, acked: bool = False):
-    return L.ReceiptHeader(
+    return R.ReceiptHeader(
         session="s",
         epoch=epoch,
         start=start,
@@ -189,8 +190,8 @@ def test_pending_without_rename_is_forgotten_with_its_link_entry() -> None:
 
 def test_receipt_roundtrip_and_corruption(tmp_path) -> None:
     data = b"a\xff\r\tb\n"
-    r = L.Receipt(_receipt(data), data)
-    assert L.decode_receipt(L.encode_receipt(r), tmp_path) == r
-    bad = L.encode_receipt(r)[:-1] + b"X"
+    r = R.Receipt(_receipt(data), data)
+    assert R.decode_receipt(R.encode_receipt(r), tmp_path) == r
+    bad = R.encode_receipt(r)[:-1] + b"X"
     with pytest.raises(L.CorruptState, match="corrupt receipt"):
-        L.decode_receipt(bad, tmp_path)
+        R.decode_receipt(bad, tmp_path)

@@ -1,4 +1,5 @@
-"""Persisted room state (pydantic schemas) and the pure decisions made on it.
+"""Persisted room state (typed records) and the pure decisions made on it. The receipts'
+schema is in core/inbox/receipts.py.
 
 Everything here is free of I/O except `load_model`/`store_model`, so the rules that decide
 what an ack may remove can be tested exhaustively (tests/test_ledger_decisions.py).
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -101,35 +101,11 @@ class Ledger(Record):
     late_total: int = 0
 
 
-class ReceiptHeader(Record):
-    """One session's latest read. The consumed bytes follow the header in the same file."""
-
-    session: str
-    epoch: int
-    start: int
-    end: int
-    lines: int
-    sha256: str
-    read_at: float
-    # After an ack the receipt becomes a cursor: it still tells where the session stopped
-    # reading (for unread counts) but no longer authorises an ack.
-    acked: bool = False
-    # The room file as this read saw it: an in-place rewrite after the read (same inode, shrunk
-    # or same size with a new mtime) makes the receipt stale even if the ledger cannot tell.
-    seen: FileIdentity | None = None
-    # The reader this receipt was handed to (an MCP server instance); None for the CLI, the
-    # dashboard and library callers. Only an ack by the same reader may use it.
-    reader: str | None = None
-
-
-class Receipt(Struct):
-    header: ReceiptHeader
-    data: bytes
-
-
 TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
 if TYPE_CHECKING:
     from typing import Literal, TypeVar
+
+    from core.inbox.receipts import ReceiptHeader
 
     M = TypeVar("M", bound=Record)
     Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
@@ -285,43 +261,6 @@ def store_ledger(path: Path, ledger: Ledger) -> None:
             raise OSError(errno.ENOSPC, f"short write to {path}")
     finally:
         os.close(fd)
-
-
-def encode_receipt_header(header: ReceiptHeader) -> bytes:
-    """The first line of a receipt file; the consumed bytes follow it."""
-    return header.model_dump_json().encode() + b"\n"
-
-
-def encode_receipt(receipt: Receipt) -> bytes:
-    return encode_receipt_header(receipt.header) + receipt.data
-
-
-def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
-    """Only the header line (the first line) of a receipt file."""
-    head, sep, _ = raw.partition(b"\n")
-    try:
-        if not sep:
-            raise ValueError("no header line")
-        return ReceiptHeader.model_validate_json(head)
-    except (ValueError, RecordError):
-        raise CorruptState(
-            f"corrupt receipt {where}; it was left in place: read the room again"
-        ) from None
-
-
-def decode_receipt(raw: bytes, where: Path) -> Receipt:
-    head, sep, data = raw.partition(b"\n")
-    try:
-        if not sep:
-            raise ValueError("no header line")
-        header = ReceiptHeader.model_validate_json(head)
-        if len(data) != header.end - header.start or sha256(data) != header.sha256:
-            raise ValueError("content does not match its checksum")
-    except (ValueError, RecordError, json.JSONDecodeError):
-        raise CorruptState(
-            f"corrupt receipt {where}; it was left in place: read the room again"
-        ) from None
-    return Receipt(header, data)
 
 
 def sha256(data: bytes) -> str:

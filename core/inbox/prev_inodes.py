@@ -259,24 +259,3 @@ def link_old_inode(room: Path, sidecar: Path, st: os.stat_result) -> Path | None
         atomic.unlink_quietly(link)
         return None
     return link
-
-
-def remove_leftovers(room: Path, sidecar: Path, ledger: L.Ledger) -> None:
-    """Remove temps and links left by crashed writers. Exclusive lock held, so every
-    writer of these names (acks, and reads writing receipts under the shared lock) is idle."""
-    atomic.clean_stale_temps(room)
-    live = {p.name for p in ledger.prev}
-    for directory in (sidecar, sidecar / "receipts"):
-        try:
-            entries = list(os.scandir(directory))
-        except FileNotFoundError:
-            continue
-        for entry in entries:
-            # Exact shapes only: a session may be named `prev-1` or `x.ackdeck-tmp-1`, and
-            # its receipt (`receipts/<session>.rcpt`) is not a leftover.
-            if atomic.is_temp_name(entry.name) or (
-                directory == sidecar
-                and entry.name.startswith(PREV_PREFIX)
-                and entry.name not in live
-            ):
-                atomic.unlink_quietly(Path(entry.path))

@@ -1,4 +1,5 @@
-"""Descriptors a Room keeps open across pushes, so a push costs a few syscalls, not a dozen.
+"""Push: the descriptors a Room keeps open across pushes, so a push costs a few syscalls, not
+a dozen, and the one append each push makes.
 
 A push needs the sidecar lock (shared) and the ledger's `base`. Opening, checking and closing
 both per line cost more than the append itself, so they stay open in the Room object:
@@ -17,10 +18,17 @@ the child opens its own.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import stat
 import weakref
+from collections.abc import Callable
+from pathlib import Path
 
 from core.inbox import ledger as L
+from core.inbox.room_errors import LEDGER_HINT, UNCHANGED, write_error
+from core.inbox.sidecar import refuse_unless_regular, same_inode
 
 # Covers slot 0 and the header (with the sequence number) of slot 1.
 SLOTS_SPAN = L.LEDGER_SLOT + 128
@@ -68,6 +76,26 @@ class PushHandles:
     def usable(self) -> bool:
         return self.generation == _generation[0]
 
+    def current_base(self, ledger_path: str, fresh: Callable[[], int]) -> int | None:
+        """The ledger's `base`, with the shared lock held on `lock_fd`; None if the ledger path
+        is no longer the inode held (the caller drops these handles and opens new ones).
+        `fresh()` is the base to use when the ledger has no state yet."""
+        # Is the ledger path still the inode we hold? A moved-aside ledger or a removed sidecar
+        # shows up as another inode (ours is held open, so its number cannot be reused) or as
+        # missing.
+        try:
+            if os.stat(ledger_path).st_ino != self.ledger_ino:
+                return None
+        except FileNotFoundError:
+            return None
+        # Before the write: a corrupt ledger must fail the push with nothing appended, or a
+        # retrying producer would duplicate the line.
+        slots = os.pread(self.ledger_fd, SLOTS_SPAN, 0)
+        if slots != self.slots:
+            self.base = L.load_base(ledger_path, hint=LEDGER_HINT, fresh=fresh)
+            self.slots = slots
+        return self.base
+
     def close(self) -> None:
         self._closer()  # runs once; releases any flock still held through the lock descriptor
 
@@ -75,3 +103,72 @@ class PushHandles:
 def _close_both(ledger_fd: int, lock_fd: int) -> None:
     os.close(ledger_fd)
     os.close(lock_fd)
+
+
+def append_line(path: str, data: bytes, lock: int) -> int:
+    """One O_APPEND write of `data` (concurrent pushers never interleave); its offset in the
+    file.
+
+    The shared lock is held on `lock`. A write that stops short (a full disk) is undone
+    before the error is raised, so a retry is never glued onto a fragment."""
+    try:
+        # O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging; with a reader
+        # it opens and fstat refuses it. O_NOFOLLOW: never write through a symlink.
+        fd = os.open(
+            path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644
+        )
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            refuse_unless_regular(Path(path), stat.S_IFLNK)
+        if exc.errno == errno.ENXIO:
+            refuse_unless_regular(Path(path), stat.S_IFIFO)
+        raise write_error(Path(path), exc) from None
+    try:
+        refuse_unless_regular(Path(path), os.fstat(fd).st_mode)
+        try:
+            n = os.write(fd, data)
+        except OSError as exc:
+            raise write_error(Path(path), exc) from None  # nothing was written
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        if n != len(data):
+            # Not retried: a second O_APPEND write could land after another pusher's line and
+            # split ours in two.
+            left = remove_fragment(Path(path), fd, lock, data[:n], end)
+            raise write_error(
+                Path(path), OSError(errno.ENOSPC, "short write"), after=left
+            ) from None
+        return end - len(data)
+    finally:
+        os.close(fd)
+
+
+def remove_fragment(path: Path, fd: int, lock: int, fragment: bytes, end: int) -> str:
+    """Undo the first `len(fragment)` bytes of a line whose write stopped short at `end`.
+
+    Says exactly what the room holds afterwards (the tail of the one-line error). Takes the
+    exclusive lock (flock converts ours) so no locked pusher or ack moves the file meanwhile.
+    """
+    n = len(fragment)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    st = os.fstat(fd)
+    if same_inode(path, st) and st.st_size == end:
+        os.ftruncate(fd, end - n)  # nothing after the fragment: the room is as it was
+        return UNCHANGED
+    if same_inode(path, st):
+        # Another writer appended after the fragment; cutting it out would need the space we
+        # lack. End it with a newline in place (one overwritten byte, no new space), so the
+        # next line is not glued onto it. pwrite needs a descriptor without O_APPEND.
+        wfd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if (os.fstat(wfd).st_dev, os.fstat(wfd).st_ino) == (st.st_dev, st.st_ino):
+                os.pwrite(wfd, b"\n", end - 1)
+                return (
+                    f"another writer appended after the partial line, so its first {n - 1} "
+                    "byte(s) were left as a line of their own; every other line is intact"
+                )
+        finally:
+            os.close(wfd)
+    return (
+        f"the room was replaced meanwhile; a partial line of {n} byte(s) may remain at its "
+        "end, where the next line would be glued onto it"
+    )

@@ -20,15 +20,14 @@ Bytes are the truth: nothing here decodes text.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
-import json
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from core.base import atomic
@@ -45,56 +44,21 @@ from core.base.faults import pause
 from core.base.fileid import birth_ns, birth_ns_path
 from core.base.locks import locked
 from core.base.names import check_name
-from core.base.record import Struct
-from core.errors import AckdeckError, CorruptState, InvalidInput, RoomUnavailable, UnsafeSidecar
+from core.errors import InvalidInput, RoomUnavailable
 from core.inbox import ledger as L
 from core.inbox import prev_inodes as prev_inodes
-from core.inbox.ack_stream import CountingCopy, Digest, ReceiptCheck, hash_range
+from core.inbox.ack_stream import CountingCopy, Digest
 from core.inbox.prev_inodes import PREV_GRACE_S
-from core.inbox.push_handles import SLOTS_SPAN, PushHandles
-from core.inbox.room_errors import LEDGER_HINT, RENAMED, UNCHANGED, cold_ack, write_error
+from core.inbox.push_handles import PushHandles, append_line
+from core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
+from core.inbox.receipts import Receipt, ReceiptHeader, ReceiptStore
+from core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from core.inbox.room_errors import LEDGER_HINT, RENAMED, cold_ack, write_error
+from core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular, same_inode
+
+__all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
 
 Clock = Callable[[], float]
-
-
-class ReadResult(Struct):
-    lines: list[bytes]
-    start: int
-    end: int
-    epoch: int
-    # The complete lines as one buffer (exactly the bytes a receipt records), for doors that
-    # write them out unchanged.
-    data: bytes = b""
-
-
-class AckResult(Struct):
-    mode: L.AckMode
-    acked: int
-    preserved: int
-    message: str
-    lines: list[bytes] | None = None  # only for ack-all
-
-
-class SessionStatus(Struct):
-    in_flight: int
-    unread: int
-
-
-class RoomStatus(Struct):
-    path: Path
-    exists: bool
-    pending: int
-    partial_bytes: int
-    acked_total: int
-    preserved_total: int
-    pushed_total: int
-    epoch: int
-    last_ack_at: float | None
-    sessions: dict[str, SessionStatus] = {}  # copied per instance by Struct
-    # Late unlocked writers: lines carried in from replaced inodes (ever), and replaced inodes
-    # kept past their grace period right now because a process still holds them open.
-    late_total: int = 0
-    held_open: int = 0
 
 
 class Room:
@@ -118,9 +82,9 @@ class Room:
             # path; over the link it would strand producers writing through the target).
             # Without the opt-in every open uses O_NOFOLLOW and a symlinked room is refused.
             self.path = Path(os.path.realpath(self.path))
-        # A hashed stem for names too long to take the dot and suffix (a 250-byte room name).
-        stem = atomic.fitting_name(self.path.name, len("..ackdeck"))
-        self.sidecar = self.path.with_name(f".{stem}.ackdeck")
+        self._side = Sidecar(self.path)
+        self.sidecar = self._side.path
+        self._receipts = ReceiptStore(self._side.receipts_dir)
         self._clock = clock
         self._grace = grace
         # Plain strings for the push hot path (pathlib joins cost more than the syscalls).
@@ -133,66 +97,30 @@ class Room:
         self._push_mutex = threading.Lock()
 
     # ----- sidecar layout -------------------------------------------------------------
+    # (core/inbox/sidecar.py; receipts: core/inbox/receipts.py)
     @property
     def lock_file(self) -> Path:
-        return self.sidecar / "lock"
+        return self._side.lock_file
 
     @property
     def ledger_file(self) -> Path:
-        return self.sidecar / "ledger"
+        return self._side.ledger_file
 
     @property
     def audit_file(self) -> Path:
-        return self.sidecar / "audit.jsonl"
+        return self._side.audit_file
 
     def receipt_file(self, session: str) -> Path:
-        return self.sidecar / "receipts" / f"{check_name(session)}.rcpt"
+        return self._receipts.file(session)
 
     def _check_dir(self) -> None:
-        if not self.path.parent.is_dir():
-            raise RoomUnavailable(f"room directory {self.path.parent} does not exist")
+        self._side.check_dir()
 
     def _ensure_sidecar(self, *, create: bool) -> bool:
-        """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
-        try:
-            st = os.lstat(self.sidecar)
-        except FileNotFoundError:
-            if not create:
-                return False
-            self._check_dir()
-            try:
-                os.mkdir(self.sidecar, 0o700)
-            except FileExistsError:
-                pass  # another process created it first; the checks below still apply
-            except OSError as exc:
-                raise RoomUnavailable(
-                    f"cannot create {self.sidecar}: {exc.strerror} "
-                    f"(is {self.path.parent} writable?)"
-                ) from None
-            try:
-                st = os.lstat(self.sidecar)
-            except FileNotFoundError:
-                raise RoomUnavailable(
-                    f"sidecar {self.sidecar} vanished while being created"
-                ) from None
-        # A symlinked or foreign-owned sidecar could redirect our writes or feed us forged
-        # receipts, so refuse rather than follow it.
-        if stat.S_ISLNK(st.st_mode):
-            raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: it is a symlink")
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: it is not a directory")
-        if st.st_uid != os.geteuid():
-            raise UnsafeSidecar(f"refusing sidecar {self.sidecar}: owned by uid {st.st_uid}")
-        return True
+        return self._side.ensure(create=create)
 
-    @contextmanager
-    def _lock(self, *, shared: bool) -> Iterator[None]:
-        self._ensure_sidecar(create=True)
-        try:
-            with locked(self.lock_file, shared=shared):
-                yield
-        except PermissionError as exc:
-            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
+    def _lock(self, *, shared: bool) -> contextlib.AbstractContextManager[None]:
+        return self._side.lock(shared=shared)
 
     # ----- state --------------------------------------------------------------------------
     def _ledger(self) -> L.Ledger:
@@ -205,44 +133,16 @@ class Room:
         mean it was lost or moved aside: start past every epoch and offset they name, so none
         of them can authorise an ack against restarted offsets.
         """
-        headers: list[L.ReceiptHeader] = []
-        try:
-            entries = list(os.scandir(self.sidecar / "receipts"))
-        except (FileNotFoundError, NotADirectoryError):
-            entries = []
-        for entry in entries:
-            if entry.name.endswith(".rcpt") and not atomic.is_temp_name(entry.name):
-                try:
-                    header = self._receipt_header(entry.name[: -len(".rcpt")])
-                except (CorruptState, AckdeckError):
-                    header = None  # an unreadable receipt can authorise nothing anyway
-                if header is not None:
-                    headers.append(header)
-        return L.fresh_ledger(headers)
+        return L.fresh_ledger(list(self._receipts.headers().values()))
 
     def _store(self, ledger: L.Ledger) -> None:
         L.store_ledger(self.ledger_file, ledger)
 
-    def _receipt_header(self, session: str) -> L.ReceiptHeader | None:
-        """The receipt's header line only: an ack normally never loads the consumed bytes."""
-        path = self.receipt_file(session)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return None
-        try:
-            raw = os.read(fd, 1 << 16)
-        finally:
-            os.close(fd)
-        return L.decode_receipt_header(raw, path)
+    def _receipt_header(self, session: str) -> ReceiptHeader | None:
+        return self._receipts.header(session)
 
-    def _receipt(self, session: str) -> L.Receipt | None:
-        path = self.receipt_file(session)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        return L.decode_receipt(raw, path)
+    def _receipt(self, session: str) -> Receipt | None:
+        return self._receipts.load(session)
 
     @staticmethod
     def _stat_fd(fd: int) -> L.FileStat:
@@ -274,7 +174,7 @@ class Room:
             st = os.lstat(self.path)
         except FileNotFoundError:
             return
-        _refuse_unless_regular(self.path, st.st_mode)
+        refuse_unless_regular(self.path, st.st_mode)
 
     def _open(self) -> int | None:
         try:
@@ -287,10 +187,10 @@ class Room:
             raise RoomUnavailable(f"cannot read room {self.path}: permission denied") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                _refuse_unless_regular(self.path, stat.S_IFLNK)
+                refuse_unless_regular(self.path, stat.S_IFLNK)
             raise
         try:
-            _refuse_unless_regular(self.path, os.fstat(fd).st_mode)
+            refuse_unless_regular(self.path, os.fstat(fd).st_mode)
         except BaseException:
             os.close(fd)
             raise
@@ -395,7 +295,7 @@ class Room:
 
     def _snapshot(
         self, session: str, reader: str | None
-    ) -> tuple[ReadResult, L.ReceiptHeader | None, bytes] | None:
+    ) -> tuple[ReadResult, ReceiptHeader | None, bytes] | None:
         """The complete lines now in the room and the receipt that would record them (None
         when there is no room and no sidecar: nothing to record)."""
         if not self.path.exists() and not self._ensure_sidecar(create=False):
@@ -422,7 +322,7 @@ class Room:
             # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
             digest = Digest(data)
             lines = split_lines(data)
-            header = L.ReceiptHeader(
+            header = ReceiptHeader(
                 session=session,
                 epoch=ledger.epoch,
                 start=ledger.base,
@@ -436,21 +336,13 @@ class Room:
             result = ReadResult(lines, header.start, header.end, header.epoch, data)
             return result, header, data
 
-    def _commit_receipt(self, header: L.ReceiptHeader, data: bytes) -> None:
+    def _commit_receipt(self, header: ReceiptHeader, data: bytes) -> None:
         """Store the receipt of a delivered read. Under the shared lock, so an exclusive
         operation's leftover cleanup never removes the temp of a receipt being written. If
         the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
         offsets, head bytes) decide what this receipt may still remove."""
         with self._lock(shared=True):
-            # Receipts are not fsynced: losing one only turns the next ack into a refused
-            # cold ack (the agent re-reads); it can never cause a deletion. Header and bytes
-            # are written as two chunks, never concatenated in memory.
-            (self.sidecar / "receipts").mkdir(mode=0o700, exist_ok=True)
-            target = self.receipt_file(header.session)
-            tmp = atomic.write_temp(
-                target, [L.encode_receipt_header(header), data], mode=0o600, fsync=False
-            )
-            atomic.replace(tmp, target, fsync=False)
+            self._receipts.store(header, data)
 
     # ----- ack ----------------------------------------------------------------------------
     def ack(
@@ -511,7 +403,7 @@ class Room:
         # ack and carry late lines out of replaced inodes (so the unread count includes them).
         # It never removes a line; the refusal itself records nothing.
         ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
-        prev_inodes.remove_leftovers(self.path, self.sidecar, ledger)
+        self._side.remove_leftovers(ledger)
         ledger, _ = self._sweep_prevs(ledger)
         header = None if ack_all else self._receipt_header(session)
         if not ack_all and (header is None or header.acked):
@@ -544,7 +436,7 @@ class Room:
             if ledger.base == header.start:
                 # Fast path: nobody acked part of this read, so the whole receipt body must
                 # still be at the head; compared while the temp is written, before the rename.
-                with self._receipt_check(fd, header, plan.drop) as verify:
+                with self._receipts.head_check(fd, header, plan.drop) as verify:
                     done = self._rewrite(
                         fd,
                         size,
@@ -572,7 +464,7 @@ class Room:
             if done is not None:
                 return done
             plan = L.HEAD_DIFFERS
-        self._mark_receipt_acked(header)
+        self._receipts.mark_acked(header)
         preserved = count_lines(fd, size)
         if plan.mode == "stale":
             self._audit(
@@ -595,7 +487,7 @@ class Room:
         plan: L.AckPlan,
         acked: int,
         digest: str,
-        receipt: L.ReceiptHeader | None,
+        receipt: ReceiptHeader | None,
         dropped_all: bytes | None,
         *,
         verify: Callable[[], bool] | None = None,
@@ -651,7 +543,7 @@ class Room:
             )
             self._store(pending)
             pause("after-pending")
-            if not _same_inode(self.path, st):
+            if not same_inode(self.path, st):
                 # Replaced behind our back (a foreign rename) since we opened it: our copy is
                 # of a file that is no longer the room. Remove nothing.
                 self._store(ledger)
@@ -695,7 +587,7 @@ class Room:
         linked: bool,
         plan: L.AckPlan,
         digest: str,
-        receipt: L.ReceiptHeader | None,
+        receipt: ReceiptHeader | None,
         copy: CountingCopy,
         dropped_all: bytes | None,
     ) -> AckResult:
@@ -756,7 +648,7 @@ class Room:
             digest,
         )
         pause("after-audit")
-        self._mark_receipt_acked(receipt)
+        self._receipts.mark_acked(receipt)
         pause("after-receipt")
         lines = split_lines(dropped_all) if dropped_all is not None else None
         msg = f"acked {acked} line(s); preserved {remaining} line(s) that arrived or remain unread"
@@ -777,70 +669,6 @@ class Room:
             os.close(out)
         return offset + len(late), late.count(b"\n")
 
-    @contextmanager
-    def _receipt_check(
-        self, fd: int, header: L.ReceiptHeader, length: int
-    ) -> Iterator[Callable[[], bool]]:
-        """A started check: does the room start with exactly the bytes of `header`'s receipt?
-
-        Big heads are compared in a worker thread that overlaps the temp copy (see
-        ReceiptCheck); the answer is awaited before anything is renamed. A receipt whose body
-        does not match its own checksum is a clear error, not a stale ack."""
-        path = self.receipt_file(header.session)
-        try:
-            rfd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            yield lambda: False
-            return
-        corrupt = CorruptState(f"corrupt receipt {path}; it was left in place: read the room again")
-        try:
-            body_at = os.pread(rfd, 1 << 16, 0).find(b"\n") + 1
-            body_len = os.fstat(rfd).st_size - body_at
-            if body_at <= 0 or body_len != header.end - header.start:
-                raise corrupt
-            check = ReceiptCheck(fd, rfd, body_at, length)
-
-            def verify() -> bool:
-                if check.ok():
-                    return True
-                if hash_range(rfd, body_at, body_at + body_len) == header.sha256:
-                    return False  # the receipt is intact: the room's head changed
-                raise corrupt
-
-            try:
-                yield verify
-            finally:
-                check.join()  # never leave a thread reading descriptors about to be closed
-        finally:
-            os.close(rfd)
-
-    def _mark_receipt_acked(self, header: L.ReceiptHeader | None) -> None:
-        """Mark the read as acked: the receipt stays as a cursor (where the session stopped
-        reading, for unread counts) but can no longer authorise an ack.
-
-        Flips `"acked":false` to `"acked":true ` in place with one pwrite of the same length
-        (a rename would cost more than the rest of a small ack); falls back to a rewrite.
-        """
-        if header is None:
-            return
-        path = self.receipt_file(header.session)
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
-            return
-        try:
-            line = os.pread(fd, 1 << 16, 0).partition(b"\n")[0]
-            at = line.find(b'"acked":false')
-            if at >= 0 and L.ReceiptHeader.model_validate_json(line) == header:
-                os.pwrite(fd, b'"acked":true ', at)
-                return
-        finally:
-            os.close(fd)
-        cursor = header.model_copy(
-            update={"acked": True, "start": header.end, "lines": 0, "sha256": L.sha256(b"")}
-        )
-        atomic.atomic_write(path, L.encode_receipt(L.Receipt(cursor, b"")), fsync=False)
-
     def _audit(
         self,
         session: str,
@@ -852,23 +680,19 @@ class Room:
         preserved: int,
         digest: str | None,
     ) -> None:
-        entry = {
-            "at": self._clock(),
-            "session": session,
-            "mode": mode,
-            "epoch": epoch,
-            "start": start,
-            "end": end,
-            "acked": acked,
-            "preserved": preserved,
-            "sha256": digest,
-        }
-        # One O_APPEND write per entry, under the exclusive lock: entries never interleave.
-        fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            write_all(fd, (json.dumps(entry) + "\n").encode())
-        finally:
-            os.close(fd)
+        self._side.audit(
+            AuditEntry(
+                at=self._clock(),
+                session=session,
+                mode=mode,
+                epoch=epoch,
+                start=start,
+                end=end,
+                acked=acked,
+                preserved=preserved,
+                sha256=digest,
+            )
+        )
 
     # ----- push ---------------------------------------------------------------------------
     def push(self, line: str | bytes) -> int:
@@ -899,66 +723,13 @@ class Room:
                 lock = h.lock_fd
                 fcntl.flock(lock, fcntl.LOCK_SH)
                 try:
-                    # Is the ledger path still the inode we hold? A moved-aside ledger or a
-                    # removed sidecar shows up as another inode (ours is held open, so its
-                    # number cannot be reused) or as missing.
-                    try:
-                        same = os.stat(self._ledger_s).st_ino == h.ledger_ino
-                    except FileNotFoundError:
-                        same = False
-                    if same:
-                        # Before the write: a corrupt ledger must fail the push with nothing
-                        # appended, or a retrying producer would duplicate the line.
-                        slots = os.pread(h.ledger_fd, SLOTS_SPAN, 0)
-                        if slots != h.slots:
-                            h.base = L.load_base(
-                                self._ledger_s,
-                                hint=LEDGER_HINT,
-                                fresh=lambda: self._fresh_ledger().base,
-                            )
-                            h.slots = slots
-                        return h.base + self._append(data, lock)
+                    base = h.current_base(self._ledger_s, fresh=lambda: self._fresh_ledger().base)
+                    if base is not None:
+                        return base + append_line(self._path_s, data, lock)
                 finally:
                     fcntl.flock(lock, fcntl.LOCK_UN)
                 self._drop_handles()  # the sidecar or ledger was replaced: validate it again
         raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
-
-    def _append(self, data: bytes, lock: int) -> int:
-        """One O_APPEND write (concurrent pushers never interleave); the offset in the file.
-
-        The shared lock is held on `lock`. A write that stops short (a full disk) is undone
-        before the error is raised, so a retry is never glued onto a fragment."""
-        try:
-            # O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging; with a
-            # reader it opens and fstat refuses it. O_NOFOLLOW: never write through a symlink.
-            fd = os.open(
-                self._path_s,
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
-                0o644,
-            )
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                _refuse_unless_regular(self.path, stat.S_IFLNK)
-            if exc.errno == errno.ENXIO:
-                _refuse_unless_regular(self.path, stat.S_IFIFO)
-            raise write_error(self.path, exc) from None
-        try:
-            _refuse_unless_regular(self.path, os.fstat(fd).st_mode)
-            try:
-                n = os.write(fd, data)
-            except OSError as exc:
-                raise write_error(self.path, exc) from None  # nothing was written
-            end = os.lseek(fd, 0, os.SEEK_CUR)
-            if n != len(data):
-                # Not retried: a second O_APPEND write could land after another pusher's
-                # line and split ours in two.
-                left = _remove_fragment(self.path, fd, lock, data[:n], end)
-                raise write_error(
-                    self.path, OSError(errno.ENOSPC, "short write"), after=left
-                ) from None
-            return end - len(data)
-        finally:
-            os.close(fd)
 
     def _open_handles(self) -> PushHandles:
         """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
@@ -1034,25 +805,8 @@ class Room:
     def _status_locked(self, fd: int) -> RoomStatus:
         ledger, _, _ = self._settled_ledger(fd, can_write=False)
         size = os.fstat(fd).st_size
-        receipts: dict[str, L.ReceiptHeader] = {}
-        receipts_dir = self.sidecar / "receipts"
-        # scandir, not glob: glob skips names starting with "." (session ".hidden").
-        try:
-            names = sorted(
-                e.name[: -len(".rcpt")]
-                for e in os.scandir(receipts_dir)
-                if e.name.endswith(".rcpt") and not atomic.is_temp_name(e.name)
-            )
-        except (FileNotFoundError, NotADirectoryError):
-            names = []
-        for name in names:
-            try:
-                # Header only: counters never need the consumed bytes (maybe the whole room).
-                header = self._receipt_header(name)
-            except (CorruptState, AckdeckError):
-                continue  # status stays usable; read/ack report the corrupt receipt
-            if header is not None:
-                receipts[name] = header
+        # Headers only: counters never need the consumed bytes (maybe the whole room).
+        receipts = self._receipts.headers()
         # Where each current-epoch session stopped reading, as a byte offset in the file.
         cuts = {
             n: max(0, h.end - ledger.base) for n, h in receipts.items() if h.epoch == ledger.epoch
@@ -1127,70 +881,6 @@ class Room:
         if session in st.sessions:
             return st.sessions[session].unread
         return st.pending
-
-
-def _refuse_unless_regular(path: Path, mode: int) -> None:
-    if stat.S_ISREG(mode):
-        return
-    if stat.S_ISLNK(mode):
-        raise RoomUnavailable(
-            f"room {path} is a symlink; refusing to follow it (anyone who can write its "
-            "directory could point acks at another file). Use the target's path, or opt in "
-            "with --follow-symlinks"
-        )
-    kind = (
-        "a directory"
-        if stat.S_ISDIR(mode)
-        else "a FIFO"
-        if stat.S_ISFIFO(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a special file"
-    )
-    raise RoomUnavailable(f"room {path} is {kind}, not a regular file")
-
-
-def _remove_fragment(path: Path, fd: int, lock: int, fragment: bytes, end: int) -> str:
-    """Undo the first `len(fragment)` bytes of a line whose write stopped short at `end`.
-
-    Says exactly what the room holds afterwards (the tail of the one-line error). Takes the
-    exclusive lock (flock converts ours) so no locked pusher or ack moves the file meanwhile.
-    """
-    n = len(fragment)
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    st = os.fstat(fd)
-    if _same_inode(path, st) and st.st_size == end:
-        os.ftruncate(fd, end - n)  # nothing after the fragment: the room is as it was
-        return UNCHANGED
-    if _same_inode(path, st):
-        # Another writer appended after the fragment; cutting it out would need the space
-        # we lack. End it with a newline in place (one overwritten byte, no new space), so
-        # the next line is not glued onto it. pwrite needs a descriptor without O_APPEND.
-        wfd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            if (os.fstat(wfd).st_dev, os.fstat(wfd).st_ino) == (st.st_dev, st.st_ino):
-                os.pwrite(wfd, b"\n", end - 1)
-                return (
-                    f"another writer appended after the partial line, so its first {n - 1} "
-                    "byte(s) were left as a line of their own; every other line is intact"
-                )
-        finally:
-            os.close(wfd)
-    return (
-        f"the room was replaced meanwhile; a partial line of {n} byte(s) may remain at its "
-        "end, where the next line would be glued onto it"
-    )
-
-
-def _same_inode(path: Path, st: os.stat_result) -> bool:
-    # lstat: a symlink swapped in for the room is not the room.
-    try:
-        now = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
 def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:

@@ -1,0 +1,190 @@
+"""The sidecar: the directory `.NAME.ackdeck/` beside a room, holding its bookkeeping.
+
+Layout:
+  lock          flock target: push and read take it shared, ack and upkeep exclusive
+  ledger        the room's state (core/inbox/ledger.py)
+  audit.jsonl   one entry per ack (AuditEntry)
+  receipts/     one receipt per session (core/inbox/receipts.py)
+  prev-*        replaced room inodes kept for late writers (core/inbox/prev_inodes.py)
+
+It also holds the checks that keep ackdeck from writing through a borrowed target: the
+sidecar must be our own real directory, the room a regular file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.base import atomic
+from core.base.byteio import write_all
+from core.base.locks import locked
+from core.base.record import Record
+from core.errors import RoomUnavailable, UnsafeSidecar
+from core.inbox import ledger as L
+from core.inbox.prev_inodes import PREV_PREFIX
+
+SUFFIX = ".ackdeck"
+
+
+def path_for(room: Path) -> Path:
+    """The sidecar directory of the room at `room` (an absolute path, symlinks resolved as
+    the Room resolves them). A hashed stem for names too long to take the dot and suffix (a
+    250-byte room name)."""
+    stem = atomic.fitting_name(room.name, len(".") + len(SUFFIX))
+    return room.with_name(f".{stem}{SUFFIX}")
+
+
+class AuditEntry(Record):
+    """One line of `audit.jsonl`: what an ack (or a recovered one) removed."""
+
+    at: float
+    session: str
+    mode: str
+    epoch: int
+    start: int  # logical offsets of the removed bytes
+    end: int
+    acked: int  # lines removed
+    preserved: int  # lines kept (arrived or unread)
+    sha256: str | None  # of the removed bytes; None when nothing was removed
+
+
+class Sidecar:
+    """The sidecar of the room at `room` and the operations on its layout."""
+
+    def __init__(self, room: Path) -> None:
+        self.room = room
+        self.path = path_for(room)
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / "lock"
+
+    @property
+    def ledger_file(self) -> Path:
+        return self.path / "ledger"
+
+    @property
+    def audit_file(self) -> Path:
+        return self.path / "audit.jsonl"
+
+    @property
+    def receipts_dir(self) -> Path:
+        return self.path / "receipts"
+
+    # ----- safety checks ----------------------------------------------------------------------
+    def check_dir(self) -> None:
+        if not self.room.parent.is_dir():
+            raise RoomUnavailable(f"room directory {self.room.parent} does not exist")
+
+    def ensure(self, *, create: bool) -> bool:
+        """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            if not create:
+                return False
+            self.check_dir()
+            try:
+                os.mkdir(self.path, 0o700)
+            except FileExistsError:
+                pass  # another process created it first; the checks below still apply
+            except OSError as exc:
+                raise RoomUnavailable(
+                    f"cannot create {self.path}: {exc.strerror} (is {self.room.parent} writable?)"
+                ) from None
+            try:
+                st = os.lstat(self.path)
+            except FileNotFoundError:
+                raise RoomUnavailable(f"sidecar {self.path} vanished while being created") from None
+        # A symlinked or foreign-owned sidecar could redirect our writes or feed us forged
+        # receipts, so refuse rather than follow it.
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafeSidecar(f"refusing sidecar {self.path}: it is a symlink")
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafeSidecar(f"refusing sidecar {self.path}: it is not a directory")
+        if st.st_uid != os.geteuid():
+            raise UnsafeSidecar(f"refusing sidecar {self.path}: owned by uid {st.st_uid}")
+        return True
+
+    @contextmanager
+    def lock(self, *, shared: bool) -> Iterator[None]:
+        """The room's lock (creating a checked sidecar first)."""
+        self.ensure(create=True)
+        try:
+            with locked(self.lock_file, shared=shared):
+                yield
+        except PermissionError as exc:
+            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
+
+    # ----- audit log --------------------------------------------------------------------------
+    def audit(self, entry: AuditEntry) -> None:
+        """Append one entry, under the exclusive lock: one O_APPEND write per entry, so
+        entries never interleave."""
+        fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            write_all(fd, (json.dumps(entry.model_dump()) + "\n").encode())
+        finally:
+            os.close(fd)
+
+    # ----- leftovers --------------------------------------------------------------------------
+    def remove_leftovers(self, ledger: L.Ledger) -> None:
+        """Remove temps and links left by crashed writers. Exclusive lock held, so every
+        writer of these names (acks, and reads writing receipts under the shared lock) is
+        idle."""
+        atomic.clean_stale_temps(self.room)
+        live = {p.name for p in ledger.prev}
+        for directory in (self.path, self.receipts_dir):
+            try:
+                entries = list(os.scandir(directory))
+            except FileNotFoundError:
+                continue
+            for entry in entries:
+                # Exact shapes only: a session may be named `prev-1` or `x.ackdeck-tmp-1`, and
+                # its receipt (`receipts/<session>.rcpt`) is not a leftover.
+                if atomic.is_temp_name(entry.name) or (
+                    directory == self.path
+                    and entry.name.startswith(PREV_PREFIX)
+                    and entry.name not in live
+                ):
+                    atomic.unlink_quietly(Path(entry.path))
+
+
+# ----- the room file itself ---------------------------------------------------------------------
+def refuse_unless_regular(path: Path, mode: int) -> None:
+    """Raise unless `mode` is a regular file's: a room is never a symlink (without the owner's
+    opt-in, resolved before this), a FIFO, a device or a directory."""
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISLNK(mode):
+        raise RoomUnavailable(
+            f"room {path} is a symlink; refusing to follow it (anyone who can write its "
+            "directory could point acks at another file). Use the target's path, or opt in "
+            "with --follow-symlinks"
+        )
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a special file"
+    )
+    raise RoomUnavailable(f"room {path} is {kind}, not a regular file")
+
+
+def same_inode(path: Path | str, st: os.stat_result) -> bool:
+    """Is `path` still the inode `st` describes? lstat: a symlink swapped in for the room is
+    not the room."""
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
