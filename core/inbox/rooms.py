@@ -8,12 +8,13 @@ Protocol (see DESIGN.md "Rooms"):
   hard-linked in the sidecar for a grace period, so late writers and an ack killed between
   its rename and its sweep lose nothing either.
 
-Ack step by step (each step is a fault-injection point, see core/base/faults.py):
-  before-temp → mid-temp → after-temp → after-link → after-pending → after-rename →
-  after-sweep → after-fsync-dir → after-commit → after-audit → after-receipt
-A kill -9 anywhere leaves the old file (before the rename) or the new one (after it); the next
-exclusive operation removes leftover temps and orphan links, completes an interrupted commit
-(`pending` in the ledger) and carries late bytes from the old inode.
+The room's concepts each live in their own module; `Room` ties them together:
+- core/inbox/sidecar.py: the sidecar layout, its safety checks, the audit log, leftovers;
+- core/inbox/receipts.py: what each session read (schema, encoding, store, verification);
+- core/inbox/ack.py: the ack transaction, step by step (its crash-safety order);
+- core/inbox/push_handles.py: push's open descriptors and its one append;
+- core/inbox/ledger.py: the persisted state and the pure decisions on it;
+- core/inbox/prev_inodes.py: replaced inodes, where late unlocked writers end up.
 
 Bytes are the truth: nothing here decodes text.
 """
@@ -30,31 +31,28 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.base import atomic
 from core.base.byteio import (
     complete_prefix,
     count_lines,
     newline_census,
     pread_all,
-    pread_all_from,
     split_lines,
-    write_all,
 )
-from core.base.faults import pause
-from core.base.fileid import birth_ns, birth_ns_path
+from core.base.fileid import birth_ns
 from core.base.locks import locked
 from core.base.names import check_name
 from core.errors import InvalidInput, RoomUnavailable
 from core.inbox import ledger as L
 from core.inbox import prev_inodes as prev_inodes
-from core.inbox.ack_stream import CountingCopy, Digest
+from core.inbox.ack import AckSite, AckTransaction
+from core.inbox.ack_stream import Digest
 from core.inbox.prev_inodes import PREV_GRACE_S
 from core.inbox.push_handles import PushHandles, append_line
 from core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
 from core.inbox.receipts import Receipt, ReceiptHeader, ReceiptStore
 from core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
-from core.inbox.room_errors import LEDGER_HINT, RENAMED, cold_ack, write_error
-from core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular, same_inode
+from core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error
+from core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular
 
 __all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
 
@@ -427,7 +425,9 @@ class Room:
                 return AckResult("all", 0, 0, "no complete lines to ack", [])
             plan = L.AckPlan("all", len(dropped))
             acked, digest = dropped.count(b"\n"), L.sha256(dropped)
-            done = self._rewrite(fd, size, ledger, session, plan, acked, digest, None, dropped)
+            done = self._rewrite(
+                fd, size, ledger, session, plan, acked=acked, digest=digest, dropped_all=dropped
+            )
             assert done is not None  # no verification step can refuse an ack-all
             return done
         assert header is not None and not header.acked  # refused above
@@ -443,10 +443,9 @@ class Room:
                         ledger,
                         session,
                         plan,
-                        header.lines,
-                        header.sha256,
-                        header,
-                        None,
+                        acked=header.lines,
+                        digest=header.sha256,
+                        receipt=header,
                         verify=verify,
                     )
             else:
@@ -457,7 +456,9 @@ class Room:
                 checked = L.plan_ack(header, data, ledger.epoch, ledger.base, head)
                 acked, digest = head.count(b"\n"), L.sha256(head)
                 done = (
-                    self._rewrite(fd, size, ledger, session, plan, acked, digest, header, None)
+                    self._rewrite(
+                        fd, size, ledger, session, plan, acked=acked, digest=digest, receipt=header
+                    )
                     if checked == plan
                     else None
                 )
@@ -485,189 +486,35 @@ class Room:
         ledger: L.Ledger,
         session: str,
         plan: L.AckPlan,
+        *,
         acked: int,
         digest: str,
-        receipt: ReceiptHeader | None,
-        dropped_all: bytes | None,
-        *,
+        receipt: ReceiptHeader | None = None,
+        dropped_all: bytes | None = None,
         verify: Callable[[], bool] | None = None,
     ) -> AckResult | None:
-        """Drop `plan.drop` head bytes by temp file + rename.
-
-        The head is verified already, or by `verify()` once the temp is written; if that says
-        no, the temp is removed and None is returned (the caller reports a stale ack).
-        """
-        st = os.fstat(fd)
-        copy = CountingCopy(fd, plan.drop, size)
-        pause("before-temp")
-        try:
-            tmp = atomic.write_temp(
-                self.path,
-                copy.chunks(),
-                mode=stat.S_IMODE(st.st_mode),
-                owner=(st.st_uid, st.st_gid),
-            )
-        except OSError as exc:
-            raise write_error(self.path, exc) from None
-        pause("after-temp")
-        link: Path | None = None
-        try:
-            if verify is not None and not verify():
-                atomic.unlink_quietly(tmp)
-                return None
-            new_identity = L.identity_of(L.stat_of(os.stat(tmp), birth_ns_path(tmp)), copy.head)
-            link = prev_inodes.link_old_inode(self.path, self.sidecar, st)
-            pause("after-link")
-            now = self._clock()
-            prev = list(ledger.prev)
-            if link is not None:
-                entry = L.PrevInode(
-                    name=link.name, dev=st.st_dev, ino=st.st_ino, offset=size, since=now
-                )
-                # Never dropped here (its link would become an orphan, its late lines
-                # lost): sweeps retire the oldest beyond MAX_PREV once nobody holds them.
-                prev = [*prev, entry]
-            # Intent first: if we die after the rename, the next caller recognises the new
-            # inode as ours (and sweeps the linked old one) instead of starting a new epoch.
-            pending = ledger.model_copy(
-                update={
-                    "pending": L.PendingRewrite(
-                        identity=new_identity,
-                        base=ledger.base + plan.drop,
-                        session=session,
-                        acked=acked,
-                        at=now,
-                    ),
-                    "prev": prev,
-                }
-            )
-            self._store(pending)
-            pause("after-pending")
-            if not same_inode(self.path, st):
-                # Replaced behind our back (a foreign rename) since we opened it: our copy is
-                # of a file that is no longer the room. Remove nothing.
-                self._store(ledger)
-                if link is not None:
-                    atomic.unlink_quietly(link)
-                atomic.unlink_quietly(tmp)
-                return AckResult(
-                    "stale",
-                    0,
-                    0,
-                    "stale: the room was replaced during the ack; nothing was removed. "
-                    "Read the room again, then ack",
-                )
-        except BaseException:
-            atomic.unlink_quietly(tmp)
-            raise
-        atomic.replace(tmp, self.path, fsync=False)
-        pause("after-rename")
-        try:
-            return self._finish(
-                fd,
-                size,
-                ledger,
-                pending,
-                link is not None,
-                plan,
-                digest,
-                receipt,
-                copy,
-                dropped_all,
-            )
-        except OSError as exc:
-            raise write_error(self.path, exc, after=RENAMED) from None
-
-    def _finish(
-        self,
-        fd: int,
-        size: int,
-        ledger: L.Ledger,
-        pending: L.Ledger,
-        linked: bool,
-        plan: L.AckPlan,
-        digest: str,
-        receipt: ReceiptHeader | None,
-        copy: CountingCopy,
-        dropped_all: bytes | None,
-    ) -> AckResult:
-        """Everything after the rename: sweeps, directory fsync, commit, audit, receipt."""
-        intent = pending.pending
-        assert intent is not None and intent.at is not None
-        session, acked, now = intent.session, intent.acked, intent.at
-        # Unlocked producers that opened the path before the rename wrote into the old inode:
-        # carry those bytes over now, again after the directory fsync, and (through the link)
-        # on every exclusive operation for PREV_GRACE_S. With no link (a filesystem without
-        # hard links) the open descriptor still allows the first two sweeps.
-        committed = pending.model_copy(
-            update={
-                "base": ledger.base + plan.drop,
-                "identity": intent.identity,
-                "pending": None,
-                "acked_total": ledger.acked_total + acked,
-                "last_ack_at": now,
-                "last_ack_session": session,
-            }
+        """Run the ack transaction (core/inbox/ack.py); None if `verify` refused the head."""
+        site = AckSite(
+            self.path,
+            self._side,
+            self._receipts,
+            self._store,
+            lambda ledger: self._sweep_prevs(ledger, only_newest=True),
+            self._clock,
         )
-        swept_lines = 0
-        fd_offset = size
-        if not linked:
-            fd_offset, n = self._sweep_fd(fd, fd_offset)
-            swept_lines += n
-        else:
-            pending, n = self._sweep_prevs(pending, only_newest=True)
-            swept_lines += n
-        pause("after-sweep")
-        atomic.fsync_dir(self.path.parent)
-        pause("after-fsync-dir")
-        if not linked:
-            fd_offset, n = self._sweep_fd(fd, fd_offset)
-            swept_lines += n
-        else:
-            # The sweep stores the ledger with `pending` still set, so a crash right after it is
-            # still recovered as our rename; the commit takes the swept offsets from it.
-            pending, n = self._sweep_prevs(pending, only_newest=True)
-            swept_lines += n
-        committed = committed.model_copy(
-            update={"prev": pending.prev, "late_total": pending.late_total}
-        )
-        remaining = copy.newlines + swept_lines
-        committed = committed.model_copy(
-            update={"preserved_total": ledger.preserved_total + remaining}
-        )
-        self._store(committed)
-        pause("after-commit")
-        self._audit(
-            session,
-            plan.mode,
-            ledger.epoch,
-            ledger.base,
-            ledger.base + plan.drop,
-            acked,
-            remaining,
-            digest,
-        )
-        pause("after-audit")
-        self._receipts.mark_acked(receipt)
-        pause("after-receipt")
-        lines = split_lines(dropped_all) if dropped_all is not None else None
-        msg = f"acked {acked} line(s); preserved {remaining} line(s) that arrived or remain unread"
-        return AckResult(plan.mode, acked, remaining, msg, lines)
-
-    def _sweep_fd(self, old_fd: int, offset: int) -> tuple[int, int]:
-        """Fallback sweep through the still-open old inode (no hard link available).
-
-        Returns (new offset, newlines carried)."""
-        late = complete_prefix(pread_all_from(old_fd, offset))
-        if not late:
-            return offset, 0
-        out = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            write_all(out, late)
-            os.fsync(out)
-        finally:
-            os.close(out)
-        return offset + len(late), late.count(b"\n")
+        return AckTransaction(
+            site,
+            fd=fd,
+            size=size,
+            ledger=ledger,
+            session=session,
+            plan=plan,
+            acked=acked,
+            digest=digest,
+            receipt=receipt,
+            dropped_all=dropped_all,
+            verify=verify,
+        ).run()
 
     def _audit(
         self,
