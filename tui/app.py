@@ -18,6 +18,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, get_current_worker
 
+from core.inbox import sidecar
 from core.inbox.room_url import parse_redis_url
 
 from .coalesce import Coalescer
@@ -208,12 +209,8 @@ class AckdeckApp(App[None]):
         for room in self.rooms:
             if isinstance(room, str):
                 continue  # a redis room: watched by blocking reads (_watch_redis)
-            # The directory, not the file: an ack renames a new inode over the file.
-            for d in (
-                room.parent,
-                room.with_name(f".{room.name}.ackdeck"),
-                room.with_name(f".{room.name}.ackdeck") / "receipts",
-            ):
+            # The directories, not the file: an ack renames a new inode over the file.
+            for d in sidecar.state_dirs(room):
                 if d.is_dir():
                     flat.add(str(d))
         deep: set[str] = set()
@@ -232,7 +229,7 @@ class AckdeckApp(App[None]):
         self._watch_stop = stop
         flat, deep = targets
         files = [r for r in self.rooms if isinstance(r, Path)]
-        names = {r.name for r in files} | {f".{r.name}.ackdeck" for r in files}
+        names = {r.name for r in files} | {sidecar.path_for(r).name for r in files}
         if flat:
             self._watch(flat, False, stop, names)
         if deep:

@@ -39,6 +39,14 @@ def path_for(room: Path) -> Path:
     return room.with_name(f".{stem}{SUFFIX}")
 
 
+def state_dirs(room: Path) -> tuple[Path, Path, Path]:
+    """Where a room's state changes show up as directory entries: its own directory (pushes;
+    an ack renames a new inode over the file), its sidecar (ledger, audit) and the sidecar's
+    receipts (reads). A watcher that follows a room watches these, not recursively."""
+    side = Sidecar(room)
+    return room.parent, side.path, side.receipts_dir
+
+
 class AuditEntry(Record):
     """One line of `audit.jsonl`: what an ack (or a recovered one) removed."""
 

@@ -1,0 +1,41 @@
+"""The dashboard follows a room through core's sidecar layout, never its own copy of it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.inbox.rooms import Room
+from tui.app import make_app
+from tui.state import in_flight_total
+from tui.testing import fixed_clock, quiet_config, settle
+
+REPO = Path(__file__).resolve().parent.parent
+WAIT = 60.0
+
+
+async def test_a_read_by_another_process_shows_for_a_room_with_a_long_name(
+    tmp_path: Path,
+) -> None:
+    # A 250-byte room name leaves no room for ".NAME.ackdeck": core hashes the sidecar's stem.
+    # The dashboard used to build `.NAME.ackdeck/receipts` itself, a name too long to exist
+    # (asking whether it is a directory raised ENAMETOOLONG), so it never followed the room.
+    room = tmp_path / ("r" * 250)
+    room.write_bytes(b"one\ntwo\n")
+    Room(room).read("owner")  # the sidecar and its receipts/ exist before the watcher starts
+    app = make_app(quiet_config([room], watch=True), clock=fixed_clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        assert in_flight_total(app.snapshot.rooms[0].status) == 2
+        deadline = time.monotonic() + WAIT
+        while not any(w.group == "watch" and w.is_running for w in app.workers):
+            assert time.monotonic() < deadline, "the watcher did not start"
+            await pilot.pause(0.02)
+        await pilot.pause(0.2)  # let the watcher register its directories
+        script = "import sys; from core.inbox.rooms import Room; Room(sys.argv[1]).read('agent')"
+        subprocess.run([sys.executable, "-c", script, str(room)], check=True, cwd=REPO)
+        while in_flight_total(app.snapshot.rooms[0].status) != 4:
+            assert time.monotonic() < deadline, "the read elsewhere never reached the dashboard"
+            await pilot.pause(0.05)
