@@ -283,28 +283,16 @@ class Unread(Struct):
 def peek_unread(room: RoomBackend, session: str) -> Unread:
     """The session's unread lines, without recording a read or acking anything.
 
-    Display only: counts come from core's status, the lines from one read-only pass over
-    the file afterwards, so a concurrent ack or append can make them differ by a few lines.
+    Display only: counts come from core's status, the lines from the room's newest ones
+    afterwards, so a concurrent ack or append can make them differ by a few lines.
     """
     st = room.status()
     mine = st.sessions.get(session)
     count = mine.unread if mine is not None else st.pending
     if count <= 0:
         return Unread(room.path, 0, [])
-    tail = getattr(room, "tail", None)  # a redis room: its newest entries, without a read
-    if tail is not None:
-        newest = tail(count)
-        return Unread(room.path, len(newest), newest[:PROMPT_MAX_LINES])
-    try:
-        with open(room.path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return Unread(room.path, 0, [])
-    complete = data[: data.rfind(b"\n") + 1]
-    # split on \n only: a \r inside a notification is content, not a line break.
-    lines = complete[:-1].split(b"\n") if complete else []
-    unread = lines[max(0, len(lines) - count) :]
-    return Unread(room.path, len(unread), unread[:PROMPT_MAX_LINES])
+    newest = room.tail(count)  # the newest lines, without a read (the room's own end)
+    return Unread(room.path, len(newest), newest[:PROMPT_MAX_LINES])
 
 
 def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:

@@ -130,5 +130,3 @@ def unlink_quietly(path: Path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-

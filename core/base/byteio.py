@@ -96,3 +96,30 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def tail_lines(fd: int, size: int, count: int, *, chunk: int = 1 << 16) -> list[bytes]:
+    """The last `count` complete lines of the file's first `size` bytes, oldest first, each
+    without its "\\n" (a partial last line is not one). Reads backwards from `size`, only as
+    far as those lines reach: a prompt hook on a big room reads its end, not all of it."""
+    if count <= 0:
+        return []
+    chunks: list[bytes] = []
+    newlines = 0
+    pos = size
+    # count + 1 newlines: the one that ends the newest complete line and the `count` before it
+    # (the oldest wanted line starts right after the last of them).
+    while pos > 0 and newlines < count + 1:
+        start = max(0, pos - chunk)
+        got = os.pread(fd, pos - start, start)
+        chunks.append(got)
+        newlines += got.count(b"\n")
+        pos = start
+    data = b"".join(reversed(chunks))
+    complete = data[: data.rfind(b"\n") + 1]
+    if not complete:
+        return []
+    lines = complete[:-1].split(b"\n")
+    if pos > 0:
+        lines = lines[1:]  # begins mid-line (or with an older line than wanted)
+    return lines[-count:]

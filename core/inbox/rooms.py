@@ -37,6 +37,7 @@ from core.base.byteio import (
     newline_census,
     pread_all,
     split_lines,
+    tail_lines,
 )
 from core.base.fileid import birth_ns
 from core.base.locks import locked
@@ -680,6 +681,19 @@ class Room:
             ledger.late_total,
             sum(p.held_at is not None for p in ledger.prev),
         )
+
+    def tail(self, count: int) -> list[bytes]:
+        """The newest `count` complete lines, oldest first. Display only: records no receipt,
+        takes no lock, and reads only the end of the file (a prompt hook on a big room)."""
+        if count <= 0:
+            return []
+        fd = self._open()
+        if fd is None:
+            return []
+        try:
+            return tail_lines(fd, os.fstat(fd).st_size, count)
+        finally:
+            os.close(fd)
 
     # ----- wait ---------------------------------------------------------------------------
     def wait(
