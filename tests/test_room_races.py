@@ -156,9 +156,14 @@ def test_wait_survives_the_rename_of_an_ack(tmp_path: Path) -> None:
 
 
 def test_status_is_consistent_during_concurrent_acks(tmp_path: Path) -> None:
-    """Every snapshot balances while another thread pushes, reads and acks: the lines pushed
-    (known from pushed_total, as every later line is `x\n`) are exactly the lines pending plus
-    the lines acked, and no counter goes backwards."""
+    """Every snapshot is one moment of the room while another thread pushes, reads and acks.
+
+    The ledger's invariant for a room nobody rewrites: every line pushed (known from
+    pushed_total, the bytes ever appended, as every later line is `x\n`) is either still
+    pending or acked, and no total goes backwards. Per session, in flight (read, not acked)
+    plus unread is exactly pending: an acked receipt counted against a ledger from before
+    that ack (or a file from after it) leaves a gap. Each of these fails if status took its
+    numbers at different moments (file, ledger, receipts)."""
     path = tmp_path / "inbox.txt"
     room = Room(path)
     for i in range(200):
@@ -192,9 +197,12 @@ def test_status_is_consistent_during_concurrent_acks(tmp_path: Path) -> None:
             assert st.pending + st.acked_total == 200 + extra // 2, st
             assert st.pushed_total >= previous.pushed_total
             assert st.acked_total >= previous.acked_total
+            assert st.preserved_total >= previous.preserved_total
+            assert st.late_total == 0 and st.held_open == 0, st
             reader = st.sessions.get("a")
             if reader is not None:
-                assert 0 <= reader.in_flight + reader.unread <= st.pending, st
+                assert reader.in_flight >= 0 and reader.unread >= 0, st
+                assert reader.in_flight + reader.unread == st.pending, st
             acked_seen.add(st.acked_total)
             previous = st
     finally:
