@@ -25,7 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.base import atomic
-from core.base.byteio import complete_prefix, pread_all_from, split_lines, write_all
+from core.base.byteio import (
+    complete_prefix,
+    count_lines,
+    pread_all,
+    pread_all_from,
+    split_lines,
+    write_all,
+)
 from core.base.faults import pause
 from core.base.fileid import birth_ns_path
 from core.base.record import Struct
@@ -34,7 +41,7 @@ from core.inbox import prev_inodes
 from core.inbox.ack_stream import CountingCopy
 from core.inbox.receipts import ReceiptHeader, ReceiptStore
 from core.inbox.results import AckResult
-from core.inbox.room_errors import RENAMED, write_error
+from core.inbox.room_errors import RENAMED, cold_ack, write_error
 from core.inbox.sidecar import AuditEntry, Sidecar, same_inode
 
 STALE_REPLACED = (
@@ -44,15 +51,140 @@ STALE_REPLACED = (
 
 
 class AckSite(Struct):
-    """The room an ack works on: its files and the ledger operations it needs."""
+    """The room an ack works on: its files and the ledger operations it needs (the Room's,
+    core/inbox/rooms.py). Every one is called with the exclusive lock held."""
 
     path: Path
     sidecar: Sidecar
     receipts: ReceiptStore
-    store: Callable[[L.Ledger], None]  # store a ledger state (exclusive lock held)
-    # Sweep the newest replaced inode into the room: (ledger after, lines carried).
+    # The ledger reconciled with the file open at fd (persisted if it changed): (ledger, stat).
+    settle: Callable[[int], tuple[L.Ledger, L.FileStat]]
+    store: Callable[[L.Ledger], None]  # store a ledger state
+    # Carry late bytes out of replaced inodes into the room (all of them, or only the newest,
+    # the one this ack linked): (ledger after, lines carried).
+    sweep_all: Callable[[L.Ledger], tuple[L.Ledger, int]]
     sweep_newest: Callable[[L.Ledger], tuple[L.Ledger, int]]
     clock: Callable[[], float]
+
+
+# ----- what an ack may remove ---------------------------------------------------------------
+def ack_locked(
+    site: AckSite, fd: int, session: str, *, ack_all: bool, reader: str | None
+) -> AckResult:
+    """Ack for `session` (or everything, `ack_all`) in the room open at `fd`, with the
+    exclusive lock held: decide what may go (refusals raise ColdAck), then run the
+    transaction. Only a receipt handed to the same `reader` authorises the ack."""
+    # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
+    # ack and carry late lines out of replaced inodes (so the unread count includes them).
+    # It never removes a line; the refusal itself records nothing.
+    ledger, cur = site.settle(fd)
+    site.sidecar.remove_leftovers(ledger)
+    ledger, _ = site.sweep_all(ledger)
+    header = None if ack_all else site.receipts.header(session)
+    if not ack_all and (header is None or header.acked):
+        why = "no read" if header is None else "no unacked read"
+        raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
+    if header is not None and header.reader != reader:
+        # Another reader was given these lines; this one may never have seen them.
+        why = "no read by this reader (the last read went to another reader)"
+        raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
+    if header is not None and header.seen is not None and not header.acked:
+        if L.rewritten_since(header.seen, cur):
+            # Rewritten in place after this read (e.g. truncated and refilled): the bytes
+            # at the head may be new lines identical to the consumed ones. New epoch.
+            head = os.pread(fd, L.HEAD_BYTES, 0)
+            ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
+            site.store(ledger)
+    size = os.fstat(fd).st_size
+    if ack_all:
+        dropped = complete_prefix(pread_all(fd, size))
+        if not dropped:
+            return AckResult("all", 0, 0, "no complete lines to ack", [])
+        plan = L.AckPlan("all", len(dropped))
+        acked, digest = dropped.count(b"\n"), L.sha256(dropped)
+        done = AckTransaction(
+            site,
+            fd=fd,
+            size=size,
+            ledger=ledger,
+            session=session,
+            plan=plan,
+            acked=acked,
+            digest=digest,
+            dropped_all=dropped,
+        ).run()
+        assert done is not None  # no verification step can refuse an ack-all
+        return done
+    assert header is not None and not header.acked  # refused above
+    plan = L.plan_offsets(header, ledger.epoch, ledger.base)
+    if plan.mode == "prefix":
+        if ledger.base == header.start:
+            # Fast path: nobody acked part of this read, so the whole receipt body must
+            # still be at the head; compared while the temp is written, before the rename.
+            with site.receipts.head_check(fd, header, plan.drop) as verify:
+                done = AckTransaction(
+                    site,
+                    fd=fd,
+                    size=size,
+                    ledger=ledger,
+                    session=session,
+                    plan=plan,
+                    acked=header.lines,
+                    digest=header.sha256,
+                    receipt=header,
+                    verify=verify,
+                ).run()
+        else:
+            # Another session acked the first part: compare the rest byte for byte.
+            head = pread_all(fd, plan.drop)
+            receipt = site.receipts.load(session)
+            data = receipt.data if receipt is not None else b""
+            checked = L.plan_ack(header, data, ledger.epoch, ledger.base, head)
+            acked, digest = head.count(b"\n"), L.sha256(head)
+            done = (
+                AckTransaction(
+                    site,
+                    fd=fd,
+                    size=size,
+                    ledger=ledger,
+                    session=session,
+                    plan=plan,
+                    acked=acked,
+                    digest=digest,
+                    receipt=header,
+                ).run()
+                if checked == plan
+                else None
+            )
+        if done is not None:
+            return done
+        plan = L.HEAD_DIFFERS
+    site.receipts.mark_acked(header)
+    preserved = count_lines(fd, size)
+    if plan.mode == "stale":
+        site.sidecar.audit(
+            AuditEntry(
+                at=site.clock(),
+                session=session,
+                mode="stale",
+                epoch=ledger.epoch,
+                start=ledger.base,
+                end=ledger.base,
+                acked=0,
+                preserved=preserved,
+                sha256=None,
+            )
+        )
+        return AckResult(
+            "stale",
+            0,
+            preserved,
+            f"stale: {plan.reason}; nothing was removed. Read the room again, then ack",
+        )
+    return AckResult(plan.mode, 0, preserved, plan.reason)
+
+
+# ----- the transaction ------------------------------------------------------------------------
 
 
 class AckTransaction:

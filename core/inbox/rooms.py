@@ -21,7 +21,6 @@ Bytes are the truth: nothing here decodes text.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
@@ -45,12 +44,12 @@ from core.base.names import check_name
 from core.errors import InvalidInput, RoomUnavailable
 from core.inbox import ledger as L
 from core.inbox import prev_inodes as prev_inodes
-from core.inbox.ack import AckSite, AckTransaction
+from core.inbox.ack import AckSite, ack_locked
 from core.inbox.ack_stream import Digest
 from core.inbox.prev_inodes import PREV_GRACE_S
 from core.inbox.push_handles import PushHandles, append_line
 from core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
-from core.inbox.receipts import Receipt, ReceiptHeader, ReceiptStore
+from core.inbox.receipts import ReceiptHeader, ReceiptStore
 from core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
 from core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error
 from core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular
@@ -112,15 +111,6 @@ class Room:
     def receipt_file(self, session: str) -> Path:
         return self._receipts.file(session)
 
-    def _check_dir(self) -> None:
-        self._side.check_dir()
-
-    def _ensure_sidecar(self, *, create: bool) -> bool:
-        return self._side.ensure(create=create)
-
-    def _lock(self, *, shared: bool) -> contextlib.AbstractContextManager[None]:
-        return self._side.lock(shared=shared)
-
     # ----- state --------------------------------------------------------------------------
     def _ledger(self) -> L.Ledger:
         return L.load_ledger(self.ledger_file, hint=LEDGER_HINT) or self._fresh_ledger()
@@ -136,12 +126,6 @@ class Room:
 
     def _store(self, ledger: L.Ledger) -> None:
         L.store_ledger(self.ledger_file, ledger)
-
-    def _receipt_header(self, session: str) -> ReceiptHeader | None:
-        return self._receipts.header(session)
-
-    def _receipt(self, session: str) -> Receipt | None:
-        return self._receipts.load(session)
 
     @staticmethod
     def _stat_fd(fd: int) -> L.FileStat:
@@ -215,8 +199,18 @@ class Room:
             self._store(settled)
             if verdict == "recovered" and ledger.pending is not None:
                 p = ledger.pending
-                self._audit(
-                    p.session, "recovered", settled.epoch, ledger.base, p.base, p.acked, 0, None
+                self._side.audit(
+                    AuditEntry(
+                        at=self._clock(),
+                        session=p.session,
+                        mode="recovered",
+                        epoch=settled.epoch,
+                        start=ledger.base,
+                        end=p.base,
+                        acked=p.acked,
+                        preserved=0,
+                        sha256=None,
+                    )
                 )
         return settled, cur, True
 
@@ -237,12 +231,12 @@ class Room:
 
     def _maybe_sweep(self) -> None:
         """Sweep replaced inodes if they hold late bytes (used by wait, which never acks)."""
-        if not self._ensure_sidecar(create=False):
+        if not self._side.ensure(create=False):
             return
         ledger = self._ledger()
         if not ledger.prev or not self._prevs_need_sweep(ledger):
             return
-        with self._lock(shared=False):
+        with self._side.lock(shared=False):
             fd = self._open()
             if fd is None:
                 return
@@ -269,7 +263,7 @@ class Room:
         only an ack with the same `reader` may use it (see ack()).
         """
         check_name(session)
-        self._check_dir()
+        self._side.check_dir()
         self._check_kind()
         try:
             snap = self._snapshot(session, reader)
@@ -297,11 +291,11 @@ class Room:
     ) -> tuple[ReadResult, ReceiptHeader | None, bytes] | None:
         """The complete lines now in the room and the receipt that would record them (None
         when there is no room and no sidecar: nothing to record)."""
-        if not self.path.exists() and not self._ensure_sidecar(create=False):
+        if not self.path.exists() and not self._side.ensure(create=False):
             return None
         shared = True
         while True:
-            with self._lock(shared=shared):
+            with self._side.lock(shared=shared):
                 fd = self._open()
                 if fd is None:
                     ledger = self._ledger()
@@ -340,7 +334,7 @@ class Room:
         operation's leftover cleanup never removes the temp of a receipt being written. If
         the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
         offsets, head bytes) decide what this receipt may still remove."""
-        with self._lock(shared=True):
+        with self._side.lock(shared=True):
             self._receipts.store(header, data)
 
     # ----- ack ----------------------------------------------------------------------------
@@ -370,9 +364,9 @@ class Room:
             mode: L.AckMode = "all" if res.mode == "prefix" else res.mode
             return AckResult(mode, res.acked, res.preserved, res.message, got.lines)
         check_name(session)
-        self._check_dir()
+        self._side.check_dir()
         self._check_kind()
-        has_sidecar = self._ensure_sidecar(create=False)
+        has_sidecar = self._side.ensure(create=False)
         if not self.path.exists() and not has_sidecar:
             return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
         if not has_sidecar and not all:
@@ -384,162 +378,30 @@ class Room:
                 raise cold_ack(session, "no read", count_lines(fd, os.fstat(fd).st_size))
             finally:
                 os.close(fd)
-        with self._lock(shared=False):
+        with self._side.lock(shared=False):
             fd = self._open()
             if fd is None:
                 return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
             try:
-                return self._ack_locked(fd, session, all, reader)
+                return ack_locked(self._ack_site(), fd, session, ack_all=all, reader=reader)
             except OSError as exc:
                 # Anything before the rename leaves the room as it was (temps are removed on
-                # the way out or by the next ack); later failures are converted in _rewrite.
+                # the way out or by the next ack); later failures are converted in ack.py.
                 raise write_error(self.path, exc) from None
             finally:
                 os.close(fd)
 
-    def _ack_locked(self, fd: int, session: str, ack_all: bool, reader: str | None) -> AckResult:
-        # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
-        # ack and carry late lines out of replaced inodes (so the unread count includes them).
-        # It never removes a line; the refusal itself records nothing.
-        ledger, cur, _ = self._settled_ledger(fd, can_write=True, persist_growth=False)
-        self._side.remove_leftovers(ledger)
-        ledger, _ = self._sweep_prevs(ledger)
-        header = None if ack_all else self._receipt_header(session)
-        if not ack_all and (header is None or header.acked):
-            why = "no read" if header is None else "no unacked read"
-            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
-        if header is not None and header.reader != reader:
-            # Another reader was given these lines; this one may never have seen them.
-            why = "no read by this reader (the last read went to another reader)"
-            raise cold_ack(session, why, count_lines(fd, os.fstat(fd).st_size))
-        if header is not None and header.seen is not None and not header.acked:
-            if L.rewritten_since(header.seen, cur):
-                # Rewritten in place after this read (e.g. truncated and refilled): the bytes
-                # at the head may be new lines identical to the consumed ones. New epoch.
-                head = os.pread(fd, L.HEAD_BYTES, 0)
-                ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
-                self._store(ledger)
-        size = os.fstat(fd).st_size
-        if ack_all:
-            dropped = complete_prefix(pread_all(fd, size))
-            if not dropped:
-                return AckResult("all", 0, 0, "no complete lines to ack", [])
-            plan = L.AckPlan("all", len(dropped))
-            acked, digest = dropped.count(b"\n"), L.sha256(dropped)
-            done = self._rewrite(
-                fd, size, ledger, session, plan, acked=acked, digest=digest, dropped_all=dropped
-            )
-            assert done is not None  # no verification step can refuse an ack-all
-            return done
-        assert header is not None and not header.acked  # refused above
-        plan = L.plan_offsets(header, ledger.epoch, ledger.base)
-        if plan.mode == "prefix":
-            if ledger.base == header.start:
-                # Fast path: nobody acked part of this read, so the whole receipt body must
-                # still be at the head; compared while the temp is written, before the rename.
-                with self._receipts.head_check(fd, header, plan.drop) as verify:
-                    done = self._rewrite(
-                        fd,
-                        size,
-                        ledger,
-                        session,
-                        plan,
-                        acked=header.lines,
-                        digest=header.sha256,
-                        receipt=header,
-                        verify=verify,
-                    )
-            else:
-                # Another session acked the first part: compare the rest byte for byte.
-                head = pread_all(fd, plan.drop)
-                receipt = self._receipt(session)
-                data = receipt.data if receipt is not None else b""
-                checked = L.plan_ack(header, data, ledger.epoch, ledger.base, head)
-                acked, digest = head.count(b"\n"), L.sha256(head)
-                done = (
-                    self._rewrite(
-                        fd, size, ledger, session, plan, acked=acked, digest=digest, receipt=header
-                    )
-                    if checked == plan
-                    else None
-                )
-            if done is not None:
-                return done
-            plan = L.HEAD_DIFFERS
-        self._receipts.mark_acked(header)
-        preserved = count_lines(fd, size)
-        if plan.mode == "stale":
-            self._audit(
-                session, "stale", ledger.epoch, ledger.base, ledger.base, 0, preserved, None
-            )
-            return AckResult(
-                "stale",
-                0,
-                preserved,
-                f"stale: {plan.reason}; nothing was removed. Read the room again, then ack",
-            )
-        return AckResult(plan.mode, 0, preserved, plan.reason)
-
-    def _rewrite(
-        self,
-        fd: int,
-        size: int,
-        ledger: L.Ledger,
-        session: str,
-        plan: L.AckPlan,
-        *,
-        acked: int,
-        digest: str,
-        receipt: ReceiptHeader | None = None,
-        dropped_all: bytes | None = None,
-        verify: Callable[[], bool] | None = None,
-    ) -> AckResult | None:
-        """Run the ack transaction (core/inbox/ack.py); None if `verify` refused the head."""
-        site = AckSite(
-            self.path,
-            self._side,
-            self._receipts,
-            self._store,
-            lambda ledger: self._sweep_prevs(ledger, only_newest=True),
-            self._clock,
-        )
-        return AckTransaction(
-            site,
-            fd=fd,
-            size=size,
-            ledger=ledger,
-            session=session,
-            plan=plan,
-            acked=acked,
-            digest=digest,
-            receipt=receipt,
-            dropped_all=dropped_all,
-            verify=verify,
-        ).run()
-
-    def _audit(
-        self,
-        session: str,
-        mode: str,
-        epoch: int,
-        start: int,
-        end: int,
-        acked: int,
-        preserved: int,
-        digest: str | None,
-    ) -> None:
-        self._side.audit(
-            AuditEntry(
-                at=self._clock(),
-                session=session,
-                mode=mode,
-                epoch=epoch,
-                start=start,
-                end=end,
-                acked=acked,
-                preserved=preserved,
-                sha256=digest,
-            )
+    def _ack_site(self) -> AckSite:
+        """What the ack may touch (core/inbox/ack.py); built per ack from this Room's parts."""
+        return AckSite(
+            path=self.path,
+            sidecar=self._side,
+            receipts=self._receipts,
+            settle=lambda fd: self._settled_ledger(fd, can_write=True, persist_growth=False)[:2],
+            store=self._store,
+            sweep_all=self._sweep_prevs,
+            sweep_newest=lambda ledger: self._sweep_prevs(ledger, only_newest=True),
+            clock=self._clock,
         )
 
     # ----- push ---------------------------------------------------------------------------
@@ -582,9 +444,9 @@ class Room:
     def _open_handles(self) -> PushHandles:
         """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
         under the exclusive lock like every ledger store)."""
-        self._check_dir()
+        self._side.check_dir()
         self._check_kind()  # before the sidecar exists: no `/dev/.null.ackdeck`
-        self._ensure_sidecar(create=True)
+        self._side.ensure(create=True)
         try:
             lock = os.open(self._lock_s, os.O_RDWR | os.O_CREAT, 0o600)
         except PermissionError as exc:
@@ -618,7 +480,7 @@ class Room:
     # ----- status -------------------------------------------------------------------------
     def status(self) -> RoomStatus:
         """Counters for the room and every session that has read it. Never writes the room."""
-        has_sidecar = self._ensure_sidecar(create=False)
+        has_sidecar = self._side.ensure(create=False)
         if has_sidecar:
             # Open the file only once the lock is held: a file opened before it may be the
             # inode an ack has just renamed away, which the ledger no longer describes (the
@@ -707,7 +569,7 @@ class Room:
         import watchfiles  # local: only wait needs the watcher
 
         check_name(session)
-        self._check_dir()
+        self._side.check_dir()
         deadline = None if timeout is None else time.monotonic() + timeout
         if self._unread(session) > 0:
             return True
