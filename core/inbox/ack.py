@@ -19,6 +19,7 @@ exclusive operation removes leftover temps and orphan links, completes an interr
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Callable
@@ -96,23 +97,19 @@ def ack_locked(
             ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
             site.store(ledger)
     size = os.fstat(fd).st_size
+
+    # Every transaction below removes from this file, as it is now, for this session.
+    remove = functools.partial(
+        AckTransaction, site, fd=fd, size=size, ledger=ledger, session=session
+    )
+
     if ack_all:
         dropped = complete_prefix(pread_all(fd, size))
         if not dropped:
             return AckResult("all", 0, 0, "no complete lines to ack", [])
         plan = L.AckPlan("all", len(dropped))
         acked, digest = dropped.count(b"\n"), L.sha256(dropped)
-        done = AckTransaction(
-            site,
-            fd=fd,
-            size=size,
-            ledger=ledger,
-            session=session,
-            plan=plan,
-            acked=acked,
-            digest=digest,
-            dropped_all=dropped,
-        ).run()
+        done = remove(plan=plan, acked=acked, digest=digest, dropped_all=dropped).run()
         assert done is not None  # no verification step can refuse an ack-all
         return done
     assert header is not None and not header.acked  # refused above
@@ -122,12 +119,7 @@ def ack_locked(
             # Fast path: nobody acked part of this read, so the whole receipt body must
             # still be at the head; compared while the temp is written, before the rename.
             with site.receipts.head_check(fd, header, plan.drop) as verify:
-                done = AckTransaction(
-                    site,
-                    fd=fd,
-                    size=size,
-                    ledger=ledger,
-                    session=session,
+                done = remove(
                     plan=plan,
                     acked=header.lines,
                     digest=header.sha256,
@@ -142,17 +134,7 @@ def ack_locked(
             checked = L.plan_ack(header, data, ledger.epoch, ledger.base, head)
             acked, digest = head.count(b"\n"), L.sha256(head)
             done = (
-                AckTransaction(
-                    site,
-                    fd=fd,
-                    size=size,
-                    ledger=ledger,
-                    session=session,
-                    plan=plan,
-                    acked=acked,
-                    digest=digest,
-                    receipt=header,
-                ).run()
+                remove(plan=plan, acked=acked, digest=digest, receipt=header).run()
                 if checked == plan
                 else None
             )
