@@ -76,10 +76,10 @@ class PushHandles:
     def usable(self) -> bool:
         return self.generation == _generation[0]
 
-    def current_base(self, ledger_path: str, fresh: Callable[[], int]) -> int | None:
+    def current_base(self, ledger_path: str, fresh: Callable[[], L.Ledger]) -> int | None:
         """The ledger's `base`, with the shared lock held on `lock_fd`; None if the ledger path
         is no longer the inode held (the caller drops these handles and opens new ones).
-        `fresh()` is the base to use when the ledger has no state yet."""
+        `fresh()` is the state to start from when the ledger has none yet."""
         # Is the ledger path still the inode we hold? A moved-aside ledger or a removed sidecar
         # shows up as another inode (ours is held open, so its number cannot be reused) or as
         # missing.
@@ -92,7 +92,7 @@ class PushHandles:
         # retrying producer would duplicate the line.
         slots = os.pread(self.ledger_fd, SLOTS_SPAN, 0)
         if slots != self.slots:
-            self.base = L.load_base(ledger_path, hint=LEDGER_HINT, fresh=fresh)
+            self.base = L.load_base(ledger_path, hint=LEDGER_HINT, fresh=lambda: fresh().base)
             self.slots = slots
         return self.base
 
@@ -107,7 +107,7 @@ def _close_both(ledger_fd: int, lock_fd: int) -> None:
 
 def append_line(path: str, data: bytes, lock: int) -> int:
     """One O_APPEND write of `data` (concurrent pushers never interleave); its offset in the
-    file.
+    file. `path` is a plain string: building a Path per push costs a quarter of the push.
 
     The shared lock is held on `lock`. A write that stops short (a full disk) is undone
     before the error is raised, so a retry is never glued onto a fragment."""
@@ -119,12 +119,12 @@ def append_line(path: str, data: bytes, lock: int) -> int:
         )
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            refuse_unless_regular(Path(path), stat.S_IFLNK)
+            refuse_unless_regular(path, stat.S_IFLNK)
         if exc.errno == errno.ENXIO:
-            refuse_unless_regular(Path(path), stat.S_IFIFO)
+            refuse_unless_regular(path, stat.S_IFIFO)
         raise write_error(Path(path), exc) from None
     try:
-        refuse_unless_regular(Path(path), os.fstat(fd).st_mode)
+        refuse_unless_regular(path, os.fstat(fd).st_mode)
         try:
             n = os.write(fd, data)
         except OSError as exc:

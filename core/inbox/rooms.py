@@ -433,7 +433,7 @@ class Room:
                 lock = h.lock_fd
                 fcntl.flock(lock, fcntl.LOCK_SH)
                 try:
-                    base = h.current_base(self._ledger_s, fresh=lambda: self._fresh_ledger().base)
+                    base = h.current_base(self._ledger_s, self._fresh_ledger)
                     if base is not None:
                         return base + append_line(self._path_s, data, lock)
                 finally:

@@ -163,7 +163,7 @@ class Sidecar:
 
 
 # ----- the room file itself ---------------------------------------------------------------------
-def refuse_unless_regular(path: Path, mode: int) -> None:
+def refuse_unless_regular(path: Path | str, mode: int) -> None:
     """Raise unless `mode` is a regular file's: a room is never a symlink (without the owner's
     opt-in, resolved before this), a FIFO, a device or a directory."""
     if stat.S_ISREG(mode):
