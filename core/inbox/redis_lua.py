@@ -2,10 +2,15 @@
 
 Keys of room NAME (the `{NAME}` hash tag keeps them in one cluster slot):
   ackdeck:room:{NAME}           the stream; one entry per line, field `line`
-  ackdeck:room:{NAME}:meta      hash: epoch, hw, foreign, removed, cut, acked, preserved, last_ack
-  ackdeck:room:{NAME}:receipts  hash: session -> JSON receipt {epoch, first, last, count, digest,
-                                acked, read_at}
+  ackdeck:room:{NAME}:meta      hash: epoch, hw, foreign, removed, cut, acked, preserved,
+                                last_ack, and one field `r:SESSION` per session holding its
+                                JSON receipt {epoch, first, last, count, added, digest, acked,
+                                read_at, reader}
   ackdeck:room:{NAME}:audit     stream of acks (capped at about 10,000 entries)
+
+The receipts share the meta hash so that an ack reads its receipt with the counters in one
+HMGET and writes both back in one HSET: an ack is five server commands (XINFO STREAM, HMGET,
+XTRIM, XADD to the audit, HSET), each of which costs a script far more than the bare command.
 
 Epochs. Within one stream, entry IDs are never reused and entries never change, so an ID names
 the same bytes for the stream's whole life. Two things break that, and each starts a new epoch
@@ -46,9 +51,6 @@ local function next_id(id)
   local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
   if seq == '18446744073709551615' then return incr(ms) .. '-0' end
   return ms .. '-' .. incr(seq)
-end
-local function has(key, id)
-  return #redis.call('XRANGE', key, id, id) == 1
 end
 -- How many entries of receipt r are still in the stream. Exact within an epoch: since the
 -- read nobody but ackdeck removed entries (else the epoch would have moved on), ackdeck only
@@ -91,17 +93,17 @@ local function stream_state(key)
   end
   return s
 end
--- (A meta or receipts key of another type fails with WRONGTYPE from HGETALL/HGET itself.)
-local function load_meta(key)
-  local raw = redis.call('HGETALL', key)
-  local m = {}
-  for i = 1, #raw, 2 do m[raw[i]] = raw[i + 1] end
+-- The meta hash (one HMGET; a meta key of another type fails with WRONGTYPE from HMGET
+-- itself) and, when `field` is given, that field's raw value too (a session's receipt).
+local function load_meta(key, field)
+  local v = redis.call('HMGET', key, 'epoch', 'hw', 'foreign', 'removed', 'cut', 'acked',
+    'preserved', 'last_ack', field or 'epoch')
   return {
-    epoch = tonumber(m.epoch or '0'), hw = tonumber(m.hw or '0'),
-    foreign = tonumber(m.foreign or '0'), removed = tonumber(m.removed or '0'),
-    cut = m.cut or '0-0', acked = tonumber(m.acked or '0'),
-    preserved = tonumber(m.preserved or '0'), last_ack = m.last_ack or '',
-  }
+    epoch = tonumber(v[1] or '0'), hw = tonumber(v[2] or '0'),
+    foreign = tonumber(v[3] or '0'), removed = tonumber(v[4] or '0'),
+    cut = v[5] or '0-0', acked = tonumber(v[6] or '0'),
+    preserved = tonumber(v[7] or '0'), last_ack = v[8] or '',
+  }, v[9]
 end
 -- The meta reconciled with the stream; changed=true when a new epoch starts or hw grew.
 local function settle(s, m)
@@ -126,17 +128,22 @@ local function witness(key, s)
     s.groups = 1
   end
 end
-local function store_meta(key, m)
-  redis.call('HSET', key, 'epoch', m.epoch, 'hw', m.hw, 'foreign', m.foreign,
-    'removed', m.removed, 'cut', m.cut, 'acked', m.acked, 'preserved', m.preserved,
-    'last_ack', m.last_ack)
+-- One HSET of the meta, plus a session's receipt when `session` is given.
+local function store_meta(key, m, session, receipt)
+  if session then
+    redis.call('HSET', key, 'epoch', m.epoch, 'hw', m.hw, 'foreign', m.foreign,
+      'removed', m.removed, 'cut', m.cut, 'acked', m.acked, 'preserved', m.preserved,
+      'last_ack', m.last_ack, 'r:' .. session, receipt)
+  else
+    redis.call('HSET', key, 'epoch', m.epoch, 'hw', m.hw, 'foreign', m.foreign,
+      'removed', m.removed, 'cut', m.cut, 'acked', m.acked, 'preserved', m.preserved,
+      'last_ack', m.last_ack)
+  end
 end
-local function receipt_of(key, session)
-  local raw = redis.call('HGET', key, session)
-  if not raw then return nil end
+local function decode_receipt(raw, session)
   local ok, r = pcall(cjson.decode, raw)
   if not ok or type(r) ~= 'table' or type(r.last) ~= 'string' then
-    error({err = 'CORRUPT receipt of session ' .. session .. ' in ' .. key})
+    error({err = 'CORRUPT receipt of session ' .. session .. ' in the room\'s meta hash'})
   end
   return r
 end
@@ -168,44 +175,44 @@ return {m.epoch, s.added, entries}
 """
 )
 
-# KEYS: stream, meta, receipts. ARGV: session, receipt JSON. A receipt of an epoch that ended
-# meanwhile is stored as it is: the next ack finds it stale and removes nothing.
-COMMIT_RECEIPT = (
-    _PRELUDE
-    + r"""
-want_type(KEYS[3], 'hash')
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+# KEYS: meta. ARGV: session, receipt JSON. A receipt of an epoch that ended meanwhile is
+# stored as it is: the next ack finds it stale and removes nothing.
+COMMIT_RECEIPT = r"""
+redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
 return 1
 """
-)
 
-# KEYS: stream, meta, receipts, audit. ARGV: session, now, all ('1' or '0'), reader ('' none).
+# KEYS: stream, meta, audit. ARGV: session, now, all ('1' or '0'), reader ('' none).
 # Returns {mode, acked, preserved, epoch, entries (for all), unread (for refused)}.
+# A prefix ack is five commands: XINFO STREAM, HMGET (counters and receipt), XTRIM, XADD
+# (audit), HSET (counters and receipt); every other outcome is at most three.
 ACK = (
     _PRELUDE
     + r"""
 local session, now, all = ARGV[1], ARGV[2], ARGV[3] == '1'
 local s = stream_state(KEYS[1])
-local m = load_meta(KEYS[2])
+local m, raw = load_meta(KEYS[2], 'r:' .. session)
 local dirty = settle(s, m)
 witness(KEYS[1], s)
-local function finish(mode, acked, first, last, dig)
+-- Count the ack, write its audit entry, and store the meta with the session's new receipt
+-- (nil: unchanged) in one HSET.
+local function finish(mode, acked, first, last, dig, receipt)
   local left = s.length - acked
   if mode == 'prefix' or mode == 'all' then
     m.acked = m.acked + acked
     m.preserved = m.preserved + left
     m.last_ack = now
     dirty = true
-    redis.call('XADD', KEYS[4], 'MAXLEN', '~', '10000', '*', 'at', now, 'session', session,
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', '10000', '*', 'at', now, 'session', session,
       'mode', mode, 'epoch', m.epoch, 'first', first, 'last', last, 'acked', acked,
       'preserved', left, 'sha1', dig)
   end
-  if dirty then store_meta(KEYS[2], m) end
+  if receipt then
+    store_meta(KEYS[2], m, session, cjson.encode(receipt))
+  elseif dirty then
+    store_meta(KEYS[2], m)
+  end
   return left
-end
-local function mark_acked(r)
-  r.acked = true
-  redis.call('HSET', KEYS[3], session, cjson.encode(r))
 end
 -- Remove the n entries up to `last`, the oldest in the stream (one XTRIM MINID).
 local function remove(last, n)
@@ -220,7 +227,6 @@ local function remove(last, n)
 end
 
 if all then
-  want_type(KEYS[3], 'hash')
   local entries = {}
   if s.exists then entries = redis.call('XRANGE', KEYS[1], '-', '+') end
   local first, last = '', ''
@@ -228,16 +234,17 @@ if all then
     first, last = entries[1][1], entries[#entries][1]
     remove(last, #entries)
   end
-  local left = finish('all', #entries, first, last, digest(entries))
   -- The session's receipt becomes a cursor past everything it was just given.
   local cursor = last
   if cursor == '' then cursor = m.cut end
-  redis.call('HSET', KEYS[3], session, cjson.encode({epoch = m.epoch, first = cursor,
-    last = cursor, count = 0, digest = '', acked = true, read_at = tonumber(now)}))
+  local left = finish('all', #entries, first, last, digest(entries), {epoch = m.epoch,
+    first = cursor, last = cursor, count = 0, digest = '', acked = true,
+    read_at = tonumber(now)})
   return {'all', #entries, left, m.epoch, entries, 0}
 end
 
-local r = receipt_of(KEYS[3], session)
+local r = nil
+if raw then r = decode_receipt(raw, session) end
 if r == nil or r.acked then
   local left = finish('refused', 0, '', '', '')
   return {'refused', 0, left, m.epoch, {}, left}
@@ -254,51 +261,56 @@ if r.epoch ~= m.epoch then
 end
 if r.count == 0 or not idlt(m.cut, r.last) then
   -- an empty read, or every entry of it was already acked (by this or another session)
-  mark_acked(r)
-  local left = finish('noop', 0, '', '', '')
+  r.acked = true
+  local left = finish('noop', 0, '', '', '', r)
   return {'noop', 0, left, m.epoch, {}, 0}
 end
--- Verified in O(log n), not by reading the entries back: within the epoch the receipt's IDs
--- name the bytes it was given (see the module docstring); its last entry must still be there,
--- its first too unless another session's ack removed it (shared room), and the count must add
--- up. Nothing older than the receipt may be left, or the trim below would take it.
+-- Verified in O(1) from XINFO STREAM and the meta, not by reading the entries back. Within
+-- the epoch nobody but ackdeck removed an entry (else `foreign` would have moved and a new
+-- epoch begun) and the stream was not recreated, so the receipt's IDs name the entries it
+-- was given, nothing older than its first entry can exist, and its entries still there are
+-- exactly `left_of` of them, the oldest in the stream: unless another session's ack took
+-- some of them (shared room), its first entry must be the stream's oldest and all of it must
+-- be left; otherwise what is left must start after the cut.
 local whole = idlt(m.cut, r.first)
 local n = left_of(r, s)
 local oldest = s.oldest
-if n == 0 or oldest == '' or not has(KEYS[1], r.last)
+if n == 0 or oldest == '' or idlt(r.last, oldest)
     or (whole and (n ~= r.count or oldest ~= r.first))
     or (not whole and not idlt(m.cut, oldest)) then
   local left = finish('stale', 0, '', '', '')
   return {'stale', 0, left, m.epoch, {}, 0}
 end
 local removed = remove(r.last, n)
-mark_acked(r)
-local left = finish('prefix', removed, r.first, r.last, r.digest)
+r.acked = true
+local left = finish('prefix', removed, r.first, r.last, r.digest, r)
 return {'prefix', removed, left, m.epoch, {}, 0}
 """
 )
 
-# KEYS: stream, meta, receipts. Read-only (queries do not write: a new epoch is computed, not
-# stored). Returns {exists, pending, pushed, epoch, acked, preserved, last_ack, last_id,
-# sessions = {name, in_flight, unread, ...}}.
+# KEYS: stream, meta. Read-only (queries do not write: a new epoch is computed, not stored).
+# Returns {exists, pending, pushed, epoch, acked, preserved, last_ack, last_id,
+# sessions = {name, in_flight, ...}}.
 STATUS = (
     _PRELUDE
     + r"""
 local s = stream_state(KEYS[1])
 local m = load_meta(KEYS[2])
 settle(s, m)
-want_type(KEYS[3], 'hash')
-local raw = redis.call('HGETALL', KEYS[3])
+local raw = redis.call('HGETALL', KEYS[2])
 local sessions = {}
 for i = 1, #raw, 2 do
-  local ok, r = pcall(cjson.decode, raw[i + 1])
-  if ok and type(r) == 'table' and type(r.last) == 'string' then
-    local inflight = 0
-    if r.epoch == m.epoch and not r.acked and r.count > 0 and idlt(m.cut, r.last) then
-      inflight = left_of(r, s)
+  local name = raw[i]
+  if string.sub(name, 1, 2) == 'r:' then
+    local ok, r = pcall(cjson.decode, raw[i + 1])
+    if ok and type(r) == 'table' and type(r.last) == 'string' then
+      local inflight = 0
+      if r.epoch == m.epoch and not r.acked and r.count > 0 and idlt(m.cut, r.last) then
+        inflight = left_of(r, s)
+      end
+      sessions[#sessions + 1] = string.sub(name, 3)
+      sessions[#sessions + 1] = inflight
     end
-    sessions[#sessions + 1] = raw[i]
-    sessions[#sessions + 1] = inflight
   end
 end
 local exists = 0

@@ -122,7 +122,7 @@ class RedisRoom:
         self.address = address
         self.path = address.display
         self.key = f"ackdeck:room:{{{address.name}}}"
-        self._keys = [self.key, f"{self.key}:meta", f"{self.key}:receipts", f"{self.key}:audit"]
+        self._keys = [self.key, f"{self.key}:meta", f"{self.key}:audit"]
         self._clock = clock
         self.timeout = _timeout(os.environ if env is None else env)
         self._client: redis.Redis | None = None
@@ -247,7 +247,9 @@ class RedisRoom:
         if deliver is not None:
             deliver(result)
         with self._errors("read"):
-            self._script("COMMIT_RECEIPT")(keys=self._keys[:3], args=[session, json.dumps(receipt)])
+            self._script("COMMIT_RECEIPT")(
+                keys=self._keys[1:2], args=[session, json.dumps(receipt)]
+            )
         return result
 
     # ----- ack ----------------------------------------------------------------------------
@@ -301,7 +303,7 @@ class RedisRoom:
     def status(self) -> RedisRoomStatus:
         """Counters for the room and every session that has read it. Never writes."""
         with self._errors("status"):
-            raw = self._script("STATUS")(keys=self._keys[:3])
+            raw = self._script("STATUS")(keys=self._keys[:2])
         exists, pending, pushed, epoch, acked, preserved, last_ack, last_id, flat = raw
         pending = int(pending)
         sessions: dict[str, SessionStatus] = {}
