@@ -138,7 +138,11 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
 
             app.main._select_room(url)
             await settle(pilot)
-            assert "redis room: 2 pending" in str(app.main.query_one("#lines").border_title)
+            await _until(
+                pilot,
+                lambda: "2 lines" in str(app.main.query_one("#lines").border_title),
+                "the redis room's lines in the lines panel",
+            )
             await pilot.press("r")
             await settle(pilot)
             assert any("owner read 2 line(s)" in n for n in notifications(app))
@@ -149,6 +153,49 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
         assert open_room(url).read("check").lines == [b"late"]
     finally:
         server.stop()
+
+
+async def test_lines_panel_shows_a_redis_rooms_lines_live_and_drops_what_the_owner_acked(
+    redis_server: RedisServer,
+) -> None:
+    """The lines panel shows a redis room like a file room: entries pushed from another
+    connection appear (by the room's blocking reads, no tick), the owner's read marks them in
+    flight, and the owner's ack removes exactly those, keeping a line that came meanwhile."""
+    from tui.app import make_app
+    from tui.testing import fixed_clock, notifications, quiet_config, settle
+    from tui.widgets.line_view import LineView
+
+    url = redis_server.url(new_room_name())
+    producer = open_room(url)
+    producer.push("first")
+    producer.push("second \x1b[31mred\x1b[0m")  # shown with replacement, never interpreted
+    app = make_app(quiet_config([url], watch=True), clock=fixed_clock)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        view = app.main.query_one("#lines", LineView)
+        await _until(
+            pilot,
+            lambda: view.visible_text() == ["first", "second \ufffd[31mred\ufffd[0m"],
+            "the room's entries in the lines panel",
+        )
+        open_room(url).push("third")  # another connection, as another host would
+        await _until(pilot, lambda: len(view.visible_text()) == 3, "the pushed entry shown")
+        assert view.visible_text()[2] == "third"
+        await pilot.press("r")
+        await settle(pilot)
+        await _until(pilot, lambda: view.in_flight == 3, "the owner's read marked in flight")
+        open_room(url).push("late")
+        await _until(pilot, lambda: len(view.visible_text()) == 4, "the late entry shown")
+        await pilot.press("a")
+        await settle(pilot)
+        assert any("acked 3 line(s), preserved 1 line(s)" in n for n in notifications(app))
+        await _until(pilot, lambda: view.visible_text() == ["late"], "acked entries gone")
+        assert "1 line" in str(view.border_title)
+        # A filter runs over a redis room's lines too.
+        view.set_filter("LAT")
+        await settle(pilot)
+        await _until(pilot, lambda: view.visible_text() == ["late"], "the filtered line")
+    assert open_room(url).read("check").lines == [b"late"]
 
 
 def test_hook_commands_never_carry_the_password(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from itertools import accumulate, islice, repeat
 from operator import add
 from pathlib import Path
+from typing import Protocol
 
 # Reads of this size keep the scan in C (bytes.split + itertools) instead of a Python loop per
 # line, while the transient list of parts stays small (256 KB: ~9 MB peak for 1,000,000 lines,
@@ -64,6 +65,17 @@ def scan_newlines(fd: int, start: int, stop: int, out: array, cancelled: Cancell
             out.extend(islice(ends, 1, None))
         off += len(chunk)
     return off
+
+
+class LineSource(Protocol):
+    """What the lines panel reads: a file's `LineIndex`, or a redis room's `RedisLines`."""
+
+    @property
+    def count(self) -> int: ...
+    def line_bytes(self, first: int, last: int) -> list[bytes]: ...
+    def line(self, n: int) -> str: ...
+    def partial_bytes(self) -> int: ...
+    def partial_text(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -192,7 +204,7 @@ class LineIndex:
 
 
 def filter_lines(
-    index: LineIndex,
+    index: LineSource,
     needle: str,
     first: int,
     last: int,

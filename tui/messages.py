@@ -14,7 +14,7 @@ from textual.message import Message
 
 from core.inbox.room_url import RedisAddress
 
-from .lineindex import LineIndex
+from .lineindex import LineSource
 from .state import Snapshot
 
 
@@ -36,7 +36,7 @@ class IndexBuilt(Message):
     """A fresh index for `key` (new room, or the file was replaced/truncated/rewritten)."""
 
     key: str
-    index: LineIndex | None
+    index: LineSource | None
     count: int
     error: str | None = None
 
@@ -46,7 +46,7 @@ class LinesIndexed(Message):
     """More lines of the current index are ready (growth or background indexing)."""
 
     key: str
-    index: LineIndex
+    index: LineSource
     count: int
     done: bool
 
@@ -61,7 +61,7 @@ class LinesIndexed(Message):
 @dataclass
 class FilterApplied(Message):
     key: str
-    index: LineIndex
+    index: LineSource
     needle: str
     rows: object  # array('Q') of line numbers
     upto: int  # lines examined so far

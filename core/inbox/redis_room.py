@@ -332,6 +332,14 @@ class RedisRoom:
             entries: list[Any] = self._redis().xrevrange(self.key, count=count) or []
         return [entry_line(fields) for _, fields in reversed(entries)]
 
+    def entries(self, after: str = "", count: int = 10_000) -> list[tuple[str, bytes]]:
+        """Up to `count` entries after ID `after` ("" for the oldest on), oldest first, as
+        (ID, line). Display only (the dashboard's lines panel): records no receipt."""
+        start = f"({after}" if after else "-"
+        with self._errors("status"):
+            got: list[Any] = self._redis().xrange(self.key, min=start, count=count) or []
+        return [(entry_id.decode(), entry_line(fields)) for entry_id, fields in got]
+
     def newest_id(self) -> str:
         """The newest entry ID now ("0-0" for an empty or missing room)."""
         with self._errors("status"):

@@ -169,8 +169,11 @@ class MainScreen(Screen[None]):
     def _select_room(self, key: str | None) -> None:
         self.selected_room = key
         view = self.query_one(LineView)
-        # A redis room has no file to index: its counters show in the table, no lines here.
-        view.show_file(key, Path(key) if key and not is_url(key) else None)
+        # A file is indexed; a redis room's entries are fetched in pages (RedisLines).
+        source: Path | RedisAddress | None = None
+        if key is not None:
+            source = parse_redis_url(key) if is_url(key) else Path(key)
+        view.show_file(key, source)
         self._update_lines_header()
 
     def _room_row(self) -> Any:
@@ -193,10 +196,6 @@ class MainScreen(Screen[None]):
         parts = ["Lines"]
         if row is not None:
             parts += [row.label, count_of(view.count, "line")]
-            if is_url(row.key):
-                # The lines panel indexes files; a redis room's lines stay on the server.
-                pending = row.status.pending if row.status is not None else 0
-                parts[-1] = f"redis room: {pending:,} pending (lines not shown here)"
         if view.needle:
             parts.append(f"filter {view.needle!r}: {view.row_count:,}")
         if in_flight:

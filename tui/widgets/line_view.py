@@ -1,4 +1,5 @@
-"""A virtualized view of one file's lines (a room, or a process's output.log).
+"""A virtualized view of one file's lines (a room, or a process's output.log), or of a redis
+room's entries (`RedisLines`: the same reading side, fetched with XRANGE in pages).
 
 Line API: `render_line` reads only the rows on screen, through `LineIndex` (offsets + pread + LRU
 cache), so a 1,000,000-line room paints as fast as a small one. Indexing, re-indexing after an
@@ -22,11 +23,15 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
+from core.errors import AckdeckError
+from core.room_url import RedisAddress
+
 from ..coalesce import Coalescer
-from ..lineindex import LineIndex, filter_lines
+from ..lineindex import LineIndex, LineSource, filter_lines
 from ..messages import FilterApplied, IndexBuilt, LinesIndexed
 
 FIRST_PAINT_BYTES = 1 << 20  # index this much before the first paint
+FIRST_PAINT_ENTRIES = 2_000  # a redis room: fetch this many entries before the first paint
 STEP_BYTES = 32 << 20  # then this much per progress message
 
 
@@ -128,8 +133,8 @@ class LineView(ScrollView, can_focus=True):
     def __init__(self, *, empty_text: str = "no room selected", **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.key: str | None = None
-        self.path: Path | None = None
-        self.index: LineIndex | None = None
+        self.path: Path | RedisAddress | None = None  # a file, or a redis room
+        self.index: LineSource | None = None
         self.count = 0
         self.error: str | None = None
         self.empty_text = empty_text
@@ -145,8 +150,8 @@ class LineView(ScrollView, can_focus=True):
         self._follow = False
 
     # ----- public API (UI thread) -----------------------------------------------------------
-    def show_file(self, key: str | None, path: Path | None) -> None:
-        """Switch to another file (or to nothing)."""
+    def show_file(self, key: str | None, path: Path | RedisAddress | None) -> None:
+        """Switch to another file or redis room (or to nothing)."""
         if key == self.key and self.index is not None:
             return
         self.key, self.path = key, path
@@ -201,7 +206,10 @@ class LineView(ScrollView, can_focus=True):
 
     # ----- workers (threads: no widget access, results by message) ---------------------------
     @work(thread=True, exclusive=True, group="line-index", exit_on_error=False)
-    def _build(self, key: str | None, path: Path) -> None:
+    def _build(self, key: str | None, path: Path | RedisAddress) -> None:
+        if isinstance(path, RedisAddress):
+            self._build_redis(key, path)
+            return
         try:
             index = LineIndex.open(path)
             done = index.extend_step(FIRST_PAINT_BYTES, _cancelled)
@@ -218,10 +226,48 @@ class LineView(ScrollView, can_focus=True):
         if done:
             self.post_message(LinesIndexed(key or "", index, index.count, True))
 
+    def _build_redis(self, key: str | None, address: RedisAddress) -> None:
+        from ..redislines import RedisLines  # redis is loaded only for a redis room
+
+        source = RedisLines.open(address)
+        try:
+            done = source.fetch(FIRST_PAINT_ENTRIES, _cancelled)
+            self.post_message(IndexBuilt(key or "", source, source.count))
+            while not done and not _cancelled():
+                done = source.fetch(None, _cancelled)
+                self.post_message(LinesIndexed(key or "", source, source.count, done))
+        except AckdeckError as exc:
+            self.post_message(IndexBuilt(key or "", None, 0, str(exc)))
+
+    def _sync_redis(
+        self, key: str | None, address: RedisAddress, index: LineSource | None
+    ) -> None:
+        from ..redislines import RedisLines
+
+        try:
+            if isinstance(index, RedisLines) and not index.head_moved():
+                index.fetch()  # only new entries: nothing was acked or trimmed meanwhile
+                self.post_message(LinesIndexed(key or "", index, index.count, True))
+                return
+            fresh = RedisLines.open(address)  # a prefix was acked: its lines renumber
+            fresh.fetch()
+            self.post_message(IndexBuilt(key or "", fresh, fresh.count))
+        except AckdeckError as exc:
+            self.post_message(IndexBuilt(key or "", None, 0, str(exc)))
+
     @work(thread=True, group="line-sync", exit_on_error=False)  # one at a time: self._syncs
-    def _sync(self, key: str | None, path: Path | None, index: LineIndex | None) -> None:
+    def _sync(
+        self,
+        key: str | None,
+        path: Path | RedisAddress | None,
+        index: LineSource | None,
+    ) -> None:
         if path is None:
             return
+        if isinstance(path, RedisAddress):
+            self._sync_redis(key, path, index)
+            return
+        assert index is None or isinstance(index, LineIndex)
         try:
             if index is None:
                 fresh = LineIndex.open(path)
@@ -245,7 +291,7 @@ class LineView(ScrollView, can_focus=True):
 
     @work(thread=True, exclusive=True, group="line-filter", exit_on_error=False)
     def _filter(
-        self, key: str | None, index: LineIndex, needle: str, first: int, last: int
+        self, key: str | None, index: LineSource, needle: str, first: int, last: int
     ) -> None:
         rows: array = array("Q")
         try:
@@ -320,7 +366,7 @@ class LineView(ScrollView, can_focus=True):
                 self._syncs.kick()
 
     # ----- helpers ----------------------------------------------------------------------------
-    def _set_index(self, index: LineIndex | None, count: int) -> None:
+    def _set_index(self, index: LineSource | None, count: int) -> None:
         # The old index is not closed here: a worker may still be reading it. Its descriptor
         # is closed when the last reference goes (LineIndex uses weakref.finalize).
         self.index = index

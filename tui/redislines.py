@@ -1,0 +1,91 @@
+"""The lines of a redis room for the lines panel: `LineIndex`'s reading side over a stream.
+
+No Textual here (plain I/O for worker threads, like `lineindex`). A file room's panel indexes
+line offsets and reads the visible lines with `pread`; a redis room's lines live on the server,
+so they are fetched with XRANGE in pages (through `RedisRoom.entries`, display only: no receipt)
+and kept with their entry IDs. Acks remove a prefix of the stream, so a view whose oldest entry
+is gone from the server is rebuilt (`head_moved`), as a file index is after an ack's rename;
+otherwise new entries are fetched after the last ID held (`fetch`).
+
+Thread model as `LineIndex`: one worker thread appends, the UI thread reads lines below the
+count it was told about; the lists only grow, so those never change.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+
+from core.redis_room import RedisRoom
+from core.room_url import RedisAddress
+
+from .lineindex import display_text
+
+PAGE = 10_000  # entries per XRANGE: a page is about one round trip and a megabyte
+
+Cancelled = Callable[[], bool]
+
+
+def _never() -> bool:
+    return False
+
+
+class RedisLines:
+    """The entries of one redis room fetched so far, oldest first."""
+
+    def __init__(self, room: RedisRoom) -> None:
+        self.room = room
+        self.ids: list[str] = []
+        self.lines: list[bytes] = []
+        # The connection closes when the last reference goes: a worker may still be fetching
+        # into a view the UI has already replaced (as LineIndex's descriptor).
+        self._finalizer = weakref.finalize(self, room.close)
+
+    @classmethod
+    def open(cls, address: RedisAddress) -> RedisLines:
+        """An empty view of the room; nothing is fetched yet (connects on first use)."""
+        return cls(RedisRoom(address))
+
+    @property
+    def count(self) -> int:
+        return len(self.lines)
+
+    def fetch(self, limit: int | None = None, cancelled: Cancelled = _never) -> bool:
+        """Fetch entries after the last one held, up to `limit` of them (None: all). True
+        when everything the stream held was fetched. Raises AckdeckError (unreachable...)."""
+        got_total = 0
+        while not cancelled():
+            want = PAGE if limit is None else min(PAGE, limit - got_total)
+            if want <= 0:
+                return False
+            page = self.room.entries(self.ids[-1] if self.ids else "", want)
+            # Lines before IDs: a reader below `count` never finds a line missing.
+            self.lines.extend(line for _, line in page)
+            self.ids.extend(entry_id for entry_id, _ in page)
+            got_total += len(page)
+            if len(page) < want:
+                return True
+        return False
+
+    def head_moved(self) -> bool:
+        """Is the oldest entry held gone from the server (acked, trimmed, recreated)?"""
+        if not self.ids:
+            return False
+        first = self.room.entries("", 1)
+        return not first or first[0][0] != self.ids[0]
+
+    # ----- LineIndex's reading side ---------------------------------------------------------
+    def line_bytes(self, first: int, last: int) -> list[bytes]:
+        return self.lines[first : min(last, self.count)]
+
+    def line(self, n: int) -> str:
+        return display_text(self.lines[n]) if n < len(self.lines) else ""
+
+    def partial_bytes(self) -> int:
+        return 0  # an entry is added whole
+
+    def partial_text(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        self._finalizer()
