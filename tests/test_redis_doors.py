@@ -259,3 +259,85 @@ def test_stop_hook_notices_a_redis_room_line_that_arrived_during_the_turn(
 
     notices, _ = Noticer(home, "agent", [url], "hooks", wakes=False).due()
     assert len(notices) == 1 and "during the turn" in notices[0].content
+
+
+async def test_noticer_follows_a_redis_room_live_not_by_the_rescan(
+    home: Path, redis_server: RedisServer, monkeypatch: object
+) -> None:
+    """With the periodic rescan pushed out to a day, a line pushed to a redis room still makes
+    a notice: the room's blocking read pokes the loop (the old loop only rescanned)."""
+    import anyio
+    import pytest
+
+    from core.agents import noticer as noticer_mod
+    from core.agents.noticer import Noticer
+    from core.agents.notices import Notice
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setattr(noticer_mod, "RESCAN_S", 86_400.0)
+    monkeypatch.delenv(noticer_mod.RESCAN_ENV, raising=False)
+    name = new_room_name()
+    url = redis_server.url(name)
+    producer = open_room(url)
+    producer.push("one")  # waiting before the start: the first look tells of it
+    got: list[Notice] = []
+
+    async def send(notices: list[Notice]) -> bool:
+        got.extend(notices)
+        return True
+
+    async def until(n: int) -> None:
+        with anyio.fail_after(60):  # only a real hang reaches this
+            while len(got) < n:
+                await anyio.sleep(0.02)
+
+    stop = anyio.Event()
+    noticer = Noticer(home, "agent", [url], "channel", wakes=False)
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            await noticer.run(send, window=0.05, stop_event=stop)
+
+        tg.start_soon(run)
+        await until(1)
+        open_room(url).push("two")  # another connection, as another host would
+        await until(2)
+        stop.set()
+    assert "two" in got[1].content and got[1].meta["room"] == name
+    assert producer.status().sessions == {}  # noticed, never read
+
+
+async def test_a_push_to_a_redis_room_reaches_the_mcp_channel_live(
+    home: Path, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """End to end through the SDK's own client, with the server's rescan set to a day
+    (ACKDECK_NOTICE_RESCAN_S): only the live path can deliver these notices."""
+    from tests.test_mcp_channel import ChannelListener, Recorder
+
+    name = new_room_name()
+    url = redis_server.url(name)
+    inbox = tmp_path / "inbox.txt"
+    inbox.touch()
+    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", "agent"]
+    args += ["--room", url, "--room", str(inbox)]
+    env = {"PYTHONPATH": str(REPO), "ACKDECK_NOTICE_RESCAN_S": "86400"}
+    rec = Recorder()
+    async with Client(
+        StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(REPO)),
+        read_timeout_seconds=60,
+        mode="legacy",  # type: ignore[arg-type]
+        extensions=[ChannelListener(rec)],
+        message_handler=rec.on_message,
+    ) as client:
+        for i, text in enumerate(["[t1] [ci] build 4512 failed", "[t2] [ci] 4513 failed"], 1):
+            open_room(url).push(text)  # another connection, as another host would
+            await rec.wait_for(i)
+            n = rec.channel[-1]
+            assert n.meta["room"] == name and n.meta["kind"] == "room"
+            assert text in n.content and "room_list_new" in n.content
+        # The notices consumed nothing: the lines are there for the authoritative read.
+        listed = await client.call_tool("room_list_new", {"room": name})
+        assert listed.structured_content["lines"] == [
+            "[t1] [ci] build 4512 failed",
+            "[t2] [ci] 4513 failed",
+        ]

@@ -1,6 +1,10 @@
 """The I/O around `core.agents.notices`: read-only views of rooms and wakes, the per-session notice
 state on disk, and an async watch loop that coalesces changes into notices.
 
+The loop is live for both kinds of room: file rooms and wakes through watchfiles on their
+directories, redis rooms through a blocking XREAD per room in a thread (no polling); both poke
+one channel that the loop drains, so a push reaches a notice as fast on either backend.
+
 Nothing here reads a room the way `room_list_new` does, acks, drains or reconciles: views come
 from `Room.status()` (which never writes), a `pread` of the room's tail for a preview, the wake
 record files and the shown sets, all opened read-only. The only file written is the door's own
@@ -12,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -20,7 +24,7 @@ from core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
 from core.base import atomic
 from core.base.locks import locked
 from core.base.names import check_name, room_path
-from core.errors import AckdeckError, RecordError
+from core.errors import AckdeckError, InvalidInput, RecordError
 from core.inbox.room_backend import open_room
 from core.inbox.room_spec import is_url
 from core.watch import gate
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
 
     from core.inbox.room_url import RedisAddress  # the URL parser is imported only for a redis URL
 
-    RoomRef = Path | RedisAddress  # a file, or a redis room (watched by the periodic rescan)
+    RoomRef = Path | RedisAddress  # a file, or a redis room (watched by blocking XREADs)
 
 Clock = Callable[[], float]
 
@@ -39,6 +43,10 @@ DEFAULT_WINDOW_S = 0.5
 # Without any event the loop still looks this often: it catches a room directory created after
 # the start and anything a watcher can miss (an unlocked writer into a replaced inode).
 RESCAN_S = 10.0
+RESCAN_ENV = "ACKDECK_NOTICE_RESCAN_S"  # overrides RESCAN_S (tests prove the live paths with it)
+# A redis room's follower waits this long after an arrival before its next blocking read, so a
+# flood costs a few reads a second, not one per entry (the loop's window spaces the notices).
+REDIS_STEP_S = 0.05
 TAIL_BYTES = 4096
 DOORS = ("channel", "nudge", "hooks")
 
@@ -69,6 +77,19 @@ def store_state(path: Path, state: NoticeState) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # Not fsynced: losing it in a power cut repeats a notice at most, it never loses one.
     atomic.atomic_write(path, state.model_dump_json().encode(), fsync=False)
+
+
+def rescan_interval(env: Mapping[str, str]) -> float:
+    raw = env.get(RESCAN_ENV)
+    if not raw:
+        return RESCAN_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"{RESCAN_ENV}={raw[:40]!r} is not a number of seconds") from None
+    if not 0.1 <= value <= 86_400:
+        raise InvalidInput(f"{RESCAN_ENV} must be between 0.1 and 86400 seconds")
+    return value
 
 
 def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
@@ -187,8 +208,10 @@ class Noticer:
         door: str,
         *,
         wakes: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.home = home
+        self._env = env  # read by `run` only: the hooks build a noticer on every turn
         self.session = check_name(session)
         self.rooms: list[RoomRef] = [_room_ref(r) for r in rooms]
         self.door = door
@@ -253,30 +276,108 @@ class Noticer:
         window: float = DEFAULT_WINDOW_S,
         stop_event: anyio.Event | None = None,
     ) -> None:
-        """Watch the room directories and the wakes directory; after each burst of changes
-        (grouped for up to `window` seconds, and never two sends closer than `window`) send
-        what is due. `send` returns False when it could not deliver: nothing is recorded."""
+        """Watch the room directories, the wakes directory and every redis room; after each
+        burst of changes (grouped for up to `window` seconds, and never two sends closer than
+        `window`) send what is due. `send` returns False when it could not deliver: nothing
+        is recorded. Ends when `stop_event` is set."""
+        import anyio
+
+        rescan = rescan_interval(os.environ if self._env is None else self._env)
+        last_sent = -1e9
+        await self._check(send)
+        # Capacity 1: one poke waiting is as good as many (the check looks at everything).
+        poke_tx, pokes = anyio.create_memory_object_stream[None](1)
+
+        def poke() -> None:
+            try:
+                poke_tx.send_nowait(None)
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # a poke already waits, or the loop is ending
+
+        async with anyio.create_task_group() as tg:
+
+            async def until_stopped() -> None:
+                if stop_event is None:
+                    await anyio.sleep_forever()
+                else:
+                    await stop_event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until_stopped)
+            tg.start_soon(self._watch_files, poke, window, rescan)
+            for room in self.rooms:
+                if not isinstance(room, Path):
+                    tg.start_soon(self._follow_redis, room, poke)
+            async for _ in pokes:
+                wait = last_sent + window - time.monotonic()
+                if wait > 0:
+                    await anyio.sleep(wait)
+                if await self._check(send):
+                    last_sent = time.monotonic()
+
+    async def _watch_files(self, poke: Callable[[], None], window: float, rescan: float) -> None:
+        """Poke on every burst of relevant file changes, and every `rescan` seconds anyway."""
         import anyio
         import watchfiles
 
-        last_sent = -1e9
-        await self._check(send)
+        dirs = self.watch_dirs()
+        if not dirs:  # only redis rooms and no wakes: the rescan alone
+            while True:
+                await anyio.sleep(rescan)
+                poke()
         window_ms = max(10, int(window * 1000))
         async for _changes in watchfiles.awatch(
-            *self.watch_dirs(),
+            *dirs,
             watch_filter=lambda _c, p: self._relevant(p),
             debounce=window_ms,
             step=min(50, window_ms),
-            rust_timeout=int(RESCAN_S * 1000),
+            rust_timeout=int(rescan * 1000),
             yield_on_timeout=True,
             recursive=False,
-            stop_event=stop_event,
         ):
-            wait = last_sent + window - time.monotonic()
-            if wait > 0:
-                await anyio.sleep(wait)
-            if await self._check(send):
-                last_sent = time.monotonic()
+            poke()
+
+    async def _follow_redis(self, address: RedisAddress, poke: Callable[[], None]) -> None:
+        """Poke whenever a redis room gets new entries: blocking XREADs in a thread (each at
+        most about half the client timeout, so a stop is seen within it). An unreachable
+        server is tried again every second; `views` reports it once."""
+        import threading
+
+        import anyio
+
+        from core.inbox.redis_room import RedisRoom
+
+        stop = threading.Event()
+
+        def follow() -> None:
+            room = RedisRoom(address)
+            after: str | None = None
+            try:
+                while not stop.is_set():
+                    try:
+                        if after is None:
+                            after = room.newest_id()
+                            # Reachable (again): look, in case entries came meanwhile.
+                            anyio.from_thread.run_sync(poke)
+                        newest = room.arrivals(after, stop)
+                    except AckdeckError:
+                        after = None
+                        stop.wait(1.0)
+                        continue
+                    if newest != after:
+                        after = newest
+                        anyio.from_thread.run_sync(poke)
+                        stop.wait(REDIS_STEP_S)
+            except anyio.RunFinishedError:
+                pass  # the loop ended while this thread was blocked in a read
+            finally:
+                room.close()
+
+        try:
+            # Abandoned on cancel: the thread sees `stop` within one blocking read and ends.
+            await anyio.to_thread.run_sync(follow, abandon_on_cancel=True)
+        finally:
+            stop.set()
 
     async def _check(self, send: Callable[[list[Notice]], Awaitable[bool]]) -> bool:
         import anyio  # here: the hooks import this module on every turn, without an event loop
