@@ -362,6 +362,24 @@ def test_entries_other_producers_added_are_read_and_acked(
     assert r.ack("a").acked == 1
 
 
+def test_entry_with_a_repeated_field_is_read_whole_and_a_forgotten_script_reloaded(
+    redis_server: RedisServer, url: str
+) -> None:
+    """A read is one MULTI/EXEC (epoch script + XRANGE): entries arrive as the server sends
+    them (a repeated field name is kept, not merged), and a server that forgot the script
+    (SCRIPT FLUSH, a restart) gets it again within the same read."""
+    r = room(url)
+    raw = raw_client(redis_server)
+    raw.execute_command("XADD", r.key, "*", "tag", "a", "tag", "b")
+    r.read("a")  # loads the script
+    raw.script_flush()
+    got = r.read("a")
+    assert got.lines == [b"tag=a tag=b"]
+    raw.xadd(r.key, {"line": "late"})
+    res = r.ack("a")
+    assert (res.mode, res.acked, res.preserved) == ("prefix", 1, 1)
+
+
 def test_module_imports_without_a_server() -> None:
     # The redis backend is imported only for URLs: a file-only command never loads redis.
     code = "import sys, core.cli.rooms_cmd, core.inbox.room_backend; print('redis' in sys.modules)"

@@ -1,9 +1,9 @@
 """A room on a Redis stream: the file room's contract across hosts (see core/inbox/redis_lua.py).
 
 - push: one XADD (field `line`); the offset is the entry ID.
-- read: one script returns every entry (all of them are after the session's cursor: acks
-  remove prefixes) and the epoch; the client then stores the receipt (first/last ID, count,
-  SHA-1 digest) server-side, once it holds the entries.
+- read: one MULTI/EXEC of the epoch script and `XRANGE - +` returns every entry (all of them
+  are after the session's cursor: acks remove prefixes) and the epoch; the client then stores
+  the receipt (first/last ID, count, SHA-1 digest) server-side, once it holds the entries.
 - ack: one script removes exactly the receipt's entries if they are still there; `stale` when
   someone else trimmed, deleted or recreated the stream since the read; a cold ack is refused.
 - status: one read-only script; wait: blocking XREAD in bounded chunks.
@@ -104,6 +104,10 @@ def _timeout(env: Mapping[str, str]) -> float:
     return value
 
 
+def _raw(response: Any, **_options: Any) -> Any:
+    return response
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
@@ -147,6 +151,10 @@ class RedisRoom:
                 retry=Retry(NoBackoff(), 0),
                 decode_responses=False,
             )
+            # Entries stay as the server sends them, [id, [field, value, ...]], as a script
+            # sees them: the client's dict form would merge repeated field names of an entry
+            # some other producer added.
+            self._client.set_response_callback("XRANGE", _raw)
         return self._client
 
     def _script(self, name: str) -> Any:
@@ -228,7 +236,7 @@ class RedisRoom:
         receipt is stored only if it returns. `reader` binds the receipt to one reader."""
         check_name(session)
         with self._errors("read"):
-            epoch, added, entries = self._script("READ")(keys=self._keys[:2])
+            epoch, added, entries = self._snapshot()
         lines = [entry_line(fields) for _, fields in entries]
         first = entries[0][0].decode() if entries else ""
         last = entries[-1][0].decode() if entries else ""
@@ -251,6 +259,26 @@ class RedisRoom:
                 keys=self._keys[1:2], args=[session, json.dumps(receipt)]
             )
         return result
+
+    def _snapshot(self) -> tuple[int, int, list[Any]]:
+        """(epoch, entries-added, every entry), atomically in one round trip."""
+        client = self._redis()
+        script = self._script("READ")
+        for attempt in (1, 2):
+            pipe = client.pipeline(transaction=True)
+            pipe.execute_command("EVALSHA", script.sha, 2, *self._keys[:2])
+            pipe.execute_command("XRANGE", self.key, "-", "+")
+            try:
+                (epoch, added), entries = pipe.execute()
+            except redis.exceptions.NoScriptError:
+                if attempt == 2:
+                    raise
+                # A restarted or flushed server forgot the script: load it, then once more
+                # (nothing was written: the script did not run and XRANGE only reads).
+                script.sha = client.script_load(script.script)
+                continue
+            return int(epoch), int(added), list(entries or [])
+        raise AssertionError("unreachable")
 
     # ----- ack ----------------------------------------------------------------------------
     def ack(
