@@ -16,8 +16,8 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
-from core.redis_room import RedisRoom
-from core.room_url import RedisAddress
+from core.inbox.redis_room import RedisRoom
+from core.inbox.room_url import RedisAddress
 
 from .lineindex import display_text
 

@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
 from core.errors import AckdeckError
-from core.room_url import RedisAddress
+from core.inbox.room_url import RedisAddress
 
 from ..coalesce import Coalescer
 from ..lineindex import LineIndex, LineSource, filter_lines
@@ -239,9 +239,7 @@ class LineView(ScrollView, can_focus=True):
         except AckdeckError as exc:
             self.post_message(IndexBuilt(key or "", None, 0, str(exc)))
 
-    def _sync_redis(
-        self, key: str | None, address: RedisAddress, index: LineSource | None
-    ) -> None:
+    def _sync_redis(self, key: str | None, address: RedisAddress, index: LineSource | None) -> None:
         from ..redislines import RedisLines
 
         try:
