@@ -7,10 +7,11 @@ clean up temps left by a crashed one.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from core.base.digest import sha256_hex
 
 TEMP_MARK = ".ackdeck-tmp-"
 
@@ -26,7 +27,7 @@ def fitting_name(name: str, extra: int) -> str:
     raw = os.fsencode(name)
     if len(raw) + extra <= NAME_MAX:
         return name
-    digest = hashlib.sha256(raw).hexdigest()[:16]
+    digest = sha256_hex(raw)[:16]
     return os.fsdecode(raw[: NAME_MAX - extra - 17]) + "~" + digest
 
 

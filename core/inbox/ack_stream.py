@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Iterator
 
 from core.base.byteio import pread_chunks
+from core.base.digest import new_sha256
 from core.base.faults import pause
 from core.inbox import ledger as L
 
@@ -22,7 +22,7 @@ class Digest:
     """SHA-256 of `data`, computed in a worker thread when `data` is large."""
 
     def __init__(self, data: bytes) -> None:
-        self._h = hashlib.sha256()
+        self._h = new_sha256(len(data))
         self._thread: threading.Thread | None = None
         if len(data) >= THREAD_MIN:
             self._thread = threading.Thread(target=self._h.update, args=(data,))
@@ -138,7 +138,7 @@ class CountingCopy:
 
 
 def hash_range(fd: int, start: int, end: int) -> str:
-    h = hashlib.sha256()
+    h = new_sha256(end - start)
     for chunk in pread_chunks(fd, start, end):
         h.update(chunk)
     return h.hexdigest()

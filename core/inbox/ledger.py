@@ -1,20 +1,19 @@
 """Persisted room state (typed records) and the pure decisions made on it. The receipts'
 schema is in core/inbox/receipts.py.
 
-Everything here is free of I/O except `load_model`/`store_model`, so the rules that decide
-what an ack may remove can be tested exhaustively (tests/test_ledger_decisions.py).
+Apart from the ledger file's reader and writer, everything here is free of I/O, so the rules
+that decide what an ack may remove can be tested exhaustively (tests/test_ledger_decisions.py).
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
-from core.base import atomic
+from core.base.digest import sha256_hex
 from core.base.record import Record, Struct
 from core.errors import CorruptState, RecordError
 
@@ -103,37 +102,12 @@ class Ledger(Record):
 
 TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
 if TYPE_CHECKING:
-    from typing import Literal, TypeVar
+    from typing import Literal
 
     from core.inbox.receipts import ReceiptHeader
 
-    M = TypeVar("M", bound=Record)
     Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
     AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
-
-
-def load_model(path: Path, model: type[M], *, hint: str = "") -> M | None:
-    """Parse a JSON state file; None if it does not exist. A bad file raises and is kept."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise CorruptState(f"state file {path} is a directory{hint}") from None
-    try:
-        return model.model_validate_json(raw)
-    except RecordError as exc:
-        first = str(exc)
-        raise CorruptState(
-            f"corrupt state file {path} ({first}); it was left in place{hint}"
-        ) from None
-
-
-def store_model(path: Path, value: Record, *, fsync: bool = False) -> None:
-    # State files are written without fsync by default: losing one to a power cut only makes
-    # the next operation see a "foreign" change and start a new epoch, which redelivers and
-    # never deletes. kill -9 cannot lose them (the page cache survives the process).
-    atomic.atomic_write(path, value.model_dump_json().encode(), fsync=fsync)
 
 
 # ----- the ledger file: two checksummed slots written in place ---------------------------
@@ -167,7 +141,7 @@ def _latest_slot(raw: bytes) -> tuple[int, bytes] | None:
             found.append((h, slot))
     for (seq, length, digest, offset), slot in sorted(found, key=lambda x: -x[0][0]):
         body = slot[offset : offset + length]
-        if len(body) == length and hashlib.sha256(body).hexdigest().encode() == digest:
+        if len(body) == length and sha256_hex(body).encode() == digest:
             return seq, body
     return None
 
@@ -264,7 +238,7 @@ def store_ledger(path: Path, ledger: Ledger) -> None:
 
 
 def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def identity_of(st: FileStat, head: bytes) -> FileIdentity:

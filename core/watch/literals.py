@@ -12,16 +12,18 @@ case-insensitive flags, `\\Q...\\E`) contributes no literal, so the answer is at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from core.errors import UnmodelledPattern
 
 MAX_LITERALS = 8
 
 
-@dataclass
 class _Group:
-    branches: list[list[_Item]] = field(default_factory=lambda: [[]])
+    # A plain class, not a dataclass: a supervisor compiles patterns, and `dataclasses` would
+    # cost it inspect, ast and dis.
+    __slots__ = ("branches",)
+
+    def __init__(self) -> None:
+        self.branches: list[list[_Item]] = [[]]
 
 
 # An item of a sequence: a literal character (its UTF-8 bytes), a group, or None for anything

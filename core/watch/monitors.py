@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from core.watch.patterns import Pattern, compile_pattern
 from core.watch.scan import (
@@ -98,11 +97,41 @@ def _display_plain(buf: Buf, ls: int, end: int) -> str:
         return truncate_middle(line).decode("utf-8", errors="replace")
 
 
-@dataclass(frozen=True)
 class MatchedLine:
+    """A matched line: its raw byte range [start, end) in output.log and its display text.
+
+    A plain immutable class rather than a dataclass: `dataclasses` imports inspect, ast and
+    dis, about 1.3 MiB of every supervisor's memory (one per monitored run)."""
+
+    __slots__ = ("start", "end", "text")
     start: int
     end: int
     text: str
+
+    def __init__(self, start: int, end: int, text: str) -> None:
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "end", end)
+        object.__setattr__(self, "text", text)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"MatchedLine is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"MatchedLine is immutable; cannot delete {name!r}")
+
+    def _key(self) -> tuple[int, int, str]:
+        return (self.start, self.end, self.text)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not MatchedLine:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"MatchedLine(start={self.start!r}, end={self.end!r}, text={self.text!r})"
 
 
 # A region of complete lines inside a buffer: (buf, lo, hi, base, first_start). buf[lo:hi] are
@@ -124,7 +153,6 @@ def line_windows(n: int, half: int) -> list[tuple[int, int]]:
         k += 1
 
 
-@dataclass
 class LineBuffer:
     """Splits a byte stream into regions of complete lines, keeping the unterminated tail.
 
@@ -134,13 +162,22 @@ class LineBuffer:
     held fragment.
     """
 
-    offset: int = 0
-    frag: bytearray = field(default_factory=bytearray)
-    frag_start: int = 0
-    max_fragment: int = MAX_FRAGMENT
-    frag_base: int = 0  # absolute offset of frag[0]: frag_start plus a multiple of H
-    # Called with each window the kept bytes move past (see the module doc); None drops them.
-    on_window: Callable[[int, int, bytes], None] | None = None
+    def __init__(
+        self,
+        offset: int = 0,
+        frag: bytearray | None = None,
+        frag_start: int = 0,
+        max_fragment: int = MAX_FRAGMENT,
+        frag_base: int = 0,
+        on_window: Callable[[int, int, bytes], None] | None = None,
+    ) -> None:
+        self.offset = offset
+        self.frag = bytearray() if frag is None else frag
+        self.frag_start = frag_start
+        self.max_fragment = max_fragment
+        self.frag_base = frag_base  # absolute offset of frag[0]: frag_start plus a multiple of H
+        # Called with each window the kept bytes move past (see the module doc); None drops them.
+        self.on_window = on_window
 
     @classmethod
     def at(cls, offset: int, max_fragment: int = MAX_FRAGMENT) -> LineBuffer:
@@ -364,7 +401,6 @@ class LineMatcher:
         return out
 
 
-@dataclass
 class Batch:
     """Cooldown and max_events for one monitor (pure: the caller passes `now`).
 
@@ -373,12 +409,21 @@ class Batch:
     stops (the process keeps running).
     """
 
-    cooldown: float
-    max_events: int | None = None
-    pending: list[MatchedLine] = field(default_factory=list)
-    first_at: float | None = None
-    events: int = 0
-    matches: int = 0
+    def __init__(
+        self,
+        cooldown: float,
+        max_events: int | None = None,
+        pending: list[MatchedLine] | None = None,
+        first_at: float | None = None,
+        events: int = 0,
+        matches: int = 0,
+    ) -> None:
+        self.cooldown = cooldown
+        self.max_events = max_events
+        self.pending: list[MatchedLine] = [] if pending is None else pending
+        self.first_at = first_at
+        self.events = events
+        self.matches = matches
 
     @property
     def stopped(self) -> bool:

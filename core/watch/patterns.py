@@ -13,11 +13,16 @@ complete lines in one buffer, and the literals every match contains (core.watch.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
 
+from core.base.record import Struct
 from core.errors import InvalidInput
 from core.watch.literals import literal_prefix, required_literals
+
+# typing and dataclasses are not imported at run time: each monitored run's supervisor would
+# carry them (dataclasses pulls in inspect, ast and dis: ~1.3 MiB).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Buf = bytes | bytearray | memoryview
 
@@ -96,8 +101,7 @@ def _compile(source: bytes, what: str, pattern: str, *, chunk: bool = False) -> 
         raise InvalidInput(f"invalid {what} regex {pattern!r}: {message}") from None
 
 
-@dataclass(frozen=True)
-class Pattern:
+class Pattern(Struct):
     """A user regex compiled for RE2, with what the chunk scanner derives from it.
 
     - `line`: matches the cleaned bytes of one line (`^`/`$` are the line's ends).

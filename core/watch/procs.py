@@ -27,7 +27,9 @@ from core.errors import CorruptState, InvalidInput, ProcessError
 from core.watch import holders
 from core.watch.monitors import compile_pattern
 from core.watch.runs import (
+    CHILD_PYTHONPATH,
     STARTUP_GRACE,
+    UNSET_PYTHONPATH,
     MonitorModel,
     RunMeta,
     kill_marker,
@@ -48,8 +50,6 @@ Clock = Callable[[], float]
 HomeArg = str | os.PathLike[str] | None
 # The package root, so the supervisor imports this very `core` whatever the user's cwd holds.
 _ROOT = str(Path(__file__).resolve().parent.parent)
-CHILD_PYTHONPATH = "ACKDECK_CHILD_PYTHONPATH"
-_UNSET = "<ackdeck:unset>"  # env values cannot hold NUL
 HANDSHAKE_TIMEOUT = 30.0
 
 
@@ -187,7 +187,7 @@ def start(
 
 def _spawn_supervisor(home: Path, rdir: Path) -> None:
     env = dict(os.environ)
-    env[CHILD_PYTHONPATH] = env.get("PYTHONPATH", _UNSET)
+    env[CHILD_PYTHONPATH] = env.get("PYTHONPATH", UNSET_PYTHONPATH)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
     r, w = os.pipe()
     try:

@@ -20,13 +20,17 @@ from pathlib import Path
 from core.base.home import procs_dir
 from core.base.names import check_name
 from core.base.record import Record
+from core.base.statefile import load_model, store_model
 from core.errors import CorruptState
-from core.inbox import ledger as L
 
 STATUSES = ("running", "exited", "killed", "lost")
 # A run whose supervisor has not taken its lock within this many seconds of being created is
 # considered lost (the supervisor never came up).
 STARTUP_GRACE = 30.0
+# The supervisor runs with ackdeck's package root first on PYTHONPATH; the caller's own value
+# (or UNSET_PYTHONPATH) travels in CHILD_PYTHONPATH and is restored for the command.
+CHILD_PYTHONPATH = "ACKDECK_CHILD_PYTHONPATH"
+UNSET_PYTHONPATH = "<ackdeck:unset>"  # env values cannot hold NUL
 
 
 class MonitorModel(Record):
@@ -110,23 +114,23 @@ def kill_marker(rdir: Path) -> Path:
 
 
 def load_meta(rdir: Path) -> RunMeta | None:
-    return L.load_model(meta_path(rdir), RunMeta)
+    return load_model(meta_path(rdir), RunMeta)
 
 
 def store_meta(rdir: Path, meta: RunMeta) -> None:
-    L.store_model(meta_path(rdir), meta)
+    store_model(meta_path(rdir), meta)
 
 
 def load_monitors_state(rdir: Path) -> MonitorsState | None:
     try:
-        return L.load_model(monitors_path(rdir), MonitorsState)
+        return load_model(monitors_path(rdir), MonitorsState)
     except CorruptState:
         # Fail safe: without it a rescan starts at 0 and dedup in the wake store absorbs repeats.
         return None
 
 
 def store_monitors_state(rdir: Path, state: MonitorsState) -> None:
-    L.store_model(monitors_path(rdir), state)
+    store_model(monitors_path(rdir), state)
 
 
 def supervisor_alive(rdir: Path) -> bool:

@@ -18,17 +18,19 @@ by the real regex on their line, so results are exactly those of a line-by-line 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
+# Not imported at run time (every monitored run's supervisor imports this module): typing, and
+# ctypes.util, whose find_library pulls in shutil, tempfile, bz2 and lzma (~1 MiB per process).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+    from typing import Any, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 Buf = bytes | bytearray
 
@@ -45,7 +47,7 @@ _CTRL_TABLE = bytes(
 def _libc_fn(name: str, restype: Any, *argtypes: Any) -> Any:
     """libc's function `name` with the given signature, or None where it cannot be loaded."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)  # the process's own symbols, libc's among them
         fn = getattr(libc, name)
     except (OSError, AttributeError):
         return None

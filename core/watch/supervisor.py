@@ -13,12 +13,11 @@ command's exit status (signals as 128+N) and flushes the monitors.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
-import subprocess
-import threading
+import select
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,8 @@ from pathlib import Path
 from core.base.locks import locked
 from core.watch import holders
 from core.watch.runs import (
+    CHILD_PYTHONPATH,
+    UNSET_PYTHONPATH,
     RunMeta,
     kill_marker,
     load_meta,
@@ -36,6 +37,11 @@ from core.watch.runs import (
 )
 from core.watch.tail import Tail
 
+# Memory: one supervisor lives per monitored run, so it imports only what it needs for its
+# whole life (README "Supervisor memory"). No argparse (its formatter pulls in shutil and the
+# compression modules), no subprocess or threading: the command is started with posix_spawn
+# and waited for through a pidfd. tests/test_layering.py checks the list.
+
 Clock = Callable[[], float]
 POLL = 0.05  # seconds between looks at output.log while the command is quiet
 # Once the command has exited, how often to look for processes still writing its output.
@@ -45,13 +51,11 @@ HOLDERS_EVERY = 0.25
 def child_env(rdir: Path) -> dict[str, str]:
     """The caller's environment, minus what start() added to import this package, plus the
     run's mark (so its process group is recognised even after the leader exited)."""
-    from core.watch.procs import _UNSET, CHILD_PYTHONPATH
-
     env = dict(os.environ)
     env[holders.RUN_MARK] = holders.mark_value(rdir)
     original = env.pop(CHILD_PYTHONPATH, None)
     if original is not None:
-        if original == _UNSET:
+        if original == UNSET_PYTHONPATH:
             env.pop("PYTHONPATH", None)
         else:
             env["PYTHONPATH"] = original
@@ -59,12 +63,79 @@ def child_env(rdir: Path) -> dict[str, str]:
 
 
 def exit_code_of(returncode: int) -> int:
-    """Popen's -N for "killed by signal N" becomes the shell's 128+N."""
+    """-N for "killed by signal N" (as Popen reports it) becomes the shell's 128+N."""
     return returncode if returncode >= 0 else 128 - returncode
 
 
-def launch(rdir: Path, ready: int, clock: Clock = time.time) -> subprocess.Popen[bytes] | None:
+class Child:
+    """The command's process, as much of subprocess.Popen as the supervisor uses: started with
+    posix_spawn, waited for through a pidfd (polled where the kernel has none)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None  # -N if killed by signal N, like Popen's
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # Linux < 5.3, or not Linux
+            self._pidfd = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                if self._pidfd is not None:
+                    os.close(self._pidfd)
+                    self._pidfd = None
+        return self.returncode
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait up to `timeout` seconds (None: for ever) for the exit; True once it exited."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            if self._pidfd is not None:
+                select.select([self._pidfd], [], [], left)  # readable once the child exits
+            else:
+                time.sleep(POLL if left is None else min(POLL, left))
+        return True
+
+
+def spawn(meta: RunMeta, rdir: Path, log_fd: int) -> Child:
+    """Start the command as subprocess.Popen(argv, cwd=meta.cwd, stdin=DEVNULL, stdout=log,
+    stderr=log, start_new_session=True) would; OSError if it cannot be started."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    # posix_spawn has no chdir action before Python 3.13: the supervisor steps into the
+    # command's directory for the spawn (a missing one fails here, as Popen's cwd= did) and
+    # back into its run directory afterwards.
+    os.chdir(meta.cwd)
+    try:
+        pid = os.posix_spawnp(
+            meta.argv[0],
+            meta.argv,
+            child_env(rdir),
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, null, 0),
+                (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                (os.POSIX_SPAWN_DUP2, log_fd, 2),
+            ],
+            # Own session and process group: `kill` signals the whole tree, and terminal
+            # signals aimed at the caller never reach it.
+            setsid=True,
+            # Python ignores these; the command gets the defaults, as Popen's restore_signals.
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    finally:
+        os.close(null)
+        os.chdir(rdir)
+    return Child(pid)
+
+
+def launch(rdir: Path, ready: int, clock: Clock = time.time) -> Child | None:
     """Take the supervisor lock, start the command, report on `ready`. None if it failed."""
+    os.set_inheritable(ready, False)  # the command must not hold the handshake pipe open
     lock_fd = os.open(supervisor_lock_path(rdir), os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held (fd kept open) until this process ends
     meta = load_meta(rdir)
@@ -73,17 +144,7 @@ def launch(rdir: Path, ready: int, clock: Clock = time.time) -> subprocess.Popen
         return None
     log_fd = os.open(output_path(rdir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        child = subprocess.Popen(
-            meta.argv,
-            cwd=meta.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=log_fd,
-            env=child_env(rdir),
-            # Own process group: `kill` signals the whole tree, and terminal signals aimed at
-            # the caller never reach it.
-            start_new_session=True,
-        )
+        child = spawn(meta, rdir, log_fd)
     except OSError as exc:
         _reply(ready, {"ok": False, "error": f"cannot start {meta.argv[0]!r}: {exc.strerror}"})
         return None
@@ -108,41 +169,34 @@ def _reply(fd: int, msg: dict[str, object]) -> None:
         os.close(fd)
 
 
-def supervise(
-    home: Path, rdir: Path, child: subprocess.Popen[bytes], clock: Clock = time.time
-) -> int:
+def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) -> int:
     meta = load_meta(rdir)
     assert meta is not None
     tail = Tail(home, rdir, meta, clock=clock)
-    exited = threading.Event()
-
-    def _wait() -> None:
-        child.wait()
-        exited.set()
-
-    threading.Thread(target=_wait, daemon=True).start()
     log = output_path(rdir)
     looked = 0.0  # monotonic time of the last look for processes still writing the output
     while True:
-        if exited.is_set() and time.monotonic() - looked >= HOLDERS_EVERY:
+        exited = child.poll() is not None
+        if exited and time.monotonic() - looked >= HOLDERS_EVERY:
             # The command exited; children it left behind may still write its output.
             if not holders.writers(log, skip=os.getpid()):
                 break
             looked = time.monotonic()
-        timeout: float | None = HOLDERS_EVERY if exited.is_set() else None
+        timeout: float | None = HOLDERS_EVERY if exited else None
         if tail.active():  # else nothing to scan (no monitor, or max_events reached)
             if tail.pump():
                 tail.flush_due()
                 continue
             tail.flush_due()
-            timeout = HOLDERS_EVERY if exited.is_set() else POLL
+            timeout = HOLDERS_EVERY if exited else POLL
             due = tail.next_due()
             if due is not None:
                 timeout = min(timeout, max(0.0, due - clock()))
-        if exited.is_set():
-            time.sleep(timeout or 0.0)  # the event stays set: sleep between looks instead
+        if exited:
+            time.sleep(timeout or 0.0)  # nothing more to wait for: sleep between looks
         else:
-            exited.wait(timeout)
+            child.wait(timeout)  # returns early when the command exits
+    assert child.returncode is not None
     code = exit_code_of(child.returncode)
     status = "killed" if child.returncode < 0 or kill_marker(rdir).exists() else "exited"
     # Wakes first, status second: anyone who sees the final status (a test, a hook, the
@@ -158,18 +212,29 @@ def supervise(
     return 0
 
 
+def parse_args(argv: list[str]) -> tuple[Path, Path, int]:
+    """`--home H --run-dir D --ready-fd N`, as procs.start passes them (an internal command
+    line, so no argparse). Paths are made absolute: spawn() changes directory."""
+    usage = "usage: python -m core.watch.supervisor --home H --run-dir D --ready-fd N"
+    if len(argv) % 2:
+        raise SystemExit(usage)
+    opts = dict(zip(argv[::2], argv[1::2], strict=True))
+    if sorted(opts) != ["--home", "--ready-fd", "--run-dir"] or not opts["--ready-fd"].isdigit():
+        raise SystemExit(usage)
+    home, rdir = (Path(os.path.abspath(opts[k])) for k in ("--home", "--run-dir"))
+    return home, rdir, int(opts["--ready-fd"])
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m core.watch.supervisor")
-    p.add_argument("--home", required=True)
-    p.add_argument("--run-dir", required=True)
-    p.add_argument("--ready-fd", type=int, required=True)
-    args = p.parse_args(argv)
+    import sys
+
+    home, rdir, ready = parse_args(sys.argv[1:] if argv is None else argv)
     if os.fork() > 0:
         os._exit(0)  # the launcher: start() reaps it immediately; we live on, reparented
-    child = launch(Path(args.run_dir), args.ready_fd)
+    child = launch(rdir, ready)
     if child is None:
         return 1
-    return supervise(Path(args.home), Path(args.run_dir), child)
+    return supervise(home, rdir, child)
 
 
 if __name__ == "__main__":

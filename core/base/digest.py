@@ -1,0 +1,42 @@
+"""SHA-256 without loading OpenSSL for small inputs.
+
+`import hashlib` loads OpenSSL's libcrypto: ~3.5 ms and ~3.7 MiB of resident memory in every
+process (each hook, each producer's `room push`, each run's supervisor), while what ackdeck
+hashes on most commands is a few KiB (ledger slots, receipts of a short read). CPython's own
+SHA-256 (`_sha256`, `_sha2` from 3.12) gives the same digest and loads in microseconds.
+OpenSSL is several times faster on large inputs (SHA-NI) and hashes them without holding the
+GIL (ack_stream hashes big reads in a worker thread), so from LARGE bytes on hashlib is used,
+imported then.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+try:
+    from _sha2 import sha256 as _builtin_sha256  # 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256 as _builtin_sha256  # 3.11
+    except ImportError:  # a build without CPython's own hashes: hashlib it is
+        _builtin_sha256 = None
+
+LARGE = 64 << 10  # bytes; below this the builtin costs less than importing OpenSSL
+
+
+def new_sha256(size: int) -> Any:
+    """An empty SHA-256 hasher (update/hexdigest) for about `size` bytes of input."""
+    if size < LARGE and _builtin_sha256 is not None:
+        return _builtin_sha256()
+    import hashlib
+
+    return hashlib.sha256()
+
+
+def sha256_hex(data: bytes | bytearray | memoryview) -> str:
+    """The hex SHA-256 of `data` (the same digest whichever implementation computes it)."""
+    h = new_sha256(len(data))
+    h.update(data)
+    return str(h.hexdigest())

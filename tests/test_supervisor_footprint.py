@@ -1,0 +1,104 @@
+"""A run's supervisor stays small (one lives per monitored run) without changing what the
+command sees: it is started with posix_spawn and waited for through a pidfd instead of
+subprocess and a thread, and the steady state imports none of the start-up-only or heavy
+modules. Real supervisors, real commands."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.watch import procs
+from core.watch.runs import load_monitors_state
+from tests.test_procs_support import release, wait_status, wait_until, waiter
+
+SIGPIPE_BIT = 1 << (13 - 1)  # SigIgn in /proc/PID/status is a mask of signal N at bit N-1
+SIGXFSZ_BIT = 1 << (25 - 1)
+
+
+def test_the_command_sees_what_popen_gave_it(phome: Path, tmp_path: Path) -> None:
+    """Its own session, the asked cwd, stdin from /dev/null and SIGPIPE/SIGXFSZ at their
+    defaults (Python ignores them; a `yes | head` in the command must end by SIGPIPE, not
+    print "Broken pipe")."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = (
+        "echo pid=$$; echo sid=$(cut -d' ' -f6 /proc/$$/stat); echo cwd=$(pwd);"
+        " echo stdin=$(readlink /proc/$$/fd/0);"
+        " grep SigIgn /proc/$$/status; yes | head -n 1"
+    )
+    info = procs.start(phome, "env", ["sh", "-c", script], cwd=str(work))
+    end = wait_status(phome, "env")
+    assert (end.status, end.exit_code) == ("exited", 0)
+    out = (info.run_dir / "output.log").read_text()
+    fields = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    assert fields["sid"] == fields["pid"] == str(end.pid)
+    assert fields["cwd"] == str(work)
+    assert fields["stdin"] == "/dev/null"
+    ignored = int(next(s for s in out.splitlines() if s.startswith("SigIgn:")).split()[1], 16)
+    assert ignored & (SIGPIPE_BIT | SIGXFSZ_BIT) == 0
+    assert "Broken pipe" not in out and out.endswith("y\n")
+
+
+def test_the_command_holds_only_stdin_stdout_and_stderr(phome: Path, tmp_path: Path) -> None:
+    """No handshake pipe, lock or pidfd of the supervisor leaks into the command (looked at
+    from outside, while it waits)."""
+    go = tmp_path / "go"
+    info = procs.start(phome, "fds", waiter(go, "up\n"))
+    wait_until(lambda: (info.run_dir / "output.log").read_bytes() == b"up\n", what="up")
+    assert sorted(os.listdir(f"/proc/{info.pid}/fd"), key=int) == ["0", "1", "2"]
+    assert os.readlink(f"/proc/{info.pid}/fd/1") == str(info.run_dir / "output.log")
+    release(go)
+    wait_status(phome, "fds")
+
+
+def test_a_relative_command_runs_from_its_cwd(phome: Path, tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\necho relative ok\nexit 5\n")
+    script.chmod(0o755)
+    info = procs.start(phome, "rel", ["./job.sh"], cwd=str(tmp_path))
+    end = wait_status(phome, "rel")
+    assert (end.status, end.exit_code) == ("exited", 5)
+    assert (info.run_dir / "output.log").read_bytes() == b"relative ok\n"
+
+
+# Start-up-only or heavy modules a steady-state supervisor must not hold (README "Supervisor
+# memory"): each costs every monitored run memory for its whole life.
+NOT_IN_SUPERVISOR = {
+    "argparse": "its formatter pulls in shutil and the compression modules",
+    "subprocess": "the command is started with posix_spawn",
+    "threading": "the command is waited for through a pidfd",
+    "dataclasses": "imports inspect, ast and dis (~1.3 MiB)",
+    "typing": "annotations are strings; typing is for type checkers",
+    "hashlib": "loads OpenSSL's libcrypto (~3.7 MiB); core.base.digest uses CPython's own",
+    "ctypes.util": "find_library pulls in shutil, tempfile, bz2, lzma",
+    "shutil": "see argparse and ctypes.util",
+    "core.inbox.ledger": "a run's state files need core.base.statefile only",
+    "pydantic": "ackdeck's own state files are Records",
+    "textual": "the dashboard",
+    "mcp": "the MCP server",
+}
+
+
+def test_a_supervisor_imports_only_what_it_needs(
+    phome: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its import log (-X importtime, to its stderr: supervisor.log) over a whole life: start,
+    a scan with a match, the exit."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    go = tmp_path / "go"
+    info = procs.start(
+        phome, "lean", waiter(go, "ERROR one\n", "done\n"), monitors=[procs.MonitorSpec("ERR")]
+    )
+    wait_until(lambda: load_monitors_state(info.run_dir), what="a first scan")
+    release(go)
+    wait_status(phome, "lean")
+    log = (info.run_dir / "supervisor.log").read_text()
+    imported = {
+        line.rsplit("|", 1)[1].strip() for line in log.splitlines() if line.startswith("import")
+    }
+    assert "core.watch.tail" in imported and "re2" in imported  # the log is the supervisor's
+    held = {m: why for m, why in NOT_IN_SUPERVISOR.items() if m in imported}
+    assert held == {}
