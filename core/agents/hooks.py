@@ -16,10 +16,8 @@ parse (a malformed file is left untouched), back up once, write atomically.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import shlex
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -73,6 +71,8 @@ def hook_commands(
     # written without its password (never into settings.json): the hook reads it from
     # ACKDECK_REDIS_PASSWORD in the agent's environment.
     room_args = [a for r in rooms for a in ("--room", _hook_room(r))]
+    import shlex  # installing hooks only: the per-turn hook commands never need it
+
     return {
         "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
         # Without rooms there is nothing to list before each prompt.
@@ -93,6 +93,8 @@ def is_ackdeck_hook(event: str, command: object) -> bool:
     """Whether `command` is the hook ackdeck installs for `event` (any session, room or path)."""
     if not isinstance(command, str) or event not in _SIGNATURES:
         return False
+    import shlex
+
     try:
         tokens = shlex.split(command)
     except ValueError:
@@ -119,6 +121,8 @@ def merge_hooks(settings: Mapping[str, Any], commands: Mapping[str, str | None])
     Idempotent: when the desired hook is already the only ackdeck hook of an event, that event
     is left exactly as it is (position included).
     """
+    import copy  # installing hooks only (copy imports weakref): not the per-turn commands
+
     out = copy.deepcopy(dict(settings))
     hooks = out.get("hooks")
     if hooks is None:

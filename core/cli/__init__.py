@@ -186,4 +186,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    sys.exit(main())
+    exit_now(main())
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit with `code` without tearing the interpreter down.
+
+    Freeing every module and object one by one at exit costs a per-turn command ~7 ms, a fifth
+    of `python -c pass`, and nothing a finished command needs: its state files are written
+    (os-level, never through a buffered file left open) and the kernel closes its descriptors
+    and releases its locks. What a normal exit does that matters still happens, in the same
+    order: waiting for other non-daemon threads (while one is left, this takes the normal
+    exit), atexit handlers (weakref finalizers among them), flushing stdout and stderr (a
+    failure there also takes the normal exit, which reports it as Python does).
+    """
+    threading = sys.modules.get("threading")
+    if threading is not None and any(
+        t is not threading.main_thread() and not t.daemon and t.is_alive()
+        for t in threading.enumerate()
+    ):
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    os._exit(code)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 
 from core.base.byteio import pread_chunks
 from core.base.digest import new_sha256
 from core.base.faults import pause
 from core.inbox import ledger as L
+
+# threading is imported where a worker is started (large reads and acks only): every room
+# command loads this module, and `import threading` costs ~1 ms of its start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import threading
 
 # From this many kept bytes on, an ack counts their newlines in a worker thread.
 COUNT_THREAD_MIN = 4 << 20
@@ -25,6 +30,8 @@ class Digest:
         self._h = new_sha256(len(data))
         self._thread: threading.Thread | None = None
         if len(data) >= THREAD_MIN:
+            import threading
+
             self._thread = threading.Thread(target=self._h.update, args=(data,))
             self._thread.start()
         else:
@@ -61,6 +68,8 @@ class ReceiptCheck:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         if length >= THREAD_MIN:
+            import threading
+
             self._thread = threading.Thread(target=self._run, name="ackdeck-head-check")
             self._thread.start()
 
@@ -109,6 +118,7 @@ class CountingCopy:
                 yield from self._pass_on(chunk, i)
             return
         import queue  # here, not at the top: only large acks need it, every command loads us
+        import threading
 
         todo: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         counted = [0]

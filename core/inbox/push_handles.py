@@ -22,7 +22,6 @@ import errno
 import fcntl
 import os
 import stat
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,6 +70,8 @@ class PushHandles:
         # Closes both when this object is collected (or at exit) if close() was not called.
         # In a forked child that closes only the child's copies: a flock lasts until every
         # descriptor of its open file description is closed, so the parent's lock stays.
+        import weakref  # here: only pushes make handles, every room command loads this module
+
         self._closer = weakref.finalize(self, _close_both, ledger_fd, lock_fd)
 
     def usable(self) -> bool:

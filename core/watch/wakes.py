@@ -19,7 +19,6 @@ push the survivors, then ack exactly the snapshot. Lines merged meanwhile stay p
 from __future__ import annotations
 
 import os
-import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -501,6 +500,8 @@ def _pending_total(home: Path, session: str) -> int:
 def read_rest(d: Delivery) -> str:
     """The command that reads the matched lines a capped record dropped."""
     how = " --exclude" if d.exclude else ""
+    import shlex  # here: only a wake with a filter needs it, every drain loads this module
+
     flt = f" --filter {shlex.quote(d.filter)}{how}" if d.filter else ""
     return f"ackdeck output {d.name} --run-id {d.run_id}{flt}"
 
