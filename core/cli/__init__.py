@@ -82,11 +82,86 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+        self.narrowing: _Narrowing | None = None  # set on the parsers of the command words
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        action = super().add_subparsers(**kwargs)
+        narrowing = self.narrowing
+        if narrowing is None or narrowing.depth >= len(narrowing.path):
+            return action
+        return _NarrowedSubparsers(action, narrowing)
 
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("ackdeck").strip()
         prefix = f"{where}: " if where else ""
         self.exit(1, f"ackdeck: error: {prefix}{message} (see --help)\n")
+
+
+class _Narrowing:
+    """The command words of this invocation (`room`, `push`), so that only their parsers are
+    built: a command group's register() adds a parser per subcommand, and each costs start-up
+    time (argparse builds a formatter per argument and looks up translations per parser)."""
+
+    def __init__(self, path: list[str]) -> None:
+        self.path = path
+        self.depth = 0  # how many words of `path` have their real parser so far
+        self.actions: list[_NarrowedSubparsers] = []
+
+    def missed(self) -> bool:
+        """A wanted word was not among the names registered (a typo): the parser is then built
+        whole, so that the error lists every choice as before."""
+        return any(not a.found for a in self.actions)
+
+
+class _NarrowedSubparsers:
+    """A subparsers action that really adds only the parser named by the next command word;
+    the others get a _Skipped stand-in that takes every call a register() function makes."""
+
+    def __init__(self, action: Any, narrowing: _Narrowing) -> None:
+        self._action, self._narrowing = action, narrowing
+        self._want = narrowing.path[narrowing.depth]
+        self.found = False
+        narrowing.actions.append(self)
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self._want not in (name, *kwargs.get("aliases", ())):
+            return _Skipped()
+        self.found = True
+        self._narrowing.depth += 1
+        parser = self._action.add_parser(name, **kwargs)
+        parser.narrowing = self._narrowing
+        return parser
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._action, name)
+
+
+class _Skipped:
+    """The parser of a command this invocation does not run: builds nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self._absorb
+
+    def _absorb(self, *_args: Any, **_kwargs: Any) -> _Skipped:
+        return self
+
+
+def _command_path(argv: Sequence[str]) -> list[str] | None:
+    """The command word and the next word after it (the subcommand, for a command group), or
+    None when the parser must be built whole: help asked for anywhere, or no command word."""
+    args = list(argv)
+    if "-h" in args or "--help" in args:
+        return None
+    command = _command_of(args)
+    if command is None or command not in args:
+        return None
+    rest = args[args.index(command) + 1 :]
+    for arg in rest:
+        if arg == "--":
+            break
+        if not arg.startswith("-"):
+            return [command, arg]
+    return [command]
 
 
 def _show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -131,7 +206,21 @@ def _entry_points() -> dict[str, Callable[[], Register]]:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv`'s command only, or for every command when argv names none we know
-    (help, no command, a typo: the listing and the error then show every command)."""
+    (help, no command, a typo: the listing and the error then show every command). Within a
+    command group, only the named subcommand's parser is built, unless that name is unknown
+    (then the whole group, for the error's list of choices) or help is asked for."""
+    path = _command_path(argv) if argv is not None else None
+    if path is not None and path[0] in BUILTIN_COMMANDS:
+        narrowing = _Narrowing(path)
+        parser = _build_parser(argv, narrowing)
+        if not narrowing.missed():
+            return parser
+    return _build_parser(argv, None)
+
+
+def _build_parser(
+    argv: Sequence[str] | None, narrowing: _Narrowing | None
+) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ackdeck",
         description="Consumed-only acks for agent inboxes, a wake gate for process monitors, "
@@ -145,7 +234,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     command = _command_of(argv) if argv is not None else None
     if command in BUILTIN_COMMANDS:
-        import_module(f"{__name__}.{BUILTIN_COMMANDS[command]}").register(sub)
+        register = import_module(f"{__name__}.{BUILTIN_COMMANDS[command]}").register
+        register(sub if narrowing is None else _NarrowedSubparsers(sub, narrowing))
     else:
         extra = _entry_points()
         if command in extra:
