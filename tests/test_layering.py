@@ -5,6 +5,7 @@ relative import or `importlib.import_module("tui…")` counts as much as one at 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -181,6 +182,9 @@ HEAVY_FOR_A_TURN = {
     "copy",  # installing hooks only
     "shlex",  # installing hooks, or a wake with a filter
 }
+if not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):
+    # No catalog can exist: argparse is imported without gettext (core/cli/__init__.py).
+    HEAVY_FOR_A_TURN |= {"gettext", "locale"}
 
 _HOT_PROBE = (
     "import sys\n"
