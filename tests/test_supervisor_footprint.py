@@ -6,12 +6,22 @@ modules. Real supervisors, real commands."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from core.watch import procs
-from core.watch.runs import load_monitors_state
+from core.watch.runs import (
+    MonitorModel,
+    RunMeta,
+    load_monitors_state,
+    new_run_id,
+    output_path,
+    run_dir,
+    store_meta,
+)
+from core.watch.tail import CHUNK, QUIET_CHUNK, Tail
 from tests.test_procs_support import release, wait_status, wait_until, waiter
 
 SIGPIPE_BIT = 1 << (13 - 1)  # SigIgn in /proc/PID/status is a mask of signal N at bit N-1
@@ -102,3 +112,43 @@ def test_a_supervisor_imports_only_what_it_needs(
     assert "core.watch.tail" in imported and "re2" in imported  # the log is the supervisor's
     held = {m: why for m, why in NOT_IN_SUPERVISOR.items() if m in imported}
     assert held == {}
+
+
+def _tail_on(home: Path, data: bytes) -> tuple[Tail, Path]:
+    now = time.time()
+    rdir = run_dir(home, "job", new_run_id(now))
+    rdir.mkdir(parents=True)
+    output_path(rdir).write_bytes(data)
+    meta = RunMeta(
+        name="job",
+        run_id=rdir.name,
+        argv=["simulated"],
+        cwd=str(home),
+        session="owner",
+        monitors=[MonitorModel(pattern="ERROR", cooldown_ms=10**9)],
+        created_at=now,
+        started_at=now,
+    )
+    store_meta(rdir, meta)
+    return Tail(home, rdir, meta), rdir
+
+
+def test_a_quiet_log_is_read_with_a_small_buffer_and_a_streaming_one_in_large_reads(
+    tmp_path: Path,
+) -> None:
+    """`bytearray(n)` makes every byte resident: a CHUNK-sized read buffer held for a whole
+    run was 4 MiB of each supervisor. Every line is still matched across the switches."""
+    line = b"ERROR at %08d " + b"x" * 40 + b"\n"
+    lines = [line % i if i % 1000 == 0 else b"info %08d\n" % i for i in range(200_000)]
+    tail, rdir = _tail_on(tmp_path, b"".join(lines[:10]))
+    assert tail.pump()
+    assert len(tail._chunk or b"") == QUIET_CHUNK + 1  # a few lines: the small buffer
+    with output_path(rdir).open("ab") as f:
+        f.write(b"".join(lines[10:]))  # several MB at once: grows to CHUNK
+    while tail.pump(max_bytes=1 << 30):
+        assert len(tail._chunk or b"") == CHUNK + 1
+    assert len(tail._chunk or b"") == QUIET_CHUNK + 1  # nothing new: back to small
+    starts = [m.start for m in tail.batches[0].pending]
+    expected = [sum(map(len, lines[:i])) for i in range(0, 200_000, 1000)]
+    assert starts == expected
+    tail.close()

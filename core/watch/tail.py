@@ -24,7 +24,11 @@ from core.watch.runs import (
 )
 
 Clock = Callable[[], float]
-CHUNK = 4 << 20
+CHUNK = 4 << 20  # read size while output streams: large reads scan fastest
+# Read size while output is quiet, which is most of a supervisor's life. `bytearray(n)` writes
+# every byte, so a CHUNK-sized buffer would be 4 MiB of every supervisor's resident memory: the
+# buffer grows to CHUNK when a read fills it and shrinks back when a look finds nothing new.
+QUIET_CHUNK = 64 << 10
 # Persist progress at least this often while output streams without matches, so a rescan after
 # a crash does not start from the beginning of a huge log.
 PERSIST_EVERY = 1.0
@@ -85,7 +89,7 @@ class Tail:
         if fd is None:
             return False
         got = 0
-        buf, view = self._buffer()
+        buf, view = self._buffer(QUIET_CHUNK)
         while got < max_bytes:
             # Read into one reused buffer: no per-chunk allocation, and the trailing NUL lets
             # the scanner use strcspn on it directly.
@@ -95,6 +99,10 @@ class Tail:
             got += n
             for region in self.buf.feed(buf, n):
                 self._add([m.scan(region) for m in self.matchers])
+            if n == len(view) < CHUNK:
+                buf, view = self._buffer(CHUNK)  # output streams: read it in large chunks
+        if got == 0:
+            self._buffer(QUIET_CHUNK, shrink=True)
         return got > 0
 
     def _see_window(self, line_start: int, k: int, window: bytes) -> None:
@@ -102,11 +110,15 @@ class Tail:
         for m in self.matchers:
             m.see_window(line_start, k, window)
 
-    def _buffer(self) -> tuple[bytearray, memoryview]:
-        if self._chunk is None:
-            self._chunk = bytearray(CHUNK + 1)  # the last byte stays NUL forever
-            self._view = memoryview(self._chunk)[:CHUNK]
-        assert self._view is not None
+    def _buffer(self, size: int, *, shrink: bool = False) -> tuple[bytearray, memoryview]:
+        """The read buffer: at least `size` bytes (exactly `size` with `shrink`)."""
+        have = -1 if self._chunk is None else len(self._chunk) - 1
+        if have < size or (shrink and have != size):
+            if self._view is not None:
+                self._view.release()
+            self._chunk = bytearray(size + 1)  # the last byte stays NUL forever
+            self._view = memoryview(self._chunk)[:size]
+        assert self._chunk is not None and self._view is not None
         return self._chunk, self._view
 
     def _add(self, per_monitor: list[list[MatchedLine]]) -> None:
