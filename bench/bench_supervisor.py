@@ -25,12 +25,12 @@ from core.watch.runs import load_meta, load_monitors_state
 RUNS = 5
 
 
-def rss_kib(pid: int) -> int:
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for {pid}")
+    raise RuntimeError(f"no {field} for {pid}")
 
 
 def wait_for(cond, what: str, timeout: float = 60.0):  # noqa: ANN001 - tiny local helper
@@ -70,6 +70,10 @@ def main() -> None:
             # The bare interpreter was started before the five supervisors: it is up by now.
             sup_rss = sorted(rss_kib(p) for p in sups)
             base = rss_kib(bare.pid)
+            # RssAnon: memory of this process alone. The rest of RSS is file pages (the
+            # interpreter, libc, RE2 and libstdc++), which every process mapping them shares.
+            sup_anon = sorted(rss_kib(p, "RssAnon") for p in sups)
+            base_anon = rss_kib(bare.pid, "RssAnon")
         finally:
             for info in infos:
                 procs.kill(home, info.name, grace=0.5)
@@ -84,6 +88,12 @@ def main() -> None:
             f"{median / 1024:.1f} MiB",
             f"{base / 1024:.1f} MiB bare `python -c 'import time; time.sleep(5)'`",
             f"{median / base:.2f}",
+        ),
+        (
+            "supervisor private memory (RssAnon, median)",
+            f"{sup_anon[len(sup_anon) // 2] / 1024:.1f} MiB",
+            f"{base_anon / 1024:.1f} MiB bare",
+            f"{sup_anon[len(sup_anon) // 2] / base_anon:.2f}",
         ),
         (
             f"{RUNS} monitored runs, total supervisor RSS",
