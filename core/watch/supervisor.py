@@ -40,7 +40,7 @@ from core.watch.tail import Tail
 # Memory: one supervisor lives per monitored run, so it imports only what it needs for its
 # whole life (README "Supervisor memory"). No argparse (its formatter pulls in shutil and the
 # compression modules), no subprocess or threading: the command is started with posix_spawn
-# and waited for through a pidfd. tests/test_layering.py checks the list.
+# and waited for through a pidfd. tests/test_supervisor_footprint.py checks the list.
 
 Clock = Callable[[], float]
 POLL = 0.05  # seconds between looks at output.log while the command is quiet
@@ -97,7 +97,9 @@ class Child:
             if left is not None and left <= 0:
                 return False
             if self._pidfd is not None:
-                select.select([self._pidfd], [], [], left)  # readable once the child exits
+                waiter = select.poll()  # poll, not select: any descriptor number works
+                waiter.register(self._pidfd, select.POLLIN)  # readable once the child exits
+                waiter.poll(None if left is None else max(0, int(left * 1000) + 1))
             else:
                 time.sleep(POLL if left is None else min(POLL, left))
         return True
