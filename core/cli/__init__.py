@@ -39,6 +39,10 @@ def _import_argparse_without_gettext() -> None:
     sys.modules["gettext"] = stand_in
     try:
         import argparse  # noqa: F401 - binds gettext's functions now
+    except ImportError:
+        # An argparse that wants more of gettext than these two: the real one is imported
+        # below (the failed import left no partial argparse behind).
+        sys.modules.pop("argparse", None)
     finally:
         del sys.modules["gettext"]
 
