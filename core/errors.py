@@ -34,9 +34,14 @@ class CorruptState(AckdeckError):
 
 
 class ColdAck(AckdeckError):
-    """An ack without a prior read. Nothing was written."""
+    """An ack without a prior read. Nothing was written. `unread` is how many complete lines
+    the room held when it refused (all of them kept: a refused ack's `preserved`)."""
 
     exit_code = 3
+
+    def __init__(self, message: str, unread: int = 0) -> None:
+        super().__init__(message)
+        self.unread = unread
 
 
 class ProcessError(AckdeckError):

@@ -109,9 +109,18 @@ class Cli:
     # -- processes -------------------------------------------------------------------------
 
     def ps(self) -> list[dict[str, Any]]:
-        runs = self.js("ps")
+        runs = self.js("ps")["processes"]
         assert isinstance(runs, list)
         return runs
+
+    def status(self, room: Path) -> dict[str, Any]:
+        """`room status --json` of one room: the report's only row."""
+        report = self.js("room", "status", str(room))
+        assert len(report["rooms"]) == 1
+        return report["rooms"][0]
+
+    def wakes(self, session: str) -> list[dict[str, Any]]:
+        return self.js("wakes", "list", "--session", session)["wakes"]
 
     def run_of(self, name: str) -> dict[str, Any]:
         mine = [r for r in self.ps() if r["name"] == name]
@@ -278,24 +287,24 @@ def test_help_of_every_command_exits_0_and_names_its_options(cli: Cli) -> None:
 
 def test_append_between_read_and_ack_survives(cli: Cli, tmp_path: Path) -> None:
     room = tmp_path / "inbox.txt"
-    assert cli.js("room", "push", str(room), "first") == {"offset": 0}
-    assert cli.js("room", "push", str(room), "second") == {"offset": 6}
+    assert cli.js("room", "push", str(room), "first")["offset"] == 0
+    assert cli.js("room", "push", str(room), "second")["offset"] == 6
     got = cli.js("room", "read", str(room), "--session", "agent")
     assert READ_KEYS <= set(got)
     assert (got["lines"], got["start"], got["end"], got["epoch"]) == (["first", "second"], 0, 13, 0)
     append_unlocked(room, "late one")
     acked = cli.js("room", "ack", str(room), "--session", "agent")
-    assert ACK_KEYS <= set(acked) and "lines" not in acked
+    assert ACK_KEYS <= set(acked) and acked["lines"] is None
     assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 2, 1)
     assert room.read_bytes() == b"late one\n"
     # Logical offsets keep growing across acks: the next push starts after everything so far.
-    assert cli.js("room", "push", str(room), "pushed") == {"offset": 22}
+    assert cli.js("room", "push", str(room), "pushed")["offset"] == 22
     got = cli.js("room", "read", str(room), "--session", "agent")
     assert (got["lines"], got["start"], got["end"]) == (["late one", "pushed"], 13, 29)
     acked = cli.js("room", "ack", str(room), "--session", "agent")
     assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 2, 0)
     assert room.read_bytes() == b""
-    st = cli.js("room", "status", str(room))
+    st = cli.status(room)
     assert STATUS_KEYS <= set(st)
     assert (st["pending"], st["acked_total"], st["preserved_total"]) == (0, 4, 1)
 
@@ -346,7 +355,7 @@ def test_an_empty_read_acks_nothing_and_a_missing_room_is_never_created(
     assert (got["lines"], got["start"], got["end"]) == ([], 0, 0)
     assert cli.js("room", "ack", str(missing), "--session", "s")["acked"] == 0
     assert cli.js("room", "ack", str(missing), "--session", "s", "--all")["acked"] == 0
-    assert cli.js("room", "status", str(missing))["pending"] == 0
+    assert cli.status(missing)["pending"] == 0
     assert cli("room", "wait", str(missing), "--session", "s", "--timeout", "0.2").returncode == 124
     assert not missing.exists()
 
@@ -360,7 +369,7 @@ def test_two_sessions_with_overlapping_reads_ack_in_either_order_and_lose_nothin
     cli.ok("room", "push", str(room), "two")
     assert cli.js("room", "read", str(room), "--session", "b")["lines"] == ["one", "two"]
     cli.ok("room", "push", str(room), "three")
-    st = cli.js("room", "status", str(room))
+    st = cli.status(room)
     assert st["sessions"]["a"] == {"in_flight": 1, "unread": 2}
     assert st["sessions"]["b"] == {"in_flight": 2, "unread": 1}
     got = cli.js("room", "ack", str(room), "--session", "b")
@@ -395,7 +404,7 @@ def test_foreign_rewrite_makes_the_ack_stale_and_an_identical_late_line_survives
     got = cli.js("room", "ack", str(room), "--session", "a")
     assert (got["mode"], got["acked"]) == ("stale", 0)
     assert room.read_bytes() == b"ping\n"
-    st = cli.js("room", "status", str(room))
+    st = cli.status(room)
     assert st["epoch"] == 1 and st["acked_total"] == 1 and st["pending"] == 1
     got = cli.js("room", "read", str(room), "--session", "a")
     assert (got["lines"], got["epoch"]) == (["ping"], 1)
@@ -409,7 +418,7 @@ def test_partial_line_bytes_and_mode_are_kept_exactly(cli: Cli, tmp_path: Path) 
     room.chmod(0o640)
     got = cli.js("room", "read", str(room), "--session", "s")
     assert got["lines"] == ["x\r\ty", "\ufffd\ufffd", "next"]
-    st = cli.js("room", "status", str(room))
+    st = cli.status(room)
     assert (st["pending"], st["partial_bytes"]) == (3, 5)
     room.write_bytes(room.read_bytes() + b"al\nlate \xc3")  # the partial line completes
     got = cli.js("room", "ack", str(room), "--session", "s")
@@ -550,7 +559,7 @@ def test_cwd_and_home_flag(cli: Cli, tmp_path: Path) -> None:
     assert cli.ps() == []
     end = time.monotonic() + 60
     while True:
-        rows = json.loads(cli.ok("--home", str(other_home), "ps", "--json"))
+        rows = json.loads(cli.ok("--home", str(other_home), "ps", "--json"))["processes"]
         if rows and rows[0]["status"] != "running":
             break
         assert time.monotonic() < end
@@ -806,7 +815,7 @@ def test_inverted_monitor_burst_coalescing_and_max_events(cli: Cli) -> None:
         "echo E4; echo done",
     )
     # E4 comes only once the first event (E1-E3) was flushed, however slow the machine is.
-    poll(lambda: any(r["name"] == "burst" for r in cli.js("wakes", "list", "--session", "ag")))
+    poll(lambda: any(r["name"] == "burst" for r in cli.wakes("ag")))
     (cli.cwd / "burst-go").touch()
     assert cli.wait_ended("inv")["exit_code"] == 0
     row = cli.wait_ended("burst")
@@ -820,12 +829,12 @@ def test_inverted_monitor_burst_coalescing_and_max_events(cli: Cli) -> None:
 def test_wakes_list_and_dismiss(cli: Cli) -> None:
     cli.ok("run", "job", "--session", "ag", "--monitor", "WARN", "--", "sh", "-c", "echo WARN x")
     cli.wait_ended("job")
-    records = cli.js("wakes", "list", "--session", "ag")
+    records = cli.wakes("ag")
     assert isinstance(records, list) and len(records) == 1
     assert "WARN x" in json.dumps(records[0])
-    assert cli.js("wakes", "list", "--session", "someone-else") == []
+    assert cli.wakes("someone-else") == []
     cli.ok("wakes", "dismiss", "--session", "ag", "job")
-    assert cli.js("wakes", "list", "--session", "ag") == []
+    assert cli.wakes("ag") == []
     assert cli.js("wakes", "drain", "--session", "ag")["delivered"] == []
     line = cli.fails("wakes", "dismiss", "--session", "ag", "job")
     assert "job" in line
@@ -855,7 +864,9 @@ def test_a_corrupted_wake_file_is_skipped_kept_and_reported(cli: Cli) -> None:
     assert len(records) == 1, records
     records[0].write_bytes(b"{ not json")
     listed = cli("wakes", "list", "--session", "ag", "--json")
-    assert listed.returncode == 0 and [r["name"] for r in json.loads(listed.stdout)] == ["good"]
+    names = [r["name"] for r in json.loads(listed.stdout)["wakes"]]
+    assert listed.returncode == 0 and names == ["good"]
+    assert json.loads(listed.stdout)["skipped"] == [str(records[0])]  # named in the JSON too
     assert str(records[0]) in listed.stderr or "bad" in listed.stderr
     drained = cli("wakes", "drain", "--session", "ag", "--json")
     assert drained.returncode == 0 and drained.stderr.strip()
@@ -881,7 +892,7 @@ def test_default_session_comes_from_the_environment(cli: Cli) -> None:
     env = {"ACKDECK_SESSION": "from-env"}
     cli.ok("run", "job", "--monitor", "HIT", "--", "sh", "-c", "echo HIT", env=env)
     cli.wait_ended("job")
-    assert len(cli.js("wakes", "list", "--session", "from-env")) == 1
+    assert len(cli.wakes("from-env")) == 1
     got = json.loads(cli.ok("wakes", "drain", "--json", env=env))
     assert [d["lines"] for d in got["delivered"]] == [["HIT"]]
 

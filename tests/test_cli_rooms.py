@@ -29,18 +29,27 @@ def test_append_between_read_and_ack_survives_through_cli(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     room = str(tmp_path / "inbox.txt")
-    assert ok_json(cli_env, "room", "push", room, "first") == {"offset": 0}
-    assert ok_json(cli_env, "room", "push", room, "second") == {"offset": 6}
+    where = {"room": "inbox.txt", "path": room}
+    assert ok_json(cli_env, "room", "push", room, "first") == {**where, "offset": 0}
+    assert ok_json(cli_env, "room", "push", room, "second") == {**where, "offset": 6}
     got = ok_json(cli_env, "room", "read", room, "--session", "agent")
-    assert got == {"lines": ["first", "second"], "start": 0, "end": 13, "epoch": 0}
+    assert got == {
+        **where,
+        "lines": ["first", "second"],
+        "count": 2,
+        "invalid_utf8": [],
+        "start": 0,
+        "end": 13,
+        "epoch": 0,
+    }
     # The poller appends with plain shell redirection between the read and the ack.
     subprocess.run(["sh", "-c", f"printf 'late one\\n' >> '{room}'"], check=True)
     acked = ok_json(cli_env, "room", "ack", room, "--session", "agent")
     assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 2, 1)
-    assert "lines" not in acked
+    assert acked["lines"] is None  # only ack-all returns lines
     assert Path(room).read_bytes() == b"late one\n"
     got = ok_json(cli_env, "room", "read", room, "--session", "agent")
-    assert got == {"lines": ["late one"], "start": 13, "end": 22, "epoch": 0}
+    assert (got["lines"], got["start"], got["end"], got["epoch"]) == (["late one"], 13, 22, 0)
     acked = ok_json(cli_env, "room", "ack", room, "--session", "agent")
     assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 1, 0)
     assert Path(room).read_bytes() == b""
@@ -52,7 +61,9 @@ def test_cold_ack_exits_3_and_all_returns_lines(tmp_path: Path, cli_env: dict[st
     before = room.stat()
     out = run(cli_env, "room", "ack", str(room), "--session", "s", "--json")
     assert out.returncode == 3
-    assert json.loads(out.stdout)["mode"] == "refused"
+    refused = json.loads(out.stdout)
+    # Nothing was removed: both lines are kept, and the count says so (it said 0 before).
+    assert (refused["mode"], refused["acked"], refused["preserved"]) == ("refused", 0, 2)
     assert "read the room first" in out.stderr and "2 unread" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     after = room.stat()
@@ -84,7 +95,9 @@ def test_status_json_shape(tmp_path: Path, cli_env: dict[str, str]) -> None:
     run(cli_env, "room", "read", str(room), "--session", "s")
     with open(room, "ab") as f:
         f.write(b"\n")
-    st = ok_json(cli_env, "room", "status", str(room))
+    report = ok_json(cli_env, "room", "status", str(room))
+    assert report["session"] is None and len(report["rooms"]) == 1
+    st = report["rooms"][0]
     assert {k: st[k] for k in ("pending", "partial_bytes", "acked_total", "epoch")} == {
         "pending": 3,
         "partial_bytes": 0,

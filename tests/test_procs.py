@@ -169,10 +169,7 @@ def test_kill_still_stops_the_command_of_a_lost_run(phome: Path) -> None:
 
 def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -> None:
     started = cli_json(cli_env, "run", "web", "--", "sh", "-c", "echo up; exec sleep 300")
-    assert set(started) == {"name", "run_id", "pid"} and started["name"] == "web"
-    rows = cli_json(cli_env, "ps")
-    assert isinstance(rows, list) and rows[0]["status"] == "running"
-    assert set(rows[0]) == {
+    run_keys = {
         "name",
         "run_id",
         "pid",
@@ -180,13 +177,26 @@ def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -
         "exit_code",
         "started_at",
         "ended_at",
+        "argv",
+        "cwd",
+        "session",
+        "monitors",
+        "matches",
     }
+    # One shape for a run wherever it is shown: run, ps and kill (and MCP's process tools).
+    assert set(started) == run_keys and started["name"] == "web"
+    listed = cli_json(cli_env, "ps")
+    rows = listed["processes"]
+    assert listed["session"] is None and rows[0]["status"] == "running"
+    assert set(rows[0]) == run_keys
     out = cli_json(cli_env, "output", "web", "--session", "s1", "--timeout", "60")
     assert out["lines"] == ["up"] and out["status"] == "running" and out["exit_code"] is None
     k = cli(cli_env, "kill", "web", "--json")
     assert k.returncode == 0, k.stderr
-    assert json.loads(k.stdout)["status"] == "killed"
-    rows = cli_json(cli_env, "ps")
+    killed = json.loads(k.stdout)
+    assert killed["status"] == "killed" and killed["was"] == "running"
+    assert run_keys <= set(killed)
+    rows = cli_json(cli_env, "ps")["processes"]
     assert rows[0]["status"] == "killed" and rows[0]["exit_code"] == 128 + signal.SIGTERM
 
 

@@ -86,7 +86,7 @@ def test_cli_round_trip_and_cold_ack_exit_3(url: str) -> None:
     assert json.loads(ack.stdout)["mode"] == "prefix"
     second = cli("room", "ack", url, "--session", "a")
     assert second.returncode == 3  # the receipt became a cursor: a second ack is cold
-    st = json.loads(cli("room", "status", url, "--json").stdout)
+    st = json.loads(cli("room", "status", url, "--json").stdout)["rooms"][0]
     assert st["pending"] == 0 and st["acked_total"] == 1 and st["sessions"]["a"]["unread"] == 0
 
 

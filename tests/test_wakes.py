@@ -145,8 +145,8 @@ def test_list_is_sorted_and_cli_lists_json(home: Path, cli_env) -> None:
         ("b", "alpha"),
         ("b", "zeta"),
     ]
-    rows = cli_json(cli_env, "wakes", "list", "--session", "b")
-    assert isinstance(rows, list) and [r["name"] for r in rows] == ["alpha", "zeta"]
+    rows = cli_json(cli_env, "wakes", "list", "--session", "b")["wakes"]
+    assert [(r["session"], r["name"]) for r in rows] == [("b", "alpha"), ("b", "zeta")]
 
 
 def test_concurrent_merges_from_many_processes_lose_nothing(home: Path) -> None:

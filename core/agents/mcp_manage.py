@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field
 
-from core.agents.mcp_reply import Reply, guard
+from core.agents.mcp_reply import Reply, guard, output_model, reply
+from core.agents.mcp_reply import arg as _arg
 from core.base.names import check_name
 from core.base.timeouts import check_timeout
-from core.errors import InvalidInput, ProcessError
-from core.watch.reconcile import reconcile_lost
+from core.service import procs, wakes
 
 if TYPE_CHECKING:
     from core.agents.mcp_server import AgentDoor
@@ -89,7 +88,8 @@ async def wait_output(
     """`door.process_output` with the wait done here: each read is immediate (timeout 0), so
     a cancelled call leaves no reader behind that could later record lines as shown that no
     reply carried; between reads an async watch of the run directory wakes us."""
-    from core.watch import procs, shown
+    from core.watch import shown
+    from core.watch.procs import get_run
 
     check_name(name, "process")
     timeout = check_timeout(timeout)
@@ -107,7 +107,7 @@ async def wait_output(
                 return reply
             if now >= deadline:
                 return reply
-            info = await anyio.to_thread.run_sync(lambda: procs.get_run(door._home_dir(), name))
+            info = await anyio.to_thread.run_sync(lambda: get_run(door._home_dir(), name))
             if filter is None and not leased:
                 # As in core.watch.output: an unfiltered long poll holds a read lease for its whole
                 # wait, so a drain settles (bounded) before it delivers what this read may
@@ -146,130 +146,41 @@ async def _changed(rdir: Any, seconds: float) -> None:
 
 
 # ----- the tools an agent needs to manage what it started ----------------------------------------
-class ProcessRow(BaseModel):
-    name: str
-    run_id: str
-    pid: int | None
-    status: str
-    exit_code: int | None
-    started_at: float
-    ended_at: float | None
-    argv: list[str]
-    monitors: list[str]
-    matches: int
-
-
-class ProcessListOut(BaseModel):
-    session: str
-    processes: list[ProcessRow]
-
-
-class WakeRow(BaseModel):
-    name: str
-    kind: str
-    pending: int
-    lines: list[str]
-    dropped: int
-    total_matches: int
-    delivered_total: int
-    superseded_total: int
-    status: str
-    exit_code: int | None
-
-
-class WakesListOut(BaseModel):
-    session: str
-    wakes: list[WakeRow]
-    skipped: list[str]
-
-
-def _row(info: Any) -> ProcessRow:
-    return ProcessRow(
-        name=info.name,
-        run_id=info.run_id,
-        pid=info.pid,
-        status=info.status,
-        exit_code=info.exit_code,
-        started_at=info.started_at,
-        ended_at=info.ended_at,
-        argv=list(info.argv),
-        monitors=[m.pattern for m in info.monitors],
-        matches=info.matches,
-    )
+ProcessListOut = output_model(procs.Runs)
+KilledOut = output_model(procs.Killed)
+WakesListOut = output_model(wakes.Wakes)
 
 
 def process_list(door: "AgentDoor", history: bool = False) -> "Reply":
-    from core.watch import procs
-
     session = door.config.session
-    reconcile_lost(door._home_dir())  # listings do not write; dead supervisors show as lost
-    runs = [
-        i
-        for i in procs.list_runs(door._home_dir(), latest_only=not history)
-        if i.session == session
-    ]
-    rows = [_row(i) for i in runs]
-    data = ProcessListOut(session=session, processes=rows).model_dump()
-    if not rows:
-        return Reply(f"no processes started by session {session!r}", data)
+    listed = procs.list_runs(door._home_dir(), session=session, latest_only=not history)
+    if not listed.runs:
+        return reply(listed, f"no processes started by session {session!r}")
     text = "\n".join(
         f"{r.name} run {r.run_id}: {r.status}"
         + ("" if r.exit_code is None else f", exit code {r.exit_code}")
         + f" (pid {r.pid}; {len(r.monitors)} monitor(s), {r.matches} match(es))"
-        for r in rows
+        for r in listed.runs
     )
-    return Reply(text, data)
+    return reply(listed, text)
 
 
 def process_kill(door: "AgentDoor", name: str, grace: float = 3.0) -> "Reply":
-    from core.watch import procs
-
-    check_name(name, "process")
-    if not 0 <= grace <= 60:
-        raise InvalidInput("grace must be between 0 and 60 seconds")
-    home = door._home_dir()
-    current = procs.get_run(home, name)
-    if current.session != door.config.session:
-        raise ProcessError(
-            f"process {name!r} belongs to session {current.session!r}, not "
-            f"{door.config.session!r}; only its owner may kill it here"
-        )
-    # A run that ended may have left children running (`cmd &`): kill stops those too.
-    leftovers = current.status != "running" and procs.alive(current)
-    info = procs.kill(home, name, grace=grace, run_id=current.run_id)
-    row = _row(info)
+    done = procs.kill(door._home_dir(), name, grace=grace, session=door.config.session)
+    info = done.info
     code = "" if info.exit_code is None else f", exit code {info.exit_code}"
-    verb = "was already" if current.status != "running" else "is now"
+    verb = "was already" if done.was != "running" else "is now"
     text = f"{name} run {info.run_id} {verb} {info.status}{code}"
-    if leftovers:
-        left = " (some still live)" if procs.alive(info) else ""
+    if done.leftovers:
+        left = " (some still live)" if done.leftovers_alive else ""
         text += f"; stopped the processes it left running{left}"
-    return Reply(text, row.model_dump())
+    return reply(done, text)
 
 
 def wakes_list(door: "AgentDoor") -> "Reply":
-    from core.watch import wakes
-
     session = door.config.session
-    reconcile_lost(door._home_dir())  # listings do not write; dead supervisors show as lost
-    records, skipped = wakes.scan_wakes(door._home_dir(), session)
-    rows = [
-        WakeRow(
-            name=r.name,
-            kind=r.kind,
-            pending=r.pending,
-            lines=[x.text for x in r.lines],
-            dropped=r.dropped,
-            total_matches=r.total_matches,
-            delivered_total=r.delivered_total,
-            superseded_total=r.superseded_total,
-            status=r.status,
-            exit_code=r.notice_exit_code if r.notice_pending else r.exit_code,
-        )
-        for r in records
-    ]
-    data = WakesListOut(session=session, wakes=rows, skipped=[str(p) for p in skipped])
-    pending = [r for r in rows if r.pending]
+    listed = wakes.list_wakes(door._home_dir(), session)
+    pending = [r for r in listed.records if r.pending]
     if not pending:
         text = f"no pending wakes for session {session!r}"
     else:
@@ -277,12 +188,7 @@ def wakes_list(door: "AgentDoor") -> "Reply":
             "\n".join(f"{r.name}: {r.pending} pending ({r.kind})" for r in pending)
             + "\nThese are not delivered yet: call wakes_drain to receive them."
         )
-    return Reply(text, data.model_dump())
-
-
-def _arg(description: str) -> Any:
-    """A tool argument: described, and strict (no coercion of "yes" into true)."""
-    return Field(strict=True, description=description)
+    return reply(listed, text)
 
 
 def register(server: MCPServer, door: "AgentDoor") -> None:
@@ -308,7 +214,7 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
     async def process_kill_tool(
         name: Annotated[str, _arg("process name")],
         grace: Annotated[float, _arg("seconds between TERM and KILL (0-60)")] = 3.0,
-    ) -> Annotated[CallToolResult, ProcessRow]:
+    ) -> Annotated[CallToolResult, KilledOut]:
         return await anyio.to_thread.run_sync(
             lambda: guard(lambda: process_kill(door, name, grace))
         )

@@ -2,18 +2,24 @@
 data for programs, whether it is an error) and its conversion to the SDK's result. Shared by
 core/agents/mcp_server.py and core/agents/mcp_manage.py, so neither imports the other for it.
 
-Every error is one line of text with structured content `{"error": KIND, "message": LINE}`.
+Structured content is a service result's `to_json()` (the shape CLI `--json` prints too), and
+each tool's `outputSchema` is built from that result's `SHAPE` (`output_model`): one place says
+what the JSON holds. Every error is one line of text with structured content
+`{"error": KIND, "message": LINE}` (`core.service.results.error_json`).
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field, create_model
 
 from core.errors import AckdeckError
+from core.service.results import Result, error_json
 
 
 @dataclass(frozen=True)
@@ -48,11 +54,8 @@ async def guard_async(call: Callable[[], Awaitable[Reply]]) -> CallToolResult:
 
 
 def failure(exc: AckdeckError | OSError) -> Reply:
-    if isinstance(exc, AckdeckError):
-        return error_reply(type(exc).__name__, str(exc))
-    # Core maps the failures it anticipates; anything else still deserves a readable line.
-    where = f" ({exc.filename})" if exc.filename else ""
-    return error_reply("OSError", f"{exc.strerror or exc}{where}")
+    shape = error_json(exc)
+    return Reply(shape["message"], shape, error=True)
 
 
 def error_reply(kind: str, message: str) -> Reply:
@@ -64,3 +67,41 @@ def error_reply(kind: str, message: str) -> Reply:
 
 def one_line(text: str) -> str:
     return " ".join(text.split()) or "error"
+
+
+def reply(result: Result, text: str, *, error: bool = False) -> Reply:
+    """A result for the model (`text`) and for programs (its JSON, as CLI --json prints it)."""
+    return Reply(text, result.to_json(), error=error)
+
+
+def arg(description: str) -> Any:
+    """A tool argument: described, and strict (no coercion of "yes" into true)."""
+    return Field(strict=True, description=description)
+
+
+def output_model(cls: type[Result]) -> type[BaseModel]:
+    """The pydantic model the SDK publishes as a tool's outputSchema, built from `cls.SHAPE`
+    (once per class: a nested result is one model wherever it appears)."""
+    model = _MODELS.get(cls)
+    if model is None:
+        fields: dict[str, Any] = {name: (_field_type(t), ...) for name, t in cls.SHAPE.items()}
+        model = _MODELS[cls] = create_model(cls.__name__, **fields)
+    return model
+
+
+# Derived from class constants only, so a cache, not state: the same SHAPE, the same model.
+_MODELS: dict[type[Result], type[BaseModel]] = {}
+
+
+def _field_type(t: Any) -> Any:
+    if isinstance(t, type) and issubclass(t, Result):
+        return output_model(t)
+    args = get_args(t)
+    origin = get_origin(t)
+    if origin is list:
+        return list[_field_type(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[args[0], _field_type(args[1])]  # type: ignore[misc,valid-type]
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_field_type(a) for a in args)]  # noqa: UP007
+    return t

@@ -24,19 +24,21 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from core.agents.mcp_manage import register as register_manage_tools
 from core.agents.mcp_manage import tool_meta, wait_output
-from core.agents.mcp_reply import Reply, guard_async
+from core.agents.mcp_reply import Reply, guard_async, output_model, reply
+from core.agents.mcp_reply import arg as _arg
 from core.agents.mcp_reply import guard as _guard
 from core.agents.mcp_reply import one_line as _one_line
 from core.agents.mcp_reply import result as _result
 from core.base.names import check_name, room_path
-from core.base.timeouts import MAX_WAIT, check_timeout
-from core.errors import ColdAck, InvalidInput
-from core.inbox.room_backend import ReadView, RoomBackend, open_room
+from core.base.timeouts import MAX_WAIT
+from core.errors import InvalidInput
+from core.inbox.room_backend import RoomBackend, open_room
 from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
+from core.service import procs, rooms, wakes
 
 Clock = Callable[[], float]
 
@@ -120,9 +122,8 @@ def resolve_room(
     )
 
 
-def _label(rooms: Sequence[Path | RedisAddress], room: Path | RedisAddress) -> str:
-    """Basename when it identifies the room unambiguously, else the full path."""
-    return room.name if sum(r.name == room.name for r in rooms) == 1 else str(room)
+# Basename when it identifies the room unambiguously, else the full path: as every door names it.
+_label = rooms.label_of
 
 
 def _fit_reply(lines: Sequence[bytes]) -> int:
@@ -136,116 +137,22 @@ def _fit_reply(lines: Sequence[bytes]) -> int:
     return len(lines)
 
 
-def _text(line: bytes) -> str:
-    # Bytes are the truth on disk; they are decoded, with replacement, only to be shown.
-    return line.decode("utf-8", errors="replace")
-
-
-# ----- structured outputs (published as each tool's outputSchema) ---------------------------
-class ListNewOut(BaseModel):
-    room: str
-    path: str
-    lines: list[str]
-    count: int
-    start: int | str  # a byte offset (file room) or an entry ID (redis room)
-    end: int | str
-    epoch: int
-
-
-class AckOut(BaseModel):
-    room: str
-    path: str
-    mode: str
-    acked: int
-    preserved: int
-    message: str
-    lines: list[str] | None = None
-
-
-class PushOut(BaseModel):
-    room: str
-    path: str
-    offset: int | str
-
-
-class RoomStatusOut(BaseModel):
-    room: str
-    path: str
-    default: bool
-    exists: bool
-    pending: int
-    partial_bytes: int
-    acked_total: int
-    preserved_total: int
-    pushed_total: int
-    epoch: int
-    last_ack_at: float | None
-    in_flight: int
-    unread: int
-    late_total: int = 0
-    held_open: int = 0
-
-
-class StatusOut(BaseModel):
-    session: str
-    rooms: list[RoomStatusOut]
-
-
-class MonitorOut(BaseModel):
-    pattern: str
-    exclude: bool
-    cooldown_ms: int
-    max_events: int | None
-
-
-class ProcessStartOut(BaseModel):
-    name: str
-    run_id: str
-    pid: int | None
-    status: str
-    argv: list[str]
-    cwd: str
-    session: str
-    monitors: list[MonitorOut]
-
-
-class OutputOut(BaseModel):
-    name: str
-    run_id: str
-    status: str
-    exit_code: int | None
-    lines: list[str]
-    count: int
-    more: bool = False  # lines beyond the reply bound wait for the next call
-
-
-class DeliveryOut(BaseModel):
-    name: str
-    run_id: str
-    kind: str
-    filter: str | None
-    exclude: bool
-    lines: list[str]
-    total_matches: int
-    status: str
-    exit_code: int | None
-    dropped: int = 0  # matched lines the cap dropped unseen; read them with `read_rest`
-    read_rest: str | None = None
-
-
-class DrainOut(BaseModel):
-    session: str
-    delivered: list[DeliveryOut]
-    superseded: int
-    pending: int
-    skipped: list[str]
+# ----- structured outputs: each tool's outputSchema, from the service result's SHAPE ----------
+ListNewOut = output_model(rooms.Lines)
+AckOut = output_model(rooms.Acked)
+PushOut = output_model(rooms.Pushed)
+StatusOut = output_model(rooms.Status)
+ProcessStartOut = output_model(procs.Run)
+OutputOut = output_model(procs.OutputLines)
+DrainOut = output_model(wakes.Drained)
 
 
 # ----- the tools, independent of the SDK -------------------------------------------------------
 class AgentDoor:
-    """One method per MCP tool. Each validates its arguments, makes one call into core and
-    words the result for a model. Errors are raised as AckdeckError (or returned as an error
-    Reply when there is structured data worth keeping, e.g. a refused ack's counts)."""
+    """One method per MCP tool. Each makes one call into the service layer (core/service),
+    words the result for a model and returns its JSON as structured content. Errors are raised
+    as AckdeckError (or returned as an error Reply when there is structured data worth keeping,
+    e.g. a refused ack's counts)."""
 
     def __init__(self, config: DoorConfig, *, clock: Clock = time.time) -> None:
         self.config = config
@@ -267,141 +174,79 @@ class AgentDoor:
         # as this process can see; the SDK writes it after we return). The receipt is bound
         # to this server instance: if the reply is lost with the server, no later server can
         # ack lines it never handed out.
-        r.read(
+        rooms.read(
+            r,
+            label,
             self.config.session,
             reader=self._reader,
-            deliver=lambda result: replies.append(self._list_reply(r, label, result)),
+            deliver=lambda got: replies.append(self._list_reply(got)),
         )
         return replies[0]
 
-    def _list_reply(self, r: RoomBackend, label: str, result: ReadView) -> Reply:
-        lines = [_text(x) for x in result.lines]
-        data = ListNewOut(
-            room=label,
-            path=str(r.path),
-            lines=lines,
-            count=len(lines),
-            start=result.start,
-            end=result.end,
-            epoch=result.epoch,
-        ).model_dump()
+    def _list_reply(self, got: rooms.Lines) -> Reply:
+        lines = got.texts
         if not lines:
-            return Reply(f"no new lines in {label} ({r.path}); nothing to ack", data)
+            return reply(got, f"no new lines in {got.room} ({got.path}); nothing to ack")
         head = (
-            f"{len(lines)} new line(s) in {label} ({r.path}), "
-            f"stream bytes [{result.start}, {result.end}) epoch {result.epoch}:"
+            f"{len(lines)} new line(s) in {got.room} ({got.path}), "
+            f"stream bytes [{got.start}, {got.end}) epoch {got.epoch}:"
         )
         tail = (
-            f"When you have acted on them, call room_ack (room {label!r}): it removes exactly "
+            f"When you have acted on them, call room_ack (room {got.room!r}): it removes exactly "
             "these lines and keeps anything that arrived since."
         )
-        return Reply("\n".join([head, *lines, tail]), data)
+        return reply(got, "\n".join([head, *lines, tail]))
 
     def room_ack(self, room: str | None = None, all: bool = False) -> Reply:  # noqa: A002
         r, label = self._room(room)
-        session = self.config.session
-        try:
-            result = r.ack(session, all=all, reader=self._reader)
-        except ColdAck:
-            unread = self._unread(r)
-            data = AckOut(
-                room=label,
-                path=str(r.path),
-                mode="refused",
-                acked=0,
-                preserved=unread,
-                message="no unacked room_list_new by this session",
-            ).model_dump()
-            return Reply(
-                f"refused: session {session!r} has no unacked room_list_new of {label} "
-                f"({unread} unread line(s)); nothing was acked (acked 0, preserved {unread}). "
-                f"Call room_list_new, act on the lines, then room_ack; or call room_ack with "
-                f"all: true to ack every line and get them back.",
-                data,
+        res = rooms.ack(r, label, self.config.session, all=all, reader=self._reader)
+        counts = f"acked {res.acked} line(s), preserved {res.preserved} line(s)"
+        if res.refusal is not None:
+            return reply(
+                res,
+                f"{res.message} (acked 0, preserved {res.preserved}). Call room_list_new, act "
+                "on the lines, then room_ack; or call room_ack with all: true to ack every "
+                "line and get them back.",
                 error=True,
             )
-        lines = None if result.lines is None else [_text(x) for x in result.lines]
-        data = AckOut(
-            room=label,
-            path=str(r.path),
-            mode=result.mode,
-            acked=result.acked,
-            preserved=result.preserved,
-            message=result.message,
-            lines=lines,
-        ).model_dump()
-        counts = f"acked {result.acked} line(s), preserved {result.preserved} line(s)"
-        if result.mode in ("stale", "refused"):
+        if res.must_reread:
             # Nothing was removed and the agent must re-read: make it impossible to miss.
-            return Reply(
-                f"{result.mode}: {result.message} ({counts}). Call room_list_new again, "
-                "then room_ack.",
-                data,
-                error=True,
-            )
-        text = f"{result.mode}: {counts} in {label}."
-        if result.mode == "noop":
-            text = f"noop: {result.message} ({counts} in {label})."
+            text = f"{res.mode}: {res.message} ({counts}). Call room_list_new again, then room_ack."
+            return reply(res, text, error=True)
+        text = f"{res.mode}: {counts} in {label}."
+        if res.mode == "noop":
+            text = f"noop: {res.message} ({counts} in {label})."
+        lines = res.texts
         if lines:
             text += " The acked lines:\n" + "\n".join(lines)
         elif lines is not None:
             text += " The room had no complete lines."
-        if result.preserved:
-            text += (
-                f"\n{result.preserved} line(s) remain in {label}: call room_list_new to read them."
-            )
-        return Reply(text, data)
-
-    def _unread(self, r: RoomBackend) -> int:
-        st = r.status()
-        mine = st.sessions.get(self.config.session)
-        return mine.unread if mine is not None else st.pending
+        if res.preserved:
+            text += f"\n{res.preserved} line(s) remain in {label}: call room_list_new to read them."
+        return reply(res, text)
 
     def room_push(self, room: str, text: str) -> Reply:
         r, label = self._room(room)
-        offset = r.push(text)
-        data = PushOut(room=label, path=str(r.path), offset=offset).model_dump()
-        return Reply(f"pushed one line to {label} at stream offset {offset}", data)
+        pushed = rooms.push(r, label, text)
+        return reply(pushed, f"pushed one line to {label} at stream offset {pushed.offset}")
 
     def room_status(self, room: str | None = None) -> Reply:
         # Without a room: every configured room (read-only, and how an agent discovers them).
-        targets = (
-            list(self.config.rooms)
-            if room is None or room == ""
-            else [resolve_room(self.config.rooms, room)]
+        everyone = room is None or room == ""
+        targets = self.config.rooms if everyone else (resolve_room(self.config.rooms, room),)
+        report = rooms.status(
+            [(open_room(p, clock=self._clock), _label(self.config.rooms, p)) for p in targets],
+            self.config.session,
+            default=_label(self.config.rooms, self.config.rooms[0]),
         )
-        rows: list[RoomStatusOut] = []
-        for path in targets:
-            st = open_room(path, clock=self._clock).status()
-            mine = st.sessions.get(self.config.session)
-            rows.append(
-                RoomStatusOut(
-                    room=_label(self.config.rooms, path),
-                    path=str(path),
-                    default=path == self.config.rooms[0],
-                    exists=st.exists,
-                    pending=st.pending,
-                    partial_bytes=st.partial_bytes,
-                    acked_total=st.acked_total,
-                    preserved_total=st.preserved_total,
-                    pushed_total=st.pushed_total,
-                    epoch=st.epoch,
-                    last_ack_at=st.last_ack_at,
-                    in_flight=mine.in_flight if mine is not None else 0,
-                    unread=mine.unread if mine is not None else st.pending,
-                    late_total=st.late_total,
-                    held_open=st.held_open,
-                )
-            )
         text = "\n".join(
             f"{row.room}{' (default)' if row.default else ''}: {row.unread} unread, "
-            f"{row.in_flight} in flight (read, not acked), {row.pending} pending, "
-            f"{row.acked_total} acked, {row.preserved_total} preserved"
-            + ("" if row.exists else " [file does not exist yet]")
-            for row in rows
+            f"{row.in_flight} in flight (read, not acked), {row.status.pending} pending, "
+            f"{row.status.acked_total} acked, {row.status.preserved_total} preserved"
+            + ("" if row.status.exists else " [file does not exist yet]")
+            for row in report.rooms
         )
-        data = StatusOut(session=self.config.session, rooms=rows).model_dump()
-        return Reply(text, data)
+        return reply(report, text)
 
     # -- processes and wakes ---------------------------------------------------------------
     def _home_dir(self) -> Path:
@@ -421,45 +266,18 @@ class AgentDoor:
         max_events: int | None = None,
         cwd: str | None = None,
     ) -> Reply:
-        from core.watch import procs
-
-        check_name(name, "process")
-        if not argv:
-            raise InvalidInput('argv must name a command, e.g. ["pytest", "-x"]')
-        if monitor is None and (exclude or cooldown_ms is not None or max_events is not None):
-            raise InvalidInput("exclude, cooldown_ms and max_events need a monitor regex")
-        monitors: list[procs.MonitorSpec] = []
-        if monitor is not None:
-            spec_kw: dict[str, Any] = {"exclude": exclude, "max_events": max_events}
-            if cooldown_ms is not None:
-                spec_kw["cooldown_ms"] = cooldown_ms
-            monitors.append(procs.MonitorSpec(monitor, **spec_kw))
-        info = procs.start(
+        run = procs.start(
             self._home_dir(),
             name,
             list(argv),
             session=self.config.session,
-            monitors=monitors,
+            monitor=monitor,
+            exclude=exclude,
+            cooldown_ms=cooldown_ms,
+            max_events=max_events,
             cwd=cwd,
         )
-        data = ProcessStartOut(
-            name=info.name,
-            run_id=info.run_id,
-            pid=info.pid,
-            status=info.status,
-            argv=list(info.argv),
-            cwd=info.cwd,
-            session=info.session,
-            monitors=[
-                MonitorOut(
-                    pattern=m.pattern,
-                    exclude=m.exclude,
-                    cooldown_ms=m.cooldown_ms,
-                    max_events=m.max_events,
-                )
-                for m in info.monitors
-            ],
-        ).model_dump()
+        info = run.info
         watch = ""
         if info.monitors:
             m = info.monitors[0]
@@ -467,10 +285,10 @@ class AgentDoor:
                 f"; monitor {'excluding' if m.exclude else 'matching'} {m.pattern!r} wakes "
                 f"session {info.session!r} (collect with wakes_drain)"
             )
-        return Reply(
+        return reply(
+            run,
             f"started {info.name} run {info.run_id} (pid {info.pid}, {info.status}){watch}. "
             "Read its output with process_output.",
-            data,
         )
 
     def process_output(
@@ -480,19 +298,13 @@ class AgentDoor:
         exclude: bool = False,
         timeout: float = 0.0,
     ) -> Reply:
-        from core.watch.output import read_output
-
-        check_name(name, "process")
-        timeout = check_timeout(timeout)
-        if exclude and filter is None:
-            raise InvalidInput("exclude inverts a filter; give filter as well")
         offered = [0]
 
-        def deliver(r: Any) -> int:
-            offered[0] = len(r.lines)
-            return _fit_reply(r.lines)
+        def deliver(got: procs.OutputLines) -> int:
+            offered[0] = len(got.lines)
+            return _fit_reply(got.lines)
 
-        res = read_output(
+        res = procs.read_output(
             self._home_dir(),
             name,
             self.config.session,
@@ -501,59 +313,21 @@ class AgentDoor:
             timeout=timeout,
             deliver=deliver,
         )
-        lines = [_text(x) for x in res.lines]
-        more = len(lines) < offered[0]
-        data = OutputOut(
-            name=res.name,
-            run_id=res.run_id,
-            status=res.status,
-            exit_code=res.exit_code,
-            lines=lines,
-            count=len(lines),
-            more=more,
-        ).model_dump()
+        lines = res.texts
         state = res.status if res.exit_code is None else f"{res.status}, exit code {res.exit_code}"
         head = f"{res.name} run {res.run_id} ({state}): {len(lines)} new line(s)"
         if filter is not None:
             head += f" {'not ' if exclude else ''}matching {filter!r}"
         body = [head + (":" if lines else ""), *lines]
-        if more:
+        if res.more:
             waiting = offered[0] - len(lines)
             body.append(f"({waiting} more line(s) waiting: call process_output again)")
-        return Reply("\n".join(body), data)
+        return reply(res, "\n".join(body))
 
     def wakes_drain(self) -> Reply:
-        from core.watch import wakes
-        from core.watch.reconcile import reconcile_lost
-
-        reconcile_lost(self._home_dir())  # a dead supervisor is delivered as monitor-lost
-        result = wakes.drain(self._home_dir(), self.config.session)
-        data = DrainOut(
-            session=self.config.session,
-            delivered=[
-                DeliveryOut(
-                    name=d.name,
-                    run_id=d.run_id,
-                    kind=d.kind,
-                    filter=d.filter,
-                    exclude=d.exclude,
-                    lines=[w.text for w in d.lines],
-                    total_matches=d.total_matches,
-                    status=d.status,
-                    exit_code=d.exit_code,
-                    dropped=d.dropped,
-                    read_rest=wakes.read_rest(d) if d.dropped else None,
-                )
-                for d in result.delivered
-            ],
-            superseded=result.superseded,
-            pending=result.pending,
-            skipped=[str(p) for p in result.skipped],
-        ).model_dump()
-        text = wakes.format_wake_text(result).strip()
-        if not text:
-            text = f"no wakes for session {self.config.session!r}"
-        return Reply(text, data)
+        drained = wakes.drain(self._home_dir(), self.config.session)
+        text = drained.text().strip() or f"no wakes for session {self.config.session!r}"
+        return reply(drained, text)
 
 
 # ----- the MCP adapter -----------------------------------------------------------------------
@@ -582,11 +356,6 @@ class _Server(MCPServer):
             if isinstance(exc.__cause__, ValidationError):
                 return _result(invalid_arguments(name, exc.__cause__))
             raise
-
-
-def _arg(description: str) -> Any:
-    """A tool argument: described, and strict (no coercion of "yes" into true)."""
-    return Field(strict=True, description=description)
 
 
 def invalid_arguments(tool: str, exc: ValidationError) -> Reply:

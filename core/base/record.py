@@ -156,8 +156,8 @@ class Struct:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         fields, defaults = list(cls._fields), dict(cls._defaults)
-        for name in cls.__dict__.get("__annotations__", {}):
-            if name.startswith("_"):
+        for name, text in cls.__dict__.get("__annotations__", {}).items():
+            if name.startswith("_") or str(text).startswith("ClassVar"):
                 continue
             if name not in fields:
                 fields.append(name)

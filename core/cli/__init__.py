@@ -51,7 +51,7 @@ _import_argparse_without_gettext()
 
 import argparse  # noqa: E402 - after the function above
 
-from core.errors import AckdeckError  # noqa: E402
+from core.errors import AckdeckError, NotDelivered  # noqa: E402
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms at start-up
 if TYPE_CHECKING:
@@ -290,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = args.handler(args)
     except AckdeckError as exc:
-        print(f"ackdeck: error: {exc}", file=sys.stderr)
+        _fail(args, exc)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -305,7 +305,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, AttributeError):
             pass  # stderr is gone too: the exit code is all that is left to say it
         return 1
+    except OSError as exc:
+        # File-system faults core did not anticipate (read-only home, full disk, ...).
+        _fail(args, exc)
+        return 1
     return int(code or 0)
+
+
+def _fail(args: argparse.Namespace, exc: AckdeckError | OSError) -> None:
+    """One line on stderr; with --json also the error shape on stdout (`{"error": KIND,
+    "message": LINE}`, what MCP returns as structured content for the same error)."""
+    from core.cli._output import emit_json
+    from core.service.results import error_json
+
+    shape = error_json(exc)
+    print(f"ackdeck: error: {shape['message']}", file=sys.stderr)
+    if getattr(args, "json", False) and not isinstance(exc, NotDelivered):
+        try:
+            emit_json(shape)
+        except (OSError, ValueError):
+            # stdout is gone: the line on stderr and the exit code say it. Point it at
+            # /dev/null so the interpreter's final flush cannot print a second error.
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            except OSError:
+                pass
 
 
 def run() -> None:

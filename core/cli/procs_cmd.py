@@ -4,40 +4,19 @@ from __future__ import annotations
 
 import argparse
 import errno
-import functools
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
 
-from core.cli._output import emit_json, text, timeout_arg
-from core.errors import AckdeckError
-from core.watch.reconcile import reconcile_lost
+from core.cli._output import emit_json, timeout_arg
 
 TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
 if TYPE_CHECKING:
-    from core.watch.output import OutputResult
-    from core.watch.wakes import DrainResult
+    from pathlib import Path
 
-Handler = Callable[[argparse.Namespace], int]
-
-
-def _one_line(fn: Handler) -> Handler:
-    """File-system faults (read-only home, full disk, ...) become one clear line, not a trace."""
-
-    @functools.wraps(fn)
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return fn(args)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            where = f": {exc.filename}" if exc.filename else ""
-            raise AckdeckError(f"{exc.strerror or exc}{where}") from None
-
-    return wrapper
+    from core.service.procs import OutputLines
+    from core.service.wakes import Drained
 
 
 class _Once(argparse.Action):
@@ -91,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--cooldown-ms",
         metavar="N",
         type=int,
-        default=1000,
+        default=None,
         action=_Once,
         help="batch window (default 1000)",
     )
@@ -106,9 +85,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cwd", metavar="DIR", default=None, action=_Once, help="working directory of the command"
     )
-    p.add_argument("--json", action="store_true", help='print {"name", "run_id", "pid"}')
+    p.add_argument("--json", action="store_true", help="print the run (as `ps --json` does)")
     p.add_argument("cmd", nargs="+", metavar="CMD", help="the command and its arguments")
-    p.set_defaults(handler=_one_line(_run))
+    p.set_defaults(handler=_run)
 
     p = sub.add_parser("output", help="read new output lines of a process (the agent's read)")
     p.add_argument("name", metavar="NAME")
@@ -120,25 +99,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--timeout", type=timeout_arg, default=0.0, help="wait up to SECS (0-600) for a line"
     )
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_one_line(_output))
+    p.set_defaults(handler=_output)
 
     p = sub.add_parser("ps", help="list runs with status and exit code")
     p.add_argument("--latest", action="store_true", help="only the newest run of each name")
+    p.add_argument("--session", default=None, help="only the runs this session started")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_one_line(_ps))
+    p.set_defaults(handler=_ps)
 
     p = sub.add_parser("kill", help="TERM the process group of NAME's latest run, KILL later")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--grace", type=float, default=3.0, help="seconds before KILL (default 3)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_one_line(_kill))
+    p.set_defaults(handler=_kill)
 
     w = sub.add_parser("wakes", help="list, drain and dismiss monitor wakes")
     wsub = w.add_subparsers(dest="wakes_command", metavar="ACTION", required=True)
     p = wsub.add_parser("list", help="wake records (all sessions unless --session)")
     p.add_argument("--session", default=None)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_one_line(_wakes_list))
+    p.set_defaults(handler=_wakes_list)
 
     p = wsub.add_parser("drain", help="deliver what the session was not shown, then ack it")
     p.add_argument("--session", default=None, help="owner session (env ACKDECK_SESSION)")
@@ -147,59 +127,50 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--hook", action="store_true", help="for Stop hooks: print the text and exit 2 if any"
     )
     p.add_argument("--settle", type=float, default=2.0, help="max seconds to wait for reads")
-    p.set_defaults(handler=_one_line(_wakes_drain))
+    p.set_defaults(handler=_wakes_drain)
 
     p = wsub.add_parser("dismiss", help="remove a session's wake record for NAME")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--session", default=None)
-    p.set_defaults(handler=_one_line(_wakes_dismiss))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_wakes_dismiss)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from core.watch import procs  # lazy: keeps every other command's start-up fast
+    from core.service import procs  # lazy: keeps every other command's start-up fast
 
-    monitors = []
-    if args.monitor is not None:
-        monitors.append(
-            procs.MonitorSpec(
-                pattern=args.monitor,
-                exclude=args.exclude,
-                cooldown_ms=args.cooldown_ms,
-                max_events=args.max_events,
-            )
-        )
-    elif args.exclude:
-        print("ackdeck: error: --exclude needs --monitor REGEX", file=sys.stderr)
-        return 1
-    info = procs.start(
+    run = procs.start(
         args.home,
         args.name,
         list(args.cmd),
         session=args.session or _default_session(),
-        monitors=monitors,
+        monitor=args.monitor,
+        exclude=args.exclude,
+        cooldown_ms=args.cooldown_ms,
+        max_events=args.max_events,
         cwd=args.cwd,
     )
     if args.json:
-        emit_json({"name": info.name, "run_id": info.run_id, "pid": info.pid})
+        emit_json(run.to_json())
     else:
-        print(f"started {info.name} run {info.run_id} pid {info.pid}")
+        print(f"started {run.info.name} run {run.info.run_id} pid {run.info.pid}")
     return 0
 
 
 def _output(args: argparse.Namespace) -> int:
-    from core.watch import output  # lazy: keeps every other command's start-up fast
+    from core.service import procs  # lazy: keeps every other command's start-up fast
 
     failed: list[OSError] = []
 
-    def deliver(res: output.OutputResult) -> int:
+    def deliver(res: OutputLines) -> int:
         # Shown means delivered: only the lines the pipe accepted are recorded as shown.
         if args.json:
-            doc = json.dumps(_output_json(res), ensure_ascii=False) + "\n"
+            doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
             done = _write_stdout([doc.encode()], failed)
             return len(res.lines) if done == 1 else 0
-        return _write_stdout([(text(x) + "\n").encode() for x in res.lines], failed)
+        return _write_stdout([x + b"\n" for x in res.lines], failed)
 
-    res = output.read_output(
+    res = procs.read_output(
         args.home,
         args.name,
         args.session or _default_session(),
@@ -215,16 +186,6 @@ def _output(args: argparse.Namespace) -> int:
         code = "" if res.exit_code is None else f" {res.exit_code}"
         print(f"[{res.name} {res.status}{code}]", file=sys.stderr)
     return 0
-
-
-def _output_json(res: OutputResult) -> dict[str, object]:
-    return {
-        "name": res.name,
-        "run_id": res.run_id,
-        "status": res.status,
-        "exit_code": res.exit_code,
-        "lines": [text(x) for x in res.lines],
-    }
 
 
 def _write_stdout(items: list[bytes], failed: list[OSError]) -> int:
@@ -283,15 +244,14 @@ def _when(ts: float | None) -> str:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    from core.watch import procs  # lazy: keeps every other command's start-up fast
+    from core.service import procs  # lazy: keeps every other command's start-up fast
 
-    reconcile_lost(args.home)  # a dead supervisor shows as `lost`
-    runs = procs.list_runs(args.home, latest_only=args.latest)
+    listed = procs.list_runs(args.home, session=args.session, latest_only=args.latest)
     if args.json:
-        emit_json([r.as_json() for r in runs])
+        emit_json(listed.to_json())
         return 0
     print(f"{'NAME':<20} {'RUN ID':<26} {'PID':>7} {'STATUS':<8} {'EXIT':>4} STARTED  ENDED")
-    for r in runs:
+    for r in listed.runs:
         code = "-" if r.exit_code is None else str(r.exit_code)
         pid = "-" if r.pid is None else str(r.pid)
         print(
@@ -302,17 +262,16 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _kill(args: argparse.Namespace) -> int:
-    from core.watch import procs  # lazy: keeps every other command's start-up fast
+    from core.service import procs  # lazy: keeps every other command's start-up fast
 
-    before = procs.get_run(args.home, args.name)
-    leftovers = before.status != "running" and procs.alive(before)
-    info = procs.kill(args.home, args.name, grace=args.grace)
+    done = procs.kill(args.home, args.name, grace=args.grace)
+    info = done.info
     if args.json:
-        emit_json(info.as_json())
-    elif before.status != "running" and not leftovers:
+        emit_json(done.to_json())
+    elif done.was != "running" and not done.leftovers:
         print(f"{info.name} run {info.run_id} is not running ({info.status})", file=sys.stderr)
-    elif leftovers:
-        left = "; some still live" if procs.alive(info) else ""
+    elif done.leftovers:
+        left = "; some still live" if done.leftovers_alive else ""
         print(
             f"{info.name} run {info.run_id} had {info.status}; stopped the processes it left "
             f"running{left}"
@@ -328,15 +287,14 @@ def _skipped(paths: list[Path]) -> None:
 
 
 def _wakes_list(args: argparse.Namespace) -> int:
-    from core.watch import wakes  # lazy: keeps every other command's start-up fast
+    from core.service import wakes  # lazy: keeps every other command's start-up fast
 
-    reconcile_lost(args.home)  # a dead supervisor shows up as monitor-lost
-    records, skipped = wakes.scan_wakes(args.home, args.session)
-    _skipped(skipped)
+    listed = wakes.list_wakes(args.home, args.session)
+    _skipped(listed.skipped)
     if args.json:
-        emit_json([r.model_dump() for r in records])
+        emit_json(listed.to_json())
         return 0
-    for r in records:
+    for r in listed.records:
         print(
             f"{r.session}/{r.name}: {r.kind}, {len(r.lines)} pending line(s)"
             f"{' + notice' if r.notice_pending else ''}, {r.delivered_total} delivered, "
@@ -348,67 +306,43 @@ def _wakes_list(args: argparse.Namespace) -> int:
 
 
 def _wakes_drain(args: argparse.Namespace) -> int:
-    from core.watch import wakes  # lazy: keeps every other command's start-up fast
+    from core.service import wakes  # lazy: keeps every other command's start-up fast
 
     failed: list[OSError] = []
 
-    def deliver(res: wakes.DrainResult) -> bool:
+    def deliver(res: Drained) -> bool:
         # Acked only once the whole report reached stdout (a pipe closed early acks nothing).
         if args.json:
-            doc = json.dumps(_drain_json(res), ensure_ascii=False) + "\n"
+            doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
         else:
-            doc = wakes.format_wake_text(res) + "\n"
+            doc = res.text() + "\n"
         return _write_stdout([doc.encode()], failed) == 1
 
-    reconcile_lost(args.home)  # a dead supervisor shows up as monitor-lost
     res = wakes.drain(
-        args.home,
-        args.session or _default_session(),
-        settle_timeout=args.settle,
-        deliver=deliver,
+        args.home, args.session or _default_session(), settle_timeout=args.settle, deliver=deliver
     )
-    _skipped(res.skipped)
+    _skipped(res.result.skipped)
     if failed:
         raise failed[0]
     if args.json and not res.delivered:
-        emit_json(_drain_json(res))
+        emit_json(res.to_json())
     if args.hook and res.delivered:
         # Claude Code-style Stop hooks feed stderr back to the agent on exit 2.
-        print(wakes.format_wake_text(res), file=sys.stderr)
+        print(res.text(), file=sys.stderr)
         return 2
     return 0
 
 
-def _drain_json(res: DrainResult) -> dict[str, object]:
-    from core.watch.wakes import read_rest
-
-    return {
-        "delivered": [
-            {
-                "name": d.name,
-                "run_id": d.run_id,
-                "kind": d.kind,
-                "filter": d.filter,
-                "exclude": d.exclude,
-                "lines": [x.text for x in d.lines],
-                "total_matches": d.total_matches,
-                "status": d.status,
-                "exit_code": d.exit_code,
-                "dropped": d.dropped,
-                "read_rest": read_rest(d) if d.dropped else None,
-            }
-            for d in res.delivered
-        ],
-        "superseded": res.superseded,
-        "pending": res.pending,
-    }
-
-
 def _wakes_dismiss(args: argparse.Namespace) -> int:
-    from core.watch import wakes  # lazy: keeps every other command's start-up fast
+    from core.service import wakes  # lazy: keeps every other command's start-up fast
 
-    session = args.session or _default_session()
-    if not wakes.dismiss(args.home, session, args.name):
-        print(f"ackdeck: error: no wake for {args.name!r} in session {session!r}", file=sys.stderr)
+    done = wakes.dismiss(args.home, args.session or _default_session(), args.name)
+    if args.json:
+        emit_json(done.to_json())
+    if not done.dismissed:
+        print(
+            f"ackdeck: error: no wake for {done.name!r} in session {done.session!r}",
+            file=sys.stderr,
+        )
         return 1
     return 0

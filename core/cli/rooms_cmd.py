@@ -10,14 +10,15 @@ import sys
 
 from core.base.byteio import write_all
 from core.base.timeouts import EXIT_TIMEOUT
-from core.cli._output import emit_json, text, timeout_arg
-from core.errors import ColdAck, InvalidInput
+from core.cli._output import emit_json, timeout_arg
+from core.errors import InvalidInput
 from core.inbox.room_backend import open_room
 from core.inbox.room_errors import not_delivered
+from core.service import rooms
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from core.inbox.room_backend import ReadView, RoomBackend
+    from core.inbox.room_backend import RoomBackend
 
 _SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
 _FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
     p.add_argument("text", metavar="TEXT", help="the line (not empty; no newline, no NUL)")
-    p.add_argument("--json", action="store_true", help='print {"offset": N}')
+    p.add_argument("--json", action="store_true", help='print {"room", "path", "offset"}')
     p.set_defaults(handler=_push)
 
     p = rsub.add_parser("read", help="return every complete line and record a receipt")
@@ -70,8 +71,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_ack)
 
     p = rsub.add_parser("status", help="pending, partial, acked and per-session counters")
-    p.add_argument("room", metavar="ROOM")
+    p.add_argument(
+        "room", metavar="ROOM", nargs="+", help="one or more rooms (the first is the default)"
+    )
     p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
+    p.add_argument(
+        "--session",
+        default=None,
+        help="also give this session's in_flight and unread (default: env ACKDECK_SESSION)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_status)
 
@@ -90,41 +98,30 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _push(args: argparse.Namespace) -> int:
+    room = _room(args)
     # The exact bytes of the argument (argv is decoded with surrogateescape).
-    offset = _room(args).push(os.fsencode(args.text))
+    pushed = rooms.push(room, rooms.room_name(room.path), os.fsencode(args.text))
     if args.json:
-        emit_json({"offset": offset})
+        emit_json(pushed.to_json())
     return 0
 
 
 def _read(args: argparse.Namespace) -> int:
-    _room(args).read(_session(args), deliver=_json_lines if args.json else _raw_lines)
+    room = _room(args)
+    deliver = _json_lines if args.json else _raw_lines
+    rooms.read(room, rooms.room_name(room.path), _session(args), deliver=deliver)
     return 0
 
 
-def _raw_lines(result: ReadView) -> None:
+def _raw_lines(result: rooms.Lines) -> None:
     """Text mode: the raw bytes of each line, exactly as stored."""
     _deliver(result.data)
 
 
-def _json_lines(result: ReadView) -> None:
+def _json_lines(result: rooms.Lines) -> None:
     """JSON mode: lines decoded with replacement, and which of them were not valid UTF-8."""
-    lines, invalid = [], []
-    for i, raw in enumerate(result.lines):
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            lines.append(text(raw))
-            invalid.append(i)
-    out: dict[str, object] = {
-        "lines": lines,
-        "start": result.start,
-        "end": result.end,
-        "epoch": result.epoch,
-    }
-    if invalid:
-        out["invalid_utf8"] = invalid
-    _deliver((json.dumps(out, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+    doc = json.dumps(result.to_json(), ensure_ascii=False) + "\n"
+    _deliver(doc.encode("utf-8", "surrogateescape"))
 
 
 def _deliver(data: bytes) -> None:
@@ -150,54 +147,38 @@ def _deliver(data: bytes) -> None:
 
 def _ack(args: argparse.Namespace) -> int:
     room, session = _room(args), _session(args)
-    try:
-        if args.all and not args.json:
-            # Text mode: the lines go to stdout first; only what was written is removed.
-            result = room.ack(session, all=True, deliver=_raw_lines)
-        else:
-            result = room.ack(session, all=args.all)
-    except ColdAck as exc:
-        if args.json:
-            emit_json({"mode": "refused", "acked": 0, "preserved": 0, "message": str(exc)})
-        raise
+    # Text mode ack-all: the lines go to stdout first; only what was written is removed.
+    deliver = _raw_lines if args.all and not args.json else None
+    result = rooms.ack(room, rooms.room_name(room.path), session, all=args.all, deliver=deliver)
     if args.json:
-        out: dict[str, object] = {
-            "mode": result.mode,
-            "acked": result.acked,
-            "preserved": result.preserved,
-            "message": result.message,
-        }
-        if result.lines is not None:
-            out["lines"] = [text(x) for x in result.lines]
-        emit_json(out)
-    else:
+        emit_json(result.to_json())
+    if result.refusal is not None:
+        # Reported as the error it is (exit 3), after the JSON that carries its counts.
+        print(f"ackdeck: error: {result.refusal}", file=sys.stderr)
+        return result.refusal.exit_code
+    if not args.json:
         print(f"{result.mode}: {result.message}", file=sys.stderr)
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    st = _room(args).status()
-    data = {
-        "pending": st.pending,
-        "partial_bytes": st.partial_bytes,
-        "acked_total": st.acked_total,
-        "preserved_total": st.preserved_total,
-        "pushed_total": st.pushed_total,
-        "epoch": st.epoch,
-        "last_ack_at": st.last_ack_at,
-        "exists": st.exists,
-        "late_total": st.late_total,
-        "held_open": st.held_open,
-        "sessions": {
-            k: {"in_flight": v.in_flight, "unread": v.unread} for k, v in st.sessions.items()
-        },
-    }
+    opened = [open_room(r, follow_symlinks=args.follow_symlinks) for r in args.room]
+    paths = [r.path for r in opened]
+    session = args.session or os.environ.get("ACKDECK_SESSION") or None
+    report = rooms.status([(r, rooms.label_of(paths, r.path)) for r in opened], session)
     if args.json:
-        emit_json(data)
-    else:
+        emit_json(report.to_json())
+        return 0
+    for row in report.rooms:
+        st = row.status
+        mine = (
+            ""
+            if session is None
+            else f"; {session}: {row.in_flight} in flight, {row.unread} unread"
+        )
         print(
             f"{st.path}: {st.pending} pending, {st.partial_bytes} partial byte(s), "
-            f"{st.acked_total} acked, {st.preserved_total} preserved, epoch {st.epoch}"
+            f"{st.acked_total} acked, {st.preserved_total} preserved, epoch {st.epoch}{mine}"
         )
         if st.late_total or st.held_open:
             print(
@@ -210,4 +191,4 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    return 0 if _room(args).wait(_session(args), args.timeout) else EXIT_TIMEOUT
+    return 0 if rooms.wait(_room(args), _session(args), args.timeout) else EXIT_TIMEOUT

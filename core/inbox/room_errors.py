@@ -31,7 +31,8 @@ def cold_ack(session: str, why: str, unread: int) -> ColdAck:
     return ColdAck(
         f"refused: {why} by session {session!r} ({unread} unread line(s)); "
         "read the room first (room read / room_list_new), then ack, or ack with --all; "
-        "nothing was removed"
+        "nothing was removed",
+        unread,
     )
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from core.base.home import resolve_home
 from core.base.names import check_name
+from core.base.timeouts import check_timeout
+from core.errors import InvalidInput
 from core.watch import gate, holders, shown
 from core.watch.monitors import Pattern, clean, compile_pattern
 from core.watch.procs import check_lost, get_run
@@ -70,6 +72,10 @@ def read_output(
     the result holds just those."""
     h = resolve_home(home)
     check_name(session)
+    if exclude and filter is None:
+        # `exclude` inverts the filter: without one it would silently return every line.
+        raise InvalidInput("exclude inverts a filter; give filter as well")
+    timeout = check_timeout(timeout)
     rx = compile_pattern(filter, "filter") if filter is not None else None
     info = get_run(h, name, run_id)
     rdir = info.run_dir

@@ -1,0 +1,33 @@
+"""Bytes made readable, and faults made one line: the only places ackdeck decodes for display.
+
+Bytes are the truth (rooms and output logs are stored and acked byte-exactly); they are decoded,
+with replacement, only to be shown. Every door (CLI, MCP, hooks, notices, dashboard) uses these,
+so a line looks the same whichever door shows it.
+"""
+
+from __future__ import annotations
+
+
+def display(raw: bytes) -> str:
+    """`raw` as text for a reader: UTF-8, invalid bytes replaced by U+FFFD."""
+    return raw.decode("utf-8", errors="replace")
+
+
+def display_lines(lines: list[bytes]) -> tuple[list[str], list[int]]:
+    """Each line as `display` shows it, and the indexes of the lines that were not valid UTF-8
+    (their text is not their exact bytes: a reader that needs those uses a text-mode read)."""
+    texts: list[str] = []
+    invalid: list[int] = []
+    for i, raw in enumerate(lines):
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            texts.append(display(raw))
+            invalid.append(i)
+    return texts, invalid
+
+
+def os_error_line(exc: OSError) -> str:
+    """An unanticipated OSError (read-only home, full disk, ...) as one line: what, and where."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return " ".join(f"{exc.strerror or exc}{where}".split()) or "error"

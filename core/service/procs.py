@@ -1,0 +1,265 @@
+"""Process operations for every door: start, output, list, kill.
+
+`core.watch.procs` (and the monitor engine behind it) is imported inside each operation, not
+here: the hooks import `core.service` on every turn and never start a process.
+"""
+
+from __future__ import annotations
+
+from core.base.home import resolve_home
+from core.base.names import check_name
+from core.base.text import display_lines
+from core.errors import InvalidInput, ProcessError
+from core.service.results import Result
+from core.watch.reconcile import reconcile_lost
+
+TYPE_CHECKING = False  # typing costs ~3 ms of start-up
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
+
+    from core.watch.procs import RunInfo
+
+    HomeArg = str | os.PathLike[str] | Path | None
+    Deliver = Callable[["OutputLines"], int]
+
+# `grace` of a kill: seconds between TERM and KILL.
+MAX_GRACE = 60.0
+
+
+# ----- results ------------------------------------------------------------------------------
+class Monitor(Result):
+    pattern: str
+    exclude: bool
+    cooldown_ms: int
+    max_events: int | None
+
+    SHAPE = {"pattern": str, "exclude": bool, "cooldown_ms": int, "max_events": int | None}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pattern": self.pattern,
+            "exclude": self.exclude,
+            "cooldown_ms": self.cooldown_ms,
+            "max_events": self.max_events,
+        }
+
+
+class Run(Result):
+    """One run of a process, as every door shows it (start, ps, kill)."""
+
+    info: RunInfo
+
+    SHAPE = {
+        "name": str,
+        "run_id": str,
+        "pid": int | None,
+        "status": str,
+        "exit_code": int | None,
+        "started_at": float,
+        "ended_at": float | None,
+        "argv": list[str],
+        "cwd": str,
+        "session": str,
+        "monitors": list[Monitor],
+        "matches": int,
+    }
+
+    def to_json(self) -> dict[str, Any]:
+        i = self.info
+        return {
+            "name": i.name,
+            "run_id": i.run_id,
+            "pid": i.pid,
+            "status": i.status,
+            "exit_code": i.exit_code,
+            "started_at": i.started_at,
+            "ended_at": i.ended_at,
+            "argv": list(i.argv),
+            "cwd": i.cwd,
+            "session": i.session,
+            "monitors": [
+                Monitor(m.pattern, m.exclude, m.cooldown_ms, m.max_events).to_json()
+                for m in i.monitors
+            ],
+            "matches": i.matches,
+        }
+
+
+class Runs(Result):
+    session: str | None  # only this session's runs; None: every session's
+    runs: list[RunInfo]
+
+    SHAPE = {"session": str | None, "processes": list[Run]}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "processes": [Run(i).to_json() for i in self.runs]}
+
+
+class Killed(Result):
+    info: RunInfo
+    was: str  # the status before the kill
+    leftovers: bool  # the run had ended but left processes running, which the kill stopped
+    leftovers_alive: bool  # ... and some of them still live
+
+    SHAPE = {**Run.SHAPE, "was": str, "leftovers": bool, "leftovers_alive": bool}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **Run(self.info).to_json(),
+            "was": self.was,
+            "leftovers": self.leftovers,
+            "leftovers_alive": self.leftovers_alive,
+        }
+
+
+class OutputLines(Result):
+    name: str
+    run_id: str
+    status: str
+    exit_code: int | None
+    lines: list[bytes]  # raw bytes of each line, without its newline
+    more: bool = False  # lines the door could not carry wait for the next read
+
+    SHAPE = {
+        "name": str,
+        "run_id": str,
+        "status": str,
+        "exit_code": int | None,
+        "lines": list[str],
+        "count": int,
+        "invalid_utf8": list[int],
+        "more": bool,
+    }
+
+    @property
+    def texts(self) -> list[str]:
+        return display_lines(self.lines)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        texts, invalid = display_lines(self.lines)
+        return {
+            "name": self.name,
+            "run_id": self.run_id,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "lines": texts,
+            "count": len(texts),
+            "invalid_utf8": invalid,
+            "more": self.more,
+        }
+
+
+# ----- operations -----------------------------------------------------------------------------
+def start(
+    home: HomeArg,
+    name: str,
+    argv: list[str],
+    *,
+    session: str,
+    monitor: str | None = None,
+    exclude: bool = False,
+    cooldown_ms: int | None = None,
+    max_events: int | None = None,
+    cwd: str | None = None,
+) -> Run:
+    """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`."""
+    from core.watch import procs
+
+    check_name(name, "process")
+    check_name(session)
+    if not argv:
+        raise InvalidInput('no command given: name one, e.g. `-- pytest -x` or ["pytest", "-x"]')
+    if monitor is None and (exclude or cooldown_ms is not None or max_events is not None):
+        raise InvalidInput("exclude, cooldown and max-events need a monitor regex")
+    monitors = []
+    if monitor is not None:
+        monitors.append(
+            procs.MonitorSpec(
+                monitor,
+                exclude=exclude,
+                cooldown_ms=1000 if cooldown_ms is None else cooldown_ms,
+                max_events=max_events,
+            )
+        )
+    return Run(
+        procs.start(
+            resolve_home(home), name, list(argv), session=session, monitors=monitors, cwd=cwd
+        )
+    )
+
+
+def read_output(
+    home: HomeArg,
+    name: str,
+    session: str,
+    *,
+    filter: str | None = None,  # noqa: A002 - the documented argument
+    exclude: bool = False,
+    timeout: float = 0.0,
+    run_id: str | None = None,
+    deliver: Deliver | None = None,
+) -> OutputLines:
+    """New lines of `name` for `session`. `deliver` gets the lines about to be returned and
+    answers how many of them, from the first, reached the reader: only those count as shown
+    (and are in the result, whose `more` says lines were held back)."""
+    from core.watch.output import read_output as read
+
+    # Validated once, in core: the name, the session, the filter (RE2), `exclude` that needs a
+    # filter, the timeout (core.base.timeouts).
+    offered = [0]
+
+    def hand_over(res: Any) -> int:
+        offered[0] = len(res.lines)
+        if deliver is None:
+            return len(res.lines)
+        return deliver(OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines))
+
+    res = read(
+        resolve_home(home),
+        name,
+        session,
+        filter=filter,
+        exclude=exclude,
+        timeout=timeout,
+        run_id=run_id,
+        deliver=hand_over,
+    )
+    more = len(res.lines) < offered[0]
+    return OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, more)
+
+
+def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = False) -> Runs:
+    """Runs (of `session` only, if given), oldest first per name. Dead supervisors are first
+    reported as `lost`: the explicit reconcile step (the listing itself never writes)."""
+    from core.watch import procs
+
+    h = resolve_home(home)
+    if session is not None:
+        check_name(session)
+    reconcile_lost(h)
+    runs = procs.list_runs(h, latest_only=latest_only)
+    return Runs(session, [r for r in runs if session is None or r.session == session])
+
+
+def kill(home: HomeArg, name: str, *, grace: float = 3.0, session: str | None = None) -> Killed:
+    """TERM `name`'s latest run, KILL after `grace` seconds. With `session`, only that
+    session's own runs may be killed (the MCP door: an agent stops what it started)."""
+    from core.watch import procs
+
+    check_name(name, "process")
+    if isinstance(grace, bool) or not 0 <= grace <= MAX_GRACE:
+        raise InvalidInput(f"grace must be between 0 and {MAX_GRACE:g} seconds")
+    h = resolve_home(home)
+    before = procs.get_run(h, name)
+    if session is not None and before.session != session:
+        raise ProcessError(
+            f"process {name!r} belongs to session {before.session!r}, not {session!r}; only "
+            "its owner may kill it here"
+        )
+    # A run that ended may have left children running (`cmd &`): kill stops those too.
+    leftovers = before.status != "running" and procs.alive(before)
+    info = procs.kill(h, name, grace=grace, run_id=before.run_id)
+    return Killed(info, before.status, leftovers, leftovers and procs.alive(info))

@@ -1,0 +1,207 @@
+"""Wake operations for every door: list, drain, dismiss.
+
+A wake delivery has one JSON shape (`Drained`) and one text (`core.watch.wakes.format_wake_text`),
+whichever door delivers it: `wakes drain --json`, MCP `wakes_drain`, the Stop hook.
+"""
+
+from __future__ import annotations
+
+from core.base.home import resolve_home
+from core.base.names import check_name
+from core.service.results import Result
+from core.watch.reconcile import reconcile_lost
+
+TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
+
+    from core.watch.wakes import Delivery, DrainResult, WakeRecord
+
+    HomeArg = str | os.PathLike[str] | Path | None
+    DeliverWakes = Callable[["Drained"], bool]
+
+
+class Wake(Result):
+    """A pending wake record, as `wakes list` shows it."""
+
+    record: WakeRecord
+
+    SHAPE = {
+        "session": str,
+        "name": str,
+        "kind": str,
+        "pending": int,  # lines plus pending exit / monitor-lost notices (WakeRecord.pending)
+        "lines": list[str],
+        "dropped": int,
+        "total_matches": int,
+        "delivered_total": int,
+        "superseded_total": int,
+        "status": str,
+        "exit_code": int | None,
+        "notice": bool,  # an exit / monitor-lost notice is pending
+    }
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.record
+        return {
+            "session": r.session,
+            "name": r.name,
+            "kind": r.kind,
+            "pending": r.pending,
+            "lines": [x.text for x in r.lines],
+            "dropped": r.dropped,
+            "total_matches": r.total_matches,
+            "delivered_total": r.delivered_total,
+            "superseded_total": r.superseded_total,
+            "status": r.status,
+            "exit_code": r.notice_exit_code if r.notice_pending else r.exit_code,
+            "notice": r.notice_pending,
+        }
+
+
+class Wakes(Result):
+    session: str | None  # only this session's records; None: every session's
+    records: list[WakeRecord]
+    skipped: list[Path]  # malformed record files, kept on disk
+
+    SHAPE = {"session": str | None, "wakes": list[Wake], "skipped": list[str]}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "wakes": [Wake(r).to_json() for r in self.records],
+            "skipped": [str(p) for p in self.skipped],
+        }
+
+
+class Delivered(Result):
+    """One delivered wake."""
+
+    delivery: Delivery
+
+    SHAPE = {
+        "name": str,
+        "run_id": str,
+        "kind": str,
+        "filter": str | None,
+        "exclude": bool,
+        "lines": list[str],
+        "total_matches": int,
+        "status": str,
+        "exit_code": int | None,
+        "dropped": int,  # matched lines the cap dropped unseen: read them with `read_rest`
+        "read_rest": str | None,
+    }
+
+    def to_json(self) -> dict[str, Any]:
+        from core.watch.wakes import read_rest
+
+        d = self.delivery
+        return {
+            "name": d.name,
+            "run_id": d.run_id,
+            "kind": d.kind,
+            "filter": d.filter,
+            "exclude": d.exclude,
+            "lines": [x.text for x in d.lines],
+            "total_matches": d.total_matches,
+            "status": d.status,
+            "exit_code": d.exit_code,
+            "dropped": d.dropped,
+            "read_rest": read_rest(d) if d.dropped else None,
+        }
+
+
+class Drained(Result):
+    session: str
+    result: DrainResult
+
+    SHAPE = {
+        "session": str,
+        "delivered": list[Delivered],
+        "superseded": int,
+        "pending": int,
+        "skipped": list[str],
+    }
+
+    @property
+    def delivered(self) -> bool:
+        return bool(self.result.delivered)
+
+    def text(self) -> str:
+        """What the agent reads (Stop hook, MCP text, `wakes drain` without --json)."""
+        from core.watch.wakes import format_wake_text
+
+        return format_wake_text(self.result)
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            "session": self.session,
+            "delivered": [Delivered(d).to_json() for d in r.delivered],
+            "superseded": r.superseded,
+            "pending": r.pending,
+            "skipped": [str(p) for p in r.skipped],
+        }
+
+
+class Dismissed(Result):
+    session: str
+    name: str
+    dismissed: bool  # False: there was no record
+
+    SHAPE = {"session": str, "name": str, "dismissed": bool}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "name": self.name, "dismissed": self.dismissed}
+
+
+def list_wakes(home: HomeArg, session: str | None = None) -> Wakes:
+    """Wake records (of `session`, or of every session), without delivering anything. Dead
+    supervisors are first reported as monitor-lost: the explicit reconcile step."""
+    from core.watch.wakes import scan_wakes
+
+    h = resolve_home(home)
+    if session is not None:
+        check_name(session)
+    reconcile_lost(h)
+    records, skipped = scan_wakes(h, session)
+    return Wakes(session, records, skipped)
+
+
+def drain(
+    home: HomeArg,
+    session: str,
+    *,
+    settle_timeout: float = 2.0,
+    deliver: DeliverWakes | None = None,
+) -> Drained:
+    """Deliver what `session` was not shown, then ack exactly that. With `deliver`, nothing is
+    acked unless it answers True (the reader got it)."""
+    from core.watch import wakes
+
+    h = resolve_home(home)
+    check_name(session)
+    if isinstance(settle_timeout, bool) or not 0 <= settle_timeout <= 60:
+        from core.errors import InvalidInput
+
+        raise InvalidInput("settle must be between 0 and 60 seconds")
+    reconcile_lost(h)  # a dead supervisor is delivered as monitor-lost
+    hand_over = None
+    if deliver is not None:
+        hand_over = lambda res: deliver(Drained(session, res))  # noqa: E731
+    return Drained(
+        session, wakes.drain(h, session, settle_timeout=settle_timeout, deliver=hand_over)
+    )
+
+
+def dismiss(home: HomeArg, session: str, name: str) -> Dismissed:
+    """Remove `session`'s record for `name` (a malformed one is kept: CorruptState)."""
+    from core.watch import wakes
+
+    check_name(session)
+    check_name(name, "process")
+    return Dismissed(session, name, wakes.dismiss(resolve_home(home), session, name))

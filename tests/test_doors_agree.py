@@ -1,0 +1,330 @@
+"""The doors agree: each operation, run through the CLI (`ackdeck … --json`, a real subprocess)
+and through the MCP server (the official SDK client over stdio) on identical fresh state,
+gives the same JSON: the result's `to_json()` on both, including refusals and errors.
+
+Rooms: both doors run the same steps against the same room path, recreated empty in between,
+so even `path` compares as it is. Processes: each door gets its own fresh home (no home path is
+in the JSON) and the same working directory. Only what must differ between two real runs is
+normalised (`VARIES`): run ids (new per start), pids, and wall-clock timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from core.service import procs, rooms, wakes
+from core.service.results import Result
+from core.watch import wakes as wake_records
+from tests.conftest import ACKDECK, REPO
+from tests.test_mcp import call, connect, text_of
+from tests.test_procs_support import run_and_cleanup
+
+SESSION = "agent"
+# What two real runs cannot share: a run id and a pid are new per start, timestamps come from
+# the clock, and `read_rest` is a command line that names the run id. Only their presence
+# (None or not) is compared.
+VARIES = {"run_id", "pid", "started_at", "ended_at", "last_ack_at", "read_rest"}
+ERROR_SHAPE = {"error", "message"}
+
+Step = tuple[list[str], str, dict[str, Any], type[Result] | None]
+
+
+def normal(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (("<varies>" if v is not None else None) if k in VARIES else normal(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [normal(v) for v in value]
+    return value
+
+
+def cli_json(home: Path, args: list[str], cwd: Path) -> tuple[int, dict[str, Any]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
+    env["PYTHONPATH"] = str(REPO)
+    cut = args.index("--") if "--" in args else len(args)  # options go before `run`'s command
+    out = subprocess.run(
+        [*ACKDECK, "--home", str(home), *args[:cut], "--json", *args[cut:]],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1, (args, out.returncode, out.stdout, out.stderr)
+    if out.returncode != 0:
+        # Errors are still one line on stderr; the JSON is an addition for programs.
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    return out.returncode, json.loads(lines[0])
+
+
+def check_shape(data: dict[str, Any], shape: type[Result] | None) -> None:
+    """The JSON has exactly the keys its result class declares (or the error shape)."""
+    want = ERROR_SHAPE if shape is None else set(shape.SHAPE)
+    assert set(data) == want, (sorted(data), sorted(want))
+
+
+async def run_mcp(home: Path, room: Path, steps: list[Step]) -> list[tuple[bool, Any]]:
+    got = []
+    async with connect(home, [room], SESSION) as client:
+        for _, tool, args, _ in steps:
+            res = await call(client, tool, args)
+            assert res.structured_content is not None, (tool, text_of(res))
+            got.append((res.is_error, res.structured_content))
+    return got
+
+
+# ----- rooms --------------------------------------------------------------------------------------
+def fresh_rooms(root: Path) -> Path:
+    """An empty directory holding the room (its file and sidecar removed): the same path for
+    both doors, so `path` in the JSON compares exactly."""
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    return root / "inbox.txt"
+
+
+def append_unlocked(room: Path, data: bytes) -> None:
+    # A poller that knows nothing about ackdeck appends between the read and the ack.
+    with open(room, "ab") as f:
+        f.write(data)
+
+
+def rewrite_behind_ackdecks_back(room: Path) -> None:
+    # Someone else rewrites the file: the receipt's bytes can no longer be proven -> stale.
+    room.write_bytes(b"rewritten\n")
+
+
+def room_steps(room: Path) -> list[tuple[Step, Callable[[Path], None] | None]]:
+    r = str(room)
+    s = ["--session", SESSION]
+    return [
+        (
+            (
+                ["room", "push", r, "first"],
+                "room_push",
+                {"room": "inbox.txt", "text": "first"},
+                rooms.Pushed,
+            ),
+            None,
+        ),
+        (
+            (
+                ["room", "push", r, "second"],
+                "room_push",
+                {"room": "inbox.txt", "text": "second"},
+                rooms.Pushed,
+            ),
+            None,
+        ),
+        # A cold ack: refused, nothing removed, both lines preserved (the CLI said 0 before).
+        ((["room", "ack", r, *s], "room_ack", {}, rooms.Acked), None),
+        (
+            (["room", "read", r, *s], "room_list_new", {}, rooms.Lines),
+            lambda p: append_unlocked(p, b"late \xff\n"),
+        ),
+        ((["room", "status", r, *s], "room_status", {}, rooms.Status), None),
+        ((["room", "ack", r, *s], "room_ack", {}, rooms.Acked), None),
+        ((["room", "read", r, *s], "room_list_new", {}, rooms.Lines), rewrite_behind_ackdecks_back),
+        ((["room", "ack", r, *s], "room_ack", {}, rooms.Acked), None),  # stale
+        ((["room", "ack", r, *s, "--all"], "room_ack", {"all": True}, rooms.Acked), None),
+        ((["room", "status", r, *s], "room_status", {}, rooms.Status), None),
+        # Errors: one shape on both doors.
+        (
+            (
+                ["room", "push", r, "two\nlines"],
+                "room_push",
+                {"room": "inbox.txt", "text": "two\nlines"},
+                None,
+            ),
+            None,
+        ),
+        ((["room", "push", r, ""], "room_push", {"room": "inbox.txt", "text": ""}, None), None),
+    ]
+
+
+async def test_room_operations_give_the_same_json_on_both_doors(tmp_path: Path) -> None:
+    root = tmp_path / "rooms"
+    home = tmp_path / "home"
+    plan = room_steps(root / "inbox.txt")
+
+    room = fresh_rooms(root)
+    by_cli = []
+    for (args, _, _, shape), after in plan:
+        code, data = cli_json(home, args, tmp_path)
+        check_shape(data, shape)
+        by_cli.append((code, data))
+        if after is not None:
+            after(room)
+
+    room = fresh_rooms(root)
+    by_mcp = []
+    async with connect(home, [room], SESSION) as client:
+        for (_, tool, args, shape), after in plan:
+            res = await call(client, tool, args)
+            assert res.structured_content is not None, (tool, text_of(res))
+            check_shape(res.structured_content, shape)
+            by_mcp.append((res.is_error, res.structured_content))
+            if after is not None:
+                after(room)
+
+    for ((args, tool, _, _), _), (code, c), (is_error, m) in zip(plan, by_cli, by_mcp, strict=True):
+        assert normal(c) == normal(m), (args, tool)
+        # Failing agrees too, with one deliberate difference: a stale ack removed nothing and
+        # loses nothing (the lines come again with the next read), so the CLI exits 0 as
+        # before, while MCP flags it as an error so that a model cannot miss the re-read.
+        assert (code != 0 or c.get("mode") == "stale") == is_error, (args, code, is_error)
+
+    modes = [c.get("mode") for _, c in by_cli]
+    assert modes[2] == "refused" and by_cli[2][1]["preserved"] == 2 and by_cli[2][0] == 3
+    assert modes[7] == "stale" and by_cli[7][1]["acked"] == 0
+    assert modes[8] == "all" and by_cli[8][1]["lines"] == ["rewritten"]
+    assert by_cli[3][1]["lines"] == ["first", "second"]
+    assert by_cli[6][1]["lines"] == ["late \ufffd"] and by_cli[6][1]["invalid_utf8"] == [0]
+    assert [c["error"] for _, c in by_cli[-2:]] == ["InvalidInput", "InvalidInput"]
+
+
+# ----- processes and wakes ----------------------------------------------------------------------
+def waiter(go: Path, done: Path) -> list[str]:
+    # Prints nothing until the test says so, then waits again: the start result (status
+    # running, 0 matches) and every later step see the same state on both doors.
+    return [
+        "sh",
+        "-c",
+        f'while [ ! -e "{go}" ]; do sleep 0.05; done; echo hello; echo ERROR one; '
+        f'while [ ! -e "{done}" ]; do sleep 0.05; done',
+    ]
+
+
+def proc_steps(work: Path, argv: list[str]) -> list[Step]:
+    s = ["--session", SESSION]
+    return [
+        (
+            ["run", "job", *s, "--monitor", "ERROR", "--cwd", str(work), "--", *argv],
+            "process_start",
+            {"name": "job", "argv": argv, "monitor": "ERROR", "cwd": str(work)},
+            procs.Run,
+        ),
+    ]
+
+
+def later_steps() -> list[Step]:
+    s = ["--session", SESSION]
+    return [
+        (["wakes", "list", *s], "wakes_list", {}, wakes.Wakes),
+        (
+            ["output", "job", *s, "--filter", "hello"],
+            "process_output",
+            {"name": "job", "filter": "hello"},
+            procs.OutputLines,
+        ),
+        (["wakes", "drain", *s], "wakes_drain", {}, wakes.Drained),
+        (["ps", *s, "--latest"], "process_list", {}, procs.Runs),
+        (["kill", "job"], "process_kill", {"name": "job"}, procs.Killed),
+        # Errors: one shape on both doors.
+        (["output", "nope", *s], "process_output", {"name": "nope"}, None),
+        (
+            ["output", "job", *s, "--exclude"],
+            "process_output",
+            {"name": "job", "exclude": True},
+            None,
+        ),
+        (
+            ["output", "job", *s, "--filter", "(unclosed"],
+            "process_output",
+            {"name": "job", "filter": "(unclosed"},
+            None,
+        ),
+        (
+            ["run", "bad", *s, "--exclude", "--", "true"],
+            "process_start",
+            {"name": "bad", "argv": ["true"], "exclude": True},
+            None,
+        ),
+    ]
+
+
+async def wait_for_wake(home: Path) -> None:
+    with anyio.fail_after(60):
+        while not any(r.lines for r in wake_records.list_wakes(home, SESSION)):
+            await anyio.sleep(0.05)
+
+
+async def test_process_and_wake_operations_give_the_same_json_on_both_doors(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    results: dict[str, list[tuple[bool, dict[str, Any]]]] = {}
+    for door in ("cli", "mcp"):
+        home = tmp_path / f"{door}-home"
+        home.mkdir()
+        # The same argv on both doors: flag files relative to the shared working directory,
+        # removed before each door starts.
+        go, done = work / "go", work / "done"
+        go.unlink(missing_ok=True)
+        done.unlink(missing_ok=True)
+        first, rest = proc_steps(work, waiter(Path("go"), Path("done"))), later_steps()
+        got: list[tuple[bool, dict[str, Any]]] = []
+        cleanup = run_and_cleanup(home)
+        next(cleanup)
+        try:
+            if door == "cli":
+                for args, _, _, shape in first:
+                    code, data = cli_json(home, args, work)
+                    check_shape(data, shape)
+                    got.append((code != 0, data))
+                go.touch()
+                await wait_for_wake(home)
+                for args, _, _, shape in rest:
+                    code, data = cli_json(home, args, work)
+                    check_shape(data, shape)
+                    got.append((code != 0, data))
+            else:
+                async with connect(home, [tmp_path / "inbox.txt"], SESSION) as client:
+                    for steps, before in ((first, None), (rest, work / "go")):
+                        if before is not None:
+                            before.touch()
+                            await wait_for_wake(home)
+                        for _, tool, args, shape in steps:
+                            res = await call(client, tool, args)
+                            data = res.structured_content
+                            assert data is not None, (tool, text_of(res))
+                            check_shape(data, shape)
+                            got.append((res.is_error, data))
+        finally:
+            done.touch()
+            with pytest.raises(StopIteration):
+                next(cleanup)
+        results[door] = got
+
+    steps = proc_steps(work, []) + later_steps()
+    for (args, tool, _, _), c, m in zip(steps, results["cli"], results["mcp"], strict=True):
+        assert normal(c[1]) == normal(m[1]), (args, tool)
+        assert c[0] == m[0], (args, tool, "failed on one door only")
+    cli = [data for _, data in results["cli"]]
+    assert (cli[0]["status"], cli[0]["matches"], cli[0]["monitors"][0]["pattern"]) == (
+        "running",
+        0,
+        "ERROR",
+    )
+    assert cli[1]["wakes"][0]["lines"] == ["ERROR one"]
+    assert cli[2]["lines"] == ["hello"]
+    assert [d["lines"] for d in cli[3]["delivered"]] == [["ERROR one"]]
+    assert cli[5]["status"] == "killed" and cli[5]["was"] == "running"
+    assert [e["error"] for e in cli[6:]] == [
+        "ProcessError",
+        "InvalidInput",
+        "InvalidInput",
+        "InvalidInput",
+    ]
