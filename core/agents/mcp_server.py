@@ -184,7 +184,7 @@ class AgentDoor:
         return replies[0]
 
     def _list_reply(self, got: rooms.Lines) -> Reply:
-        lines = got.texts
+        lines = got.lines
         if not lines:
             return reply(got, f"no new lines in {got.room} ({got.path}); nothing to ack")
         head = (
@@ -216,7 +216,7 @@ class AgentDoor:
         text = f"{res.mode}: {counts} in {label}."
         if res.mode == "noop":
             text = f"noop: {res.message} ({counts} in {label})."
-        lines = res.texts
+        lines = res.lines
         if lines:
             text += " The acked lines:\n" + "\n".join(lines)
         elif lines is not None:
@@ -301,8 +301,8 @@ class AgentDoor:
         offered = [0]
 
         def deliver(got: procs.OutputLines) -> int:
-            offered[0] = len(got.lines)
-            return _fit_reply(got.lines)
+            offered[0] = len(got.raw)
+            return _fit_reply(got.raw)
 
         res = procs.read_output(
             self._home_dir(),
@@ -313,7 +313,7 @@ class AgentDoor:
             timeout=timeout,
             deliver=deliver,
         )
-        lines = res.texts
+        lines = res.lines
         state = res.status if res.exit_code is None else f"{res.status}, exit code {res.exit_code}"
         head = f"{res.name} run {res.run_id} ({state}): {len(lines)} new line(s)"
         if filter is not None:

@@ -167,8 +167,8 @@ def _output(args: argparse.Namespace) -> int:
         if args.json:
             doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
             done = _write_stdout([doc.encode()], failed)
-            return len(res.lines) if done == 1 else 0
-        return _write_stdout([x + b"\n" for x in res.lines], failed)
+            return len(res.raw) if done == 1 else 0
+        return _write_stdout([x + b"\n" for x in res.raw], failed)
 
     res = procs.read_output(
         args.home,
@@ -324,9 +324,9 @@ def _wakes_drain(args: argparse.Namespace) -> int:
     _skipped(res.result.skipped)
     if failed:
         raise failed[0]
-    if args.json and not res.delivered:
+    if args.json and not res.result.delivered:
         emit_json(res.to_json())
-    if args.hook and res.delivered:
+    if args.hook and res.result.delivered:
         # Claude Code-style Stop hooks feed stderr back to the agent on exit 2.
         print(res.text(), file=sys.stderr)
         return 2

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from core.base.home import resolve_home
 from core.base.names import check_name
-from core.base.text import display_lines
 from core.errors import InvalidInput, ProcessError
-from core.service.results import Result
+from core.service.results import DecodedLines, Result
 from core.watch.reconcile import reconcile_lost
 
 TYPE_CHECKING = False  # typing costs ~3 ms of start-up
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from core.watch.procs import RunInfo
+    from core.watch.procs import MonitorSpec, RunInfo
 
     HomeArg = str | os.PathLike[str] | Path | None
     Deliver = Callable[["OutputLines"], int]
@@ -31,20 +30,12 @@ MAX_GRACE = 60.0
 
 # ----- results ------------------------------------------------------------------------------
 class Monitor(Result):
-    pattern: str
-    exclude: bool
-    cooldown_ms: int
-    max_events: int | None
+    spec: MonitorSpec
 
     SHAPE = {"pattern": str, "exclude": bool, "cooldown_ms": int, "max_events": int | None}
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pattern": self.pattern,
-            "exclude": self.exclude,
-            "cooldown_ms": self.cooldown_ms,
-            "max_events": self.max_events,
-        }
+    def source(self) -> MonitorSpec:
+        return self.spec
 
 
 class Run(Result):
@@ -67,25 +58,20 @@ class Run(Result):
         "matches": int,
     }
 
-    def to_json(self) -> dict[str, Any]:
-        i = self.info
-        return {
-            "name": i.name,
-            "run_id": i.run_id,
-            "pid": i.pid,
-            "status": i.status,
-            "exit_code": i.exit_code,
-            "started_at": i.started_at,
-            "ended_at": i.ended_at,
-            "argv": list(i.argv),
-            "cwd": i.cwd,
-            "session": i.session,
-            "monitors": [
-                Monitor(m.pattern, m.exclude, m.cooldown_ms, m.max_events).to_json()
-                for m in i.monitors
-            ],
-            "matches": i.matches,
-        }
+    def source(self) -> RunInfo:
+        return self.info
+
+    @property
+    def monitors(self) -> list[Monitor]:
+        return [Monitor(m) for m in self.info.monitors]
+
+
+class Killed(Run):
+    was: str  # the status before the kill
+    leftovers: bool  # the run had ended but left processes running, which the kill stopped
+    leftovers_alive: bool  # ... and some of them still live
+
+    SHAPE = {**Run.SHAPE, "was": str, "leftovers": bool, "leftovers_alive": bool}
 
 
 class Runs(Result):
@@ -94,33 +80,17 @@ class Runs(Result):
 
     SHAPE = {"session": str | None, "processes": list[Run]}
 
-    def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "processes": [Run(i).to_json() for i in self.runs]}
+    @property
+    def processes(self) -> list[Run]:
+        return [Run(i) for i in self.runs]
 
 
-class Killed(Result):
-    info: RunInfo
-    was: str  # the status before the kill
-    leftovers: bool  # the run had ended but left processes running, which the kill stopped
-    leftovers_alive: bool  # ... and some of them still live
-
-    SHAPE = {**Run.SHAPE, "was": str, "leftovers": bool, "leftovers_alive": bool}
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **Run(self.info).to_json(),
-            "was": self.was,
-            "leftovers": self.leftovers,
-            "leftovers_alive": self.leftovers_alive,
-        }
-
-
-class OutputLines(Result):
+class OutputLines(DecodedLines):
     name: str
     run_id: str
     status: str
     exit_code: int | None
-    lines: list[bytes]  # raw bytes of each line, without its newline
+    raw: list[bytes]  # raw bytes of each line, without its newline
     more: bool = False  # lines the door could not carry wait for the next read
 
     SHAPE = {
@@ -133,23 +103,6 @@ class OutputLines(Result):
         "invalid_utf8": list[int],
         "more": bool,
     }
-
-    @property
-    def texts(self) -> list[str]:
-        return display_lines(self.lines)[0]
-
-    def to_json(self) -> dict[str, Any]:
-        texts, invalid = display_lines(self.lines)
-        return {
-            "name": self.name,
-            "run_id": self.run_id,
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "lines": texts,
-            "count": len(texts),
-            "invalid_utf8": invalid,
-            "more": self.more,
-        }
 
 
 # ----- operations -----------------------------------------------------------------------------

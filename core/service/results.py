@@ -10,8 +10,10 @@ Errors have one shape too, on both doors: `{"error": KIND, "message": ONE_LINE}`
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from core.base.record import Struct
-from core.base.text import os_error_line
+from core.base.text import display_lines, os_error_line
 from core.errors import AckdeckError
 
 TYPE_CHECKING = False
@@ -20,12 +22,62 @@ if TYPE_CHECKING:
 
 
 class Result(Struct):
-    """Base of the service's results. Subclasses set `SHAPE` and implement `to_json`."""
+    """Base of the service's results: `to_json()` has exactly the keys of `SHAPE`.
+
+    Each key's value is the result's own field of that name, else its property of that name
+    (a derived number, a decoded line), else the attribute of `source()`, the core object the
+    result wraps (a run, a wake record, a room's status). Nested results, lists and paths are
+    encoded on the way."""
 
     SHAPE: ClassVar[dict[str, Any]] = {}
 
+    def source(self) -> Any:
+        return self
+
     def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
+        mine, src = self.__dict__, self.source()
+        out: dict[str, Any] = {}
+        for key in self.SHAPE:
+            if key in mine:
+                value = mine[key]
+            elif isinstance(getattr(type(self), key, None), property):
+                value = getattr(self, key)
+            else:
+                value = getattr(src, key)
+            out[key] = _plain(value)
+        return out
+
+
+class DecodedLines(Result):
+    """A result whose field `raw` holds raw lines, shown decoded: `lines`, `count` and
+    `invalid_utf8` (indexes of the lines whose text replaced invalid bytes)."""
+
+    def _raw(self) -> list[bytes]:
+        return self.__dict__["raw"]  # each subclass places the field where its order needs it
+
+    @property
+    def lines(self) -> list[str]:
+        return display_lines(self._raw())[0]
+
+    @property
+    def invalid_utf8(self) -> list[int]:
+        return display_lines(self._raw())[1]
+
+    @property
+    def count(self) -> int:
+        return len(self._raw())
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Result):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, PurePath):
+        return str(value)
+    return value
 
 
 def error_json(exc: AckdeckError | OSError) -> dict[str, str]:

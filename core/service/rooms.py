@@ -11,16 +11,21 @@ from __future__ import annotations
 
 from core.base.text import display_lines
 from core.errors import ColdAck
-from core.service.results import Result
+from core.service.results import DecodedLines, Result
 
 TYPE_CHECKING = False  # typing costs every `room push` ~3 ms at start-up
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable, Sequence
     from pathlib import Path
-    from typing import Any
 
-    from core.inbox.room_backend import AckView, ReadView, RoomBackend, StatusView
+    from core.inbox.room_backend import (
+        AckView,
+        ReadView,
+        RoomBackend,
+        SessionView,
+        StatusView,
+    )
     from core.inbox.room_url import RedisAddress
 
     Deliver = Callable[["Lines"], None]
@@ -59,16 +64,13 @@ class Pushed(Result):
 
     SHAPE = {"room": str, "path": str, "offset": int | str}
 
-    def to_json(self) -> dict[str, Any]:
-        return {"room": self.room, "path": self.path, "offset": self.offset}
 
-
-class Lines(Result):
+class Lines(DecodedLines):
     """Lines a read returned (or an ack-all removed): raw bytes, shown decoded."""
 
     room: str
     path: str
-    lines: list[bytes]
+    raw: list[bytes]
     start: int | str
     end: int | str
     epoch: int
@@ -85,23 +87,6 @@ class Lines(Result):
         "epoch": int,
     }
 
-    def to_json(self) -> dict[str, Any]:
-        texts, invalid = display_lines(self.lines)
-        return {
-            "room": self.room,
-            "path": self.path,
-            "lines": texts,
-            "count": len(texts),
-            "invalid_utf8": invalid,
-            "start": self.start,
-            "end": self.end,
-            "epoch": self.epoch,
-        }
-
-    @property
-    def texts(self) -> list[str]:
-        return display_lines(self.lines)[0]
-
 
 class Acked(Result):
     room: str
@@ -110,7 +95,7 @@ class Acked(Result):
     acked: int
     preserved: int
     message: str
-    lines: list[bytes] | None = None  # ack-all only: the lines it removed
+    raw: list[bytes] | None = None  # ack-all only: the lines it removed
     refusal: ColdAck | None = None  # set when the room refused: the door reports it as an error
 
     SHAPE = {
@@ -124,34 +109,22 @@ class Acked(Result):
     }
 
     @property
-    def texts(self) -> list[str] | None:
-        return None if self.lines is None else display_lines(self.lines)[0]
+    def lines(self) -> list[str] | None:
+        return None if self.raw is None else display_lines(self.raw)[0]
 
     @property
     def must_reread(self) -> bool:
         """Nothing was removed and the session has to read again before an ack can work."""
         return self.mode in ("stale", "refused")
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "room": self.room,
-            "path": self.path,
-            "mode": self.mode,
-            "acked": self.acked,
-            "preserved": self.preserved,
-            "message": self.message,
-            "lines": self.texts,
-        }
-
 
 class SessionCounts(Result):
-    in_flight: int
-    unread: int
+    counts: SessionView
 
     SHAPE = {"in_flight": int, "unread": int}
 
-    def to_json(self) -> dict[str, Any]:
-        return {"in_flight": self.in_flight, "unread": self.unread}
+    def source(self) -> SessionView:
+        return self.counts
 
 
 class RoomState(Result):
@@ -159,7 +132,7 @@ class RoomState(Result):
 
     room: str
     path: str
-    default: bool  # the door's default room (the first it was given)
+    default: bool  # the door's default room
     status: StatusView
     session: str | None
 
@@ -182,6 +155,9 @@ class RoomState(Result):
         "sessions": dict[str, SessionCounts],
     }
 
+    def source(self) -> StatusView:
+        return self.status
+
     @property
     def in_flight(self) -> int:
         return session_counts(self.status, self.session)[0]
@@ -190,30 +166,9 @@ class RoomState(Result):
     def unread(self) -> int:
         return session_counts(self.status, self.session)[1]
 
-    def to_json(self) -> dict[str, Any]:
-        st = self.status
-        in_flight, unread = session_counts(st, self.session)
-        return {
-            "room": self.room,
-            "path": self.path,
-            "default": self.default,
-            "exists": st.exists,
-            "pending": st.pending,
-            "partial_bytes": st.partial_bytes,
-            "acked_total": st.acked_total,
-            "preserved_total": st.preserved_total,
-            "pushed_total": st.pushed_total,
-            "epoch": st.epoch,
-            "last_ack_at": st.last_ack_at,
-            "late_total": st.late_total,
-            "held_open": st.held_open,
-            "in_flight": in_flight,
-            "unread": unread,
-            "sessions": {
-                name: SessionCounts(s.in_flight, s.unread).to_json()
-                for name, s in st.sessions.items()
-            },
-        }
+    @property
+    def sessions(self) -> dict[str, SessionCounts]:
+        return {name: SessionCounts(s) for name, s in self.status.sessions.items()}
 
 
 class Status(Result):
@@ -221,9 +176,6 @@ class Status(Result):
     rooms: list[RoomState]
 
     SHAPE = {"session": str | None, "rooms": list[RoomState]}
-
-    def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "rooms": [r.to_json() for r in self.rooms]}
 
 
 # ----- operations -----------------------------------------------------------------------------

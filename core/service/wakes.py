@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Any
 
     from core.watch.wakes import Delivery, DrainResult, WakeRecord
 
@@ -44,22 +43,21 @@ class Wake(Result):
         "notice": bool,  # an exit / monitor-lost notice is pending
     }
 
-    def to_json(self) -> dict[str, Any]:
+    def source(self) -> WakeRecord:
+        return self.record
+
+    @property
+    def lines(self) -> list[str]:
+        return [x.text for x in self.record.lines]
+
+    @property
+    def exit_code(self) -> int | None:
         r = self.record
-        return {
-            "session": r.session,
-            "name": r.name,
-            "kind": r.kind,
-            "pending": r.pending,
-            "lines": [x.text for x in r.lines],
-            "dropped": r.dropped,
-            "total_matches": r.total_matches,
-            "delivered_total": r.delivered_total,
-            "superseded_total": r.superseded_total,
-            "status": r.status,
-            "exit_code": r.notice_exit_code if r.notice_pending else r.exit_code,
-            "notice": r.notice_pending,
-        }
+        return r.notice_exit_code if r.notice_pending else r.exit_code
+
+    @property
+    def notice(self) -> bool:
+        return self.record.notice_pending
 
 
 class Wakes(Result):
@@ -69,12 +67,9 @@ class Wakes(Result):
 
     SHAPE = {"session": str | None, "wakes": list[Wake], "skipped": list[str]}
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "wakes": [Wake(r).to_json() for r in self.records],
-            "skipped": [str(p) for p in self.skipped],
-        }
+    @property
+    def wakes(self) -> list[Wake]:
+        return [Wake(r) for r in self.records]
 
 
 class Delivered(Result):
@@ -96,23 +91,18 @@ class Delivered(Result):
         "read_rest": str | None,
     }
 
-    def to_json(self) -> dict[str, Any]:
+    def source(self) -> Delivery:
+        return self.delivery
+
+    @property
+    def lines(self) -> list[str]:
+        return [x.text for x in self.delivery.lines]
+
+    @property
+    def read_rest(self) -> str | None:
         from core.watch.wakes import read_rest
 
-        d = self.delivery
-        return {
-            "name": d.name,
-            "run_id": d.run_id,
-            "kind": d.kind,
-            "filter": d.filter,
-            "exclude": d.exclude,
-            "lines": [x.text for x in d.lines],
-            "total_matches": d.total_matches,
-            "status": d.status,
-            "exit_code": d.exit_code,
-            "dropped": d.dropped,
-            "read_rest": read_rest(d) if d.dropped else None,
-        }
+        return read_rest(self.delivery) if self.delivery.dropped else None
 
 
 class Drained(Result):
@@ -127,25 +117,18 @@ class Drained(Result):
         "skipped": list[str],
     }
 
+    def source(self) -> DrainResult:
+        return self.result
+
     @property
-    def delivered(self) -> bool:
-        return bool(self.result.delivered)
+    def delivered(self) -> list[Delivered]:
+        return [Delivered(d) for d in self.result.delivered]
 
     def text(self) -> str:
         """What the agent reads (Stop hook, MCP text, `wakes drain` without --json)."""
         from core.watch.wakes import format_wake_text
 
         return format_wake_text(self.result)
-
-    def to_json(self) -> dict[str, Any]:
-        r = self.result
-        return {
-            "session": self.session,
-            "delivered": [Delivered(d).to_json() for d in r.delivered],
-            "superseded": r.superseded,
-            "pending": r.pending,
-            "skipped": [str(p) for p in r.skipped],
-        }
 
 
 class Dismissed(Result):
@@ -154,9 +137,6 @@ class Dismissed(Result):
     dismissed: bool  # False: there was no record
 
     SHAPE = {"session": str, "name": str, "dismissed": bool}
-
-    def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "name": self.name, "dismissed": self.dismissed}
 
 
 def list_wakes(home: HomeArg, session: str | None = None) -> Wakes:
