@@ -24,6 +24,8 @@ from operator import add
 from pathlib import Path
 from typing import Protocol
 
+from core.base.text import display
+
 # Reads of this size keep the scan in C (bytes.split + itertools) instead of a Python loop per
 # line, while the transient list of parts stays small (256 KB: ~9 MB peak for 1,000,000 lines,
 # the index itself being 8 MB; 4 MB chunks cost ~30 MB for no speed gain).
@@ -41,7 +43,7 @@ def _never() -> bool:
 
 def display_text(raw: bytes) -> str:
     """Bytes are the truth; they are decoded (with replacement) only to be shown."""
-    return _CONTROL.sub("\ufffd", raw.decode("utf-8", errors="replace")).expandtabs(4)
+    return _CONTROL.sub("\ufffd", display(raw)).expandtabs(4)
 
 
 def scan_newlines(fd: int, start: int, stop: int, out: array, cancelled: Cancelled = _never) -> int:

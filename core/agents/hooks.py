@@ -23,12 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
+from core.agents.instructions import rules
 from core.base import atomic
 from core.base.names import check_name, room_path
 from core.base.record import Struct
+from core.base.text import display
 from core.errors import AckdeckError, InvalidInput
 from core.inbox.room_backend import open_room, room_display
 from core.inbox.room_spec import is_url
+from core.service.rooms import room_name, session_counts
 
 TYPE_CHECKING = False  # typing costs every hook ~3 ms at start-up
 if TYPE_CHECKING:
@@ -290,9 +293,7 @@ def peek_unread(room: RoomBackend, session: str) -> Unread:
     Display only: counts come from core's status, the lines from the room's newest ones
     afterwards, so a concurrent ack or append can make them differ by a few lines.
     """
-    st = room.status()
-    mine = st.sessions.get(session)
-    count = mine.unread if mine is not None else st.pending
+    count = session_counts(room.status(), session)[1]
     if count <= 0:
         return Unread(room.path, 0, [])
     newest = room.tail(count)  # the newest lines, without a read (the room's own end)
@@ -312,13 +313,13 @@ def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
             continue
         if u.count == 0:
             continue
-        shown = [_clip(x.decode("utf-8", errors="replace")) for x in u.lines]
+        shown = [_clip(display(x)) for x in u.lines]
         more = u.count - len(shown)
         parts.append(
             f"ackdeck: {u.count} unread line(s) in room {u.room} (not acked yet):\n"
             + "\n".join(f"  {x}" for x in shown)
             + (f"\n  ... and {more} more" if more > 0 else "")
-            + f"\nRead them with room_list_new (room {_name(u.room)!r}), act, then room_ack."
+            + f"\nRead them with room_list_new (room {room_name(u.room)!r}), act, then room_ack."
         )
     return "\n".join(parts)
 
@@ -328,11 +329,6 @@ def _shown(room: str | os.PathLike[str]) -> str:
         return _hook_room(room)
     except AckdeckError:
         return "(an invalid room URL)"
-
-
-def _name(room: Path | str) -> str:
-    """What room_list_new accepts as the room: the file's basename, or the redis room NAME."""
-    return str(room).rstrip("/").rsplit("/", 1)[-1]
 
 
 def _clip(line: str) -> str:
@@ -354,19 +350,7 @@ def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str
             except (AckdeckError, OSError) as exc:
                 state = f"cannot check: {exc}"
             lines.append(f"  - {_shown(r)} ({state})")
-    lines += [
-        "To handle notifications, always read then ack through ackdeck:",
-        "  1. room_list_new (MCP tool), or `ackdeck room read ROOM --session "
-        f"{session}` without MCP;",
-        "  2. act on every line;",
-        f"  3. room_ack, or `ackdeck room ack ROOM --session {session}`. It removes exactly the",
-        "     lines you read and keeps anything that arrived in between.",
-        "NEVER truncate, overwrite, edit or delete a notification file yourself (no `> file`,",
-        "`truncate`, `: >`, rewriting it): lines appended between your read and your write",
-        "would be lost unseen.",
-        "Background commands: process_start (with a monitor regex to be woken), then",
-        "process_output to read; pending wakes are delivered when you stop (wakes_drain).",
-    ]
+    lines += rules(session)
     return "\n".join(lines)
 
 

@@ -26,6 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import ValidationError
 
+from core.agents.instructions import mcp_instructions
 from core.agents.mcp_manage import register as register_manage_tools
 from core.agents.mcp_manage import tool_meta, wait_output
 from core.agents.mcp_reply import Reply, guard_async, output_model, reply
@@ -332,16 +333,7 @@ class AgentDoor:
 
 # ----- the MCP adapter -----------------------------------------------------------------------
 def _instructions(config: DoorConfig) -> str:
-    rooms = ", ".join(_label(config.rooms, r) for r in config.rooms)
-    return (
-        f"ackdeck inbox for session {config.session!r}. Rooms: {rooms} (the first is the "
-        "default). To handle notifications: call room_list_new, act on every line, then "
-        "room_ack; it removes exactly the lines you read and keeps lines that arrived "
-        "meanwhile. Never truncate, overwrite or delete a notification file yourself: that "
-        "loses lines appended between your read and your write. Start background commands "
-        "with process_start (optionally with a monitor regex), read their output with "
-        "process_output, and collect monitor wakes with wakes_drain."
-    )
+    return mcp_instructions(config.session, [_label(config.rooms, r) for r in config.rooms])
 
 
 class _Server(MCPServer):

@@ -24,9 +24,11 @@ from core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
 from core.base import atomic
 from core.base.locks import locked
 from core.base.names import check_name, room_path
+from core.base.text import display
 from core.errors import AckdeckError, InvalidInput, RecordError
 from core.inbox.room_backend import open_room
 from core.inbox.room_spec import is_url
+from core.service.rooms import label_of, session_counts
 from core.watch import gate
 
 TYPE_CHECKING = False  # the hooks use this module on every turn: no anyio at import
@@ -102,23 +104,18 @@ def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
     return room_path(spec)
 
 
-def room_label(rooms: Sequence[RoomRef], room: RoomRef) -> str:
-    return room.name if sum(r.name == room.name for r in rooms) == 1 else str(room)
-
-
 def view_room(path: RoomRef, session: str, label: str) -> RoomView:
     room = open_room(path)
     try:
         st = room.status()
-        mine = st.sessions.get(session)
-        unread = mine.unread if mine is not None else st.pending
+        unread = session_counts(st, session)[1]
         end = st.pushed_total - st.partial_bytes
         preview = None
         if st.exists and unread:
             tail = getattr(room, "tail", None)  # a redis room: its newest entry
             if tail is not None:
                 newest = tail(1)
-                preview = newest[0].decode("utf-8", errors="replace") if newest else None
+                preview = display(newest[0]) if newest else None
             else:
                 assert isinstance(path, Path)
                 preview = _newest_line(path, st.partial_bytes)
@@ -143,7 +140,7 @@ def _newest_line(path: Path, partial: int) -> str | None:
     if not data.endswith(b"\n"):
         return None  # the file changed under us; the preview is optional
     last = data[:-1].rsplit(b"\n", 1)[-1]
-    return last.decode("utf-8", errors="replace")
+    return display(last)
 
 
 def view_wakes(home: Path, session: str) -> list[WakeView]:
@@ -225,7 +222,7 @@ class Noticer:
         rooms: list[RoomView] = []
         for r in self.rooms:
             try:
-                rooms.append(view_room(r, self.session, room_label(self.rooms, r)))
+                rooms.append(view_room(r, self.session, label_of(self.rooms, r)))
                 self._broken.discard(r)
             except (AckdeckError, OSError) as exc:
                 # A broken room must not silence the others; say so once, not every time.

@@ -17,11 +17,6 @@ def emit_json(value: Any) -> None:
     sys.stdout.flush()  # a broken pipe surfaces here, inside main's handler, not at exit
 
 
-def text(line: bytes) -> str:
-    # Bytes are stored exactly; they are only decoded, with replacement, to be shown.
-    return line.decode("utf-8", errors="replace")
-
-
 def timeout_arg(value: str) -> float:
     """argparse `type=` for --timeout: core's one rule, reported as argparse's one-line error."""
     import argparse

@@ -402,7 +402,7 @@ class MainScreen(Screen[None]):
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "warning", "ack refused"))
             return
-        severity = "warning" if res.mode in ("stale", "refused") else "information"
+        severity = "warning" if res.mode == "stale" else "information"  # refused raises ColdAck
         self.post_message(
             ActionFinished(
                 f"{res.mode}: acked {res.acked:,} line(s), preserved {res.preserved:,} "

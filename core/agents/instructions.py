@@ -1,0 +1,30 @@
+"""What an agent is told about ackdeck, written once: the MCP server's `instructions` and the
+SessionStart hook's text (`hooks bootstrap`) both say exactly this, each in its own frame."""
+
+from __future__ import annotations
+
+
+def rules(session: str) -> list[str]:
+    """The consumed-only sequence, the one thing never to do, and where wakes come from."""
+    return [
+        "To handle notifications, always read then ack through ackdeck:",
+        "  1. room_list_new (MCP tool), or `ackdeck room read ROOM --session "
+        f"{session}` without MCP;",
+        "  2. act on every line;",
+        f"  3. room_ack, or `ackdeck room ack ROOM --session {session}`. It removes exactly the",
+        "     lines you read and keeps anything that arrived in between.",
+        "NEVER truncate, overwrite, edit or delete a notification file yourself (no `> file`,",
+        "`truncate`, `: >`, rewriting it): lines appended between your read and your write",
+        "would be lost unseen.",
+        "Background commands: process_start (with a monitor regex to be woken), then",
+        "process_output to read; pending wakes are delivered when you stop (wakes_drain).",
+    ]
+
+
+def mcp_instructions(session: str, rooms: list[str]) -> str:
+    """The MCP server's `instructions`: one paragraph."""
+    head = (
+        f"ackdeck inbox for session {session!r}. Rooms: {', '.join(rooms)} (the first is the "
+        "default)."
+    )
+    return " ".join([head, *(line.strip() for line in rules(session))])
