@@ -11,6 +11,7 @@
 # No `from __future__ import annotations`: the SDK reads tool signatures at runtime.
 import os
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -74,6 +75,15 @@ TOOL_META: dict[str, dict[str, Any]] = {
 def tool_meta(name: str) -> dict[str, Any]:
     """`title` and `annotations` keyword arguments for `MCPServer.tool`."""
     return TOOL_META[name]
+
+
+def tool_registrar(server: MCPServer) -> Callable[[str, str], Callable[[Any], Any]]:
+    """`@tool(name, description)`: registers a tool with its title and annotations."""
+
+    def tool(name: str, description: str) -> Callable[[Any], Any]:
+        return server.tool(name=name, description=description, **tool_meta(name))
+
+    return tool
 
 
 # ----- process_output that waits politely ------------------------------------------------------
@@ -192,24 +202,23 @@ def wakes_list(door: "AgentDoor") -> "Reply":
 
 
 def register(server: MCPServer, door: "AgentDoor") -> None:
+    tool = tool_registrar(server)
 
-    @server.tool(
-        name="process_list",
-        description="Processes this session started (the latest run of each name; history "
+    @tool(
+        "process_list",
+        "Processes this session started (the latest run of each name; history "
         "for every run): status, exit code, pid, monitors and match counts.",
-        **tool_meta("process_list"),
     )
     def process_list_tool(
         history: Annotated[bool, _arg("every run, not only the latest")] = False,
     ) -> Annotated[CallToolResult, ProcessListOut]:
         return guard(lambda: process_list(door, history))
 
-    @server.tool(
-        name="process_kill",
-        description="Stop a process this session started: TERM to its process group, KILL "
+    @tool(
+        "process_kill",
+        "Stop a process this session started: TERM to its process group, KILL "
         "after grace seconds. For a process that already ended, only stops the children it left "
         "running (if any).",
-        **tool_meta("process_kill"),
     )
     async def process_kill_tool(
         name: Annotated[str, _arg("process name")],
@@ -219,11 +228,10 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
             lambda: guard(lambda: process_kill(door, name, grace))
         )
 
-    @server.tool(
-        name="wakes_list",
-        description="Pending monitor wakes of this session, without delivering them (use "
+    @tool(
+        "wakes_list",
+        "Pending monitor wakes of this session, without delivering them (use "
         "wakes_drain to receive and mark them delivered).",
-        **tool_meta("wakes_list"),
     )
     def wakes_list_tool() -> Annotated[CallToolResult, WakesListOut]:
         return guard(lambda: wakes_list(door))

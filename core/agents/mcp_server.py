@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from core.agents.instructions import mcp_instructions
 from core.agents.mcp_manage import register as register_manage_tools
-from core.agents.mcp_manage import tool_meta, wait_output
+from core.agents.mcp_manage import tool_registrar, wait_output
 from core.agents.mcp_reply import Reply, guard_async, output_model, reply
 from core.agents.mcp_reply import arg as _arg
 from core.agents.mcp_reply import guard as _guard
@@ -374,13 +374,13 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
         instructions=_instructions(config),
         log_level="WARNING",
     )
+    tool = tool_registrar(server)
     room_names = ", ".join(_label(config.rooms, r) for r in config.rooms)
     room_arg = _arg(f"a configured room (basename or path): {room_names}; default: the first")
 
-    @server.tool(
-        name="room_list_new",
-        **tool_meta("room_list_new"),
-        description="Return every complete line now in the room and remember exactly what was "
+    @tool(
+        "room_list_new",
+        "Return every complete line now in the room and remember exactly what was "
         "returned (for room_ack). Lines are decoded as UTF-8 with replacement.",
     )
     def room_list_new(
@@ -388,10 +388,9 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     ) -> Annotated[CallToolResult, ListNewOut]:
         return _guard(lambda: door.room_list_new(room))
 
-    @server.tool(
-        name="room_ack",
-        **tool_meta("room_ack"),
-        description="Remove exactly the lines your last room_list_new returned; lines that "
+    @tool(
+        "room_ack",
+        "Remove exactly the lines your last room_list_new returned; lines that "
         "arrived since are preserved. Without a prior room_list_new it refuses (nothing is "
         "removed) unless all is true, which acks every complete line and returns them.",
     )
@@ -403,10 +402,9 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     ) -> Annotated[CallToolResult, AckOut]:
         return _guard(lambda: door.room_ack(room, all))
 
-    @server.tool(
-        name="room_push",
-        **tool_meta("room_push"),
-        description="Append one non-empty line (no newline, no NUL) to a configured room.",
+    @tool(
+        "room_push",
+        "Append one non-empty line (no newline, no NUL) to a configured room.",
     )
     def room_push(
         room: Annotated[str, _arg(f"a configured room: {room_names}")],
@@ -414,10 +412,9 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     ) -> Annotated[CallToolResult, PushOut]:
         return _guard(lambda: door.room_push(room, text))
 
-    @server.tool(
-        name="room_status",
-        **tool_meta("room_status"),
-        description="Counters for a configured room (all configured rooms when room is "
+    @tool(
+        "room_status",
+        "Counters for a configured room (all configured rooms when room is "
         "omitted): unread and in-flight lines for this session, pending, acked, preserved.",
     )
     def room_status(
@@ -428,10 +425,9 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
     ) -> Annotated[CallToolResult, StatusOut]:
         return _guard(lambda: door.room_status(room))
 
-    @server.tool(
-        name="process_start",
-        **tool_meta("process_start"),
-        description="Start a background command under an ackdeck supervisor. With monitor "
+    @tool(
+        "process_start",
+        "Start a background command under an ackdeck supervisor. With monitor "
         "(a regex), output lines that match (or, with exclude, do not match) wake this "
         "session; lines you were already shown by process_output never wake you.",
     )
@@ -450,10 +446,9 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
             lambda: door.process_start(name, argv, monitor, exclude, cooldown_ms, max_events, cwd)
         )
 
-    @server.tool(
-        name="process_output",
-        **tool_meta("process_output"),
-        description="New output lines of a process since your last read, optionally filtered; "
+    @tool(
+        "process_output",
+        "New output lines of a process since your last read, optionally filtered; "
         "waits up to timeout seconds for something to show. Lines returned here count as "
         "seen: a monitor will not wake you for them. Lines a filter skipped still can.",
     )
@@ -469,10 +464,9 @@ def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
         # Waits asynchronously: progress every few seconds, prompt return on cancellation.
         return await guard_async(lambda: wait_output(door, ctx, name, filter, exclude, timeout))
 
-    @server.tool(
-        name="wakes_drain",
-        **tool_meta("wakes_drain"),
-        description="Deliver pending monitor wakes for this session (matched output you have "
+    @tool(
+        "wakes_drain",
+        "Deliver pending monitor wakes for this session (matched output you have "
         "not been shown yet) and mark them delivered.",
     )
     def wakes_drain() -> Annotated[CallToolResult, DrainOut]:

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and push notifications/claude/channel notices of new room lines and wakes. Only the "
         "configured rooms are reachable; the first is the default.",
     )
-    p.add_argument("--session", required=True, help="the agent's session name")
+    _session_of_agent(p)
     p.add_argument(
         "--room",
         action="append",
@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Never while the pane is busy, never twice for the same thing; it reads, acks and "
         "drains nothing. Runs in the foreground until interrupted.",
     )
-    p.add_argument("--session", required=True, help="the agent's session name")
+    _session_of_agent(p)
     p.add_argument("--tmux", required=True, metavar="TARGET", help="tmux pane, e.g. agents:0.1")
     p.add_argument(
         "--tmux-socket", default=None, metavar="NAME", help="tmux server socket name (tmux -L)"
@@ -141,14 +141,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_stop)
 
 
+def _session_of_agent(p: argparse.ArgumentParser) -> None:
+    """Commands that serve one agent session (`mcp`, `nudge`) must name it."""
+    p.add_argument("--session", required=True, help="the agent's session name")
+
+
+def _window(ms: int, flag: str) -> float:
+    """A coalescing window given in ms, as seconds: one rule for every door that notices."""
+    if not 10 <= ms <= 600_000:
+        raise InvalidInput(f"{flag} must be between 10 and 600000")
+    return ms / 1000
+
+
 def _mcp(args: argparse.Namespace) -> int:
     # Imported here: the SDK is heavy and only this subcommand needs it.
     from core.agents.mcp_server import DoorConfig, serve
 
-    if not 10 <= args.notice_window_ms <= 600_000:
-        raise InvalidInput("--notice-window-ms must be between 10 and 600000")
+    window = _window(args.notice_window_ms, "--notice-window-ms")
     config = DoorConfig.make(args.session, args.room, args.home)
-    serve(config, channel=not args.no_channel, notice_window=args.notice_window_ms / 1000)
+    serve(config, channel=not args.no_channel, notice_window=window)
     return 0
 
 
@@ -267,8 +278,7 @@ def _nudge(args: argparse.Namespace) -> int:
     from core.agents.nudge import make_nudger
     from core.base.home import resolve_home
 
-    if not 10 <= args.window_ms <= 600_000:
-        raise InvalidInput("--window-ms must be between 10 and 600000")
+    window = _window(args.window_ms, "--window-ms")
     nudger = make_nudger(
         resolve_home(args.home),
         check_name(args.session),
@@ -284,7 +294,7 @@ def _nudge(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    anyio.run(_run_until_signalled, lambda: nudger.run(window=args.window_ms / 1000))
+    anyio.run(_run_until_signalled, lambda: nudger.run(window=window))
     return 0
 
 
