@@ -80,6 +80,13 @@ def test_bad_reads_are_clear_errors(phome: Path) -> None:
         read_output(phome, "p", "s", filter="(")
     with pytest.raises(ProcessError, match="unknown run"):
         read_output(phome, "p", "s", run_id="nope")
+    # `exclude` without a filter used to return every line silently on the CLI: core refuses
+    # it (every door reads through here), as it refuses a wait it cannot honour.
+    with pytest.raises(InvalidInput, match="exclude inverts a filter"):
+        read_output(phome, "p", "s", exclude=True)
+    for bad in (-5, float("nan"), float("inf"), 601):
+        with pytest.raises(InvalidInput, match="timeout must be"):
+            read_output(phome, "p", "s", timeout=bad)
 
 
 def test_concurrent_reads_never_return_a_line_twice(phome: Path, cli_env) -> None:
