@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Footer, Header
 from core.errors import AckdeckError
 from core.inbox.room_backend import AckView, ReadView, open_room
 from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
+from core.service import rooms as room_service
 
 from ..host import Host, host_of
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
@@ -398,11 +399,14 @@ class MainScreen(Screen[None]):
     def _owner_ack(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
         try:
-            res = open_room(path).ack(session)
+            res = room_service.ack(open_room(path), path.name, session)
         except AckdeckError as exc:
-            self.post_message(ActionFinished(str(exc), "warning", "ack refused"))
+            self.post_message(ActionFinished(str(exc), "error", "ack failed"))
             return
-        severity = "warning" if res.mode == "stale" else "information"  # refused raises ColdAck
+        if res.refusal is not None:
+            self.post_message(ActionFinished(str(res.refusal), "warning", "ack refused"))
+            return
+        severity = "warning" if res.must_reread else "information"
         self.post_message(
             ActionFinished(
                 f"{res.mode}: acked {res.acked:,} line(s), preserved {res.preserved:,} "
@@ -415,7 +419,7 @@ class MainScreen(Screen[None]):
     @work(thread=True, group="owner-action", exit_on_error=False)
     def _owner_push(self, path: Path | RedisAddress, text: str) -> None:
         try:
-            open_room(path).push(text)
+            room_service.push(open_room(path), path.name, text)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "push failed"))
             return
@@ -423,14 +427,14 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, group="owner-action", exit_on_error=False)
     def _dismiss_wake(self, session: str, name: str) -> None:
-        from core.watch import wakes
+        from core.service import wakes
 
         home = self.dash.config.home
         if home is None:
             self.post_message(ActionFinished("no home directory", "error"))
             return
         try:
-            done = wakes.dismiss(home, session, name)
+            done = wakes.dismiss(home, session, name).dismissed
         except (AckdeckError, OSError) as exc:
             self.post_message(ActionFinished(str(exc), "error", "dismiss failed"))
             return
