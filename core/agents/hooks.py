@@ -31,7 +31,7 @@ from core.base.text import display
 from core.errors import AckdeckError, InvalidInput
 from core.inbox.room_backend import open_room, room_display
 from core.inbox.room_spec import is_url
-from core.service.rooms import room_name, session_counts
+from core.service.derive import room_name, session_counts
 
 TYPE_CHECKING = False  # typing costs every hook ~3 ms at start-up
 if TYPE_CHECKING:

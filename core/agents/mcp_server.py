@@ -40,6 +40,7 @@ from core.errors import InvalidInput
 from core.inbox.room_backend import RoomBackend, open_room
 from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from core.service import procs, rooms, wakes
+from core.service.derive import label_of
 
 Clock = Callable[[], float]
 
@@ -124,7 +125,7 @@ def resolve_room(
 
 
 # Basename when it identifies the room unambiguously, else the full path: as every door names it.
-_label = rooms.label_of
+_label = label_of
 
 
 def _fit_reply(lines: Sequence[bytes]) -> int:

@@ -28,7 +28,7 @@ from core.base.text import display
 from core.errors import AckdeckError, InvalidInput, RecordError
 from core.inbox.room_backend import open_room
 from core.inbox.room_spec import is_url
-from core.service.rooms import label_of, session_counts
+from core.service.derive import label_of, session_counts
 from core.watch import gate
 
 TYPE_CHECKING = False  # the hooks use this module on every turn: no anyio at import

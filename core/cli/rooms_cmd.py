@@ -15,6 +15,7 @@ from core.errors import InvalidInput
 from core.inbox.room_backend import open_room
 from core.inbox.room_errors import not_delivered
 from core.service import rooms
+from core.service.derive import label_of, room_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _push(args: argparse.Namespace) -> int:
     room = _room(args)
     # The exact bytes of the argument (argv is decoded with surrogateescape).
-    pushed = rooms.push(room, rooms.room_name(room.path), os.fsencode(args.text))
+    pushed = rooms.push(room, room_name(room.path), os.fsencode(args.text))
     if args.json:
         emit_json(pushed.to_json())
     return 0
@@ -109,7 +110,7 @@ def _push(args: argparse.Namespace) -> int:
 def _read(args: argparse.Namespace) -> int:
     room = _room(args)
     deliver = _json_lines if args.json else _raw_lines
-    rooms.read(room, rooms.room_name(room.path), _session(args), deliver=deliver)
+    rooms.read(room, room_name(room.path), _session(args), deliver=deliver)
     return 0
 
 
@@ -149,7 +150,7 @@ def _ack(args: argparse.Namespace) -> int:
     room, session = _room(args), _session(args)
     # Text mode ack-all: the lines go to stdout first; only what was written is removed.
     deliver = _raw_lines if args.all and not args.json else None
-    result = rooms.ack(room, rooms.room_name(room.path), session, all=args.all, deliver=deliver)
+    result = rooms.ack(room, room_name(room.path), session, all=args.all, deliver=deliver)
     if args.json:
         emit_json(result.to_json())
     if result.refusal is not None:
@@ -165,7 +166,7 @@ def _status(args: argparse.Namespace) -> int:
     opened = [open_room(r, follow_symlinks=args.follow_symlinks) for r in args.room]
     paths = [r.path for r in opened]
     session = args.session or os.environ.get("ACKDECK_SESSION") or None
-    report = rooms.status([(r, rooms.label_of(paths, r.path)) for r in opened], session)
+    report = rooms.status([(r, label_of(paths, r.path)) for r in opened], session)
     if args.json:
         emit_json(report.to_json())
         return 0

@@ -8,7 +8,8 @@ itself to the one JSON shape that CLI `--json` prints and MCP returns as structu
 The doors parse their input, call one operation, and print: text for people and models may
 differ per door, the JSON never does (tests/test_doors_agree.py runs both and compares).
 
-- `core.service.rooms`: push, read, ack (and ack-all), status, wait.
+- `core.service.rooms`: push, read, ack (and ack-all), status, wait; `core.service.derive`:
+  a room's label and a session's counts (light enough for the per-turn hooks).
 - `core.service.procs`: start, output, list, kill.
 - `core.service.wakes`: list, drain, dismiss.
 

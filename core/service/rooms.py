@@ -1,23 +1,23 @@
 """Room operations for every door: push, read, ack, status, wait.
 
 Each takes an open room (`core.inbox.room_backend.open_room`, a file or a redis stream) and the
-label the door shows for it (`label_of`), calls `Room`'s public API once, and returns a result
-that encodes itself. The derived numbers live here and nowhere else: a session's `unread` and
-`in_flight` (`session_counts`), and a refused ack's `preserved` (the lines the room held when it
-refused, counted by the room under its lock).
+label the door shows for it (`core.service.derive.label_of`), calls `Room`'s public API once,
+and returns a result that encodes itself. The derived numbers live here and in
+`core.service.derive` only: a session's `unread` and `in_flight` (`session_counts`), and a
+refused ack's `preserved` (the lines the room held when it refused, counted by the room under
+its lock).
 """
 
 from __future__ import annotations
 
 from core.base.text import display_lines
 from core.errors import ColdAck
+from core.service.derive import session_counts
 from core.service.results import DecodedLines, Result
 
 TYPE_CHECKING = False  # typing costs every `room push` ~3 ms at start-up
 if TYPE_CHECKING:
-    import os
     from collections.abc import Callable, Sequence
-    from pathlib import Path
 
     from core.inbox.room_backend import (
         AckView,
@@ -26,34 +26,8 @@ if TYPE_CHECKING:
         SessionView,
         StatusView,
     )
-    from core.inbox.room_url import RedisAddress
 
     Deliver = Callable[["Lines"], None]
-
-
-# ----- names -----------------------------------------------------------------------------------
-def room_name(room: str | os.PathLike[str] | RedisAddress) -> str:
-    """A room's short name: a file's basename, a redis room's NAME (the URL's last part)."""
-    name = getattr(room, "name", None)
-    if isinstance(name, str):
-        return name
-    return str(room).rstrip("/").rsplit("/", 1)[-1]
-
-
-def label_of(rooms: Sequence[Path | RedisAddress | str], room: Path | RedisAddress | str) -> str:
-    """How a door names `room` among `rooms`: its short name when that is unambiguous, else
-    the full path or URL."""
-    short = room_name(room)
-    return short if sum(room_name(r) == short for r in rooms) == 1 else str(room)
-
-
-def session_counts(st: StatusView, session: str | None) -> tuple[int, int]:
-    """`(in_flight, unread)` of `session` in a room's status. A session without a receipt has
-    nothing in flight and every complete line unread; no session at all: (0, pending)."""
-    mine = st.sessions.get(session) if session is not None else None
-    if mine is None:
-        return 0, st.pending
-    return mine.in_flight, mine.unread
 
 
 # ----- results ------------------------------------------------------------------------------
