@@ -38,8 +38,10 @@ def quiet_config(
     return DashConfig(**values)
 
 
-async def settle(pilot: Any, timeout: float = 10.0) -> None:
-    """Wait until the app has no scan, index or action in flight and the queue is drained."""
+async def settle(pilot: Any, timeout: float = 60.0) -> None:
+    """Wait until the app has no scan, index or action in flight and the queue is drained.
+
+    The bound is generous: CI shares its two cores, and only a real hang should reach it."""
     app = pilot.app
     deadline = time.monotonic() + timeout
     quiet_rounds = 0
