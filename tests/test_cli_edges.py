@@ -136,3 +136,19 @@ def test_a_json_ack_all_into_a_reader_that_left_is_not_silent(
     )
     # 20,000 lines of JSON do not fit a pipe buffer, so the writer always meets the closed end.
     assert proc.stderr.count("\n") == 1 and "broken pipe" in proc.stderr, proc.stderr
+
+
+def test_seconds_set_in_the_environment_follow_one_rule() -> None:
+    """ACKDECK_REDIS_TIMEOUT and ACKDECK_NOTICE_RESCAN_S are read by one function: unset is the
+    default, and text, nan, inf or a value out of range is one line naming the variable."""
+    import pytest
+
+    from core.agents.noticer import RESCAN_ENV, RESCAN_S, rescan_interval
+    from core.errors import InvalidInput
+
+    assert rescan_interval({}) == RESCAN_S
+    assert rescan_interval({RESCAN_ENV: "2.5"}) == 2.5
+    for bad in ("soon", "nan", "inf", "0", "-1", "1e9"):
+        with pytest.raises(InvalidInput) as err:
+            rescan_interval({RESCAN_ENV: bad})
+        assert RESCAN_ENV in str(err.value) and "\n" not in str(err.value)

@@ -25,7 +25,8 @@ from core.base import atomic
 from core.base.locks import locked
 from core.base.names import check_name, room_path
 from core.base.text import display
-from core.errors import AckdeckError, InvalidInput, RecordError
+from core.base.timeouts import seconds_from_env
+from core.errors import AckdeckError, RecordError
 from core.inbox.room_backend import open_room
 from core.inbox.room_spec import is_url
 from core.service.derive import label_of, session_counts
@@ -82,16 +83,7 @@ def store_state(path: Path, state: NoticeState) -> None:
 
 
 def rescan_interval(env: Mapping[str, str]) -> float:
-    raw = env.get(RESCAN_ENV)
-    if not raw:
-        return RESCAN_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidInput(f"{RESCAN_ENV}={raw[:40]!r} is not a number of seconds") from None
-    if not 0.1 <= value <= 86_400:
-        raise InvalidInput(f"{RESCAN_ENV} must be between 0.1 and 86400 seconds")
-    return value
+    return seconds_from_env(env, RESCAN_ENV, RESCAN_S, 0.1, 86_400)
 
 
 def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:

@@ -1,12 +1,17 @@
 """One rule for every wait a caller asks for (`room wait`, `output --timeout`, MCP
 `process_output`): a finite number of seconds from 0 to MAX_WAIT. A longer wait belongs in a
-monitor (wakes) or in a loop over `room wait`, which exits EXIT_TIMEOUT when its time is up."""
+monitor (wakes) or in a loop over `room wait`, which exits EXIT_TIMEOUT when its time is up.
+Also the one reading of a number of seconds set in the environment (`seconds_from_env`)."""
 
 from __future__ import annotations
 
 import math
 
 from core.errors import InvalidInput
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 MAX_WAIT = 600.0
 # `room wait` ran out of time: not an error, so not 1. The code GNU timeout(1) uses.
@@ -29,3 +34,20 @@ def parse_timeout(text: str, what: str = "timeout") -> float:
     except ValueError:
         raise InvalidInput(f"{what} must be a number of seconds, got {text[:40]!r}") from None
     return check_timeout(value, what)
+
+
+def seconds_from_env(
+    env: Mapping[str, str], name: str, default: float, low: float, high: float
+) -> float:
+    """The number of seconds `env[name]` sets (`default` when unset or empty), from `low` to
+    `high`; anything else is InvalidInput with one line naming the variable."""
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"{name}={raw[:40]!r} is not a number of seconds") from None
+    if math.isnan(value) or not low <= value <= high:
+        raise InvalidInput(f"{name} must be between {low:g} and {high:g} seconds")
+    return value

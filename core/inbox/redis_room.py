@@ -30,6 +30,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from core.base.names import check_name
+from core.base.timeouts import seconds_from_env
 from core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
 from core.inbox import redis_lua
 from core.inbox.room_errors import cold_ack
@@ -92,16 +93,7 @@ def entries_digest(entries: list[Any]) -> str:
 
 
 def _timeout(env: Mapping[str, str]) -> float:
-    raw = env.get(TIMEOUT_ENV)
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidInput(f"{TIMEOUT_ENV}={raw[:40]!r} is not a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise InvalidInput(f"{TIMEOUT_ENV} must be between 0 and 3600 seconds")
-    return value
+    return seconds_from_env(env, TIMEOUT_ENV, DEFAULT_TIMEOUT, 0.001, 3600)
 
 
 def _raw(response: Any, **_options: Any) -> Any:
