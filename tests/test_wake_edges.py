@@ -72,6 +72,51 @@ def test_drain_and_output_into_a_closed_stdout_fail_with_one_line(phome: Path, c
     ]
 
 
+def _pending(phome: Path) -> list[tuple[int, int]]:
+    return [(len(r.lines), r.delivered_total) for r in wakes.list_wakes(phome, "default")]
+
+
+def test_hook_drain_acks_nothing_when_the_stderr_copy_fails(phome: Path, cli_env) -> None:
+    # Stop hooks feed stderr back to the agent on exit 2. The wake used to be acked once the
+    # stdout copy was written, before stderr (here a full disk) failed: exit 1, the agent saw
+    # nothing, and the wake was gone.
+    procs.start(phome, "p5", ["sh", "-c", "echo M1"], monitors=[MonitorSpec("M")])
+    wait_status(phome, "p5")
+    assert _pending(phome) == [(1, 0)]
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [*ACKDECK, "wakes", "drain", "--hook"],
+            env=cli_env,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 1
+    assert _pending(phome) == [(1, 0)]  # still pending, nothing delivered
+    again = cli(cli_env, "wakes", "drain", "--hook")
+    assert again.returncode == 2 and "M1" in again.stderr, again.stderr
+    assert _pending(phome) == [(0, 1)]
+
+
+def test_hook_drain_with_stderr_closed_reports_once_and_acks_nothing(phome: Path, cli_env) -> None:
+    # With descriptor 2 closed, print(file=sys.stderr) fell back to stdout: the report came
+    # twice on stdout and the wake was acked though no agent could have seen it.
+    procs.start(phome, "p5", ["sh", "-c", "echo M1"], monitors=[MonitorSpec("M")])
+    wait_status(phome, "p5")
+    out = subprocess.run(
+        ["sh", "-c", '"$@" 2>&-', "sh", *ACKDECK, "wakes", "drain", "--hook"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert out.stdout.count("M1") == 1, out.stdout
+    assert "error" not in out.stdout  # the error line never lands on stdout either
+    assert _pending(phome) == [(1, 0)]
+
+
 def test_a_session_named_like_a_lease_keeps_its_read_state(phome: Path, cli_env) -> None:
     # Session "a"'s read leases are "a.lease.PID.X"; a session called "a.lease.99999" has
     # files with that prefix too. A drain of "a" took them for dead leases and deleted them:

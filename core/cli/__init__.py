@@ -297,13 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`| head`, `>&-`). Reads never commit what was not written; a
         # command that already acted (a push, a JSON ack) could not report it: say so.
-        try:
-            print(
-                "ackdeck: error: output closed before the result was written (broken pipe)",
-                file=sys.stderr,
-            )
-        except (OSError, AttributeError):
-            pass  # stderr is gone too: the exit code is all that is left to say it
+        _error_line("ackdeck: error: output closed before the result was written (broken pipe)")
         return 1
     except OSError as exc:
         # File-system faults core did not anticipate (read-only home, full disk, ...).
@@ -319,7 +313,7 @@ def _fail(args: argparse.Namespace, exc: AckdeckError | OSError) -> None:
     from core.service.results import error_json
 
     shape = error_json(exc)
-    print(f"ackdeck: error: {shape['message']}", file=sys.stderr)
+    _error_line(f"ackdeck: error: {shape['message']}")
     if getattr(args, "json", False) and not isinstance(exc, NotDelivered):
         try:
             emit_json(shape)
@@ -330,6 +324,17 @@ def _fail(args: argparse.Namespace, exc: AckdeckError | OSError) -> None:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
             except OSError:
                 pass
+
+
+def _error_line(line: str) -> None:
+    """One line on stderr, or nothing when stderr is gone: never on stdout (print falls back to
+    stdout when stderr was closed at start) and never a second error about the first."""
+    if sys.stderr is None:
+        return  # the exit code is all that is left to say it
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def run() -> None:

@@ -311,12 +311,17 @@ def _wakes_drain(args: argparse.Namespace) -> int:
     failed: list[OSError] = []
 
     def deliver(res: Drained) -> bool:
-        # Acked only once the whole report reached stdout (a pipe closed early acks nothing).
+        # Acked only once the whole report reached stdout (a pipe closed early acks nothing)
+        # and, with --hook, also stderr: Claude Code-style Stop hooks feed stderr back to the
+        # agent on exit 2, so a report that never reached it must stay pending. stderr last:
+        # once it is written the agent has it.
         if args.json:
             doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
         else:
             doc = res.text() + "\n"
-        return _write_stdout([doc.encode()], failed) == 1
+        if _write_stdout([doc.encode()], failed) != 1:
+            return False
+        return not args.hook or _write_stderr((res.text() + "\n").encode(), failed)
 
     res = wakes.drain(
         args.home, args.session or _default_session(), settle_timeout=args.settle, deliver=deliver
@@ -327,10 +332,25 @@ def _wakes_drain(args: argparse.Namespace) -> int:
     if args.json and not res.result.delivered:
         emit_json(res.to_json())
     if args.hook and res.result.delivered:
-        # Claude Code-style Stop hooks feed stderr back to the agent on exit 2.
-        print(res.text(), file=sys.stderr)
         return 2
     return 0
+
+
+def _write_stderr(data: bytes, failed: list[OSError]) -> bool:
+    """Write `data` whole to descriptor 2 (never through print: with stderr closed, print falls
+    back to stdout). False, with the error appended to `failed`, if it was not all written."""
+    from core.base.byteio import write_all
+
+    if sys.stderr is None:  # descriptor 2 was closed (`2>&-`): nothing can be delivered
+        failed.append(OSError(errno.EBADF, "stderr is closed"))
+        return False
+    try:
+        sys.stderr.flush()
+        write_all(2, data)
+    except OSError as exc:
+        failed.append(exc)
+        return False
+    return True
 
 
 def _wakes_dismiss(args: argparse.Namespace) -> int:
