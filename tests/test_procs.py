@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from core.errors import InvalidInput, ProcessError
 from core.watch import procs, wakes
 from core.watch.runs import load_meta, supervisor_alive
+from tests.conftest import ACKDECK
 from tests.test_procs_support import (
     PY,
     cli,
@@ -109,6 +111,28 @@ def test_a_command_that_fails_to_exec_is_reported_and_leaves_nothing(
     with pytest.raises(ProcessError, match="cannot start"):
         procs.start(phome, "x", [str(bad)])
     assert procs.list_runs(phome) == []
+    assert not (phome / "procs" / "x").exists()  # nor the name's directory this run made
+
+
+@pytest.mark.parametrize("closed", ["<&- >&-", "<&- 2>&-", ">&- 2>&-", "<&- >&- 2>&-"])
+def test_run_started_with_standard_descriptors_closed_starts_the_command(
+    phome: Path, cli_env: dict[str, str], closed: str
+) -> None:
+    # A caller with two of 0-2 closed (a careless hook) made os.pipe() return them; the
+    # launcher's stdio set-up then dup2()ed over the ready pipe: "the supervisor did not start"
+    # and an empty procs/d1/ left behind.
+    out = subprocess.run(
+        ["sh", "-c", f'"$@" {closed}; echo "rc=$?"', "sh", *ACKDECK]
+        + ["run", "d1", "--session", "c", "--", "sh", "-c", "echo hi"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "rc=0" in out.stdout, out.stdout + out.stderr
+    info = wait_status(phome, "d1")
+    assert (info.status, info.exit_code) == ("exited", 0)
+    assert (info.run_dir / "output.log").read_bytes() == b"hi\n"
 
 
 def test_reused_name_creates_a_new_run_and_keeps_history(phome: Path) -> None:

@@ -179,8 +179,12 @@ def start(
     try:
         _spawn_supervisor(h, rdir)
     except BaseException:
-        # Nothing is running: leave no half-made run behind.
+        # Nothing is running: leave no half-made run behind, nor the name's directory if this
+        # run made it (`run` checks everything before anything exists). rmdir removes it only
+        # while empty, so another run of the name made meanwhile is kept.
         shutil.rmtree(rdir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            rdir.parent.rmdir()
         raise
     return get_run(h, name, run_id)
 
@@ -189,7 +193,7 @@ def _spawn_supervisor(home: Path, rdir: Path) -> None:
     env = dict(os.environ)
     env[CHILD_PYTHONPATH] = env.get("PYTHONPATH", UNSET_PYTHONPATH)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
-    r, w = os.pipe()
+    r, w = (_above_stdio(fd) for fd in os.pipe())
     try:
         with open(rdir / "supervisor.log", "ab") as log:
             launcher = subprocess.Popen(
@@ -216,6 +220,19 @@ def _spawn_supervisor(home: Path, rdir: Path) -> None:
         raise ProcessError(f"the supervisor did not start{': ' + detail if detail else ''}")
     if not reply.get("ok"):
         raise ProcessError(str(reply.get("error") or "the command could not be started"))
+
+
+def _above_stdio(fd: int) -> int:
+    """`fd`, moved above 2 if it is a standard descriptor (the caller started with some of 0-2
+    closed, so a pipe got one): the launcher's stdio set-up would dup2 over it otherwise."""
+    if fd > 2:
+        return fd
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
 
 
 def _read_reply(fd: int) -> dict[str, object] | None:
