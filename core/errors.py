@@ -70,3 +70,28 @@ class RecordError(ValueError):
 class UnmodelledPattern(Exception):
     """Internal to core/watch/literals.py: a pattern uses something its literal parser does not
     model soundly, so it offers no literal prefilter. Never reaches a user."""
+
+
+class UsageError(AckdeckError):
+    """A command line the CLI could not parse: one line on stderr, exit 1, and with --json
+    the error shape on stdout, like any other error."""
+
+
+class ReportLost(AckdeckError):
+    """The command did what it was asked (`done`), but the report of it could not be written:
+    said as such, so that a caller retrying on exit 1 knows not to do it twice."""
+
+    def __init__(self, done: str, cause: OSError | ValueError) -> None:
+        super().__init__(done)
+        self.done, self.cause = done, cause
+
+    def line(self) -> str:
+        """The one line: what was done, and why its report was lost."""
+        cause = self.cause
+        if isinstance(cause, BrokenPipeError):
+            why = "broken pipe"
+        elif isinstance(cause, OSError):
+            why = str(cause.strerror or cause)
+        else:
+            why = "stdout is closed"  # ValueError: a write to a closed file object
+        return f"{self.done}, but its report could not be written: {why}"

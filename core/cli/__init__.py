@@ -51,7 +51,7 @@ _import_argparse_without_gettext()
 
 import argparse  # noqa: E402 - after the function above
 
-from core.errors import AckdeckError, NotDelivered  # noqa: E402
+from core.errors import AckdeckError, NotDelivered, ReportLost, UsageError  # noqa: E402
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms at start-up
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("ackdeck").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(1, f"ackdeck: error: {prefix}{message} (see --help)\n")
+        raise UsageError(f"{prefix}{message} (see --help)")
 
 
 class _Narrowing:
@@ -283,12 +283,58 @@ def _build_parser(
     return parser
 
 
+class ClosedStream:
+    """sys.stdout or sys.stderr when the command started with that descriptor closed (`>&-`):
+    Python then sets it to None and print() silently writes nothing, so a command would exit
+    0 having reported nothing. Every write here fails as a closed descriptor does, so a lost
+    report takes the same error path as a full disk. (Opening /dev/null onto the descriptor
+    instead would make writes "succeed", and a read would then commit a receipt.)"""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, _text: str) -> int:
+        import errno
+
+        raise OSError(errno.EBADF, f"{self.name} is closed")
+
+    def fileno(self) -> int:
+        import errno
+
+        raise OSError(errno.EBADF, f"{self.name} is closed")
+
+    def flush(self) -> None:
+        pass  # nothing is ever buffered
+
+
+def _closed_streams_fail() -> None:
+    if sys.stdout is None:
+        sys.stdout = ClosedStream("stdout")
+    if sys.stderr is None:
+        sys.stderr = ClosedStream("stderr")
+
+
+def _json_asked(argv: Sequence[str]) -> bool:
+    """`--json` among ackdeck's own arguments (not in a command after `--`)."""
+    return "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _closed_streams_fail()
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except AckdeckError as exc:
+        # UsageError, or a value core's own rule refused (--timeout: InvalidInput with the
+        # message MCP gives for the same value).
+        _fail(argparse.Namespace(json=_json_asked(argv)), exc)
+        return exc.exit_code
     try:
         code = args.handler(args)
+    except ReportLost as exc:
+        _error_line(f"ackdeck: error: {exc.line()}")
+        return 1
     except AckdeckError as exc:
         _fail(args, exc)
         return exc.exit_code

@@ -2,29 +2,55 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
 def emit_json(value: Any) -> None:
-    if sys.stdout is None:  # started with stdout closed (`>&-`)
-        raise BrokenPipeError("standard output is closed")
+    if sys.stdout is None:  # started with stdout closed (`>&-`) and not through main
+        raise OSError(errno.EBADF, "stdout is closed")
     sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
     sys.stdout.flush()  # a broken pipe surfaces here, inside main's handler, not at exit
 
 
 def timeout_arg(value: str) -> float:
-    """argparse `type=` for --timeout: core's one rule, reported as argparse's one-line error."""
-    import argparse
-
+    """argparse `type=` for --timeout: core's one rule. Its InvalidInput is not an error
+    argparse catches, so main reports it as the service does (same kind, same message)."""
     from core.base.timeouts import parse_timeout
-    from core.errors import InvalidInput
+
+    return parse_timeout(value)
+
+
+def report(done: str, write: Callable[[], object]) -> None:
+    """Write the report of an operation that already happened (`done`: "pushed 1 line to
+    r.txt"). If it cannot be written, the error says the operation was done, so a caller that
+    retries on exit 1 does not do it twice."""
+    from core.errors import ReportLost
 
     try:
-        return parse_timeout(value)
-    except InvalidInput as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        write()
+    except (OSError, ValueError) as exc:
+        _quiet_stdout()
+        raise ReportLost(done, exc) from None
+
+
+def _quiet_stdout() -> None:
+    """Point a failed stdout at /dev/null, so the interpreter's final flush of what is still
+    buffered cannot print a second error about the same failure."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return  # a closed stand-in (`>&-`): nothing buffered
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except OSError:
+        pass

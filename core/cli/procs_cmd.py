@@ -9,11 +9,12 @@ import os
 import sys
 import time
 
-from core.cli._output import emit_json, timeout_arg
+from core.cli._output import emit_json, report, timeout_arg
 
 TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from core.service.procs import OutputLines
     from core.service.wakes import Drained
@@ -150,10 +151,11 @@ def _run(args: argparse.Namespace) -> int:
         max_events=args.max_events,
         cwd=args.cwd,
     )
+    started = f"started {run.info.name} run {run.info.run_id} pid {run.info.pid}"
     if args.json:
-        emit_json(run.to_json())
+        report(started, lambda: emit_json(run.to_json()))
     else:
-        print(f"started {run.info.name} run {run.info.run_id} pid {run.info.pid}")
+        report(started, lambda: print(started, flush=True))
     return 0
 
 
@@ -265,6 +267,14 @@ def _kill(args: argparse.Namespace) -> int:
     from core.service import procs  # lazy: keeps every other command's start-up fast
 
     done = procs.kill(args.home, args.name, grace=args.grace)
+    report(
+        f"{done.info.name} run {done.info.run_id} is {done.info.status}",
+        lambda: _killed(args, done),
+    )
+    return 0
+
+
+def _killed(args: argparse.Namespace, done: Any) -> None:
     info = done.info
     if args.json:
         emit_json(done.to_json())
@@ -274,11 +284,14 @@ def _kill(args: argparse.Namespace) -> int:
         left = "; some still live" if done.leftovers_alive else ""
         print(
             f"{info.name} run {info.run_id} had {info.status}; stopped the processes it left "
-            f"running{left}"
+            f"running{left}",
+            flush=True,
         )
     else:
-        print(f"{info.name} run {info.run_id}: {info.status} (exit code {info.exit_code})")
-    return 0
+        print(
+            f"{info.name} run {info.run_id}: {info.status} (exit code {info.exit_code})",
+            flush=True,
+        )
 
 
 def _skipped(paths: list[Path]) -> None:
@@ -340,8 +353,9 @@ def _write_stderr(data: bytes, failed: list[OSError]) -> bool:
     """Write `data` whole to descriptor 2 (never through print: with stderr closed, print falls
     back to stdout). False, with the error appended to `failed`, if it was not all written."""
     from core.base.byteio import write_all
+    from core.cli import ClosedStream  # main's stand-in for a closed stderr
 
-    if sys.stderr is None:  # descriptor 2 was closed (`2>&-`): nothing can be delivered
+    if sys.stderr is None or isinstance(sys.stderr, ClosedStream):  # `2>&-`: nothing delivered
         failed.append(OSError(errno.EBADF, "stderr is closed"))
         return False
     try:
@@ -358,7 +372,8 @@ def _wakes_dismiss(args: argparse.Namespace) -> int:
 
     done = wakes.dismiss(args.home, args.session or _default_session(), args.name)
     if args.json:
-        emit_json(done.to_json())
+        what = f"dismissed the wake {done.name!r} of session {done.session!r}"
+        report(what if done.dismissed else "nothing dismissed", lambda: emit_json(done.to_json()))
     if not done.dismissed:
         print(
             f"ackdeck: error: no wake for {done.name!r} in session {done.session!r}",

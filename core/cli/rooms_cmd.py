@@ -9,8 +9,10 @@ import os
 import sys
 
 from core.base.byteio import write_all
+from core.base.names import check_name
 from core.base.timeouts import EXIT_TIMEOUT
-from core.cli._output import emit_json, timeout_arg
+from core.cli import ClosedStream
+from core.cli._output import emit_json, report, timeout_arg
 from core.errors import InvalidInput
 from core.inbox.room_backend import open_room
 from core.inbox.room_errors import not_delivered
@@ -103,7 +105,7 @@ def _push(args: argparse.Namespace) -> int:
     # The exact bytes of the argument (argv is decoded with surrogateescape).
     pushed = rooms.push(room, room_name(room.path), os.fsencode(args.text))
     if args.json:
-        emit_json(pushed.to_json())
+        report(f"pushed 1 line to {args.room}", lambda: emit_json(pushed.to_json()))
     return 0
 
 
@@ -129,7 +131,7 @@ def _deliver(data: bytes) -> None:
     """Write and flush before the receipt is stored (Room.read commits after this returns);
     a failed write raises, so nothing is recorded. Bytes a pipe buffer accepted but the
     reader never read (`| head`) cannot be told apart from read ones: see README."""
-    if sys.stdout is None:
+    if sys.stdout is None or isinstance(sys.stdout, ClosedStream):
         # Started with stdout closed (`>&-`): Python then has no sys.stdout at all.
         raise not_delivered("stdout", OSError(errno.EBADF, "stdout is closed"))
     try:
@@ -151,14 +153,15 @@ def _ack(args: argparse.Namespace) -> int:
     # Text mode ack-all: the lines go to stdout first; only what was written is removed.
     deliver = _raw_lines if args.all and not args.json else None
     result = rooms.ack(room, room_name(room.path), session, all=args.all, deliver=deliver)
+    done = f"acked {result.acked} line(s) of {args.room}"
     if args.json:
-        emit_json(result.to_json())
+        report(done, lambda: emit_json(result.to_json()))
     if result.refusal is not None:
         # Reported as the error it is (exit 3), after the JSON that carries its counts.
         print(f"ackdeck: error: {result.refusal}", file=sys.stderr)
         return result.refusal.exit_code
     if not args.json:
-        print(f"{result.mode}: {result.message}", file=sys.stderr)
+        report(done, lambda: print(f"{result.mode}: {result.message}", file=sys.stderr))
     return 0
 
 
@@ -166,11 +169,13 @@ def _status(args: argparse.Namespace) -> int:
     opened = [open_room(r, follow_symlinks=args.follow_symlinks) for r in args.room]
     paths = [r.path for r in opened]
     session = args.session or os.environ.get("ACKDECK_SESSION") or None
-    report = rooms.status([(r, label_of(paths, r.path)) for r in opened], session)
+    if session is not None:
+        check_name(session)  # as every other command does: `../x` is no session
+    found = rooms.status([(r, label_of(paths, r.path)) for r in opened], session)
     if args.json:
-        emit_json(report.to_json())
+        emit_json(found.to_json())
         return 0
-    for row in report.rooms:
+    for row in found.rooms:
         st = row.status
         mine = (
             ""

@@ -1,0 +1,181 @@
+"""What `ackdeck` says when its report cannot reach the caller (stdout closed with `>&-`, a
+full device), and errors found before any handler runs (a command line argparse refuses, a
+session name): one line on stderr, exit 1, with --json the error shape on stdout. Real
+processes running `python -m core.cli`, real closed descriptors and /dev/full."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core.base.timeouts import check_timeout
+from core.errors import InvalidInput
+from tests.conftest import ACKDECK, REPO
+
+FULL = "/dev/full"
+
+
+def cli(
+    env: dict[str, str], *args: str, stdout: str | None = None, close_stdout: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run ackdeck with stdout captured, written to `stdout` (a path), or closed."""
+    out_file = open(stdout, "w") if stdout else None  # noqa: SIM115 - closed below
+    try:
+        return subprocess.run(
+            [*ACKDECK, *args],
+            env=env,
+            cwd=REPO,
+            stdout=out_file if out_file else (None if close_stdout else subprocess.PIPE),
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            preexec_fn=(lambda: os.close(1)) if close_stdout else None,
+        )
+    finally:
+        if out_file:
+            out_file.close()
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ackdeck: error: "), proc.stderr
+    return proc.stderr.removeprefix("ackdeck: error: ").rstrip("\n")
+
+
+def wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.1)
+
+
+def _wake_listed(env: dict[str, str]) -> bool:
+    listed = json.loads(cli(env, "wakes", "list", "--session", "s", "--json").stdout)
+    return any(w["lines"] for w in listed["wakes"])
+
+
+@pytest.mark.parametrize("command", ["ps", "room status", "run", "wakes list"])
+def test_a_text_report_into_a_closed_stdout_is_an_error(
+    cli_env: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    # With descriptor 1 closed at start, Python has no sys.stdout and print() wrote nothing:
+    # these exited 0 having reported nothing.
+    room = tmp_path / "r.txt"
+    room.write_bytes(b"one\n")
+    args = {
+        "ps": ["ps"],
+        "room status": ["room", "status", str(room)],
+        "run": ["run", "q", "--session", "s", "--", "true"],
+        "wakes list": ["wakes", "list", "--session", "s"],
+    }[command]
+    if command in ("ps", "wakes list"):
+        # Something to list: a run whose monitor matched (a wake with a pending line).
+        started = cli(
+            cli_env, "run", "w", "--session", "s", "--monitor", "HIT", "--", "echo", "HIT"
+        )
+        assert started.returncode == 0, started.stderr
+        wait_for(lambda: _wake_listed(cli_env), "a wake for run w")
+    line = one_error_line(cli(cli_env, *args, close_stdout=True))
+    assert line.endswith("stdout is closed"), line
+    if command == "run":
+        assert line.startswith("started q run "), line  # it did start: do not start it again
+
+
+def test_a_read_into_a_closed_stdout_still_records_no_receipt(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    room = tmp_path / "r.txt"
+    room.write_bytes(b"one\ntwo\n")
+    for extra in ([], ["--json"]):
+        proc = cli(cli_env, "room", "read", str(room), "--session", "s", *extra, close_stdout=True)
+        assert "no receipt was recorded" in one_error_line(proc)
+    ack = cli(cli_env, "room", "ack", str(room), "--session", "s")
+    assert ack.returncode == 3, ack.stderr  # refused: nothing was read
+    assert room.read_bytes() == b"one\ntwo\n"
+
+
+def test_a_report_lost_after_the_act_says_the_act_was_done(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    room = tmp_path / "r.txt"
+    line = one_error_line(cli(cli_env, "room", "push", str(room), "hi", "--json", stdout=FULL))
+    assert line == (
+        f"pushed 1 line to {room}, but its report could not be written: No space left on device"
+    )
+    assert room.read_bytes() == b"hi\n"  # appended once: a retry would duplicate it
+
+    line = one_error_line(
+        cli(cli_env, "run", "sl", "--session", "s", "--", "sleep", "60", stdout=FULL)
+    )
+    assert line.startswith("started sl run ") and line.endswith(
+        ", but its report could not be written: No space left on device"
+    ), line
+    listed = json.loads(cli(cli_env, "ps", "--json").stdout)
+    assert "running" in json.dumps(listed), listed  # the process runs
+
+    line = one_error_line(cli(cli_env, "kill", "sl", stdout=FULL))
+    assert line.startswith("sl run ") and "is killed, but its report could not be written" in line
+    assert "running" not in json.dumps(json.loads(cli(cli_env, "ps", "--json").stdout))
+
+    room.write_bytes(b"a\nb\n")
+    line = one_error_line(
+        cli(cli_env, "room", "ack", str(room), "--session", "s", "--all", "--json", stdout=FULL)
+    )
+    assert line.startswith(f"acked 2 line(s) of {room}, but its report could not be written")
+    assert room.read_bytes() == b""
+
+
+def _timeout_message(value: float) -> str:
+    with pytest.raises(InvalidInput) as caught:
+        check_timeout(value)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "1e9", "inf"])
+def test_a_refused_timeout_with_json_prints_the_services_error(
+    cli_env: dict[str, str], value: str
+) -> None:
+    proc = cli(cli_env, "output", "p1", "--session", "s", "--timeout", value, "--json")
+    line = one_error_line(proc)
+    # The message the service (and so MCP process_output) gives for the same value.
+    assert line == _timeout_message(float(value))
+    assert json.loads(proc.stdout) == {"error": "InvalidInput", "message": line}
+
+
+def test_a_usage_error_with_json_prints_the_error_shape(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    proc = cli(cli_env, "room", "wait", str(tmp_path / "r.txt"), "--bogus", "--json")
+    line = one_error_line(proc)
+    assert "--bogus" in line
+    assert json.loads(proc.stdout) == {"error": "UsageError", "message": line}
+    # Without --json: the line only. After `--` a `--json` belongs to the command run.
+    plain = cli(cli_env, "room", "wait", str(tmp_path / "r.txt"), "--bogus")
+    assert one_error_line(plain) and plain.stdout == ""
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "n" * 300, "env:../x"])
+def test_room_status_refuses_a_session_name_every_other_command_refuses(
+    cli_env: dict[str, str], tmp_path: Path, name: str
+) -> None:
+    room = tmp_path / "r.txt"
+    room.write_bytes(b"one\n")
+    env = dict(cli_env)
+    args = ["room", "status", str(room), "--json"]
+    if name.startswith("env:"):
+        env["ACKDECK_SESSION"] = name.removeprefix("env:")
+    else:
+        args += ["--session", name]
+    proc = cli(env, *args)
+    line = one_error_line(proc)
+    assert line.startswith("invalid session name"), line
+    assert json.loads(proc.stdout) == {"error": "InvalidName", "message": line}
+    # The same name is refused by read: one rule.
+    read = cli(env, "room", "read", str(room), *args[4:])
+    assert read.returncode == 1
