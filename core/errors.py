@@ -82,16 +82,11 @@ class ReportLost(AckdeckError):
     said as such, so that a caller retrying on exit 1 knows not to do it twice."""
 
     def __init__(self, done: str, cause: OSError | ValueError) -> None:
-        super().__init__(done)
-        self.done, self.cause = done, cause
-
-    def line(self) -> str:
-        """The one line: what was done, and why its report was lost."""
-        cause = self.cause
         if isinstance(cause, BrokenPipeError):
             why = "broken pipe"
         elif isinstance(cause, OSError):
             why = str(cause.strerror or cause)
         else:
             why = "stdout is closed"  # ValueError: a write to a closed file object
-        return f"{self.done}, but its report could not be written: {why}"
+        super().__init__(f"{done}, but its report could not be written: {why}")
+        self.done, self.cause = done, cause

@@ -333,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = args.handler(args)
     except ReportLost as exc:
-        _error_line(f"ackdeck: error: {exc.line()}")
+        _error_line(f"ackdeck: error: {exc}")  # no JSON error: stdout is what failed
         return 1
     except AckdeckError as exc:
         _fail(args, exc)
