@@ -49,3 +49,23 @@ def test_census_of_a_file_shorter_than_asked(tmp_path: Path) -> None:
         assert _bytes.newline_census(fd, 10, [3, 8]) == (2, 4, {3: 1, 8: 2})
     finally:
         os.close(fd)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(max_size=64).map(lambda b: b.replace(b"a", b"\n")),
+    chunk=st.integers(1, 9),
+)
+def test_complete_end_is_just_past_the_last_newline(
+    tmp_path_factory, data: bytes, chunk: int
+) -> None:
+    path = tmp_path_factory.mktemp("end") / "room"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _bytes.complete_end(fd, len(data), chunk=chunk) == data.rfind(b"\n") + 1
+        # A quiet file: its whole size, partial last line included (a crashed writer's
+        # fragment stays where it is).
+        assert _bytes.settled_size(fd) == len(data)
+    finally:
+        os.close(fd)

@@ -92,6 +92,41 @@ def newline_census(
     return total, last_end, {c: (total if v == -1 else v) for c, v in before.items()}
 
 
+def settled_size(fd: int, *, tries: int = 100) -> int:
+    """A size of the file open at `fd` that no append is in the middle of.
+
+    ext4 and tmpfs grow a file page by page while a write copies, so a plain fstat during an
+    unlocked producer's append can end inside its line; copying up to there tears the line
+    (see core/inbox/ack.py). lseek(SEEK_HOLE) takes the inode lock the write holds (ext4,
+    tmpfs, btrfs), so a size unchanged across it was not a half-done write. If it keeps
+    changing, or SEEK_HOLE is missing, the end of the last complete line is used instead: a
+    write in progress cannot have finished a line it is still writing.
+    """
+    size = os.fstat(fd).st_size
+    for _ in range(tries):
+        try:
+            os.lseek(fd, 0, os.SEEK_HOLE)
+        except OSError:
+            break
+        after = os.fstat(fd).st_size
+        if after == size:
+            return size
+        size = after
+    return complete_end(fd, size)
+
+
+def complete_end(fd: int, size: int, *, chunk: int = 1 << 16) -> int:
+    """The offset just past the last newline in the first `size` bytes (0 if there is none)."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - chunk)
+        cut = os.pread(fd, pos - start, start).rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        pos = start
+    return 0
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -3,6 +3,7 @@
 An ack runs under the room's exclusive lock. Its steps, in this order, are the fault-injection
 points of core/base/faults.py (tests/test_room_crash.py kills a real process at each):
 
+  before-size                           measure what the ack covers
   before-temp → mid-temp → after-temp   copy what stays into a temp file (mid-temp: ack_stream)
   after-link                            hard-link the old inode into the sidecar (late writers)
   after-pending                         record the intent (`pending`) in the ledger
@@ -31,6 +32,7 @@ from core.base.byteio import (
     count_lines,
     pread_all,
     pread_all_from,
+    settled_size,
     split_lines,
     write_all,
 )
@@ -96,7 +98,11 @@ def ack_locked(
             head = os.pread(fd, L.HEAD_BYTES, 0)
             ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
             site.store(ledger)
-    size = os.fstat(fd).st_size
+    pause("before-size")
+    # Not a plain fstat: it can end inside an unlocked producer's half-written line, whose
+    # first part would then start a line in the new room and its rest follow later, after
+    # other producers' lines (two lines torn).
+    size = settled_size(fd)
 
     # Every transaction below removes from this file, as it is now, for this session.
     remove = functools.partial(
