@@ -93,6 +93,27 @@ def test_ack_all_piped_into_head_removes_nothing_it_did_not_write(
     assert (tmp_path / "r").read_bytes() == b""
 
 
+def test_json_ack_all_piped_into_head_says_its_report_was_cut(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # --json removes first (its reply carries the ack's counts): a reply cut short by `head`
+    # must not exit 0 as if the caller had the lines; the audit log keeps their range.
+    out = sh(
+        cli_env,
+        "seq -f 'note %g' 1 20000 > r\n"
+        "ackdeck room ack r --session s --all --json | head -c 100 >/dev/null\n"
+        'echo "ack-exit=${PIPESTATUS[0]}"',
+        tmp_path,
+    )
+    assert "ack-exit=1" in out.stdout.decode(), out.stderr
+    assert out.stderr.decode().splitlines() == [
+        "ackdeck: error: acked 20000 line(s) of r, but its report could not be written: "
+        "broken pipe"
+    ]
+    audit = (tmp_path / ".r.ackdeck" / "audit.jsonl").read_text().splitlines()
+    assert json.loads(audit[-1])["acked"] == 20000
+
+
 def test_read_and_ack_all_with_stdout_closed_are_one_line_errors(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:

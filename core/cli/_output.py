@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+from core.base.byteio import write_all
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -14,10 +16,23 @@ if TYPE_CHECKING:
 
 
 def emit_json(value: Any) -> None:
-    if sys.stdout is None:  # started with stdout closed (`>&-`) and not through main
+    out = sys.stdout
+    if out is None:  # started with stdout closed (`>&-`) and not through main
         raise OSError(errno.EBADF, "stdout is closed")
-    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
-    sys.stdout.flush()  # a broken pipe surfaces here, inside main's handler, not at exit
+    text = json.dumps(value, ensure_ascii=False) + "\n"
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError, AttributeError):
+        # A stand-in without a descriptor (a capture, main's closed-stdout stand-in).
+        out.write(text)
+        out.flush()
+        return
+    out.flush()
+    # os.write on the descriptor until done, not sys.stdout.write: a BufferedWriter that hits
+    # EPIPE after a partial write returns the partial count and raises nothing, so `ack --all
+    # --json | head -c 100` exited 0 with most of its report lost. A broken pipe surfaces
+    # here, inside main's handler.
+    write_all(fd, text.encode(out.encoding or "utf-8", out.errors or "strict"))
 
 
 def timeout_arg(value: str) -> float:
