@@ -107,8 +107,7 @@ def test_json_ack_all_piped_into_head_says_its_report_was_cut(
     )
     assert "ack-exit=1" in out.stdout.decode(), out.stderr
     assert out.stderr.decode().splitlines() == [
-        "ackdeck: error: acked 20000 line(s) of r, but its report could not be written: "
-        "broken pipe"
+        "ackdeck: error: acked 20000 line(s) of r, but its report could not be written: broken pipe"
     ]
     audit = (tmp_path / ".r.ackdeck" / "audit.jsonl").read_text().splitlines()
     assert json.loads(audit[-1])["acked"] == 20000

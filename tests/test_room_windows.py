@@ -359,3 +359,64 @@ def test_the_kernel_and_proc_both_tell_a_replaced_inode_held_by_a_writer(tmp_pat
     finally:
         writer.communicate(b"\n", timeout=60)
     assert open_for_writing(path) is False and held_open([key]) == set()
+
+
+async def test_late_writers_show_in_status_json_and_the_dashboard(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """The owner sees when a room had late writers: `room status`, its JSON (also MCP's
+    room_status) and the dashboard's room row."""
+    import json
+
+    from tests.conftest import ACKDECK
+    from tui.app import make_app
+    from tui.testing import fixed_clock, quiet_config, screen_text, settle
+
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"a\n")
+    # A writer that opens the room, keeps its descriptor, and writes after an ack replaced it.
+    writer = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            'exec 3>>"$1"; echo ready; read _; echo late >&3; echo wrote; read _',
+            "sh",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        assert writer.stdout.readline() == b"ready\n"
+        room = Room(path, grace=0.0)  # retirement is due at once: only the writer keeps it
+        room.read("s")
+        assert room.ack("s").acked == 1
+        writer.stdin.write(b"go\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline() == b"wrote\n"
+        assert room.read("s").lines == [b"late"]  # carried in; the inode is kept, held open
+        out = subprocess.run(
+            [*ACKDECK, "room", "status", str(path)], env=cli_env, capture_output=True, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        assert (
+            "  late writers: 1 line(s) carried in from replaced files; 1 replaced file(s) "
+            "still held open by a writer" in out.stdout.decode().splitlines()
+        )
+        out = subprocess.run(
+            [*ACKDECK, "room", "status", str(path), "--json"],
+            env=cli_env,
+            capture_output=True,
+            timeout=60,
+        )
+        got = json.loads(out.stdout)["rooms"][0]
+        assert (got["late_total"], got["held_open"]) == (1, 1), got
+        app = make_app(quiet_config([path]), clock=fixed_clock)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot)
+            row = next(line for line in screen_text(app).splitlines() if "inbox.txt" in line)
+            assert "late 1" in row and "held 1" in row, row
+    finally:
+        writer.kill()
+        writer.wait(60)

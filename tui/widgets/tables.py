@@ -240,7 +240,7 @@ class RoomsTable(KeyedTable):
                 (
                     r.key,
                     [
-                        r.label,
+                        _with_late_writers(r.label, st),
                         pending,
                         _num(in_flight_total(st)),
                         _num(st.acked_total),
@@ -252,6 +252,15 @@ class RoomsTable(KeyedTable):
                 )
             )
         return out
+
+
+def _with_late_writers(label: str, st: Any) -> str | Text:
+    """The room's label, marked when writers reached it late (see README "Producers that do
+    not lock"), so the owner sees what `room status` says."""
+    marks = [f"late {st.late_total:,}"] if st.late_total else []
+    if st.held_open:
+        marks.append(f"held {st.held_open:,}")
+    return Text.assemble(label, (" " + " ".join(marks), "yellow")) if marks else label
 
 
 def _monitors(specs: Sequence[Any]) -> str:
