@@ -100,6 +100,64 @@ def test_concurrent_appends_are_never_mistaken_for_a_rewrite_long(tmp_path: Path
     assert (stats["stale"], stats["lost"], stats["foreign"]) == (0, 0, 0), stats
 
 
+# ----- the filesystems the windows depend on ---------------------------------------------------
+FILESYSTEMS = ["tmp", "tmpfs", "xfs", "btrfs"]
+
+
+@pytest.fixture
+def fs_dir(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A directory on the filesystem named by the test's parameter: `tmp` (the test's own,
+    ext4 here), a real tmpfs, or xfs / btrfs on a loop-mounted image (root and mkfs.xfs /
+    mkfs.btrfs needed; skipped with the reason otherwise). Unmounted in teardown."""
+    kind = request.param
+    if kind == "tmp":
+        yield tmp_path
+        return
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if kind == "tmpfs":
+        cmd = ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)]
+    else:
+        image = tmp_path / f"{kind}.img"
+        with open(image, "wb") as f:
+            f.truncate(320 << 20)  # sparse; xfs wants at least 300 MB
+        made = subprocess.run([f"mkfs.{kind}", "-q", str(image)], capture_output=True)
+        if made.returncode != 0:
+            pytest.skip(f"no {kind} here: mkfs.{kind} {made.stderr.decode().strip()[:80]}")
+        cmd = ["mount", "-o", "loop", str(image), str(mnt)]
+    done = subprocess.run(cmd, capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount {kind} here: {done.stderr.decode().strip()[:80]}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("fs_dir", FILESYSTEMS, indirect=True)
+def test_a_room_removed_and_recreated_is_a_new_room_on_every_filesystem(fs_dir: Path) -> None:
+    """Item 2 on each filesystem the README names: statx birth time tells the files apart
+    (tests/test_room_habits.py drives the same through the CLI where ext4 reuses the inode)."""
+    from core.base.fileid import birth_ns
+
+    path = fs_dir / "r"
+    path.write_bytes(b"build failed\ndeploy failed\n")
+    room = Room(path)
+    room.read("s")
+    fd = os.open(path, os.O_RDONLY)
+    first = birth_ns(fd)
+    os.close(fd)
+    path.unlink()
+    path.write_bytes(b"build failed\ndeploy failed\nnew-3\n")
+    fd = os.open(path, os.O_RDONLY)
+    second = birth_ns(fd)
+    os.close(fd)
+    assert first is not None and second is not None and first != second
+    res = room.ack("s")
+    assert (res.mode, res.acked) == ("stale", 0), res
+    assert path.read_bytes() == b"build failed\ndeploy failed\nnew-3\n"
+
+
 # ----- the exact window, made to stand still with userfaultfd ---------------------------------
 class _StalledWrite:
     """An O_APPEND write that stops inside the kernel after ext4 updated mtime and before it
@@ -170,10 +228,11 @@ def _blocked_in(tid: int, pid: int | str = "self") -> int | None:
     return int(first) if first.lstrip("-").isdigit() else None
 
 
-def test_an_append_caught_between_its_mtime_and_its_size_is_not_a_rewrite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fs_dir", FILESYSTEMS, indirect=True)
+def test_an_append_caught_between_its_mtime_and_its_size_is_not_a_rewrite(fs_dir: Path) -> None:
     import threading
 
-    path = tmp_path / "inbox.txt"
+    path = fs_dir / "inbox.txt"
     path.write_bytes(b"a\n")
     os.utime(path, ns=(0, 1_000_000_000))  # so the append's mtime surely differs
     room = Room(path)
@@ -187,7 +246,8 @@ def test_an_append_caught_between_its_mtime_and_its_size_is_not_a_rewrite(tmp_pa
         acker = threading.Thread(target=lambda: results.append(room.ack("s")))
         acker.start()
         deadline = time.monotonic() + 60
-        while acker.is_alive() and _blocked_in(acker.native_id or 0) != 8:  # 8: lseek
+        # Until it waits for the append's inode lock: lseek (8), or pread (17) on xfs.
+        while acker.is_alive() and _blocked_in(acker.native_id or 0) not in (8, 17):
             assert time.monotonic() < deadline, "the ack neither finished nor waited"
             time.sleep(0.001)
     finally:
@@ -198,8 +258,9 @@ def test_an_append_caught_between_its_mtime_and_its_size_is_not_a_rewrite(tmp_pa
     assert path.read_bytes() == b"late\n"
 
 
+@pytest.mark.parametrize("fs_dir", FILESYSTEMS, indirect=True)
 def test_an_append_caught_half_written_is_not_torn_by_an_ack(
-    tmp_path: Path, cli_env: dict[str, str]
+    tmp_path: Path, fs_dir: Path, cli_env: dict[str, str]
 ) -> None:
     """ext4 and tmpfs grow the file page by page while an append copies, so an ack can see the
     first part of an unlocked producer's line. Copied into the new room, that fragment got the
@@ -207,7 +268,7 @@ def test_an_append_caught_half_written_is_not_torn_by_an_ack(
     two lines torn (seen ~1 in 60,000 lines with two `printf >> room` loops racing acks)."""
     from tests.test_room_crash import _start_paused_ack, _wait_for_step
 
-    path = tmp_path / "inbox.txt"
+    path = fs_dir / "inbox.txt"
     path.write_bytes(b"x" * 3095 + b"\n")  # the append starts 1000 bytes before a page ends
     Room(path).read("s")
     marker = tmp_path / "pause"
@@ -220,8 +281,9 @@ def test_an_append_caught_half_written_is_not_torn_by_an_ack(
             pytest.skip("this filesystem does not show a half-done append")
         marker.unlink()  # the ack goes on while the append stands half done
         deadline = time.monotonic() + 60
-        # Until it waits for the append's inode lock: lseek (8), link (86) or rename (82).
-        while _blocked_in(acker.pid, acker.pid) not in (8, 82, 86) and not marker.exists():
+        # Until it waits for the append's inode lock: lseek (8), pread (17), link (86) or
+        # rename (82).
+        while _blocked_in(acker.pid, acker.pid) not in (8, 17, 82, 86) and not marker.exists():
             assert acker.poll() is None, acker.stderr.read() if acker.stderr else ""
             assert time.monotonic() < deadline, "the ack neither went on nor waited"
             time.sleep(0.001)

@@ -92,21 +92,35 @@ def newline_census(
     return total, last_end, {c: (total if v == -1 else v) for c, v in before.items()}
 
 
+def wait_for_writes(fd: int) -> bool:
+    """Return once a write in progress on the file open at `fd` has finished; False where
+    no call here waits for one (then a concurrent write may still be half done).
+
+    Each filesystem lets a different call wait on the lock a write holds: lseek(SEEK_HOLE)
+    takes the inode lock on ext4, tmpfs and btrfs; on xfs it does not, but a read takes the
+    I/O lock the write holds (checked with a write stalled half done: tests/
+    test_room_windows.py). One byte read from the page cache costs about a microsecond.
+    """
+    try:
+        os.lseek(fd, 0, os.SEEK_HOLE)
+    except OSError:
+        return False
+    os.pread(fd, 1, 0)
+    return True
+
+
 def settled_size(fd: int, *, tries: int = 100) -> int:
     """A size of the file open at `fd` that no append is in the middle of.
 
-    ext4 and tmpfs grow a file page by page while a write copies, so a plain fstat during an
-    unlocked producer's append can end inside its line; copying up to there tears the line
-    (see core/inbox/ack.py). lseek(SEEK_HOLE) takes the inode lock the write holds (ext4,
-    tmpfs, btrfs), so a size unchanged across it was not a half-done write. If it keeps
-    changing, or SEEK_HOLE is missing, the end of the last complete line is used instead: a
-    write in progress cannot have finished a line it is still writing.
+    ext4, tmpfs, btrfs and xfs grow a file page by page while a write copies, so a plain
+    fstat during an unlocked producer's append can end inside its line; copying up to there
+    tears the line (see core/inbox/ack.py). A size unchanged across wait_for_writes was not
+    a half-done write. If it keeps changing, or nothing waits, the end of the last complete
+    line is used instead: a write in progress cannot have finished a line it is still writing.
     """
     size = os.fstat(fd).st_size
     for _ in range(tries):
-        try:
-            os.lseek(fd, 0, os.SEEK_HOLE)
-        except OSError:
+        if not wait_for_writes(fd):
             break
         after = os.fstat(fd).st_size
         if after == size:

@@ -37,6 +37,7 @@ from core.base.byteio import (
     pread_all,
     split_lines,
     tail_lines,
+    wait_for_writes,
 )
 from core.base.fileid import birth_ns
 from core.base.locks import locked
@@ -133,17 +134,15 @@ class Room:
 
         ext4 updates mtime at the start of a buffered write and the size as it copies, both
         under the inode lock, so a stat during an unlocked producer's append can show the new
-        mtime with the old size, which looks like an in-place rewrite. lseek(SEEK_HOLE) takes
-        the same inode lock (ext4, tmpfs, btrfs), so it returns only after a write in progress
-        at the first fstat finished. If the size did not change across it, no append was in
+        mtime with the old size, which looks like an in-place rewrite (xfs too).
+        wait_for_writes takes the lock the write holds (lseek(SEEK_HOLE) on ext4, tmpfs and
+        btrfs; a read on xfs), so it returns only after a write in progress at the first
+        fstat finished. If the size did not change across it, no append was in
         progress and the first stat is settled; if it grew, the second one is used (a size
         that differs from a seen one makes the mtime rule moot; see ledger.rewritten_since).
         """
         first = os.fstat(fd)
-        try:
-            os.lseek(fd, 0, os.SEEK_HOLE)
-        except OSError:
-            pass  # a filesystem without SEEK_HOLE: the plain stat, as before
+        wait_for_writes(fd)  # where nothing waits (no SEEK_HOLE): the plain stat, as before
         second = os.fstat(fd)
         st = first if second.st_size == first.st_size else second
         return L.stat_of(st, birth_ns(fd))
