@@ -237,6 +237,22 @@ def test_room_removed_and_recreated_on_a_reused_inode_is_not_acked(
             subprocess.run(["rm", "-rf", str(base)], check=True)
 
 
+def test_a_stale_ack_says_stale_once(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    out = sh(
+        cli_env,
+        "printf 'a\\n' > r\n"
+        "ackdeck room read r --session s >/dev/null\n"
+        "printf 'b\\n' > r.new && mv r.new r\n"
+        "ackdeck room ack r --session s",
+        tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.decode() == (
+        "stale: the room was rewritten since this read; nothing was removed. "
+        "Read the room again, then ack\n"
+    )
+
+
 # ----- 5. a symlinked room is refused -----------------------------------------------------------
 def test_symlinked_room_is_refused_and_the_victim_untouched(
     tmp_path: Path, cli_env: dict[str, str]

@@ -48,7 +48,7 @@ from core.inbox.room_errors import RENAMED, cold_ack, write_error
 from core.inbox.sidecar import AuditEntry, Sidecar, same_inode
 
 STALE_REPLACED = (
-    "stale: the room was replaced during the ack; nothing was removed. "
+    "the room was replaced during the ack; nothing was removed. "
     "Read the room again, then ack"
 )
 
@@ -167,7 +167,7 @@ def ack_locked(
             "stale",
             0,
             preserved,
-            f"stale: {plan.reason}; nothing was removed. Read the room again, then ack",
+            f"{plan.reason}; nothing was removed. Read the room again, then ack",
         )
     return AckResult(plan.mode, 0, preserved, plan.reason)
 
