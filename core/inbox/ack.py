@@ -48,8 +48,7 @@ from core.inbox.room_errors import RENAMED, cold_ack, write_error
 from core.inbox.sidecar import AuditEntry, Sidecar, same_inode
 
 STALE_REPLACED = (
-    "the room was replaced during the ack; nothing was removed. "
-    "Read the room again, then ack"
+    "the room was replaced during the ack; nothing was removed. Read the room again, then ack"
 )
 
 
