@@ -93,24 +93,44 @@ def test_ack_all_piped_into_head_removes_nothing_it_did_not_write(
     assert (tmp_path / "r").read_bytes() == b""
 
 
-def test_json_ack_all_piped_into_head_says_its_report_was_cut(
+def test_json_ack_all_piped_into_head_removes_nothing(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
-    # --json removes first (its reply carries the ack's counts): a reply cut short by `head`
-    # must not exit 0 as if the caller had the lines; the audit log keeps their range.
+    # As in text mode: the lines are written first, and removed only once they were.
     out = sh(
         cli_env,
         "seq -f 'note %g' 1 20000 > r\n"
         "ackdeck room ack r --session s --all --json | head -c 100 >/dev/null\n"
-        'echo "ack-exit=${PIPESTATUS[0]}"',
+        'echo "ack-exit=${PIPESTATUS[0]}"\n'
+        "ackdeck room ack r --session s --all --json > out.json\n"
+        'echo "ack2-exit=$?"',
         tmp_path,
     )
-    assert "ack-exit=1" in out.stdout.decode(), out.stderr
-    assert out.stderr.decode().splitlines() == [
-        "ackdeck: error: acked 20000 line(s) of r, but its report could not be written: broken pipe"
-    ]
-    audit = (tmp_path / ".r.ackdeck" / "audit.jsonl").read_text().splitlines()
-    assert json.loads(audit[-1])["acked"] == 20000
+    stdout = out.stdout.decode()
+    assert "ack-exit=1" in stdout and "ack2-exit=0" in stdout, out.stderr
+    err = out.stderr.decode().splitlines()
+    assert len(err) == 1 and err[0].startswith("ackdeck: error: could not deliver the lines")
+    got = json.loads((tmp_path / "out.json").read_bytes())
+    assert (got["mode"], got["acked"], got["preserved"]) == ("all", 20000, 0)
+    assert got["lines"][0] == "note 1" and len(got["lines"]) == 20000
+    assert set(got) == {"room", "path", "mode", "acked", "preserved", "message", "lines"}
+    assert (tmp_path / "r").read_bytes() == b""
+
+
+def test_json_ack_all_onto_a_full_disk_removes_nothing(
+    small_tmpfs: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    work = tmp_path / "w"
+    work.mkdir()
+    out = sh(
+        cli_env,
+        "seq -f 'note %g' 1 20000 > r\n"
+        f"ackdeck room ack r --session s --all --json > {small_tmpfs}/out.json",
+        work,
+    )
+    assert out.returncode == 1
+    assert "No space left on device" in out.stderr.decode()
+    assert (work / "r").read_bytes().count(b"\n") == 20000
 
 
 def test_read_and_ack_all_with_stdout_closed_are_one_line_errors(

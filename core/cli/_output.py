@@ -16,10 +16,14 @@ if TYPE_CHECKING:
 
 
 def emit_json(value: Any) -> None:
+    emit_text(json.dumps(value, ensure_ascii=False) + "\n")
+
+
+def emit_text(text: str) -> None:
+    """Write `text` to stdout completely, or raise (OSError) saying why not."""
     out = sys.stdout
     if out is None:  # started with stdout closed (`>&-`) and not through main
         raise OSError(errno.EBADF, "stdout is closed")
-    text = json.dumps(value, ensure_ascii=False) + "\n"
     try:
         fd = out.fileno()
     except (OSError, ValueError, AttributeError):

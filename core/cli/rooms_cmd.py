@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -12,8 +13,8 @@ from core.base.byteio import write_all
 from core.base.names import check_name
 from core.base.timeouts import EXIT_TIMEOUT
 from core.cli import ClosedStream
-from core.cli._output import emit_json, report, timeout_arg
-from core.errors import InvalidInput
+from core.cli._output import emit_json, emit_text, report, timeout_arg
+from core.errors import AckdeckError, InvalidInput
 from core.inbox.room_backend import open_room
 from core.inbox.room_errors import not_delivered
 from core.service import rooms
@@ -127,6 +128,13 @@ def _json_lines(result: rooms.Lines) -> None:
     _deliver(doc.encode("utf-8", "surrogateescape"))
 
 
+def _json_lines_first(result: rooms.Lines) -> None:
+    """`ack --all --json`: the object's first part, up to the lines (no closing brace); _ack
+    adds the counts once the ack is done. The keys are the ack result's (rooms.Acked)."""
+    head = {"room": result.room, "path": result.path, "lines": result.lines}
+    _deliver(json.dumps(head, ensure_ascii=False)[:-1].encode("utf-8", "surrogateescape"))
+
+
 def _deliver(data: bytes) -> None:
     """Write and flush before the receipt is stored (Room.read commits after this returns);
     a failed write raises, so nothing is recorded. Bytes a pipe buffer accepted but the
@@ -148,13 +156,35 @@ def _deliver(data: bytes) -> None:
         raise not_delivered("stdout", exc) from None
 
 
+# Ack-all with --json writes these first, with the lines (the bulk a closed pipe or a full
+# disk would stop), and the rest of the object once the ack is done.
+_LINES_FIRST = ("room", "path", "lines")
+
+
 def _ack(args: argparse.Namespace) -> int:
     room, session = _room(args), _session(args)
-    # Text mode ack-all: the lines go to stdout first; only what was written is removed.
-    deliver = _raw_lines if args.all and not args.json else None
-    result = rooms.ack(room, room_name(room.path), session, all=args.all, deliver=deliver)
+    head_written: list[bool] = []
+
+    def json_lines_first(result: rooms.Lines) -> None:
+        _json_lines_first(result)
+        head_written.append(True)
+
+    # Ack-all: the lines go to stdout first; only what was written is removed.
+    deliver = (json_lines_first if args.json else _raw_lines) if args.all else None
+    try:
+        result = rooms.ack(room, room_name(room.path), session, all=args.all, deliver=deliver)
+    except (AckdeckError, OSError):
+        if head_written:
+            # The ack failed after its lines were written (nothing was removed): close that
+            # object, so the error shape main prints next is a second, whole JSON document.
+            with contextlib.suppress(OSError):
+                emit_text("}\n")
+        raise
     done = f"acked {result.acked} line(s) of {args.room}"
-    if args.json:
+    if head_written:
+        rest = {k: v for k, v in result.to_json().items() if k not in _LINES_FIRST}
+        report(done, lambda: emit_text(", " + json.dumps(rest, ensure_ascii=False)[1:] + "\n"))
+    elif args.json:
         report(done, lambda: emit_json(result.to_json()))
     if result.refusal is not None:
         # Reported as the error it is (exit 3), after the JSON that carries its counts.
