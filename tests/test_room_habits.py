@@ -329,6 +329,33 @@ def test_symlink_through_mcp_is_refused(home: Path, tmp_path: Path) -> None:
     assert not (tmp_path / ".victim.ackdeck").exists()
 
 
+def test_room_swapped_for_a_symlink_under_a_running_mcp_server_is_refused(
+    home: Path, tmp_path: Path
+) -> None:
+    # The configured path did not change, the file behind it did: every call checks again.
+    (tmp_path / "inbox").mkdir()
+    (tmp_path / "victim").mkdir()
+    victim = tmp_path / "victim" / "important.conf"
+    victim.write_bytes(b"secret=1\nkeep=2\n")
+    room = tmp_path / "inbox" / "agent.txt"
+    room.write_bytes(b"hello\n")
+
+    async def scenario() -> None:
+        async with connect(home, [room]) as client:
+            assert not (await call(client, "room_list_new")).is_error
+            room.unlink()
+            room.symlink_to("../victim/important.conf")
+            for tool, args in [("room_ack", {"all": True}), ("room_ack", None)]:
+                got = await call(client, tool, args)
+                assert got.is_error and "is a symlink" in text_of(got), text_of(got)
+            got = await call(client, "room_push", {"room": str(room), "text": "x"})
+            assert got.is_error and "is a symlink" in text_of(got), text_of(got)
+
+    anyio.run(scenario)
+    assert victim.read_bytes() == b"secret=1\nkeep=2\n"
+    assert sorted(os.listdir(tmp_path / "victim")) == ["important.conf"]
+
+
 def test_room_swapped_for_a_symlink_after_the_check_is_not_followed(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_bytes(b"important\n")

@@ -172,7 +172,7 @@ def refuse_unless_regular(path: Path | str, mode: int) -> None:
         raise RoomUnavailable(
             f"room {path} is a symlink; refusing to follow it (anyone who can write its "
             "directory could point acks at another file). Use the target's path, or opt in "
-            "with --follow-symlinks"
+            "with --follow-symlinks (CLI only: the MCP server never follows one)"
         )
     kind = (
         "a directory"
