@@ -22,6 +22,7 @@ from core.inbox.rooms import Room
 from tests.conftest import ACKDECK, REPO
 
 STEPS = [
+    "before-size",
     "before-temp",
     "mid-temp",
     "after-temp",
