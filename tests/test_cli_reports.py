@@ -95,6 +95,9 @@ def test_a_read_into_a_closed_stdout_still_records_no_receipt(
     for extra in ([], ["--json"]):
         proc = cli(cli_env, "room", "read", str(room), "--session", "s", *extra, close_stdout=True)
         assert "no receipt was recorded" in one_error_line(proc)
+        # A full disk behind the redirect, the same.
+        proc = cli(cli_env, "room", "read", str(room), "--session", "s", *extra, stdout=FULL)
+        assert "(No space left on device); no receipt was recorded" in one_error_line(proc)
     ack = cli(cli_env, "room", "ack", str(room), "--session", "s")
     assert ack.returncode == 3, ack.stderr  # refused: nothing was read
     assert room.read_bytes() == b"one\ntwo\n"
