@@ -15,12 +15,14 @@ find_python = $(or $(shell ls -d $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) 2
 
 .PHONY: demo test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
 
-# Outside parts the tests drive for real, from Debian's packages: redis-server (redis rooms)
-# and tmux (the terminal nudge). Installed here when missing and running as root (a fresh CI
-# machine); otherwise the tests that need them skip with one line.
+# Outside parts the tests drive for real, from Debian's packages (command:package): redis-server
+# (redis rooms), tmux (the terminal nudge), mkfs.xfs and mkfs.btrfs (room identity and append
+# windows on xfs and btrfs loop images). Installed here when missing and running as root (a
+# fresh CI machine); otherwise the tests that need them skip with one line.
+TEST_TOOLS := redis-server:redis-server tmux:tmux mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs
 redis-server:
-	@missing=""; for tool in redis-server tmux; do \
-	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	@missing=""; for pair in $(TEST_TOOLS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
 	[ -z "$$missing" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
