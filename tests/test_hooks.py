@@ -594,3 +594,30 @@ def test_a_line_landing_while_the_prompt_text_is_built_is_never_marked_told_unse
     told()
     out = hooks.stop_hook(home, "s", [room], stop_payload(False), settle_timeout=0.0)
     assert out.block and "2 unread" in out.text, out.text
+
+
+def test_hooks_still_work_when_the_notice_state_cannot_be_kept(
+    tmp_path: Path, home: Path, cli_env: dict[str, str]
+) -> None:
+    # HOME/notices unusable (here a file; in life a read-only or full HOME): the hooks' own
+    # "already told" record is a convenience. Losing it may repeat a mention; it must not
+    # stop the prompt hook from listing lines or the Stop hook from delivering wakes.
+    from core.watch.monitors import MatchedLine
+
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"[t1] ops: waiting\n")
+    (home / "notices").write_text("not a directory\n")
+    wakes.merge(
+        home, "agent", "build", run_id="run1", kind="match",
+        lines=[MatchedLine(0, 20, "ERROR: build failed")], filter="ERROR", exclude=False,
+        matches=1, status="running",
+    )  # fmt: skip
+    data = installed(tmp_path, cli_env, room)
+    prompt = run_hook_with(ours(data, "UserPromptSubmit")[0]["command"], cli_env, {})
+    assert prompt.returncode == 0, prompt.stderr
+    assert "[t1] ops: waiting" in prompt.stdout
+    stop = run_hook_with(ours(data, "Stop")[0]["command"], cli_env, stop_payload(False))
+    assert stop.returncode == 2, stop.stderr
+    assert "ERROR: build failed" in stop.stderr
+    assert wakes.list_wakes(home, "agent")[0].pending == 0
+    assert room.read_bytes() == b"[t1] ops: waiting\n"

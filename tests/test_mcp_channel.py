@@ -263,3 +263,31 @@ async def test_a_full_disk_under_home_does_not_silence_the_channel(tmp_path: Pat
             assert "after space came back" in rec.channel[-1].content
     finally:
         subprocess.run(["umount", "-l", str(home)], check=False)
+
+
+async def test_a_read_only_home_does_not_silence_the_channel(tmp_path: Path) -> None:
+    # A sandbox with a read-only HOME: no notice state can be kept (nor a lock file made),
+    # which may repeat a notice after a restart but must never leave the agent unwoken.
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(home)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()[:80]}")
+    try:
+        room = tmp_path / "inbox.txt"
+        room.touch()
+        rec = Recorder()
+        async with connect(home, [room], rec) as client:
+            await rec.quiet(1.0)
+            push_from_another_process(room, "while HOME is read-only")
+            await rec.wait_for(1)
+            await rec.quiet()
+            assert len(rec.channel) == 1  # remembered in memory: not repeated either
+            push_from_another_process(room, "and another")
+            await rec.wait_for(2)
+            assert rec.channel[1].meta["count"] == "2"
+            assert not (await client.call_tool("room_status", {})).is_error
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)

@@ -195,3 +195,66 @@ def test_a_missing_room_directory_does_not_silence_the_others(
     noticer = Noticer(home, "agent", [tmp_path / "nope" / "x.txt", room], "channel")
     notices, _ = noticer.due()
     assert [n.meta["room"] for n in notices] == ["inbox.txt"]
+
+
+# ----- a state that cannot be kept, and two notifiers of one door ------------------------------
+def blocked_state(home: Path) -> None:
+    """HOME/notices is a file: the state can neither be read, locked nor written there."""
+    (home / "notices").write_text("not a directory\n")
+
+
+def test_an_unusable_state_never_silences_the_door(home: Path, tmp_path: Path, capsys) -> None:
+    room = tmp_path / "inbox.txt"
+    push_from_another_process(room, "first")
+    blocked_state(home)
+    noticer = Noticer(home, "agent", [room], "channel")
+    notices, state = noticer.due()
+    assert [n.meta["count"] for n in notices] == ["1"]
+    noticer.commit(state)  # cannot be written: said on stderr, remembered by this process
+    assert "cannot keep notice state" in capsys.readouterr().err
+    assert noticer.due()[0] == []  # not repeated by the process that told it
+    push_from_another_process(room, "second")
+    assert [n.meta["count"] for n in noticer.due()[0]] == ["2"]
+    assert (home / "notices").read_text() == "not a directory\n"
+
+
+async def test_two_notifiers_of_one_session_and_door_notice_a_line_once(
+    home: Path, tmp_path: Path
+) -> None:
+    # Two Claude Code windows in one project start two `ackdeck mcp --session agent`: one
+    # notice per new thing for the session, not one per server (nor a racy one or two).
+    import anyio
+
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    a = Noticer(home, "agent", [room], "channel")
+    b = Noticer(home, "agent", [room], "channel")
+    push_from_another_process(room, "first")
+    sent: list[str] = []
+    a_sending = anyio.Event()
+    release_a = anyio.Event()
+    b_done = anyio.Event()
+
+    async def send_a(ns: list[N.Notice]) -> bool:
+        sent.extend("a" for _ in ns)
+        a_sending.set()
+        await release_a.wait()
+        return True
+
+    async def send_b(ns: list[N.Notice]) -> bool:
+        sent.extend("b" for _ in ns)
+        return True
+
+    async def check_b() -> None:
+        await b.check(send_b)
+        b_done.set()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.check, send_a)
+            await a_sending.wait()  # a decided and is delivering, not yet recorded
+            tg.start_soon(check_b)
+            with anyio.move_on_after(1.0):  # b may not deliver what a is delivering
+                await b_done.wait()
+            release_a.set()
+    assert sent == ["a"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,21 @@ class World:
         first = self.nudge.stderr.readline().decode()
         assert "watching session" in first, first
 
+    def wait_for_log(self, text: str) -> None:
+        """Read the nudge's stderr until a line holds `text` (what it says as it works)."""
+        assert self.nudge is not None and self.nudge.stderr is not None
+        fd = self.nudge.stderr.fileno()
+        deadline = time.monotonic() + WAIT
+        seen = b""
+        while text.encode() not in seen:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise AssertionError(f"the nudge never said {text!r}; it said {seen!r}")
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise AssertionError(f"the nudge ended before saying {text!r}: {seen!r}")
+            seen += chunk
+
     def close(self) -> None:
         if self.nudge is not None and self.nudge.poll() is None:
             self.nudge.terminate()
@@ -195,6 +211,27 @@ def test_never_types_while_the_agent_is_busy(world: World) -> None:
     assert world.typed()[0].startswith("idle\t")
     time.sleep(QUIET)
     assert len(world.typed()) == 1
+
+
+def test_what_the_agent_read_while_busy_is_not_typed_once_it_is_idle(world: World) -> None:
+    # The nudge decides, then waits for the busy pane; meanwhile the agent (told by its Stop
+    # hook, say) reads and acks the line. Typing about it then would start a turn for nothing.
+    world.flag.touch()
+    wait_until(lambda: "working" in world.capture(), "the agent to be busy")
+    world.start_nudge()
+    Room(world.room).push("[t1] ops: handled mid-turn")
+    world.wait_for_log("waiting for pane")
+    r = Room(world.room)
+    r.read("agent")
+    r.ack("agent")
+    world.flag.unlink()
+    wait_until(lambda: re.search(r"^>", world.capture(), re.M) is not None, "the prompt")
+    time.sleep(QUIET)  # idle long past --idle-ms: a nudge would have been typed by now
+    assert world.typed() == []
+    # Not silent either: the next new line is typed.
+    Room(world.room).push("[t2] ops: new")
+    wait_until(lambda: len(world.typed()) == 1, "the nudge for the new line")
+    assert "inbox.txt (1)" in world.typed()[0]
 
 
 def test_prompt_regex_holds_the_nudge_until_the_prompt_shows(world: World) -> None:

@@ -13,16 +13,16 @@ state, `HOME/notices/SESSION/DOOR.json`.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
 from core.base import atomic
-from core.base.locks import locked
 from core.base.names import check_name, room_path
 from core.base.text import display
 from core.base.timeouts import seconds_from_env
@@ -52,6 +52,8 @@ RESCAN_ENV = "ACKDECK_NOTICE_RESCAN_S"  # overrides RESCAN_S (tests prove the li
 REDIS_STEP_S = 0.05
 TAIL_BYTES = 4096
 DOORS = ("channel", "nudge", "hooks")
+# How often a notifier tries for its door's lock while another notifier of the door holds it.
+CLAIM_STEP_S = 0.02
 
 
 def state_path(home: Path, session: str, door: str) -> Path:
@@ -207,7 +209,10 @@ class Noticer:
         self.watch_wakes = wakes
         self.path = state_path(home, session, door)
         self._broken: set[RoomRef] = set()
+        # The state as last loaded or delivered; `_unsaved`: delivered but not on disk (a full,
+        # read-only or broken HOME), so this process decides from memory until it can write.
         self._stored: NoticeState | None = None
+        self._unsaved = False
         self._state_error: int | None = None
 
     def views(self) -> tuple[list[RoomView], list[WakeView]]:
@@ -225,22 +230,89 @@ class Noticer:
         return rooms, wakes
 
     def due(self) -> tuple[list[Notice], NoticeState]:
-        with self._lock():
-            state = load_state(self.path)
-        self._stored = state
+        """The notices due now and the state that records them; writes nothing."""
+        with self._held():
+            return self._decide()
+
+    def commit(self, state: NoticeState) -> None:
+        """Record `state` once the door delivered its notices (commit what was delivered)."""
+        with self._held():
+            self._record(state)
+
+    def _decide(self) -> tuple[list[Notice], NoticeState]:
+        # Under the door's lock when it could be taken.
+        state = self._load()
         rooms, wakes = self.views()
         return decide(state, rooms, wakes, self.session)
 
-    def commit(self, state: NoticeState) -> None:
-        if state == self._stored:
-            return  # nothing changed: no write per event
-        with self._lock():
-            store_state(self.path, state)
+    def _load(self) -> NoticeState:
+        if self._unsaved and self._stored is not None:
+            return self._stored  # the disk is behind what this door already said
+        try:
+            state = load_state(self.path)
+        except OSError as exc:
+            # An unreadable state must not silence the door: decide from what this process
+            # remembers (nothing at first), which may repeat a notice but never skips one.
+            self._state_failed(exc)
+            return self._stored if self._stored is not None else NoticeState()
         self._stored = state
+        return state
 
-    def _lock(self) -> AbstractContextManager[None]:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return locked(self.path.with_name(f".{self.door}.lock"))
+    def _record(self, state: NoticeState) -> None:
+        if state == self._stored and not self._unsaved:
+            return  # nothing changed: no write per event
+        self._stored = state
+        try:
+            store_state(self.path, state)
+        except OSError as exc:
+            # A full or read-only HOME must not end the notices: this process remembers what
+            # it said (no repeats while it runs) and writes it once it can; a restart before
+            # then may repeat these notices, never go silent.
+            self._unsaved = True
+            self._state_failed(exc)
+            return
+        self._unsaved = False
+        self._state_error = None
+
+    def _lock_fd(self) -> int | None:
+        """The door's lock file, opened (not locked); None when it cannot be made (the door
+        then goes on unlocked: a second notifier of the door may repeat, none goes silent)."""
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return os.open(self.path.with_name(f".{self.door}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            self._state_failed(exc)
+            return None
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        fd = self._lock_fd()
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # releases the flock
+
+    async def _claim(self) -> int | None:
+        """The door's lock, taken without blocking the event loop or a cancellation: it is
+        held while notices are decided, sent and recorded, which takes milliseconds."""
+        import anyio
+
+        fd = self._lock_fd()
+        if fd is None:
+            return None
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except BlockingIOError:
+                    await anyio.sleep(CLAIM_STEP_S)
+        except BaseException:
+            os.close(fd)
+            raise
 
     def watch_dirs(self) -> list[Path]:
         dirs = {r.parent for r in self.rooms if isinstance(r, Path) and r.parent.is_dir()}
@@ -248,8 +320,13 @@ class Noticer:
             from core.watch.wakes import session_dir
 
             d = session_dir(self.home, self.session)
-            d.mkdir(mode=0o700, parents=True, exist_ok=True)
-            dirs.add(d)
+            try:
+                d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as exc:
+                # A read-only HOME holds no new wakes either; the rooms are still watched.
+                print(f"ackdeck: cannot watch wakes in {d}: {exc}", file=sys.stderr)
+            else:
+                dirs.add(d)
         return sorted(dirs)
 
     def _relevant(self, path: str) -> bool:
@@ -264,16 +341,17 @@ class Noticer:
         *,
         window: float = DEFAULT_WINDOW_S,
         stop_event: anyio.Event | None = None,
+        ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Watch the room directories, the wakes directory and every redis room; after each
         burst of changes (grouped for up to `window` seconds, and never two sends closer than
         `window`) send what is due. `send` returns False when it could not deliver: nothing
-        is recorded. Ends when `stop_event` is set."""
+        is recorded; `ready` as for `check`. Ends when `stop_event` is set."""
         import anyio
 
         rescan = rescan_interval(os.environ if self._env is None else self._env)
         last_sent = -1e9
-        await self._check(send)
+        await self.check(send, ready)
         # Capacity 1: one poke waiting is as good as many (the check looks at everything).
         poke_tx, pokes = anyio.create_memory_object_stream[None](1)
 
@@ -301,7 +379,7 @@ class Noticer:
                 wait = last_sent + window - time.monotonic()
                 if wait > 0:
                     await anyio.sleep(wait)
-                if await self._check(send):
+                if await self.check(send, ready):
                     last_sent = time.monotonic()
 
     async def _watch_files(self, poke: Callable[[], None], window: float, rescan: float) -> None:
@@ -368,27 +446,36 @@ class Noticer:
         finally:
             stop.set()
 
-    async def _check(self, send: Callable[[list[Notice]], Awaitable[bool]]) -> bool:
+    async def check(
+        self,
+        send: Callable[[list[Notice]], Awaitable[bool]],
+        ready: Callable[[], Awaitable[None]] | None = None,
+    ) -> bool:
+        """Send what is due now; True if notices went out. With `ready` (the nudge: until the
+        pane is idle), it is awaited first and the notices are decided again afterwards, so
+        lines read and wakes drained meanwhile are not announced. Deciding, sending and
+        recording hold the door's lock: a second notifier of this session and door (two
+        servers of one session) then finds them noticed instead of repeating them."""
         import anyio  # here: the hooks import this module on every turn, without an event loop
 
         try:
-            notices, state = await anyio.to_thread.run_sync(self.due)
+            if ready is not None and (await anyio.to_thread.run_sync(self.due))[0]:
+                await ready()
+            fd = await self._claim()
+            try:
+                notices, state = await anyio.to_thread.run_sync(self._decide)
+                if notices and not await send(notices):
+                    return False
+                # A stop (SIGTERM, a closed client) right after a send must not skip the
+                # record: the restarted door would then repeat the notice it already gave.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._record, state)
+            finally:
+                if fd is not None:
+                    os.close(fd)
         except OSError as exc:
             self._state_failed(exc)  # decided again at the next event
             return False
-        if notices and not await send(notices):
-            return False
-        # A stop (SIGTERM, a closed client) right after a send must not skip the commit:
-        # the restarted door would then repeat the notice it already gave.
-        try:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.commit, state)
-        except OSError as exc:
-            # A full or read-only HOME must not end the notices for good: the state stays
-            # unrecorded, so the next check may repeat these notices, never go silent.
-            self._state_failed(exc)
-        else:
-            self._state_error = None
         return bool(notices)
 
     def _state_failed(self, exc: OSError) -> None:

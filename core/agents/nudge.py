@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -120,6 +121,13 @@ class Nudger:
         self.typed: list[str] = []
 
     async def wait_idle(self) -> None:
+        # Said on stderr: the nudge runs in the foreground, and a user (or a test) can see
+        # that something is due and the pane is what it waits for.
+        print(
+            f"ackdeck nudge: something new; waiting for pane {self.tmux.target} to be idle",
+            file=sys.stderr,
+            flush=True,
+        )
         while True:
             content = await anyio.to_thread.run_sync(self.tmux.capture)
             if self.idle.observe(content, time.monotonic()):
@@ -127,7 +135,7 @@ class Nudger:
             await anyio.sleep(self.poll_s)
 
     async def send(self, notices: list[Notice]) -> bool:
-        await self.wait_idle()
+        """Type the notices decided once the pane was idle (`wait_idle` runs first)."""
         line = nudge_line(notices)
         # Typed and then recorded by the caller with no checkpoint in between: a stop that
         # lands here waits for the keys, so a restart never types the same nudge again.
@@ -135,6 +143,7 @@ class Nudger:
             await anyio.to_thread.run_sync(self.tmux.type_line, line)
         self.typed.append(line)
         self.idle.reset()
+        print(f"ackdeck nudge: typed: {line}", file=sys.stderr, flush=True)
         return True
 
     def pin(self) -> None:
@@ -146,7 +155,9 @@ class Nudger:
 
     async def run(self, *, window: float = DEFAULT_WINDOW_S) -> None:
         await anyio.to_thread.run_sync(self.pin)  # the id again when the caller pinned already
-        await self.noticer.run(self.send, window=window)
+        # Decided again once the pane is idle: what the agent read or drained while it was busy
+        # is not news any more, and typing about it would start a turn for nothing.
+        await self.noticer.run(self.send, window=window, ready=self.wait_idle)
 
 
 def make_nudger(
