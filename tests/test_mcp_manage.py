@@ -33,6 +33,35 @@ async def test_tools_carry_titles_and_annotations(phome: Path, tmp_path: Path) -
     assert tools["room_ack"].annotations.open_world_hint is False
 
 
+# Every tool and the hints a client acts on: (readOnly, destructive, idempotent, openWorld).
+# None where the spec gives a hint no meaning (destructive/idempotent of a read-only tool).
+HINTS = {
+    "room_list_new": (True, None, None, False),
+    "room_status": (True, None, None, False),
+    "room_ack": (False, True, False, False),
+    "room_push": (False, False, False, False),
+    "process_start": (False, True, False, True),
+    "process_output": (True, None, None, False),
+    "process_list": (True, None, None, False),
+    "process_kill": (False, True, True, False),
+    "wakes_list": (True, None, None, False),
+    "wakes_drain": (False, False, False, False),
+}
+
+
+async def test_every_tool_has_its_title_and_each_hint_set(phome: Path, tmp_path: Path) -> None:
+    # Unset hints take the spec's defaults (destructive and open-world: true), so each one a
+    # client reads is stated, for every tool, and no tool goes unlisted.
+    async with connect(phome, [tmp_path / "inbox.txt"]) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == set(HINTS)
+    for name, (read_only, destructive, idempotent, open_world) in HINTS.items():
+        a = tools[name].annotations
+        assert a is not None and tools[name].title and a.title == tools[name].title, name
+        got = (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+        assert got == (read_only, destructive, idempotent, open_world), name
+
+
 def waiter(flag: Path) -> list[str]:
     # Prints only once the test says so: no race with a fixed sleep.
     return ["sh", "-c", f'while [ ! -e "{flag}" ]; do sleep 0.05; done; echo "done-line"']

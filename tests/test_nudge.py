@@ -303,6 +303,28 @@ def test_a_missing_pane_is_a_one_line_error(world: World, home: Path) -> None:
     assert "nosuch:7" in proc.stderr and proc.stderr.startswith("ackdeck: error:")
 
 
+@pytest.mark.parametrize(
+    ("regex", "why"), [("(?<=> )$", "lookbehind"), ("(", "missing )"), (r"^\> (\d+", "missing )")]
+)
+def test_a_prompt_regex_re2_cannot_run_is_a_one_line_error(
+    home: Path, tmp_path: Path, regex: str, why: str
+) -> None:
+    # The regex is the user's: RE2 (linear time), and refused before any pane is looked at.
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "core.cli", "--home", str(home), "nudge", "--session", "agent",
+            "--tmux", "agent", "--tmux-socket", f"ackdeck-none-{uuid.uuid4().hex[:8]}",
+            "--room", str(tmp_path / "inbox.txt"), "--prompt-regex", regex,
+        ],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        cwd=str(REPO), capture_output=True, text=True, timeout=WAIT,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("ackdeck: error: invalid prompt regex"), proc.stderr
+    assert why in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stdout == ""
+
+
 # ----- the pure idle decision -------------------------------------------------------------------
 def test_idle_needs_unchanged_content_for_the_whole_period() -> None:
     w = IdleWatch(500)
