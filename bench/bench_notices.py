@@ -148,7 +148,8 @@ def main() -> None:
         due, status = _check_cost(tmp)
     print("| notices | ackdeck | baseline (same run) | ratio |")
     print("| --- | ---: | ---: | ---: |")
-    for label, p in (("p50", 0.5), ("p95", 0.95)):
+    # The issue asks for a notice within 1 s of the push: max shows the worst sample too.
+    for label, p in (("p50", 0.5), ("p95", 0.95), ("max", 1.0)):
         a, b = _pct(chan, p) * 1000, _pct(wait, p) * 1000
         print(
             f"| push -> channel notice, {label} | {a:.0f} ms | {b:.0f} ms `Room.wait` | "
