@@ -111,6 +111,9 @@ async def test_capability_is_declared(home: Path, tmp_path: Path, mode: str) -> 
     async with connect(home, [tmp_path / "inbox.txt"], rec, mode=mode) as client:
         caps = client.server_capabilities
         assert caps.experimental == {"claude/channel": {}}
+        # The model is told what a notice is and that it consumed nothing.
+        assert '<channel source="ackdeck">' in (client.instructions or "")
+        assert "acked and drained nothing" in (client.instructions or "")
         # Tools still work next to the channel.
         assert not (await client.call_tool("room_status", {})).is_error
 
@@ -230,7 +233,9 @@ async def test_no_channel_flag_keeps_the_server_quiet(home: Path, tmp_path: Path
     room = tmp_path / "inbox.txt"
     room.write_text("waiting\n")
     rec = Recorder()
-    async with connect(home, [room], rec, "--no-channel"):
+    async with connect(home, [room], rec, "--no-channel") as client:
+        assert client.server_capabilities.experimental in (None, {})
+        assert "<channel" not in (client.instructions or "")
         await rec.quiet(2.0)
     assert rec.channel == []
 

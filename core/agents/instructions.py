@@ -21,10 +21,20 @@ def rules(session: str) -> list[str]:
     ]
 
 
-def mcp_instructions(session: str, rooms: list[str]) -> str:
-    """The MCP server's `instructions`: one paragraph."""
+# What a channel notice is, for a client that shows them (Claude Code's <channel> blocks): the
+# model reads the server's instructions to know what such an event is and how to answer it.
+CHANNEL_NOTE = (
+    'New room lines and wakes may also arrive as <channel source="ackdeck"> notices. A notice '
+    "only says what waits and which tool takes it; it read, acked and drained nothing, so act "
+    "on it with that tool (room_list_new then room_ack, or wakes_drain)."
+)
+
+
+def mcp_instructions(session: str, rooms: list[str], *, channel: bool = False) -> str:
+    """The MCP server's `instructions`: one paragraph (with `channel`, what its notices are)."""
     head = (
         f"ackdeck inbox for session {session!r}. Rooms: {', '.join(rooms)} (the first is the "
         "default)."
     )
-    return " ".join([head, *(line.strip() for line in rules(session))])
+    tail = [CHANNEL_NOTE] if channel else []
+    return " ".join([head, *(line.strip() for line in rules(session)), *tail])

@@ -86,12 +86,17 @@ async def serve_stdio(
     *,
     window: float = DEFAULT_WINDOW_S,
 ) -> None:
-    """Serve `server` on stdin/stdout; with a noticer, push channel notices while connected."""
+    """Serve `server` on stdin/stdout; with a noticer, declare the channel and push its notices
+    while connected (without one, `--no-channel`, the capability is not declared either: a
+    client must not wait for notices that never come)."""
     low = server._lowlevel_server
     ready = ClientReady()
     server.middleware.append(ready)
-    _declare_on_discover(server)
-    options = low.create_initialization_options(experimental_capabilities=EXPERIMENTAL)
+    if noticer is not None:
+        _declare_on_discover(server)
+    options = low.create_initialization_options(
+        experimental_capabilities=EXPERIMENTAL if noticer is not None else None
+    )
     async with stdio_server() as (read_stream, write_stream):
 
         async def send(notices: list[Notice]) -> bool:

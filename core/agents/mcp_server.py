@@ -333,8 +333,9 @@ class AgentDoor:
 
 
 # ----- the MCP adapter -----------------------------------------------------------------------
-def _instructions(config: DoorConfig) -> str:
-    return mcp_instructions(config.session, [_label(config.rooms, r) for r in config.rooms])
+def _instructions(config: DoorConfig, channel: bool) -> str:
+    labels = [_label(config.rooms, r) for r in config.rooms]
+    return mcp_instructions(config.session, labels, channel=channel)
 
 
 class _Server(MCPServer):
@@ -364,15 +365,18 @@ def invalid_arguments(tool: str, exc: ValidationError) -> Reply:
     return Reply(_one_line(text), {"error": "invalid_arguments", "problems": problems}, error=True)
 
 
-def build_server(config: DoorConfig, *, clock: Clock = time.time) -> MCPServer:
+def build_server(
+    config: DoorConfig, *, clock: Clock = time.time, channel: bool = False
+) -> MCPServer:
     """The MCP server for one agent session and its configured rooms.
 
     Every tool argument is strict (`strict=True`): a JSON string is not coerced into a boolean
-    or a number, so `room_ack {"all": "yes"}` is an error instead of clearing the room."""
+    or a number, so `room_ack {"all": "yes"}` is an error instead of clearing the room. With
+    `channel`, the instructions also say what its channel notices are."""
     door = AgentDoor(config, clock=clock)
     server: MCPServer = _Server(
         name="ackdeck",
-        instructions=_instructions(config),
+        instructions=_instructions(config, channel),
         log_level="WARNING",
     )
     tool = tool_registrar(server)
@@ -486,7 +490,8 @@ def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.
 
     _plain_sdk_logging()
     noticer = make_noticer(config.home, config.session, list(config.rooms)) if channel else None
-    anyio.run(lambda: serve_stdio(build_server(config), noticer, window=notice_window))
+    server = build_server(config, channel=channel)
+    anyio.run(lambda: serve_stdio(server, noticer, window=notice_window))
 
 
 def _plain_sdk_logging() -> None:
