@@ -433,6 +433,32 @@ def test_hooks_without_usable_input_behave_as_before(
     assert room.read_bytes() == b"one\n"
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [b"not json", b'{"stop_hook_active": true', b"\xff\xfe\x00garbage", b"null", b"   \n"],
+    ids=["text", "truncated", "binary", "null", "blank"],
+)
+def test_hooks_given_odd_stdin_behave_as_without_input(
+    tmp_path: Path, cli_env: dict[str, str], raw: bytes
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"one\n")
+    data = installed(tmp_path, cli_env, room)
+    for event, code, said in (
+        ("UserPromptSubmit", 0, b"new before UserPromptSubmit"),
+        ("Stop", 2, b"3 unread"),
+    ):
+        Room(room).push(f"new before {event}")
+        res = subprocess.run(
+            ours(data, event)[0]["command"], shell=True, capture_output=True, cwd=REPO,
+            env=cli_env, timeout=60, input=raw,
+        )  # fmt: skip
+        assert res.returncode == code, (event, res.stderr)
+        assert b"Traceback" not in res.stderr
+        assert said in res.stdout
+    assert Room(room).status().pending == 3  # listed and mentioned, never read or acked
+
+
 def test_session_start_names_its_source_and_marks_lines_told(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
