@@ -234,6 +234,23 @@ def test_what_the_agent_read_while_busy_is_not_typed_once_it_is_idle(world: Worl
     assert "inbox.txt (1)" in world.typed()[0]
 
 
+def test_a_pane_in_copy_mode_is_not_idle(world: World) -> None:
+    # Someone scrolls back through the agent's pane (copy mode): the content stands still,
+    # but keys typed now would drive copy mode (tmux refused them, and the nudge ended with
+    # "pane not available"). It waits until the mode is left, then types once.
+    world.start_nudge()
+    world.tmux("copy-mode", "-t", "agent")
+    Room(world.room).push("[t1] ops: while scrolling")
+    world.wait_for_log("waiting for pane")
+    time.sleep(QUIET)  # idle long past --idle-ms, but in copy mode
+    assert world.typed() == []
+    assert world.nudge is not None and world.nudge.poll() is None
+    assert world.tmux("display-message", "-p", "-t", "agent", "#{pane_in_mode}").strip() == "1"
+    world.tmux("send-keys", "-t", "agent", "-X", "cancel")
+    wait_until(lambda: len(world.typed()) == 1, "the nudge once copy mode is left")
+    assert world.typed()[0].startswith("idle\tackdeck: new room lines in inbox.txt (1)")
+
+
 def test_prompt_regex_holds_the_nudge_until_the_prompt_shows(world: World) -> None:
     world.start_nudge("--prompt-regex", r"^READY>$")  # the fake agent never prints this
     Room(world.room).push("[t1] ops: hello")

@@ -4,7 +4,8 @@ waits for its session (for agents without MCP channels: Codex, Gemini CLI, aider
 The nudge is a notice like the others (`core.agents.notices`): it reads, acks and drains nothing,
 and its own "already noticed" state (door `nudge`) makes it fire once per new thing. It only types
 while the pane is idle: its visible content unchanged for `idle_ms` and, if a prompt regex is given,
-that regex matching the last non-blank line. A busy pane is waited for, never typed into.
+that regex matching the last non-blank line, and not in a mode (copy mode: someone scrolls
+back through it). A busy pane is waited for, never typed into.
 
 `IdleWatch` is the pure decision; `Tmux` is the I/O (the `tmux` command, on an optional
 socket name like `tmux -L NAME`).
@@ -95,6 +96,13 @@ class Tmux:
         # -p: to stdout; visible content only, so scrollback growth is not mistaken for activity
         return self._run("capture-pane", "-p", "-t", self.target)
 
+    def in_mode(self) -> bool:
+        """Whether the pane is in a mode (copy mode: someone scrolls back through it), where
+        typed keys drive the mode instead of reaching the program."""
+        return (
+            self._run("display-message", "-p", "-t", self.target, "#{pane_in_mode}").strip() == "1"
+        )
+
     def type_line(self, line: str) -> None:
         # -l: literal text (no key names); Enter is a separate key so it is never taken as text.
         self._run("send-keys", "-t", self.target, "-l", line)
@@ -131,7 +139,10 @@ class Nudger:
         while True:
             content = await anyio.to_thread.run_sync(self.tmux.capture)
             if self.idle.observe(content, time.monotonic()):
-                return
+                if not await anyio.to_thread.run_sync(self.tmux.in_mode):
+                    return
+                # Someone is looking at the pane: a fresh quiet period once they leave.
+                self.idle.reset()
             await anyio.sleep(self.poll_s)
 
     async def send(self, notices: list[Notice]) -> bool:
