@@ -126,7 +126,6 @@ class Nudger:
         self.tmux = tmux
         self.idle = IdleWatch(idle_ms, prompt)
         self.poll_s = max(0.02, min(0.25, idle_ms / 4000))
-        self.typed: list[str] = []
 
     async def wait_idle(self) -> None:
         # Said on stderr: the nudge runs in the foreground, and a user (or a test) can see
@@ -152,7 +151,6 @@ class Nudger:
         # lands here waits for the keys, so a restart never types the same nudge again.
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self.tmux.type_line, line)
-        self.typed.append(line)
         self.idle.reset()
         print(f"ackdeck nudge: typed: {line}", file=sys.stderr, flush=True)
         return True
