@@ -296,3 +296,22 @@ async def test_a_read_only_home_does_not_silence_the_channel(tmp_path: Path) -> 
             assert not (await client.call_tool("room_status", {})).is_error
     finally:
         subprocess.run(["umount", "-l", str(home)], check=False)
+
+
+async def test_two_servers_of_one_session_tell_each_line_once(home: Path, tmp_path: Path) -> None:
+    # Two Claude Code windows in one project, each with its own `ackdeck mcp --session agent`:
+    # each new line is one notice for the session, to whichever server looked first.
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    one, two = Recorder(), Recorder()
+    async with connect(home, [room], one), connect(home, [room], two):
+        await one.quiet(1.0)
+        for i in range(3):
+            push_from_another_process(room, f"line {i}")
+            with anyio.fail_after(WAIT):
+                while len(one.channel) + len(two.channel) < i + 1:
+                    await anyio.sleep(0.02)
+            await one.quiet()
+            assert len(one.channel) + len(two.channel) == i + 1
+    counts = sorted(int(n.meta["count"]) for n in one.channel + two.channel)
+    assert counts == [1, 2, 3]
