@@ -54,6 +54,42 @@ while True:
         prompt_shown = False
 """
 
+# A composer like Codex CLI's (and Claude Code's): raw keys, and paste-burst detection. An Enter
+# that arrives with, or within 120 ms of, a fast burst of characters is taken as a newline in
+# pasted text, not as "submit" (codex-rs/tui paste_burst.rs). Submitted lines go to the log.
+FAKE_COMPOSER = r"""
+import os, select, sys, time, tty
+_busy_flag, log = sys.argv[1], sys.argv[2]
+fd = sys.stdin.fileno()
+tty.setraw(fd)
+buf, last_chars = "", 0.0
+sys.stdout.write("\r\n> ")
+sys.stdout.flush()
+while True:
+    if not select.select([fd], [], [], 0.1)[0]:
+        continue
+    data = os.read(fd, 4096).decode(errors="replace")
+    if not data:
+        break
+    now = time.monotonic()
+    chars = data.replace("\r", "")
+    for i, ch in enumerate(data):
+        if ch != "\r":
+            buf += ch
+            sys.stdout.write(ch)
+        elif data[:i].replace("\r", "") or now - last_chars < 0.12:
+            buf += "\n"  # part of the burst: a newline in the composer
+            sys.stdout.write("\r\n")
+        else:
+            with open(log, "a") as f:
+                f.write("idle\t" + buf.replace("\n", "\\n") + "\n")
+            buf = ""
+            sys.stdout.write("\r\ngot it\r\n> ")
+    if chars:
+        last_chars = now
+    sys.stdout.flush()
+"""
+
 
 def wait_until(cond, what: str, timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
@@ -64,7 +100,7 @@ def wait_until(cond, what: str, timeout: float = WAIT) -> None:
 
 
 class World:
-    def __init__(self, tmp: Path, home: Path) -> None:
+    def __init__(self, tmp: Path, home: Path, agent: str = FAKE_AGENT) -> None:
         self.tmp = tmp
         self.home = home
         self.socket = f"ackdeck-test-{uuid.uuid4().hex[:10]}"
@@ -74,7 +110,7 @@ class World:
         self.room.touch()
         self.nudge: subprocess.Popen[bytes] | None = None
         script = tmp / "fake_agent.py"
-        script.write_text(FAKE_AGENT)
+        script.write_text(agent)
         try:
             self._start(script)
         except BaseException:
@@ -249,6 +285,23 @@ def test_a_pane_in_copy_mode_is_not_idle(world: World) -> None:
     world.tmux("send-keys", "-t", "agent", "-X", "cancel")
     wait_until(lambda: len(world.typed()) == 1, "the nudge once copy mode is left")
     assert world.typed()[0].startswith("idle\tackdeck: new room lines in inbox.txt (1)")
+
+
+def test_an_agent_that_takes_a_fast_enter_as_pasted_text_gets_the_line_submitted(
+    tmp_path: Path, home: Path
+) -> None:
+    # Codex CLI (and Claude Code) treat an Enter right behind a burst of typed characters as a
+    # newline inside a paste: a nudge typed and entered at once sat unsent in the composer,
+    # recorded as told, and the agent never woke.
+    world = World(tmp_path, home, agent=FAKE_COMPOSER)
+    try:
+        world.start_nudge()
+        Room(world.room).push("[t1] ops: deploy")
+        wait_until(lambda: len(world.typed()) == 1, "the nudge to be submitted")
+        state, line = world.typed()[0].split("\t", 1)
+        assert line.startswith("ackdeck: new room lines in inbox.txt (1)") and "\\n" not in line
+    finally:
+        world.close()
 
 
 def test_prompt_regex_holds_the_nudge_until_the_prompt_shows(world: World) -> None:

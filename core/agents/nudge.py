@@ -30,6 +30,10 @@ from core.watch.monitors import compile_pattern
 from core.watch.patterns import Pattern
 
 DEFAULT_IDLE_MS = 2000
+# Between the typed text and its Enter. Agents' composers (Codex CLI, Claude Code) take an Enter
+# that follows a fast burst of characters as a newline inside pasted text (Codex: within 120 ms),
+# so an Enter sent at once left the nudge unsent in the composer.
+DEFAULT_ENTER_DELAY_MS = 500
 
 
 # ----- the pure decision ---------------------------------------------------------------------
@@ -103,9 +107,11 @@ class Tmux:
             self._run("display-message", "-p", "-t", self.target, "#{pane_in_mode}").strip() == "1"
         )
 
-    def type_line(self, line: str) -> None:
+    def type_text(self, line: str) -> None:
         # -l: literal text (no key names); Enter is a separate key so it is never taken as text.
         self._run("send-keys", "-t", self.target, "-l", line)
+
+    def press_enter(self) -> None:
         self._run("send-keys", "-t", self.target, "Enter")
 
 
@@ -118,14 +124,18 @@ class Nudger:
         *,
         idle_ms: int = DEFAULT_IDLE_MS,
         prompt_regex: str | None = None,
+        enter_delay_ms: int = DEFAULT_ENTER_DELAY_MS,
     ) -> None:
         if idle_ms < 0:
             raise InvalidInput("--idle-ms must not be negative")
+        if not 0 <= enter_delay_ms <= 60_000:
+            raise InvalidInput("--enter-delay-ms must be between 0 and 60000")
         prompt = compile_pattern(prompt_regex, "prompt") if prompt_regex is not None else None
         self.noticer = noticer
         self.tmux = tmux
         self.idle = IdleWatch(idle_ms, prompt)
         self.poll_s = max(0.02, min(0.25, idle_ms / 4000))
+        self.enter_delay_s = enter_delay_ms / 1000
 
     async def wait_idle(self) -> None:
         # Said on stderr: the nudge runs in the foreground, and a user (or a test) can see
@@ -150,7 +160,9 @@ class Nudger:
         # Typed and then recorded by the caller with no checkpoint in between: a stop that
         # lands here waits for the keys, so a restart never types the same nudge again.
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self.tmux.type_line, line)
+            await anyio.to_thread.run_sync(self.tmux.type_text, line)
+            await anyio.sleep(self.enter_delay_s)  # the composer's paste window closes first
+            await anyio.to_thread.run_sync(self.tmux.press_enter)
         self.idle.reset()
         print(f"ackdeck nudge: typed: {line}", file=sys.stderr, flush=True)
         return True
@@ -178,10 +190,12 @@ def make_nudger(
     socket: str | None = None,
     idle_ms: int = DEFAULT_IDLE_MS,
     prompt_regex: str | None = None,
+    enter_delay_ms: int = DEFAULT_ENTER_DELAY_MS,
 ) -> Nudger:
     return Nudger(
         Noticer(home, session, rooms, "nudge"),
         Tmux(target, socket),
         idle_ms=idle_ms,
         prompt_regex=prompt_regex,
+        enter_delay_ms=enter_delay_ms,
     )

@@ -77,6 +77,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--window-ms", type=int, default=500, metavar="N", help="coalescing window (500)"
     )
+    p.add_argument(
+        "--enter-delay-ms",
+        type=int,
+        default=500,
+        metavar="N",
+        help="wait this long between the typed line and its Enter (500): agents such as Codex "
+        "CLI and Claude Code take an Enter right after fast typing as a newline in pasted text",
+    )
     p.set_defaults(handler=_nudge)
 
     h = sub.add_parser("hooks", help="wire ackdeck into an agent's settings.json, and hook output")
@@ -287,6 +295,7 @@ def _nudge(args: argparse.Namespace) -> int:
         socket=args.tmux_socket,
         idle_ms=args.idle_ms,
         prompt_regex=args.prompt_regex,
+        enter_delay_ms=args.enter_delay_ms,
     )
     nudger.pin()  # a missing pane is a one-line error before anything else
     print(
