@@ -128,8 +128,9 @@ class Nudger:
     ) -> None:
         if idle_ms < 0:
             raise InvalidInput("--idle-ms must not be negative")
-        if not 0 <= enter_delay_ms <= 60_000:
-            raise InvalidInput("--enter-delay-ms must be between 0 and 60000")
+        if not 0 <= enter_delay_ms <= 10_000:
+            # At most 10 s: a stop waits for a nudge's text and its Enter (one shielded step).
+            raise InvalidInput("--enter-delay-ms must be between 0 and 10000")
         prompt = compile_pattern(prompt_regex, "prompt") if prompt_regex is not None else None
         self.noticer = noticer
         self.tmux = tmux
