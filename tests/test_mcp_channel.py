@@ -315,3 +315,32 @@ async def test_two_servers_of_one_session_tell_each_line_once(home: Path, tmp_pa
             assert len(one.channel) + len(two.channel) == i + 1
     counts = sorted(int(n.meta["count"]) for n in one.channel + two.channel)
     assert counts == [1, 2, 3]
+
+
+async def test_a_client_without_channels_ignores_the_notices_and_loses_nothing(
+    home: Path, tmp_path: Path
+) -> None:
+    # The SDK's client without a binding for the method: the notice is dropped unseen (as
+    # any client that does not know the capability does) and every tool works as before.
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    seen: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        seen.append(message)
+
+    async with Client(
+        params(home, [room]), read_timeout_seconds=60, mode="legacy", message_handler=on_message
+    ) as client:
+        await anyio.sleep(1.0)  # the server is up and has looked once
+        push_from_another_process(room, "for a client without channels")
+        # The notice went out: the channel's state records it as told.
+        state = home / "notices" / "agent" / "channel.json"
+        with anyio.fail_after(WAIT):
+            while not state.exists() or b'"end":0' in state.read_bytes():
+                await anyio.sleep(0.02)
+        listed = await client.call_tool("room_list_new", {})
+        assert listed.structured_content["lines"] == ["for a client without channels"]
+        assert not (await client.call_tool("room_ack", {})).is_error
+    assert seen == []
+    assert room.read_bytes() == b""
