@@ -647,3 +647,11 @@ def test_hooks_still_work_when_the_notice_state_cannot_be_kept(
     assert "ERROR: build failed" in stop.stderr
     assert wakes.list_wakes(home, "agent")[0].pending == 0
     assert room.read_bytes() == b"[t1] ops: waiting\n"
+    # Nothing records what the Stop hook told: when the agent continues because of it
+    # (stop_hook_active), the same lines must not block again, and again, for ever.
+    Room(room).push("[t2] ops: mid-turn")
+    told = run_hook_with(ours(data, "Stop")[0]["command"], cli_env, stop_payload(False))
+    assert told.returncode == 2 and "2 unread" in told.stderr, told.stderr
+    again = run_hook_with(ours(data, "Stop")[0]["command"], cli_env, stop_payload(True))
+    assert again.returncode == 0, again.stderr
+    assert Room(room).status().pending == 2

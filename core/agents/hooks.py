@@ -463,6 +463,12 @@ def stop_hook(
             wakes=False,
         )
         notices, state = noticer.due()
+        if notices and payload.get("stop_hook_active") and not noticer.can_record():
+            # The agent already continues because of a Stop hook, and what this one would tell
+            # cannot be recorded (a full or read-only HOME): it would block again at every
+            # stop, for ever (the loop stop_hook_active is there to prevent). The lines stay
+            # unread; the prompt hook lists them at the next prompt.
+            notices = []
         commit = partial(noticer.commit, state)
     room_parts = [
         f"ackdeck: room {n.meta['room']} got new lines while you worked "

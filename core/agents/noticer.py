@@ -239,6 +239,17 @@ class Noticer:
         with self._held():
             self._record(state)
 
+    def can_record(self) -> bool:
+        """Whether this door's state can be written now (it writes back the state as loaded):
+        a hook that cannot record what it tells must not count on the record."""
+        with self._held():
+            try:
+                store_state(self.path, self._load())
+            except OSError as exc:
+                self._state_failed(exc)
+                return False
+        return True
+
     def _decide(self) -> tuple[list[Notice], NoticeState]:
         # Under the door's lock when it could be taken.
         state = self._load()
