@@ -195,6 +195,40 @@ async def test_ack_all_of_a_snapshot_made_stale_removes_nothing_and_says_why(
         assert room.read_bytes() == before
 
 
+async def test_ack_all_removes_nothing_when_the_owner_reads_again_while_the_dialog_is_open(
+    tmp_path: Path,
+) -> None:
+    # The owner's session reads the room elsewhere (a second terminal, `r` pressed just after
+    # `A`) while the dialog shows 3 lines: the session's receipt now holds 5. Yes must not
+    # ack those 5: the dialog's snapshot is no longer the receipt, so nothing is removed.
+    room = make_room(tmp_path, "alerts.txt", ["a", "b", "c"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        assert isinstance(app.screen, AckAllScreen) and app.screen.shown == 3
+        append_from_other_process(room, "late 1")
+        append_from_other_process(room, "late 2")
+        subprocess.run(
+            [sys.executable, "-m", "core.cli", "room", "read", str(room), "--session", "owner"],
+            check=True,
+            capture_output=True,
+        )
+        before = room.read_bytes()
+        await pilot.press("y")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, AckAllScreen)  # it stays open to say why
+        assert room.read_bytes() == before == b"a\nb\nc\nlate 1\nlate 2\n"
+        assert dialog.failed is not None and "nothing was removed" in dialog.failed
+        assert "another reader" in dialog.failed
+        assert Room(room).status().acked_total == 0
+        await pilot.press("n")
+        await settle(pilot)
+        assert room.read_bytes() == before
+
+
 async def test_filter_shows_only_matching_lines(tmp_path: Path) -> None:
     room = make_room(tmp_path, "inbox.txt", ["build ok", "build FAILED", "deploy", "test failed"])
     app = make_app(quiet_config([room]), clock=fixed_clock)

@@ -83,6 +83,7 @@ class SnapshotRead(Message):
     path: Path | RedisAddress  # a file or a redis room
     lines: int
     committed: threading.Event  # set once the read's receipt is stored (or failed)
+    reader: str  # the receipt is bound to this dialog: only its ack may use it
 
 
 class ReadCommitted(Message):

@@ -6,6 +6,8 @@ CLI and the MCP server use) and report back with `ActionFinished`.
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 from pathlib import Path
 from typing import Any
@@ -258,13 +260,18 @@ class MainScreen(Screen[None]):
         # The receipt is stored only once the dialog's number reached the screen (core
         # commits after `deliver` returns); the dialog's ack waits for that commit.
         committed = threading.Event()
+        # Bound to this dialog: if the session reads again meanwhile (`r` just after `A`, the
+        # owner's shell), the receipt is no longer the dialog's snapshot and core refuses the
+        # dialog's ack instead of removing lines the dialog never counted.
+        reader = f"dashboard-ack-all:{os.getpid()}:{secrets.token_hex(8)}"
 
         def deliver(res: ReadView) -> None:
-            if not self.post_message(SnapshotRead(path, len(res.lines), committed)):
+            shown = SnapshotRead(path, len(res.lines), committed, reader)
+            if not self.post_message(shown):
                 raise AckdeckError("the dashboard closed before the snapshot was shown")
 
         try:
-            open_room(path).read(session, deliver=deliver)
+            open_room(path).read(session, deliver=deliver, reader=reader)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "ack all: read failed"))
         else:
@@ -285,9 +292,9 @@ class MainScreen(Screen[None]):
 
         def answered(res: AckView | None) -> None:
             if res is None:
+                # The dialog's receipt is bound to the dialog, so `a` cannot use it.
                 self.notify(
-                    f"ack all cancelled; nothing was removed ({session} read "
-                    f"{count_of(shown, 'line')}; a acks them)"
+                    "ack all cancelled; nothing was removed (r, then a, acks what you read)"
                 )
             else:
                 self.notify(
@@ -299,7 +306,9 @@ class MainScreen(Screen[None]):
             self.query_one(LineView).sync()
 
         self.app.push_screen(  # AckAllScreen answers with the ack's result (see modals.py)
-            AckAllScreen(path, label, session, shown, committed=message.committed),
+            AckAllScreen(
+                path, label, session, shown, committed=message.committed, reader=message.reader
+            ),
             answered,  # type: ignore[arg-type]
         )
 

@@ -85,6 +85,7 @@ class AckAllScreen(ConfirmScreen):
         shown: int,
         *,
         committed: threading.Event | None = None,
+        reader: str | None = None,
     ) -> None:
         super().__init__(
             f"Ack all of {label}?",
@@ -97,6 +98,7 @@ class AckAllScreen(ConfirmScreen):
         self.session = session
         self.shown = shown
         self._committed = committed
+        self._reader = reader  # the read's receipt is bound to it (see MainScreen)
         self._acking = False
         self.failed: str | None = None
 
@@ -118,7 +120,7 @@ class AckAllScreen(ConfirmScreen):
             self.post_message(SnapshotAcked(None, "the read did not finish; read again"))
             return
         try:
-            self.post_message(SnapshotAcked(open_room(path).ack(session)))
+            self.post_message(SnapshotAcked(open_room(path).ack(session, reader=self._reader)))
         except AckdeckError as exc:
             self.post_message(SnapshotAcked(None, str(exc)))
 
