@@ -557,3 +557,30 @@ async def test_line_numbers_stay_put_while_lines_scroll_sideways(tmp_path: Path)
         assert first.split("│")[1].strip() == "1"
         assert second.split("│")[1].strip() == "2"
         assert "start" not in first
+
+
+async def test_a_view_at_the_end_keeps_following_when_the_terminal_shrinks(
+    tmp_path: Path,
+) -> None:
+    # The owner makes the terminal smaller mid-incident: the panel showed the newest line, so
+    # it must keep showing the newest, not stay a few rows short of the end for good.
+    room = make_room(tmp_path, "alerts.txt", [f"line {i}" for i in range(100)])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=(120, 35)) as pilot:
+        await settle(pilot)
+        view(app).focus()
+        await pilot.press("k", "G", "k", "j")  # at the end by scrolling, not by `G`'s follow
+        await settle(pilot)
+        assert view(app).visible_text()[-1] == "line 99"
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert view(app).visible_text()[-1] == "line 99"
+        append_from_other_process(room, "newest")
+        await feed_change(pilot)
+        assert view(app).visible_text()[-1] == "newest"
+        # Scrolled up, the owner's place is kept across a resize.
+        await pilot.press("g")
+        await settle(pilot)
+        await pilot.resize_terminal(120, 35)
+        await settle(pilot)
+        assert view(app).visible_text()[0] == "line 0"

@@ -148,6 +148,7 @@ class LineView(ScrollView, can_focus=True):
         # when it starts (not when it was requested).
         self._syncs = Coalescer(self._start_sync, ready=lambda: not self._loading)
         self._follow = False
+        self._seen_height = 0  # rows shown before the latest resize
 
     # ----- public API (UI thread) -----------------------------------------------------------
     def show_file(self, key: str | None, path: Path | RedisAddress | None) -> None:
@@ -394,7 +395,14 @@ class LineView(ScrollView, can_focus=True):
         self.virtual_size = Size(max(self._max_width, 1), max(rows, 1))
 
     def on_resize(self) -> None:
+        # A view that showed its last line keeps showing it when the panel gets shorter (the
+        # owner shrinks the terminal): compare with the end as it was before this resize.
+        old_end = max(0, self.virtual_size.height - self._seen_height)
+        was_at_end = self._follow or (self._seen_height > 0 and self.scroll_offset.y >= old_end)
+        self._seen_height = self.scrollable_content_region.height
         self._update_virtual_size()
+        if was_at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def watch_in_flight(self) -> None:
         self.refresh()
