@@ -247,6 +247,30 @@ async def test_filter_shows_only_matching_lines(tmp_path: Path) -> None:
         assert len(view(app).visible_text()) == 6
 
 
+async def test_ack_all_with_a_filter_on_says_it_acks_every_line_not_only_the_filtered(
+    tmp_path: Path,
+) -> None:
+    # An owner who filtered for the failures and presses A could take the dialog's number for
+    # the filtered lines; it must say that the filter does not narrow the ack.
+    room = make_room(tmp_path, "inbox.txt", ["build ok", "build FAILED", "deploy", "test failed"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"failed", "enter")
+        await settle(pilot)
+        assert view(app).row_count == 2
+        await pilot.press("A")
+        await settle(pilot)
+        assert isinstance(app.screen, AckAllScreen) and app.screen.shown == 4
+        # The dialog's text: what lies between its frame's side bars, row by row.
+        rows = [r[r.find("█") + 1 : r.rfind("█")] for r in screen_text(app).splitlines()]
+        text = " ".join(" ".join(rows).split())
+        assert "The filter 'failed' does not narrow this ack: all 4 lines" in text, text
+        await pilot.press("n")
+        await settle(pilot)
+        assert room.read_bytes() == b"build ok\nbuild FAILED\ndeploy\ntest failed\n"
+
+
 async def test_switching_rooms_shows_the_selected_room(tmp_path: Path) -> None:
     a = make_room(tmp_path, "a.txt", ["alpha"])
     b = make_room(tmp_path, "b.txt", ["bravo", "bravo 2"])

@@ -307,7 +307,13 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(  # AckAllScreen answers with the ack's result (see modals.py)
             AckAllScreen(
-                path, label, session, shown, committed=message.committed, reader=message.reader
+                path,
+                label,
+                session,
+                shown,
+                committed=message.committed,
+                reader=message.reader,
+                needle=self.query_one(LineView).needle,
             ),
             answered,  # type: ignore[arg-type]
         )

@@ -86,12 +86,23 @@ class AckAllScreen(ConfirmScreen):
         *,
         committed: threading.Event | None = None,
         reader: str | None = None,
+        needle: str = "",
     ) -> None:
+        lines = f"{shown:,} {plural(shown, 'line')}"
+        # A filtered panel shows fewer lines than the dialog acks: say so, or its number
+        # could be taken for the filtered lines.
+        narrowed = (
+            f" The filter {needle!r} does not narrow this ack: all {lines} are acked, not only"
+            " the ones it shows."
+            if needle
+            else ""
+        )
         super().__init__(
             f"Ack all of {label}?",
             f"{session} has just read {shown:,} complete {plural(shown, 'line')} of {label}. "
             f"Yes acks exactly these {shown:,}, including lines no other session has read. "
-            "Lines arriving while this dialog is open are kept, and so are partial lines.",
+            "Lines arriving while this dialog is open are kept, and so are partial lines."
+            + narrowed,
             yes=f"Ack {shown:,}",
         )
         self.path = path
