@@ -224,3 +224,15 @@ async def test_palette_lists_quit_once(tmp_path: Path) -> None:
         await pilot.pause(0.3)  # hits arrive in batches; take the whole list
         prompts = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
         assert len([p for p in prompts if p.lower().startswith("quit")]) == 1, prompts
+
+
+def test_unread_counts_are_written_like_the_other_counts(tmp_path: Path) -> None:
+    # Pending said "1,677" while Unread said "owner:1677" for the same lines.
+    room = tmp_path / "alerts.txt"
+    room.write_bytes(b"first\n")
+    Room(room).read("owner")
+    with room.open("ab") as f:
+        f.write(b"".join(b"alert %d\n" % i for i in range(1676)))
+    st = Room(room).status()
+    assert st.sessions["owner"].unread == 1676
+    assert unread_summary(st) == "owner:1,676"

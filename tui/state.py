@@ -236,7 +236,7 @@ def last_activity(row: RoomRow) -> float | None:
 def unread_summary(st: RoomStatus | None) -> str:
     if st is None or not st.sessions:
         return "-"
-    return " ".join(f"{name}:{s.unread}" for name, s in sorted(st.sessions.items()))
+    return " ".join(f"{name}:{s.unread:,}" for name, s in sorted(st.sessions.items()))
 
 
 def in_flight_total(st: RoomStatus | None) -> int:
