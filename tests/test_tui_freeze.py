@@ -99,7 +99,7 @@ while True:
 """
 
 
-async def test_fifty_ack_rounds_against_an_unlocked_writer_keep_the_panel_exact(
+async def test_50_ack_all_and_50_read_ack_rounds_with_an_unlocked_writer_keep_the_panel_exact(
     tmp_path: Path,
 ) -> None:
     room = tmp_path / "alerts.txt"
@@ -110,7 +110,7 @@ async def test_fifty_ack_rounds_against_an_unlocked_writer_keep_the_panel_exact(
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot, timeout=WAIT)
             view = app.main.query_one("#lines", LineView)
-            for round_no in range(50):
+            for round_no in range(100):  # 50 rounds of A/y, 50 of r/a, alternating
                 # The writer appends while the owner presses the keys and the acks run.
                 if round_no % 2 == 0:
                     acked_before = Room(room).status().acked_total
