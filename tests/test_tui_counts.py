@@ -207,7 +207,7 @@ async def test_no_rooms_is_said_only_after_a_scan_found_none(tmp_path: Path) -> 
 
 
 async def test_palette_lists_quit_once(tmp_path: Path) -> None:
-    from textual.command import CommandList
+    from textual.command import CommandList, CommandPalette
 
     room = tmp_path / "alerts.txt"
     room.write_bytes(b"one\n")
@@ -217,11 +217,14 @@ async def test_palette_lists_quit_once(tmp_path: Path) -> None:
         await pilot.press("ctrl+p")
         await pilot.press(*"quit")
         listing = app.screen.query_one(CommandList)
+        # Hits arrive in batches: take the list once the palette's search has finished.
+        gathering = CommandPalette._GATHER_COMMANDS_GROUP
         deadline = time.monotonic() + WAIT
-        while listing.option_count == 0:
+        while listing.option_count == 0 or any(
+            w.group == gathering and not w.is_finished for w in app.workers
+        ):
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
-        await pilot.pause(0.3)  # hits arrive in batches; take the whole list
         prompts = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
         assert len([p for p in prompts if p.lower().startswith("quit")]) == 1, prompts
 
