@@ -63,6 +63,47 @@ async def test_owner_ack_preserves_line_appended_after_read(tmp_path: Path) -> N
         assert view(app).visible_text() == ["late arrival"]
 
 
+async def test_r_then_a_pressed_at_once_acks_what_the_read_returned(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # `r` `a` typed quickly (or arriving together from a browser): the ack must wait for the
+    # read, not run beside it and be refused ("no read") or ack an older read.
+    import threading
+
+    room = make_room(tmp_path, "inbox.txt", ["one", "two", "three"])
+    gate = threading.Event()
+    reading = threading.Event()
+    real_read = Room.read
+
+    def held_read(self, *args, **kwargs):
+        reading.set()
+        assert gate.wait(60)
+        return real_read(self, *args, **kwargs)
+
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(Room, "read", held_read)
+        await pilot.press("r")
+        deadline = time.monotonic() + 60
+        while not reading.is_set():
+            assert time.monotonic() < deadline, "the read did not start"
+            await pilot.pause(0.02)
+        await pilot.press("a")
+        # The ack either ran beside the read (and was refused) or waits for its turn.
+        turns = getattr(app.main, "_turns", None)
+        while not (
+            any("refused" in n for n in notifications(app)) or (turns and turns.waiting == 1)
+        ):
+            assert time.monotonic() < deadline, "the ack neither ran nor waited"
+            await pilot.pause(0.02)
+        gate.set()
+        await settle(pilot)
+        assert room.read_bytes() == b""
+        assert not any("refused" in n for n in notifications(app)), notifications(app)
+        assert any("acked 3 line(s), preserved 0 line(s)" in n for n in notifications(app))
+
+
 async def test_read_marks_in_flight_lines_and_counts_them(tmp_path: Path) -> None:
     room = make_room(tmp_path, "inbox.txt", ["a", "b"])
     app = make_app(quiet_config([room]), clock=fixed_clock)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from core.service import rooms as room_service
 from ..host import Host, host_of
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
 from ..state import Snapshot, count_of
+from ..turns import Turn, Turns
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen
@@ -106,6 +108,7 @@ class MainScreen(Screen[None]):
         self.snapshot: Snapshot | None = None
         self.selected_room: str | None = None
         self._ready = False
+        self._turns = Turns()  # owner actions run in the order their keys were pressed
 
     @property
     def dash(self) -> Host:
@@ -241,19 +244,18 @@ class MainScreen(Screen[None]):
 
     def action_read(self) -> None:
         if (path := self._room_or_warn()) is not None:
-            self._owner_read(path)
+            self._in_turn(self._owner_read, path)
 
     def action_ack(self) -> None:
         if (path := self._room_or_warn()) is not None:
-            self._owner_ack(path)
+            self._in_turn(self._owner_ack, path)
 
     def action_ack_all(self) -> None:
         # The dialog shows a snapshot: the owner reads the room first (a receipt), and yes
         # acks exactly that receipt; lines arriving while the dialog is open stay.
         if (path := self._room_or_warn()) is not None:
-            self._read_for_ack_all(path)
+            self._in_turn(self._read_for_ack_all, path)
 
-    @work(thread=True, group="owner-action", exit_on_error=False)
     def _read_for_ack_all(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
 
@@ -327,7 +329,7 @@ class MainScreen(Screen[None]):
 
         def submitted(text: str | None) -> None:
             if text:
-                self._owner_push(path, text)
+                self._in_turn(self._owner_push, path, text)
 
         self.app.push_screen(
             PromptScreen(f"Push a line into {label}", placeholder="one line of text"), submitted
@@ -371,7 +373,7 @@ class MainScreen(Screen[None]):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._dismiss_wake(session, name)
+                self._in_turn(self._dismiss_wake, session, name)
             else:
                 self.notify("dismiss cancelled; the wake record is kept")
 
@@ -385,8 +387,15 @@ class MainScreen(Screen[None]):
             answered,
         )
 
-    # Blocking core calls: threads, results by message only.
+    # Blocking core calls: threads, results by message only; one at a time, in key order.
+    def _in_turn(self, job: Callable[..., None], *args: Any) -> None:
+        """Run `job(*args)` in a thread once every action pressed before it has finished."""
+        self._owner_action(self._turns.take(), job, args)
+
     @work(thread=True, group="owner-action", exit_on_error=False)
+    def _owner_action(self, turn: Turn, job: Callable[..., None], args: tuple[Any, ...]) -> None:
+        turn.run(job, *args)
+
     def _owner_read(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
 
@@ -410,7 +419,6 @@ class MainScreen(Screen[None]):
             return
         self.post_message(ReadCommitted())
 
-    @work(thread=True, group="owner-action", exit_on_error=False)
     def _owner_ack(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
         try:
@@ -431,7 +439,6 @@ class MainScreen(Screen[None]):
             )
         )
 
-    @work(thread=True, group="owner-action", exit_on_error=False)
     def _owner_push(self, path: Path | RedisAddress, text: str) -> None:
         try:
             room_service.push(open_room(path), path.name, text)
@@ -440,7 +447,6 @@ class MainScreen(Screen[None]):
             return
         self.post_message(ActionFinished(f"pushed 1 line into {path.name}", title="push"))
 
-    @work(thread=True, group="owner-action", exit_on_error=False)
     def _dismiss_wake(self, session: str, name: str) -> None:
         from core.service import wakes
 
