@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from tui.app import make_app
 from tui.scenes import Scene, apply_rates, full_scene
-from tui.testing import quiet_config, screen_text, settle
+from tui.testing import fixed_clock, quiet_config, screen_text, settle
 from tui.widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable, fit_widths
 
 
@@ -72,9 +73,32 @@ async def test_help_has_a_legend_of_the_counters(scene: Scene) -> None:
 async def test_toasts_do_not_cover_the_lines_count(scene: Scene) -> None:
     for size in ((120, 35), (80, 24)):
         app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
-        async with app.run_test(size=size) as pilot:
+        # run_test turns notifications off unless asked: without this no toast is drawn.
+        async with app.run_test(size=size, notifications=True) as pilot:
             await settle(pilot)
             for i in range(3):
                 app.notify(f"a long notification number {i} " + "x" * 40, timeout=60)
-            await pilot.pause(0.1)
+            # Once the toasts are drawn (not after a fixed pause), the count must still show.
+            deadline = time.monotonic() + 60
+            while "notification number 2" not in screen_text(app):
+                assert time.monotonic() < deadline, "the toasts were not drawn"
+                await pilot.pause(0.02)
             assert "36 lines" in screen_text(app), size
+
+
+async def test_toasts_do_not_cover_the_lines_count_of_a_room_with_a_long_name(
+    tmp_path: Path,
+) -> None:
+    room = tmp_path / "production-incident-alerts.txt"
+    room.write_bytes(b"".join(b"alert %d\n" % i for i in range(1234)))
+    for size in ((120, 35), (80, 24)):
+        app = make_app(quiet_config([room]), clock=fixed_clock)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await settle(pilot)
+            for i in range(3):
+                app.notify(f"a long notification number {i} " + "x" * 40, timeout=60)
+            deadline = time.monotonic() + 60
+            while "notification number 2" not in screen_text(app):
+                assert time.monotonic() < deadline, "the toasts were not drawn"
+                await pilot.pause(0.02)
+            assert "1,234 lines" in screen_text(app), (size, screen_text(app))

@@ -198,10 +198,11 @@ class MainScreen(Screen[None]):
         if row is not None and row.status is not None and owner in row.status.sessions:
             in_flight = row.status.sessions[owner].in_flight
         view.in_flight = in_flight
-        # Everything in the title: toasts pop up over the bottom right, where a subtitle is.
+        # Everything in the title: toasts pop up over the bottom right, where a subtitle is,
+        # and stacked they reach the title's right half: the count comes before the label.
         parts = ["Lines"]
         if row is not None:
-            parts += [row.label, count_of(view.count, "line")]
+            parts += [count_of(view.count, "line"), row.label]
         if view.needle:
             parts.append(f"filter {view.needle!r}: {view.row_count:,}")
         if in_flight:
