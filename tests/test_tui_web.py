@@ -12,7 +12,7 @@ import pytest
 
 from core.inbox.rooms import Room
 from tui.browser import chromium_page, find_chromium, open_dashboard, web_server
-from tui.web import start_message
+from tui.web import refusal, start_message
 
 REPO = Path(__file__).resolve().parent.parent
 WAIT = 60.0
@@ -57,6 +57,37 @@ def test_web_binds_loopback_unless_told_and_says_so() -> None:
     assert "anyone who can reach it" in start_message("0.0.0.0", 8080)
 
 
+@pytest.mark.parametrize(
+    ("host", "origin", "loopback", "websocket", "refused"),
+    [
+        # The page and its websocket, as the browser on this machine asks for them.
+        ("127.0.0.1:8080", None, True, False, False),
+        ("127.0.0.1:8080", "http://127.0.0.1:8080", True, True, False),
+        ("localhost:8080", "http://localhost:8080", True, True, False),
+        ("[::1]:8080", "http://[::1]:8080", True, True, False),
+        # Through `ssh -L 9000:127.0.0.1:8080`: another local port, still loopback.
+        ("127.0.0.1:9000", "http://127.0.0.1:9000", True, True, False),
+        # Another site's page opening a websocket to the dashboard (cross-site hijacking).
+        ("127.0.0.1:8080", "http://127.0.0.1:5173", True, True, True),
+        ("127.0.0.1:8080", "https://evil.example", True, True, True),
+        ("127.0.0.1:8080", "null", True, True, True),
+        ("127.0.0.1:8080", None, True, True, True),
+        # DNS rebinding: the attacker's name resolving to 127.0.0.1 is same-origin with itself.
+        ("evil.example:8080", None, True, False, True),
+        ("evil.example:8080", "http://evil.example:8080", True, True, True),
+        # Bound to 0.0.0.0 (--host): any address the browser used, but only its own page.
+        ("server.lan:8080", None, False, False, False),
+        ("SERVER.lan:8080", "http://server.lan:8080", False, True, False),
+        ("server.lan:8080", "http://evil.example", False, True, True),
+    ],
+)
+def test_only_the_dashboards_own_page_may_drive_it(
+    host: str, origin: str | None, loopback: bool, websocket: bool, refused: bool
+) -> None:
+    why = refusal(host, origin, loopback=loopback, websocket=websocket)
+    assert (why is not None) == refused, why
+
+
 def test_web_rejects_a_bad_session_before_serving(tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "core.cli", "web", "--session", "../x", "--port", "1"],
@@ -92,3 +123,58 @@ def test_owner_reads_and_acks_in_a_browser_and_the_file_keeps_the_rest(tmp_path:
             shot = tmp_path / "web.png"
             page.screenshot(path=str(shot))
             assert shot.stat().st_size > 10_000  # a drawn dashboard, not a blank page
+
+
+ATTACK_PAGE = """<!doctype html><title>waiting</title><script>
+// A page of another site, open in the owner's browser: browsers let it open a websocket to
+// any address, so it tries to drive the dashboard (ack all, then yes) as the owner.
+const ws = new WebSocket("ws://127.0.0.1:%(port)d/ws?width=120&height=35");
+let opened = false;
+ws.onopen = () => {
+  opened = true;
+  document.title = "open";
+  setInterval(() => {
+    ws.send(JSON.stringify(["stdin", "A"]));
+    setTimeout(() => ws.send(JSON.stringify(["stdin", "y"])), 400);
+  }, 1000);
+};
+ws.onclose = () => { if (!opened) document.title = "refused"; };
+</script>"""
+
+
+@needs_chromium
+def test_a_page_of_another_site_cannot_drive_the_dashboard(tmp_path: Path) -> None:
+    """Cross-site websocket hijacking: loopback binding does not stop a page the owner opens
+    elsewhere from connecting to ws://127.0.0.1:PORT; the server must refuse other origins."""
+    import functools
+    import http.server
+    import threading
+
+    assert CHROMIUM is not None
+    room = tmp_path / "alerts.txt"
+    room.write_bytes(b"".join(f"alert {i}\n".encode() for i in range(12)))
+    before = room.read_bytes()
+    home = tmp_path / "home"
+    home.mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    with web_server(["--room", str(room), "--home", str(home)]) as (url, _log):
+        port = int(url.rsplit(":", 1)[1])
+        (site / "attack.html").write_text(ATTACK_PAGE % {"port": port})
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+        other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=other.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with chromium_page(CHROMIUM) as page:
+                page.goto(f"http://127.0.0.1:{other.server_address[1]}/attack.html")
+                until(
+                    lambda: page.title() == "refused" or Room(room).status().acked_total > 0,
+                    "the attack page to be refused or to ack",
+                )
+                assert page.title() == "refused"
+        finally:
+            other.shutdown()
+            other.server_close()
+    assert room.read_bytes() == before
+    assert Room(room).status().acked_total == 0

@@ -15,6 +15,31 @@ from collections.abc import Sequence
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
+def _hostname(authority: str) -> str:
+    """`host` of `host[:port]` or `[v6]:port`, lower-cased."""
+    if authority.startswith("["):
+        return authority[1 : authority.find("]")].lower()
+    return authority.rsplit(":", 1)[0].lower() if authority.count(":") == 1 else authority.lower()
+
+
+def refusal(host: str, origin: str | None, *, loopback: bool, websocket: bool) -> str | None:
+    """Why a request must be refused (None: serve it). Pure, so every case is tested.
+
+    Binding to loopback does not keep other sites out: any page open in the owner's browser
+    may open a websocket to 127.0.0.1, and a DNS-rebinding name can even load the page. The
+    websocket drives the owner's keys (ack all, yes), so it is accepted only from a page this
+    server served at the address the browser used (Origin equals Host), and a loopback-only
+    server answers only to loopback names."""
+    if loopback and _hostname(host) not in LOOPBACK:
+        return f"host {host!r} is not a loopback address"
+    if websocket:
+        if origin is None:
+            return "no Origin header"
+        if origin.split("://", 1)[-1].rstrip("/").lower() != host.lower():
+            return f"origin {origin!r} is not this server ({host!r})"
+    return None
+
+
 def tui_command(tui_args: Sequence[str]) -> str:
     """The shell command textual-serve runs per browser session: this Python's `ackdeck tui`."""
     return shlex.join([sys.executable, "-m", "core.cli", "tui", *tui_args])
@@ -30,9 +55,34 @@ def start_message(host: str, port: int) -> str:
 
 
 def serve(host: str, port: int, tui_args: Sequence[str]) -> int:
+    from aiohttp import web
     from textual_serve.server import Server
 
+    loopback = host in LOOPBACK
+
+    def check(request: web.Request, *, websocket: bool) -> None:
+        why = refusal(
+            request.host, request.headers.get("Origin"), loopback=loopback, websocket=websocket
+        )
+        if why is not None:
+            print(f"ackdeck web: refused a request: {why}", file=sys.stderr, flush=True)
+            raise web.HTTPForbidden(text=f"ackdeck web: {why}\n")
+
+    class DashboardServer(Server):
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+            check(request, websocket=False)
+            # The page's script and websocket URLs name the address the browser used (an SSH
+            # forward to another local port, the machine's name from a phone), not the bound
+            # one (0.0.0.0 is no address a browser can reach). No await between this and the
+            # page's rendering, so concurrent requests cannot mix their URLs.
+            self.public_url = f"{request.scheme}://{request.host}"
+            return await super().handle_index(request)
+
+        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+            check(request, websocket=True)
+            return await super().handle_websocket(request)
+
     print(start_message(host, port), file=sys.stderr, flush=True)
-    server = Server(tui_command(tui_args), host=host, port=port, title="ackdeck")
+    server = DashboardServer(tui_command(tui_args), host=host, port=port, title="ackdeck")
     server.serve()
     return 0
