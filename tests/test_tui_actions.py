@@ -270,6 +270,49 @@ async def test_ack_all_removes_nothing_when_the_owner_reads_again_while_the_dial
         assert room.read_bytes() == before
 
 
+async def test_an_unexpected_error_in_the_ack_all_ack_is_said_and_the_dialog_closes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # An error core does not translate (a bug, an odd filesystem) ended the dialog's worker
+    # without an answer: the dialog said "acking…" for good and ignored n and escape.
+    room = make_room(tmp_path, "alerts.txt", ["a", "b"])
+
+    def broken_ack(self, *args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        assert isinstance(app.screen, AckAllScreen)
+        monkeypatch.setattr(Room, "ack", broken_ack)
+        await pilot.press("y")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, AckAllScreen)
+        assert dialog.failed is not None and "disk on fire" in dialog.failed
+        await pilot.press("n")
+        await settle(pilot)
+        assert not isinstance(app.screen, AckAllScreen)
+        assert room.read_bytes() == b"a\nb\n"
+
+
+async def test_an_unexpected_error_in_an_owner_action_is_said(tmp_path: Path, monkeypatch) -> None:
+    room = make_room(tmp_path, "alerts.txt", ["a"])
+
+    def broken_read(self, *args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(Room, "read", broken_read)
+        await pilot.press("r")
+        await settle(pilot)
+        assert any("disk on fire" in n for n in notifications(app)), notifications(app)
+
+
 async def test_filter_shows_only_matching_lines(tmp_path: Path) -> None:
     room = make_room(tmp_path, "inbox.txt", ["build ok", "build FAILED", "deploy", "test failed"])
     app = make_app(quiet_config([room]), clock=fixed_clock)

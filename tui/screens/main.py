@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
+from textual.worker import Worker, WorkerState
 
 from core.errors import AckdeckError
 from core.inbox.room_backend import AckView, ReadView, open_room
@@ -466,6 +467,14 @@ class MainScreen(Screen[None]):
             else (f"no wake of {session} for {name} to dismiss")
         )
         self.post_message(ActionFinished(text, title="dismiss"))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # Core reports what it expects as AckdeckError (a toast from the action itself);
+        # anything else ended the worker silently: say so, and show the room as it is now.
+        if event.worker.group == "owner-action" and event.state == WorkerState.ERROR:
+            self.post_message(
+                ActionFinished(f"{event.worker.error!r}", "error", "the action failed")
+            )
 
     def on_read_committed(self, message: ReadCommitted) -> None:
         self.dash.request_scan()

@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
+from textual.worker import Worker, WorkerState
 
 from core.errors import AckdeckError
 from core.inbox.room_backend import AckView, open_room
@@ -153,7 +154,23 @@ class AckAllScreen(ConfirmScreen):
             self.failed = f"nothing was removed: {res.message}"
         else:
             self.failed = f"nothing was removed: {message.error}"
-        self.query_one(".dialog-title", Label).update("Ack all: not exactly what was shown")
+        self._say_failed("Ack all: not exactly what was shown")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # An error core did not translate ends the worker without an answer; without this
+        # the dialog said "acking…" for good and ignored every key. Whether the ack got as
+        # far as removing lines is unknown here: the lines panel shows what the room holds.
+        if event.state == WorkerState.ERROR and self._acking:
+            self._acking = False
+            self.failed = (
+                f"the ack failed ({event.worker.error}); the lines panel shows what the room "
+                "holds now"
+            )
+            self._say_failed("Ack all failed")
+
+    def _say_failed(self, title: str) -> None:
+        assert self.failed is not None
+        self.query_one(".dialog-title", Label).update(title)
         self.query_one(".dialog-body", Static).update(self.failed)
         self.query_one("#yes", Button).display = False
         no = self.query_one("#no", Button)
