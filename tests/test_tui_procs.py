@@ -83,10 +83,18 @@ async def test_opening_output_does_not_change_the_agents_wake_outcome(
         assert isinstance(app.screen, OutputScreen)
         view = app.screen.query_one(LineView)
         assert view.visible_text() == ["step 1", "FAIL rollout"]
-        assert "2 lines read as owner" in screen_text(app)
+        assert "2 new lines read as owner" in screen_text(app)
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, OutputScreen)
+        # Opened again: the same 2 lines on screen, none of them new to the owner. The header
+        # said "0 lines read as owner" beside them, as if the owner had read none.
+        await pilot.press("o")
+        await settle(pilot)
+        assert app.screen.query_one(LineView).visible_text() == ["step 1", "FAIL rollout"]
+        assert "0 new lines read as owner" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
 
     # The owner's read is recorded for the owner only...
     again = output.read_output(home, "deploy", "owner")

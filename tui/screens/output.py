@@ -117,8 +117,10 @@ class OutputScreen(Screen[None]):
             )
             info.update(
                 f"{run.name}: {run.status}, exit {code} · monitors {monitors} · "
-                f"{count_of(run.matches, 'match')} · {count_of(self.seen_by_owner, 'line')} "
-                f"read as {self.dash.config.session}"
+                # New to the owner on this visit: lines it was shown before (an earlier
+                # visit, the CLI) are on screen but not counted, hence "new".
+                f"{count_of(run.matches, 'match')} · "
+                f"{count_of(self.seen_by_owner, 'new line')} read as {self.dash.config.session}"
             )
             log = Path(run.run_dir) / "output.log"
             if new_run:
