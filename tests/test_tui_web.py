@@ -100,6 +100,25 @@ def test_web_rejects_a_bad_session_before_serving(tmp_path: Path) -> None:
     assert len(res.stderr.strip().splitlines()) == 1
 
 
+def test_web_on_a_port_in_use_says_so_in_one_line_and_never_that_it_serves() -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        res = subprocess.run(
+            [sys.executable, "-m", "core.cli", "web", "--port", str(port)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+        )
+    assert res.returncode != 0
+    assert res.stderr.splitlines() == [
+        f"ackdeck: error: cannot serve on 127.0.0.1 port {port}: Address already in use"
+    ]
+    assert res.stdout == ""
+
+
 @needs_chromium
 def test_owner_reads_and_acks_in_a_browser_and_the_file_keeps_the_rest(tmp_path: Path) -> None:
     assert CHROMIUM is not None

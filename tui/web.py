@@ -8,7 +8,9 @@ default; put it behind SSH forwarding (README) to watch from another machine.
 
 from __future__ import annotations
 
+import os
 import shlex
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -82,6 +84,13 @@ def serve(host: str, port: int, tui_args: Sequence[str]) -> int:
             check(request, websocket=True)
             return await super().handle_websocket(request)
 
+    # Say "serving" only if it can: a port already taken is one line, before any banner.
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        socket.create_server((host, port), family=family).close()
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise OSError(exc.errno, f"cannot serve on {host} port {port}: {why}") from None
     print(start_message(host, port), file=sys.stderr, flush=True)
     server = DashboardServer(tui_command(tui_args), host=host, port=port, title="ackdeck")
     server.serve()
