@@ -17,7 +17,7 @@ from tui.widgets.tables import ProcsTable, WakesTable
 SIZE = (140, 40)
 
 
-def wait_for(cond, what: str, timeout: float = 20.0) -> None:
+def wait_for(cond, what: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -155,3 +155,33 @@ async def test_dismiss_wake_removes_the_record(home: Path, tmp_path: Path) -> No
         assert any("dismissed the wake of agent for lint" in n for n in notifications(app))
         assert not [w for w in wakes.list_wakes(home, "agent") if w.name == "lint" and w.lines]
         assert app.main.query_one(WakesTable).row_count == len(wakes.list_wakes(home))
+
+
+async def test_output_the_screen_could_not_show_is_not_recorded_as_shown_to_the_owner(
+    home: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # Recorded only once delivered: if the screen cannot show a read (the app is closing, its
+    # message refused), the owner's shown range must not move, or `ackdeck output read` as
+    # the owner would skip lines the owner never saw.
+    from tui.screens.output import OutputRead
+
+    start_and_finish(home, "deploy", "echo step 1; echo FAIL rollout", "FAIL", tmp_path)
+    real_post = OutputScreen.post_message
+
+    def closing_post(self, message):
+        if isinstance(message, OutputRead):
+            return False  # what post_message answers once the screen is closing
+        return real_post(self, message)
+
+    monkeypatch.setattr(OutputScreen, "post_message", closing_post)
+    app = make_app(quiet_config([], home=home), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(ProcsTable)
+        table.focus()
+        table.move_cursor(row=table._keys.index("deploy"))
+        await pilot.press("o")
+        await settle(pilot)
+        assert isinstance(app.screen, OutputScreen)
+    again = output.read_output(home, "deploy", "owner")
+    assert [x.decode() for x in again.lines] == ["step 1", "FAIL rollout"]

@@ -90,13 +90,23 @@ class OutputScreen(Screen[None]):
 
         home = self.dash.config.home
         session = self.dash.config.session
+        posted = False
+
+        def deliver(res: output.OutputResult) -> int:
+            # Recorded only once delivered: core commits the owner's shown range for the lines
+            # this answers, so a screen that can no longer show them (closing) records none.
+            nonlocal posted
+            posted = self.post_message(OutputRead(run, len(res.lines)))
+            return len(res.lines) if posted else 0
+
         try:
             run = procs.get_run(home, name)
-            res = output.read_output(home, name, session, timeout=0.0, run_id=run.run_id)
+            output.read_output(home, name, session, timeout=0.0, run_id=run.run_id, deliver=deliver)
         except (AckdeckError, OSError) as exc:
             self.post_message(OutputRead(None, 0, str(exc)))
             return
-        self.post_message(OutputRead(run, len(res.lines)))
+        if not posted:
+            self.post_message(OutputRead(run, 0))  # nothing to deliver: refresh the header
 
     def on_output_read(self, message: OutputRead) -> None:
         info = self.query_one("#output-info", Static)
