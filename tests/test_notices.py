@@ -258,3 +258,72 @@ async def test_two_notifiers_of_one_session_and_door_notice_a_line_once(
                 await b_done.wait()
             release_a.set()
     assert sent == ["a"]
+
+
+# ----- a room wiped with its sidecar and recreated ----------------------------------------------
+def _wipe_and_push(room: Path, text: str) -> None:
+    """What `rm -rf` of a per-run room directory (or a tmpfs cleared at reboot) does: the room
+    and its sidecar are gone, and the next producer starts the room from scratch."""
+    import shutil
+
+    shutil.rmtree(room.parent)
+    room.parent.mkdir()
+    Room(room).push(text)
+
+
+def test_a_room_wiped_and_refilled_to_the_same_length_is_noticed(
+    home: Path, tmp_path: Path
+) -> None:
+    # A fresh sidecar restarts at epoch 0, offset 0: the same (epoch, end) as the mark when the
+    # new line has the old one's length. It used to be taken for the line already noticed.
+    room = tmp_path / "run" / "status.txt"
+    room.parent.mkdir()
+    Room(room).push("build 41 done")
+    n = Noticer(home, "agent", [room], "channel")
+    out, st = n.due()
+    assert len(out) == 1
+    n.commit(st)
+    _wipe_and_push(room, "build 42 done")
+    out, st = n.due()
+    assert [x.meta["count"] for x in out] == ["1"] and "build 42" in out[0].content
+    n.commit(st)
+    assert n.due()[0] == []  # and once only
+
+
+def test_a_wiped_room_the_agent_had_acked_is_noticed_when_refilled(
+    home: Path, tmp_path: Path
+) -> None:
+    # The agent read and acked the first run's line; the next run wipes the directory and writes
+    # a line of the same length: a new thing, on the same (epoch, end) as the mark.
+    room = tmp_path / "run" / "status.txt"
+    room.parent.mkdir()
+    Room(room).push("build 41 done")
+    n = Noticer(home, "agent", [room], "channel")
+    n.commit(n.due()[1])
+    r = Room(room)
+    r.read("agent")
+    r.ack("agent")
+    assert n.due()[0] == []  # reading and acking is not news
+    _wipe_and_push(room, "build 42 done")
+    out, st = n.due()
+    assert len(out) == 1 and "build 42" in out[0].content
+    n.commit(st)
+    assert n.due()[0] == []
+
+
+def test_an_ack_that_replaces_the_room_file_is_not_a_new_room(home: Path, tmp_path: Path) -> None:
+    # An ack renames a new file over the room: another inode, same room. A line that was
+    # noticed and is still unread must not be noticed again because of it.
+    room = tmp_path / "inbox.txt"
+    r = Room(room)
+    r.push("first")
+    r.read("agent")
+    r.push("second")
+    n = Noticer(home, "agent", [room], "channel")
+    out, st = n.due()
+    assert [x.meta["count"] for x in out] == ["1"]
+    n.commit(st)
+    ino = room.stat().st_ino
+    r.ack("agent")
+    assert room.stat().st_ino != ino and Room(room).status().pending == 1
+    assert n.due()[0] == []

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
 from core.base import atomic
+from core.base.fileid import birth_ns_path
 from core.base.names import check_name, room_path
 from core.base.text import display
 from core.base.timeouts import seconds_from_env
@@ -98,10 +99,26 @@ def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
     return room_path(spec)
 
 
+def _file_id(path: RoomRef) -> tuple[int, int, int | None] | None:
+    """The room file's (dev, inode, birth time); the path itself (a symlink is not followed)."""
+    if not isinstance(path, Path):
+        return None  # a redis room: its ack counters tell a recreated one
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, birth_ns_path(path))
+
+
 def view_room(path: RoomRef, session: str, label: str) -> RoomView:
     room = open_room(path)
     try:
+        before = _file_id(path)
         st = room.status()
+        # Taken on both sides of the status: if an ack or a wipe replaced the file meanwhile,
+        # which file the status describes is unknown, and the identity is not compared.
+        after = _file_id(path)
+        file = after if after == before else None
         unread = session_counts(st, session)[1]
         end = st.pushed_total - st.partial_bytes
         preview = None
@@ -115,7 +132,18 @@ def view_room(path: RoomRef, session: str, label: str) -> RoomView:
                 preview = _newest_line(path, st.partial_bytes)
     finally:
         room.close()
-    return RoomView(str(path), label, st.exists, st.epoch, end, unread, preview)
+    return RoomView(
+        str(path),
+        label,
+        st.exists,
+        st.epoch,
+        end,
+        unread,
+        preview,
+        file=file,
+        acked_total=st.acked_total,
+        last_ack_at=st.last_ack_at,
+    )
 
 
 def _newest_line(path: Path, partial: int) -> str | None:

@@ -44,6 +44,12 @@ class RoomView(Struct):
     end: int  # logical offset just past the last complete line (pushed_total - partial bytes)
     unread: int  # complete lines beyond the session's receipt
     preview: str | None = None  # the newest complete line, decoded for display
+    # Which room this is beyond (epoch, end): the file's (dev, inode, birth time) when it could
+    # be taken consistently (None: unknown), and the ack counters, which only grow over a
+    # room's life. A room wiped together with its sidecar starts over at epoch 0, offset 0.
+    file: tuple[int, int, int | None] | None = None
+    acked_total: int = 0
+    last_ack_at: float | None = None
 
 
 class WakeView(Struct):
@@ -62,6 +68,10 @@ class WakeView(Struct):
 class RoomMark(Record):
     epoch: int
     end: int
+    # As in RoomView; absent in states written by older versions (then not compared).
+    file: tuple[int, int, int | None] | None = None
+    acked_total: int = 0
+    last_ack_at: float | None = None
 
 
 class WakeMark(Record):
@@ -99,12 +109,20 @@ def decide(
         if not view.exists:
             continue  # keep the mark: a room that comes back is compared with it
         mark = room_marks.get(view.path)
-        fresh = mark is None or mark.epoch != view.epoch or view.end < mark.end
+        fresh = (
+            mark is None or mark.epoch != view.epoch or view.end < mark.end or recreated(mark, view)
+        )
         noticed_end = 0 if fresh or mark is None else mark.end
         if view.unread > 0 and view.end > noticed_end:
             out.append(room_notice(view, session))
         # Everything up to the current end is now noticed (or was read by the session).
-        room_marks[view.path] = RoomMark(epoch=view.epoch, end=view.end)
+        room_marks[view.path] = RoomMark(
+            epoch=view.epoch,
+            end=view.end,
+            file=view.file,
+            acked_total=view.acked_total,
+            last_ack_at=view.last_ack_at,
+        )
 
     wake_marks: dict[str, WakeMark] = {}
     for w in wakes:
@@ -125,6 +143,25 @@ def decide(
             lines=sorted(set(w.lines)),
         )
     return out, NoticeState(rooms=room_marks, wakes=wake_marks)
+
+
+def recreated(mark: RoomMark, view: RoomView) -> bool:
+    """Whether the room is another one than the mark describes although epoch and end agree.
+
+    A room directory wiped with the room's sidecar (`rm -rf` of a per-run directory, a tmpfs
+    cleared at reboot) restarts at epoch 0, offset 0, so a new line as long as the last noticed
+    end looked noticed. Within one room's life the ack counters never go back, and only an ack
+    replaces the file (a rename, which moves the counters): another file with the same
+    counters is another room. Err towards a repeat, never towards silence."""
+    if view.acked_total < mark.acked_total:
+        return True
+    acks_moved = (view.acked_total, view.last_ack_at) != (mark.acked_total, mark.last_ack_at)
+    return (
+        not acks_moved
+        and mark.file is not None
+        and view.file is not None
+        and tuple(mark.file) != tuple(view.file)
+    )
 
 
 def room_notice(view: RoomView, session: str) -> Notice:
