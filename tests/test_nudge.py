@@ -438,3 +438,22 @@ def test_a_closed_pane_is_never_replaced_by_its_neighbour(world: World) -> None:
     err = world.nudge.stderr.read().decode()
     assert len(err.strip().splitlines()) == 1 and err.startswith("ackdeck: error:"), err
     assert not neighbour_log.exists() or neighbour_log.read_text() == ""
+
+
+def test_control_characters_in_a_room_name_are_never_typed(world: World) -> None:
+    # The nudge names the room; a basename may hold anything but '/' and NUL. ESC, CR and LF
+    # would drive the agent's terminal or press Enter early; C1 controls (U+009B is an 8-bit
+    # CSI) and the Unicode line separators end lines for some input parsers too.
+    import unicodedata
+
+    odd = world.tmp / "in\x1b[31m\nrm -rf x\r\u009b2J\u0085\u2028\u2029box.txt"
+    Room(odd).push("hello")
+    pane = world.tmux("display-message", "-p", "-t", "agent", "#{pane_id}").strip()
+    world.start_nudge("--tmux", pane, "--room", str(odd), "--prompt-regex", ".*")
+    wait_until(lambda: world.log.exists() and world.log.read_text().endswith("\n"), "the nudge")
+    world.wait_for_log("typed:")
+    typed = world.log.read_text().split("\n")[:-1]  # str.splitlines would split at U+2028
+    assert len(typed) == 1, typed
+    line = typed[0].split("\t", 1)[1]
+    assert "room_list_new then room_ack" in line
+    assert not [c for c in line if unicodedata.category(c) in ("Cc", "Zl", "Zp")], repr(line)

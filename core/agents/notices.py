@@ -226,7 +226,14 @@ def nudge_line(notices: Sequence[Notice]) -> str:
     return clip("ackdeck: " + "; ".join(bits), NUDGE_CHARS)
 
 
+def _breaks_the_line(c: str) -> bool:
+    # C0 and DEL (a newline would press Enter in a terminal, ESC starts a sequence), C1 (U+009B
+    # is an 8-bit CSI, U+0085 a next-line) and the Unicode line and paragraph separators.
+    o = ord(c)
+    return o < 32 or 127 <= o < 160 or o in (0x2028, 0x2029)
+
+
 def clip(text: str, limit: int) -> str:
-    # One line: control characters (a newline would press Enter in a terminal) become spaces.
-    flat = "".join(" " if (ord(c) < 32 or ord(c) == 127) else c for c in text)
+    # One line: every character that could end it or drive a terminal becomes a space.
+    flat = "".join(" " if _breaks_the_line(c) else c for c in text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
