@@ -327,3 +327,70 @@ def test_an_ack_that_replaces_the_room_file_is_not_a_new_room(home: Path, tmp_pa
     r.ack("agent")
     assert room.stat().st_ino != ino and Room(room).status().pending == 1
     assert n.due()[0] == []
+
+
+# ----- the watch: rooms whose directory appears (or is recreated) while it runs -------------------
+async def _notices_while(
+    home: Path, rooms: list[Path], act, wanted: int, env: dict[str, str]
+) -> list[N.Notice]:
+    """Run a channel noticer over `rooms`, call `act()` once its watch chose the directories,
+    and return the notices once `wanted` arrived (60 s: only a real hang reaches it)."""
+    import anyio
+
+    got: list[N.Notice] = []
+    stop = anyio.Event()
+
+    async def send(ns: list[N.Notice]) -> bool:
+        got.extend(ns)
+        return True
+
+    noticer = Noticer(home, "agent", rooms, "channel", env=env)
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: noticer.run(send, window=0.05, stop_event=stop))
+            # The watch makes the session's wakes directory when it picks what to watch.
+            while not (home / "wakes" / "agent").is_dir():
+                await anyio.sleep(0.02)
+            await anyio.to_thread.run_sync(act)
+            while len(got) < wanted:
+                await anyio.sleep(0.05)
+            stop.set()
+    return got
+
+
+async def test_a_busy_directory_never_starves_the_rescan(home: Path, tmp_path: Path) -> None:
+    # The rescan is what finds a room whose directory appears after the start. It used to be
+    # the watcher's own timeout, which never fires while any watched directory changes: a build
+    # log beside one room silenced every room created later, for good.
+    import threading
+
+    busy_dir, later_dir = tmp_path / "project", tmp_path / "later"
+    busy_dir.mkdir()
+    (busy_dir / "inbox.txt").touch()
+    done = threading.Event()
+
+    def build_log() -> None:
+        with open(busy_dir / "build.log", "a") as f:
+            while not done.wait(0.02):
+                f.write("compiling\n")
+                f.flush()
+
+    writer = threading.Thread(target=build_log)
+    writer.start()
+    try:
+
+        def create_later_room() -> None:
+            later_dir.mkdir()
+            Room(later_dir / "alerts.txt").push("the later room's first line")
+
+        got = await _notices_while(
+            home,
+            [busy_dir / "inbox.txt", later_dir / "alerts.txt"],
+            create_later_room,
+            1,
+            {"ACKDECK_NOTICE_RESCAN_S": "0.5"},
+        )
+    finally:
+        done.set()
+        writer.join()
+    assert [n.meta["room"] for n in got] == ["alerts.txt"]

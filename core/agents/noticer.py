@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 
 DEFAULT_WINDOW_S = 0.5
-# Without any event the loop still looks this often: it catches a room directory created after
-# the start and anything a watcher can miss (an unlocked writer into a replaced inode).
+# Without any event the loop still looks this often (a task of its own, whatever the watched
+# directories do): it catches a room directory created after the start and anything a watcher
+# can miss (an unlocked writer into a replaced inode).
 RESCAN_S = 10.0
 RESCAN_ENV = "ACKDECK_NOTICE_RESCAN_S"  # overrides RESCAN_S (tests prove the live paths with it)
 # A redis room's follower waits this long after an arrival before its next blocking read, so a
@@ -87,6 +88,18 @@ def store_state(path: Path, state: NoticeState) -> None:
 
 def rescan_interval(env: Mapping[str, str]) -> float:
     return seconds_from_env(env, RESCAN_ENV, RESCAN_S, 0.1, 86_400)
+
+
+def _dir_ids(dirs: Sequence[Path]) -> dict[Path, tuple[int, int]]:
+    """Which directories are watched, by identity: one made again is another inode."""
+    out: dict[Path, tuple[int, int]] = {}
+    for d in dirs:
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        out[d] = (st.st_dev, st.st_ino)
+    return out
 
 
 def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
@@ -353,12 +366,18 @@ class Noticer:
             os.close(fd)
             raise
 
-    def watch_dirs(self) -> list[Path]:
+    def watch_dirs(self, *, make: bool = True) -> list[Path]:
+        """The directories to watch: the rooms' that exist, and the session's wakes directory
+        (made here unless `make` is False; then only if it exists)."""
         dirs = {r.parent for r in self.rooms if isinstance(r, Path) and r.parent.is_dir()}
         if self.watch_wakes:
             from core.watch.wakes import session_dir
 
             d = session_dir(self.home, self.session)
+            if not make:
+                if d.is_dir():
+                    dirs.add(d)
+                return sorted(dirs)
             try:
                 d.mkdir(mode=0o700, parents=True, exist_ok=True)
             except OSError as exc:
@@ -422,26 +441,50 @@ class Noticer:
                     last_sent = time.monotonic()
 
     async def _watch_files(self, poke: Callable[[], None], window: float, rescan: float) -> None:
-        """Poke on every burst of relevant file changes, and every `rescan` seconds anyway."""
+        """Poke on every burst of relevant file changes, and every `rescan` seconds anyway.
+
+        The rescan is a task of its own: the watcher's timeout never fires while any watched
+        directory changes (a build log beside a room), which silenced every room whose
+        directory appeared later. When the directories to watch change (one appeared, or was
+        removed and made again: the watch holds the old inode), the watch starts over on them."""
         import anyio
         import watchfiles
 
-        dirs = self.watch_dirs()
-        if not dirs:  # only redis rooms and no wakes: the rescan alone
-            while True:
-                await anyio.sleep(rescan)
-                poke()
         window_ms = max(10, int(window * 1000))
-        async for _changes in watchfiles.awatch(
-            *dirs,
-            watch_filter=lambda _c, p: self._relevant(p),
-            debounce=window_ms,
-            step=min(50, window_ms),
-            rust_timeout=int(rescan * 1000),
-            yield_on_timeout=True,
-            recursive=False,
-        ):
-            poke()
+        while True:
+            dirs = self.watch_dirs()
+            watched = _dir_ids(dirs)
+            restart = anyio.Event()
+
+            async def rescan_loop(
+                watched: dict[Path, tuple[int, int]], restart: anyio.Event
+            ) -> None:
+                while True:
+                    await anyio.sleep(rescan)
+                    poke()
+                    now = await anyio.to_thread.run_sync(
+                        lambda: _dir_ids(self.watch_dirs(make=False))
+                    )
+                    if now != watched:
+                        restart.set()
+                        return
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rescan_loop, watched, restart)
+                if dirs:
+                    async for _changes in watchfiles.awatch(
+                        *dirs,
+                        watch_filter=lambda _c, p: self._relevant(p),
+                        debounce=window_ms,
+                        step=min(50, window_ms),
+                        stop_event=restart,
+                        recursive=False,
+                    ):
+                        poke()
+                else:  # only redis rooms, no wakes, no room directory yet: the rescan alone
+                    await restart.wait()
+                tg.cancel_scope.cancel()
+            poke()  # the directories changed: look now, then watch the new ones
 
     async def _follow_redis(self, address: RedisAddress, poke: Callable[[], None]) -> None:
         """Poke whenever a redis room gets new entries: blocking XREADs in a thread (each at
