@@ -394,3 +394,47 @@ async def test_a_busy_directory_never_starves_the_rescan(home: Path, tmp_path: P
         done.set()
         writer.join()
     assert [n.meta["room"] for n in got] == ["alerts.txt"]
+
+
+async def test_a_directory_removed_as_the_watch_starts_never_ends_the_notices(
+    home: Path, tmp_path: Path
+) -> None:
+    # A per-run room directory removed and made again over and over: the watch starts over on
+    # it, and sometimes the directory is gone between choosing it and watching it. watchfiles
+    # then raises FileNotFoundError, which used to end the noticer for good (the channel says
+    # "notices stopped" once, and every later line is silent).
+    import shutil
+    import threading
+
+    churn = [tmp_path / f"ci{i}" for i in range(20)]  # a CI runner's job directories
+    for d in churn:
+        d.mkdir()
+    steady = tmp_path / "steady"
+    steady.mkdir()
+    stop_churn = threading.Event()
+
+    def wipe_again_and_again() -> None:
+        while not stop_churn.is_set():
+            for d in churn:
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir()
+
+    def churn_then_push() -> None:
+        t = threading.Thread(target=wipe_again_and_again)
+        t.start()
+        try:
+            # Long enough for many rescans (each sees other directory inodes and restarts).
+            stop_churn.wait(5.0)
+        finally:
+            stop_churn.set()
+            t.join()
+        Room(steady / "inbox.txt").push("still heard")
+
+    got = await _notices_while(
+        home,
+        [*(d / "status.txt" for d in churn), steady / "inbox.txt"],
+        churn_then_push,
+        1,
+        {"ACKDECK_NOTICE_RESCAN_S": "0.1"},
+    )
+    assert [n.meta["room"] for n in got] == ["inbox.txt"]

@@ -255,6 +255,7 @@ class Noticer:
         self._stored: NoticeState | None = None
         self._unsaved = False
         self._state_error: int | None = None
+        self._watch_error: int | None = None
 
     def views(self) -> tuple[list[RoomView], list[WakeView]]:
         rooms: list[RoomView] = []
@@ -471,18 +472,25 @@ class Noticer:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(rescan_loop, watched, restart)
-                if dirs:
-                    async for _changes in watchfiles.awatch(
-                        *dirs,
-                        watch_filter=lambda _c, p: self._relevant(p),
-                        debounce=window_ms,
-                        step=min(50, window_ms),
-                        stop_event=restart,
-                        recursive=False,
-                    ):
-                        poke()
-                else:  # only redis rooms, no wakes, no room directory yet: the rescan alone
-                    await restart.wait()
+                try:
+                    if dirs:
+                        async for _changes in watchfiles.awatch(
+                            *dirs,
+                            watch_filter=lambda _c, p: self._relevant(p),
+                            debounce=window_ms,
+                            step=min(50, window_ms),
+                            stop_event=restart,
+                            recursive=False,
+                        ):
+                            poke()
+                    else:  # only redis rooms, no wakes, no room directory yet: the rescan alone
+                        await restart.wait()
+                except OSError as exc:
+                    # A directory removed between choosing and watching it (a per-run directory
+                    # wiped again), or no inotify watch left: the rescan goes on looking, and
+                    # the watch is tried again after it. This used to end the notices for good.
+                    self._watch_failed(exc)
+                    await anyio.sleep(rescan)
                 tg.cancel_scope.cancel()
             poke()  # the directories changed: look now, then watch the new ones
 
@@ -559,6 +567,12 @@ class Noticer:
             self._state_failed(exc)  # decided again at the next event
             return False
         return bool(notices)
+
+    def _watch_failed(self, exc: OSError) -> None:
+        # Once per kind of failure: a directory that keeps vanishing is not news each time.
+        if self._watch_error != exc.errno:
+            self._watch_error = exc.errno
+            print(f"ackdeck: watching again after: {exc}", file=sys.stderr)
 
     def _state_failed(self, exc: OSError) -> None:
         # Once per kind of failure, not once per event.
