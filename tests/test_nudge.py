@@ -457,3 +457,34 @@ def test_control_characters_in_a_room_name_are_never_typed(world: World) -> None
     line = typed[0].split("\t", 1)[1]
     assert "room_list_new then room_ack" in line
     assert not [c for c in line if unicodedata.category(c) in ("Cc", "Zl", "Zp")], repr(line)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "agent:0.5",  # a pane index the window does not have (a stale or mistyped index)
+        "agent:9",  # a window the session does not have
+        "",  # `--tmux "$TMUX_PANE"` run outside tmux: the variable is empty
+    ],
+)
+def test_a_target_that_names_no_pane_never_falls_back_to_another_pane(
+    world: World, home: Path, target: str
+) -> None:
+    # tmux's display-message resolves a target that names nothing to the current pane and
+    # exits 0 (tmux 3.3), so the nudge pinned some other pane and typed into it.
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "core.cli", "--home", str(home), "nudge"),
+            *("--session", "agent", "--tmux", target, "--tmux-socket", world.socket),
+            *("--room", str(world.room)),
+        ],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        cwd=str(REPO),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("ackdeck: error:") and "pane" in proc.stderr, proc.stderr
+    assert world.typed() == []

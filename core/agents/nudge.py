@@ -88,11 +88,20 @@ class Tmux:
         return proc.stdout
 
     def check(self) -> str:
-        """The pane's id; PaneGone if the target names no pane."""
+        """The pane's id; PaneGone if the target names no pane.
+
+        display-message may fail to find its target and answer for the current pane instead
+        (exit 0; tmux 3.3 for `work:0.5` or `work:9`), and an empty target means the current
+        pane everywhere. capture-pane finds its target or fails, so it vouches for the target
+        before and after the id is asked for: a pane that closed in between fails the second."""
+        if not self.target.strip():
+            raise PaneGone(
+                "tmux pane '' is not a pane: give --tmux a target such as work:0.1 or %3"
+            )
+        self._run("capture-pane", "-p", "-t", self.target)  # raises PaneGone with tmux's reason
         pane = self._run("display-message", "-p", "-t", self.target, "#{pane_id}").strip()
+        self._run("capture-pane", "-p", "-t", self.target)
         if not pane:
-            # tmux 3.3 prints nothing (and exits 0) for a target that names no pane.
-            self._run("capture-pane", "-p", "-t", self.target)  # raises PaneGone with tmux's reason
             raise PaneGone(f"tmux pane {self.target!r} does not exist")
         return pane
 
