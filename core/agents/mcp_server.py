@@ -171,21 +171,22 @@ class AgentDoor:
 
     def room_list_new(self, room: str | None = None) -> Reply:
         r, label = self._room(room)
-        replies: list[Reply] = []
-        # The reply is built before the receipt is stored (recorded only once delivered as far
-        # as this process can see; the SDK writes it after we return). The receipt is bound
-        # to this server instance: if the reply is lost with the server, no later server can
-        # ack lines it never handed out.
-        rooms.read(
-            r,
-            label,
-            self.config.session,
-            reader=self._reader,
-            deliver=lambda got: replies.append(self._list_reply(got)),
-        )
-        return replies[0]
+        offered = [0]
 
-    def _list_reply(self, got: rooms.Lines) -> Reply:
+        def deliver(got: rooms.Lines) -> int:
+            # One reply holds at most MAX_REPLY_TEXT bytes of lines: clients refuse bigger
+            # tool results (Claude Code: 25,000 tokens) and the agent would then ack lines it
+            # never saw. The receipt covers exactly the lines that fit.
+            offered[0] = len(got.raw)
+            return _fit_reply(got.raw)
+
+        # The receipt is bound to this server instance: if the reply is lost with the server,
+        # no later server can ack lines it never handed out. (The SDK writes the reply after
+        # we return; on stdio a lost reply means a dead server.)
+        got = rooms.read(r, label, self.config.session, reader=self._reader, deliver=deliver)
+        return self._list_reply(got, offered[0] - len(got.raw))
+
+    def _list_reply(self, got: rooms.Lines, waiting: int) -> Reply:
         lines = got.lines
         if not lines:
             return reply(got, f"no new lines in {got.room} ({got.path}); nothing to ack")
@@ -197,11 +198,17 @@ class AgentDoor:
             f"When you have acted on them, call room_ack (room {got.room!r}): it removes exactly "
             "these lines and keeps anything that arrived since."
         )
+        if waiting:
+            tail += f" ({waiting} more line(s) waiting: call room_list_new again after the ack)"
         return reply(got, "\n".join([head, *lines, tail]))
 
     def room_ack(self, room: str | None = None, all: bool = False) -> Reply:  # noqa: A002
         r, label = self._room(room)
-        res = rooms.ack(r, label, self.config.session, all=all, reader=self._reader)
+        # ack-all removes only the lines its one reply can carry (see room_list_new).
+        deliver = (lambda got: _fit_reply(got.raw)) if all else None
+        res = rooms.ack(
+            r, label, self.config.session, all=all, reader=self._reader, deliver=deliver
+        )
         counts = f"acked {res.acked} line(s), preserved {res.preserved} line(s)"
         if res.refusal is not None:
             return reply(

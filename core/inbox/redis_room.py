@@ -219,7 +219,7 @@ class RedisRoom:
         self,
         session: str,
         *,
-        deliver: Callable[[RedisReadResult], None] | None = None,
+        deliver: Callable[[RedisReadResult], int | None] | None = None,
         reader: str | None = None,
     ) -> RedisReadResult:
         """Every entry in the room; stores the session's receipt (replacing the old one).
@@ -229,6 +229,23 @@ class RedisRoom:
         check_name(session)
         with self._errors("read"):
             epoch, added, entries = self._snapshot()
+        result, receipt = self._receipt_of(entries, epoch, added, reader)
+        if deliver is not None:
+            taken = deliver(result)
+            if taken is not None and taken < len(entries):
+                # Only the first `taken` were delivered (an MCP reply's size limit): the
+                # receipt covers exactly those; entries-added as if the read ended there.
+                added -= len(entries) - taken
+                result, receipt = self._receipt_of(entries[:taken], epoch, added, reader)
+        with self._errors("read"):
+            self._script("COMMIT_RECEIPT")(
+                keys=self._keys[1:2], args=[session, json.dumps(receipt)]
+            )
+        return result
+
+    def _receipt_of(
+        self, entries: list[Any], epoch: int, added: int, reader: str | None
+    ) -> tuple[RedisReadResult, dict[str, Any]]:
         lines = [entry_line(fields) for _, fields in entries]
         first = entries[0][0].decode() if entries else ""
         last = entries[-1][0].decode() if entries else ""
@@ -244,13 +261,7 @@ class RedisRoom:
             "reader": reader or "",
         }
         result = RedisReadResult(lines, first, last, int(epoch), b"".join(x + b"\n" for x in lines))
-        if deliver is not None:
-            deliver(result)
-        with self._errors("read"):
-            self._script("COMMIT_RECEIPT")(
-                keys=self._keys[1:2], args=[session, json.dumps(receipt)]
-            )
-        return result
+        return result, receipt
 
     def _snapshot(self) -> tuple[int, int, list[Any]]:
         """(epoch, entries-added, every entry), atomically in one round trip."""
@@ -279,7 +290,7 @@ class RedisRoom:
         *,
         all: bool = False,  # noqa: A002 - CLI flag
         reader: str | None = None,
-        deliver: Callable[[RedisReadResult], None] | None = None,
+        deliver: Callable[[RedisReadResult], int | None] | None = None,
     ) -> AckResult:
         """Remove exactly what `session` read (or, with all=True, every entry, returned).
 

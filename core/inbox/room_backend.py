@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from core.inbox.room_url import RedisAddress
 
     Clock = Callable[[], float]
-    Deliver = Callable[["ReadView"], None]
+    # Returns None (every line was delivered) or how many lines, from the first, were.
+    Deliver = Callable[["ReadView"], "int | None"]
 else:
     Protocol = object
 

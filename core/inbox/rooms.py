@@ -250,14 +250,16 @@ class Room:
         self,
         session: str,
         *,
-        deliver: Callable[[ReadResult], None] | None = None,
+        deliver: Callable[[ReadResult], int | None] | None = None,
         reader: str | None = None,
     ) -> ReadResult:
         """Every complete line in the room; records the session's receipt (replacing the old).
 
         Recorded only once delivered: the lines are snapshotted, handed to `deliver` (which
         writes them to the reader and raises if it cannot), and only then is the receipt
-        stored. If `deliver` raises, nothing is recorded and the session's previous receipt
+        stored. If `deliver` returns a number, only that many lines (from the first) were
+        delivered: the receipt and the result cover exactly those (an MCP reply has a size
+        limit). If `deliver` raises, nothing is recorded and the session's previous receipt
         stays as it was. `reader` binds the receipt to one reader (an MCP server instance):
         only an ack with the same `reader` may use it (see ack()).
         """
@@ -275,7 +277,9 @@ class Room:
             return result
         result, header, data = snap
         if deliver is not None:
-            deliver(result)  # outside the lock: a slow pipe must not hold up acks
+            taken = deliver(result)  # outside the lock: a slow pipe must not hold up acks
+            if taken is not None and header is not None and taken < len(result.lines):
+                result, header, data = _first_lines(result, header, taken)
         if header is not None:
             try:
                 self._commit_receipt(header, data)
@@ -343,7 +347,7 @@ class Room:
         *,
         all: bool = False,  # noqa: A002 - CLI flag name
         reader: str | None = None,
-        deliver: Callable[[ReadResult], None] | None = None,
+        deliver: Callable[[ReadResult], int | None] | None = None,
     ) -> AckResult:
         """Remove exactly what `session` consumed (or, with all=True, every complete line).
 
@@ -603,6 +607,26 @@ class Room:
         if session in st.sessions:
             return st.sessions[session].unread
         return st.pending
+
+
+def _first_lines(
+    result: ReadResult, header: ReceiptHeader, taken: int
+) -> tuple[ReadResult, ReceiptHeader, bytes]:
+    """The read cut to its first `taken` lines: what a door that delivered only those may ack."""
+    size = sum(len(line) + 1 for line in result.lines[:taken])
+    data = result.data[:size]
+    header = header.model_copy(
+        update={
+            "end": header.start + size,
+            "lines": taken,
+            "sha256": L.sha256(data),
+        }
+    )
+    return (
+        ReadResult(result.lines[:taken], result.start, header.end, result.epoch, data),
+        header,
+        data,
+    )
 
 
 def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:

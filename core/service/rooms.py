@@ -27,7 +27,8 @@ if TYPE_CHECKING:
         StatusView,
     )
 
-    Deliver = Callable[["Lines"], None]
+    # Returns None (every line was delivered) or how many lines, from the first, were.
+    Deliver = Callable[["Lines"], "int | None"]
 
 
 # ----- results ------------------------------------------------------------------------------
@@ -171,15 +172,12 @@ def read(
 ) -> Lines:
     """Every complete line, and a receipt for `session`. With `deliver`, the receipt is stored
     only after it returned (recorded only once delivered); if it raises, nothing is."""
-    got: list[Lines] = []
 
-    def hand_over(view: ReadView) -> None:
-        got.append(_lines(room, label, view))
-        if deliver is not None:
-            deliver(got[0])
+    def hand_over(view: ReadView) -> int | None:
+        return None if deliver is None else deliver(_lines(room, label, view))
 
-    view = room.read(session, reader=reader, deliver=hand_over)
-    return got[0] if got else _lines(room, label, view)
+    # What the room returns: cut to the lines delivered when `deliver` said how many.
+    return _lines(room, label, room.read(session, reader=reader, deliver=hand_over))
 
 
 def ack(
