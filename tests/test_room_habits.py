@@ -15,7 +15,7 @@ import pytest
 
 from core.errors import ColdAck, RoomUnavailable
 from core.inbox.rooms import Room
-from tests.conftest import ACKDECK
+from tests.conftest import ACKDECK, REPO
 from tests.test_mcp import call, connect, text_of
 
 CLI = " ".join(shlex.quote(x) for x in ACKDECK)
@@ -584,3 +584,29 @@ def test_a_fragment_followed_by_another_writers_line_is_ended_in_place(tmp_path:
     finally:
         os.close(fd)
         os.close(lock)
+
+
+def test_two_overlapping_reads_of_one_session_keep_the_later_receipt(tmp_path: Path) -> None:
+    """Two shells of one session read at once, one into a slow pipe: its older snapshot was
+    stored last and replaced the newer receipt, so the ack left the line only the newer read
+    delivered, and it came back (a repeat without a crash)."""
+    room = tmp_path / "r.txt"
+    room.write_bytes(b"".join(b"note %d\n" % i for i in range(100_000)))  # > a pipe buffer
+    env = {**os.environ, "ACKDECK_SESSION": "s"}
+    read = [*ACKDECK, "room", "read", str(room)]
+    slow = subprocess.Popen(read, stdout=subprocess.PIPE, env=env, cwd=REPO)
+    assert slow.stdout is not None
+    first = slow.stdout.read(1)  # its snapshot is taken; it now blocks on the full pipe
+    run_ok([*ACKDECK, "room", "push", str(room), "late"], env)
+    fast = run_ok([*ACKDECK, "room", "read", str(room)], env)
+    assert fast.stdout.endswith(b"note 99999\nlate\n")
+    rest = slow.stdout.read()
+    assert slow.wait(timeout=60) == 0
+    assert (first + rest).endswith(b"note 99999\n")
+    ack = run_ok([*ACKDECK, "room", "ack", str(room), "--json"], env)
+    assert json.loads(ack.stdout)["acked"] == 100_001
+    assert room.read_bytes() == b""
+
+
+def run_ok(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(argv, env=env, cwd=REPO, capture_output=True, check=True, timeout=60)

@@ -42,7 +42,7 @@ from core.base.byteio import (
 from core.base.fileid import birth_ns
 from core.base.locks import locked
 from core.base.names import check_name
-from core.errors import InvalidInput, RoomUnavailable
+from core.errors import CorruptState, InvalidInput, RoomUnavailable
 from core.inbox import ledger as L
 from core.inbox import prev_inodes as prev_inodes
 from core.inbox.ack import AckSite, ack_locked
@@ -338,6 +338,12 @@ class Room:
         the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
         offsets, head bytes) decide what this receipt may still remove."""
         with self._side.lock(shared=True):
+            try:
+                kept = self._receipts.header(header.session)
+            except CorruptState:
+                kept = None  # replaced by this read, as before
+            if kept is not None and _later_read(kept, header):
+                return
             self._receipts.store(header, data)
 
     # ----- ack ----------------------------------------------------------------------------
@@ -607,6 +613,19 @@ class Room:
         if session in st.sessions:
             return st.sessions[session].unread
         return st.pending
+
+
+def _later_read(kept: ReceiptHeader, header: ReceiptHeader) -> bool:
+    """Is `kept` the receipt of a read taken after `header`'s? Two reads of one session
+    overlap when one delivers to a slow pipe: the older snapshot, stored last, replaced the
+    newer receipt, so the ack left lines the newer read delivered (repeated without a crash).
+    In one epoch from one base the room only grows, so the larger end is the later read."""
+    return (
+        not kept.acked
+        and kept.reader == header.reader
+        and (kept.epoch, kept.start) == (header.epoch, header.start)
+        and kept.end > header.end
+    )
 
 
 def _first_lines(
