@@ -610,3 +610,25 @@ def test_two_overlapping_reads_of_one_session_keep_the_later_receipt(tmp_path: P
 
 def run_ok(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(argv, env=env, cwd=REPO, capture_output=True, check=True, timeout=60)
+
+
+def test_an_ack_of_a_hard_linked_room_is_refused_and_splits_nothing(tmp_path: Path) -> None:
+    """`ln inbox/r elsewhere/r`: an ack renamed a new file over one name, so the other kept
+    the acked lines (read there again) and its later appends were swept into this room too."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "e").mkdir()
+    room, other = tmp_path / "d" / "r", tmp_path / "e" / "r"
+    room.write_bytes(b"l1\nl2\n")
+    subprocess.run(["ln", str(room), str(other)], check=True)
+    env = {**os.environ, "ACKDECK_SESSION": "s"}
+    run_ok([*ACKDECK, "room", "read", str(room)], env)
+    for extra in ([], ["--all"]):
+        ack = subprocess.run(
+            [*ACKDECK, "room", "ack", str(room), *extra], env=env, cwd=REPO, capture_output=True
+        )
+        assert ack.returncode == 1
+        assert ack.stderr.count(b"\n") == 1 and b"other hard link" in ack.stderr, ack.stderr
+        assert room.read_bytes() == b"l1\nl2\n" and room.stat().st_ino == other.stat().st_ino
+    other.unlink()
+    ack = run_ok([*ACKDECK, "room", "ack", str(room), "--json"], env)
+    assert json.loads(ack.stdout)["acked"] == 2 and room.read_bytes() == b""

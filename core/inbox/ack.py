@@ -39,6 +39,7 @@ from core.base.byteio import (
 from core.base.faults import pause
 from core.base.fileid import birth_ns_path
 from core.base.record import Struct
+from core.errors import RoomUnavailable
 from core.inbox import ledger as L
 from core.inbox import prev_inodes
 from core.inbox.ack_stream import CountingCopy
@@ -70,6 +71,21 @@ class AckSite(Struct):
 
 
 # ----- what an ack may remove ---------------------------------------------------------------
+def refuse_hard_linked(path: Path, fd: int) -> None:
+    """Refuse to ack a room file that has another name. An ack renames a new file over the
+    room, which splits a hard link: the other name keeps every acked line (read there again),
+    and its later appends land in the replaced inode, which the sweep carries into this room
+    (one line in two rooms). Our own crash leftovers (links of the current inode) are gone by
+    now (settle and remove_leftovers), so any other link is someone else's name."""
+    links = os.fstat(fd).st_nlink
+    if links > 1:
+        raise RoomUnavailable(
+            f"room {path} has {links - 1} other hard link(s): an ack replaces the file, so the "
+            "other name would keep the acked lines; remove the other name (or make it a copy), "
+            "then ack; nothing was removed"
+        )
+
+
 def ack_locked(
     site: AckSite, fd: int, session: str, *, ack_all: bool, reader: str | None
 ) -> AckResult:
@@ -82,6 +98,7 @@ def ack_locked(
     ledger, cur = site.settle(fd)
     site.sidecar.remove_leftovers(ledger)
     ledger, _ = site.sweep_all(ledger)
+    refuse_hard_linked(site.path, fd)
     header = None if ack_all else site.receipts.header(session)
     if not ack_all and (header is None or header.acked):
         why = "no read" if header is None else "no unacked read"
