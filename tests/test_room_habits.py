@@ -632,3 +632,36 @@ def test_an_ack_of_a_hard_linked_room_is_refused_and_splits_nothing(tmp_path: Pa
     other.unlink()
     ack = run_ok([*ACKDECK, "room", "ack", str(room), "--json"], env)
     assert json.loads(ack.stdout)["acked"] == 2 and room.read_bytes() == b""
+
+
+def test_a_room_path_naming_a_directory_is_one_line_and_never_chases_a_symlink(
+    tmp_path: Path, home: Path
+) -> None:
+    """`inbox/agent.txt/` resolved its last component as a directory: the MCP server's room
+    became the symlink's target (past the symlink refusal) and `room read /` was a traceback."""
+    (tmp_path / "inbox").mkdir()
+    (tmp_path / "victim").mkdir()
+    victim = tmp_path / "victim" / "important.conf"
+    victim.write_bytes(b"important=1\n")
+    (tmp_path / "inbox" / "agent.txt").symlink_to("../victim/important.conf")
+    env = {**os.environ, "ACKDECK_SESSION": "s", "ACKDECK_HOME": str(home)}
+    commands = [
+        ["room", "ack", "inbox/agent.txt/", "--all"],
+        ["room", "read", "/"],
+        ["room", "push", "victim/important.conf/.", "x"],
+        ["room", "status", "//"],
+        ["mcp", "--session", "s", "--room", "inbox/agent.txt/"],
+    ]
+    for argv in commands:
+        out = subprocess.run(
+            [*ACKDECK, *argv],
+            env={**env, "PYTHONPATH": str(REPO)},
+            cwd=tmp_path,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+        assert out.returncode == 1, (argv, out)
+        assert out.stderr.count(b"\n") == 1 and b"names a directory" in out.stderr, out.stderr
+    assert victim.read_bytes() == b"important=1\n"
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["important.conf"]

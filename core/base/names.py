@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from core.errors import InvalidName
+from core.errors import InvalidInput, InvalidName
 
 # Letters, digits and `._@-`; never `/`, NUL, or a name made only of dots.
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
@@ -19,8 +19,18 @@ def room_path(path: str | os.PathLike[str]) -> Path:
     lexical normpath (os.path.abspath) named another file. Only the directory is resolved:
     the room itself may be a symlink, which rooms refuse unless the owner opts in.
     """
-    head, name = os.path.split(os.path.join(os.getcwd(), os.fspath(path)))
+    head, name = os.path.split(os.path.join(os.getcwd(), check_room_path(path)))
     return Path(os.path.realpath(head), name)
+
+
+def check_room_path(path: str | os.PathLike[str]) -> str:
+    """The path as text, if its last component names a file. `r/`, `r/.`, `.` and `/` name a
+    directory: resolving them as one chased a symlinked room (`inbox/agent.txt/` became the
+    link's target, past the symlink refusal) and `/` was a traceback."""
+    text = os.fspath(path)
+    if os.path.basename(text) in ("", ".", ".."):
+        raise InvalidInput(f"room {text[:200]!r} names a directory, not a notification file")
+    return text
 
 
 def check_name(value: str, what: str = "session") -> str:

@@ -41,7 +41,7 @@ from core.base.byteio import (
 )
 from core.base.fileid import birth_ns
 from core.base.locks import locked
-from core.base.names import check_name
+from core.base.names import check_name, check_room_path
 from core.errors import CorruptState, InvalidInput, RoomUnavailable
 from core.inbox import ledger as L
 from core.inbox import prev_inodes as prev_inodes
@@ -72,7 +72,7 @@ class Room:
         grace: float = PREV_GRACE_S,
         follow_symlinks: bool = False,
     ) -> None:
-        p = Path(path)
+        p = Path(check_room_path(path))  # pathlib would quietly drop a trailing `/`
         if "\0" in str(p):
             raise InvalidInput("room path contains a NUL byte")
         self.path = p.absolute()
