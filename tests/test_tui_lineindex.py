@@ -85,6 +85,29 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_display_never_passes_control_characters_through() -> None:
     assert display_text(b"a\x1b[31mred\rb\xff") == "a\ufffd[31mred\ufffdb\ufffd"
     assert display_text(b"a\tb") == "a   b"  # tabs expand to 4-column stops
+    # C1 controls encoded in UTF-8: some terminals take U+009B for CSI and U+009D for OSC.
+    assert display_text("x\u009b31m\u009d0;t\u0085y".encode()) == "x\ufffd31m\ufffd0;t\ufffdy"
+    assert display_text("é ü ½".encode()) == "é ü ½"  # printable Latin-1 stays
+
+
+def test_a_50_mb_line_is_shown_by_its_head_and_its_length(tmp_path: Path) -> None:
+    # Every paint measures and crops the visible lines' text: a 50 MB line held the UI thread
+    # for seconds at every refresh. The panel shows its first SHOWN_MAX bytes and its length;
+    # the lines around it are whole, and the file is not touched.
+    path = tmp_path / "room.txt"
+    huge = b"x" * 50_000_000
+    data = b"before\n" + huge + b"\n" + b"y" * lineindex.SHOWN_MAX + b"\nafter\n"
+    path.write_bytes(data)
+    ix = LineIndex.open(path)
+    ix.extend_to(len(data))
+    assert ix.count == 4
+    shown = ix.line(1)
+    assert shown.startswith("x" * lineindex.SHOWN_MAX + " … ")
+    assert "50,000,000 bytes" in shown
+    assert len(shown) < lineindex.SHOWN_MAX + 100
+    assert [ix.line(0), ix.line(2), ix.line(3)] == ["before", "y" * lineindex.SHOWN_MAX, "after"]
+    assert ix.line_bytes(1, 2) == [huge]  # bytes stay whole (filter, tests)
+    assert path.read_bytes() == data
 
 
 def test_filter_is_case_insensitive_including_non_ascii(tmp_path: Path) -> None:

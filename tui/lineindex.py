@@ -32,7 +32,12 @@ from core.base.text import display
 CHUNK = 256 << 10
 HEAD_BYTES = 4096
 # Control characters other than tab would move the terminal cursor; show them as U+FFFD.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# C1 controls (U+0080-U+009F) too: some terminals read U+009B as CSI, U+009D as OSC.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# Bytes of one line that are shown. Every paint measures and crops each visible line's text, so
+# a 50 MB single line held the UI thread for seconds at every refresh (keys answered ~4 s
+# late); beyond this the line says how long it is. The bytes themselves are never cut.
+SHOWN_MAX = 4096
 
 Cancelled = Callable[[], bool]
 
@@ -44,6 +49,14 @@ def _never() -> bool:
 def display_text(raw: bytes) -> str:
     """Bytes are the truth; they are decoded (with replacement) only to be shown."""
     return _CONTROL.sub("\ufffd", display(raw)).expandtabs(4)
+
+
+def shown_text(head: bytes, length: int) -> str:
+    """A line of `length` bytes as the panel shows it, from its first bytes `head` (at least
+    SHOWN_MAX of them when the line is longer): at most SHOWN_MAX bytes, then its length."""
+    if length <= SHOWN_MAX:
+        return display_text(head[:length])
+    return display_text(head[:SHOWN_MAX]) + f" … [{length:,} bytes; first {SHOWN_MAX:,} shown]"
 
 
 def scan_newlines(fd: int, start: int, stop: int, out: array, cancelled: Cancelled = _never) -> int:
@@ -185,11 +198,29 @@ class LineIndex:
             self._cache.move_to_end(n)
             return text
         first = max(0, n - block // 4)
-        for i, raw in enumerate(self.line_bytes(first, first + block), first):
-            self._cache[i] = display_text(raw)
+        for i, raw in enumerate(self._shown_bytes(first, first + block), first):
+            self._cache[i] = shown_text(raw, self.starts[i + 1] - self.starts[i] - 1)
         while len(self._cache) > self._cache_max:
             self._cache.popitem(last=False)
         return self._cache.get(n, "")
+
+    def _shown_bytes(self, first: int, last: int) -> list[bytes]:
+        """Like `line_bytes`, but a line longer than SHOWN_MAX is read only that far (a block
+        holding a 50 MB line would otherwise read and split all of it)."""
+        last = min(last, self.count)
+        out: list[bytes] = []
+        i = first
+        while i < last:
+            j = i  # lines [i, j) are short: one pread for all of them
+            while j < last and self.starts[j + 1] - self.starts[j] <= SHOWN_MAX + 1:
+                j += 1
+            if j > i:
+                out += self.line_bytes(i, j)
+                i = j
+            else:
+                out.append(os.pread(self.fd, SHOWN_MAX, self.starts[i]))
+                i += 1
+        return out
 
     def partial_text(self) -> str:
         if self.partial_bytes() <= 0:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from core.inbox.redis_room import RedisRoom
 from core.inbox.room_url import RedisAddress
 
-from .lineindex import display_text
+from .lineindex import shown_text
 
 PAGE = 10_000  # entries per XRANGE: a page is about one round trip and a megabyte
 
@@ -79,7 +79,10 @@ class RedisLines:
         return self.lines[first : min(last, self.count)]
 
     def line(self, n: int) -> str:
-        return display_text(self.lines[n]) if n < len(self.lines) else ""
+        if n >= len(self.lines):
+            return ""
+        raw = self.lines[n]
+        return shown_text(raw, len(raw))
 
     def partial_bytes(self) -> int:
         return 0  # an entry is added whole
