@@ -692,3 +692,33 @@ async def test_a_view_at_the_end_keeps_following_when_the_terminal_shrinks(
         await pilot.resize_terminal(120, 35)
         await settle(pilot)
         assert view(app).visible_text()[0] == "line 0"
+
+
+async def test_a_room_name_with_markup_and_escape_codes_is_shown_as_written(
+    tmp_path: Path,
+) -> None:
+    # A file name is bytes the owner did not choose: "[b]" was read as markup (the table and
+    # the lines title showed "x.txt" for "[b]x.txt") and an ESC went raw to the terminal in
+    # the table, the title, the dialog and the toasts.
+    room = make_room(tmp_path, "[b]x\x1b[31mred.txt", ["one", "two"])
+    shown = "[b]x\ufffd[31mred.txt"
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        assert isinstance(app.screen, AckAllScreen)
+        text = screen_text(app)
+        assert f"Ack all of {shown}?" in text
+        await pilot.press("y")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "\x1b" not in text
+        rows = [line for line in text.splitlines() if "│ " + shown in line]
+        assert rows, text  # the rooms table's row
+        assert f"Lines · 0 lines · {shown}" in text
+        toasts = [n for n in notifications(app) if "red.txt" in n]
+        assert toasts and all(shown in n for n in toasts), toasts
+        assert room.read_bytes() == b""

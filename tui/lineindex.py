@@ -51,6 +51,13 @@ def display_text(raw: bytes) -> str:
     return _CONTROL.sub("\ufffd", display(raw)).expandtabs(4)
 
 
+def display_name(name: str) -> str:
+    """A name (a room's file name, a path in a message) as text for the screen: control
+    characters as U+FFFD (an ESC in a file name went raw to the terminal) and undecodable
+    bytes (surrogate escapes) too."""
+    return display_text(name.encode("utf-8", "surrogateescape"))
+
+
 def shown_text(head: bytes, length: int) -> str:
     """A line of `length` bytes as the panel shows it, from its first bytes `head` (at least
     SHOWN_MAX of them when the line is longer): at most SHOWN_MAX bytes, then its length."""

@@ -20,6 +20,8 @@ from core.inbox.room_backend import open_room
 from core.inbox.room_url import is_url
 from core.inbox.rooms import Room, RoomStatus
 
+from .lineindex import display_name
+
 Clock = Callable[[], float]
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -64,7 +66,7 @@ def room_labels(paths: Sequence[Path | str]) -> dict[str, str]:
             out[p] = a.name if names.count(a.name) == 1 else f"{a.where}/{a.name}"
             continue
         label = p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}"
-        out[str(p)] = label
+        out[str(p)] = display_name(label)
     return out
 
 

@@ -17,6 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual.worker import Worker, WorkerState
@@ -27,6 +28,7 @@ from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from core.service import rooms as room_service
 
 from ..host import Host, host_of
+from ..lineindex import display_name
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
 from ..state import Snapshot, count_of
 from ..turns import Turn, Turns
@@ -203,9 +205,9 @@ class MainScreen(Screen[None]):
         # and stacked they reach the title's right half: the count comes before the label.
         parts = ["Lines"]
         if row is not None:
-            parts += [count_of(view.count, "line"), row.label]
+            parts += [count_of(view.count, "line"), escape(row.label)]  # the title is markup
         if view.needle:
-            parts.append(f"filter {view.needle!r}: {view.row_count:,}")
+            parts.append(escape(f"filter {view.needle!r}: {view.row_count:,}"))
         if in_flight:
             parts.append(f"{owner} read {in_flight:,} (▌), not acked")
         view.border_title = " · ".join(parts)
@@ -291,7 +293,7 @@ class MainScreen(Screen[None]):
         self.query_one(LineView).sync()
         self.dash.request_scan()
         if shown == 0:
-            self.notify(f"{label} has no complete line to ack", title="ack all")
+            self.notify(f"{label} has no complete line to ack", title="ack all", markup=False)
             return
 
         def answered(res: AckView | None) -> None:
@@ -305,6 +307,7 @@ class MainScreen(Screen[None]):
                     f"acked {count_of(res.acked, 'line')} of {label} (all that was shown), "
                     f"preserved {count_of(res.preserved, 'line')} that arrived meanwhile",
                     title="ack all",
+                    markup=False,
                 )
             self.dash.request_scan()
             self.query_one(LineView).sync()
@@ -481,7 +484,14 @@ class MainScreen(Screen[None]):
         self.query_one(LineView).sync()
 
     def on_action_finished(self, message: ActionFinished) -> None:
-        self.notify(message.text, title=message.title, severity=message.severity)  # type: ignore[arg-type]
+        # Messages carry file names and core's errors (paths): plain text, never markup or
+        # control characters.
+        self.notify(
+            display_name(message.text),
+            title=message.title,
+            severity=message.severity,  # type: ignore[arg-type]
+            markup=False,
+        )
         # The watcher will also notice, but refresh now so the counters match the notification.
         self.dash.request_scan()
         self.query_one(LineView).sync()

@@ -13,6 +13,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.markup import escape
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
@@ -90,6 +91,8 @@ class AckAllScreen(ConfirmScreen):
         needle: str = "",
     ) -> None:
         lines = f"{shown:,} {plural(shown, 'line')}"
+        # The dialog's title and body are markup: a room or filter text is shown as written.
+        label, needle = escape(label), escape(needle)
         # A filtered panel shows fewer lines than the dialog acks: say so, or its number
         # could be taken for the filtered lines.
         narrowed = (

@@ -232,7 +232,7 @@ class RoomsTable(KeyedTable):
             if r.status is None:
                 err = Text(f"⚠ {r.error}", style="bold red")
                 dash = Text("-", justify="right")
-                out.append((r.key, [r.label, dash, dash, dash, dash, err, "-", ""]))
+                out.append((r.key, [Text(r.label), dash, dash, dash, dash, err, "-", ""]))
                 continue
             st = r.status
             pending = _num(st.pending) if st.exists else Text("no file", style="dim")
@@ -254,13 +254,14 @@ class RoomsTable(KeyedTable):
         return out
 
 
-def _with_late_writers(label: str, st: Any) -> str | Text:
+def _with_late_writers(label: str, st: Any) -> Text:
     """The room's label, marked when writers reached it late (see README "Producers that do
     not lock"), so the owner sees what `room status` says."""
     marks = [f"late {st.late_total:,}"] if st.late_total else []
     if st.held_open:
         marks.append(f"held {st.held_open:,}")
-    return Text.assemble(label, (" " + " ".join(marks), "yellow")) if marks else label
+    # Text, not a string: a string cell is read as markup ("[b]x.txt" showed as "x.txt").
+    return Text.assemble(label, (" " + " ".join(marks), "yellow")) if marks else Text(label)
 
 
 def _monitors(specs: Sequence[Any]) -> str:
