@@ -119,6 +119,65 @@ def test_web_on_a_port_in_use_says_so_in_one_line_and_never_that_it_serves() -> 
     assert res.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--port", "70000"], "port 70000: ports are 0-65535"),
+        (["--port", "-1"], "port -1: ports are 0-65535"),
+        (["--host", "no-such-host.invalid"], "Name or service not known"),
+    ],
+)
+def test_web_on_an_impossible_address_says_why_in_one_line(args: list[str], why: str) -> None:
+    # A port out of range was a traceback (bind's OverflowError); a name that does not
+    # resolve said "Unknown error -2".
+    res = subprocess.run(
+        [sys.executable, "-m", "core.cli", "web", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert res.returncode != 0
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ackdeck: error: cannot serve on "), lines
+    assert why in lines[0]
+    assert res.stdout == ""
+
+
+def test_web_on_port_0_prints_the_port_it_serves_on() -> None:
+    # "--port 0" said "serving the dashboard on http://127.0.0.1:0": no browser opens that.
+    import re
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli", "web", "--port", "0"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # blocks until the line or the process ends
+        found = re.search(r"http://127\.0\.0\.1:(\d+) ", first)
+        assert found, first
+        port = int(found.group(1))
+        assert port != 0
+        page = b""
+        deadline = time.monotonic() + WAIT
+        while not page:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=WAIT) as r:
+                    page = r.read()
+            except OSError:
+                assert time.monotonic() < deadline, "the printed port never answered"
+                time.sleep(0.2)
+        assert b"ackdeck" in page
+    finally:
+        proc.terminate()
+        proc.wait(WAIT)
+
+
 @needs_chromium
 def test_owner_reads_and_acks_in_a_browser_and_the_file_keeps_the_rest(tmp_path: Path) -> None:
     assert CHROMIUM is not None

@@ -8,6 +8,7 @@ default; put it behind SSH forwarding (README) to watch from another machine.
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import socket
@@ -85,11 +86,21 @@ def serve(host: str, port: int, tui_args: Sequence[str]) -> int:
             return await super().handle_websocket(request)
 
     # Say "serving" only if it can: a port already taken is one line, before any banner.
+    if not 0 <= port <= 65535:  # bind() raises OverflowError (a traceback) for these
+        raise OSError(errno.EINVAL, f"cannot serve on {host} port {port}: ports are 0-65535")
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        socket.create_server((host, port), family=family).close()
+        with socket.create_server((host, port), family=family) as probe:
+            # --port 0: serve on the free port the system picked, and print that one (the
+            # URL said ":0", which no browser opens).
+            port = probe.getsockname()[1]
     except OSError as exc:
-        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        # A name that does not resolve is a gaierror: errno -2, which os.strerror calls
+        # "Unknown error -2"; its own strerror says "Name or service not known".
+        if exc.errno is not None and exc.errno > 0:
+            why = os.strerror(exc.errno)
+        else:
+            why = exc.strerror or str(exc)
         raise OSError(exc.errno, f"cannot serve on {host} port {port}: {why}") from None
     print(start_message(host, port), file=sys.stderr, flush=True)
     server = DashboardServer(tui_command(tui_args), host=host, port=port, title="ackdeck")
