@@ -722,3 +722,61 @@ async def test_a_room_name_with_markup_and_escape_codes_is_shown_as_written(
         toasts = [n for n in notifications(app) if "red.txt" in n]
         assert toasts and all(shown in n for n in toasts), toasts
         assert room.read_bytes() == b""
+
+
+class _FifoReleased:
+    """If a reader is still stuck opening the FIFO after 60 s (the defect this pins: only a
+    real hang gets there), open its write end once so that reader, and the test, can end."""
+
+    def __init__(self, path: Path) -> None:
+        import threading
+
+        self.path = path
+        self._timer = threading.Timer(60.0, self.release)
+
+    def release(self) -> None:
+        import os
+
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass  # no reader waiting (ENXIO), or no FIFO: nothing is stuck
+
+    def __enter__(self) -> _FifoReleased:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        self.release()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+async def test_a_room_replaced_by_a_fifo_or_a_symlink_is_refused_by_the_panel_too(
+    tmp_path: Path, kind: str
+) -> None:
+    # A FIFO in the room's place blocked the panel's open for good (its lines stayed, and `q`
+    # never returned: the app waits for that thread); a symlink showed another file's lines
+    # beside the error row core gives for it.
+    import os
+
+    room = make_room(tmp_path, "alerts.txt", ["one", "two"])
+    other = make_room(tmp_path, "other.txt", ["not the room"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    with _FifoReleased(room):
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert view(app).visible_text() == ["one", "two"]
+            room.unlink()
+            if kind == "fifo":
+                os.mkfifo(room)
+            else:
+                os.symlink(other, room)
+            await feed_change(pilot)
+            word = "a FIFO" if kind == "fifo" else "a symlink"
+            assert view(app).visible_text() == []
+            assert view(app).error is not None and word in view(app).error
+            assert f"room alerts.txt is {word}" in screen_text(app)
+            assert "not the room" not in screen_text(app)
+            await pilot.press("q")
+        assert other.read_bytes() == b"not the room\n"

@@ -11,8 +11,10 @@ path: the caller notices the new inode (`probe`) and builds a fresh index.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import threading
 import weakref
 from array import array
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Protocol
 
 from core.base.text import display
+from core.errors import RoomUnavailable
+from core.inbox.sidecar import refuse_unless_regular
 
 # Reads of this size keep the scan in C (bytes.split + itertools) instead of a Python loop per
 # line, while the transient list of parts stays small (256 KB: ~9 MB peak for 1,000,000 lines,
@@ -89,6 +93,15 @@ def scan_newlines(fd: int, start: int, stop: int, out: array, cancelled: Cancell
     return off
 
 
+def _not_regular(path: Path, mode: int) -> OSError:
+    """The refusal core gives for a room that is not a regular file, as an OSError."""
+    try:
+        refuse_unless_regular(path.name, mode)
+    except RoomUnavailable as exc:
+        return OSError(errno.EINVAL, str(exc))
+    return OSError(errno.EINVAL, f"{path.name} is not a regular file")
+
+
 class LineSource(Protocol):
     """What the lines panel reads: a file's `LineIndex`, or a redis room's `RedisLines`."""
 
@@ -134,9 +147,19 @@ class LineIndex:
     @classmethod
     def open(cls, path: Path) -> LineIndex:
         """Open `path` and return an empty index on its inode. Raises OSError."""
-        fd = os.open(path, os.O_RDONLY)
+        # Never block, never follow: a FIFO put in a room's place blocked this open (and the
+        # dashboard's quit, which waits for its threads) until a writer came, and a symlink
+        # showed another file's lines beside the error row of the room every door refuses.
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _not_regular(path, os.lstat(path).st_mode) from None
+            raise
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_regular(path, st.st_mode)
             head = os.pread(fd, HEAD_BYTES, 0)
         except BaseException:
             os.close(fd)
