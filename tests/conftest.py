@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 ACKDECK = [sys.executable, "-m", "core.cli"]
+
+
+@contextmanager
+def mounted(mnt: Path, *args: str, what: str = "a tmpfs") -> Iterator[Path]:
+    """`mount ARGS MNT` for the test's duration (a real filesystem: a small or read-only
+    tmpfs, a loop image), lazily unmounted after; skipped with mount's reason if refused."""
+    done = subprocess.run(["mount", *args, str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount {what} here: {done.stderr.decode().strip()[:80]}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from core.inbox.rooms import Room
 from core.watch import wakes
 from core.watch.monitors import MatchedLine
-from tests.conftest import REPO
+from tests.conftest import REPO, mounted
 
 WAIT = 60.0  # only a real hang reaches this
 QUIET = 2.0  # a quiet period observed after the notice (4x the coalescing window)
@@ -247,12 +247,7 @@ async def test_a_full_disk_under_home_does_not_silence_the_channel(tmp_path: Pat
 
     home = tmp_path / "home"
     home.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()[:80]}")
-    try:
+    with mounted(home, "-t", "tmpfs", "-o", "size=64k", "tmpfs"):
         room = tmp_path / "inbox.txt"
         room.touch()
         rec = Recorder()
@@ -266,8 +261,6 @@ async def test_a_full_disk_under_home_does_not_silence_the_channel(tmp_path: Pat
             push_from_another_process(room, "after space came back")
             await rec.wait_for(2)
             assert "after space came back" in rec.channel[-1].content
-    finally:
-        subprocess.run(["umount", "-l", str(home)], check=False)
 
 
 async def test_a_read_only_home_does_not_silence_the_channel(tmp_path: Path) -> None:
@@ -275,12 +268,7 @@ async def test_a_read_only_home_does_not_silence_the_channel(tmp_path: Path) -> 
     # which may repeat a notice after a restart but must never leave the agent unwoken.
     home = tmp_path / "home"
     home.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(home)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()[:80]}")
-    try:
+    with mounted(home, "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs"):
         room = tmp_path / "inbox.txt"
         room.touch()
         rec = Recorder()
@@ -294,8 +282,6 @@ async def test_a_read_only_home_does_not_silence_the_channel(tmp_path: Path) -> 
             await rec.wait_for(2)
             assert rec.channel[1].meta["count"] == "2"
             assert not (await client.call_tool("room_status", {})).is_error
-    finally:
-        subprocess.run(["umount", "-l", str(home)], check=False)
 
 
 async def test_two_servers_of_one_session_tell_each_line_once(home: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from core.errors import ColdAck, RoomUnavailable
 from core.inbox.rooms import Room
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, REPO, mounted
 from tests.test_mcp import call, connect, text_of
 
 CLI = " ".join(shlex.quote(x) for x in ACKDECK)
@@ -514,15 +514,8 @@ def test_birth_time_tells_a_recreated_file_from_the_same_one(tmp_path: Path, whe
 def small_tmpfs(tmp_path: Path):  # type: ignore[no-untyped-def]
     mnt = tmp_path / "fs"
     mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()[:80]}")
-    try:
+    with mounted(mnt, "-t", "tmpfs", "-o", "size=64k", "tmpfs"):
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def fill(directory: Path) -> Path:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from core.inbox.rooms import Room
+from tests.conftest import mounted
 
 LONG = os.environ.get("ACKDECK_SOAK") == "long"
 SOAK_SECONDS = float(os.environ.get("ACKDECK_SOAK_SECONDS", "30"))
@@ -116,7 +117,7 @@ def fs_dir(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-u
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     if kind == "tmpfs":
-        cmd = ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)]
+        args = ["-t", "tmpfs", "-o", "size=16m", "tmpfs"]
     else:
         image = tmp_path / f"{kind}.img"
         with open(image, "wb") as f:
@@ -124,14 +125,9 @@ def fs_dir(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-u
         made = subprocess.run([f"mkfs.{kind}", "-q", str(image)], capture_output=True)
         if made.returncode != 0:
             pytest.skip(f"no {kind} here: mkfs.{kind} {made.stderr.decode().strip()[:80]}")
-        cmd = ["mount", "-o", "loop", str(image), str(mnt)]
-    done = subprocess.run(cmd, capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount {kind} here: {done.stderr.decode().strip()[:80]}")
-    try:
+        args = ["-o", "loop", str(image)]
+    with mounted(mnt, *args, what=kind):
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.mark.parametrize("fs_dir", FILESYSTEMS, indirect=True)
