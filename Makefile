@@ -13,7 +13,7 @@ NEWEST := 3.13
 find_python = $(or $(shell ls -d $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) 2>/dev/null \
 	| sort -V | tail -n 1),$(shell python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null))
 
-.PHONY: demo test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
+.PHONY: wheel-cache demo test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
 
 # Outside parts the tests drive for real, from Debian's packages (command:package): redis-server
 # (redis rooms), tmux (the terminal nudge), mkfs.xfs and mkfs.btrfs (room identity and append
@@ -32,7 +32,17 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(shell command -v $(PY) || echo python3) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(MAKE) --no-print-directory wheel-cache
 	touch $(STAMP)
+
+# Distributions tests/test_packaging.py installs beside ackdeck's wheel, offline: PyPI's `tui`
+# (an sdist, built into a wheel here, where the network is reachable). Without it that test
+# skips with one line.
+WHEEL_CACHE := .cache/wheels
+wheel-cache:
+	@ls $(WHEEL_CACHE)/tui-1.1.1-*.whl >/dev/null 2>&1 || $(BIN)/python -m pip wheel -q \
+		--no-deps -w $(WHEEL_CACHE) tui==1.1.1 || echo "could not build PyPI's tui:" \
+		"tests/test_packaging.py will skip its side-by-side install"
 
 define other_python
 .venv$(subst .,,$(1))/.installed: pyproject.toml
@@ -56,7 +66,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard core tui tests bench)
-	$(BIN)/mypy core tui
+	$(BIN)/mypy -p ackdeck
 
 test: $(STAMP) lint redis-server
 	$(BIN)/python -m pytest -q
@@ -68,7 +78,7 @@ bench: $(STAMP) redis-server
 	$(BIN)/python -m bench
 
 screenshots: $(STAMP)
-	$(BIN)/python -m tui.screenshots screenshots
+	$(BIN)/python -m ackdeck.tui.screenshots screenshots
 
 clean:
 	rm -rf $(VENV) $(foreach v,$(PYTHONS),.venv$(subst .,,$(v))) .pytest_cache .mypy_cache .ruff_cache

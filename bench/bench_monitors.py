@@ -25,11 +25,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.base import atomic
-from core.watch import wakes
-from core.watch.monitors import MatchedLine
-from core.watch.runs import MonitorModel, RunMeta, new_run_id, output_path, run_dir, store_meta
-from core.watch.tail import Tail
+from ackdeck.core.base import atomic
+from ackdeck.core.watch import wakes
+from ackdeck.core.watch.monitors import MatchedLine
+from ackdeck.core.watch.runs import (
+    MonitorModel,
+    RunMeta,
+    new_run_id,
+    output_path,
+    run_dir,
+    store_meta,
+)
+from ackdeck.core.watch.tail import Tail
 
 WORDS = [
     "INFO", "DEBUG", "WARN", "worker-3", "request", "processed", "id=7731", "in", "12ms",

@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 
-from core.agents.noticer import Noticer
-from core.inbox.rooms import Room
+from ackdeck.core.agents.noticer import Noticer
+from ackdeck.core.inbox.rooms import Room
 
 SAMPLES = 20
 REPO = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ async def _channel_latencies(tmp: Path) -> list[float]:
         command=sys.executable,
         args=[
             "-m",
-            "core.cli",
+            "ackdeck.core.cli",
             "--home",
             str(home),
             "mcp",

@@ -34,7 +34,7 @@ def _median(fn: Callable[[], float], reps: int) -> float:
 
 
 def _room(url: str) -> Any:
-    from core.inbox.room_backend import open_room
+    from ackdeck.core.inbox.room_backend import open_room
 
     return open_room(url)
 

@@ -91,7 +91,7 @@ def _mcp_initialize(argv: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     py = sys.executable
     script = Path(py).parent / "ackdeck"  # the console script users and hooks run
-    ackdeck = [str(script)] if script.exists() else [py, "-m", "core.cli"]
+    ackdeck = [str(script)] if script.exists() else [py, "-m", "ackdeck.core.cli"]
     with tempfile.TemporaryDirectory(prefix="ackdeck-bench-startup-") as tmp:
         work = Path(tmp)
         env = _env(work)

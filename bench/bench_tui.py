@@ -172,7 +172,16 @@ def _make_room(path: Path, lines: int) -> None:
 
 
 def _ackdeck_argv(room: Path, home: Path) -> list[str]:
-    return [sys.executable, "-m", "core.cli", "tui", "--home", str(home), "--room", str(room)]
+    return [
+        sys.executable,
+        "-m",
+        "ackdeck.core.cli",
+        "tui",
+        "--home",
+        str(home),
+        "--room",
+        str(room),
+    ]
 
 
 def _first_paint(argv: list[str]) -> tuple[float | None, int, int]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ACKDECK = [sys.executable, "-m", "core.cli"]
+ACKDECK = [sys.executable, "-m", "ackdeck.core.cli"]
 
 
 @contextmanager

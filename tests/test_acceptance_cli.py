@@ -1,6 +1,6 @@
 """Black-box acceptance tests: the `ackdeck` command driven exactly as an outside grader would.
 
-Every test runs `python -m core.cli …` as a real subprocess with its state in pytest's tmp_path
+Every test runs `ackdeck …` as a real subprocess with its state in pytest's tmp_path
 (`--home` or `ACKDECK_HOME`) and checks only what the contracts of issues 2, 3 and 5 promise:
 commands, options, JSON keys, exit codes (0 ok, 1 error with ONE line on stderr, 3 refused cold
 ack, 2 from `wakes drain --hook` when something was delivered) and the bytes left in files.
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-ACKDECK = [sys.executable, "-m", "core.cli"]
+ACKDECK = [sys.executable, "-m", "ackdeck.core.cli"]
 
 # Keys the contracts name. Extra keys are allowed (additive JSON), missing ones are not.
 READ_KEYS = {"lines", "start", "end", "epoch"}
@@ -981,7 +981,7 @@ async def test_mcp_server_over_stdio_keeps_the_consumed_only_contract(
         command=sys.executable,
         args=[
             "-m",
-            "core.cli",
+            "ackdeck.core.cli",
             "--home",
             str(cli.home),
             "mcp",

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.base import byteio as _bytes
+from ackdeck.core.base import byteio as _bytes
 
 
 def _naive(data: bytes, cuts: list[int]) -> tuple[int, int, dict[int, int]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import BUILTIN_COMMANDS
+from ackdeck.core.cli import BUILTIN_COMMANDS
 from tests.conftest import ACKDECK, REPO
 
 CLI = REPO / "core" / "cli"
@@ -145,8 +145,8 @@ def test_seconds_set_in_the_environment_follow_one_rule() -> None:
     default, and text, nan, inf or a value out of range is one line naming the variable."""
     import pytest
 
-    from core.agents.noticer import RESCAN_ENV, RESCAN_S, rescan_interval
-    from core.errors import InvalidInput
+    from ackdeck.core.agents.noticer import RESCAN_ENV, RESCAN_S, rescan_interval
+    from ackdeck.core.errors import InvalidInput
 
     assert rescan_interval({}) == RESCAN_S
     assert rescan_interval({RESCAN_ENV: "2.5"}) == 2.5

@@ -1,4 +1,4 @@
-"""`ackdeck` exits without tearing the interpreter down (core.cli.exit_now: ~7 ms of every
+"""`ackdeck` exits without tearing the interpreter down (ackdeck.core.cli.exit_now: ~7 ms of every
 per-turn command), yet does everything a normal exit does that a caller can see: atexit
 handlers run, buffered output is flushed, other threads are waited for, and a failed flush is
 reported as Python reports it. Real interpreters, real pipes."""
@@ -24,7 +24,7 @@ def _python(code: str, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
 def test_atexit_handlers_run_and_buffered_output_is_flushed() -> None:
     code = (
         "import atexit, sys\n"
-        "from core.cli import exit_now\n"
+        "from ackdeck.core.cli import exit_now\n"
         "atexit.register(lambda: print('atexit ran'))\n"
         "sys.stdout.write('buffered ')\n"
         "sys.stderr.write('to stderr')\n"
@@ -37,7 +37,7 @@ def test_atexit_handlers_run_and_buffered_output_is_flushed() -> None:
 def test_a_non_daemon_thread_is_waited_for_as_a_normal_exit_does() -> None:
     code = (
         "import sys, threading, time\n"
-        "from core.cli import exit_now\n"
+        "from ackdeck.core.cli import exit_now\n"
         "def late():\n"
         "    time.sleep(0.3)\n"
         "    print('thread done', flush=True)\n"
@@ -55,7 +55,8 @@ def test_a_failed_flush_is_reported_as_python_reports_it() -> None:
     os.close(r)
     try:
         code = (
-            "import sys\nfrom core.cli import exit_now\nsys.stdout.write('x' * 10)\nexit_now(0)\n"
+            "import sys\nfrom ackdeck.core.cli import exit_now\n"
+            "sys.stdout.write('x' * 10)\nexit_now(0)\n"
         )
         fast = _python(code, stdout=w, stderr=subprocess.PIPE)
         plain = _python(

@@ -10,13 +10,13 @@ import sys
 
 from tests.conftest import REPO
 
-# Runs main() the way the console script does, or with gettext imported first (then core.cli
+# Runs main() the way the console script does, or with gettext imported first (then ackdeck.core.cli
 # leaves argparse alone and real gettext translates).
 PROBE = (
     "import sys\n"
     "if sys.argv[1] == 'real':\n"
     "    import gettext\n"
-    "from core.cli import main\n"
+    "from ackdeck.core.cli import main\n"
     "try:\n"
     "    code = main(sys.argv[2:])\n"
     "except SystemExit as exc:\n"
@@ -60,7 +60,10 @@ def test_gettext_is_not_loaded_by_a_command_unless_a_catalog_could_exist() -> No
 
 
 def test_a_later_import_of_gettext_gets_the_real_module() -> None:
-    code = "import core.cli, gettext; print(gettext.translation.__module__, gettext.gettext('x'))"
+    code = (
+        "import ackdeck.core.cli, gettext; "
+        "print(gettext.translation.__module__, gettext.gettext('x'))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
     )

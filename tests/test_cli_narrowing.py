@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from core.cli import _build_parser, build_parser
+from ackdeck.core.cli import _build_parser, build_parser
 from tests.conftest import ACKDECK, REPO
 
 COMMAND_LINES = [

@@ -1,7 +1,7 @@
 """What `ackdeck` says when its report cannot reach the caller (stdout closed with `>&-`, a
 full device), and errors found before any handler runs (a command line argparse refuses, a
 session name): one line on stderr, exit 1, with --json the error shape on stdout. Real
-processes running `python -m core.cli`, real closed descriptors and /dev/full."""
+processes running `python -m ackdeck.core.cli`, real closed descriptors and /dev/full."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from core.base.timeouts import check_timeout
-from core.errors import InvalidInput
+from ackdeck.core.base.timeouts import check_timeout
+from ackdeck.core.errors import InvalidInput
 from tests.conftest import ACKDECK, REPO
 
 FULL = "/dev/full"

@@ -21,9 +21,9 @@ from typing import Any
 import anyio
 import pytest
 
-from core.service import procs, rooms, wakes
-from core.service.results import Result
-from core.watch import wakes as wake_records
+from ackdeck.core.service import procs, rooms, wakes
+from ackdeck.core.service.results import Result
+from ackdeck.core.watch import wakes as wake_records
 from tests.conftest import ACKDECK, REPO
 from tests.test_mcp import call, connect, text_of
 from tests.test_procs_support import run_and_cleanup

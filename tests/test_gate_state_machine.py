@@ -30,10 +30,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from core.watch import wakes
-from core.watch.monitors import clean
-from core.watch.output import read_output
-from core.watch.runs import (
+from ackdeck.core.watch import wakes
+from ackdeck.core.watch.monitors import clean
+from ackdeck.core.watch.output import read_output
+from ackdeck.core.watch.runs import (
     MonitorModel,
     RunMeta,
     load_meta,
@@ -43,7 +43,7 @@ from core.watch.runs import (
     store_meta,
     supervisor_lock_path,
 )
-from core.watch.tail import Tail
+from ackdeck.core.watch.tail import Tail
 
 PATTERN = "ERR"
 RX = re.compile(PATTERN.encode())

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from core.agents import hooks
-from core.errors import ColdAck, InvalidInput
-from core.inbox.rooms import Room
-from core.watch import procs, wakes
+from ackdeck.core.agents import hooks
+from ackdeck.core.errors import ColdAck, InvalidInput
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.watch import procs, wakes
 from tests.conftest import REPO
 
-ACKDECK = [sys.executable, "-m", "core.cli"]
+ACKDECK = [sys.executable, "-m", "ackdeck.core.cli"]
 
 
 def commands(tmp_path: Path, session: str = "agent") -> dict[str, str | None]:
@@ -158,7 +158,9 @@ def test_symlinked_settings_update_the_target_and_keep_the_link(tmp_path: Path) 
 
 def test_merge_recognises_only_its_own_hooks() -> None:
     assert hooks.is_ackdeck_hook("Stop", "/opt/venv/bin/ackdeck wakes drain --session a --hook")
-    assert hooks.is_ackdeck_hook("Stop", "python -m core.cli --home /h wakes drain --session a")
+    assert hooks.is_ackdeck_hook(
+        "Stop", "python -m ackdeck.core.cli --home /h wakes drain --session a"
+    )
     assert not hooks.is_ackdeck_hook("Stop", "my-ackdeck-wrapper wakes drain")
     assert not hooks.is_ackdeck_hook("SessionStart", "ackdeck wakes drain --session a")
     assert not hooks.is_ackdeck_hook("Stop", "echo 'unterminated")
@@ -564,7 +566,7 @@ def test_a_stop_hook_whose_output_nobody_reads_acks_no_wake(
 ) -> None:
     # The wake is acked only once its text reached stderr (what the agent is given on exit 2):
     # a stop hook writing into a closed pipe used to ack the wake and say nothing anywhere.
-    from core.watch.monitors import MatchedLine
+    from ackdeck.core.watch.monitors import MatchedLine
 
     wakes.merge(
         home, "agent", "build", run_id="run1", kind="match",
@@ -628,7 +630,7 @@ def test_hooks_still_work_when_the_notice_state_cannot_be_kept(
     # HOME/notices unusable (here a file; in life a read-only or full HOME): the hooks' own
     # "already told" record is a convenience. Losing it may repeat a mention; it must not
     # stop the prompt hook from listing lines or the Stop hook from delivering wakes.
-    from core.watch.monitors import MatchedLine
+    from ackdeck.core.watch.monitors import MatchedLine
 
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"[t1] ops: waiting\n")

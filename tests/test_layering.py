@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("textual", "tui")
+FORBIDDEN = ("textual", "ackdeck.tui", "tui")
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    """The import name of a file under core/ or tui/: both install inside the `ackdeck` package."""
+    parts = ["ackdeck", *path.relative_to(REPO).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -93,21 +94,23 @@ def test_the_walker_sees_imports_in_functions_and_relative_ones(tmp_path: Path) 
     """The check cannot pass by missing the old `core/cli/dash_cmd.py` way of importing tui."""
     probe = tmp_path / "dash_cmd.py"
     probe.write_text(
-        "def f():\n    from tui.app import make_app\n    from ..base.home import resolve_home\n"
+        "def f():\n    from ackdeck.tui.app import make_app\n"
+        "    from ..base.home import resolve_home\n"
         "    import importlib\n    importlib.import_module('textual.app')\n"
     )
-    found = imports_of(probe, "core.cli.dash_cmd")
-    assert {"tui.app", "core.base.home", "textual.app"} <= found
+    found = imports_of(probe, "ackdeck.core.cli.dash_cmd")
+    assert {"ackdeck.tui.app", "ackdeck.core.base.home", "textual.app"} <= found
 
 
 def test_core_never_imports_textual_at_run_time() -> None:
     """The same at run time, which also covers third-party packages core imports."""
     code = (
-        "import sys, pkgutil, importlib, core\n"
-        "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
+        "import sys, pkgutil, importlib, ackdeck.core\n"
+        "for m in pkgutil.walk_packages(ackdeck.core.__path__, 'ackdeck.core.'):\n"
         "    if m.name.endswith('__main__'): continue\n"
         "    importlib.import_module(m.name)\n"
-        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('textual', 'tui'))\n"
+        "bad = sorted(n for n in sys.modules\n"
+        "             if n.split('.')[0] == 'textual' or n.startswith('ackdeck.tui'))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
@@ -120,7 +123,11 @@ def test_core_has_no_import_cycles_even_through_late_imports() -> None:
     Imports for type checkers only (`if TYPE_CHECKING:`) never run and do not count."""
     graph = core_import_graph(runtime_only=True)
     edges = {
-        m: {t for t in targets if t in graph and t not in (m, "core", "core.cli")}
+        m: {
+            t
+            for t in targets
+            if t in graph and t not in (m, "ackdeck", "ackdeck.core", "ackdeck.core.cli")
+        }
         for m, targets in graph.items()
     }
     state: dict[str, int] = {}  # 1 on the current path, 2 done
@@ -142,7 +149,7 @@ def test_core_has_no_import_cycles_even_through_late_imports() -> None:
 
 
 def test_every_exception_class_of_core_lives_in_errors_py() -> None:
-    from core import errors
+    from ackdeck.core import errors
 
     exception_names = {
         name
@@ -172,8 +179,8 @@ HEAVY_FOR_A_TURN = {
     "textual",
     "mcp",
     "typing",
-    "core.inbox.room_url",
-    "hashlib",  # OpenSSL: core.base.digest hashes small inputs with CPython's own SHA-256
+    "ackdeck.core.inbox.room_url",
+    "hashlib",  # OpenSSL: ackdeck.core.base.digest hashes small inputs with CPython's own SHA-256
     "threading",  # only large reads and acks start a worker thread
     "dataclasses",
     "inspect",
@@ -188,7 +195,7 @@ if not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):
 
 _HOT_PROBE = (
     "import sys\n"
-    "from core.cli import main\n"
+    "from ackdeck.core.cli import main\n"
     "code = main(sys.argv[1:])\n"
     f"heavy = {sorted(HEAVY_FOR_A_TURN)!r}\n"
     "print('loaded:' + ','.join(sorted(n for n in sys.modules"
@@ -243,7 +250,7 @@ def test_per_turn_commands_on_a_file_room_load_nothing_heavy(
 def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
     # An unreachable server: the command fails with one line, but it did open a redis room.
     loaded = _loaded_by(["room", "status", "redis://127.0.0.1:1/0/probe"], tmp_path)
-    assert "redis" in loaded and "core.inbox.room_url" in loaded
+    assert "redis" in loaded and "ackdeck.core.inbox.room_url" in loaded
 
 
 def test_screens_widgets_and_commands_never_import_the_app_class() -> None:
@@ -253,7 +260,11 @@ def test_screens_widgets_and_commands_never_import_the_app_class() -> None:
     offenders = {}
     for p in parts:
         name = _module_name(p)
-        back = sorted(m for m in imports_of(p, name) if m == "tui.app" or m.startswith("tui.app."))
+        back = sorted(
+            m
+            for m in imports_of(p, name)
+            if m == "ackdeck.tui.app" or m.startswith("ackdeck.tui.app.")
+        )
         if back:
             offenders[name] = back
     assert offenders == {}

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from core.inbox import ledger as L
-from core.inbox import receipts as R
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox import receipts as R
 
 
 def _st(size: int, *, ino: int = 7, mtime: int = 1_000, dev: int = 1) -> L.FileStat:

@@ -1,4 +1,4 @@
-"""The agents' door end to end: the official SDK client spawns `python -m core.cli mcp` as a real
+"""The agents' door end to end: the official SDK client spawns `ackdeck mcp` as a real
 subprocess and talks to it over stdio. Every assertion is about what an agent or its owner sees:
 the tool replies and the bytes left in the notification file."""
 
@@ -16,7 +16,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from core.watch import procs
+from ackdeck.core.watch import procs
 from tests.conftest import REPO
 
 TOOLS = {
@@ -37,7 +37,7 @@ TOOLS = {
 def server_params(
     home: Path, rooms: Sequence[Path], session: str = "agent"
 ) -> StdioServerParameters:
-    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", session]
+    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", session]
     for r in rooms:
         args += ["--room", str(r)]
     return StdioServerParameters(
@@ -209,7 +209,7 @@ def test_bad_server_configuration_fails_fast_with_one_line(home: Path, tmp_path:
         (["mcp", "--session", "agent", "--room", str(tmp_path)], "is a directory"),
     ):
         out = subprocess.run(
-            [sys.executable, "-m", "core.cli", "--home", str(home), *args],
+            [sys.executable, "-m", "ackdeck.core.cli", "--home", str(home), *args],
             capture_output=True,
             text=True,
             cwd=REPO,

@@ -19,9 +19,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClientExtension, NotificationBinding
 from pydantic import BaseModel, ConfigDict
 
-from core.inbox.rooms import Room
-from core.watch import wakes
-from core.watch.monitors import MatchedLine
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.watch import wakes
+from ackdeck.core.watch.monitors import MatchedLine
 from tests.conftest import REPO, mounted
 
 WAIT = 60.0  # only a real hang reaches this
@@ -73,7 +73,7 @@ class ChannelListener(ClientExtension):
 
 
 def params(home: Path, rooms: Sequence[Path], *extra: str) -> StdioServerParameters:
-    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", "agent", *extra]
+    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent", *extra]
     for r in rooms:
         args += ["--room", str(r)]
     return StdioServerParameters(
@@ -98,7 +98,7 @@ async def connect(
 
 def push_from_another_process(room: Path, text: str) -> None:
     subprocess.run(
-        [sys.executable, "-m", "core.cli", "room", "push", str(room), text],
+        [sys.executable, "-m", "ackdeck.core.cli", "room", "push", str(room), text],
         check=True,
         env={"PYTHONPATH": str(REPO)},
         cwd=str(REPO),
@@ -154,7 +154,7 @@ async def test_a_burst_of_a_thousand_lines_is_one_or_two_notices(
     async with connect(home, [room], rec):
         await rec.quiet(1.0)
         script = (
-            "import sys\nfrom core.inbox.rooms import Room\nr = Room(sys.argv[1])\n"
+            "import sys\nfrom ackdeck.core.inbox.rooms import Room\nr = Room(sys.argv[1])\n"
             "for i in range(1000):\n    r.push(f'line {i}')\n"
         )
         subprocess.run(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from core.watch import procs, shown
+from ackdeck.core.watch import procs, shown
 from tests.test_mcp import call, connect, text_of
 
 WAIT = 60.0

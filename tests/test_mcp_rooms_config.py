@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.agents.mcp_server import DoorConfig, resolve_room
-from core.errors import InvalidInput, InvalidName
+from ackdeck.core.agents.mcp_server import DoorConfig, resolve_room
+from ackdeck.core.errors import InvalidInput, InvalidName
 
 
 def test_default_path_and_basename_resolve(tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import InvalidInput
-from core.watch import monitors
-from core.watch import scan as _scan
-from core.watch.monitors import (
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.watch import monitors
+from ackdeck.core.watch import scan as _scan
+from ackdeck.core.watch.monitors import (
     MAX_FRAGMENT,
     MAX_PAYLOAD,
     Batch,
@@ -149,7 +149,7 @@ def test_literal_finder_equals_find(
         buf = text
     elif kind == "bytearray":
         buf = bytearray(text)
-    else:  # core.watch.tail's buffer: stale bytes past the data, a NUL as its last byte
+    else:  # ackdeck.core.watch.tail's buffer: stale bytes past the data, a NUL as its last byte
         buf = bytearray(text + b"abab" + b"\x00")
     lits = tuple(literals)
     old = _scan.MAX_NUL_STOPS
@@ -171,7 +171,7 @@ def test_literal_finder_equals_find(
 
 def test_buffers_the_scanner_hands_to_libc_end_in_a_nul() -> None:
     """strcspn and strstr read until a NUL: CPython keeps one just past every bytes and
-    bytearray (the C API promises it), also after the edits core.monitors makes."""
+    bytearray (the C API promises it), also after the edits ackdeck.core.monitors makes."""
     grown = bytearray(b"ab")
     grown += b"c" * 1000
     trimmed = bytearray(b"x" * 5000)
@@ -336,7 +336,9 @@ def test_chunked_scan_equals_line_by_line_reference(pattern, parts, cuts, exclud
 
 def scan_reused_buffer(pattern: str, pieces: list[bytes], exclude: bool) -> list[MatchedLine]:
     size = max([len(p) for p in pieces] + [1])
-    buf = bytearray(b"\x1b\r" * size + b"\x00")  # last byte NUL, like core.watch.tail's buffer
+    buf = bytearray(
+        b"\x1b\r" * size + b"\x00"
+    )  # last byte NUL, like ackdeck.core.watch.tail's buffer
     lb = LineBuffer.at(0)
     m = LineMatcher(pattern, exclude)
     out: list[MatchedLine] = []

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.watch import procs, wakes
-from core.watch.output import read_output
-from core.watch.runs import load_monitors_state
+from ackdeck.core.watch import procs, wakes
+from ackdeck.core.watch.output import read_output
+from ackdeck.core.watch.runs import load_monitors_state
 from tests.test_procs_support import (
     PY,
     cli,
@@ -220,7 +220,7 @@ def test_an_unterminated_flood_stays_bounded_in_memory(phome: Path, tmp_path: Pa
         "sys.stdout.write(' FLOOD-END\\n'); sys.stdout.flush()\n"
     )
     info = procs.start(phome, "b", [PY, "-c", code], monitors=mon("FLOOD-END", cooldown_ms=0))
-    from core.watch.runs import load_meta
+    from ackdeck.core.watch.runs import load_meta
 
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.watch import procs, wakes
-from core.watch.runs import load_meta
+from ackdeck.core.watch import procs, wakes
+from ackdeck.core.watch.runs import load_meta
 from tests.test_procs_support import release, wait_status, wait_until, waiter
 
 

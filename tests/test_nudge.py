@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from core.agents.nudge import IdleWatch
-from core.inbox.rooms import Room
-from core.watch import wakes
-from core.watch.monitors import MatchedLine
+from ackdeck.core.agents.nudge import IdleWatch
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.watch import wakes
+from ackdeck.core.watch.monitors import MatchedLine
 from tests.conftest import REPO
 
 WAIT = 60.0
@@ -154,7 +154,7 @@ class World:
             [
                 sys.executable,
                 "-m",
-                "core.cli",
+                "ackdeck.core.cli",
                 "--home",
                 str(self.home),
                 "nudge",
@@ -349,7 +349,7 @@ def test_a_missing_pane_is_a_one_line_error(world: World, home: Path) -> None:
         [
             sys.executable,
             "-m",
-            "core.cli",
+            "ackdeck.core.cli",
             "--home",
             str(home),
             "nudge",
@@ -382,7 +382,8 @@ def test_a_prompt_regex_re2_cannot_run_is_a_one_line_error(
     # The regex is the user's: RE2 (linear time), and refused before any pane is looked at.
     proc = subprocess.run(
         [
-            sys.executable, "-m", "core.cli", "--home", str(home), "nudge", "--session", "agent",
+            sys.executable, "-m", "ackdeck.core.cli", "--home", str(home),
+            "nudge", "--session", "agent",
             "--tmux", "agent", "--tmux-socket", f"ackdeck-none-{uuid.uuid4().hex[:8]}",
             "--room", str(tmp_path / "inbox.txt"), "--prompt-regex", regex,
         ],
@@ -474,7 +475,7 @@ def test_a_target_that_names_no_pane_never_falls_back_to_another_pane(
     # exits 0 (tmux 3.3), so the nudge pinned some other pane and typed into it.
     proc = subprocess.run(
         [
-            *(sys.executable, "-m", "core.cli", "--home", str(home), "nudge"),
+            *(sys.executable, "-m", "ackdeck.core.cli", "--home", str(home), "nudge"),
             *("--session", "agent", "--tmux", target, "--tmux-socket", world.socket),
             *("--room", str(world.room)),
         ],

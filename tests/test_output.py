@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput, ProcessError
-from core.watch import procs, shown, wakes
-from core.watch.output import read_output
+from ackdeck.core.errors import InvalidInput, ProcessError
+from ackdeck.core.watch import procs, shown, wakes
+from ackdeck.core.watch.output import read_output
 from tests.test_procs_support import (
     PY,
     release,
@@ -110,7 +110,7 @@ def test_concurrent_reads_never_return_a_line_twice(phome: Path, cli_env) -> Non
     cli_lines: list[str] = []
     for _ in range(6):
         out = subprocess.run(
-            [PY, "-m", "core.cli", "output", "flood", "--session", "agent"],
+            [PY, "-m", "ackdeck.core.cli", "output", "flood", "--session", "agent"],
             env=cli_env,
             capture_output=True,
             text=True,

@@ -8,9 +8,9 @@ import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import InvalidInput
-from core.watch.literals import required_literals
-from core.watch.patterns import compile_pattern
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.watch.literals import required_literals
+from ackdeck.core.watch.patterns import compile_pattern
 from tests.test_monitors import naive, scan_pieces, scan_reused_buffer
 
 

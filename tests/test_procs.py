@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput, ProcessError
-from core.watch import procs, wakes
-from core.watch.runs import load_meta, supervisor_alive
+from ackdeck.core.errors import InvalidInput, ProcessError
+from ackdeck.core.watch import procs, wakes
+from ackdeck.core.watch.runs import load_meta, supervisor_alive
 from tests.conftest import ACKDECK
 from tests.test_procs_support import (
     PY,
@@ -258,7 +258,7 @@ def test_cli_session_defaults_to_env(phome: Path, cli_env: dict[str, str]) -> No
 
 
 def _alive(pid: int) -> bool:
-    from core.watch.runs import pid_alive
+    from ackdeck.core.watch.runs import pid_alive
 
     return pid_alive(pid)
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from core.watch import procs, wakes
+from ackdeck.core.watch import procs, wakes
 from tests.conftest import ACKDECK
 
 PY = sys.executable
@@ -43,7 +43,7 @@ def wait_status(home: Path, name: str, run_id: str | None = None) -> procs.RunIn
         what=f"{name} to end",
     )
     assert isinstance(info, procs.RunInfo)
-    from core.watch.runs import load_monitors_state, supervisor_alive
+    from ackdeck.core.watch.runs import load_monitors_state, supervisor_alive
 
     # The supervisor writes the final status, then flushes; wait for it to let go.
     wait_until(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
@@ -103,7 +103,7 @@ def run_and_cleanup(home: Path) -> Iterator[Path]:
 
 
 def _supervisor_pid(rdir: Path) -> int | None:
-    from core.watch.runs import load_meta, supervisor_alive
+    from ackdeck.core.watch.runs import load_meta, supervisor_alive
 
     meta = load_meta(rdir)
     if meta is None or not supervisor_alive(rdir):

@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from core.watch import procs, runs, wakes
+from ackdeck.core.watch import procs, runs, wakes
 from tests.test_procs_support import wait_until
 
 

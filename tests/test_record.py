@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import RecordError
-from core.inbox import ledger as L
-from core.inbox.rooms import ReadResult
-from core.watch.wakes import WakeRecord
+from ackdeck.core.errors import RecordError
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox.rooms import ReadResult
+from ackdeck.core.watch.wakes import WakeRecord
 
 
 def _wake(**extra: object) -> dict[str, object]:
@@ -78,7 +78,7 @@ def test_structs_are_immutable_values() -> None:
 
 
 def test_nested_maps_and_aliases_round_trip() -> None:
-    from core.agents.notices import NoticeState, RoomMark, WakeMark
+    from ackdeck.core.agents.notices import NoticeState, RoomMark, WakeMark
 
     state = NoticeState(
         rooms={"/r/inbox.txt": RoomMark(epoch=1, end=40)},

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from core.inbox.room_backend import open_room
+from ackdeck.core.inbox.room_backend import open_room
 from tests.conftest import REPO
 from tests.redis_server import RedisServer, new_room_name
 from tests.test_mcp import call, text_of
@@ -26,7 +26,7 @@ async def test_mcp_serves_a_redis_room_next_to_a_file_room(
     r = open_room(url)
     r.push("one")
     r.push("two")
-    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", "agent"]
+    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent"]
     args += ["--room", url, "--room", str(file_room)]
     params = StdioServerParameters(
         command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
@@ -54,7 +54,7 @@ async def test_mcp_serves_a_redis_room_next_to_a_file_room(
 
 
 def test_hooks_report_unread_lines_of_a_redis_room(redis_server: RedisServer) -> None:
-    from core.agents.hooks import bootstrap_text, prompt_text
+    from ackdeck.core.agents.hooks import bootstrap_text, prompt_text
 
     url = redis_server.url()
     r = open_room(url)
@@ -71,7 +71,7 @@ def test_hooks_report_unread_lines_of_a_redis_room(redis_server: RedisServer) ->
 def test_dashboard_scan_shows_redis_and_file_rooms_and_marks_unreachable(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    from tui.state import scan_room
+    from ackdeck.tui.state import scan_room
 
     url = redis_server.url()
     open_room(url).push("x")
@@ -99,8 +99,8 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
     tmp_path: Path,
 ) -> None:
     """No periodic tick: every update of the redis row comes from its blocking reads."""
-    from tui.app import make_app
-    from tui.testing import fixed_clock, notifications, quiet_config, settle
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.testing import fixed_clock, notifications, quiet_config, settle
 
     server = RedisServer(tmp_path / "redis")
     server.start()
@@ -161,9 +161,9 @@ async def test_lines_panel_shows_a_redis_rooms_lines_live_and_drops_what_the_own
     """The lines panel shows a redis room like a file room: entries pushed from another
     connection appear (by the room's blocking reads, no tick), the owner's read marks them in
     flight, and the owner's ack removes exactly those, keeping a line that came meanwhile."""
-    from tui.app import make_app
-    from tui.testing import fixed_clock, notifications, quiet_config, settle
-    from tui.widgets.line_view import LineView
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.testing import fixed_clock, notifications, quiet_config, settle
+    from ackdeck.tui.widgets.line_view import LineView
 
     url = redis_server.url(new_room_name())
     producer = open_room(url)
@@ -199,7 +199,7 @@ async def test_lines_panel_shows_a_redis_rooms_lines_live_and_drops_what_the_own
 
 
 def test_hook_commands_never_carry_the_password(tmp_path: Path) -> None:
-    from core.agents.hooks import hook_commands
+    from ackdeck.core.agents.hooks import hook_commands
 
     cmds = hook_commands(
         ["ackdeck"], "agent", [f"redis://me:{SECRET}@db.example:6380/2/inbox", tmp_path / "f.txt"]
@@ -212,9 +212,9 @@ def test_hook_commands_never_carry_the_password(tmp_path: Path) -> None:
 def test_dashboard_config_takes_redis_urls_and_rejects_bad_ones(tmp_path: Path) -> None:
     import pytest
 
-    from core.errors import InvalidInput
-    from tui.config import load_config
-    from tui.state import room_labels
+    from ackdeck.core.errors import InvalidInput
+    from ackdeck.tui.config import load_config
+    from ackdeck.tui.state import room_labels
 
     cfg = tmp_path / "dash.toml"
     cfg.write_text('rooms = ["inbox.txt", "redis://h:7000/1/alerts"]\n')
@@ -230,7 +230,7 @@ def test_dashboard_config_takes_redis_urls_and_rejects_bad_ones(tmp_path: Path) 
 def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
     home: Path, redis_server: RedisServer
 ) -> None:
-    from core.agents.noticer import Noticer
+    from ackdeck.core.agents.noticer import Noticer
 
     name = new_room_name()
     url = redis_server.url(name)
@@ -248,14 +248,14 @@ def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
 def test_stop_hook_notices_a_redis_room_line_that_arrived_during_the_turn(
     home: Path, redis_server: RedisServer
 ) -> None:
-    from core.agents.hooks import rooms_told_marker
+    from ackdeck.core.agents.hooks import rooms_told_marker
 
     url = redis_server.url()
     r = open_room(url)
     r.push("before the turn")
     rooms_told_marker(home, "agent", [url])()  # what the prompt hook showed
     r.push("during the turn")
-    from core.agents.noticer import Noticer
+    from ackdeck.core.agents.noticer import Noticer
 
     notices, _ = Noticer(home, "agent", [url], "hooks", wakes=False).due()
     assert len(notices) == 1 and "during the turn" in notices[0].content
@@ -269,9 +269,9 @@ async def test_noticer_follows_a_redis_room_live_not_by_the_rescan(
     import anyio
     import pytest
 
-    from core.agents import noticer as noticer_mod
-    from core.agents.noticer import Noticer
-    from core.agents.notices import Notice
+    from ackdeck.core.agents import noticer as noticer_mod
+    from ackdeck.core.agents.noticer import Noticer
+    from ackdeck.core.agents.notices import Notice
 
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
     monkeypatch.setattr(noticer_mod, "RESCAN_S", 86_400.0)
@@ -318,7 +318,7 @@ async def test_a_push_to_a_redis_room_reaches_the_mcp_channel_live(
     url = redis_server.url(name)
     inbox = tmp_path / "inbox.txt"
     inbox.touch()
-    args = ["-m", "core.cli", "--home", str(home), "mcp", "--session", "agent"]
+    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent"]
     args += ["--room", url, "--room", str(inbox)]
     env = {"PYTHONPATH": str(REPO), "ACKDECK_NOTICE_RESCAN_S": "86400"}
     rec = Recorder()

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from core.base import atomic
-from core.errors import ColdAck
-from core.inbox.rooms import Room
+from ackdeck.core.base import atomic
+from ackdeck.core.errors import ColdAck
+from ackdeck.core.inbox.rooms import Room
 from tests.conftest import ACKDECK, REPO
 
 STEPS = [

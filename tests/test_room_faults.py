@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from core.base import atomic
-from core.errors import CorruptState, InvalidInput, InvalidName, RoomUnavailable, UnsafeSidecar
-from core.inbox.rooms import Room
+from ackdeck.core.base import atomic
+from ackdeck.core.errors import (
+    CorruptState,
+    InvalidInput,
+    InvalidName,
+    RoomUnavailable,
+    UnsafeSidecar,
+)
+from ackdeck.core.inbox.rooms import Room
 
 ROOT = os.geteuid() == 0
 ROOT_REASON = "running as root: root ignores permission bits, so this fault cannot be made real"

@@ -13,8 +13,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from core.errors import ColdAck, RoomUnavailable
-from core.inbox.rooms import Room
+from ackdeck.core.errors import ColdAck, RoomUnavailable
+from ackdeck.core.inbox.rooms import Room
 from tests.conftest import ACKDECK, REPO, mounted
 from tests.test_mcp import call, connect, text_of
 
@@ -482,7 +482,7 @@ def test_room_commands_honour_ackdeck_session(tmp_path: Path, cli_env: dict[str,
 
 @pytest.mark.parametrize("where", ["tmp", "/dev/shm"])
 def test_birth_time_tells_a_recreated_file_from_the_same_one(tmp_path: Path, where: str) -> None:
-    from core.base.fileid import birth_ns
+    from ackdeck.core.base.fileid import birth_ns
 
     base = tmp_path if where == "tmp" else Path(where)
     if not base.is_dir():
@@ -552,7 +552,7 @@ def test_a_fragment_followed_by_another_writers_line_is_ended_in_place(tmp_path:
     # Removing the fragment would need space we lack; it becomes a line of its own instead.
     import fcntl
 
-    from core.inbox.rooms import _remove_fragment
+    from ackdeck.core.inbox.rooms import _remove_fragment
 
     path = tmp_path / "r"
     path.write_bytes(b"a\n")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.agents.mcp_server import MAX_REPLY_TEXT
-from core.inbox.room_backend import RoomBackend, open_room
+from ackdeck.core.agents.mcp_server import MAX_REPLY_TEXT
+from ackdeck.core.inbox.room_backend import RoomBackend, open_room
 from tests.redis_server import RedisServer, new_room_name
 from tests.test_mcp import call, connect, text_of
 

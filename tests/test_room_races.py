@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from core.inbox.rooms import Room
+from ackdeck.core.inbox.rooms import Room
 from tests.conftest import REPO
 
 
@@ -34,7 +34,7 @@ def _py_appender(path: Path, tag: str, n: int) -> subprocess.Popen[bytes]:
 def _pusher(path: Path, tag: str, n: int) -> subprocess.Popen[bytes]:
     code = (
         "import sys\n"
-        "from core.inbox.rooms import Room\n"
+        "from ackdeck.core.inbox.rooms import Room\n"
         "r = Room(sys.argv[1])\n"
         "for i in range(1, int(sys.argv[3]) + 1):\n"
         "    r.push(f'{sys.argv[2]}-{i}')\n"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.base.byteio import tail_lines
-from core.inbox.rooms import Room
+from ackdeck.core.base.byteio import tail_lines
+from ackdeck.core.inbox.rooms import Room
 
 
 def _reference(data: bytes, count: int) -> list[bytes]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from core.inbox.rooms import Room
+from ackdeck.core.inbox.rooms import Room
 from tests.conftest import mounted
 
 LONG = os.environ.get("ACKDECK_SOAK") == "long"
@@ -134,7 +134,7 @@ def fs_dir(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-u
 def test_a_room_removed_and_recreated_is_a_new_room_on_every_filesystem(fs_dir: Path) -> None:
     """Item 2 on each filesystem the README names: statx birth time tells the files apart
     (tests/test_room_habits.py drives the same through the CLI where ext4 reuses the inode)."""
-    from core.base.fileid import birth_ns
+    from ackdeck.core.base.fileid import birth_ns
 
     path = fs_dir / "r"
     path.write_bytes(b"build failed\ndeploy failed\n")
@@ -398,7 +398,7 @@ def test_writers_holding_replaced_inodes_lose_nothing_long(tmp_path: Path) -> No
 
 
 def test_the_kernel_and_proc_both_tell_a_replaced_inode_held_by_a_writer(tmp_path: Path) -> None:
-    from core.inbox.prev_inodes import held_open, open_for_writing
+    from ackdeck.core.inbox.prev_inodes import held_open, open_for_writing
 
     path = tmp_path / "old-inode"
     path.write_bytes(b"")
@@ -426,9 +426,9 @@ async def test_late_writers_show_in_status_json_and_the_dashboard(
     room_status) and the dashboard's room row."""
     import json
 
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
     from tests.conftest import ACKDECK
-    from tui.app import make_app
-    from tui.testing import fixed_clock, quiet_config, screen_text, settle
 
     path = tmp_path / "inbox.txt"
     path.write_bytes(b"a\n")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ColdAck
-from core.inbox import ledger as L
-from core.inbox.rooms import Room, format_poller_line
+from ackdeck.core.errors import ColdAck
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox.rooms import Room, format_poller_line
 
 
 def _room(tmp_path: Path, content: bytes | None = None) -> Room:
@@ -493,7 +493,7 @@ def test_push_after_an_unterminated_fragment_completes_that_line(tmp_path: Path)
 def test_receipt_body_damaged_on_disk_is_a_clear_error_and_removes_nothing(
     tmp_path: Path,
 ) -> None:
-    from core.errors import CorruptState
+    from ackdeck.core.errors import CorruptState
 
     room = _room(tmp_path, b"one\ntwo\n")
     room.read("s")

@@ -28,8 +28,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from core.errors import ColdAck
-from core.inbox.rooms import Room
+from ackdeck.core.errors import ColdAck
+from ackdeck.core.inbox.rooms import Room
 
 SESSIONS = st.sampled_from(["s1", "s2", "s3"])
 # Small alphabet on purpose: identical lines are where a content-matching ack goes wrong.

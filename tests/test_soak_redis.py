@@ -27,14 +27,14 @@ from pathlib import Path
 
 import pytest
 
-from core.inbox.room_backend import open_room
+from ackdeck.core.inbox.room_backend import open_room
 from tests.conftest import REPO
 from tests.redis_server import RedisServer, new_room_name
 
 PUSHER = """
 import sys, time, os
-from core.inbox.room_backend import open_room
-from core.errors import RoomUnavailable
+from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.errors import RoomUnavailable
 url, tag, stop, out = sys.argv[1:5]
 r = open_room(url)
 log = open(out, "a")
@@ -56,8 +56,8 @@ while not os.path.exists(stop):
 
 ACKER = """
 import sys, time, os, json, random
-from core.inbox.room_backend import open_room
-from core.errors import ColdAck, RoomUnavailable
+from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.errors import ColdAck, RoomUnavailable
 url, session, stop, log = sys.argv[1:5]
 r = open_room(url)
 out = open(log, "a")

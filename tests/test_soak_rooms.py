@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from core.inbox.rooms import Room
+from ackdeck.core.inbox.rooms import Room
 from tests.conftest import REPO
 
 PUSHER = """
 import sys, time, os
-from core.inbox.rooms import Room
+from ackdeck.core.inbox.rooms import Room
 room, tag, stop, out = sys.argv[1:5]
 r = Room(room)
 i = 0
@@ -62,8 +62,8 @@ SH_APPENDER = (
 
 ACKER = """
 import sys, time, os, json, random
-from core.inbox.rooms import Room
-from core.errors import ColdAck
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.errors import ColdAck
 room, session, stop, log = sys.argv[1:5]
 r = Room(room)
 out = open(log, "a")

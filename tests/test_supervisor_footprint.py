@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.watch import procs
-from core.watch.runs import (
+from ackdeck.core.watch import procs
+from ackdeck.core.watch.runs import (
     MonitorModel,
     RunMeta,
     load_monitors_state,
@@ -21,7 +21,7 @@ from core.watch.runs import (
     run_dir,
     store_meta,
 )
-from core.watch.tail import CHUNK, QUIET_CHUNK, Tail
+from ackdeck.core.watch.tail import CHUNK, QUIET_CHUNK, Tail
 from tests.test_procs_support import release, wait_status, wait_until, waiter
 
 SIGPIPE_BIT = 1 << (13 - 1)  # SigIgn in /proc/PID/status is a mask of signal N at bit N-1
@@ -82,10 +82,10 @@ NOT_IN_SUPERVISOR = {
     "threading": "the command is waited for through a pidfd",
     "dataclasses": "imports inspect, ast and dis (~1.3 MiB)",
     "typing": "annotations are strings; typing is for type checkers",
-    "hashlib": "loads OpenSSL's libcrypto (~3.7 MiB); core.base.digest uses CPython's own",
+    "hashlib": "loads OpenSSL's libcrypto (~3.7 MiB); ackdeck.core.base.digest uses CPython's own",
     "ctypes.util": "find_library pulls in shutil, tempfile, bz2, lzma",
     "shutil": "see argparse and ctypes.util",
-    "core.inbox.ledger": "a run's state files need core.base.statefile only",
+    "ackdeck.core.inbox.ledger": "a run's state files need ackdeck.core.base.statefile only",
     "pydantic": "ackdeck's own state files are Records",
     "textual": "the dashboard",
     "mcp": "the MCP server",
@@ -109,7 +109,9 @@ def test_a_supervisor_imports_only_what_it_needs(
     imported = {
         line.rsplit("|", 1)[1].strip() for line in log.splitlines() if line.startswith("import")
     }
-    assert "core.watch.tail" in imported and "re2" in imported  # the log is the supervisor's
+    assert (
+        "ackdeck.core.watch.tail" in imported and "re2" in imported
+    )  # the log is the supervisor's
     held = {m: why for m, why in NOT_IN_SUPERVISOR.items() if m in imported}
     assert held == {}
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from core.inbox.rooms import Room
-from tui.app import make_app
-from tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
-from tui.testing import (
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.tui.app import make_app
+from ackdeck.tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
+from ackdeck.tui.testing import (
     feed_change,
     fixed_clock,
     notifications,
@@ -24,8 +24,8 @@ from tui.testing import (
     screen_text,
     settle,
 )
-from tui.widgets.line_view import LineView
-from tui.widgets.tables import RoomsTable
+from ackdeck.tui.widgets.line_view import LineView
+from ackdeck.tui.widgets.tables import RoomsTable
 
 SIZE = (120, 36)
 
@@ -252,7 +252,16 @@ async def test_ack_all_removes_nothing_when_the_owner_reads_again_while_the_dial
         append_from_other_process(room, "late 1")
         append_from_other_process(room, "late 2")
         subprocess.run(
-            [sys.executable, "-m", "core.cli", "room", "read", str(room), "--session", "owner"],
+            [
+                sys.executable,
+                "-m",
+                "ackdeck.core.cli",
+                "room",
+                "read",
+                str(room),
+                "--session",
+                "owner",
+            ],
             check=True,
             capture_output=True,
         )
@@ -435,7 +444,7 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
             [
                 sys.executable,
                 "-c",
-                "import sys; from core.inbox.rooms import Room; "
+                "import sys; from ackdeck.core.inbox.rooms import Room; "
                 "Room(sys.argv[1]).push('from afar')",
                 str(room),
             ],
@@ -470,7 +479,7 @@ async def test_a_scanner_that_stops_answering_is_replaced(
     import os
     import signal
 
-    from tui import scanner as scanner_mod
+    from ackdeck.tui import scanner as scanner_mod
 
     room = make_room(tmp_path, "inbox.txt", ["first"])
     app = make_app(quiet_config([room], scan_process=True), clock=fixed_clock)
@@ -533,11 +542,11 @@ async def test_help_lists_every_binding(tmp_path: Path) -> None:
 def test_every_binding_has_an_id_and_a_tooltip() -> None:
     from textual.binding import Binding
 
-    from tui.app import AckdeckApp
-    from tui.screens.main import MainScreen
-    from tui.screens.modals import ConfirmScreen, HelpScreen, PromptScreen
-    from tui.screens.output import OutputScreen
-    from tui.widgets.tables import KeyedTable
+    from ackdeck.tui.app import AckdeckApp
+    from ackdeck.tui.screens.main import MainScreen
+    from ackdeck.tui.screens.modals import ConfirmScreen, HelpScreen, PromptScreen
+    from ackdeck.tui.screens.output import OutputScreen
+    from ackdeck.tui.widgets.tables import KeyedTable
 
     keys: set[str] = set()
     for cls in (
@@ -600,8 +609,8 @@ async def test_quit_key_exits(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("session", ["../x", "a/b", ""])
 def test_bad_session_in_config_is_rejected(session: str) -> None:
-    from core.errors import InvalidName
-    from tui.config import DashConfig
+    from ackdeck.core.errors import InvalidName
+    from ackdeck.tui.config import DashConfig
 
     with pytest.raises((ValueError, InvalidName)):
         DashConfig(session=session)

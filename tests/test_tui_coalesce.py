@@ -14,7 +14,7 @@ from textual.app import App
 from textual.message import Message
 from textual.worker import Worker, WorkerState
 
-from tui.coalesce import Coalescer
+from ackdeck.tui.coalesce import Coalescer
 
 WAIT = 60.0
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput
+from ackdeck.core.errors import InvalidInput
+from ackdeck.tui.config import DashConfig, load_config
 from tests.conftest import ACKDECK, REPO
-from tui.config import DashConfig, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -89,7 +89,10 @@ def test_cli_bad_session_exits_with_one_line(cli_env: dict[str, str]) -> None:
 
 
 def test_importing_the_cli_does_not_import_textual() -> None:
-    code = "import sys, core.cli; core.cli.build_parser(); print('textual' in sys.modules)"
+    code = (
+        "import sys, ackdeck.core.cli; ackdeck.core.cli.build_parser(); "
+        "print('textual' in sys.modules)"
+    )
     out = subprocess.run(
         [*ACKDECK[:1], "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
     )

@@ -12,14 +12,14 @@ import threading
 import time
 from pathlib import Path
 
-from core.inbox.rooms import Room
-from core.watch import procs, wakes
-from tui import app as app_mod
-from tui.app import make_app
-from tui.state import in_flight_total, scan_room, unread_summary
-from tui.testing import feed_change, fixed_clock, quiet_config, screen_text, settle
-from tui.widgets.line_view import LineView
-from tui.widgets.tables import ProcsTable, RoomsTable, WakesTable
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.watch import procs, wakes
+from ackdeck.tui import app as app_mod
+from ackdeck.tui.app import make_app
+from ackdeck.tui.state import in_flight_total, scan_room, unread_summary
+from ackdeck.tui.testing import feed_change, fixed_clock, quiet_config, screen_text, settle
+from ackdeck.tui.widgets.line_view import LineView
+from ackdeck.tui.widgets.tables import ProcsTable, RoomsTable, WakesTable
 
 REPO = Path(__file__).resolve().parent.parent
 SIZE = (140, 40)
@@ -141,7 +141,10 @@ def test_arrivals_do_not_double_count_an_ack_that_lands_during_a_status(
     def open_then_ack(self: Room):
         fd = real_open(self)
         if not acks:
-            script = "import sys; from core.inbox.rooms import Room; Room(sys.argv[1]).ack('agent')"
+            script = (
+                "import sys; from ackdeck.core.inbox.rooms import Room; "
+                "Room(sys.argv[1]).ack('agent')"
+            )
             acks.append(subprocess.Popen([sys.executable, "-c", script, str(room)], cwd=REPO))
             # Hold the open file until the ack is in flight: blocked on the lock (or, were the
             # status unlocked, done).

@@ -6,12 +6,12 @@ import os
 import time
 from pathlib import Path
 
-from core.inbox.rooms import Room
-from core.watch import procs
-from tui.app import make_app
-from tui.demo import DemoWorld
-from tui.testing import quiet_config, settle
-from tui.widgets.tables import ProcsTable, RoomsTable
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.watch import procs
+from ackdeck.tui.app import make_app
+from ackdeck.tui.demo import DemoWorld
+from ackdeck.tui.testing import quiet_config, settle
+from ackdeck.tui.widgets.tables import ProcsTable, RoomsTable
 
 
 async def test_demo_world_feeds_the_dashboard_and_cleans_up(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_demo_helpers_stop_when_the_demo_dies(tmp_path: Path) -> None:
     room.touch()
     code = (
         "import subprocess, sys, time\n"
-        "p = subprocess.Popen([sys.executable, '-m', 'tui.demo', 'poll', sys.argv[1], '50',"
+        "p = subprocess.Popen([sys.executable, '-m', 'ackdeck.tui.demo', 'poll', sys.argv[1], '50',"
         " 'pager', 'raw'], start_new_session=True)\n"
         "print(p.pid, flush=True)\n"
         "time.sleep(60)\n"
@@ -93,7 +93,7 @@ def test_demo_helpers_stop_when_the_demo_dies(tmp_path: Path) -> None:
 def test_demo_world_stays_alive(tmp_path: Path, monkeypatch) -> None:
     """Processes start again and match, the agent acks and drains, and its wakes are both
     delivered and superseded, for as long as the demo is open (here at a faster pace)."""
-    from core.watch import wakes
+    from ackdeck.core.watch import wakes
 
     monkeypatch.setenv("ACKDECK_DEMO_PACE", "0.2")
     world = DemoWorld(tmp_path)

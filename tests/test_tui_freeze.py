@@ -16,13 +16,13 @@ import threading
 import time
 from pathlib import Path
 
-from core.inbox.rooms import Room
-from tui.app import make_app
-from tui.lineindex import LineIndex
-from tui.messages import FilesChanged, IndexBuilt
-from tui.screens.modals import AckAllScreen
-from tui.testing import fixed_clock, quiet_config, settle
-from tui.widgets.line_view import LineView
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.tui.app import make_app
+from ackdeck.tui.lineindex import LineIndex
+from ackdeck.tui.messages import FilesChanged, IndexBuilt
+from ackdeck.tui.screens.modals import AckAllScreen
+from ackdeck.tui.testing import fixed_clock, quiet_config, settle
+from ackdeck.tui.widgets.line_view import LineView
 
 SIZE = (120, 36)
 WAIT = 60.0

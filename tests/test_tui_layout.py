@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tui.app import make_app
-from tui.scenes import Scene, apply_rates, full_scene
-from tui.testing import fixed_clock, quiet_config, screen_text, settle
-from tui.widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable, fit_widths
+from ackdeck.tui.app import make_app
+from ackdeck.tui.scenes import Scene, apply_rates, full_scene
+from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
+from ackdeck.tui.widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable, fit_widths
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui import lineindex
-from tui.lineindex import LineIndex, display_text, filter_lines
-from tui.state import RateTracker, ago, sparkline
+from ackdeck.tui import lineindex
+from ackdeck.tui.lineindex import LineIndex, display_text, filter_lines
+from ackdeck.tui.state import RateTracker, ago, sparkline
 
 
 def reference_starts(data: bytes) -> list[int]:

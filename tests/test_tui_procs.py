@@ -1,18 +1,25 @@
 """Pilot tests of the processes and wakes panels and the output screen, on real monitored
-processes started through core.watch.procs (detached supervisors, real output.log files)."""
+processes started through ackdeck.core.watch.procs (detached supervisors, real output.log files)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from core.watch import output, procs, wakes
-from tui.app import make_app
-from tui.screens.modals import ConfirmScreen
-from tui.screens.output import OutputScreen
-from tui.testing import feed_change, fixed_clock, notifications, quiet_config, screen_text, settle
-from tui.widgets.line_view import LineView
-from tui.widgets.tables import ProcsTable, WakesTable
+from ackdeck.core.watch import output, procs, wakes
+from ackdeck.tui.app import make_app
+from ackdeck.tui.screens.modals import ConfirmScreen
+from ackdeck.tui.screens.output import OutputScreen
+from ackdeck.tui.testing import (
+    feed_change,
+    fixed_clock,
+    notifications,
+    quiet_config,
+    screen_text,
+    settle,
+)
+from ackdeck.tui.widgets.line_view import LineView
+from ackdeck.tui.widgets.tables import ProcsTable, WakesTable
 
 SIZE = (140, 40)
 
@@ -163,7 +170,7 @@ async def test_output_the_screen_could_not_show_is_not_recorded_as_shown_to_the_
     # Recorded only once delivered: if the screen cannot show a read (the app is closing, its
     # message refused), the owner's shown range must not move, or `ackdeck output read` as
     # the owner would skip lines the owner never saw.
-    from tui.screens.output import OutputRead
+    from ackdeck.tui.screens.output import OutputRead
 
     start_and_finish(home, "deploy", "echo step 1; echo FAIL rollout", "FAIL", tmp_path)
     real_post = OutputScreen.post_message

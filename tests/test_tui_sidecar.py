@@ -7,10 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from core.inbox.rooms import Room
-from tui.app import make_app
-from tui.state import in_flight_total
-from tui.testing import fixed_clock, quiet_config, settle
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.tui.app import make_app
+from ackdeck.tui.state import in_flight_total
+from ackdeck.tui.testing import fixed_clock, quiet_config, settle
 
 REPO = Path(__file__).resolve().parent.parent
 WAIT = 60.0
@@ -34,7 +34,9 @@ async def test_a_read_by_another_process_shows_for_a_room_with_a_long_name(
             assert time.monotonic() < deadline, "the watcher did not start"
             await pilot.pause(0.02)
         await pilot.pause(0.2)  # let the watcher register its directories
-        script = "import sys; from core.inbox.rooms import Room; Room(sys.argv[1]).read('agent')"
+        script = (
+            "import sys; from ackdeck.core.inbox.rooms import Room; Room(sys.argv[1]).read('agent')"
+        )
         subprocess.run([sys.executable, "-c", script, str(room)], check=True, cwd=REPO)
         while in_flight_total(app.snapshot.rooms[0].status) != 4:
             assert time.monotonic() < deadline, "the read elsewhere never reached the dashboard"

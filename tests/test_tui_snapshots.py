@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tui.app import make_app
-from tui.scenes import Scene, apply_rates, build_flood, full_scene
-from tui.testing import quiet_config, settle
+from ackdeck.tui.app import make_app
+from ackdeck.tui.scenes import Scene, apply_rates, build_flood, full_scene
+from ackdeck.tui.testing import quiet_config, settle
 
 
 @pytest.fixture(scope="module")

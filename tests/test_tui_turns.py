@@ -14,7 +14,7 @@ from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
-from tui.turns import Turn, Turns
+from ackdeck.tui.turns import Turn, Turns
 
 WAIT = 60.0
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.inbox.rooms import Room
-from tui.browser import chromium_page, find_chromium, open_dashboard, web_server
-from tui.web import refusal, start_message
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.tui.browser import chromium_page, find_chromium, open_dashboard, web_server
+from ackdeck.tui.web import refusal, start_message
 
 REPO = Path(__file__).resolve().parent.parent
 WAIT = 60.0
@@ -46,7 +46,7 @@ def press_until(page, key: str, cond, what: str) -> None:
 
 def test_web_binds_loopback_unless_told_and_says_so() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "core.cli", "web", "--help"],
+        [sys.executable, "-m", "ackdeck.core.cli", "web", "--help"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -90,7 +90,7 @@ def test_only_the_dashboards_own_page_may_drive_it(
 
 def test_web_rejects_a_bad_session_before_serving(tmp_path: Path) -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "core.cli", "web", "--session", "../x", "--port", "1"],
+        [sys.executable, "-m", "ackdeck.core.cli", "web", "--session", "../x", "--port", "1"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -106,7 +106,7 @@ def test_web_on_a_port_in_use_says_so_in_one_line_and_never_that_it_serves() -> 
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         res = subprocess.run(
-            [sys.executable, "-m", "core.cli", "web", "--port", str(port)],
+            [sys.executable, "-m", "ackdeck.core.cli", "web", "--port", str(port)],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -131,7 +131,7 @@ def test_web_on_an_impossible_address_says_why_in_one_line(args: list[str], why:
     # A port out of range was a traceback (bind's OverflowError); a name that does not
     # resolve said "Unknown error -2".
     res = subprocess.run(
-        [sys.executable, "-m", "core.cli", "web", *args],
+        [sys.executable, "-m", "ackdeck.core.cli", "web", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -150,7 +150,7 @@ def test_web_on_port_0_prints_the_port_it_serves_on() -> None:
     import urllib.request
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli", "web", "--port", "0"],
+        [sys.executable, "-m", "ackdeck.core.cli", "web", "--port", "0"],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from core.agents.mcp_server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
-from core.errors import InvalidName
-from core.watch import procs, wakes
-from core.watch.runs import pid_alive
+from ackdeck.core.agents.mcp_server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
+from ackdeck.core.errors import InvalidName
+from ackdeck.core.watch import procs, wakes
+from ackdeck.core.watch.runs import pid_alive
 from tests.conftest import ACKDECK
 from tests.test_procs_support import PY, drain_lines, wait_status, wait_until
 
@@ -332,7 +332,7 @@ def test_a_second_monitor_flag_is_refused_with_one_line(
 def test_a_line_longer_than_the_fragment_bound_matches_when_written_in_pieces(
     phome: Path, tmp_path: Path
 ) -> None:
-    from core.watch.runs import load_monitors_state
+    from ackdeck.core.watch.runs import load_monitors_state
 
     go1, go2 = tmp_path / "go1", tmp_path / "go2"
     code = (
@@ -372,7 +372,7 @@ def test_a_line_longer_than_the_fragment_bound_matches_when_written_in_pieces(
 def test_writers_are_found_through_a_symlinked_home_and_readers_do_not_count(
     tmp_path: Path,
 ) -> None:
-    from core.watch import holders
+    from ackdeck.core.watch import holders
 
     real = tmp_path / "real"
     real.mkdir()

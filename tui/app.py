@@ -18,8 +18,8 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, get_current_worker
 
-from core.inbox import sidecar
-from core.inbox.room_url import parse_redis_url
+from ackdeck.core.inbox import sidecar
+from ackdeck.core.inbox.room_url import parse_redis_url
 
 from .coalesce import Coalescer
 from .commands import DashboardCommands
@@ -248,8 +248,8 @@ class AckdeckApp(App[None]):
         """New entries of a redis room by blocking reads (XREAD BLOCK), never by polling. An
         unreachable server is tried again every second; meanwhile the scan shows the room's
         error row, and the first answer triggers a rescan that clears it."""
-        from core.errors import AckdeckError
-        from core.inbox.redis_room import RedisRoom
+        from ackdeck.core.errors import AckdeckError
+        from ackdeck.core.inbox.redis_room import RedisRoom
 
         room = RedisRoom(parse_redis_url(url))
         worker = get_current_worker()

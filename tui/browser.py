@@ -62,7 +62,7 @@ def web_server(tui_args: Sequence[str], *, timeout: float = 60.0) -> Iterator[tu
     port = free_port()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "core.cli", "web", "--port", str(port), *tui_args],
+            [sys.executable, "-m", "ackdeck.core.cli", "web", "--port", str(port), *tui_args],
             cwd=REPO,
             stdin=subprocess.DEVNULL,
             stdout=log,

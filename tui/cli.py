@@ -66,7 +66,7 @@ def _entry(name: str) -> Callable[[argparse.Namespace], int]:
     """The handler runs tui/entry.py's `name`, imported only when a dashboard command runs."""
 
     def handler(args: argparse.Namespace) -> int:
-        from tui import entry
+        from ackdeck.tui import entry
 
         run: Callable[[argparse.Namespace], int] = getattr(entry, name)
         return run(args)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.base.names import check_name
-from core.errors import InvalidInput, InvalidName
-from core.inbox.room_url import is_url, parse_redis_url
+from ackdeck.core.base.names import check_name
+from ackdeck.core.errors import InvalidInput, InvalidName
+from ackdeck.core.inbox.room_url import is_url, parse_redis_url
 
 
 class DashConfig(BaseModel):

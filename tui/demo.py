@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.errors import AckdeckError
-from core.inbox.rooms import Room, format_poller_line
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.inbox.rooms import Room, format_poller_line
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = "agent"
@@ -111,7 +111,7 @@ def poll(room: str, rate: float, sender: str, mode: str, parent: int) -> None:
 def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> None:
     """An agent: read a room, 'work' for a moment (lines keep arriving), ack what it read;
     then drain its wakes, every other time after reading the process output (superseding)."""
-    from core.watch import output, procs, wakes
+    from ackdeck.core.watch import output, procs, wakes
 
     turn = 0
     while not _orphaned(parent):
@@ -138,7 +138,7 @@ def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> Non
 
 
 def start_process(home: str | Path, name: str, cwd: str) -> None:
-    from core.watch import procs
+    from ackdeck.core.watch import procs
 
     script, pattern = next((sc, pat) for n, sc, pat in PROCESSES if n == name)
     procs.start(
@@ -153,7 +153,7 @@ def start_process(home: str | Path, name: str, cwd: str) -> None:
 
 def operator(home: str, cwd: str, parent: int) -> None:
     """Start each monitored process again a few seconds after its last run ended."""
-    from core.watch import procs
+    from ackdeck.core.watch import procs
 
     due: dict[str, float] = {}
     while not _orphaned(parent):
@@ -199,7 +199,7 @@ class DemoWorld:
     def _spawn(self, args: list[str], env: dict[str, str]) -> None:
         self.children.append(
             subprocess.Popen(
-                [sys.executable, "-m", "tui.demo", *args],
+                [sys.executable, "-m", "ackdeck.tui.demo", *args],
                 env=env,
                 cwd=str(REPO),
                 stdin=subprocess.DEVNULL,
@@ -211,7 +211,7 @@ class DemoWorld:
 
     def stop(self) -> None:
         """Stop pollers and the agent, then any monitored process still running."""
-        from core.watch import procs
+        from ackdeck.core.watch import procs
 
         for child in self.children:
             if child.poll() is None:
@@ -260,7 +260,7 @@ def main(argv: list[str]) -> int:
         operator(argv[1], argv[2], parent)
     else:
         print(
-            "usage: python -m tui.demo poll ROOM RATE SENDER raw|push | agent HOME ROOM… |"
+            "usage: python -m ackdeck.tui.demo poll ROOM RATE SENDER raw|push | agent HOME ROOM… |"
             " operator HOME CWD",
             file=sys.stderr,
         )

@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from core.base.home import resolve_home
-from core.inbox.room_url import is_url
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.inbox.room_url import is_url
 
 from .config import DashConfig, load_config
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from textual.message import Message
 
-from core.inbox.room_url import RedisAddress
+from ackdeck.core.inbox.room_url import RedisAddress
 
 from .lineindex import LineSource
 from .state import Snapshot

@@ -16,8 +16,8 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
-from core.inbox.redis_room import RedisRoom
-from core.inbox.room_url import RedisAddress
+from ackdeck.core.inbox.redis_room import RedisRoom
+from ackdeck.core.inbox.room_url import RedisAddress
 
 from .lineindex import shown_text
 

@@ -58,7 +58,7 @@ class Scanner:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.scanner"],
+            [sys.executable, "-m", "ackdeck.tui.scanner"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.inbox.rooms import Room
+from ackdeck.core.inbox.rooms import Room
 
 STAMP = "2027-01-15T07:5{m}:{s:02d}Z"
 
@@ -111,7 +111,7 @@ def _series(per_bucket: list[int], start: int, bucket: float = 5.0) -> list[tupl
 
 def build_procs(home: Path, workdir: Path, now: float) -> None:
     """Two finished monitored processes (one printed DONE, one FAIL) and their wake records."""
-    from core.watch import procs, wakes
+    from ackdeck.core.watch import procs, wakes
 
     started = lambda: now - 240  # noqa: E731
     procs.start(

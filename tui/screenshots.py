@@ -1,7 +1,7 @@
 """`make screenshots`: regenerate the SVG screenshots shown in the README, and a PNG of the web
 dashboard (`ackdeck web` in headless Chromium).
 
-    python -m tui.screenshots screenshots [--text]
+    python -m ackdeck.tui.screenshots screenshots [--text]
 
 Each shot is a deterministic scene (tui/scenes.py) built in a temporary directory through core,
 opened with the test config (no clock, no watchers), driven by keys, and saved as SVG. `--text`
@@ -125,7 +125,7 @@ def web_shot(scene: Scene, out: Path) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tui.screenshots")
+    parser = argparse.ArgumentParser(prog="python -m ackdeck.tui.screenshots")
     parser.add_argument("outdir", nargs="?", default="screenshots")
     parser.add_argument("--text", action="store_true", help="also print each screen as text")
     parser.add_argument("--only", action="append", default=[], help="shot name(s) to take")

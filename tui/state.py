@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.base.home import resolve_home
-from core.errors import AckdeckError
-from core.inbox.room_backend import open_room
-from core.inbox.room_url import is_url
-from core.inbox.rooms import Room, RoomStatus
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.inbox.room_url import is_url
+from ackdeck.core.inbox.rooms import Room, RoomStatus
 
 from .lineindex import display_name
 
@@ -47,15 +47,15 @@ class RoomRow:
 class Snapshot:
     taken_at: float
     rooms: list[RoomRow] = field(default_factory=list)
-    runs: list[Any] = field(default_factory=list)  # core.watch.procs.RunInfo
-    wakes: list[Any] = field(default_factory=list)  # core.watch.wakes.WakeRecord
+    runs: list[Any] = field(default_factory=list)  # ackdeck.core.watch.procs.RunInfo
+    wakes: list[Any] = field(default_factory=list)  # ackdeck.core.watch.wakes.WakeRecord
     errors: list[str] = field(default_factory=list)
 
 
 def room_labels(paths: Sequence[Path | str]) -> dict[str, str]:
     """Short, stable labels: the file name, or `parent/name` when two rooms share a name; a
     redis room's NAME (its host and port too when two share a name), never its password."""
-    from core.inbox.room_url import parse_redis_url
+    from ackdeck.core.inbox.room_url import parse_redis_url
 
     shown = {str(p): parse_redis_url(p, {}) for p in paths if isinstance(p, str)}
     names = [shown[p].name if isinstance(p, str) else p.name for p in paths]
@@ -136,8 +136,8 @@ def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Sna
     runs: list[Any] = []
     wakes: list[Any] = []
     if home is not None:
-        from core.watch import procs
-        from core.watch import wakes as wakes_mod
+        from ackdeck.core.watch import procs
+        from ackdeck.core.watch import wakes as wakes_mod
 
         try:
             # The one write of a scan: dead supervisors become `lost` (listings never write).

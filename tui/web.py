@@ -45,7 +45,7 @@ def refusal(host: str, origin: str | None, *, loopback: bool, websocket: bool) -
 
 def tui_command(tui_args: Sequence[str]) -> str:
     """The shell command textual-serve runs per browser session: this Python's `ackdeck tui`."""
-    return shlex.join([sys.executable, "-m", "core.cli", "tui", *tui_args])
+    return shlex.join([sys.executable, "-m", "ackdeck.core.cli", "tui", *tui_args])
 
 
 def start_message(host: str, port: int) -> str:

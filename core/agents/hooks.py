@@ -23,21 +23,21 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
-from core.agents.instructions import rules
-from core.base import atomic
-from core.base.names import check_name, room_path
-from core.base.record import Struct
-from core.base.text import display
-from core.errors import AckdeckError, InvalidInput
-from core.inbox.room_backend import open_room, room_display
-from core.inbox.room_spec import is_url
-from core.service.derive import room_name, session_counts
+from ackdeck.core.agents.instructions import rules
+from ackdeck.core.base import atomic
+from ackdeck.core.base.names import check_name, room_path
+from ackdeck.core.base.record import Struct
+from ackdeck.core.base.text import display
+from ackdeck.core.errors import AckdeckError, InvalidInput
+from ackdeck.core.inbox.room_backend import open_room, room_display
+from ackdeck.core.inbox.room_spec import is_url
+from ackdeck.core.service.derive import room_name, session_counts
 
 TYPE_CHECKING = False  # typing costs every hook ~3 ms at start-up
 if TYPE_CHECKING:
     from typing import Any
 
-    from core.inbox.room_backend import RoomBackend
+    from ackdeck.core.inbox.room_backend import RoomBackend
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 # Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
@@ -102,7 +102,7 @@ def is_ackdeck_hook(event: str, command: object) -> bool:
         tokens = shlex.split(command)
     except ValueError:
         return False
-    runs_ackdeck = any(os.path.basename(t) == "ackdeck" or t == "core.cli" for t in tokens)
+    runs_ackdeck = any(os.path.basename(t) == "ackdeck" or t == "ackdeck.core.cli" for t in tokens)
     has_sig = any(
         tuple(tokens[i : i + len(sig)]) == sig
         for sig in _SIGNATURES[event]
@@ -406,7 +406,7 @@ def rooms_told_marker(
     returned call records it as told once the text was written, so the Stop hook reports only
     lines that arrived after it (during the agent's turn). Taken first, a line that lands while
     the text is built is at worst told twice, never marked told unseen. Reads and acks nothing."""
-    from core.agents.noticer import Noticer
+    from ackdeck.core.agents.noticer import Noticer
 
     if not rooms:
         return _nothing
@@ -445,10 +445,10 @@ def stop_hook(
 
     With `emit`, the text is written through it before the wakes are acked (recorded only
     once delivered): if it answers False, nothing is acked and the wakes stay pending."""
-    from core.agents.noticer import Noticer
-    from core.agents.notices import Notice
-    from core.watch import wakes
-    from core.watch.reconcile import reconcile_lost
+    from ackdeck.core.agents.noticer import Noticer
+    from ackdeck.core.agents.notices import Notice
+    from ackdeck.core.watch import wakes
+    from ackdeck.core.watch.reconcile import reconcile_lost
 
     check_name(session)
     reconcile_lost(home)  # a dead supervisor is delivered as a monitor-lost wake

@@ -27,9 +27,9 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from core.agents.noticer import DEFAULT_WINDOW_S, Noticer
-from core.agents.notices import Notice
-from core.base.home import resolve_home
+from ackdeck.core.agents.noticer import DEFAULT_WINDOW_S, Noticer
+from ackdeck.core.agents.notices import Notice
+from ackdeck.core.base.home import resolve_home
 
 CHANNEL = "claude/channel"
 CHANNEL_METHOD = "notifications/claude/channel"

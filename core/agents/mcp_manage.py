@@ -19,14 +19,14 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 
-from core.agents.mcp_reply import Reply, guard, output_model, reply
-from core.agents.mcp_reply import arg as _arg
-from core.base.names import check_name
-from core.base.timeouts import check_timeout
-from core.service import procs, wakes
+from ackdeck.core.agents.mcp_reply import Reply, guard, output_model, reply
+from ackdeck.core.agents.mcp_reply import arg as _arg
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.timeouts import check_timeout
+from ackdeck.core.service import procs, wakes
 
 if TYPE_CHECKING:
-    from core.agents.mcp_server import AgentDoor
+    from ackdeck.core.agents.mcp_server import AgentDoor
 
 # A waiting process_output reports progress this often (and re-checks the run at least as
 # often, which also notices a supervisor that died).
@@ -98,8 +98,8 @@ async def wait_output(
     """`door.process_output` with the wait done here: each read is immediate (timeout 0), so
     a cancelled call leaves no reader behind that could later record lines as shown that no
     reply carried; between reads an async watch of the run directory wakes us."""
-    from core.watch import shown
-    from core.watch.procs import get_run
+    from ackdeck.core.watch import shown
+    from ackdeck.core.watch.procs import get_run
 
     check_name(name, "process")
     timeout = check_timeout(timeout)

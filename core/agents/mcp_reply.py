@@ -18,8 +18,8 @@ from typing import Any, Union, get_args, get_origin
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, create_model
 
-from core.errors import AckdeckError
-from core.service.results import Result, error_json
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.service.results import Result, error_json
 
 
 @dataclass(frozen=True)

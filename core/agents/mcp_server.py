@@ -26,21 +26,22 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import ValidationError
 
-from core.agents.instructions import mcp_instructions
-from core.agents.mcp_manage import register as register_manage_tools
-from core.agents.mcp_manage import tool_registrar, wait_output
-from core.agents.mcp_reply import Reply, guard_async, output_model, reply
-from core.agents.mcp_reply import arg as _arg
-from core.agents.mcp_reply import guard as _guard
-from core.agents.mcp_reply import one_line as _one_line
-from core.agents.mcp_reply import result as _result
-from core.base.names import check_name, room_path
-from core.base.timeouts import MAX_WAIT
-from core.errors import InvalidInput
-from core.inbox.room_backend import RoomBackend, open_room
-from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
-from core.service import procs, rooms, wakes
-from core.service.derive import label_of
+from ackdeck.core.agents.instructions import mcp_instructions
+from ackdeck.core.agents.mcp_manage import register as register_manage_tools
+from ackdeck.core.agents.mcp_manage import tool_registrar, wait_output
+from ackdeck.core.agents.mcp_reply import Reply, guard_async, output_model, reply
+from ackdeck.core.agents.mcp_reply import arg as _arg
+from ackdeck.core.agents.mcp_reply import guard as _guard
+from ackdeck.core.agents.mcp_reply import one_line as _one_line
+from ackdeck.core.agents.mcp_reply import result as _result
+from ackdeck.core.base.names import check_name, room_path
+from ackdeck.core.base.timeouts import MAX_WAIT
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.inbox.room_backend import RoomBackend, open_room
+from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
+from ackdeck.core.service import procs, rooms, wakes
+from ackdeck.core.service.derive import label_of
+from ackdeck.core.version import package_version
 
 Clock = Callable[[], float]
 
@@ -56,7 +57,9 @@ MAX_REPLY_TEXT = 48 << 10
 class DoorConfig:
     session: str
     rooms: tuple[Path | RedisAddress, ...]  # a file, or a redis room (its password kept hidden)
-    home: str | None = None  # None: core.base.home.resolve_home picks $ACKDECK_HOME or ~/.ackdeck
+    home: str | None = (
+        None  # None: ackdeck.core.base.home.resolve_home picks $ACKDECK_HOME or ~/.ackdeck
+    )
 
     @classmethod
     def make(
@@ -260,7 +263,7 @@ class AgentDoor:
     # -- processes and wakes ---------------------------------------------------------------
     def _home_dir(self) -> Path:
         if self._home is None:
-            from core.base.home import resolve_home
+            from ackdeck.core.base.home import resolve_home
 
             self._home = resolve_home(self.config.home)
         return self._home
@@ -383,6 +386,7 @@ def build_server(
     door = AgentDoor(config, clock=clock)
     server: MCPServer = _Server(
         name="ackdeck",
+        version=package_version(),
         instructions=_instructions(config, channel),
         log_level="WARNING",
     )
@@ -493,7 +497,7 @@ def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.
     `notifications/claude/channel` notices (see core/agents/mcp_channel.py)."""
     import anyio
 
-    from core.agents.mcp_channel import make_noticer, serve_stdio
+    from ackdeck.core.agents.mcp_channel import make_noticer, serve_stdio
 
     _plain_sdk_logging()
     noticer = make_noticer(config.home, config.session, list(config.rooms)) if channel else None

@@ -21,23 +21,25 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
-from core.base import atomic
-from core.base.fileid import birth_ns_path
-from core.base.names import check_name, room_path
-from core.base.text import display
-from core.base.timeouts import seconds_from_env
-from core.errors import AckdeckError, RecordError
-from core.inbox.room_backend import open_room
-from core.inbox.room_spec import is_url
-from core.service.derive import label_of, session_counts
-from core.watch import gate
+from ackdeck.core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
+from ackdeck.core.base import atomic
+from ackdeck.core.base.fileid import birth_ns_path
+from ackdeck.core.base.names import check_name, room_path
+from ackdeck.core.base.text import display
+from ackdeck.core.base.timeouts import seconds_from_env
+from ackdeck.core.errors import AckdeckError, RecordError
+from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.inbox.room_spec import is_url
+from ackdeck.core.service.derive import label_of, session_counts
+from ackdeck.core.watch import gate
 
 TYPE_CHECKING = False  # the hooks use this module on every turn: no anyio at import
 if TYPE_CHECKING:
     import anyio
 
-    from core.inbox.room_url import RedisAddress  # the URL parser is imported only for a redis URL
+    from ackdeck.core.inbox.room_url import (
+        RedisAddress,  # the URL parser is imported only for a redis URL
+    )
 
     RoomRef = Path | RedisAddress  # a file, or a redis room (watched by blocking XREADs)
 
@@ -106,7 +108,7 @@ def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
     if not isinstance(spec, (str, os.PathLike)):
         return spec  # already a parsed RedisAddress
     if is_url(spec):
-        from core.inbox.room_url import parse_redis_url
+        from ackdeck.core.inbox.room_url import parse_redis_url
 
         return parse_redis_url(str(spec))
     return room_path(spec)
@@ -181,8 +183,8 @@ def _newest_line(path: Path, partial: int) -> str | None:
 def view_wakes(home: Path, session: str) -> list[WakeView]:
     """The session's wake records, without reconciling or merging anything (queries do not
     write). Lines the session was shown are left out, as the drain's gate would drop them."""
-    from core.watch import shown, wakes
-    from core.watch.runs import run_dir
+    from ackdeck.core.watch import shown, wakes
+    from ackdeck.core.watch.runs import run_dir
 
     d = wakes.session_dir(home, session)
     try:
@@ -372,7 +374,7 @@ class Noticer:
         (made here unless `make` is False; then only if it exists)."""
         dirs = {r.parent for r in self.rooms if isinstance(r, Path) and r.parent.is_dir()}
         if self.watch_wakes:
-            from core.watch.wakes import session_dir
+            from ackdeck.core.watch.wakes import session_dir
 
             d = session_dir(self.home, self.session)
             if not make:
@@ -502,7 +504,7 @@ class Noticer:
 
         import anyio
 
-        from core.inbox.redis_room import RedisRoom
+        from ackdeck.core.inbox.redis_room import RedisRoom
 
         stop = threading.Event()
 

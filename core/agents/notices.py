@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.base.record import Record, Struct
+from ackdeck.core.base.record import Record, Struct
 
 PREVIEW_CHARS = 160
 # A door's line in a terminal (the tmux nudge) must stay one short line.

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import anyio
 
-from core.agents.noticer import DEFAULT_WINDOW_S, Noticer
-from core.agents.notices import Notice, nudge_line
-from core.errors import InvalidInput, PaneGone
-from core.watch.monitors import compile_pattern
-from core.watch.patterns import Pattern
+from ackdeck.core.agents.noticer import DEFAULT_WINDOW_S, Noticer
+from ackdeck.core.agents.notices import Notice, nudge_line
+from ackdeck.core.errors import InvalidInput, PaneGone
+from ackdeck.core.watch.monitors import compile_pattern
+from ackdeck.core.watch.patterns import Pattern
 
 DEFAULT_IDLE_MS = 2000
 # Between the typed text and its Enter. Agents' composers (Codex CLI, Claude Code) take an Enter
@@ -42,7 +42,7 @@ class IdleWatch:
     """Feed it pane snapshots with their times; it says when the pane counts as idle."""
 
     idle_ms: int
-    prompt: Pattern | None = None  # an RE2 user pattern (core.watch.patterns)
+    prompt: Pattern | None = None  # an RE2 user pattern (ackdeck.core.watch.patterns)
     _content: str | None = field(default=None, init=False)
     _since: float = field(default=0.0, init=False)
 

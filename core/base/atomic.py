@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from core.base.digest import sha256_hex
+from ackdeck.core.base.digest import sha256_hex
 
 TEMP_MARK = ".ackdeck-tmp-"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.errors import InvalidInput
+from ackdeck.core.errors import InvalidInput
 
 
 def resolve_home(home: str | os.PathLike[str] | None) -> Path:

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.errors import LockTimeout
+from ackdeck.core.errors import LockTimeout
 
-__all__ = ["LockTimeout", "locked"]  # LockTimeout lives in core.errors; importable here too
+__all__ = ["LockTimeout", "locked"]  # LockTimeout lives in ackdeck.core.errors; importable here too
 
 
 @contextmanager

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from core.errors import InvalidInput, InvalidName
+from ackdeck.core.errors import InvalidInput, InvalidName
 
 # Letters, digits and `._@-`; never `/`, NUL, or a name made only of dots.
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sys
 
-from core.errors import RecordError
+from ackdeck.core.errors import RecordError
 
 # typing is imported only by type checkers: at run time it would cost every command ~3 ms.
 TYPE_CHECKING = False

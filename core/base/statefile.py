@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.base import atomic
-from core.base.record import Record
-from core.errors import CorruptState, RecordError
+from ackdeck.core.base import atomic
+from ackdeck.core.base.record import Record
+from ackdeck.core.errors import CorruptState, RecordError
 
 TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from core.errors import InvalidInput
+from ackdeck.core.errors import InvalidInput
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -51,7 +51,7 @@ _import_argparse_without_gettext()
 
 import argparse  # noqa: E402 - after the function above
 
-from core.errors import AckdeckError, NotDelivered, ReportLost, UsageError  # noqa: E402
+from ackdeck.core.errors import AckdeckError, NotDelivered, ReportLost, UsageError  # noqa: E402
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms at start-up
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     Register = Callable[[Any], None]  # takes the subparsers action
 
-# Built-in commands -> the module under core.cli that registers them. Each module exposes
+# Built-in commands -> the module under ackdeck.core.cli that registers them. Each module exposes
 # `register(subparsers) -> None`. A command missing here still works (every module is then
 # loaded); tests/test_cli_edges.py checks the table against what the modules register.
 BUILTIN_COMMANDS = {
@@ -128,6 +128,21 @@ class _Parser(argparse.ArgumentParser):
         where = self.prog.removeprefix("ackdeck").strip()
         prefix = f"{where}: " if where else ""
         raise UsageError(f"{prefix}{message} (see --help)")
+
+
+class _Version(argparse.Action):
+    """`--version`: the package metadata's version, read only when asked for (importlib.metadata
+    costs every command several milliseconds)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: Any, *_args: Any, **_kwargs: Any) -> None:
+        from ackdeck.core.version import package_version
+
+        print(f"ackdeck {package_version()}")
+        parser.exit()
 
 
 class _Narrowing:
@@ -259,6 +274,7 @@ def _build_parser(
         description="Consumed-only acks for agent inboxes, a wake gate for process monitors, "
         "and a live dashboard over both.",
     )
+    parser.add_argument("--version", action=_Version, help="print ackdeck's version and exit")
     parser.add_argument(
         "--home",
         default=os.environ.get("ACKDECK_HOME"),
@@ -355,8 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(args: argparse.Namespace, exc: AckdeckError | OSError) -> None:
     """One line on stderr; with --json also the error shape on stdout (`{"error": KIND,
     "message": LINE}`, what MCP returns as structured content for the same error)."""
-    from core.cli._output import emit_json
-    from core.service.results import error_json
+    from ackdeck.core.cli._output import emit_json
+    from ackdeck.core.service.results import error_json
 
     shape = error_json(exc)
     _error_line(f"ackdeck: error: {shape['message']}")

@@ -1,3 +1,3 @@
-from core.cli import run
+from ackdeck.core.cli import run
 
 run()

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from core.base.byteio import write_all
+from ackdeck.core.base.byteio import write_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def emit_text(text: str) -> None:
 def timeout_arg(value: str) -> float:
     """argparse `type=` for --timeout: core's one rule. Its InvalidInput is not an error
     argparse catches, so main reports it as the service does (same kind, same message)."""
-    from core.base.timeouts import parse_timeout
+    from ackdeck.core.base.timeouts import parse_timeout
 
     return parse_timeout(value)
 
@@ -51,7 +51,7 @@ def report(done: str, write: Callable[[], object]) -> None:
     """Write the report of an operation that already happened (`done`: "pushed 1 line to
     r.txt"). If it cannot be written, the error says the operation was done, so a caller that
     retries on exit 1 does not do it twice."""
-    from core.errors import ReportLost
+    from ackdeck.core.errors import ReportLost
 
     try:
         write()

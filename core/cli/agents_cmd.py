@@ -8,9 +8,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from core.agents import hooks
-from core.base.names import check_name
-from core.errors import AckdeckError, InvalidInput
+from ackdeck.core.agents import hooks
+from ackdeck.core.base.names import check_name
+from ackdeck.core.errors import AckdeckError, InvalidInput
 
 DEFAULT_SESSION = "agent"
 
@@ -163,7 +163,7 @@ def _window(ms: int, flag: str) -> float:
 
 def _mcp(args: argparse.Namespace) -> int:
     # Imported here: the SDK is heavy and only this subcommand needs it.
-    from core.agents.mcp_server import DoorConfig, serve
+    from ackdeck.core.agents.mcp_server import DoorConfig, serve
 
     window = _window(args.notice_window_ms, "--notice-window-ms")
     config = DoorConfig.make(args.session, args.room, args.home)
@@ -185,8 +185,8 @@ def _ackdeck_command(explicit: str | None) -> list[str]:
     found = shutil.which("ackdeck")
     if found:
         return [os.path.abspath(found)]
-    # Not on PATH (e.g. run as `python -m core.cli`): this interpreter can still run it.
-    return [sys.executable, "-m", "core.cli"]
+    # Not on PATH (e.g. run as `python -m ackdeck.core.cli`): this interpreter can still run it.
+    return [sys.executable, "-m", "ackdeck.core.cli"]
 
 
 def _install(args: argparse.Namespace) -> int:
@@ -275,7 +275,7 @@ def _emit(text: str) -> bool:
 
 
 def _home(args: argparse.Namespace) -> Path:
-    from core.base.home import resolve_home
+    from ackdeck.core.base.home import resolve_home
 
     return resolve_home(args.home)
 
@@ -283,8 +283,8 @@ def _home(args: argparse.Namespace) -> Path:
 def _nudge(args: argparse.Namespace) -> int:
     import anyio
 
-    from core.agents.nudge import make_nudger
-    from core.base.home import resolve_home
+    from ackdeck.core.agents.nudge import make_nudger
+    from ackdeck.core.base.home import resolve_home
 
     window = _window(args.window_ms, "--window-ms")
     nudger = make_nudger(

@@ -9,15 +9,15 @@ import os
 import sys
 import time
 
-from core.cli._output import emit_json, report, timeout_arg
+from ackdeck.core.cli._output import emit_json, report, timeout_arg
 
 TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from core.service.procs import OutputLines
-    from core.service.wakes import Drained
+    from ackdeck.core.service.procs import OutputLines
+    from ackdeck.core.service.wakes import Drained
 
 
 class _Once(argparse.Action):
@@ -138,7 +138,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from core.service import procs  # lazy: keeps every other command's start-up fast
+    from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
     run = procs.start(
         args.home,
@@ -160,7 +160,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _output(args: argparse.Namespace) -> int:
-    from core.service import procs  # lazy: keeps every other command's start-up fast
+    from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
     failed: list[OSError] = []
 
@@ -246,7 +246,7 @@ def _when(ts: float | None) -> str:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    from core.service import procs  # lazy: keeps every other command's start-up fast
+    from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
     listed = procs.list_runs(args.home, session=args.session, latest_only=args.latest)
     if args.json:
@@ -264,7 +264,7 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _kill(args: argparse.Namespace) -> int:
-    from core.service import procs  # lazy: keeps every other command's start-up fast
+    from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
     done = procs.kill(args.home, args.name, grace=args.grace)
     report(
@@ -300,7 +300,7 @@ def _skipped(paths: list[Path]) -> None:
 
 
 def _wakes_list(args: argparse.Namespace) -> int:
-    from core.service import wakes  # lazy: keeps every other command's start-up fast
+    from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
     listed = wakes.list_wakes(args.home, args.session)
     _skipped(listed.skipped)
@@ -319,7 +319,7 @@ def _wakes_list(args: argparse.Namespace) -> int:
 
 
 def _wakes_drain(args: argparse.Namespace) -> int:
-    from core.service import wakes  # lazy: keeps every other command's start-up fast
+    from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
     failed: list[OSError] = []
 
@@ -352,8 +352,8 @@ def _wakes_drain(args: argparse.Namespace) -> int:
 def _write_stderr(data: bytes, failed: list[OSError]) -> bool:
     """Write `data` whole to descriptor 2 (never through print: with stderr closed, print falls
     back to stdout). False, with the error appended to `failed`, if it was not all written."""
-    from core.base.byteio import write_all
-    from core.cli import ClosedStream  # main's stand-in for a closed stderr
+    from ackdeck.core.base.byteio import write_all
+    from ackdeck.core.cli import ClosedStream  # main's stand-in for a closed stderr
 
     if sys.stderr is None or isinstance(sys.stderr, ClosedStream):  # `2>&-`: nothing delivered
         failed.append(OSError(errno.EBADF, "stderr is closed"))
@@ -368,7 +368,7 @@ def _write_stderr(data: bytes, failed: list[OSError]) -> bool:
 
 
 def _wakes_dismiss(args: argparse.Namespace) -> int:
-    from core.service import wakes  # lazy: keeps every other command's start-up fast
+    from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
     done = wakes.dismiss(args.home, args.session or _default_session(), args.name)
     if args.json:

@@ -9,20 +9,20 @@ import json
 import os
 import sys
 
-from core.base.byteio import write_all
-from core.base.names import check_name
-from core.base.timeouts import EXIT_TIMEOUT
-from core.cli import ClosedStream
-from core.cli._output import emit_json, emit_text, report, timeout_arg
-from core.errors import AckdeckError, InvalidInput
-from core.inbox.room_backend import open_room
-from core.inbox.room_errors import not_delivered
-from core.service import rooms
-from core.service.derive import label_of, room_name
+from ackdeck.core.base.byteio import write_all
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.timeouts import EXIT_TIMEOUT
+from ackdeck.core.cli import ClosedStream
+from ackdeck.core.cli._output import emit_json, emit_text, report, timeout_arg
+from ackdeck.core.errors import AckdeckError, InvalidInput
+from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.inbox.room_errors import not_delivered
+from ackdeck.core.service import rooms
+from ackdeck.core.service.derive import label_of, room_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from core.inbox.room_backend import RoomBackend
+    from ackdeck.core.inbox.room_backend import RoomBackend
 
 _SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
 _FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"

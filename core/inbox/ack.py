@@ -26,8 +26,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from core.base import atomic
-from core.base.byteio import (
+from ackdeck.core.base import atomic
+from ackdeck.core.base.byteio import (
     complete_prefix,
     count_lines,
     pread_all,
@@ -36,17 +36,17 @@ from core.base.byteio import (
     split_lines,
     write_all,
 )
-from core.base.faults import pause
-from core.base.fileid import birth_ns_path
-from core.base.record import Struct
-from core.errors import RoomUnavailable
-from core.inbox import ledger as L
-from core.inbox import prev_inodes
-from core.inbox.ack_stream import CountingCopy
-from core.inbox.receipts import ReceiptHeader, ReceiptStore
-from core.inbox.results import AckResult
-from core.inbox.room_errors import RENAMED, cold_ack, write_error
-from core.inbox.sidecar import AuditEntry, Sidecar, same_inode
+from ackdeck.core.base.faults import pause
+from ackdeck.core.base.fileid import birth_ns_path
+from ackdeck.core.base.record import Struct
+from ackdeck.core.errors import RoomUnavailable
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox import prev_inodes
+from ackdeck.core.inbox.ack_stream import CountingCopy
+from ackdeck.core.inbox.receipts import ReceiptHeader, ReceiptStore
+from ackdeck.core.inbox.results import AckResult
+from ackdeck.core.inbox.room_errors import RENAMED, cold_ack, write_error
+from ackdeck.core.inbox.sidecar import AuditEntry, Sidecar, same_inode
 
 STALE_REPLACED = (
     "the room was replaced during the ack; nothing was removed. Read the room again, then ack"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from core.base.byteio import pread_chunks
-from core.base.digest import new_sha256
-from core.base.faults import pause
-from core.inbox import ledger as L
+from ackdeck.core.base.byteio import pread_chunks
+from ackdeck.core.base.digest import new_sha256
+from ackdeck.core.base.faults import pause
+from ackdeck.core.inbox import ledger as L
 
 # threading is imported where a worker is started (large reads and acks only): every room
 # command loads this module, and `import threading` costs ~1 ms of its start-up.

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from core.base.digest import sha256_hex
-from core.base.record import Record, Struct
-from core.errors import CorruptState, RecordError
+from ackdeck.core.base.digest import sha256_hex
+from ackdeck.core.base.record import Record, Struct
+from ackdeck.core.errors import CorruptState, RecordError
 
 # How many leading bytes of the room file the ledger fingerprints. A foreign rewrite almost
 # always changes the head; appends never do.
@@ -104,7 +104,7 @@ TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/
 if TYPE_CHECKING:
     from typing import Literal
 
-    from core.inbox.receipts import ReceiptHeader
+    from ackdeck.core.inbox.receipts import ReceiptHeader
 
     Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
     AckMode = Literal["prefix", "noop", "stale", "refused", "all"]

@@ -19,9 +19,9 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from core.base import atomic
-from core.base.byteio import complete_prefix, pread_all_from, write_all
-from core.inbox import ledger as L
+from ackdeck.core.base import atomic
+from ackdeck.core.base.byteio import complete_prefix, pread_all_from, write_all
+from ackdeck.core.inbox import ledger as L
 
 # How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
 # path before the rename and writes within this many seconds still reaches the room.

@@ -25,9 +25,9 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from core.inbox import ledger as L
-from core.inbox.room_errors import LEDGER_HINT, UNCHANGED, write_error
-from core.inbox.sidecar import refuse_unless_regular, same_inode
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox.room_errors import LEDGER_HINT, UNCHANGED, write_error
+from ackdeck.core.inbox.sidecar import refuse_unless_regular, same_inode
 
 # Covers slot 0 and the header (with the sequence number) of slot 1.
 SLOTS_SPAN = L.LEDGER_SLOT + 128

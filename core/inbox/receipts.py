@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.base import atomic
-from core.base.names import check_name
-from core.base.record import Record, Struct
-from core.errors import AckdeckError, CorruptState, RecordError
-from core.inbox.ack_stream import ReceiptCheck, hash_range
-from core.inbox.ledger import FileIdentity, sha256
+from ackdeck.core.base import atomic
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.record import Record, Struct
+from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
+from ackdeck.core.inbox.ack_stream import ReceiptCheck, hash_range
+from ackdeck.core.inbox.ledger import FileIdentity, sha256
 
 SUFFIX = ".rcpt"
 

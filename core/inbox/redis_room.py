@@ -29,16 +29,18 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from core.base.names import check_name
-from core.base.timeouts import seconds_from_env
-from core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
-from core.inbox import redis_lua
-from core.inbox.room_errors import cold_ack
-from core.inbox.room_url import RedisAddress
-from core.inbox.rooms import AckResult, SessionStatus
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.timeouts import seconds_from_env
+from ackdeck.core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
+from ackdeck.core.inbox import redis_lua
+from ackdeck.core.inbox.room_errors import cold_ack
+from ackdeck.core.inbox.room_url import RedisAddress
+from ackdeck.core.inbox.rooms import AckResult, SessionStatus
 
 if TYPE_CHECKING:
-    from core.inbox.ledger import AckMode  # a type only (ledger defines it for type checkers)
+    from ackdeck.core.inbox.ledger import (
+        AckMode,  # a type only (ledger defines it for type checkers)
+    )
 
 Clock = Callable[[], float]
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.base.record import Struct
+from ackdeck.core.base.record import Struct
 
 TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
 if TYPE_CHECKING:
-    from core.inbox.ledger import AckMode
+    from ackdeck.core.inbox.ledger import AckMode
 
 
 class ReadResult(Struct):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from core.inbox.room_spec import is_url
+from ackdeck.core.inbox.room_spec import is_url
 
 # The doors that open a file room on every turn (room push/read/ack/status, hooks) import this
 # module: `typing`, the URL parser and redis are loaded only by type checkers or when a redis
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Protocol
 
-    from core.inbox.room_url import RedisAddress
+    from ackdeck.core.inbox.room_url import RedisAddress
 
     Clock = Callable[[], float]
     # Returns None (every line was delivered) or how many lines, from the first, were.
@@ -129,15 +129,17 @@ def open_room(
     """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
     file path."""
     if not isinstance(spec, (str, os.PathLike)):  # a parsed RedisAddress
-        from core.inbox.redis_room import RedisRoom
+        from ackdeck.core.inbox.redis_room import RedisRoom
 
         return RedisRoom(spec, clock=clock, env=env)
     if is_url(spec):
-        from core.inbox.redis_room import RedisRoom  # local: file-only users never import redis
-        from core.inbox.room_url import parse_redis_url
+        from ackdeck.core.inbox.redis_room import (
+            RedisRoom,  # local: file-only users never import redis
+        )
+        from ackdeck.core.inbox.room_url import parse_redis_url
 
         return RedisRoom(parse_redis_url(str(spec), env), clock=clock, env=env)
-    from core.inbox.rooms import Room
+    from ackdeck.core.inbox.rooms import Room
 
     return Room(spec, clock=clock, follow_symlinks=follow_symlinks)
 
@@ -145,7 +147,7 @@ def open_room(
 def room_display(spec: str | os.PathLike[str]) -> str:
     """How to show a room spec: the path, or the URL without its password."""
     if is_url(spec):
-        from core.inbox.room_url import parse_redis_url
+        from ackdeck.core.inbox.room_url import parse_redis_url
 
         return parse_redis_url(str(spec), {}).display
     return os.fspath(spec)

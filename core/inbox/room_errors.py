@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from core.errors import AckdeckError, ColdAck, NotDelivered, RoomUnavailable
+from ackdeck.core.errors import AckdeckError, ColdAck, NotDelivered, RoomUnavailable
 
 LEDGER_HINT = (
     "; move it aside to start a new epoch: every receipt from before becomes stale (nothing is "

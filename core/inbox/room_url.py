@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from core.errors import InvalidInput
-from core.inbox.room_spec import is_url
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.inbox.room_spec import is_url
 
 __all__ = ["DEFAULT_PORT", "PASSWORD_ENV", "SCHEMES", "RedisAddress", "is_url", "parse_redis_url"]
 

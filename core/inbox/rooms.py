@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.base.byteio import (
+from ackdeck.core.base.byteio import (
     complete_prefix,
     count_lines,
     newline_census,
@@ -39,21 +39,21 @@ from core.base.byteio import (
     tail_lines,
     wait_for_writes,
 )
-from core.base.fileid import birth_ns
-from core.base.locks import locked
-from core.base.names import check_name, check_room_path
-from core.errors import CorruptState, InvalidInput, RoomUnavailable
-from core.inbox import ledger as L
-from core.inbox import prev_inodes as prev_inodes
-from core.inbox.ack import AckSite, ack_locked
-from core.inbox.ack_stream import Digest
-from core.inbox.prev_inodes import PREV_GRACE_S
-from core.inbox.push_handles import PushHandles, append_line
-from core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
-from core.inbox.receipts import ReceiptHeader, ReceiptStore
-from core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
-from core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error
-from core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular
+from ackdeck.core.base.fileid import birth_ns
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.names import check_name, check_room_path
+from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox import prev_inodes as prev_inodes
+from ackdeck.core.inbox.ack import AckSite, ack_locked
+from ackdeck.core.inbox.ack_stream import Digest
+from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
+from ackdeck.core.inbox.push_handles import PushHandles, append_line
+from ackdeck.core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
+from ackdeck.core.inbox.receipts import ReceiptHeader, ReceiptStore
+from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error
+from ackdeck.core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular
 
 __all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
 

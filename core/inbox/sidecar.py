@@ -20,13 +20,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.base import atomic
-from core.base.byteio import write_all
-from core.base.locks import locked
-from core.base.record import Record
-from core.errors import RoomUnavailable, UnsafeSidecar
-from core.inbox import ledger as L
-from core.inbox.prev_inodes import PREV_PREFIX
+from ackdeck.core.base import atomic
+from ackdeck.core.base.byteio import write_all
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.record import Record
+from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox.prev_inodes import PREV_PREFIX
 
 SUFFIX = ".ackdeck"
 

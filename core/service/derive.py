@@ -10,8 +10,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from core.inbox.room_backend import StatusView
-    from core.inbox.room_url import RedisAddress
+    from ackdeck.core.inbox.room_backend import StatusView
+    from ackdeck.core.inbox.room_url import RedisAddress
 
 
 def room_name(room: str | os.PathLike[str] | RedisAddress) -> str:

@@ -6,11 +6,11 @@ here: the hooks import `core.service` on every turn and never start a process.
 
 from __future__ import annotations
 
-from core.base.home import resolve_home
-from core.base.names import check_name
-from core.errors import InvalidInput, ProcessError
-from core.service.results import DecodedLines, Result
-from core.watch.reconcile import reconcile_lost
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.names import check_name
+from ackdeck.core.errors import InvalidInput, ProcessError
+from ackdeck.core.service.results import DecodedLines, Result
+from ackdeck.core.watch.reconcile import reconcile_lost
 
 TYPE_CHECKING = False  # typing costs ~3 ms of start-up
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from core.watch.procs import MonitorSpec, RunInfo
+    from ackdeck.core.watch.procs import MonitorSpec, RunInfo
 
     HomeArg = str | os.PathLike[str] | Path | None
     Deliver = Callable[["OutputLines"], int]
@@ -119,7 +119,7 @@ def start(
     cwd: str | None = None,
 ) -> Run:
     """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`."""
-    from core.watch import procs
+    from ackdeck.core.watch import procs
 
     check_name(name, "process")
     check_name(session)
@@ -158,10 +158,10 @@ def read_output(
     """New lines of `name` for `session`. `deliver` gets the lines about to be returned and
     answers how many of them, from the first, reached the reader: only those count as shown
     (and are in the result, whose `more` says lines were held back)."""
-    from core.watch.output import read_output as read
+    from ackdeck.core.watch.output import read_output as read
 
     # Validated once, in core: the name, the session, the filter (RE2), `exclude` that needs a
-    # filter, the timeout (core.base.timeouts).
+    # filter, the timeout (ackdeck.core.base.timeouts).
     offered = [0]
 
     def hand_over(res: Any) -> int:
@@ -187,7 +187,7 @@ def read_output(
 def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = False) -> Runs:
     """Runs (of `session` only, if given), oldest first per name. Dead supervisors are first
     reported as `lost`: the explicit reconcile step (the listing itself never writes)."""
-    from core.watch import procs
+    from ackdeck.core.watch import procs
 
     h = resolve_home(home)
     if session is not None:
@@ -200,7 +200,7 @@ def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = 
 def kill(home: HomeArg, name: str, *, grace: float = 3.0, session: str | None = None) -> Killed:
     """TERM `name`'s latest run, KILL after `grace` seconds. With `session`, only that
     session's own runs may be killed (the MCP door: an agent stops what it started)."""
-    from core.watch import procs
+    from ackdeck.core.watch import procs
 
     check_name(name, "process")
     if isinstance(grace, bool) or not 0 <= grace <= MAX_GRACE:

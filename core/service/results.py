@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from core.base.record import Struct
-from core.base.text import display_lines, os_error_line
-from core.errors import AckdeckError
+from ackdeck.core.base.record import Struct
+from ackdeck.core.base.text import display_lines, os_error_line
+from ackdeck.core.errors import AckdeckError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

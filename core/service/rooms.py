@@ -10,16 +10,16 @@ its lock).
 
 from __future__ import annotations
 
-from core.base.text import display_lines
-from core.errors import ColdAck
-from core.service.derive import session_counts
-from core.service.results import DecodedLines, Result
+from ackdeck.core.base.text import display_lines
+from ackdeck.core.errors import ColdAck
+from ackdeck.core.service.derive import session_counts
+from ackdeck.core.service.results import DecodedLines, Result
 
 TYPE_CHECKING = False  # typing costs every `room push` ~3 ms at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from core.inbox.room_backend import (
+    from ackdeck.core.inbox.room_backend import (
         AckView,
         ReadView,
         RoomBackend,

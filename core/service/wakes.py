@@ -6,10 +6,10 @@ whichever door delivers it: `wakes drain --json`, MCP `wakes_drain`, the Stop ho
 
 from __future__ import annotations
 
-from core.base.home import resolve_home
-from core.base.names import check_name
-from core.service.results import Result
-from core.watch.reconcile import reconcile_lost
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.names import check_name
+from ackdeck.core.service.results import Result
+from ackdeck.core.watch.reconcile import reconcile_lost
 
 TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from core.watch.wakes import Delivery, DrainResult, WakeRecord
+    from ackdeck.core.watch.wakes import Delivery, DrainResult, WakeRecord
 
     HomeArg = str | os.PathLike[str] | Path | None
     DeliverWakes = Callable[["Drained"], bool]
@@ -100,7 +100,7 @@ class Delivered(Result):
 
     @property
     def read_rest(self) -> str | None:
-        from core.watch.wakes import read_rest
+        from ackdeck.core.watch.wakes import read_rest
 
         return read_rest(self.delivery) if self.delivery.dropped else None
 
@@ -126,7 +126,7 @@ class Drained(Result):
 
     def text(self) -> str:
         """What the agent reads (Stop hook, MCP text, `wakes drain` without --json)."""
-        from core.watch.wakes import format_wake_text
+        from ackdeck.core.watch.wakes import format_wake_text
 
         return format_wake_text(self.result)
 
@@ -142,7 +142,7 @@ class Dismissed(Result):
 def list_wakes(home: HomeArg, session: str | None = None) -> Wakes:
     """Wake records (of `session`, or of every session), without delivering anything. Dead
     supervisors are first reported as monitor-lost: the explicit reconcile step."""
-    from core.watch.wakes import scan_wakes
+    from ackdeck.core.watch.wakes import scan_wakes
 
     h = resolve_home(home)
     if session is not None:
@@ -161,12 +161,12 @@ def drain(
 ) -> Drained:
     """Deliver what `session` was not shown, then ack exactly that. With `deliver`, nothing is
     acked unless it answers True (the reader got it)."""
-    from core.watch import wakes
+    from ackdeck.core.watch import wakes
 
     h = resolve_home(home)
     check_name(session)
     if isinstance(settle_timeout, bool) or not 0 <= settle_timeout <= 60:
-        from core.errors import InvalidInput
+        from ackdeck.core.errors import InvalidInput
 
         raise InvalidInput("settle must be between 0 and 60 seconds")
     reconcile_lost(h)  # a dead supervisor is delivered as monitor-lost
@@ -180,7 +180,7 @@ def drain(
 
 def dismiss(home: HomeArg, session: str, name: str) -> Dismissed:
     """Remove `session`'s record for `name` (a malformed one is kept: CorruptState)."""
-    from core.watch import wakes
+    from ackdeck.core.watch import wakes
 
     check_name(session)
     check_name(name, "process")

@@ -12,7 +12,7 @@ case-insensitive flags, `\\Q...\\E`) contributes no literal, so the answer is at
 
 from __future__ import annotations
 
-from core.errors import UnmodelledPattern
+from ackdeck.core.errors import UnmodelledPattern
 
 MAX_LITERALS = 8
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from core.watch.patterns import Pattern, compile_pattern
-from core.watch.scan import (
+from ackdeck.core.watch.patterns import Pattern, compile_pattern
+from ackdeck.core.watch.scan import (
     PARALLEL_MIN,
     Buf,
     LiteralFinder,

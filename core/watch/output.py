@@ -26,14 +26,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.base.home import resolve_home
-from core.base.names import check_name
-from core.base.timeouts import check_timeout
-from core.errors import InvalidInput
-from core.watch import gate, holders, shown
-from core.watch.monitors import Pattern, clean, compile_pattern
-from core.watch.procs import check_lost, get_run
-from core.watch.runs import load_meta, meta_path, output_path, pid_alive
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.timeouts import check_timeout
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.watch import gate, holders, shown
+from ackdeck.core.watch.monitors import Pattern, clean, compile_pattern
+from ackdeck.core.watch.procs import check_lost, get_run
+from ackdeck.core.watch.runs import load_meta, meta_path, output_path, pid_alive
 
 Clock = Callable[[], float]
 MAX_READ = 16 << 20  # bytes consumed per read at most; the rest comes with the next read

@@ -7,16 +7,16 @@ lookaround, atomic group, possessive quantifier, ...) is refused when it is comp
 line naming the construct, before anything starts.
 
 A `Pattern` matches the *cleaned* bytes of one line as UTF-8 text. It also holds what the chunk
-scanner (core.watch.monitors) needs: the same pattern in multi-line mode, for searching many
+scanner (ackdeck.core.watch.monitors) needs: the same pattern in multi-line mode, for searching many
 complete lines in one buffer, and the literals every match contains (core.watch.literals)."""
 
 from __future__ import annotations
 
 import re
 
-from core.base.record import Struct
-from core.errors import InvalidInput
-from core.watch.literals import literal_prefix, required_literals
+from ackdeck.core.base.record import Struct
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.watch.literals import literal_prefix, required_literals
 
 # typing and dataclasses are not imported at run time: each monitored run's supervisor would
 # carry them (dataclasses pulls in inspect, ast and dis: ~1.3 MiB).

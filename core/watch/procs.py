@@ -20,13 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.base.home import resolve_home
-from core.base.locks import locked
-from core.base.names import check_name
-from core.errors import CorruptState, InvalidInput, ProcessError
-from core.watch import holders
-from core.watch.monitors import compile_pattern
-from core.watch.runs import (
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.names import check_name
+from ackdeck.core.errors import CorruptState, InvalidInput, ProcessError
+from ackdeck.core.watch import holders
+from ackdeck.core.watch.monitors import compile_pattern
+from ackdeck.core.watch.runs import (
     CHILD_PYTHONPATH,
     STARTUP_GRACE,
     UNSET_PYTHONPATH,
@@ -44,7 +44,7 @@ from core.watch.runs import (
     supervisor_alive,
     unsupervised,
 )
-from core.watch.tail import Tail, total_matches
+from ackdeck.core.watch.tail import Tail, total_matches
 
 Clock = Callable[[], float]
 HomeArg = str | os.PathLike[str] | None
@@ -197,7 +197,7 @@ def _spawn_supervisor(home: Path, rdir: Path) -> None:
     try:
         with open(rdir / "supervisor.log", "ab") as log:
             launcher = subprocess.Popen(
-                [sys.executable, "-m", "core.watch.supervisor", "--home", str(home)]
+                [sys.executable, "-m", "ackdeck.core.watch.supervisor", "--home", str(home)]
                 + ["--run-dir", str(rdir), "--ready-fd", str(w)],
                 pass_fds=(w,),
                 stdin=subprocess.DEVNULL,

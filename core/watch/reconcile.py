@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.base.home import resolve_home
-from core.watch import runs
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.watch import runs
 
 
 def reconcile_lost(home: str | os.PathLike[str] | Path | None) -> None:
     h = resolve_home(home)
     if runs.unsupervised(h):
-        from core.watch import procs  # only now: see the module docstring
+        from ackdeck.core.watch import procs  # only now: see the module docstring
 
         procs.reconcile(h)

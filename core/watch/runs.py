@@ -17,11 +17,11 @@ import os
 import time
 from pathlib import Path
 
-from core.base.home import procs_dir
-from core.base.names import check_name
-from core.base.record import Record
-from core.base.statefile import load_model, store_model
-from core.errors import CorruptState
+from ackdeck.core.base.home import procs_dir
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.record import Record
+from ackdeck.core.base.statefile import load_model, store_model
+from ackdeck.core.errors import CorruptState
 
 STATUSES = ("running", "exited", "killed", "lost")
 # A run whose supervisor has not taken its lock within this many seconds of being created is

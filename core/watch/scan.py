@@ -73,7 +73,7 @@ def _address(buf: Buf) -> int | None:
 
     CPython keeps every bytes and bytearray object NUL-terminated just past its end (the C API
     promises it: PyBytes_AsString, PyByteArray_AsString); elsewhere only a bytearray whose own
-    last byte is NUL (core.watch.tail's read buffer) qualifies.
+    last byte is NUL (ackdeck.core.watch.tail's read buffer) qualifies.
     """
     if len(buf) == 0:
         return None

@@ -18,13 +18,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.base import atomic
-from core.base.locks import locked
-from core.base.names import check_name
-from core.base.record import Record
-from core.errors import RecordError
-from core.watch.gate import Intervals
-from core.watch.runs import pid_alive
+from ackdeck.core.base import atomic
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.record import Record
+from ackdeck.core.errors import RecordError
+from ackdeck.core.watch.gate import Intervals
+from ackdeck.core.watch.runs import pid_alive
 
 LEASE_MARK = ".lease."
 

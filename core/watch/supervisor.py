@@ -1,6 +1,6 @@
 """The detached supervisor of one run.
 
-    python -m core.watch.supervisor --home H --run-dir D --ready-fd N
+    python -m ackdeck.core.watch.supervisor --home H --run-dir D --ready-fd N
 
 It forks once more so the caller can reap the launcher at once (no zombie, no controlling
 terminal), takes the run's supervisor lock for its whole life (that lock is how everyone else
@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.base.locks import locked
-from core.watch import holders
-from core.watch.runs import (
+from ackdeck.core.base.locks import locked
+from ackdeck.core.watch import holders
+from ackdeck.core.watch.runs import (
     CHILD_PYTHONPATH,
     UNSET_PYTHONPATH,
     RunMeta,
@@ -35,7 +35,7 @@ from core.watch.runs import (
     store_meta,
     supervisor_lock_path,
 )
-from core.watch.tail import Tail
+from ackdeck.core.watch.tail import Tail
 
 # Memory: one supervisor lives per monitored run, so it imports only what it needs for its
 # whole life (README "Supervisor memory"). No argparse (its formatter pulls in shutil and the
@@ -217,7 +217,7 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
 def parse_args(argv: list[str]) -> tuple[Path, Path, int]:
     """`--home H --run-dir D --ready-fd N`, as procs.start passes them (an internal command
     line, so no argparse). Paths are made absolute: spawn() changes directory."""
-    usage = "usage: python -m core.watch.supervisor --home H --run-dir D --ready-fd N"
+    usage = "usage: python -m ackdeck.core.watch.supervisor --home H --run-dir D --ready-fd N"
     if len(argv) % 2:
         raise SystemExit(usage)
     opts = dict(zip(argv[::2], argv[1::2], strict=True))

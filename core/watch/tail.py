@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.watch import gate, shown, wakes
-from core.watch.monitors import Batch, LineBuffer, LineMatcher, MatchedLine
-from core.watch.runs import (
+from ackdeck.core.watch import gate, shown, wakes
+from ackdeck.core.watch.monitors import Batch, LineBuffer, LineMatcher, MatchedLine
+from ackdeck.core.watch.runs import (
     MonitorCounters,
     MonitorsState,
     RunMeta,

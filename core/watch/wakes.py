@@ -24,18 +24,18 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.base import atomic
-from core.base.home import resolve_home, wakes_dir
-from core.base.locks import locked
-from core.base.names import check_name
-from core.base.record import Record, Struct
-from core.errors import CorruptState, InvalidName, RecordError
-from core.watch import gate, shown
-from core.watch.runs import load_meta, run_dir
+from ackdeck.core.base import atomic
+from ackdeck.core.base.home import resolve_home, wakes_dir
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.record import Record, Struct
+from ackdeck.core.errors import CorruptState, InvalidName, RecordError
+from ackdeck.core.watch import gate, shown
+from ackdeck.core.watch.runs import load_meta, run_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver wakes
-    from core.watch.monitors import MatchedLine
+    from ackdeck.core.watch.monitors import MatchedLine
 
 Clock = Callable[[], float]
 MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropped`

@@ -22,10 +22,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from core.errors import AckdeckError
-from core.inbox.room_backend import AckView, ReadView, open_room
-from core.inbox.room_url import RedisAddress, is_url, parse_redis_url
-from core.service import rooms as room_service
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.inbox.room_backend import AckView, ReadView, open_room
+from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
+from ackdeck.core.service import rooms as room_service
 
 from ..host import Host, host_of
 from ..lineindex import display_name
@@ -453,7 +453,7 @@ class MainScreen(Screen[None]):
         self.post_message(ActionFinished(f"pushed 1 line into {path.name}", title="push"))
 
     def _dismiss_wake(self, session: str, name: str) -> None:
-        from core.service import wakes
+        from ackdeck.core.service import wakes
 
         home = self.dash.config.home
         if home is None:

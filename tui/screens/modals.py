@@ -19,9 +19,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
-from core.errors import AckdeckError
-from core.inbox.room_backend import AckView, open_room
-from core.inbox.room_url import RedisAddress
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.inbox.room_backend import AckView, open_room
+from ackdeck.core.inbox.room_url import RedisAddress
 
 from ..state import plural
 

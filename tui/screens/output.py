@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker
 
-from core.errors import AckdeckError
+from ackdeck.core.errors import AckdeckError
 
 from ..coalesce import Coalescer
 from ..host import Host, host_of
@@ -33,7 +33,7 @@ from .modals import PromptScreen
 class OutputRead(Message):
     """The owner read the process's output through core (or failed to)."""
 
-    run: Any  # core.watch.procs.RunInfo
+    run: Any  # ackdeck.core.watch.procs.RunInfo
     new_lines: int
     error: str | None = None
 
@@ -86,7 +86,7 @@ class OutputScreen(Screen[None]):
 
     @work(thread=True, group="output-read", exit_on_error=False)
     def _owner_read(self, name: str) -> None:
-        from core.watch import output, procs
+        from ackdeck.core.watch import output, procs
 
         home = self.dash.config.home
         session = self.dash.config.session

@@ -23,8 +23,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
-from core.errors import AckdeckError
-from core.inbox.room_url import RedisAddress
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.inbox.room_url import RedisAddress
 
 from ..coalesce import Coalescer
 from ..lineindex import LineIndex, LineSource, filter_lines
