@@ -1,0 +1,140 @@
+"""`python -m bench.structure`: the structure figures issue #18 measures before and after.
+
+Not a timing benchmark (so not a `bench_*` module): it reads the source with `ast` and prints
+1. which `ackdeck.core.inbox` / `ackdeck.core.watch` modules each door imports directly;
+2. lines of code per layer;
+3. per result concept, the places that declare its fields: a class body with annotated fields
+   or properties, or a dict literal (a `SHAPE`), that names at least two of the concept's
+   characteristic fields (target: one place each).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+DOORS = {
+    "cli": ["core/cli"],
+    "mcp server": [
+        "core/agents/mcp_server.py",
+        "core/agents/mcp_manage.py",
+        "core/agents/mcp_reply.py",
+        "core/agents/mcp_channel.py",
+    ],
+    "hooks": ["core/agents/hooks.py"],
+    "noticer": ["core/agents/noticer.py", "core/agents/notices.py"],
+    "nudge": ["core/agents/nudge.py"],
+    "dashboard": ["tui"],
+}
+LAYERS = ["core/base", "core/inbox", "core/watch", "core/service", "core/agents", "core/cli", "tui"]
+CONCEPTS = {
+    "room status": {"partial_bytes", "acked_total", "preserved_total", "pushed_total"},
+    "session counts": {"in_flight", "unread"},
+    "read": {"lines", "epoch", "data"},
+    "ack": {"mode", "acked", "preserved"},
+    "push": {"offset", "room", "path"},
+}
+
+
+# Persisted records hold some of the same names (the ledger keeps the counters a status
+# reports); they are a file's schema, not a result, and are not counted.
+PERSISTED = {"Ledger", "ReceiptHeader", "AuditEntry", "RoomMark", "MatchedLine", "WakeLine"}
+
+
+def _files(parts: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for part in parts:
+        p = REPO / part
+        out += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+    return [f for f in out if f.exists()]
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def door_imports() -> dict[str, list[str]]:
+    result = {}
+    for door, parts in DOORS.items():
+        mods = set().union(*(_imports(f) for f in _files(parts)))
+        result[door] = sorted(
+            m for m in mods if m.startswith(("ackdeck.core.inbox", "ackdeck.core.watch"))
+        )
+    return result
+
+
+def lines_per_layer() -> dict[str, int]:
+    return {
+        layer: sum(len(f.read_text().splitlines()) for f in _files([layer])) for layer in LAYERS
+    }
+
+
+def _declared_names(node: ast.AST) -> set[str]:
+    names: set[str] = set()
+    if isinstance(node, ast.ClassDef):
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                names.add(stmt.target.id)
+            elif isinstance(stmt, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in stmt.decorator_list
+            ):
+                names.add(stmt.name)
+    elif isinstance(node, ast.Dict):
+        names = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+    return names
+
+
+def field_declarations() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {c: [] for c in CONCEPTS}
+    for f in _files(["core", "tui"]):
+        rel = f.relative_to(REPO)
+        tree = ast.parse(f.read_text())
+        updates = {  # `model_copy(update={...})`: a change to a record, not a declaration
+            id(kw.value)
+            for call in ast.walk(tree)
+            if isinstance(call, ast.Call)
+            for kw in call.keywords
+            if kw.arg == "update"
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef | ast.Dict) or id(node) in updates:
+                continue
+            if isinstance(node, ast.ClassDef) and node.name in PERSISTED:
+                continue
+            names = _declared_names(node)
+            for concept, marks in CONCEPTS.items():
+                if len(names & marks) >= 2 and not (
+                    # a room's status names room/path too: push is offset plus those
+                    concept == "push" and "offset" not in names
+                ):
+                    where = node.name if isinstance(node, ast.ClassDef) else "dict"
+                    found[concept].append(f"{rel}:{node.lineno} {where}")
+    return found
+
+
+def main() -> None:
+    print("## Direct imports of core.inbox / core.watch, per door\n")
+    for door, mods in door_imports().items():
+        print(f"- {door} ({len(mods)}): {', '.join(m.removeprefix('ackdeck.core.') for m in mods)}")
+    print("\n## Lines per layer\n\n| layer | lines |\n| --- | --- |")
+    layers = lines_per_layer()
+    for layer, n in layers.items():
+        print(f"| {layer} | {n} |")
+    print(f"| total | {sum(layers.values())} |")
+    print("\n## Places declaring each result's fields\n")
+    for concept, places in field_declarations().items():
+        print(f"- {concept}: {len(places)}")
+        for p in places:
+            print(f"  - {p}")
+
+
+if __name__ == "__main__":
+    main()
