@@ -67,6 +67,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard core tui tests bench)
 	$(BIN)/mypy -p ackdeck
+	$(BIN)/lint-imports
 
 test: $(STAMP) lint redis-server
 	$(BIN)/python -m pytest -q

@@ -5,12 +5,12 @@ writes only these, imports none of the ledger's machinery."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.record import Record
 from ackdeck.core.errors import CorruptState, RecordError
 
-TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
 if TYPE_CHECKING:
     from typing import TypeVar
 

@@ -6,10 +6,10 @@ Also the one reading of a number of seconds set in the environment (`seconds_fro
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ackdeck.core.errors import InvalidInput
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

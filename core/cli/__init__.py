@@ -12,48 +12,15 @@ one command to the subparsers. core never imports them itself, so it never depen
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
+from typing import TYPE_CHECKING
 
+from ackdeck.core.errors import AckdeckError, NotDelivered, ReportLost, UsageError
 
-def _import_argparse_without_gettext() -> None:
-    """Import argparse without gettext and locale, ~2.5 ms of every command's start-up, when
-    gettext could find no catalog anyway.
-
-    argparse imports gettext only to translate its own messages, through the default domain,
-    whose catalogs live under sys.base_prefix/share/locale. Where that directory does not
-    exist (a pyenv or python.org build, a venv of one), every lookup ends in gettext's
-    NullTranslations, so argparse gets the same two functions NullTranslations has, from a
-    stand-in module that is gone again once argparse is imported (a later `import gettext`
-    gets the real one). Elsewhere, or when either module is already loaded, nothing changes.
-    """
-    if "argparse" in sys.modules or "gettext" in sys.modules:
-        return
-    if os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):
-        return
-    stand_in = type(sys)("gettext")
-    stand_in.gettext = lambda message: message  # type: ignore[attr-defined]
-    stand_in.ngettext = lambda one, many, n: one if n == 1 else many  # type: ignore[attr-defined]
-    sys.modules["gettext"] = stand_in
-    try:
-        import argparse  # noqa: F401 - binds gettext's functions now
-    except ImportError:
-        # An argparse that wants more of gettext than these two: the real one is imported
-        # below (the failed import left no partial argparse behind).
-        sys.modules.pop("argparse", None)
-    finally:
-        del sys.modules["gettext"]
-
-
-_import_argparse_without_gettext()
-
-import argparse  # noqa: E402 - after the function above
-
-from ackdeck.core.errors import AckdeckError, NotDelivered, ReportLost, UsageError  # noqa: E402
-
-TYPE_CHECKING = False  # typing costs every command ~3 ms at start-up
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 

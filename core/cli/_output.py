@@ -6,10 +6,10 @@ import errno
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.byteio import write_all
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -8,10 +8,10 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from ackdeck.core.cli._output import emit_json, report, timeout_arg
 
-TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+# threading is imported where a worker is started (large reads and acks only): every room
+# command loads this module, and `import threading` costs ~1 ms of its start-up.
+from typing import TYPE_CHECKING
+
 from ackdeck.core.base.byteio import pread_chunks
 from ackdeck.core.base.digest import new_sha256
 from ackdeck.core.base.faults import pause
 from ackdeck.core.inbox import ledger as L
 
-# threading is imported where a worker is started (large reads and acks only): every room
-# command loads this module, and `import threading` costs ~1 ms of its start-up.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
 

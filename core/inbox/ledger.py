@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.record import Record, Struct
@@ -100,7 +101,6 @@ class Ledger(Record):
     late_total: int = 0
 
 
-TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
 if TYPE_CHECKING:
     from typing import Literal
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.record import Struct
 
-TYPE_CHECKING = False  # typing stays out of every command's start-up (see core/base/record.py)
 if TYPE_CHECKING:
     from ackdeck.core.inbox.ledger import AckMode
 

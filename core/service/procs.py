@@ -6,13 +6,14 @@ here: the hooks import `core.service` on every turn and never start a process.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import InvalidInput, ProcessError
 from ackdeck.core.service.results import DecodedLines, Result
 from ackdeck.core.watch.reconcile import reconcile_lost
 
-TYPE_CHECKING = False  # typing costs ~3 ms of start-up
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable

@@ -11,12 +11,12 @@ Errors have one shape too, on both doors: `{"error": KIND, "message": ONE_LINE}`
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.record import Struct
 from ackdeck.core.base.text import display_lines, os_error_line
 from ackdeck.core.errors import AckdeckError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 

@@ -6,12 +6,13 @@ whichever door delivers it: `wakes drain --json`, MCP `wakes_drain`, the Stop ho
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch.reconcile import reconcile_lost
 
-TYPE_CHECKING = False  # typing costs ~3 ms of `wakes drain --hook` on every turn
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable

@@ -25,7 +25,8 @@ from collections.abc import Callable
 
 # Not imported at run time (every monitored run's supervisor imports this module): typing, and
 # ctypes.util, whose find_library pulls in shutil, tempfile, bz2 and lzma (~1 MiB per process).
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
     from typing import Any, TypeVar
