@@ -1,4 +1,5 @@
-"""Which room a tool argument names (pure): only configured rooms are ever reachable."""
+"""Which room a tool argument names (pure): only configured rooms are ever reachable. The MCP
+server's configuration parses the rooms once; the service's `Deck.room` resolves a name."""
 
 from __future__ import annotations
 
@@ -6,33 +7,39 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.agents.mcp_server import DoorConfig, resolve_room
+from ackdeck.core.agents.mcp_server import DoorConfig
 from ackdeck.core.errors import InvalidInput, InvalidName
+
+
+def _paths(cfg: DoorConfig) -> list[Path]:
+    return [ref.path for ref in cfg.rooms]  # type: ignore[attr-defined]  # file rooms here
 
 
 def test_default_path_and_basename_resolve(tmp_path: Path) -> None:
     cfg = DoorConfig.make("agent", [tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "a.txt"])
-    assert cfg.rooms == (tmp_path / "a.txt", tmp_path / "b.txt")  # duplicates collapse
-    assert resolve_room(cfg.rooms, None) == tmp_path / "a.txt"
-    assert resolve_room(cfg.rooms, "") == tmp_path / "a.txt"
-    assert resolve_room(cfg.rooms, "b.txt") == tmp_path / "b.txt"
-    assert resolve_room(cfg.rooms, str(tmp_path / "x" / ".." / "b.txt")) == tmp_path / "b.txt"
+    assert _paths(cfg) == [tmp_path / "a.txt", tmp_path / "b.txt"]  # duplicates collapse
+    deck = cfg.deck()
+    assert deck.room(None).path == tmp_path / "a.txt"  # type: ignore[attr-defined]
+    assert deck.room("").path == tmp_path / "a.txt"  # type: ignore[attr-defined]
+    assert deck.room("b.txt").path == tmp_path / "b.txt"  # type: ignore[attr-defined]
+    other = str(tmp_path / "x" / ".." / "b.txt")
+    assert deck.room(other).path == tmp_path / "b.txt"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("name", ["c.txt", "../a.txt", "/etc/passwd", "a.txt/", "a.txt\0"])
 def test_anything_else_is_rejected(tmp_path: Path, name: str) -> None:
-    rooms = DoorConfig.make("agent", [tmp_path / "a.txt"]).rooms
+    deck = DoorConfig.make("agent", [tmp_path / "a.txt"]).deck()
     with pytest.raises(InvalidInput):
-        resolve_room(rooms, name)
+        deck.room(name)
 
 
 def test_ambiguous_basename_asks_for_the_full_path(tmp_path: Path) -> None:
     one, two = tmp_path / "x" / "inbox.txt", tmp_path / "y" / "inbox.txt"
-    rooms = DoorConfig.make("agent", [one, two]).rooms
+    deck = DoorConfig.make("agent", [one, two]).deck()
     with pytest.raises(InvalidInput, match="ambiguous") as info:
-        resolve_room(rooms, "inbox.txt")
+        deck.room("inbox.txt")
     assert str(one) in str(info.value) and str(two) in str(info.value)
-    assert resolve_room(rooms, str(two)) == two
+    assert deck.room(str(two)).path == two  # type: ignore[attr-defined]
 
 
 def test_configuration_is_validated(tmp_path: Path) -> None:

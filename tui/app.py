@@ -18,8 +18,9 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, get_current_worker
 
-from ackdeck.core.inbox import sidecar
-from ackdeck.core.inbox.room_url import parse_redis_url
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.service.refs import parse_room
+from ackdeck.core.service.roomref import RoomRef
 
 from .coalesce import Coalescer
 from .commands import DashboardCommands
@@ -65,6 +66,7 @@ class AckdeckApp(App[None]):
         self.rates = RateTracker()
         self.title = config.title
         self.rooms = config.room_paths()
+        self._refs: list[RoomRef] | None = None  # the rooms parsed, for watching them
         self.snapshot: Snapshot | None = None
         self._scans = Coalescer(self._scan)
         self._scan_soon = False
@@ -75,7 +77,7 @@ class AckdeckApp(App[None]):
         self._shut_down = False
         self._watch_stop: threading.Event | None = None
         self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
-        self._redis_stop: threading.Event | None = None  # live reads of redis rooms
+        self._follow_stop: threading.Event | None = None  # ends the rooms' follow loops
         self._main = MainScreen()
         if not config.animations:
             self.animation_level = "none"
@@ -101,8 +103,8 @@ class AckdeckApp(App[None]):
     def on_unmount(self) -> None:
         self._shut_down = True
         self._stop_watching()
-        if self._redis_stop is not None:
-            self._redis_stop.set()
+        if self._follow_stop is not None:
+            self._follow_stop.set()
         if self._scanner is not None:
             self._scanner.close()
             self._scanner = None
@@ -173,7 +175,7 @@ class AckdeckApp(App[None]):
         self._main.apply_snapshot(snap)
         if self.config.watch:
             self._ensure_watching()
-            self._ensure_redis_watching()
+            self._ensure_following()
 
     def on_files_changed(self, message: FilesChanged) -> None:
         # New lines first: the line views pick up appends at once (a small pread), while the
@@ -203,14 +205,24 @@ class AckdeckApp(App[None]):
         self.request_scan()
 
     # ----- watching ---------------------------------------------------------------------------
+    def _room_refs(self) -> list[RoomRef]:
+        if self._refs is None:
+            refs = []
+            for room in self.rooms:
+                try:
+                    refs.append(parse_room(room))
+                except AckdeckError:
+                    pass  # the scan shows the room's error row
+            self._refs = refs
+        return self._refs
+
     def _watch_targets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(directories watched flat, directories watched recursively) that exist now."""
         flat: set[str] = set()
-        for room in self.rooms:
-            if isinstance(room, str):
-                continue  # a redis room: watched by blocking reads (_watch_redis)
-            # The directories, not the file: an ack renames a new inode over the file.
-            for d in sidecar.state_dirs(room):
+        for ref in self._room_refs():
+            # The directories, not the file: an ack renames a new inode over the file. A
+            # followed room (redis) has none: its own follow loop reports arrivals.
+            for d in ref.watch_dirs():
                 if d.is_dir():
                     flat.add(str(d))
         deep: set[str] = set()
@@ -228,50 +240,29 @@ class AckdeckApp(App[None]):
         stop = threading.Event()
         self._watch_stop = stop
         flat, deep = targets
-        files = [r for r in self.rooms if isinstance(r, Path)]
-        names = {r.name for r in files} | {sidecar.path_for(r).name for r in files}
         if flat:
-            self._watch(flat, False, stop, names)
+            self._watch(flat, False, stop, self._room_refs())
         if deep:
             self._watch(deep, True, stop, None)
 
-    def _ensure_redis_watching(self) -> None:
-        if self._redis_stop is not None or self._shut_down:
+    def _ensure_following(self) -> None:
+        if self._follow_stop is not None or self._shut_down:
             return
-        self._redis_stop = threading.Event()
-        for room in self.rooms:
-            if isinstance(room, str):
-                self._watch_redis(room, self._redis_stop)
+        self._follow_stop = threading.Event()
+        for ref in self._room_refs():
+            if ref.FOLLOWS:
+                self._follow(ref, self._follow_stop)
 
     @work(thread=True, group="watch", exit_on_error=False)
-    def _watch_redis(self, url: str, stop: threading.Event) -> None:
-        """New entries of a redis room by blocking reads (XREAD BLOCK), never by polling. An
-        unreachable server is tried again every second; meanwhile the scan shows the room's
-        error row, and the first answer triggers a rescan that clears it."""
-        from ackdeck.core.errors import AckdeckError
-        from ackdeck.core.inbox.redis_room import RedisRoom
+    def _follow(self, ref: RoomRef, stop: threading.Event) -> None:
+        """New entries of a followed (redis) room by its own blocking follow loop, never by
+        polling. While its server is unreachable the scan shows the room's error row; the
+        loop reports the change either way, and the rescan shows or clears it."""
 
-        room = RedisRoom(parse_redis_url(url))
-        worker = get_current_worker()
-        after: str | None = None
-        try:
-            while not stop.is_set() and not worker.is_cancelled:
-                try:
-                    if after is None:
-                        after = room.newest_id()
-                        self.post_message(FilesChanged())  # reachable (again): rescan
-                    newest = room.arrivals(after, stop)
-                except AckdeckError:
-                    after = None
-                    self.post_message(FilesChanged())
-                    stop.wait(1.0)
-                    continue
-                if newest != after:
-                    after = newest
-                    self.post_message(FilesChanged())
-                    stop.wait(DEBOUNCE_MS / 1000)  # coalesce a flood into few rescans
-        finally:
-            room.close()
+        def arrived() -> None:
+            self.post_message(FilesChanged())
+
+        ref.follow(arrived, stop)
 
     def _stop_watching(self) -> None:
         if self._watch_stop is not None:
@@ -281,16 +272,19 @@ class AckdeckApp(App[None]):
 
     @work(thread=True, group="watch", exit_on_error=False)
     def _watch(
-        self, dirs: tuple[str, ...], recursive: bool, stop: threading.Event, names: set[str] | None
+        self,
+        dirs: tuple[str, ...],
+        recursive: bool,
+        stop: threading.Event,
+        refs: list[RoomRef] | None,
     ) -> None:
         import watchfiles
 
         def wanted(_change: object, path: str) -> bool:
-            if names is None:
+            if refs is None:
                 return True
             # Room directories may hold unrelated busy files; keep rooms and their sidecars.
-            parts = Path(path).parts
-            return any(p in names for p in parts[-3:])
+            return any(ref.watches(path) for ref in refs)
 
         worker = get_current_worker()
         for _changes in watchfiles.watch(

@@ -22,22 +22,21 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.agents.instructions import rules
 from ackdeck.core.base import atomic
-from ackdeck.core.base.names import check_name, room_path
+from ackdeck.core.base.names import check_name
 from ackdeck.core.base.record import Struct
 from ackdeck.core.base.text import display
 from ackdeck.core.errors import AckdeckError, InvalidInput
-from ackdeck.core.inbox.room_backend import open_room, room_display
-from ackdeck.core.inbox.room_spec import is_url
-from ackdeck.core.service.derive import room_name, session_counts
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.refs import display_of, parse_room
 
-TYPE_CHECKING = False  # typing costs every hook ~3 ms at start-up
 if TYPE_CHECKING:
     from typing import Any
 
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.service.wakes import Drained
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 # Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
@@ -54,7 +53,6 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
 # closes the pipe, a hand-run hook may have nothing there.
 STDIN_WAIT_S = 2.0
 BACKUP_SUFFIX = ".ackdeck-backup"
-PROMPT_MAX_LINES = 20
 PROMPT_MAX_CHARS = 300
 
 
@@ -89,7 +87,7 @@ def hook_commands(
 
 
 def _hook_room(room: str | os.PathLike[str]) -> str:
-    return room_display(room) if is_url(room) else str(room_path(room))
+    return parse_room(room, env={}).display
 
 
 def is_ackdeck_hook(event: str, command: object) -> bool:
@@ -280,36 +278,17 @@ def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
 
 
 # ----- what the hooks print ---------------------------------------------------------------------
-class Unread(Struct):
-    room: Path | str  # a path, or a redis room's URL without its password
-    count: int
-    lines: list[bytes]  # the oldest unread lines, at most PROMPT_MAX_LINES
-    error: str | None = None
-
-
-def peek_unread(room: RoomBackend, session: str) -> Unread:
-    """The session's unread lines, without recording a read or acking anything.
-
-    Display only: counts come from core's status, the lines from the room's newest ones
-    afterwards, so a concurrent ack or append can make them differ by a few lines.
-    """
-    count = session_counts(room.status(), session)[1]
-    if count <= 0:
-        return Unread(room.path, 0, [])
-    newest = room.tail(count)  # the newest lines, without a read (the room's own end)
-    return Unread(room.path, len(newest), newest[:PROMPT_MAX_LINES])
-
-
 def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
     """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say."""
-    check_name(session)
+    deck = Deck(session=session)
     parts: list[str] = []
     for r in rooms:
         try:
-            u = peek_unread(open_room(r), session)
+            ref = deck.parse(r)
+            u = deck.unread(ref)
         except (AckdeckError, OSError) as exc:
             # One broken room must not hide the others or block the prompt.
-            parts.append(f"ackdeck: cannot check room {_shown(r)}: {exc}")
+            parts.append(f"ackdeck: cannot check room {display_of(r)}: {exc}")
             continue
         if u.count == 0:
             continue
@@ -319,16 +298,9 @@ def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
             f"ackdeck: {u.count} unread line(s) in room {u.room} (not acked yet):\n"
             + "\n".join(f"  {x}" for x in shown)
             + (f"\n  ... and {more} more" if more > 0 else "")
-            + f"\nRead them with room_list_new (room {room_name(u.room)!r}), act, then room_ack."
+            + f"\nRead them with room_list_new (room {ref.name!r}), act, then room_ack."
         )
     return "\n".join(parts)
-
-
-def _shown(room: str | os.PathLike[str]) -> str:
-    try:
-        return _hook_room(room)
-    except AckdeckError:
-        return "(an invalid room URL)"
 
 
 def _clip(line: str) -> str:
@@ -337,7 +309,7 @@ def _clip(line: str) -> str:
 
 def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
     """The SessionStart instructions. Names the consumed-only sequence and forbids truncation."""
-    check_name(session)
+    deck = Deck(session=session)
     lines = [
         f"ackdeck: you are session {session!r}.",
     ]
@@ -345,11 +317,10 @@ def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str
         lines.append("Notification rooms (files other processes append to):")
         for r in rooms:
             try:
-                u = peek_unread(open_room(r), session)
-                state = f"{u.count} unread"
+                state = f"{deck.unread(deck.parse(r)).count} unread"
             except (AckdeckError, OSError) as exc:
                 state = f"cannot check: {exc}"
-            lines.append(f"  - {_shown(r)} ({state})")
+            lines.append(f"  - {display_of(r)} ({state})")
     lines += rules(session)
     return "\n".join(lines)
 
@@ -447,11 +418,9 @@ def stop_hook(
     once delivered): if it answers False, nothing is acked and the wakes stay pending."""
     from ackdeck.core.agents.noticer import Noticer
     from ackdeck.core.agents.notices import Notice
-    from ackdeck.core.watch import wakes
-    from ackdeck.core.watch.reconcile import reconcile_lost
 
-    check_name(session)
-    reconcile_lost(home)  # a dead supervisor is delivered as a monitor-lost wake
+    deck = Deck(home, session)
+    deck.reconcile_lost()  # a dead supervisor is delivered as a monitor-lost wake
     notices: list[Notice] = []
     commit: Callable[[], None] = _nothing
     if rooms:
@@ -486,22 +455,20 @@ def stop_hook(
     said: list[str] = []
     unsaid: list[str] = []
 
-    def deliver(result: Any) -> bool:
-        text = compose(wakes.format_wake_text(result))
+    def deliver(result: Drained) -> bool:
+        text = compose(result.text())
         if emit is not None and not emit(text):
             unsaid.append(text)
             return False
         said.append(text)
         return True
 
-    drained = wakes.drain(
-        home, session, settle_timeout=settle_timeout, deliver=deliver if emit else None
-    )
+    drained = deck.drain(settle_timeout=settle_timeout, deliver=deliver if emit else None)
     if said:
         return StopOutcome(True, said[0], commit, written=True)
     if unsaid:  # nothing was acked; the caller's own write will fail (or succeed) again
         return StopOutcome(True, unsaid[0], commit)
-    text = compose(wakes.format_wake_text(drained))
+    text = compose(drained.text())
     if not text:
         return StopOutcome(False, "", commit)
     return StopOutcome(True, text, commit)

@@ -98,9 +98,6 @@ async def wait_output(
     """`door.process_output` with the wait done here: each read is immediate (timeout 0), so
     a cancelled call leaves no reader behind that could later record lines as shown that no
     reply carried; between reads an async watch of the run directory wakes us."""
-    from ackdeck.core.watch import shown
-    from ackdeck.core.watch.procs import get_run
-
     check_name(name, "process")
     timeout = check_timeout(timeout)
     started = time.monotonic()
@@ -117,13 +114,13 @@ async def wait_output(
                 return reply
             if now >= deadline:
                 return reply
-            info = await anyio.to_thread.run_sync(lambda: get_run(door._home_dir(), name))
+            rdir = await anyio.to_thread.run_sync(lambda: door.deck.run_dir(name))
             if filter is None and not leased:
                 # As in core.watch.output: an unfiltered long poll holds a read lease for its whole
                 # wait, so a drain settles (bounded) before it delivers what this read may
                 # return. Taking it is a few file operations on a new file (never blocks);
                 # the `with` releases it on return, error and cancellation alike.
-                held.enter_context(shown.lease(info.run_dir, door.config.session))
+                held.enter_context(door.deck.read_lease(rdir))
                 leased = True
             if ctx is not None and now >= next_progress:
                 await ctx.report_progress(
@@ -135,7 +132,7 @@ async def wait_output(
             # At most RECHECK_S per watch: output written between our read and the watcher's
             # start is then picked up by the next read instead of waiting for a later event.
             until = min(deadline, next_progress, time.monotonic() + RECHECK_S)
-            await _changed(info.run_dir, until - time.monotonic())
+            await _changed(rdir, until - time.monotonic())
 
 
 async def _changed(rdir: Any, seconds: float) -> None:
@@ -163,7 +160,7 @@ WakesListOut = output_model(wakes.Wakes)
 
 def process_list(door: "AgentDoor", history: bool = False) -> "Reply":
     session = door.config.session
-    listed = procs.list_runs(door._home_dir(), session=session, latest_only=not history)
+    listed = procs.list_runs(door.deck.home, session=session, latest_only=not history)
     if not listed.runs:
         return reply(listed, f"no processes started by session {session!r}")
     text = "\n".join(
@@ -176,7 +173,7 @@ def process_list(door: "AgentDoor", history: bool = False) -> "Reply":
 
 
 def process_kill(door: "AgentDoor", name: str, grace: float = 3.0) -> "Reply":
-    done = procs.kill(door._home_dir(), name, grace=grace, session=door.config.session)
+    done = procs.kill(door.deck.home, name, grace=grace, session=door.config.session)
     info = done.info
     code = "" if info.exit_code is None else f", exit code {info.exit_code}"
     verb = "was already" if done.was != "running" else "is now"
@@ -189,7 +186,7 @@ def process_kill(door: "AgentDoor", name: str, grace: float = 3.0) -> "Reply":
 
 def wakes_list(door: "AgentDoor") -> "Reply":
     session = door.config.session
-    listed = wakes.list_wakes(door._home_dir(), session)
+    listed = wakes.list_wakes(door.deck.home, session)
     pending = [r for r in listed.records if r.pending]
     if not pending:
         text = f"no pending wakes for session {session!r}"

@@ -1,7 +1,8 @@
 """The agents' door: a stdio MCP server (official `mcp` SDK) over the same core paths as the CLI.
 
 Layers, so the decisions can be tested without the SDK:
-- `resolve_room` (pure): which configured room a tool argument names; nothing else is reachable.
+- `DoorConfig`: the session and rooms, parsed once; the service (`Deck.room`) resolves which
+  configured room a tool argument names, and nothing else is reachable.
 - `AgentDoor`: one method per tool, each a thin call into core returning a `Reply` (text for
   the model, structured data for programs, and whether it is an error).
 - `build_server`: registers those methods as MCP tools; an error `Reply` (and every
@@ -18,7 +19,6 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -34,13 +34,11 @@ from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.agents.mcp_reply import guard as _guard
 from ackdeck.core.agents.mcp_reply import one_line as _one_line
 from ackdeck.core.agents.mcp_reply import result as _result
-from ackdeck.core.base.names import check_name, room_path
 from ackdeck.core.base.timeouts import MAX_WAIT
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.inbox.room_backend import RoomBackend, open_room
-from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from ackdeck.core.service import procs, rooms, wakes
-from ackdeck.core.service.derive import label_of
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.roomref import RoomRef
 from ackdeck.core.version import package_version
 
 Clock = Callable[[], float]
@@ -52,83 +50,28 @@ MAX_OUTPUT_TIMEOUT = MAX_WAIT
 MAX_REPLY_TEXT = 48 << 10
 
 
-# ----- configuration and room resolution (pure) --------------------------------------------
+# ----- configuration -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class DoorConfig:
     session: str
-    rooms: tuple[Path | RedisAddress, ...]  # a file, or a redis room (its password kept hidden)
-    home: str | None = (
-        None  # None: ackdeck.core.base.home.resolve_home picks $ACKDECK_HOME or ~/.ackdeck
-    )
+    rooms: tuple[RoomRef, ...]  # parsed once; a redis room's password is kept hidden
+    home: str | None = None  # None: $ACKDECK_HOME, else ~/.ackdeck
 
     @classmethod
     def make(
         cls, session: str, rooms: Sequence[str | os.PathLike[str]], home: str | None = None
     ) -> "DoorConfig":
-        check_name(session)
-        if not rooms:
+        deck = Deck(home, session, rooms)  # checks the session, parses each room once
+        if not deck.rooms:
             raise InvalidInput(
                 "configure at least one room (--room PATH); the first is the default"
             )
-        seen: list[Path | RedisAddress] = []
         for r in rooms:
-            if is_url(r):
-                address = parse_redis_url(str(r))
-                if address not in seen:
-                    seen.append(address)
-                continue
-            p = _normal(r)
-            if p.name in ("", ".", "..") or p.is_dir():
-                raise InvalidInput(f"room {str(r)!r} is a directory, not a notification file")
-            if p not in seen:
-                seen.append(p)
-        return cls(session, tuple(seen), home)
+            deck.parse(r).check_configured(str(r))
+        return cls(session, deck.rooms, home)
 
-
-def _normal(path: str | os.PathLike[str]) -> Path:
-    text = os.fspath(path)
-    if "\0" in text:
-        raise InvalidInput("room path contains a NUL byte")
-    # The directory as the kernel resolves it (`link/..`); the room itself is never chased.
-    return room_path(text)
-
-
-def resolve_room(
-    rooms: Sequence[Path | RedisAddress], requested: str | None
-) -> Path | RedisAddress:
-    """The configured room that `requested` names: its path (as configured or absolute) or its
-    basename. None means the default (first) room. Anything else is rejected, so an agent can
-    never point the server at an arbitrary file."""
-    if requested is None or requested == "":
-        return rooms[0]
-    if "\0" in requested:
-        raise InvalidInput("room name contains a NUL byte")
-    if is_url(requested):
-        # Addresses compare without their password, so the shown URL names the room too.
-        wanted: Path | RedisAddress = parse_redis_url(requested, {})
-        if wanted in rooms:
-            return rooms[rooms.index(wanted)]
-    elif "/" in requested:
-        wanted = _normal(requested)
-        if wanted in rooms:
-            return wanted
-    else:
-        by_name = [r for r in rooms if r.name == requested]
-        if len(by_name) == 1:
-            return by_name[0]
-        if len(by_name) > 1:
-            raise InvalidInput(
-                f"room {requested!r} is ambiguous; use one of the full paths: "
-                + ", ".join(str(r) for r in by_name)
-            )
-    raise InvalidInput(
-        f"room {requested[:200]!r} is not configured for this server; use one of: "
-        + ", ".join(_label(rooms, r) for r in rooms)
-    )
-
-
-# Basename when it identifies the room unambiguously, else the full path: as every door names it.
-_label = label_of
+    def deck(self, *, clock: Clock = time.time) -> Deck:
+        return Deck(self.home, self.session, self.rooms, clock=clock)
 
 
 def _fit_reply(lines: Sequence[bytes]) -> int:
@@ -161,19 +104,14 @@ class AgentDoor:
 
     def __init__(self, config: DoorConfig, *, clock: Clock = time.time) -> None:
         self.config = config
-        self._clock = clock
-        self._home: Path | None = None
+        self.deck = config.deck(clock=clock)
         # Which reader this server is: receipts from room_list_new carry it, and room_ack
         # uses only those (a server started anew refuses its predecessor's receipts).
         self._reader = f"mcp:{os.getpid()}:{secrets.token_hex(8)}"
 
     # -- rooms ---------------------------------------------------------------------------
-    def _room(self, requested: str | None) -> tuple[RoomBackend, str]:
-        path = resolve_room(self.config.rooms, requested)
-        return open_room(path, clock=self._clock), _label(self.config.rooms, path)
-
     def room_list_new(self, room: str | None = None) -> Reply:
-        r, label = self._room(room)
+        r = self.deck.room(room)
         offered = [0]
 
         def deliver(got: rooms.Lines) -> int:
@@ -186,7 +124,7 @@ class AgentDoor:
         # The receipt is bound to this server instance: if the reply is lost with the server,
         # no later server can ack lines it never handed out. (The SDK writes the reply after
         # we return; on stdio a lost reply means a dead server.)
-        got = rooms.read(r, label, self.config.session, reader=self._reader, deliver=deliver)
+        got = self.deck.read(r, reader=self._reader, deliver=deliver)
         return self._list_reply(got, offered[0] - len(got.raw))
 
     def _list_reply(self, got: rooms.Lines, waiting: int) -> Reply:
@@ -206,12 +144,11 @@ class AgentDoor:
         return reply(got, "\n".join([head, *lines, tail]))
 
     def room_ack(self, room: str | None = None, all: bool = False) -> Reply:  # noqa: A002
-        r, label = self._room(room)
+        r = self.deck.room(room)
+        label = self.deck.label(r)
         # ack-all removes only the lines its one reply can carry (see room_list_new).
         deliver = (lambda got: _fit_reply(got.raw)) if all else None
-        res = rooms.ack(
-            r, label, self.config.session, all=all, reader=self._reader, deliver=deliver
-        )
+        res = self.deck.ack(r, all=all, reader=self._reader, deliver=deliver)
         counts = f"acked {res.acked} line(s), preserved {res.preserved} line(s)"
         if res.refusal is not None:
             return reply(
@@ -238,19 +175,13 @@ class AgentDoor:
         return reply(res, text)
 
     def room_push(self, room: str, text: str) -> Reply:
-        r, label = self._room(room)
-        pushed = rooms.push(r, label, text)
-        return reply(pushed, f"pushed one line to {label} at stream offset {pushed.offset}")
+        pushed = self.deck.push(self.deck.room(room), text)
+        return reply(pushed, f"pushed one line to {pushed.room} at stream offset {pushed.offset}")
 
     def room_status(self, room: str | None = None) -> Reply:
         # Without a room: every configured room (read-only, and how an agent discovers them).
         everyone = room is None or room == ""
-        targets = self.config.rooms if everyone else (resolve_room(self.config.rooms, room),)
-        report = rooms.status(
-            [(open_room(p, clock=self._clock), _label(self.config.rooms, p)) for p in targets],
-            self.config.session,
-            default=_label(self.config.rooms, self.config.rooms[0]),
-        )
+        report = self.deck.status(None if everyone else [self.deck.room(room)])
         text = "\n".join(
             f"{row.room}{' (default)' if row.default else ''}: {row.unread} unread, "
             f"{row.in_flight} in flight (read, not acked), {row.status.pending} pending, "
@@ -261,13 +192,6 @@ class AgentDoor:
         return reply(report, text)
 
     # -- processes and wakes ---------------------------------------------------------------
-    def _home_dir(self) -> Path:
-        if self._home is None:
-            from ackdeck.core.base.home import resolve_home
-
-            self._home = resolve_home(self.config.home)
-        return self._home
-
     def process_start(
         self,
         name: str,
@@ -279,7 +203,7 @@ class AgentDoor:
         cwd: str | None = None,
     ) -> Reply:
         run = procs.start(
-            self._home_dir(),
+            self.deck.home,
             name,
             list(argv),
             session=self.config.session,
@@ -317,7 +241,7 @@ class AgentDoor:
             return _fit_reply(got.raw)
 
         res = procs.read_output(
-            self._home_dir(),
+            self.deck.home,
             name,
             self.config.session,
             filter=filter,
@@ -337,14 +261,15 @@ class AgentDoor:
         return reply(res, "\n".join(body))
 
     def wakes_drain(self) -> Reply:
-        drained = wakes.drain(self._home_dir(), self.config.session)
+        drained = self.deck.drain()
         text = drained.text().strip() or f"no wakes for session {self.config.session!r}"
         return reply(drained, text)
 
 
 # ----- the MCP adapter -----------------------------------------------------------------------
 def _instructions(config: DoorConfig, channel: bool) -> str:
-    labels = [_label(config.rooms, r) for r in config.rooms]
+    deck = config.deck()
+    labels = [deck.label(r) for r in deck.rooms]
     return mcp_instructions(config.session, labels, channel=channel)
 
 
@@ -391,7 +316,7 @@ def build_server(
         log_level="WARNING",
     )
     tool = tool_registrar(server)
-    room_names = ", ".join(_label(config.rooms, r) for r in config.rooms)
+    room_names = ", ".join(door.deck.label(r) for r in door.deck.rooms)
     room_arg = _arg(f"a configured room (basename or path): {room_names}; default: the first")
 
     @tool(

@@ -5,10 +5,9 @@ The loop is live for both kinds of room: file rooms and wakes through watchfiles
 directories, redis rooms through a blocking XREAD per room in a thread (no polling); both poke
 one channel that the loop drains, so a push reaches a notice as fast on either backend.
 
-Nothing here reads a room the way `room_list_new` does, acks, drains or reconciles: views come
-from `Room.status()` (which never writes), a `pread` of the room's tail for a preview, the wake
-record files and the shown sets, all opened read-only. The only file written is the door's own
-state, `HOME/notices/SESSION/DOOR.json`.
+Nothing here reads a room the way `room_list_new` does, acks, drains or reconciles: the views
+come from the service (`Deck.room_view`, `Deck.pending_wakes`: read-only). The only file
+written is the door's own state, `HOME/notices/SESSION/DOOR.json`.
 """
 
 from __future__ import annotations
@@ -20,28 +19,20 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
 from ackdeck.core.base import atomic
-from ackdeck.core.base.fileid import birth_ns_path
-from ackdeck.core.base.names import check_name, room_path
-from ackdeck.core.base.text import display
+from ackdeck.core.base.names import check_name
 from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import AckdeckError, RecordError
-from ackdeck.core.inbox.room_backend import open_room
-from ackdeck.core.inbox.room_spec import is_url
-from ackdeck.core.service.derive import label_of, session_counts
-from ackdeck.core.watch import gate
+from ackdeck.core.service.deck import Deck
 
-TYPE_CHECKING = False  # the hooks use this module on every turn: no anyio at import
 if TYPE_CHECKING:
     import anyio
 
-    from ackdeck.core.inbox.room_url import (
-        RedisAddress,  # the URL parser is imported only for a redis URL
-    )
-
-    RoomRef = Path | RedisAddress  # a file, or a redis room (watched by blocking XREADs)
+    from ackdeck.core.service.deck import Spec
+    from ackdeck.core.service.roomref import RoomRef
 
 Clock = Callable[[], float]
 
@@ -51,10 +42,6 @@ DEFAULT_WINDOW_S = 0.5
 # can miss (an unlocked writer into a replaced inode).
 RESCAN_S = 10.0
 RESCAN_ENV = "ACKDECK_NOTICE_RESCAN_S"  # overrides RESCAN_S (tests prove the live paths with it)
-# A redis room's follower waits this long after an arrival before its next blocking read, so a
-# flood costs a few reads a second, not one per entry (the loop's window spaces the notices).
-REDIS_STEP_S = 0.05
-TAIL_BYTES = 4096
 DOORS = ("channel", "nudge", "hooks")
 # How often a notifier tries for its door's lock while another notifier of the door holds it.
 CLAIM_STEP_S = 0.02
@@ -104,129 +91,6 @@ def _dir_ids(dirs: Sequence[Path]) -> dict[Path, tuple[int, int]]:
     return out
 
 
-def _room_ref(spec: Path | RedisAddress | str) -> RoomRef:
-    if not isinstance(spec, (str, os.PathLike)):
-        return spec  # already a parsed RedisAddress
-    if is_url(spec):
-        from ackdeck.core.inbox.room_url import parse_redis_url
-
-        return parse_redis_url(str(spec))
-    return room_path(spec)
-
-
-def _file_id(path: RoomRef) -> tuple[int, int, int | None] | None:
-    """The room file's (dev, inode, birth time); the path itself (a symlink is not followed)."""
-    if not isinstance(path, Path):
-        return None  # a redis room: its ack counters tell a recreated one
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, birth_ns_path(path))
-
-
-def view_room(path: RoomRef, session: str, label: str) -> RoomView:
-    room = open_room(path)
-    try:
-        before = _file_id(path)
-        st = room.status()
-        # Taken on both sides of the status: if an ack or a wipe replaced the file meanwhile,
-        # which file the status describes is unknown, and the identity is not compared.
-        after = _file_id(path)
-        file = after if after == before else None
-        unread = session_counts(st, session)[1]
-        end = st.pushed_total - st.partial_bytes
-        preview = None
-        if st.exists and unread:
-            tail = getattr(room, "tail", None)  # a redis room: its newest entry
-            if tail is not None:
-                newest = tail(1)
-                preview = display(newest[0]) if newest else None
-            else:
-                assert isinstance(path, Path)
-                preview = _newest_line(path, st.partial_bytes)
-    finally:
-        room.close()
-    return RoomView(
-        str(path),
-        label,
-        st.exists,
-        st.epoch,
-        end,
-        unread,
-        preview,
-        file=file,
-        acked_total=st.acked_total,
-        last_ack_at=st.last_ack_at,
-    )
-
-
-def _newest_line(path: Path, partial: int) -> str | None:
-    """The last complete line, from one `pread` of the file's tail (display only)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        size = os.fstat(fd).st_size
-        stop = max(0, size - partial)
-        start = max(0, stop - TAIL_BYTES)
-        data = os.pread(fd, stop - start, start)
-    finally:
-        os.close(fd)
-    if not data.endswith(b"\n"):
-        return None  # the file changed under us; the preview is optional
-    last = data[:-1].rsplit(b"\n", 1)[-1]
-    return display(last)
-
-
-def view_wakes(home: Path, session: str) -> list[WakeView]:
-    """The session's wake records, without reconciling or merging anything (queries do not
-    write). Lines the session was shown are left out, as the drain's gate would drop them."""
-    from ackdeck.core.watch import shown, wakes
-    from ackdeck.core.watch.runs import run_dir
-
-    d = wakes.session_dir(home, session)
-    try:
-        entries = sorted(os.scandir(d), key=lambda e: e.name)
-    except FileNotFoundError:
-        return []
-    out: list[WakeView] = []
-    for e in entries:
-        if e.name.startswith(".") or not e.name.endswith(".json"):
-            continue
-        try:
-            rec = wakes.WakeRecord.model_validate_json(Path(e.path).read_bytes())
-        except (OSError, RecordError, ValueError):
-            continue  # skipped and kept, as every other reader does
-        shown_by_run: dict[str, list[tuple[int, int]] | None] = {}
-        keep = []
-        for line in rec.lines:
-            if line.run_id not in shown_by_run:
-                try:
-                    rdir = run_dir(home, rec.name, line.run_id)
-                    shown_by_run[line.run_id] = shown.shown_intervals(rdir, session)
-                except AckdeckError:
-                    shown_by_run[line.run_id] = None
-            if not gate.is_shown(shown_by_run[line.run_id], line.start, line.end):
-                keep.append(line)
-        if not keep and not rec.notice_pending:
-            continue
-        out.append(
-            WakeView(
-                name=rec.name,
-                kind=rec.kind,
-                created_at=rec.created_at,
-                lines=tuple((x.run_id, x.start, x.end) for x in keep),
-                notice_pending=rec.notice_pending,
-                notice_seq=rec.notice_seq,
-                exit_code=rec.notice_exit_code if rec.notice_pending else None,
-                preview=keep[-1].text if keep else None,
-            )
-        )
-    return out
-
-
 class Noticer:
     """What waits for one session in its rooms and wakes, and what one door already said.
 
@@ -238,7 +102,7 @@ class Noticer:
         self,
         home: Path,
         session: str,
-        rooms: Sequence[Path | RedisAddress | str],
+        rooms: Sequence[Spec],
         door: str,
         *,
         wakes: bool = True,
@@ -247,7 +111,8 @@ class Noticer:
         self.home = home
         self._env = env  # read by `run` only: the hooks build a noticer on every turn
         self.session = check_name(session)
-        self.rooms: list[RoomRef] = [_room_ref(r) for r in rooms]
+        self.deck = Deck(home, session, rooms, env=env)
+        self.rooms: tuple[RoomRef, ...] = self.deck.rooms
         self.door = door
         self.watch_wakes = wakes
         self.path = state_path(home, session, door)
@@ -263,14 +128,14 @@ class Noticer:
         rooms: list[RoomView] = []
         for r in self.rooms:
             try:
-                rooms.append(view_room(r, self.session, label_of(self.rooms, r)))
+                rooms.append(self.deck.room_view(r))
                 self._broken.discard(r)
             except (AckdeckError, OSError) as exc:
                 # A broken room must not silence the others; say so once, not every time.
                 if r not in self._broken:
                     print(f"ackdeck: cannot watch room {r}: {exc}", file=sys.stderr)
                     self._broken.add(r)
-        wakes = view_wakes(self.home, self.session) if self.watch_wakes else []
+        wakes = self.deck.pending_wakes() if self.watch_wakes else []
         return rooms, wakes
 
     def due(self) -> tuple[list[Notice], NoticeState]:
@@ -372,11 +237,9 @@ class Noticer:
     def watch_dirs(self, *, make: bool = True) -> list[Path]:
         """The directories to watch: the rooms' that exist, and the session's wakes directory
         (made here unless `make` is False; then only if it exists)."""
-        dirs = {r.parent for r in self.rooms if isinstance(r, Path) and r.parent.is_dir()}
+        dirs = {d for r in self.rooms for d in r.watch_dirs() if d.is_dir()}
         if self.watch_wakes:
-            from ackdeck.core.watch.wakes import session_dir
-
-            d = session_dir(self.home, self.session)
+            d = self.deck.wakes_dir()
             if not make:
                 if d.is_dir():
                     dirs.add(d)
@@ -394,7 +257,7 @@ class Noticer:
         p = Path(path)
         if self.watch_wakes and p.name.endswith(".json") and p.parent.name == self.session:
             return True
-        return any(p == r for r in self.rooms)
+        return any(r.watches(path) for r in self.rooms)
 
     async def run(
         self,
@@ -434,8 +297,8 @@ class Noticer:
             tg.start_soon(until_stopped)
             tg.start_soon(self._watch_files, poke, window, rescan)
             for room in self.rooms:
-                if not isinstance(room, Path):
-                    tg.start_soon(self._follow_redis, room, poke)
+                if room.FOLLOWS:
+                    tg.start_soon(self._follow, room, poke)
             async for _ in pokes:
                 wait = last_sent + window - time.monotonic()
                 if wait > 0:
@@ -496,41 +359,21 @@ class Noticer:
                 tg.cancel_scope.cancel()
             poke()  # the directories changed: look now, then watch the new ones
 
-    async def _follow_redis(self, address: RedisAddress, poke: Callable[[], None]) -> None:
-        """Poke whenever a redis room gets new entries: blocking XREADs in a thread (each at
-        most about half the client timeout, so a stop is seen within it). An unreachable
-        server is tried again every second; `views` reports it once."""
+    async def _follow(self, room: RoomRef, poke: Callable[[], None]) -> None:
+        """Poke whenever a followed room (redis) gets new entries: its own blocking follow
+        loop, in a thread. An unreachable server is tried again by the loop; `views` reports
+        it once."""
         import threading
 
         import anyio
 
-        from ackdeck.core.inbox.redis_room import RedisRoom
-
         stop = threading.Event()
 
         def follow() -> None:
-            room = RedisRoom(address)
-            after: str | None = None
             try:
-                while not stop.is_set():
-                    try:
-                        if after is None:
-                            after = room.newest_id()
-                            # Reachable (again): look, in case entries came meanwhile.
-                            anyio.from_thread.run_sync(poke)
-                        newest = room.arrivals(after, stop)
-                    except AckdeckError:
-                        after = None
-                        stop.wait(1.0)
-                        continue
-                    if newest != after:
-                        after = newest
-                        anyio.from_thread.run_sync(poke)
-                        stop.wait(REDIS_STEP_S)
+                room.follow(lambda: anyio.from_thread.run_sync(poke), stop)
             except anyio.RunFinishedError:
                 pass  # the loop ended while this thread was blocked in a read
-            finally:
-                room.close()
 
         try:
             # Abandoned on cancel: the thread sees `stop` within one blocking read and ends.

@@ -17,7 +17,8 @@ hooks). "Already noticed" is a watermark per source, kept on disk by `core.agent
   sequence number of the last exit / monitor-lost notice. Lines the session was shown by its
   own output reads are not waiting (the wake gate would drop them) and never make a notice.
 
-The views (`RoomView`, `WakeView`) are read-only snapshots taken by `core.agents.noticer`; `decide`
+The views (`RoomView`, `WakeView`) are read-only snapshots the service takes
+(`core.service.views`); `decide`
 turns views plus the previous state into notices and the next state.
 """
 
@@ -26,43 +27,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ackdeck.core.base.record import Record, Struct
+from ackdeck.core.service.views import LineKey, RoomView, WakeView
 
 PREVIEW_CHARS = 160
 # A door's line in a terminal (the tmux nudge) must stay one short line.
 NUDGE_CHARS = 200
-
-LineKey = tuple[str, int, int]  # (run_id, start, end) of a matched output line
-
-
-class RoomView(Struct):
-    """What one room holds for one session right now."""
-
-    path: str
-    label: str  # how tools name the room (basename when unambiguous)
-    exists: bool
-    epoch: int
-    end: int  # logical offset just past the last complete line (pushed_total - partial bytes)
-    unread: int  # complete lines beyond the session's receipt
-    preview: str | None = None  # the newest complete line, decoded for display
-    # Which room this is beyond (epoch, end): the file's (dev, inode, birth time) when it could
-    # be taken consistently (None: unknown), and the ack counters, which only grow over a
-    # room's life. A room wiped together with its sidecar starts over at epoch 0, offset 0.
-    file: tuple[int, int, int | None] | None = None
-    acked_total: int = 0
-    last_ack_at: float | None = None
-
-
-class WakeView(Struct):
-    """One wake record of the session, reduced to what is still deliverable."""
-
-    name: str
-    kind: str  # match | exited | monitor-lost
-    created_at: float
-    lines: tuple[LineKey, ...]  # pending lines the session was not shown
-    notice_pending: bool  # an exit / monitor-lost notice waits
-    notice_seq: int
-    exit_code: int | None = None
-    preview: str | None = None  # the newest deliverable line's text
 
 
 class RoomMark(Record):

@@ -8,36 +8,33 @@ import errno
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.byteio import write_all
-from ackdeck.core.base.names import check_name
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import ClosedStream
 from ackdeck.core.cli._output import emit_json, emit_text, report, timeout_arg
 from ackdeck.core.errors import AckdeckError, InvalidInput
-from ackdeck.core.inbox.room_backend import open_room
-from ackdeck.core.inbox.room_errors import not_delivered
 from ackdeck.core.service import rooms
-from ackdeck.core.service.derive import label_of, room_name
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.rooms import not_delivered
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.service.roomref import RoomRef
 
 _SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
 _FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"
 
 
-def _room(args: argparse.Namespace) -> RoomBackend:
-    # A path, or a redis://HOST[:PORT][/DB]/NAME URL (see README "Rooms across hosts").
-    return open_room(args.room, follow_symlinks=args.follow_symlinks)
-
-
-def _session(args: argparse.Namespace) -> str:
-    session: str | None = args.session or os.environ.get("ACKDECK_SESSION")
-    if not session:
+def _deck(args: argparse.Namespace, *, session: bool = True) -> tuple[Deck, RoomRef]:
+    """The service for this command and its room: a path, or a redis://HOST[:PORT][/DB]/NAME
+    URL (see README "Rooms across hosts"). The session comes from --session or the
+    environment; a command that needs one refuses to run without it."""
+    name: str | None = getattr(args, "session", None) or os.environ.get("ACKDECK_SESSION")
+    if session and not name:
         raise InvalidInput("no session: pass --session NAME or set ACKDECK_SESSION")
-    return session
+    deck = Deck(args.home, name or None, [args.room], follow_symlinks=args.follow_symlinks)
+    return deck, deck.rooms[0]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,18 +99,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _push(args: argparse.Namespace) -> int:
-    room = _room(args)
+    deck, room = _deck(args, session=False)
     # The exact bytes of the argument (argv is decoded with surrogateescape).
-    pushed = rooms.push(room, room_name(room.path), os.fsencode(args.text))
+    pushed = deck.push(room, os.fsencode(args.text))
     if args.json:
         report(f"pushed 1 line to {args.room}", lambda: emit_json(pushed.to_json()))
     return 0
 
 
 def _read(args: argparse.Namespace) -> int:
-    room = _room(args)
-    deliver = _json_lines if args.json else _raw_lines
-    rooms.read(room, room_name(room.path), _session(args), deliver=deliver)
+    deck, room = _deck(args)
+    deck.read(room, deliver=_json_lines if args.json else _raw_lines)
     return 0
 
 
@@ -162,7 +158,7 @@ _LINES_FIRST = ("room", "path", "lines")
 
 
 def _ack(args: argparse.Namespace) -> int:
-    room, session = _room(args), _session(args)
+    deck, room = _deck(args)
     head_written: list[bool] = []
 
     def json_lines_first(result: rooms.Lines) -> None:
@@ -172,7 +168,7 @@ def _ack(args: argparse.Namespace) -> int:
     # Ack-all: the lines go to stdout first; only what was written is removed.
     deliver = (json_lines_first if args.json else _raw_lines) if args.all else None
     try:
-        result = rooms.ack(room, room_name(room.path), session, all=args.all, deliver=deliver)
+        result = deck.ack(room, all=args.all, deliver=deliver)
     except (AckdeckError, OSError):
         if head_written:
             # The ack failed after its lines were written (nothing was removed): close that
@@ -196,12 +192,10 @@ def _ack(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    opened = [open_room(r, follow_symlinks=args.follow_symlinks) for r in args.room]
-    paths = [r.path for r in opened]
     session = args.session or os.environ.get("ACKDECK_SESSION") or None
-    if session is not None:
-        check_name(session)  # as every other command does: `../x` is no session
-    found = rooms.status([(r, label_of(paths, r.path)) for r in opened], session)
+    # The session is checked as every other command does: `../x` is no session.
+    deck = Deck(args.home, session, args.room, follow_symlinks=args.follow_symlinks)
+    found = deck.status()
     if args.json:
         emit_json(found.to_json())
         return 0
@@ -227,4 +221,5 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    return 0 if rooms.wait(_room(args), _session(args), args.timeout) else EXIT_TIMEOUT
+    deck, room = _deck(args)
+    return 0 if deck.wait(room, args.timeout) else EXIT_TIMEOUT

@@ -13,24 +13,21 @@ from __future__ import annotations
 import os
 import time
 
+# The doors that open a file room on every turn (room push/read/ack/status, hooks) import this
+# module: the URL parser and redis are loaded only when a redis URL is actually used.
+from typing import TYPE_CHECKING, Protocol
+
 from ackdeck.core.inbox.room_spec import is_url
 
-# The doors that open a file room on every turn (room push/read/ack/status, hooks) import this
-# module: `typing`, the URL parser and redis are loaded only by type checkers or when a redis
-# URL is actually used. At run time the Protocol classes below are plain classes.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
-    from typing import Protocol
 
     from ackdeck.core.inbox.room_url import RedisAddress
 
     Clock = Callable[[], float]
     # Returns None (every line was delivered) or how many lines, from the first, were.
     Deliver = Callable[["ReadView"], "int | None"]
-else:
-    Protocol = object
 
 
 class ReadView(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from ackdeck.core.errors import AckdeckError, ColdAck, NotDelivered, RoomUnavailable
+from ackdeck.core.errors import AckdeckError, ColdAck, RoomUnavailable
 
 LEDGER_HINT = (
     "; move it aside to start a new epoch: every receipt from before becomes stale (nothing is "
@@ -33,12 +33,4 @@ def cold_ack(session: str, why: str, unread: int) -> ColdAck:
         "read the room first (room read / room_list_new), then ack, or ack with --all; "
         "nothing was removed",
         unread,
-    )
-
-
-def not_delivered(where: str, exc: OSError) -> NotDelivered:
-    why = "broken pipe" if isinstance(exc, BrokenPipeError) else (exc.strerror or str(exc))
-    return NotDelivered(
-        f"could not deliver the lines to {where} ({why}); no receipt was recorded, so an ack "
-        "removes nothing of this read: read again"
     )

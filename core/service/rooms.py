@@ -10,12 +10,13 @@ its lock).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ackdeck.core.base.text import display_lines
-from ackdeck.core.errors import ColdAck
+from ackdeck.core.errors import ColdAck, NotDelivered
 from ackdeck.core.service.derive import session_counts
 from ackdeck.core.service.results import DecodedLines, Result
 
-TYPE_CHECKING = False  # typing costs every `room push` ~3 ms at start-up
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -219,6 +220,15 @@ def status(
             RoomState(label, str(r.path), label == default, r.status(), session)
             for r, label in rooms
         ],
+    )
+
+
+def not_delivered(where: str, exc: OSError) -> NotDelivered:
+    """The error of a read whose lines a door could not hand over (nothing was recorded)."""
+    why = "broken pipe" if isinstance(exc, BrokenPipeError) else (exc.strerror or str(exc))
+    return NotDelivered(
+        f"could not deliver the lines to {where} ({why}); no receipt was recorded, so an ack "
+        "removes nothing of this read: read again"
     )
 
 

@@ -1,0 +1,231 @@
+"""`Deck`: the one service object every door holds.
+
+A door builds it once from what it was configured with (home, session, room specs) and then
+calls only it: the deck parses the rooms once (`core.service.roomref`), validates the session
+once, resolves the room a caller names (the default, a configured path or URL, an unambiguous
+basename), opens rooms for each operation and closes them after, and owns the read-only views
+the doors show (a session's unread lines, a room's notice view, the session's deliverable
+wakes). Reconciling dead supervisors happens only in the operations that are that explicit
+step (`drain`, `reconcile_lost`); views never write.
+
+Operations return the service's results (`core.service.rooms`, `core.service.wakes`), which
+carry every number a door shows and encode themselves for CLI `--json` and MCP alike.
+
+Light on purpose: the per-turn commands build a deck (the hot path in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ackdeck.core.base.names import check_name
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.service import rooms as room_ops
+from ackdeck.core.service import views
+from ackdeck.core.service.refs import parse_room
+from ackdeck.core.service.roomref import RoomRef, label_of
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from contextlib import AbstractContextManager
+
+    from ackdeck.core.service.wakes import DeliverWakes, Drained
+
+    Clock = Callable[[], float]
+    Spec = str | os.PathLike[str] | RoomRef
+
+
+class Deck:
+    """The service for one door: a home, a session (may be None for commands that need none)
+    and the rooms the door was given, the first being its default."""
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        session: str | None = None,
+        rooms: Iterable[Spec] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        clock: Clock = time.time,
+        follow_symlinks: bool = False,
+    ) -> None:
+        self._home_arg = home
+        self._home: Path | None = None
+        self.session = None if session is None else check_name(session)
+        self._env = env
+        self._clock = clock
+        self._follow_symlinks = follow_symlinks
+        refs: list[RoomRef] = []
+        for spec in rooms:
+            ref = self.parse(spec)
+            if ref not in refs:
+                refs.append(ref)
+        self.rooms: tuple[RoomRef, ...] = tuple(refs)
+
+    # ----- naming ---------------------------------------------------------------------------
+    @property
+    def home(self) -> Path:
+        """The state directory, resolved on first use ($ACKDECK_HOME, else ~/.ackdeck)."""
+        if self._home is None:
+            from ackdeck.core.base.home import resolve_home
+
+            self._home = resolve_home(self._home_arg)
+        return self._home
+
+    def parse(self, spec: Spec) -> RoomRef:
+        return parse_room(spec, env=self._env, follow_symlinks=self._follow_symlinks)
+
+    def label(self, ref: RoomRef) -> str:
+        """How this door names `ref`: its short name when unambiguous among the door's rooms."""
+        return label_of(self.rooms if ref in self.rooms else (*self.rooms, ref), ref)
+
+    def room(self, requested: str | None = None) -> RoomRef:
+        """The configured room `requested` names: its path (as configured or absolute), its
+        URL (with or without the password) or its basename; None or "" is the default (first)
+        room. Anything else is refused, so an agent can never point a door at another file."""
+        if not self.rooms:
+            raise InvalidInput(
+                "configure at least one room (--room PATH); the first is the default"
+            )
+        if requested is None or requested == "":
+            return self.rooms[0]
+        if "\0" in requested:
+            raise InvalidInput("room name contains a NUL byte")
+        if "/" in requested:
+            wanted = parse_room(requested, env={})  # addresses compare without their password
+            if wanted in self.rooms:
+                return self.rooms[self.rooms.index(wanted)]
+        else:
+            by_name = [r for r in self.rooms if r.name == requested]
+            if len(by_name) == 1:
+                return by_name[0]
+            if len(by_name) > 1:
+                raise InvalidInput(
+                    f"room {requested!r} is ambiguous; use one of the full paths: "
+                    + ", ".join(r.display for r in by_name)
+                )
+        raise InvalidInput(
+            f"room {requested[:200]!r} is not configured for this server; use one of: "
+            + ", ".join(self.label(r) for r in self.rooms)
+        )
+
+    def _session(self) -> str:
+        if self.session is None:
+            raise InvalidInput("no session: pass --session NAME or set ACKDECK_SESSION")
+        return self.session
+
+    # ----- room operations --------------------------------------------------------------------
+    def push(self, ref: RoomRef, line: str | bytes) -> room_ops.Pushed:
+        room = ref.open(clock=self._clock)
+        try:
+            return room_ops.push(room, self.label(ref), line)
+        finally:
+            room.close()
+
+    def read(
+        self,
+        ref: RoomRef,
+        *,
+        reader: str | None = None,
+        deliver: room_ops.Deliver | None = None,
+    ) -> room_ops.Lines:
+        """Every complete line, and a receipt; with `deliver`, recorded only once delivered."""
+        session = self._session()
+        room = ref.open(clock=self._clock)
+        try:
+            return room_ops.read(room, self.label(ref), session, reader=reader, deliver=deliver)
+        finally:
+            room.close()
+
+    def ack(
+        self,
+        ref: RoomRef,
+        *,
+        all: bool = False,  # noqa: A002 - the documented argument
+        reader: str | None = None,
+        deliver: room_ops.Deliver | None = None,
+    ) -> room_ops.Acked:
+        session = self._session()
+        room = ref.open(clock=self._clock)
+        try:
+            return room_ops.ack(
+                room, self.label(ref), session, all=all, reader=reader, deliver=deliver
+            )
+        finally:
+            room.close()
+
+    def status(self, refs: Sequence[RoomRef] | None = None) -> room_ops.Status:
+        """Counters of `refs` (default: every room of the door), with the session's own counts;
+        the door's default room is flagged `default`."""
+        targets = self.rooms if refs is None else refs
+        opened = [(r.open(clock=self._clock), self.label(r)) for r in targets]
+        try:
+            default = self.label(self.rooms[0]) if self.rooms else None
+            return room_ops.status(opened, self.session, default=default)
+        finally:
+            for room, _label in opened:
+                room.close()
+
+    def wait(
+        self, ref: RoomRef, timeout: float | None = None, stop: Callable[[], bool] | None = None
+    ) -> bool:
+        """True once the session has unread lines in `ref`, False when `timeout` passed (or
+        `stop` answered True) first."""
+        session = self._session()
+        room = ref.open(clock=self._clock)
+        try:
+            return room.wait(session, timeout, stop)
+        finally:
+            room.close()
+
+    # ----- read-only views ----------------------------------------------------------------------
+    def unread(self, ref: RoomRef) -> views.Unread:
+        """The session's unread lines in `ref`, read and acked by nobody (the hooks' peek)."""
+        return views.peek_unread(ref, self._session())
+
+    def room_view(self, ref: RoomRef) -> views.RoomView:
+        """What `ref` holds for the session right now (a notice's input)."""
+        return views.view_room(ref, self._session(), self.label(ref))
+
+    def pending_wakes(self) -> list[views.WakeView]:
+        """The session's wake records reduced to what is still deliverable (what the drain's
+        gate would keep), without reconciling or merging anything."""
+        return views.view_wakes(self.home, self._session())
+
+    # ----- processes -----------------------------------------------------------------------------
+    def run_dir(self, name: str) -> Path:
+        """The directory of `name`'s latest run (what a door watches while it waits)."""
+        from ackdeck.core.watch.procs import get_run
+
+        return get_run(self.home, name).run_dir
+
+    def read_lease(self, run_dir: Path) -> AbstractContextManager[object]:
+        """Held while an unfiltered read of `run_dir` waits: a drain settles (bounded) before
+        it delivers what that read may still show the session."""
+        from ackdeck.core.watch import shown
+
+        return shown.lease(run_dir, self._session())
+
+    # ----- wakes --------------------------------------------------------------------------------
+    def wakes_dir(self) -> Path:
+        """Where the session's wake records live (what a door watches for new wakes)."""
+        from ackdeck.core.watch.wakes import session_dir
+
+        return session_dir(self.home, self._session())
+
+    def reconcile_lost(self) -> None:
+        """The explicit step: report dead supervisors as monitor-lost wakes."""
+        from ackdeck.core.watch.reconcile import reconcile_lost
+
+        reconcile_lost(self.home)
+
+    def drain(self, *, settle_timeout: float = 2.0, deliver: DeliverWakes | None = None) -> Drained:
+        """Deliver what the session was not shown, then ack exactly that (reconciling first)."""
+        from ackdeck.core.service import wakes
+
+        return wakes.drain(
+            self.home, self._session(), settle_timeout=settle_timeout, deliver=deliver
+        )

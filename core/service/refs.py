@@ -1,0 +1,41 @@
+"""Parse a room spec once, where a door reads its configuration or arguments: the one place
+that tells a file room from a redis room (`core.service.roomref`). The redis side is imported
+only for a URL."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.inbox.room_spec import is_url
+from ackdeck.core.service.roomref import FileRoomRef, RoomRef
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+def parse_room(
+    spec: str | os.PathLike[str] | RoomRef,
+    *,
+    env: Mapping[str, str] | None = None,
+    follow_symlinks: bool = False,
+) -> RoomRef:
+    """The room `spec` names: a `redis://` / `rediss://` URL, else a file path. Raises
+    InvalidInput (one line, never a password) when it names none."""
+    if isinstance(spec, RoomRef):
+        return spec
+    if is_url(spec):
+        from ackdeck.core.service.redis_ref import RedisRoomRef
+
+        return RedisRoomRef.parse(str(spec), env)
+    return FileRoomRef(spec, follow_symlinks=follow_symlinks)
+
+
+def display_of(spec: str | os.PathLike[str]) -> str:
+    """How to show a room spec without opening it: the path, or the URL without its password;
+    a spec that names no room is shown as such (this is for error lines)."""
+    try:
+        return parse_room(spec, env={}).display
+    except InvalidInput:
+        return "(an invalid room URL)" if is_url(spec) else os.fspath(spec)[:200]

@@ -1,0 +1,130 @@
+"""A room named once: `core.service.refs.parse_room(spec)` reads a path or a `redis://` URL
+where a door reads its configuration or arguments, and returns a `RoomRef` that knows how to
+open the room, how its arrivals are noticed and how to show it. Callers never ask which
+backend it is.
+
+How arrivals are noticed differs by nature, so each reference says it once:
+- a file room is noticed through its directories (`watch_dirs`, `watches`): a watch on the
+  file itself dies when an ack renames a new file over it, and one watch per directory serves
+  every room in it;
+- a redis room has no file to watch: `follow` blocks on the stream (XREAD BLOCK) and calls
+  back on each arrival. `FOLLOWS` says which of the two a reference needs.
+
+This module is on the hot path (every per-turn command names a room): the redis side lives in
+`core.service.redis_ref` and is imported only for a URL.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ackdeck.core.base.names import room_path
+from ackdeck.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+
+    from ackdeck.core.inbox.room_backend import RoomBackend
+
+    Clock = Callable[[], float]
+
+
+class RoomRef:
+    """What every door may do with a room it was given, before and besides opening it."""
+
+    # True: arrivals come by `follow` (a blocking read); False: by watching `watch_dirs`.
+    FOLLOWS = False
+
+    display: str  # how to show it: the path, or the URL without its password
+    name: str  # its short name: a file's basename, a redis room's NAME
+
+    def open(self, *, clock: Clock = time.time) -> RoomBackend:
+        raise NotImplementedError
+
+    def check_configured(self, given: str) -> None:
+        """Refuse, when a door is configured with it (`given`: as the user wrote it), a room
+        that can never work: a directory where a file room was meant."""
+
+    def watch_dirs(self) -> list[Path]:
+        """The directories whose changes may mean an arrival (none for a followed room)."""
+        return []
+
+    def watches(self, path: str) -> bool:
+        """Whether a change to `path` (in one of `watch_dirs`) concerns this room."""
+        return False
+
+    def follow(self, arrived: Callable[[], None], stop: threading.Event) -> None:
+        """Block until `stop` is set, calling `arrived` after each arrival, and once each time
+        the room becomes reachable or unreachable. Only for `FOLLOWS` references."""
+        raise NotImplementedError(f"{self.display} is watched through its directories")
+
+    def identity(self) -> tuple[int, int, int | None] | None:
+        """Which room this is beyond its counters: a file's (dev, inode, birth time), None
+        when unknown or not a file (a redis room's ack counters tell a recreated one)."""
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.display == self.display
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.display))
+
+    def __str__(self) -> str:
+        return self.display
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.display!r})"
+
+
+class FileRoomRef(RoomRef):
+    """A notification file, by its absolute path (the directory resolved as the kernel does;
+    the file itself is never chased)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, follow_symlinks: bool = False) -> None:
+        text = os.fspath(path)
+        if "\0" in text:
+            raise InvalidInput("room path contains a NUL byte")
+        self.path = room_path(text)
+        self.display = str(self.path)
+        self.name = self.path.name
+        self.follow_symlinks = follow_symlinks
+
+    def open(self, *, clock: Clock = time.time) -> RoomBackend:
+        from ackdeck.core.inbox.rooms import Room
+
+        return Room(self.path, clock=clock, follow_symlinks=self.follow_symlinks)
+
+    def check_configured(self, given: str) -> None:
+        if self.name in ("", ".", "..") or self.path.is_dir():
+            raise InvalidInput(f"room {given!r} is a directory, not a notification file")
+
+    def watch_dirs(self) -> list[Path]:
+        from ackdeck.core.inbox.sidecar import state_dirs
+
+        return list(state_dirs(self.path))
+
+    def watches(self, path: str) -> bool:
+        from ackdeck.core.inbox.sidecar import path_for
+
+        p = Path(path)
+        return p == self.path or path_for(self.path) in (p, *p.parents)
+
+    def identity(self) -> tuple[int, int, int | None] | None:
+        from ackdeck.core.base.fileid import birth_ns_path
+
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino, birth_ns_path(self.path))
+
+
+def label_of(rooms: list[RoomRef] | tuple[RoomRef, ...], room: RoomRef) -> str:
+    """How a door names `room` among `rooms`: its short name when that is unambiguous, else
+    its full path or URL."""
+    short = room.name
+    return short if sum(r.name == short for r in rooms) == 1 else room.display
