@@ -3,6 +3,11 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# What each target needs, installed once into the same .venv: the package alone for the
+# dashboard (`make demo`), plus the `test` extra for the tests (`make test`, the stamp above),
+# plus the `docs` extra for the documentation site (`make docs`).
+DEMO_STAMP := $(VENV)/.installed-demo
+DOCS_STAMP := $(VENV)/.installed-docs
 
 # The other supported Pythons, each in its own venv (.venv312, .venv313): `make test-3.12`,
 # `make test-3.13`; `make test-newest` is the newest, which CI runs as well. The interpreter is
@@ -13,7 +18,7 @@ NEWEST := 3.13
 find_python = $(or $(shell ls -d $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) 2>/dev/null \
 	| sort -V | tail -n 1),$(shell python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null))
 
-.PHONY: wheel-cache demo test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
+.PHONY: wheel-cache demo docs docs-serve test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
 
 # Outside parts the tests drive for real, from Debian's packages (command:package): redis-server
 # (redis rooms), tmux (the terminal nudge), mkfs.xfs and mkfs.btrfs (room identity and append
@@ -28,12 +33,20 @@ redis-server:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else echo "missing (not root):$$missing: the tests that need them will skip"; fi; }
 
-$(STAMP): pyproject.toml
+$(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(shell command -v $(PY) || echo python3) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	$(MAKE) --no-print-directory wheel-cache
 	touch $(STAMP)
+
+$(DOCS_STAMP): $(DEMO_STAMP)
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
 
 # Distributions tests/test_packaging.py installs beside ackdeck's wheel, offline: PyPI's `tui`
 # (an sdist, built into a wheel here, where the network is reachable). Without it that test
@@ -61,8 +74,19 @@ $(foreach v,$(PYTHONS),$(eval $(call other_python,$(v))))
 
 test-newest: test-$(NEWEST)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/ackdeck demo
+
+# The documentation site into build/site, strictly: a broken link or anchor, or a page missing
+# from the nav, fails. The CLI, JSON and MCP reference pages are generated from the code while
+# it builds (docs/hooks/gen_ref.py). NO_MKDOCS_2_WARNING: Material's notice about its own
+# future, printed on every build, says nothing about this site.
+DOCS_ENV := NO_MKDOCS_2_WARNING=1
+docs: $(DOCS_STAMP)
+	$(DOCS_ENV) $(BIN)/mkdocs build --strict
+
+docs-serve: $(DOCS_STAMP)
+	$(DOCS_ENV) $(BIN)/mkdocs serve --strict -a 127.0.0.1:8000
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard core tui tests bench)
