@@ -178,3 +178,126 @@ def apply_rates(app: Any, scene: Scene) -> None:
     for key, samples in scene.rates.items():
         for age, n in samples:
             app.rates.observe(key, scene.now - age, n)
+
+
+# ----- the README's pictures: every panel populated ------------------------------------------
+DEPLOYS = [
+    "argo: checkout-7f9c rollout 40%",
+    "argo: checkout-7f9c rollout 100%",
+    "argo: cart-2b1e rollout paused (error budget)",
+]
+OWNER = [
+    "dana: hold the cart rollout until the fix is in",
+    "dana: after the fix, send all 3 reports",
+]
+
+
+def build_showcase_rooms(
+    base: Path, now: float
+) -> tuple[list[Path], dict[str, list[tuple[float, int]]]]:
+    """The three rooms of `build_rooms` plus two more: an owner's instructions the agent has not
+    read yet, and a deploy feed read by two sessions."""
+    rooms, rates = build_rooms(base, now)
+    d = base / "rooms"
+    deploys, owner = d / "deploys.txt", d / "owner.txt"
+    _append(deploys, [f"[{_stamp(i)}] [deploys] {DEPLOYS[i]}" for i in range(3)])
+    Room(deploys, clock=lambda: now - 30).read("agent")
+    Room(deploys, clock=lambda: now - 25).ack("agent")
+    _append(deploys, [f"[{_stamp(40)}] [deploys] argo: cart-2b1e rollout resumed"])
+    Room(deploys, clock=lambda: now - 5).read("reviewer")
+    _append(owner, [f"[{_stamp(50 + i)}] [owner] {OWNER[i]}" for i in range(2)])
+    Room(rooms[0], clock=lambda: now).read("owner")  # alerts: the owner's read, marked
+    rates[str(deploys)] = _series([0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 1], 0)
+    rates[str(owner)] = _series([0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1], 0)
+    return [rooms[0], owner, rooms[1], deploys, rooms[2]], rates
+
+
+def build_showcase_procs(home: Path, workdir: Path, now: float) -> None:
+    """`build_procs` plus three more finished runs with monitors and the wakes of two sessions:
+    the agent read one failure of e2e itself and then drained (delivered and superseded lines);
+    lint and migrate finished after that drain, so their matches are pending."""
+    from ackdeck.core.watch import output, wakes
+
+    build_procs(home, workdir, now)
+    _run_all(
+        home,
+        workdir,
+        now - 180,
+        {
+            "e2e": (
+                [
+                    "sh",
+                    "-c",
+                    "echo 12 specs; echo FAIL checkout.spec: timeout; "
+                    "echo FAIL cart.spec: 19.99; echo 10 passed, 2 failed; exit 1",
+                ],
+                "FAIL",
+                "agent",
+            ),
+        },
+    )
+    output.read_output(home, "e2e", "agent", filter="checkout", clock=lambda: now - 60)
+    wakes.drain(home, "agent", clock=lambda: now - 50)
+    _run_all(
+        home,
+        workdir,
+        now - 40,
+        {
+            "lint": (
+                [
+                    "sh",
+                    "-c",
+                    "echo checking 212 files; echo 'WARN unused import (cart.py:3)'; "
+                    "echo 'WARN line too long (cart.py:88)'",
+                ],
+                "WARN",
+                "agent",
+            ),
+            "migrate": (
+                ["sh", "-c", "echo applying 0042; echo ERROR: lock timeout; exit 3"],
+                "ERROR",
+                "reviewer",
+            ),
+            "typecheck": (
+                ["sh", "-c", "echo 'cart.py:41: error: Incompatible return value'"],
+                "error",
+                "agent",
+            ),
+            "deploy": (["sh", "-c", "echo staging: 3 pods ready; echo DONE"], "DONE", "reviewer"),
+        },
+    )
+
+
+def _run_all(
+    home: Path, workdir: Path, at: float, runs: dict[str, tuple[list[str], str, str]]
+) -> None:
+    """Start each (argv, monitor, session) and wait until every run ended and woke its owner."""
+    from ackdeck.core.watch import procs, wakes
+
+    for name, (argv, pattern, session) in runs.items():
+        procs.start(
+            home,
+            name,
+            argv,
+            session=session,
+            cwd=str(workdir),
+            clock=lambda: at,
+            monitors=[procs.MonitorSpec(pattern, cooldown_ms=0)],
+        )
+    deadline = time.monotonic() + 60
+    while True:
+        ended = all(r.status != "running" for r in procs.list_runs(home, latest_only=True))
+        woken = {(w.session, w.name) for w in wakes.list_wakes(home) if w.lines}
+        if ended and {(s, n) for n, (_, _, s) in runs.items()} <= woken:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError("showcase processes did not finish")
+        time.sleep(0.05)
+
+
+def showcase_scene(base: Path, now: float) -> Scene:
+    rooms, rates = build_showcase_rooms(base, now)
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    build_showcase_procs(home, base, now)
+    return Scene(rooms, home, rates, now=now)

@@ -1,11 +1,13 @@
-"""`make screenshots`: regenerate the SVG screenshots shown in the README, and a PNG of the web
-dashboard (`ackdeck web` in headless Chromium).
+"""`make screenshots`: regenerate the SVG screenshots shown in the README and the docs, and a PNG
+of the web dashboard (`ackdeck web` in headless Chromium).
 
     python -m ackdeck.tui.screenshots screenshots [--text]
 
 Each shot is a deterministic scene (tui/scenes.py) built in a temporary directory through core,
-opened with the test config (no clock, no watchers), driven by keys, and saved as SVG. `--text`
-also prints each screen as plain text.
+opened with the test config (no clock, no watchers), driven by keys, and saved as SVG. The
+README's pictures use the showcase scene (every panel populated); `sequence-*.svg` are three
+pictures of one session: the owner reads a room, a producer appends a line, the owner's ack
+removes what was read and keeps the late line. `--text` also prints each screen as plain text.
 """
 
 from __future__ import annotations
@@ -21,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from .app import make_app
-from .scenes import Scene, apply_rates, build_flood, full_scene
-from .testing import quiet_config, screen_text, settle
+from .scenes import Scene, apply_rates, build_flood, full_scene, showcase_scene
+from .testing import feed_change, quiet_config, screen_text, settle
 
 
 @dataclass(frozen=True)
 class Shot:
     name: str
     size: tuple[int, int]
-    scene: str  # "full" | "flood" | "empty"
+    scene: str  # "showcase" | "full" | "flood" | "empty"
     keys: tuple[str, ...] = ()
     action: Callable[[Any], None] | None = None
     caption: str = ""
@@ -39,12 +41,11 @@ SHOTS = [
     Shot(
         "main",
         (120, 35),
-        "full",
-        ("j",),
+        "showcase",
         caption="Rooms, the selected room's lines (owner's unacked read marked ▌), processes "
         "and wake records",
     ),
-    Shot("main-80x24", (80, 24), "full", caption="The same at 80×24"),
+    Shot("main-80x24", (80, 24), "showcase", caption="The same at 80×24"),
     Shot(
         "flood",
         (120, 36),
@@ -62,6 +63,43 @@ SHOTS = [
     Shot("ack-all", (100, 30), "full", ("A",), caption="Ack all acks the snapshot it shows"),
     Shot("help", (120, 44), "full", ("?",), caption="Every key binding"),
 ]
+
+
+# The read, the late line, the ack that keeps it: (file name, what happens before the picture).
+SEQUENCE_SIZE = (100, 30)
+SEQUENCE_ROOM = 1  # owner.txt, the second row of the showcase's rooms
+LATE_LINE = "[2027-01-15T07:59:58Z] [owner] dana: and cc me on the cart fix"
+
+
+async def _take_sequence(scene: Scene, out: Path, text: bool) -> list[Path]:
+    app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
+    apply_rates(app, scene)
+    room = scene.rooms[SEQUENCE_ROOM]
+    written = []
+
+    async def shoot(name: str) -> None:
+        await _painted(pilot)
+        app.save_screenshot(filename=f"{name}.svg", path=str(out))
+        written.append(out / f"{name}.svg")
+        if text:
+            print(f"--- {name} ---")
+            print(screen_text(app))
+
+    async with app.run_test(size=SEQUENCE_SIZE) as pilot:
+        await _painted(pilot)
+        for _ in range(SEQUENCE_ROOM):
+            await pilot.press("j")
+        await pilot.press("r")
+        await shoot("sequence-1-read")
+        # A poller that knows nothing about ackdeck appends while the owner reads.
+        with room.open("ab") as f:
+            f.write(LATE_LINE.encode() + b"\n")
+        await feed_change(pilot)
+        await shoot("sequence-2-late")
+        await pilot.press("a")
+        await feed_change(pilot)
+        await shoot("sequence-3-ack")
+    return written
 
 
 def _flood_scene(base: Path, now: float) -> Scene:
@@ -142,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             if shot.scene not in scenes:
                 d = base / shot.scene
                 d.mkdir()
-                if shot.scene == "full":
+                if shot.scene == "showcase":
+                    scenes["showcase"] = showcase_scene(d, now)
+                elif shot.scene == "full":
                     scenes["full"] = full_scene(d, now)
                 elif shot.scene == "flood":
                     scenes["flood"] = _flood_scene(d, now)
@@ -151,10 +191,15 @@ def main(argv: list[str] | None = None) -> int:
                     scenes[shot.scene] = Scene([], d / "home", now=now)
             asyncio.run(_take(shot, scenes[shot.scene], out, args.text))
             print(f"wrote {out / (shot.name + '.svg')}", file=sys.stderr)
+        if not args.only or "sequence" in args.only:
+            d = base / "sequence"
+            d.mkdir()
+            for path in asyncio.run(_take_sequence(showcase_scene(d, now), out, args.text)):
+                print(f"wrote {path}", file=sys.stderr)
         if not args.only or "web" in args.only:
             d = base / "web"
             d.mkdir()
-            png = web_shot(full_scene(d, now), out)
+            png = web_shot(showcase_scene(d, now), out)
             if png is not None:
                 print(f"wrote {png}", file=sys.stderr)
     return 0

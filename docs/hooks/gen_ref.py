@@ -32,7 +32,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED_PAGES = ("reference/cli.md", "reference/mcp-tools.md", "reference/json.md", "changelog.md")
+GENERATED_PAGES = (
+    "reference/cli.md",
+    "reference/mcp-tools.md",
+    "reference/json.md",
+    "changelog.md",
+)
 # Folders of the repository shown under the docs site at the same name.
 MOUNTS = {"screenshots": ROOT / "screenshots"}
 # Help and defaults must not depend on the environment of whoever builds the docs.
@@ -197,8 +202,13 @@ def _type(schema: dict[str, Any], root: dict[str, Any]) -> str:
     if kind == "object":
         extra = schema.get("additionalProperties")
         return f"object of {_type(extra, root)}" if isinstance(extra, dict) else "object"
-    return {"null": "null", "integer": "integer", "string": "string", "boolean": "boolean",
-            "number": "number"}.get(kind or "", kind or "any")
+    return {
+        "null": "null",
+        "integer": "integer",
+        "string": "string",
+        "boolean": "boolean",
+        "number": "number",
+    }.get(kind or "", kind or "any")
 
 
 def _objects(schema: dict[str, Any], root: dict[str, Any], seen: list[str]) -> list[dict]:
@@ -266,8 +276,10 @@ def mcp_page(tools: list[dict[str, Any]]) -> str:
         props = schema.get("properties", {})
         if props:
             required = set(schema.get("required", []))
-            out += ["| argument | type | required | default | meaning |",
-                    "| --- | --- | --- | --- | --- |"]
+            out += [
+                "| argument | type | required | default | meaning |",
+                "| --- | --- | --- | --- | --- |",
+            ]
             for name, prop in props.items():
                 default = f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
                 out.append(
@@ -280,8 +292,11 @@ def mcp_page(tools: list[dict[str, Any]]) -> str:
             out += ["No arguments.", ""]
         output = tool.get("outputSchema")
         if output:
-            out += [f"Returns `{output.get('title', 'a result')}`: see "
-                    f"[its keys](json.md#{_anchor(output.get('title', ''))}).", ""]
+            out += [
+                f"Returns `{output.get('title', 'a result')}`: see "
+                f"[its keys](json.md#{_anchor(output.get('title', ''))}).",
+                "",
+            ]
     return "\n".join(out) + "\n"
 
 
@@ -312,8 +327,19 @@ EXAMPLES: list[tuple[str, ...]] = [
     ("room", "ack", "inbox.txt", "--session", "agent", "--json"),
     ("room", "status", "inbox.txt", "--session", "agent", "--json"),
     ("room", "ack", "inbox.txt", "--session", "agent", "--all", "--json"),
-    ("run", "build", "--session", "agent", "--monitor", "ERROR", "--json", "--",
-     "sh", "-c", "echo ERROR: disk full; printf done"),
+    (
+        "run",
+        "build",
+        "--session",
+        "agent",
+        "--monitor",
+        "ERROR",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo ERROR: disk full; printf done",
+    ),
     ("output", "build", "--session", "agent", "--filter", "done", "--timeout", "60", "--json"),
     ("ps", "--session", "agent", "--json"),
     ("wakes", "list", "--session", "agent", "--json"),
@@ -391,8 +417,9 @@ def json_page(tools: list[dict[str, Any]]) -> str:
             continue
         for obj in _objects(schema, schema, seen):
             title = obj.get("title", "result")
-            users = [t["name"] for t in tools
-                     if (t.get("outputSchema") or {}).get("title") == title]
+            users = [
+                t["name"] for t in tools if (t.get("outputSchema") or {}).get("title") == title
+            ]
             required = set(obj.get("required", []))
             out += [f"### {title}", ""]
             if users:
