@@ -36,7 +36,7 @@ def test_unsupported_construct_is_one_line_naming_it(pattern: str, construct: st
     assert "\n" not in msg
     assert msg == (
         f"invalid monitor regex {pattern!r}: {construct} is not supported "
-        "(ackdeck uses RE2 syntax, see README)"
+        "(ackdeck uses RE2 syntax: https://github.com/google/re2/wiki/Syntax)"
     )
 
 

@@ -132,8 +132,9 @@ def fs_dir(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-u
 
 @pytest.mark.parametrize("fs_dir", FILESYSTEMS, indirect=True)
 def test_a_room_removed_and_recreated_is_a_new_room_on_every_filesystem(fs_dir: Path) -> None:
-    """Item 2 on each filesystem the README names: statx birth time tells the files apart
-    (tests/test_room_habits.py drives the same through the CLI where ext4 reuses the inode)."""
+    """Item 2 on each filesystem docs/concepts/decisions.md names: statx birth time tells the
+    files apart (tests/test_room_habits.py drives the same through the CLI where ext4 reuses
+    the inode)."""
     from ackdeck.core.base.fileid import birth_ns
 
     path = fs_dir / "r"

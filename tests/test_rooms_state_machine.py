@@ -216,7 +216,8 @@ class RoomMachine(RuleBasedStateMachine):
     def foreign_truncate_in_place_then_ackdeck_looks(self, k: int) -> None:
         # Drop the first k lines in place (same inode, maybe the same head when lines repeat).
         # Detected because the file is now smaller than the largest size a read recorded; that
-        # needs ackdeck to look before producers refill it (README: residual limits).
+        # needs ackdeck to look before producers refill it (docs/concepts/exact-acks.md:
+        # residual windows).
         keep = self.lines[k:]
         with open(self.path, "r+b") as f:
             f.truncate(0)

@@ -74,8 +74,8 @@ def test_a_relative_command_runs_from_its_cwd(phome: Path, tmp_path: Path) -> No
     assert (info.run_dir / "output.log").read_bytes() == b"relative ok\n"
 
 
-# Start-up-only or heavy modules a steady-state supervisor must not hold (README "Supervisor
-# memory"): each costs every monitored run memory for its whole life.
+# Start-up-only or heavy modules a steady-state supervisor must not hold (docs/performance.md,
+# "Supervisor memory"): each costs every monitored run memory for its whole life.
 NOT_IN_SUPERVISOR = {
     "argparse": "its formatter pulls in shutil and the compression modules",
     "subprocess": "the command is started with posix_spawn",

@@ -75,7 +75,7 @@ async def _take_sequence(scene: Scene, out: Path, text: bool) -> list[Path]:
     app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
     apply_rates(app, scene)
     room = scene.rooms[SEQUENCE_ROOM]
-    written = []
+    written: list[Path] = []
 
     async def shoot(name: str) -> None:
         await _painted(pilot)

@@ -3,7 +3,7 @@
 textual-serve starts one dashboard process per browser tab (`ackdeck tui` with the same
 options) and relays the terminal over a websocket. It binds to loopback unless told otherwise:
 the dashboard acts as the owner (reads, acks, pushes), so exposing it is a decision, not a
-default; put it behind SSH forwarding (README) to watch from another machine.
+default; put it behind SSH forwarding (docs/how-to/web-dashboard.md) to watch from another machine.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def tui_command(tui_args: Sequence[str]) -> str:
 def start_message(host: str, port: int) -> str:
     where = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
     if host in LOOPBACK:
-        scope = "loopback only: this machine can open it (see the README for SSH forwarding)"
+        scope = "loopback only: this machine can open it (forward its port over SSH to watch)"
     else:
         scope = f"listening on {host}: anyone who can reach it acts as the owner"
     return f"ackdeck web: serving the dashboard on {where} ({scope})"

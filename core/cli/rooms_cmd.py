@@ -23,12 +23,14 @@ if TYPE_CHECKING:
     from ackdeck.core.service.roomref import RoomRef
 
 _SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
-_FOLLOW_HELP = "work on a symlinked room's target (refused by default: see README)"
+_FOLLOW_HELP = (
+    "work on a symlinked room's target (refused by default: a link could point the ack at any file)"
+)
 
 
 def _deck(args: argparse.Namespace, *, session: bool = True) -> tuple[Deck, RoomRef]:
     """The service for this command and its room: a path, or a redis://HOST[:PORT][/DB]/NAME
-    URL (see README "Rooms across hosts"). The session comes from --session or the
+    URL (docs/how-to/redis-rooms.md). The session comes from --session or the
     environment; a command that needs one refuses to run without it."""
     name: str | None = getattr(args, "session", None) or os.environ.get("ACKDECK_SESSION")
     if session and not name:
@@ -134,7 +136,8 @@ def _json_lines_first(result: rooms.Lines) -> None:
 def _deliver(data: bytes) -> None:
     """Write and flush before the receipt is stored (Room.read commits after this returns);
     a failed write raises, so nothing is recorded. Bytes a pipe buffer accepted but the
-    reader never read (`| head`) cannot be told apart from read ones: see README."""
+    reader never read (`| head`) cannot be told apart from read ones (see
+    docs/concepts/exact-acks.md)."""
     if sys.stdout is None or isinstance(sys.stdout, ClosedStream):
         # Started with stdout closed (`>&-`): Python then has no sys.stdout at all.
         raise not_delivered("stdout", OSError(errno.EBADF, "stdout is closed"))

@@ -30,7 +30,8 @@ PREV_GRACE_S = 10.0
 # old copy of the room on disk), unless a process still holds them open.
 MAX_PREV = 8
 # Even held-open inodes are retired beyond this many (the ledger slot must hold the list);
-# the one residual loss left: see README "Unlocked producers".
+# the one residual loss left: see docs/concepts/exact-acks.md,
+# "Producers that do not lock".
 HARD_MAX_PREV = 40
 # How often an inode kept because it was held open is looked up in /proc again.
 HELD_RECHECK_S = 1.0

@@ -1,6 +1,6 @@
 """Rooms: notification files with a consumed-only ack.
 
-Protocol (see DESIGN.md "Rooms"):
+Protocol (docs/concepts/exact-acks.md):
 - push appends under the *shared* sidecar lock; ack rewrites under the *exclusive* one;
 - read returns complete lines and records a receipt (the exact bytes) per session;
 - ack removes only the receipt's bytes still at the head, then sweeps the old inode for bytes

@@ -98,7 +98,7 @@ def _compile(source: bytes, what: str, pattern: str, *, chunk: bool = False) -> 
         message = " ".join(message.split())  # one line, whatever RE2 quoted
         construct = _unsupported(pattern, message)
         if construct is not None:
-            message = f"{construct} is not supported (ackdeck uses RE2 syntax, see README)"
+            message = f"{construct} is not supported (ackdeck uses RE2 syntax: https://github.com/google/re2/wiki/Syntax)"
         raise InvalidInput(f"invalid {what} regex {pattern!r}: {message}") from None
 
 

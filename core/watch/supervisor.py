@@ -38,9 +38,9 @@ from ackdeck.core.watch.runs import (
 from ackdeck.core.watch.tail import Tail
 
 # Memory: one supervisor lives per monitored run, so it imports only what it needs for its
-# whole life (README "Supervisor memory"). No argparse (its formatter pulls in shutil and the
-# compression modules), no subprocess or threading: the command is started with posix_spawn
-# and waited for through a pidfd. tests/test_supervisor_footprint.py checks the list.
+# whole life (docs/performance.md, "Supervisor memory"). No argparse (its formatter pulls in
+# shutil and the compression modules), no subprocess or threading: the command is started with
+# posix_spawn and waited for through a pidfd. tests/test_supervisor_footprint.py checks the list.
 
 Clock = Callable[[], float]
 POLL = 0.05  # seconds between looks at output.log while the command is quiet

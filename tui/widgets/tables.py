@@ -255,8 +255,8 @@ class RoomsTable(KeyedTable):
 
 
 def _with_late_writers(label: str, st: Any) -> Text:
-    """The room's label, marked when writers reached it late (see README "Producers that do
-    not lock"), so the owner sees what `room status` says."""
+    """The room's label, marked when writers reached it late (docs/concepts/exact-acks.md,
+    "Producers that do not lock"), so the owner sees what `room status` says."""
     marks = [f"late {st.late_total:,}"] if st.late_total else []
     if st.held_open:
         marks.append(f"held {st.held_open:,}")
