@@ -167,10 +167,15 @@ def build_flood(base: Path, lines: int = 1_000_000) -> Path:
 
 
 def full_scene(base: Path, now: float) -> Scene:
-    rooms, rates = build_rooms(base, now)
+    return _scene(base, now, build_rooms, build_procs)
+
+
+def _scene(base: Path, now: float, rooms_of: Any, procs_of: Any) -> Scene:
+    """Rooms under base/rooms and processes in base/home, both built at `now`."""
+    rooms, rates = rooms_of(base, now)
     home = base / "home"
     home.mkdir(parents=True, exist_ok=True)
-    build_procs(home, base, now)
+    procs_of(home, base, now)
     return Scene(rooms, home, rates, now=now)
 
 
@@ -296,8 +301,4 @@ def _run_all(
 
 
 def showcase_scene(base: Path, now: float) -> Scene:
-    rooms, rates = build_showcase_rooms(base, now)
-    home = base / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    build_showcase_procs(home, base, now)
-    return Scene(rooms, home, rates, now=now)
+    return _scene(base, now, build_showcase_rooms, build_showcase_procs)
