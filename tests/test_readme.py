@@ -3,9 +3,10 @@ in the README or the docs points at nothing.
 
 The tour is every ```console block of the README's tour section: lines starting with `$ ` are
 commands, the lines after one (up to the next command) are what it prints, stdout and stderr
-together. The commands run in one bash, in an empty directory, with a fresh ACKDECK_HOME and
-this checkout's `ackdeck` first on PATH, exactly as a newcomer pastes them. Run ids and pids
-differ from run to run, so both sides have them replaced by placeholders; nothing else is.
+together. The commands run in one bash on a terminal (a pseudo-terminal: what a command prints
+only to a person shows too), in an empty directory, with a fresh ACKDECK_HOME and this
+checkout's `ackdeck` first on PATH, exactly as a newcomer pastes them. Run ids and pids differ
+from run to run, so both sides have them replaced by placeholders; nothing else is.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,35 @@ def tour_steps(text: str) -> list[tuple[str, list[str]]]:
     return steps
 
 
+def on_terminal(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run argv with a pseudo-terminal as its stdin, stdout and stderr; (exit code, output)."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True
+    )
+    os.close(slave)
+    out = bytearray()
+    deadline = time.monotonic() + 300  # the tour takes seconds; only a hang gets here
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every holder of the terminal is gone
+                break
+            if not chunk:
+                break
+            out += chunk
+        else:
+            proc.kill()
+            raise AssertionError(f"the tour hung; so far:\n{out.decode(errors='replace')}")
+    finally:
+        os.close(master)
+    return proc.wait(timeout=60), out.decode(errors="replace").replace("\r\n", "\n")
+
+
 def normalise(lines: list[str]) -> list[str]:
     return [PID.sub("pid PID", RUN_ID.sub("RUN_ID", line)).rstrip() for line in lines]
 
@@ -64,23 +96,16 @@ def test_tour_runs_as_written_and_prints_what_the_readme_says(tmp_path: Path) ->
 
     work = tmp_path / "tour"
     work.mkdir()
-    script = "exec 2>&1\n" + "".join(f"{c}\nprintf '\\n{MARK}\\n'\n" for c in commands)
+    script = "stty -echo -onlcr\n" + "".join(f"{c}\nprintf '\\n{MARK}\\n'\n" for c in commands)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
     env["ACKDECK_HOME"] = str(tmp_path / "home")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("COLUMNS", None)
-    done = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-e", "-c", script],
-        cwd=work,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,  # the tour takes seconds; only a hang gets here
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    chunks = done.stdout.split(f"\n{MARK}\n")
-    assert chunks[-1] == "", done.stdout
+    env["TERM"] = "dumb"
+    code, printed = on_terminal(["bash", "--noprofile", "--norc", "-e", "-c", script], work, env)
+    assert code == 0, printed
+    chunks = printed.split(f"\n{MARK}\n")
+    assert chunks[-1] == "", printed
     assert len(chunks) - 1 == len(steps)
     for (command, expected), got in zip(steps, chunks, strict=False):
         printed = got.splitlines()
