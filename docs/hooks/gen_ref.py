@@ -251,10 +251,10 @@ def mcp_page(tools: list[dict[str, Any]]) -> str:
         "Generated when this site was built by starting `ackdeck mcp --session agent --room "
         "inbox.txt` and asking it for `tools/list` through the official MCP SDK client: "
         "these are the names, arguments, annotations and output schemas an agent's client "
-        "sees. Every result also carries structured content of the tool's output schema "
-        "(the keys are listed per result object in the [JSON reference](json.md)); an error "
-        "is one line of text with `isError` set and structured content "
-        '`{"error": KIND, "message": LINE}`.',
+        "sees. A result's structured content follows the tool's output schema (the keys "
+        "of each result object are in the [JSON reference](json.md)); an error is a result "
+        "with `isError` set and one line of text saying what went wrong, and its kind is "
+        "listed under [errors](json.md#errors).",
         "",
         "| tool | what it does |",
         "| --- | --- |",
@@ -440,10 +440,10 @@ def json_page(tools: list[dict[str, Any]]) -> str:
     out += [
         "## Errors",
         "",
-        'Every error is `{"error": KIND, "message": LINE}` on both doors (the CLI prints it '
-        "on stdout with `--json`, beside the line on stderr). A tool argument the MCP server "
-        'rejects is `{"error": "invalid_arguments", "problems": [{"argument": ..., '
-        '"problem": ...}]}`. The kinds, from `ackdeck.core.errors`:',
+        'An error is `{"error": KIND, "message": LINE}`: the CLI prints it on stdout with '
+        "`--json`, beside the one line on stderr, and the MCP server sends the same object "
+        "with its error results (a rejected tool argument adds `problems`, one "
+        "`{argument, problem}` each). The kinds, from `ackdeck.core.errors`:",
         "",
         *_error_kinds(),
     ]
