@@ -366,9 +366,18 @@ def json_examples() -> list[tuple[str, int, Any]]:
         for args in EXAMPLES:
             code, out = _cli(base / "home", work, *args)
             shown = _placeholders(out, base)
-            docs = [json.loads(doc) for doc in shown.splitlines() if doc.strip()]
+            docs = [_parsed(doc) for doc in shown.splitlines() if doc.strip()]
             got.append(("ackdeck " + " ".join(_quote(a) for a in args), code, docs))
         return got
+
+
+def _parsed(line: str) -> Any:
+    """A JSON document, or the line itself when a command printed something else: the page
+    shows what the command printed either way, and the build never fails on it."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return line
 
 
 def _quote(arg: str) -> str:
@@ -436,7 +445,10 @@ def json_page(tools: list[dict[str, Any]]) -> str:
             tool = _shape_of(doc, tools)
             if tool:
                 out += [f"Same keys as the `{tool}` tool's result.", ""]
-            out += ["```json", json.dumps(doc, indent=2, ensure_ascii=False), "```", ""]
+            if isinstance(doc, str):
+                out += ["```text", doc, "```", ""]
+            else:
+                out += ["```json", json.dumps(doc, indent=2, ensure_ascii=False), "```", ""]
     out += [
         "## Errors",
         "",
