@@ -221,7 +221,7 @@ def build_showcase_procs(home: Path, workdir: Path, now: float) -> None:
     """`build_procs` plus three more finished runs with monitors and the wakes of two sessions:
     the agent read one failure of e2e itself and then drained (delivered and superseded lines);
     lint and migrate finished after that drain, so their matches are pending."""
-    from ackdeck.core.watch import output, wakes
+    from ackdeck.core.service import procs, wakes
 
     build_procs(home, workdir, now)
     _run_all(
@@ -241,8 +241,8 @@ def build_showcase_procs(home: Path, workdir: Path, now: float) -> None:
             ),
         },
     )
-    output.read_output(home, "e2e", "agent", filter="checkout", clock=lambda: now - 60)
-    wakes.drain(home, "agent", clock=lambda: now - 50)
+    procs.read_output(home, "e2e", "agent", filter="checkout")
+    wakes.drain(home, "agent")
     _run_all(
         home,
         workdir,
