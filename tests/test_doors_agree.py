@@ -328,3 +328,69 @@ async def test_process_and_wake_operations_give_the_same_json_on_both_doors(
         "InvalidInput",
         "InvalidInput",
     ]
+
+
+# ----- hooks and the dashboard: the same numbers ------------------------------------------------
+def _cli_out(home: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run(
+        [*ACKDECK, "--home", str(home), *args],
+        env=env,
+        cwd=cwd,
+        input="{}",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_path: Path) -> None:
+    """One room, two sessions in different states: what the CLI's and MCP's status say is what
+    the prompt and bootstrap hooks tell the agent and what the dashboard's rooms table shows
+    (its scan, and the cells it renders)."""
+    from ackdeck.tui.state import in_flight_total, scan_at, unread_summary
+
+    home = tmp_path / "home"
+    room = fresh_rooms(tmp_path / "rooms")
+    s = ["--session", SESSION]
+    for i in range(3):
+        assert _cli_out(home, ["room", "push", str(room), f"line {i}"], tmp_path).returncode == 0
+    assert _cli_out(home, ["room", "read", str(room), *s], tmp_path).returncode == 0
+    for i in range(2):  # arrive after the agent's read: unread for it, in flight: 3
+        assert _cli_out(home, ["room", "push", str(room), f"late {i}"], tmp_path).returncode == 0
+    other = ["--session", "other"]
+    assert _cli_out(home, ["room", "read", str(room), *other], tmp_path).returncode == 0
+
+    _, by_cli = cli_json(home, ["room", "status", str(room), *s], tmp_path)
+    async with connect(home, [room], SESSION) as client:
+        by_mcp = (await call(client, "room_status", {})).structured_content
+    assert by_mcp == by_cli
+    row = by_cli["rooms"][0]
+    assert (row["pending"], row["unread"], row["in_flight"]) == (5, 2, 3)
+
+    # The hooks: the same unread count, from the same service view.
+    prompt = _cli_out(home, ["hooks", "prompt", *s, "--room", str(room)], tmp_path)
+    assert prompt.returncode == 0, prompt.stderr
+    assert f"{row['unread']} unread line(s) in room {room}" in prompt.stdout
+    boot = _cli_out(home, ["hooks", "bootstrap", *s, "--room", str(room)], tmp_path)
+    assert f"  - {room} ({row['unread']} unread)" in boot.stdout.splitlines()
+
+    # The dashboard: its scan's row and the cells its rooms table draws from it.
+    snap = scan_at(home, [room], 0.0)
+    (seen,) = snap.rooms
+    st = seen.status
+    assert st is not None
+    assert (st.pending, st.acked_total, st.preserved_total, st.epoch) == (
+        row["pending"],
+        row["acked_total"],
+        row["preserved_total"],
+        row["epoch"],
+    )
+    assert {n: (c.in_flight, c.unread) for n, c in st.sessions.items()} == {
+        n: (c["in_flight"], c["unread"]) for n, c in row["sessions"].items()
+    }
+    assert in_flight_total(st) == sum(c["in_flight"] for c in row["sessions"].values())
+    assert unread_summary(st) == " ".join(
+        f"{n}:{c['unread']:,}" for n, c in sorted(row["sessions"].items())
+    )

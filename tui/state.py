@@ -102,9 +102,9 @@ def scan_room(path: Path | str, label: str) -> RoomRow:
         try:
             room = open_room(path)
             try:
-                # A redis room's status has the file status's fields (core.inbox.room_backend).
+                # Both backends return the same RoomStatus (core.inbox.results).
                 st = room.status()
-                return RoomRow(str(path), label, st, None, None)  # type: ignore[arg-type]
+                return RoomRow(str(path), label, st, None, None)
             finally:
                 room.close()
         except AckdeckError as exc:

@@ -11,12 +11,45 @@ from typing import TYPE_CHECKING
 from ackdeck.core.base.byteio import write_all
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
 
 def emit_json(value: Any) -> None:
     emit_text(json.dumps(value, ensure_ascii=False) + "\n")
+
+
+class JsonParts:
+    """One JSON object written in parts: a door streams the bulk first (ack-all's lines, so
+    only what was written is removed) and the rest once the operation is done. It knows the
+    object's shape (the result's declared keys): each part is the text of some of them, and
+    `end` checks that every key was written exactly once. The caller writes the texts, so the
+    I/O stays where its errors are handled. The encoding is `json.dumps`'s."""
+
+    def __init__(self, shape: Iterable[str]) -> None:
+        self._shape = list(shape)
+        self._written: list[str] = []
+
+    def part(self, values: Mapping[str, Any]) -> str:
+        pairs = []
+        for key, value in values.items():
+            if key not in self._shape or key in self._written:
+                raise ValueError(f"{key!r} is not a key of this object, or written twice")
+            self._written.append(key)
+            pairs.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+        first = len(self._written) == len(pairs)
+        return ("{" if first else ", ") + ", ".join(pairs)
+
+    def end(self) -> str:
+        missing = [k for k in self._shape if k not in self._written]
+        if missing:
+            raise ValueError(f"the object lacks {', '.join(missing)}")
+        return "}\n"
+
+    def abort(self) -> str:
+        """Close an object the operation could not finish (an error shape follows it), so
+        each document on stdout stays whole."""
+        return "}\n"
 
 
 def emit_text(text: str) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import ClosedStream
-from ackdeck.core.cli._output import emit_json, emit_text, report, timeout_arg
+from ackdeck.core.cli._output import JsonParts, emit_json, emit_text, report, timeout_arg
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms
 from ackdeck.core.service.deck import Deck
@@ -126,13 +126,6 @@ def _json_lines(result: rooms.Lines) -> None:
     _deliver(doc.encode("utf-8", "surrogateescape"))
 
 
-def _json_lines_first(result: rooms.Lines) -> None:
-    """`ack --all --json`: the object's first part, up to the lines (no closing brace); _ack
-    adds the counts once the ack is done. The keys are the ack result's (rooms.Acked)."""
-    head = {"room": result.room, "path": result.path, "lines": result.lines}
-    _deliver(json.dumps(head, ensure_ascii=False)[:-1].encode("utf-8", "surrogateescape"))
-
-
 def _deliver(data: bytes) -> None:
     """Write and flush before the receipt is stored (Room.read commits after this returns);
     a failed write raises, so nothing is recorded. Bytes a pipe buffer accepted but the
@@ -163,9 +156,13 @@ _LINES_FIRST = ("room", "path", "lines")
 def _ack(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
     head_written: list[bool] = []
+    parts = JsonParts(rooms.Acked.SHAPE)
 
     def json_lines_first(result: rooms.Lines) -> None:
-        _json_lines_first(result)
+        """`ack --all --json`: the object's first part, the lines; the counts follow once
+        the ack is done."""
+        head = parts.part({k: getattr(result, k) for k in _LINES_FIRST})
+        _deliver(head.encode("utf-8", "surrogateescape"))
         head_written.append(True)
 
     # Ack-all: the lines go to stdout first; only what was written is removed.
@@ -177,12 +174,12 @@ def _ack(args: argparse.Namespace) -> int:
             # The ack failed after its lines were written (nothing was removed): close that
             # object, so the error shape main prints next is a second, whole JSON document.
             with contextlib.suppress(OSError):
-                emit_text("}\n")
+                emit_text(parts.abort())
         raise
     done = f"acked {result.acked} line(s) of {args.room}"
     if head_written:
         rest = {k: v for k, v in result.to_json().items() if k not in _LINES_FIRST}
-        report(done, lambda: emit_text(", " + json.dumps(rest, ensure_ascii=False)[1:] + "\n"))
+        report(done, lambda: emit_text(parts.part(rest) + parts.end()))
     elif args.json:
         report(done, lambda: emit_json(result.to_json()))
     if result.refusal is not None:

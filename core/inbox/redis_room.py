@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import redis
@@ -33,9 +32,9 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
 from ackdeck.core.inbox import redis_lua
+from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
 from ackdeck.core.inbox.room_errors import cold_ack
 from ackdeck.core.inbox.room_url import RedisAddress
-from ackdeck.core.inbox.rooms import AckResult, SessionStatus
 
 if TYPE_CHECKING:
     from ackdeck.core.inbox.ledger import (
@@ -46,32 +45,6 @@ Clock = Callable[[], float]
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
 LINE_FIELD = b"line"
-
-
-@dataclass(frozen=True)
-class RedisReadResult:
-    lines: list[bytes]
-    start: str  # first entry ID read ("" when nothing was read)
-    end: str  # last entry ID read
-    epoch: int
-    data: bytes = b""  # the lines, each with its "\n", as one buffer
-
-
-@dataclass(frozen=True)
-class RedisRoomStatus:
-    path: str  # the URL without its password
-    exists: bool
-    pending: int
-    partial_bytes: int  # always 0: an entry is added whole
-    acked_total: int
-    preserved_total: int
-    pushed_total: int  # entries ever added to this stream (XINFO entries-added)
-    epoch: int
-    last_ack_at: float | None
-    sessions: dict[str, SessionStatus] = field(default_factory=dict)
-    late_total: int = 0  # file rooms only (late unlocked writers): XADD has no such window
-    held_open: int = 0
-    last_id: str = "0-0"  # last-generated-id: a blocking read waits for anything after it
 
 
 def entry_line(fields: list[bytes] | dict[bytes, bytes]) -> bytes:
@@ -221,9 +194,9 @@ class RedisRoom:
         self,
         session: str,
         *,
-        deliver: Callable[[RedisReadResult], int | None] | None = None,
+        deliver: Callable[[ReadResult], int | None] | None = None,
         reader: str | None = None,
-    ) -> RedisReadResult:
+    ) -> ReadResult:
         """Every entry in the room; stores the session's receipt (replacing the old one).
 
         Recorded only once delivered, as for files: `deliver` gets the lines first, and the
@@ -247,7 +220,7 @@ class RedisRoom:
 
     def _receipt_of(
         self, entries: list[Any], epoch: int, added: int, reader: str | None
-    ) -> tuple[RedisReadResult, dict[str, Any]]:
+    ) -> tuple[ReadResult, dict[str, Any]]:
         lines = [entry_line(fields) for _, fields in entries]
         first = entries[0][0].decode() if entries else ""
         last = entries[-1][0].decode() if entries else ""
@@ -262,7 +235,7 @@ class RedisRoom:
             "read_at": self._clock(),
             "reader": reader or "",
         }
-        result = RedisReadResult(lines, first, last, int(epoch), b"".join(x + b"\n" for x in lines))
+        result = ReadResult(lines, first, last, int(epoch), b"".join(x + b"\n" for x in lines))
         return result, receipt
 
     def _snapshot(self) -> tuple[int, int, list[Any]]:
@@ -292,7 +265,7 @@ class RedisRoom:
         *,
         all: bool = False,  # noqa: A002 - CLI flag
         reader: str | None = None,
-        deliver: Callable[[RedisReadResult], int | None] | None = None,
+        deliver: Callable[[ReadResult], int | None] | None = None,
     ) -> AckResult:
         """Remove exactly what `session` read (or, with all=True, every entry, returned).
 
@@ -333,8 +306,13 @@ class RedisRoom:
         return AckResult(mode, acked, preserved, msg, lines)
 
     # ----- status -------------------------------------------------------------------------
-    def status(self) -> RedisRoomStatus:
+    def status(self) -> RoomStatus:
         """Counters for the room and every session that has read it. Never writes."""
+        return self._status()[0]
+
+    def _status(self) -> tuple[RoomStatus, str]:
+        """The status, and the stream's last-generated ID then (a blocking read waits for
+        anything after it)."""
         with self._errors("status"):
             raw = self._script("STATUS")(keys=self._keys[:2])
         exists, pending, pushed, epoch, acked, preserved, last_ack, last_id, flat = raw
@@ -343,7 +321,7 @@ class RedisRoom:
         for i in range(0, len(flat), 2):
             in_flight = int(flat[i + 1])
             sessions[flat[i].decode()] = SessionStatus(in_flight, max(0, pending - in_flight))
-        return RedisRoomStatus(
+        status = RoomStatus(
             path=self.path,
             exists=bool(exists),
             pending=pending,
@@ -354,8 +332,8 @@ class RedisRoom:
             epoch=int(epoch),
             last_ack_at=float(last_ack) if last_ack else None,
             sessions=dict(sorted(sessions.items())),
-            last_id=last_id.decode(),
         )
+        return status, last_id.decode()
 
     def tail(self, count: int) -> list[bytes]:
         """The newest `count` lines, oldest first. Display only: records no receipt."""
@@ -404,7 +382,7 @@ class RedisRoom:
         deadline = None if timeout is None else time.monotonic() + timeout
         chunk = max(0.05, self.timeout / 2)
         while True:
-            st = self.status()
+            st, last_id = self._status()
             mine = st.sessions.get(session)
             if (mine.unread if mine is not None else st.pending) > 0:
                 return True
@@ -414,7 +392,7 @@ class RedisRoom:
             if left <= 0:
                 return False
             with self._errors("wait"):
-                self._redis().xread({self.key: st.last_id}, count=1, block=max(1, int(left * 1000)))
+                self._redis().xread({self.key: last_id}, count=1, block=max(1, int(left * 1000)))
 
     def close(self) -> None:
         client, self._client = self._client, None

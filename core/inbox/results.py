@@ -1,4 +1,9 @@
-"""What a file room's operations return to the doors (core/inbox/rooms.py)."""
+"""What a room's operations return, whichever backend: a notification file
+(core/inbox/rooms.py) or a redis stream (core/inbox/redis_room.py). One type per concept; the
+service passes them through (core/service/rooms.py).
+
+Offsets are bytes (`int`) in a file room and entry IDs (`"1700000000000-0"`) in a redis room;
+doors print them, never do arithmetic on them."""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ if TYPE_CHECKING:
 
 class ReadResult(Struct):
     lines: list[bytes]
-    start: int
-    end: int
+    start: int | str  # a file's logical byte offset, or a redis entry ID ("" when none read)
+    end: int | str
     epoch: int
     # The complete lines as one buffer (exactly the bytes a receipt records), for doors that
     # write them out unchanged.
@@ -35,17 +40,18 @@ class SessionStatus(Struct):
 
 
 class RoomStatus(Struct):
-    path: Path
+    path: Path | str  # a file's path, or a redis room's URL without its password
     exists: bool
     pending: int
-    partial_bytes: int
+    partial_bytes: int  # always 0 in a redis room: an entry is added whole
     acked_total: int
     preserved_total: int
-    pushed_total: int
+    pushed_total: int  # a file's base + size; a redis stream's entries ever added
     epoch: int
     last_ack_at: float | None
     sessions: dict[str, SessionStatus] = {}  # copied per instance by Struct
     # Late unlocked writers: lines carried in from replaced inodes (ever), and replaced inodes
-    # kept past their grace period right now because a process still holds them open.
+    # kept past their grace period right now because a process still holds them open (file
+    # rooms only: XADD has no such window).
     late_total: int = 0
     held_open: int = 0

@@ -2,10 +2,8 @@
 (`core.inbox.redis_room.RedisRoom`). Every door opens rooms through `open_room`, so each works on
 both.
 
-The interface is structural (`typing.Protocol`): it names what the doors use of a room and of
-its results, and the file backend satisfies it as it is. Offsets are bytes (`int`) in a file
-room and entry IDs (`"1700000000000-0"`) in a redis room; doors print them, never do
-arithmetic on them.
+The interface is structural (`typing.Protocol`): it names what the service uses of a room; both
+backends satisfy it as they are and return the same value types (core/inbox/results.py).
 """
 
 from __future__ import annotations
@@ -23,71 +21,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
 
+    from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus
     from ackdeck.core.inbox.room_url import RedisAddress
 
     Clock = Callable[[], float]
     # Returns None (every line was delivered) or how many lines, from the first, were.
-    Deliver = Callable[["ReadView"], "int | None"]
-
-
-class ReadView(Protocol):
-    @property
-    def lines(self) -> list[bytes]: ...
-    @property
-    def start(self) -> int | str: ...
-    @property
-    def end(self) -> int | str: ...
-    @property
-    def epoch(self) -> int: ...
-    @property
-    def data(self) -> bytes: ...  # the lines, each with its "\n", as one buffer
-
-
-class AckView(Protocol):
-    @property
-    def mode(self) -> str: ...
-    @property
-    def acked(self) -> int: ...
-    @property
-    def preserved(self) -> int: ...
-    @property
-    def message(self) -> str: ...
-    @property
-    def lines(self) -> list[bytes] | None: ...
-
-
-class SessionView(Protocol):
-    @property
-    def in_flight(self) -> int: ...
-    @property
-    def unread(self) -> int: ...
-
-
-class StatusView(Protocol):
-    @property
-    def path(self) -> Path | str: ...
-    @property
-    def exists(self) -> bool: ...
-    @property
-    def pending(self) -> int: ...
-    @property
-    def partial_bytes(self) -> int: ...
-    @property
-    def acked_total(self) -> int: ...
-    @property
-    def preserved_total(self) -> int: ...
-    @property
-    def pushed_total(self) -> int: ...
-    @property
-    def epoch(self) -> int: ...
-    @property
-    def last_ack_at(self) -> float | None: ...
-    @property
-    def sessions(self) -> Mapping[str, SessionView]: ...
-    @property
-    def late_total(self) -> int: ...
-    @property
-    def held_open(self) -> int: ...
+    Deliver = Callable[[ReadResult], "int | None"]
 
 
 class RoomBackend(Protocol):
@@ -99,7 +38,7 @@ class RoomBackend(Protocol):
     def push(self, line: str | bytes) -> int | str: ...
     def read(
         self, session: str, *, deliver: Deliver | None = None, reader: str | None = None
-    ) -> ReadView: ...
+    ) -> ReadResult: ...
     def ack(
         self,
         session: str,
@@ -107,8 +46,8 @@ class RoomBackend(Protocol):
         all: bool = False,  # noqa: A002
         reader: str | None = None,
         deliver: Deliver | None = None,
-    ) -> AckView: ...
-    def status(self) -> StatusView: ...
+    ) -> AckResult: ...
+    def status(self) -> RoomStatus: ...
     def tail(self, count: int) -> list[bytes]: ...  # newest lines, oldest first; no receipt
     def wait(
         self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from ackdeck.core.inbox.room_backend import StatusView
+    from ackdeck.core.inbox.results import RoomStatus
     from ackdeck.core.inbox.room_url import RedisAddress
 
 
@@ -30,7 +30,7 @@ def label_of(rooms: Sequence[Path | RedisAddress | str], room: Path | RedisAddre
     return short if sum(room_name(r) == short for r in rooms) == 1 else str(room)
 
 
-def session_counts(st: StatusView, session: str | None) -> tuple[int, int]:
+def session_counts(st: RoomStatus, session: str | None) -> tuple[int, int]:
     """`(in_flight, unread)` of `session` in a room's status. A session without a receipt has
     nothing in flight and every complete line unread; no session at all: (0, pending)."""
     mine = st.sessions.get(session) if session is not None else None

@@ -1,7 +1,9 @@
 """What every service operation returns: a `Result`, immutable, that knows its JSON.
 
 `SHAPE` names each key of `to_json()` and its JSON type (Python types: `int | None`, `list[str]`,
-or another result class for a nested object). The MCP server publishes it as the tool's
+or another result class for a nested object). A result whose fields are exactly its JSON
+declares no SHAPE: it is its fields. Facts a backend returns are taken from that value type's
+declaration (`fields_of`), never spelled out again. The MCP server publishes it as the tool's
 `outputSchema`, and tests check that `to_json()` has exactly these keys, so the schema and
 the data cannot drift apart.
 
@@ -10,6 +12,7 @@ Errors have one shape too, on both doors: `{"error": KIND, "message": ONE_LINE}`
 
 from __future__ import annotations
 
+import sys
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
@@ -21,6 +24,31 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar
 
 
+def fields_of(
+    cls: type[Struct], *, skip: tuple[str, ...] = (), types: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A `SHAPE` part taken from a value type's own declaration (its annotated fields, in
+    order), so a fact a backend returns is declared once, where the backend returns it. `skip`
+    leaves fields out; `types` gives a field the JSON type it has on the way out (raw lines
+    are shown decoded: `list[bytes]` becomes `list[str]`)."""
+    names: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        names.update(klass.__dict__.get("__annotations__", {}))
+    # Names its module imports for type checkers only (a Literal alias) read as their JSON
+    # type, a string.
+    module = {"AckMode": str, **vars(sys.modules[cls.__module__])}
+    out: dict[str, Any] = {}
+    for name in cls._fields:
+        if name in skip:
+            continue
+        text = names[name]
+        if types and name in types:
+            out[name] = types[name]
+        else:  # the annotation's text (PEP 563), read in the module that wrote it
+            out[name] = eval(text, module) if isinstance(text, str) else text
+    return out
+
+
 class Result(Struct):
     """Base of the service's results: `to_json()` has exactly the keys of `SHAPE`.
 
@@ -30,6 +58,12 @@ class Result(Struct):
     encoded on the way."""
 
     SHAPE: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "SHAPE" not in cls.__dict__:
+            # A result whose fields are its JSON declares nothing more: its shape is them.
+            cls.SHAPE = fields_of(cls)
 
     def source(self) -> Any:
         return self

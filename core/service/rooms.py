@@ -14,19 +14,14 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base.text import display_lines
 from ackdeck.core.errors import ColdAck, NotDelivered
+from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
 from ackdeck.core.service.derive import session_counts
-from ackdeck.core.service.results import DecodedLines, Result
+from ackdeck.core.service.results import DecodedLines, Result, fields_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from ackdeck.core.inbox.room_backend import (
-        AckView,
-        ReadView,
-        RoomBackend,
-        SessionView,
-        StatusView,
-    )
+    from ackdeck.core.inbox.room_backend import RoomBackend
 
     # Returns None (every line was delivered) or how many lines, from the first, were.
     Deliver = Callable[["Lines"], "int | None"]
@@ -37,8 +32,6 @@ class Pushed(Result):
     room: str
     path: str
     offset: int | str  # a byte offset (file room) or an entry ID (redis room)
-
-    SHAPE = {"room": str, "path": str, "offset": int | str}
 
 
 class Lines(DecodedLines):
@@ -58,9 +51,8 @@ class Lines(DecodedLines):
         "lines": list[str],
         "count": int,
         "invalid_utf8": list[int],  # indexes of lines whose text replaced invalid bytes
-        "start": int | str,
-        "end": int | str,
-        "epoch": int,
+        # start, end, epoch: as the backend's ReadResult declares them
+        **fields_of(ReadResult, skip=("lines", "data")),
     }
 
 
@@ -77,11 +69,8 @@ class Acked(Result):
     SHAPE = {
         "room": str,
         "path": str,
-        "mode": str,
-        "acked": int,
-        "preserved": int,
-        "message": str,
-        "lines": list[str] | None,
+        # mode, acked, preserved, message, lines: as the backend's AckResult declares them
+        **fields_of(AckResult, types={"mode": str, "lines": list[str] | None}),
     }
 
     @property
@@ -95,11 +84,11 @@ class Acked(Result):
 
 
 class SessionCounts(Result):
-    counts: SessionView
+    counts: SessionStatus
 
-    SHAPE = {"in_flight": int, "unread": int}
+    SHAPE = fields_of(SessionStatus)
 
-    def source(self) -> SessionView:
+    def source(self) -> SessionStatus:
         return self.counts
 
 
@@ -109,29 +98,20 @@ class RoomState(Result):
     room: str
     path: str
     default: bool  # the door's default room
-    status: StatusView
+    status: RoomStatus
     session: str | None
 
     SHAPE = {
         "room": str,
         "path": str,
         "default": bool,
-        "exists": bool,
-        "pending": int,
-        "partial_bytes": int,
-        "acked_total": int,
-        "preserved_total": int,
-        "pushed_total": int,
-        "epoch": int,
-        "last_ack_at": float | None,
-        "late_total": int,
-        "held_open": int,
-        "in_flight": int,
-        "unread": int,
+        # every counter of the backend's RoomStatus, as it declares them
+        **fields_of(RoomStatus, skip=("path", "sessions")),
+        **fields_of(SessionStatus),  # in_flight, unread: the asking session's own
         "sessions": dict[str, SessionCounts],
     }
 
-    def source(self) -> StatusView:
+    def source(self) -> RoomStatus:
         return self.status
 
     @property
@@ -159,7 +139,7 @@ def push(room: RoomBackend, label: str, line: str | bytes) -> Pushed:
     return Pushed(label, str(room.path), room.push(line))
 
 
-def _lines(room: RoomBackend, label: str, view: ReadView) -> Lines:
+def _lines(room: RoomBackend, label: str, view: ReadResult) -> Lines:
     return Lines(label, str(room.path), view.lines, view.start, view.end, view.epoch, view.data)
 
 
@@ -174,7 +154,7 @@ def read(
     """Every complete line, and a receipt for `session`. With `deliver`, the receipt is stored
     only after it returned (recorded only once delivered); if it raises, nothing is."""
 
-    def hand_over(view: ReadView) -> int | None:
+    def hand_over(view: ReadResult) -> int | None:
         return None if deliver is None else deliver(_lines(room, label, view))
 
     # What the room returns: cut to the lines delivered when `deliver` said how many.
@@ -198,7 +178,7 @@ def ack(
     if deliver is not None:
         hand_over = lambda view: deliver(_lines(room, label, view))  # noqa: E731
     try:
-        res: AckView = room.ack(session, all=all, reader=reader, deliver=hand_over)
+        res: AckResult = room.ack(session, all=all, reader=reader, deliver=hand_over)
     except ColdAck as exc:
         return Acked(label, path, "refused", 0, exc.unread, str(exc), None, exc)
     return Acked(label, path, res.mode, res.acked, res.preserved, res.message, res.lines)

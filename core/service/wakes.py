@@ -137,8 +137,6 @@ class Dismissed(Result):
     name: str
     dismissed: bool  # False: there was no record
 
-    SHAPE = {"session": str, "name": str, "dismissed": bool}
-
 
 def list_wakes(home: HomeArg, session: str | None = None) -> Wakes:
     """Wake records (of `session`, or of every session), without delivering anything. Dead

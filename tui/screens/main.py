@@ -11,7 +11,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer, Header
 from textual.worker import Worker, WorkerState
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.room_backend import AckView, ReadView, open_room
+from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from ackdeck.core.service import rooms as room_service
 
@@ -35,6 +35,9 @@ from ..turns import Turn, Turns
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen
+
+if TYPE_CHECKING:
+    from ackdeck.core.inbox.results import AckResult, ReadResult
 
 
 class MainScreen(Screen[None]):
@@ -271,7 +274,7 @@ class MainScreen(Screen[None]):
         # dialog's ack instead of removing lines the dialog never counted.
         reader = f"dashboard-ack-all:{os.getpid()}:{secrets.token_hex(8)}"
 
-        def deliver(res: ReadView) -> None:
+        def deliver(res: ReadResult) -> None:
             shown = SnapshotRead(path, len(res.lines), committed, reader)
             if not self.post_message(shown):
                 raise AckdeckError("the dashboard closed before the snapshot was shown")
@@ -296,7 +299,7 @@ class MainScreen(Screen[None]):
             self.notify(f"{label} has no complete line to ack", title="ack all", markup=False)
             return
 
-        def answered(res: AckView | None) -> None:
+        def answered(res: AckResult | None) -> None:
             if res is None:
                 # The dialog's receipt is bound to the dialog, so `a` cannot use it.
                 self.notify(
@@ -404,7 +407,7 @@ class MainScreen(Screen[None]):
     def _owner_read(self, path: Path | RedisAddress) -> None:
         session = self.dash.config.session
 
-        def deliver(res: ReadView) -> None:
+        def deliver(res: ReadResult) -> None:
             # The receipt is stored only after the owner was shown the result (core commits
             # after this returns); a closed app records nothing.
             shown = self.post_message(

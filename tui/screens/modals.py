@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -20,10 +21,13 @@ from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.room_backend import AckView, open_room
+from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import RedisAddress
 
 from ..state import plural
+
+if TYPE_CHECKING:
+    from ackdeck.core.inbox.results import AckResult
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -66,7 +70,7 @@ class ConfirmScreen(ModalScreen[bool]):
 class SnapshotAcked(Message):
     """The ack of the ack-all snapshot came back (or failed with `error`)."""
 
-    result: AckView | None  # a file or a redis room's ack
+    result: AckResult | None  # a file or a redis room's ack
     error: str | None = None
 
 
@@ -74,7 +78,7 @@ class AckAllScreen(ConfirmScreen):
     """Ack all, as a snapshot: the owner has just read `shown` lines (a receipt); yes acks
     exactly that receipt, so lines arriving while the dialog is open stay in the room.
 
-    Dismisses with the ack's result (an AckView) when exactly `shown` lines were acked.
+    Dismisses with the ack's result (an AckResult) when exactly `shown` lines were acked.
     Otherwise nothing was removed (a foreign rewrite made the receipt stale, someone acked it
     first): the dialog stays open and says why.
     """
