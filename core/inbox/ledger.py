@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.record import Record, Struct
@@ -102,12 +102,10 @@ class Ledger(Record):
 
 
 if TYPE_CHECKING:
-    from typing import Literal
-
     from ackdeck.core.inbox.receipts import ReceiptHeader
 
-    Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
-    AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
+Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
+AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
 
 
 # ----- the ledger file: two checksummed slots written in place ---------------------------

@@ -8,12 +8,9 @@ doors print them, never do arithmetic on them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base.record import Struct
-
-if TYPE_CHECKING:
-    from ackdeck.core.inbox.ledger import AckMode
+from ackdeck.core.inbox.ledger import AckMode
 
 
 class ReadResult(Struct):

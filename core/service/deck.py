@@ -17,6 +17,7 @@ Light on purpose: the per-turn commands build a deck (the hot path in pyproject.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,9 +30,10 @@ from ackdeck.core.service.roomref import RoomRef, label_of
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
 
+    from ackdeck.core.inbox.room_backend import RoomBackend
     from ackdeck.core.service.wakes import DeliverWakes, Drained
 
     Clock = Callable[[], float]
@@ -118,12 +120,18 @@ class Deck:
         return self.session
 
     # ----- room operations --------------------------------------------------------------------
-    def push(self, ref: RoomRef, line: str | bytes) -> room_ops.Pushed:
+    @contextmanager
+    def _opened(self, ref: RoomRef) -> Iterator[RoomBackend]:
+        """The room, open for one operation (its connections released after)."""
         room = ref.open(clock=self._clock)
         try:
-            return room_ops.push(room, self.label(ref), line)
+            yield room
         finally:
             room.close()
+
+    def push(self, ref: RoomRef, line: str | bytes) -> room_ops.Pushed:
+        with self._opened(ref) as room:
+            return room_ops.push(room, self.label(ref), line)
 
     def read(
         self,
@@ -134,11 +142,8 @@ class Deck:
     ) -> room_ops.Lines:
         """Every complete line, and a receipt; with `deliver`, recorded only once delivered."""
         session = self._session()
-        room = ref.open(clock=self._clock)
-        try:
+        with self._opened(ref) as room:
             return room_ops.read(room, self.label(ref), session, reader=reader, deliver=deliver)
-        finally:
-            room.close()
 
     def ack(
         self,
@@ -149,13 +154,10 @@ class Deck:
         deliver: room_ops.Deliver | None = None,
     ) -> room_ops.Acked:
         session = self._session()
-        room = ref.open(clock=self._clock)
-        try:
+        with self._opened(ref) as room:
             return room_ops.ack(
                 room, self.label(ref), session, all=all, reader=reader, deliver=deliver
             )
-        finally:
-            room.close()
 
     def status(self, refs: Sequence[RoomRef] | None = None) -> room_ops.Status:
         """Counters of `refs` (default: every room of the door), with the session's own counts;
@@ -175,11 +177,8 @@ class Deck:
         """True once the session has unread lines in `ref`, False when `timeout` passed (or
         `stop` answered True) first."""
         session = self._session()
-        room = ref.open(clock=self._clock)
-        try:
+        with self._opened(ref) as room:
             return room.wait(session, timeout, stop)
-        finally:
-            room.close()
 
     # ----- read-only views ----------------------------------------------------------------------
     def unread(self, ref: RoomRef) -> views.Unread:

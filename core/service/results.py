@@ -34,9 +34,7 @@ def fields_of(
     names: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         names.update(klass.__dict__.get("__annotations__", {}))
-    # Names its module imports for type checkers only (a Literal alias) read as their JSON
-    # type, a string.
-    module = {"AckMode": str, **vars(sys.modules[cls.__module__])}
+    module = vars(sys.modules[cls.__module__])
     out: dict[str, Any] = {}
     for name in cls._fields:
         if name in skip:
