@@ -20,14 +20,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ackdeck.core.agents.noticer import DEFAULT_WINDOW_S, Noticer
 from ackdeck.core.agents.notices import Notice, nudge_line
 from ackdeck.core.errors import InvalidInput, PaneGone
-from ackdeck.core.watch.monitors import compile_pattern
-from ackdeck.core.watch.patterns import Pattern
+from ackdeck.core.service.procs import user_pattern
+
+if TYPE_CHECKING:
+    from ackdeck.core.watch.patterns import Pattern
 
 DEFAULT_IDLE_MS = 2000
 # Between the typed text and its Enter. Agents' composers (Codex CLI, Claude Code) take an Enter
@@ -140,7 +143,7 @@ class Nudger:
         if not 0 <= enter_delay_ms <= 10_000:
             # At most 10 s: a stop waits for a nudge's text and its Enter (one shielded step).
             raise InvalidInput("--enter-delay-ms must be between 0 and 10000")
-        prompt = compile_pattern(prompt_regex, "prompt") if prompt_regex is not None else None
+        prompt = user_pattern(prompt_regex, "prompt") if prompt_regex is not None else None
         self.noticer = noticer
         self.tmux = tmux
         self.idle = IdleWatch(idle_ms, prompt)

@@ -20,10 +20,20 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ackdeck.core.watch.patterns import Pattern
     from ackdeck.core.watch.procs import MonitorSpec, RunInfo
 
     HomeArg = str | os.PathLike[str] | Path | None
     Deliver = Callable[["OutputLines"], int]
+
+
+def user_pattern(pattern: str, what: str) -> Pattern:
+    """A user's regex (a monitor's, a filter's, the terminal nudge's prompt), compiled for
+    cleaned line bytes in linear time (RE2), or refused with one line before anything starts."""
+    from ackdeck.core.watch.monitors import compile_pattern
+
+    return compile_pattern(pattern, what)
+
 
 # `grace` of a kill: seconds between TERM and KILL.
 MAX_GRACE = 60.0
