@@ -52,8 +52,20 @@ def _files(parts: list[str]) -> list[Path]:
 
 
 def _imports(path: Path) -> set[str]:
+    """What `path` imports when it runs (anywhere, also in functions), not for type checkers
+    only (`if TYPE_CHECKING:` blocks)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(n)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for stmt in block.body
+        for n in ast.walk(stmt)
+    }
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
         elif isinstance(node, ast.Import):
