@@ -419,8 +419,8 @@ def stop_hook(
     from ackdeck.core.agents.noticer import Noticer
     from ackdeck.core.agents.notices import Notice
 
+    # The drain reconciles first (a dead supervisor is delivered as a monitor-lost wake).
     deck = Deck(home, session)
-    deck.reconcile_lost()  # a dead supervisor is delivered as a monitor-lost wake
     notices: list[Notice] = []
     commit: Callable[[], None] = _nothing
     if rooms:
