@@ -25,7 +25,7 @@ from ackdeck.core.service import procs, rooms, wakes
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch import wakes as wake_records
 from tests.conftest import ACKDECK, REPO
-from tests.test_mcp import call, connect, text_of
+from tests.test_mcp import call, connect, error_of, text_of
 from tests.test_procs_support import run_and_cleanup
 
 SESSION = "agent"
@@ -69,6 +69,15 @@ def cli_json(home: Path, args: list[str], cwd: Path) -> tuple[int, dict[str, Any
     return out.returncode, json.loads(lines[0])
 
 
+def json_of(res: Any) -> dict[str, Any]:
+    """What an MCP result says to programs: its structured content, or for an error that is no
+    tool result the same {error, message} JSON in `_meta` (structured content there would have
+    to match the tool's outputSchema)."""
+    if res.structured_content is not None:
+        return res.structured_content
+    return error_of(res)
+
+
 def check_shape(data: dict[str, Any], shape: type[Result] | None) -> None:
     """The JSON has exactly the keys its result class declares (or the error shape)."""
     want = ERROR_SHAPE if shape is None else set(shape.SHAPE)
@@ -80,8 +89,7 @@ async def run_mcp(home: Path, room: Path, steps: list[Step]) -> list[tuple[bool,
     async with connect(home, [room], SESSION) as client:
         for _, tool, args, _ in steps:
             res = await call(client, tool, args)
-            assert res.structured_content is not None, (tool, text_of(res))
-            got.append((res.is_error, res.structured_content))
+            got.append((res.is_error, json_of(res)))
     return got
 
 
@@ -172,9 +180,8 @@ async def test_room_operations_give_the_same_json_on_both_doors(tmp_path: Path) 
     async with connect(home, [room], SESSION) as client:
         for (_, tool, args, shape), after in plan:
             res = await call(client, tool, args)
-            assert res.structured_content is not None, (tool, text_of(res))
-            check_shape(res.structured_content, shape)
-            by_mcp.append((res.is_error, res.structured_content))
+            check_shape(json_of(res), shape)
+            by_mcp.append((res.is_error, json_of(res)))
             if after is not None:
                 after(room)
 
@@ -298,8 +305,7 @@ async def test_process_and_wake_operations_give_the_same_json_on_both_doors(
                             await wait_for_wake(home)
                         for _, tool, args, shape in steps:
                             res = await call(client, tool, args)
-                            data = res.structured_content
-                            assert data is not None, (tool, text_of(res))
+                            data = json_of(res)
                             check_shape(data, shape)
                             got.append((res.is_error, data))
         finally:

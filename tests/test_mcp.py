@@ -59,6 +59,15 @@ def text_of(result: CallToolResult) -> str:
     return block.text
 
 
+def error_of(result: CallToolResult) -> dict[str, Any]:
+    """The JSON of an error that is no tool result (CLI --json prints the same): it travels in
+    `_meta`, and the result has no structured content, which would have to match the tool's
+    outputSchema (issue 19)."""
+    assert result.is_error and result.structured_content is None, result
+    assert result.meta is not None, result
+    return result.meta["ackdeck/error"]
+
+
 async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> CallToolResult:
     return await client.call_tool(tool, args or {})
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ACKDECK, REPO
-from tests.test_mcp import call, connect, text_of
+from tests.test_mcp import call, connect, error_of, text_of
 
 
 @pytest.mark.parametrize("flag", ["yes", "true", 1, "1"])
@@ -21,8 +21,9 @@ async def test_room_ack_all_must_be_a_real_boolean(
         result = await call(client, "room_ack", {"all": flag})
     assert result.is_error
     assert text_of(result) == "invalid arguments for room_ack: all: Input should be a valid boolean"
-    assert result.structured_content == {
+    assert error_of(result) == {
         "error": "invalid_arguments",
+        "message": text_of(result),
         "problems": [{"argument": "all", "problem": "Input should be a valid boolean"}],
     }
     assert room.read_bytes() == b"one\ntwo\n"  # nothing was cleared
@@ -45,18 +46,17 @@ async def test_argument_errors_are_one_line_without_pydantic_dumps(
             assert result.is_error, (tool, args)
             assert "\n" not in text and "errors.pydantic.dev" not in text, text
             assert text.startswith(f"invalid arguments for {tool}: "), text
-            assert result.structured_content is not None
-            assert result.structured_content["error"] == "invalid_arguments"
+            assert error_of(result)["error"] == "invalid_arguments"
     assert not room.exists()
 
 
-async def test_core_errors_carry_structured_content_too(home: Path, tmp_path: Path) -> None:
+async def test_core_errors_carry_their_json_in_meta(home: Path, tmp_path: Path) -> None:
     room = tmp_path / "inbox.txt"
     async with connect(home, [room]) as client:
         result = await call(client, "process_output", {"name": "x", "timeout": 100000})
     assert result.is_error
     assert text_of(result) == "timeout must be between 0 and 600 seconds, got 100000"
-    assert result.structured_content == {"error": "InvalidInput", "message": text_of(result)}
+    assert error_of(result) == {"error": "InvalidInput", "message": text_of(result)}
 
 
 async def test_an_empty_push_is_rejected_over_mcp(home: Path, tmp_path: Path) -> None:

@@ -4,8 +4,12 @@ core/agents/mcp_server.py and core/agents/mcp_manage.py, so neither imports the 
 
 Structured content is a service result's `to_json()` (the shape CLI `--json` prints too), and
 each tool's `outputSchema` is built from that result's `SHAPE` (`output_model`): one place says
-what the JSON holds. Every error is one line of text with structured content
-`{"error": KIND, "message": LINE}` (`core.service.results.error_json`).
+what the JSON holds. Every error is one line of text. Structured content must validate against
+the tool's outputSchema even on an error (the TypeScript SDK checks it and otherwise replaces the
+whole result by a protocol error, so the client never sees the message), so an error carries it
+only when it is the tool's own result (a refused ack's counts). Any other error's JSON, the
+`{"error": KIND, "message": LINE}` that CLI --json prints (`core.service.results.error_json`),
+travels in the result's `_meta` under `ERROR_META`, which no schema constrains.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ from pydantic import BaseModel, Field, create_model
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.results import Result, error_json
 
+# The `_meta` key that carries an error's JSON (prefixed: it cannot clash with MCP's own keys).
+ERROR_META = "ackdeck/error"
+
 
 @dataclass(frozen=True)
 class Reply:
     text: str
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # structured content: a result's JSON
     error: bool = False
+    error_json: dict[str, Any] | None = None  # an error that is no result: `_meta[ERROR_META]`
 
 
 def result(reply: Reply) -> CallToolResult:
@@ -34,6 +42,7 @@ def result(reply: Reply) -> CallToolResult:
         content=[TextContent(type="text", text=reply.text)],
         structured_content=reply.data or None,
         is_error=reply.error,
+        _meta=None if reply.error_json is None else {ERROR_META: reply.error_json},
     )
 
 
@@ -55,14 +64,14 @@ async def guard_async(call: Callable[[], Awaitable[Reply]]) -> CallToolResult:
 
 def failure(exc: AckdeckError | OSError) -> Reply:
     shape = error_json(exc)
-    return Reply(shape["message"], shape, error=True)
+    return Reply(shape["message"], error=True, error_json=shape)
 
 
-def error_reply(kind: str, message: str) -> Reply:
-    """An error result: one line of text, and the same line with its kind as structured
-    content (`{"error": "InvalidInput", "message": ...}`) for programs."""
+def error_reply(kind: str, message: str, **extra: Any) -> Reply:
+    """An error result: one line of text, and for programs the same line with its kind
+    (`{"error": "InvalidInput", "message": ..., **extra}`) in `_meta`."""
     line = one_line(message)
-    return Reply(line, {"error": kind, "message": line}, error=True)
+    return Reply(line, error=True, error_json={"error": kind, "message": line, **extra})
 
 
 def one_line(text: str) -> str:
@@ -70,8 +79,9 @@ def one_line(text: str) -> str:
 
 
 def reply(result: Result, text: str, *, error: bool = False) -> Reply:
-    """A result for the model (`text`) and for programs (its JSON, as CLI --json prints it)."""
-    return Reply(text, result.to_json(), error=error)
+    """A result for the model (`text`) and for programs (its JSON, as CLI --json prints it).
+    An error's text is one line, whatever the message it quotes."""
+    return Reply(one_line(text) if error else text, result.to_json(), error=error)
 
 
 def arg(description: str) -> Any:

@@ -6,7 +6,8 @@ Layers, so the decisions can be tested without the SDK:
 - `AgentDoor`: one method per tool, each a thin call into core returning a `Reply` (text for
   the model, structured data for programs, and whether it is an error).
 - `build_server`: registers those methods as MCP tools; an error `Reply` (and every
-  `AckdeckError`) becomes an `isError` result with a one-line text, never a protocol error.
+  `AckdeckError`) becomes an `isError` result with a one-line text, never a protocol error, and
+  with structured content only where it validates against the tool's outputSchema.
 
 The server holds no state of its own: receipts, cursors and wakes live in files, so a
 restarted server (or the CLI) continues exactly where the previous one stopped.
@@ -24,15 +25,21 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from ackdeck.core.agents.instructions import mcp_instructions
+from ackdeck.core.agents.mcp_args import (
+    accepted_arguments,
+    invalid_arguments,
+    plain_input_schema,
+    unknown_arguments,
+)
 from ackdeck.core.agents.mcp_manage import register as register_manage_tools
 from ackdeck.core.agents.mcp_manage import tool_registrar, wait_output
 from ackdeck.core.agents.mcp_reply import Reply, guard_async, output_model, reply
 from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.agents.mcp_reply import guard as _guard
-from ackdeck.core.agents.mcp_reply import one_line as _one_line
 from ackdeck.core.agents.mcp_reply import result as _result
 from ackdeck.core.base.timeouts import MAX_WAIT
 from ackdeck.core.errors import InvalidInput
@@ -274,30 +281,32 @@ def _instructions(config: DoorConfig, channel: bool) -> str:
 
 
 class _Server(MCPServer):
-    """MCPServer whose argument errors read like every other ackdeck error: one line, plus
-    structured content naming each rejected argument (the SDK's text is a multi-line pydantic
-    dump with a link)."""
+    """MCPServer whose tools take exactly what their schemas publish: plain input schemas
+    (core/agents/mcp_args.py), unknown arguments refused by name, and argument errors that read
+    like every other ackdeck error (the SDK's text is a multi-line pydantic dump with a link)."""
+
+    _accepted: dict[str, list[str]] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            t.model_copy(update={"input_schema": plain_input_schema(t.name, t.input_schema)})
+            for t in await super().list_tools()
+        ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self._accepted is None:  # the tools are all registered before the first call
+            self._accepted = {
+                t.name: accepted_arguments(t.input_schema) for t in await super().list_tools()
+            }
+        accepted = self._accepted.get(name)
+        if accepted is not None and (unknown := unknown_arguments(name, arguments, accepted)):
+            return _result(unknown)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 return _result(invalid_arguments(name, exc.__cause__))
             raise
-
-
-def invalid_arguments(tool: str, exc: ValidationError) -> Reply:
-    """One line for the model and a list of {argument, problem} for programs. The rejected
-    values are not echoed: they are the caller's data and may be long."""
-    problems = [
-        {"argument": ".".join(str(p) for p in err["loc"]) or "(arguments)", "problem": err["msg"]}
-        for err in exc.errors(include_url=False)
-    ]
-    text = f"invalid arguments for {tool}: " + "; ".join(
-        f"{p['argument']}: {p['problem']}" for p in problems
-    )
-    return Reply(_one_line(text), {"error": "invalid_arguments", "problems": problems}, error=True)
 
 
 def build_server(
