@@ -25,7 +25,7 @@ from ackdeck.core.service import procs, rooms, wakes
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch import wakes as wake_records
 from tests.conftest import ACKDECK, REPO
-from tests.test_mcp import call, connect, error_of, text_of
+from tests.test_mcp import call, connect, error_of
 from tests.test_procs_support import run_and_cleanup
 
 SESSION = "agent"

@@ -172,12 +172,14 @@ def process_list(door: "AgentDoor", history: bool = False) -> "Reply":
     return reply(listed, text)
 
 
-def process_kill(door: "AgentDoor", name: str, grace: float = 3.0) -> "Reply":
-    done = procs.kill(door.deck.home, name, grace=grace, session=door.config.session)
+def process_kill(
+    door: "AgentDoor", name: str | None, run_id: str | None = None, grace: float = 3.0
+) -> "Reply":
+    done = procs.kill(door.deck.home, name, run_id=run_id, grace=grace, session=door.config.session)
     info = done.info
     code = "" if info.exit_code is None else f", exit code {info.exit_code}"
     verb = "was already" if done.was != "running" else "is now"
-    text = f"{name} run {info.run_id} {verb} {info.status}{code}"
+    text = f"{info.name} run {info.run_id} {verb} {info.status}{code}"
     if done.leftovers:
         left = " (some still live)" if done.leftovers_alive else ""
         text += f"; stopped the processes it left running{left}"
@@ -203,8 +205,8 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
 
     @tool(
         "process_list",
-        "Processes this session started (the latest run of each name; history "
-        "for every run): status, exit code, pid, monitors and match counts.",
+        "Processes this session started (the latest run of each name and every run still "
+        "running; history for every run): status, exit code, pid, monitors and match counts.",
     )
     def process_list_tool(
         history: Annotated[bool, _arg("every run, not only the latest")] = False,
@@ -213,16 +215,18 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
 
     @tool(
         "process_kill",
-        "Stop a process this session started: TERM to its process group, KILL "
-        "after grace seconds. For a process that already ended, only stops the children it left "
-        "running (if any).",
+        "Stop a process this session started, named by name (its running run, else its "
+        "latest) or by run_id (any run, as process_list shows it): TERM to its process group, "
+        "KILL after grace seconds. For a run that already ended, only stops the children it "
+        "left running (if any).",
     )
     async def process_kill_tool(
-        name: Annotated[str, _arg("process name")],
+        name: Annotated[str | None, _arg("process name (or give run_id)")] = None,
+        run_id: Annotated[str | None, _arg("a run id from process_list (or give name)")] = None,
         grace: Annotated[float, _arg("seconds between TERM and KILL (0-60)")] = 3.0,
     ) -> Annotated[CallToolResult, KilledOut]:
         return await anyio.to_thread.run_sync(
-            lambda: guard(lambda: process_kill(door, name, grace))
+            lambda: guard(lambda: process_kill(door, name, run_id, grace))
         )
 
     @tool(

@@ -208,6 +208,7 @@ class AgentDoor:
         cooldown_ms: int | None = None,
         max_events: int | None = None,
         cwd: str | None = None,
+        replace: bool = False,
     ) -> Reply:
         run = procs.start(
             self.deck.home,
@@ -219,6 +220,7 @@ class AgentDoor:
             cooldown_ms=cooldown_ms,
             max_events=max_events,
             cwd=cwd,
+            replace=replace,
         )
         info = run.info
         watch = ""
@@ -379,7 +381,8 @@ def build_server(
         "process_start",
         "Start a background command under an ackdeck supervisor. With monitor "
         "(a regex), output lines that match (or, with exclude, do not match) wake this "
-        "session; lines you were already shown by process_output never wake you.",
+        "session; lines you were already shown by process_output never wake you. Refused "
+        "while a run of the same name is still running, unless replace is true.",
     )
     def process_start(
         name: Annotated[str, _arg("process name (A-Z a-z 0-9 . _ @ -)")],
@@ -387,13 +390,20 @@ def build_server(
         monitor: Annotated[str | None, _arg("regex to watch for")] = None,
         exclude: Annotated[bool, _arg("wake on lines NOT matching")] = False,
         cooldown_ms: Annotated[
-            int | None, _arg("batch matches for this long (default 1000)")
+            int | None, _arg("milliseconds to batch matches for (default 1000; needs monitor)")
         ] = None,
-        max_events: Annotated[int | None, _arg("stop the monitor after this many matches")] = None,
-        cwd: Annotated[str | None, _arg("working directory")] = None,
+        max_events: Annotated[
+            int | None, _arg("stop the monitor after this many wakes (default: no limit)")
+        ] = None,
+        cwd: Annotated[str | None, _arg("working directory (default: the server's)")] = None,
+        replace: Annotated[
+            bool, _arg("stop this name's running run first (TERM, KILL after 3 s), then start")
+        ] = False,
     ) -> Annotated[CallToolResult, ProcessStartOut]:
         return _guard(
-            lambda: door.process_start(name, argv, monitor, exclude, cooldown_ms, max_events, cwd)
+            lambda: door.process_start(
+                name, argv, monitor, exclude, cooldown_ms, max_events, cwd, replace
+            )
         )
 
     @tool(

@@ -3,6 +3,8 @@
 Layout (all under the home):
     procs/NAME/RUN_ID/   one run of a monitored process (see core/watch/runs.py)
     wakes/SESSION/       wake records owned by one session (see core/watch/wakes.py)
+    starts/NAME.lock     held while a run of NAME starts (core/watch/procs.py): never removed,
+                         since unlinking a lock file others may wait on would let two hold it
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ def resolve_home(home: str | os.PathLike[str] | None) -> Path:
 
 def procs_dir(home: Path) -> Path:
     return home / "procs"
+
+
+def starts_dir(home: Path) -> Path:
+    return home / "starts"
 
 
 def wakes_dir(home: Path) -> Path:

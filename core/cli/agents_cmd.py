@@ -150,8 +150,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _session_of_agent(p: argparse.ArgumentParser) -> None:
-    """Commands that serve one agent session (`mcp`, `nudge`) must name it."""
-    p.add_argument("--session", required=True, help="the agent's session name")
+    """Commands that serve one agent session (`mcp`, `nudge`) must name it: with --session or,
+    like every other command, $ACKDECK_SESSION. There is no default session here: a server
+    guessing one would read and ack another agent's inbox."""
+    p.add_argument(
+        "--session",
+        default=None,
+        help="the agent's session name (default: $ACKDECK_SESSION; one of them is required)",
+    )
+
+
+def _agent_session(args: argparse.Namespace, command: str) -> str:
+    session = args.session or os.environ.get("ACKDECK_SESSION")
+    if not session:
+        raise InvalidInput(
+            f"ackdeck {command} serves one agent session: give --session S or set ACKDECK_SESSION"
+        )
+    return check_name(session)
 
 
 def _window(ms: int, flag: str) -> float:
@@ -166,7 +181,7 @@ def _mcp(args: argparse.Namespace) -> int:
     from ackdeck.core.agents.mcp_server import DoorConfig, serve
 
     window = _window(args.notice_window_ms, "--notice-window-ms")
-    config = DoorConfig.make(args.session, args.room, args.home)
+    config = DoorConfig.make(_agent_session(args, "mcp"), args.room, args.home)
     serve(config, channel=not args.no_channel, notice_window=window)
     return 0
 
@@ -287,9 +302,10 @@ def _nudge(args: argparse.Namespace) -> int:
     from ackdeck.core.base.home import resolve_home
 
     window = _window(args.window_ms, "--window-ms")
+    session = _agent_session(args, "nudge")
     nudger = make_nudger(
         resolve_home(args.home),
-        check_name(args.session),
+        session,
         args.room,
         args.tmux,
         socket=args.tmux_socket,
@@ -299,7 +315,7 @@ def _nudge(args: argparse.Namespace) -> int:
     )
     nudger.pin()  # a missing pane is a one-line error before anything else
     print(
-        f"ackdeck nudge: watching session {args.session!r} for pane {args.tmux}",
+        f"ackdeck nudge: watching session {session!r} for pane {args.tmux}",
         file=sys.stderr,
         flush=True,
     )

@@ -49,9 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "run",
         help="start a command under a detached supervisor (returns at once)",
         usage="ackdeck run NAME [--session S] [--monitor REGEX [--exclude] [--cooldown-ms N] "
-        "[--max-events N]] [--cwd DIR] [--json] -- CMD [ARG ...]",
+        "[--max-events N]] [--cwd DIR] [--replace] [--json] -- CMD [ARG ...]",
         description="Start CMD as a new run of NAME under a detached supervisor and return at "
-        "once; stdout+stderr go to the run's output.log.",
+        "once; stdout+stderr go to the run's output.log. Refused while a run of NAME is still "
+        "running (--replace stops it first).",
     )
     p.add_argument("name", metavar="NAME", help="process name (reusable; each start is a run)")
     p.add_argument(
@@ -86,6 +87,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cwd", metavar="DIR", default=None, action=_Once, help="working directory of the command"
     )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="stop NAME's running run first (TERM, KILL after 3 s), then start",
+    )
     p.add_argument("--json", action="store_true", help="print the run (as `ps --json` does)")
     p.add_argument("cmd", nargs="+", metavar="CMD", help="the command and its arguments")
     p.set_defaults(handler=_run)
@@ -108,8 +114,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_ps)
 
-    p = sub.add_parser("kill", help="TERM the process group of NAME's latest run, KILL later")
-    p.add_argument("name", metavar="NAME")
+    p = sub.add_parser(
+        "kill",
+        help="TERM the process group of a run (NAME's running one, or its latest), KILL later",
+    )
+    p.add_argument(
+        "name", metavar="NAME|RUN_ID", nargs="?", default=None, help="process name or run id"
+    )
+    p.add_argument("--run-id", default=None, help="this run (of NAME, if given)")
     p.add_argument("--grace", type=float, default=3.0, help="seconds before KILL (default 3)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_kill)
@@ -150,6 +162,7 @@ def _run(args: argparse.Namespace) -> int:
         cooldown_ms=args.cooldown_ms,
         max_events=args.max_events,
         cwd=args.cwd,
+        replace=args.replace,
     )
     started = f"started {run.info.name} run {run.info.run_id} pid {run.info.pid}"
     if args.json:
@@ -266,7 +279,10 @@ def _ps(args: argparse.Namespace) -> int:
 def _kill(args: argparse.Namespace) -> int:
     from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
-    done = procs.kill(args.home, args.name, grace=args.grace)
+    name, run_id = args.name, args.run_id
+    if name is not None and run_id is None:
+        name, run_id = procs.kill_target(args.home, name)
+    done = procs.kill(args.home, name, run_id=run_id, grace=args.grace)
     report(
         f"{done.info.name} run {done.info.run_id} is {done.info.status}",
         lambda: _killed(args, done),

@@ -128,8 +128,10 @@ def start(
     cooldown_ms: int | None = None,
     max_events: int | None = None,
     cwd: str | None = None,
+    replace: bool = False,
 ) -> Run:
-    """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`."""
+    """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`.
+    Refused while a run of `name` is alive, unless `replace` (which stops it first)."""
     from ackdeck.core.watch import procs
 
     check_name(name, "process")
@@ -148,9 +150,17 @@ def start(
                 max_events=max_events,
             )
         )
+    if not isinstance(replace, bool):
+        raise InvalidInput("replace must be true or false")
     return Run(
         procs.start(
-            resolve_home(home), name, list(argv), session=session, monitors=monitors, cwd=cwd
+            resolve_home(home),
+            name,
+            list(argv),
+            session=session,
+            monitors=monitors,
+            cwd=cwd,
+            replace=replace,
         )
     )
 
@@ -196,34 +206,78 @@ def read_output(
 
 
 def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = False) -> Runs:
-    """Runs (of `session` only, if given), oldest first per name. Dead supervisors are first
-    reported as `lost`: the explicit reconcile step (the listing itself never writes)."""
+    """Runs (of `session` only, if given), oldest first per name; with latest_only the newest
+    run of each name and every older run still alive (never hidden while it runs). Dead
+    supervisors are first reported as `lost`: the explicit reconcile step (the listing itself
+    never writes)."""
     from ackdeck.core.watch import procs
 
     h = resolve_home(home)
     if session is not None:
         check_name(session)
     reconcile_lost(h)
-    runs = procs.list_runs(h, latest_only=latest_only)
+    runs = procs.list_runs(h, latest_only=latest_only, keep_live=True)
     return Runs(session, [r for r in runs if session is None or r.session == session])
 
 
-def kill(home: HomeArg, name: str, *, grace: float = 3.0, session: str | None = None) -> Killed:
-    """TERM `name`'s latest run, KILL after `grace` seconds. With `session`, only that
-    session's own runs may be killed (the MCP door: an agent stops what it started)."""
+def kill(
+    home: HomeArg,
+    name: str | None = None,
+    *,
+    run_id: str | None = None,
+    grace: float = 3.0,
+    session: str | None = None,
+) -> Killed:
+    """TERM a run, KILL after `grace` seconds. The run is `run_id` (of `name`, if both are
+    given), or else `name`'s live run (its newest one if there are several), or else its latest.
+    With `session`, only that session's own runs may be killed (the MCP door: an agent stops
+    what it started)."""
     from ackdeck.core.watch import procs
 
-    check_name(name, "process")
     if isinstance(grace, bool) or not 0 <= grace <= MAX_GRACE:
         raise InvalidInput(f"grace must be between 0 and {MAX_GRACE:g} seconds")
     h = resolve_home(home)
-    before = procs.get_run(h, name)
+    before = _target(h, name, run_id)
     if session is not None and before.session != session:
         raise ProcessError(
-            f"process {name!r} belongs to session {before.session!r}, not {session!r}; only "
-            "its owner may kill it here"
+            f"process {before.name!r} belongs to session {before.session!r}, not {session!r}; "
+            "only its owner may kill it here"
         )
     # A run that ended may have left children running (`cmd &`): kill stops those too.
     leftovers = before.status != "running" and procs.alive(before)
-    info = procs.kill(h, name, grace=grace, run_id=before.run_id)
+    info = procs.kill(h, before.name, grace=grace, run_id=before.run_id)
     return Killed(info, before.status, leftovers, leftovers and procs.alive(info))
+
+
+def _target(h: Path, name: str | None, run_id: str | None) -> RunInfo:
+    from ackdeck.core.watch import procs
+
+    if name is None and run_id is None:
+        raise InvalidInput("name the process or its run id")
+    if name is None:
+        return procs.find_run(h, check_name(run_id or "", "run id"))
+    check_name(name, "process")
+    if run_id is not None:
+        found = procs.find_run(h, run_id)
+        if found.name != name:
+            raise ProcessError(f"run {run_id!r} is a run of {found.name!r}, not of {name!r}")
+        return found
+    live = procs.live_runs(h, name)
+    return live[-1] if live else procs.get_run(h, name)
+
+
+def kill_target(home: HomeArg, target: str) -> tuple[str | None, str | None]:
+    """What one word on the command line names: (None, run_id) for the id of a run that is not
+    also a process name, else (name, None) (a name wins: `kill NAME` stays what it always was,
+    and an unknown word is reported as an unknown process)."""
+    from ackdeck.core.watch import procs
+    from ackdeck.core.watch.runs import run_dirs
+
+    h = resolve_home(home)
+    if run_dirs(h, check_name(target, "process")):
+        return target, None
+    try:
+        procs.find_run(h, target)
+    except ProcessError:
+        return target, None
+    return None, target

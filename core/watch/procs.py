@@ -3,7 +3,11 @@
 Each start of NAME is a new run (`procs/NAME/RUN_ID/`, see core/watch/runs.py). `start` validates
 everything it can (names, regexes, cwd, that the command exists) before anything is created, then
 spawns `python -m core.watch.supervisor`, which detaches, takes the run's supervisor lock, starts
-the command with stdout+stderr going straight into `output.log`, and reports back over a pipe."""
+the command with stdout+stderr going straight into `output.log`, and reports back over a pipe.
+
+A name has at most one live run: a start while one lives is refused (it would be orphaned, out of
+reach of `kill NAME`), or with `replace` stops it first. The check and the new run's creation
+happen under the name's start lock, so two starts racing cannot both pass the check."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.home import procs_dir, resolve_home, starts_dir
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import CorruptState, InvalidInput, ProcessError
@@ -140,9 +144,14 @@ def start(
     session: str = "default",
     monitors: Sequence[MonitorSpec] = (),
     cwd: str | None = None,
+    replace: bool = False,
     clock: Clock = time.time,
 ) -> RunInfo:
-    """Start `argv` as a new run of `name`; returns once the command is running."""
+    """Start `argv` as a new run of `name`; returns once the command is running.
+
+    While a run of `name` is alive this refuses (ProcessError naming that run), unless
+    `replace`: then the live runs are stopped first (TERM, KILL after REPLACE_GRACE seconds), and
+    if one cannot be stopped nothing is started."""
     check_name(name, "process")
     check_name(session)
     if not argv:
@@ -157,7 +166,42 @@ def start(
         raise ProcessError(f"cannot start in {wd}: {why}")
     _check_command(argv[0], wd)
     h = resolve_home(home)
+    starts_dir(h).mkdir(mode=0o700, exist_ok=True)
+    with locked(starts_dir(h) / f"{name}.lock"):
+        _make_room_for(h, name, replace, clock)
+        return _start_run(h, name, argv, session, models, wd, clock)
 
+
+# Seconds between TERM and KILL when a start replaces a live run.
+REPLACE_GRACE = 3.0
+
+
+def _make_room_for(home: Path, name: str, replace: bool, clock: Clock) -> None:
+    live = live_runs(home, name, clock=clock)
+    if live and not replace:
+        r = live[-1]
+        raise ProcessError(
+            f"process {name!r} is still running as run {r.run_id} (pid {r.pid}, {r.status}); "
+            "kill it first, or start again with replace (--replace) to stop it and start anew"
+        )
+    for r in live:
+        after = kill(home, name, grace=REPLACE_GRACE, run_id=r.run_id, clock=clock)
+        if alive(after):
+            raise ProcessError(
+                f"could not stop run {r.run_id} of process {name!r} (pid {r.pid}); "
+                "nothing was started"
+            )
+
+
+def _start_run(
+    h: Path,
+    name: str,
+    argv: list[str],
+    session: str,
+    models: list[MonitorModel],
+    wd: Path,
+    clock: Clock,
+) -> RunInfo:
     now = clock()
     run_id = new_run_id(now)
     rdir = run_dir(h, name, run_id)
@@ -314,13 +358,20 @@ def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
 
 
 def list_runs(
-    home: HomeArg, *, latest_only: bool = False, clock: Clock = time.time
+    home: HomeArg,
+    *,
+    latest_only: bool = False,
+    keep_live: bool = False,
+    name: str | None = None,
+    clock: Clock = time.time,
 ) -> list[RunInfo]:
-    """Every run, sorted by (name, started_at); with latest_only, the newest run of each name.
-    A query: call `reconcile` first to have dead supervisors reported as `lost`."""
+    """Every run (of `name`, if given), sorted by (name, started_at); with latest_only, the
+    newest run of each name, and with keep_live also every other run still alive (an older
+    run is never hidden while it runs). A query: call `reconcile` first to have dead
+    supervisors reported as `lost`."""
     h = resolve_home(home)
     infos = []
-    for rdir in run_dirs(h):
+    for rdir in run_dirs(h, name):
         meta = _load(rdir)
         if meta is not None:
             infos.append(_info(meta, rdir))
@@ -329,8 +380,38 @@ def list_runs(
         latest: dict[str, RunInfo] = {}
         for i in infos:
             latest[i.name] = i
-        infos = list(latest.values())
+        newest = {(i.name, i.run_id) for i in latest.values()}
+        infos = [i for i in infos if (i.name, i.run_id) in newest or (keep_live and is_live(i))]
     return infos
+
+
+def is_live(info: RunInfo) -> bool:
+    """Is the run still on? `running`, or `lost` (its supervisor died) with its command still
+    alive. A run that ended is over even if children it left behind live on (`kill` by its run
+    id still stops those)."""
+    return info.status == "running" or (info.status == "lost" and alive(info))
+
+
+def live_runs(home: Path, name: str, *, clock: Clock = time.time) -> list[RunInfo]:
+    """The live runs of `name`, oldest first. A run that reads `running` is first checked for a
+    dead supervisor (and then reads `lost`), so a crash never blocks the name for good."""
+    for rdir in unsupervised(home, name):
+        check_lost(home, rdir, clock=clock)
+    return [i for i in list_runs(home, name=name) if is_live(i)]
+
+
+def find_run(home: HomeArg, run_id: str) -> RunInfo:
+    """The run whose id is `run_id`, whatever its name; ProcessError if there is none."""
+    check_name(run_id, "run id")
+    h = resolve_home(home)
+    try:
+        names = sorted(e.name for e in os.scandir(procs_dir(h)) if e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        names = []
+    for n in names:
+        if (procs_dir(h) / n / run_id / "meta.json").exists():
+            return get_run(h, n, run_id)
+    raise ProcessError(f"unknown run id {run_id!r}: `ackdeck ps` lists every run")
 
 
 def get_run(
