@@ -18,7 +18,7 @@ NEWEST := 3.13
 find_python = $(or $(shell ls -d $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) 2>/dev/null \
 	| sort -V | tail -n 1),$(shell python$(1) -c 'import sys; print(sys.executable)' 2>/dev/null))
 
-.PHONY: wheel-cache demo docs docs-serve test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
+.PHONY: wheel-cache npm-cache demo docs docs-serve test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
 
 # Outside parts the tests drive for real, from Debian's packages (command:package): redis-server
 # (redis rooms), tmux (the terminal nudge), mkfs.xfs and mkfs.btrfs (room identity and append
@@ -57,6 +57,19 @@ wheel-cache:
 		--no-deps -w $(WHEEL_CACHE) tui==1.1.1 || echo "could not build PyPI's tui:" \
 		"tests/test_packaging.py will skip its side-by-side install"
 
+# MCP clients the tests drive for real, from the npm registry (tests/test_mcp_clients.py): the
+# official TypeScript SDK (what the MCP Inspector and Gemini CLI call through) and the Inspector
+# CLI, into .cache/npm (gitignored). Without node, or offline, those tests skip with one line.
+NPM_CACHE := .cache/npm
+NPM_PACKAGES := @modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/inspector@0.15.0
+$(NPM_CACHE)/.installed: Makefile
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the TypeScript MCP client" \
+		"tests will skip"; exit 0; }; \
+	mkdir -p $(NPM_CACHE) && npm install --silent --no-audit --no-fund --prefix $(NPM_CACHE) \
+		$(NPM_PACKAGES) && touch $@ || echo "could not install $(NPM_PACKAGES):" \
+		"the TypeScript MCP client tests will skip"
+npm-cache: $(NPM_CACHE)/.installed
+
 define other_python
 .venv$(subst .,,$(1))/.installed: pyproject.toml
 	@test -n "$(call find_python,$(1))" || { echo "python$(1) not found: see README," \
@@ -67,7 +80,7 @@ define other_python
 	.venv$(subst .,,$(1))/bin/python -m pip install -q -e '.[test]'
 	touch $$@
 
-test-$(1): .venv$(subst .,,$(1))/.installed redis-server
+test-$(1): .venv$(subst .,,$(1))/.installed redis-server npm-cache
 	.venv$(subst .,,$(1))/bin/python -m pytest -q
 endef
 $(foreach v,$(PYTHONS),$(eval $(call other_python,$(v))))
@@ -93,7 +106,7 @@ lint: $(STAMP)
 	$(BIN)/mypy -p ackdeck
 	$(BIN)/lint-imports
 
-test: $(STAMP) lint redis-server
+test: $(STAMP) lint redis-server npm-cache
 	$(BIN)/python -m pytest -q
 
 soak: $(STAMP) redis-server

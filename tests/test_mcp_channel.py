@@ -330,3 +330,66 @@ async def test_a_client_without_channels_ignores_the_notices_and_loses_nothing(
         assert not (await client.call_tool("room_ack", {})).is_error
     assert seen == []
     assert room.read_bytes() == b""
+
+
+def test_server_discover_declares_the_channel_only_in_the_2026_protocol(
+    home: Path, tmp_path: Path
+) -> None:
+    """What the README says about `server/discover`: a 2026-07-28 request (its `_meta` carries
+    the protocol version) gets the capability; after an earlier version's `initialize` the
+    method does not exist (-32601), and the capability is in the `initialize` result instead."""
+    import json
+    import threading
+
+    def exchange(*requests: dict[str, Any]) -> list[dict[str, Any]]:
+        p = params(home, [tmp_path / "inbox.txt"])
+        proc = subprocess.Popen(
+            [p.command, *p.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=p.env,
+            cwd=p.cwd,
+            text=True,
+        )
+        watchdog = threading.Timer(WAIT, proc.kill)  # only a real hang reaches it
+        watchdog.start()
+        assert proc.stdin is not None and proc.stdout is not None
+        answers = []
+        try:
+            for req in requests:
+                proc.stdin.write(json.dumps(req) + "\n")
+                proc.stdin.flush()
+                if "id" in req:
+                    line = proc.stdout.readline()
+                    assert line, "the server closed stdout"
+                    answers.append(json.loads(line))
+        finally:
+            watchdog.cancel()
+            proc.stdin.close()
+            proc.wait(timeout=WAIT)
+            proc.stdout.close()
+        return answers
+
+    discover = {"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    legacy = exchange(init, initialized, discover)
+    assert legacy[0]["result"]["capabilities"]["experimental"] == {"claude/channel": {}}
+    assert legacy[1]["error"]["code"] == -32601
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    (modern,) = exchange({**discover, "params": {"_meta": meta}})
+    assert modern["result"]["capabilities"]["experimental"] == {"claude/channel": {}}

@@ -3,6 +3,9 @@ real JSON boolean), one-line errors with structured content, and no empty pushes
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,8 +72,6 @@ async def test_an_empty_push_is_rejected_over_mcp(home: Path, tmp_path: Path) ->
 
 
 def test_an_empty_push_is_rejected_on_the_cli(tmp_path: Path, cli_env: dict[str, str]) -> None:
-    import subprocess
-
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"kept\n")
     out = subprocess.run(
@@ -84,3 +85,43 @@ def test_an_empty_push_is_rejected_on_the_cli(tmp_path: Path, cli_env: dict[str,
     assert out.returncode == 1
     assert out.stderr == "ackdeck: error: a pushed line must not be empty\n"
     assert room.read_bytes() == b"kept\n"
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "session"),
+    [([], "fromenv", "fromenv"), (["--session", "flag"], "fromenv", "flag")],
+)
+async def test_mcp_takes_the_session_from_ackdeck_session_like_every_command(
+    home: Path, tmp_path: Path, flag: list[str], env: str, session: str
+) -> None:
+    from mcp import Client, StdioServerParameters
+
+    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", *flag]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*args, "--room", str(tmp_path / "inbox.txt")],
+        env={"PYTHONPATH": str(REPO), "ACKDECK_SESSION": env},
+        cwd=str(REPO),
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        res = await client.call_tool("wakes_drain", {})
+    assert text_of(res) == f"no wakes for session {session!r}"
+
+
+def test_mcp_without_any_session_is_one_line_and_exit_1(home: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ACKDECK_SESSION"}
+    env["PYTHONPATH"] = str(REPO)
+    out = subprocess.run(
+        [*ACKDECK, "--home", str(home), "mcp", "--room", str(tmp_path / "inbox.txt")],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 1
+    assert out.stderr == (
+        "ackdeck: error: ackdeck mcp serves one agent session: give --session S or set "
+        "ACKDECK_SESSION\n"
+    )

@@ -86,6 +86,21 @@ def drain_lines(home: Path, session: str = "default") -> list[str]:
     return [x.text for d in res.delivered for x in d.lines]
 
 
+def start_beside(
+    home: Path,
+    name: str,
+    argv: list[str],
+    *,
+    session: str = "default",
+    monitors: list[procs.MonitorSpec] | None = None,
+) -> procs.RunInfo:
+    """A second run of `name` while another is live, as ackdeck made them before a start
+    while a run lives was refused (issue 19): state a home may still hold, which every reader
+    must still keep apart. `procs.start` itself refuses it."""
+    models = [procs._check_monitor(m) for m in monitors or []]
+    return procs._start_run(home, name, argv, session, models, Path.cwd(), time.time)
+
+
 def run_and_cleanup(home: Path) -> Iterator[Path]:
     """Body of each test module's `phome` fixture: yield the home, then leave no process behind."""
     yield home

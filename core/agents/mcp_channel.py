@@ -8,8 +8,10 @@ not know the capability ignore the notification (JSON-RPC notifications need no 
 How this rides the official SDK (mcp 2.x): `MCPServer.run("stdio")` always builds its
 initialization options without experimental capabilities, so `serve_stdio` drives the same
 low-level `Server.run` itself with `create_initialization_options(experimental_capabilities=…)`
-(the SDK's documented way to declare them) and also answers `server/discover` (the 2026
-protocol era) with the capability. A server middleware (the SDK's public hook on every inbound
+(the SDK's documented way to declare them) and also answers `server/discover` with the
+capability. That method exists only in the 2026-07-28 protocol: the SDK routes it for requests
+whose `_meta` carries that protocol version and answers -32601 to a client that initialized
+with an earlier one (tests/test_mcp_channel.py pins both). A server middleware (the SDK's public hook on every inbound
 message) tells the notifier when the client finished its handshake; the notifier then writes
 JSON-RPC notifications to the same stdio write stream the SDK's dispatcher uses.
 """

@@ -397,7 +397,15 @@ def live_runs(home: Path, name: str, *, clock: Clock = time.time) -> list[RunInf
     dead supervisor (and then reads `lost`), so a crash never blocks the name for good."""
     for rdir in unsupervised(home, name):
         check_lost(home, rdir, clock=clock)
-    return [i for i in list_runs(home, name=name) if is_live(i)]
+    live = []
+    for rdir in run_dirs(home, name):
+        meta = _load(rdir)
+        # Only these two can be live: a long history of ended runs costs one small read each.
+        if meta is not None and meta.status in ("running", "lost"):
+            info = _info(meta, rdir)
+            if is_live(info):
+                live.append(info)
+    return sorted(live, key=lambda i: (i.started_at, i.run_id))
 
 
 def find_run(home: HomeArg, run_id: str) -> RunInfo:
