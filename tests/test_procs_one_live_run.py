@@ -190,3 +190,18 @@ def test_a_refused_start_prints_the_cli_error_json_and_keeps_the_running_run(
     assert out.returncode == 1
     assert json.loads(out.stdout)["error"] == "ProcessError"  # the CLI's {error, message} JSON
     assert procs.get_run(phome, "keep").run_id == first["run_id"]
+
+
+async def test_mcp_replace_never_stops_another_session_s_run(phome: Path, tmp_path: Path) -> None:
+    theirs = procs.start(phome, "shared", SLEEPER, session="someone-else")
+    async with connect(phome, [tmp_path / "inbox.txt"]) as client:
+        res = await call(
+            client, "process_start", {"name": "shared", "argv": ["true"], "replace": True}
+        )
+    assert res.is_error
+    assert text_of(res) == (
+        f"process 'shared' is running as run {theirs.run_id} of session 'someone-else', not "
+        "'agent'; only its owner may replace it here"
+    )
+    assert alive(theirs.pid)
+    assert [r.run_id for r in procs.list_runs(phome)] == [theirs.run_id]

@@ -11,9 +11,10 @@ low-level `Server.run` itself with `create_initialization_options(experimental_c
 (the SDK's documented way to declare them) and also answers `server/discover` with the
 capability. That method exists only in the 2026-07-28 protocol: the SDK routes it for requests
 whose `_meta` carries that protocol version and answers -32601 to a client that initialized
-with an earlier one (tests/test_mcp_channel.py pins both). A server middleware (the SDK's public hook on every inbound
-message) tells the notifier when the client finished its handshake; the notifier then writes
-JSON-RPC notifications to the same stdio write stream the SDK's dispatcher uses.
+with an earlier one (tests/test_mcp_channel.py pins both). A server middleware (the SDK's
+public hook on every inbound message) tells the notifier when the client finished its
+handshake; the notifier then writes JSON-RPC notifications to the same stdio write stream the
+SDK's dispatcher uses.
 """
 
 from __future__ import annotations

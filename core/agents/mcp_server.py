@@ -221,6 +221,7 @@ class AgentDoor:
             max_events=max_events,
             cwd=cwd,
             replace=replace,
+            replace_own_only=True,  # as process_kill: an agent stops only what it started
         )
         info = run.info
         watch = ""

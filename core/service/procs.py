@@ -129,9 +129,11 @@ def start(
     max_events: int | None = None,
     cwd: str | None = None,
     replace: bool = False,
+    replace_own_only: bool = False,
 ) -> Run:
     """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`.
-    Refused while a run of `name` is alive, unless `replace` (which stops it first)."""
+    Refused while a run of `name` is alive, unless `replace` (which stops it first; with
+    `replace_own_only` only if `session` started it)."""
     from ackdeck.core.watch import procs
 
     check_name(name, "process")
@@ -161,6 +163,7 @@ def start(
             monitors=monitors,
             cwd=cwd,
             replace=replace,
+            replace_own_only=replace_own_only,
         )
     )
 

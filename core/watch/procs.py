@@ -145,13 +145,15 @@ def start(
     monitors: Sequence[MonitorSpec] = (),
     cwd: str | None = None,
     replace: bool = False,
+    replace_own_only: bool = False,
     clock: Clock = time.time,
 ) -> RunInfo:
     """Start `argv` as a new run of `name`; returns once the command is running.
 
     While a run of `name` is alive this refuses (ProcessError naming that run), unless
     `replace`: then the live runs are stopped first (TERM, KILL after REPLACE_GRACE seconds), and
-    if one cannot be stopped nothing is started."""
+    if one cannot be stopped nothing is started. With `replace_own_only`, only runs `session`
+    started may be stopped so (the MCP door: an agent stops only what it started)."""
     check_name(name, "process")
     check_name(session)
     if not argv:
@@ -168,7 +170,7 @@ def start(
     h = resolve_home(home)
     starts_dir(h).mkdir(mode=0o700, exist_ok=True)
     with locked(starts_dir(h) / f"{name}.lock"):
-        _make_room_for(h, name, replace, clock)
+        _make_room_for(h, name, replace, session if replace_own_only else None, clock)
         return _start_run(h, name, argv, session, models, wd, clock)
 
 
@@ -176,13 +178,20 @@ def start(
 REPLACE_GRACE = 3.0
 
 
-def _make_room_for(home: Path, name: str, replace: bool, clock: Clock) -> None:
+def _make_room_for(home: Path, name: str, replace: bool, owner: str | None, clock: Clock) -> None:
     live = live_runs(home, name, clock=clock)
     if live and not replace:
         r = live[-1]
         raise ProcessError(
             f"process {name!r} is still running as run {r.run_id} (pid {r.pid}, {r.status}); "
             "kill it first, or start again with replace (--replace) to stop it and start anew"
+        )
+    foreign = [r for r in live if owner is not None and r.session != owner]
+    if foreign:
+        r = foreign[-1]
+        raise ProcessError(
+            f"process {name!r} is running as run {r.run_id} of session {r.session!r}, not "
+            f"{owner!r}; only its owner may replace it here"
         )
     for r in live:
         after = kill(home, name, grace=REPLACE_GRACE, run_id=r.run_id, clock=clock)
@@ -395,11 +404,12 @@ def is_live(info: RunInfo) -> bool:
 def live_runs(home: Path, name: str, *, clock: Clock = time.time) -> list[RunInfo]:
     """The live runs of `name`, oldest first. A run that reads `running` is first checked for a
     dead supervisor (and then reads `lost`), so a crash never blocks the name for good."""
-    for rdir in unsupervised(home, name):
-        check_lost(home, rdir, clock=clock)
     live = []
     for rdir in run_dirs(home, name):
         meta = _load(rdir)
+        if meta is not None and meta.status == "running" and not supervisor_alive(rdir):
+            check_lost(home, rdir, clock=clock)
+            meta = _load(rdir)
         # Only these two can be live: a long history of ended runs costs one small read each.
         if meta is not None and meta.status in ("running", "lost"):
             info = _info(meta, rdir)
