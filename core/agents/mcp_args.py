@@ -38,8 +38,8 @@ def plain_input_schema(tool: str, schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _plain(prop: dict[str, Any]) -> dict[str, Any]:
     variants = prop.get("anyOf")
-    if not isinstance(variants, list) or "default" in prop and prop["default"] is not None:
-        return prop
+    if not isinstance(variants, list) or prop.get("default") is not None:
+        return prop  # not optional-or-null, or a real default a form should show
     kept = [v for v in variants if v != {"type": "null"}]
     if len(kept) != 1 or len(kept) == len(variants):
         return prop  # a real union (or no null in it): leave it as the SDK wrote it
