@@ -19,7 +19,7 @@ import threading
 import weakref
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice, repeat
 from operator import add
@@ -111,6 +111,17 @@ class LineSource(Protocol):
     def line(self, n: int) -> str: ...
     def partial_bytes(self) -> int: ...
     def partial_text(self) -> str: ...
+    def same_prefix(self, lines: Sequence[bytes], start: int | str, upto: int) -> int: ...
+
+
+def equal_prefix(a: Sequence[bytes], b: Sequence[bytes]) -> int:
+    """The length of the common prefix of two lists of lines."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 @dataclass(frozen=True)
@@ -208,6 +219,15 @@ class LineIndex:
             return Probe("replaced", st.st_size)  # rewritten in place
         return Probe("grown" if st.st_size != self.size else "same", st.st_size)
 
+    def same_prefix(self, lines: Sequence[bytes], start: int | str, upto: int) -> int:
+        """How many of a read's first `lines` are this index's first `upto` lines: the same
+        file (never replaced since it was indexed: an ack renames a new file in) and the same
+        bytes. Lines renumbered by an ack in between count as not shown (0)."""
+        del start  # a file read always starts at the file's first byte
+        if upto <= 0 or self.probe().verdict not in ("same", "grown"):
+            return 0
+        return equal_prefix(lines, self.line_bytes(0, upto))
+
     # ----- reading ----------------------------------------------------------------------------
     def partial_bytes(self) -> int:
         return max(0, self.size - self.scanned)
@@ -266,9 +286,21 @@ class LineIndex:
         self._finalizer()
 
 
+def contains(needle: str) -> Callable[[bytes], bool]:
+    """Does a line (raw bytes) contain `needle`, case-insensitively, as displayed?"""
+    folded = needle.casefold().encode("utf-8", errors="replace")
+    ascii_only = folded.isascii()
+
+    def keeps(raw: bytes) -> bool:
+        hay = raw.lower() if ascii_only else display_text(raw).casefold().encode()
+        return folded in hay
+
+    return keeps
+
+
 def filter_lines(
     index: LineSource,
-    needle: str,
+    needle: str | Callable[[bytes], bool],
     first: int,
     last: int,
     out: array,
@@ -277,17 +309,16 @@ def filter_lines(
     block: int = 65536,
 ) -> int:
     """Append to `out` the numbers of lines in [first, last) whose text contains `needle`
-    (case-insensitive). Returns the line it stopped at (last, unless cancelled)."""
-    folded = needle.casefold().encode("utf-8", errors="replace")
-    ascii_only = folded.isascii()
+    (case-insensitive), or that `needle(raw)` keeps (a regex: tui.highlight.LineFilter).
+    Returns the line it stopped at (last, unless cancelled)."""
+    keeps = contains(needle) if isinstance(needle, str) else needle
     n = first
     while n < last:
         if cancelled():
             return n
         chunk = index.line_bytes(n, min(last, n + block))
         for i, raw in enumerate(chunk, n):
-            hay = raw.lower() if ascii_only else display_text(raw).casefold().encode()
-            if folded in hay:
+            if keeps(raw):
                 out.append(i)
         n += len(chunk) or (last - n)
     return n

@@ -14,12 +14,12 @@ count it was told about; the lists only grow, so those never change.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ackdeck.core.inbox.redis_room import RedisRoom
 from ackdeck.core.inbox.room_url import RedisAddress
 
-from .lineindex import shown_text
+from .lineindex import equal_prefix, shown_text
 
 PAGE = 10_000  # entries per XRANGE: a page is about one round trip and a megabyte
 
@@ -73,6 +73,14 @@ class RedisLines:
             return False
         first = self.room.entries("", 1)
         return not first or first[0][0] != self.ids[0]
+
+    def same_prefix(self, lines: Sequence[bytes], start: int | str, upto: int) -> int:
+        """How many of a read's first `lines` (starting at entry `start`) are the first `upto`
+        entries held here: the same oldest entry (IDs are unique; acks remove only the
+        oldest) and the same bytes."""
+        if upto <= 0 or not self.ids or start != self.ids[0]:
+            return 0
+        return equal_prefix(lines, self.lines[:upto])
 
     # ----- LineIndex's reading side ---------------------------------------------------------
     def line_bytes(self, first: int, last: int) -> list[bytes]:

@@ -22,22 +22,37 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual.worker import Worker, WorkerState
 
-from ackdeck.core.errors import AckdeckError
+from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from ackdeck.core.service import rooms as room_service
 
+from ..highlight import monitor_patterns
 from ..host import Host, host_of
-from ..lineindex import display_name
+from ..lineindex import LineSource, display_name
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
 from ..state import Snapshot, count_of
 from ..turns import Turn, Turns
 from ..widgets.line_view import LineView
-from ..widgets.tables import ProcsTable, RoomsTable, WakesTable
+from ..widgets.tables import ProcsTable, RoomsTable, WakesTable, pending_cell
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen
 
 if TYPE_CHECKING:
     from ackdeck.core.inbox.results import AckResult, ReadResult
+
+FILTER_PROMPT = "Filter lines: text (any case), or /regex/ (RE2); empty shows all"
+
+
+def read_message(session: str, name: str, taken: int, total: int, seen: int) -> str:
+    """What the owner is told after `r`: how much of the room the receipt covers, and why
+    not all of it."""
+    if taken == total:
+        return f"{session} read {taken:,} line(s) of {name}; press a to ack them"
+    rest = total - taken
+    why = f"the {rest:,} below were not on screen"
+    if taken < min(seen, total):
+        why = f"{why} (the room changed after it was shown: look again, then r)"
+    return f"{session} read {taken:,} of {total:,} lines of {name}: {why}; a acks the {taken:,}"
 
 
 class MainScreen(Screen[None]):
@@ -75,7 +90,22 @@ class MainScreen(Screen[None]):
             "filter",
             "Filter",
             id="lines.filter",
-            tooltip="Show only lines containing some text (empty: show all)",
+            tooltip="Show only lines containing some text, or matching /regex/ (RE2)",
+        ),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            show=False,
+            id="lines.clear_filter",
+            tooltip="Show every line again (Esc first restores a maximized panel)",
+        ),
+        Binding(
+            "m",
+            "toggle_maximize",
+            "Maximize",
+            id="panel.maximize",
+            tooltip="Maximize the focused panel, or restore it (Esc restores too)",
         ),
         Binding(
             "o",
@@ -166,13 +196,34 @@ class MainScreen(Screen[None]):
             return  # on_mount applies it (or the screen is closing)
         now = snap.taken_at
         rooms = self.query_one(RoomsTable)
-        rooms.set_rows(RoomsTable.rows_for(snap.rooms, now, self.dash.rates))
+        rows = RoomsTable.rows_for(snap.rooms, now, self.dash.rates)
+        rooms.set_rows(self._with_shown_count(rows))
         self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(snap.runs, now))
         self.query_one(WakesTable).set_rows(WakesTable.rows_for(snap.wakes, now))
+        self.query_one(LineView).set_monitors(monitor_patterns(snap.runs))
         if self.selected_room is None or self.selected_room not in {r.key for r in snap.rooms}:
             self._select_room(rooms.selected_key)
         self._update_lines_header()
         self.sub_title = "  ".join(snap.errors)
+
+    def _shown_count(self) -> tuple[str, Any] | None:
+        """The selected room's line count as the lines panel has it: the table shows the
+        same number, so the two never disagree while lines arrive (the scan lags)."""
+        view = self.query_one(LineView)
+        row = self._room_row()
+        if view.index is None or view.key is None or row is None or row.status is None:
+            return None
+        if view.key != row.key or not row.status.exists:
+            return None
+        return view.key, pending_cell(view.count)
+
+    def _with_shown_count(self, rows: list[Any]) -> list[Any]:
+        shown = self._shown_count()
+        if shown is None:
+            return rows
+        key, cell = shown
+        col = RoomsTable.column_index("pending")
+        return [(k, [*c[:col], cell, *c[col + 1 :]]) if k == key else (k, c) for k, c in rows]
 
     def files_changed(self) -> None:
         if self.live:
@@ -209,18 +260,20 @@ class MainScreen(Screen[None]):
         parts = ["Lines"]
         if row is not None:
             parts += [count_of(view.count, "line"), escape(row.label)]  # the title is markup
-        if view.needle:
-            parts.append(escape(f"filter {view.needle!r}: {view.row_count:,}"))
+        if view.line_filter is not None:
+            parts.append(escape(f"filter {view.line_filter.describe()}: {view.row_count:,}"))
+        if view.following:
+            parts.append("following")
         if in_flight:
             parts.append(f"{owner} read {in_flight:,} (▌), not acked")
         view.border_title = " · ".join(parts)
         view.border_subtitle = ""
+        if (shown := self._shown_count()) is not None:
+            self.query_one(RoomsTable).set_cell(shown[0], "pending", shown[1])
 
     def select_room(self, key: str) -> None:
         """Move the rooms cursor to `key` (the palette's room commands)."""
-        rooms = self.query_one(RoomsTable)
-        if key in rooms._keys:
-            rooms.move_cursor(row=rooms._keys.index(key), animate=False)
+        self.query_one(RoomsTable).select_key(key)
         self._select_room(key)
 
     def run_action_now(self, action: str) -> None:
@@ -231,7 +284,10 @@ class MainScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#rooms")
     def _room_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        key = event.row_key.value if event.row_key is not None else None
+        # The row under the cursor now, not the event's: rebuilding the table (a resize, a
+        # room appearing) passes through other rows on its way back to the chosen one, and
+        # those events arrive after it is back: the lines panel must not flip through them.
+        key = self.query_one(RoomsTable).selected_key
         if key != self.selected_room:
             self._select_room(key)
 
@@ -250,8 +306,11 @@ class MainScreen(Screen[None]):
         return Path(self.selected_room)
 
     def action_read(self) -> None:
+        # What the owner saw is taken now, when the key is pressed, on the UI thread.
         if (path := self._room_or_warn()) is not None:
-            self._in_turn(self._owner_read, path)
+            view = self.query_one(LineView)
+            shown = (view.index, view.seen) if view.key == self.selected_room else (None, 0)
+            self._in_turn(self._owner_read, path, *shown)
 
     def action_ack(self) -> None:
         if (path := self._room_or_warn()) is not None:
@@ -348,13 +407,29 @@ class MainScreen(Screen[None]):
 
         def submitted(text: str | None) -> None:
             if text is not None:
-                view.set_filter(text)
+                try:
+                    view.set_filter(text)
+                except InvalidInput as exc:
+                    self.notify(str(exc), title="filter", severity="error", markup=False)
                 self._update_lines_header()
 
         self.app.push_screen(
-            PromptScreen("Filter lines (case-insensitive; empty shows all)", value=view.needle),
+            PromptScreen(FILTER_PROMPT, value=view.needle),
             submitted,
         )
+
+    def action_clear_filter(self) -> None:
+        view = self.query_one(LineView)
+        if view.line_filter is None:
+            return
+        view.set_filter("")
+        self._update_lines_header()
+
+    def action_toggle_maximize(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is not None:
+            self.maximize(self.focused)
 
     def action_output(self) -> None:
         name = self.query_one(ProcsTable).selected_key
@@ -404,24 +479,26 @@ class MainScreen(Screen[None]):
     def _owner_action(self, turn: Turn, job: Callable[..., None], args: tuple[Any, ...]) -> None:
         turn.run(job, *args)
 
-    def _owner_read(self, path: Path | RedisAddress) -> None:
+    def _owner_read(self, path: Path | RedisAddress, index: LineSource | None, seen: int) -> None:
+        """A person's read is what was put in front of their eyes: the receipt covers the
+        prefix of the room that has been on screen (`seen` lines of the panel's `index`), cut
+        further to the lines the room still holds unchanged. `a` then acks exactly those."""
         session = self.dash.config.session
 
-        def deliver(res: ReadResult) -> None:
+        def deliver(res: room_service.Lines) -> int:
+            total = len(res.raw)
+            taken = 0 if index is None else index.same_prefix(res.raw, res.start, seen)
             # The receipt is stored only after the owner was shown the result (core commits
             # after this returns); a closed app records nothing.
             shown = self.post_message(
-                ActionFinished(
-                    f"{session} read {len(res.lines):,} line(s) of {path.name}; "
-                    "press a to ack them",
-                    title="read",
-                )
+                ActionFinished(read_message(session, path.name, taken, total, seen), title="read")
             )
             if not shown:
                 raise AckdeckError("the dashboard closed before the read was shown")
+            return taken
 
         try:
-            open_room(path).read(session, deliver=deliver)
+            room_service.read(open_room(path), path.name, session, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "read failed"))
             return

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style
 from textual import work
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -25,8 +26,10 @@ from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.inbox.room_url import RedisAddress
+from ackdeck.core.watch.patterns import Pattern
 
 from ..coalesce import Coalescer
+from ..highlight import LineFilter, cut_by_marks, marks
 from ..lineindex import LineIndex, LineSource, filter_lines
 from ..messages import FilterApplied, IndexBuilt, LinesIndexed
 
@@ -113,6 +116,8 @@ class LineView(ScrollView, can_focus=True):
         "line-view--in-flight",
         "line-view--partial",
         "line-view--notice",
+        "line-view--monitor",
+        "line-view--match",
     }
 
     DEFAULT_CSS = """
@@ -125,6 +130,8 @@ class LineView(ScrollView, can_focus=True):
     LineView > .line-view--in-flight { color: $warning; text-style: bold; }
     LineView > .line-view--partial { color: $text-muted; text-style: italic; }
     LineView > .line-view--notice { color: $text-muted; text-style: italic; }
+    LineView > .line-view--monitor { color: $error; text-style: bold; }
+    LineView > .line-view--match { color: $background; background: $warning; text-style: bold; }
     """
 
     in_flight: reactive[int] = reactive(0)
@@ -138,7 +145,13 @@ class LineView(ScrollView, can_focus=True):
         self.count = 0
         self.error: str | None = None
         self.empty_text = empty_text
-        self.needle = ""
+        self.line_filter: LineFilter | None = None
+        self.monitors: tuple[Pattern, ...] = ()  # marked wherever they match (set by screens)
+        # The owner's eyes: lines [0, seen) of the current index have all been on screen
+        # (one prefix, since an ack removes a prefix). Scrolling down extends it; a jump past
+        # its end (G, a scrollbar drag) does not count the lines jumped over.
+        self.seen = 0
+        self._following_shown = False
         self.rows: array | None = None  # filtered line numbers, or None for all lines
         self._filter_upto = 0
         self._loading = False
@@ -177,15 +190,32 @@ class LineView(ScrollView, can_focus=True):
     def _start_sync(self) -> Worker[None]:
         return self._sync(self.key, self.path, self.index)
 
+    @property
+    def needle(self) -> str:
+        """The filter as typed ("" when none)."""
+        return self.line_filter.text if self.line_filter is not None else ""
+
     def set_filter(self, needle: str) -> None:
-        self.needle = needle
+        """Show only lines containing `needle`, or matching `/regex/` (RE2); "" shows all.
+        A regex RE2 refuses raises InvalidInput and leaves the filter as it was."""
+        self.line_filter = LineFilter(needle) if needle else None
         self.rows = array("Q") if needle else None
         self._filter_upto = 0
         self.scroll_to(0, 0, animate=False, immediate=True)
         self._update_virtual_size()
-        if needle and self.index is not None:
-            self._filter(self.key, self.index, needle, 0, self.count)
+        if self.line_filter is not None and self.index is not None:
+            self._filter(self.key, self.index, self.line_filter, 0, self.count)
         self.refresh()
+
+    def set_monitors(self, patterns: tuple[Pattern, ...]) -> None:
+        if patterns != self.monitors:
+            self.monitors = patterns
+            self.refresh()
+
+    @property
+    def following(self) -> bool:
+        """Following the tail: after G, or scrolled to the end of more than a screenful."""
+        return self._follow or (self.max_scroll_y > 0 and self.scroll_offset.y >= self.max_scroll_y)
 
     @property
     def row_count(self) -> int:
@@ -290,15 +320,15 @@ class LineView(ScrollView, can_focus=True):
 
     @work(thread=True, exclusive=True, group="line-filter", exit_on_error=False)
     def _filter(
-        self, key: str | None, index: LineSource, needle: str, first: int, last: int
+        self, key: str | None, index: LineSource, line_filter: LineFilter, first: int, last: int
     ) -> None:
         rows: array = array("Q")
         try:
-            upto = filter_lines(index, needle, first, last, rows, _cancelled)
+            upto = filter_lines(index, line_filter.keeps, first, last, rows, _cancelled)
         except OSError:
             return  # the index was replaced under us; the rebuild re-runs the filter
         if not _cancelled():
-            self.post_message(FilterApplied(key or "", index, needle, rows, upto))
+            self.post_message(FilterApplied(key or "", index, line_filter.text, rows, upto))
 
     # ----- message handlers (UI thread) ------------------------------------------------------
     def on_index_built(self, message: IndexBuilt) -> None:
@@ -310,10 +340,10 @@ class LineView(ScrollView, can_focus=True):
         at_end = self._follow or (self.index is not None and self._at_end())
         self.error = message.error
         self._set_index(message.index, message.count)
-        if self.needle and message.index is not None:
+        if self.line_filter is not None and message.index is not None:
             self.rows = array("Q")
             self._filter_upto = 0
-            self._filter(self.key, message.index, self.needle, 0, message.count)
+            self._filter(self.key, message.index, self.line_filter, 0, message.count)
         self._after_growth(at_end)
         # Syncs requested while the first page was being indexed start now, on this index.
         self._syncs.kick()
@@ -330,8 +360,10 @@ class LineView(ScrollView, can_focus=True):
             return
         at_end = self._at_end()
         self.count = message.count
-        if self.needle and self.rows is not None:
-            self._filter(self.key, message.index, self.needle, self._filter_upto, message.count)
+        if self.line_filter is not None and self.rows is not None:
+            self._filter(
+                self.key, message.index, self.line_filter, self._filter_upto, message.count
+            )
         self._after_growth(at_end)
 
     def on_filter_applied(self, message: FilterApplied) -> None:
@@ -368,6 +400,8 @@ class LineView(ScrollView, can_focus=True):
     def _set_index(self, index: LineSource | None, count: int) -> None:
         # The old index is not closed here: a worker may still be reading it. Its descriptor
         # is closed when the last reference goes (LineIndex uses weakref.finalize).
+        if index is not self.index:
+            self.seen = 0  # another file (or the room after an ack): its lines renumbered
         self.index = index
         self.count = count
         self._update_virtual_size()
@@ -407,9 +441,40 @@ class LineView(ScrollView, can_focus=True):
     def watch_in_flight(self) -> None:
         self.refresh()
 
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self._check_following()
+
+    def _check_following(self) -> None:
+        if self.following != self._following_shown:
+            self._following_shown = self.following
+            self.post_message(self.Changed())  # the title says "following"
+
+    def _note_seen(self) -> None:
+        """The rows on screen now have been seen: extend the seen prefix if they touch it."""
+        if self.index is None or self._notice() is not None:
+            return
+        first = int(self.scroll_offset.y)
+        last = min(self.row_count, first + self.scrollable_content_region.height)
+        if self.rows is None:
+            if first <= self.seen < last:
+                self.seen = last
+            return
+        for row in range(first, last):  # filtered: hidden lines were never on screen
+            n = self.rows[row]
+            if n > self.seen:
+                break
+            self.seen = max(self.seen, n + 1)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        strips = super().render_lines(crop)
+        self._note_seen()  # after this paint the whole window is on screen
+        return strips
+
     def action_scroll_end(self) -> None:
         self._follow = True
         self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._check_following()
 
     def action_shift_left(self) -> None:
         self.scroll_to(x=max(0, self.scroll_offset.x - 8), animate=False, immediate=True)
@@ -420,14 +485,17 @@ class LineView(ScrollView, can_focus=True):
     def action_scroll_home(self) -> None:
         self._follow = False
         self.scroll_home(animate=False, immediate=True, x_axis=False)
+        self._check_following()
 
     def action_scroll_up(self) -> None:
         self._follow = False
         super().action_scroll_up()
+        self._check_following()
 
     def action_page_up(self) -> None:
         self._follow = False
         super().action_page_up()
+        self._check_following()
 
     def on_mouse_scroll_up(self) -> None:
         self._follow = False
@@ -439,8 +507,8 @@ class LineView(ScrollView, can_focus=True):
         if self.index is None:
             return "loading…" if self._loading else self.empty_text
         if self.row_count == 0 and self._extra_rows() == 0:
-            if self.needle:
-                return f"no line contains {self.needle!r}"
+            if self.line_filter is not None:
+                return f"no line matches {self.line_filter.describe()}"
             return "no lines"
         return None
 
@@ -484,8 +552,20 @@ class LineView(ScrollView, can_focus=True):
             ]
         )
         self._measure(gutter_width + cell_len(text))
-        body = Strip([Segment(text, base)]).crop_extend(x, x + text_width, base)
+        body = Strip(self._marked(text, base)).crop_extend(x, x + text_width, base)
         return Strip.join([gutter, body]).crop_extend(0, width, base)
+
+    def _marked(self, text: str, base: Style) -> list[Segment]:
+        """The line's text with monitor matches and filter matches marked (the match only)."""
+        spans = marks(text, self.monitors, self.line_filter)
+        if not spans:
+            return [Segment(text, base)]
+        style = {
+            None: base,
+            "monitor": base + self.get_component_rich_style("line-view--monitor"),
+            "match": base + self.get_component_rich_style("line-view--match"),
+        }
+        return [Segment(piece, style[kind]) for piece, kind in cut_by_marks(text, spans)]
 
     def _measure(self, cells: int) -> None:
         # Grow the scrollable width when a wider line is painted (never during the paint).

@@ -45,6 +45,11 @@ class Col:
     min: int = 0
 
 
+def pending_cell(n: int) -> Text:
+    """The rooms table's Pending cell (the lines panel's title shows the same number)."""
+    return _num(n)
+
+
 def fit_widths(natural: Sequence[int], minimum: Sequence[int], available: int) -> list[int]:
     """Shrink the widest cuttable columns, one cell at a time, until the sum fits `available`
     (or every cuttable column is at its minimum). Pure, so it is tested on its own."""
@@ -158,9 +163,9 @@ class KeyedTable(DataTable[Any]):
 
     def on_resize(self) -> None:
         if self.size.width != self._fit_width and self.border_subtitle != self.SCANNING:
-            rows = list(zip(self._keys, self._rows, strict=True))
-            self._keys, self._rows = [], []
-            self.set_rows(rows)
+            # New widths, same rows: rebuilt, and the cursor stays on its key (emptying the
+            # keys first moved it to the first row, so `r` and `a` acted on another room).
+            self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
 
     def watch_hover_coordinate(self, old: Any, value: Any) -> None:
         super().watch_hover_coordinate(old, value)
@@ -171,13 +176,15 @@ class KeyedTable(DataTable[Any]):
         else:
             self.tooltip = None
 
-    def set_rows(self, rows: Sequence[Row]) -> None:
+    def set_rows(self, rows: Sequence[Row], *, refit: bool = False) -> None:
+        """Replace the rows. The cursor follows its row's key wherever that row moves; if the
+        row is gone, it stays at the same position (the next row), never jumps to the top."""
         keys = [k for k, _ in rows]
         cells = [list(c) for _, c in rows]
         self.border_subtitle = "" if keys else self.EMPTY
-        if self.columns and keys == self._keys and cells == self._rows:
+        if not refit and self.columns and keys == self._keys and cells == self._rows:
             return
-        current = self.selected_key
+        current, position = self.selected_key, self.cursor_row
         layout = self._fit(cells)
         if self.columns and keys == self._keys and layout == self._layout:
             # Same rows, same widths: update changed cells in place (no cursor jump).
@@ -194,6 +201,33 @@ class KeyedTable(DataTable[Any]):
         self._keys, self._rows = keys, cells
         if current in keys:
             self.move_cursor(row=keys.index(current), animate=False)
+        elif keys:
+            self.move_cursor(row=min(max(position, 0), len(keys) - 1), animate=False)
+
+    @classmethod
+    def column_index(cls, key: str) -> int:
+        return next(i for i, c in enumerate(cls.COLUMNS) if c.key == key)
+
+    def select_key(self, key: str) -> bool:
+        """Move the cursor to `key`'s row; False when no row has that key."""
+        if key not in self._keys:
+            return False
+        self.move_cursor(row=self._keys.index(key), animate=False)
+        return True
+
+    def set_cell(self, key: str, column: str, value: Any) -> None:
+        """Show `value` in one cell (a number the lines panel knows sooner than the scan)."""
+        if key not in self._keys:
+            return
+        row, i = self._keys.index(key), self.column_index(column)
+        if self._rows[row][i] == value:
+            return
+        self._rows[row][i] = value
+        if cell_len(_plain(value)) > self._layout[1][i]:
+            # Wider than its column: fit the columns again rather than cut a number.
+            self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
+        else:
+            self.update_cell(key, column, value)
 
 
 class RoomsTable(KeyedTable):
@@ -235,7 +269,7 @@ class RoomsTable(KeyedTable):
                 out.append((r.key, [Text(r.label), dash, dash, dash, dash, err, "-", ""]))
                 continue
             st = r.status
-            pending = _num(st.pending) if st.exists else Text("no file", style="dim")
+            pending = pending_cell(st.pending) if st.exists else Text("no file", style="dim")
             out.append(
                 (
                     r.key,
