@@ -29,6 +29,12 @@ def until(cond, what: str) -> None:
         time.sleep(0.1)
 
 
+def owner_in_flight(room: Path) -> int | None:
+    """The lines the owner's receipt covers (None: no receipt yet)."""
+    session = Room(room).status().sessions.get("owner")
+    return None if session is None else session.in_flight
+
+
 def press_until(page, key: str, cond, what: str) -> None:
     """Press `key` until `cond` holds. A key that reaches the app before its first scan has
     selected a room does nothing, so one press is not enough on a busy machine; pressing
@@ -190,7 +196,9 @@ def test_owner_reads_and_acks_in_a_browser_and_the_file_keeps_the_rest(tmp_path:
         with chromium_page(CHROMIUM) as page:
             open_dashboard(page, url)
             # The page has the dashboard's first bytes: keys reach the app from now on.
-            press_until(page, "r", lambda: "owner" in Room(room).status().sessions, "the read")
+            # A read is what was on screen (issue 20): a press before the first paint reads
+            # nothing, so press until the read covers the 12 lines the page shows.
+            press_until(page, "r", lambda: owner_in_flight(room) == 12, "the read")
             assert Room(room).status().sessions["owner"].in_flight == 12
             # A shell poller appends after the owner's read.
             subprocess.run(["sh", "-c", f'printf "late 1\\nlate 2\\n" >> "{room}"'], check=True)
@@ -256,3 +264,62 @@ def test_a_page_of_another_site_cannot_drive_the_dashboard(tmp_path: Path) -> No
             other.server_close()
     assert room.read_bytes() == before
     assert Room(room).status().acked_total == 0
+
+
+def test_the_page_names_ackdeck_and_the_machine_and_focuses_the_terminal() -> None:
+    from ackdeck.tui.web import with_title_and_focus
+
+    page = with_title_and_focus("<html><head><link></head><body></body></html>", "db<3>")
+    assert page.startswith("<html><head><title>ackdeck · db&lt;3&gt;</title><script>")
+    assert ".textual-terminal textarea" in page and "focus(" in page
+    assert page.endswith("<link></head><body></body></html>")
+
+
+@needs_chromium
+def test_the_page_takes_keys_on_load_without_a_click_and_draws_no_box(tmp_path: Path) -> None:
+    """Issue 20: the page looked dead until clicked (keys ignored), had no title, and its
+    header icon drew as an empty box. Nothing here clicks: open, then press keys."""
+    import socket
+
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.browser import glyphs_drawn_as_boxes
+    from ackdeck.tui.scenes import full_scene
+    from ackdeck.tui.testing import quiet_config, screen_text, settle
+
+    assert CHROMIUM is not None
+    room = tmp_path / "alerts.txt"
+    room.write_bytes(b"".join(f"alert {i}\n".encode() for i in range(5)))
+    home = tmp_path / "home"
+    home.mkdir()
+
+    # Every character the dashboard draws in a full scene (tables, sparklines, marks, the
+    # header's icon), as a Pilot run paints it.
+    scene = full_scene(tmp_path / "scene", time.time())
+
+    async def painted_text() -> str:
+        app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
+        async with app.run_test(size=(120, 35)) as pilot:
+            await settle(pilot)
+            await pilot.press("r")
+            await settle(pilot)
+            return screen_text(app)
+
+    import asyncio
+
+    drawn = sorted({c for c in asyncio.run(painted_text()) if ord(c) > 127})
+    assert "◆" in drawn  # the header's icon is among them
+
+    with web_server(["--room", str(room), "--home", str(home)]) as (url, _log):
+        with chromium_page(CHROMIUM) as page:
+            open_dashboard(page, url)  # no click
+            assert page.title() == f"ackdeck · {socket.gethostname()}"
+            # The terminal's input has the focus: keys go to the dashboard.
+            page.wait_for_function(
+                "() => document.activeElement?.closest('.textual-terminal') != null",
+                timeout=WAIT * 1000,
+            )
+            # A read counts what was on screen: a press before the first paint reads 0.
+            press_until(page, "r", lambda: owner_in_flight(room) == 5, "the read")
+            # The check can tell a box: Textual's old icon (in no Debian font) is one.
+            assert glyphs_drawn_as_boxes(page, ["⭘"]) == ["⭘"]
+            assert glyphs_drawn_as_boxes(page, drawn) == []

@@ -100,17 +100,46 @@ def chromium_page(executable: str, *, width: int = 1400, height: int = 900) -> I
 
 
 def open_dashboard(page: Any, url: str, *, timeout: float = 60.0) -> None:
-    """Load the page and focus the terminal (the screen is drawn, not in the DOM)."""
+    """Load the page and wait for the dashboard's first bytes. No click: the page focuses
+    the terminal itself on load (tui/web.py), as an owner opening it expects."""
     page.goto(url, timeout=timeout * 1000)
     # textual-serve marks the body once the dashboard process sent its first bytes.
     page.wait_for_selector("body.-first-byte", timeout=timeout * 1000)
-    terminal = page.locator(".textual-terminal")
     # On a busy machine the terminal element can be laid out after the first byte arrived.
-    terminal.wait_for(state="visible", timeout=timeout * 1000)
-    box = terminal.bounding_box()
-    if box is None:
-        raise RuntimeError("the dashboard's terminal is not on the page")
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.locator(".textual-terminal").wait_for(state="visible", timeout=timeout * 1000)
+
+
+# Does each character draw as a glyph of the page's terminal fonts (or a fallback font), or
+# as the box a missing glyph draws? Each is drawn on a canvas and compared with two code
+# points no font has (which must draw alike, or the comparison proves nothing).
+GLYPH_CHECK = r"""([family, chars]) => {
+  const canvas = document.createElement("canvas");
+  canvas.width = 64; canvas.height = 64;
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const draw = (c) => {
+    ctx.clearRect(0, 0, 64, 64);
+    ctx.fillStyle = "#000";
+    ctx.font = "32px " + family;
+    ctx.fillText(c, 8, 44);
+    return Array.from(ctx.getImageData(0, 0, 64, 64).data).join(",");
+  };
+  const missing = draw("\u{10FFFD}");
+  const boxes = chars.filter((c) => draw(c) === missing);
+  return { calibrated: missing === draw("\u{10FFFC}"), boxes };
+}"""
+
+
+# The font stack textual-serve gives its terminal (static/js/textual.js; it draws on a canvas,
+# so no element carries it). Roboto Mono comes from Google's servers: offline, the rest.
+TERMINAL_FONTS = "'Roboto Mono', Monaco, 'Courier New', monospace"
+
+
+def glyphs_drawn_as_boxes(page: Any, chars: Sequence[str]) -> list[str]:
+    """The characters of `chars` that the page's terminal font stack draws as a box."""
+    got = page.evaluate(GLYPH_CHECK, [TERMINAL_FONTS, list(chars)])
+    if not got["calibrated"]:
+        raise RuntimeError("two missing code points drew differently: cannot tell boxes")
+    return list(got["boxes"])
 
 
 def settled_screenshot(page: Any, path: Path, *, timeout: float = 60.0) -> None:

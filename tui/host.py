@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from .screens.main import MainScreen
     from .state import RateTracker
 
+# The header's icon on every screen: a glyph Debian's fonts have (Textual's default, ⭘, is in
+# none of them and drew an empty box in Chromium; tests/test_tui_web.py checks every glyph).
+HEADER_ICON = "◆"
+
 
 @runtime_checkable
 class Host(Protocol):

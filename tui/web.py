@@ -9,6 +9,7 @@ default; put it behind SSH forwarding (docs/how-to/web-dashboard.md) to watch fr
 from __future__ import annotations
 
 import errno
+import html
 import os
 import shlex
 import socket
@@ -41,6 +42,36 @@ def refusal(host: str, origin: str | None, *, loopback: bool, websocket: bool) -
         if origin.split("://", 1)[-1].rstrip("/").lower() != host.lower():
             return f"origin {origin!r} is not this server ({host!r})"
     return None
+
+
+# The terminal takes keys once the page has loaded: without focus the dashboard looked dead
+# (keys ignored, footer blank) until the owner clicked it. textual-serve creates the terminal
+# (xterm's textarea) on load; focus it as soon as it exists.
+FOCUS_ON_LOAD = """<script>
+window.addEventListener("load", () => {
+  const focus = () => {
+    const input = document.querySelector(".textual-terminal textarea");
+    if (input === null) return false;
+    input.focus({ preventScroll: true });
+    return true;
+  };
+  if (!focus()) {
+    const seen = new MutationObserver(() => { if (focus()) seen.disconnect(); });
+    seen.observe(document.body, { childList: true, subtree: true });
+  }
+});
+</script>"""
+
+
+def page_title(machine: str) -> str:
+    return f"ackdeck · {machine}"
+
+
+def with_title_and_focus(page: str, machine: str) -> str:
+    """textual-serve's page with a `<title>` naming ackdeck and the machine, and the script
+    that focuses the terminal on load. Pure, so it is tested on its own."""
+    head = f"<title>{html.escape(page_title(machine))}</title>{FOCUS_ON_LOAD}"
+    return page.replace("<head>", "<head>" + head, 1)
 
 
 def tui_command(tui_args: Sequence[str]) -> str:
@@ -79,7 +110,10 @@ def serve(host: str, port: int, tui_args: Sequence[str]) -> int:
             # one (0.0.0.0 is no address a browser can reach). No await between this and the
             # page's rendering, so concurrent requests cannot mix their URLs.
             self.public_url = f"{request.scheme}://{request.host}"
-            return await super().handle_index(request)
+            response = await super().handle_index(request)
+            if isinstance(response, web.Response) and response.text is not None:
+                response.text = with_title_and_focus(response.text, socket.gethostname())
+            return response
 
         async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
             check(request, websocket=True)

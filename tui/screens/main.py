@@ -28,7 +28,7 @@ from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from ackdeck.core.service import rooms as room_service
 
 from ..highlight import monitor_patterns
-from ..host import Host, host_of
+from ..host import HEADER_ICON, Host, host_of
 from ..lineindex import LineSource, display_name
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
 from ..state import Snapshot, count_of
@@ -59,6 +59,8 @@ class MainScreen(Screen[None]):
     # Below 150 columns the processes and wakes tables go under the lines (side by side);
     # below 100 they stack. See app.tcss.
     HORIZONTAL_BREAKPOINTS = [(0, "-stacked"), (100, "-narrow"), (150, "-wide")]
+    # Under 30 rows the panels around the lines shrink (see app.tcss).
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
 
     BINDINGS = [
         Binding(
@@ -151,7 +153,7 @@ class MainScreen(Screen[None]):
         return host_of(self)
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.dash.config.show_clock)
+        yield Header(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
         rooms = RoomsTable(id="rooms")
         rooms.border_title = "Rooms"
         yield rooms

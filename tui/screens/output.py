@@ -23,7 +23,7 @@ from textual.worker import Worker
 from ackdeck.core.errors import AckdeckError
 
 from ..coalesce import Coalescer
-from ..host import Host, host_of
+from ..host import HEADER_ICON, Host, host_of
 from ..state import count_of
 from ..widgets.line_view import LineView
 from .modals import PromptScreen
@@ -62,7 +62,7 @@ class OutputScreen(Screen[None]):
         return host_of(self)
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.dash.config.show_clock)
+        yield Header(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
         yield Static("", id="output-info")
         view = LineView(id="output-lines", empty_text="no output yet")
         view.border_title = f"Output · {self.proc_name}"
