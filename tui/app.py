@@ -18,7 +18,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, get_current_worker
 
-from ackdeck.core.errors import AckdeckError
+from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import RoomRef
 
@@ -59,9 +59,12 @@ class AckdeckApp(App[None]):
         ),
     ]
 
-    def __init__(self, config: DashConfig, *, clock: Clock = time.time) -> None:
+    def __init__(
+        self, config: DashConfig, *, clock: Clock = time.time, settings: Path | None = None
+    ) -> None:
         super().__init__()
         self.config = config
+        self.settings = settings  # where a theme picked in the palette is remembered
         self.clock = clock
         self.rates = RateTracker()
         self.title = config.title
@@ -90,6 +93,11 @@ class AckdeckApp(App[None]):
         return self._main
 
     def on_mount(self) -> None:
+        if self.config.theme in self.available_themes:
+            self.theme = self.config.theme
+        elif self.config.theme is not None:
+            self.notify(f"unknown theme {self.config.theme!r} in the config", severity="warning")
+        self._theme_ready = True
         if self.rooms:
             # The first room's lines paint first (MainScreen indexes it on mount); counting a
             # flooded room for the table would compete with that, so the first scan waits for
@@ -108,6 +116,21 @@ class AckdeckApp(App[None]):
         if self._scanner is not None:
             self._scanner.close()
             self._scanner = None
+
+    _theme_ready = False
+
+    def watch_theme(self, theme: str) -> None:
+        # Remembered where the config lives, so the next start opens with it.
+        if not self._theme_ready or self.settings is None or theme == self.config.theme:
+            return
+        from .config import remember_theme
+
+        try:
+            remember_theme(self.settings, theme)
+        except InvalidInput as exc:
+            self.notify(str(exc), title="theme not remembered", severity="error", markup=False)
+            return
+        self.config = self.config.model_copy(update={"theme": theme})
 
     # ----- scanning (coalesced: at most one scan running, at most one queued) ---------------
     def first_scan(self) -> None:
@@ -142,6 +165,8 @@ class AckdeckApp(App[None]):
         started = time.perf_counter()
         now = self.clock()
         errors: list[str] = []
+        # Room directories are listed on every scan: a file created in one is a room now.
+        rooms = self.config.room_paths() if self.config.room_dirs else self.rooms
         if self._scanner is None and self.config.scan_process and not self._shut_down:
             try:
                 self._scanner = Scanner()
@@ -151,24 +176,27 @@ class AckdeckApp(App[None]):
             scanner = self._scanner
             if scanner is not None:
                 try:
-                    snap = scanner.scan(self.config.home, self.rooms, now)
+                    snap = scanner.scan(self.config.home, rooms, now)
                 except ScannerGone:
                     # The scanner died (killed, out of memory): count here this time; the
                     # next scan starts a new scanner.
                     self._scanner = None
-                    snap = scan_at(self.config.home, self.rooms, now)
+                    snap = scan_at(self.config.home, rooms, now)
             else:
-                snap = scan_at(self.config.home, self.rooms, now)
+                snap = scan_at(self.config.home, rooms, now)
         except Exception as exc:  # noqa: BLE001 - reported on screen; the next scan retries
             snap = Snapshot(now, errors=[f"scan failed: {exc}"])
         snap.errors.extend(errors)
-        self.post_message(StateScanned(snap, time.perf_counter() - started))
+        self.post_message(StateScanned(snap, time.perf_counter() - started, rooms))
 
     def on_state_scanned(self, message: StateScanned) -> None:
         if self._main.closed:
             return  # closing: the watcher and scan threads may still post for a moment
         snap = message.snapshot
         self.snapshot = snap
+        if message.rooms is not None and message.rooms != self.rooms:
+            self.rooms = message.rooms  # a room directory gained or lost a file
+            self._refs = None
         self._last_scan_seconds = message.seconds
         for row in snap.rooms:
             self.rates.observe(row.key, snap.taken_at, row.arrived)
@@ -225,6 +253,8 @@ class AckdeckApp(App[None]):
             for d in ref.watch_dirs():
                 if d.is_dir():
                     flat.add(str(d))
+        # Room directories: a new file in one is a new room.
+        flat.update(str(d) for d in self.config.dir_paths() if d.is_dir())
         deep: set[str] = set()
         home = self.config.home
         if home is not None and home.is_dir():
@@ -240,10 +270,11 @@ class AckdeckApp(App[None]):
         stop = threading.Event()
         self._watch_stop = stop
         flat, deep = targets
+        room_dirs = {str(d) for d in self.config.dir_paths()}
         if flat:
-            self._watch(flat, False, stop, self._room_refs())
+            self._watch(flat, False, stop, self._room_refs(), room_dirs)
         if deep:
-            self._watch(deep, True, stop, None)
+            self._watch(deep, True, stop, None, set())
 
     def _ensure_following(self) -> None:
         if self._follow_stop is not None or self._shut_down:
@@ -277,14 +308,16 @@ class AckdeckApp(App[None]):
         recursive: bool,
         stop: threading.Event,
         refs: list[RoomRef] | None,
+        room_dirs: set[str],
     ) -> None:
         import watchfiles
 
         def wanted(_change: object, path: str) -> bool:
             if refs is None:
                 return True
-            # Room directories may hold unrelated busy files; keep rooms and their sidecars.
-            return any(ref.watches(path) for ref in refs)
+            # Room directories may hold unrelated busy files; keep rooms and their sidecars
+            # (and any file of a directory of rooms: it is a room, perhaps a new one).
+            return str(Path(path).parent) in room_dirs or any(ref.watches(path) for ref in refs)
 
         worker = get_current_worker()
         for _changes in watchfiles.watch(
@@ -351,8 +384,11 @@ class AckdeckApp(App[None]):
         ]
 
 
-def make_app(config: DashConfig, *, clock: Clock = time.time) -> AckdeckApp:
-    """The dashboard for `config`. `clock` feeds every age and rate shown."""
+def make_app(
+    config: DashConfig, *, clock: Clock = time.time, settings: Path | None = None
+) -> AckdeckApp:
+    """The dashboard for `config`. `clock` feeds every age and rate shown; a theme picked in
+    the palette is written to the config file `settings` (None: not remembered)."""
     if config.home is not None:
         config = config.model_copy(update={"home": Path(os.fspath(config.home)).absolute()})
-    return AckdeckApp(config, clock=clock)
+    return AckdeckApp(config, clock=clock, settings=settings)

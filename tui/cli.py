@@ -27,7 +27,21 @@ def _dashboard_options(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="a room to show (a notification file or a redis:// URL); repeatable",
     )
-    p.add_argument("--config", default=None, metavar="FILE", help="TOML config (rooms, session, …)")
+    p.add_argument(
+        "--rooms",
+        dest="room_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory whose files are rooms (new files appear live); repeatable",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="TOML config (rooms, session, …); default: $XDG_CONFIG_HOME/ackdeck/config.toml, "
+        "else ~/.config/ackdeck/config.toml, if it exists",
+    )
     p.add_argument(
         "--session", default=None, help="session the owner reads and acks as (default: owner)"
     )

@@ -4,14 +4,22 @@
 session = "owner"        # the session the dashboard reads and acks as
 home = "~/.ackdeck"      # processes and wakes (default: $ACKDECK_HOME or ~/.ackdeck)
 rooms = ["inbox.txt"]    # relative paths are relative to the config file; or redis:// URLs
+room_dirs = ["inboxes"]  # every file in these directories is a room (new ones appear live)
+theme = "nord"           # the palette's theme (written here when the owner picks one)
 watch = true             # live updates from watchfiles
 tick_seconds = 1.0       # periodic rescan (ages, missed events); 0 disables
 ```
+
+Without `--config` the dashboard reads `$XDG_CONFIG_HOME/ackdeck/config.toml`, else
+`~/.config/ackdeck/config.toml`, when one exists (`default_config_path`).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -27,6 +35,8 @@ class DashConfig(BaseModel):
     session: str = "owner"
     home: Path | None = None
     rooms: list[Path | str] = Field(default_factory=list)  # str: a redis:// room URL
+    room_dirs: list[Path] = Field(default_factory=list)  # each file in them is a room
+    theme: str | None = None
     watch: bool = True
     tick_seconds: float = Field(default=1.0, ge=0)
     # Count rooms in a separate scanner process (keeps the UI responsive on flooded rooms).
@@ -67,6 +77,7 @@ class DashConfig(BaseModel):
         *,
         home: Path | None = None,
         rooms: list[Path | str] | None = None,
+        room_dirs: list[Path] | None = None,
         session: str | None = None,
     ) -> DashConfig:
         update: dict[str, object] = {}
@@ -74,21 +85,125 @@ class DashConfig(BaseModel):
             update["home"] = home
         if rooms:
             update["rooms"] = [*self.rooms, *rooms]
+        if room_dirs:
+            update["room_dirs"] = [*self.room_dirs, *room_dirs]
         if session is not None:
             check_name(session)
             update["session"] = session
         return self.model_copy(update=update)
 
     def room_paths(self) -> list[Path | str]:
-        """Absolute, de-duplicated, in the order given; redis room URLs as given."""
+        """Absolute, de-duplicated, in the order given (then each room directory's files, by
+        name); redis room URLs as given. Lists the directories: call it again to see files
+        that appeared or went."""
         seen: dict[str, Path | str] = {}
-        for p in self.rooms:
+        for p in [*self.rooms, *rooms_in(self.dir_paths())]:
             if isinstance(p, str):
                 seen.setdefault(p, p)
                 continue
             ap = p.expanduser().absolute()
             seen.setdefault(str(ap), ap)
         return list(seen.values())
+
+    def dir_paths(self) -> list[Path]:
+        return [d.expanduser().absolute() for d in self.room_dirs]
+
+
+def rooms_in(dirs: list[Path]) -> list[Path]:
+    """The rooms of room directories: regular files (a symlink is not followed, as core does
+    not), not hidden (sidecars, temporary files of acks), sorted by name. A directory that is
+    missing or unreadable has none (yet)."""
+    out: list[Path] = []
+    for d in dirs:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        names = sorted(
+            e.name
+            for e in entries
+            if not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+        )
+        out += [d / n for n in names]
+    return out
+
+
+CONFIG_NAME = Path("ackdeck") / "config.toml"
+
+
+def config_dirs(env: Mapping[str, str]) -> list[Path]:
+    """Where the default config may be, in order: $XDG_CONFIG_HOME (when absolute, as the
+    XDG spec says), then ~/.config."""
+    out = []
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        out.append(Path(xdg))
+    home = env.get("HOME") or os.path.expanduser("~")
+    out.append(Path(home) / ".config")
+    return out
+
+
+def default_config_path(env: Mapping[str, str]) -> Path | None:
+    """The first default config file that exists (None: no default config)."""
+    for d in config_dirs(env):
+        if (d / CONFIG_NAME).is_file():
+            return d / CONFIG_NAME
+    return None
+
+
+def settings_path(env: Mapping[str, str]) -> Path:
+    """Where a setting the owner changes is written when no config file was read."""
+    return config_dirs(env)[0] / CONFIG_NAME
+
+
+def with_theme(text: str, theme: str) -> str:
+    """The TOML `text` with its top-level `theme` set to `theme`, every other line kept as
+    written (comments too). Pure, so it is tested on its own."""
+    line = f"theme = {json.dumps(theme)}"  # a JSON string is a TOML basic string
+    lines = text.splitlines()
+    for i, old in enumerate(lines):
+        stripped = old.strip()
+        if stripped.startswith("["):
+            lines.insert(i, line)  # top-level keys come before the first table
+            break
+        key = stripped.split("=", 1)[0].strip()
+        if "=" in stripped and key in ("theme", '"theme"', "'theme'"):
+            lines[i] = line
+            break
+    else:
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def remember_theme(path: Path, theme: str) -> None:
+    """Write `theme` into the config at `path` (created if missing), atomically; a config
+    this would not parse back is left untouched (InvalidInput)."""
+    from ackdeck.core.base.atomic import atomic_write
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"config {path}: cannot read: {exc}") from None
+    new = with_theme(text, theme)
+    try:
+        parsed = tomllib.loads(new)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"config {path}: not changed, it would not parse: {exc}") from None
+    if parsed.get("theme") != theme:
+        raise InvalidInput(f"config {path}: not changed, its theme entry is not a plain line")
+    # A config that is a symlink (a dotfiles checkout) is written where it points, in its mode.
+    target = path.resolve()
+    try:
+        mode = target.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o644
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, new.encode("utf-8"), mode=mode)
+    except OSError as exc:
+        raise InvalidInput(f"config {path}: cannot write: {exc.strerror}") from None
 
 
 def load_config(path: str | Path) -> DashConfig:
@@ -115,4 +230,5 @@ def load_config(path: str | Path) -> DashConfig:
     home = cfg.home
     if home is not None and not home.expanduser().is_absolute():
         home = base / home
-    return cfg.model_copy(update={"rooms": rooms, "home": home})
+    dirs = [d if d.expanduser().is_absolute() else base / d for d in cfg.room_dirs]
+    return cfg.model_copy(update={"rooms": rooms, "home": home, "room_dirs": dirs})

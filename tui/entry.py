@@ -9,15 +9,22 @@ from pathlib import Path
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.inbox.room_url import is_url
 
-from .config import DashConfig, load_config
+from .config import DashConfig, default_config_path, load_config, settings_path
+
+
+def config_file(args: argparse.Namespace) -> Path | None:
+    """The config the dashboard reads: --config FILE, else the default one if it exists."""
+    return Path(args.config) if args.config else default_config_path(os.environ)
 
 
 def dashboard_config(args: argparse.Namespace) -> DashConfig:
-    config = load_config(args.config) if args.config else DashConfig()
+    path = config_file(args)
+    config = load_config(path) if path is not None else DashConfig()
     home = args.tui_home or (str(config.home) if config.home else None) or args.home
     return config.with_overrides(
         home=resolve_home(home),
         rooms=[r if is_url(r) else Path(r) for r in args.rooms],
+        room_dirs=[Path(d) for d in getattr(args, "room_dirs", [])],
         session=args.session,
     )
 
@@ -25,7 +32,10 @@ def dashboard_config(args: argparse.Namespace) -> DashConfig:
 def run_tui(args: argparse.Namespace) -> int:
     from .app import make_app
 
-    make_app(dashboard_config(args)).run()
+    # The theme picked in the palette is remembered in the config that was read, else in
+    # the default config's place.
+    settings = config_file(args) or settings_path(os.environ)
+    make_app(dashboard_config(args), settings=settings).run()
     return 0
 
 
@@ -49,6 +59,8 @@ def run_web(args: argparse.Namespace) -> int:
     for room in args.rooms:
         spec = room if is_url(room) else os.fspath(Path(room).expanduser().absolute())
         tui_args += ["--room", spec]
+    for d in args.room_dirs:
+        tui_args += ["--rooms", os.fspath(Path(d).expanduser().absolute())]
     if args.session:
         tui_args += ["--session", args.session]
     return serve(args.host, args.port, tui_args)

@@ -29,6 +29,7 @@ class FilesChanged(Message):
 class StateScanned(Message):
     snapshot: Snapshot
     seconds: float = 0.0  # how long the scan took (slow scans are spaced out)
+    rooms: list[Path | str] | None = None  # the rooms it counted (room directories change)
 
 
 @dataclass
