@@ -17,6 +17,8 @@ from ackdeck.core.watch.patterns import Pattern, compile_pattern
 
 from .lineindex import display_text
 
+FILTER_SYNTAX = "text (any case), or /regex/ (RE2); empty shows all"  # the prompts say it
+
 Span = tuple[int, int]  # [start, end) in characters of a line's display text
 
 

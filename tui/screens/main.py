@@ -27,7 +27,7 @@ from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from ackdeck.core.service import rooms as room_service
 
-from ..highlight import monitor_patterns
+from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
 from ..lineindex import LineSource, display_name
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead
@@ -39,8 +39,6 @@ from .modals import AckAllScreen, ConfirmScreen, PromptScreen
 
 if TYPE_CHECKING:
     from ackdeck.core.inbox.results import AckResult, ReadResult
-
-FILTER_PROMPT = "Filter lines: text (any case), or /regex/ (RE2); empty shows all"
 
 
 def read_message(session: str, name: str, taken: int, total: int, seen: int) -> str:
@@ -416,7 +414,7 @@ class MainScreen(Screen[None]):
                 self._update_lines_header()
 
         self.app.push_screen(
-            PromptScreen(FILTER_PROMPT, value=view.needle),
+            PromptScreen(f"Filter lines: {FILTER_SYNTAX}", value=view.needle),
             submitted,
         )
 

@@ -15,14 +15,16 @@ from typing import Any
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker
 
-from ackdeck.core.errors import AckdeckError
+from ackdeck.core.errors import AckdeckError, InvalidInput
 
 from ..coalesce import Coalescer
+from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
 from ..state import count_of
 from ..widgets.line_view import LineView
@@ -46,7 +48,7 @@ class OutputScreen(Screen[None]):
             "filter",
             "Filter",
             id="output.filter",
-            tooltip="Show only output lines containing some text",
+            tooltip="Show only output lines containing some text, or matching /regex/ (RE2)",
         ),
     ]
 
@@ -132,6 +134,7 @@ class OutputScreen(Screen[None]):
                 f"{count_of(run.matches, 'match')} · "
                 f"{count_of(self.seen_by_owner, 'new line')} read as {self.dash.config.session}"
             )
+            view.set_monitors(monitor_patterns([run]))  # its monitors' matches are marked
             log = Path(run.run_dir) / "output.log"
             if new_run:
                 view.show_file(f"{run.name}:{run.run_id}", log)
@@ -141,8 +144,10 @@ class OutputScreen(Screen[None]):
     def on_line_view_changed(self) -> None:
         view = self.query_one(LineView)
         parts = [f"Output · {self.proc_name}", count_of(view.count, "line")]
-        if view.needle:
-            parts.append(f"filter {view.needle!r}: {view.row_count:,}")
+        if view.line_filter is not None:
+            parts.append(escape(f"filter {view.line_filter.describe()}: {view.row_count:,}"))
+        if view.following:
+            parts.append("following")
         view.border_title = " · ".join(parts)
 
     def action_close(self) -> None:
@@ -153,7 +158,11 @@ class OutputScreen(Screen[None]):
 
         def submitted(text: str | None) -> None:
             if text is not None:
-                view.set_filter(text)
+                try:
+                    view.set_filter(text)
+                except InvalidInput as exc:
+                    self.notify(str(exc), title="filter", severity="error", markup=False)
                 self.on_line_view_changed()
 
-        self.app.push_screen(PromptScreen("Filter output lines", value=view.needle), submitted)
+        prompt = f"Filter output lines: {FILTER_SYNTAX}"
+        self.app.push_screen(PromptScreen(prompt, value=view.needle), submitted)
