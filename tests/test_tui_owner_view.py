@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,15 @@ def make_room(path: Path, count: int, word: str = "line") -> Path:
     return path
 
 
+@asynccontextmanager
+async def dashboard(rooms: list, size: tuple[int, int] = SIZE) -> AsyncIterator[tuple]:
+    """The dashboard on `rooms`, settled after its first scan and paint."""
+    app = make_app(quiet_config(rooms), clock=fixed_clock)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        yield app, pilot
+
+
 def view(app) -> LineView:
     return app.main.query_one("#lines", LineView)
 
@@ -62,9 +73,7 @@ def on_screen(app) -> int:
 async def test_r_reads_only_the_lines_on_screen_and_a_acks_only_those(tmp_path: Path) -> None:
     room = make_room(tmp_path / "inbox.txt", 400)
     before = room.read_bytes().split(b"\n")
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with dashboard([room]) as (app, pilot):
         shown = on_screen(app)
         assert 5 < shown < 400
         await pilot.press("r")
@@ -84,9 +93,7 @@ async def test_scrolling_down_extends_the_read_and_a_jump_to_the_end_does_not(
     tmp_path: Path,
 ) -> None:
     room = make_room(tmp_path / "inbox.txt", 400)
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with dashboard([room]) as (app, pilot):
         lines = view(app)
         lines.focus()
         shown = on_screen(app)
@@ -114,9 +121,7 @@ async def test_a_room_that_changed_since_it_was_shown_is_not_read_past_what_stil
     # `r` (the panel has not caught up: no watcher in this test). The lines on screen are
     # no longer the room's first lines; the owner's read must not cover lines never shown.
     room = make_room(tmp_path / "inbox.txt", 400)
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with dashboard([room]) as (app, pilot):
         agent = Room(room)
         agent.read("agent", deliver=lambda _res: 5)
         assert agent.ack("agent").acked == 5
@@ -139,9 +144,7 @@ async def test_with_a_filter_lines_it_hides_were_not_seen(tmp_path: Path) -> Non
     room.write_bytes(
         b"".join((b"ERROR %d\n" if i % 50 == 10 else b"ok %d\n") % i for i in range(400))
     )
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with dashboard([room]) as (app, pilot):
         shown = on_screen(app)
         view(app).set_filter("ERROR")
         await settle(pilot)
@@ -227,9 +230,7 @@ async def test_rooms_appearing_and_going_keep_the_chosen_room(tmp_path: Path) ->
 # ----- 3. maximise -------------------------------------------------------------------------
 async def test_m_maximizes_the_focused_panel_and_m_or_esc_restores_it(tmp_path: Path) -> None:
     room = make_room(tmp_path / "inbox.txt", 400)
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with dashboard([room], size=(80, 24)) as (app, pilot):
         lines = view(app)
         lines.focus()
         before = on_screen(app)
@@ -308,9 +309,7 @@ def styled(app, y: int) -> list[tuple[str, object]]:
 async def test_filter_by_regex_marks_matches_and_esc_clears_it(tmp_path: Path) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"ok 1\nERROR disk full\nok 2\nFAIL cart\nok 3\n")
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with dashboard([room]) as (app, pilot):
         await pilot.press("slash")
         await pilot.press(*"/ERROR|FAIL/")
         await pilot.press("enter")
@@ -353,9 +352,7 @@ async def test_monitor_patterns_are_marked_in_the_rooms_lines(tmp_path: Path) ->
 
 async def test_the_title_says_following_while_the_panel_follows_the_tail(tmp_path: Path) -> None:
     room = make_room(tmp_path / "inbox.txt", 400)
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with dashboard([room]) as (app, pilot):
         view(app).focus()
         assert "following" not in str(view(app).border_title)
         await pilot.press("G")
@@ -370,9 +367,7 @@ async def test_the_tables_count_and_the_panels_title_agree_while_lines_arrive(
     tmp_path: Path,
 ) -> None:
     room = make_room(tmp_path / "inbox.txt", 48)
-    app = make_app(quiet_config([room]), clock=fixed_clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with dashboard([room]) as (app, pilot):
         with room.open("ab") as f:
             f.write(b"line 48\n")
         # The panel picks up the new line before any rescan of the counters.

@@ -90,7 +90,7 @@ def dashboard(tmp: Path, args: list[str], width: int, height: int) -> Iterator[P
         pane.close()
 
 
-GUTTER = re.compile(r"^[│ ]*?(\d+) │ line (\d+) *│?$", re.M)
+GUTTER = re.compile(r"^[│ ]*?(\d+) │ line (\d+)\b", re.M)
 
 
 def numbered_lines(screen: str) -> list[int]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.timer import Timer
 from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError, InvalidInput
@@ -40,6 +41,7 @@ Clock = Callable[[], float]
 DEBOUNCE_MS = 30
 STEP_MS = 10
 SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
+THEME_SETTLE_S = 1.0  # a theme shown this long in the palette's list is the one picked
 
 
 class AckdeckApp(App[None]):
@@ -109,6 +111,9 @@ class AckdeckApp(App[None]):
             self.set_interval(self.config.tick_seconds, self._tick)
 
     def on_unmount(self) -> None:
+        if self._theme_timer is not None:  # a theme picked just before quitting
+            self._theme_timer.stop()
+            self._remember_theme()
         self._shut_down = True
         self._stop_watching()
         if self._follow_stop is not None:
@@ -118,10 +123,21 @@ class AckdeckApp(App[None]):
             self._scanner = None
 
     _theme_ready = False
+    _theme_timer: Timer | None = None
 
     def watch_theme(self, theme: str) -> None:
-        # Remembered where the config lives, so the next start opens with it.
-        if not self._theme_ready or self.settings is None or theme == self.config.theme:
+        # Remembered where the config lives, so the next start opens with it. The palette's
+        # theme list previews each theme it passes over: write once it rests (or at exit).
+        if not self._theme_ready or self.settings is None:
+            return
+        if self._theme_timer is not None:
+            self._theme_timer.stop()
+        self._theme_timer = self.set_timer(THEME_SETTLE_S, self._remember_theme)
+
+    def _remember_theme(self) -> None:
+        self._theme_timer = None
+        theme = self.theme
+        if self.settings is None or theme == self.config.theme:
             return
         from .config import remember_theme
 
