@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.watch.patterns import Pattern, compile_pattern
+from ackdeck.core.service.procs import compile_regex
 
 from .lineindex import display_text
+
+if TYPE_CHECKING:
+    from ackdeck.core.service.procs import Pattern
 
 FILTER_SYNTAX = "text (any case), or /regex/ (RE2); empty shows all"  # the prompts say it
 
@@ -30,7 +33,7 @@ class LineFilter:
         self.pattern: Pattern | None = None
         self._literal: re.Pattern[str] | None = None
         if len(text) >= 2 and text.startswith("/") and text.endswith("/"):
-            self.pattern = compile_pattern(text[1:-1], "filter")
+            self.pattern = compile_regex(text[1:-1], "filter")
         else:
             self._folded = text.casefold().encode("utf-8", errors="replace")
             self._ascii = self._folded.isascii()
@@ -79,7 +82,7 @@ def regex_spans(pattern: Pattern, text: str) -> list[Span]:
 def monitor_pattern(text: str) -> Pattern | None:
     """A monitor's pattern compiled once (None if it no longer compiles: nothing to mark)."""
     try:
-        return compile_pattern(text)
+        return compile_regex(text)
     except InvalidInput:
         return None
 

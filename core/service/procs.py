@@ -39,6 +39,14 @@ def user_pattern(pattern: str, what: str) -> Pattern:
 MAX_GRACE = 60.0
 
 
+def compile_regex(pattern: str, what: str = "monitor") -> Pattern:
+    """A user regex compiled for RE2 exactly as monitors are (same syntax, same one-line
+    InvalidInput): the dashboard's `/regex/` filter and its marks of monitor matches."""
+    from ackdeck.core.watch.patterns import compile_pattern  # RE2: loaded only when used
+
+    return compile_pattern(pattern, what)
+
+
 # ----- results ------------------------------------------------------------------------------
 class Monitor(Result):
     spec: MonitorSpec

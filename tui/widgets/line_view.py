@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -26,12 +27,14 @@ from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.inbox.room_url import RedisAddress
-from ackdeck.core.watch.patterns import Pattern
 
 from ..coalesce import Coalescer
 from ..highlight import LineFilter, cut_by_marks, marks
 from ..lineindex import LineIndex, LineSource, filter_lines
 from ..messages import FilterApplied, IndexBuilt, LinesIndexed
+
+if TYPE_CHECKING:
+    from ackdeck.core.service.procs import Pattern
 
 FIRST_PAINT_BYTES = 1 << 20  # index this much before the first paint
 FIRST_PAINT_ENTRIES = 2_000  # a redis room: fetch this many entries before the first paint
