@@ -234,3 +234,32 @@ def test_unreadable_read_state_fails_open_and_is_kept(phome: Path) -> None:
     assert read_output(phome, "p", "default").lines == [b"ERR x"]
     kept = [p for p in state.parent.iterdir() if ".corrupt-" in p.name]
     assert len(kept) == 1 and kept[0].read_text() == "{ corrupted"
+
+
+def test_more_is_true_while_output_of_an_exited_run_remains(phome: Path, cli_env) -> None:
+    """A client looping on `more` gets everything: an exited run with more than one read's
+    worth (16 MiB) of output said `more: false` on every piece and the loop stopped early."""
+    import json
+
+    line = "x" * 1023  # 1 KiB per line with its newline; 20 MiB in all
+    code = f"import sys\nfor i in range(20480):\n    sys.stdout.write(f'{{i:08d}}{line[8:]}\\n')\n"
+    procs.start(phome, "big", [PY, "-c", code])
+    wait_status(phome, "big")
+    pieces: list[dict] = []
+    while True:
+        out = subprocess.run(
+            [PY, "-m", "ackdeck.core.cli", "output", "big", "--session", "s", "--json"],
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        pieces.append(json.loads(out.stdout))
+        if not pieces[-1]["more"]:
+            break
+        assert len(pieces) < 10, "more never became false"
+    assert len(pieces) == 2 and pieces[0]["more"] is True and pieces[0]["status"] == "exited"
+    got = [x for p in pieces for x in p["lines"]]
+    assert [int(x[:8]) for x in got] == list(range(20480))
+    # and the core result says the same before any door is involved
+    assert read_output(phome, "big", "other").more is True

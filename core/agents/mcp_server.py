@@ -267,7 +267,8 @@ class AgentDoor:
         body = [head + (":" if lines else ""), *lines]
         if res.more:
             waiting = offered[0] - len(lines)
-            body.append(f"({waiting} more line(s) waiting: call process_output again)")
+            what = f"{waiting} more line(s)" if waiting > 0 else "more output"
+            body.append(f"({what} waiting: call process_output again)")
         return reply(res, "\n".join(body))
 
     def wakes_drain(self) -> Reply:

@@ -200,7 +200,9 @@ def read_output(
         offered[0] = len(res.lines)
         if deliver is None:
             return len(res.lines)
-        return deliver(OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines))
+        return deliver(
+            OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, res.more)
+        )
 
     res = read(
         resolve_home(home),
@@ -212,7 +214,7 @@ def read_output(
         run_id=run_id,
         deliver=hand_over,
     )
-    more = len(res.lines) < offered[0]
+    more = res.more or len(res.lines) < offered[0]
     return OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, more)
 
 

@@ -48,6 +48,9 @@ class OutputResult:
     lines: list[bytes]  # raw bytes of each returned line, without the newline
     # Beyond the fixed API: the [start, end) byte range of each returned line in output.log.
     spans: list[tuple[int, int]] = field(default_factory=list)
+    # Something is left that the next read returns at once: output past this read's cap, or
+    # lines the door could not carry. Not the running command's unterminated last line.
+    more: bool = False
 
 
 # Called with the lines a read is about to return (under the session's read lock); answers how
@@ -139,7 +142,9 @@ def _read_once(
         at_end = ended and not capped and pos == len(data)
         result: OutputResult | None = None
         if lines or meta.status != "running" or time.monotonic() >= deadline:
-            result = OutputResult(meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans)
+            result = OutputResult(
+                meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans, more=capped
+            )
             n = len(lines) if deliver is None else max(0, min(len(lines), deliver(result)))
             if n < len(lines):
                 # Only what reached the reader is shown and consumed; the next read resumes
@@ -149,7 +154,7 @@ def _read_once(
                 pos = spans[-1][1] - start if spans else 0
                 at_end = False
                 result = OutputResult(
-                    meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans
+                    meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans, more=True
                 )
         new_state = state.model_copy(
             update={
