@@ -142,14 +142,25 @@ def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Sna
         try:
             # The one write of a scan: dead supervisors become `lost` (listings never write).
             procs.reconcile(resolve_home(home))
-            runs = procs.list_runs(home, latest_only=True)
+            runs, skipped = procs.scan_runs(home, latest_only=True)
+            errors.extend(_skipped("run state", skipped))
         except (AckdeckError, OSError) as exc:
             errors.append(f"processes: {exc}")
         try:
-            wakes = wakes_mod.list_wakes(home)
+            wakes, skipped = wakes_mod.scan_wakes(home)
+            errors.extend(_skipped("wake record", skipped))
         except (AckdeckError, OSError) as exc:
             errors.append(f"wakes: {exc}")
     return Snapshot(clock(), rows, runs, wakes, errors)
+
+
+def _skipped(what: str, paths: Sequence[Path]) -> list[str]:
+    """One header note per kind: damaged files are skipped and kept, the rest is shown."""
+    if not paths:
+        return []
+    names = ", ".join(f"{p.parent.name}/{p.name}" for p in paths[:3])
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return [f"skipped {len(paths)} damaged {what} file(s), kept on disk: {names}{more}"]
 
 
 def scan_at(home: Path | None, rooms: Sequence[Path | str], now: float) -> Snapshot:

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 from ackdeck.core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
 from ackdeck.core.base import atomic
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.timeouts import seconds_from_env
-from ackdeck.core.errors import AckdeckError, RecordError
+from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.service.deck import Deck
 
 if TYPE_CHECKING:
@@ -57,12 +58,12 @@ def load_state(path: Path) -> NoticeState:
     """The stored state; a missing file is an empty state. A malformed one is moved aside (kept)
     and treated as empty: noticing everything waiting again beats going silent."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return NoticeState()
-    try:
+        raw = read_state(path)  # a FIFO in its place must not hang the door
+        if raw is None:
+            return NoticeState()
         return NoticeState.model_validate_json(raw)
-    except (RecordError, ValueError):
+    except (CorruptState, RecordError, ValueError):
+        # Malformed, or a directory / FIFO in its place: renamed aside either way.
         aside = path.with_name(f"{path.name}.corrupt-{int(time.time() * 1000)}")
         os.replace(path, aside)
         print(f"ackdeck: malformed notice state moved to {aside}", file=sys.stderr)

@@ -262,6 +262,8 @@ def _ps(args: argparse.Namespace) -> int:
     from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
     listed = procs.list_runs(args.home, session=args.session, latest_only=args.latest)
+    for p in listed.skipped:
+        print(f"ackdeck: warning: skipped damaged run state {p} (kept on disk)", file=sys.stderr)
     if args.json:
         emit_json(listed.to_json())
         return 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.record import Record, Struct
+from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, RecordError
 
 # How many leading bytes of the room file the ledger fingerprints. A foreign rewrite almost
@@ -146,12 +147,9 @@ def _latest_slot(raw: bytes) -> tuple[int, bytes] | None:
 
 def load_ledger(path: str | Path, *, hint: str = "") -> Ledger | None:
     """The latest valid ledger state; None if there is none yet. Garbage raises, file kept."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    fd = open_state(path)  # a FIFO or directory in its place is refused, never waited on
+    if fd is None:
         return None
-    except IsADirectoryError:
-        raise CorruptState(f"state file {path} is a directory{hint}") from None
     try:
         raw = os.pread(fd, 2 * LEDGER_SLOT, 0)
     finally:
@@ -188,9 +186,8 @@ def load_base(
     proves the slot is what a store wrote, so the number is read without validating the whole
     model.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    fd = open_state(path)
+    if fd is None:
         return fresh()
     try:
         ino = os.fstat(fd).st_ino
@@ -219,7 +216,8 @@ def load_base(
 
 
 def store_ledger(path: Path, ledger: Ledger) -> None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_state(path, os.O_RDWR | os.O_CREAT)
+    assert fd is not None  # O_CREAT
     try:
         latest = _latest_slot(os.pread(fd, 2 * LEDGER_SLOT, 0))
         seq = 1 if latest is None else latest[0] + 1

@@ -19,6 +19,7 @@ from pathlib import Path
 from ackdeck.core.base import atomic
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.record import Record, Struct
+from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.inbox.ack_stream import ReceiptCheck, hash_range
 from ackdeck.core.inbox.ledger import FileIdentity, sha256
@@ -130,21 +131,15 @@ class ReceiptStore:
     def header(self, session: str) -> ReceiptHeader | None:
         """The receipt's header line only: an ack normally never loads the consumed bytes."""
         path = self.file(session)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
+        raw = read_state(path, 1 << 16)  # never blocks on a FIFO; refuses a non-file
+        if raw is None:
             return None
-        try:
-            raw = os.read(fd, 1 << 16)
-        finally:
-            os.close(fd)
         return decode_receipt_header(raw, path)
 
     def load(self, session: str) -> Receipt | None:
         path = self.file(session)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = read_state(path)
+        if raw is None:
             return None
         return decode_receipt(raw, path)
 
@@ -169,9 +164,8 @@ class ReceiptStore:
         if header is None:
             return
         path = self.file(header.session)
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
+        fd = open_state(path, os.O_RDWR)
+        if fd is None:
             return
         try:
             line = os.pread(fd, 1 << 16, 0).partition(b"\n")[0]
@@ -198,9 +192,8 @@ class ReceiptStore:
         ReceiptCheck); the answer is awaited before anything is renamed. A receipt whose body
         does not match its own checksum is a clear error, not a stale ack."""
         path = self.file(header.session)
-        try:
-            rfd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
+        rfd = open_state(path)
+        if rfd is None:
             yield lambda: False
             return
         corrupt = CorruptState(f"corrupt receipt {path}; it was left in place: read the room again")

@@ -42,6 +42,7 @@ from ackdeck.core.base.byteio import (
 from ackdeck.core.base.fileid import birth_ns
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name, check_room_path
+from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import prev_inodes as prev_inodes
@@ -461,16 +462,18 @@ class Room:
         except PermissionError as exc:
             raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
         try:
-            try:
-                ledger = os.open(self._ledger_s, os.O_RDONLY)
-            except FileNotFoundError:
+            found = open_state(self._ledger_s)  # refuses a FIFO or directory in its place
+            if found is None:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 try:
-                    if not os.path.exists(self._ledger_s):
+                    if not os.path.lexists(self._ledger_s):
                         self._store(self._fresh_ledger())
                 finally:
                     fcntl.flock(lock, fcntl.LOCK_UN)
-                ledger = os.open(self._ledger_s, os.O_RDONLY)
+                found = open_state(self._ledger_s)
+                if found is None:
+                    raise RoomUnavailable(f"the ledger {self._ledger_s} vanished; push again")
+            ledger = found
         except BaseException:
             os.close(lock)
             raise

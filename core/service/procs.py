@@ -96,8 +96,9 @@ class Killed(Run):
 class Runs(Result):
     session: str | None  # only this session's runs; None: every session's
     runs: list[RunInfo]
+    skipped: list[Path]  # damaged run state files (meta.json), kept on disk
 
-    SHAPE = {"session": str | None, "processes": list[Run]}
+    SHAPE = {"session": str | None, "processes": list[Run], "skipped": list[str]}
 
     @property
     def processes(self) -> list[Run]:
@@ -229,8 +230,8 @@ def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = 
     if session is not None:
         check_name(session)
     reconcile_lost(h)
-    runs = procs.list_runs(h, latest_only=latest_only, keep_live=True)
-    return Runs(session, [r for r in runs if session is None or r.session == session])
+    runs, skipped = procs.scan_runs(h, latest_only=latest_only, keep_live=True)
+    return Runs(session, [r for r in runs if session is None or r.session == session], skipped)
 
 
 def kill(

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.record import Struct
+from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.text import display
-from ackdeck.core.errors import AckdeckError, RecordError
+from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.service.derive import session_counts
 
 if TYPE_CHECKING:
@@ -126,8 +127,11 @@ def view_wakes(home: Path, session: str) -> list[WakeView]:
         if e.name.startswith(".") or not e.name.endswith(".json"):
             continue
         try:
-            rec = wakes.WakeRecord.model_validate_json(Path(e.path).read_bytes())
-        except (OSError, RecordError, ValueError):
+            raw = read_state(e.path)  # never blocks on a FIFO in a record's place
+            if raw is None:
+                continue
+            rec = wakes.WakeRecord.model_validate_json(raw)
+        except (OSError, CorruptState, RecordError, ValueError):
             continue  # skipped and kept, as every other reader does
         shown_by_run: dict[str, list[tuple[int, int]] | None] = {}
         keep = []

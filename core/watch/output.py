@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.statefile import open_state
 from ackdeck.core.base.timeouts import check_timeout
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.watch import gate, holders, shown
@@ -185,9 +186,8 @@ def _split(data: bytes, *, include_tail: bool) -> Iterator[tuple[bytes, int, int
 
 
 def _pread(path: Path, offset: int, size: int) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    fd = open_state(path)  # a FIFO in the log's place is refused, never waited on
+    if fd is None:
         return b""
     try:
         parts: list[bytes] = []

@@ -27,6 +27,7 @@ from pathlib import Path
 from ackdeck.core.base.home import procs_dir, resolve_home, starts_dir
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState, InvalidInput, ProcessError
 from ackdeck.core.watch import holders
 from ackdeck.core.watch.monitors import compile_pattern
@@ -39,6 +40,7 @@ from ackdeck.core.watch.runs import (
     kill_marker,
     load_meta,
     lock_path,
+    meta_path,
     new_run_id,
     output_path,
     pid_alive,
@@ -311,9 +313,10 @@ def _read_reply(fd: int) -> dict[str, object] | None:
 
 def _last_line(path: Path) -> str:
     try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
+        raw = read_state(path) or b""
+    except (OSError, CorruptState):
         return ""
+    lines = raw.decode(errors="replace").strip().splitlines()
     return lines[-1][:200] if lines else ""
 
 
@@ -378,10 +381,28 @@ def list_runs(
     newest run of each name, and with keep_live also every other run still alive (an older
     run is never hidden while it runs). A query: call `reconcile` first to have dead
     supervisors reported as `lost`."""
+    return scan_runs(home, latest_only=latest_only, keep_live=keep_live, name=name)[0]
+
+
+def scan_runs(
+    home: HomeArg,
+    *,
+    latest_only: bool = False,
+    keep_live: bool = False,
+    name: str | None = None,
+) -> tuple[list[RunInfo], list[Path]]:
+    """`list_runs` plus the run state files that were skipped: a meta.json that is malformed
+    or not a regular file (a directory or FIFO in its place) is reported and kept, and every
+    other run is still listed."""
     h = resolve_home(home)
     infos = []
+    skipped: list[Path] = []
     for rdir in run_dirs(h, name):
-        meta = _load(rdir)
+        try:
+            meta = load_meta(rdir)
+        except CorruptState:
+            skipped.append(meta_path(rdir))
+            continue
         if meta is not None:
             infos.append(_info(meta, rdir))
     infos.sort(key=lambda i: (i.name, i.started_at, i.run_id))
@@ -391,7 +412,7 @@ def list_runs(
             latest[i.name] = i
         newest = {(i.name, i.run_id) for i in latest.values()}
         infos = [i for i in infos if (i.name, i.run_id) in newest or (keep_live and is_live(i))]
-    return infos
+    return infos, skipped
 
 
 def is_live(info: RunInfo) -> bool:

@@ -22,7 +22,8 @@ from ackdeck.core.base import atomic
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.record import Record
-from ackdeck.core.errors import RecordError
+from ackdeck.core.base.statefile import open_state, read_state
+from ackdeck.core.errors import CorruptState, RecordError
 from ackdeck.core.watch.gate import Intervals
 from ackdeck.core.watch.runs import pid_alive
 
@@ -55,16 +56,15 @@ def load_state(rdir: Path, session: str) -> ReadState | None:
     """The session's read state; None if missing *or unreadable* (callers fail open)."""
     path = state_path(rdir, session)
     try:
-        return ReadState.model_validate_json(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, RecordError, ValueError):
+        raw = read_state(path)  # a FIFO in its place must not block the read or the gate
+        return None if raw is None else ReadState.model_validate_json(raw)
+    except (OSError, CorruptState, RecordError, ValueError):
         return None
 
 
 def state_is_corrupt(rdir: Path, session: str) -> bool:
     path = state_path(rdir, session)
-    return path.exists() and load_state(rdir, session) is None
+    return os.path.lexists(path) and load_state(rdir, session) is None
 
 
 def store_state(rdir: Path, state: ReadState) -> None:
@@ -164,8 +164,10 @@ def _wait_lease(path: Path, deadline: float) -> bool:
         atomic.unlink_quietly(path)  # its reader is gone; nothing can still be shown through it
         return True
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+        fd = open_state(path)
+    except CorruptState:
+        return True  # not a lease ackdeck made (a FIFO there must not block the drain)
+    if fd is None:
         return True
     try:
         while True:

@@ -18,6 +18,7 @@ push the survivors, then ack exactly the snapshot. Lines merged meanwhile stay p
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +31,7 @@ from ackdeck.core.base.home import resolve_home, wakes_dir
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.record import Record, Struct
+from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
 from ackdeck.core.watch.runs import load_meta, run_dir
@@ -140,8 +142,13 @@ def _session_locked(home: Path, session: str) -> Iterator[Path]:
 
 
 def _parse(path: Path) -> WakeRecord:
+    """The record at `path`. CorruptState for a malformed file and (NotRegular) for a
+    directory, FIFO or symlink in its place, which is never opened for reading."""
+    raw = read_state(path)
+    if raw is None:
+        raise FileNotFoundError(errno.ENOENT, "no such wake record", str(path))
     try:
-        rec = WakeRecord.model_validate_json(path.read_bytes())
+        rec = WakeRecord.model_validate_json(raw)
     except (RecordError, ValueError, UnicodeDecodeError):
         raise CorruptState(
             f"malformed wake file {path}; it was skipped and left in place"
@@ -172,8 +179,8 @@ def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
     except FileNotFoundError:
         return good, bad
     for e in entries:
-        if e.name.startswith(".") or not e.is_file(follow_symlinks=False):
-            continue
+        if e.name.startswith("."):
+            continue  # the locks
         path = Path(e.path)
         if not e.name.endswith(".json"):
             if ".json.corrupt-" in e.name:
@@ -181,7 +188,11 @@ def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
             continue
         try:
             good.append((path, _parse(path)))
+        except FileNotFoundError:
+            continue  # dismissed meanwhile
         except (CorruptState, OSError):
+            # Malformed, or a directory / FIFO / symlink in a record's place: reported and
+            # kept; every other record of the session is still delivered.
             bad.append(path)
     return good, bad
 
@@ -236,12 +247,14 @@ def merge(
     with _session_locked(home, session):
         path = record_path(home, session, name)
         record: WakeRecord | None = None
-        if path.exists():
-            try:
-                record = _parse(path)
-            except CorruptState:
-                # Keep the bad file (renamed, still reported as skipped) and start afresh.
-                os.replace(path, path.with_name(f"{path.name}.corrupt-{int(now * 1000)}"))
+        try:
+            record = _parse(path)
+        except FileNotFoundError:
+            pass
+        except CorruptState:
+            # Keep the bad file (renamed, still reported as skipped; a directory or FIFO in the
+            # record's place is renamed the same way) and start afresh.
+            os.replace(path, path.with_name(f"{path.name}.corrupt-{int(now * 1000)}"))
         if record is None:
             record = WakeRecord(
                 session=session,
@@ -328,9 +341,10 @@ def dismiss(home: str | os.PathLike[str] | Path | None, session: str, name: str)
     h = resolve_home(home)
     with _session_locked(h, session):
         path = record_path(h, session, name)
-        if not path.exists():
+        try:
+            _parse(path)  # refuses (CorruptState) rather than deleting a file it cannot read
+        except FileNotFoundError:
             return False
-        _parse(path)  # refuses (CorruptState) rather than deleting a file it cannot read
         os.unlink(path)
         return True
 
