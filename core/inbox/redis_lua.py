@@ -175,15 +175,38 @@ return {m.epoch, s.added}
 """
 )
 
-# KEYS: meta. ARGV: session, receipt JSON. A receipt of an epoch that ended meanwhile is
-# stored as it is: the next ack finds it stale and removes nothing.
+# KEYS: stream, the push's dedup key (ackdeck:room:{NAME}:push:ID). ARGV: line, window (s).
+# Returns {entry ID, 1 if an earlier attempt of this push had stored it already}. A push
+# retried with the same ID after a lost reply is stored once: the first attempt left its
+# entry ID under the dedup key for `window` seconds (like JetStream's Nats-Msg-Id window).
+PUSH = r"""
+local got = redis.call('GET', KEYS[2])
+if got then return {got, 1} end
+local id = redis.call('XADD', KEYS[1], '*', 'line', ARGV[1])
+redis.call('SET', KEYS[2], id, 'EX', ARGV[2])
+return {id, 0}
+"""
+
+# KEYS: meta. ARGV: session, receipt JSON (with its read ID), read ID, fence ('' none).
+# Returns 1 when stored, 0 when this read was given up for lost (fenced) and must not land.
+# A receipt of an epoch that ended meanwhile is stored as it is: the next ack finds it stale.
+# `fence` names an earlier read of this session whose outcome its reader never learned:
+# from now on that read's receipt can never be stored, even if its command arrives late.
 COMMIT_RECEIPT = r"""
-redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
+local fenced = 'x:' .. ARGV[1]
+if redis.call('HGET', KEYS[1], fenced) == ARGV[3] then return 0 end
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], fenced, ARGV[4], 'r:' .. ARGV[1], ARGV[2])
+else
+  redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
+end
 return 1
 """
 
-# KEYS: stream, meta, audit. ARGV: session, now, all ('1' or '0'), reader ('' none).
-# Returns {mode, acked, preserved, epoch, entries (for all), unread (for refused)}.
+# KEYS: stream, meta, audit. ARGV: session, now, all ('1' or '0'), reader ('' none), doubt
+# (the ID of this session's last read when its reader could not learn whether its receipt was
+# stored; '' none). Returns {mode, acked, preserved, epoch, entries (for all), unread (for
+# refused)}; mode `doubt` when a receipt ack was refused for that reason.
 # A prefix ack is five commands: XINFO STREAM, HMGET (counters and receipt), XTRIM, XADD
 # (audit), HSET (counters and receipt); every other outcome is at most three.
 ACK = (
@@ -194,6 +217,11 @@ local s = stream_state(KEYS[1])
 local m, raw = load_meta(KEYS[2], 'r:' .. session)
 local dirty = settle(s, m)
 witness(KEYS[1], s)
+local doubt = ARGV[5] or ''
+if doubt ~= '' then
+  -- The doubtful read can never be stored from now on (its command may still arrive).
+  redis.call('HSET', KEYS[2], 'x:' .. session, doubt)
+end
 -- Count the ack, write its audit entry, and store the meta with the session's new receipt
 -- (nil: unchanged) in one HSET.
 local function finish(mode, acked, first, last, dig, receipt)
@@ -253,6 +281,14 @@ end
 
 local r = nil
 if raw then r = decode_receipt(raw, session) end
+if doubt ~= '' then
+  -- Whatever receipt is there (that read's, or the one before it) may cover lines its reader
+  -- was told to discard: it becomes a cursor that authorises nothing; the session reads again.
+  local receipt = nil
+  if r ~= nil and not r.acked then r.acked = true; receipt = r end
+  local left = finish('refused', 0, '', '', '', receipt)
+  return {'doubt', 0, left, m.epoch, {}, left}
+end
 if r == nil or r.acked then
   local left = finish('refused', 0, '', '', '')
   return {'refused', 0, left, m.epoch, {}, left}

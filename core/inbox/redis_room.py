@@ -9,8 +9,17 @@
 - status: one read-only script; wait: blocking XREAD in bounded chunks.
 
 Every failure is one line naming the room's host, never its password. Each call is bounded by
-the socket timeout (`ACKDECK_REDIS_TIMEOUT`, default 5 s) and never retried: a retried XADD whose
-reply was lost would push the line twice.
+the socket timeout (`ACKDECK_REDIS_TIMEOUT`, default 5 s).
+
+Lost replies. A command whose reply never came may or may not have run, so every write carries
+an ID the server-side script records, and after a lost reply the client reconnects and sends
+the same command again, with backoff, for up to the socket timeout (`_again`):
+- a push's ID keys a dedup entry (PUSH_WINDOW_S): a retried push is stored once and returns
+  the first attempt's entry ID, so a push that returns is certain and never doubled;
+- a read's ID is in its receipt: storing it again is the same state. A read that cannot
+  reach the server again cannot tell whether its receipt was stored; it says so and leaves a
+  doubt marker (redis_doubts.py), with which the next ack of that session is refused and
+  the read's late arrival fenced off (read again, as for a file room's lost receipt).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import redis
 from redis.backoff import NoBackoff
@@ -32,6 +41,7 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
 from ackdeck.core.inbox import redis_lua
+from ackdeck.core.inbox.redis_doubts import Doubts
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
 from ackdeck.core.inbox.room_errors import cold_ack
 from ackdeck.core.inbox.room_url import RedisAddress
@@ -42,9 +52,17 @@ if TYPE_CHECKING:
     )
 
 Clock = Callable[[], float]
+_T = TypeVar("_T")
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0
 LINE_FIELD = b"line"
+# Seconds a push's ID is remembered by the server: a retry within it is stored once.
+PUSH_WINDOW_S = 600
+# After a lost reply: the wait before the first retry, doubling up to the longest wait;
+# retried for as long as the socket timeout, and at least MIN_RETRIES times.
+RETRY_FIRST_WAIT = 0.05
+RETRY_MAX_WAIT = 1.0
+MIN_RETRIES = 3
 
 
 def entry_line(fields: list[bytes] | dict[bytes, bytes]) -> bytes:
@@ -75,6 +93,17 @@ def _raw(response: Any, **_options: Any) -> Any:
     return response
 
 
+def new_id() -> str:
+    """A push's or a read's ID: 128 random bits, unique without coordination."""
+    return os.urandom(16).hex()
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Did the command fail before reaching the server (connecting), rather than after it was
+    sent (a lost reply, a connection dropped mid-command)? redis-py says `connecting to`."""
+    return "connecting to" in str(exc).lower()
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
@@ -95,7 +124,8 @@ class RedisRoom:
         self.key = f"ackdeck:room:{{{address.name}}}"
         self._keys = [self.key, f"{self.key}:meta", f"{self.key}:audit"]
         self._clock = clock
-        self.timeout = _timeout(os.environ if env is None else env)
+        self._env = os.environ if env is None else env
+        self.timeout = _timeout(self._env)
         self._client: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
 
@@ -130,9 +160,37 @@ class RedisRoom:
             script = self._scripts[name] = self._redis().register_script(getattr(redis_lua, name))
         return script
 
+    def _again(self, what: str, call: Callable[[], _T], lost: Callable[[bool, int], str]) -> _T:
+        """`call` (a command carrying its own ID, so running it twice is running it once),
+        sent again after a lost reply or a dropped connection, with backoff, for as long as
+        the socket timeout allows (at least MIN_RETRIES times). When every attempt failed,
+        `lost(sent, tries)` says what that means (sent: some attempt may have reached the
+        server, as opposed to every one failing to connect)."""
+        sent = False
+        tries = 0
+        started = time.monotonic()
+        last: BaseException | None = None
+        while True:
+            with self._errors(what):
+                try:
+                    return call()
+                except redis.AuthenticationError:
+                    raise
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    sent = sent or not _never_sent(exc)
+                    last = exc
+            if tries >= MIN_RETRIES and time.monotonic() - started >= self.timeout:
+                break
+            time.sleep(min(RETRY_MAX_WAIT, RETRY_FIRST_WAIT * 2**tries))
+            tries += 1
+        with self._errors(what, lost=lambda: lost(sent, tries)):
+            raise last
+        raise AssertionError("unreachable")
+
     @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        """Turn every client failure into one line naming the room and its host."""
+    def _errors(self, what: str, lost: Callable[[], str] | None = None) -> Iterator[None]:
+        """Turn every client failure into one line naming the room and its host. `lost`
+        says what an unreachable server means for this command (default: a read-only one)."""
         room = f"redis room {self.address.name} at {self.address.where}"
         try:
             yield
@@ -145,12 +203,15 @@ class RedisRoom:
             reason = _one_line(exc)
             if self.address.password:
                 reason = reason.replace(self.address.password, "***")
+            if lost is not None:
+                outcome = lost()
+            elif what == "ack":
+                outcome = "the ack may or may not have happened: check `room status`"
+            else:
+                outcome = "nothing was changed by this command"
             raise RedisUnreachable(
                 f"{room}: {what} failed: server unreachable within {self.timeout:g} s "
-                f"({reason}); nothing was changed by this command"
-                if what != "ack"
-                else f"{room}: ack failed: server unreachable within {self.timeout:g} s "
-                f"({reason}); the ack may or may not have happened: check `room status`"
+                f"({reason}); {outcome}"
             ) from None
         except redis.ResponseError as exc:
             msg = _one_line(exc)
@@ -185,8 +246,21 @@ class RedisRoom:
             raise InvalidInput("a pushed line must not contain a newline")
         if b"\0" in data:
             raise InvalidInput("a pushed line must not contain a NUL byte")
-        with self._errors("push"):
-            entry_id = self._redis().xadd(self.key, {LINE_FIELD: data})
+        push_id = new_id()
+        keys = [self.key, f"{self.key}:push:{push_id}"]
+        script = self._script("PUSH")
+
+        def lost(sent: bool, tries: int) -> str:
+            if not sent:
+                return "nothing was changed by this command (it never reached the server)"
+            return (
+                f"whether the line was stored is unknown (push {push_id}, retried {tries} "
+                "times): look for it (`room tail`) before pushing it again"
+            )
+
+        entry_id, _dup = self._again(
+            "push", lambda: script(keys=keys, args=[data, PUSH_WINDOW_S]), lost
+        )
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
 
     # ----- read ---------------------------------------------------------------------------
@@ -202,9 +276,14 @@ class RedisRoom:
         Recorded only once delivered, as for files: `deliver` gets the lines first, and the
         receipt is stored only if it returns. `reader` binds the receipt to one reader."""
         check_name(session)
-        with self._errors("read"):
-            epoch, added, entries = self._snapshot()
+        read_id = new_id()
+        epoch, added, entries = self._again(
+            "read",
+            self._snapshot,
+            lambda _sent, _tries: "nothing was delivered and no receipt was recorded: read again",
+        )
         result, receipt = self._receipt_of(entries, epoch, added, reader)
+        receipt["read"] = read_id
         if deliver is not None:
             taken = deliver(result)
             if taken is not None and taken < len(entries):
@@ -212,11 +291,37 @@ class RedisRoom:
                 # receipt covers exactly those; entries-added as if the read ended there.
                 added -= len(entries) - taken
                 result, receipt = self._receipt_of(entries[:taken], epoch, added, reader)
-        with self._errors("read"):
-            self._script("COMMIT_RECEIPT")(
-                keys=self._keys[1:2], args=[session, json.dumps(receipt)]
+                receipt["read"] = read_id
+        doubts = self._doubts()
+        fence = doubts.get(session) or ""
+        script = self._script("COMMIT_RECEIPT")
+        args = [session, json.dumps(receipt), read_id, fence]
+
+        def lost(_sent: bool, _tries: int) -> str:
+            failed = doubts.put(session, read_id)
+            said = (
+                "the lines were delivered, but whether their receipt was stored is unknown "
+                f"(read {read_id})"
             )
+            if failed is not None:
+                return (
+                    f"{said}, and the marker that refuses the next ack could not be "
+                    f"written ({failed}): read again before any ack"
+                )
+            return f"{said}; the next ack of session {session!r} is refused: read again"
+
+        stored = self._again("read", lambda: script(keys=self._keys[1:2], args=args), lost)
+        if not int(stored):
+            raise RoomUnavailable(
+                f"redis room {self.address.name} at {self.address.where}: read {read_id} was "
+                "given up for lost by an ack meanwhile; no receipt was recorded: read again"
+            )
+        if fence:
+            doubts.clear(session, fence)
         return result
+
+    def _doubts(self) -> Doubts:
+        return Doubts(self.address.name, self._env)
 
     def _receipt_of(
         self, entries: list[Any], epoch: int, added: int, reader: str | None
@@ -279,12 +384,22 @@ class RedisRoom:
             res = self.ack(session, reader=reader)
             mode_all = cast("AckMode", "all" if res.mode == "prefix" else res.mode)
             return AckResult(mode_all, res.acked, res.preserved, res.message, got.lines)
+        doubts = self._doubts()
+        doubt = doubts.get(session) or ""
         with self._errors("ack"):
             mode_b, acked, preserved, epoch, entries, unread = self._script("ACK")(
                 keys=self._keys,
-                args=[session, repr(self._clock()), "1" if all else "0", reader or ""],
+                args=[session, repr(self._clock()), "1" if all else "0", reader or "", doubt],
             )
+        if doubt:
+            doubts.clear(session, doubt)  # the server has fenced that read off
         mode = cast("AckMode", mode_b.decode())
+        if mode == "doubt":
+            raise cold_ack(
+                session,
+                f"its last read ({doubt}) lost its reply, so which lines it covers is unknown",
+                int(unread),
+            )
         if mode == "refused":
             raise cold_ack(session, "no unacked read of this room", int(unread))
         if mode == "other-reader":
