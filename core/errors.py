@@ -33,6 +33,11 @@ class CorruptState(AckdeckError):
     """A ledger, receipt or wake file failed to parse. It is kept on disk, never deleted."""
 
 
+class NotRegular(CorruptState):
+    """A state file replaced by a directory, FIFO, socket, device or symlink. It is never
+    opened for reading (a FIFO would block the reader for good) and is left in place."""
+
+
 class ColdAck(AckdeckError):
     """An ack without a prior read. Nothing was written. `unread` is how many complete lines
     the room held when it refused (all of them kept: a refused ack's `preserved`)."""

@@ -143,7 +143,8 @@ def test_a_fifo_notice_state_is_set_aside_not_waited_on(home: Path) -> None:
 
 
 def test_read_state_refuses_every_non_regular_kind(tmp_path: Path) -> None:
-    from ackdeck.core.base.statefile import NotRegular, read_state
+    from ackdeck.core.base.statefile import read_state
+    from ackdeck.core.errors import NotRegular
 
     f = tmp_path / "f"
     f.write_bytes(b"x")

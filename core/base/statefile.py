@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.record import Record
-from ackdeck.core.errors import CorruptState, RecordError
+from ackdeck.core.errors import CorruptState, NotRegular, RecordError
 
 if TYPE_CHECKING:
     from typing import TypeVar
@@ -27,11 +27,6 @@ _KINDS = {
     stat.S_IFBLK: "a block device",
     stat.S_IFLNK: "a symlink",
 }
-
-
-class NotRegular(CorruptState):
-    """A state file replaced by a directory, FIFO, socket, device or symlink. It is never
-    opened for reading (a FIFO would block the reader for good) and is left in place."""
 
 
 def open_state(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int | None:
