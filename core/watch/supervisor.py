@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ackdeck.core.base.diskfull import Backoff
 from ackdeck.core.base.locks import locked
 from ackdeck.core.watch import holders
 from ackdeck.core.watch.runs import (
@@ -174,7 +175,7 @@ def _reply(fd: int, msg: dict[str, object]) -> None:
 def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) -> int:
     meta = load_meta(rdir)
     assert meta is not None
-    tail = Tail(home, rdir, meta, clock=clock)
+    tail = Tail(home, rdir, meta, clock=clock, patient=True)
     log = output_path(rdir)
     looked = 0.0  # monotonic time of the last look for processes still writing the output
     while True:
@@ -185,6 +186,9 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
                 break
             looked = time.monotonic()
         timeout: float | None = HOLDERS_EVERY if exited else None
+        if tail.holding():  # matches a full disk kept from their wake record
+            tail.retry_held()
+            timeout = min(timeout or POLL, max(tail.space.due_in(), 0.01))
         if tail.active():  # else nothing to scan (no monitor, or max_events reached)
             if tail.pump():
                 tail.flush_due()
@@ -204,13 +208,19 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
     # Wakes first, status second: anyone who sees the final status (a test, a hook, the
     # dashboard) also finds every match and the exit notice already in the wake store. The
     # supervisor lock is still held, so nobody mistakes this moment for a crash.
+    # Out of space, both wait for it (the exit status exists only in this process).
     tail.finish(kind="exited", status=status, exit_code=code)
-    with locked(lock_path(rdir)):
-        current: RunMeta = load_meta(rdir) or meta
-        store_meta(
-            rdir,
-            current.model_copy(update={"status": status, "exit_code": code, "ended_at": clock()}),
-        )
+    ended = clock()
+
+    def record_end() -> None:
+        with locked(lock_path(rdir)):
+            current: RunMeta = load_meta(rdir) or meta
+            store_meta(
+                rdir,
+                current.model_copy(update={"status": status, "exit_code": code, "ended_at": ended}),
+            )
+
+    Backoff().until_written(record_end)
     return 0
 
 

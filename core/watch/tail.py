@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ackdeck.core.base.diskfull import Backoff, is_no_space
 from ackdeck.core.watch import gate, shown, wakes
 from ackdeck.core.watch.monitors import Batch, LineBuffer, LineMatcher, MatchedLine
 from ackdeck.core.watch.runs import (
@@ -35,8 +36,19 @@ PERSIST_EVERY = 1.0
 
 
 class Tail:
-    def __init__(self, home: Path, rdir: Path, meta: RunMeta, *, clock: Clock = time.time):
+    def __init__(
+        self,
+        home: Path,
+        rdir: Path,
+        meta: RunMeta,
+        *,
+        clock: Clock = time.time,
+        patient: bool = False,
+    ):
+        """`patient` (the supervisor): a full disk never fails a write, it is waited out with
+        the unwritten matches kept in memory; otherwise (a reconcile in some command) it raises."""
         self.home, self.rdir, self.meta, self.clock = home, rdir, meta, clock
+        self.patient = patient
         state = load_monitors_state(rdir) or MonitorsState()
         n = len(meta.monitors)
         counters = [
@@ -54,6 +66,8 @@ class Tail:
         # pending line may have pulled the shared resume point further back).
         self.skip_before = [c.resume_offset for c in counters]
         self.unmerged = [0] * n
+        self.held: list[list[MatchedLine]] = [[] for _ in range(n)]  # waiting for disk space
+        self.space = Backoff()
         self.done = state.done
         self._fd: int | None = None
         self._chunk: bytearray | None = None
@@ -145,11 +159,15 @@ class Tail:
         # Progress (offset, matches seen) is saved at most once a second, and only if it moved.
         progress = (self.buf.offset, sum(b.matches for b in self.batches))
         stale = progress != self._persisted_seen and now - self._persisted_at >= PERSIST_EVERY
-        if self.matchers and (flushed or stale):
-            self.persist()
+        if self.matchers and (flushed or stale) and self.space.due():
+            try:
+                self.persist()
+            except OSError as exc:
+                if not is_no_space(exc) or not self.patient:
+                    raise
+                self.space.failed()  # progress is saved again once there is space
 
     def _flush(self, i: int, lines: list[MatchedLine], status: str) -> None:
-        spec = self.meta.monitors[i]
         # Fast path of the gate: drop lines the owner was already shown in this run. The
         # authoritative check runs again at delivery (wakes.drain).
         seen = shown.shown_intervals(self.rdir, self.meta.session)
@@ -162,7 +180,16 @@ class Tail:
         c.events = self.batches[i].events
         c.suppressed += len(split.suppress)
         self.unmerged[i] += len(lines)
-        if keep:
+        self._merge_lines(i, keep, status)
+
+    def _merge_lines(self, i: int, keep: list[MatchedLine], status: str) -> None:
+        """Merge monitor i's lines (after any held back by a full disk) into the owner's wake
+        record. Out of space, they are held in memory and merged by a later retry."""
+        keep = self.held[i] + keep
+        if not keep:
+            return
+        spec = self.meta.monitors[i]
+        try:
             wakes.merge(
                 self.home,
                 self.meta.session,
@@ -176,7 +203,25 @@ class Tail:
                 status=status,
                 clock=self.clock,
             )
-            self.unmerged[i] = 0
+        except OSError as exc:
+            if not is_no_space(exc) or not self.patient:
+                raise
+            self.held[i] = keep
+            self.space.failed()
+            return
+        self.held[i] = []
+        self.unmerged[i] = 0
+        self.space.succeeded()
+
+    def holding(self) -> bool:
+        """Matched lines wait in memory for space to write them."""
+        return any(self.held)
+
+    def retry_held(self, status: str = "running") -> None:
+        """Try the held lines again once their backoff is due."""
+        if self.holding() and self.space.due():
+            for i in range(len(self.held)):
+                self._merge_lines(i, [], status)
 
     def finish(
         self, *, kind: str, status: str, exit_code: int | None, final_fragment: bool = True
@@ -192,30 +237,40 @@ class Tail:
             for i, b in enumerate(self.batches):
                 if b.pending:
                     self._flush(i, b.take(), status)
+        # The end is written whatever it takes: the held lines, the exit notice and the final
+        # progress exist only in this process, so a full disk is waited out, never given up.
+        while self.holding():
+            time.sleep(self.space.due_in())
+            self.retry_held(status)
+        write = self.space.until_written if self.patient else _at_once
         if self.meta.monitors:
             spec = self.meta.monitors[0]
-            wakes.merge(
-                self.home,
-                self.meta.session,
-                self.meta.name,
-                run_id=self.meta.run_id,
-                kind=kind,
-                filter=spec.pattern,
-                exclude=spec.exclude,
-                matches=sum(self.unmerged),
-                status=status,
-                exit_code=exit_code,
-                clock=self.clock,
+            write(
+                lambda: wakes.merge(
+                    self.home,
+                    self.meta.session,
+                    self.meta.name,
+                    run_id=self.meta.run_id,
+                    kind=kind,
+                    filter=spec.pattern,
+                    exclude=spec.exclude,
+                    matches=sum(self.unmerged),
+                    status=status,
+                    exit_code=exit_code,
+                    clock=self.clock,
+                )
             )
             self.unmerged = [0] * len(self.unmerged)
         self.done = True
-        self.persist()
+        write(self.persist)
         self.close()
 
     def persist(self) -> None:
         resume = self.buf.frag_start
         for i, b in enumerate(self.batches):
             start = b.pending[0].start if b.pending else self.buf.frag_start
+            if self.held[i]:  # not in the wake record yet: a rescan must find them again
+                start = min(start, self.held[i][0].start)
             self.counters[i].resume_offset = start
             resume = min(resume, start)
         store_monitors_state(
@@ -229,6 +284,10 @@ class Tail:
         )
         self._persisted_at = self.clock()
         self._persisted_seen = (self.buf.offset, sum(b.matches for b in self.batches))
+
+
+def _at_once(write: Callable[[], object]) -> object:
+    return write()
 
 
 def total_matches(rdir: Path) -> int:
