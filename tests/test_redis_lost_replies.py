@@ -96,6 +96,30 @@ def test_a_push_whose_reply_was_lost_is_stored_once_and_says_pushed(
     assert _entries(redis_server, name) == [b"build 4512 failed"]  # once, not twice
 
 
+async def test_the_mcp_push_says_pushed_after_a_lost_reply_and_stores_once(
+    redis_server: RedisServer, proxy: ReplyDropper, home: Path, name: str
+) -> None:
+    from mcp import Client, StdioServerParameters
+
+    from tests.test_mcp import call, text_of
+
+    url = proxy.url(name)
+    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent"]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*args, "--room", url],
+        env={"PYTHONPATH": str(REPO), "ACKDECK_REDIS_TIMEOUT": "10"},
+        cwd=str(REPO),
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        proxy.drop_next(_push_command)
+        pushed = await call(client, "room_push", {"room": name, "text": "by agent"})
+        assert len(proxy.dropped) == 1
+        assert not pushed.is_error, text_of(pushed)
+        assert text_of(pushed).startswith("pushed one line")
+    assert _entries(redis_server, name) == [b"by agent"]
+
+
 def test_a_push_that_never_learns_its_outcome_says_unknown_and_is_still_stored_once(
     redis_server: RedisServer, proxy: ReplyDropper, env: dict[str, str], name: str
 ) -> None:
@@ -131,6 +155,27 @@ def test_a_read_whose_receipt_reply_was_lost_is_recorded_once(
     assert acked.returncode == 0, acked.stderr
     assert json.loads(acked.stdout)["acked"] == 2
     assert room.status().pending == 0
+    room.close()
+
+
+def test_an_ack_whose_reply_was_lost_is_answered_from_the_server_not_applied_twice(
+    redis_server: RedisServer, proxy: ReplyDropper, env: dict[str, str], name: str
+) -> None:
+    room = open_room(redis_server.url(name))
+    room.push("a")
+    room.push("b")
+    assert _cli(env, "room", "read", proxy.url(name), "--session", "s").stdout == "a\nb\n"
+    room.push("late")  # arrived after the read: must survive the ack and its retry
+    proxy.drop_next(_script("ACK"))
+    acked = _cli(env, "room", "ack", proxy.url(name), "--session", "s", "--json")
+    assert len(proxy.dropped) == 1
+    assert acked.returncode == 0, acked.stderr
+    got = json.loads(acked.stdout)
+    assert (got["mode"], got["acked"], got["preserved"]) == ("prefix", 2, 1)
+    assert _entries(redis_server, name) == [b"late"]
+    direct = redis.Redis(port=redis_server.port)
+    assert direct.xlen(f"ackdeck:room:{{{name}}}:audit") == 1  # one ack, not two
+    direct.close()
     room.close()
 
 

@@ -5,8 +5,11 @@ Keys of room NAME (the `{NAME}` hash tag keeps them in one cluster slot):
   ackdeck:room:{NAME}:meta      hash: epoch, hw, foreign, removed, cut, acked, preserved,
                                 last_ack, and one field `r:SESSION` per session holding its
                                 JSON receipt {epoch, first, last, count, added, digest, acked,
-                                read_at, reader}
+                                read_at, reader, read (the read's ID), and once acked ack_id,
+                                ack_mode, ack_n, ack_left}; `x:SESSION`: the ID of a read
+                                whose reader never learned its outcome (fenced: never stored)
   ackdeck:room:{NAME}:audit     stream of acks (capped at about 10,000 entries)
+  ackdeck:room:{NAME}:push:ID   a push's entry ID for PUSH_WINDOW_S (its dedup entry)
 
 The receipts share the meta hash so that an ack reads its receipt with the counters in one
 HMGET and writes both back in one HSET: an ack is five server commands (XINFO STREAM, HMGET,
@@ -205,8 +208,10 @@ return 1
 
 # KEYS: stream, meta, audit. ARGV: session, now, all ('1' or '0'), reader ('' none), doubt
 # (the ID of this session's last read when its reader could not learn whether its receipt was
-# stored; '' none). Returns {mode, acked, preserved, epoch, entries (for all), unread (for
-# refused)}; mode `doubt` when a receipt ack was refused for that reason.
+# stored; '' none), ack ID ('' none). Returns {mode, acked, preserved, epoch, entries (for
+# all), unread (for refused)}; mode `doubt` when a receipt ack was refused for that reason.
+# An ack that removed or settled a receipt records its ID and outcome in it: the same ack sent
+# again after a lost reply returns that outcome instead of acking anything twice.
 # A prefix ack is five commands: XINFO STREAM, HMGET (counters and receipt), XTRIM, XADD
 # (audit), HSET (counters and receipt); every other outcome is at most three.
 ACK = (
@@ -217,7 +222,13 @@ local s = stream_state(KEYS[1])
 local m, raw = load_meta(KEYS[2], 'r:' .. session)
 local dirty = settle(s, m)
 witness(KEYS[1], s)
-local doubt = ARGV[5] or ''
+local doubt, ack_id = ARGV[5] or '', ARGV[6] or ''
+if ack_id ~= '' and raw then
+  local ok, done = pcall(cjson.decode, raw)
+  if ok and type(done) == 'table' and done.ack_id == ack_id then
+    return {done.ack_mode, done.ack_n, done.ack_left, m.epoch, {}, 0}
+  end
+end
 if doubt ~= '' then
   -- The doubtful read can never be stored from now on (its command may still arrive).
   redis.call('HSET', KEYS[2], 'x:' .. session, doubt)
@@ -306,6 +317,7 @@ end
 if r.count == 0 or not idlt(m.cut, r.last) then
   -- an empty read, or every entry of it was already acked (by this or another session)
   r.acked = true
+  r.ack_id, r.ack_mode, r.ack_n, r.ack_left = ack_id, 'noop', 0, s.length
   local left = finish('noop', 0, '', '', '', r)
   return {'noop', 0, left, m.epoch, {}, 0}
 end
@@ -327,6 +339,7 @@ if n == 0 or oldest == '' or idlt(r.last, oldest)
 end
 local removed = remove(r.last, n)
 r.acked = true
+r.ack_id, r.ack_mode, r.ack_n, r.ack_left = ack_id, 'prefix', removed, s.length - removed
 local left = finish('prefix', removed, r.first, r.last, r.digest, r)
 return {'prefix', removed, left, m.epoch, {}, 0}
 """

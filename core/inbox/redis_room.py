@@ -386,11 +386,29 @@ class RedisRoom:
             return AckResult(mode_all, res.acked, res.preserved, res.message, got.lines)
         doubts = self._doubts()
         doubt = doubts.get(session) or ""
-        with self._errors("ack"):
-            mode_b, acked, preserved, epoch, entries, unread = self._script("ACK")(
-                keys=self._keys,
-                args=[session, repr(self._clock()), "1" if all else "0", reader or "", doubt],
-            )
+        ack_id = new_id()
+        script = self._script("ACK")
+        args = [session, repr(self._clock()), "1" if all else "0", reader or "", doubt, ack_id]
+
+        def call() -> Any:
+            return script(keys=self._keys, args=args)
+
+        if all:
+            # Not sent again: the entries an ack --all removed cannot be handed out twice.
+            with self._errors("ack"):
+                got = call()
+        else:
+
+            def lost(sent: bool, tries: int) -> str:
+                if not sent:
+                    return "nothing was changed by this command (it never reached the server)"
+                return (
+                    f"the ack may or may not have happened (ack {ack_id}, retried {tries} "
+                    "times): check `room status`"
+                )
+
+            got = self._again("ack", call, lost)
+        mode_b, acked, preserved, epoch, entries, unread = got
         if doubt:
             doubts.clear(session, doubt)  # the server has fenced that read off
         mode = cast("AckMode", mode_b.decode())
