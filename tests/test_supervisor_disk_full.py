@@ -110,3 +110,32 @@ def test_a_supervisor_waits_out_a_full_disk_and_loses_nothing(tmp_path: Path) ->
         texts = [x.text for d in res.delivered for x in d.lines]
         assert texts == [f"ERR during {i}" for i in range(5)] + ["ERR after"]
         assert [(d.kind, d.exit_code) for d in res.delivered] == [("exited", 3)]
+
+
+def test_an_exhausted_quota_is_waited_out_like_a_full_disk_and_other_errors_raise() -> None:
+    """EDQUOT cannot be produced on this kernel's tmpfs (no quota support): the rule that
+    treats it as ENOSPC is checked on the write wrapper the supervisor uses."""
+    import errno
+
+    import pytest
+
+    from ackdeck.core.base.diskfull import Backoff
+
+    now = [0.0]
+    tries: list[int] = []
+
+    def write() -> str:
+        tries.append(1)
+        if len(tries) < 4:
+            raise OSError(errno.EDQUOT if len(tries) % 2 else errno.ENOSPC, "no space")
+        return "written"
+
+    space = Backoff(clock=lambda: now[0])
+    assert space.until_written(write) == "written" and len(tries) == 4
+    assert not space.waiting
+
+    def broken() -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    with pytest.raises(OSError, match="I/O error"):
+        Backoff().until_written(broken)
