@@ -98,6 +98,18 @@ def new_id() -> str:
     return os.urandom(16).hex()
 
 
+def _unknown(outcome: str) -> Callable[[bool, int], str]:
+    """What a failed write says (`lost` of `_again`): nothing changed when no attempt reached
+    the server, else `outcome`, whose `{tries}` is how often it was sent again."""
+
+    def lost(sent: bool, tries: int) -> str:
+        if not sent:
+            return "nothing was changed by this command (it never reached the server)"
+        return outcome.format(tries=tries)
+
+    return lost
+
+
 def _never_sent(exc: BaseException) -> bool:
     """Did the command fail before reaching the server (connecting), rather than after it was
     sent (a lost reply, a connection dropped mid-command)? redis-py says `connecting to`."""
@@ -250,14 +262,10 @@ class RedisRoom:
         keys = [self.key, f"{self.key}:push:{push_id}"]
         script = self._script("PUSH")
 
-        def lost(sent: bool, tries: int) -> str:
-            if not sent:
-                return "nothing was changed by this command (it never reached the server)"
-            return (
-                f"whether the line was stored is unknown (push {push_id}, retried {tries} "
-                "times): look for it (`room tail`) before pushing it again"
-            )
-
+        lost = _unknown(
+            f"whether the line was stored is unknown (push {push_id}, retried {{tries}} "
+            "times): look for it (`room tail`) before pushing it again"
+        )
         entry_id, _dup = self._again(
             "push", lambda: script(keys=keys, args=[data, PUSH_WINDOW_S]), lost
         )
@@ -398,15 +406,10 @@ class RedisRoom:
             with self._errors("ack"):
                 got = call()
         else:
-
-            def lost(sent: bool, tries: int) -> str:
-                if not sent:
-                    return "nothing was changed by this command (it never reached the server)"
-                return (
-                    f"the ack may or may not have happened (ack {ack_id}, retried {tries} "
-                    "times): check `room status`"
-                )
-
+            lost = _unknown(
+                f"the ack may or may not have happened (ack {ack_id}, retried {{tries}} "
+                "times): check `room status`"
+            )
             got = self._again("ack", call, lost)
         mode_b, acked, preserved, epoch, entries, unread = got
         if doubt:
