@@ -113,7 +113,7 @@ def test_json_ack_all_piped_into_head_removes_nothing(
     got = json.loads((tmp_path / "out.json").read_bytes())
     assert (got["mode"], got["acked"], got["preserved"]) == ("all", 20000, 0)
     assert got["lines"][0] == "note 1" and len(got["lines"]) == 20000
-    assert set(got) == {"room", "path", "mode", "acked", "preserved", "message", "lines"}
+    assert set(got) == {"room", "path", "mode", "acked", "preserved", "message", "lines", "note"}
     assert (tmp_path / "r").read_bytes() == b""
 
 
@@ -268,8 +268,7 @@ def test_a_stale_ack_says_stale_once(tmp_path: Path, cli_env: dict[str, str]) ->
     )
     assert out.returncode == 0, out.stderr
     assert out.stderr.decode() == (
-        "stale: the room was rewritten since this read; nothing was removed. "
-        "Read the room again, then ack\n"
+        "nothing acked: the room was rewritten since this read; read r again, then ack\n"
     )
 
 
@@ -476,8 +475,15 @@ def test_room_commands_honour_ackdeck_session(tmp_path: Path, cli_env: dict[str,
     )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "r").read_bytes() == b""
-    out = sh(cli_env, "ackdeck room read r", tmp_path)
-    assert out.returncode == 1 and "ACKDECK_SESSION" in out.stderr.decode()
+    # Neither --session nor ACKDECK_SESSION: the session is `default`, as for `run` (issue 23:
+    # one rule for every command), so a read and an ack without either pair up.
+    assert "ACKDECK_SESSION" not in cli_env
+    out = sh(cli_env, "printf 'b\\n' > r && ackdeck room read r", tmp_path)
+    assert (out.returncode, out.stdout) == (0, b"b\n"), out.stderr
+    out = sh(cli_env, "ackdeck room status r --session default", tmp_path)
+    assert b"  default: 1 in flight, 0 unread\n" in out.stdout, out.stderr
+    out = sh(cli_env, "ackdeck room ack r", tmp_path)
+    assert out.returncode == 0 and (tmp_path / "r").read_bytes() == b"", out.stderr
 
 
 @pytest.mark.parametrize("where", ["tmp", "/dev/shm"])

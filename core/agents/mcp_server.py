@@ -137,7 +137,8 @@ class AgentDoor:
     def _list_reply(self, got: rooms.Lines, waiting: int) -> Reply:
         lines = got.lines
         if not lines:
-            return reply(got, f"no new lines in {got.room} ({got.path}); nothing to ack")
+            text = f"no new lines in {got.room} ({got.path}); nothing to ack"
+            return reply(got, text if got.note is None else f"{text}. {got.note}")
         head = (
             f"{len(lines)} new line(s) in {got.room} ({got.path}), "
             f"stream bytes [{got.start}, {got.end}) epoch {got.epoch}:"
@@ -193,7 +194,7 @@ class AgentDoor:
             f"{row.room}{' (default)' if row.default else ''}: {row.unread} unread, "
             f"{row.in_flight} in flight (read, not acked), {row.status.pending} pending, "
             f"{row.status.acked_total} acked, {row.status.preserved_total} preserved"
-            + ("" if row.status.exists else " [file does not exist yet]")
+            + ("" if row.note is None else f". {row.note}")
             for row in report.rooms
         )
         return reply(report, text)

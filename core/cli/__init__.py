@@ -96,6 +96,53 @@ class _Parser(argparse.ArgumentParser):
         prefix = f"{where}: " if where else ""
         raise UsageError(f"{prefix}{message} (see --help)")
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A mistyped command or choice names the closest ones (`rooom`: did you mean room?)."""
+        if action.choices is None or value in action.choices:
+            return
+        from ackdeck.core.base.suggest import did_you_mean  # only on this error path
+
+        choices = [str(c) for c in action.choices]
+        raise argparse.ArgumentError(
+            action,
+            f"invalid choice: {value!r}{did_you_mean(str(value), choices)} "
+            f"(choose from {', '.join(map(repr, choices))})",
+        )
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse, and each argument no parser knew remembers the innermost parser it
+        reached (a subcommand's), so the error can name that command and its nearest option;
+        argparse itself reports them all from the top parser."""
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras:
+            unknown = vars(ns).setdefault(_UNKNOWN, {})
+            for arg in extras:
+                unknown.setdefault(arg, self)
+        return ns, extras
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            arg = extras[0]
+            parser = vars(ns).get(_UNKNOWN, {}).get(arg, self)
+            parser.error(_unknown_argument(parser, arg))
+        vars(ns).pop(_UNKNOWN, None)
+        return ns
+
+
+_UNKNOWN = "_ackdeck_unknown"  # namespace key: unknown argument -> the parser it reached
+
+
+def _unknown_argument(parser: argparse.ArgumentParser, arg: str) -> str:
+    """`unknown option --sesion; did you mean --session?` (or an unexpected word)."""
+    from ackdeck.core.base.suggest import did_you_mean  # only on this error path
+
+    if arg.startswith("-") and arg != "-":
+        name = arg.split("=", 1)[0]
+        options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+        return f"unknown option {name}{did_you_mean(name, options)}"
+    return f"unexpected argument {arg!r}"
+
 
 class _Version(argparse.Action):
     """`--version`: the package metadata's version, read only when asked for (importlib.metadata
@@ -170,13 +217,18 @@ def _command_path(argv: Sequence[str]) -> list[str] | None:
     command = _command_of(args)
     if command is None or command not in args:
         return None
-    rest = args[args.index(command) + 1 :]
+    rest = iter(args[args.index(command) + 1 :])
     for arg in rest:
         if arg == "--":
             break
-        if not arg.startswith("-"):
+        if arg in _GLOBAL_WITH_VALUE:
+            next(rest, None)  # `room --home D read`: D is not the subcommand
+        elif not arg.startswith("-"):
             return [command, arg]
     return [command]
+
+
+_GLOBAL_WITH_VALUE = ("--home",)  # global options that take a value (the next word)
 
 
 def _show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -204,7 +256,7 @@ def _command_of(argv: Sequence[str]) -> str | None:
     """The command word: the first argument that is neither a global option nor its value."""
     it = iter(argv)
     for arg in it:
-        if arg == "--home":
+        if arg in _GLOBAL_WITH_VALUE:
             next(it, None)
         elif arg == "--":
             return next(it, None)
@@ -245,7 +297,14 @@ def _build_parser(
     parser.add_argument(
         "--home",
         default=os.environ.get("ACKDECK_HOME"),
-        help="state directory for processes and wakes (env ACKDECK_HOME; default ~/.ackdeck)",
+        help=_HOME_HELP + " (before or after the command)",
+    )
+    parser.add_argument(
+        "--json",
+        dest=_JSON_BEFORE,
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the result as JSON, for commands that have --json (before or after it)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     command = _command_of(argv) if argv is not None else None
@@ -263,7 +322,43 @@ def _build_parser(
                 if name not in sub.choices:
                     extra[name]()(sub)
     _help_when_bare(parser)
+    _home_after_the_command(parser)
     return parser
+
+
+_HOME_HELP = "state directory for processes and wakes (env ACKDECK_HOME; default ~/.ackdeck)"
+_JSON_BEFORE = "_json_before_the_command"
+
+
+def _home_after_the_command(parser: argparse.ArgumentParser) -> None:
+    """`--home` is accepted after the command too (`ackdeck ps --home D`): every command's own
+    parser gets it, defaulting to nothing so that a `--home` before the command still holds."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                if "--home" not in child._option_string_actions:
+                    child.add_argument("--home", default=argparse.SUPPRESS, help=_HOME_HELP)
+                _home_after_the_command(child)
+
+
+def _json_before_the_command(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """`ackdeck --json ps` is `ackdeck ps --json`; a command without --json refuses it."""
+    if not vars(args).pop(_JSON_BEFORE, False) or getattr(args, "command", None) is None:
+        return
+    if "json" not in vars(args):
+        words = " ".join(_command_path(argv) or [args.command])
+        raise UsageError(f"{words}: --json does not apply to this command (see --help)")
+    args.json = True
+
+
+# The session rule, one for every command that acts as a session (README "Sessions").
+DEFAULT_SESSION = "default"
+SESSION_HELP = "default: env ACKDECK_SESSION, else 'default'"
+
+
+def session_of(given: str | None) -> str:
+    """The session a command acts as: --session, else $ACKDECK_SESSION, else `default`."""
+    return given or os.environ.get("ACKDECK_SESSION") or DEFAULT_SESSION
 
 
 class ClosedStream:
@@ -308,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
+        _json_before_the_command(args, argv)
     except AckdeckError as exc:
         # UsageError, or a value core's own rule refused (--timeout: InvalidInput with the
         # message MCP gives for the same value).

@@ -10,9 +10,8 @@ from pathlib import Path
 
 from ackdeck.core.agents import hooks
 from ackdeck.core.base.names import check_name
+from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.errors import AckdeckError, InvalidInput
-
-DEFAULT_SESSION = "agent"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -111,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"install into the user-wide {hooks.user_settings_path()} instead (every project "
         "then shares one session's wakes)",
     )
-    p.add_argument("--session", default=DEFAULT_SESSION, help=f"default {DEFAULT_SESSION!r}")
+    _session_of_hook(p)
     p.add_argument(
         "--room", action="append", default=[], metavar="PATH", help="a room to report (repeatable)"
     )
@@ -124,12 +123,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_install)
 
     p = hsub.add_parser("bootstrap", help="print the session-start instructions for an agent")
-    p.add_argument("--session", default=DEFAULT_SESSION)
+    _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
     p.set_defaults(handler=_bootstrap)
 
     p = hsub.add_parser("prompt", help="print unread room lines (never acks); silent if none")
-    p.add_argument("--session", default=DEFAULT_SESSION)
+    _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
     p.set_defaults(handler=_prompt)
 
@@ -141,7 +140,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "session; exit 0 otherwise, so it never blocks twice in a row for nothing new. Room "
         "lines are only mentioned, never read or acked.",
     )
-    p.add_argument("--session", default=DEFAULT_SESSION)
+    _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
     p.add_argument(
         "--settle", type=float, default=2.0, metavar="SECS", help="as for wakes drain (2)"
@@ -167,6 +166,13 @@ def _agent_session(args: argparse.Namespace, command: str) -> str:
             f"ackdeck {command} serves one agent session: give --session S or set ACKDECK_SESSION"
         )
     return check_name(session)
+
+
+def _session_of_hook(p: argparse.ArgumentParser) -> None:
+    """The agent session a hook reports to or installs for: the one rule of every command."""
+    p.add_argument(
+        "--session", default=session_of(None), help=f"the agent's session ({SESSION_HELP})"
+    )
 
 
 def _window(ms: int, flag: str) -> float:

@@ -10,6 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import emit_json, report, timeout_arg
 
 if TYPE_CHECKING:
@@ -40,10 +41,6 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def _default_session() -> str:
-    return os.environ.get("ACKDECK_SESSION") or "default"
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -59,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--session",
         metavar="S",
         action=_Once,
-        help="owner session of wakes (env ACKDECK_SESSION or default)",
+        help=f"owner session of wakes ({SESSION_HELP})",
     )
     p.add_argument(
         "--monitor",
@@ -98,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("output", help="read new output lines of a process (the agent's read)")
     p.add_argument("name", metavar="NAME")
-    p.add_argument("--session", default=None, help="reader session (env ACKDECK_SESSION)")
+    p.add_argument("--session", default=None, help=f"reader session ({SESSION_HELP})")
     p.add_argument("--run-id", default=None, help="a specific run (default: the latest)")
     p.add_argument("--filter", metavar="RE", default=None, help="keep only lines matching RE")
     p.add_argument("--exclude", action="store_true", help="keep only lines NOT matching RE")
@@ -134,7 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_wakes_list)
 
     p = wsub.add_parser("drain", help="deliver what the session was not shown, then ack it")
-    p.add_argument("--session", default=None, help="owner session (env ACKDECK_SESSION)")
+    p.add_argument("--session", default=None, help=f"owner session ({SESSION_HELP})")
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--hook", action="store_true", help="for Stop hooks: print the text and exit 2 if any"
@@ -144,7 +141,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = wsub.add_parser("dismiss", help="remove a session's wake record for NAME")
     p.add_argument("name", metavar="NAME")
-    p.add_argument("--session", default=None)
+    p.add_argument("--session", default=None, help=f"owner session ({SESSION_HELP})")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_wakes_dismiss)
 
@@ -156,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         args.home,
         args.name,
         list(args.cmd),
-        session=args.session or _default_session(),
+        session=session_of(args.session),
         monitor=args.monitor,
         exclude=args.exclude,
         cooldown_ms=args.cooldown_ms,
@@ -188,7 +185,7 @@ def _output(args: argparse.Namespace) -> int:
     res = procs.read_output(
         args.home,
         args.name,
-        args.session or _default_session(),
+        session_of(args.session),
         filter=args.filter,
         exclude=args.exclude,
         timeout=args.timeout,
@@ -355,7 +352,7 @@ def _wakes_drain(args: argparse.Namespace) -> int:
         return not args.hook or _write_stderr((res.text() + "\n").encode(), failed)
 
     res = wakes.drain(
-        args.home, args.session or _default_session(), settle_timeout=args.settle, deliver=deliver
+        args.home, session_of(args.session), settle_timeout=args.settle, deliver=deliver
     )
     _skipped(res.result.skipped)
     if failed:
@@ -388,7 +385,7 @@ def _write_stderr(data: bytes, failed: list[OSError]) -> bool:
 def _wakes_dismiss(args: argparse.Namespace) -> int:
     from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
-    done = wakes.dismiss(args.home, args.session or _default_session(), args.name)
+    done = wakes.dismiss(args.home, session_of(args.session), args.name)
     if args.json:
         what = f"dismissed the wake {done.name!r} of session {done.session!r}"
         report(what if done.dismissed else "nothing dismissed", lambda: emit_json(done.to_json()))

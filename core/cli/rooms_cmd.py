@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
-from ackdeck.core.cli import ClosedStream
+from ackdeck.core.cli import SESSION_HELP, ClosedStream, session_of
 from ackdeck.core.cli._output import JsonParts, emit_json, emit_text, report, timeout_arg
-from ackdeck.core.errors import AckdeckError, InvalidInput
+from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service import rooms
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.rooms import not_delivered
@@ -22,7 +22,7 @@ from ackdeck.core.service.rooms import not_delivered
 if TYPE_CHECKING:
     from ackdeck.core.service.roomref import RoomRef
 
-_SESSION_HELP = "reader session name (default: env ACKDECK_SESSION)"
+_SESSION_HELP = f"reader session ({SESSION_HELP})"
 _FOLLOW_HELP = (
     "work on a symlinked room's target (refused by default: a link could point the ack at any file)"
 )
@@ -30,12 +30,9 @@ _FOLLOW_HELP = (
 
 def _deck(args: argparse.Namespace, *, session: bool = True) -> tuple[Deck, RoomRef]:
     """The service for this command and its room: a path, or a redis://HOST[:PORT][/DB]/NAME
-    URL (docs/how-to/redis-rooms.md). The session comes from --session or the
-    environment; a command that needs one refuses to run without it."""
-    name: str | None = getattr(args, "session", None) or os.environ.get("ACKDECK_SESSION")
-    if session and not name:
-        raise InvalidInput("no session: pass --session NAME or set ACKDECK_SESSION")
-    deck = Deck(args.home, name or None, [args.room], follow_symlinks=args.follow_symlinks)
+    URL (docs/how-to/redis-rooms.md). The session follows the one rule (session_of)."""
+    name = session_of(getattr(args, "session", None)) if session else None
+    deck = Deck(args.home, name, [args.room], follow_symlinks=args.follow_symlinks)
     return deck, deck.rooms[0]
 
 
@@ -104,14 +101,35 @@ def _push(args: argparse.Namespace) -> int:
     deck, room = _deck(args, session=False)
     # The exact bytes of the argument (argv is decoded with surrogateescape).
     pushed = deck.push(room, os.fsencode(args.text))
+    done = f"pushed 1 line to {args.room}"
     if args.json:
-        report(f"pushed 1 line to {args.room}", lambda: emit_json(pushed.to_json()))
+        report(done, lambda: emit_json(pushed.to_json()))
+    elif _on_a_terminal():
+        # A person typed it: say where the line went. A script's pipe or file stays quiet.
+        from ackdeck.core.cli._words import pushed_sentence
+
+        report(done, lambda: emit_text(pushed_sentence(pushed) + "\n"))
     return 0
+
+
+def _on_a_terminal() -> bool:
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _note(note: str | None) -> None:
+    """The missing-room note, one line on stderr (text mode; JSON carries it as `note`)."""
+    if note is not None:
+        print(note, file=sys.stderr, flush=True)
 
 
 def _read(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
-    deck.read(room, deliver=_json_lines if args.json else _raw_lines)
+    got = deck.read(room, deliver=_json_lines if args.json else _raw_lines)
+    if not args.json:
+        _note(got.note)
     return 0
 
 
@@ -187,7 +205,9 @@ def _ack(args: argparse.Namespace) -> int:
         print(f"ackdeck: error: {result.refusal}", file=sys.stderr)
         return result.refusal.exit_code
     if not args.json:
-        report(done, lambda: print(f"{result.mode}: {result.message}", file=sys.stderr))
+        from ackdeck.core.cli._words import ack_sentence
+
+        report(done, lambda: print(ack_sentence(result), file=sys.stderr, flush=True))
     return 0
 
 
@@ -199,27 +219,15 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(found.to_json())
         return 0
+    from ackdeck.core.cli._words import status_lines
+
     for row in found.rooms:
-        st = row.status
-        mine = (
-            ""
-            if session is None
-            else f"; {session}: {row.in_flight} in flight, {row.unread} unread"
-        )
-        print(
-            f"{st.path}: {st.pending} pending, {st.partial_bytes} partial byte(s), "
-            f"{st.acked_total} acked, {st.preserved_total} preserved, epoch {st.epoch}{mine}"
-        )
-        if st.late_total or st.held_open:
-            print(
-                f"  late writers: {st.late_total} line(s) carried in from replaced files; "
-                f"{st.held_open} replaced file(s) still held open by a writer"
-            )
-        for name, s in st.sessions.items():
-            print(f"  {name}: {s.in_flight} in flight, {s.unread} unread")
+        _note(row.note)
+        print("\n".join(status_lines(row)))
     return 0
 
 
 def _wait(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
+    _note(deck.absent(room))  # then wait for its first line, as for any empty room
     return 0 if deck.wait(room, args.timeout) else EXIT_TIMEOUT

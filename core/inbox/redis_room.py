@@ -471,6 +471,11 @@ class RedisRoom:
         )
         return status, last_id.decode()
 
+    def exists(self) -> bool:
+        """Does the stream exist? (A missing stream is an empty room.)"""
+        with self._errors("status"):
+            return bool(self._redis().exists(self.key))
+
     def tail(self, count: int) -> list[bytes]:
         """The newest `count` lines, oldest first. Display only: records no receipt."""
         if count <= 0:

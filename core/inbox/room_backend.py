@@ -48,6 +48,7 @@ class RoomBackend(Protocol):
         deliver: Deliver | None = None,
     ) -> AckResult: ...
     def status(self) -> RoomStatus: ...
+    def exists(self) -> bool: ...  # the file (or stream) is there; a missing room is empty
     def tail(self, count: int) -> list[bytes]: ...  # newest lines, oldest first; no receipt
     def wait(
         self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None

@@ -490,6 +490,12 @@ class Room:
             h.close()
 
     # ----- status -------------------------------------------------------------------------
+    def exists(self) -> bool:
+        """Is something at the room's path? A missing room is an empty room (a producer creates
+        it); doors use this to say so. lexists: a symlink or FIFO there is not "missing", it is
+        refused by the operation that opens it."""
+        return os.path.lexists(self.path)
+
     def status(self) -> RoomStatus:
         """Counters for the room and every session that has read it. Never writes the room."""
         has_sidecar = self._side.ensure(create=False)

@@ -180,6 +180,14 @@ class Deck:
         with self._opened(ref) as room:
             return room.wait(session, timeout, stop)
 
+    def absent(self, ref: RoomRef) -> str | None:
+        """The words every door shows for a room that does not exist yet, else None."""
+        room = ref.open(clock=self._clock)
+        try:
+            return room_ops.absent(room, self.label(ref))
+        finally:
+            room.close()
+
     # ----- read-only views ----------------------------------------------------------------------
     def unread(self, ref: RoomRef) -> views.Unread:
         """The session's unread lines in `ref`, read and acked by nobody (the hooks' peek)."""

@@ -26,6 +26,7 @@ from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError
+from ackdeck.core.service.absent import absent_note
 from ackdeck.core.inbox.room_url import RedisAddress
 
 from ..coalesce import Coalescer
@@ -248,7 +249,7 @@ class LineView(ScrollView, can_focus=True):
             index = LineIndex.open(path)
             done = index.extend_step(FIRST_PAINT_BYTES, _cancelled)
         except FileNotFoundError:
-            self.post_message(IndexBuilt(key or "", None, 0, "the file does not exist (yet)"))
+            self.post_message(IndexBuilt(key or "", None, 0, absent_note(path.name, path)))
             return
         except OSError as exc:
             self.post_message(IndexBuilt(key or "", None, 0, f"cannot read: {exc.strerror}"))
@@ -308,7 +309,7 @@ class LineView(ScrollView, can_focus=True):
                 return
             probe = index.probe()
             if probe.verdict == "missing":
-                self.post_message(IndexBuilt(key or "", None, 0, "the file does not exist (yet)"))
+                self.post_message(IndexBuilt(key or "", None, 0, absent_note(path.name, path)))
             elif probe.verdict == "replaced":
                 fresh = LineIndex.open(path)
                 fresh.extend_to(fresh.size_now())
@@ -317,7 +318,7 @@ class LineView(ScrollView, can_focus=True):
                 count = index.extend_to(probe.size)
                 self.post_message(LinesIndexed(key or "", index, count, True))
         except FileNotFoundError:
-            self.post_message(IndexBuilt(key or "", None, 0, "the file does not exist (yet)"))
+            self.post_message(IndexBuilt(key or "", None, 0, absent_note(path.name, path)))
         except OSError as exc:
             self.post_message(IndexBuilt(key or "", None, 0, f"cannot read: {exc.strerror}"))
 

@@ -15,6 +15,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from ackdeck.core.service.absent import NOT_YET
+
 from ..state import (
     RateTracker,
     RoomRow,
@@ -269,7 +271,7 @@ class RoomsTable(KeyedTable):
                 out.append((r.key, [Text(r.label), dash, dash, dash, dash, err, "-", ""]))
                 continue
             st = r.status
-            pending = pending_cell(st.pending) if st.exists else Text("no file", style="dim")
+            pending = pending_cell(st.pending) if st.exists else Text(NOT_YET, style="dim")
             out.append(
                 (
                     r.key,

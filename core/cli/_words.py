@@ -1,0 +1,78 @@
+"""What the CLI says to a person, as pure functions of core's results (tested exhaustively in
+tests/test_cli_words.py). JSON output is the results' own `to_json()`, never these sentences.
+
+Each sentence leads with what happened ("acked 2 lines"), then what else a person needs
+("kept 1 that arrived meanwhile"), and states each fact once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ackdeck.core.service.rooms import Acked, Pushed, RoomState
+
+
+def lines(n: int) -> str:
+    """`1 line`, `2 lines`."""
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+# Core's ack messages explain a mode in one sentence written for logs and MCP ("...; nothing
+# was removed. Read the room again, then ack"). The sentence below leads with "nothing acked"
+# and ends with what to do, so those parts of the message would say it twice.
+_SAID_ALREADY = ("; nothing was removed", ". Read the room again, then ack", "; nothing to ack")
+
+
+def _reason(message: str) -> str:
+    for part in _SAID_ALREADY:
+        message = message.replace(part, "")
+    return message.strip()
+
+
+def ack_sentence(res: Acked) -> str:
+    """The one line `room ack` prints: what was removed, what was kept, or why nothing was."""
+    if res.note is not None:
+        return f"nothing acked: {res.note}"
+    if res.acked:
+        every = " (every complete line)" if res.mode == "all" else ""
+        what = f"acked {lines(res.acked)} of {res.room}{every}"
+        return f"{what}; kept {res.preserved} that arrived meanwhile" if res.preserved else what
+    if res.mode == "all":
+        return f"nothing acked: {res.room} has no complete lines"
+    if res.must_reread:
+        return f"nothing acked: {_reason(res.message)}; read {res.room} again, then ack"
+    waiting = f"; {lines(res.preserved)} still in {res.room}" if res.preserved else ""
+    return f"nothing acked: {_reason(res.message)}{waiting}"
+
+
+def pushed_sentence(res: Pushed) -> str:
+    """Where a pushed line went (printed on a terminal only)."""
+    where = "entry" if isinstance(res.offset, str) else "stream offset"
+    return f"pushed 1 line to {res.path} ({where} {res.offset})"
+
+
+def status_lines(row: RoomState) -> list[str]:
+    """A room's counters, then one line per session, each session once (the asking session
+    included, even before its first read)."""
+    st = row.status
+    partial = f" + a partial line ({st.partial_bytes} bytes)" if st.partial_bytes else ""
+    out = [
+        f"{st.path}: {st.pending} pending{partial}, {st.acked_total} acked, "
+        f"{st.preserved_total} preserved, epoch {st.epoch}"
+    ]
+    if st.late_total or st.held_open:
+        out.append(
+            f"  late writers: {lines(st.late_total)} carried in from replaced files; "
+            f"{st.held_open} replaced file(s) still held open by a writer"
+        )
+    names = list(st.sessions)
+    if row.session is not None and row.session not in st.sessions:
+        names.append(row.session)
+    for name in names:
+        s = st.sessions.get(name)
+        if s is None:
+            out.append(f"  {name}: 0 in flight, {row.unread} unread (no read yet)")
+        else:
+            out.append(f"  {name}: {s.in_flight} in flight, {s.unread} unread")
+    return out
