@@ -214,6 +214,7 @@ HELP_COMMANDS = [
     ["hooks", "prompt"],
     ["hooks", "stop"],
     ["nudge"],
+    ["completion"],
     ["tui"],
     ["demo"],
 ]
@@ -1032,7 +1033,8 @@ def test_usage_errors_exit_1_with_one_line(cli: Cli, tmp_path: Path) -> None:
     # with a usage block, and exit 2 is what `wakes drain --hook` uses for "a wake was delivered".
     room = str(tmp_path / "inbox.txt")
     cli.all_fail(
-        ["room", "read", room],  # missing --session
+        ["room", "read"],  # missing ROOM (a missing --session is the `default` session now)
+        ["room", "read", room, "--sesion", "s"],  # a mistyped option (issue 23: did you mean)
         ["room", "wait", room, "--session", "s", "--timeout", "abc"],
         ["wakes", "drain", "--hook", "--session"],  # a broken Stop hook must not look like a wake
         ["output"],

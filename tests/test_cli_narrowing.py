@@ -21,6 +21,11 @@ COMMAND_LINES = [
     ["room", "status", "r.txt"],
     ["room", "wait", "r.txt", "--timeout", "5"],
     ["--home", "/tmp/h", "room", "status", "r.txt"],
+    ["room", "--home", "/tmp/h", "read", "r.txt"],  # issue 23: global options after the command
+    ["room", "read", "r.txt", "--home", "/tmp/h"],
+    ["ps", "--home", "/tmp/h", "--json"],
+    ["--json", "ps"],
+    ["completion", "bash"],
     ["wakes", "drain", "--hook", "--session", "s"],
     ["wakes", "list"],
     ["wakes", "dismiss", "job", "--session", "s"],
@@ -80,3 +85,12 @@ def test_help_of_a_subcommand_and_of_its_group_are_whole() -> None:
     assert group.returncode == 0
     for action in ("push", "read", "ack", "status", "wait"):
         assert f"    {action} " in group.stdout, action
+
+
+def test_a_global_option_after_the_command_keeps_the_narrowing() -> None:
+    """`room --home D read` still builds only `read` (D is --home's value, not a subcommand)."""
+    parser = build_parser(["room", "--home", "/tmp/h", "read", "r.txt"])
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    room = groups[0].choices["room"]
+    actions = [a for a in room._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(actions[0].choices) == ["read"]

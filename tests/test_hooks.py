@@ -209,6 +209,8 @@ def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, st
         "install",
         "--settings",
         str(settings),
+        "--session",
+        "agent",
         "--room",
         str(room),
         "--ackdeck",
@@ -267,7 +269,8 @@ def test_installed_stop_hook_delivers_a_wake_once(
 ) -> None:
     settings = tmp_path / "claude" / "settings.json"
     # ACKDECK_HOME is set in cli_env, so the installer bakes --home into the commands: hooks
-    # run where that variable may not be set.
+    # run where that variable may not be set. No --session: the hooks get the session every
+    # command defaults to (issue 23), the one `ackdeck run` gives its wakes.
     out = run_cli(
         "hooks",
         "install",
@@ -285,12 +288,12 @@ def test_installed_stop_hook_delivers_a_wake_once(
         home,
         "build",
         ["sh", "-c", "echo 'ERROR: disk full'"],
-        session="agent",
+        session="default",
         monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
         cwd=str(tmp_path),
     )
     deadline = time.monotonic() + 60
-    while procs.get_run(home, "build").status == "running" or not wakes.list_wakes(home, "agent"):
+    while procs.get_run(home, "build").status == "running" or not wakes.list_wakes(home, "default"):
         assert time.monotonic() < deadline, "the monitor never recorded a wake"
         time.sleep(0.05)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ackdeck.core.inbox.absent import NOT_YET
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
@@ -387,8 +388,9 @@ async def test_room_deleted_recreated_and_rewritten_by_someone_else(tmp_path: Pa
         assert view(app).visible_text() == ["old 1", "old 2"]
         room.unlink()
         await feed_change(pilot)
-        assert "the file does not exist (yet)" in screen_text(app)
-        assert "no file" in screen_text(app)
+        # Core's words for a missing room (issue 23), in the lines panel and in the table.
+        assert "inbox.txt does not exist yet (an empty room" in screen_text(app)
+        assert NOT_YET in screen_text(app)
         make_room(tmp_path, "inbox.txt", ["new 1"])
         await feed_change(pilot)
         assert view(app).visible_text() == ["new 1"]

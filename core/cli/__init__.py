@@ -39,6 +39,7 @@ BUILTIN_COMMANDS = {
     "ps": "procs_cmd",
     "kill": "procs_cmd",
     "wakes": "procs_cmd",
+    "completion": "completion_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 
@@ -115,7 +116,7 @@ class _Parser(argparse.ArgumentParser):
         argparse itself reports them all from the top parser."""
         ns, extras = super().parse_known_args(args, namespace)
         if extras:
-            unknown = vars(ns).setdefault(_UNKNOWN, {})
+            unknown = ns.__dict__.setdefault(_UNKNOWN, {})
             for arg in extras:
                 unknown.setdefault(arg, self)
         return ns, extras
@@ -357,8 +358,11 @@ SESSION_HELP = "default: env ACKDECK_SESSION, else 'default'"
 
 
 def session_of(given: str | None) -> str:
-    """The session a command acts as: --session, else $ACKDECK_SESSION, else `default`."""
-    return given or os.environ.get("ACKDECK_SESSION") or DEFAULT_SESSION
+    """The session a command acts as: --session, else $ACKDECK_SESSION, else `default`. An
+    empty --session is given (and refused by the command as an invalid name), never replaced."""
+    if given is not None:
+        return given
+    return os.environ.get("ACKDECK_SESSION") or DEFAULT_SESSION
 
 
 class ClosedStream:
