@@ -28,9 +28,11 @@ PYTEST_WORKERS ?= -n 2
 
 # Outside parts the tests drive for real, from Debian's packages (command:package): redis-server
 # (redis rooms), tmux (the terminal nudge), mkfs.xfs and mkfs.btrfs (room identity and append
-# windows on xfs and btrfs loop images). Installed here when missing and running as root (a
-# fresh CI machine); otherwise the tests that need them skip with one line.
-TEST_TOOLS := redis-server:redis-server tmux:tmux mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs
+# windows on xfs and btrfs loop images), zsh and fish (their completion scripts). Installed here
+# when missing and running as root (a fresh CI machine); otherwise the tests that need them skip
+# with one line.
+TEST_TOOLS := redis-server:redis-server tmux:tmux mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs \
+	zsh:zsh fish:fish
 redis-server:
 	@missing=""; for pair in $(TEST_TOOLS); do \
 	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \

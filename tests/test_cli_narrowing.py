@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from ackdeck.core.cli import _build_parser, build_parser
+from ackdeck.core.cli import _build_parser, build_parser, hoist_global_options
 from tests.conftest import ACKDECK, REPO
 
 COMMAND_LINES = [
@@ -53,6 +53,7 @@ def _comparable(ns: argparse.Namespace) -> dict[str, object]:
 
 @pytest.mark.parametrize("argv", COMMAND_LINES, ids=" ".join)
 def test_a_narrowed_parser_parses_like_the_whole_one(argv: list[str]) -> None:
+    argv = hoist_global_options(argv)  # as main does first
     narrowed = build_parser(argv).parse_args(argv)
     whole = _build_parser(argv, None).parse_args(argv)
     assert _comparable(narrowed) == _comparable(whole)
@@ -88,8 +89,8 @@ def test_help_of_a_subcommand_and_of_its_group_are_whole() -> None:
 
 
 def test_a_global_option_after_the_command_keeps_the_narrowing() -> None:
-    """`room --home D read` still builds only `read` (D is --home's value, not a subcommand)."""
-    parser = build_parser(["room", "--home", "/tmp/h", "read", "r.txt"])
+    """`room --home D read` still builds only `read` (--home D is moved before the command)."""
+    parser = build_parser(hoist_global_options(["room", "--home", "/tmp/h", "read", "r.txt"]))
     groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     room = groups[0].choices["room"]
     actions = [a for a in room._actions if isinstance(a, argparse._SubParsersAction)]

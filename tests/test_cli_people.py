@@ -281,7 +281,7 @@ def test_home_and_json_before_or_after_the_command(tmp_path: Path, cli_env: dict
     # A command without --json says so instead of ignoring it.
     out = run(env, "--json", "room", "wait", str(tmp_path / "r"), "--timeout", "0")
     assert out.returncode == 1
-    assert "room wait: --json does not apply to this command" in out.stderr
+    assert "room wait: unknown option --json" in out.stderr
 
 
 def test_one_default_session_for_room_commands_and_run(
@@ -439,7 +439,12 @@ def test_fish_script_parses_and_completes(completion_place: tuple[Path, dict[str
         "true  # string join fails when it had only one word to join\n"
     )
     out = subprocess.run(
-        ["fish", "--no-config", "-c", probe], cwd=place, env=env, capture_output=True, text=True, timeout=60
+        ["fish", "--no-config", "-c", probe],
+        cwd=place,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [

@@ -298,14 +298,8 @@ def _build_parser(
     parser.add_argument(
         "--home",
         default=os.environ.get("ACKDECK_HOME"),
-        help=_HOME_HELP + " (before or after the command)",
-    )
-    parser.add_argument(
-        "--json",
-        dest=_JSON_BEFORE,
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print the result as JSON, for commands that have --json (before or after it)",
+        help="state directory for processes and wakes (env ACKDECK_HOME; default ~/.ackdeck); "
+        "before or after the command, as is --json for the commands that have it",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     command = _command_of(argv) if argv is not None else None
@@ -323,33 +317,46 @@ def _build_parser(
                 if name not in sub.choices:
                     extra[name]()(sub)
     _help_when_bare(parser)
-    _home_after_the_command(parser)
     return parser
 
 
-_HOME_HELP = "state directory for processes and wakes (env ACKDECK_HOME; default ~/.ackdeck)"
-_JSON_BEFORE = "_json_before_the_command"
+def hoist_global_options(argv: Sequence[str]) -> list[str]:
+    """`ackdeck ps --home D` as `ackdeck --home D ps`, and `ackdeck --json ps` as `ackdeck ps
+    --json`: the global options may stand before or after the command (up to `--`, after
+    which the words belong to the command `run` starts).
 
-
-def _home_after_the_command(parser: argparse.ArgumentParser) -> None:
-    """`--home` is accepted after the command too (`ackdeck ps --home D`): every command's own
-    parser gets it, defaulting to nothing so that a `--home` before the command still holds."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in set(action.choices.values()):
-                if "--home" not in child._option_string_actions:
-                    child.add_argument("--home", default=argparse.SUPPRESS, help=_HOME_HELP)
-                _home_after_the_command(child)
-
-
-def _json_before_the_command(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    """`ackdeck --json ps` is `ackdeck ps --json`; a command without --json refuses it."""
-    if not vars(args).pop(_JSON_BEFORE, False) or getattr(args, "command", None) is None:
-        return
-    if "json" not in vars(args):
-        words = " ".join(_command_path(argv) or [args.command])
-        raise UsageError(f"{words}: --json does not apply to this command (see --help)")
-    args.json = True
+    A rewrite of the words rather than `--home` declared on every command's parser: each
+    declared argument costs every per-turn command start-up time. It parses as argparse
+    would: a word starting with `-` is an option there too, never a value (only `--home D`
+    takes the next word, as it does at the front). Repeated, the last `--home` wins, as a
+    later option does. `--json` before the command goes right after the command words, so a
+    command without --json refuses it as an unknown option.
+    """
+    words = list(argv)
+    end = words.index("--") if "--" in words else len(words)
+    homes: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < end:
+        word = words[i]
+        if word == "--home" and i + 1 < end:
+            homes += words[i : i + 2]
+            i += 2
+            continue
+        if word.startswith("--home="):
+            homes.append(word)
+        else:
+            rest.append(word)
+        i += 1
+    rest += words[end:]
+    command = _command_of(rest)
+    if command is not None and command in rest and "--json" in rest[: rest.index(command)]:
+        first = rest.index("--json")
+        rest.pop(first)
+        path = _command_path(rest) or [command]
+        at = rest.index(path[-1], rest.index(command)) + 1
+        rest.insert(at, "--json")
+    return homes + rest
 
 
 # The session rule, one for every command that acts as a session (README "Sessions").
@@ -402,12 +409,11 @@ def _json_asked(argv: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
     _closed_streams_fail()
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
-        _json_before_the_command(args, argv)
     except AckdeckError as exc:
         # UsageError, or a value core's own rule refused (--timeout: InvalidInput with the
         # message MCP gives for the same value).

@@ -43,6 +43,11 @@ class Spec:
 def spec(parser: argparse.ArgumentParser) -> Spec:
     out = Spec()
     _walk(parser, ROOT, out)
+    # The global --home stands after any command too (core/cli hoists it to the front).
+    for path, options in out.options.items():
+        if path != ROOT and "--home" not in options:
+            options.append("--home")
+            out.values[f"{path} --home"] = "@dir"
     return out
 
 
