@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _completion(args: argparse.Namespace) -> int:
     if args.names == "runs":
-        emit_text("".join(f"{name}\n" for name in _run_names(args.home)))
+        from ackdeck.core.service.procs import run_names
+
+        emit_text("".join(f"{name}\n" for name in run_names(args.home)))
         return 0
     if args.shell is None:
         from ackdeck.core.errors import UsageError
@@ -41,11 +43,3 @@ def _completion(args: argparse.Namespace) -> int:
 
     emit_text(script(args.shell, build_parser(None)))
     return 0
-
-
-def _run_names(home: str | None) -> list[str]:
-    """Names that have at least one run. A query: it reads directories, writes nothing."""
-    from ackdeck.core.base.home import resolve_home
-    from ackdeck.core.watch.runs import run_dirs
-
-    return sorted({d.parent.name for d in run_dirs(resolve_home(home))})

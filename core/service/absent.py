@@ -10,10 +10,9 @@ the note names it.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ackdeck.core.inbox.room_spec import is_url
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -234,6 +234,14 @@ def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = 
     return Runs(session, [r for r in runs if session is None or r.session == session], skipped)
 
 
+def run_names(home: HomeArg) -> list[str]:
+    """The names that have at least one run (what shell completion offers for NAME). A query:
+    it reads directories and writes nothing, not even the lost-supervisor step."""
+    from ackdeck.core.watch.runs import run_dirs
+
+    return sorted({d.parent.name for d in run_dirs(resolve_home(home))})
+
+
 def kill(
     home: HomeArg,
     name: str | None = None,

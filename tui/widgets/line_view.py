@@ -26,8 +26,8 @@ from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.service.absent import absent_note
 from ackdeck.core.inbox.room_url import RedisAddress
+from ackdeck.core.service.absent import absent_note
 
 from ..coalesce import Coalescer
 from ..highlight import LineFilter, cut_by_marks, marks
