@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ackdeck.core.service.absent import NOT_YET, absent_note
 
+from ackdeck.core.service.absent import NOT_YET, absent_note
 from tests.conftest import ACKDECK
 
 NOTE_TAIL = " (an empty room until the first line is pushed)"

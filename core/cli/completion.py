@@ -110,18 +110,22 @@ def _tables(s: Spec) -> dict[str, dict[str, str]]:
     }
 
 
-_BASH = r"""
-# The command path of the words before the cursor; sets cmdpath, npos (positionals given so far),
-# home (a --home typed on the line) and dashdash (words after `--`, or -1).
-_ackdeck_walk() {
-  cmdpath=ackdeck npos=0 home="" dashdash=-1
-  local i w
+# Shared by bash and zsh (zsh runs it with bash's array indexing and word splitting): the
+# tables in `declare -A` form, and what to offer for the word under the cursor.
+_KIND = r"""
+# Walks the words before the cursor (COMP_WORDS, COMP_CWORD) to the command path, then sets
+# kind: what to offer (@file, @dir, @run, @command, @none, or the words themselves: options,
+# subcommands, choices), and home (a --home typed on the line, for @run).
+_ackdeck_kind() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  local cmdpath=ackdeck npos=0 dashdash=-1 i w
+  home="" kind=@none
   for ((i = 1; i < COMP_CWORD; i++)); do
     w=${COMP_WORDS[i]}
     if ((dashdash >= 0)); then ((dashdash++)); continue; fi
     if [[ $w == -- ]]; then dashdash=0; continue; fi
     if [[ $w == -* ]]; then
-      if [[ $w != *=* && -n ${_ackdeck_vals["$cmdpath $w"]+x} ]]; then
+      if [[ $w != *=* && -n ${_ackdeck_vals[$cmdpath $w]+x} ]]; then
         ((i++))
         [[ $w == --home ]] && home=${COMP_WORDS[i]}
       fi
@@ -133,10 +137,36 @@ _ackdeck_walk() {
       ((npos++))
     fi
   done
+  if ((dashdash == 0)); then
+    kind=@command
+  elif ((dashdash > 0)); then
+    kind=@file
+  elif ((COMP_CWORD > 1)) && [[ $prev == -* && -n ${_ackdeck_vals[$cmdpath $prev]+x} ]]; then
+    kind=${_ackdeck_vals[$cmdpath $prev]}
+  elif [[ $cur == -* ]]; then
+    kind=${_ackdeck_opts[$cmdpath]}
+  elif [[ -n ${_ackdeck_subs[$cmdpath]} ]]; then
+    kind=${_ackdeck_subs[$cmdpath]}
+  else
+    local IFS=$'\t'
+    local -a kinds
+    kinds=(${_ackdeck_pos[$cmdpath]})
+    ((${#kinds[@]})) || return 0
+    if ((npos < ${#kinds[@]})); then
+      kind=${kinds[npos]}
+    elif [[ ${kinds[${#kinds[@]}-1]} == *+ ]]; then
+      kind=${kinds[${#kinds[@]}-1]}
+    fi
+    kind=${kind%+}
+  fi
 }
+"""
 
-_ackdeck_values() {
-  local kind=$1 cur=$2
+_BASH = r"""
+_ackdeck() {
+  local cur=${COMP_WORDS[COMP_CWORD]} home kind
+  _ackdeck_kind
+  COMPREPLY=()
   case $kind in
     @file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
     @dir) compopt -o dirnames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
@@ -145,90 +175,38 @@ _ackdeck_values() {
       local names
       names=$("${COMP_WORDS[0]}" completion --names runs ${home:+--home "$home"} 2>/dev/null)
       COMPREPLY=($(compgen -W "$names" -- "$cur")) ;;
-    @none) COMPREPLY=() ;;
+    @none) ;;
     *) COMPREPLY=($(compgen -W "$kind" -- "$cur")) ;;
   esac
-}
-
-_ackdeck() {
-  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-  local cmdpath npos home dashdash
-  _ackdeck_walk
-  COMPREPLY=()
-  if ((dashdash == 0)); then _ackdeck_values @command "$cur"; return; fi
-  if ((dashdash > 0)); then _ackdeck_values @file "$cur"; return; fi
-  if ((COMP_CWORD > 1)) && [[ $prev == -* && -n ${_ackdeck_vals["$cmdpath $prev"]+x} ]]; then
-    _ackdeck_values "${_ackdeck_vals["$cmdpath $prev"]}" "$cur"
-    return
-  fi
-  if [[ $cur == -* ]]; then
-    COMPREPLY=($(compgen -W "${_ackdeck_opts[$cmdpath]}" -- "$cur"))
-    return
-  fi
-  if [[ -n ${_ackdeck_subs[$cmdpath]} ]]; then
-    COMPREPLY=($(compgen -W "${_ackdeck_subs[$cmdpath]}" -- "$cur"))
-    return
-  fi
-  local IFS=$'\t' kinds kind
-  kinds=(${_ackdeck_pos[$cmdpath]})
-  IFS=$' \t\n'
-  ((${#kinds[@]})) || return
-  if ((npos < ${#kinds[@]})); then kind=${kinds[npos]}; else kind=${kinds[-1]}; fi
-  if ((npos >= ${#kinds[@]})) && [[ $kind != *+ ]]; then return; fi
-  _ackdeck_values "${kind%+}" "$cur"
 }
 complete -F _ackdeck ackdeck
 """
 
 
-def bash(s: Spec) -> str:
-    lines = ['# ackdeck completion for bash: eval "$(ackdeck completion bash)"']
+def _shared(s: Spec) -> list[str]:
+    lines: list[str] = []
     for name, table in _tables(s).items():
         lines.extend(_assoc(f"_ackdeck_{name}", table))
+    return lines + _KIND.strip("\n").splitlines()
+
+
+def bash(s: Spec) -> str:
+    lines = ['# ackdeck completion for bash: eval "$(ackdeck completion bash)"', *_shared(s)]
     return "\n".join(lines) + "\n" + _BASH.lstrip("\n")
 
 
 # ----- zsh ----------------------------------------------------------------------------------
 _ZSH = r"""
+_ackdeck_zsh_kind() {
+  setopt localoptions ksharrays shwordsplit  # the shared function's bash habits, here only
+  _ackdeck_kind
+}
+
 _ackdeck() {
-  local cmdpath=ackdeck npos=0 home="" dashdash=-1 i w
-  local cur=${words[CURRENT]} prev=${words[CURRENT-1]}
-  for ((i = 2; i < CURRENT; i++)); do
-    w=${words[i]}
-    if ((dashdash >= 0)); then ((dashdash++)); continue; fi
-    if [[ $w == -- ]]; then dashdash=0; continue; fi
-    if [[ $w == -* ]]; then
-      if [[ $w != *=* && -n ${_ackdeck_vals[$cmdpath $w]+x} ]]; then
-        ((i++))
-        [[ $w == --home ]] && home=${words[i]}
-      fi
-      continue
-    fi
-    if [[ " ${_ackdeck_subs[$cmdpath]} " == *" $w "* ]]; then
-      cmdpath="$cmdpath $w" npos=0
-    else
-      ((npos++))
-    fi
-  done
-  local kind
-  if ((dashdash == 0)); then _command_names; return; fi
-  if ((dashdash > 0)); then _files; return; fi
-  if ((CURRENT > 2)) && [[ $prev == -* && -n ${_ackdeck_vals[$cmdpath $prev]+x} ]]; then
-    kind=${_ackdeck_vals[$cmdpath $prev]}
-  elif [[ $cur == -* ]]; then
-    compadd -- ${=_ackdeck_opts[$cmdpath]}
-    return
-  elif [[ -n ${_ackdeck_subs[$cmdpath]} ]]; then
-    compadd -- ${=_ackdeck_subs[$cmdpath]}
-    return
-  else
-    local -a kinds
-    kinds=(${(ps:\t:)_ackdeck_pos[$cmdpath]})
-    ((${#kinds})) || return 1
-    if ((npos < ${#kinds})); then kind=${kinds[npos+1]}; else kind=${kinds[-1]}; fi
-    if ((npos >= ${#kinds})) && [[ $kind != *+ ]]; then return 1; fi
-    kind=${kind%+}
-  fi
+  local -a COMP_WORDS
+  COMP_WORDS=("${words[@]}")
+  local COMP_CWORD=$((CURRENT - 1)) home kind
+  _ackdeck_zsh_kind
   case $kind in
     @file) _files ;;
     @dir) _directories ;;
@@ -249,13 +227,8 @@ def zsh(s: Spec) -> str:
         "#compdef ackdeck",
         '# ackdeck completion for zsh: eval "$(ackdeck completion zsh)" (after compinit), or',
         "# save it as _ackdeck in a directory on $fpath",
+        *_shared(s),
     ]
-    for name, table in _tables(s).items():
-        lines.append(f"typeset -gA _ackdeck_{name}")
-        lines.append(f"_ackdeck_{name}=(")
-        for key, value in table.items():
-            lines.append(f"  {shlex.quote(key)} {shlex.quote(value)}")
-        lines.append(")")
     body = "\n".join(lines) + "\n" + _ZSH.lstrip("\n")
     # Sourced (eval) it registers itself; autoloaded from $fpath, the file is the function.
     return body + "if (( $+functions[compdef] )); then compdef _ackdeck ackdeck; fi\n"
