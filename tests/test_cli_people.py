@@ -333,13 +333,15 @@ def completion_place(
     return place, env
 
 
-def _bash(place: Path, env: dict[str, str], *asks: str) -> list[str]:
-    script = BASH_ASK + "\n".join(f"ask {a}" for a in asks)
-    out = subprocess.run(
-        ["bash", "-c", script], cwd=place, env=env, capture_output=True, text=True, timeout=60
-    )
+def _in_shell(argv: list[str], place: Path, env: dict[str, str]) -> list[str]:
+    """Run a real shell in `place`; the lines it printed (it must succeed, silently on stderr)."""
+    out = subprocess.run(argv, cwd=place, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stderr == "", out.stderr
     return out.stdout.splitlines()
+
+
+def _bash(place: Path, env: dict[str, str], *asks: str) -> list[str]:
+    return _in_shell(["bash", "-c", BASH_ASK + "\n".join(f"ask {a}" for a in asks)], place, env)
 
 
 def test_bash_completes_commands_options_rooms_and_run_names(
@@ -410,11 +412,8 @@ def test_zsh_script_parses_registers_and_completes(
         "words=(ackdeck room read x --se); CURRENT=5; _ackdeck\n"
         "words=(ackdeck kill ''); CURRENT=3; _ackdeck\n"
     )
-    out = subprocess.run(
-        ["zsh", "-fc", probe], cwd=place, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [
+    shown = _in_shell(["zsh", "-fc", probe], place, env)
+    assert shown == [
         "_ackdeck",
         "push read ack status wait",
         "-h --help --follow-symlinks --session --json --home",
@@ -438,16 +437,8 @@ def test_fish_script_parses_and_completes(completion_place: tuple[Path, dict[str
         "end\n"
         "true  # string join fails when it had only one word to join\n"
     )
-    out = subprocess.run(
-        ["fish", "--no-config", "-c", probe],
-        cwd=place,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [
+    shown = _in_shell(["fish", "--no-config", "-c", probe], place, env)
+    assert shown == [
         "room",
         "ack push read status wait",
         "inbox-ops.txt inbox.txt",
