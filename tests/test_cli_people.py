@@ -217,7 +217,7 @@ def test_push_on_a_terminal_says_where_the_line_went_and_is_quiet_when_piped(
     room = tmp_path / "inbox.txt"
     code, shown = _on_a_terminal([*ACKDECK, "room", "push", str(room), "hello"], cli_env)
     assert code == 0
-    assert shown.replace("\r\n", "\n") == f"pushed 1 line to {room} (stream offset 0)\n"
+    assert shown.replace("\r\n", "\n") == "pushed 1 line to inbox.txt (stream offset 0)\n"
     piped = ok(cli_env, "room", "push", str(room), "again")
     assert (piped.stdout, piped.stderr) == ("", "")
     assert room.read_bytes() == b"hello\nagain\n"
@@ -307,9 +307,34 @@ def test_one_default_session_for_room_commands_and_run(
     assert json.loads(ok(env, "run", "job", "--json", "--", "true").stdout)["session"] == "agent7"
 
 
+def test_servers_never_guess_a_session(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """The one exception to the rule, and why: an unattended `mcp` or `nudge` that guessed
+    `default` would read and ack another agent's inbox. Flag or environment, else one line."""
+    env = {k: v for k, v in cli_env.items() if k != "ACKDECK_SESSION"}
+    room = str(tmp_path / "inbox.txt")
+    for command, args in (
+        ("mcp", ["--room", room]),
+        ("nudge", ["--tmux", "nowhere:0.0", "--room", room]),
+    ):
+        out = subprocess.run(
+            [*ACKDECK, command, *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 1 and out.stdout == ""
+        assert out.stderr == (
+            f"ackdeck: error: ackdeck {command} serves one agent session: give --session S or "
+            "set ACKDECK_SESSION\n"
+        )
+    assert not (tmp_path / "inbox.txt").exists()
+
+
 # ----- 5. completion -----------------------------------------------------------------------
 BASH_ASK = r"""
-ackdeck() { "$ACKDECK_PY" -m ackdeck.core.cli "$@"; }
+ackdeck() { "$TEST_PYTHON" -m ackdeck.core.cli "$@"; }
 eval "$(ackdeck completion bash)"
 ask() {
   COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
@@ -328,7 +353,7 @@ def completion_place(
     place.mkdir()
     (place / "inbox.txt").touch()
     (place / "inbox-ops.txt").touch()
-    env = {**cli_env, "ACKDECK_PY": sys.executable}
+    env = {**cli_env, "TEST_PYTHON": sys.executable}
     ok(env, "run", "build", "--", "true")
     return place, env
 
@@ -406,7 +431,7 @@ def test_zsh_script_parses_registers_and_completes(
         "autoload -U compinit && compinit -u -D\n"
         f"source {place / '_ackdeck'}\n"
         "print -r -- ${_comps[ackdeck]}\n"
-        'ackdeck() { "$ACKDECK_PY" -m ackdeck.core.cli "$@"; }\n'
+        'ackdeck() { "$TEST_PYTHON" -m ackdeck.core.cli "$@"; }\n'
         'compadd() { [[ $1 == -- ]] && shift; print -r -- "$*"; }\n'
         "words=(ackdeck room ''); CURRENT=3; _ackdeck\n"
         "words=(ackdeck room read x --se); CURRENT=5; _ackdeck\n"
@@ -429,7 +454,7 @@ def test_fish_script_parses_and_completes(completion_place: tuple[Path, dict[str
     (place / "ackdeck.fish").write_text(script)
     assert subprocess.run(["fish", "--no-execute", str(place / "ackdeck.fish")]).returncode == 0
     probe = (
-        'function ackdeck; "$ACKDECK_PY" -m ackdeck.core.cli $argv; end\n'
+        'function ackdeck; "$TEST_PYTHON" -m ackdeck.core.cli $argv; end\n'
         f"source {place / 'ackdeck.fish'}\n"
         "for line in 'ackdeck roo' 'ackdeck room ' 'ackdeck room read inb' 'ackdeck kill '"
         " 'ackdeck room ack x --al'\n"

@@ -47,9 +47,10 @@ def ack_sentence(res: Acked) -> str:
 
 
 def pushed_sentence(res: Pushed) -> str:
-    """Where a pushed line went (printed on a terminal only)."""
+    """Where a pushed line went (printed on a terminal only): the room as every door names it
+    and the line's place in the room's stream (a byte offset, or a redis entry ID)."""
     where = "entry" if isinstance(res.offset, str) else "stream offset"
-    return f"pushed 1 line to {res.path} ({where} {res.offset})"
+    return f"pushed 1 line to {res.room} ({where} {res.offset})"
 
 
 def status_lines(row: RoomState) -> list[str]:
