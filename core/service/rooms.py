@@ -14,11 +14,8 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base.text import display_lines
 from ackdeck.core.errors import ColdAck, NotDelivered
-<<<<<<< HEAD
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
-=======
 from ackdeck.core.service.absent import absent_note
->>>>>>> e3b1a05 (cli: did-you-mean for commands, choices and options; --home and --json before or after the command; one session rule (--session, else ACKDECK_SESSION, else default); missing-room note from core (core/inbox/absent.py) in CLI, JSON, MCP and the dashboard; ack/status/push text for people)
 from ackdeck.core.service.derive import session_counts
 from ackdeck.core.service.results import DecodedLines, Result, fields_of
 
@@ -56,15 +53,9 @@ class Lines(DecodedLines):
         "lines": list[str],
         "count": int,
         "invalid_utf8": list[int],  # indexes of lines whose text replaced invalid bytes
-<<<<<<< HEAD
         # start, end, epoch: as the backend's ReadResult declares them
         **fields_of(ReadResult, skip=("lines", "data")),
-=======
-        "start": int | str,
-        "end": int | str,
-        "epoch": int,
         "note": str | None,
->>>>>>> e3b1a05 (cli: did-you-mean for commands, choices and options; --home and --json before or after the command; one session rule (--session, else ACKDECK_SESSION, else default); missing-room note from core (core/inbox/absent.py) in CLI, JSON, MCP and the dashboard; ack/status/push text for people)
     }
 
 
@@ -82,17 +73,9 @@ class Acked(Result):
     SHAPE = {
         "room": str,
         "path": str,
-<<<<<<< HEAD
         # mode, acked, preserved, message, lines: as the backend's AckResult declares them
         **fields_of(AckResult, types={"mode": str, "lines": list[str] | None}),
-=======
-        "mode": str,
-        "acked": int,
-        "preserved": int,
-        "message": str,
-        "lines": list[str] | None,
         "note": str | None,
->>>>>>> e3b1a05 (cli: did-you-mean for commands, choices and options; --home and --json before or after the command; one session rule (--session, else ACKDECK_SESSION, else default); missing-room note from core (core/inbox/absent.py) in CLI, JSON, MCP and the dashboard; ack/status/push text for people)
     }
 
     @property
@@ -167,11 +150,7 @@ def push(room: RoomBackend, label: str, line: str | bytes) -> Pushed:
     return Pushed(label, str(room.path), room.push(line))
 
 
-<<<<<<< HEAD
 def _lines(room: RoomBackend, label: str, view: ReadResult) -> Lines:
-    return Lines(label, str(room.path), view.lines, view.start, view.end, view.epoch, view.data)
-=======
-def _lines(room: RoomBackend, label: str, view: ReadView) -> Lines:
     note = absent(room, label) if not view.lines else None
     path = str(room.path)
     return Lines(label, path, view.lines, view.start, view.end, view.epoch, view.data, note)
@@ -181,7 +160,6 @@ def absent(room: RoomBackend, label: str) -> str | None:
     """The missing-room note, checked only when a room gave nothing (a missing room is empty,
     so a room with lines needs no check)."""
     return None if room.exists() else absent_note(label, room.path)
->>>>>>> e3b1a05 (cli: did-you-mean for commands, choices and options; --home and --json before or after the command; one session rule (--session, else ACKDECK_SESSION, else default); missing-room note from core (core/inbox/absent.py) in CLI, JSON, MCP and the dashboard; ack/status/push text for people)
 
 
 def read(
@@ -195,18 +173,13 @@ def read(
     """Every complete line, and a receipt for `session`. With `deliver`, the receipt is stored
     only after it returned (recorded only once delivered); if it raises, nothing is."""
 
-<<<<<<< HEAD
-    def hand_over(view: ReadResult) -> int | None:
-        return None if deliver is None else deliver(_lines(room, label, view))
-=======
     handed: list[Lines] = []
 
-    def hand_over(view: ReadView) -> int | None:
+    def hand_over(view: ReadResult) -> int | None:
         if deliver is None:
             return None
         handed.append(_lines(room, label, view))
         return deliver(handed[-1])
->>>>>>> e3b1a05 (cli: did-you-mean for commands, choices and options; --home and --json before or after the command; one session rule (--session, else ACKDECK_SESSION, else default); missing-room note from core (core/inbox/absent.py) in CLI, JSON, MCP and the dashboard; ack/status/push text for people)
 
     # What the room returns: cut to the lines delivered when `deliver` said how many.
     view = room.read(session, reader=reader, deliver=hand_over)
