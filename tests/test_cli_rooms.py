@@ -30,8 +30,11 @@ def test_append_between_read_and_ack_survives_through_cli(
 ) -> None:
     room = str(tmp_path / "inbox.txt")
     where = {"room": "inbox.txt", "path": room}
-    assert ok_json(cli_env, "room", "push", room, "first") == {**where, "offset": 0}
-    assert ok_json(cli_env, "room", "push", room, "second") == {**where, "offset": 6}
+    # A push that did not wait for its ack says so (the --wait-ack fields, at rest).
+    unwaited = {"waited": False, "acked": False, "acked_by": None, "acked_at": None}
+    unwaited["dead_room"] = None
+    assert ok_json(cli_env, "room", "push", room, "first") == {**where, "offset": 0, **unwaited}
+    assert ok_json(cli_env, "room", "push", room, "second") == {**where, "offset": 6, **unwaited}
     got = ok_json(cli_env, "room", "read", room, "--session", "agent")
     assert got == {
         **where,
@@ -106,7 +109,12 @@ def test_status_json_shape(tmp_path: Path, cli_env: dict[str, str]) -> None:
         "epoch": 0,
     }
     assert st["preserved_total"] == 0
-    assert st["sessions"] == {"s": {"in_flight": 2, "unread": 1}}
+    mine = st["sessions"]["s"]
+    assert list(st["sessions"]) == ["s"]
+    assert (mine["in_flight"], mine["unread"]) == (2, 1)
+    # Ages: the read waits for its ack; the line appended since was first seen by this status.
+    assert mine["in_flight_age"] >= 0 and mine["unread_age"] >= 0
+    assert st["oldest_pending_age"] >= mine["in_flight_age"] >= mine["unread_age"]
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,8 @@ SESSION = "agent"
 # the clock, and `read_rest` is a command line that names the run id. Only their presence
 # (None or not) is compared.
 VARIES = {"run_id", "pid", "started_at", "ended_at", "last_ack_at", "read_rest"}
+# Ages are wall-clock too: both doors must give one (or both None), not the same seconds.
+VARIES |= {"in_flight_age", "unread_age", "oldest_pending_age", "oldest_unread_age"}
 ERROR_SHAPE = {"error", "message"}
 
 Step = tuple[list[str], str, dict[str, Any], type[Result] | None]

@@ -48,7 +48,8 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_web(args: argparse.Namespace) -> int:
     from .web import serve
 
-    dashboard_config(args)  # bad options fail here, once, not in every browser tab
+    # Bad options fail here, once, not in every browser tab.
+    config = dashboard_config(args)
     # Each browser tab runs `ackdeck tui` with the same options, paths made absolute.
     tui_args: list[str] = []
     home = args.tui_home or args.home
@@ -63,4 +64,11 @@ def run_web(args: argparse.Namespace) -> int:
         tui_args += ["--rooms", os.fspath(Path(d).expanduser().absolute())]
     if args.session:
         tui_args += ["--session", args.session]
-    return serve(args.host, args.port, tui_args)
+    specs = [str(r) for r in config.rooms]
+
+    def metrics() -> bytes:
+        from ackdeck.core.service.metrics import exposition
+
+        return exposition(specs, config.home)
+
+    return serve(args.host, args.port, tui_args, metrics)

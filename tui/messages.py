@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual.message import Message
 
@@ -75,6 +76,14 @@ class ActionFinished(Message):
     text: str
     severity: str = "information"
     title: str = ""
+
+
+@dataclass
+class TraceReady(Message):
+    """A line's journey (`ackdeck room trace`, the same service result) is ready to show."""
+
+    label: str
+    found: Any  # ackdeck.core.service.trace.Trace
 
 
 @dataclass

@@ -19,6 +19,7 @@ from ackdeck.core.errors import AckdeckError
 from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import is_url
 from ackdeck.core.inbox.rooms import Room, RoomStatus
+from ackdeck.core.service.derive import age, is_overdue
 
 from .lineindex import display_name
 
@@ -250,6 +251,22 @@ def unread_summary(st: RoomStatus | None) -> str:
     if st is None or not st.sessions:
         return "-"
     return " ".join(f"{name}:{s.unread:,}" for name, s in sorted(st.sessions.items()))
+
+
+def waited(st: RoomStatus | None, now: float) -> float | None:
+    """How long the room's oldest line has waited (as of the scan's clock)."""
+    return None if st is None else age(st.oldest_pending_at, now)
+
+
+def room_overdue(st: RoomStatus | None, now: float) -> bool:
+    return st is not None and is_overdue(waited(st, now), st.overdue_after)
+
+
+def session_overdue(st: RoomStatus, name: str, now: float) -> bool:
+    """Its read waits for an ack, or a line for its read, past the room's threshold (the same
+    rule as core.service.rooms.SessionCounts.overdue, on the scan's clock)."""
+    s, t = st.sessions[name], st.overdue_after
+    return is_overdue(age(s.read_at, now), t) or is_overdue(age(s.oldest_unread_at, now), t)
 
 
 def in_flight_total(st: RoomStatus | None) -> int:

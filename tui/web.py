@@ -14,34 +14,12 @@ import os
 import shlex
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+from ackdeck.core.base.hostcheck import LOOPBACK, refusal
 
-
-def _hostname(authority: str) -> str:
-    """`host` of `host[:port]` or `[v6]:port`, lower-cased."""
-    if authority.startswith("["):
-        return authority[1 : authority.find("]")].lower()
-    return authority.rsplit(":", 1)[0].lower() if authority.count(":") == 1 else authority.lower()
-
-
-def refusal(host: str, origin: str | None, *, loopback: bool, websocket: bool) -> str | None:
-    """Why a request must be refused (None: serve it). Pure, so every case is tested.
-
-    Binding to loopback does not keep other sites out: any page open in the owner's browser
-    may open a websocket to 127.0.0.1, and a DNS-rebinding name can even load the page. The
-    websocket drives the owner's keys (ack all, yes), so it is accepted only from a page this
-    server served at the address the browser used (Origin equals Host), and a loopback-only
-    server answers only to loopback names."""
-    if loopback and _hostname(host) not in LOOPBACK:
-        return f"host {host!r} is not a loopback address"
-    if websocket:
-        if origin is None:
-            return "no Origin header"
-        if origin.split("://", 1)[-1].rstrip("/").lower() != host.lower():
-            return f"origin {origin!r} is not this server ({host!r})"
-    return None
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text exposition
+__all__ = ["LOOPBACK", "refusal", "serve", "start_message", "tui_command"]
 
 
 # The terminal takes keys once the page has loaded: without focus the dashboard looked dead
@@ -88,7 +66,15 @@ def start_message(host: str, port: int) -> str:
     return f"ackdeck web: serving the dashboard on {where} ({scope})"
 
 
-def serve(host: str, port: int, tui_args: Sequence[str]) -> int:
+def serve(
+    host: str,
+    port: int,
+    tui_args: Sequence[str],
+    metrics: Callable[[], bytes] | None = None,
+) -> int:
+    """Serve the dashboard; with `metrics`, also its Prometheus text at `/metrics`."""
+    import asyncio
+
     from aiohttp import web
     from textual_serve.server import Server
 
@@ -118,6 +104,18 @@ def serve(host: str, port: int, tui_args: Sequence[str]) -> int:
         async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
             check(request, websocket=True)
             return await super().handle_websocket(request)
+
+        async def handle_metrics(self, request: web.Request) -> web.Response:
+            check(request, websocket=False)  # the page's checks: no rebinding name reads it
+            assert metrics is not None
+            body = await asyncio.get_running_loop().run_in_executor(None, metrics)
+            return web.Response(body=body, headers={"Content-Type": METRICS_TYPE})
+
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            if metrics is not None:
+                app.router.add_get("/metrics", self.handle_metrics, name="metrics")
+            return app
 
     # Say "serving" only if it can: a port already taken is one line, before any banner.
     if not 0 <= port <= 65535:  # bind() raises OverflowError (a traceback) for these

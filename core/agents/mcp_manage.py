@@ -9,6 +9,7 @@
 """
 
 # No `from __future__ import annotations`: the SDK reads tool signatures at runtime.
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -133,6 +134,49 @@ async def wait_output(
             # start is then picked up by the next read instead of waiting for a later event.
             until = min(deadline, next_progress, time.monotonic() + RECHECK_S)
             await _changed(rdir, until - time.monotonic())
+
+
+async def wait_ack_reply(
+    door: "AgentDoor",
+    ctx: Context | None,
+    room: str,
+    text: str,
+    session: str | None,
+    timeout: float,
+) -> "Reply":
+    """room_push with wait_ack: push, then wait for that line's ack in blocking chunks of at
+    most PROGRESS_EVERY_S (core's watch or XREAD, in a thread that writes nothing, so a
+    cancelled call leaves nothing behind), reporting progress between them."""
+    timeout = check_timeout(timeout)
+    if session is not None:
+        check_name(session)
+    r, pushed = await anyio.to_thread.run_sync(lambda: door.room_push_wait(room, text))
+    where = f"pushed one line to {pushed.room} at stream offset {pushed.offset}"
+    started = time.monotonic()
+    deadline = started + timeout
+    while True:
+        chunk = max(0.0, min(PROGRESS_EVERY_S, deadline - time.monotonic()))
+        got = await anyio.to_thread.run_sync(
+            functools.partial(door.deck.wait_ack, r, pushed, session=session, timeout=chunk),
+            abandon_on_cancel=True,
+        )
+        now = time.monotonic()
+        if not got.timed_out or now >= deadline:
+            break
+        if ctx is not None:
+            await ctx.report_progress(
+                round(now - started, 1),
+                timeout,
+                f"waiting for the ack of offset {pushed.offset} ({now - started:.0f} of "
+                f"{timeout:g} s)",
+            )
+    if got.timed_out:
+        return reply(got, f"{where}; not acked within {timeout:g} s")
+    if got.dead_room is not None:
+        return reply(got, f"{where}; it was moved to the dead-letter room {got.dead_room}")
+    by = got.acked_by or "an unknown session"
+    other = "" if session is None or got.acked_by == session else f" (not {session})"
+    return reply(got, f"{where}; acked by {by}{other}")
 
 
 async def _changed(rdir: Any, seconds: float) -> None:

@@ -36,7 +36,7 @@ from ackdeck.core.agents.mcp_args import (
     unknown_arguments,
 )
 from ackdeck.core.agents.mcp_manage import register as register_manage_tools
-from ackdeck.core.agents.mcp_manage import tool_registrar, wait_output
+from ackdeck.core.agents.mcp_manage import tool_registrar, wait_ack_reply, wait_output
 from ackdeck.core.agents.mcp_reply import Reply, guard_async, output_model, reply
 from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.agents.mcp_reply import guard as _guard
@@ -78,7 +78,7 @@ class DoorConfig:
         return cls(session, deck.rooms, home)
 
     def deck(self, *, clock: Clock = time.time) -> Deck:
-        return Deck(self.home, self.session, self.rooms, clock=clock)
+        return Deck(self.home, self.session, self.rooms, clock=clock, door="mcp")
 
 
 def _fit_reply(lines: Sequence[bytes]) -> int:
@@ -185,6 +185,11 @@ class AgentDoor:
     def room_push(self, room: str, text: str) -> Reply:
         pushed = self.deck.push(self.deck.room(room), text)
         return reply(pushed, f"pushed one line to {pushed.room} at stream offset {pushed.offset}")
+
+    def room_push_wait(self, room: str, text: str) -> tuple[RoomRef, rooms.Pushed]:
+        """The push of a room_push with wait_ack; the wait is the tool's (wait_ack_reply)."""
+        ref = self.deck.room(room)
+        return ref, self.deck.push(ref, text)
 
     def room_status(self, room: str | None = None) -> Reply:
         # Without a room: every configured room (read-only, and how an agent discovers them).
@@ -359,13 +364,28 @@ def build_server(
 
     @tool(
         "room_push",
-        "Append one non-empty line (no newline, no NUL) to a configured room.",
+        "Append one non-empty line (no newline, no NUL) to a configured room. With wait_ack, "
+        "return once that line was acked (saying by whom and when) or timeout passed.",
     )
-    def room_push(
+    async def room_push(
+        ctx: Context,
         room: Annotated[str, _arg(f"a configured room: {room_names}")],
         text: Annotated[str, _arg("the line to append")],
+        wait_ack: Annotated[
+            bool, _arg("wait until this line was acked (progress notifications meanwhile)")
+        ] = False,
+        ack_session: Annotated[
+            str | None, _arg("with wait_ack: the session whose ack is awaited")
+        ] = None,
+        timeout: Annotated[
+            float, _arg(f"with wait_ack: seconds to wait, 0-{MAX_OUTPUT_TIMEOUT:g}")
+        ] = 60.0,
     ) -> Annotated[CallToolResult, PushOut]:
-        return _guard(lambda: door.room_push(room, text))
+        if not wait_ack:
+            return _guard(lambda: door.room_push(room, text))
+        return await guard_async(
+            lambda: wait_ack_reply(door, ctx, room, text, ack_session, timeout)
+        )
 
     @tool(
         "room_status",

@@ -131,3 +131,12 @@ def unlink_quietly(path: Path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def make_dir(directory: str) -> None:
+    """Create one directory (0700), or find it there: another process may create it first.
+    Never its parents (a missing parent is an error the caller sees)."""
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass

@@ -31,3 +31,17 @@ def os_error_line(exc: OSError) -> str:
     """An unanticipated OSError (read-only home, full disk, ...) as one line: what, and where."""
     where = f": {exc.filename}" if exc.filename else ""
     return " ".join(f"{exc.strerror or exc}{where}".split()) or "error"
+
+
+def age_text(seconds: float | None) -> str:
+    """An age as people read it: `45s`, `14m05s`, `3h02m`, `2d04h` ("unknown" for None)."""
+    if seconds is None:
+        return "unknown"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"

@@ -40,6 +40,7 @@ BUILTIN_COMMANDS = {
     "kill": "procs_cmd",
     "wakes": "procs_cmd",
     "completion": "completion_cmd",
+    "metrics": "metrics_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ackdeck.core.base.text import age_text
+
 if TYPE_CHECKING:
-    from ackdeck.core.service.rooms import Acked, Pushed, RoomState
+    from ackdeck.core.service.rooms import Acked, Pushed, RoomState, SessionCounts
 
 
 def lines(n: int) -> str:
@@ -62,6 +64,10 @@ def status_lines(row: RoomState) -> list[str]:
         f"{st.path}: {st.pending} pending{partial}, {st.acked_total} acked, "
         f"{st.preserved_total} preserved, epoch {st.epoch}"
     ]
+    if row.overdue:
+        out.append(f"  OVERDUE: {overdue_line(row)}")
+    if waiting := ages_line(row):
+        out.append(f"  {waiting}")
     if st.late_total or st.held_open:
         out.append(
             f"  late writers: {lines(st.late_total)} carried in from replaced files; "
@@ -70,10 +76,49 @@ def status_lines(row: RoomState) -> list[str]:
     names = list(st.sessions)
     if row.session is not None and row.session not in st.sessions:
         names.append(row.session)
+    counts = row.sessions
     for name in names:
-        s = st.sessions.get(name)
+        s = counts.get(name)
         if s is None:
             out.append(f"  {name}: 0 in flight, {row.unread} unread (no read yet)")
         else:
-            out.append(f"  {name}: {s.in_flight} in flight, {s.unread} unread")
+            late = " OVERDUE" if s.overdue else ""
+            out.append(
+                f"  {name}: {s.counts.in_flight} in flight, {s.counts.unread} unread"
+                f"{since(s)}{late}"
+            )
     return out
+
+
+def ages_line(row: RoomState) -> str:
+    """How long the oldest line has waited, and how often it was handed out (empty: none)."""
+    st, parts = row.status, []
+    if row.oldest_pending_age is not None:
+        parts.append(f"oldest line waiting {age_text(row.oldest_pending_age)}")
+    if row.oldest_unread_age is not None:
+        parts.append(f"unread by anyone for {age_text(row.oldest_unread_age)}")
+    if st.deliveries > 1:
+        parts.append(f"oldest line handed out {st.deliveries} times without an ack")
+    if st.dead_total:
+        parts.append(f"{lines(st.dead_total)} moved to {row.path}.dead")
+    if st.reads_unlogged:
+        parts.append(f"read log incomplete: {st.reads_unlogged} read(s) not logged")
+    return "; ".join(parts)
+
+
+def since(s: SessionCounts) -> str:
+    """A session's waiting times, in parentheses (empty: nothing waits)."""
+    got = []
+    if s.in_flight_age is not None:
+        got.append(f"read {age_text(s.in_flight_age)} ago, not acked")
+    if s.unread_age is not None:
+        got.append(f"oldest unread {age_text(s.unread_age)}")
+    return f" ({'; '.join(got)})" if got else ""
+
+
+def overdue_line(row: RoomState) -> str:
+    t = row.overdue_after
+    return (
+        f"oldest line waited {age_text(row.oldest_pending_age)} "
+        f"(threshold {age_text(t) if t is not None else 'none'})"
+    )

@@ -11,10 +11,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.byteio import write_all
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.text import age_text
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import SESSION_HELP, ClosedStream, session_of
 from ackdeck.core.cli._output import JsonParts, emit_json, emit_text, report, timeout_arg
-from ackdeck.core.errors import AckdeckError
+from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.rooms import not_delivered
@@ -32,7 +34,7 @@ def _deck(args: argparse.Namespace, *, session: bool = True) -> tuple[Deck, Room
     """The service for this command and its room: a path, or a redis://HOST[:PORT][/DB]/NAME
     URL (docs/how-to/redis-rooms.md). The session follows the one rule (session_of)."""
     name = session_of(getattr(args, "session", None)) if session else None
-    deck = Deck(args.home, name, [args.room], follow_symlinks=args.follow_symlinks)
+    deck = Deck(args.home, name, [args.room], follow_symlinks=args.follow_symlinks, door="cli")
     return deck, deck.rooms[0]
 
 
@@ -48,7 +50,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
     p.add_argument("text", metavar="TEXT", help="the line (not empty; no newline, no NUL)")
-    p.add_argument("--json", action="store_true", help='print {"room", "path", "offset"}')
+    p.add_argument("--json", action="store_true", help='print {"room", "path", "offset", ...}')
+    p.add_argument(
+        "--wait-ack",
+        action="store_true",
+        help="block until this line was acked (exit 0, saying by whom and when); 124 on timeout",
+    )
+    p.add_argument(
+        "--session", default=None, help="with --wait-ack: the session whose ack is awaited"
+    )
+    p.add_argument(
+        "--timeout", type=timeout_arg, default=None, help="with --wait-ack: seconds, 0-600"
+    )
     p.set_defaults(handler=_push)
 
     p = rsub.add_parser("read", help="return every complete line and record a receipt")
@@ -80,8 +93,52 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="also give this session's in_flight and unread (default: env ACKDECK_SESSION)",
     )
+    _overdue_option(p, "report rooms whose oldest line waited longer (10m, 1h)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_status)
+
+    p = rsub.add_parser(
+        "overdue",
+        help="exit 1 if any room has a line waiting past its threshold (for cron and CI); "
+        "wakes the room's owner once per episode",
+    )
+    p.add_argument("room", metavar="ROOM", nargs="+")
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
+    _overdue_option(p, "the threshold (10m, 1h)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_overdue)
+
+    p = rsub.add_parser(
+        "policy",
+        help="show or set the room's overdue threshold, max deliveries and owner session",
+    )
+    p.add_argument("room", metavar="ROOM")
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
+    p.add_argument("--overdue", metavar="DURATION", help="10m, 1h, ... or off")
+    p.add_argument(
+        "--max-deliveries",
+        metavar="N",
+        help="move a line handed out N times without an ack to NAME.dead (or off)",
+    )
+    p.add_argument("--owner", metavar="SESSION", help="the session woken by alerts (or off)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_policy)
+
+    p = rsub.add_parser(
+        "trace",
+        help="a line's journey: pushed or first seen, each read (session, door, time), the ack",
+    )
+    p.add_argument("room", metavar="ROOM")
+    p.add_argument(
+        "offset",
+        metavar="OFFSET",
+        nargs="?",
+        help="the line's offset (file room) or entry ID (redis room), as `push --json` prints",
+    )
+    p.add_argument("--match", metavar="TEXT", help="trace the lines now in the room holding TEXT")
+    p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_trace)
 
     p = rsub.add_parser(
         "wait",
@@ -101,15 +158,47 @@ def _push(args: argparse.Namespace) -> int:
     deck, room = _deck(args, session=False)
     # The exact bytes of the argument (argv is decoded with surrogateescape).
     pushed = deck.push(room, os.fsencode(args.text))
-    done = f"pushed 1 line to {args.room}"
-    if args.json:
-        report(done, lambda: emit_json(pushed.to_json()))
-    elif _on_a_terminal():
-        # A person typed it: say where the line went. A script's pipe or file stays quiet.
-        from ackdeck.core.cli._words import pushed_sentence
+    if not args.wait_ack:
+        if args.session is not None or args.timeout is not None:
+            raise InvalidInput("--session and --timeout go with --wait-ack")
+        done = f"pushed 1 line to {args.room}"
+        if args.json:
+            report(done, lambda: emit_json(pushed.to_json()))
+        elif _on_a_terminal():
+            # A person typed it: say where the line went. A script's pipe or file stays quiet.
+            from ackdeck.core.cli._words import pushed_sentence
 
-        report(done, lambda: emit_text(pushed_sentence(pushed) + "\n"))
+            report(done, lambda: emit_text(pushed_sentence(pushed) + "\n"))
+        return 0
+    done = f"pushed 1 line to {args.room} at offset {pushed.offset}"
+    try:
+        got = deck.wait_ack(room, pushed, session=args.session, timeout=args.timeout)
+    except (AckdeckError, OSError):
+        # The push happened: say so before the error of the wait (a retry would push twice).
+        print(f"ackdeck: {done}; waiting for its ack failed:", file=sys.stderr)
+        raise
+    if args.json:
+        report(done, lambda: emit_json(got.to_json()))
+    if got.timed_out:
+        print(f"ackdeck: {done}; not acked within {args.timeout:g} s", file=sys.stderr)
+        return EXIT_TIMEOUT
+    if got.dead_room is not None:
+        print(f"ackdeck: {done}; moved to the dead-letter room {got.dead_room}", file=sys.stderr)
+        return 1
+    if args.session is not None and got.acked_by != args.session:
+        print(f"ackdeck: {done}; acked by {got.acked_by}, not {args.session}", file=sys.stderr)
+        return 1
+    if not args.json:
+        by = got.acked_by or "an unknown session (its acker died before the audit)"
+        when = "" if got.acked_at is None else f" at {_when(got.acked_at)}"
+        report(done, lambda: print(f"offset {got.offset} acked by {by}{when}"))
     return 0
+
+
+def _when(at: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 def _on_a_terminal() -> bool:
@@ -214,8 +303,8 @@ def _ack(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     session = args.session or os.environ.get("ACKDECK_SESSION") or None
     # The session is checked as every other command does: `../x` is no session.
-    deck = Deck(args.home, session, args.room, follow_symlinks=args.follow_symlinks)
-    found = deck.status()
+    deck = Deck(args.home, session, args.room, follow_symlinks=args.follow_symlinks, door="cli")
+    found = deck.status(overdue=args.overdue)
     if args.json:
         emit_json(found.to_json())
         return 0
@@ -231,3 +320,77 @@ def _wait(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
     _note(deck.absent(room))  # then wait for its first line, as for any empty room
     return 0 if deck.wait(room, args.timeout) else EXIT_TIMEOUT
+
+
+def _trace(args: argparse.Namespace) -> int:
+    deck, ref = _deck(args, session=False)
+    match = None if args.match is None else os.fsencode(args.match)
+    found = deck.trace(ref, offset=args.offset, match=match)
+    if args.json:
+        emit_json(found.to_json())
+        return 0
+    if not found.lines:
+        print(f"{args.room}: no line holds {args.match!r} now (acked lines keep no text)")
+        return 0
+    if found.matched > len(found.lines):
+        print(f"{found.matched} lines match; the newest {len(found.lines)}:")
+    for line in found.lines:
+        print("\n".join(line.report()))
+    return 0
+
+
+def _overdue_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--overdue",
+        metavar="DURATION",
+        type=_duration,
+        default=None,
+        help=f"{what}, over each room's own (`room policy --overdue`)",
+    )
+
+
+def _duration(value: str) -> float | None:
+    from ackdeck.core.service.policy import parse_duration
+
+    return parse_duration(value)
+
+
+def _overdue(args: argparse.Namespace) -> int:
+    from ackdeck.core.cli._words import overdue_line
+
+    # Owner wakes go to the home (--home, ACKDECK_HOME): the wake store owners drain.
+    deck = Deck(args.home, None, args.room, follow_symlinks=args.follow_symlinks, door="cli")
+    found = deck.overdue(overdue=args.overdue)
+    if args.json:
+        emit_json(found.to_json())
+    else:
+        for row in found.rooms:
+            state = "OVERDUE" if row.overdue else "ok"
+            detail = overdue_line(row) if row.overdue_after is not None else "no threshold set"
+            woke = f"; woke {row.status.owner}" if row.room in found.woke else ""
+            print(f"{row.room}: {state}: {detail}{woke}")
+    return 1 if found.overdue else 0
+
+
+def _policy(args: argparse.Namespace) -> int:
+    from ackdeck.core.service.policy import parse_deliveries, parse_duration
+
+    deck, ref = _deck(args, session=False)
+    update: dict[str, object] = {}
+    if args.overdue is not None:
+        update["overdue"] = parse_duration(args.overdue)
+    if args.max_deliveries is not None:
+        update["max_deliveries"] = parse_deliveries(args.max_deliveries)
+    if args.owner is not None:
+        owner = None if args.owner.lower() in ("off", "none") else check_name(args.owner)
+        update["owner"] = owner
+    pol = deck.policy(ref, update)
+    if args.json:
+        emit_json({"room": deck.label(ref), "path": ref.display, **pol.model_dump()})
+        return 0
+    over = age_text(pol.overdue) if pol.overdue is not None else "off"
+    most = pol.max_deliveries if pol.max_deliveries is not None else "off"
+    print(
+        f"{ref.display}: overdue after {over}; max deliveries {most}; owner {pol.owner or 'none'}"
+    )
+    return 0

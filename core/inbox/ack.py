@@ -215,6 +215,7 @@ class AckTransaction:
         receipt: ReceiptHeader | None = None,
         dropped_all: bytes | None = None,
         verify: Callable[[], bool] | None = None,
+        dead: str | None = None,
     ) -> None:
         self.site = site
         self.fd = fd
@@ -227,6 +228,9 @@ class AckTransaction:
         self.receipt = receipt
         self.dropped_all = dropped_all
         self.verify = verify
+        # The dead-letter room the dropped lines were moved to (core/inbox/deadletter.py):
+        # counted as dead, not acked, and audited as mode "dead".
+        self.dead = dead
         # Filled in by the steps.
         self.st = os.fstat(fd)  # the room inode being replaced
         self.copy = CountingCopy(fd, plan.drop, size)
@@ -357,15 +361,22 @@ class AckTransaction:
         intent = self.pending.pending
         assert intent is not None and intent.at is not None
         ledger = self.ledger
+        counts: dict[str, object] = (
+            {"dead_total": ledger.dead_total + self.acked}
+            if self.dead is not None
+            else {
+                "acked_total": ledger.acked_total + self.acked,
+                "last_ack_at": intent.at,
+                "last_ack_session": self.session,
+                "preserved_total": ledger.preserved_total + remaining,
+            }
+        )
         committed = self.pending.model_copy(
             update={
                 "base": ledger.base + self.plan.drop,
                 "identity": intent.identity,
                 "pending": None,
-                "acked_total": ledger.acked_total + self.acked,
-                "last_ack_at": intent.at,
-                "last_ack_session": self.session,
-                "preserved_total": ledger.preserved_total + remaining,
+                **counts,
             }
         )
         self.site.store(committed)
@@ -376,13 +387,14 @@ class AckTransaction:
             AuditEntry(
                 at=self.site.clock(),
                 session=self.session,
-                mode=self.plan.mode,
+                mode=self.plan.mode if self.dead is None else "dead",
                 epoch=ledger.epoch,
                 start=ledger.base,
                 end=ledger.base + self.plan.drop,
                 acked=self.acked,
                 preserved=remaining,
                 sha256=self.digest,
+                dead=self.dead,
             )
         )
 

@@ -100,6 +100,8 @@ class Ledger(Record):
     last_ack_session: str | None = None
     # Lines carried into the room from replaced inodes (late unlocked writers), ever.
     late_total: int = 0
+    # Lines moved to the dead-letter room (core/inbox/deadletter.py), ever.
+    dead_total: int = 0
 
 
 if TYPE_CHECKING:

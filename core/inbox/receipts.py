@@ -47,6 +47,10 @@ class ReceiptHeader(Record):
     # The reader this receipt was handed to (an MCP server instance); None for the CLI, the
     # dashboard and library callers. Only an ack by the same reader may use it.
     reader: str | None = None
+    # This read's entry in the read log (core/inbox/readlog.py), and how many of this
+    # session's reads so far could not be logged (the log is incomplete by that many).
+    read_id: str | None = None
+    unlogged: int = 0
 
 
 class Receipt(Struct):

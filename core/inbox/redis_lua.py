@@ -10,6 +10,7 @@ Keys of room NAME (the `{NAME}` hash tag keeps them in one cluster slot):
                                 whose reader never learned its outcome (fenced: never stored)
   ackdeck:room:{NAME}:audit     stream of acks (capped at about 10,000 entries)
   ackdeck:room:{NAME}:push:ID   a push's entry ID for PUSH_WINDOW_S (its dedup entry)
+  ackdeck:room:{NAME}:reads     stream of delivered reads, the read log (capped likewise)
 
 The receipts share the meta hash so that an ack reads its receipt with the counters in one
 HMGET and writes both back in one HSET: an ack is five server commands (XINFO STREAM, HMGET,
@@ -150,6 +151,46 @@ local function decode_receipt(raw, session)
   end
   return r
 end
+-- Remove every entry up to `last`, the oldest ones, as ackdeck's own removal: counted in
+-- `removed` and `cut` so the epoch holds. One XTRIM MINID, which can never take an entry newer
+-- than `last`; when nothing was ever added after `last` (the stream's last-generated ID),
+-- MAXLEN 0 removes the same entries for about a quarter less server time on large acks.
+local function trim_prefix(key, s, m, last)
+  local removed
+  if s.last == last then
+    removed = redis.call('XTRIM', key, 'MAXLEN', '=', 0)
+  else
+    removed = redis.call('XTRIM', key, 'MINID', '=', next_id(last))
+  end
+  m.removed = m.removed + removed
+  if idlt(m.cut, last) then m.cut = last end
+  return removed
+end
+-- The logged reads (stream `key`) of `epoch` that may hold entries from `oldest` on, as field
+-- tables: newest first until a read ends before `oldest` (reads are logged in time order).
+local function live_reads(key, oldest, epoch)
+  local out = {}
+  local hi = '+'
+  while true do
+    local batch = redis.call('XREVRANGE', key, hi, '-', 'COUNT', 200)
+    for _, e in ipairs(batch) do
+      local f = {}
+      for k = 1, #e[2], 2 do f[e[2][k]] = e[2][k + 1] end
+      if f.last and idlt(f.last, oldest) then return out end
+      if tonumber(f.epoch) == epoch and f.first and f.last then out[#out + 1] = f end
+      hi = '(' .. e[1]
+    end
+    if #batch < 200 then return out end
+  end
+end
+-- How many of `reads` hold entry `id`.
+local function deliveries_of(reads, id)
+  local n = 0
+  for _, f in ipairs(reads) do
+    if not idlt(id, f.first) and not idlt(f.last, id) then n = n + 1 end
+  end
+  return n
+end
 -- The digest a read computed client-side: per entry its ID, then each field and value with
 -- its length, so no two different entry lists hash the same input.
 local function digest(entries)
@@ -190,7 +231,9 @@ redis.call('SET', KEYS[2], id, 'EX', ARGV[2])
 return {id, 0}
 """
 
-# KEYS: meta. ARGV: session, receipt JSON (with its read ID), read ID, fence ('' none).
+# KEYS: meta, reads (the read log). ARGV: session, receipt JSON (with its read ID), read ID,
+# fence ('' none), then the read log's at, reader, door, epoch, first, last, count (an empty
+# read is not logged; the log entry is stored with the receipt or not at all).
 # Returns 1 when stored, 0 when this read was given up for lost (fenced) and must not land.
 # A receipt of an epoch that ended meanwhile is stored as it is: the next ack finds it stale.
 # `fence` names an earlier read of this session whose outcome its reader never learned:
@@ -202,6 +245,11 @@ if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1], fenced, ARGV[4], 'r:' .. ARGV[1], ARGV[2])
 else
   redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
+end
+if tonumber(ARGV[11]) > 0 then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '10000', '*', 'session', ARGV[1], 'at', ARGV[5],
+    'reader', ARGV[6], 'door', ARGV[7], 'epoch', ARGV[8], 'first', ARGV[9], 'last', ARGV[10],
+    'count', ARGV[11])
 end
 return 1
 """
@@ -253,23 +301,13 @@ local function finish(mode, acked, first, last, dig, receipt)
   end
   return left
 end
--- Remove the n entries up to `last`, the oldest in the stream: one XTRIM MINID, which can never
--- take an entry newer than `last`. When nothing was ever added after `last` (the stream's
--- last-generated ID), every entry is up to `last` and MAXLEN 0 removes the same entries for
--- about a quarter less server time on large acks.
+-- Remove the n entries up to `last`, the oldest in the stream (trim_prefix).
 local function remove(last, n)
-  local removed
-  if s.last == last then
-    removed = redis.call('XTRIM', KEYS[1], 'MAXLEN', '=', 0)
-  else
-    removed = redis.call('XTRIM', KEYS[1], 'MINID', '=', next_id(last))
-  end
+  local removed = trim_prefix(KEYS[1], s, m, last)
   if removed ~= n then
     -- Cannot happen within an epoch; say so loudly rather than hide it.
     redis.log(redis.LOG_WARNING, 'ackdeck: ack removed ' .. removed .. ' not ' .. n)
   end
-  m.removed = m.removed + removed
-  if idlt(m.cut, last) then m.cut = last end
   return removed
 end
 
@@ -345,7 +383,7 @@ return {'prefix', removed, left, m.epoch, {}, 0}
 """
 )
 
-# KEYS: stream, meta. Read-only (queries do not write: a new epoch is computed, not stored).
+# KEYS: stream, meta, reads. Read-only (queries do not write: a new epoch is computed, not stored).
 # Returns {exists, pending, pushed, epoch, acked, preserved, last_ack, last_id,
 # sessions = {name, in_flight, ...}}.
 STATUS = (
@@ -356,6 +394,12 @@ local m = load_meta(KEYS[2])
 settle(s, m)
 local raw = redis.call('HGETALL', KEYS[2])
 local sessions = {}
+-- The first entry after `id` ('' when none): a session's oldest unread entry.
+local function after(id)
+  local got = redis.call('XRANGE', KEYS[1], '(' .. id, '+', 'COUNT', 1)
+  if #got > 0 then return got[1][1] end
+  return ''
+end
 for i = 1, #raw, 2 do
   local name = raw[i]
   if string.sub(name, 1, 2) == 'r:' then
@@ -365,13 +409,71 @@ for i = 1, #raw, 2 do
       if r.epoch == m.epoch and not r.acked and r.count > 0 and idlt(m.cut, r.last) then
         inflight = left_of(r, s)
       end
+      local read_at = ''
+      if inflight > 0 then read_at = tostring(r.read_at) end
+      -- Acks remove prefixes, so in this epoch everything left after r.last is unread.
+      local first = s.oldest
+      if r.epoch == m.epoch and s.length > 0 then first = after(r.last) end
       sessions[#sessions + 1] = string.sub(name, 3)
       sessions[#sessions + 1] = inflight
+      sessions[#sessions + 1] = read_at
+      sessions[#sessions + 1] = first
     end
   end
 end
+-- Deliveries of the oldest entry: the logged reads of this epoch that hold it.
+local deliveries = 0
+if s.length > 0 then
+  deliveries = deliveries_of(live_reads(KEYS[3], s.oldest, m.epoch), s.oldest)
+end
 local exists = 0
 if s.exists then exists = 1 end
-return {exists, s.length, s.added, m.epoch, m.acked, m.preserved, m.last_ack, s.last, sessions}
+return {exists, s.length, s.added, m.epoch, m.acked, m.preserved, m.last_ack, s.last, sessions,
+  s.oldest, deliveries}
+"""
+)
+
+# KEYS: stream, meta, audit, reads, the dead-letter room's stream. ARGV: max deliveries, now,
+# the dead-letter room's name. The dead-letter move of core/inbox/deadletter.py, atomically:
+# the oldest entries handed out that many times (logged reads of this epoch holding them; a
+# prefix, as every read returns everything) are added to the dead-letter stream with their
+# fields, removed here as an ack removes (XTRIM, `removed` and `cut`, so the epoch holds),
+# counted (`dead`) and audited (mode `dead`). Returns how many moved.
+DEAD = (
+    _PRELUDE
+    + r"""
+local limit, now = tonumber(ARGV[1]), ARGV[2]
+local s = stream_state(KEYS[1])
+if s.length == 0 then return 0 end
+local m = load_meta(KEYS[2])
+local dirty = settle(s, m)
+witness(KEYS[1], s)
+local reads = live_reads(KEYS[4], s.oldest, m.epoch)
+local doomed = {}
+local after = '-'
+local done = false
+while not done do
+  local batch = redis.call('XRANGE', KEYS[1], after, '+', 'COUNT', 200)
+  if #batch == 0 then break end
+  for _, e in ipairs(batch) do
+    if deliveries_of(reads, e[1]) < limit then done = true; break end
+    doomed[#doomed + 1] = e
+  end
+  after = '(' .. batch[#batch][1]
+  if #batch < 200 then break end
+end
+if #doomed == 0 then
+  if dirty then store_meta(KEYS[2], m) end
+  return 0
+end
+for _, e in ipairs(doomed) do redis.call('XADD', KEYS[5], '*', unpack(e[2])) end
+local first, last = doomed[1][1], doomed[#doomed][1]
+local removed = trim_prefix(KEYS[1], s, m, last)
+store_meta(KEYS[2], m)
+redis.call('HINCRBY', KEYS[2], 'dead', #doomed)
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', '10000', '*', 'at', now, 'session',
+  'ackdeck-dead-letter', 'mode', 'dead', 'epoch', m.epoch, 'first', first, 'last', last,
+  'acked', #doomed, 'preserved', s.length - removed, 'sha1', digest(doomed), 'dead', ARGV[3])
+return #doomed
 """
 )

@@ -24,6 +24,7 @@ the same command again, with backoff, for up to the socket timeout (`_again`):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -40,7 +41,10 @@ from redis.retry import Retry
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
+from ackdeck.core.inbox import policy as policy_mod
 from ackdeck.core.inbox import redis_lua
+from ackdeck.core.inbox.journey import MATCH_LIMIT, Hop, Journey
+from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.redis_doubts import Doubts
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
 from ackdeck.core.inbox.room_errors import cold_ack
@@ -83,6 +87,22 @@ def entries_digest(entries: list[Any]) -> str:
         for x in fields:
             h.update(b"%d:%s\n" % (len(x), x))
     return h.hexdigest()
+
+
+def id_time(entry_id: str) -> float | None:
+    """When the server added the entry (its ID's milliseconds), None for no ID."""
+    ms, _, _ = entry_id.partition("-")
+    return int(ms) / 1000 if ms.isdigit() else None
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _fields(raw: list[bytes]) -> dict[bytes, bytes]:
+    """An entry's field list as a dict (our own log and audit entries: no repeated names)."""
+    return {raw[i]: raw[i + 1] for i in range(0, len(raw) - 1, 2)}
 
 
 def _timeout(env: Mapping[str, str]) -> float:
@@ -130,11 +150,13 @@ class RedisRoom:
         *,
         clock: Clock = time.time,
         env: Mapping[str, str] | None = None,
+        door: str = "api",
     ) -> None:
         self.address = address
+        self.door = door
         self.path = address.display
         self.key = f"ackdeck:room:{{{address.name}}}"
-        self._keys = [self.key, f"{self.key}:meta", f"{self.key}:audit"]
+        self._keys = [self.key, f"{self.key}:meta", f"{self.key}:audit", f"{self.key}:reads"]
         self._clock = clock
         self._env = os.environ if env is None else env
         self.timeout = _timeout(self._env)
@@ -284,6 +306,9 @@ class RedisRoom:
         Recorded only once delivered, as for files: `deliver` gets the lines first, and the
         receipt is stored only if it returns. `reader` binds the receipt to one reader."""
         check_name(session)
+        limit = self._policy_for_read().max_deliveries
+        if limit is not None:
+            self._move_dead_letters(limit)
         read_id = new_id()
         epoch, added, entries = self._again(
             "read",
@@ -304,6 +329,8 @@ class RedisRoom:
         fence = doubts.get(session) or ""
         script = self._script("COMMIT_RECEIPT")
         args = [session, json.dumps(receipt), read_id, fence]
+        args += [repr(receipt["read_at"]), reader or "", self.door, receipt["epoch"]]
+        args += [receipt["first"], receipt["last"], receipt["count"]]
 
         def lost(_sent: bool, _tries: int) -> str:
             failed = doubts.put(session, read_id)
@@ -318,7 +345,8 @@ class RedisRoom:
                 )
             return f"{said}; the next ack of session {session!r} is refused: read again"
 
-        stored = self._again("read", lambda: script(keys=self._keys[1:2], args=args), lost)
+        keys = [self._keys[1], self._keys[3]]  # the meta and the read log
+        stored = self._again("read", lambda: script(keys=keys, args=args), lost)
         if not int(stored):
             raise RoomUnavailable(
                 f"redis room {self.address.name} at {self.address.where}: read {read_id} was "
@@ -330,6 +358,35 @@ class RedisRoom:
 
     def _doubts(self) -> Doubts:
         return Doubts(self.address.name, self._env)
+
+    def _policy_for_read(self) -> RoomPolicy:
+        try:
+            return self.policy()
+        except CorruptState:
+            return RoomPolicy()  # reads go on; `room policy` reports it
+
+    def _move_dead_letters(self, limit: int) -> None:
+        """Entries handed out `limit` times without an ack go to NAME.dead, in one script."""
+        dead = RedisRoom(
+            dataclasses.replace(self.address, name=self.address.name + ".dead"), env={}
+        )
+        with self._errors("read"):
+            moved = int(
+                self._script("DEAD")(
+                    keys=[*self._keys, dead.key],
+                    args=[limit, repr(self._clock()), dead.path],
+                )
+            )
+        owner = self._policy_for_read().owner
+        if moved and owner is not None:
+            from ackdeck.core.base.home import resolve_home
+            from ackdeck.core.watch.room_wakes import tell
+
+            text = (
+                f"room {self.address.name}: {moved} line(s) handed out {limit} time(s) without "
+                f"an ack moved to the dead-letter room {dead.path}"
+            )
+            tell(resolve_home(None), owner, self.address.name, "dead", text, count=moved)
 
     def _receipt_of(
         self, entries: list[Any], epoch: int, added: int, reader: str | None
@@ -450,13 +507,31 @@ class RedisRoom:
         """The status, and the stream's last-generated ID then (a blocking read waits for
         anything after it)."""
         with self._errors("status"):
-            raw = self._script("STATUS")(keys=self._keys[:2])
-        exists, pending, pushed, epoch, acked, preserved, last_ack, last_id, flat = raw
+            raw = self._script("STATUS")(keys=[self._keys[0], self._keys[1], self._keys[3]])
+        now = self._clock()
+        with self._errors("status"):
+            raw_policy, dead = self._redis().hmget(self._keys[1], ["policy", "dead"])
+        try:
+            pol = policy_mod.decode(raw_policy, "")
+        except CorruptState:
+            pol = RoomPolicy()
+        exists, pending, pushed, epoch, acked, preserved, last_ack, last_id, flat = raw[:9]
+        oldest, deliveries = raw[9].decode(), int(raw[10])
         pending = int(pending)
         sessions: dict[str, SessionStatus] = {}
-        for i in range(0, len(flat), 2):
+        firsts: list[str] = []
+        for i in range(0, len(flat), 4):
             in_flight = int(flat[i + 1])
-            sessions[flat[i].decode()] = SessionStatus(in_flight, max(0, pending - in_flight))
+            read_at = float(flat[i + 2]) if flat[i + 2] else None
+            first = flat[i + 3].decode()
+            unread = max(0, pending - in_flight)
+            firsts.append(first if unread else "")
+            sessions[flat[i].decode()] = SessionStatus(
+                in_flight, unread, read_at, id_time(first) if unread else None
+            )
+        # The oldest entry no session has read: after the furthest read (none if some
+        # session has read everything).
+        nobody = oldest if not firsts else ("" if "" in firsts else max(firsts, key=_id_key))
         status = RoomStatus(
             path=self.path,
             exists=bool(exists),
@@ -468,6 +543,14 @@ class RedisRoom:
             epoch=int(epoch),
             last_ack_at=float(last_ack) if last_ack else None,
             sessions=dict(sorted(sessions.items())),
+            checked_at=now,
+            oldest_pending_at=id_time(oldest) if pending else None,
+            oldest_unread_at=id_time(nobody) if pending else None,
+            deliveries=deliveries,
+            overdue_after=pol.overdue,
+            max_deliveries=pol.max_deliveries,
+            owner=pol.owner,
+            dead_total=int(dead or 0),
         )
         return status, last_id.decode()
 
@@ -475,6 +558,108 @@ class RedisRoom:
         """Does the stream exist? (A missing stream is an empty room.)"""
         with self._errors("status"):
             return bool(self._redis().exists(self.key))
+
+    # ----- policy (core/inbox/policy.py) ------------------------------------------------------
+    def policy(self) -> RoomPolicy:
+        with self._errors("policy"):
+            raw = self._redis().hget(self._keys[1], "policy")
+        return policy_mod.decode(raw, f"of redis room {self.address.name}")
+
+    def set_policy(self, policy: RoomPolicy) -> None:
+        data = policy_mod.encode(policy_mod.checked(policy))
+        with self._errors("policy"):
+            self._redis().hset(self._keys[1], "policy", data)
+
+    # ----- a line's journey -------------------------------------------------------------------
+    def trace(self, offset: int | str) -> Journey:
+        """The journey of the entry `offset` (its ID, what push returned): pushed at the ID's
+        time; each logged read whose range holds it; the ack (audit) that removed it."""
+        entry_id = str(offset)
+        if id_time(entry_id) is None or not entry_id.partition("-")[2].isdigit():
+            raise InvalidInput(f"{entry_id!r} is not an entry ID (like 1700000000000-0)")
+        key = _id_key(entry_id)
+        with self._errors("trace"):
+            client = self._redis()
+            got: list[Any] = client.xrange(self.key, min=entry_id, max=entry_id) or []
+            epoch = int(client.hget(self._keys[1], "epoch") or 0)
+            reads: list[Any] = client.xrange(self._keys[3]) or []
+            audit: list[Any] = client.xrange(self._keys[2]) or []
+
+        def holds(fields: dict[bytes, bytes]) -> bool:
+            first, last = fields.get(b"first"), fields.get(b"last")
+            if not first or not last:
+                return False
+            return _id_key(first.decode()) <= key <= _id_key(last.decode())
+
+        gone = None
+        if not got:
+            for _, raw in audit:
+                f = _fields(raw)
+                if f.get(b"mode") in (b"prefix", b"all", b"dead") and holds(f):
+                    gone = f
+            if gone is None:
+                raise InvalidInput(f"no entry {entry_id} in this room, and no ack removed it")
+            epoch = int(gone.get(b"epoch", b"0"))
+        hops = []
+        for _, raw in reads:
+            f = _fields(raw)
+            if holds(f) and int(f.get(b"epoch", b"-1")) == epoch:
+                hops.append(
+                    Hop(
+                        f[b"session"].decode(),
+                        f[b"reader"].decode() or None,
+                        f[b"door"].decode(),
+                        float(f[b"at"]),
+                    )
+                )
+        text = entry_line(got[0][1]) if got else None
+        pushed_at = id_time(entry_id)
+        if gone is None:
+            return Journey(entry_id, True, text, pushed_at, True, hops)
+        at = float(gone[b"at"])
+        if gone.get(b"mode") == b"dead":
+            dead = gone.get(b"dead", b"").decode()
+            return Journey(entry_id, False, None, pushed_at, True, hops, dead_at=at, dead_room=dead)
+        by = gone[b"session"].decode()
+        return Journey(entry_id, False, None, pushed_at, True, hops, acked_at=at, acked_by=by)
+
+    def wait_acked(
+        self,
+        offset: int | str,
+        timeout: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Journey | None:
+        """Block until the entry `offset` left the room (acked, or moved to the dead-letter
+        room): its journey then; None when `timeout` passed first. A blocking XREAD on the
+        audit stream (every ack adds one entry), in chunks shorter than the socket timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        chunk = max(0.05, self.timeout / 2)
+        while True:
+            with self._errors("wait"):
+                newest: list[Any] = self._redis().xrevrange(self._keys[2], count=1) or []
+            last = newest[0][0] if newest else b"0-0"
+            j = self.trace(offset)  # after reading `last`: an ack in between wakes the XREAD
+            if not j.present:
+                return j
+            if stop is not None and stop():
+                return None
+            if not self._block(self._keys[2], last, deadline, chunk):
+                return None
+
+    def find(self, text: str | bytes) -> tuple[list[int | str], int]:
+        """The IDs of the entries now in the room whose line contains `text` (the newest
+        MATCH_LIMIT), and how many do."""
+        needle = text.encode() if isinstance(text, str) else bytes(text)
+        if not needle:
+            raise InvalidInput("the text to match must not be empty")
+        found: list[int | str] = []
+        after = ""
+        while True:
+            batch = self.entries(after, 10_000)
+            if not batch:
+                return found[-MATCH_LIMIT:], len(found)
+            found.extend(entry_id for entry_id, line in batch if needle in line)
+            after = batch[-1][0]
 
     def tail(self, count: int) -> list[bytes]:
         """The newest `count` lines, oldest first. Display only: records no receipt."""
@@ -529,11 +714,19 @@ class RedisRoom:
                 return True
             if stop is not None and stop():
                 return False
-            left = chunk if deadline is None else min(chunk, deadline - time.monotonic())
-            if left <= 0:
+            if not self._block(self.key, last_id, deadline, chunk):
                 return False
-            with self._errors("wait"):
-                self._redis().xread({self.key: last_id}, count=1, block=max(1, int(left * 1000)))
+
+    def _block(self, key: str, after: str | bytes, deadline: float | None, chunk: float) -> bool:
+        """One blocking XREAD of stream `key` for anything after ID `after`, at most `chunk`
+        seconds (shorter than the socket timeout, so a dead server is noticed within it);
+        False, without waiting, once `deadline` passed."""
+        left = chunk if deadline is None else min(chunk, deadline - time.monotonic())
+        if left <= 0:
+            return False
+        with self._errors("wait"):
+            self._redis().xread({key: after}, count=1, block=max(1, int(left * 1000)))
+        return True
 
     def close(self) -> None:
         client, self._client = self._client, None

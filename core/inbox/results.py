@@ -34,6 +34,10 @@ class AckResult(Struct):
 class SessionStatus(Struct):
     in_flight: int
     unread: int
+    # When the in-flight read was taken (None: nothing in flight), and when the session's
+    # oldest unread line was first seen (None: nothing unread, or not known).
+    read_at: float | None = None
+    oldest_unread_at: float | None = None
 
 
 class RoomStatus(Struct):
@@ -52,3 +56,15 @@ class RoomStatus(Struct):
     # rooms only: XADD has no such window).
     late_total: int = 0
     held_open: int = 0
+    # Ages (core/inbox/seen_marks.py): the clock when this status was taken, when the oldest
+    # line in the room and the oldest line no session has read were first seen.
+    checked_at: float | None = None
+    oldest_pending_at: float | None = None
+    oldest_unread_at: float | None = None
+    deliveries: int = 0  # how many reads handed out the oldest line (core/inbox/readlog.py)
+    reads_unlogged: int = 0  # reads the log is missing (it could not be written)
+    # The room's policy (core/inbox/policy.py) and the lines it sent to the dead-letter room.
+    overdue_after: float | None = None
+    max_deliveries: int | None = None
+    owner: str | None = None
+    dead_total: int = 0

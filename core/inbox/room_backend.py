@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
 
+    from ackdeck.core.inbox.journey import Journey
+    from ackdeck.core.inbox.policy import RoomPolicy
     from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus
     from ackdeck.core.inbox.room_url import RedisAddress
 
@@ -50,6 +52,18 @@ class RoomBackend(Protocol):
     def status(self) -> RoomStatus: ...
     def exists(self) -> bool: ...  # the file (or stream) is there; a missing room is empty
     def tail(self, count: int) -> list[bytes]: ...  # newest lines, oldest first; no receipt
+    # A line's journey (push, reads, ack) by its offset or entry ID, and the lines holding a
+    # text (core/inbox/journey.py). Both only read.
+    def trace(self, offset: int | str) -> Journey: ...
+    def find(self, text: str | bytes) -> tuple[list[int | str], int]: ...
+    def wait_acked(
+        self,
+        offset: int | str,
+        timeout: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Journey | None: ...  # blocks until the line left the room (its journey) or timeout
+    def policy(self) -> RoomPolicy: ...
+    def set_policy(self, policy: RoomPolicy) -> None: ...
     def wait(
         self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
     ) -> bool: ...
@@ -62,23 +76,25 @@ def open_room(
     clock: Clock = time.time,
     env: Mapping[str, str] | None = None,
     follow_symlinks: bool = False,
+    door: str = "api",
 ) -> RoomBackend:
     """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
-    file path."""
+    file path. `door` names the door reading through it in the read log (cli, mcp, hook,
+    dashboard; "api" for library callers)."""
     if not isinstance(spec, (str, os.PathLike)):  # a parsed RedisAddress
         from ackdeck.core.inbox.redis_room import RedisRoom
 
-        return RedisRoom(spec, clock=clock, env=env)
+        return RedisRoom(spec, clock=clock, env=env, door=door)
     if is_url(spec):
         from ackdeck.core.inbox.redis_room import (
             RedisRoom,  # local: file-only users never import redis
         )
         from ackdeck.core.inbox.room_url import parse_redis_url
 
-        return RedisRoom(parse_redis_url(str(spec), env), clock=clock, env=env)
+        return RedisRoom(parse_redis_url(str(spec), env), clock=clock, env=env, door=door)
     from ackdeck.core.inbox.rooms import Room
 
-    return Room(spec, clock=clock, follow_symlinks=follow_symlinks)
+    return Room(spec, clock=clock, follow_symlinks=follow_symlinks, door=door)
 
 
 def room_display(spec: str | os.PathLike[str]) -> str:

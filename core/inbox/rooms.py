@@ -27,9 +27,11 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from ackdeck.core.base import atomic
 from ackdeck.core.base.byteio import (
     complete_prefix,
     count_lines,
@@ -39,15 +41,20 @@ from ackdeck.core.base.byteio import (
     tail_lines,
     wait_for_writes,
 )
+from ackdeck.core.base.faults import pause
 from ackdeck.core.base.fileid import birth_ns
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name, check_room_path
 from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
+from ackdeck.core.inbox import ages, deadletter, journey, readlog, seen_marks
 from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox import policy as policy_mod
 from ackdeck.core.inbox import prev_inodes as prev_inodes
 from ackdeck.core.inbox.ack import AckSite, ack_locked
 from ackdeck.core.inbox.ack_stream import Digest
+from ackdeck.core.inbox.journey import Journey
+from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
 from ackdeck.core.inbox.push_handles import PushHandles, append_line
 from ackdeck.core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
@@ -72,6 +79,7 @@ class Room:
         clock: Clock = time.time,
         grace: float = PREV_GRACE_S,
         follow_symlinks: bool = False,
+        door: str = "api",
     ) -> None:
         p = Path(check_room_path(path))  # pathlib would quietly drop a trailing `/`
         if "\0" in str(p):
@@ -87,11 +95,14 @@ class Room:
         self._receipts = ReceiptStore(self._side.receipts_dir)
         self._clock = clock
         self._grace = grace
+        self.door = door  # which door reads through this Room, for the read log
         # Plain strings for the push hot path (pathlib joins cost more than the syscalls).
         self._path_s = str(self.path)
         self._sidecar_s = str(self.sidecar)
         self._lock_s = str(self.lock_file)
         self._ledger_s = str(self.ledger_file)
+        self._journey_s = str(self._side.journey_dir)
+        self._marks_s = os.path.join(self._journey_s, seen_marks.NAME)
         # Lock and ledger descriptors kept open across pushes (core/inbox/push_handles.py).
         self._handles: PushHandles | None = None
         self._push_mutex = _thread.allocate_lock()
@@ -267,6 +278,9 @@ class Room:
         check_name(session)
         self._side.check_dir()
         self._check_kind()
+        limit = self._policy_or_none().max_deliveries
+        if limit is not None:
+            self._move_dead_letters(limit)
         try:
             snap = self._snapshot(session, reader)
         except OSError as exc:
@@ -282,13 +296,39 @@ class Room:
             if taken is not None and header is not None and taken < len(result.lines):
                 result, header, data = _first_lines(result, header, taken)
         if header is not None:
+            header = self._log_read(header)
+            pause("read-after-log")
             try:
                 self._commit_receipt(header, data)
             except OSError as exc:
                 raise write_error(
                     self.receipt_file(session), exc, after="no receipt was recorded; read again"
                 ) from None
+            pause("read-after-receipt")
+            if readlog.needs_rotation(self._journey_s):
+                readlog.try_rotate(self._lock_s, self._side.journey_dir, header.start)
         return result
+
+    def _log_read(self, header: ReceiptHeader) -> ReceiptHeader:
+        """Log a delivered read before its receipt is stored (so no receipt lacks its entry).
+        An empty read handed nothing out and is not logged. A log that cannot be written is
+        counted in the receipt (`unlogged`) and the read goes on."""
+        if header.lines == 0 or header.read_id is None:
+            return header.model_copy(update={"read_id": None})  # nothing was handed out
+        entry = readlog.ReadEntry(
+            header.read_id,
+            header.read_at,
+            header.session,
+            header.reader,
+            self.door,
+            header.epoch,
+            header.start,
+            header.end,
+            header.lines,
+        )
+        if readlog.append(self._journey_s, entry):
+            return header
+        return header.model_copy(update={"read_id": None, "unlogged": 1})
 
     def _snapshot(
         self, session: str, reader: str | None
@@ -313,6 +353,11 @@ class Room:
                         ledger, _ = self._sweep_prevs(ledger)
                     cur = self._stat_fd(fd)
                     content = pread_all(fd, cur.size)
+                    if changed or not shared:
+                        # Something arrived since ackdeck last looked: date it. (Unchanged,
+                        # the marks already reach the end: a repeated read costs nothing.)
+                        end = ledger.base + content.rfind(b"\n") + 1
+                        ages.observe(self._marks_s, end, self._clock())
                 finally:
                     os.close(fd)
             data = complete_prefix(content)
@@ -329,6 +374,7 @@ class Room:
                 read_at=self._clock(),
                 seen=L.identity_of(cur, content),
                 reader=reader,
+                read_id=readlog.new_id(),
             )
             result = ReadResult(lines, header.start, header.end, header.epoch, data)
             return result, header, data
@@ -345,6 +391,9 @@ class Room:
                 kept = None  # replaced by this read, as before
             if kept is not None and _later_read(kept, header):
                 return
+            if kept is not None and kept.unlogged:
+                # A running count per session: this receipt replaces the one that held it.
+                header = header.model_copy(update={"unlogged": kept.unlogged + header.unlogged})
             self._receipts.store(header, data)
 
     # ----- ack ----------------------------------------------------------------------------
@@ -393,13 +442,49 @@ class Room:
             if fd is None:
                 return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
             try:
-                return ack_locked(self._ack_site(), fd, session, ack_all=all, reader=reader)
+                done = ack_locked(self._ack_site(), fd, session, ack_all=all, reader=reader)
+                self._journey_upkeep()
+                return done
             except OSError as exc:
                 # Anything before the rename leaves the room as it was (temps are removed on
                 # the way out or by the next ack); later failures are converted in ack.py.
                 raise write_error(self.path, exc) from None
             finally:
                 os.close(fd)
+
+    def _move_dead_letters(self, limit: int) -> None:
+        """Lines handed out `limit` times without an ack go to NAME.dead (deadletter.py)."""
+        if not self._side.ensure(create=False):
+            return
+        dead = Room(deadletter.dead_room_path(self.path), clock=self._clock, door=self.door)
+        try:
+            with self._side.lock(shared=False):
+                fd = self._open()
+                if fd is None:
+                    return
+                try:
+                    moved = deadletter.move_locked(
+                        self._ack_site(), fd, self._side.journey_dir, limit, dead._append
+                    )
+                except OSError as exc:
+                    raise write_error(self.path, exc) from None
+                finally:
+                    os.close(fd)
+        finally:
+            dead.close()
+        owner = self._policy_or_none().owner
+        if moved and owner is not None:
+            deadletter.tell_owner(owner, self.path, moved, limit, self._clock)
+
+    def _journey_upkeep(self) -> None:
+        """Keep the read log and the marks bounded (exclusive lock held). Never fails an ack
+        that already happened: a full disk only leaves them longer until the next one."""
+        try:
+            base = self._ledger().base
+            readlog.rotate(self._side.journey_dir, base)
+            seen_marks.Marks(self._marks_s).compact(base)
+        except OSError:
+            pass
 
     def _ack_site(self) -> AckSite:
         """What the ack may touch (core/inbox/ack.py); built per ack from this Room's parts."""
@@ -431,7 +516,11 @@ class Room:
             raise InvalidInput("a pushed line must not contain a newline")
         if b"\0" in data:
             raise InvalidInput("a pushed line must not contain a NUL byte")
-        data += b"\n"
+        return self._append(data + b"\n")
+
+    def _append(self, data: bytes) -> int:
+        """Append complete lines in one write under the shared lock (push, and the dead-letter
+        move, which carries another room's lines byte for byte)."""
         # The hot path of every producer: the lock and ledger descriptors stay open across
         # pushes (see core/inbox/push_handles.py). The mutex keeps threads sharing this Room from
         # unlocking each other's flock on the shared descriptor.
@@ -445,7 +534,12 @@ class Room:
                 try:
                     base = h.current_base(self._ledger_s, self._fresh_ledger)
                     if base is not None:
-                        return base + append_line(self._path_s, data, lock)
+                        at = base + append_line(self._path_s, data, lock)
+                        pause("push-after-append")
+                        # The line's exact push time, for its age (a lost mark: see there).
+                        end, now = at + len(data), self._clock()
+                        seen_marks.append(self._marks_s, end, now, seen_marks.PUSHED)
+                        return at
                 finally:
                     fcntl.flock(lock, fcntl.LOCK_UN)
                 self._drop_handles()  # the sidecar or ledger was replaced: validate it again
@@ -497,8 +591,15 @@ class Room:
         return os.path.lexists(self.path)
 
     def status(self) -> RoomStatus:
-        """Counters for the room and every session that has read it. Never writes the room."""
+        """Counters for the room and every session that has read it. Never writes the room;
+        beside it, it records first-seen marks (creating the sidecar of a room that holds lines
+        no ackdeck process has dated yet, where the directory allows it)."""
         has_sidecar = self._side.ensure(create=False)
+        if not has_sidecar and _holds_bytes(self.path):
+            try:
+                has_sidecar = self._side.ensure(create=True)
+            except RoomUnavailable:
+                pass  # a read-only directory: counts without ages
         if has_sidecar:
             # Open the file only once the lock is held: a file opened before it may be the
             # inode an ack has just renamed away, which the ledger no longer describes (the
@@ -511,6 +612,7 @@ class Room:
         fd = self._open()
         if fd is None:
             ledger = self._ledger() if has_sidecar else L.Ledger()
+            pol = self._policy_or_none()
             return RoomStatus(
                 self.path,
                 False,
@@ -524,6 +626,11 @@ class Room:
                 {},
                 ledger.late_total,
                 sum(p.held_at is not None for p in ledger.prev),
+                checked_at=self._clock(),
+                dead_total=ledger.dead_total,
+                overdue_after=pol.overdue,
+                max_deliveries=pol.max_deliveries,
+                owner=pol.owner,
             )
         try:
             return self._status_locked(fd)
@@ -540,13 +647,27 @@ class Room:
             n: max(0, h.end - ledger.base) for n, h in receipts.items() if h.epoch == ledger.epoch
         }
         pending, complete_len, before = newline_census(fd, size, cuts.values())
+        now = self._clock()
+        journey = self._side.ensure(create=False)
+        if journey:
+            ages.observe(self._marks_s, ledger.base + complete_len, now)
+        oldest, nobody, firsts = ages.file_ages(fd, ledger.base, complete_len, cuts, self._marks_s)
         sessions: dict[str, SessionStatus] = {}
         for name, h in receipts.items():
             if name not in cuts:
-                sessions[name] = SessionStatus(0, pending)  # stale read: everything is unread
+                # A stale read: everything is unread.
+                sessions[name] = SessionStatus(0, pending, None, oldest if pending else None)
                 continue
             read = before[cuts[name]]
-            sessions[name] = SessionStatus(0 if h.acked else read, pending - read)
+            in_flight = 0 if h.acked else read
+            sessions[name] = SessionStatus(
+                in_flight,
+                pending - read,
+                h.read_at if in_flight else None,
+                firsts[name] if pending - read else None,
+            )
+        live = readlog.live_entries(self._journey_s, ledger.base) if journey and pending else []
+        pol = self._policy_or_none()
         return RoomStatus(
             self.path,
             True,
@@ -560,7 +681,120 @@ class Room:
             sessions,
             ledger.late_total,
             sum(p.held_at is not None for p in ledger.prev),
+            checked_at=now,
+            oldest_pending_at=oldest if pending else None,
+            oldest_unread_at=nobody if pending > max(before.values(), default=0) else None,
+            deliveries=readlog.deliveries(live, ledger.epoch, ledger.base),
+            reads_unlogged=sum(h.unlogged for h in receipts.values()),
+            dead_total=ledger.dead_total,
+            overdue_after=pol.overdue,
+            max_deliveries=pol.max_deliveries,
+            owner=pol.owner,
         )
+
+    def _policy_or_none(self) -> RoomPolicy:
+        try:
+            return self.policy()
+        except CorruptState:
+            return RoomPolicy()  # counters stay usable; `room policy` reports it
+
+    # ----- policy (core/inbox/policy.py) ------------------------------------------------------
+    def policy(self) -> RoomPolicy:
+        path = os.path.join(self._sidecar_s, policy_mod.FILE)
+        try:
+            with open(path, "rb") as f:
+                return policy_mod.decode(f.read(), path)
+        except (FileNotFoundError, NotADirectoryError):
+            return RoomPolicy()
+
+    def set_policy(self, policy: RoomPolicy) -> None:
+        self._side.check_dir()
+        self._check_kind()
+        with self._side.lock(shared=False):
+            data = policy_mod.encode(policy_mod.checked(policy))
+            atomic.atomic_write(self.sidecar / policy_mod.FILE, data)
+
+    # ----- a line's journey (core/inbox/journey.py) -------------------------------------------
+    def trace(self, offset: int | str) -> Journey:
+        """The journey of the line that starts at logical `offset` (what push returned)."""
+        try:
+            at = int(offset)
+        except ValueError:
+            raise InvalidInput(f"offset {offset!r} is not a byte offset of a file room") from None
+        with self._consistent() as (fd, ledger):
+            return journey.trace_file(
+                fd, ledger.base, ledger.epoch, self.sidecar, self._side.journey_dir, at
+            )
+
+    def find(self, text: str | bytes) -> tuple[list[int | str], int]:
+        """The offsets of the lines now in the room that contain `text` (the newest
+        journey.MATCH_LIMIT), and how many do."""
+        needle = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+        with self._consistent() as (fd, ledger):
+            if fd is None:
+                return [], 0
+            found, total = journey.find_file(fd, ledger.base, needle)
+            return list(found), total
+
+    def wait_acked(
+        self,
+        offset: int | str,
+        timeout: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Journey | None:
+        """Block until the line at `offset` left the room (acked, or moved to the dead-letter
+        room): its journey then; None when `timeout` passed first (or `stop` said so).
+
+        Watches the sidecar directory: every ack stores the ledger and appends its audit entry
+        there. The watcher also wakes every step without events, which bounds the race between
+        a check and the watcher starting (as wait does)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        unaudited: list[float] = []
+        found = self._left(offset, unaudited)
+        if found is not None or (deadline is not None and deadline <= time.monotonic()):
+            return found
+        for _ in _watch(self.sidecar, {"ledger", "audit.jsonl"}, timeout):
+            found = self._left(offset, unaudited)
+            if found is not None:
+                return found
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            if stop is not None and stop():
+                return None
+        return None
+
+    def _left(self, offset: int | str, unaudited: list[float]) -> Journey | None:
+        """The line's journey if it left the room. An ack commits the ledger, then appends its
+        audit entry: a line below the base without its entry waits a moment for it, and is
+        reported acked by an unknown session if the acker died between the two."""
+        try:
+            j = self.trace(offset)
+        except InvalidInput:
+            with self._consistent() as (_fd, ledger):
+                if int(offset) >= ledger.base:
+                    raise
+            unaudited.append(time.monotonic())
+            if unaudited[-1] - unaudited[0] < 1.0:
+                return None
+            at = self._ledger().last_ack_at
+            return Journey(offset, False, None, None, False, [], acked_at=at, acked_by=None)
+        return None if j.present else j
+
+    @contextmanager
+    def _consistent(self) -> Iterator[tuple[int | None, L.Ledger]]:
+        """The room file open with the ledger that describes it (shared lock held when there
+        is a sidecar, as for status); writes nothing."""
+        has_sidecar = self._side.ensure(create=False)
+        with locked(self.lock_file, shared=True) if has_sidecar else nullcontext():
+            fd = self._open()
+            try:
+                if fd is None:
+                    yield None, self._ledger() if has_sidecar else L.Ledger()
+                else:
+                    yield fd, self._settled_ledger(fd, can_write=False)[0]
+            finally:
+                if fd is not None:
+                    os.close(fd)
 
     def tail(self, count: int) -> list[bytes]:
         """The newest `count` complete lines, oldest first. Display only: records no receipt,
@@ -584,8 +818,6 @@ class Room:
         Watches the directory, not the file: an ack renames a new inode over the file and a
         watch on the old one would go silent.
         """
-        import watchfiles  # local: only wait needs the watcher
-
         check_name(session)
         self._side.check_dir()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -593,21 +825,10 @@ class Room:
             return True
         if deadline is not None and deadline <= time.monotonic():
             return False
-        name = self.path.name
         # Any event for the room name is a reason to re-check. The watcher also wakes every
-        # `step_ms` without events, which bounds the race between the first check above and
+        # step without events, which bounds the race between the first check above and
         # the watcher starting, and lets late bytes in a replaced inode be swept.
-        step_ms = 250 if timeout is None else max(10, min(250, int(timeout * 1000)))
-        for _ in watchfiles.watch(
-            self.path.parent,
-            watch_filter=lambda _c, p: os.path.basename(p) == name,
-            debounce=20,
-            step=10,
-            rust_timeout=step_ms,
-            yield_on_timeout=True,
-            raise_interrupt=False,
-            recursive=False,
-        ):
+        for _ in _watch(self.path.parent, {self.path.name}, timeout):
             if self._unread(session) > 0:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
@@ -622,6 +843,32 @@ class Room:
         if session in st.sessions:
             return st.sessions[session].unread
         return st.pending
+
+
+def _watch(directory: Path, names: set[str], timeout: float | None) -> Iterator[object]:
+    """Events for `names` in `directory` (not recursive), and a tick at least every 250 ms
+    (shorter for a short timeout) without them, for a caller that re-checks on each."""
+    import watchfiles  # local: only the waits need the watcher
+
+    step_ms = 250 if timeout is None else max(10, min(250, int(timeout * 1000)))
+    return watchfiles.watch(
+        directory,
+        watch_filter=lambda _c, p: os.path.basename(p) in names,
+        debounce=20,
+        step=10,
+        rust_timeout=step_ms,
+        yield_on_timeout=True,
+        raise_interrupt=False,
+        recursive=False,
+    )
+
+
+def _holds_bytes(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
 def _later_read(kept: ReceiptHeader, header: ReceiptHeader) -> bool:

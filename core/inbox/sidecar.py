@@ -5,6 +5,7 @@ Layout:
   ledger        the room's state (core/inbox/ledger.py)
   audit.jsonl   one entry per ack (AuditEntry)
   receipts/     one receipt per session (core/inbox/receipts.py)
+  journey/      the read log and first-seen marks (core/inbox/readlog.py, seen_marks.py)
   prev-*        replaced room inodes kept for late writers (core/inbox/prev_inodes.py)
 
 It also holds the checks that keep ackdeck from writing through a borrowed target: the
@@ -59,6 +60,7 @@ class AuditEntry(Record):
     acked: int  # lines removed
     preserved: int  # lines kept (arrived or unread)
     sha256: str | None  # of the removed bytes; None when nothing was removed
+    dead: str | None = None  # mode "dead": the dead-letter room the lines were moved to
 
 
 class Sidecar:
@@ -83,6 +85,11 @@ class Sidecar:
     @property
     def receipts_dir(self) -> Path:
         return self.path / "receipts"
+
+    @property
+    def journey_dir(self) -> Path:
+        """Its own directory, so a full filesystem for it alone is a real case to test."""
+        return self.path / "journey"
 
     # ----- safety checks ----------------------------------------------------------------------
     def check_dir(self) -> None:

@@ -33,7 +33,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
 
+    from ackdeck.core.inbox.policy import RoomPolicy
     from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.service.alerts import Overdue
+    from ackdeck.core.service.trace import Trace
     from ackdeck.core.service.wakes import DeliverWakes, Drained
 
     Clock = Callable[[], float]
@@ -53,8 +56,10 @@ class Deck:
         env: Mapping[str, str] | None = None,
         clock: Clock = time.time,
         follow_symlinks: bool = False,
+        door: str = "api",
     ) -> None:
         self._home_arg = home
+        self.door = door  # how the read log names this door (cli, mcp, hook, dashboard)
         self._home: Path | None = None
         self.session = None if session is None else check_name(session)
         self._env = env
@@ -114,6 +119,10 @@ class Deck:
             + ", ".join(self.label(r) for r in self.rooms)
         )
 
+    def open(self, ref: RoomRef) -> RoomBackend:
+        """`ref` opened for this door (the caller closes it)."""
+        return ref.open(clock=self._clock, door=self.door)
+
     def _session(self) -> str:
         if self.session is None:
             raise InvalidInput("no session: pass --session NAME or set ACKDECK_SESSION")
@@ -123,7 +132,7 @@ class Deck:
     @contextmanager
     def _opened(self, ref: RoomRef) -> Iterator[RoomBackend]:
         """The room, open for one operation (its connections released after)."""
-        room = ref.open(clock=self._clock)
+        room = self.open(ref)
         try:
             yield room
         finally:
@@ -132,6 +141,20 @@ class Deck:
     def push(self, ref: RoomRef, line: str | bytes) -> room_ops.Pushed:
         with self._opened(ref) as room:
             return room_ops.push(room, self.label(ref), line)
+
+    def wait_ack(
+        self,
+        ref: RoomRef,
+        pushed: room_ops.Pushed,
+        *,
+        session: str | None = None,
+        timeout: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> room_ops.Pushed:
+        """Block until the line `pushed` put in `ref` was acked (by `session`, if given),
+        moved to the dead-letter room, or `timeout` passed (room push --wait-ack)."""
+        with self._opened(ref) as room:
+            return room_ops.wait_ack(room, pushed, session=session, timeout=timeout, stop=stop)
 
     def read(
         self,
@@ -159,14 +182,17 @@ class Deck:
                 room, self.label(ref), session, all=all, reader=reader, deliver=deliver
             )
 
-    def status(self, refs: Sequence[RoomRef] | None = None) -> room_ops.Status:
+    def status(
+        self, refs: Sequence[RoomRef] | None = None, *, overdue: float | None = None
+    ) -> room_ops.Status:
         """Counters of `refs` (default: every room of the door), with the session's own counts;
-        the door's default room is flagged `default`."""
+        the door's default room is flagged `default`. `overdue` (seconds) overrides each
+        room's own threshold (core/inbox/policy.py)."""
         targets = self.rooms if refs is None else refs
-        opened = [(r.open(clock=self._clock), self.label(r)) for r in targets]
+        opened = [(self.open(r), self.label(r)) for r in targets]
         try:
             default = self.label(self.rooms[0]) if self.rooms else None
-            return room_ops.status(opened, self.session, default=default)
+            return room_ops.status(opened, self.session, default=default, overdue=overdue)
         finally:
             for room, _label in opened:
                 room.close()
@@ -187,6 +213,35 @@ class Deck:
             return room_ops.absent(room, self.label(ref))
         finally:
             room.close()
+
+    def trace(
+        self, ref: RoomRef, *, offset: int | str | None = None, match: str | bytes | None = None
+    ) -> Trace:
+        """A line's journey in `ref` (core/service/trace.py), by offset or text."""
+        from ackdeck.core.service.trace import trace
+
+        with self._opened(ref) as room:
+            return trace(room, self.label(ref), offset=offset, match=match, clock=self._clock)
+
+    def policy(self, ref: RoomRef, update: Mapping[str, object] | None = None) -> RoomPolicy:
+        """The room's policy (core/inbox/policy.py), changed by `update` first if given."""
+        with self._opened(ref) as room:
+            pol = room.policy()
+            if update:
+                pol = pol.model_copy(update=dict(update))
+                room.set_policy(pol)
+            return pol
+
+    def overdue(self, *, overdue: float | None = None) -> Overdue:
+        """The explicit alert step over the door's rooms (core/service/alerts.py)."""
+        from ackdeck.core.service import alerts
+
+        opened = [(self.open(r), self.label(r)) for r in self.rooms]
+        try:
+            return alerts.check(opened, self.home, overdue=overdue, clock=self._clock)
+        finally:
+            for room, _label in opened:
+                room.close()
 
     # ----- read-only views ----------------------------------------------------------------------
     def unread(self, ref: RoomRef) -> views.Unread:

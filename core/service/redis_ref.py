@@ -39,8 +39,8 @@ class RedisRoomRef(RoomRef):
     def parse(cls, spec: str, env: Mapping[str, str] | None = None) -> RedisRoomRef:
         return cls(parse_redis_url(spec, env), env)
 
-    def open(self, *, clock: Clock = time.time) -> RoomBackend:
-        return RedisRoom(self.address, clock=clock, env=self._env)
+    def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
+        return RedisRoom(self.address, clock=clock, env=self._env, door=door)
 
     def follow(self, arrived: Callable[[], None], stop: threading.Event) -> None:
         """Blocking XREADs (each at most about half the client timeout, so `stop` is seen

@@ -42,7 +42,9 @@ class RoomRef:
     display: str  # how to show it: the path, or the URL without its password
     name: str  # its short name: a file's basename, a redis room's NAME
 
-    def open(self, *, clock: Clock = time.time) -> RoomBackend:
+    def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
+        """The room, opened; `door` names who reads through it in the read log (cli, mcp,
+        hook, dashboard)."""
         raise NotImplementedError
 
     def check_configured(self, given: str) -> None:
@@ -93,10 +95,10 @@ class FileRoomRef(RoomRef):
         self.name = self.path.name
         self.follow_symlinks = follow_symlinks
 
-    def open(self, *, clock: Clock = time.time) -> RoomBackend:
+    def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
         from ackdeck.core.inbox.rooms import Room
 
-        return Room(self.path, clock=clock, follow_symlinks=self.follow_symlinks)
+        return Room(self.path, clock=clock, follow_symlinks=self.follow_symlinks, door=door)
 
     def check_configured(self, given: str) -> None:
         if self.name in ("", ".", "..") or self.path.is_dir():

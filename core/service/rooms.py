@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ackdeck.core.base.names import check_name
 from ackdeck.core.base.text import display_lines
 from ackdeck.core.errors import ColdAck, NotDelivered
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
 from ackdeck.core.service.absent import absent_note
-from ackdeck.core.service.derive import session_counts
+from ackdeck.core.service.derive import age, is_overdue, session_ages, session_counts
 from ackdeck.core.service.results import DecodedLines, Result, fields_of
 
 if TYPE_CHECKING:
@@ -33,6 +34,16 @@ class Pushed(Result):
     room: str
     path: str
     offset: int | str  # a byte offset (file room) or an entry ID (redis room)
+    # With wait_ack (push_wait_ack): how the wait for this line's ack ended.
+    waited: bool = False
+    acked: bool = False
+    acked_by: str | None = None  # None with acked: the acker died before its audit entry
+    acked_at: float | None = None
+    dead_room: str | None = None  # it went to the dead-letter room instead
+
+    @property
+    def timed_out(self) -> bool:
+        return self.waited and not self.acked and self.dead_room is None
 
 
 class Lines(DecodedLines):
@@ -90,11 +101,31 @@ class Acked(Result):
 
 class SessionCounts(Result):
     counts: SessionStatus
+    checked_at: float | None  # the room status's clock, ages are taken against it
+    overdue_after: float | None = None  # the room's threshold (None: no alert)
 
-    SHAPE = fields_of(SessionStatus)
+    SHAPE = {
+        **fields_of(SessionStatus),  # in_flight, unread, read_at, oldest_unread_at
+        "in_flight_age": float | None,  # seconds since the unacked read (None: none)
+        "unread_age": float | None,  # seconds since its oldest unread line was first seen
+        "overdue": bool,  # its read waits for an ack, or a line for it, past the threshold
+    }
 
     def source(self) -> SessionStatus:
         return self.counts
+
+    @property
+    def overdue(self) -> bool:
+        t = self.overdue_after
+        return is_overdue(self.in_flight_age, t) or is_overdue(self.unread_age, t)
+
+    @property
+    def in_flight_age(self) -> float | None:
+        return age(self.counts.read_at, self.checked_at)
+
+    @property
+    def unread_age(self) -> float | None:
+        return age(self.counts.oldest_unread_at, self.checked_at)
 
 
 class RoomState(Result):
@@ -105,14 +136,24 @@ class RoomState(Result):
     default: bool  # the door's default room
     status: RoomStatus
     session: str | None
+    overdue_override: float | None = None  # the door's --overdue, over the room's policy
 
     SHAPE = {
         "room": str,
         "path": str,
         "default": bool,
-        # every counter of the backend's RoomStatus, as it declares them
+        # every counter of the backend's RoomStatus, as it declares them (overdue_after: the
+        # room's policy, or the door's --overdue)
         **fields_of(RoomStatus, skip=("path", "sessions")),
-        **fields_of(SessionStatus),  # in_flight, unread: the asking session's own
+        # the asking session's own
+        **fields_of(SessionStatus, skip=("read_at", "oldest_unread_at")),
+        "in_flight_age": float | None,
+        "unread_age": float | None,
+        # Seconds since the oldest line in the room, and the oldest line no session has read,
+        # were first seen (None: no such line, or no mark dates it).
+        "oldest_pending_age": float | None,
+        "oldest_unread_age": float | None,
+        "overdue": bool,  # the oldest line has waited past overdue_after (unread or unacked)
         "sessions": dict[str, SessionCounts],
         "note": str | None,
     }
@@ -134,8 +175,35 @@ class RoomState(Result):
         return session_counts(self.status, self.session)[1]
 
     @property
+    def in_flight_age(self) -> float | None:
+        return session_ages(self.status, self.session)[0]
+
+    @property
+    def unread_age(self) -> float | None:
+        return session_ages(self.status, self.session)[1]
+
+    @property
+    def oldest_pending_age(self) -> float | None:
+        return age(self.status.oldest_pending_at, self.status.checked_at)
+
+    @property
+    def oldest_unread_age(self) -> float | None:
+        return age(self.status.oldest_unread_at, self.status.checked_at)
+
+    @property
+    def overdue_after(self) -> float | None:
+        if self.overdue_override is not None:
+            return self.overdue_override
+        return self.status.overdue_after
+
+    @property
+    def overdue(self) -> bool:
+        return is_overdue(self.oldest_pending_age, self.overdue_after)
+
+    @property
     def sessions(self) -> dict[str, SessionCounts]:
-        return {name: SessionCounts(s) for name, s in self.status.sessions.items()}
+        at, t = self.status.checked_at, self.overdue_after
+        return {name: SessionCounts(s, at, t) for name, s in self.status.sessions.items()}
 
 
 class Status(Result):
@@ -148,6 +216,27 @@ class Status(Result):
 # ----- operations -----------------------------------------------------------------------------
 def push(room: RoomBackend, label: str, line: str | bytes) -> Pushed:
     return Pushed(label, str(room.path), room.push(line))
+
+
+def wait_ack(
+    room: RoomBackend,
+    pushed: Pushed,
+    *,
+    session: str | None = None,
+    timeout: float | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> Pushed:
+    """Block until the pushed line was acked (by `session`, if given: an ack by another session
+    also ends the wait, since the line is gone; the result names who it was), moved to the
+    dead-letter room, or `timeout` passed. Blocking waits (core: watchfiles / XREAD)."""
+    if session is not None:
+        check_name(session)
+    j = room.wait_acked(pushed.offset, timeout, stop)
+    if j is None:
+        return Pushed(pushed.room, pushed.path, pushed.offset, True)
+    if j.dead_room is not None:
+        return Pushed(pushed.room, pushed.path, pushed.offset, True, dead_room=j.dead_room)
+    return Pushed(pushed.room, pushed.path, pushed.offset, True, True, j.acked_by, j.acked_at)
 
 
 def _lines(room: RoomBackend, label: str, view: ReadResult) -> Lines:
@@ -219,15 +308,17 @@ def status(
     session: str | None = None,
     *,
     default: str | None = None,
+    overdue: float | None = None,
 ) -> Status:
     """Counters of each `(room, label)`, with `session`'s own counts. `default` is the label
-    of the door's default room (None: the first one listed)."""
+    of the door's default room (None: the first one listed); `overdue` a threshold in seconds
+    over each room's own policy."""
     if default is None and rooms:
         default = rooms[0][1]
     return Status(
         session,
         [
-            RoomState(label, str(r.path), label == default, r.status(), session)
+            RoomState(label, str(r.path), label == default, r.status(), session, overdue)
             for r, label in rooms
         ],
     )

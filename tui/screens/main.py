@@ -26,16 +26,17 @@ from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from ackdeck.core.service import rooms as room_service
+from ackdeck.core.service.trace import looks_like_offset
 
 from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
 from ..lineindex import LineSource, display_name
-from ..messages import ActionFinished, ReadCommitted, SnapshotRead
+from ..messages import ActionFinished, ReadCommitted, SnapshotRead, TraceReady
 from ..state import Snapshot, count_of
 from ..turns import Turn, Turns
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable, pending_cell
-from .modals import AckAllScreen, ConfirmScreen, PromptScreen
+from .modals import AckAllScreen, ConfirmScreen, PromptScreen, TextScreen
 
 if TYPE_CHECKING:
     from ackdeck.core.inbox.results import AckResult, ReadResult
@@ -84,6 +85,13 @@ class MainScreen(Screen[None]):
         ),
         Binding(
             "p", "push", "Push", id="room.push", tooltip="Append one line to the selected room"
+        ),
+        Binding(
+            "t",
+            "trace",
+            "Trace",
+            id="room.trace",
+            tooltip="A line's journey: pushed, each read (who, door, when), acked",
         ),
         Binding(
             "slash",
@@ -339,7 +347,7 @@ class MainScreen(Screen[None]):
                 raise AckdeckError("the dashboard closed before the snapshot was shown")
 
         try:
-            open_room(path).read(session, deliver=deliver, reader=reader)
+            open_room(path, door="dashboard").read(session, deliver=deliver, reader=reader)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "ack all: read failed"))
         else:
@@ -401,6 +409,56 @@ class MainScreen(Screen[None]):
         self.app.push_screen(
             PromptScreen(f"Push a line into {label}", placeholder="one line of text"), submitted
         )
+
+    def action_trace(self) -> None:
+        path = self._room_or_warn()
+        if path is None:
+            return
+        row = self._room_row()
+        label = row.label if row is not None else path.name
+
+        def submitted(text: str | None) -> None:
+            if text:
+                self._in_turn(self._trace, path, label, text)
+
+        self.app.push_screen(
+            PromptScreen(
+                f"Trace a line of {label}",
+                placeholder="its offset (as push --json printed it) or text it holds",
+            ),
+            submitted,
+        )
+
+    def _trace(self, path: Path | RedisAddress, label: str, wanted: str) -> None:
+        from ackdeck.core.service.trace import trace
+
+        room = open_room(path, door="dashboard")
+        try:
+            if looks_like_offset(wanted):
+                found = trace(room, label, offset=wanted)
+            else:
+                found = trace(room, label, match=wanted)
+        except AckdeckError as exc:
+            self.post_message(ActionFinished(str(exc), "error", "trace failed"))
+            return
+        finally:
+            room.close()
+        self.post_message(TraceReady(label, found))
+
+    def on_trace_ready(self, message: TraceReady) -> None:
+        found = message.found
+        if not found.lines:
+            self.notify(f"no line of {message.label} holds that text now", title="trace")
+            return
+        head = (
+            f"{found.matched} lines match; the newest {len(found.lines)}:"
+            if found.matched > len(found.lines)
+            else ""
+        )
+        body = [head] if head else []
+        for line in found.lines:
+            body.extend(line.report())
+        self.app.push_screen(TextScreen(f"Journey in {message.label}", "\n".join(body)))
 
     def action_filter(self) -> None:
         view = self.query_one(LineView)
@@ -498,7 +556,9 @@ class MainScreen(Screen[None]):
             return taken
 
         try:
-            room_service.read(open_room(path), path.name, session, deliver=deliver)
+            room_service.read(
+                open_room(path, door="dashboard"), path.name, session, deliver=deliver
+            )
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "read failed"))
             return

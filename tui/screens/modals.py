@@ -212,6 +212,29 @@ class PromptScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class TextScreen(ModalScreen[None]):
+    """Lines of text to read (a line's journey); escape closes."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Close", id="text.close", tooltip="Close this view"),
+    ]
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__()
+        self._title = title
+        self._body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Label(self._title, classes="dialog-title")
+            with VerticalScroll():
+                yield Static(Text(self._body), id="text-body")
+            yield Static("escape: close", classes="dialog-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
 class HelpScreen(ModalScreen[None]):
     """Every key binding of the dashboard, with its description."""
 

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from ackdeck.core.base.text import age_text
 from ackdeck.core.service.absent import NOT_YET
 
 from ..state import (
@@ -23,8 +24,10 @@ from ..state import (
     ago,
     in_flight_total,
     last_activity,
+    room_overdue,
+    session_overdue,
     sparkline,
-    unread_summary,
+    waited,
 )
 
 Row = tuple[str, Sequence[Any]]
@@ -256,6 +259,13 @@ class RoomsTable(KeyedTable):
             "per session: pending lines beyond what it last read",
             6,
         ),
+        Col(
+            "Oldest",
+            "oldest",
+            "Old",
+            "how long the oldest line has waited (xN: handed out N times without an ack)",
+            3,
+        ),
         Col("Activity", "activity", "Last", "last append or ack", 5),
         Col("Arrivals (1 min)", "rate", "Rate", "lines arrived per 5 s over the last minute", 4),
     )
@@ -268,7 +278,7 @@ class RoomsTable(KeyedTable):
             if r.status is None:
                 err = Text(f"⚠ {r.error}", style="bold red")
                 dash = Text("-", justify="right")
-                out.append((r.key, [Text(r.label), dash, dash, dash, dash, err, "-", ""]))
+                out.append((r.key, [Text(r.label), dash, dash, dash, dash, err, "-", "-", ""]))
                 continue
             st = r.status
             pending = pending_cell(st.pending) if st.exists else Text(NOT_YET, style="dim")
@@ -276,12 +286,13 @@ class RoomsTable(KeyedTable):
                 (
                     r.key,
                     [
-                        _with_late_writers(r.label, st),
+                        _with_marks(r.label, st, now),
                         pending,
                         _num(in_flight_total(st)),
                         _num(st.acked_total),
                         _num(st.preserved_total),
-                        unread_summary(st),
+                        _unread(st, now),
+                        _oldest(st, now),
                         ago(last_activity(r), now),
                         sparkline(rates.series(r.key, now)),
                     ],
@@ -290,14 +301,41 @@ class RoomsTable(KeyedTable):
         return out
 
 
-def _with_late_writers(label: str, st: Any) -> Text:
-    """The room's label, marked when writers reached it late (docs/concepts/exact-acks.md,
+def _with_marks(label: str, st: Any, now: float) -> Text:
+    """The room's label, marked OVERDUE (a word and a colour, not colour alone) when its oldest
+    line waited past the room's threshold, and when writers reached it late
+    (docs/concepts/exact-acks.md,
     "Producers that do not lock"), so the owner sees what `room status` says."""
     marks = [f"late {st.late_total:,}"] if st.late_total else []
     if st.held_open:
         marks.append(f"held {st.held_open:,}")
     # Text, not a string: a string cell is read as markup ("[b]x.txt" showed as "x.txt").
-    return Text.assemble(label, (" " + " ".join(marks), "yellow")) if marks else Text(label)
+    text = Text(label)
+    if room_overdue(st, now):
+        text.append(" OVERDUE", style="bold red")
+    if marks:
+        text.append(" " + " ".join(marks), style="yellow")
+    return text
+
+
+def _unread(st: Any, now: float) -> Text:
+    """As `unread_summary`, with ` late` (bold red) after each session past the threshold."""
+    if not st.sessions:
+        return Text("-")
+    text = Text()
+    for name, s in sorted(st.sessions.items()):
+        text.append(f"{' ' if text else ''}{name}:{s.unread:,}")
+        if session_overdue(st, name, now):
+            text.append(" late", style="bold red")
+    return text
+
+
+def _oldest(st: Any, now: float) -> Text:
+    wait = waited(st, now)
+    if wait is None:
+        return Text("-", justify="right")
+    shown = age_text(wait) + (f" x{st.deliveries}" if st.deliveries > 1 else "")
+    return Text(shown, justify="right", style="bold red" if room_overdue(st, now) else "")
 
 
 def _monitors(specs: Sequence[Any]) -> str:

@@ -1,0 +1,103 @@
+"""Dead letters: a line handed out `max_deliveries` times without an ack leaves the room for
+the dead-letter room beside it (`NAME.dead`, itself a room), so a line that crashes its
+reader every time stops blocking the lines behind it.
+
+Checked at each read of a room whose policy sets max_deliveries (core/inbox/policy.py),
+before the read takes its snapshot, under the room's exclusive lock (the ack's): the lines
+counted (core/inbox/readlog.py) as delivered that often are a prefix of the room (every read
+hands out everything from the head, so counts never grow along the file). They are appended
+to NAME.dead first (one append, under that room's shared lock, as a push), then removed from the
+room by the ack's own transaction (temp, rename, ledger, audit entry with mode `dead`), so a
+kill -9 between the two leaves the lines in both rooms, never in neither. The owner session
+(the policy's `owner`) gets a wake.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ackdeck.core.base.byteio import settled_size
+from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox import readlog
+from ackdeck.core.inbox.ack import AckSite, AckTransaction
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+
+def dead_room_path(room: Path) -> Path:
+    return room.with_name(room.name + ".dead")
+
+
+def doomed_prefix(
+    fd: int, base: int, epoch: int, entries: list[readlog.ReadEntry], limit: int
+) -> bytes:
+    """The complete lines at the head of the room open at `fd` that were handed out at least
+    `limit` times (pure but for the preads)."""
+    size = os.fstat(fd).st_size
+    out = b""
+    at = 0
+    while at < size:
+        if readlog.deliveries(entries, epoch, base + at) < limit:
+            break
+        chunk = os.pread(fd, 1 << 16, at)
+        nl = chunk.find(b"\n")
+        while nl < 0 and len(chunk) < size - at:
+            more = os.pread(fd, 1 << 16, at + len(chunk))
+            if not more:
+                break
+            chunk += more
+            nl = chunk.find(b"\n")
+        if nl < 0:
+            break  # a partial line is never a line
+        out += chunk[: nl + 1]
+        at += nl + 1
+    return out
+
+
+def move_locked(
+    site: AckSite,
+    fd: int,
+    journey_dir: Path,
+    limit: int,
+    append_dead: Callable[[bytes], object],
+) -> int:
+    """Move the lines delivered `limit` times to the dead-letter room (exclusive lock held);
+    how many moved."""
+    ledger, _ = site.settle(fd)
+    site.sidecar.remove_leftovers(ledger)
+    ledger, _ = site.sweep_all(ledger)
+    entries = readlog.live_entries(journey_dir, ledger.base)
+    doomed = doomed_prefix(fd, ledger.base, ledger.epoch, entries, limit)
+    if not doomed:
+        return 0
+    lines = doomed.count(b"\n")
+    append_dead(doomed)  # exactly the bytes, before they leave this room
+    size = settled_size(fd)
+    dead = str(dead_room_path(site.path))
+    done = AckTransaction(
+        site,
+        fd=fd,
+        size=size,
+        ledger=ledger,
+        session="ackdeck-dead-letter",
+        plan=L.AckPlan("prefix", len(doomed)),
+        acked=lines,
+        digest=L.sha256(doomed),
+        dead=dead,
+    ).run()
+    return 0 if done is None else lines
+
+
+def tell_owner(owner: str, room: Path, moved: int, limit: int, clock: Callable[[], float]) -> None:
+    """A wake for the owner session (in ACKDECK_HOME's wake store: a room knows no home)."""
+    from ackdeck.core.base.home import resolve_home
+    from ackdeck.core.watch.room_wakes import tell
+
+    text = (
+        f"room {room.name}: {moved} line(s) handed out {limit} time(s) without an ack moved "
+        f"to the dead-letter room {dead_room_path(room)}"
+    )
+    tell(resolve_home(None), owner, room.name, "dead", text, count=moved, clock=clock)

@@ -1,0 +1,149 @@
+"""A line's journey through a file room: when it was pushed (or first seen), every read that
+handed it out, and the ack that removed it. Put together from what the room keeps anyway: the
+room file, the first-seen marks, the read log and the audit of acks. Reads only; no lock is
+needed (each of those files is appended whole or replaced by rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ackdeck.core.base.record import Struct
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.inbox import readlog, seen_marks
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# How many lines a text match traces at most (newest last); the rest are counted.
+MATCH_LIMIT = 20
+
+
+class Hop(Struct):
+    """One read that handed the line out."""
+
+    session: str
+    reader: str | None
+    door: str
+    at: float
+
+
+class Journey(Struct):
+    offset: int | str  # the line's start (a byte offset, or a redis entry ID)
+    present: bool  # still in the room
+    text: bytes | None  # the line (None once acked: the room keeps no copy)
+    pushed_at: float | None  # when it was pushed, or first seen (see `pushed`)
+    pushed: bool  # pushed_at is the push itself (False: the first look; a lower bound)
+    reads: list[Hop]
+    acked_at: float | None = None
+    acked_by: str | None = None
+    dead_at: float | None = None  # moved to the dead-letter room (core/inbox/deadletter.py)
+    dead_room: str | None = None
+
+
+def _audit(path: Path) -> list[dict]:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in raw.split(b"\n"):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            out.append(doc)
+    return out
+
+
+def _line_at(fd: int, at: int, size: int) -> bytes | None:
+    """The complete line starting at file offset `at`, None if none starts exactly there."""
+    if at < 0 or at >= size or (at > 0 and os.pread(fd, 1, at - 1) != b"\n"):
+        return None
+    out = b""
+    while True:
+        chunk = os.pread(fd, 1 << 16, at + len(out))
+        if not chunk:
+            return None  # a partial last line: a write in progress, not a line yet
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            return out + chunk[:nl]
+        out += chunk
+
+
+def trace_file(
+    fd: int | None, base: int, epoch: int, sidecar: Path, journey_dir: Path, offset: int
+) -> Journey:
+    """The journey of the line that starts at logical `offset` in the room open at `fd`
+    (None: the file is gone), whose first byte is logical offset `base` in `epoch`."""
+    reads = readlog.load(journey_dir)
+    size = os.fstat(fd).st_size if fd is not None else 0
+    if offset >= base:
+        text = _line_at(fd, offset - base, size) if fd is not None else None
+        if text is None:
+            raise InvalidInput(
+                f"no line starts at offset {offset}: the room holds offsets {base} to "
+                f"{base + size} (use the offset `room push --json` printed)"
+            )
+        end = offset + len(text) + 1
+        mark = seen_marks.Marks(str(journey_dir / seen_marks.NAME)).first_marks([end])[end]
+        return Journey(
+            offset,
+            True,
+            text,
+            None if mark is None else mark[0],
+            bool(mark and mark[1]),
+            [_hop(e) for e in reads if e.covers(epoch, offset)],
+        )
+    # Gone from the room: acked, or moved to the dead-letter room.
+    gone = None
+    for doc in _audit(sidecar / "audit.jsonl"):
+        if doc.get("mode") in ("prefix", "all", "recovered", "dead") and (
+            int(doc.get("start", -1)) <= offset < int(doc.get("end", -1))
+        ):
+            gone = doc
+    if gone is None:
+        raise InvalidInput(
+            f"offset {offset} was never a line of this room, or its history is gone "
+            f"(the room starts at offset {base})"
+        )
+    ep = int(gone.get("epoch", epoch))
+    hops = [_hop(e) for e in reads if e.covers(ep, offset)]
+    at = float(gone["at"])
+    # Lines are appended whole, so the earliest mark past its first byte dates the line
+    # (while the marks still reach back that far: an ack compacts them now and then).
+    marks = seen_marks.Marks(str(journey_dir / seen_marks.NAME))
+    dated = marks.first_marks([offset + 1])[offset + 1]
+    pushed_at, pushed = (None, False) if dated is None else dated
+    if gone.get("mode") == "dead":
+        dead = str(gone.get("dead"))
+        return Journey(offset, False, None, pushed_at, pushed, hops, dead_at=at, dead_room=dead)
+    by = str(gone.get("session"))
+    return Journey(offset, False, None, pushed_at, pushed, hops, acked_at=at, acked_by=by)
+
+
+def find_file(fd: int, base: int, needle: bytes) -> tuple[list[int], int]:
+    """Offsets of the lines in the room that contain `needle` (at most MATCH_LIMIT, the
+    newest), and how many matched in all."""
+    if not needle:
+        raise InvalidInput("the text to match must not be empty")
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0) if size else b""
+    found: list[int] = []
+    start = 0
+    while True:
+        nl = data.find(b"\n", start)
+        if nl < 0:
+            break
+        if needle in data[start:nl]:
+            found.append(base + start)
+        start = nl + 1
+    return found[-MATCH_LIMIT:], len(found)
+
+
+def _hop(e: readlog.ReadEntry) -> Hop:
+    return Hop(e.session, e.reader, e.door, e.at)

@@ -1,0 +1,96 @@
+"""Overdue alerts: which rooms have a line waiting past their threshold, and one wake per room
+per overdue episode for the room's owner session.
+
+`status` (every door) only reports `overdue`; queries do not write. `check` is the explicit
+step that alerts (`ackdeck room overdue`, for cron and CI): an episode starts the first time a
+check finds the room overdue (the owner gets one wake, a record `room@NAME` drained like any
+other wake) and ends the first time a check finds it not overdue, so a room that stays overdue
+across a thousand checks wakes its owner once.
+
+Episode state: `$ACKDECK_HOME/alerts/OWNER/room@NAME.json`, `{"since": …}`, replaced atomically
+under that directory's lock.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ackdeck.core.base import atomic
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.text import age_text
+from ackdeck.core.service.results import Result
+from ackdeck.core.service.rooms import RoomState, status
+from ackdeck.core.watch.room_wakes import tell, wake_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ackdeck.core.inbox.room_backend import RoomBackend
+
+
+class Overdue(Result):
+    rooms: list[RoomState]
+    woke: list[str]  # the rooms whose owner got a wake now (a new episode)
+
+    SHAPE = {"overdue": bool, "rooms": list[RoomState], "woke": list[str]}
+
+    @property
+    def overdue(self) -> bool:
+        return any(r.overdue for r in self.rooms)
+
+
+def why(row: RoomState) -> str:
+    """One line an owner reads: which room, how long, past which threshold."""
+    t = row.overdue_after
+    limit = age_text(t) if t is not None else "?"
+    return (
+        f"room {row.room}: its oldest line has waited {age_text(row.oldest_pending_age)} "
+        f"(overdue after {limit}); `ackdeck room status {row.path}` tells which session"
+    )
+
+
+def check(
+    rooms: Sequence[tuple[RoomBackend, str]],
+    home: str | Path | None,
+    *,
+    overdue: float | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Overdue:
+    """Each room's status (with `overdue` over the rooms' own thresholds) and, for the rooms
+    with an owner, the episode step: a wake when an episode starts."""
+    found = status(rooms, overdue=overdue)
+    woke: list[str] = []
+    owned = [r for r in found.rooms if r.status.owner is not None]
+    if owned:
+        h = resolve_home(home)
+        for row in owned:
+            if _episode_step(h, row, clock):
+                woke.append(row.room)
+    return Overdue(found.rooms, woke)
+
+
+def _episode_step(home: Path, row: RoomState, clock: Callable[[], float]) -> bool:
+    owner = row.status.owner
+    assert owner is not None
+    name = wake_name(row.room)
+    d = home / "alerts" / owner
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    state = d / f"{name}.json"
+    with locked(d / ".lock", shared=False):
+        try:
+            since = json.loads(state.read_text()).get("since")
+        except (FileNotFoundError, ValueError, AttributeError):
+            since = None
+        if not row.overdue:
+            if since is not None:
+                atomic.atomic_write(state, b'{"since": null}', fsync=False)
+            return False
+        if since is not None:
+            return False  # the same episode: told already
+        now = clock()
+        tell(home, owner, row.room, "overdue", why(row), clock=lambda: now)
+        atomic.atomic_write(state, json.dumps({"since": now}).encode(), fsync=False)
+        return True

@@ -1,0 +1,168 @@
+"""Redeliveries and the dead-letter room: a line handed out max_deliveries times without an
+ack moves to NAME.dead, exactly, under the ack's lock, audited, with a wake for the owner;
+off by default; kill -9 at every step of the move loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ackdeck.core.inbox.policy import RoomPolicy
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service import wakes
+from ackdeck.core.service.trace import trace
+from tests.conftest import ACKDECK, REPO
+
+
+def lines_of(path: Path) -> list[bytes]:
+    data = path.read_bytes() if path.exists() else b""
+    assert data == b"" or data.endswith(b"\n")
+    return data.split(b"\n")[:-1] if data else []
+
+
+def test_off_by_default_a_line_is_handed_out_again_and_again(tmp_path: Path) -> None:
+    r = Room(tmp_path / "r.txt")
+    r.push("poison")
+    for _ in range(10):
+        assert r.read("agent").lines == [b"poison"]
+    assert r.status().deliveries == 10
+    assert not (tmp_path / "r.txt.dead").exists()
+
+
+def test_a_line_handed_out_n_times_moves_to_the_dead_letter_room_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("ACKDECK_HOME", str(home))
+    room = tmp_path / "r.txt"
+    r = Room(room)
+    r.set_policy(RoomPolicy(max_deliveries=3, owner="boss"))
+    r.push(b"poison \xff")
+    with open(room, "ab") as f:
+        f.write(b"\n")  # an empty line from a producer that does not lock: bytes are the truth
+    for _ in range(3):
+        assert len(r.read("agent").lines) == 2
+    r.push("fresh")
+    got = r.read("agent")  # the fourth read: the two lines go, "fresh" is handed out
+    assert got.lines == [b"fresh"]
+    assert lines_of(tmp_path / "r.txt.dead") == [b"poison \xff", b""]
+    st = r.status()
+    assert (st.dead_total, st.acked_total, st.pending, st.deliveries) == (2, 0, 1, 1)
+    audit = [json.loads(x) for x in (r.sidecar / "audit.jsonl").read_text().splitlines()]
+    assert [(a["mode"], a["acked"], a["dead"]) for a in audit] == [
+        ("dead", 2, str(tmp_path / "r.txt.dead"))
+    ]
+    j = trace(r, "r.txt", offset=0).lines[0]
+    assert j.journey.dead_room == str(tmp_path / "r.txt.dead") and len(j.journey.reads) == 3
+    assert j.summary.startswith("moved to the dead-letter room")
+    # The owner is told with a wake; the dead-letter room is a room like any other.
+    drained = wakes.drain(home, "boss").result.delivered
+    assert len(drained) == 1 and "2 line(s) handed out 3 time(s)" in drained[0].lines[0].text
+    dead = Room(tmp_path / "r.txt.dead")
+    assert dead.read("owner").lines == [b"poison \xff", b""]
+    assert dead.ack("owner").acked == 2
+    # The agent's ack removes what it read last ("fresh") and nothing else.
+    assert r.ack("agent").acked == 1
+
+
+def test_an_ack_in_between_starts_the_count_again(tmp_path: Path) -> None:
+    r = Room(tmp_path / "r.txt")
+    r.set_policy(RoomPolicy(max_deliveries=2))
+    r.push("a")
+    r.read("agent")
+    r.ack("agent")
+    r.push("b")
+    r.read("agent")
+    assert r.read("agent").lines == [b"b"]  # "b" was handed out once before this read
+    assert r.read("agent").lines == []  # now twice: it moved
+    assert lines_of(tmp_path / "r.txt.dead") == [b"b"]
+
+
+def test_the_cli_sets_and_applies_max_deliveries(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    room = str(tmp_path / "r.txt")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*ACKDECK, *args], env=cli_env, capture_output=True, text=True)
+
+    cli("room", "push", room, "crashes the agent")
+    assert cli("room", "policy", room, "--max-deliveries", "1").returncode == 0
+    assert cli("room", "read", room, "--session", "a").stdout == "crashes the agent\n"
+    assert cli("room", "read", room, "--session", "a").stdout == ""
+    st = json.loads(cli("room", "status", room, "--json").stdout)["rooms"][0]
+    assert (st["dead_total"], st["max_deliveries"], st["pending"]) == (1, 1, 0)
+    assert "1 line(s) moved to" in cli("room", "status", room).stdout
+
+
+STEPS = ["before-temp", "after-pending", "after-rename", "after-commit", "after-audit"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill9_during_the_move_leaves_every_line_in_one_room_or_both(
+    tmp_path: Path, cli_env: dict[str, str], step: str
+) -> None:
+    room = tmp_path / "r.txt"
+    r = Room(room)
+    r.set_policy(RoomPolicy(max_deliveries=1))
+    r.push("one")
+    r.push("two")
+    r.read("agent")
+    r.push("three")
+    marker = tmp_path / "marker"
+    env = {**cli_env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(marker)}
+    proc = subprocess.Popen(
+        [*ACKDECK, "room", "read", str(room), "--session", "agent"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text() == step):
+        assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, f"never reached {step}"
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    # The next read recovers (finishes or redoes the move) and hands out the rest.
+    got = Room(room).read("agent").lines
+    here, dead = lines_of(room), lines_of(tmp_path / "r.txt.dead")
+    assert got == here
+    assert set(here) | set(dead) == {b"one", b"two", b"three"}  # nothing lost
+    assert b"three" in here and b"three" not in dead  # never handed out: never moved
+    assert len(here) == len(set(here))  # nothing doubled in the room itself
+    assert dead[:2] == [b"one", b"two"]  # a redone move may repeat them after, never tear
+
+
+def test_a_redis_entry_handed_out_n_times_moves_to_the_dead_letter_stream(
+    redis_server: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackdeck.core.inbox.room_backend import open_room
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("ACKDECK_HOME", str(home))
+    url = redis_server.url()  # type: ignore[attr-defined]
+    r = open_room(url)
+    r.set_policy(RoomPolicy(max_deliveries=2, owner="boss"))
+    first = r.push("poison")
+    r.push("also")
+    for _ in range(2):
+        assert r.read("agent").lines == [b"poison", b"also"]
+    r.push("fresh")
+    assert r.read("agent").lines == [b"fresh"]
+    dead = open_room(url + ".dead")
+    assert dead.read("owner").lines == [b"poison", b"also"]
+    st = r.status()
+    assert (st.dead_total, st.acked_total, st.pending) == (2, 0, 1)
+    j = trace(r, "r", offset=first).lines[0]
+    assert j.journey.dead_room is not None and j.journey.dead_room.endswith(".dead")
+    assert len(j.journey.reads) == 2
+    assert r.ack("agent").acked == 1  # its receipt still works: the epoch held
+    assert len(wakes.drain(home, "boss").result.delivered) == 1
+    r.close()
+    dead.close()

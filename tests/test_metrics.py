@@ -1,0 +1,268 @@
+"""`ackdeck metrics`: the Prometheus text of rooms, runs and wakes, parsed with
+prometheus_client's own parser, printed once, served alone (`--serve`) and by `ackdeck web`,
+scraped for real over loopback, with the page's host checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.inbox.rooms import Room
+from tests.conftest import ACKDECK, REPO
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(got: dict, metric: str, **labels: str) -> float:
+    return got[(metric, tuple(sorted(labels.items())))]
+
+
+@pytest.fixture
+def phome(home: Path) -> Iterator[Path]:
+    from tests.test_procs_support import run_and_cleanup
+
+    yield from run_and_cleanup(home)
+
+
+def test_metrics_once_carry_rooms_sessions_runs_and_wakes(
+    tmp_path: Path, phome: Path, cli_env: dict[str, str], redis_server: object
+) -> None:
+    room = tmp_path / "inbox.txt"
+    r = Room(room)
+    r.push("one")
+    r.push("two")
+    r.read("agent")
+    r.read("agent")  # the oldest line handed out twice
+    r.push("three")
+    url = redis_server.url()  # type: ignore[attr-defined]
+    red = open_room(url)
+    red.push("x")
+    red.close()
+    out = subprocess.run(
+        [*ACKDECK, "run", "job", "--session", "agent", "--monitor", "hello", "--json", "--"]
+        + ["sh", "-c", "echo hello; echo done"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    run_id = json.loads(out.stdout)["run_id"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the run ends on its own; wait for its status
+        ps = subprocess.run(
+            [*ACKDECK, "ps", "--json"], env=cli_env, capture_output=True, text=True, check=True
+        )
+        procs = json.loads(ps.stdout)["processes"]
+        if procs and procs[0]["status"] == "exited" and procs[0]["matches"] >= 1:
+            break
+        time.sleep(0.05)
+    out = subprocess.run(
+        [
+            *ACKDECK,
+            "metrics",
+            "--room",
+            str(room),
+            "--room",
+            url,
+            "--room",
+            "redis://127.0.0.1:1/0/x",
+        ],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    got = samples(out.stdout)
+    f, rd = "inbox.txt", url.rsplit("/", 1)[-1]
+    assert value(got, "ackdeck_room_up", room=f) == 1
+    assert value(got, "ackdeck_room_pending_lines", room=f) == 3
+    assert value(got, "ackdeck_room_oldest_line_deliveries", room=f) == 2
+    assert value(got, "ackdeck_room_pushed_total", room=f) == len(b"one\ntwo\nthree\n")
+    assert value(got, "ackdeck_room_acked_lines_total", room=f) == 0
+    assert value(got, "ackdeck_room_oldest_pending_age_seconds", room=f) >= 0
+    assert value(got, "ackdeck_session_in_flight_lines", room=f, session="agent") == 2
+    assert value(got, "ackdeck_session_unread_lines", room=f, session="agent") == 1
+    assert value(got, "ackdeck_session_in_flight_age_seconds", room=f, session="agent") >= 0
+    assert value(got, "ackdeck_room_up", room=rd) == 1
+    assert value(got, "ackdeck_room_pending_lines", room=rd) == 1
+    # One room that cannot be reached costs its own series only.
+    assert value(got, "ackdeck_room_up", room="x") == 0
+    assert ("ackdeck_room_pending_lines", (("room", "x"),)) not in got
+    assert value(got, "ackdeck_run_status", name="job", run_id=run_id, status="exited") == 1
+    assert value(got, "ackdeck_run_matches_total", name="job", run_id=run_id) == 1
+    assert value(got, "ackdeck_run_exit_code", name="job", run_id=run_id) == 0
+    assert value(got, "ackdeck_wake_pending", session="agent", name="job") >= 1
+    assert value(got, "ackdeck_wake_delivered_total", session="agent", name="job") == 0
+
+
+def test_the_numbers_are_the_ones_room_status_gives(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "r.txt"
+    r = Room(room)
+    for i in range(5):
+        r.push(f"l{i}")
+    r.read("a")
+    r.ack("a")
+    r.push("late")
+    st = json.loads(
+        subprocess.run(
+            [*ACKDECK, "room", "status", str(room), "--json"],
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )["rooms"][0]
+    out = subprocess.run(
+        [*ACKDECK, "metrics", "--room", str(room), "--no-runs"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    got = samples(out.stdout)
+    for key, metric in [
+        ("pending", "ackdeck_room_pending_lines"),
+        ("acked_total", "ackdeck_room_acked_lines_total"),
+        ("preserved_total", "ackdeck_room_preserved_lines_total"),
+        ("pushed_total", "ackdeck_room_pushed_total"),
+        ("dead_total", "ackdeck_room_dead_lettered_lines_total"),
+    ]:
+        assert value(got, metric, room="r.txt") == st[key], key
+    assert not any(name.startswith("ackdeck_run") for name, _ in got)
+
+
+def test_metrics_take_the_rooms_of_a_dashboard_config(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    (tmp_path / "a.txt").write_bytes(b"1\n2\n")
+    (tmp_path / "dash.toml").write_text('rooms = ["a.txt"]\nsession = "owner"\n')
+    out = subprocess.run(
+        [*ACKDECK, "metrics", "--config", str(tmp_path / "dash.toml"), "--no-runs"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert value(samples(out.stdout), "ackdeck_room_pending_lines", room="a.txt") == 2
+    bad = subprocess.run(
+        [*ACKDECK, "metrics", "--config", str(tmp_path / "nope.toml")],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "cannot read config" in bad.stderr
+
+
+def _serving(proc: subprocess.Popen[str], pattern: str) -> int:
+    """The port a server printed in its banner (stderr)."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    seen = ""
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            raise AssertionError(f"server exited: {seen}")
+        seen += line
+        m = re.search(pattern, line)
+        if m:
+            return int(m.group(1))
+    raise AssertionError(f"no banner: {seen}")
+
+
+def _get(port: int, host: str | None = None) -> tuple[int, str, str]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics")
+    if host is not None:
+        req.add_header("Host", host)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.headers["Content-Type"], resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["Content-Type"], exc.read().decode()
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def test_metrics_serve_answers_a_real_scrape_and_refuses_other_hosts(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "r.txt"
+    Room(room).push("x")
+    proc = subprocess.Popen(
+        [*ACKDECK, "metrics", "--room", str(room), "--no-runs", "--serve", "0"],
+        env=cli_env,
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        port = _serving(proc, r"serving http://127\.0\.0\.1:(\d+)/metrics")
+        code, ctype, body = _get(port)
+        assert code == 200 and ctype.startswith("text/plain")
+        assert value(samples(body), "ackdeck_room_pending_lines", room="r.txt") == 1
+        Room(room).push("y")  # computed per scrape
+        assert value(samples(_get(port)[2]), "ackdeck_room_pending_lines", room="r.txt") == 2
+        code, _, body = _get(port, host="evil.example:80")  # a DNS-rebinding name
+        assert code == 403 and "not a loopback address" in body
+    finally:
+        _stop(proc)
+
+
+def test_ackdeck_web_serves_metrics_beside_the_page_with_its_host_checks(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "r.txt"
+    Room(room).push("x")
+    proc = subprocess.Popen(
+        [*ACKDECK, "web", "--port", "0", "--room", str(room)],
+        env=cli_env,
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        port = _serving(proc, r"serving the dashboard on http://127\.0\.0\.1:(\d+)")
+        deadline = time.monotonic() + 60
+        while True:  # the banner comes just before the server binds
+            try:
+                code, _, body = _get(port)
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        assert code == 200
+        assert value(samples(body), "ackdeck_room_pending_lines", room="r.txt") == 1
+        code, _, body = _get(port, host="evil.example")
+        assert code == 403 and "not a loopback address" in body
+    finally:
+        _stop(proc)

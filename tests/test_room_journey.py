@@ -1,0 +1,386 @@
+"""Ages, the read log and first-seen marks of a room (core/inbox/readlog.py, seen_marks.py,
+ages.py): what they say, and that they survive kill -9 at every write and a full disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ackdeck.core.inbox import readlog, seen_marks
+from ackdeck.core.inbox.redis_room import RedisRoom
+from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service import rooms as service
+from tests.conftest import ACKDECK, REPO, mounted
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def journey(room: Room) -> Path:
+    return room.sidecar / "journey"
+
+
+# ----- ages ------------------------------------------------------------------------------
+def test_pushed_lines_age_from_their_push_and_unlocked_ones_from_the_first_look(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    r = Room(tmp_path / "r.txt", clock=clock)
+    r.push("pushed")
+    clock.t += 60
+    with open(tmp_path / "r.txt", "ab") as f:
+        f.write(b"printf line\n")  # a producer that does not lock: nobody saw it yet
+    clock.t += 30
+    first = r.status()  # the first ackdeck process to look dates it now
+    assert first.oldest_pending_at == 1_000_000.0  # exact: the push time
+    assert first.oldest_unread_at == 1_000_000.0  # nobody read anything
+    clock.t += 100
+    r.read("agent")
+    clock.t += 5
+    r.push("after the read")
+    clock.t += 10
+    st = r.status()
+    assert st.checked_at == clock.t
+    assert st.oldest_pending_at == 1_000_000.0
+    # The line nobody read is the one pushed after the read, 10 s ago.
+    assert st.oldest_unread_at == clock.t - 10
+    mine = st.sessions["agent"]
+    assert (mine.in_flight, mine.unread) == (2, 1)
+    assert mine.read_at == clock.t - 15  # the in-flight read waits for its ack
+    assert mine.oldest_unread_at == clock.t - 10
+    # The service turns them into ages against the status's own clock.
+    row = service.status([(r, "r.txt")], "agent").rooms[0]
+    assert (row.in_flight_age, row.unread_age) == (15.0, 10.0)
+    assert row.oldest_pending_age == 205.0 and row.oldest_unread_age == 10.0
+    # The unlocked line's mark says when the status saw it, not the append (a lower bound).
+    marks = seen_marks.Marks(str(journey(r) / "seen"))
+    assert marks.first_seen([len(b"pushed\nprintf line\n")]) == {19: 1_000_090.0}
+
+
+def test_after_an_ack_nothing_is_in_flight_and_the_rest_keeps_its_age(tmp_path: Path) -> None:
+    clock = Clock()
+    r = Room(tmp_path / "r.txt", clock=clock)
+    r.push("one")
+    r.read("agent")
+    clock.t += 7
+    r.push("two")
+    clock.t += 3
+    r.ack("agent")
+    st = r.status()
+    mine = st.sessions["agent"]
+    assert (mine.in_flight, mine.read_at, mine.unread) == (0, None, 1)
+    assert mine.oldest_unread_at == st.oldest_pending_at == 1_000_007.0
+    assert st.deliveries == 0  # "two" was never handed out
+
+
+def test_a_session_without_a_receipt_has_every_line_unread_since_the_oldest(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    r = Room(tmp_path / "r.txt", clock=clock)
+    r.push("x")
+    clock.t += 42
+    row = service.status([(r, "r.txt")], "newcomer").rooms[0]
+    assert (row.in_flight_age, row.unread_age) == (None, 42.0)
+    assert row.to_json()["unread_age"] == 42.0
+
+
+def test_an_empty_room_has_no_ages(tmp_path: Path) -> None:
+    r = Room(tmp_path / "r.txt")
+    (tmp_path / "r.txt").write_bytes(b"half")
+    st = r.status()
+    assert (st.oldest_pending_at, st.oldest_unread_at, st.deliveries) == (None, None, 0)
+
+
+# ----- the read log -----------------------------------------------------------------------
+def test_every_delivered_read_is_logged_with_session_reader_door_range_and_time(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "r.txt"
+    r = Room(room, clock=Clock(), door="dashboard")
+    r.push("a")
+    r.read("owner", reader="pane-1")
+    subprocess.run(
+        [*ACKDECK, "room", "read", str(room), "--session", "agent"],
+        env=cli_env,
+        check=True,
+        capture_output=True,
+    )
+    got = readlog.load(journey(r))
+    assert [(e.session, e.reader, e.door, e.start, e.end, e.lines) for e in got] == [
+        ("owner", "pane-1", "dashboard", 0, 2, 1),
+        ("agent", None, "cli", 0, 2, 1),
+    ]
+    assert got[0].at == 1_000_000.0
+    # Each receipt names its entry: no receipt without its log entry.
+    assert r._receipts.header("owner").read_id == got[0].id  # type: ignore[union-attr]
+
+
+def test_a_read_that_was_not_delivered_is_not_logged(tmp_path: Path) -> None:
+    r = Room(tmp_path / "r.txt")
+    r.push("a")
+
+    def broken_pipe(_view: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        r.read("agent", deliver=broken_pipe)
+    assert readlog.load(journey(r)) == []
+    assert r.status().deliveries == 0
+
+
+def test_each_read_without_an_ack_between_is_one_more_delivery(tmp_path: Path) -> None:
+    """A session that reads, dies, restarts and reads again re-delivers the same lines."""
+    r = Room(tmp_path / "r.txt")
+    r.push("crashes the agent")
+    for n in (1, 2, 3):
+        r.read("agent")
+        assert r.status().deliveries == n
+    r.ack("agent")
+    r.push("next")
+    assert r.status().deliveries == 0  # the new oldest line was never handed out
+
+
+def test_rotation_keeps_the_log_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readlog, "LIMIT", 4096)
+    r = Room(tmp_path / "r.txt")
+    for i in range(200):  # ~130 bytes per logged read: many times the limit in all
+        r.push(f"line {i}")
+        r.read("b")
+        r.ack("b")
+    names = sorted(os.listdir(journey(r)))
+    assert readlog.OLD in names
+    for name in (readlog.LOG, readlog.OLD):
+        assert os.path.getsize(journey(r) / name) <= 4096 + 200
+    r.push("unread")
+    assert r.status().deliveries == 0
+
+
+def test_a_rotation_never_drops_the_reads_of_a_line_still_in_the_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(readlog, "LIMIT", 2048)
+    r = Room(tmp_path / "r.txt")
+    r.push("poison")
+    for _ in range(60):  # several rotations, by the reads themselves (nobody acks)
+        r.read("agent")
+    assert readlog.OLD in os.listdir(journey(r))
+    assert r.status().deliveries == 60
+    # Once acked, the next rotation may let them go.
+    r.ack("agent")
+    r.push("fresh")
+    assert r.status().deliveries == 0
+
+
+def test_a_torn_entry_is_skipped_and_the_whole_one_glued_on_it_is_recovered(
+    tmp_path: Path,
+) -> None:
+    r = Room(tmp_path / "r.txt")
+    r.push("a")
+    r.read("one")
+    log = journey(r) / readlog.LOG
+    whole = log.read_bytes()
+    with open(log, "ab") as f:
+        f.write(whole[:40])  # what a short write on a full disk leaves
+    r.read("two")
+    got = readlog.load(journey(r))
+    assert [e.session for e in got] == ["one", "two"]
+    assert r.status().deliveries == 2
+
+
+def test_marks_bisect_a_long_file_despite_concurrent_pushers_disorder(tmp_path: Path) -> None:
+    path = tmp_path / "seen"
+    recs = []
+    for i in range(1, 20_001):
+        recs.append((i * 10, 1000.0 + i))
+    # Concurrent pushers: neighbours swapped here and there.
+    for i in range(5, len(recs) - 1, 37):
+        recs[i], recs[i + 1] = recs[i + 1], recs[i]
+    path.write_bytes(b"".join(seen_marks.record(o, t) for o, t in recs))
+    marks = seen_marks.Marks(str(path))
+    for end in (10, 55, 60, 12_345, 200_000):
+        want = min(t for o, t in recs if o >= end)
+        assert marks.first_seen([end])[end] == want
+    assert marks.first_seen([200_001]) == {200_001: None}
+    assert marks.newest_end() == 200_000
+    # A torn record (a full disk) misaligns the rest: read record by record instead.
+    with open(path, "ab") as f:
+        f.write(seen_marks.record(1, 1)[:10])
+        f.write(seen_marks.record(300_000, 5000.0))
+    assert marks.first_seen([250_000]) == {250_000: 5000.0}
+    assert marks.first_seen([55]) == {55: 1006.0}
+
+
+# ----- kill -9 at every write ------------------------------------------------------------
+def _paused(
+    args: list[str], step: str, marker: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    env = {**env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(marker)}
+    return subprocess.Popen(
+        [*ACKDECK, *args], env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def _wait_marker(proc: subprocess.Popen[bytes], marker: Path, step: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if marker.exists() and marker.read_text() == step:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"exited before {step}: {proc.stderr.read()!r}")  # type: ignore[union-attr]
+        time.sleep(0.01)
+    raise AssertionError(f"never reached {step}")
+
+
+@pytest.mark.parametrize("step", ["read-after-log", "read-after-receipt"])
+def test_kill9_in_a_read_leaves_no_receipt_without_its_log_entry(
+    tmp_path: Path, cli_env: dict[str, str], step: str
+) -> None:
+    room = tmp_path / "r.txt"
+    r = Room(room)
+    r.push("one")
+    r.push("two")
+    marker = tmp_path / "marker"
+    proc = _paused(["room", "read", str(room), "--session", "agent"], step, marker, cli_env)
+    _wait_marker(proc, marker, step)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    got = readlog.load(journey(r))
+    # The lines were handed out before either write: the entry is there, whole.
+    assert [(e.session, e.lines) for e in got] == [("agent", 2)]
+    header = r._receipts.header("agent")
+    if step == "read-after-log":
+        assert header is None  # killed before the receipt: the ack is refused (cold)
+    else:
+        assert header is not None and header.read_id == got[0].id
+    assert r.status().deliveries == 1
+    # And the room goes on: the next read logs its own entry, the ack works.
+    r.read("agent")
+    assert r.ack("agent").acked == 2
+    assert [e.session for e in readlog.load(journey(r))] == ["agent", "agent"]
+
+
+def test_kill9_between_a_push_and_its_mark_only_dates_the_line_later(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "r.txt"
+    Room(room).push("first")
+    marker = tmp_path / "marker"
+    proc = _paused(["room", "push", str(room), "second"], "push-after-append", marker, cli_env)
+    _wait_marker(proc, marker, "push-after-append")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert room.read_bytes() == b"first\nsecond\n"  # the line is there
+    later = time.time()
+    st = Room(room).status()  # dates it now: never older than it is
+    assert st.pending == 2
+    marks = seen_marks.Marks(str(journey(Room(room)) / "seen"))
+    assert marks.first_seen([13])[13] >= later - 1
+    raw = (journey(Room(room)) / "seen").read_bytes()
+    assert len(raw) % seen_marks.WIDTH == 0  # no torn record
+
+
+# ----- a full disk for the log -------------------------------------------------------------
+def test_a_full_disk_for_the_log_never_blocks_a_read_or_an_ack_and_is_counted(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "r.txt"
+    r = Room(room)
+    r.push("one")
+    r.read("warmup")  # creates journey/
+    r.ack("warmup")
+    r.push("two")
+    jd = journey(r)
+    for f in jd.iterdir():
+        f.unlink()
+    with mounted(jd, "-t", "tmpfs", "-o", "size=4k,mode=0700", "tmpfs"):
+        (jd / "filler").write_bytes(b"x" * 4096)  # the filesystem is full now
+        with pytest.raises(OSError):
+            (jd / "more").write_bytes(b"y" * 4096)
+        out = subprocess.run(
+            [*ACKDECK, "room", "read", str(room), "--session", "agent"],
+            env=cli_env,
+            capture_output=True,
+        )
+        assert (out.returncode, out.stdout) == (0, b"two\n"), out.stderr
+        st = r.status()
+        assert st.reads_unlogged == 1  # the count says the log is incomplete
+        out = subprocess.run(
+            [*ACKDECK, "room", "status", str(room)], env=cli_env, capture_output=True, text=True
+        )
+        assert "read log incomplete: 1 read(s) not logged" in out.stdout
+        assert r.ack("agent").acked == 1
+        r.push("three")
+        r.read("agent")
+        assert r.status().reads_unlogged == 2  # a running count per session
+    assert room.read_bytes() == b"three\n"
+
+
+# ----- redis rooms -----------------------------------------------------------------------
+@pytest.fixture
+def url(redis_server: object) -> str:
+    return redis_server.url()  # type: ignore[attr-defined]
+
+
+def test_redis_ages_come_from_entry_ids_and_reads_are_logged_with_the_receipt(url: str) -> None:
+    clock = Clock(time.time())
+    r = open_room(url, clock=clock, door="mcp")
+    assert isinstance(r, RedisRoom)
+    first = r.push("one")
+    r.read("agent", reader="srv-1")
+    second = r.push("two")
+    r.read("agent", reader="srv-1")
+    r.read("other")
+    clock.t = time.time() + 30
+    st = r.status()
+    assert st.oldest_pending_at == int(first.split("-")[0]) / 1000
+    assert st.oldest_unread_at is None  # every session read everything
+    assert st.deliveries == 3
+    mine = st.sessions["agent"]
+    assert (mine.in_flight, mine.unread, mine.oldest_unread_at) == (2, 0, None)
+    assert mine.read_at is not None and st.checked_at - mine.read_at >= 30
+    r.push("three")
+    st = r.status()
+    assert st.oldest_unread_at is not None and st.oldest_unread_at >= int(second[:13]) / 1000
+    assert r.ack("agent", reader="srv-1").acked == 2
+    st = r.status()
+    assert st.deliveries == 0  # "three" was never handed out
+    entries = r._redis().xrange(r.key + ":reads")
+    # Raw entries ([id, [field, value, ...]]): the room reads streams the way its scripts do.
+    fields = [{f[i].decode(): f[i + 1].decode() for i in range(0, len(f), 2)} for _, f in entries]
+    assert [(f["session"], f["door"], f["reader"], f["count"]) for f in fields] == [
+        ("agent", "mcp", "srv-1", "1"),
+        ("agent", "mcp", "srv-1", "2"),
+        ("other", "mcp", "", "2"),
+    ]
+    r.close()
+
+
+def test_status_json_carries_the_ages_on_both_backends(
+    tmp_path: Path, url: str, cli_env: dict[str, str]
+) -> None:
+    for spec in (str(tmp_path / "r.txt"), url):
+        open_room(spec).push("x")
+        out = subprocess.run(
+            [*ACKDECK, "room", "status", spec, "--session", "s", "--json"],
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        row = json.loads(out.stdout)["rooms"][0]
+        assert row["oldest_pending_age"] is not None and row["oldest_pending_age"] >= 0
+        assert row["unread_age"] == row["oldest_unread_age"]
+        assert (row["in_flight_age"], row["deliveries"], row["reads_unlogged"]) == (None, 0, 0)
