@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import subprocess
@@ -174,12 +175,17 @@ def test_status_prints_each_session_once(tmp_path: Path, cli_env: dict[str, str]
         f.write(b"\n")
     out = ok(cli_env, "room", "status", str(room), "--session", "agent").stdout
     assert out.count("agent:") == 1, out
-    assert out == (
-        f"{room}: 3 pending, 0 acked, 0 preserved, epoch 0\n  agent: 2 in flight, 1 unread\n"
+    # Ages (issue 24) depend on the clock: compare them as N.
+    aged = re.sub(r"\b\d+(m\d+)?s\b", "N", out)
+    assert aged == (
+        f"{room}: 3 pending, 0 acked, 0 preserved, epoch 0\n"
+        "  oldest line waiting N; unread by anyone for N\n"
+        "  agent: 2 in flight, 1 unread (read N ago, not acked; oldest unread N)\n"
     )
     # A session that has not read yet is listed once too, and says so.
     out = ok(cli_env, "room", "status", str(room), "--session", "new").stdout
-    assert out.splitlines()[1:] == [
+    sessions = [line for line in out.splitlines() if line.startswith(("  agent:", "  new:"))]
+    assert [re.sub(r" \(read .*\)$", "", s) for s in sessions] == [
         "  agent: 2 in flight, 1 unread",
         "  new: 0 in flight, 3 unread (no read yet)",
     ]
@@ -375,7 +381,7 @@ def test_bash_completes_commands_options_rooms_and_run_names(
     place, env = completion_place
     assert complete_from_bash(place, env) == [
         "room",
-        "ack push read status wait",  # sorted by the probe
+        "ack overdue policy push read status trace wait",  # sorted by the probe
         "--session",
         "inbox-ops.txt inbox.txt",
         "build",
@@ -440,7 +446,7 @@ def test_zsh_script_parses_registers_and_completes(
     shown = _in_shell(["zsh", "-fc", probe], place, env)
     assert shown == [
         "_ackdeck",
-        "push read ack status wait",
+        "push read ack status overdue policy trace wait",
         "-h --help --follow-symlinks --session --json --home",
         "build",
     ]
@@ -465,7 +471,7 @@ def test_fish_script_parses_and_completes(completion_place: tuple[Path, dict[str
     shown = _in_shell(["fish", "--no-config", "-c", probe], place, env)
     assert shown == [
         "room",
-        "ack push read status wait",
+        "ack overdue policy push read status trace wait",
         "inbox-ops.txt inbox.txt",
         "build",
         "--all",

@@ -96,7 +96,7 @@ def test_the_cli_sets_and_applies_max_deliveries(tmp_path: Path, cli_env: dict[s
     assert cli("room", "read", room, "--session", "a").stdout == ""
     st = json.loads(cli("room", "status", room, "--json").stdout)["rooms"][0]
     assert (st["dead_total"], st["max_deliveries"], st["pending"]) == (1, 1, 0)
-    assert "1 line(s) moved to" in cli("room", "status", room).stdout
+    assert "1 line moved to" in cli("room", "status", room).stdout
 
 
 STEPS = ["before-temp", "after-pending", "after-rename", "after-commit", "after-audit"]
