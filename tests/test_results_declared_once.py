@@ -29,8 +29,9 @@ def _declared_fields() -> set[str]:
     return {f for v in BACKEND_VALUES for f in v._fields} - {"path", "lines", "sessions"}
 
 
-# Results of other concepts whose words happen to match (a wake's `pending` lines).
-OTHER_CONCEPTS = ("core/service/wakes.py", "core/service/procs.py")
+# Results of other concepts whose words happen to match (a wake's `pending` lines; one line's
+# own `deliveries` in its journey, where the room status counts its oldest line's).
+OTHER_CONCEPTS = ("core/service/wakes.py", "core/service/procs.py", "core/service/trace.py")
 
 
 def _shape_dicts() -> list[tuple[str, set[str]]]:
@@ -59,8 +60,14 @@ def test_no_shape_spells_out_a_fact_a_backend_value_type_declares() -> None:
 
 def test_the_room_results_json_carries_every_backend_fact() -> None:
     assert set(fields_of(values.RoomStatus)) - {"path", "sessions"} <= set(rooms.RoomState.SHAPE)
-    assert set(fields_of(values.SessionStatus)) == set(rooms.SessionCounts.SHAPE)
-    assert set(fields_of(values.SessionStatus)) <= set(rooms.RoomState.SHAPE)
+    # A session's result carries every backend fact, plus the ages derived from them.
+    derived = set(rooms.SessionCounts.SHAPE) - set(fields_of(values.SessionStatus))
+    assert set(fields_of(values.SessionStatus)) <= set(rooms.SessionCounts.SHAPE)
+    assert derived == {"in_flight_age", "unread_age", "overdue"}
+    # The asking session's own counts, its timestamps shown as ages.
+    stamps = {"read_at", "oldest_unread_at"}
+    assert set(fields_of(values.SessionStatus)) - stamps <= set(rooms.RoomState.SHAPE)
+    assert {"in_flight_age", "unread_age"} <= set(rooms.RoomState.SHAPE)
     assert set(fields_of(values.ReadResult)) - {"lines", "data"} <= set(rooms.Lines.SHAPE)
     assert set(fields_of(values.AckResult)) <= set(rooms.Acked.SHAPE)
     assert rooms.Pushed.SHAPE == {"room": str, "path": str, "offset": int | str}  # its fields
@@ -81,10 +88,10 @@ def test_the_backend_interface_has_no_protocol_views_left() -> None:
 
 def test_streamed_json_parts_make_the_object_json_dumps_makes() -> None:
     whole = {"room": "r", "path": "/r", "lines": ["é", "b"], "mode": "all", "acked": 2,
-             "preserved": 0, "message": "m"}  # fmt: skip
+             "preserved": 0, "message": "m", "note": None}  # fmt: skip
     parts = JsonParts(rooms.Acked.SHAPE)
     text = parts.part({k: whole[k] for k in ("room", "path", "lines")})
-    text += parts.part({k: whole[k] for k in ("mode", "acked", "preserved", "message")})
+    text += parts.part({k: whole[k] for k in ("mode", "acked", "preserved", "message", "note")})
     text += parts.end()
     assert text == json.dumps(whole, ensure_ascii=False) + "\n"
 

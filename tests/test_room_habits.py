@@ -481,7 +481,7 @@ def test_room_commands_honour_ackdeck_session(tmp_path: Path, cli_env: dict[str,
     out = sh(cli_env, "printf 'b\\n' > r && ackdeck room read r", tmp_path)
     assert (out.returncode, out.stdout) == (0, b"b\n"), out.stderr
     out = sh(cli_env, "ackdeck room status r --session default", tmp_path)
-    assert b"  default: 1 in flight, 0 unread\n" in out.stdout, out.stderr
+    assert b"  default: 1 in flight, 0 unread (read " in out.stdout, out.stderr
     out = sh(cli_env, "ackdeck room ack r", tmp_path)
     assert out.returncode == 0 and (tmp_path / "r").read_bytes() == b"", out.stderr
 
