@@ -70,7 +70,9 @@ def test_the_room_results_json_carries_every_backend_fact() -> None:
     assert {"in_flight_age", "unread_age"} <= set(rooms.RoomState.SHAPE)
     assert set(fields_of(values.ReadResult)) - {"lines", "data"} <= set(rooms.Lines.SHAPE)
     assert set(fields_of(values.AckResult)) <= set(rooms.Acked.SHAPE)
-    assert rooms.Pushed.SHAPE == {"room": str, "path": str, "offset": int | str}  # its fields
+    # Its JSON is exactly its fields (no separate shape to keep in step).
+    assert rooms.Pushed.SHAPE == fields_of(rooms.Pushed)
+    assert list(rooms.Pushed.SHAPE)[:3] == ["room", "path", "offset"]
 
 
 def test_both_backends_return_the_same_value_types() -> None:
