@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("textual", "ackdeck.tui", "tui")
 
@@ -172,7 +174,9 @@ def test_every_exception_class_of_core_lives_in_errors_py() -> None:
 # run time as well: the contract sees ackdeck's own imports, this sees what they pull in. The
 # optional backends and SDKs, the redis URL parser (a file room never needs it), and
 # dataclasses with inspect (6-16 ms of a ~35 ms start on a busy machine, measured with
-# -X importtime; notes/ISSUE-18.md). The standard library is otherwise used normally.
+# -X importtime; notes/ISSUE-18.md), and typing (2-5 ms: the hot path's modules write
+# `TYPE_CHECKING = False`, which type checkers recognise, PEP 781; notes/ISSUE-18b.md). The
+# standard library is otherwise used normally.
 HEAVY_FOR_A_TURN = {
     "redis",
     "pydantic",
@@ -182,6 +186,7 @@ HEAVY_FOR_A_TURN = {
     "ackdeck.core.inbox.room_url",
     "dataclasses",
     "inspect",
+    "typing",
 }
 
 _HOT_PROBE = (
@@ -194,6 +199,8 @@ _HOT_PROBE = (
     # 3.11's typing registers `typing.io` and `typing.re` that way itself: not top-level.)
     "fake = sorted(n for n, m in list(sys.modules.items()) if '.' not in n\n"
     "              and n != '__main__' and getattr(m, '__spec__', None) is None)\n"
+    "print('ackdeck:' + ','.join(sorted(n for n in sys.modules if n.startswith('ackdeck'))),"
+    " file=sys.stderr)\n"
     "print('loaded:' + ','.join(sorted(n for n in sys.modules"
     " if n in heavy or n.split('.')[0] in heavy) + ['stand-in:' + n for n in fake]),"
     " file=sys.stderr)\n"
@@ -201,7 +208,8 @@ _HOT_PROBE = (
 )
 
 
-def _loaded_by(args: list[str], tmp_path: Path, stdin: str = "") -> list[str]:
+def _probe(args: list[str], tmp_path: Path, stdin: str = "") -> tuple[list[str], set[str]]:
+    """What one command loaded of HEAVY_FOR_A_TURN (and any stand-in), and ackdeck's modules."""
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
@@ -217,20 +225,21 @@ def _loaded_by(args: list[str], tmp_path: Path, stdin: str = "") -> list[str]:
         text=True,
         timeout=60,
     )
-    last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("loaded:"), out.stderr
-    return [m for m in last.removeprefix("loaded:").split(",") if m]
+    *_, own, last = out.stderr.strip().splitlines()
+    assert own.startswith("ackdeck:") and last.startswith("loaded:"), out.stderr
+    loaded = [m for m in last.removeprefix("loaded:").split(",") if m]
+    return loaded, set(own.removeprefix("ackdeck:").split(","))
 
 
-def test_per_turn_commands_on_a_file_room_load_nothing_heavy(
-    tmp_path: Path,
-) -> None:
-    """Every door opens rooms through one room reference (which takes redis URLs), but a file
-    room's per-turn commands must not pay for redis, pydantic, RE2 or any of HEAVY_FOR_A_TURN
-    at start-up, and load only real modules (no stand-in for a standard one)."""
+def _loaded_by(args: list[str], tmp_path: Path, stdin: str = "") -> list[str]:
+    return _probe(args, tmp_path, stdin)[0]
+
+
+def _per_turn_commands(tmp_path: Path) -> list[tuple[list[str], str]]:
+    """The hot path's commands (pyproject.toml, the "hot-path" contract) on a file room."""
     room = str(tmp_path / "r.txt")
     hooks = ["--room", room, "--session", "s1"]
-    commands: list[tuple[list[str], str]] = [
+    return [
         (["room", "push", room, "hello"], ""),
         (["room", "read", room], ""),
         (["room", "ack", room], ""),
@@ -240,6 +249,15 @@ def test_per_turn_commands_on_a_file_room_load_nothing_heavy(
         (["hooks", "stop", *hooks], "{}"),
         (["hooks", "bootstrap", *hooks], "{}"),
     ]
+
+
+def test_per_turn_commands_on_a_file_room_load_nothing_heavy(
+    tmp_path: Path,
+) -> None:
+    """Every door opens rooms through one room reference (which takes redis URLs), but a file
+    room's per-turn commands must not pay for redis, pydantic, RE2 or any of HEAVY_FOR_A_TURN
+    at start-up, and load only real modules (no stand-in for a standard one)."""
+    commands = _per_turn_commands(tmp_path)
     loaded = {" ".join(args[:2]): _loaded_by(args, tmp_path, stdin) for args, stdin in commands}
     assert loaded == {name: [] for name in loaded}
 
@@ -248,6 +266,52 @@ def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
     # An unreachable server: the command fails with one line, but it did open a redis room.
     loaded = _loaded_by(["room", "status", "redis://127.0.0.1:1/0/probe"], tmp_path)
     assert "redis" in loaded and "ackdeck.core.inbox.room_url" in loaded
+
+
+def _supervisor_modules(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """ackdeck's modules a run's supervisor imports over a whole life (start, a scan with a
+    match, the exit), from its -X importtime log; it runs as `-m ackdeck.core.watch.supervisor`."""
+    from ackdeck.core.watch import procs
+    from ackdeck.core.watch.runs import load_monitors_state
+    from tests.test_procs_support import release, wait_status, wait_until, waiter
+
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    go = tmp_path / "go"
+    info = procs.start(
+        home, "hot", waiter(go, "ERROR one\n", "done\n"), monitors=[procs.MonitorSpec("ERR")]
+    )
+    wait_until(lambda: load_monitors_state(info.run_dir), what="a first scan")
+    release(go)
+    wait_status(home, "hot")
+    log = (info.run_dir / "supervisor.log").read_text()
+    names = {
+        line.rsplit("|", 1)[1].strip() for line in log.splitlines() if line.startswith("import")
+    }
+    assert "ackdeck.core.watch.tail" in names  # the log is the supervisor's
+    return {n for n in names if n.startswith("ackdeck")} | {"ackdeck.core.watch.supervisor"}
+
+
+def test_type_checking_false_is_written_only_on_the_hot_path(
+    phome: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`TYPE_CHECKING = False` keeps typing off the hot path (the per-turn commands and the
+    supervisor, measured here by running them); the rest of the library imports typing
+    normally, so the idiom may not spread to a module those never load."""
+    hot: set[str] = set()
+    for args, stdin in _per_turn_commands(tmp_path):
+        hot |= _probe(args, tmp_path, stdin)[1]
+    hot |= _supervisor_modules(phome, tmp_path, monkeypatch)
+    writers = {
+        _module_name(path)
+        for folder in ("core", "tui")
+        for path in (REPO / folder).rglob("*.py")
+        if any(
+            isinstance(node, ast.Assign) and ast.unparse(node) == "TYPE_CHECKING = False"
+            for node in ast.parse(path.read_text()).body
+        )
+    }
+    assert "ackdeck.core.base.record" in writers and "ackdeck.core.watch.scan" in hot
+    assert sorted(writers - hot) == []
 
 
 def test_screens_widgets_and_commands_never_import_the_app_class() -> None:

@@ -22,7 +22,6 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.agents.instructions import rules
 from ackdeck.core.base import atomic
@@ -33,6 +32,8 @@ from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.refs import display_of, parse_room
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -19,7 +19,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
 from ackdeck.core.base import atomic
@@ -29,6 +28,8 @@ from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.service.deck import Deck
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import anyio
 

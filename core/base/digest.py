@@ -11,8 +11,8 @@ imported then.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,6 +12,7 @@ import errno
 import time
 from collections.abc import Callable
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar

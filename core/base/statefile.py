@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.record import Record
 from ackdeck.core.errors import CorruptState, NotRegular, RecordError
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
 

@@ -6,10 +6,11 @@ Also the one reading of a number of seconds set in the environment (`seconds_fro
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from ackdeck.core.errors import InvalidInput
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

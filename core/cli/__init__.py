@@ -17,10 +17,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
-from typing import TYPE_CHECKING
 
 from ackdeck.core.errors import AckdeckError, NotDelivered, ReportLost, UsageError
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 

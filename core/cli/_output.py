@@ -6,10 +6,11 @@ import errno
 import json
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base.byteio import write_all
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from typing import Any

@@ -8,11 +8,12 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
 
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import emit_json, report, timeout_arg
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

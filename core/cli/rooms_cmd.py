@@ -8,7 +8,6 @@ import errno
 import json
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.names import check_name
@@ -21,6 +20,8 @@ from ackdeck.core.service import rooms
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.rooms import not_delivered
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ackdeck.core.service.roomref import RoomRef
 

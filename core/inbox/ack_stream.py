@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-# threading is imported where a worker is started (large reads and acks only): every room
-# command loads this module, and `import threading` costs ~1 ms of its start-up.
-from typing import TYPE_CHECKING
-
 from ackdeck.core.base.byteio import pread_chunks
 from ackdeck.core.base.digest import new_sha256
 from ackdeck.core.base.faults import pause
 from ackdeck.core.inbox import ledger as L
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
+# threading is imported where a worker is started (large reads and acks only): every room
+# command loads this module, and `import threading` costs ~1 ms of its start-up.
 if TYPE_CHECKING:
     import threading
 

@@ -12,12 +12,14 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.record import Record, Struct
 from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, RecordError
+
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 
 # How many leading bytes of the room file the ledger fingerprints. A foreign rewrite almost
 # always changes the head; appends never do.
@@ -105,10 +107,14 @@ class Ledger(Record):
 
 
 if TYPE_CHECKING:
+    from typing import Literal
+
     from ackdeck.core.inbox.receipts import ReceiptHeader
 
-Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
-AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
+    # Types only: a result's JSON shape (core/service/results.py, fields_of) gives these
+    # fields `str` explicitly.
+    Verdict = Literal["same", "grown", "new", "foreign", "recovered"]
+    AckMode = Literal["prefix", "noop", "stale", "refused", "all"]
 
 
 # ----- the ledger file: two checksummed slots written in place ---------------------------

@@ -10,7 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ackdeck.core.base.record import Struct
-from ackdeck.core.inbox.ledger import AckMode
+
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ackdeck.core.inbox.ledger import AckMode
 
 
 class ReadResult(Struct):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import InvalidInput
@@ -28,6 +27,8 @@ from ackdeck.core.service import views
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import RoomRef, label_of
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence

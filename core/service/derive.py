@@ -4,8 +4,8 @@ others, a session's `in_flight` / `unread` counts, and ages."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
     from collections.abc import Sequence

@@ -5,12 +5,13 @@ only for a URL."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox.room_spec import is_url
 from ackdeck.core.service.roomref import FileRoomRef, RoomRef
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

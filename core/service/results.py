@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import PurePath
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base.record import Struct
 from ackdeck.core.base.text import display_lines, os_error_line
 from ackdeck.core.errors import AckdeckError
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base.names import room_path
 from ackdeck.core.errors import InvalidInput
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable

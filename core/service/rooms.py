@@ -10,8 +10,6 @@ its lock).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.text import display_lines
 from ackdeck.core.errors import ColdAck, NotDelivered
@@ -20,6 +18,8 @@ from ackdeck.core.service.absent import absent_note
 from ackdeck.core.service.derive import age, is_overdue, session_ages, session_counts
 from ackdeck.core.service.results import DecodedLines, Result, fields_of
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base.record import Struct
 from ackdeck.core.base.statefile import read_state
@@ -15,6 +14,8 @@ from ackdeck.core.base.text import display
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.service.derive import session_counts
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ackdeck.core.service.roomref import RoomRef
 

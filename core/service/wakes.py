@@ -6,13 +6,13 @@ whichever door delivers it: `wakes drain --json`, MCP `wakes_drain`, the Stop ho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch.reconcile import reconcile_lost
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 
-# typing and dataclasses are not imported at run time: each monitored run's supervisor would
-# carry them (dataclasses pulls in inspect, ast and dis: ~1.3 MiB).
-from typing import TYPE_CHECKING
-
 from ackdeck.core.base.record import Struct
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.watch.literals import literal_prefix, required_literals
 
+# On the hot path (tests/test_layering.py): typing and dataclasses are for type
+# checkers only, or each monitored run's supervisor would carry them (dataclasses pulls in
+# inspect, ast and dis: ~1.3 MiB).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

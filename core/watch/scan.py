@@ -23,10 +23,10 @@ import os
 import sys
 from collections.abc import Callable
 
-# Not imported at run time (every monitored run's supervisor imports this module): typing, and
-# ctypes.util, whose find_library pulls in shutil, tempfile, bz2 and lzma (~1 MiB per process).
-from typing import TYPE_CHECKING
-
+# On the hot path (tests/test_layering.py; every monitored run's supervisor imports
+# this module): typing is for type checkers only, and ctypes.util is not imported at all (its
+# find_library pulls in shutil, tempfile, bz2 and lzma: ~1 MiB per process).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
     from typing import Any, TypeVar

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.home import resolve_home, wakes_dir
@@ -36,6 +35,8 @@ from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
 from ackdeck.core.watch.runs import load_meta, run_dir
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver wakes
     from ackdeck.core.watch.monitors import MatchedLine
 
