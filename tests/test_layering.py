@@ -271,22 +271,10 @@ def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
 def _supervisor_modules(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
     """ackdeck's modules a run's supervisor imports over a whole life (start, a scan with a
     match, the exit), from its -X importtime log; it runs as `-m ackdeck.core.watch.supervisor`."""
-    from ackdeck.core.watch import procs
-    from ackdeck.core.watch.runs import load_monitors_state
-    from tests.test_procs_support import release, wait_status, wait_until, waiter
+    from tests.test_procs_support import supervisor_imports
 
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
-    go = tmp_path / "go"
-    info = procs.start(
-        home, "hot", waiter(go, "ERROR one\n", "done\n"), monitors=[procs.MonitorSpec("ERR")]
-    )
-    wait_until(lambda: load_monitors_state(info.run_dir), what="a first scan")
-    release(go)
-    wait_status(home, "hot")
-    log = (info.run_dir / "supervisor.log").read_text()
-    names = {
-        line.rsplit("|", 1)[1].strip() for line in log.splitlines() if line.startswith("import")
-    }
+    names = supervisor_imports(home, tmp_path, "hot")
     assert "ackdeck.core.watch.tail" in names  # the log is the supervisor's
     return {n for n in names if n.startswith("ackdeck")} | {"ackdeck.core.watch.supervisor"}
 

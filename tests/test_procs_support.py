@@ -67,6 +67,25 @@ def release(go: Path) -> None:
     go.write_text("go")
 
 
+def supervisor_imports(home: Path, tmp_path: Path, name: str) -> set[str]:
+    """Every module a run's supervisor imports over a whole life (start, a scan with a match,
+    the exit), from its -X importtime log (its stderr: supervisor.log). The caller sets
+    PYTHONPROFILEIMPORTTIME=1 in the environment the supervisor inherits."""
+    from ackdeck.core.watch.runs import load_monitors_state
+
+    go = tmp_path / "go"
+    info = procs.start(
+        home, name, waiter(go, "ERROR one\n", "done\n"), monitors=[procs.MonitorSpec("ERR")]
+    )
+    wait_until(lambda: load_monitors_state(info.run_dir), what="a first scan")
+    release(go)
+    wait_status(home, name)
+    log = (info.run_dir / "supervisor.log").read_text()
+    return {
+        line.rsplit("|", 1)[1].strip() for line in log.splitlines() if line.startswith("import")
+    }
+
+
 def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=timeout

@@ -15,14 +15,13 @@ from ackdeck.core.watch import procs
 from ackdeck.core.watch.runs import (
     MonitorModel,
     RunMeta,
-    load_monitors_state,
     new_run_id,
     output_path,
     run_dir,
     store_meta,
 )
 from ackdeck.core.watch.tail import CHUNK, QUIET_CHUNK, Tail
-from tests.test_procs_support import release, wait_status, wait_until, waiter
+from tests.test_procs_support import release, supervisor_imports, wait_status, wait_until, waiter
 
 SIGPIPE_BIT = 1 << (13 - 1)  # SigIgn in /proc/PID/status is a mask of signal N at bit N-1
 SIGXFSZ_BIT = 1 << (25 - 1)
@@ -98,17 +97,7 @@ def test_a_supervisor_imports_only_what_it_needs(
     """Its import log (-X importtime, to its stderr: supervisor.log) over a whole life: start,
     a scan with a match, the exit."""
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
-    go = tmp_path / "go"
-    info = procs.start(
-        phome, "lean", waiter(go, "ERROR one\n", "done\n"), monitors=[procs.MonitorSpec("ERR")]
-    )
-    wait_until(lambda: load_monitors_state(info.run_dir), what="a first scan")
-    release(go)
-    wait_status(phome, "lean")
-    log = (info.run_dir / "supervisor.log").read_text()
-    imported = {
-        line.rsplit("|", 1)[1].strip() for line in log.splitlines() if line.startswith("import")
-    }
+    imported = supervisor_imports(phome, tmp_path, "lean")
     assert (
         "ackdeck.core.watch.tail" in imported and "re2" in imported
     )  # the log is the supervisor's
