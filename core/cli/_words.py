@@ -7,9 +7,10 @@ Each sentence leads with what happened ("acked 2 lines"), then what else a perso
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ackdeck.core.base.text import age_text
+
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from ackdeck.core.service.rooms import Acked, Pushed, RoomState, SessionCounts

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ackdeck.core.cli._output import emit_text
 from ackdeck.core.errors import InvalidInput
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

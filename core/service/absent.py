@@ -10,9 +10,11 @@ the note names it.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from ackdeck.core.inbox.room_spec import is_url
+
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.home import resolve_home
@@ -26,7 +27,6 @@ from ackdeck.core.service.results import Result
 from ackdeck.core.service.rooms import RoomState, status
 from ackdeck.core.watch.room_wakes import tell, wake_name
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ackdeck.core.inbox.room_backend import RoomBackend
 

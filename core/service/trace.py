@@ -8,13 +8,13 @@ Each traced line comes back as a `LineTrace` that knows its JSON and its one-lin
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.text import age_text, display
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.service.derive import age
 from ackdeck.core.service.results import Result
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
