@@ -420,7 +420,7 @@ class Room:
             if not got.lines:
                 return AckResult("all", 0, 0, "no complete lines to ack", [])
             res = self.ack(session, reader=reader)
-            mode: L.AckMode = "all" if res.mode == "prefix" else res.mode
+            mode = "all" if res.mode == "prefix" else res.mode
             return AckResult(mode, res.acked, res.preserved, res.message, got.lines)
         check_name(session)
         self._side.check_dir()
