@@ -336,21 +336,29 @@ class AckdeckApp(App[None]):
             return str(Path(path).parent) in room_dirs or any(ref.watches(path) for ref in refs)
 
         worker = get_current_worker()
-        for _changes in watchfiles.watch(
+        # A new watch replaces the old one whenever the targets change (a sidecar directory
+        # appears with a room's first push), and nothing watches in between: a line appended
+        # then would go unseen until the next change. watchfiles registers its watches before
+        # its first yield (a change, or the first timeout), so that first yield also reports
+        # a change: the rescan it causes sees whatever the gap let through.
+        first = True
+        for changes in watchfiles.watch(
             *dirs,
             watch_filter=wanted,
             debounce=DEBOUNCE_MS,
             step=STEP_MS,
             stop_event=stop,
             rust_timeout=500,
-            yield_on_timeout=False,
+            yield_on_timeout=True,
             recursive=recursive,
             raise_interrupt=False,
             ignore_permission_denied=True,
         ):
             if stop.is_set() or worker.is_cancelled:
                 return
-            self.post_message(FilesChanged())
+            if changes or first:
+                self.post_message(FilesChanged())
+            first = False
 
     # ----- screens ----------------------------------------------------------------------------
     def open_output(self, name: str) -> None:
