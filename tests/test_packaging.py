@@ -31,6 +31,17 @@ def _run(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str
     )
 
 
+def _build_wheel(project: Path, out: Path, name: str) -> Path:
+    """The wheel of `project`, built for real by pip (offline: no build isolation)."""
+    built = _run(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+        "-w", out, project,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (found,) = out.glob(f"{name}-*.whl")
+    return found
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
@@ -46,21 +57,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             target.symlink_to(os.readlink(origin))
         elif origin.is_file():
             target.write_bytes(origin.read_bytes())
-    built = _run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "--no-deps",
-        "--no-build-isolation",
-        "-q",
-        "-w",
-        out,
-        src,
-    )
-    assert built.returncode == 0, built.stderr
-    (found,) = out.glob("ackdeck-*.whl")
-    return found
+    return _build_wheel(src, out, "ackdeck")
 
 
 def _top_level_names(wheel: Path) -> set[str]:
@@ -108,21 +105,7 @@ def _core_distribution(where: Path) -> Path:
         '[project]\nname = "othercore"\nversion = "1.0"\n'
         '[tool.setuptools]\npackages = ["core"]\n'
     )
-    built = _run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "--no-deps",
-        "--no-build-isolation",
-        "-q",
-        "-w",
-        where,
-        project,
-    )
-    assert built.returncode == 0, built.stderr
-    (found,) = where.glob("othercore-*.whl")
-    return found
+    return _build_wheel(project, where, "othercore")
 
 
 @pytest.mark.skipif(not TUI_WHEELS, reason="PyPI's tui is not in .cache/wheels (run make)")
