@@ -187,7 +187,10 @@ class KeyedTable(DataTable[Any]):
         keys = [k for k, _ in rows]
         cells = [list(c) for _, c in rows]
         self.border_subtitle = "" if keys else self.EMPTY
-        if not refit and self.columns and keys == self._keys and cells == self._rows:
+        fitted = self._fit_width == self.size.width
+        if not refit and fitted and self.columns and keys == self._keys and cells == self._rows:
+            # Nothing new. (Columns fitted before the table had a size, while it was
+            # scanning, are fitted now: an empty first scan left them unfitted for good.)
             return
         current, position = self.selected_key, self.cursor_row
         layout = self._fit(cells)
