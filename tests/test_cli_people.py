@@ -149,7 +149,7 @@ def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -
         "mode": "prefix",
         "acked": 1,
         "preserved": 0,
-        "message": "acked 1 line(s); preserved 0 line(s) that arrived or remain unread",
+        "message": "acked 1 line; preserved 0 lines that arrived or remain unread",
         "lines": None,
         "note": None,
     }

@@ -131,7 +131,7 @@ def test_a_report_lost_after_the_act_says_the_act_was_done(
     line = one_error_line(
         cli(cli_env, "room", "ack", str(room), "--session", "s", "--json", stdout=FULL)
     )
-    assert line.startswith(f"acked 2 line(s) of {room}, but its report could not be written")
+    assert line.startswith(f"acked 2 lines of {room}, but its report could not be written")
     assert room.read_bytes() == b""
 
     # ack --all writes its lines first (--json too): nothing written, nothing removed.

@@ -63,7 +63,7 @@ def test_a_line_handed_out_n_times_moves_to_the_dead_letter_room_exactly(
     assert j.summary.startswith("moved to the dead-letter room")
     # The owner is told with a wake; the dead-letter room is a room like any other.
     drained = wakes.drain(home, "boss").result.delivered
-    assert len(drained) == 1 and "2 line(s) handed out 3 time(s)" in drained[0].lines[0].text
+    assert len(drained) == 1 and "2 lines handed out 3 times" in drained[0].lines[0].text
     dead = Room(tmp_path / "r.txt.dead")
     assert dead.read("owner").lines == [b"poison \xff", b""]
     assert dead.ack("owner").acked == 2

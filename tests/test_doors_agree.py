@@ -381,7 +381,8 @@ async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_pat
     # The hooks: the same unread count, from the same service view.
     prompt = _cli_out(home, ["hooks", "prompt", *s, "--room", str(room)], tmp_path)
     assert prompt.returncode == 0, prompt.stderr
-    assert f"{row['unread']} unread line(s) in room {room}" in prompt.stdout
+    lines = "1 unread line" if row["unread"] == 1 else f"{row['unread']} unread lines"
+    assert f"{lines} in room {room}" in prompt.stdout
     boot = _cli_out(home, ["hooks", "bootstrap", *s, "--room", str(room)], tmp_path)
     assert f"  - {room} ({row['unread']} unread)" in boot.stdout.splitlines()
 

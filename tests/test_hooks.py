@@ -228,7 +228,7 @@ def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, st
 
     prompt = run_hook(ours(data, "UserPromptSubmit")[0]["command"], cli_env)
     assert prompt.returncode == 0, prompt.stderr
-    assert "2 unread line(s)" in prompt.stdout
+    assert "2 unread lines" in prompt.stdout
     assert "owner: deploy" in prompt.stdout and "owner: rollback" in prompt.stdout
 
     # Listing is not reading: nothing was acked and no receipt licenses an ack.
@@ -240,7 +240,7 @@ def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, st
     Room(room).read("agent")
     Room(room).push("[t3] [ops] owner: send all 3")
     prompt = run_hook(ours(data, "UserPromptSubmit")[0]["command"], cli_env)
-    assert "1 unread line(s)" in prompt.stdout
+    assert "1 unread line " in prompt.stdout
     assert "send all 3" in prompt.stdout and "deploy" not in prompt.stdout
 
     # Nothing unread: the prompt hook stays silent instead of adding noise to every prompt.

@@ -54,7 +54,7 @@ def plan(room: Path) -> list[Step]:
         Step("room_ack", {}, True, "room_list_new"),  # 4: a cold ack is refused, with counts
         Step("room_list_new", {}, says="first"),  # 5
         Step(None, {"text": "late line"}),  # 6: an outside producer appends after the read
-        Step("room_ack", {}, says="acked 1 line(s), preserved 1 line(s)"),  # 7
+        Step("room_ack", {}, says="acked 1 line, preserved 1 line"),  # 7
         Step("room_list_new", {}, says="late line"),  # 8: the late line survived the ack
         Step("room_list_new", {"room": "nope"}, True, "is not configured"),
         Step("room_ack", {"bogus": 1}, True, "unknown argument for room_ack: 'bogus'"),  # 10

@@ -63,7 +63,7 @@ def test_hooks_report_unread_lines_of_a_redis_room(redis_server: RedisServer) ->
     r.read("agent")
     r.push("third")
     text = prompt_text("agent", [url])
-    assert "1 unread line(s)" in text and "third" in text and "needs attention" not in text
+    assert "1 unread line " in text and "third" in text and "needs attention" not in text
     assert "(1 unread)" in bootstrap_text("agent", [url])
     assert r.status().sessions["agent"].in_flight == 2  # the hooks never read or ack
 

@@ -571,7 +571,7 @@ def test_a_fragment_followed_by_another_writers_line_is_ended_in_place(tmp_path:
         with open(path, "ab") as other:
             other.write(b"other\n")
         left = _remove_fragment(path, fd, lock, b"frag", end)
-        assert "first 3 byte(s) were left as a line of their own" in left
+        assert "first 3 bytes were left as a line of their own" in left
         assert path.read_bytes() == b"a\nfra\nother\n"
         fcntl.flock(lock, fcntl.LOCK_UN)
         # Nothing after it: truncated away, the room as it was.

@@ -41,7 +41,7 @@ def test_a_pushed_line_is_traced_through_its_reads_to_its_ack(
         ("agent", "cli", None),
         ("agent", "mcp", "srv-9"),
     ]
-    assert line["summary"].startswith("read 2 time(s), last by agent via mcp")
+    assert line["summary"].startswith("read 2 times, last by agent via mcp")
     assert line["summary"].endswith("not acked")
     Room(room).ack("agent", reader="srv-9")
     out = cli(cli_env, "room", "trace", room, str(offset))

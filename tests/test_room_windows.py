@@ -460,7 +460,7 @@ async def test_late_writers_show_in_status_json_and_the_dashboard(
         )
         assert out.returncode == 0, out.stderr
         assert (
-            "  late writers: 1 line carried in from replaced files; 1 replaced file(s) "
+            "  late writers: 1 line carried in from replaced files; 1 replaced file "
             "still held open by a writer" in out.stdout.decode().splitlines()
         )
         out = subprocess.run(

@@ -27,7 +27,7 @@ from ackdeck.core.agents.instructions import rules
 from ackdeck.core.base import atomic
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.record import Struct
-from ackdeck.core.base.text import display
+from ackdeck.core.base.text import counted, display
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.refs import display_of, parse_room
@@ -296,7 +296,7 @@ def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
         shown = [_clip(display(x)) for x in u.lines]
         more = u.count - len(shown)
         parts.append(
-            f"ackdeck: {u.count} unread line(s) in room {u.room} (not acked yet):\n"
+            f"ackdeck: {counted(u.count, 'unread line')} in room {u.room} (not acked yet):\n"
             + "\n".join(f"  {x}" for x in shown)
             + (f"\n  ... and {more} more" if more > 0 else "")
             + f"\nRead them with room_list_new (room {ref.name!r}), act, then room_ack."

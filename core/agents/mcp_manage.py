@@ -23,6 +23,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from ackdeck.core.agents.mcp_reply import Reply, guard, output_model, reply
 from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import check_timeout
 from ackdeck.core.service import procs, wakes
 
@@ -210,7 +211,7 @@ def process_list(door: "AgentDoor", history: bool = False) -> "Reply":
     text = "\n".join(
         f"{r.name} run {r.run_id}: {r.status}"
         + ("" if r.exit_code is None else f", exit code {r.exit_code}")
-        + f" (pid {r.pid}; {len(r.monitors)} monitor(s), {r.matches} match(es))"
+        + f" (pid {r.pid}; {counted(len(r.monitors), 'monitor')}, {counted(r.matches, 'match')})"
         for r in listed.runs
     )
     return reply(listed, text)

@@ -41,6 +41,7 @@ from ackdeck.core.agents.mcp_reply import Reply, guard_async, output_model, repl
 from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.agents.mcp_reply import guard as _guard
 from ackdeck.core.agents.mcp_reply import result as _result
+from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import MAX_WAIT
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.service import procs, rooms, wakes
@@ -140,7 +141,7 @@ class AgentDoor:
             text = f"no new lines in {got.room} ({got.path}); nothing to ack"
             return reply(got, text if got.note is None else f"{text}. {got.note}")
         head = (
-            f"{len(lines)} new line(s) in {got.room} ({got.path}), "
+            f"{counted(len(lines), 'new line')} in {got.room} ({got.path}), "
             f"stream bytes [{got.start}, {got.end}) epoch {got.epoch}:"
         )
         tail = (
@@ -148,7 +149,8 @@ class AgentDoor:
             "these lines and keeps anything that arrived since."
         )
         if waiting:
-            tail += f" ({waiting} more line(s) waiting: call room_list_new again after the ack)"
+            more = counted(waiting, "more line")
+            tail += f" ({more} waiting: call room_list_new again after the ack)"
         return reply(got, "\n".join([head, *lines, tail]))
 
     def room_ack(self, room: str | None = None, all: bool = False) -> Reply:  # noqa: A002
@@ -157,7 +159,7 @@ class AgentDoor:
         # ack-all removes only the lines its one reply can carry (see room_list_new).
         deliver = (lambda got: _fit_reply(got.raw)) if all else None
         res = self.deck.ack(r, all=all, reader=self._reader, deliver=deliver)
-        counts = f"acked {res.acked} line(s), preserved {res.preserved} line(s)"
+        counts = f"acked {counted(res.acked, 'line')}, preserved {counted(res.preserved, 'line')}"
         if res.refusal is not None:
             return reply(
                 res,
@@ -179,7 +181,8 @@ class AgentDoor:
         elif lines is not None:
             text += " The room had no complete lines."
         if res.preserved:
-            text += f"\n{res.preserved} line(s) remain in {label}: call room_list_new to read them."
+            left = counted(res.preserved, "line")
+            text += f"\n{left} remain in {label}: call room_list_new to read them."
         return reply(res, text)
 
     def room_push(self, room: str, text: str) -> Reply:
@@ -267,13 +270,13 @@ class AgentDoor:
         )
         lines = res.lines
         state = res.status if res.exit_code is None else f"{res.status}, exit code {res.exit_code}"
-        head = f"{res.name} run {res.run_id} ({state}): {len(lines)} new line(s)"
+        head = f"{res.name} run {res.run_id} ({state}): {counted(len(lines), 'new line')}"
         if filter is not None:
             head += f" {'not ' if exclude else ''}matching {filter!r}"
         body = [head + (":" if lines else ""), *lines]
         if res.more:
             waiting = offered[0] - len(lines)
-            what = f"{waiting} more line(s)" if waiting > 0 else "more output"
+            what = counted(waiting, "more line") if waiting > 0 else "more output"
             body.append(f"({what} waiting: call process_output again)")
         return reply(res, "\n".join(body))
 

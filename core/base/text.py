@@ -33,6 +33,14 @@ def os_error_line(exc: OSError) -> str:
     return " ".join(f"{exc.strerror or exc}{where}".split()) or "error"
 
 
+def counted(n: int, word: str) -> str:
+    """`n` and `word` as people write it: "1 line", "2 lines", "1,200 matches" (never "line(s)").
+    `word` is a noun that takes -s, or -es after s, x, ch and sh."""
+    if n == 1:
+        return f"1 {word}"
+    return f"{n:,} {word}{'es' if word.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
+
+
 def age_text(seconds: float | None) -> str:
     """An age as people read it: `45s`, `14m05s`, `3h02m`, `2d04h` ("unknown" for None)."""
     if seconds is None:

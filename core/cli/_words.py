@@ -7,7 +7,7 @@ Each sentence leads with what happened ("acked 2 lines"), then what else a perso
 
 from __future__ import annotations
 
-from ackdeck.core.base.text import age_text
+from ackdeck.core.base.text import age_text, counted
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def lines(n: int) -> str:
     """`1 line`, `2 lines`."""
-    return f"{n} line" if n == 1 else f"{n} lines"
+    return counted(n, "line")
 
 
 # Core's ack messages explain a mode in one sentence written for logs and MCP ("...; nothing
@@ -72,7 +72,7 @@ def status_lines(row: RoomState) -> list[str]:
     if st.late_total or st.held_open:
         out.append(
             f"  late writers: {lines(st.late_total)} carried in from replaced files; "
-            f"{st.held_open} replaced file(s) still held open by a writer"
+            f"{counted(st.held_open, 'replaced file')} still held open by a writer"
         )
     names = list(st.sessions)
     if row.session is not None and row.session not in st.sessions:
@@ -103,7 +103,7 @@ def ages_line(row: RoomState) -> str:
     if st.dead_total:
         parts.append(f"{lines(st.dead_total)} moved to {row.path}.dead")
     if st.reads_unlogged:
-        parts.append(f"read log incomplete: {st.reads_unlogged} read(s) not logged")
+        parts.append(f"read log incomplete: {counted(st.reads_unlogged, 'read')} not logged")
     return "; ".join(parts)
 
 

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from ackdeck.core.base.text import counted
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import emit_json, report, timeout_arg
 
@@ -325,7 +326,7 @@ def _wakes_list(args: argparse.Namespace) -> int:
         return 0
     for r in listed.records:
         print(
-            f"{r.session}/{r.name}: {r.kind}, {len(r.lines)} pending line(s)"
+            f"{r.session}/{r.name}: {r.kind}, {counted(len(r.lines), 'pending line')}"
             f"{' + notice' if r.notice_pending else ''}, {r.delivered_total} delivered, "
             f"{r.superseded_total} superseded, status {r.status}"
         )

@@ -11,7 +11,7 @@ import sys
 
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.text import age_text
+from ackdeck.core.base.text import age_text, counted
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import SESSION_HELP, ClosedStream, session_of
 from ackdeck.core.cli._output import JsonParts, emit_json, emit_text, report, timeout_arg
@@ -284,7 +284,7 @@ def _ack(args: argparse.Namespace) -> int:
             with contextlib.suppress(OSError):
                 emit_text(parts.abort())
         raise
-    done = f"acked {result.acked} line(s) of {args.room}"
+    done = f"acked {counted(result.acked, 'line')} of {args.room}"
     if head_written:
         rest = {k: v for k, v in result.to_json().items() if k not in _LINES_FIRST}
         report(done, lambda: emit_text(parts.part(rest) + parts.end()))

@@ -39,6 +39,7 @@ from ackdeck.core.base.byteio import (
 from ackdeck.core.base.faults import pause
 from ackdeck.core.base.fileid import birth_ns_path
 from ackdeck.core.base.record import Struct
+from ackdeck.core.base.text import counted
 from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import prev_inodes
@@ -80,9 +81,9 @@ def refuse_hard_linked(path: Path, fd: int) -> None:
     links = os.fstat(fd).st_nlink
     if links > 1:
         raise RoomUnavailable(
-            f"room {path} has {links - 1} other hard link(s): an ack replaces the file, so the "
-            "other name would keep the acked lines; remove the other name (or make it a copy), "
-            "then ack; nothing was removed"
+            f"room {path} has {counted(links - 1, 'other hard link')}: an ack replaces the "
+            "file, so the other name would keep the acked lines; remove the other name (or make "
+            "it a copy), then ack; nothing was removed"
         )
 
 
@@ -339,8 +340,8 @@ class AckTransaction:
         pause("after-receipt")
         lines = split_lines(self.dropped_all) if self.dropped_all is not None else None
         msg = (
-            f"acked {self.acked} line(s); preserved {remaining} line(s) that arrived or remain "
-            "unread"
+            f"acked {counted(self.acked, 'line')}; preserved {counted(remaining, 'line')} that "
+            "arrived or remain unread"
         )
         return AckResult(self.plan.mode, self.acked, remaining, msg, lines)
 

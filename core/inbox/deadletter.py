@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from ackdeck.core.base.byteio import settled_size
+from ackdeck.core.base.text import counted
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import readlog
 from ackdeck.core.inbox.ack import AckSite, AckTransaction
@@ -97,7 +98,7 @@ def tell_owner(owner: str, room: Path, moved: int, limit: int, clock: Callable[[
     from ackdeck.core.watch.room_wakes import tell
 
     text = (
-        f"room {room.name}: {moved} line(s) handed out {limit} time(s) without an ack moved "
-        f"to the dead-letter room {dead_room_path(room)}"
+        f"room {room.name}: {counted(moved, 'line')} handed out {counted(limit, 'time')} "
+        f"without an ack moved to the dead-letter room {dead_room_path(room)}"
     )
     tell(resolve_home(None), owner, room.name, "dead", text, count=moved, clock=clock)

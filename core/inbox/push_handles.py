@@ -25,6 +25,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from ackdeck.core.base.text import counted
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox.room_errors import LEDGER_HINT, UNCHANGED, write_error
 from ackdeck.core.inbox.sidecar import refuse_unless_regular, same_inode
@@ -164,12 +165,13 @@ def remove_fragment(path: Path, fd: int, lock: int, fragment: bytes, end: int) -
             if (os.fstat(wfd).st_dev, os.fstat(wfd).st_ino) == (st.st_dev, st.st_ino):
                 os.pwrite(wfd, b"\n", end - 1)
                 return (
-                    f"another writer appended after the partial line, so its first {n - 1} "
-                    "byte(s) were left as a line of their own; every other line is intact"
+                    f"another writer appended after the partial line, so its first "
+                    f"{counted(n - 1, 'byte')} were left as a line of their own; every other "
+                    "line is intact"
                 )
         finally:
             os.close(wfd)
     return (
-        f"the room was replaced meanwhile; a partial line of {n} byte(s) may remain at its "
-        "end, where the next line would be glued onto it"
+        f"the room was replaced meanwhile; a partial line of {counted(n, 'byte')} may remain "
+        "at its end, where the next line would be glued onto it"
     )

@@ -39,6 +39,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import CorruptState, InvalidInput, RedisUnreachable, RoomUnavailable
 from ackdeck.core.inbox import policy as policy_mod
@@ -383,8 +384,8 @@ class RedisRoom:
             from ackdeck.core.watch.room_wakes import tell
 
             text = (
-                f"room {self.address.name}: {moved} line(s) handed out {limit} time(s) without "
-                f"an ack moved to the dead-letter room {dead.path}"
+                f"room {self.address.name}: {counted(moved, 'line')} handed out "
+                f"{counted(limit, 'time')} without an ack moved to the dead-letter room {dead.path}"
             )
             tell(resolve_home(None), owner, self.address.name, "dead", text, count=moved)
 
@@ -492,8 +493,8 @@ class RedisRoom:
             msg = "nothing to ack: the read was empty or its lines were already acked"
         else:
             msg = (
-                f"acked {acked} line(s); preserved {preserved} line(s) that arrived "
-                "or remain unread"
+                f"acked {counted(acked, 'line')}; preserved {counted(preserved, 'line')} that "
+                "arrived or remain unread"
             )
         lines = [entry_line(f) for _, f in entries] if mode == "all" else None
         return AckResult(mode, acked, preserved, msg, lines)

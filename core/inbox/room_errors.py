@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError, ColdAck, RoomUnavailable
 
 LEDGER_HINT = (
@@ -29,7 +30,7 @@ def write_error(path: Path, exc: OSError, after: str = UNCHANGED) -> AckdeckErro
 
 def cold_ack(session: str, why: str, unread: int) -> ColdAck:
     return ColdAck(
-        f"refused: {why} by session {session!r} ({unread} unread line(s)); "
+        f"refused: {why} by session {session!r} ({counted(unread, 'unread line')}); "
         "read the room first (room read / room_list_new), then ack, or ack with --all; "
         "nothing was removed",
         unread,

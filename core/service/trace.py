@@ -1,7 +1,7 @@
 """A line's journey for every door: `trace(room, label, offset=…)` or `(…, match=TEXT)`.
 
 Each traced line comes back as a `LineTrace` that knows its JSON and its one-line verdict
-(`summary`: "unread for 14m05s", "read 2 time(s), last by agent via cli 3m ago; not acked",
+(`summary`: "unread for 14m05s", "read 2 times, last by agent via cli 3m ago; not acked",
 "acked by agent 40s after its push"), taken against one clock reading so every door agrees.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ackdeck.core.base.text import age_text, display
+from ackdeck.core.base.text import age_text, counted, display
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.service.derive import age
 from ackdeck.core.service.results import Result
@@ -87,7 +87,7 @@ class LineTrace(Result):
             return f"unread for {age_text(self.age)}"
         last = j.reads[-1]
         return (
-            f"read {len(j.reads)} time(s), last by {last.session} via {last.door} "
+            f"read {counted(len(j.reads), 'time')}, last by {last.session} via {last.door} "
             f"{age_text(age(last.at, self.now))} ago; not acked"
         )
 

@@ -31,6 +31,7 @@ from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.record import Record, Struct
 from ackdeck.core.base.statefile import read_state
+from ackdeck.core.base.text import counted
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
 from ackdeck.core.watch.runs import load_meta, run_dir
@@ -525,7 +526,7 @@ def format_wake_text(result: DrainResult) -> str:
     """The text a Stop hook or an MCP reply shows the agent."""
     if not result.delivered:
         return ""
-    out = [f"ackdeck: {len(result.delivered)} process wake(s)"]
+    out = [f"ackdeck: {counted(len(result.delivered), 'process wake')}"]
     for d in result.delivered:
         head = f"[{d.name} run {d.run_id}]"
         if d.kind == "monitor-lost":
@@ -539,15 +540,18 @@ def format_wake_text(result: DrainResult) -> str:
         if d.lines:
             how = "not matching" if d.exclude else "matching"
             out.append(
-                f"{head} {len(d.lines)} new line(s) {how} /{d.filter}/ "
-                f"({d.total_matches} match(es) in total):"
+                f"{head} {counted(len(d.lines), 'new line')} {how} /{d.filter}/ "
+                f"({counted(d.total_matches, 'match')} in total):"
             )
             out.extend(f"  {x.text}" for x in d.lines)
         if d.dropped:
             out.append(
-                f"{head} {d.dropped} older matched line(s) were not kept (at most {MAX_LINES} "
+                f"{head} {counted(d.dropped, 'older matched line')} "
+                f"{'was' if d.dropped == 1 else 'were'} not kept (at most {MAX_LINES} "
                 f"per pending wake); read them with `{read_rest(d)}`"
             )
     if result.superseded:
-        out.append(f"({result.superseded} line(s) already shown by a read were not repeated)")
+        n = result.superseded
+        were = "was" if n == 1 else "were"
+        out.append(f"({counted(n, 'line')} already shown by a read {were} not repeated)")
     return "\n".join(out)
