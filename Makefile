@@ -66,10 +66,12 @@ wheel-cache:
 		"tests/test_packaging.py will skip its side-by-side install"
 
 # MCP clients the tests drive for real, from the npm registry (tests/test_mcp_clients.py): the
-# official TypeScript SDK (what the MCP Inspector and Gemini CLI call through) and the Inspector
-# CLI, into .cache/npm (gitignored). Without node, or offline, those tests skip with one line.
+# official TypeScript SDK (what the MCP Inspector and Gemini CLI call through), the Inspector
+# CLI and Claude Code (`claude mcp list`), into .cache/npm (gitignored). Without node, or
+# offline, those tests skip with one line.
 NPM_CACHE := .cache/npm
-NPM_PACKAGES := @modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/inspector@0.15.0
+NPM_PACKAGES := @modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/inspector@0.15.0 \
+	@anthropic-ai/claude-code@2.1.328
 $(NPM_CACHE)/.installed: Makefile
 	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the TypeScript MCP client" \
 		"tests will skip"; exit 0; }; \

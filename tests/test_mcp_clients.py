@@ -8,7 +8,8 @@ protocol error); the MCP Inspector CLI lists the tools and calls room_push with 
 Every result is checked the same way: its text is visible, isError is set exactly on errors, an
 error's text is one line, and any structured content validates against the tool's published
 outputSchema (jsonschema). The TypeScript side needs node and the npm packages that
-`make npm-cache` puts under .cache/npm; without them those tests skip with one line.
+`make npm-cache` puts under .cache/npm; without them those tests skip with one line. Claude
+Code's own CLI (`claude mcp add`, `claude mcp list`) connects to ackdeck as a user would.
 """
 
 from __future__ import annotations
@@ -310,3 +311,44 @@ def test_the_inspector_cli_fills_in_integer_arguments(phome: Path, tmp_path: Pat
     assert not result.get("isError"), result
     monitor = result["structuredContent"]["monitors"][0]
     assert (monitor["cooldown_ms"], monitor["max_events"]) == (500, 2)
+
+
+# ----- Claude Code ----------------------------------------------------------------------------
+CLAUDE = NPM / ".bin" / "claude"
+
+
+def claude(home: Path, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Claude Code's own CLI, offline: a throwaway HOME (its config lands there, nothing
+    outside the test's directories is written) and its non-essential traffic off."""
+    need_node(CLAUDE)
+    env = server_env() | {
+        "HOME": str(home),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    return subprocess.run(
+        [str(CLAUDE), *args], env=env, cwd=project, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_claude_code_connects_to_ackdeck_and_reports_a_misconfigured_server(
+    tmp_path: Path,
+) -> None:
+    # `claude mcp list` starts each configured server and runs the MCP handshake with it:
+    # ackdeck connects; the same server without a session (none in the environment either)
+    # exits with its one-line error, which Claude Code reports as a failed server.
+    project, cc_home, home = tmp_path / "project", tmp_path / "cc-home", tmp_path / "home"
+    for d in (project, cc_home, home):
+        d.mkdir()
+    room = room_in(tmp_path)
+    base = [sys.executable, "-m", "ackdeck.core.cli", "--home", str(home), "mcp"]
+    good = [*base, "--session", SESSION, "--room", str(room)]
+    for name, cmd in (("ackdeck", good), ("no-session", [*base, "--room", str(room)])):
+        added = claude(cc_home, project, "mcp", "add", name, "--", *cmd)
+        assert added.returncode == 0, added.stderr
+    listed = claude(cc_home, project, "mcp", "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split(":", 1)[0]: line for line in listed.stdout.splitlines() if ":" in line}
+    assert "Connected" in rows["ackdeck"], listed.stdout
+    assert "Failed" in rows["no-session"], listed.stdout
+    assert not room.exists()  # connecting read, acked and created nothing
