@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ackdeck.tui import lineindex
+from ackdeck.core.service import lines as lineindex
 from ackdeck.tui.lineindex import LineIndex, display_text, filter_lines
 from ackdeck.tui.state import RateTracker, ago, sparkline
 

@@ -1,12 +1,16 @@
-"""A line-offset index over one open file, for showing huge rooms without loading them.
+"""A room's lines, paged for display: a line-offset index over one open file, so a huge room
+(or a process's output.log) is shown without loading it. `RoomRef.lines()` returns one (a redis
+room's entries are paged by `core.service.redis_lines.RedisLines`, the same reading side), so
+the dashboard never asks which backend a room is.
 
-No Textual here: this is plain I/O that runs in worker threads and is tested on its own.
+Display only: nothing here records a read or acks. Plain I/O that runs in worker threads and is
+tested on its own; imported only by the doors that show lines (never on the hot path).
 
 The index holds the start offset of every complete line (an `array('Q')`, 8 bytes per line, so a
 1,000,000-line room costs 8 MB) and an open descriptor on the inode it describes. Lines are read
 with `pread` only when they are shown, through a small LRU cache. Keeping the descriptor means the
 index and the bytes it points into always agree, even after an ack renames a new file over the
-path: the caller notices the new inode (`probe`) and builds a fresh index.
+path: the caller notices the new inode (`probe`, `catch_up`) and builds a fresh index.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from ackdeck.core.inbox.sidecar import refuse_unless_regular
 # the index itself being 8 MB; 4 MB chunks cost ~30 MB for no speed gain).
 CHUNK = 256 << 10
 HEAD_BYTES = 4096
+FIRST_PAINT_BYTES = 1 << 20  # index this much before the first paint
+STEP_BYTES = 32 << 20  # then this much per step
 # Control characters other than tab would move the terminal cursor; show them as U+FFFD.
 # C1 controls (U+0080-U+009F) too: some terminals read U+009B as CSI, U+009D as OSC.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
@@ -53,13 +59,6 @@ def _never() -> bool:
 def display_text(raw: bytes) -> str:
     """Bytes are the truth; they are decoded (with replacement) only to be shown."""
     return _CONTROL.sub("\ufffd", display(raw)).expandtabs(4)
-
-
-def display_name(name: str) -> str:
-    """A name (a room's file name, a path in a message) as text for the screen: control
-    characters as U+FFFD (an ESC in a file name went raw to the terminal) and undecodable
-    bytes (surrogate escapes) too."""
-    return display_text(name.encode("utf-8", "surrogateescape"))
 
 
 def shown_text(head: bytes, length: int) -> str:
@@ -103,7 +102,14 @@ def _not_regular(path: Path, mode: int) -> OSError:
 
 
 class LineSource(Protocol):
-    """What the lines panel reads: a file's `LineIndex`, or a redis room's `RedisLines`."""
+    """A room's lines (or a process's output) as the lines panel pages them: a file's
+    `LineIndex` or a redis room's `RedisLines`, from `RoomRef.lines()`.
+
+    Thread model: one worker thread loads (`first_page`, `next_page`, `load_all`, `catch_up`),
+    the UI thread reads lines below the `count` it was told about; what is loaded only grows,
+    so those never change. Loading raises OSError (FileNotFoundError: the file is gone) or
+    AckdeckError (a redis server that does not answer).
+    """
 
     @property
     def count(self) -> int: ...
@@ -112,6 +118,24 @@ class LineSource(Protocol):
     def partial_bytes(self) -> int: ...
     def partial_text(self) -> str: ...
     def same_prefix(self, lines: Sequence[bytes], start: int | str, upto: int) -> int: ...
+
+    def first_page(self, cancelled: Cancelled = _never) -> bool:
+        """Load enough for a first paint; True when everything the source holds is loaded."""
+        ...
+
+    def next_page(self, cancelled: Cancelled = _never) -> bool:
+        """Load the next step; True when everything the source holds is loaded."""
+        ...
+
+    def load_all(self) -> None:
+        """Load everything the source holds now."""
+        ...
+
+    def catch_up(self) -> bool:
+        """Load what was appended since the last load. False, loading nothing, when the lines
+        held are no longer the source's first lines (an ack removed a prefix, the file was
+        replaced or is gone): the caller opens the source anew (`RoomRef.lines()`)."""
+        ...
 
 
 def equal_prefix(a: Sequence[bytes], b: Sequence[bytes]) -> int:
@@ -203,6 +227,23 @@ class LineIndex:
         self.size = size
         return target >= size
 
+    # ----- paging (LineSource) -------------------------------------------------------------
+    def first_page(self, cancelled: Cancelled = _never) -> bool:
+        return self.extend_step(FIRST_PAINT_BYTES, cancelled)
+
+    def next_page(self, cancelled: Cancelled = _never) -> bool:
+        return self.extend_step(STEP_BYTES, cancelled)
+
+    def load_all(self) -> None:
+        self.extend_to(self.size_now())
+
+    def catch_up(self) -> bool:
+        probe = self.probe()
+        if probe.verdict in ("missing", "replaced"):
+            return False
+        self.extend_to(probe.size)
+        return True
+
     # ----- change detection -----------------------------------------------------------------
     def probe(self) -> Probe:
         """Has the file at `path` only grown since this index was built?"""
@@ -284,41 +325,3 @@ class LineIndex:
 
     def close(self) -> None:
         self._finalizer()
-
-
-def contains(needle: str) -> Callable[[bytes], bool]:
-    """Does a line (raw bytes) contain `needle`, case-insensitively, as displayed?"""
-    folded = needle.casefold().encode("utf-8", errors="replace")
-    ascii_only = folded.isascii()
-
-    def keeps(raw: bytes) -> bool:
-        hay = raw.lower() if ascii_only else display_text(raw).casefold().encode()
-        return folded in hay
-
-    return keeps
-
-
-def filter_lines(
-    index: LineSource,
-    needle: str | Callable[[bytes], bool],
-    first: int,
-    last: int,
-    out: array,
-    cancelled: Cancelled = _never,
-    *,
-    block: int = 65536,
-) -> int:
-    """Append to `out` the numbers of lines in [first, last) whose text contains `needle`
-    (case-insensitive), or that `needle(raw)` keeps (a regex: tui.highlight.LineFilter).
-    Returns the line it stopped at (last, unless cancelled)."""
-    keeps = contains(needle) if isinstance(needle, str) else needle
-    n = first
-    while n < last:
-        if cancelled():
-            return n
-        chunk = index.line_bytes(n, min(last, n + block))
-        for i, raw in enumerate(chunk, n):
-            if keeps(raw):
-                out.append(i)
-        n += len(chunk) or (last - n)
-    return n

@@ -1,6 +1,7 @@
-"""The lines of a redis room for the lines panel: `LineIndex`'s reading side over a stream.
+"""A redis room's lines, paged for display (`RedisRoomRef.lines()`): `LineIndex`'s reading side
+over a stream (core/service/lines.py). Imported only for a redis room.
 
-No Textual here (plain I/O for worker threads, like `lineindex`). A file room's panel indexes
+Plain I/O for worker threads, like `core.service.lines`. A file room's panel indexes
 line offsets and reads the visible lines with `pread`; a redis room's lines live on the server,
 so they are fetched with XRANGE in pages (through `RedisRoom.entries`, display only: no receipt)
 and kept with their entry IDs. Acks remove a prefix of the stream, so a view whose oldest entry
@@ -17,11 +18,10 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.inbox.room_url import RedisAddress
-
-from .lineindex import equal_prefix, shown_text
+from ackdeck.core.service.lines import equal_prefix, shown_text
 
 PAGE = 10_000  # entries per XRANGE: a page is about one round trip and a megabyte
+FIRST_PAINT_ENTRIES = 2_000  # fetched before the first paint
 
 Cancelled = Callable[[], bool]
 
@@ -40,11 +40,6 @@ class RedisLines:
         # The connection closes when the last reference goes: a worker may still be fetching
         # into a view the UI has already replaced (as LineIndex's descriptor).
         self._finalizer = weakref.finalize(self, room.close)
-
-    @classmethod
-    def open(cls, address: RedisAddress) -> RedisLines:
-        """An empty view of the room; nothing is fetched yet (connects on first use)."""
-        return cls(RedisRoom(address))
 
     @property
     def count(self) -> int:
@@ -67,6 +62,22 @@ class RedisLines:
                 return True
         return False
 
+    # ----- paging (core.service.lines.LineSource) --------------------------------------------
+    def first_page(self, cancelled: Cancelled = _never) -> bool:
+        return self.fetch(FIRST_PAINT_ENTRIES, cancelled)
+
+    def next_page(self, cancelled: Cancelled = _never) -> bool:
+        return self.fetch(None, cancelled)
+
+    def load_all(self) -> None:
+        self.fetch()
+
+    def catch_up(self) -> bool:
+        if self.head_moved():
+            return False  # a prefix was acked (or trimmed): the lines renumber
+        self.fetch()  # only new entries: nothing was acked or trimmed meanwhile
+        return True
+
     def head_moved(self) -> bool:
         """Is the oldest entry held gone from the server (acked, trimmed, recreated)?"""
         if not self.ids:
@@ -82,7 +93,7 @@ class RedisLines:
             return 0
         return equal_prefix(lines, self.lines[:upto])
 
-    # ----- LineIndex's reading side ---------------------------------------------------------
+    # ----- the reading side ------------------------------------------------------------------
     def line_bytes(self, first: int, last: int) -> list[bytes]:
         return self.lines[first : min(last, self.count)]
 

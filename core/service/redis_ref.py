@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.service.redis_lines import RedisLines
 
     Clock = Callable[[], float]
 
@@ -41,6 +42,15 @@ class RedisRoomRef(RoomRef):
 
     def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
         return RedisRoom(self.address, clock=clock, env=self._env, door=door)
+
+    @property
+    def long_name(self) -> str:
+        return f"{self.address.where}/{self.name}"
+
+    def lines(self) -> RedisLines:
+        from ackdeck.core.service.redis_lines import RedisLines
+
+        return RedisLines(RedisRoom(self.address, env=self._env))
 
     def follow(self, arrived: Callable[[], None], stop: threading.Event) -> None:
         """Blocking XREADs (each at most about half the client timeout, so `stop` is seen

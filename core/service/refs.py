@@ -5,6 +5,7 @@ only for a URL."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox.room_spec import is_url
@@ -15,17 +16,23 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from ackdeck.core.inbox.room_url import RedisAddress
+
 
 def parse_room(
-    spec: str | os.PathLike[str] | RoomRef,
+    spec: str | os.PathLike[str] | RoomRef | RedisAddress,
     *,
     env: Mapping[str, str] | None = None,
     follow_symlinks: bool = False,
 ) -> RoomRef:
-    """The room `spec` names: a `redis://` / `rediss://` URL, else a file path. Raises
-    InvalidInput (one line, never a password) when it names none."""
+    """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
+    file path. Raises InvalidInput (one line, never a password) when it names none."""
     if isinstance(spec, RoomRef):
         return spec
+    if not isinstance(spec, (str, os.PathLike)):  # a parsed address (RedisAddress)
+        from ackdeck.core.service.redis_ref import RedisRoomRef
+
+        return RedisRoomRef(spec, env)
     if is_url(spec):
         from ackdeck.core.service.redis_ref import RedisRoomRef
 
@@ -40,3 +47,21 @@ def display_of(spec: str | os.PathLike[str]) -> str:
         return parse_room(spec, env={}).display
     except InvalidInput:
         return "(an invalid room URL)" if is_url(spec) else os.fspath(spec)[:200]
+
+
+def room_spec(spec: str | os.PathLike[str], *, check: bool = False) -> str | Path:
+    """A room spec as a door keeps it in its configuration, before parsing: a URL stays text
+    (a Path would fold its `//`), anything else is a Path. With `check`, a URL that names no
+    room is refused here (InvalidInput, one line, never a password)."""
+    if is_url(spec):
+        if check:
+            parse_room(spec, env={})
+        return str(spec)
+    return Path(spec)
+
+
+def absolute_spec(spec: str | os.PathLike[str]) -> str:
+    """The spec as a process started elsewhere reads it: a path made absolute (`~` expanded),
+    a URL as given."""
+    kept = room_spec(spec)
+    return kept if isinstance(kept, str) else os.fspath(kept.expanduser().absolute())

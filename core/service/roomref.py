@@ -1,7 +1,7 @@
 """A room named once: `core.service.refs.parse_room(spec)` reads a path or a `redis://` URL
 where a door reads its configuration or arguments, and returns a `RoomRef` that knows how to
-open the room, how its arrivals are noticed and how to show it. Callers never ask which
-backend it is.
+open the room, how its arrivals are noticed, how to page its lines for display and how to
+show it. Callers never ask which backend it is.
 
 How arrivals are noticed differs by nature, so each reference says it once:
 - a file room is noticed through its directories (`watch_dirs`, `watches`): a watch on the
@@ -30,18 +30,29 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.service.lines import LineSource
 
     Clock = Callable[[], float]
 
 
-class RoomRef:
+class PagedRef:
+    """Lines a door can show, paged (core/service/lines.py): a room's, a process's output."""
+
+    display: str  # how to show it: a path, or a URL without its password
+    name: str  # its short name
+
+    def lines(self) -> LineSource:
+        """Its lines, paged for display, none loaded yet (`first_page`, `catch_up`, ...).
+        Display only: nothing is read or acked. Raises OSError (FileNotFoundError: not there
+        yet) when a file cannot be opened; a redis room connects on the first load."""
+        raise NotImplementedError
+
+
+class RoomRef(PagedRef):
     """What every door may do with a room it was given, before and besides opening it."""
 
     # True: arrivals come by `follow` (a blocking read); False: by watching `watch_dirs`.
     FOLLOWS = False
-
-    display: str  # how to show it: the path, or the URL without its password
-    name: str  # its short name: a file's basename, a redis room's NAME
 
     def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
         """The room, opened; `door` names who reads through it in the read log (cli, mcp,
@@ -69,6 +80,22 @@ class RoomRef:
         """Which room this is beyond its counters: a file's (dev, inode, birth time), None
         when unknown or not a file (a redis room's ack counters tell a recreated one)."""
         return None
+
+    @property
+    def long_name(self) -> str:
+        """Its name with what tells it from a namesake (a dashboard's label when two rooms
+        share a name): a file's `directory/name`, a redis room's `host:port/NAME`."""
+        return self.name
+
+    def modified(self) -> float | None:
+        """When it last changed, as its store tells (a file's mtime); None when unknown or
+        missing. Raises OSError when a file cannot be looked at."""
+        return None
+
+    def shorten(self, message: str) -> str:
+        """An error line about this room without what a table that names it already shows
+        (a file's directory)."""
+        return message
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.display == self.display
@@ -101,6 +128,11 @@ class FileRoomRef(RoomRef):
 
         return Room(self.path, clock=clock, follow_symlinks=self.follow_symlinks, door=door)
 
+    def lines(self) -> LineSource:
+        from ackdeck.core.service.lines import LineIndex
+
+        return LineIndex.open(self.path)
+
     def check_configured(self, given: str) -> None:
         if self.name in ("", ".", "..") or self.path.is_dir():
             raise InvalidInput(f"room {given!r} is a directory, not a notification file")
@@ -124,6 +156,19 @@ class FileRoomRef(RoomRef):
         except OSError:
             return None
         return (st.st_dev, st.st_ino, birth_ns_path(self.path))
+
+    @property
+    def long_name(self) -> str:
+        return f"{self.path.parent.name}/{self.name}"
+
+    def modified(self) -> float | None:
+        try:
+            return os.stat(self.path).st_mtime
+        except FileNotFoundError:
+            return None
+
+    def shorten(self, message: str) -> str:
+        return message.replace(str(self.path.parent) + os.sep, "")
 
 
 def label_of(rooms: list[RoomRef] | tuple[RoomRef, ...], room: RoomRef) -> str:

@@ -1,5 +1,5 @@
-"""A virtualized view of one file's lines (a room, or a process's output.log), or of a redis
-room's entries (`RedisLines`: the same reading side, fetched with XRANGE in pages).
+"""A virtualized view of lines the service pages (core/service/lines.py): a room's, whatever
+its backend (`RoomRef.lines()`), or a process's output.log (`core.service.procs.OutputLog`).
 
 Line API: `render_line` reads only the rows on screen, through `LineIndex` (offsets + pread + LRU
 cache), so a 1,000,000-line room paints as fast as a small one. Indexing, re-indexing after an
@@ -26,24 +26,31 @@ from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.room_url import RedisAddress
 from ackdeck.core.service.absent import absent_note
+from ackdeck.core.service.refs import parse_room
+from ackdeck.core.service.roomref import PagedRef
 
 from ..coalesce import Coalescer
 from ..highlight import LineFilter, cut_by_marks, marks
-from ..lineindex import LineIndex, LineSource, filter_lines
+from ..lineindex import LineSource, filter_lines
 from ..messages import FilterApplied, IndexBuilt, LinesIndexed
 
 if TYPE_CHECKING:
+    from ackdeck.core.inbox.room_url import RedisAddress
     from ackdeck.core.service.procs import Pattern
-
-FIRST_PAINT_BYTES = 1 << 20  # index this much before the first paint
-FIRST_PAINT_ENTRIES = 2_000  # a redis room: fetch this many entries before the first paint
-STEP_BYTES = 32 << 20  # then this much per progress message
 
 
 def _cancelled() -> bool:
     return get_current_worker().is_cancelled
+
+
+def _unreadable(source: PagedRef, exc: AckdeckError | OSError) -> str:
+    """The panel's line for lines it cannot show."""
+    if isinstance(exc, FileNotFoundError):
+        return absent_note(source.name, source.display)
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror}"
+    return str(exc)
 
 
 class LineView(ScrollView, can_focus=True):
@@ -144,7 +151,7 @@ class LineView(ScrollView, can_focus=True):
     def __init__(self, *, empty_text: str = "no room selected", **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.key: str | None = None
-        self.path: Path | RedisAddress | None = None  # a file, or a redis room
+        self.source: PagedRef | None = None  # what is shown: a room, a process's output
         self.index: LineSource | None = None
         self.count = 0
         self.error: str | None = None
@@ -168,11 +175,14 @@ class LineView(ScrollView, can_focus=True):
         self._seen_height = 0  # rows shown before the latest resize
 
     # ----- public API (UI thread) -----------------------------------------------------------
-    def show_file(self, key: str | None, path: Path | RedisAddress | None) -> None:
-        """Switch to another file or redis room (or to nothing)."""
+    def show_file(self, key: str | None, source: PagedRef | Path | RedisAddress | None) -> None:
+        """Switch to another room or output (or to nothing). A path (or a parsed redis
+        address) names a room; main.py still passes those until it holds room references."""
         if key == self.key and self.index is not None:
             return
-        self.key, self.path = key, path
+        if source is not None and not isinstance(source, PagedRef):
+            source = parse_room(source)
+        self.key, self.source = key, source
         self._follow = False
         self._max_width = 0
         self._set_index(None, 0)
@@ -181,18 +191,18 @@ class LineView(ScrollView, can_focus=True):
         self.scroll_to(0, 0, animate=False, immediate=True)
         self._loading = False
         self._build_worker = None
-        if path is not None:
+        if source is not None:
             self._loading = True
-            self._build_worker = self._build(key, path)
+            self._build_worker = self._build(key, source)
         self.refresh()
 
     def sync(self) -> None:
         """The file may have changed: pick up appends, or rebuild after a replace. Coalesced."""
-        if self.path is not None:
+        if self.source is not None:
             self._syncs.request()
 
     def _start_sync(self) -> Worker[None]:
-        return self._sync(self.key, self.path, self.index)
+        return self._sync(self.key, self.source, self.index)
 
     @property
     def needle(self) -> str:
@@ -241,86 +251,40 @@ class LineView(ScrollView, can_focus=True):
 
     # ----- workers (threads: no widget access, results by message) ---------------------------
     @work(thread=True, exclusive=True, group="line-index", exit_on_error=False)
-    def _build(self, key: str | None, path: Path | RedisAddress) -> None:
-        if isinstance(path, RedisAddress):
-            self._build_redis(key, path)
-            return
+    def _build(self, key: str | None, source: PagedRef) -> None:
+        index: LineSource | None = None
         try:
-            index = LineIndex.open(path)
-            done = index.extend_step(FIRST_PAINT_BYTES, _cancelled)
-        except FileNotFoundError:
-            self.post_message(IndexBuilt(key or "", None, 0, absent_note(path.name, path)))
-            return
-        except OSError as exc:
-            self.post_message(IndexBuilt(key or "", None, 0, f"cannot read: {exc.strerror}"))
+            index = source.lines()
+            done = index.first_page(_cancelled)
+        except (AckdeckError, OSError) as exc:
+            self.post_message(IndexBuilt(key or "", None, 0, _unreadable(source, exc)))
             return
         self.post_message(IndexBuilt(key or "", index, index.count))
-        while not done and not _cancelled():
-            done = index.extend_step(STEP_BYTES, _cancelled)
-            self.post_message(LinesIndexed(key or "", index, index.count, done))
+        try:
+            while not done and not _cancelled():
+                done = index.next_page(_cancelled)
+                self.post_message(LinesIndexed(key or "", index, index.count, done))
+        except AckdeckError as exc:  # a redis server that stopped answering
+            self.post_message(IndexBuilt(key or "", None, 0, str(exc)))
+            return
         if done:
             self.post_message(LinesIndexed(key or "", index, index.count, True))
 
-    def _build_redis(self, key: str | None, address: RedisAddress) -> None:
-        from ..redislines import RedisLines  # redis is loaded only for a redis room
-
-        source = RedisLines.open(address)
+    @work(thread=True, group="line-sync", exit_on_error=False)  # one at a time: self._syncs
+    def _sync(self, key: str | None, source: PagedRef | None, index: LineSource | None) -> None:
+        if source is None:
+            return
         try:
-            done = source.fetch(FIRST_PAINT_ENTRIES, _cancelled)
-            self.post_message(IndexBuilt(key or "", source, source.count))
-            while not done and not _cancelled():
-                done = source.fetch(None, _cancelled)
-                self.post_message(LinesIndexed(key or "", source, source.count, done))
-        except AckdeckError as exc:
-            self.post_message(IndexBuilt(key or "", None, 0, str(exc)))
-
-    def _sync_redis(self, key: str | None, address: RedisAddress, index: LineSource | None) -> None:
-        from ..redislines import RedisLines
-
-        try:
-            if isinstance(index, RedisLines) and not index.head_moved():
-                index.fetch()  # only new entries: nothing was acked or trimmed meanwhile
+            if index is not None and index.catch_up():
                 self.post_message(LinesIndexed(key or "", index, index.count, True))
                 return
-            fresh = RedisLines.open(address)  # a prefix was acked: its lines renumber
-            fresh.fetch()
+            # The first look, or the lines held are no longer the source's first lines (an
+            # ack's rename, a foreign rewrite, an acked stream prefix): they renumber.
+            fresh = source.lines()
+            fresh.load_all()
             self.post_message(IndexBuilt(key or "", fresh, fresh.count))
-        except AckdeckError as exc:
-            self.post_message(IndexBuilt(key or "", None, 0, str(exc)))
-
-    @work(thread=True, group="line-sync", exit_on_error=False)  # one at a time: self._syncs
-    def _sync(
-        self,
-        key: str | None,
-        path: Path | RedisAddress | None,
-        index: LineSource | None,
-    ) -> None:
-        if path is None:
-            return
-        if isinstance(path, RedisAddress):
-            self._sync_redis(key, path, index)
-            return
-        assert index is None or isinstance(index, LineIndex)
-        try:
-            if index is None:
-                fresh = LineIndex.open(path)
-                fresh.extend_to(fresh.size_now())
-                self.post_message(IndexBuilt(key or "", fresh, fresh.count))
-                return
-            probe = index.probe()
-            if probe.verdict == "missing":
-                self.post_message(IndexBuilt(key or "", None, 0, absent_note(path.name, path)))
-            elif probe.verdict == "replaced":
-                fresh = LineIndex.open(path)
-                fresh.extend_to(fresh.size_now())
-                self.post_message(IndexBuilt(key or "", fresh, fresh.count))
-            else:
-                count = index.extend_to(probe.size)
-                self.post_message(LinesIndexed(key or "", index, count, True))
-        except FileNotFoundError:
-            self.post_message(IndexBuilt(key or "", None, 0, absent_note(path.name, path)))
-        except OSError as exc:
-            self.post_message(IndexBuilt(key or "", None, 0, f"cannot read: {exc.strerror}"))
+        except (AckdeckError, OSError) as exc:
+            self.post_message(IndexBuilt(key or "", None, 0, _unreadable(source, exc)))
 
     @work(thread=True, exclusive=True, group="line-filter", exit_on_error=False)
     def _filter(
