@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import InvalidInput, InvalidName
-from ackdeck.core.inbox.room_url import is_url, parse_redis_url
+from ackdeck.core.service.refs import room_spec
 
 
 class DashConfig(BaseModel):
@@ -54,14 +54,13 @@ class DashConfig(BaseModel):
             return v
         out: list[object] = []
         for r in v:
-            if is_url(r):
-                try:
-                    parse_redis_url(str(r), {})
-                except InvalidInput as exc:
-                    raise ValueError(str(exc)) from None
-                out.append(str(r))
-            else:
-                out.append(Path(r) if isinstance(r, str) else r)
+            if not isinstance(r, (str, os.PathLike)):
+                out.append(r)  # pydantic says what is wrong with it
+                continue
+            try:
+                out.append(room_spec(r, check=True))
+            except InvalidInput as exc:
+                raise ValueError(str(exc)) from None
         return out
 
     @field_validator("session")

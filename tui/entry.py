@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ackdeck.core.base.home import resolve_home
-from ackdeck.core.inbox.room_url import is_url
+from ackdeck.core.service.refs import absolute_spec, room_spec
 
 from .config import DashConfig, default_config_path, load_config, settings_path
 
@@ -23,7 +23,7 @@ def dashboard_config(args: argparse.Namespace) -> DashConfig:
     home = args.tui_home or (str(config.home) if config.home else None) or args.home
     return config.with_overrides(
         home=resolve_home(home),
-        rooms=[r if is_url(r) else Path(r) for r in args.rooms],
+        rooms=[room_spec(r) for r in args.rooms],
         room_dirs=[Path(d) for d in getattr(args, "room_dirs", [])],
         session=args.session,
     )
@@ -58,8 +58,7 @@ def run_web(args: argparse.Namespace) -> int:
     if args.config:
         tui_args += ["--config", os.fspath(Path(args.config).absolute())]
     for room in args.rooms:
-        spec = room if is_url(room) else os.fspath(Path(room).expanduser().absolute())
-        tui_args += ["--room", spec]
+        tui_args += ["--room", absolute_spec(room)]
     for d in args.room_dirs:
         tui_args += ["--rooms", os.fspath(Path(d).expanduser().absolute())]
     if args.session:
