@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -21,13 +20,17 @@ from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.room_backend import open_room
-from ackdeck.core.inbox.room_url import RedisAddress
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.refs import parse_room
 
 from ..state import plural
 
 if TYPE_CHECKING:
-    from ackdeck.core.inbox.results import AckResult
+    from pathlib import Path
+
+    from ackdeck.core.inbox.room_url import RedisAddress
+    from ackdeck.core.service.roomref import RoomRef
+    from ackdeck.core.service.rooms import Acked
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -70,7 +73,7 @@ class ConfirmScreen(ModalScreen[bool]):
 class SnapshotAcked(Message):
     """The ack of the ack-all snapshot came back (or failed with `error`)."""
 
-    result: AckResult | None  # a file or a redis room's ack
+    result: Acked | None  # the service's ack result
     error: str | None = None
 
 
@@ -78,14 +81,16 @@ class AckAllScreen(ConfirmScreen):
     """Ack all, as a snapshot: the owner has just read `shown` lines (a receipt); yes acks
     exactly that receipt, so lines arriving while the dialog is open stay in the room.
 
-    Dismisses with the ack's result (an AckResult) when exactly `shown` lines were acked.
+    Dismisses with the ack's result (the service's `Acked`) when exactly `shown` lines were
+    acked.
     Otherwise nothing was removed (a foreign rewrite made the receipt stale, someone acked it
     first): the dialog stays open and says why.
     """
 
     def __init__(
         self,
-        path: Path | RedisAddress,  # a file or a redis room
+        # main.py still passes a path or a parsed redis address: parsed here, once
+        room: RoomRef | Path | RedisAddress,
         label: str,
         session: str,
         shown: int,
@@ -113,7 +118,7 @@ class AckAllScreen(ConfirmScreen):
             + narrowed,
             yes=f"Ack {shown:,}",
         )
-        self.path = path
+        self.room = parse_room(room)
         self.session = session
         self.shown = shown
         self._committed = committed
@@ -130,16 +135,18 @@ class AckAllScreen(ConfirmScreen):
         self._acking = True
         self.query_one(".dialog-body", Static).update(f"acking {self.shown:,}…")
         self.query_one("#yes", Button).disabled = True
-        self._ack(self.path, self.session)
+        self._ack(self.room, self.session)
 
     @work(thread=True, group="owner-action", exit_on_error=False)
-    def _ack(self, path: Path | RedisAddress, session: str) -> None:
+    def _ack(self, room: RoomRef, session: str) -> None:
         # The read's receipt is stored just after the dialog got its number; ack after that.
         if self._committed is not None and not self._committed.wait(60):
             self.post_message(SnapshotAcked(None, "the read did not finish; read again"))
             return
         try:
-            self.post_message(SnapshotAcked(open_room(path).ack(session, reader=self._reader)))
+            # A cold or stale ack comes back as a result (mode refused, stale), not raised.
+            deck = Deck(session=session, door="dashboard")
+            self.post_message(SnapshotAcked(deck.ack(room, reader=self._reader)))
         except AckdeckError as exc:
             self.post_message(SnapshotAcked(None, str(exc)))
 
