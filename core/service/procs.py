@@ -6,12 +6,14 @@ here: the hooks import `core.service` on every turn and never start a process.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import InvalidInput, ProcessError
 from ackdeck.core.service.results import DecodedLines, Result
+from ackdeck.core.service.roomref import PagedRef
 from ackdeck.core.watch.reconcile import reconcile_lost
 
 if TYPE_CHECKING:
@@ -20,11 +22,14 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ackdeck.core.service.lines import LineIndex
     from ackdeck.core.watch.patterns import Pattern
     from ackdeck.core.watch.procs import MonitorSpec, RunInfo
 
     HomeArg = str | os.PathLike[str] | Path | None
     Deliver = Callable[["OutputLines"], int]
+    # Answers whether the run (with how many new lines) reached the screen.
+    DeliverShown = Callable[[RunInfo, int], bool]
 
 
 def user_pattern(pattern: str, what: str) -> Pattern:
@@ -139,6 +144,7 @@ def start(
     cwd: str | None = None,
     replace: bool = False,
     replace_own_only: bool = False,
+    clock: Callable[[], float] = time.time,
 ) -> Run:
     """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`.
     Refused while a run of `name` is alive, unless `replace` (which stops it first; with
@@ -173,6 +179,7 @@ def start(
             cwd=cwd,
             replace=replace,
             replace_own_only=replace_own_only,
+            clock=clock,
         )
     )
 
@@ -217,6 +224,41 @@ def read_output(
     )
     more = res.more or len(res.lines) < offered[0]
     return OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, more)
+
+
+class OutputLog(PagedRef):
+    """A run's output.log, paged for display (the output screen's lines)."""
+
+    def __init__(self, run: RunInfo) -> None:
+        from pathlib import Path
+
+        from ackdeck.core.watch.runs import output_path
+
+        self.path = output_path(Path(run.run_dir))
+        self.display = str(self.path)
+        self.name = self.path.name
+
+    def lines(self) -> LineIndex:
+        from ackdeck.core.service.lines import LineIndex
+
+        return LineIndex.open(self.path)
+
+
+def show_output(home: HomeArg, name: str, session: str, *, deliver: DeliverShown) -> RunInfo:
+    """A person looks at `name`'s output (the dashboard's output screen): its newest run, and
+    the lines of that run new to `session`, read as `session` without waiting. `deliver` gets
+    the run and the number of new lines and answers whether they reached the screen: only then
+    are they recorded as shown to `session` (its own shown set: an agent's wake for the same
+    lines is not suppressed). Returns the run."""
+    from ackdeck.core.watch.procs import get_run
+
+    run = get_run(resolve_home(home), name)
+
+    def on_screen(res: OutputLines) -> int:
+        return len(res.raw) if deliver(run, len(res.raw)) else 0
+
+    read_output(home, name, session, timeout=0.0, run_id=run.run_id, deliver=on_screen)
+    return run
 
 
 def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = False) -> Runs:

@@ -1,15 +1,14 @@
 """A process's output on its own screen.
 
 The lines come from the run's output.log through the same virtualized view as rooms. Every time
-the screen shows new output it also calls `core.watch.output.read_output` as the *owner* session, so
-the owner's shown set is recorded for the owner only: an agent's wake for those same lines is
-not suppressed (the gate compares ranges per session).
+the screen shows new output it reads it through the service (`core.service.procs.show_output`)
+as the *owner* session, so the owner's shown set is recorded for the owner only: an agent's
+wake for those same lines is not suppressed (the gate compares ranges per session).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from textual import work
@@ -22,6 +21,7 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import Worker
 
 from ackdeck.core.errors import AckdeckError, InvalidInput
+from ackdeck.core.service import procs
 
 from ..coalesce import Coalescer
 from ..highlight import FILTER_SYNTAX, monitor_patterns
@@ -35,7 +35,7 @@ from .modals import PromptScreen
 class OutputRead(Message):
     """The owner read the process's output through core (or failed to)."""
 
-    run: Any  # ackdeck.core.watch.procs.RunInfo
+    run: Any  # the run (a RunInfo, as core.service.procs.show_output returns it)
     new_lines: int
     error: str | None = None
 
@@ -88,22 +88,19 @@ class OutputScreen(Screen[None]):
 
     @work(thread=True, group="output-read", exit_on_error=False)
     def _owner_read(self, name: str) -> None:
-        from ackdeck.core.watch import output, procs
-
-        home = self.dash.config.home
-        session = self.dash.config.session
         posted = False
 
-        def deliver(res: output.OutputResult) -> int:
+        def deliver(run: Any, new_lines: int) -> bool:
             # Recorded only once delivered: core commits the owner's shown range for the lines
             # this answers, so a screen that can no longer show them (closing) records none.
             nonlocal posted
-            posted = self.post_message(OutputRead(run, len(res.lines)))
-            return len(res.lines) if posted else 0
+            posted = self.post_message(OutputRead(run, new_lines))
+            return posted
 
         try:
-            run = procs.get_run(home, name)
-            output.read_output(home, name, session, timeout=0.0, run_id=run.run_id, deliver=deliver)
+            run = procs.show_output(
+                self.dash.config.home, name, self.dash.config.session, deliver=deliver
+            )
         except (AckdeckError, OSError) as exc:
             self.post_message(OutputRead(None, 0, str(exc)))
             return
@@ -135,9 +132,8 @@ class OutputScreen(Screen[None]):
                 f"{count_of(self.seen_by_owner, 'new line')} read as {self.dash.config.session}"
             )
             view.set_monitors(monitor_patterns([run]))  # its monitors' matches are marked
-            log = Path(run.run_dir) / "output.log"
             if new_run:
-                view.show_file(f"{run.name}:{run.run_id}", log)
+                view.show_file(f"{run.name}:{run.run_id}", procs.OutputLog(run))
             else:
                 view.sync()
 
