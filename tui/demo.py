@@ -6,9 +6,9 @@
   lines arrive between its read and its ack and are preserved; it also drains its wakes, and
   every other time reads the process output first, so those matches are superseded (it was
   shown them) instead of delivered;
-- two monitored processes started through `core.watch.procs.start`: `build` ends with DONE, `tests`
-  prints a FAIL and exits 1; their monitors wake the agent's session. An operator process
-  starts each again a few seconds after it ends, for as long as the demo is open.
+- two monitored processes started through `core.service.procs.start`: `build` ends with DONE,
+  `tests` prints a FAIL and exits 1; their monitors wake the agent's session. An operator
+  process starts each again a few seconds after it ends, for as long as the demo is open.
 
 `ACKDECK_DEMO_PACE` (default 1.0) scales every pause (the tests run the world faster).
 
@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.rooms import Room, format_poller_line
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.rooms import poller_line
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = "agent"
@@ -91,11 +92,12 @@ def _orphaned(parent: int) -> bool:
 def poll(room: str, rate: float, sender: str, mode: str, parent: int) -> None:
     """A poller: one line per notification, until terminated or orphaned."""
     name = Path(room).stem
+    deck = Deck(rooms=[room])
     n = 0
     while not _orphaned(parent):
         n += 1
         body = f"{random.choice(MESSAGES[sender])} (#{n})"
-        line = format_poller_line(name, sender, body, time.time())
+        line = poller_line(name, sender, body, time.time())
         if mode == "raw":
             # Like `printf … >> room`: open, append, close, no lock.
             fd = os.open(room, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -104,25 +106,28 @@ def poll(room: str, rate: float, sender: str, mode: str, parent: int) -> None:
             finally:
                 os.close(fd)
         else:
-            Room(room).push(line)
+            deck.push(deck.room(), line)
         time.sleep(random.expovariate(rate))
 
 
 def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> None:
     """An agent: read a room, 'work' for a moment (lines keep arriving), ack what it read;
     then drain its wakes, every other time after reading the process output (superseding)."""
-    from ackdeck.core.watch import output, procs, wakes
+    from ackdeck.core.service import procs
 
+    deck = Deck(home, session, rooms)
     turn = 0
     while not _orphaned(parent):
-        for room in rooms:
+        for room in deck.rooms:
             if _orphaned(parent):
                 return
             try:
-                got = Room(room).read(session)
-                if got.lines:
+                got = deck.read(room)
+                if got.raw:
                     nap(0.5, 3.0)
-                    Room(room).ack(session)
+                    acked = deck.ack(room)
+                    if acked.refusal is not None:
+                        raise acked.refusal
             except AckdeckError as exc:
                 print(f"demo agent: {exc}", file=sys.stderr)
             nap(1.0, 3.0)
@@ -130,15 +135,15 @@ def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> Non
         try:
             if turn % 2 == 0:
                 # Looking at the output first: matches it was shown are superseded.
-                for run in procs.list_runs(home, latest_only=True):
-                    output.read_output(home, run.name, session, run_id=run.run_id)
-            wakes.drain(home, session)
+                for run in procs.list_runs(home, latest_only=True).runs:
+                    procs.read_output(home, run.name, session, run_id=run.run_id)
+            deck.drain()
         except (AckdeckError, OSError) as exc:
             print(f"demo agent: {exc}", file=sys.stderr)
 
 
 def start_process(home: str | Path, name: str, cwd: str) -> None:
-    from ackdeck.core.watch import procs
+    from ackdeck.core.service import procs
 
     script, pattern = next((sc, pat) for n, sc, pat in PROCESSES if n == name)
     procs.start(
@@ -146,19 +151,19 @@ def start_process(home: str | Path, name: str, cwd: str) -> None:
         name,
         ["sh", "-c", script.format(step=round(0.5 * pace(), 3))],
         session=AGENT,
-        monitors=[procs.MonitorSpec(pattern)],
+        monitor=pattern,
         cwd=cwd,
     )
 
 
 def operator(home: str, cwd: str, parent: int) -> None:
     """Start each monitored process again a few seconds after its last run ended."""
-    from ackdeck.core.watch import procs
+    from ackdeck.core.service import procs
 
     due: dict[str, float] = {}
     while not _orphaned(parent):
         try:
-            latest = {r.name: r for r in procs.list_runs(home, latest_only=True)}
+            latest = {r.name: r for r in procs.list_runs(home, latest_only=True).runs}
             for name, *_ in PROCESSES:
                 run = latest.get(name)
                 if run is None or run.status == "running":
@@ -211,7 +216,7 @@ class DemoWorld:
 
     def stop(self) -> None:
         """Stop pollers and the agent, then any monitored process still running."""
-        from ackdeck.core.watch import procs
+        from ackdeck.core.service import procs
 
         for child in self.children:
             if child.poll() is None:
@@ -223,7 +228,7 @@ class DemoWorld:
                 child.kill()
                 child.wait()
         self.children.clear()
-        for run in procs.list_runs(self.home, latest_only=True):
+        for run in procs.list_runs(self.home, latest_only=True).runs:
             if run.status == "running":
                 try:
                     procs.kill(self.home, run.name, grace=1.0)

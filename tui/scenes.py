@@ -1,8 +1,8 @@
 """Deterministic dashboard scenes for snapshot tests and `make screenshots`.
 
-Every scene is built with real core calls (rooms read/acked through `Room`, processes started
-through `core.watch.procs.start`) on a fixed clock, with file times pinned, so the screen shows the
-same thing on every machine. Nothing here imports Textual.
+Every scene is built with real service calls (rooms read/acked through a `Deck`, processes
+started through `core.service.procs.start`) on a fixed clock, with file times pinned, so the
+screen shows the same thing on every machine. Nothing here imports Textual.
 
 File modification times cannot be pinned (the room ledger treats a changed mtime as a rewrite
 by someone else), so a scene is built around `now`, a clock value frozen when the scene is
@@ -17,13 +17,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service.deck import Deck
 
 STAMP = "2027-01-15T07:5{m}:{s:02d}Z"
 
 
 def _stamp(i: int) -> str:
     return STAMP.format(m=5 + (i // 60) % 5, s=i % 60)
+
+
+def _read(path: Path, session: str, at: float) -> None:
+    """`session` reads every line of the room at `path`, at time `at` (a receipt)."""
+    deck = Deck(session=session, rooms=[path], clock=lambda: at)
+    deck.read(deck.room())
+
+
+def _ack(path: Path, session: str, at: float) -> None:
+    """`session` acks what it read of the room at `path`, at time `at`."""
+    deck = Deck(session=session, rooms=[path], clock=lambda: at)
+    acked = deck.ack(deck.room())
+    if acked.refusal is not None:
+        raise acked.refusal
 
 
 def _append(path: Path, lines: list[str]) -> None:
@@ -76,20 +90,20 @@ def build_rooms(base: Path, now: float) -> tuple[list[Path], dict[str, list[tupl
 
     # alerts: a busy poller; the agent read 30 lines and 6 more arrived since.
     _append(alerts, [f"[{_stamp(i)}] [alerts] {ALERTS[i % len(ALERTS)]}" for i in range(30)])
-    Room(alerts, clock=lambda: now).read("agent")
+    _read(alerts, "agent", now)
     _append(alerts, [f"[{_stamp(30 + i)}] [alerts] {ALERTS[i % len(ALERTS)]}" for i in range(6)])
 
     # ci: the agent read 4, two arrived, the agent acked: 4 acked, 2 preserved; the owner read.
     _append(ci, [f"[{_stamp(i)}] [ci] {CI[i]}" for i in range(4)])
-    Room(ci, clock=lambda: now - 95).read("agent")
+    _read(ci, "agent", now - 95)
     _append(ci, [f"[{_stamp(4 + i)}] [ci] {CI[4 + i]}" for i in range(2)])
-    Room(ci, clock=lambda: now - 90).ack("agent")
-    Room(ci, clock=lambda: now).read("owner")
+    _ack(ci, "agent", now - 90)
+    _read(ci, "owner", now)
 
     # chat: everything read and acked a while ago.
     _append(chat, [f"[{_stamp(i)}] [chat] {CHAT[i]}" for i in range(3)])
-    Room(chat, clock=lambda: now - 700).read("agent")
-    Room(chat, clock=lambda: now - 660).ack("agent")
+    _read(chat, "agent", now - 700)
+    _ack(chat, "agent", now - 660)
     rates = {
         # Cumulative arrivals per 5 s bucket, ending at each room's real count.
         str(alerts): _series([0, 1, 3, 2, 4, 6, 9, 5, 3, 2, 1, 0], 0),
@@ -111,7 +125,7 @@ def _series(per_bucket: list[int], start: int, bucket: float = 5.0) -> list[tupl
 
 def build_procs(home: Path, workdir: Path, now: float) -> None:
     """Two finished monitored processes (one printed DONE, one FAIL) and their wake records."""
-    from ackdeck.core.watch import procs, wakes
+    from ackdeck.core.service import procs, wakes
 
     started = lambda: now - 240  # noqa: E731
     procs.start(
@@ -119,7 +133,8 @@ def build_procs(home: Path, workdir: Path, now: float) -> None:
         "build",
         ["sh", "-c", "echo compiling 212 files; echo linking; echo DONE"],
         session="agent",
-        monitors=[procs.MonitorSpec("DONE", cooldown_ms=0)],
+        monitor="DONE",
+        cooldown_ms=0,
         cwd=str(workdir),
         clock=started,
     )
@@ -133,14 +148,15 @@ def build_procs(home: Path, workdir: Path, now: float) -> None:
             "echo FAIL test_cart_total: 19.99 != 20.00; echo 47 passed, 1 failed; exit 1",
         ],
         session="agent",
-        monitors=[procs.MonitorSpec("FAIL", cooldown_ms=0)],
+        monitor="FAIL",
+        cooldown_ms=0,
         cwd=str(workdir),
         clock=started,
     )
     deadline = time.monotonic() + 30
     while True:
-        runs = procs.list_runs(home, latest_only=True)
-        names = {w.name for w in wakes.list_wakes(home, "agent") if w.lines}
+        runs = procs.list_runs(home, latest_only=True).runs
+        names = {w.name for w in wakes.list_wakes(home, "agent").records if w.lines}
         if all(r.status != "running" for r in runs) and {"build", "tests"} <= names:
             return
         if time.monotonic() > deadline:
@@ -206,12 +222,12 @@ def build_showcase_rooms(
     d = base / "rooms"
     deploys, owner = d / "deploys.txt", d / "owner.txt"
     _append(deploys, [f"[{_stamp(i)}] [deploys] {DEPLOYS[i]}" for i in range(3)])
-    Room(deploys, clock=lambda: now - 30).read("agent")
-    Room(deploys, clock=lambda: now - 25).ack("agent")
+    _read(deploys, "agent", now - 30)
+    _ack(deploys, "agent", now - 25)
     _append(deploys, [f"[{_stamp(40)}] [deploys] argo: cart-2b1e rollout resumed"])
-    Room(deploys, clock=lambda: now - 5).read("reviewer")
+    _read(deploys, "reviewer", now - 5)
     _append(owner, [f"[{_stamp(50 + i)}] [owner] {OWNER[i]}" for i in range(2)])
-    Room(rooms[0], clock=lambda: now).read("owner")  # alerts: the owner's read, marked
+    _read(rooms[0], "owner", now)  # alerts: the owner's read, marked
     rates[str(deploys)] = _series([0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 1], 0)
     rates[str(owner)] = _series([0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1], 0)
     return [rooms[0], owner, rooms[1], deploys, rooms[2]], rates
@@ -277,7 +293,7 @@ def _run_all(
     home: Path, workdir: Path, at: float, runs: dict[str, tuple[list[str], str, str]]
 ) -> None:
     """Start each (argv, monitor, session) and wait until every run ended and woke its owner."""
-    from ackdeck.core.watch import procs, wakes
+    from ackdeck.core.service import procs, wakes
 
     for name, (argv, pattern, session) in runs.items():
         procs.start(
@@ -287,12 +303,13 @@ def _run_all(
             session=session,
             cwd=str(workdir),
             clock=lambda: at,
-            monitors=[procs.MonitorSpec(pattern, cooldown_ms=0)],
+            monitor=pattern,
+            cooldown_ms=0,
         )
     deadline = time.monotonic() + 60
     while True:
-        ended = all(r.status != "running" for r in procs.list_runs(home, latest_only=True))
-        woken = {(w.session, w.name) for w in wakes.list_wakes(home) if w.lines}
+        ended = all(r.status != "running" for r in procs.list_runs(home, latest_only=True).runs)
+        woken = {(w.session, w.name) for w in wakes.list_wakes(home).records if w.lines}
         if ended and {(s, n) for n, (_, _, s) in runs.items()} <= woken:
             return
         if time.monotonic() > deadline:

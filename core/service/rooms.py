@@ -218,6 +218,14 @@ def push(room: RoomBackend, label: str, line: str | bytes) -> Pushed:
     return Pushed(label, str(room.path), room.push(line))
 
 
+def poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:
+    """The common poller line `[ts] [room] sender: body`, flattened to one line, for a
+    producer to push (core/inbox/rooms.py writes it; imported here only when asked)."""
+    from ackdeck.core.inbox.rooms import format_poller_line
+
+    return format_poller_line(room, sender, body, ts, utc=utc)
+
+
 def wait_ack(
     room: RoomBackend,
     pushed: Pushed,
