@@ -1,0 +1,105 @@
+"""The dashboard's scan, as the service's views: one look at every room (its counters from one
+moment), and at the home's processes and wake records. Views do not write, except the one
+explicit step a scan takes: dead supervisors are reported as lost first (`scan_home`).
+
+Each room comes as a `RoomRef` (`core.service.refs.parse_room`), so the scan never asks which
+backend it is; any failure becomes an error line instead of an exception (an unreachable redis
+room is such a line until its server answers again). Not on the hot path: only the dashboard
+scans.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.record import Struct
+from ackdeck.core.errors import AckdeckError
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+
+    from ackdeck.core.inbox.results import RoomStatus
+    from ackdeck.core.service.roomref import RoomRef
+
+
+class RoomScan(Struct):
+    """One room as the scan saw it: its counters, or why there are none."""
+
+    status: RoomStatus | None
+    error: str | None = None
+    mtime: float | None = None  # when the file last changed (None: missing, or not a file)
+
+
+class HomeScan(Struct):
+    """The home's processes (the latest run of each name) and wake records (every session's),
+    with one line per kind of damaged file skipped (kept on disk) or failed listing."""
+
+    runs: list[Any]  # core.watch.procs.RunInfo, as core.service.procs.Run wraps them
+    wakes: list[Any]  # core.watch.wakes.WakeRecord, as core.service.wakes.Wake wraps them
+    errors: list[str]
+
+
+def consistent_status(ref: RoomRef, tries: int = 5) -> RoomStatus:
+    """The room's status from one moment: pending and acked totals taken around the same ack.
+
+    An ack renames a new file over the room. A status that opened the file before that rename
+    and read the ledger after it counts the acked lines twice (once pending, once acked), and
+    the arrivals sparkline jumps. The room's identity is compared before and after: if an ack
+    landed in between, read again (a few times; a room acked non-stop gets the last reading).
+    A room without a file identity (redis: one server-side read) is read once.
+    """
+    room = ref.open()
+    try:
+        for _ in range(tries - 1):
+            before = ref.identity()
+            st = room.status()
+            if ref.identity() == before:
+                return st
+        return room.status()
+    finally:
+        room.close()
+
+
+def scan_room(ref: RoomRef, label: str) -> RoomScan:
+    """Counters for one room (`label`: how the table names it, for an unreadable file)."""
+    try:
+        st = consistent_status(ref)
+        return RoomScan(st, None, ref.modified())
+    except AckdeckError as exc:
+        return RoomScan(None, ref.shorten(str(exc)))
+    except OSError as exc:
+        return RoomScan(None, f"cannot read {label}: {exc.strerror or exc}")
+
+
+def scan_home(home: str | os.PathLike[str] | Path) -> HomeScan:
+    """The explicit step (dead supervisors become `lost`: the one write of a scan), then the
+    latest run of each process and every wake record."""
+    from ackdeck.core.watch import procs, wakes
+
+    errors: list[str] = []
+    runs: list[Any] = []
+    records: list[Any] = []
+    try:
+        procs.reconcile(resolve_home(home))
+        runs, skipped = procs.scan_runs(home, latest_only=True)
+        errors.extend(skipped_note("run state", skipped))
+    except (AckdeckError, OSError) as exc:
+        errors.append(f"processes: {exc}")
+    try:
+        records, skipped = wakes.scan_wakes(home)
+        errors.extend(skipped_note("wake record", skipped))
+    except (AckdeckError, OSError) as exc:
+        errors.append(f"wakes: {exc}")
+    return HomeScan(runs, records, errors)
+
+
+def skipped_note(what: str, paths: Sequence[Path]) -> list[str]:
+    """One header note per kind: damaged files are skipped and kept, the rest is shown."""
+    if not paths:
+        return []
+    names = ", ".join(f"{p.parent.name}/{p.name}" for p in paths[:3])
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return [f"skipped {len(paths)} damaged {what} file(s), kept on disk: {names}{more}"]
