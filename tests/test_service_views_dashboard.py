@@ -62,3 +62,24 @@ def test_a_room_spec_keeps_a_url_as_text_and_a_path_as_a_path(tmp_path: Path) ->
     assert room_spec("inbox.txt") == Path("inbox.txt")
     assert absolute_spec("redis://h/inbox") == "redis://h/inbox"
     assert absolute_spec("inbox.txt") == str(Path("inbox.txt").absolute())
+
+
+def test_the_home_scan_of_an_empty_home_shows_nothing_and_says_nothing(tmp_path: Path) -> None:
+    from ackdeck.core.service.scan import run_info, scan_home
+
+    found = scan_home(tmp_path)
+    assert (found.runs, found.wakes, found.errors) == ([], [], [])
+    assert run_info(tmp_path, "build", "no-such-run") is None
+
+
+def test_the_home_scan_notes_a_damaged_wake_record_and_keeps_it(tmp_path: Path) -> None:
+    from ackdeck.core.service.scan import scan_home
+    from ackdeck.tui.state import scan as dashboard_scan
+
+    record = tmp_path / "wakes" / "agent" / "build.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{not json")
+    found = scan_home(tmp_path)
+    assert found.errors == dashboard_scan(tmp_path, [], clock=lambda: 0.0).errors
+    assert found.errors and "damaged wake record" in found.errors[0]
+    assert record.exists()

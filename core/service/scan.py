@@ -77,23 +77,43 @@ def scan_room(ref: RoomRef, label: str) -> RoomScan:
 def scan_home(home: str | os.PathLike[str] | Path) -> HomeScan:
     """The explicit step (dead supervisors become `lost`: the one write of a scan), then the
     latest run of each process and every wake record."""
-    from ackdeck.core.watch import procs, wakes
+    runs, errors = latest_runs(home)
+    records, more = wake_records(home)
+    return HomeScan(runs, records, errors + more)
 
-    errors: list[str] = []
-    runs: list[Any] = []
-    records: list[Any] = []
+
+def latest_runs(home: str | os.PathLike[str] | Path) -> tuple[list[Any], list[str]]:
+    """(the latest run of each process, error lines), dead supervisors reported as lost
+    first (the explicit step)."""
+    from ackdeck.core.watch import procs
+
     try:
         procs.reconcile(resolve_home(home))
         runs, skipped = procs.scan_runs(home, latest_only=True)
-        errors.extend(skipped_note("run state", skipped))
     except (AckdeckError, OSError) as exc:
-        errors.append(f"processes: {exc}")
+        return [], [f"processes: {exc}"]
+    return runs, skipped_note("run state", skipped)
+
+
+def wake_records(home: str | os.PathLike[str] | Path) -> tuple[list[Any], list[str]]:
+    """(every session's wake records, error lines); nothing is reconciled or merged."""
+    from ackdeck.core.watch import wakes
+
     try:
         records, skipped = wakes.scan_wakes(home)
-        errors.extend(skipped_note("wake record", skipped))
     except (AckdeckError, OSError) as exc:
-        errors.append(f"wakes: {exc}")
-    return HomeScan(runs, records, errors)
+        return [], [f"wakes: {exc}"]
+    return records, skipped_note("wake record", skipped)
+
+
+def run_info(home: str | os.PathLike[str] | Path, name: str, run_id: str) -> Any | None:
+    """One run (a RunInfo), or None when it is gone or half made (a full look settles it)."""
+    from ackdeck.core.watch import procs
+
+    try:
+        return procs.get_run(home, name, run_id)
+    except (AckdeckError, OSError):
+        return None
 
 
 def skipped_note(what: str, paths: Sequence[Path]) -> list[str]:
