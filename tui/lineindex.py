@@ -16,7 +16,6 @@ from ackdeck.core.service.lines import (
     LineIndex,
     LineSource,
     Probe,
-    _never,
     display_text,
     equal_prefix,
     shown_text,
@@ -34,6 +33,10 @@ __all__ = [
     "filter_lines",
     "shown_text",
 ]
+
+
+def _never() -> bool:
+    return False
 
 
 def display_name(name: str) -> str:
