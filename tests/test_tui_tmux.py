@@ -93,6 +93,22 @@ def dashboard(tmp: Path, args: list[str], width: int, height: int) -> Iterator[P
 GUTTER = re.compile(r"^[│ ]*?(\d+) │ line (\d+)\b", re.M)
 
 
+ROW_400 = re.compile(r"│ inbox\.txt +400 ")
+
+
+def settled(pane: Pane) -> str:
+    """The screen once two captures in a row show the same lines in the lines panel."""
+    seen: list[list[int]] = [[]]
+
+    def same() -> bool:
+        now = numbered_lines(pane.capture())
+        same, seen[0] = bool(now) and now == seen[0], now
+        return same
+
+    wait_until(same, "the lines panel to settle")
+    return pane.capture()
+
+
 def numbered_lines(screen: str) -> list[int]:
     """The line numbers the lines panel shows (its gutter: "  12 │ text")."""
     return [int(m.group(1)) for m in GUTTER.finditer(screen)]
@@ -107,8 +123,10 @@ def test_r_then_a_in_a_real_terminal_removes_at_most_what_was_on_screen(tmp_path
     with dashboard(tmp_path, ["--home", str(home), "--room", str(room)], 120, 35) as pane:
         wait_until(lambda: "400 lines" in pane.capture(), "the lines panel's title")
         wait_until(lambda: "Preserved" in pane.capture(), "the 120-column layout")
-        wait_until(lambda: 1 in numbered_lines(pane.capture()), "the first line on screen")
-        screen = pane.capture()
+        # The first scan's row settles the layout (empty processes and wakes panels shrink and
+        # the lines panel grows): what is on screen before that is not what `r` will see.
+        wait_until(lambda: ROW_400.search(pane.capture()), "the room's row with its count")
+        screen = settled(pane)
         shown = numbered_lines(screen)
         assert shown == list(range(1, len(shown) + 1)), screen  # the oldest lines, in order
         pane.keys("r")
