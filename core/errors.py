@@ -66,7 +66,7 @@ class LockTimeout(AckdeckError):
 
 
 class RecordError(ValueError):
-    """A state file or value that does not fit its record's schema (core/base/record.py).
+    """A state file or value that does not fit its record's schema (core/base/jsonfields.py).
 
     A ValueError, not an AckdeckError: the module that loads the file turns it into
     CorruptState with the file's path, or skips the file, as that file's rules say."""

@@ -160,7 +160,7 @@ class GateMachine(RuleBasedStateMachine):
         assert meta is not None
         store_meta(
             run.rdir,
-            meta.model_copy(update={"status": "exited", "exit_code": 0, "ended_at": self.now}),
+            meta.replace(status="exited", exit_code=0, ended_at=self.now),
         )
         run.ended = True
         os.close(run.lock_fd)

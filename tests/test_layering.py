@@ -298,7 +298,7 @@ def test_type_checking_false_is_written_only_on_the_hot_path(
             for node in ast.parse(path.read_text()).body
         )
     }
-    assert "ackdeck.core.base.record" in writers and "ackdeck.core.watch.scan" in hot
+    assert "ackdeck.core.base.jsonfields" in writers and "ackdeck.core.watch.scan" in hot
     assert sorted(writers - hot) == []
 
 

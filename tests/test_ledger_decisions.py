@@ -151,7 +151,7 @@ def test_rewritten_since() -> None:
 
 
 def test_foreign_settle_starts_new_epoch_and_base_keeps_growing() -> None:
-    led = _ledger_at(10, b"0123456789").model_copy(update={"base": 100, "epoch": 2})
+    led = _ledger_at(10, b"0123456789").replace(base=100, epoch=2)
     cur = L.identity_of(_st(4, ino=9), b"new\n")
     out = L.settle(led, "foreign", cur)
     assert (out.epoch, out.base, out.identity) == (3, 110, cur)
@@ -159,11 +159,9 @@ def test_foreign_settle_starts_new_epoch_and_base_keeps_growing() -> None:
 
 def test_pending_rewrite_is_recovered_with_its_counters() -> None:
     new = L.identity_of(_st(2, ino=9, mtime=5), b"c\n")
-    led = _ledger_at(6, b"a\nb\nc\n").model_copy(
-        update={
-            "pending": L.PendingRewrite(identity=new, base=4, session="s", acked=2, at=42.0),
-            "acked_total": 10,
-        }
+    led = _ledger_at(6, b"a\nb\nc\n").replace(
+        pending=L.PendingRewrite(identity=new, base=4, session="s", acked=2, at=42.0),
+        acked_total=10,
     )
     st = _st(4, ino=9, mtime=6)  # grew by a sweep after the rename
     assert L.classify(led, st, b"c\nd\n") == "recovered"
@@ -175,13 +173,9 @@ def test_pending_rewrite_is_recovered_with_its_counters() -> None:
 def test_pending_without_rename_is_forgotten_with_its_link_entry() -> None:
     # The ack died after writing its intent but before the rename: the file is the old one.
     cur_st = _st(6)
-    led = _ledger_at(6, b"a\nb\nc\n").model_copy(
-        update={
-            "pending": L.PendingRewrite(
-                identity=L.identity_of(_st(2, ino=9), b"c\n"), base=4, acked=2
-            ),
-            "prev": [L.PrevInode(name="prev-7-x", dev=1, ino=7, offset=6, since=0.0)],
-        }
+    led = _ledger_at(6, b"a\nb\nc\n").replace(
+        pending=L.PendingRewrite(identity=L.identity_of(_st(2, ino=9), b"c\n"), base=4, acked=2),
+        prev=[L.PrevInode(name="prev-7-x", dev=1, ino=7, offset=6, since=0.0)],
     )
     assert L.classify(led, cur_st, b"a\nb\nc\n") == "same"
     out = L.settle(led, "same", L.identity_of(cur_st, b"a\nb\nc\n"))

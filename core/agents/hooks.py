@@ -26,7 +26,7 @@ from pathlib import Path
 from ackdeck.core.agents.instructions import rules
 from ackdeck.core.base import atomic
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted, display
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service.deck import Deck

@@ -1,6 +1,6 @@
-"""ackdeck's small JSON state files (run meta, monitor state): parse one into its Record, write
-one atomically. Kept apart from the room ledger so that a run's supervisor, which reads and
-writes only these, imports none of the ledger's machinery."""
+"""ackdeck's small JSON state files (run meta, monitor state): parse one into its record
+(core/base/jsonfields.py), write one atomically. Kept apart from the room ledger so that a
+run's supervisor, which reads and writes only these, imports none of the ledger's machinery."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from ackdeck.core.base import atomic
-from ackdeck.core.base.record import Record
+from ackdeck.core.base.jsonfields import JsonRecord
 from ackdeck.core.errors import CorruptState, NotRegular, RecordError
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    M = TypeVar("M", bound=Record)
+    R = TypeVar("R", bound=JsonRecord)
 
 
 _KINDS = {
@@ -86,13 +86,13 @@ def read_state(path: Path | str, limit: int | None = None) -> bytes | None:
         os.close(fd)
 
 
-def load_model(path: Path, model: type[M], *, hint: str = "") -> M | None:
+def load_record(path: Path, record: type[R], *, hint: str = "") -> R | None:
     """Parse a JSON state file; None if it does not exist. A bad file raises and is kept."""
     raw = read_state(path)
     if raw is None:
         return None
     try:
-        return model.model_validate_json(raw)
+        return record.from_json(raw)
     except RecordError as exc:
         first = str(exc)
         raise CorruptState(
@@ -100,8 +100,8 @@ def load_model(path: Path, model: type[M], *, hint: str = "") -> M | None:
         ) from None
 
 
-def store_model(path: Path, value: Record, *, fsync: bool = False) -> None:
+def store_record(path: Path, value: JsonRecord, *, fsync: bool = False) -> None:
     # State files are written without fsync by default: losing one to a power cut only makes
     # the next operation see a "foreign" change and start a new epoch, which redelivers and
     # never deletes. kill -9 cannot lose them (the page cache survives the process).
-    atomic.atomic_write(path, value.model_dump_json().encode(), fsync=fsync)
+    atomic.atomic_write(path, value.to_json().encode(), fsync=fsync)

@@ -387,7 +387,7 @@ def _policy(args: argparse.Namespace) -> int:
         update["owner"] = owner
     pol = deck.policy(ref, update)
     if args.json:
-        emit_json({"room": deck.label(ref), "path": ref.display, **pol.model_dump()})
+        emit_json({"room": deck.label(ref), "path": ref.display, **pol.to_dict()})
         return 0
     over = age_text(pol.overdue) if pol.overdue is not None else "off"
     most = pol.max_deliveries if pol.max_deliveries is not None else "off"

@@ -38,7 +38,7 @@ from ackdeck.core.base.byteio import (
 )
 from ackdeck.core.base.faults import pause
 from ackdeck.core.base.fileid import birth_ns_path
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted
 from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.inbox import ledger as L
@@ -300,17 +300,15 @@ class AckTransaction:
             # Never dropped here (its link would become an orphan, its late lines lost):
             # sweeps retire the oldest beyond MAX_PREV once nobody holds them.
             prev = [*prev, entry]
-        self.pending = self.ledger.model_copy(
-            update={
-                "pending": L.PendingRewrite(
-                    identity=new_identity,
-                    base=self.ledger.base + self.plan.drop,
-                    session=self.session,
-                    acked=self.acked,
-                    at=now,
-                ),
-                "prev": prev,
-            }
+        self.pending = self.ledger.replace(
+            pending=L.PendingRewrite(
+                identity=new_identity,
+                base=self.ledger.base + self.plan.drop,
+                session=self.session,
+                acked=self.acked,
+                at=now,
+            ),
+            prev=prev,
         )
         self.site.store(self.pending)
         pause("after-pending")
@@ -372,13 +370,8 @@ class AckTransaction:
                 "preserved_total": ledger.preserved_total + remaining,
             }
         )
-        committed = self.pending.model_copy(
-            update={
-                "base": ledger.base + self.plan.drop,
-                "identity": intent.identity,
-                "pending": None,
-                **counts,
-            }
+        committed = self.pending.replace(
+            base=ledger.base + self.plan.drop, identity=intent.identity, pending=None, **counts
         )
         self.site.store(committed)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox import readlog, seen_marks
 

@@ -11,18 +11,40 @@ from __future__ import annotations
 
 import json
 
+from ackdeck.core.base.jsonfields import JsonRecord, get_optional
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.record import Record
 from ackdeck.core.errors import CorruptState, InvalidInput, RecordError
 
 FILE = "policy.json"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class RoomPolicy(Record):
-    overdue: float | None = None  # seconds a line may wait unacked (None: no alert)
-    max_deliveries: int | None = None  # deliveries before the dead-letter room (None: never)
-    owner: str | None = None  # the session told about overdue rooms and dead letters
+class RoomPolicy(JsonRecord):
+    def __init__(
+        self,
+        *,
+        overdue: float | None = None,
+        max_deliveries: int | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.overdue = overdue  # seconds a line may wait unacked (None: no alert)
+        self.max_deliveries = max_deliveries  # deliveries before the dead-letter room (None: never)
+        self.owner = owner  # the session told about overdue rooms and dead letters
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> RoomPolicy:
+        return cls(
+            overdue=get_optional(d, float, "overdue"),
+            max_deliveries=get_optional(d, int, "max_deliveries"),
+            owner=get_optional(d, str, "owner"),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "overdue": self.overdue,
+            "max_deliveries": self.max_deliveries,
+            "owner": self.owner,
+        }
 
 
 def parse_duration(text: str) -> float | None:
@@ -60,11 +82,11 @@ def decode(raw: bytes | str | None, where: str) -> RoomPolicy:
     if not raw:
         return RoomPolicy()
     try:
-        return RoomPolicy.model_validate_json(raw)
+        return RoomPolicy.from_json(raw)
     except (ValueError, RecordError):
         why = f"corrupt room policy {where}; set it again with `room policy`"
         raise CorruptState(why) from None
 
 
 def encode(policy: RoomPolicy) -> bytes:
-    return json.dumps(policy.model_dump()).encode()
+    return json.dumps(policy.to_dict()).encode()

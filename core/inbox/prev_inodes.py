@@ -194,7 +194,7 @@ def sweep(
             update["held_at"] = now  # due, but held open: kept, looked up again later
         if update:
             changed = True
-        kept.append(p.model_copy(update=update) if update else p)
+        kept.append(p.replace(**update) if update else p)
     if not changed:
         return ledger, 0
     out: int | None = None
@@ -208,7 +208,7 @@ def sweep(
         if out is not None:
             write_all(out, b"".join(pieces))
         carried = sum(piece.count(b"\n") for piece in pieces)
-        swept = ledger.model_copy(update={"prev": kept, "late_total": ledger.late_total + carried})
+        swept = ledger.replace(prev=kept, late_total=ledger.late_total + carried)
         store(swept)
         if out is not None:
             os.fsync(out)

@@ -26,7 +26,7 @@ import json
 import os
 
 from ackdeck.core.base import atomic
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ackdeck.core.base import atomic
+from ackdeck.core.base.jsonfields import JsonRecord, get, get_optional, get_required
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.record import Record, Struct
 from ackdeck.core.base.statefile import open_state, read_state
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.inbox.ack_stream import ReceiptCheck, hash_range
 from ackdeck.core.inbox.ledger import FileIdentity, sha256
@@ -28,29 +29,80 @@ SUFFIX = ".rcpt"
 
 
 # ----- schema -------------------------------------------------------------------------------
-class ReceiptHeader(Record):
+class ReceiptHeader(JsonRecord):
     """One session's latest read. The consumed bytes follow the header in the same file."""
 
-    session: str
-    epoch: int
-    start: int
-    end: int
-    lines: int
-    sha256: str
-    read_at: float
-    # After an ack the receipt becomes a cursor: it still tells where the session stopped
-    # reading (for unread counts) but no longer authorises an ack.
-    acked: bool = False
-    # The room file as this read saw it: an in-place rewrite after the read (same inode, shrunk
-    # or same size with a new mtime) makes the receipt stale even if the ledger cannot tell.
-    seen: FileIdentity | None = None
-    # The reader this receipt was handed to (an MCP server instance); None for the CLI, the
-    # dashboard and library callers. Only an ack by the same reader may use it.
-    reader: str | None = None
-    # This read's entry in the read log (core/inbox/readlog.py), and how many of this
-    # session's reads so far could not be logged (the log is incomplete by that many).
-    read_id: str | None = None
-    unlogged: int = 0
+    def __init__(
+        self,
+        *,
+        session: str,
+        epoch: int,
+        start: int,
+        end: int,
+        lines: int,
+        sha256: str,
+        read_at: float,
+        acked: bool = False,
+        seen: FileIdentity | None = None,
+        reader: str | None = None,
+        read_id: str | None = None,
+        unlogged: int = 0,
+    ) -> None:
+        self.session = session
+        self.epoch = epoch
+        self.start = start
+        self.end = end
+        self.lines = lines
+        self.sha256 = sha256
+        self.read_at = read_at
+        # After an ack the receipt becomes a cursor: it still tells where the session stopped
+        # reading (for unread counts) but no longer authorises an ack.
+        self.acked = acked
+        # The room file as this read saw it: an in-place rewrite after the read (same inode,
+        # shrunk or same size with a new mtime) makes the receipt stale even if the ledger
+        # cannot tell.
+        self.seen = seen
+        # The reader this receipt was handed to (an MCP server instance); None for the CLI,
+        # the dashboard and library callers. Only an ack by the same reader may use it.
+        self.reader = reader
+        # This read's entry in the read log (core/inbox/readlog.py), and how many of this
+        # session's reads so far could not be logged (the log is incomplete by that many).
+        self.read_id = read_id
+        self.unlogged = unlogged
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> ReceiptHeader:
+        seen = get_optional(d, dict, "seen")
+        return cls(
+            session=get_required(d, str, "session"),
+            epoch=get_required(d, int, "epoch"),
+            start=get_required(d, int, "start"),
+            end=get_required(d, int, "end"),
+            lines=get_required(d, int, "lines"),
+            sha256=get_required(d, str, "sha256"),
+            read_at=get_required(d, float, "read_at"),
+            acked=get(d, bool, "acked", False),
+            seen=None if seen is None else FileIdentity.from_dict(seen),
+            reader=get_optional(d, str, "reader"),
+            read_id=get_optional(d, str, "read_id"),
+            unlogged=get(d, int, "unlogged", 0),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "session": self.session,
+            "epoch": self.epoch,
+            "start": self.start,
+            "end": self.end,
+            "lines": self.lines,
+            "sha256": self.sha256,
+            "read_at": self.read_at,
+            "acked": self.acked,
+            "seen": None if self.seen is None else self.seen.to_dict(),
+            "reader": self.reader,
+            "read_id": self.read_id,
+            "unlogged": self.unlogged,
+        }
 
 
 class Receipt(Struct):
@@ -61,7 +113,7 @@ class Receipt(Struct):
 # ----- encoding -----------------------------------------------------------------------------
 def encode_receipt_header(header: ReceiptHeader) -> bytes:
     """The first line of a receipt file; the consumed bytes follow it."""
-    return header.model_dump_json().encode() + b"\n"
+    return header.to_json().encode() + b"\n"
 
 
 def encode_receipt(receipt: Receipt) -> bytes:
@@ -74,7 +126,7 @@ def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
     try:
         if not sep:
             raise ValueError("no header line")
-        return ReceiptHeader.model_validate_json(head)
+        return ReceiptHeader.from_json(head)
     except (ValueError, RecordError):
         raise CorruptState(
             f"corrupt receipt {where}; it was left in place: read the room again"
@@ -86,7 +138,7 @@ def decode_receipt(raw: bytes, where: Path) -> Receipt:
     try:
         if not sep:
             raise ValueError("no header line")
-        header = ReceiptHeader.model_validate_json(head)
+        header = ReceiptHeader.from_json(head)
         if len(data) != header.end - header.start or sha256(data) != header.sha256:
             raise ValueError("content does not match its checksum")
     except (ValueError, RecordError, json.JSONDecodeError):
@@ -174,14 +226,12 @@ class ReceiptStore:
         try:
             line = os.pread(fd, 1 << 16, 0).partition(b"\n")[0]
             at = line.find(b'"acked":false')
-            if at >= 0 and ReceiptHeader.model_validate_json(line) == header:
+            if at >= 0 and ReceiptHeader.from_json(line) == header:
                 os.pwrite(fd, b'"acked":true ', at)
                 return
         finally:
             os.close(fd)
-        cursor = header.model_copy(
-            update={"acked": True, "start": header.end, "lines": 0, "sha256": sha256(b"")}
-        )
+        cursor = header.replace(acked=True, start=header.end, lines=0, sha256=sha256(b""))
         atomic.atomic_write(path, encode_receipt(Receipt(cursor, b"")), fsync=False)
 
     # ----- verification ---------------------------------------------------------------------

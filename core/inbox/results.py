@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 
 
 class ReadResult(Struct):

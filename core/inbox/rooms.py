@@ -314,7 +314,7 @@ class Room:
         An empty read handed nothing out and is not logged. A log that cannot be written is
         counted in the receipt (`unlogged`) and the read goes on."""
         if header.lines == 0 or header.read_id is None:
-            return header.model_copy(update={"read_id": None})  # nothing was handed out
+            return header.replace(read_id=None)  # nothing was handed out
         entry = readlog.ReadEntry(
             header.read_id,
             header.read_at,
@@ -328,7 +328,7 @@ class Room:
         )
         if readlog.append(self._journey_s, entry):
             return header
-        return header.model_copy(update={"read_id": None, "unlogged": 1})
+        return header.replace(read_id=None, unlogged=1)
 
     def _snapshot(
         self, session: str, reader: str | None
@@ -393,7 +393,7 @@ class Room:
                 return
             if kept is not None and kept.unlogged:
                 # A running count per session: this receipt replaces the one that held it.
-                header = header.model_copy(update={"unlogged": kept.unlogged + header.unlogged})
+                header = header.replace(unlogged=kept.unlogged + header.unlogged)
             self._receipts.store(header, data)
 
     # ----- ack ----------------------------------------------------------------------------
@@ -890,13 +890,7 @@ def _first_lines(
     """The read cut to its first `taken` lines: what a door that delivered only those may ack."""
     size = sum(len(line) + 1 for line in result.lines[:taken])
     data = result.data[:size]
-    header = header.model_copy(
-        update={
-            "end": header.start + size,
-            "lines": taken,
-            "sha256": L.sha256(data),
-        }
-    )
+    header = header.replace(end=header.start + size, lines=taken, sha256=L.sha256(data))
     return (
         ReadResult(result.lines[:taken], result.start, header.end, result.epoch, data),
         header,

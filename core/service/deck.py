@@ -229,7 +229,7 @@ class Deck:
         with self._opened(ref) as room:
             pol = room.policy()
             if update:
-                pol = pol.model_copy(update=dict(update))
+                pol = pol.replace(**update)
                 room.set_policy(pol)
             return pol
 

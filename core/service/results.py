@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import PurePath
 
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import display_lines, os_error_line
 from ackdeck.core.errors import AckdeckError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.base.home import resolve_home
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import AckdeckError
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ackdeck.core.base.record import Struct
 from ackdeck.core.base.statefile import read_state
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import display
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.service.derive import session_counts
@@ -131,7 +131,7 @@ def view_wakes(home: Path, session: str) -> list[WakeView]:
             raw = read_state(e.path)  # never blocks on a FIFO in a record's place
             if raw is None:
                 continue
-            rec = wakes.WakeRecord.model_validate_json(raw)
+            rec = wakes.WakeRecord.from_json(raw)
         except (OSError, CorruptState, RecordError, ValueError):
             continue  # skipped and kept, as every other reader does
         shown_by_run: dict[str, list[tuple[int, int]] | None] = {}

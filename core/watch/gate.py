@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 
 Intervals = list[tuple[int, int]]
 

@@ -157,14 +157,12 @@ def _read_once(
                 result = OutputResult(
                     meta.name, meta.run_id, meta.status, meta.exit_code, lines, spans, more=True
                 )
-        new_state = state.model_copy(
-            update={
-                "cursor": start + pos,
-                "shown": gate.add_ranges(state.shown, spans),
-                "saw_end": state.saw_end or at_end,
-                "reads": state.reads + 1,
-                "updated_at": clock(),
-            }
+        new_state = state.replace(
+            cursor=start + pos,
+            shown=gate.add_ranges(state.shown, spans),
+            saw_end=state.saw_end or at_end,
+            reads=state.reads + 1,
+            updated_at=clock(),
         )
         if new_state.cursor != state.cursor or new_state.saw_end != state.saw_end or spans:
             shown.store_state(rdir, new_state)

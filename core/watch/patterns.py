@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.watch.literals import literal_prefix, required_literals
 

@@ -107,7 +107,9 @@ def _info(meta: RunMeta, rdir: Path) -> RunInfo:
         argv=list(meta.argv),
         cwd=meta.cwd,
         session=meta.session,
-        monitors=[MonitorSpec(**m.model_dump()) for m in meta.monitors],
+        monitors=[
+            MonitorSpec(m.pattern, m.exclude, m.cooldown_ms, m.max_events) for m in meta.monitors
+        ],
         matches=total_matches(rdir),
         run_dir=rdir,
     )
@@ -364,9 +366,7 @@ def check_lost(home: Path, rdir: Path, *, clock: Clock = time.time) -> None:
             final_fragment=not child_alive,
         )
         reason = "supervisor died" + ("; the command may still be running" if child_alive else "")
-        store_meta(
-            rdir, meta.model_copy(update={"status": "lost", "ended_at": now, "lost_reason": reason})
-        )
+        store_meta(rdir, meta.replace(status="lost", ended_at=now, lost_reason=reason))
 
 
 def list_runs(

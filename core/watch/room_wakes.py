@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ackdeck.core.base.record import Struct
+from ackdeck.core.base.struct import Struct
 
 
 class _Line(Struct):  # what a record's merge takes of a matched line

@@ -157,9 +157,7 @@ def launch(rdir: Path, ready: int, clock: Clock = time.time) -> Child | None:
         meta = load_meta(rdir) or meta
         store_meta(
             rdir,
-            meta.model_copy(
-                update={"pid": child.pid, "supervisor_pid": os.getpid(), "started_at": clock()}
-            ),
+            meta.replace(pid=child.pid, supervisor_pid=os.getpid(), started_at=clock()),
         )
     _reply(ready, {"ok": True, "pid": child.pid})
     return child
@@ -217,7 +215,7 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
             current: RunMeta = load_meta(rdir) or meta
             store_meta(
                 rdir,
-                current.model_copy(update={"status": status, "exit_code": code, "ended_at": ended}),
+                current.replace(status=status, exit_code=code, ended_at=ended),
             )
 
     Backoff().until_written(record_end)

@@ -7,9 +7,10 @@ A record gathers every run of NAME: each line carries the run that produced it, 
 (or monitor-lost) notice is kept on its own, and a drain delivers one item per run, so reusing a
 name never mixes runs and every run's exit is reported.
 
-Records are validated (core/base/record.py) with unknown fields ignored and replaced atomically
-under the lock. A file that fails to parse is skipped and reported, never deleted: a merge that
-finds one renames it aside (`NAME.json.corrupt-…`) and starts a fresh record, so neither is lost.
+Records are validated (`WakeRecord.from_dict`, core/base/jsonfields.py) with unknown fields
+ignored and replaced atomically under the lock. A file that fails to parse is skipped and
+reported, never deleted: a merge that finds one renames it aside (`NAME.json.corrupt-…`) and
+starts a fresh record, so neither is lost.
 
 The drain is the room ack one level up: take a snapshot of the deliverable lines, settle (wait
 for the owner's in-flight reads), gate each line against what the owner was shown in that run,
@@ -27,10 +28,19 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.home import resolve_home, wakes_dir
+from ackdeck.core.base.jsonfields import (
+    JsonRecord,
+    check_tuple,
+    get,
+    get_list,
+    get_map,
+    get_optional,
+    get_required,
+)
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.record import Record, Struct
 from ackdeck.core.base.statefile import read_state
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
@@ -46,54 +56,180 @@ MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropp
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
 
 
-class WakeLine(Record):
-    run_id: str
-    start: int
-    end: int
-    text: str
+class WakeLine(JsonRecord):
+    def __init__(self, *, run_id: str, start: int, end: int, text: str) -> None:
+        self.run_id = run_id
+        self.start = start
+        self.end = end
+        self.text = text
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> WakeLine:
+        return cls(
+            run_id=get_required(d, str, "run_id"),
+            start=get_required(d, int, "start"),
+            end=get_required(d, int, "end"),
+            text=get_required(d, str, "text"),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {"run_id": self.run_id, "start": self.start, "end": self.end, "text": self.text}
 
 
-class WakeNotice(Record):
+class WakeNotice(JsonRecord):
     """A pending `exited` / `monitor-lost` notice of one run."""
 
-    run_id: str
-    kind: str
-    status: str
-    exit_code: int | None = None
-    seq: int = 0  # a drain acks only the notice it delivered, not one merged meanwhile
+    def __init__(
+        self, *, run_id: str, kind: str, status: str, exit_code: int | None = None, seq: int = 0
+    ) -> None:
+        self.run_id = run_id
+        self.kind = kind
+        self.status = status
+        self.exit_code = exit_code
+        self.seq = seq  # a drain acks only the notice it delivered, not one merged meanwhile
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> WakeNotice:
+        return cls(
+            run_id=get_required(d, str, "run_id"),
+            kind=get_required(d, str, "kind"),
+            status=get_required(d, str, "status"),
+            exit_code=get_optional(d, int, "exit_code"),
+            seq=get(d, int, "seq", 0),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "seq": self.seq,
+        }
 
 
-class WakeRecord(Record):
-    session: str
-    name: str
-    kind: str  # "match" | "monitor-lost" | "exited"
-    lines: list[WakeLine]
-    dropped: int
-    filter: str | None
-    exclude: bool
-    total_matches: int
-    status: str
-    created_at: float
-    updated_at: float
-    delivered_total: int = 0
-    superseded_total: int = 0
-    # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
-    # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
-    run_id: str | None = None
-    exit_code: int | None = None
-    notice_pending: bool = False  # any notice pending (kept for readers of older records)
-    notice_seq: int = 0
-    notices: list[WakeNotice] = []
-    matches_by_run: dict[str, int] = {}  # cumulative
-    dropped_by_run: dict[str, int] = {}  # not yet reported by a drain
-    # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
-    # owner was shown all of it, every dropped line was shown and nothing is left to report.
-    dropped_span_by_run: dict[str, tuple[int, int]] = {}
-    # The strongest pending notice in the single-slot form older readers (and records written
-    # before per-run notices, migrated on read) use.
-    notice_run_id: str | None = None
-    notice_status: str | None = None
-    notice_exit_code: int | None = None
+class WakeRecord(JsonRecord):
+    def __init__(
+        self,
+        *,
+        session: str,
+        name: str,
+        kind: str,
+        lines: list[WakeLine],
+        dropped: int,
+        filter: str | None,
+        exclude: bool,
+        total_matches: int,
+        status: str,
+        created_at: float,
+        updated_at: float,
+        delivered_total: int = 0,
+        superseded_total: int = 0,
+        run_id: str | None = None,
+        exit_code: int | None = None,
+        notice_pending: bool = False,
+        notice_seq: int = 0,
+        notices: list[WakeNotice] | None = None,
+        matches_by_run: dict[str, int] | None = None,
+        dropped_by_run: dict[str, int] | None = None,
+        dropped_span_by_run: dict[str, tuple[int, int]] | None = None,
+        notice_run_id: str | None = None,
+        notice_status: str | None = None,
+        notice_exit_code: int | None = None,
+    ) -> None:
+        self.session = session
+        self.name = name
+        self.kind = kind  # "match" | "monitor-lost" | "exited"
+        self.lines = lines
+        self.dropped = dropped
+        self.filter = filter
+        self.exclude = exclude
+        self.total_matches = total_matches
+        self.status = status
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.delivered_total = delivered_total
+        self.superseded_total = superseded_total
+        # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
+        # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
+        self.run_id = run_id
+        self.exit_code = exit_code
+        self.notice_pending = notice_pending  # any notice pending (kept for older readers)
+        self.notice_seq = notice_seq
+        self.notices: list[WakeNotice] = [] if notices is None else notices
+        self.matches_by_run: dict[str, int] = {} if matches_by_run is None else matches_by_run
+        # Not yet reported by a drain.
+        self.dropped_by_run: dict[str, int] = {} if dropped_by_run is None else dropped_by_run
+        # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
+        # owner was shown all of it, every dropped line was shown and nothing is left to report.
+        self.dropped_span_by_run: dict[str, tuple[int, int]] = (
+            {} if dropped_span_by_run is None else dropped_span_by_run
+        )
+        # The strongest pending notice in the single-slot form older readers (and records
+        # written before per-run notices, migrated on read) use.
+        self.notice_run_id = notice_run_id
+        self.notice_status = notice_status
+        self.notice_exit_code = notice_exit_code
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> WakeRecord:
+        spans = get_map(d, list, "dropped_span_by_run")
+        return cls(
+            session=get_required(d, str, "session"),
+            name=get_required(d, str, "name"),
+            kind=get_required(d, str, "kind"),
+            lines=[WakeLine.from_dict(x) for x in get_list(d, dict, "lines", required=True)],
+            dropped=get_required(d, int, "dropped"),
+            filter=get_optional(d, str, "filter", required=True),
+            exclude=get_required(d, bool, "exclude"),
+            total_matches=get_required(d, int, "total_matches"),
+            status=get_required(d, str, "status"),
+            created_at=get_required(d, float, "created_at"),
+            updated_at=get_required(d, float, "updated_at"),
+            delivered_total=get(d, int, "delivered_total", 0),
+            superseded_total=get(d, int, "superseded_total", 0),
+            run_id=get_optional(d, str, "run_id"),
+            exit_code=get_optional(d, int, "exit_code"),
+            notice_pending=get(d, bool, "notice_pending", False),
+            notice_seq=get(d, int, "notice_seq", 0),
+            notices=[WakeNotice.from_dict(x) for x in get_list(d, dict, "notices")],
+            matches_by_run=get_map(d, int, "matches_by_run"),
+            dropped_by_run=get_map(d, int, "dropped_by_run"),
+            dropped_span_by_run={
+                k: check_tuple((int, int), v, "dropped_span_by_run") for k, v in spans.items()
+            },
+            notice_run_id=get_optional(d, str, "notice_run_id"),
+            notice_status=get_optional(d, str, "notice_status"),
+            notice_exit_code=get_optional(d, int, "notice_exit_code"),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "session": self.session,
+            "name": self.name,
+            "kind": self.kind,
+            "lines": [x.to_dict() for x in self.lines],
+            "dropped": self.dropped,
+            "filter": self.filter,
+            "exclude": self.exclude,
+            "total_matches": self.total_matches,
+            "status": self.status,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "delivered_total": self.delivered_total,
+            "superseded_total": self.superseded_total,
+            "run_id": self.run_id,
+            "exit_code": self.exit_code,
+            "notice_pending": self.notice_pending,
+            "notice_seq": self.notice_seq,
+            "notices": [x.to_dict() for x in self.notices],
+            "matches_by_run": dict(self.matches_by_run),
+            "dropped_by_run": dict(self.dropped_by_run),
+            "dropped_span_by_run": {k: list(v) for k, v in self.dropped_span_by_run.items()},
+            "notice_run_id": self.notice_run_id,
+            "notice_status": self.notice_status,
+            "notice_exit_code": self.notice_exit_code,
+        }
 
     @property
     def pending(self) -> int:
@@ -150,7 +286,7 @@ def _parse(path: Path) -> WakeRecord:
     if raw is None:
         raise FileNotFoundError(errno.ENOENT, "no such wake record", str(path))
     try:
-        rec = WakeRecord.model_validate_json(raw)
+        rec = WakeRecord.from_json(raw)
     except (RecordError, ValueError, UnicodeDecodeError):
         raise CorruptState(
             f"malformed wake file {path}; it was skipped and left in place"
@@ -164,12 +300,12 @@ def _parse(path: Path) -> WakeRecord:
             exit_code=rec.notice_exit_code,
             seq=rec.notice_seq,
         )
-        rec = rec.model_copy(update={"notices": [old]})
+        rec = rec.replace(notices=[old])
     return rec
 
 
 def _store(path: Path, record: WakeRecord) -> None:
-    atomic.atomic_write(path, record.model_dump_json().encode(), fsync=False)
+    atomic.atomic_write(path, record.to_json().encode(), fsync=False)
 
 
 def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
@@ -318,7 +454,7 @@ def merge(
             elif KIND_RANK[old.kind] <= KIND_RANK[kind]:
                 notices[notices.index(old)] = notice
         upd.update(_notice_fields(notices))
-        record = record.model_copy(update=upd)
+        record = record.replace(**upd)
         _store(path, record)
         return record
 
@@ -434,7 +570,7 @@ def _drain(
                 "updated_at": clock(),
                 **_notice_fields(notices),
             }
-            current_by_path[path] = current.model_copy(update=upd)
+            current_by_path[path] = current.replace(**upd)
             _store(path, current_by_path[path])
         pending = sum(r.pending for r in current_by_path.values())
     return DrainResult(delivered, superseded, pending, skipped)
