@@ -1,1 +1,2 @@
-"""Small shared foundations: atomic files, locks, byte I/O, typed records, names, home."""
+"""Small shared foundations: atomic files, locks, byte I/O, typed getters for the state
+files' JSON, result structs, names, home."""
