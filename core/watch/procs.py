@@ -83,17 +83,6 @@ class RunInfo:
     matches: int  # total monitor matches so far in this run
     run_dir: Path = field(compare=False)
 
-    def as_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "run_id": self.run_id,
-            "pid": self.pid,
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-        }
-
 
 def _info(meta: RunMeta, rdir: Path) -> RunInfo:
     return RunInfo(
