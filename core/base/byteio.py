@@ -65,19 +65,20 @@ def count_lines(fd: int, size: int) -> int:
 
 
 def newline_census(
-    fd: int, size: int, cuts: Iterable[int], *, chunk_size: int = CHUNK
+    fd: int, size: int, cuts: Iterable[int], *, start: int = 0, chunk_size: int = CHUNK
 ) -> tuple[int, int, dict[int, int]]:
-    """Count newlines in the first `size` bytes without holding the file in memory.
+    """Count newlines in bytes `start`..`size` without holding the file in memory.
 
-    Returns (total newlines, offset just past the last newline, {cut: newlines before cut}).
-    Chunked so a flooded room costs one buffer, not two copies of the file.
+    Returns (newlines, offset just past the last one or `start` if none, {cut: newlines from
+    `start` to cut}). Chunked so a flooded room costs one buffer, not two copies of the file.
     """
     cuts = list(cuts)
-    wanted = sorted({c for c in cuts if 0 < c < size})
-    before = {c: 0 for c in cuts if c <= 0}
+    wanted = sorted({c for c in cuts if start < c < size})
+    before = {c: 0 for c in cuts if c <= start}
     before.update({c: -1 for c in cuts if c >= size})  # filled with the total below
-    total = last_end = offset = i = 0
-    for chunk in pread_chunks(fd, 0, size, size=chunk_size):
+    total = i = 0
+    last_end = offset = start
+    for chunk in pread_chunks(fd, start, size, size=chunk_size):
         end = offset + len(chunk)
         while i < len(wanted) and wanted[i] <= end:
             before[wanted[i]] = total + chunk.count(b"\n", 0, wanted[i] - offset)

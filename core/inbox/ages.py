@@ -19,15 +19,16 @@ if TYPE_CHECKING:
 
 def line_end(fd: int, at: int, limit: int) -> int | None:
     """The file offset just past the line that starts at `at` (None: no complete line there)."""
-    pos = at
+    pos, size = at, 1 << 12  # most lines are short: a small read first, then larger ones
     while pos < limit:
-        chunk = os.pread(fd, min(1 << 16, limit - pos), pos)
+        chunk = os.pread(fd, min(size, limit - pos), pos)
         if not chunk:
             return None
         nl = chunk.find(b"\n")
         if nl >= 0:
             return pos + nl + 1
         pos += len(chunk)
+        size = min(size * 4, 1 << 16)
     return None
 
 

@@ -438,18 +438,19 @@ def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
     - "recovered": an ack crashed after its rename; the file is that ack's output;
     - "foreign": rewritten, replaced or truncated behind ackdeck's back.
     """
-    if ledger.pending is not None and _matches(ledger.pending.identity, st, head):
+    if ledger.pending is not None and matches(ledger.pending.identity, st, head):
         return "recovered"
     if ledger.identity is None:
         return "new"
-    if not _matches(ledger.identity, st, head):
+    if not matches(ledger.identity, st, head):
         return "foreign"
     if (st.size, st.mtime_ns) == (ledger.identity.size, ledger.identity.mtime_ns):
         return "same"
     return "grown"
 
 
-def _matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
+def matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
+    """The file `st` (whose first bytes are `head`) is `ident`'s file, only appended to since."""
     if not same_file(ident, st) or rewritten_since(ident, st):
         return False
     return len(head) >= ident.head_len and sha256(head[: ident.head_len]) == ident.head_sha

@@ -54,6 +54,7 @@ from ackdeck.core.inbox import prev_inodes as prev_inodes
 from ackdeck.core.inbox.ack import AckSite, ack_locked
 from ackdeck.core.inbox.ack_stream import Digest
 from ackdeck.core.inbox.journey import Journey
+from ackdeck.core.inbox.line_counts import LineCounts
 from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
 from ackdeck.core.inbox.push_handles import PushHandles, append_line
@@ -191,16 +192,21 @@ class Room:
         return fd
 
     def _settled_ledger(
-        self, fd: int, *, can_write: bool, persist_growth: bool = True
+        self,
+        fd: int,
+        *,
+        can_write: bool,
+        persist_growth: bool = True,
+        looked: tuple[L.FileStat, bytes] | None = None,
     ) -> tuple[L.Ledger, L.FileStat, bool]:
         """The ledger reconciled with the open file. Returns (ledger, file stat, changed).
 
         Persists the change only when `can_write` (the exclusive lock is held). Reads persist
         mere growth too (the high-water mark of what sessions have seen); an ack need not, as
-        it writes the identity of the file it leaves behind anyway.
+        it writes the identity of the file it leaves behind anyway. `looked`: the file's stat
+        and head when the caller already took them (`_look`).
         """
-        cur = self._stat_fd(fd)
-        head = os.pread(fd, L.HEAD_BYTES, 0)
+        cur, head = looked or self._look(fd)
         ledger = self._ledger()
         verdict = L.classify(ledger, cur, head)
         settled = L.settle(ledger, verdict, L.identity_of(cur, head))
@@ -224,6 +230,10 @@ class Room:
                     )
                 )
         return settled, cur, True
+
+    def _look(self, fd: int) -> tuple[L.FileStat, bytes]:
+        """The open file's settled stat and its first bytes, as the ledger compares them."""
+        return self._stat_fd(fd), os.pread(fd, L.HEAD_BYTES, 0)
 
     # ----- replaced inodes (late unlocked writers, see core/inbox/prev_inodes.py) --------------
     def _prevs_need_sweep(self, ledger: L.Ledger) -> bool:
@@ -590,10 +600,15 @@ class Room:
         refused by the operation that opens it."""
         return os.path.lexists(self.path)
 
-    def status(self) -> RoomStatus:
+    def status(self, counts: LineCounts | None = None) -> RoomStatus:
         """Counters for the room and every session that has read it. Never writes the room;
         beside it, it records first-seen marks (creating the sidecar of a room that holds lines
-        no ackdeck process has dated yet, where the directory allows it)."""
+        no ackdeck process has dated yet, where the directory allows it).
+
+        `counts`: this room's counts from the previous call, kept by a caller that asks again
+        and again (the dashboard); only bytes appended since are then read (see
+        core/inbox/line_counts.py). The result is the same either way.
+        """
         has_sidecar = self._side.ensure(create=False)
         if not has_sidecar and _holds_bytes(self.path):
             try:
@@ -605,10 +620,10 @@ class Room:
             # inode an ack has just renamed away, which the ledger no longer describes (the
             # snapshot would show a phantom new epoch with the old bytes counted twice).
             with locked(self.lock_file, shared=True):
-                return self._status_of_path(has_sidecar)
-        return self._status_of_path(has_sidecar)
+                return self._status_of_path(has_sidecar, counts)
+        return self._status_of_path(has_sidecar, counts)
 
-    def _status_of_path(self, has_sidecar: bool) -> RoomStatus:
+    def _status_of_path(self, has_sidecar: bool, counts: LineCounts | None) -> RoomStatus:
         fd = self._open()
         if fd is None:
             ledger = self._ledger() if has_sidecar else L.Ledger()
@@ -633,20 +648,27 @@ class Room:
                 owner=pol.owner,
             )
         try:
-            return self._status_locked(fd)
+            return self._status_locked(fd, counts)
         finally:
             os.close(fd)
 
-    def _status_locked(self, fd: int) -> RoomStatus:
-        ledger, _, _ = self._settled_ledger(fd, can_write=False)
-        size = os.fstat(fd).st_size
+    def _status_locked(self, fd: int, counts: LineCounts | None) -> RoomStatus:
+        cur, head = looked = self._look(fd)
+        ledger, _, _ = self._settled_ledger(fd, can_write=False, looked=looked)
+        # Kept counts go with the stat they were checked against; a plain status also counts
+        # appends that landed after it, as it always has.
+        size = cur.size if counts is not None else os.fstat(fd).st_size
         # Headers only: counters never need the consumed bytes (maybe the whole room).
         receipts = self._receipts.headers()
         # Where each current-epoch session stopped reading, as a byte offset in the file.
         cuts = {
             n: max(0, h.end - ledger.base) for n, h in receipts.items() if h.epoch == ledger.epoch
         }
-        pending, complete_len, before = newline_census(fd, size, cuts.values())
+        if counts is None:
+            pending, complete_len, before = newline_census(fd, size, cuts.values())
+        else:
+            epoch = (ledger.epoch, ledger.base)
+            pending, complete_len, before = counts.census(fd, cur, head, epoch, list(cuts.values()))
         now = self._clock()
         journey = self._side.ensure(create=False)
         if journey:

@@ -25,7 +25,7 @@ from ackdeck.core.errors import InvalidInput
 from ackdeck.core.service import rooms as room_ops
 from ackdeck.core.service import views
 from ackdeck.core.service.refs import parse_room
-from ackdeck.core.service.roomref import RoomRef, label_of
+from ackdeck.core.service.roomref import RoomRef
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -66,12 +66,18 @@ class Deck:
         self._env = env
         self._clock = clock
         self._follow_symlinks = follow_symlinks
-        refs: list[RoomRef] = []
+        # A dict keeps the order and drops repeats in linear time (a list's `in` made 3,000
+        # rooms cost seconds).
+        refs: dict[RoomRef, None] = {}
         for spec in rooms:
-            ref = self.parse(spec)
-            if ref not in refs:
-                refs.append(ref)
+            refs.setdefault(self.parse(spec))
         self.rooms: tuple[RoomRef, ...] = tuple(refs)
+        # How many of the rooms share each short name, counted once: every label is then O(1)
+        # (comparing every room with every room was 2.6 s of `room status` over 3,000 rooms).
+        self._names: dict[str, int] = {}
+        for ref in self.rooms:
+            self._names[ref.name] = self._names.get(ref.name, 0) + 1
+        self._room_set = frozenset(self.rooms)
 
     # ----- naming ---------------------------------------------------------------------------
     @property
@@ -87,8 +93,10 @@ class Deck:
         return parse_room(spec, env=self._env, follow_symlinks=self._follow_symlinks)
 
     def label(self, ref: RoomRef) -> str:
-        """How this door names `ref`: its short name when unambiguous among the door's rooms."""
-        return label_of(self.rooms if ref in self.rooms else (*self.rooms, ref), ref)
+        """How this door names `ref`: its short name when unambiguous among the door's rooms
+        (`roomref.label_of`, in constant time)."""
+        sharing = self._names.get(ref.name, 0) + (ref not in self._room_set)
+        return ref.name if sharing == 1 else ref.display
 
     def room(self, requested: str | None = None) -> RoomRef:
         """The configured room `requested` names: its path (as configured or absolute), its

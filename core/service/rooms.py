@@ -13,6 +13,7 @@ from __future__ import annotations
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.text import display_lines
 from ackdeck.core.errors import ColdAck, NotDelivered
+from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
 from ackdeck.core.service.absent import absent_note
 from ackdeck.core.service.derive import age, is_overdue, session_ages, session_counts
