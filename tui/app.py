@@ -27,11 +27,14 @@ from .coalesce import Coalescer
 from .commands import DashboardCommands
 from .config import DashConfig
 from .messages import FilesChanged, StateScanned
+from .room_counts import RoomCounter, ScanDelta, ScanRequest, scan_at
 from .scanner import Scanner, ScannerGone
 from .screens.main import MainScreen
 from .screens.modals import HelpScreen
 from .screens.output import OutputScreen
-from .state import RateTracker, Snapshot, scan_at
+from .state import RateTracker, RoomRow, Snapshot, room_labels
+from .watch_map import Changes, WatchMap, home_event
+from .watching import watch
 from .widgets.line_view import LineView
 from .widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable
 
@@ -41,6 +44,7 @@ Clock = Callable[[], float]
 DEBOUNCE_MS = 30
 STEP_MS = 10
 SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
+SWEEP_TICKS = 10  # every room's fingerprint is checked every this many ticks
 THEME_SETTLE_S = 1.0  # a theme shown this long in the palette's list is the one picked
 
 
@@ -70,18 +74,26 @@ class AckdeckApp(App[None]):
         self.clock = clock
         self.rates = RateTracker()
         self.title = config.title
-        self.rooms = config.room_paths()
-        self._refs: list[RoomRef] | None = None  # the rooms parsed, for watching them
         self.snapshot: Snapshot | None = None
         self._scans = Coalescer(self._scan)
         self._scan_soon = False
         self._last_scan_seconds = 0.0
+        self._looked = False  # the first look (every room counted) has finished
+        self._ticks = 0
+        # What the watchers saw since the last look; the rows of the last looks merged.
+        self._changes = Changes()
+        self._room_rows: dict[str, RoomRow] = {}
+        self._home_errors: list[str] = []
+        self._counter = RoomCounter()  # counting in-process (no scanner process)
+        self._counted_here = True
+        self._set_rooms(config.room_paths())
         # Counting a flooded room holds the interpreter for long stretches; a scanner process
         # does it without stalling the UI thread (started by the first scan).
         self._scanner: Scanner | None = None
         self._shut_down = False
-        self._watch_stop: threading.Event | None = None
-        self._watch_dirs: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self._watch_stop: threading.Event | None = None  # the rooms' watch
+        self._home_stop: threading.Event | None = None  # the home's watch
+        self._watch_dirs: tuple[str, ...] | None = None
         self._follow_stop: threading.Event | None = None  # ends the rooms' follow loops
         self._main = MainScreen()
         if not config.animations:
@@ -100,6 +112,13 @@ class AckdeckApp(App[None]):
         elif self.config.theme is not None:
             self.notify(f"unknown theme {self.config.theme!r} in the config", severity="warning")
         self._theme_ready = True
+        if self.config.scan_process and (self.rooms or self.config.room_dirs):
+            # Started now, so its imports overlap the app's start-up instead of delaying the
+            # first count.
+            try:
+                self._scanner = Scanner()
+            except OSError:
+                self._scanner = None  # the first scan says so, and counts in-process
         if self.rooms:
             # The first room's lines paint first (MainScreen indexes it on mount); counting a
             # flooded room for the table would compete with that, so the first scan waits for
@@ -148,12 +167,35 @@ class AckdeckApp(App[None]):
             return
         self.config = self.config.model_copy(update={"theme": theme})
 
+    # ----- the room list (room directories make it change) ----------------------------------
+    def _set_rooms(self, rooms: list[Path | str]) -> None:
+        """Make `rooms` the dashboard's rooms: their order and labels, the parsed rooms and
+        the map from watched paths to rooms are rebuilt; rows of rooms that went are dropped
+        (the scanner drops its own memory of them when it gets the new list)."""
+        self.rooms = rooms
+        self._order = [str(r) for r in rooms]
+        self.labels = room_labels(rooms)
+        # The rooms parsed once, by key (a spec that names no room shows its error row).
+        self._refs: list[tuple[str, RoomRef]] = []
+        for room in rooms:
+            try:
+                self._refs.append((str(room), parse_room(room)))
+            except AckdeckError:
+                pass
+        self._watch_map = WatchMap(self._refs, self.config.dir_paths())
+        for gone in set(self._room_rows) - set(self.labels):
+            del self._room_rows[gone]
+            self.rates.forget(gone)
+
     # ----- scanning (coalesced: at most one scan running, at most one queued) ---------------
     def first_scan(self) -> None:
         if self.snapshot is None and not self._scans.busy:
             self.request_scan()
 
     def request_scan(self) -> None:
+        """Look again at everything (after an owner action, or when nobody knows what changed):
+        every room's fingerprint is checked and changed rooms are counted (room_counts.py)."""
+        self._changes.note(unknown=True)
         self._scans.request()
 
     @property
@@ -180,9 +222,26 @@ class AckdeckApp(App[None]):
     def _scan(self) -> None:
         started = time.perf_counter()
         now = self.clock()
-        errors: list[str] = []
-        # Room directories are listed on every scan: a file created in one is a room now.
+        taken = self._changes.take()
+        first = self.snapshot is None
+        # Room directories are listed on every look: a file created in one is a room now.
         rooms = self.config.room_paths() if self.config.room_dirs else self.rooms
+        req = ScanRequest(
+            self.config.home,
+            rooms,
+            now,
+            keys=taken.keys,
+            sweep=taken.unknown,
+            home_too=taken.home or first,
+            first=self._main.selected_room,
+            run_dirs=taken.run_dirs,
+            wakes_too=taken.wakes,
+        )
+        errors: list[str] = []
+
+        def emit(part: ScanDelta) -> None:
+            self.post_message(StateScanned(part, time.perf_counter() - started, errors, rooms))
+
         if self._scanner is None and self.config.scan_process and not self._shut_down:
             try:
                 self._scanner = Scanner()
@@ -192,33 +251,56 @@ class AckdeckApp(App[None]):
             scanner = self._scanner
             if scanner is not None:
                 try:
-                    snap = scanner.scan(self.config.home, rooms, now)
+                    scanner.scan(req, emit)
+                    self._counted_here = False
+                    return
                 except ScannerGone:
                     # The scanner died (killed, out of memory): count here this time; the
                     # next scan starts a new scanner.
                     self._scanner = None
-                    snap = scan_at(self.config.home, rooms, now)
-            else:
-                snap = scan_at(self.config.home, rooms, now)
+            if not self._counted_here:
+                # This process's memory of the rooms is older than what the scanner process
+                # reported since: start afresh (every room counted once), never from it.
+                self._counter = RoomCounter()
+                self._counted_here = True
+            scan_at(self._counter, req, emit)
         except Exception as exc:  # noqa: BLE001 - reported on screen; the next scan retries
-            snap = Snapshot(now, errors=[f"scan failed: {exc}"])
-        snap.errors.extend(errors)
-        self.post_message(StateScanned(snap, time.perf_counter() - started, rooms))
+            self._changes.note(unknown=True)  # nothing was taken into account: next time
+            emit(ScanDelta(now, errors=[f"scan failed: {exc}"]))
 
     def on_state_scanned(self, message: StateScanned) -> None:
         if self._main.closed:
             return  # closing: the watcher and scan threads may still post for a moment
-        snap = message.snapshot
+        part = message.delta
+        listed = message.rooms is not None and message.rooms != self.rooms
+        if listed:
+            assert message.rooms is not None
+            self._set_rooms(message.rooms)  # a room directory gained or lost a file
+        rows = self._room_rows
+        for row in part.rows:
+            rows[row.key] = row
+            self.rates.observe(row.key, part.taken_at, row.arrived)
+        old = self.snapshot
+        if part.errors is not None:
+            self._home_errors = part.errors
+        snap = Snapshot(
+            part.taken_at,
+            [rows[k] for k in self._order if k in rows],
+            part.runs if part.runs is not None else (old.runs if old else []),
+            part.wakes if part.wakes is not None else (old.wakes if old else []),
+            [*self._home_errors, *message.errors],
+        )
         self.snapshot = snap
-        if message.rooms is not None and message.rooms != self.rooms:
-            self.rooms = message.rooms  # a room directory gained or lost a file
-            self._refs = None
-        self._last_scan_seconds = message.seconds
-        for row in snap.rooms:
-            self.rates.observe(row.key, snap.taken_at, row.arrived)
-        self._main.apply_snapshot(snap)
+        if part.final:
+            # (The first look counts every room: its length says nothing about the next ones.)
+            if self._looked:
+                self._last_scan_seconds = message.seconds
+            self._looked = True
+        changed = {r.key for r in part.rows}
+        full = old is None or listed  # a new room list: every row is placed again
+        self._main.apply_snapshot(snap, None if full else changed, rows)
         if self.config.watch:
-            self._ensure_watching()
+            self._ensure_watching(force=listed)
             self._ensure_following()
 
     def on_files_changed(self, message: FilesChanged) -> None:
@@ -227,9 +309,16 @@ class AckdeckApp(App[None]):
         # compete with them for the interpreter.
         if self._main.closed:
             return  # closing: the watcher and scan threads may still post for a moment
-        self._main.files_changed()
-        if isinstance(self.screen, OutputScreen):
+        if not message.known:
+            self._changes.note(unknown=True)  # not from a watcher: check everything
+        if message.output and isinstance(self.screen, OutputScreen):
             self.screen.files_changed()
+        if not message.rooms_or_home:
+            return  # run output only: no table shows it
+        if self._changes.take_for_lines(self._main.selected_room):
+            self._main.files_changed()
+        if message.rewatch:
+            self._ensure_watching(force=True)
         if not self._scan_soon:
             self._scan_soon = True
             # A slow scan (a flooded room is counted in full) waits longer, so during a flood
@@ -238,127 +327,153 @@ class AckdeckApp(App[None]):
             self.set_timer(delay, self._delayed_scan)
 
     def _tick(self) -> None:
-        # A safety net for events a watcher can miss (and ages that change with time).
+        # Ages change with time: the table refreshes the cells whose text changed, in this
+        # thread, without a look at the files. Every SWEEP_TICKS ticks, the safety net: every
+        # room's fingerprint, the whole home (a supervisor that died leaves no file event: its
+        # run becomes lost) and the lines panel. Nothing else runs while nothing happens.
         if self._main.closed:
             return
-        self.request_scan()
-        self._main.files_changed()
+        self._ticks += 1
+        if self._ticks % SWEEP_TICKS == 0:
+            self._changes.note(home=True, unknown=True)
+            self._scans.request()
+            self._main.files_changed()
+            if self.config.watch and self.snapshot is not None:
+                self._ensure_watching(force=True)  # a directory that appeared since
+        elif self.snapshot is not None and not self._scans.busy:
+            self._main.refresh_ages(self.clock())
 
     def _delayed_scan(self) -> None:
         self._scan_soon = False
-        self.request_scan()
+        self._scans.request()
 
     # ----- watching ---------------------------------------------------------------------------
-    def _room_refs(self) -> list[RoomRef]:
-        if self._refs is None:
-            refs = []
-            for room in self.rooms:
-                try:
-                    refs.append(parse_room(room))
-                except AckdeckError:
-                    pass  # the scan shows the room's error row
-            self._refs = refs
-        return self._refs
+    def _ensure_watching(self, *, force: bool = False) -> None:
+        """Watch the rooms' directories (flat) and the home (recursively, minus run output).
 
-    def _watch_targets(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(directories watched flat, directories watched recursively) that exist now."""
-        flat: set[str] = set()
-        for ref in self._room_refs():
-            # The directories, not the file: an ack renames a new inode over the file. A
-            # followed room (redis) has none: its own follow loop reports arrivals.
-            for d in ref.watch_dirs():
-                if d.is_dir():
-                    flat.add(str(d))
-        # Room directories: a new file in one is a new room.
-        flat.update(str(d) for d in self.config.dir_paths() if d.is_dir())
-        deep: set[str] = set()
-        home = self.config.home
-        if home is not None and home.is_dir():
-            deep.add(str(home))
-        return tuple(sorted(flat)), tuple(sorted(deep))
-
-    def _ensure_watching(self) -> None:
-        targets = self._watch_targets()
-        if targets == self._watch_dirs:
+        Targets are computed when the watch starts and again only when a room's state
+        directory appeared or went away (`force`), not on every refresh. A new watch starts
+        before the old one stops, and once it is running every room it adds is counted again,
+        so nothing that happened while switching is missed (the old code stopped first: a line
+        appended in between went unseen until the next tick, and with no tick forever)."""
+        if self._shut_down:
             return
-        self._stop_watching()
-        self._watch_dirs = targets
-        stop = threading.Event()
-        self._watch_stop = stop
-        flat, deep = targets
-        room_dirs = {str(d) for d in self.config.dir_paths()}
+        home = self.config.home
+        if self._home_stop is None and home is not None and home.is_dir():
+            self._home_stop = threading.Event()
+            self._watch_home(str(home), self._home_stop)
+        if self._watch_dirs is not None and not force:
+            return
+        flat = self._watch_map.targets()
+        if flat == self._watch_dirs:
+            return
+        added = frozenset(flat) - frozenset(self._watch_dirs or ())
+        old_stop, self._watch_stop = self._watch_stop, threading.Event()
+        self._watch_dirs = flat
         if flat:
-            self._watch(flat, False, stop, self._room_refs(), room_dirs)
-        if deep:
-            self._watch(deep, True, stop, None, set())
+            self._watch_rooms(flat, added, self._watch_stop, old_stop)
+        elif old_stop is not None:
+            old_stop.set()
 
     def _ensure_following(self) -> None:
         if self._follow_stop is not None or self._shut_down:
             return
         self._follow_stop = threading.Event()
-        for ref in self._room_refs():
+        for key, ref in self._refs:
             if ref.FOLLOWS:
-                self._follow(ref, self._follow_stop)
+                self._follow(key, ref, self._follow_stop)
+
+    def _changed(
+        self,
+        keys: set[str] | frozenset[str] = frozenset(),
+        *,
+        home: bool = False,
+        output: bool = False,
+        rewatch: bool = False,
+        unknown: bool = False,
+    ) -> None:
+        """From a watcher thread: note what changed, then wake the UI (collapsible)."""
+        self._changes.note(keys, home=home, unknown=unknown)
+        touched = bool(keys) or home or unknown
+        self.post_message(FilesChanged(True, touched, output, rewatch))
 
     @work(thread=True, group="watch", exit_on_error=False)
-    def _follow(self, ref: RoomRef, stop: threading.Event) -> None:
+    def _follow(self, key: str, ref: RoomRef, stop: threading.Event) -> None:
         """New entries of a followed (redis) room by its own blocking follow loop, never by
         polling. While its server is unreachable the scan shows the room's error row; the
-        loop reports the change either way, and the rescan shows or clears it."""
+        loop reports the change either way, and counting that room shows or clears it."""
 
         def arrived() -> None:
-            self.post_message(FilesChanged())
+            self._changed({key})
 
         ref.follow(arrived, stop)
 
     def _stop_watching(self) -> None:
-        if self._watch_stop is not None:
-            self._watch_stop.set()
-            self._watch_stop = None
+        for stop in (self._watch_stop, self._home_stop):
+            if stop is not None:
+                stop.set()
+        self._watch_stop = self._home_stop = None
         self._watch_dirs = None
 
     @work(thread=True, group="watch", exit_on_error=False)
-    def _watch(
+    def _watch_rooms(
         self,
         dirs: tuple[str, ...],
-        recursive: bool,
+        added: frozenset[str],
         stop: threading.Event,
-        refs: list[RoomRef] | None,
-        room_dirs: set[str],
+        previous: threading.Event | None,
     ) -> None:
-        import watchfiles
-
-        def wanted(_change: object, path: str) -> bool:
-            if refs is None:
-                return True
-            # Room directories may hold unrelated busy files; keep rooms and their sidecars
-            # (and any file of a directory of rooms: it is a room, perhaps a new one).
-            return str(Path(path).parent) in room_dirs or any(ref.watches(path) for ref in refs)
+        def ready() -> None:
+            # The new watch is in place: the old one may stop, and what happened before this
+            # is looked at once more (the rooms it adds are counted; every other room's
+            # fingerprint is checked), so nothing that changed while switching is missed.
+            if previous is not None:
+                previous.set()
+            wmap = self._watch_map
+            self._changed({wmap.dirs[d] for d in added if d in wmap.dirs}, unknown=True)
 
         worker = get_current_worker()
-        # A new watch replaces the old one whenever the targets change (a sidecar directory
-        # appears with a room's first push), and nothing watches in between: a line appended
-        # then would go unseen until the next change. watchfiles registers its watches before
-        # its first yield (a change, or the first timeout), so that first yield also reports
-        # a change: the rescan it causes sees whatever the gap let through.
-        first = True
-        for changes in watchfiles.watch(
-            *dirs,
-            watch_filter=wanted,
-            debounce=DEBOUNCE_MS,
-            step=STEP_MS,
-            stop_event=stop,
-            rust_timeout=500,
-            yield_on_timeout=True,
-            recursive=recursive,
-            raise_interrupt=False,
-            ignore_permission_denied=True,
+        for changes in watch(
+            dirs,
+            recursive=False,
+            stop=stop,
+            debounce_ms=DEBOUNCE_MS,
+            step_ms=STEP_MS,
+            ready=ready,
         ):
             if stop.is_set() or worker.is_cancelled:
                 return
-            if changes or first:
-                self.post_message(FilesChanged())
-            first = False
+            keys: set[str] = set()
+            rewatch = False
+            # The app's map as it is now: a room directory's new file becomes a room (a new
+            # map) without a new watch when nothing else needs watching.
+            wmap = self._watch_map
+            for _change, path in changes:
+                # Room directories may hold unrelated busy files: only rooms and their state.
+                key, is_dir = wmap.room_of(path)
+                if key is not None:
+                    keys.add(key)
+                    rewatch |= is_dir
+            if keys:
+                self._changed(keys, rewatch=rewatch)
+
+    @work(thread=True, group="watch", exit_on_error=False)
+    def _watch_home(self, home: str, stop: threading.Event) -> None:
+        worker = get_current_worker()
+        for changes in watch(
+            (home,), recursive=True, stop=stop, debounce_ms=DEBOUNCE_MS, step_ms=STEP_MS
+        ):
+            if stop.is_set() or worker.is_cancelled:
+                return
+            kinds = [home_event(home, p) for _c, p in changes]
+            run_dirs = {rdir for kind, rdir in kinds if kind == "run" and rdir is not None}
+            everything = any(kind == "home" for kind, _ in kinds)
+            wakes = any(kind == "wakes" for kind, _ in kinds)
+            output = any(kind == "output" for kind, _ in kinds)
+            if run_dirs or everything or wakes:
+                self._changes.note(run_dirs=run_dirs, wakes=wakes, home=everything)
+            if run_dirs or everything or wakes or output:
+                self.post_message(FilesChanged(True, bool(run_dirs or everything or wakes), output))
 
     # ----- screens ----------------------------------------------------------------------------
     def open_output(self, name: str) -> None:

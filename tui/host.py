@@ -24,6 +24,7 @@ HEADER_ICON = "◆"
 class Host(Protocol):
     config: DashConfig
     rooms: list[Path | str]
+    labels: dict[str, str]  # room key -> its label, in the rooms' order
     rates: RateTracker
 
     @property

@@ -7,7 +7,7 @@ progress collapses into the newest message instead of queueing.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +16,39 @@ from textual.message import Message
 from ackdeck.core.inbox.room_url import RedisAddress
 
 from .lineindex import LineSource
-from .state import Snapshot
+from .room_counts import ScanDelta
 
 
+@dataclass
 class FilesChanged(Message):
-    """The watcher saw something change (any change means "rescan")."""
+    """Something changed. From a watcher (`known`): what it saw is noted in the app's
+    `Changes` (rooms, home) and the flags say which panels care; otherwise (a test, a caller
+    that does not know) everything is looked at again."""
+
+    known: bool = False
+    rooms_or_home: bool = True
+    output: bool = True  # run output may have grown (the output screen follows it)
+    rewatch: bool = False  # a room's state directory appeared or went away
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, FilesChanged)
+        # `message` is the newer one, kept when it asks for at least as much as this one.
+        if not isinstance(message, FilesChanged):
+            return False
+        return (
+            message.known <= self.known
+            and message.rooms_or_home >= self.rooms_or_home
+            and message.output >= self.output
+            and message.rewatch >= self.rewatch
+        )
 
 
 @dataclass
 class StateScanned(Message):
-    snapshot: Snapshot
+    """A look (or a part of a long first one) came back from the scanner."""
+
+    delta: ScanDelta
     seconds: float = 0.0  # how long the scan took (slow scans are spaced out)
+    errors: list[str] = field(default_factory=list)  # about the scanner itself
     rooms: list[Path | str] | None = None  # the rooms it counted (room directories change)
 
 

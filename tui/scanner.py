@@ -2,8 +2,10 @@
 
 Counting a flooded room holds the GIL for long stretches (bytes.count over the whole file);
 done in a thread, it would delay the UI thread's handling of new lines. The dashboard starts
-`python -m tui.scanner` once and sends it one request per scan over a pipe; the child answers
-with the pickled `Snapshot`. Both ends are this package, so pickle is safe here. No Textual.
+`python -m ackdeck.tui.scanner` once and sends it a `ScanRequest` per look over a pipe; the
+child answers with one or more pickled `ScanDelta`s (parts while a long first count goes on,
+the last one `final`). The child keeps its `RoomCounter` between requests, so it counts only
+what changed. Both ends are this package, so pickle is safe here. No Textual.
 
 Frames: 8-byte big-endian length, then a pickle.
 """
@@ -17,10 +19,12 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
-from .state import Snapshot, scan_at
+from .room_counts import RoomCounter, ScanDelta, ScanRequest
 
 REPO = Path(__file__).resolve().parent.parent
 _LEN = struct.Struct(">Q")
@@ -66,28 +70,40 @@ class Scanner:
             cwd=str(REPO),
         )
         self._lock = threading.Lock()
+        self._rooms: list[Path | str] | None = None  # the room list the child has
 
-    def scan(self, home: Path | None, rooms: list[Path | str], now: float) -> Snapshot:
+    def _compact(self, req: ScanRequest) -> ScanRequest:
+        # The room list is sent once, not with every look (3,000 paths pickled each time).
+        if req.rooms == self._rooms:
+            return replace(req, rooms=None)
+        self._rooms = list(req.rooms or [])
+        return req
+
+    def scan(self, req: ScanRequest, emit: Callable[[ScanDelta], None]) -> None:
+        """Send `req`; `emit` every part of the answer, up to the final one."""
         with self._lock:
             proc = self._proc
             if proc.poll() is not None or proc.stdin is None or proc.stdout is None:
                 raise ScannerGone("the scanner process exited")
             try:
-                _write(proc.stdin, (home, rooms, now))
-                # Bounded: a scanner that stops answering (stuck, or its pipe kept open by
-                # something else) must not freeze the counters; it is replaced instead.
-                ready, _, _ = select.select([proc.stdout], [], [], REPLY_TIMEOUT_S)
-                if not ready:
-                    proc.kill()
-                    raise ScannerGone(f"the scanner did not answer in {REPLY_TIMEOUT_S:.0f} s")
-                reply = _read(proc.stdout)
+                _write(proc.stdin, self._compact(req))
+                while True:
+                    # Bounded: a scanner that stops answering (stuck, or its pipe kept open
+                    # by something else) must not freeze the counters; it is replaced.
+                    ready, _, _ = select.select([proc.stdout], [], [], REPLY_TIMEOUT_S)
+                    if not ready:
+                        proc.kill()
+                        raise ScannerGone(f"the scanner did not answer in {REPLY_TIMEOUT_S:.0f} s")
+                    reply = _read(proc.stdout)
+                    if isinstance(reply, Exception):
+                        raise reply
+                    if not isinstance(reply, ScanDelta):
+                        raise ScannerGone("the scanner process sent something unexpected")
+                    emit(reply)
+                    if reply.final:
+                        return
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 raise ScannerGone(f"the scanner process failed: {exc}") from None
-        if isinstance(reply, Exception):
-            raise reply
-        if not isinstance(reply, Snapshot):
-            raise ScannerGone("the scanner process sent something unexpected")
-        return reply
 
     def close(self) -> None:
         """Closing stdin ends the child's loop; terminate it if it is mid-scan."""
@@ -108,18 +124,17 @@ class Scanner:
 
 def main() -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    counter = RoomCounter()
     while True:
         try:
             request = _read(stdin)
         except EOFError:
             return 0
         try:
-            assert isinstance(request, tuple) and len(request) == 3
-            home, rooms, now = request
-            reply: object = scan_at(home, rooms, now)
+            assert isinstance(request, ScanRequest)
+            counter.scan(request, lambda part: _write(stdout, part))
         except Exception as exc:  # noqa: BLE001 - sent back and raised in the dashboard
-            reply = RuntimeError(f"scan failed: {exc}")
-        _write(stdout, reply)
+            _write(stdout, RuntimeError(f"scan failed: {exc}"))
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.text import age_text
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import is_url
 from ackdeck.core.inbox.rooms import Room, RoomStatus
 from ackdeck.core.service.derive import age, is_overdue
+from ackdeck.core.service.rooms import LineCounts
 
 from .lineindex import display_name
 
@@ -55,19 +57,22 @@ class Snapshot:
 
 def room_labels(paths: Sequence[Path | str]) -> dict[str, str]:
     """Short, stable labels: the file name, or `parent/name` when two rooms share a name; a
-    redis room's NAME (its host and port too when two share a name), never its password."""
+    redis room's NAME (its host and port too when two share a name), never its password.
+    Linear in the number of rooms (counting names once, not per room)."""
     from ackdeck.core.inbox.room_url import parse_redis_url
 
-    shown = {str(p): parse_redis_url(p, {}) for p in paths if isinstance(p, str)}
+    shown = {p: parse_redis_url(p, {}) for p in paths if isinstance(p, str)}
     names = [shown[p].name if isinstance(p, str) else p.name for p in paths]
+    seen: dict[str, int] = {}
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
     out: dict[str, str] = {}
-    for p in paths:
+    for p, n in zip(paths, names, strict=True):
         if isinstance(p, str):
             a = shown[p]
-            out[p] = a.name if names.count(a.name) == 1 else f"{a.where}/{a.name}"
+            out[p] = n if seen[n] == 1 else f"{a.where}/{n}"
             continue
-        label = p.name if names.count(p.name) == 1 else f"{p.parent.name}/{p.name}"
-        out[str(p)] = display_name(label)
+        out[str(p)] = display_name(n if seen[n] == 1 else f"{p.parent.name}/{n}")
     return out
 
 
@@ -79,24 +84,26 @@ def _inode(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def consistent_status(path: Path, tries: int = 5) -> RoomStatus:
+def consistent_status(path: Path, tries: int = 5, counts: LineCounts | None = None) -> RoomStatus:
     """`Room.status()` from one moment: pending and acked totals taken around the same ack.
 
     An ack renames a new file over the room. A status that opened the file before that rename
     and read the ledger after it counts the acked lines twice (once pending, once acked), and
     the arrivals sparkline jumps. The file's identity is compared before and after: if an ack
     landed in between, read again (a few times; a room acked non-stop gets the last reading).
+    `counts`: the room's kept line counts (core/inbox/line_counts.py), for a caller that asks
+    again and again.
     """
     room = Room(path)
     for _ in range(tries - 1):
         before = _inode(path)
-        st = room.status()
+        st = room.status(counts)
         if _inode(path) == before:
             return st
-    return room.status()
+    return room.status(counts)
 
 
-def scan_room(path: Path | str, label: str) -> RoomRow:
+def scan_room(path: Path | str, label: str, counts: LineCounts | None = None) -> RoomRow:
     """Counters for one room; any failure becomes an error row instead of an exception (an
     unreachable redis room is such a row until its server answers again)."""
     if is_url(path):
@@ -112,7 +119,7 @@ def scan_room(path: Path | str, label: str) -> RoomRow:
             return RoomRow(str(path), label, None, str(exc))
     path = Path(path)
     try:
-        st = consistent_status(path)
+        st = consistent_status(path, counts=counts)
         try:
             mtime: float | None = os.stat(path).st_mtime
         except FileNotFoundError:
@@ -129,10 +136,29 @@ def _short(message: str, path: Path) -> str:
     return message.replace(str(path.parent) + os.sep, "")
 
 
-def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Snapshot:
-    """One consistent-enough look at every room, process and wake record."""
-    labels = room_labels(rooms)
-    rows = [scan_room(p, labels[str(p)]) for p in rooms]
+def run_info(home: Path, name: str, run_id: str) -> Any | None:
+    """One run (a `RunInfo`), or None if it is gone or half made (a full look settles it)."""
+    from ackdeck.core.watch import procs
+
+    try:
+        return procs.get_run(home, name, run_id)
+    except (AckdeckError, OSError):
+        return None
+
+
+def wake_records(home: Path) -> tuple[list[Any], list[str]]:
+    """(every wake record, errors) under `home`."""
+    from ackdeck.core.watch import wakes as wakes_mod
+
+    try:
+        wakes, skipped = wakes_mod.scan_wakes(home)
+    except (AckdeckError, OSError) as exc:
+        return [], [f"wakes: {exc}"]
+    return wakes, _skipped("wake record", skipped)
+
+
+def home_state(home: Path | None) -> tuple[list[Any], list[Any], list[str]]:
+    """(latest run of each process, wake records, errors) under `home`."""
     errors: list[str] = []
     runs: list[Any] = []
     wakes: list[Any] = []
@@ -152,7 +178,7 @@ def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Sna
             errors.extend(_skipped("wake record", skipped))
         except (AckdeckError, OSError) as exc:
             errors.append(f"wakes: {exc}")
-    return Snapshot(clock(), rows, runs, wakes, errors)
+    return runs, wakes, errors
 
 
 def _skipped(what: str, paths: Sequence[Path]) -> list[str]:
@@ -164,9 +190,13 @@ def _skipped(what: str, paths: Sequence[Path]) -> list[str]:
     return [f"skipped {len(paths)} damaged {what} file(s), kept on disk: {names}{more}"]
 
 
-def scan_at(home: Path | None, rooms: Sequence[Path | str], now: float) -> Snapshot:
-    """`scan` with the time passed in, so it can run in a scanner process (picklable args)."""
-    return scan(home, rooms, clock=lambda: now)
+def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Snapshot:
+    """One look at every room, process and wake record, counted from scratch (the dashboard's
+    scanner keeps counts between looks instead: tui/room_counts.py)."""
+    labels = room_labels(rooms)
+    rows = [scan_room(p, labels[str(p)]) for p in rooms]
+    runs, wakes, errors = home_state(home)
+    return Snapshot(clock(), rows, runs, wakes, errors)
 
 
 # ----- arrival rates ----------------------------------------------------------------------------
@@ -177,13 +207,22 @@ class RateTracker:
         self.bucket_seconds = bucket_seconds
         self.buckets = buckets
         self._samples: dict[str, deque[tuple[float, int]]] = {}
+        self._rose_at: dict[str, float] = {}  # when each room's count last went up
 
     def observe(self, key: str, t: float, arrived: int) -> None:
         samples = self._samples.setdefault(key, deque(maxlen=4096))
+        if samples and arrived > samples[-1][1]:
+            self._rose_at[key] = t
         samples.append((t, arrived))
         horizon = t - self.bucket_seconds * (self.buckets + 1)
         while len(samples) > 2 and samples[1][0] < horizon:
             samples.popleft()
+
+    def rising(self, key: str, now: float) -> bool:
+        """False when `series(key, now)` is all zeros for sure (nothing arrived within the
+        window), so a table need not compute it for every quiet room on every refresh."""
+        t = self._rose_at.get(key)
+        return t is not None and now - t < self.bucket_seconds * self.buckets
 
     def series(self, key: str, now: float) -> list[int]:
         """Lines that arrived in each bucket, oldest first. Drops (acks, rewrites) count as 0."""
@@ -203,6 +242,7 @@ class RateTracker:
 
     def forget(self, key: str) -> None:
         self._samples.pop(key, None)
+        self._rose_at.pop(key, None)
 
 
 def sparkline(values: Sequence[int]) -> str:
@@ -226,19 +266,75 @@ def count_of(n: int, word: str) -> str:
     return f"{n:,} {plural(n, word)}"
 
 
+# Ages step in units that make them change rarely: a table of 3,000 rooms repaints a room's
+# age when its text changes, and "42s ago" changing every second is churn nobody reads.
+_AGE_STEPS = ((10, 0, "just now"), (60, 10, "s"), (3600, 60, "m"), (86400, 3600, "h"))
+
+
 def ago(t: float | None, now: float) -> str:
     if t is None:
         return "-"
     d = max(0.0, now - t)
-    if d < 10:
-        return "just now"
-    if d < 60:
-        return f"{int(d)}s ago"
-    if d < 3600:
-        return f"{int(d // 60)}m ago"
-    if d < 86400:
-        return f"{int(d // 3600)}h ago"
+    for limit, unit, suffix in _AGE_STEPS:
+        if d < limit:
+            if not unit:
+                return suffix
+            n = int(d // unit)
+            return f"{n * 10 if unit == 10 else n}{suffix} ago"
     return f"{int(d // 86400)}d ago"
+
+
+def age_changes_at(t: float | None, now: float) -> float:
+    """When `ago(t, ·)` will next show another text (infinity: never)."""
+    if t is None:
+        return float("inf")
+    d = max(0.0, now - t)
+    for limit, unit, _suffix in _AGE_STEPS:
+        if d < limit:
+            step = unit or limit
+            return t + (d // step + 1) * step
+    return t + (d // 86400 + 1) * 86400
+
+
+def wait_text(seconds: float) -> str:
+    """How long the oldest line waited, as `age_text` writes it, in steps that change rarely
+    (tens of seconds, then whole minutes, then `age_text`'s minutes and hours): a table of
+    3,000 rooms with waiting lines would otherwise repaint every one of them every second.
+    `room status` and the line trace keep the exact figure."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s // 10 * 10}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    return age_text(s)
+
+
+def wait_text_changes_at(at: float, now: float) -> float:
+    """When `wait_text` of a wait that began at `at` next shows another text."""
+    d = max(0.0, now - at)
+    step = 10 if d < 60 else 60 if d < 86400 else 3600
+    return at + (d // step + 1) * step
+
+
+def next_change(row: RoomRow, now: float) -> float:
+    """When any time-driven text of `row` (its age, its oldest line's wait, an overdue mark
+    of the room or of a session) next changes; infinity when none will."""
+    st = row.status
+    due = age_changes_at(last_activity(row), now)
+    if st is None:
+        return due
+    if st.oldest_pending_at is not None:
+        due = min(due, wait_text_changes_at(st.oldest_pending_at, now))
+    t = st.overdue_after
+    if t is not None:
+        # `is_overdue` is strict and `age` rounds to milliseconds: just past the threshold.
+        starts = [st.oldest_pending_at]
+        for s in st.sessions.values():
+            starts += [s.read_at, s.oldest_unread_at]
+        for at in starts:
+            if at is not None and at + t + 0.001 > now:
+                due = min(due, at + t + 0.001)
+    return due
 
 
 def last_activity(row: RoomRow) -> float | None:

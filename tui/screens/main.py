@@ -32,7 +32,7 @@ from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
 from ..lineindex import LineSource, display_name
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead, TraceReady
-from ..state import Snapshot, count_of
+from ..state import RoomRow, Snapshot, count_of
 from ..turns import Turn, Turns
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable, pending_cell
@@ -150,6 +150,7 @@ class MainScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.snapshot: Snapshot | None = None
+        self._rows_by_key: dict[str, RoomRow] = {}  # the snapshot's rooms by key
         self.selected_room: str | None = None
         self._ready = False
         self._turns = Turns()  # owner actions run in the order their keys were pressed
@@ -198,18 +199,27 @@ class MainScreen(Screen[None]):
         """Mounted once and closing now: nothing more to show."""
         return self._ready and not self.is_running
 
-    def apply_snapshot(self, snap: Snapshot) -> None:
+    def apply_snapshot(
+        self,
+        snap: Snapshot,
+        changed: set[str] | None = None,
+        rows: dict[str, RoomRow] | None = None,
+    ) -> None:
+        """Show `snap`; `changed`: the rooms whose rows changed since the last one (None: any),
+        so a refresh costs what changed, not the number of rooms; `rows`: `snap.rooms` by key
+        (the app keeps it)."""
         self.snapshot = snap
+        self._rows_by_key = rows if rows is not None else {r.key: r for r in snap.rooms}
         if not self.live:
             return  # on_mount applies it (or the screen is closing)
         now = snap.taken_at
         rooms = self.query_one(RoomsTable)
-        rows = RoomsTable.rows_for(snap.rooms, now, self.dash.rates)
-        rooms.set_rows(self._with_shown_count(rows))
+        labels = self.dash.labels
+        rooms.show_rooms(labels, self._rows_by_key, now, self.dash.rates, changed)
         self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(snap.runs, now))
         self.query_one(WakesTable).set_rows(WakesTable.rows_for(snap.wakes, now))
         self.query_one(LineView).set_monitors(monitor_patterns(snap.runs))
-        if self.selected_room is None or self.selected_room not in {r.key for r in snap.rooms}:
+        if self.selected_room is None or self.selected_room not in labels:
             self._select_room(rooms.selected_key)
         self._update_lines_header()
         self.sub_title = "  ".join(snap.errors)
@@ -225,13 +235,16 @@ class MainScreen(Screen[None]):
             return None
         return view.key, pending_cell(view.count)
 
-    def _with_shown_count(self, rows: list[Any]) -> list[Any]:
-        shown = self._shown_count()
-        if shown is None:
-            return rows
-        key, cell = shown
-        col = RoomsTable.column_index("pending")
-        return [(k, [*c[:col], cell, *c[col + 1 :]]) if k == key else (k, c) for k, c in rows]
+    def refresh_ages(self, now: float) -> None:
+        """Ages, overdue marks and arrival sparklines move with the clock: refresh the cells
+        whose text changed (the table knows when the next one is due), nothing else."""
+        if not self.live or self.snapshot is None:
+            return
+        rooms = self.query_one(RoomsTable)
+        if now < rooms.due:
+            return
+        rooms.show_rooms(self.dash.labels, self._rows_by_key, now, self.dash.rates, set())
+        self._update_lines_header()  # the selected room's Pending is the panel's count
 
     def files_changed(self) -> None:
         if self.live:
@@ -248,12 +261,9 @@ class MainScreen(Screen[None]):
         self._update_lines_header()
 
     def _room_row(self) -> Any:
-        if self.snapshot is None:
+        if self.snapshot is None or self.selected_room is None:
             return None
-        for r in self.snapshot.rooms:
-            if r.key == self.selected_room:
-                return r
-        return None
+        return self._rows_by_key.get(self.selected_room)
 
     def _update_lines_header(self) -> None:
         view = self.query_one(LineView)

@@ -6,7 +6,8 @@ refreshes so a live update never moves the owner's selection.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,18 +16,20 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from ackdeck.core.base.text import age_text
 from ackdeck.core.service.absent import NOT_YET
 
 from ..state import (
+    SPARK,
     RateTracker,
     RoomRow,
     ago,
     in_flight_total,
     last_activity,
+    next_change,
     room_overdue,
     session_overdue,
     sparkline,
+    wait_text,
     waited,
 )
 
@@ -116,6 +119,8 @@ class KeyedTable(DataTable[Any]):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._keys: list[str] = []
         self._rows: list[list[Any]] = []
+        self._widths: list[list[int]] = []  # each cell's width, row by row (for _fit)
+        self._index: dict[str, int] = {}  # row key -> row number
         self._layout: tuple[list[str], list[int]] = ([], [])
         self._fit_width = 0
 
@@ -145,13 +150,12 @@ class KeyedTable(DataTable[Any]):
         width = self.size.width - (1 if self.show_vertical_scrollbar else 0)
         return width - 2 * self.cell_padding * len(self.COLUMNS)
 
-    def _fit(self, cells: list[list[Any]]) -> tuple[list[str], list[int]]:
+    def _fit(self, widths: list[list[int]]) -> tuple[list[str], list[int]]:
         available = self._available()
         self._fit_width = self.size.width
-        data = [0] * len(self.COLUMNS)
-        for row in cells:
-            for i, cell in enumerate(row):
-                data[i] = max(data[i], cell_len(_plain(cell)))
+        data = (
+            [max(col) for col in zip(*widths, strict=True)] if widths else [0] * len(self.COLUMNS)
+        )
         for short in (False, True):
             labels = [c.short if short else c.label for c in self.COLUMNS]
             natural = [max(d, cell_len(h)) for d, h in zip(data, labels, strict=True)]
@@ -192,23 +196,64 @@ class KeyedTable(DataTable[Any]):
             # Nothing new. (Columns fitted before the table had a size, while it was
             # scanning, are fitted now: an empty first scan left them unfitted for good.)
             return
-        current, position = self.selected_key, self.cursor_row
-        layout = self._fit(cells)
+        widths = [[cell_len(_plain(c)) for c in row] for row in cells]
+        layout = self._fit(widths)
         if self.columns and keys == self._keys and layout == self._layout:
             # Same rows, same widths: update changed cells in place (no cursor jump).
             for key, old, new in zip(keys, self._rows, cells, strict=True):
-                shown = self._display(new)
-                for col, a, b, c in zip(self.COLUMNS, old, new, shown, strict=True):
-                    if a != b:
-                        self.update_cell(key, col.key, c)
-            self._rows = cells
+                self._update_row(key, old, new)
+            self._rows, self._widths = cells, widths
             return
+        self._rebuild(keys, cells, widths, layout)
+
+    def update_rows(self, keys: list[str], changed: dict[str, list[Any]]) -> None:
+        """`set_rows` for a refresh that changed only the rows in `changed` (key -> cells):
+        the work and the repaint grow with what changed, not with the table (3,000 rooms)."""
+        if not self.columns or keys != self._keys or any(k not in self._index for k in changed):
+            rows = dict(zip(self._keys, self._rows, strict=True))
+            rows.update(changed)
+            self.set_rows([(k, rows[k]) for k in keys if k in rows])
+            return
+        self.border_subtitle = "" if keys else self.EMPTY
+        updates = []
+        for key, new in changed.items():
+            i = self._index[key]
+            old = self._rows[i]
+            if new != old:
+                updates.append((key, old, new))
+                self._rows[i] = new
+                self._widths[i] = [cell_len(_plain(c)) for c in new]
+        if not updates:
+            return
+        layout = self._fit(self._widths)
+        if layout != self._layout:
+            self._rebuild(list(keys), self._rows, self._widths, layout)
+            return
+        for key, old, new in updates:
+            self._update_row(key, old, new)
+
+    def _update_row(self, key: str, old: list[Any], new: list[Any]) -> None:
+        if old == new:
+            return
+        for col, a, b, c in zip(self.COLUMNS, old, new, self._display(new), strict=True):
+            if a != b:
+                self.update_cell(key, col.key, c)
+
+    def _rebuild(
+        self,
+        keys: list[str],
+        cells: list[list[Any]],
+        widths: list[list[int]],
+        layout: tuple[list[str], list[int]],
+    ) -> None:
+        current, position = self.selected_key, self.cursor_row
         self._set_columns(layout)
         for key, row in zip(keys, cells, strict=True):
             self.add_row(*self._display(row), key=key)
-        self._keys, self._rows = keys, cells
-        if current in keys:
-            self.move_cursor(row=keys.index(current), animate=False)
+        self._keys, self._rows, self._widths = keys, cells, widths
+        self._index = {k: i for i, k in enumerate(keys)}
+        if current in self._index:
+            self.move_cursor(row=self._index[current], animate=False)
         elif keys:
             self.move_cursor(row=min(max(position, 0), len(keys) - 1), animate=False)
 
@@ -218,19 +263,24 @@ class KeyedTable(DataTable[Any]):
 
     def select_key(self, key: str) -> bool:
         """Move the cursor to `key`'s row; False when no row has that key."""
-        if key not in self._keys:
+        row = self._index.get(key)
+        if row is None:
             return False
-        self.move_cursor(row=self._keys.index(key), animate=False)
+        self.move_cursor(row=row, animate=False)
         return True
 
     def set_cell(self, key: str, column: str, value: Any) -> None:
         """Show `value` in one cell (a number the lines panel knows sooner than the scan)."""
-        if key not in self._keys:
+        row = self._index.get(key)
+        if row is None:
             return
-        row, i = self._keys.index(key), self.column_index(column)
+        i = self.column_index(column)
         if self._rows[row][i] == value:
             return
-        self._rows[row][i] = value
+        # A copy: the row's cells may be shared with a memo of what the scan made them from.
+        self._rows[row] = cells = list(self._rows[row])
+        cells[i] = value
+        self._widths[row] = [cell_len(_plain(c)) for c in cells]
         if cell_len(_plain(value)) > self._layout[1][i]:
             # Wider than its column: fit the columns again rather than cut a number.
             self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
@@ -274,34 +324,99 @@ class RoomsTable(KeyedTable):
     )
     EMPTY = "no rooms: pass --room PATH or a config file"
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # Per room: (the row its cells were made from, its cells).
+        self._memo: dict[str, tuple[RoomRow | None, list[Any]]] = {}
+        self.due = float("inf")  # when the next age, overdue mark or sparkline text changes
+        self._dues: list[tuple[float, str]] = []  # (when, room): a heap of coming changes
+
+    @staticmethod
+    def cells_for(r: RoomRow, now: float, rates: RateTracker) -> list[Any]:
+        if r.status is None:
+            err = Text(f"⚠ {r.error}", style="bold red")
+            dash = Text("-", justify="right")
+            return [Text(r.label), dash, dash, dash, dash, err, "-", "-", ""]
+        st = r.status
+        pending = pending_cell(st.pending) if st.exists else Text(NOT_YET, style="dim")
+        return [
+            _with_marks(r.label, st, now),
+            pending,
+            _num(in_flight_total(st)),
+            _num(st.acked_total),
+            _num(st.preserved_total),
+            _unread(st, now),
+            _oldest(st, now),
+            ago(last_activity(r), now),
+            _spark(r.key, now, rates),
+        ]
+
     @staticmethod
     def rows_for(rooms: Sequence[RoomRow], now: float, rates: RateTracker) -> list[Row]:
-        out: list[Row] = []
-        for r in rooms:
-            if r.status is None:
-                err = Text(f"⚠ {r.error}", style="bold red")
-                dash = Text("-", justify="right")
-                out.append((r.key, [Text(r.label), dash, dash, dash, dash, err, "-", "-", ""]))
+        return [(r.key, RoomsTable.cells_for(r, now, rates)) for r in rooms]
+
+    def show_rooms(
+        self,
+        labels: dict[str, str],
+        rows: dict[str, RoomRow],
+        now: float,
+        rates: RateTracker,
+        changed: set[str] | None = None,
+    ) -> None:
+        """Every room of `labels` (key -> label, in order); a room not counted yet says so.
+        Only rows in `changed` (None: all) are made again, plus the rows whose time-driven
+        text (ages, overdue marks, arrivals) is due; quiet rooms are never visited."""
+        memo = self._memo
+        out: dict[str, list[Any]] = {}
+        full = changed is None or len(memo) != len(labels) or not self._keys
+        if full:
+            todo: Iterable[str] = labels
+            self._dues = []
+        else:
+            # Only the changed rows and those whose time-driven text is due: a refresh
+            # costs what changed, not the number of rooms.
+            wanted = set(changed or ())
+            while self._dues and self._dues[0][0] <= now:
+                wanted.add(heapq.heappop(self._dues)[1])
+            todo = [k for k in wanted if k in memo]
+        for key in todo:
+            row = rows.get(key)
+            seen = memo.get(key)
+            if row is None:
+                if seen is None or seen[0] is not None or full:
+                    cells: list[Any] = [Text(labels.get(key, key))]
+                    cells += [*[Text("…", justify="right")] * 4, "counting…", "", "", ""]
+                    memo[key] = (None, cells)
+                    out[key] = cells
                 continue
-            st = r.status
-            pending = pending_cell(st.pending) if st.exists else Text(NOT_YET, style="dim")
-            out.append(
-                (
-                    r.key,
-                    [
-                        _with_marks(r.label, st, now),
-                        pending,
-                        _num(in_flight_total(st)),
-                        _num(st.acked_total),
-                        _num(st.preserved_total),
-                        _unread(st, now),
-                        _oldest(st, now),
-                        ago(last_activity(r), now),
-                        sparkline(rates.series(r.key, now)),
-                    ],
-                )
-            )
-        return out
+            cells = self.cells_for(row, now, rates)
+            if seen is None or seen[1] != cells or full:
+                memo[key] = (row, cells)
+                out[key] = cells
+            if row.status is not None:
+                due = next_change(row, now)
+                if rates.rising(key, now):
+                    due = min(due, now + 1.0)  # its buckets move on
+                if due != float("inf"):
+                    heapq.heappush(self._dues, (due, key))
+        self.due = self._dues[0][0] if self._dues else float("inf")
+        if not full:
+            self.update_rows(self._keys, out)
+            return
+        keys = list(labels)
+        if len(memo) > len(keys):
+            for gone in set(memo) - set(keys):
+                memo.pop(gone)
+        if keys == self._keys:
+            self.update_rows(keys, out)
+        else:
+            self.set_rows([(k, memo[k][1]) for k in keys])
+
+
+def _spark(key: str, now: float, rates: RateTracker) -> str:
+    if not rates.rising(key, now):
+        return SPARK[0] * rates.buckets  # nothing arrived within the window
+    return sparkline(rates.series(key, now))
 
 
 def _with_marks(label: str, st: Any, now: float) -> Text:
@@ -337,7 +452,7 @@ def _oldest(st: Any, now: float) -> Text:
     wait = waited(st, now)
     if wait is None:
         return Text("-", justify="right")
-    shown = age_text(wait) + (f" x{st.deliveries}" if st.deliveries > 1 else "")
+    shown = wait_text(wait) + (f" x{st.deliveries}" if st.deliveries > 1 else "")
     return Text(shown, justify="right", style="bold red" if room_overdue(st, now) else "")
 
 
