@@ -16,12 +16,15 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    flags = [a for a in argv if a.startswith("-")]  # e.g. --quick, for benches that take it
+    argv = [a for a in argv if not a.startswith("-")]
     wanted = [f"bench_{a}" if not a.startswith("bench_") else a for a in argv]
     for name in names:
         if wanted and name not in wanted:
             continue
         print(f"\n== {name} ==", flush=True)
-        importlib.import_module(f"bench.{name}").main()
+        module = importlib.import_module(f"bench.{name}")
+        module.main(flags) if flags else module.main()
     return 0
 
 

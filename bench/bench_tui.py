@@ -54,6 +54,23 @@ def _toolong() -> Path | None:
     return tl if tl.exists() else None
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process below it (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    out, i = [pid], 0
+    while i < len(out):
+        out.extend(children.get(out[i], []))
+        i += 1
+    return out
+
+
 class PtyApp:
     """A full-screen app on a pseudo-terminal; collects everything it writes."""
 
@@ -105,20 +122,7 @@ class PtyApp:
     def peak_kib(self) -> tuple[int, int]:
         """Peak RSS (VmHWM) of the app plus every process it started (the dashboard's scanner
         process counts too), summed: an upper bound of the tree's combined peak."""
-        pids = [self.proc.pid]
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    stat = Path(f"/proc/{entry}/stat").read_text()
-                except OSError:
-                    continue
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
-        i = 0
-        while i < len(pids):
-            pids.extend(children.get(pids[i], []))
-            i += 1
+        pids = process_tree(self.proc.pid)
         total = main = 0
         for pid in pids:
             try:

@@ -358,7 +358,8 @@ async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_pat
     """One room, two sessions in different states: what the CLI's and MCP's status say is what
     the prompt and bootstrap hooks tell the agent and what the dashboard's rooms table shows
     (its scan, and the cells it renders)."""
-    from ackdeck.tui.state import in_flight_total, scan_at, unread_summary
+    from ackdeck.tui.room_counts import RoomCounter, ScanRequest
+    from ackdeck.tui.state import in_flight_total, unread_summary
 
     home = tmp_path / "home"
     room = fresh_rooms(tmp_path / "rooms")
@@ -386,9 +387,10 @@ async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_pat
     boot = _cli_out(home, ["hooks", "bootstrap", *s, "--room", str(room)], tmp_path)
     assert f"  - {room} ({row['unread']} unread)" in boot.stdout.splitlines()
 
-    # The dashboard: its scan's row and the cells its rooms table draws from it.
-    snap = scan_at(home, [room], 0.0)
-    (seen,) = snap.rooms
+    # The dashboard: its scan's row (the scanner's first look) and the cells drawn from it.
+    parts: list = []
+    RoomCounter().scan(ScanRequest(home, [room], 0.0), parts.append)
+    (seen,) = [r for p in parts for r in p.rows]
     st = seen.status
     assert st is not None
     assert (st.pending, st.acked_total, st.preserved_total, st.epoch) == (

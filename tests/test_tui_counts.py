@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service.absent import NOT_YET
 from ackdeck.core.watch import procs, wakes
 from ackdeck.tui import app as app_mod
 from ackdeck.tui.app import make_app
@@ -242,3 +243,62 @@ def test_unread_counts_are_written_like_the_other_counts(tmp_path: Path) -> None
     st = Room(room).status()
     assert st.sessions["owner"].unread == 1676
     assert unread_summary(st) == "owner:1,676"
+
+
+async def test_every_count_equals_core_across_many_rooms_changing_at_once(
+    home: Path, tmp_path: Path
+) -> None:
+    # Issue 22: rooms are counted incrementally and only when they change. Whatever changed
+    # (pushes, an unlocked append, a read, an ack, a rewrite in place, a removal), every cell
+    # must still be core's number once the watcher (and the scanner process) caught up.
+    rooms = []
+    for i in range(40):
+        p = tmp_path / f"room-{i:02d}.txt"
+        p.write_bytes(b"".join(b"seed %d\n" % j for j in range(i * 7)))
+        rooms.append(p)
+    app = make_app(quiet_config(rooms, home=home, watch=True, scan_process=True), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, timeout=WAIT)
+        deadline = time.monotonic() + WAIT
+        while not any(w.group == "watch" and w.is_running for w in app.workers):
+            assert time.monotonic() < deadline, "watcher did not start"
+            await pilot.pause(0.05)
+        code = (
+            "import sys; from pathlib import Path; from ackdeck.core.inbox.rooms import Room\n"
+            "rooms = [Path(p) for p in sys.argv[1:]]\n"
+            "for i, p in enumerate(rooms):\n"
+            "    if i % 3 == 0: Room(p).push('pushed')\n"
+            "    if i % 5 == 1:\n"
+            "        with p.open('ab') as f: f.write(b'unlocked\\n')\n"
+            "    if i % 7 == 2: Room(p).read('agent')\n"
+            "    if i % 7 == 3: Room(p).read('agent'); Room(p).push('late'); Room(p).ack('agent')\n"
+            "    if i % 11 == 4: p.write_bytes(b'rewritten\\n')\n"
+            "    if i % 13 == 5: p.unlink()\n"
+        )
+        subprocess.run([sys.executable, "-c", code, *map(str, rooms)], check=True, cwd=REPO)
+
+        def table_matches() -> bool:
+            rt = app.main.query_one(RoomsTable)
+            for room in rooms:
+                st = Room(room).status()
+                want = f"{st.pending:,}" if st.exists else NOT_YET
+                got = cells(rt, str(room))
+                expect = [
+                    want,
+                    f"{in_flight_total(st):,}",
+                    f"{st.acked_total:,}",
+                    f"{st.preserved_total:,}",
+                    unread_summary(st),
+                ]
+                if got[1:6] != expect:
+                    return False
+            return True
+
+        deadline = time.monotonic() + WAIT
+        while not table_matches():
+            assert time.monotonic() < deadline, "the table did not catch up with core"
+            await pilot.pause(0.1)
+        await settle(pilot, timeout=WAIT)
+        assert table_matches()
+        # Every room keeps its row, in the configured order (a removed one says it does not exist yet).
+        assert app.main.query_one(RoomsTable)._keys == [str(r) for r in rooms]

@@ -1,0 +1,310 @@
+"""The dashboard's work grows with what changed (issue 22): the scanner counts only rooms that
+changed, replies with their rows only, run output never recounts rooms, the table updates
+only changed rows, and labels are linear. Behaviour, not timings (those live in bench/)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.refs import parse_room
+from ackdeck.core.service.roomref import label_of
+from ackdeck.tui.app import make_app
+from ackdeck.tui.room_counts import RoomCounter, ScanDelta, ScanRequest
+from ackdeck.tui.state import room_labels
+from ackdeck.tui.testing import fixed_clock, quiet_config, settle
+from ackdeck.tui.watch_map import WatchMap, home_event
+from ackdeck.tui.widgets.tables import RoomsTable
+
+REPO = Path(__file__).resolve().parent.parent
+WAIT = 60.0
+
+
+def rooms_in(tmp_path: Path, n: int) -> list[Path]:
+    out = []
+    for i in range(n):
+        p = tmp_path / f"room-{i:02d}.txt"
+        p.write_bytes(b"".join(b"line %d\n" % j for j in range(i + 1)))
+        out.append(p)
+    return out
+
+
+def without_clock(st: object) -> dict[str, object]:
+    """A status's fields but the moment it was taken (two looks differ only there)."""
+    return {k: v for k, v in vars(st).items() if k != "checked_at"}
+
+
+def look(counter: RoomCounter, rooms: list[Path], **kw) -> list[ScanDelta]:
+    parts: list[ScanDelta] = []
+    counter.scan(ScanRequest(None, list(rooms), 0.0, **kw), parts.append)
+    assert parts and parts[-1].final
+    return parts
+
+
+def test_a_push_recounts_only_its_room_and_replies_with_its_row_only(tmp_path: Path) -> None:
+    rooms = rooms_in(tmp_path, 20)
+    later = [time.time() + 100]  # past the racy window: fingerprints are trusted
+    counter = RoomCounter(wall=lambda: later[0])
+    first = look(counter, rooms)
+    assert sum(p.recounted for p in first) == 20
+    assert {r.key for p in first for r in p.rows} == {str(r) for r in rooms}
+    Room(rooms[7]).push("news")
+    # The watcher names the room: only it is counted, and only its row comes back.
+    parts = look(counter, rooms, keys=frozenset({str(rooms[7])}), sweep=False)
+    assert sum(p.recounted for p in parts) == 1
+    [row] = [r for p in parts for r in p.rows]
+    assert row.key == str(rooms[7]) and row.status is not None and row.status.pending == 9
+    # A sweep with nothing changed counts nothing and sends nothing.
+    parts = look(counter, rooms, sweep=True)
+    assert sum(p.recounted for p in parts) == 0 and not [r for p in parts for r in p.rows]
+
+
+def test_a_sweep_finds_a_change_no_watcher_reported(tmp_path: Path) -> None:
+    rooms = rooms_in(tmp_path, 5)
+    counter = RoomCounter(wall=lambda: time.time() + 100)
+    look(counter, rooms)
+    with rooms[3].open("ab") as f:  # an unlocked producer, its event lost
+        f.write(b"missed\n")
+    parts = look(counter, rooms, sweep=True)
+    [row] = [r for p in parts for r in p.rows]
+    assert row.key == str(rooms[3]) and row.status is not None and row.status.pending == 5
+    assert without_clock(row.status) == without_clock(Room(rooms[3]).status())
+
+
+def test_a_fingerprint_taken_right_after_a_write_is_not_trusted(tmp_path: Path) -> None:
+    # Two writes in one clock tick leave the same stamps: a room counted within the racy
+    # window is counted again by the next sweep, even if its stamps look unchanged.
+    rooms = rooms_in(tmp_path, 2)
+    now = [time.time()]
+    counter = RoomCounter(wall=lambda: now[0])
+    look(counter, rooms)
+    st = os.stat(rooms[1])
+    with rooms[1].open("r+b") as f:  # same size, same stamps: only a recount can tell
+        f.write(b"LINE 0\nLINE 1")
+    os.utime(rooms[1], ns=(st.st_atime_ns, st.st_mtime_ns))
+    parts = look(counter, rooms, sweep=True)
+    assert sum(p.recounted for p in parts) == 2  # both were counted within the racy window
+    now[0] += 100
+    look(counter, rooms, sweep=True)
+    assert sum(p.recounted for p in look(counter, rooms, sweep=True)) == 0
+
+
+def test_a_long_first_count_arrives_in_parts_selected_room_first(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from ackdeck.tui import room_counts
+
+    monkeypatch.setattr(room_counts, "PART_S", 0.0)  # a part after every room
+    rooms = rooms_in(tmp_path, 6)
+    parts = look(RoomCounter(), rooms, first=str(rooms[4]))
+    assert parts[0].rows[0].key == str(rooms[4])
+    assert [p.final for p in parts] == [False] * (len(parts) - 1) + [True]
+    assert sorted(r.key for p in parts for r in p.rows) == sorted(str(r) for r in rooms)
+
+
+def test_run_output_is_not_a_room_or_table_change(tmp_path: Path) -> None:
+    home = str(tmp_path)
+    rdir = os.path.join(home, "procs", "build", "20261201T000000000-abcdef")
+    assert home_event(home, os.path.join(rdir, "output.log")) == ("output", rdir)
+    assert home_event(home, os.path.join(rdir, "monitors.json")) == ("run", rdir)
+    assert home_event(home, os.path.join(rdir, ".monitors.json.ackdeck-tmp-1-x"))[0] == "none"
+    assert home_event(home, os.path.join(rdir, "supervisor.log"))[0] == "none"
+    assert home_event(home, rdir) == ("run", rdir)
+    assert home_event(home, os.path.join(home, "wakes", "s", "build.json"))[0] == "wakes"
+    assert home_event(home, os.path.join(home, "elsewhere"))[0] == "home"
+
+
+def test_watch_map_names_the_room_of_each_state_file(tmp_path: Path) -> None:
+    rooms = rooms_in(tmp_path, 3)
+    Room(rooms[1]).read("agent")
+    wmap = WatchMap([(str(r), parse_room(r)) for r in rooms])
+    side = str(Room(rooms[1]).sidecar)
+    assert wmap.room_of(str(rooms[1])) == (str(rooms[1]), False)
+    assert wmap.room_of(side) == (str(rooms[1]), True)
+    assert wmap.room_of(side + "/ledger") == (str(rooms[1]), False)
+    assert wmap.room_of(side + "/receipts/agent.receipt") == (str(rooms[1]), False)
+    assert wmap.room_of(str(tmp_path / "unrelated.log")) == (None, False)
+    assert set(wmap.targets()) == {str(tmp_path), side, side + "/receipts"}
+
+
+@given(
+    st.lists(st.sampled_from(["/a/x", "/b/x", "/a/y", "/c/z", "/d/y", "/e/w"]), max_size=12),
+    st.sampled_from(["/a/x", "/f/x", "/g/q"]),
+)
+def test_the_decks_labels_are_label_of_for_every_room(paths: list[str], other: str) -> None:
+    deck = Deck(rooms=paths)
+    rooms = deck.rooms
+    assert [deck.label(r) for r in rooms] == [label_of(rooms, r) for r in rooms]
+    ref = parse_room(other)  # a room the door was not given is labelled among them too
+    among = rooms if ref in rooms else (*rooms, ref)
+    assert deck.label(ref) == label_of(among, ref)
+
+
+def test_a_deck_over_3000_rooms_labels_them_in_linear_time() -> None:
+    specs = [f"/r/{i % 1500}/{'same' if i % 2 else f'n{i}'}.txt" for i in range(3000)]
+    started = time.process_time()
+    deck = Deck(rooms=specs)
+    labels = [deck.label(r) for r in deck.rooms]
+    assert labels[1] == "/r/1/same.txt" and labels[0] == "n0.txt"
+    assert time.process_time() - started < 20  # a hang guard only; speed is in bench/
+
+
+def test_room_labels_scale_linearly() -> None:
+    # 20,000 rooms, half sharing a name: the pairwise version took minutes here.
+    rooms = [Path(f"/r/{i % 10_000}/{'same' if i % 2 else f'n{i}'}.txt") for i in range(20_000)]
+    started = time.process_time()
+    labels = room_labels(rooms)
+    assert labels[str(rooms[1])] == "1/same.txt" and labels[str(rooms[0])] == "n0.txt"
+    assert time.process_time() - started < 20  # a hang guard only; speed is in bench/
+
+
+async def test_a_push_updates_only_its_row_of_the_table(tmp_path: Path, monkeypatch) -> None:
+    rooms = rooms_in(tmp_path, 30)
+    app = make_app(quiet_config(rooms), clock=fixed_clock)
+    updated: list[str] = []
+    real = RoomsTable.update_cell
+
+    def spy(self, row_key, column_key, value, **kw):  # type: ignore[no-untyped-def]
+        updated.append(str(row_key.value if hasattr(row_key, "value") else row_key))
+        return real(self, row_key, column_key, value, **kw)
+
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        monkeypatch.setattr(RoomsTable, "update_cell", spy)
+        Room(rooms[12]).push("news")
+        app._changed({str(rooms[12])})  # what the watcher posts for that room
+        await settle(pilot, timeout=WAIT)
+        assert set(updated) == {str(rooms[12])}
+        table = app.main.query_one(RoomsTable)
+        cells = table._rows[table._keys.index(str(rooms[12]))]
+        assert cells[1].plain == "14"
+
+
+async def test_run_output_does_not_make_the_dashboard_recount_rooms(home: Path, tmp_path) -> None:
+    from ackdeck.core.watch import procs
+
+    rooms = rooms_in(tmp_path, 3)
+    app = make_app(quiet_config(rooms, home=home, watch=True), clock=fixed_clock)
+    procs.start(
+        home,
+        "printer",
+        [
+            sys.executable,
+            "-c",
+            "import time\nwhile True: print('tick', flush=True); time.sleep(0.02)",
+        ],
+        session="agent",
+        monitors=[],
+    )
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, timeout=WAIT)
+            deadline = time.monotonic() + WAIT
+            while not any(w.group == "watch" and w.is_running for w in app.workers):
+                assert time.monotonic() < deadline
+                await pilot.pause(0.05)
+            looks: list[ScanRequest] = []
+            real = app._scan
+
+            def counting():  # type: ignore[no-untyped-def]
+                looks.append(app._changes.take())  # what this look was asked to count
+                return real()
+
+            app._scans._start = counting
+            run = procs.list_runs(home, latest_only=True)[0]
+            out = run.run_dir / "output.log"
+            size = out.stat().st_size
+            deadline = time.monotonic() + WAIT
+            while out.stat().st_size < size + 2000:  # the run prints on
+                assert time.monotonic() < deadline
+                await pilot.pause(0.1)
+            await settle(pilot, timeout=WAIT)
+            # Looks may come for the run's own state (its monitors file), never for rooms.
+            assert all(not t.keys and not t.unknown for t in looks), looks
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "ackdeck.core.cli", "--home", str(home), "kill", "printer"],
+            cwd=REPO,
+            capture_output=True,
+        )
+
+
+async def test_ages_move_on_with_the_clock_without_a_look_at_the_files(tmp_path: Path) -> None:
+    rooms = rooms_in(tmp_path, 5)
+    mtime = os.stat(rooms[2]).st_mtime
+    now = [mtime + 5]
+    app = make_app(quiet_config(rooms), clock=lambda: now[0])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        table = app.main.query_one(RoomsTable)
+
+        def age(room: Path, column: int = 7) -> str:
+            return str(table._rows[table._keys.index(str(room))][column])
+
+        assert age(rooms[2]) == "just now"
+        assert age(rooms[2], 6) == "0s"  # the oldest line's wait (Oldest)
+        scans = app._scans
+        now[0] = mtime + 125
+        app.main.refresh_ages(now[0])  # what the tick does
+        await pilot.pause()
+        assert age(rooms[2]) == "2m ago"
+        assert age(rooms[2], 6) == "2m"
+        assert not scans.busy  # ages needed no scan
+        before = list(table._rows)
+        app.main.refresh_ages(now[0] + 1)  # nothing due: nothing changes
+        assert table._rows == before
+
+
+async def test_a_room_directorys_new_file_is_watched_live_and_counted_incrementally(
+    tmp_path: Path,
+) -> None:
+    # Rooms come and go with a room directory's files (#20): the scanner's memory, the watch
+    # map and the fingerprints follow the list. A new file appears without a key press, a push
+    # to it counts only the appended bytes, other rooms are not counted again, and a removed
+    # file's row goes.
+    d = tmp_path / "rooms"
+    d.mkdir()
+    a, b = (d / "a.txt"), (d / "b.txt")
+    a.write_bytes(b"one\ntwo\nthree\n")
+    b.write_bytes(b"x\ny\n")
+    app = make_app(quiet_config(room_dirs=[d], watch=True), clock=fixed_clock)
+    async with app.run_test(size=(140, 40)) as pilot:
+        table = app.main.query_one(RoomsTable)
+
+        async def until(what: str, ok) -> None:  # type: ignore[no-untyped-def]
+            deadline = time.monotonic() + WAIT
+            while not ok():
+                assert time.monotonic() < deadline, what
+                await pilot.pause(0.05)
+
+        def pending(room: Path) -> str | None:
+            if str(room) not in table._keys:
+                return None
+            return table._rows[table._keys.index(str(room))][1].plain
+
+        await settle(pilot, timeout=WAIT)
+        await until("watcher", lambda: any(w.group == "watch" for w in app.workers))
+        c = d / "c.txt"
+        c.write_bytes(b"1\n2\n3\n4\n")  # a new room, written by something else
+        await until("the new room's row", lambda: pending(c) == "4")
+        assert table._keys == [str(a), str(b), str(c)]
+        counts = app._counter._counts
+        assert counts[str(c)].recounts == 1 and counts[str(a)].recounts == 1
+        Room(c).push("five")
+        await until("the push to the new room", lambda: pending(c) == "5")
+        assert counts[str(c)].recounts == 1  # only the appended bytes were read
+        assert counts[str(a)].recounts == 1
+        b.unlink()
+        await until("the removed room's row to go", lambda: str(b) not in table._keys)
+        assert table._keys == [str(a), str(c)]
+        assert str(b) not in app._counter._counts and str(b) not in app.labels
+        Room(a).push("four")  # the rooms that stayed are still watched
+        await until("a push to a room that stayed", lambda: pending(a) == "4")
