@@ -441,7 +441,8 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
         while not any(w.group == "watch" and w.is_running for w in app.workers):
             assert time.monotonic() < deadline, "watcher did not start"
             await pilot.pause(0.02)
-        await pilot.pause(0.2)
+        # No pause here: a line appended before the watch is in place is looked at when it
+        # is (tui/watching.py calls back once its watches exist).
         subprocess.run(
             [
                 sys.executable,
