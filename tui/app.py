@@ -225,7 +225,11 @@ class AckdeckApp(App[None]):
         taken = self._changes.take()
         first = self.snapshot is None
         # Room directories are listed on every look: a file created in one is a room now.
-        rooms = self.config.room_paths() if self.config.room_dirs else self.rooms
+        # (The same list is passed on as the same object: the UI compares it cheaply.)
+        rooms = self.rooms
+        if self.config.room_dirs:
+            listed = self.config.room_paths()
+            rooms = rooms if listed == rooms else listed
         req = ScanRequest(
             self.config.home,
             rooms,
@@ -272,9 +276,8 @@ class AckdeckApp(App[None]):
         if self._main.closed:
             return  # closing: the watcher and scan threads may still post for a moment
         part = message.delta
-        listed = message.rooms is not None and message.rooms != self.rooms
-        if listed:
-            assert message.rooms is not None
+        listed = message.rooms is not None and message.rooms is not self.rooms
+        if message.rooms is not None and listed:
             self._set_rooms(message.rooms)  # a room directory gained or lost a file
         rows = self._room_rows
         for row in part.rows:
@@ -338,8 +341,9 @@ class AckdeckApp(App[None]):
             self._changes.note(home=True, unknown=True)
             self._scans.request()
             self._main.files_changed()
-            if self.config.watch and self.snapshot is not None:
-                self._ensure_watching(force=True)  # a directory that appeared since
+            watched = self._watch_dirs
+            if watched is not None and self._watch_map.parents_appeared(watched):
+                self._ensure_watching(force=True)  # a room's directory was made since
         elif self.snapshot is not None and not self._scans.busy:
             self._main.refresh_ages(self.clock())
 

@@ -74,6 +74,14 @@ class WatchMap:
         when the watch starts or a state directory appeared, not on every refresh."""
         return tuple(sorted(d for d in (*self.parents, *self.dirs) if os.path.isdir(d)))
 
+    def parents_appeared(self, watched: Iterable[str]) -> bool:
+        """Has a directory holding rooms (or a room directory) been made since `watched`
+        was? A state directory that appears is seen by the watch on its parent; a parent
+        has no watched parent, so the safety-net sweep asks (a stat per parent, not per
+        room)."""
+        have = frozenset(watched)
+        return any(p not in have and os.path.isdir(p) for p in self.parents)
+
     def room_of(self, path: str) -> tuple[str | None, bool]:
         """(the room `path` belongs to or None, whether it is a state directory itself: one
         that appeared or went away changes what must be watched)."""
