@@ -300,5 +300,5 @@ async def test_every_count_equals_core_across_many_rooms_changing_at_once(
             await pilot.pause(0.1)
         await settle(pilot, timeout=WAIT)
         assert table_matches()
-        # Every room keeps its row, in the configured order (a removed one says it does not exist yet).
+        # Every room keeps its row, in the configured order (a removed one: "does not exist").
         assert app.main.query_one(RoomsTable)._keys == [str(r) for r in rooms]

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .config import DashConfig
     from .screens.main import MainScreen
     from .state import RateTracker
@@ -26,6 +28,7 @@ class Host(Protocol):
     rooms: list[Path | str]
     labels: dict[str, str]  # room key -> its label, in the rooms' order
     rates: RateTracker
+    clock: Callable[[], float]
 
     @property
     def main(self) -> MainScreen: ...

@@ -1,8 +1,10 @@
 """What the dashboard shows, gathered from core without Textual.
 
-`scan()` runs in a worker thread and returns an immutable `Snapshot`; the widgets only render
-snapshots. Formatting helpers and the arrival-rate tracker are pure functions of their inputs
-(the clock is always passed in), so snapshot tests are deterministic.
+The scanner (`room_counts.RoomCounter`, in its own process) counts rooms with `scan_room` and
+gathers runs and wakes with `home_state`; the app merges its replies into an immutable
+`Snapshot`, and the widgets only render snapshots (`scan()` is the same look from scratch).
+Formatting helpers and the arrival-rate tracker are pure functions of their inputs (the clock
+is always passed in), so snapshot tests are deterministic.
 """
 
 from __future__ import annotations

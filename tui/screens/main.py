@@ -180,6 +180,7 @@ class MainScreen(Screen[None]):
     # ----- rendering a snapshot -------------------------------------------------------------
     def on_mount(self) -> None:
         self._ready = True
+        self.query_one(RoomsTable).clock = self.dash.clock
         if self.snapshot is not None:
             self.apply_snapshot(self.snapshot)
         elif self.dash.rooms:

@@ -7,7 +7,8 @@ refreshes so a live update never moves the owner's selection.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,6 +331,12 @@ class RoomsTable(KeyedTable):
         self._memo: dict[str, tuple[RoomRow | None, list[Any]]] = {}
         self.due = float("inf")  # when the next age, overdue mark or sparkline text changes
         self._dues: list[tuple[float, str]] = []  # (when, room): a heap of coming changes
+        # Rows whose time-driven text fell due while they were off screen: made again when
+        # they scroll into view (thousands of rooms whose lines wait the same minute would
+        # otherwise all be repainted at that minute, on screen or not).
+        self._stale: set[str] = set()
+        self._source: tuple[dict[str, str], dict[str, RoomRow], RateTracker] | None = None
+        self.clock: Callable[[], float] = time.time  # the app's (set by the screen)
 
     @staticmethod
     def cells_for(r: RoomRow, now: float, rates: RateTracker) -> list[Any]:
@@ -367,17 +374,25 @@ class RoomsTable(KeyedTable):
         Only rows in `changed` (None: all) are made again, plus the rows whose time-driven
         text (ages, overdue marks, arrivals) is due; quiet rooms are never visited."""
         memo = self._memo
+        self._source = (labels, rows, rates)
         out: dict[str, list[Any]] = {}
         full = changed is None or len(memo) != len(labels) or not self._keys
         if full:
             todo: Iterable[str] = labels
             self._dues = []
+            self._stale = set()
         else:
-            # Only the changed rows and those whose time-driven text is due: a refresh
-            # costs what changed, not the number of rooms.
+            # Only the changed rows and those on screen whose time-driven text is due: a
+            # refresh costs what changed and what is seen, not the number of rooms.
             wanted = set(changed or ())
+            self._stale -= wanted
+            shown = self._near_screen()
             while self._dues and self._dues[0][0] <= now:
-                wanted.add(heapq.heappop(self._dues)[1])
+                key = heapq.heappop(self._dues)[1]
+                if self._index.get(key, -1) in shown or key not in self._index:
+                    wanted.add(key)
+                else:
+                    self._stale.add(key)
             todo = [k for k in wanted if k in memo]
         for key in todo:
             row = rows.get(key)
@@ -411,6 +426,28 @@ class RoomsTable(KeyedTable):
             self.update_rows(keys, out)
         else:
             self.set_rows([(k, memo[k][1]) for k in keys])
+
+    def _near_screen(self) -> range:
+        """Row numbers on screen, and a screen's worth above and below (a short scroll finds
+        them fresh)."""
+        page = max(1, self.size.height)
+        top = int(self.scroll_y)
+        return range(max(0, top - page), top + 2 * page)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._stale and round(old_value) != round(new_value):
+            self.call_later(self._show_stale)
+
+    def _show_stale(self) -> None:
+        """Rows whose ages fell due off screen and are near it now: made again."""
+        if not self._stale or self._source is None:
+            return
+        shown = self._near_screen()
+        now = [k for k in self._stale if self._index.get(k, -1) in shown]
+        if now:
+            labels, rows, rates = self._source
+            self.show_rooms(labels, rows, self.clock(), rates, set(now))
 
 
 def _spark(key: str, now: float, rates: RateTracker) -> str:
