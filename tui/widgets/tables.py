@@ -121,13 +121,14 @@ class KeyedTable(DataTable[Any]):
         self._keys: list[str] = []
         self._rows: list[list[Any]] = []
         self._widths: list[list[int]] = []  # each cell's width, row by row (for _fit)
+        self._colmax: list[int] | None = None  # each column's widest cell (None: measure)
         self._index: dict[str, int] = {}  # row key -> row number
         self._layout: tuple[list[str], list[int]] = ([], [])
         self._fit_width = 0
 
     def on_mount(self) -> None:
         if not self.columns:
-            self._set_columns(self._fit([]))
+            self._set_columns(self._fit(self._widest([])))
             self.border_subtitle = self.SCANNING
 
     def _set_columns(self, layout: tuple[list[str], list[int]]) -> None:
@@ -151,12 +152,35 @@ class KeyedTable(DataTable[Any]):
         width = self.size.width - (1 if self.show_vertical_scrollbar else 0)
         return width - 2 * self.cell_padding * len(self.COLUMNS)
 
-    def _fit(self, widths: list[list[int]]) -> tuple[list[str], list[int]]:
-        available = self._available()
-        self._fit_width = self.size.width
-        data = (
+    def _widest(self, widths: list[list[int]]) -> list[int]:
+        """The widest cell of each column."""
+        return (
             [max(col) for col in zip(*widths, strict=True)] if widths else [0] * len(self.COLUMNS)
         )
+
+    def _column_widths(self) -> list[int]:
+        """`_widest(self._widths)`, kept up to date by `_set_widths` (3,000 rooms: measuring
+        every cell again for a one-row update was most of that update)."""
+        if self._colmax is None:
+            self._colmax = self._widest(self._widths)
+        return self._colmax
+
+    def _set_widths(self, i: int, new: list[int]) -> None:
+        old, self._widths[i] = self._widths[i], new
+        top = self._colmax
+        if top is None:
+            return
+        for c, (a, b) in enumerate(zip(old, new, strict=True)):
+            if b > top[c]:
+                top[c] = b
+            elif a == top[c] and b < a:
+                self._colmax = None  # the widest cell got narrower: measure the column again
+                return
+
+    def _fit(self, data: list[int]) -> tuple[list[str], list[int]]:
+        """Column labels and widths for columns whose widest cells are `data`."""
+        available = self._available()
+        self._fit_width = self.size.width
         for short in (False, True):
             labels = [c.short if short else c.label for c in self.COLUMNS]
             natural = [max(d, cell_len(h)) for d, h in zip(data, labels, strict=True)]
@@ -198,14 +222,16 @@ class KeyedTable(DataTable[Any]):
             # scanning, are fitted now: an empty first scan left them unfitted for good.)
             return
         widths = [[cell_len(_plain(c)) for c in row] for row in cells]
-        layout = self._fit(widths)
+        widest = self._widest(widths)
+        layout = self._fit(widest)
         if self.columns and keys == self._keys and layout == self._layout:
             # Same rows, same widths: update changed cells in place (no cursor jump).
             for key, old, new in zip(keys, self._rows, cells, strict=True):
                 self._update_row(key, old, new)
-            self._rows, self._widths = cells, widths
+            self._rows, self._widths, self._colmax = cells, widths, widest
             return
         self._rebuild(keys, cells, widths, layout)
+        self._colmax = widest
 
     def update_rows(self, keys: list[str], changed: dict[str, list[Any]]) -> None:
         """`set_rows` for a refresh that changed only the rows in `changed` (key -> cells):
@@ -223,10 +249,10 @@ class KeyedTable(DataTable[Any]):
             if new != old:
                 updates.append((key, old, new))
                 self._rows[i] = new
-                self._widths[i] = [cell_len(_plain(c)) for c in new]
+                self._set_widths(i, [cell_len(_plain(c)) for c in new])
         if not updates:
             return
-        layout = self._fit(self._widths)
+        layout = self._fit(self._column_widths())
         if layout != self._layout:
             self._rebuild(list(keys), self._rows, self._widths, layout)
             return
@@ -251,7 +277,7 @@ class KeyedTable(DataTable[Any]):
         self._set_columns(layout)
         for key, row in zip(keys, cells, strict=True):
             self.add_row(*self._display(row), key=key)
-        self._keys, self._rows, self._widths = keys, cells, widths
+        self._keys, self._rows, self._widths, self._colmax = keys, cells, widths, None
         self._index = {k: i for i, k in enumerate(keys)}
         if current in self._index:
             self.move_cursor(row=self._index[current], animate=False)
@@ -281,7 +307,7 @@ class KeyedTable(DataTable[Any]):
         # A copy: the row's cells may be shared with a memo of what the scan made them from.
         self._rows[row] = cells = list(self._rows[row])
         cells[i] = value
-        self._widths[row] = [cell_len(_plain(c)) for c in cells]
+        self._set_widths(row, [cell_len(_plain(c)) for c in cells])
         if cell_len(_plain(value)) > self._layout[1][i]:
             # Wider than its column: fit the columns again rather than cut a number.
             self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
