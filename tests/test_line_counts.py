@@ -59,8 +59,13 @@ def _apply(step: str, room: Room, path: Path, n: int) -> None:
         os.utime(path, ns=(mtime + 1_000_000, mtime + 1_000_000))
     elif step == "rewrite_longer_same_head" and path.exists():
         data = path.read_bytes()
-        with path.open("r+b") as f:  # the middle changes, the file grows
-            f.write(data[:1] + data[1:].replace(b"\n", b"-") + b"\nnew\n")
+        # The middle changes, the file grows, and so does its last byte: a rewrite that keeps
+        # the head and the last bytes counted is indistinguishable from an append without
+        # reading the whole file (core/inbox/line_counts.py says so), so none is generated.
+        body = data[1:].replace(b"\n", b"-")
+        body = body[:-1] + (b"*" if body[-1:] == b"+" else b"+")
+        with path.open("r+b") as f:
+            f.write(data[:1] + body + b"\nnew\n")
     elif step == "truncate" and path.exists():
         with path.open("r+b") as f:
             f.truncate(len(path.read_bytes()) // 2)
