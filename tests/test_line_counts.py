@@ -128,3 +128,23 @@ def test_a_rewrite_that_keeps_head_and_size_is_recounted(tmp_path: Path) -> None
     os.utime(path, ns=(mtime + 5_000_000, mtime + 5_000_000))
     assert room.status(counts).pending == 1 == room.status().pending
     assert counts.recounts == 2
+
+
+def test_the_services_scan_of_a_room_reads_only_what_was_appended(tmp_path: Path) -> None:
+    # core.service.scan.scan_room is how a door scans a room through the service (#18): it
+    # takes the scanner's kept counts and the status equals one counted from scratch.
+    from ackdeck.core.service.refs import parse_room
+    from ackdeck.core.service.scan import scan_room
+
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"".join(b"line %d\n" % i for i in range(1000)))
+    ref = parse_room(str(path))
+    counts = LineCounts()
+    first = scan_room(ref, "inbox.txt", counts).status
+    assert first is not None and first.pending == 1000
+    Room(path).push("one more")
+    kept = scan_room(ref, "inbox.txt", counts).status
+    assert kept is not None and kept.pending == 1001
+    assert counts.recounts == 1  # the second look read only the appended bytes
+    plain = scan_room(ref, "inbox.txt").status
+    assert plain is not None and plain.pending == kept.pending

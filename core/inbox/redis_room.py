@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from ackdeck.core.inbox.ledger import (
         AckMode,  # a type only (ledger defines it for type checkers)
     )
+    from ackdeck.core.inbox.line_counts import LineCounts
 
 Clock = Callable[[], float]
 _T = TypeVar("_T")
@@ -500,8 +501,9 @@ class RedisRoom:
         return AckResult(mode, acked, preserved, msg, lines)
 
     # ----- status -------------------------------------------------------------------------
-    def status(self) -> RoomStatus:
-        """Counters for the room and every session that has read it. Never writes."""
+    def status(self, counts: LineCounts | None = None) -> RoomStatus:
+        """Counters for the room and every session that has read it. Never writes. (`counts`
+        is for file rooms: the server counts a stream's entries, nothing is kept here.)"""
         return self._status()[0]
 
     def _status(self) -> tuple[RoomStatus, str]:

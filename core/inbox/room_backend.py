@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ackdeck.core.inbox.journey import Journey
+    from ackdeck.core.inbox.line_counts import LineCounts
     from ackdeck.core.inbox.policy import RoomPolicy
     from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus
     from ackdeck.core.inbox.room_url import RedisAddress
@@ -49,7 +50,9 @@ class RoomBackend(Protocol):
         reader: str | None = None,
         deliver: Deliver | None = None,
     ) -> AckResult: ...
-    def status(self) -> RoomStatus: ...
+    # `counts`: a file room's line counts kept by a caller that asks again and again (the
+    # dashboard's scanner; core/inbox/line_counts.py); a redis room ignores them.
+    def status(self, counts: LineCounts | None = None) -> RoomStatus: ...
     def exists(self) -> bool: ...  # the file (or stream) is there; a missing room is empty
     def tail(self, count: int) -> list[bytes]: ...  # newest lines, oldest first; no receipt
     # A line's journey (push, reads, ack) by its offset or entry ID, and the lines holding a

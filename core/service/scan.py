@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Sequence
 
+    from ackdeck.core.inbox.line_counts import LineCounts
     from ackdeck.core.inbox.results import RoomStatus
     from ackdeck.core.service.roomref import RoomRef
 
@@ -42,31 +43,34 @@ class HomeScan(Struct):
     errors: list[str]
 
 
-def consistent_status(ref: RoomRef, tries: int = 5) -> RoomStatus:
+def consistent_status(ref: RoomRef, tries: int = 5, counts: LineCounts | None = None) -> RoomStatus:
     """The room's status from one moment: pending and acked totals taken around the same ack.
 
     An ack renames a new file over the room. A status that opened the file before that rename
     and read the ledger after it counts the acked lines twice (once pending, once acked), and
     the arrivals sparkline jumps. The room's identity is compared before and after: if an ack
     landed in between, read again (a few times; a room acked non-stop gets the last reading).
-    A room without a file identity (redis: one server-side read) is read once.
+    A room without a file identity (redis: one server-side read) is read once. `counts`:
+    the room's kept line counts (core/inbox/line_counts.py), for a caller that asks again and
+    again (the dashboard's scanner): only bytes appended since its last look are read.
     """
     room = ref.open()
     try:
         for _ in range(tries - 1):
             before = ref.identity()
-            st = room.status()
+            st = room.status(counts)
             if ref.identity() == before:
                 return st
-        return room.status()
+        return room.status(counts)
     finally:
         room.close()
 
 
-def scan_room(ref: RoomRef, label: str) -> RoomScan:
-    """Counters for one room (`label`: how the table names it, for an unreadable file)."""
+def scan_room(ref: RoomRef, label: str, counts: LineCounts | None = None) -> RoomScan:
+    """Counters for one room (`label`: how the table names it, for an unreadable file;
+    `counts`: see `consistent_status`)."""
     try:
-        st = consistent_status(ref)
+        st = consistent_status(ref, counts=counts)
         return RoomScan(st, None, ref.modified())
     except AckdeckError as exc:
         return RoomScan(None, ref.shorten(str(exc)))
