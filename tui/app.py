@@ -40,7 +40,8 @@ from .widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable
 
 Clock = Callable[[], float]
 
-# Watch settings: short debounce for interactivity; any event just means "rescan".
+# Watch settings: short debounce for interactivity; each event is routed to the room or panel it
+# concerns (watch_map.py).
 DEBOUNCE_MS = 30
 STEP_MS = 10
 SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
@@ -337,7 +338,8 @@ class AckdeckApp(App[None]):
         if self._main.closed:
             return
         self._ticks += 1
-        if self._ticks % SWEEP_TICKS == 0:
+        # Without watches (config `watch = false`) the sweep is all there is: every tick.
+        if self._ticks % (SWEEP_TICKS if self.config.watch else 1) == 0:
             self._changes.note(home=True, unknown=True)
             self._scans.request()
             self._main.files_changed()
