@@ -17,7 +17,7 @@ from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import label_of
-from ackdeck.tui.app import make_app
+from ackdeck.tui.app import SWEEP_TICKS, make_app
 from ackdeck.tui.room_counts import RoomCounter, ScanDelta, ScanRequest
 from ackdeck.tui.state import room_labels
 from ackdeck.tui.testing import fixed_clock, quiet_config, settle
@@ -338,3 +338,20 @@ async def test_ages_due_off_screen_are_made_again_when_scrolled_into_view(
         await settle(pilot, timeout=WAIT)
         assert oldest(rooms[-1]) in ("1m", "2m")
         assert app.main.selected_room == str(rooms[-1])
+
+
+async def test_without_watches_every_tick_looks(tmp_path: Path) -> None:
+    # `watch = false`: nothing reports a change, so each tick is a sweep (with watches, only
+    # every 10th is: the watches report the rest).
+    rooms = rooms_in(tmp_path, 3)
+    app = make_app(quiet_config(rooms, tick_seconds=0.3), clock=fixed_clock)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        table = app.main.query_one(RoomsTable)
+        Room(rooms[1]).push("news")
+        pushed_at = app._ticks
+        deadline = time.monotonic() + WAIT
+        while table._rows[table._keys.index(str(rooms[1]))][1].plain != "3":
+            assert time.monotonic() < deadline, "no tick looked at the room"
+            await pilot.pause(0.05)
+        assert app._ticks - pushed_at < SWEEP_TICKS  # before the 10-tick sweep came round
