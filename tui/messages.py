@@ -13,7 +13,7 @@ from typing import Any
 
 from textual.message import Message
 
-from ackdeck.core.inbox.room_url import RedisAddress
+from ackdeck.core.service.roomref import RoomRef
 
 from .lineindex import LineSource
 from .room_counts import ScanDelta
@@ -107,9 +107,9 @@ class TraceReady(Message):
 
 @dataclass
 class SnapshotRead(Message):
-    """The owner read `path` for ack all: the dialog will offer to ack exactly `lines`."""
+    """The owner read `room` for ack all: the dialog will offer to ack exactly `lines`."""
 
-    path: Path | RedisAddress  # a file or a redis room
+    room: RoomRef
     lines: int
     committed: threading.Event  # set once the read's receipt is stored (or failed)
     reader: str  # the receipt is bound to this dialog: only its ack may use it

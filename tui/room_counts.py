@@ -28,8 +28,9 @@ from typing import Any
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.rooms import LineCounts
+from ackdeck.core.service.scan import run_info, wake_records
 
-from .state import RoomRow, home_state, room_labels, run_info, scan_room, wake_records
+from .state import RoomRow, home_state, room_labels, scan_room
 
 # Stamps this close to the moment they were read may hide a second write in the same tick.
 RACY_S = 2.0

@@ -9,23 +9,24 @@ is always passed in), so snapshot tests are deterministic.
 
 from __future__ import annotations
 
-import os
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.text import age_text
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.room_backend import open_room
-from ackdeck.core.inbox.room_url import is_url
-from ackdeck.core.inbox.rooms import Room, RoomStatus
 from ackdeck.core.service.derive import age, is_overdue
+from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.rooms import LineCounts
+from ackdeck.core.service.scan import scan_home
+from ackdeck.core.service.scan import scan_room as scan_view
 
 from .lineindex import display_name
+
+if TYPE_CHECKING:
+    from ackdeck.core.inbox.results import RoomStatus
 
 Clock = Callable[[], float]
 
@@ -58,138 +59,34 @@ class Snapshot:
 
 
 def room_labels(paths: Sequence[Path | str]) -> dict[str, str]:
-    """Short, stable labels: the file name, or `parent/name` when two rooms share a name; a
-    redis room's NAME (its host and port too when two share a name), never its password.
-    Linear in the number of rooms (counting names once, not per room)."""
-    from ackdeck.core.inbox.room_url import parse_redis_url
-
-    shown = {p: parse_redis_url(p, {}) for p in paths if isinstance(p, str)}
-    names = [shown[p].name if isinstance(p, str) else p.name for p in paths]
-    seen: dict[str, int] = {}
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-    out: dict[str, str] = {}
-    for p, n in zip(paths, names, strict=True):
-        if isinstance(p, str):
-            a = shown[p]
-            out[p] = n if seen[n] == 1 else f"{a.where}/{n}"
-            continue
-        out[str(p)] = display_name(n if seen[n] == 1 else f"{p.parent.name}/{n}")
-    return out
-
-
-def _inode(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def consistent_status(path: Path, tries: int = 5, counts: LineCounts | None = None) -> RoomStatus:
-    """`Room.status()` from one moment: pending and acked totals taken around the same ack.
-
-    An ack renames a new file over the room. A status that opened the file before that rename
-    and read the ledger after it counts the acked lines twice (once pending, once acked), and
-    the arrivals sparkline jumps. The file's identity is compared before and after: if an ack
-    landed in between, read again (a few times; a room acked non-stop gets the last reading).
-    `counts`: the room's kept line counts (core/inbox/line_counts.py), for a caller that asks
-    again and again.
-    """
-    room = Room(path)
-    for _ in range(tries - 1):
-        before = _inode(path)
-        st = room.status(counts)
-        if _inode(path) == before:
-            return st
-    return room.status(counts)
+    """Short, stable labels: the room's name, or with what tells it from a namesake when two
+    share a name (a file's `parent/name`, a redis room's `host:port/NAME`), never a password.
+    Linear in the number of rooms (names are counted once, not per room)."""
+    refs = {str(p): parse_room(p, env={}) for p in paths}
+    names = Counter(r.name for r in refs.values())
+    return {
+        key: display_name(r.name if names[r.name] == 1 else r.long_name) for key, r in refs.items()
+    }
 
 
 def scan_room(path: Path | str, label: str, counts: LineCounts | None = None) -> RoomRow:
     """Counters for one room; any failure becomes an error row instead of an exception (an
     unreachable redis room is such a row until its server answers again)."""
-    if is_url(path):
-        try:
-            room = open_room(path)
-            try:
-                # Both backends return the same RoomStatus (core.inbox.results).
-                st = room.status()
-                return RoomRow(str(path), label, st, None, None)
-            finally:
-                room.close()
-        except AckdeckError as exc:
-            return RoomRow(str(path), label, None, str(exc))
-    path = Path(path)
     try:
-        st = consistent_status(path, counts=counts)
-        try:
-            mtime: float | None = os.stat(path).st_mtime
-        except FileNotFoundError:
-            mtime = None
-        return RoomRow(str(path), label, st, None, mtime)
+        ref = parse_room(path)
     except AckdeckError as exc:
-        return RoomRow(str(path), label, None, _short(str(exc), path))
-    except OSError as exc:
-        return RoomRow(str(path), label, None, f"cannot read {label}: {exc.strerror or exc}")
-
-
-def _short(message: str, path: Path) -> str:
-    # The rooms table already names the room; its directory only makes the row too wide.
-    return message.replace(str(path.parent) + os.sep, "")
-
-
-def run_info(home: Path, name: str, run_id: str) -> Any | None:
-    """One run (a `RunInfo`), or None if it is gone or half made (a full look settles it)."""
-    from ackdeck.core.watch import procs
-
-    try:
-        return procs.get_run(home, name, run_id)
-    except (AckdeckError, OSError):
-        return None
-
-
-def wake_records(home: Path) -> tuple[list[Any], list[str]]:
-    """(every wake record, errors) under `home`."""
-    from ackdeck.core.watch import wakes as wakes_mod
-
-    try:
-        wakes, skipped = wakes_mod.scan_wakes(home)
-    except (AckdeckError, OSError) as exc:
-        return [], [f"wakes: {exc}"]
-    return wakes, _skipped("wake record", skipped)
+        return RoomRow(str(path), label, None, str(exc))
+    seen = scan_view(ref, label, counts)
+    return RoomRow(str(path), label, seen.status, seen.error, seen.mtime)
 
 
 def home_state(home: Path | None) -> tuple[list[Any], list[Any], list[str]]:
-    """(latest run of each process, wake records, errors) under `home`."""
-    errors: list[str] = []
-    runs: list[Any] = []
-    wakes: list[Any] = []
-    if home is not None:
-        from ackdeck.core.watch import procs
-        from ackdeck.core.watch import wakes as wakes_mod
-
-        try:
-            # The one write of a scan: dead supervisors become `lost` (listings never write).
-            procs.reconcile(resolve_home(home))
-            runs, skipped = procs.scan_runs(home, latest_only=True)
-            errors.extend(_skipped("run state", skipped))
-        except (AckdeckError, OSError) as exc:
-            errors.append(f"processes: {exc}")
-        try:
-            wakes, skipped = wakes_mod.scan_wakes(home)
-            errors.extend(_skipped("wake record", skipped))
-        except (AckdeckError, OSError) as exc:
-            errors.append(f"wakes: {exc}")
-    return runs, wakes, errors
-
-
-def _skipped(what: str, paths: Sequence[Path]) -> list[str]:
-    """One header note per kind: damaged files are skipped and kept, the rest is shown."""
-    if not paths:
-        return []
-    names = ", ".join(f"{p.parent.name}/{p.name}" for p in paths[:3])
-    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-    return [f"skipped {len(paths)} damaged {what} file(s), kept on disk: {names}{more}"]
+    """(latest run of each process, wake records, errors) under `home`; the one write of a
+    scan, dead supervisors reported as lost, comes first (`core.service.scan.scan_home`)."""
+    if home is None:
+        return [], [], []
+    found = scan_home(home)
+    return found.runs, found.wakes, found.errors
 
 
 def scan(home: Path | None, rooms: Sequence[Path | str], *, clock: Clock) -> Snapshot:

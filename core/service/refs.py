@@ -16,23 +16,17 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ackdeck.core.inbox.room_url import RedisAddress
-
 
 def parse_room(
-    spec: str | os.PathLike[str] | RoomRef | RedisAddress,
+    spec: str | os.PathLike[str] | RoomRef,
     *,
     env: Mapping[str, str] | None = None,
     follow_symlinks: bool = False,
 ) -> RoomRef:
-    """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
-    file path. Raises InvalidInput (one line, never a password) when it names none."""
+    """The room `spec` names: a `redis://` / `rediss://` URL, else a file path. Raises
+    InvalidInput (one line, never a password) when it names none."""
     if isinstance(spec, RoomRef):
         return spec
-    if not isinstance(spec, (str, os.PathLike)):  # a parsed address (RedisAddress)
-        from ackdeck.core.service.redis_ref import RedisRoomRef
-
-        return RedisRoomRef(spec, env)
     if is_url(spec):
         from ackdeck.core.service.redis_ref import RedisRoomRef
 

@@ -10,7 +10,6 @@ import os
 import secrets
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import on, work
@@ -23,9 +22,8 @@ from textual.widgets import DataTable, Footer, Header
 from textual.worker import Worker, WorkerState
 
 from ackdeck.core.errors import AckdeckError, InvalidInput
-from ackdeck.core.inbox.room_backend import open_room
-from ackdeck.core.inbox.room_url import RedisAddress, is_url, parse_redis_url
 from ackdeck.core.service import rooms as room_service
+from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.trace import looks_like_offset
 
 from ..highlight import FILTER_SYNTAX, monitor_patterns
@@ -39,7 +37,7 @@ from ..widgets.tables import ProcsTable, RoomsTable, WakesTable, pending_cell
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen, TextScreen
 
 if TYPE_CHECKING:
-    from ackdeck.core.inbox.results import AckResult, ReadResult
+    from ackdeck.core.service.roomref import RoomRef
 
 
 def read_message(session: str, name: str, taken: int, total: int, seen: int) -> str:
@@ -254,11 +252,8 @@ class MainScreen(Screen[None]):
     def _select_room(self, key: str | None) -> None:
         self.selected_room = key
         view = self.query_one(LineView)
-        # A file is indexed; a redis room's entries are fetched in pages (RedisLines).
-        source: Path | RedisAddress | None = None
-        if key is not None:
-            source = parse_redis_url(key) if is_url(key) else Path(key)
-        view.show_file(key, source)
+        # The room pages its lines, whatever its backend (RoomRef.lines).
+        view.show_file(key, None if key is None else self.deck().parse(key))
         self._update_lines_header()
 
     def _room_row(self) -> Any:
@@ -316,13 +311,16 @@ class MainScreen(Screen[None]):
             self.dash.first_scan()
 
     # ----- owner actions ----------------------------------------------------------------------
-    def _room_or_warn(self) -> Path | RedisAddress | None:
+    def deck(self) -> Deck:
+        """The service, for the owner's actions (the read log names this door `dashboard`)."""
+        config = self.dash.config
+        return Deck(config.home, config.session, door="dashboard")
+
+    def _room_or_warn(self) -> RoomRef | None:
         if self.selected_room is None:
             self.notify("select a room first", severity="warning")
             return None
-        if is_url(self.selected_room):
-            return parse_redis_url(self.selected_room)
-        return Path(self.selected_room)
+        return self.deck().parse(self.selected_room)
 
     def action_read(self) -> None:
         # What the owner saw is taken now, when the key is pressed, on the UI thread.
@@ -341,9 +339,7 @@ class MainScreen(Screen[None]):
         if (path := self._room_or_warn()) is not None:
             self._in_turn(self._read_for_ack_all, path)
 
-    def _read_for_ack_all(self, path: Path | RedisAddress) -> None:
-        session = self.dash.config.session
-
+    def _read_for_ack_all(self, room: RoomRef) -> None:
         # The receipt is stored only once the dialog's number reached the screen (core
         # commits after `deliver` returns); the dialog's ack waits for that commit.
         committed = threading.Event()
@@ -352,13 +348,13 @@ class MainScreen(Screen[None]):
         # dialog's ack instead of removing lines the dialog never counted.
         reader = f"dashboard-ack-all:{os.getpid()}:{secrets.token_hex(8)}"
 
-        def deliver(res: ReadResult) -> None:
-            shown = SnapshotRead(path, len(res.lines), committed, reader)
+        def deliver(res: room_service.Lines) -> None:
+            shown = SnapshotRead(room, len(res.raw), committed, reader)
             if not self.post_message(shown):
                 raise AckdeckError("the dashboard closed before the snapshot was shown")
 
         try:
-            open_room(path, door="dashboard").read(session, deliver=deliver, reader=reader)
+            self.deck().read(room, deliver=deliver, reader=reader)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "ack all: read failed"))
         else:
@@ -367,9 +363,9 @@ class MainScreen(Screen[None]):
             committed.set()
 
     def on_snapshot_read(self, message: SnapshotRead) -> None:
-        path, shown = message.path, message.lines
+        room, shown = message.room, message.lines
         row = self._room_row()
-        label = row.label if row is not None else path.name
+        label = row.label if row is not None else room.name
         session = self.dash.config.session
         self.query_one(LineView).sync()
         self.dash.request_scan()
@@ -377,7 +373,7 @@ class MainScreen(Screen[None]):
             self.notify(f"{label} has no complete line to ack", title="ack all", markup=False)
             return
 
-        def answered(res: AckResult | None) -> None:
+        def answered(res: room_service.Acked | None) -> None:
             if res is None:
                 # The dialog's receipt is bound to the dialog, so `a` cannot use it.
                 self.notify(
@@ -395,7 +391,7 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(  # AckAllScreen answers with the ack's result (see modals.py)
             AckAllScreen(
-                path,
+                room,
                 label,
                 session,
                 shown,
@@ -440,20 +436,15 @@ class MainScreen(Screen[None]):
             submitted,
         )
 
-    def _trace(self, path: Path | RedisAddress, label: str, wanted: str) -> None:
-        from ackdeck.core.service.trace import trace
-
-        room = open_room(path, door="dashboard")
+    def _trace(self, room: RoomRef, label: str, wanted: str) -> None:
         try:
             if looks_like_offset(wanted):
-                found = trace(room, label, offset=wanted)
+                found = self.deck().trace(room, offset=wanted)
             else:
-                found = trace(room, label, match=wanted)
+                found = self.deck().trace(room, match=wanted)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "trace failed"))
             return
-        finally:
-            room.close()
         self.post_message(TraceReady(label, found))
 
     def on_trace_ready(self, message: TraceReady) -> None:
@@ -548,7 +539,7 @@ class MainScreen(Screen[None]):
     def _owner_action(self, turn: Turn, job: Callable[..., None], args: tuple[Any, ...]) -> None:
         turn.run(job, *args)
 
-    def _owner_read(self, path: Path | RedisAddress, index: LineSource | None, seen: int) -> None:
+    def _owner_read(self, path: RoomRef, index: LineSource | None, seen: int) -> None:
         """A person's read is what was put in front of their eyes: the receipt covers the
         prefix of the room that has been on screen (`seen` lines of the panel's `index`), cut
         further to the lines the room still holds unchanged. `a` then acks exactly those."""
@@ -567,18 +558,15 @@ class MainScreen(Screen[None]):
             return taken
 
         try:
-            room_service.read(
-                open_room(path, door="dashboard"), path.name, session, deliver=deliver
-            )
+            self.deck().read(path, deliver=deliver)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "read failed"))
             return
         self.post_message(ReadCommitted())
 
-    def _owner_ack(self, path: Path | RedisAddress) -> None:
-        session = self.dash.config.session
+    def _owner_ack(self, path: RoomRef) -> None:
         try:
-            res = room_service.ack(open_room(path), path.name, session)
+            res = self.deck().ack(path)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "ack failed"))
             return
@@ -595,9 +583,9 @@ class MainScreen(Screen[None]):
             )
         )
 
-    def _owner_push(self, path: Path | RedisAddress, text: str) -> None:
+    def _owner_push(self, path: RoomRef, text: str) -> None:
         try:
-            room_service.push(open_room(path), path.name, text)
+            self.deck().push(path, text)
         except AckdeckError as exc:
             self.post_message(ActionFinished(str(exc), "error", "push failed"))
             return

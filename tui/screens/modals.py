@@ -21,14 +21,10 @@ from textual.worker import Worker, WorkerState
 
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.deck import Deck
-from ackdeck.core.service.refs import parse_room
 
 from ..state import plural
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from ackdeck.core.inbox.room_url import RedisAddress
     from ackdeck.core.service.roomref import RoomRef
     from ackdeck.core.service.rooms import Acked
 
@@ -89,8 +85,7 @@ class AckAllScreen(ConfirmScreen):
 
     def __init__(
         self,
-        # main.py still passes a path or a parsed redis address: parsed here, once
-        room: RoomRef | Path | RedisAddress,
+        room: RoomRef,
         label: str,
         session: str,
         shown: int,
@@ -118,7 +113,7 @@ class AckAllScreen(ConfirmScreen):
             + narrowed,
             yes=f"Ack {shown:,}",
         )
-        self.room = parse_room(room)
+        self.room = room
         self.session = session
         self.shown = shown
         self._committed = committed

@@ -10,7 +10,6 @@ with `post_message` and never touch the widget.
 from __future__ import annotations
 
 from array import array
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
@@ -27,7 +26,6 @@ from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.absent import absent_note
-from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import PagedRef
 
 from ..coalesce import Coalescer
@@ -36,7 +34,6 @@ from ..lineindex import LineSource, filter_lines
 from ..messages import FilterApplied, IndexBuilt, LinesIndexed
 
 if TYPE_CHECKING:
-    from ackdeck.core.inbox.room_url import RedisAddress
     from ackdeck.core.service.procs import Pattern
 
 
@@ -175,13 +172,10 @@ class LineView(ScrollView, can_focus=True):
         self._seen_height = 0  # rows shown before the latest resize
 
     # ----- public API (UI thread) -----------------------------------------------------------
-    def show_file(self, key: str | None, source: PagedRef | Path | RedisAddress | None) -> None:
-        """Switch to another room or output (or to nothing). A path (or a parsed redis
-        address) names a room; main.py still passes those until it holds room references."""
+    def show_file(self, key: str | None, source: PagedRef | None) -> None:
+        """Switch to another room or output (or to nothing)."""
         if key == self.key and self.index is not None:
             return
-        if source is not None and not isinstance(source, PagedRef):
-            source = parse_room(source)
         self.key, self.source = key, source
         self._follow = False
         self._max_width = 0
