@@ -53,12 +53,12 @@ async def test_owner_ack_preserves_line_appended_after_read(tmp_path: Path) -> N
         await settle(pilot)
         await pilot.press("r")
         await settle(pilot)
-        assert any("owner read 3 line(s)" in n for n in notifications(app))
+        assert any("owner read 3 lines" in n for n in notifications(app))
         append_from_other_process(room, "late arrival")
         await pilot.press("a")
         await settle(pilot)
         assert room.read_bytes() == b"late arrival\n"
-        assert any("acked 3 line(s), preserved 1 line(s)" in n for n in notifications(app))
+        assert any("acked 3 lines, preserved 1 line " in n for n in notifications(app))
         # The view follows the rewritten file: only the preserved line is left.
         await feed_change(pilot)
         assert view(app).visible_text() == ["late arrival"]
@@ -102,7 +102,7 @@ async def test_r_then_a_pressed_at_once_acks_what_the_read_returned(
         await settle(pilot)
         assert room.read_bytes() == b""
         assert not any("refused" in n for n in notifications(app)), notifications(app)
-        assert any("acked 3 line(s), preserved 0 line(s)" in n for n in notifications(app))
+        assert any("acked 3 lines, preserved 0 lines" in n for n in notifications(app))
 
 
 async def test_read_marks_in_flight_lines_and_counts_them(tmp_path: Path) -> None:

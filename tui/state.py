@@ -154,17 +154,6 @@ def sparkline(values: Sequence[int]) -> str:
 
 
 # ----- formatting ------------------------------------------------------------------------------
-def plural(n: int, word: str) -> str:
-    """`word` for one, `word`+s otherwise ("1 line", "2 lines")."""
-    if n == 1:
-        return word
-    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
-
-
-def count_of(n: int, word: str) -> str:
-    return f"{n:,} {plural(n, word)}"
-
-
 # Ages step in units that make them change rarely: a table of 3,000 rooms repaints a room's
 # age when its text changes, and "42s ago" changing every second is churn nobody reads.
 _AGE_STEPS = ((10, 0, "just now"), (60, 10, "s"), (3600, 60, "m"), (86400, 3600, "h"))

@@ -33,12 +33,18 @@ def os_error_line(exc: OSError) -> str:
     return " ".join(f"{exc.strerror or exc}{where}".split()) or "error"
 
 
-def counted(n: int, word: str) -> str:
-    """`n` and `word` as people write it: "1 line", "2 lines", "1,200 matches" (never "line(s)").
-    `word` is a noun that takes -s, or -es after s, x, ch and sh."""
+def noun(n: int, word: str) -> str:
+    """`word` as it goes with `n`: "line" for 1, "lines" otherwise (a noun that takes -s, or
+    -es after s, x, ch and sh)."""
     if n == 1:
-        return f"1 {word}"
-    return f"{n:,} {word}{'es' if word.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
+        return word
+    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def counted(n: int, word: str) -> str:
+    """`n` and `word` as people write it: "1 line", "2 lines", "1,200 matches" (never
+    "line(s)")."""
+    return f"{n:,} {noun(n, word)}"
 
 
 def age_text(seconds: float | None) -> str:

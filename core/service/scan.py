@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError
 
 if TYPE_CHECKING:
@@ -126,4 +127,4 @@ def skipped_note(what: str, paths: Sequence[Path]) -> list[str]:
         return []
     names = ", ".join(f"{p.parent.name}/{p.name}" for p in paths[:3])
     more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-    return [f"skipped {len(paths)} damaged {what} file(s), kept on disk: {names}{more}"]
+    return [f"skipped {counted(len(paths), f'damaged {what} file')}, kept on disk: {names}{more}"]

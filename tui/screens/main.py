@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual.worker import Worker, WorkerState
 
+from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms as room_service
 from ackdeck.core.service.deck import Deck
@@ -30,7 +31,7 @@ from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
 from ..lineindex import LineSource, display_name
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead, TraceReady
-from ..state import RoomRow, Snapshot, count_of
+from ..state import RoomRow, Snapshot
 from ..turns import Turn, Turns
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable, pending_cell
@@ -44,7 +45,7 @@ def read_message(session: str, name: str, taken: int, total: int, seen: int) -> 
     """What the owner is told after `r`: how much of the room the receipt covers, and why
     not all of it."""
     if taken == total:
-        return f"{session} read {taken:,} line(s) of {name}; press a to ack them"
+        return f"{session} read {counted(taken, 'line')} of {name}; press a to ack them"
     rest = total - taken
     why = f"the {rest:,} below were not on screen"
     if taken < min(seen, total):
@@ -273,7 +274,7 @@ class MainScreen(Screen[None]):
         # and stacked they reach the title's right half: the count comes before the label.
         parts = ["Lines"]
         if row is not None:
-            parts += [count_of(view.count, "line"), escape(row.label)]  # the title is markup
+            parts += [counted(view.count, "line"), escape(row.label)]  # the title is markup
         if view.line_filter is not None:
             parts.append(escape(f"filter {view.line_filter.describe()}: {view.row_count:,}"))
         if view.following:
@@ -381,8 +382,8 @@ class MainScreen(Screen[None]):
                 )
             else:
                 self.notify(
-                    f"acked {count_of(res.acked, 'line')} of {label} (all that was shown), "
-                    f"preserved {count_of(res.preserved, 'line')} that arrived meanwhile",
+                    f"acked {counted(res.acked, 'line')} of {label} (all that was shown), "
+                    f"preserved {counted(res.preserved, 'line')} that arrived meanwhile",
                     title="ack all",
                     markup=False,
                 )
@@ -523,7 +524,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(
             ConfirmScreen(
                 f"Dismiss the wake of {session} for {name}?",
-                f"Its {count_of(pending, 'pending item')} will not be delivered to {session}. "
+                f"Its {counted(pending, 'pending item')} will not be delivered to {session}. "
                 "The process and its output are not touched.",
                 yes="Dismiss",
             ),
@@ -576,8 +577,9 @@ class MainScreen(Screen[None]):
         severity = "warning" if res.must_reread else "information"
         self.post_message(
             ActionFinished(
-                f"{res.mode}: acked {res.acked:,} line(s), preserved {res.preserved:,} "
-                f"line(s) in {path.name}" + (f" ({res.message})" if res.mode != "prefix" else ""),
+                f"{res.mode}: acked {counted(res.acked, 'line')}, preserved "
+                f"{counted(res.preserved, 'line')} in {path.name}"
+                + (f" ({res.message})" if res.mode != "prefix" else ""),
                 severity,
                 "ack",
             )

@@ -19,10 +19,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
+from ackdeck.core.base.text import noun
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.deck import Deck
-
-from ..state import plural
 
 if TYPE_CHECKING:
     from ackdeck.core.service.roomref import RoomRef
@@ -94,7 +93,7 @@ class AckAllScreen(ConfirmScreen):
         reader: str | None = None,
         needle: str = "",
     ) -> None:
-        lines = f"{shown:,} {plural(shown, 'line')}"
+        lines = f"{shown:,} {noun(shown, 'line')}"
         # The dialog's title and body are markup: a room or filter text is shown as written.
         label, needle = escape(label), escape(needle)
         # A filtered panel shows fewer lines than the dialog acks: say so, or its number
@@ -107,7 +106,7 @@ class AckAllScreen(ConfirmScreen):
         )
         super().__init__(
             f"Ack all of {label}?",
-            f"{session} has just read {shown:,} complete {plural(shown, 'line')} of {label}. "
+            f"{session} has just read {shown:,} complete {noun(shown, 'line')} of {label}. "
             f"Yes acks exactly these {shown:,}, including lines no other session has read. "
             "Lines arriving while this dialog is open are kept, and so are partial lines."
             + narrowed,
@@ -157,7 +156,7 @@ class AckAllScreen(ConfirmScreen):
             self.failed = (
                 f"acked {res.acked:,} of the {self.shown:,} shown: the others were acked by "
                 f"another session meanwhile; {res.preserved:,} later "
-                f"{plural(res.preserved, 'line')} kept"
+                f"{noun(res.preserved, 'line')} kept"
             )
         elif res is not None:
             self.failed = f"nothing was removed: {res.message}"

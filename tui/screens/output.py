@@ -20,13 +20,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker
 
+from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import procs
 
 from ..coalesce import Coalescer
 from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
-from ..state import count_of
 from ..widgets.line_view import LineView
 from .modals import PromptScreen
 
@@ -128,8 +128,8 @@ class OutputScreen(Screen[None]):
                 f"{run.name}: {run.status}, exit {code} · monitors {monitors} · "
                 # New to the owner on this visit: lines it was shown before (an earlier
                 # visit, the CLI) are on screen but not counted, hence "new".
-                f"{count_of(run.matches, 'match')} · "
-                f"{count_of(self.seen_by_owner, 'new line')} read as {self.dash.config.session}"
+                f"{counted(run.matches, 'match')} · "
+                f"{counted(self.seen_by_owner, 'new line')} read as {self.dash.config.session}"
             )
             view.set_monitors(monitor_patterns([run]))  # its monitors' matches are marked
             if new_run:
@@ -139,7 +139,7 @@ class OutputScreen(Screen[None]):
 
     def on_line_view_changed(self) -> None:
         view = self.query_one(LineView)
-        parts = [f"Output · {self.proc_name}", count_of(view.count, "line")]
+        parts = [f"Output · {self.proc_name}", counted(view.count, "line")]
         if view.line_filter is not None:
             parts.append(escape(f"filter {view.line_filter.describe()}: {view.row_count:,}"))
         if view.following:
