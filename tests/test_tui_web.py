@@ -318,6 +318,20 @@ def test_the_page_takes_keys_on_load_without_a_click_and_draws_no_box(tmp_path: 
                 "() => document.activeElement?.closest('.textual-terminal') != null",
                 timeout=WAIT * 1000,
             )
+            # Textual's footer lists the keys before any key or click (the app starts blurred
+            # in a browser, and a blurred app left its footer blank): the terminal's last row
+            # draws text, while a row of the lines panel below the room's 5 lines draws none.
+            box = page.locator(".textual-terminal").bounding_box()
+            assert box is not None
+
+            def drawn_bytes(y: float) -> int:  # a strip's PNG: text compresses far worse
+                clip = {"x": box["x"], "y": box["y"] + y, "width": box["width"] / 2, "height": 10}
+                return len(page.screenshot(clip=clip))
+
+            until(
+                lambda: drawn_bytes(box["height"] - 14) > 4 * drawn_bytes(box["height"] * 0.6),
+                "the footer's keys",
+            )
             # A read counts what was on screen: a press before the first paint reads 0.
             press_until(page, "r", lambda: owner_in_flight(room) == 5, "the read")
             # The check can tell a box: Textual's old icon (in no Debian font) is one.

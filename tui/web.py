@@ -24,7 +24,11 @@ __all__ = ["LOOPBACK", "refusal", "serve", "start_message", "tui_command"]
 
 # The terminal takes keys once the page has loaded: without focus the dashboard looked dead
 # (keys ignored, footer blank) until the owner clicked it. textual-serve creates the terminal
-# (xterm's textarea) on load; focus it as soon as it exists.
+# (xterm's textarea) on load; focus it as soon as it exists. The app itself starts blurred
+# (Textual's web driver says so at start) and textual-serve tells it about focus only when
+# the terminal's screen element is focused, which a click does; a blurred Textual app never
+# draws its footer's keys. So once the app has drawn (textual-serve marks the body
+# `-first-byte`), tell it it has the focus, as that click would.
 FOCUS_ON_LOAD = """<script>
 window.addEventListener("load", () => {
   const focus = () => {
@@ -33,9 +37,22 @@ window.addEventListener("load", () => {
     input.focus({ preventScroll: true });
     return true;
   };
-  if (!focus()) {
-    const seen = new MutationObserver(() => { if (focus()) seen.disconnect(); });
-    seen.observe(document.body, { childList: true, subtree: true });
+  const tell = () => {
+    const screen = document.querySelector(".textual-terminal .xterm-screen");
+    if (screen === null || !document.body.classList.contains("-first-byte")) return false;
+    screen.dispatchEvent(new FocusEvent("focus"));
+    return true;
+  };
+  let focused = focus();
+  let told = focused && tell();
+  if (!told) {
+    const seen = new MutationObserver(() => {
+      focused = focused || focus();
+      told = focused && tell();
+      if (told) seen.disconnect();
+    });
+    const what = { childList: true, subtree: true, attributes: true, attributeFilter: ["class"] };
+    seen.observe(document.body, what);
   }
 });
 </script>"""
