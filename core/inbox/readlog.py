@@ -57,17 +57,8 @@ class ReadEntry(Struct):
 
 
 def encode(entry: ReadEntry) -> bytes:
-    doc = {
-        "id": entry.id,
-        "at": entry.at,
-        "session": entry.session,
-        "reader": entry.reader,
-        "door": entry.door,
-        "epoch": entry.epoch,
-        "start": entry.start,
-        "end": entry.end,
-        "lines": entry.lines,
-    }
+    """One log line: the entry's fields, in their declared order (`id` first: see _START)."""
+    doc = {name: getattr(entry, name) for name in ReadEntry._fields}
     return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
 
 
