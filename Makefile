@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 DOCS_STAMP := $(VENV)/.installed-docs
 
-# The other supported Pythons, each in its own venv (.venv312, .venv313): `make test-3.12`,
+# The other supported Pythons, each in its own venv (.venv312, .venv313, with the test and docs
+# extras, so the docs build test runs there too): `make test-3.12`,
 # `make test-3.13`; `make test-newest` is the newest, which CI runs as well. The interpreter is
 # the newest ~/.pyenv/versions/X.Y.*/bin/pythonX.Y, else a pythonX.Y on PATH that runs (pyenv's
 # shims are on PATH but fail for versions not selected with `pyenv global`).
@@ -47,10 +48,11 @@ $(DEMO_STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e .
 	touch $(DEMO_STAMP)
 
+# The tests build the docs too (tests/test_readme.py), so the test venv has the docs extra.
 $(STAMP): $(DEMO_STAMP)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,docs]'
 	$(MAKE) --no-print-directory wheel-cache
-	touch $(STAMP)
+	touch $(STAMP) $(DOCS_STAMP)
 
 $(DOCS_STAMP): $(DEMO_STAMP)
 	$(BIN)/python -m pip install -q -e '.[docs]'
@@ -87,7 +89,7 @@ define other_python
 	test -x .venv$(subst .,,$(1))/bin/python || $(call find_python,$(1)) -m venv \
 		.venv$(subst .,,$(1))
 	.venv$(subst .,,$(1))/bin/python -m pip install -q --upgrade pip
-	.venv$(subst .,,$(1))/bin/python -m pip install -q -e '.[test]'
+	.venv$(subst .,,$(1))/bin/python -m pip install -q -e '.[test,docs]'
 	touch $$@
 
 test-$(1): .venv$(subst .,,$(1))/.installed redis-server npm-cache
