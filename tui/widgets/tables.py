@@ -196,10 +196,16 @@ class KeyedTable(DataTable[Any]):
         return [_cut(c, w) for c, w in zip(row, self._layout[1], strict=True)]
 
     def on_resize(self) -> None:
-        if self.size.width != self._fit_width and self.border_subtitle != self.SCANNING:
-            # New widths, same rows: rebuilt, and the cursor stays on its key (emptying the
-            # keys first moved it to the first row, so `r` and `a` acted on another room).
-            self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
+        if self.size.width == self._fit_width:
+            return
+        if self.border_subtitle == self.SCANNING:
+            # No rows yet: the empty columns fit the new width, and the table still says it
+            # is scanning (set_rows would say "nothing yet" before the first look answered).
+            self._set_columns(self._fit(self._widest([])))
+            return
+        # New widths, same rows: rebuilt, and the cursor stays on its key (emptying the
+        # keys first moved it to the first row, so `r` and `a` acted on another room).
+        self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
 
     def watch_hover_coordinate(self, old: Any, value: Any) -> None:
         super().watch_hover_coordinate(old, value)
@@ -236,7 +242,13 @@ class KeyedTable(DataTable[Any]):
     def update_rows(self, keys: list[str], changed: dict[str, list[Any]]) -> None:
         """`set_rows` for a refresh that changed only the rows in `changed` (key -> cells):
         the work and the repaint grow with what changed, not with the table (3,000 rooms)."""
-        if not self.columns or keys != self._keys or any(k not in self._index for k in changed):
+        fitted = self._fit_width == self.size.width
+        if (
+            not self.columns
+            or not fitted
+            or keys != self._keys
+            or any(k not in self._index for k in changed)
+        ):
             rows = dict(zip(self._keys, self._rows, strict=True))
             rows.update(changed)
             self.set_rows([(k, rows[k]) for k in keys if k in rows])
