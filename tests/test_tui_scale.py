@@ -10,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from textual.widget import Widget
 
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service.deck import Deck
@@ -355,3 +357,39 @@ async def test_without_watches_every_tick_looks(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "no tick looked at the room"
             await pilot.pause(0.05)
         assert app._ticks - pushed_at < SWEEP_TICKS  # before the 10-tick sweep came round
+
+
+async def test_a_look_that_finds_nothing_new_repaints_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Idle is idle: the safety net's sweep (every room's fingerprint, the home, the lines
+    # panel) that finds nothing new repaints no widget. Textual repaints a widget whenever its
+    # border title is assigned, even the text it shows: each sweep used to repaint the rooms
+    # table, the lines panel and both side tables.
+    rooms = rooms_in(tmp_path, 5)
+    home = tmp_path / "home"
+    home.mkdir()
+    app = make_app(quiet_config(rooms, home=home), clock=fixed_clock)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        repainted: list[str] = []
+        original = Widget.refresh
+
+        def refresh(self: Widget, *args: object, **kwargs: object) -> Widget:
+            repainted.append(type(self).__name__)
+            return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Widget, "refresh", refresh)
+        before = app.snapshot
+        app._changes.note(home=True, unknown=True)  # what the sweep's tick does
+        app._scans.request()
+        app.main.files_changed()
+        await settle(pilot, timeout=WAIT)
+        assert app.snapshot is not before  # the look happened and was applied
+        assert repainted == []
+        # A change still repaints: the pushed room's row.
+        Room(rooms[1]).push("news")
+        app._changes.note({str(rooms[1])})
+        app._scans.request()
+        await settle(pilot, timeout=WAIT)
+        assert "RoomsTable" in repainted

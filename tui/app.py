@@ -41,11 +41,19 @@ from .widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable
 Clock = Callable[[], float]
 
 # Watch settings: short debounce for interactivity; each event is routed to the room or panel it
-# concerns (watch_map.py).
+# concerns (watch_map.py). watchfiles' Rust loop wakes Python every `step` ms to hand over what
+# inotify collected, so the step is what a watch costs while nothing happens (about 50 us of a
+# core per wake-up on this VM) and what it adds to an event's latency (one to two steps). Rooms
+# are what an owner watches lines arrive in: 25 ms. The home (runs, wakes, run output): 250 ms.
 DEBOUNCE_MS = 30
-STEP_MS = 10
+ROOMS_STEP_MS = 25
+HOME_STEP_MS = 250
 SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
-SWEEP_TICKS = 10  # every room's fingerprint is checked every this many ticks
+# The safety nets, in ticks: the home (a supervisor that died leaves no file event: its run
+# becomes lost) every 10 ticks; every room's fingerprint (an event inotify never delivered:
+# a queue overflow, a network filesystem) every 30, since at 3,000 rooms it is 9,000 stats.
+SWEEP_TICKS = 10
+ROOM_SWEEP_TICKS = 30
 THEME_SETTLE_S = 1.0  # a theme shown this long in the palette's list is the one picked
 
 
@@ -332,21 +340,25 @@ class AckdeckApp(App[None]):
 
     def _tick(self) -> None:
         # Ages change with time: the table refreshes the cells whose text changed, in this
-        # thread, without a look at the files. Every SWEEP_TICKS ticks, the safety net: every
-        # room's fingerprint, the whole home (a supervisor that died leaves no file event: its
-        # run becomes lost) and the lines panel. Nothing else runs while nothing happens.
+        # thread, without a look at the files. Every SWEEP_TICKS ticks, the safety net for the
+        # home, every ROOM_SWEEP_TICKS also every room's fingerprint and the lines panel.
+        # Nothing else runs while nothing happens.
         if self._main.closed:
             return
         self._ticks += 1
         # Without watches (config `watch = false`) the sweep is all there is: every tick.
-        if self._ticks % (SWEEP_TICKS if self.config.watch else 1) == 0:
-            self._changes.note(home=True, unknown=True)
+        watching = self.config.watch
+        home = not watching or self._ticks % SWEEP_TICKS == 0
+        rooms = not watching or self._ticks % ROOM_SWEEP_TICKS == 0
+        if home or rooms:
+            self._changes.note(home=home, unknown=rooms)
             self._scans.request()
+        if rooms:
             self._main.files_changed()
             watched = self._watch_dirs
             if watched is not None and self._watch_map.parents_appeared(watched):
                 self._ensure_watching(force=True)  # a room's directory was made since
-        elif self.snapshot is not None and not self._scans.busy:
+        if not rooms and self.snapshot is not None and not self._scans.busy:
             self._main.refresh_ages(self.clock())
 
     def _delayed_scan(self) -> None:
@@ -444,7 +456,7 @@ class AckdeckApp(App[None]):
             recursive=False,
             stop=stop,
             debounce_ms=DEBOUNCE_MS,
-            step_ms=STEP_MS,
+            step_ms=ROOMS_STEP_MS,
             ready=ready,
         ):
             if stop.is_set() or worker.is_cancelled:
@@ -467,7 +479,7 @@ class AckdeckApp(App[None]):
     def _watch_home(self, home: str, stop: threading.Event) -> None:
         worker = get_current_worker()
         for changes in watch(
-            (home,), recursive=True, stop=stop, debounce_ms=DEBOUNCE_MS, step_ms=STEP_MS
+            (home,), recursive=True, stop=stop, debounce_ms=DEBOUNCE_MS, step_ms=HOME_STEP_MS
         ):
             if stop.is_set() or worker.is_cancelled:
                 return

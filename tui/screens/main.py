@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
 from ackdeck.core.base.text import counted
@@ -33,6 +33,7 @@ from ..lineindex import LineSource, display_name
 from ..messages import ActionFinished, ReadCommitted, SnapshotRead, TraceReady
 from ..state import RoomRow, Snapshot
 from ..turns import Turn, Turns
+from ..widgets.header import DeckHeader
 from ..widgets.line_view import LineView
 from ..widgets.tables import ProcsTable, RoomsTable, WakesTable, pending_cell
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen, TextScreen
@@ -159,20 +160,20 @@ class MainScreen(Screen[None]):
         return host_of(self)
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
+        yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
         rooms = RoomsTable(id="rooms")
-        rooms.border_title = "Rooms"
+        rooms.set_border_title("Rooms")
         yield rooms
         with Horizontal(id="lower"):
             lines = LineView(id="lines", empty_text="no room selected")
-            lines.border_title = "Lines"
+            lines.set_border_title("Lines")
             yield lines
             with Vertical(id="side"):
                 procs = ProcsTable(id="procs")
-                procs.border_title = "Processes"
+                procs.set_border_title("Processes")
                 yield procs
                 wakes = WakesTable(id="wakes")
-                wakes.border_title = "Wakes"
+                wakes.set_border_title("Wakes")
                 yield wakes
         yield Footer(show_command_palette=False)
 
@@ -281,8 +282,8 @@ class MainScreen(Screen[None]):
             parts.append("following")
         if in_flight:
             parts.append(f"{owner} read {in_flight:,} (▌), not acked")
-        view.border_title = " · ".join(parts)
-        view.border_subtitle = ""
+        view.set_border_title(" · ".join(parts))
+        view.set_border_subtitle("")
         if (shown := self._shown_count()) is not None:
             self.query_one(RoomsTable).set_cell(shown[0], "pending", shown[1])
 

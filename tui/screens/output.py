@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.markup import escape
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Static
 from textual.worker import Worker
 
 from ackdeck.core.base.text import counted
@@ -27,6 +27,7 @@ from ackdeck.core.service import procs
 from ..coalesce import Coalescer
 from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
+from ..widgets.header import DeckHeader
 from ..widgets.line_view import LineView
 from .modals import PromptScreen
 
@@ -64,10 +65,10 @@ class OutputScreen(Screen[None]):
         return host_of(self)
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
+        yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
         yield Static("", id="output-info")
         view = LineView(id="output-lines", empty_text="no output yet")
-        view.border_title = f"Output · {self.proc_name}"
+        view.set_border_title(f"Output · {self.proc_name}")
         yield view
         yield Footer(show_command_palette=False)
 
@@ -144,7 +145,7 @@ class OutputScreen(Screen[None]):
             parts.append(escape(f"filter {view.line_filter.describe()}: {view.row_count:,}"))
         if view.following:
             parts.append("following")
-        view.border_title = " · ".join(parts)
+        view.set_border_title(" · ".join(parts))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -32,6 +32,7 @@ from ..coalesce import Coalescer
 from ..highlight import LineFilter, cut_by_marks, marks
 from ..lineindex import LineSource, filter_lines
 from ..messages import FilterApplied, IndexBuilt, LinesIndexed
+from .borders import QuietBorders
 
 if TYPE_CHECKING:
     from ackdeck.core.service.procs import Pattern
@@ -50,7 +51,7 @@ def _unreadable(source: PagedRef, exc: AckdeckError | OSError) -> str:
     return str(exc)
 
 
-class LineView(ScrollView, can_focus=True):
+class LineView(ScrollView, QuietBorders, can_focus=True):
     """Rows are lines of the current index (or of the filter result)."""
 
     class Changed(Message):

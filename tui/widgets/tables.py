@@ -33,6 +33,7 @@ from ..state import (
     wait_text,
     waited,
 )
+from .borders import QuietBorders
 
 Row = tuple[str, Sequence[Any]]
 
@@ -87,7 +88,7 @@ def _cut(cell: Any, width: int) -> Any:
     return text
 
 
-class KeyedTable(DataTable[Any]):
+class KeyedTable(DataTable[Any], QuietBorders):
     """A DataTable whose rows are replaced wholesale but whose cursor follows its row key.
 
     Columns fit the table's width: headers switch to their short form, then the widest text
@@ -129,7 +130,7 @@ class KeyedTable(DataTable[Any]):
     def on_mount(self) -> None:
         if not self.columns:
             self._set_columns(self._fit(self._widest([])))
-            self.border_subtitle = self.SCANNING
+            self.set_border_subtitle(self.SCANNING)
 
     def _set_columns(self, layout: tuple[list[str], list[int]]) -> None:
         # Explicit widths, computed from the data: DataTable would otherwise measure cells
@@ -198,7 +199,7 @@ class KeyedTable(DataTable[Any]):
     def on_resize(self) -> None:
         if self.size.width == self._fit_width:
             return
-        if self.border_subtitle == self.SCANNING:
+        if self._shown_subtitle == self.SCANNING:
             # No rows yet: the empty columns fit the new width, and the table still says it
             # is scanning (set_rows would say "nothing yet" before the first look answered).
             self._set_columns(self._fit(self._widest([])))
@@ -221,7 +222,7 @@ class KeyedTable(DataTable[Any]):
         row is gone, it stays at the same position (the next row), never jumps to the top."""
         keys = [k for k, _ in rows]
         cells = [list(c) for _, c in rows]
-        self.border_subtitle = "" if keys else self.EMPTY
+        self.set_border_subtitle("" if keys else self.EMPTY)
         fitted = self._fit_width == self.size.width
         if not refit and fitted and self.columns and keys == self._keys and cells == self._rows:
             # Nothing new. (Columns fitted before the table had a size, while it was
@@ -253,7 +254,7 @@ class KeyedTable(DataTable[Any]):
             rows.update(changed)
             self.set_rows([(k, rows[k]) for k in keys if k in rows])
             return
-        self.border_subtitle = "" if keys else self.EMPTY
+        self.set_border_subtitle("" if keys else self.EMPTY)
         updates = []
         for key, new in changed.items():
             i = self._index[key]
