@@ -393,3 +393,26 @@ async def test_a_look_that_finds_nothing_new_repaints_nothing(
         app._scans.request()
         await settle(pilot, timeout=WAIT)
         assert "RoomsTable" in repainted
+
+
+async def test_ages_move_on_when_due_without_a_tick_every_second(tmp_path: Path) -> None:
+    # No timer wakes the dashboard every second: the table's next time-driven change (here
+    # the room's age stepping from "just now" to "10s ago") arms a timer for that moment, and
+    # no look at the files (a sweep: every 10 ticks, 50 s here) is needed for it.
+    rooms = rooms_in(tmp_path, 3)
+    written = time.time() - 7
+    os.utime(rooms[1], (written, written))
+    app = make_app(quiet_config(rooms, watch=True, tick_seconds=5.0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        table = app.main.query_one(RoomsTable)
+
+        def age() -> str:
+            return str(table._rows[table._keys.index(str(rooms[1]))][7])
+
+        assert age() == "just now" or time.time() - written >= 10  # (a slow start)
+        deadline = time.monotonic() + WAIT
+        while age() != "10s ago":
+            assert time.monotonic() < deadline, f"the age stayed {age()!r}"
+            await pilot.pause(0.05)
+        assert app._ticks == 0  # no sweep ran: the ages' own timer did it

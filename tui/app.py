@@ -49,11 +49,12 @@ DEBOUNCE_MS = 30
 ROOMS_STEP_MS = 25
 HOME_STEP_MS = 250
 SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
-# The safety nets, in ticks: the home (a supervisor that died leaves no file event: its run
-# becomes lost) every 10 ticks; every room's fingerprint (an event inotify never delivered:
-# a queue overflow, a network filesystem) every 30, since at 3,000 rooms it is 9,000 stats.
+# The safety net: every SWEEP_TICKS ticks the home (a supervisor that died leaves no file
+# event: its run becomes lost); at every ROOM_SWEEPS-th of those also every room's fingerprint
+# (for an event inotify never delivered: a full queue, a network filesystem), which at 3,000
+# rooms is 9,000 stats.
 SWEEP_TICKS = 10
-ROOM_SWEEP_TICKS = 30
+ROOM_SWEEPS = 3
 THEME_SETTLE_S = 1.0  # a theme shown this long in the palette's list is the one picked
 
 
@@ -88,7 +89,9 @@ class AckdeckApp(App[None]):
         self._scan_soon = False
         self._last_scan_seconds = 0.0
         self._looked = False  # the first look (every room counted) has finished
-        self._ticks = 0
+        self._ticks = 0  # sweeps so far
+        self._ages_timer: Timer | None = None
+        self._ages_at: float | None = None  # when the armed ages timer is due
         # What the watchers saw since the last look; the rows of the last looks merged.
         self._changes = Changes()
         self._room_rows: dict[str, RoomRow] = {}
@@ -136,7 +139,9 @@ class AckdeckApp(App[None]):
         else:
             self.request_scan()
         if self.config.tick_seconds > 0:
-            self.set_interval(self.config.tick_seconds, self._tick)
+            # Without watches (config `watch = false`) the sweep is all there is: every tick.
+            every = SWEEP_TICKS if self.config.watch else 1
+            self.set_interval(self.config.tick_seconds * every, self._sweep)
 
     def on_unmount(self) -> None:
         if self._theme_timer is not None:  # a theme picked just before quitting
@@ -311,6 +316,7 @@ class AckdeckApp(App[None]):
         changed = {r.key for r in part.rows}
         full = old is None or listed  # a new room list: every row is placed again
         self._main.apply_snapshot(snap, None if full else changed, rows)
+        self._arm_ages()
         if self.config.watch:
             self._ensure_watching(force=listed)
             self._ensure_following()
@@ -338,28 +344,43 @@ class AckdeckApp(App[None]):
             delay = min(1.0, max(SCAN_DELAY, 2 * self._last_scan_seconds))
             self.set_timer(delay, self._delayed_scan)
 
-    def _tick(self) -> None:
-        # Ages change with time: the table refreshes the cells whose text changed, in this
-        # thread, without a look at the files. Every SWEEP_TICKS ticks, the safety net for the
-        # home, every ROOM_SWEEP_TICKS also every room's fingerprint and the lines panel.
-        # Nothing else runs while nothing happens.
+    def _sweep(self) -> None:
+        # The safety net (nothing else runs while nothing happens): the home at every sweep,
+        # every room's fingerprint and the lines panel at every ROOM_SWEEPS-th.
         if self._main.closed:
             return
         self._ticks += 1
-        # Without watches (config `watch = false`) the sweep is all there is: every tick.
-        watching = self.config.watch
-        home = not watching or self._ticks % SWEEP_TICKS == 0
-        rooms = not watching or self._ticks % ROOM_SWEEP_TICKS == 0
-        if home or rooms:
-            self._changes.note(home=home, unknown=rooms)
-            self._scans.request()
+        rooms = not self.config.watch or self._ticks % ROOM_SWEEPS == 0
+        self._changes.note(home=True, unknown=rooms)
+        self._scans.request()
         if rooms:
             self._main.files_changed()
             watched = self._watch_dirs
             if watched is not None and self._watch_map.parents_appeared(watched):
                 self._ensure_watching(force=True)  # a room's directory was made since
-        if not rooms and self.snapshot is not None and not self._scans.busy:
-            self._main.refresh_ages(self.clock())
+
+    def _arm_ages(self) -> None:
+        """Wake when the rooms table's next time-driven text (an age, an overdue mark, a
+        sparkline) is due, not every second: an idle table of old rooms wakes for nothing."""
+        if self.config.tick_seconds <= 0 or self._main.closed:
+            return
+        due = self._main.ages_due
+        if due == self._ages_at:
+            return
+        if self._ages_timer is not None:
+            self._ages_timer.stop()
+        self._ages_at, self._ages_timer = due, None
+        if due != float("inf"):
+            delay = max(self.config.tick_seconds / 10, due - self.clock())
+            self._ages_timer = self.set_timer(delay, self._ages_due, name="ages")
+
+    def _ages_due(self) -> None:
+        self._ages_at, self._ages_timer = None, None
+        if self._main.closed:
+            return
+        if self.snapshot is not None and not self._scans.busy:
+            self._main.refresh_ages(self.clock())  # (else the look's snapshot arms it again)
+        self._arm_ages()
 
     def _delayed_scan(self) -> None:
         self._scan_soon = False

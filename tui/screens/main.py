@@ -236,6 +236,14 @@ class MainScreen(Screen[None]):
             return None
         return view.key, pending_cell(view.count)
 
+    @property
+    def ages_due(self) -> float:
+        """When the rooms table's next time-driven text changes (infinity: never, or no
+        table yet)."""
+        if not self.live or self.snapshot is None:
+            return float("inf")
+        return self.query_one(RoomsTable).due
+
     def refresh_ages(self, now: float) -> None:
         """Ages, overdue marks and arrival sparklines move with the clock: refresh the cells
         whose text changed (the table knows when the next one is due), nothing else."""
