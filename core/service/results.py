@@ -57,23 +57,29 @@ class Result(Struct):
     encoded on the way."""
 
     SHAPE: ClassVar[dict[str, Any]] = {}
+    # The keys of SHAPE that are properties of the class, found once per class (a status over
+    # 3,000 rooms encodes ~100,000 keys).
+    _PROPERTIES: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "SHAPE" not in cls.__dict__:
             # A result whose fields are its JSON declares nothing more: its shape is them.
             cls.SHAPE = fields_of(cls)
+        cls._PROPERTIES = frozenset(
+            key for key in cls.SHAPE if isinstance(getattr(cls, key, None), property)
+        )
 
     def source(self) -> Any:
         return self
 
     def to_json(self) -> dict[str, Any]:
-        mine, src = self.__dict__, self.source()
+        mine, src, properties = self.__dict__, self.source(), self._PROPERTIES
         out: dict[str, Any] = {}
         for key in self.SHAPE:
             if key in mine:
                 value = mine[key]
-            elif isinstance(getattr(type(self), key, None), property):
+            elif key in properties:
                 value = getattr(self, key)
             else:
                 value = getattr(src, key)
@@ -101,7 +107,12 @@ class DecodedLines(Result):
         return len(self._raw())
 
 
+_SCALARS = frozenset({int, float, str, bool, type(None)})  # encoded as they are
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Result):
         return value.to_json()
     if isinstance(value, list | tuple):
