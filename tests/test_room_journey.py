@@ -184,6 +184,21 @@ def test_a_rotation_never_drops_the_reads_of_a_line_still_in_the_room(
     assert r.status().deliveries == 0
 
 
+def test_a_status_counts_the_reads_of_a_log_left_rotated_only(tmp_path: Path) -> None:
+    # A rotation killed between its two renames leaves reads.1.jsonl without reads.jsonl: a
+    # status still counts the deliveries it holds; a room nobody read has neither file.
+    r = Room(tmp_path / "r.txt")
+    r.push("a")
+    assert r.status().deliveries == 0
+    assert not (journey(r) / readlog.LOG).exists()
+    r.read("one")
+    r.read("two")
+    os.replace(journey(r) / readlog.LOG, journey(r) / readlog.OLD)
+    assert r.status().deliveries == 2
+    os.unlink(journey(r) / readlog.OLD)
+    assert r.status().deliveries == 0
+
+
 def test_a_torn_entry_is_skipped_and_the_whole_one_glued_on_it_is_recovered(
     tmp_path: Path,
 ) -> None:

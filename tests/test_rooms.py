@@ -482,6 +482,25 @@ def test_ledger_moved_aside_makes_every_older_receipt_stale(tmp_path: Path) -> N
     assert room.path.read_bytes() == b"b\n"
 
 
+def test_status_without_a_ledger_starts_past_every_receipt_as_read_would(tmp_path: Path) -> None:
+    # A status reads the receipts once, before the ledger; with the ledger moved aside they
+    # also start the ledger it reports (the epoch and offsets a read would then use).
+    room = _room(tmp_path, b"a\nb\n")
+    room.read("s")
+    room.read("t")
+    os.replace(room.ledger_file, tmp_path / "ledger.old")
+    st = room.status()
+    assert (st.epoch, st.pending, st.pushed_total) == (1, 2, 4 + 4)
+    # Both receipts belong to epoch 0: stale, so everything is unread and nothing in flight.
+    assert {n: (s.in_flight, s.unread) for n, s in st.sessions.items()} == {
+        "s": (0, 2),
+        "t": (0, 2),
+    }
+    assert not room.ledger_file.exists()  # a status never stores the ledger
+    got = room.read("s")
+    assert (got.epoch, got.start) == (st.epoch, st.pushed_total - 4)
+
+
 def test_push_after_an_unterminated_fragment_completes_that_line(tmp_path: Path) -> None:
     # Documented behaviour: an unlocked writer left "frag" without its newline; push appends
     # after it, so the two form one line, and push reports where its own bytes start.

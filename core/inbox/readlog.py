@@ -159,6 +159,8 @@ def live_entries(directory: str | Path, base: int) -> list[ReadEntry]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError):
+        if not os.path.lexists(os.path.join(directory, OLD)):
+            return []  # no read was logged yet (the common case of a room nobody read)
         return [e for e in load(directory) if e.end > base]  # mid-rotation: reads.1 only
     try:
         pos = os.fstat(fd).st_size

@@ -126,17 +126,19 @@ class Room:
         return self._receipts.file(session)
 
     # ----- state --------------------------------------------------------------------------
-    def _ledger(self) -> L.Ledger:
-        return L.load_ledger(self.ledger_file, hint=LEDGER_HINT) or self._fresh_ledger()
+    def _ledger(self, receipts: dict[str, ReceiptHeader] | None = None) -> L.Ledger:
+        return L.load_ledger(self.ledger_file, hint=LEDGER_HINT) or self._fresh_ledger(receipts)
 
-    def _fresh_ledger(self) -> L.Ledger:
+    def _fresh_ledger(self, receipts: dict[str, ReceiptHeader] | None = None) -> L.Ledger:
         """The state to start from when there is no ledger (yet, or any more).
 
         A receipt is always written after the ledger it refers to, so receipts without a ledger
         mean it was lost or moved aside: start past every epoch and offset they name, so none
-        of them can authorise an ack against restarted offsets.
+        of them can authorise an ack against restarted offsets. `receipts`: their headers when
+        the caller already read them (after the ledger was found missing, or before looking).
         """
-        return L.fresh_ledger(list(self._receipts.headers().values()))
+        found = self._receipts.headers() if receipts is None else receipts
+        return L.fresh_ledger(list(found.values()))
 
     def _store(self, ledger: L.Ledger) -> None:
         L.store_ledger(self.ledger_file, ledger)
@@ -653,13 +655,18 @@ class Room:
             os.close(fd)
 
     def _status_locked(self, fd: int, counts: LineCounts | None) -> RoomStatus:
-        cur, head = looked = self._look(fd)
-        ledger, _, _ = self._settled_ledger(fd, can_write=False, looked=looked)
+        cur, head = self._look(fd)
+        # Headers only: counters never need the consumed bytes (maybe the whole room). Read
+        # once, before the ledger (a missing one starts from them): a read stores the ledger
+        # before its receipt, so receipts read first are never newer than the ledger.
+        receipts = self._receipts.headers()
+        # The ledger as `_settled_ledger` settles it; a status never stores it, so it is not
+        # compared with the stored one (that comparison only tells a writer to store).
+        ledger = self._ledger(receipts)
+        ledger = L.settle(ledger, L.classify(ledger, cur, head), L.identity_of(cur, head))
         # Kept counts go with the stat they were checked against; a plain status also counts
         # appends that landed after it, as it always has.
         size = cur.size if counts is not None else os.fstat(fd).st_size
-        # Headers only: counters never need the consumed bytes (maybe the whole room).
-        receipts = self._receipts.headers()
         # Where each current-epoch session stopped reading, as a byte offset in the file.
         cuts = {
             n: max(0, h.end - ledger.base) for n, h in receipts.items() if h.epoch == ledger.epoch
