@@ -117,6 +117,53 @@ def test_status_json_shape(tmp_path: Path, cli_env: dict[str, str]) -> None:
     assert st["oldest_pending_age"] >= mine["in_flight_age"] >= mine["unread_age"]
 
 
+def test_status_of_hundreds_of_rooms_reports_each_as_a_status_of_it_alone(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # Over hundreds of rooms a status hashes the heads with OpenSSL (imported for them) and
+    # pauses the cyclic collector; a status of one room does neither. Rooms rewritten in place
+    # (a new epoch), appended to behind ackdeck's back, read and partly acked: every number
+    # is the one-room status's (ages aside: they depend on the clock).
+    from ackdeck.core.inbox.rooms import Room
+
+    rooms = []
+    for i in range(300):
+        room = Room(tmp_path / f"r{i:03d}.txt")
+        for j in range(i % 4 + 1):
+            room.push(f"line {j} of room {i} " + "x" * (i % 50))
+        if i % 3 == 0:
+            room.read("s")
+        if i % 6 == 0:
+            room.ack("s")
+            room.push("after the ack")
+        room.close()
+        if i % 6 == 3:  # read, then rewritten in place: same size, another head
+            data = room.path.read_bytes()
+            room.path.write_bytes(data.replace(b"line", b"LINE"))
+        elif i % 7 == 0:  # an unlocked append
+            with open(room.path, "ab") as f:
+                f.write(b"appended\n")
+        rooms.append(str(room.path))
+
+    def numbers(report: dict) -> list[dict]:
+        drop = ("checked_at", "default", "overdue")
+        out = []
+        for st in report["rooms"]:
+            row = {k: v for k, v in st.items() if k not in drop and not k.endswith("_age")}
+            row["sessions"] = {
+                n: {k: v for k, v in c.items() if not k.endswith("_age") and k != "overdue"}
+                for n, c in st["sessions"].items()
+            }
+            out.append(row)
+        return out
+
+    every = numbers(ok_json(cli_env, "room", "status", *rooms, "--session", "s"))
+    assert [st["epoch"] for st in every[:10]] == [0, 0, 0, 1, 0, 0, 0, 0, 0, 1]  # r003, r009
+    for i in (0, 1, 3, 6, 7, 9, 299):
+        alone = numbers(ok_json(cli_env, "room", "status", rooms[i], "--session", "s"))
+        assert every[i] == alone[0], i
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [
@@ -191,3 +238,29 @@ def test_cold_ack_on_an_untouched_room_leaves_the_tree_byte_identical(
     assert out.returncode == 3 and "2 unread" in out.stderr
     assert tree() == before
     assert not (rooms / ".inbox.txt.ackdeck").exists()
+
+
+def test_status_in_process_leaves_the_collector_as_it_found_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `room status` pauses the cyclic collector while it works; a caller that runs the CLI in
+    # its own process (a test, a script) gets it back as it was, also after an error.
+    import gc
+
+    from ackdeck.core.cli import main
+
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"a\nb\n")
+    assert gc.isenabled()
+    assert main(["room", "status", str(room), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rooms"][0]["pending"] == 2
+    assert gc.isenabled()
+    assert main(["room", "status", str(tmp_path / "dir") + "/", "--json"]) == 1  # refused
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert main(["room", "status", str(room)]) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    capsys.readouterr()

@@ -23,6 +23,8 @@ from ackdeck.core.service.rooms import not_delivered
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ackdeck.core.service.roomref import RoomRef
 
 _SESSION_HELP = f"reader session ({SESSION_HELP})"
@@ -302,6 +304,32 @@ def _ack(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    with _collector_paused():
+        return _status_report(args)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a status is taken and reported.
+
+    A status builds some 30 objects per room (references, rooms, results, their JSON) that all
+    live until the report is printed; the collector would walk all of them again each time a
+    quarter more were made (7% of `room status` over 3,000 rooms) and find nothing: none of
+    them is garbage before the report. Reference counting still frees everything else as
+    usual, and the collector runs again afterwards (also when this was called in-process)."""
+    import gc
+
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _status_report(args: argparse.Namespace) -> int:
     session = args.session or os.environ.get("ACKDECK_SESSION") or None
     # The session is checked as every other command does: `../x` is no session.
     deck = Deck(args.home, session, args.room, follow_symlinks=args.follow_symlinks, door="cli")
