@@ -15,7 +15,9 @@ uses it), and 300 rooms beside 30 monitored runs printing. The dashboard runs as
   the terminal. p50 / p95. Target: p95 <= 250 ms at 300 and 3,000 (ratio <= 1.5).
 - key -> screen: Down moves the cursor; until the next room's name is repainted. While 10
   producers push 20 lines/s each into rooms further down. Baseline: the plain table app.
-- `room status DIR/*.txt --json` against `wc -l` of the same files (the same bytes read).
+- `room status DIR/*.txt --json` against `wc -l` of the same files (the same bytes read), run
+  round-robin with bytecode caches (bench/bench_status.py, `python -m bench status`, measures
+  this alone, with CPU time and Python's own floor).
 - memory: the tree's peak RSS; per room = growth from the middle to the largest case.
 """
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -184,19 +185,13 @@ class Producers:
         self.proc.wait()
 
 
-def _status_vs_wc(rooms: list[Path], repeats: int) -> tuple[float, float]:
-    def timed(argv: list[str]) -> float:
-        best = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=REPO)
-            best.append(time.perf_counter() - t0)
-        return statistics.median(best)
+def _status_vs_wc(rooms: list[Path], repeats: int, work: Path) -> tuple[float, float]:
+    """Median wall seconds of `room status --json` and of `wc -l` over `rooms`, run
+    round-robin (bench/bench_status.py, which also prints the CPU time and Python's floor)."""
+    from bench.bench_status import measure
 
-    ours = timed(
-        [sys.executable, "-m", "ackdeck.core.cli", "room", "status", *map(str, rooms), "--json"]
-    )
-    return ours, timed(["wc", "-l", *map(str, rooms)])
+    got = measure(rooms, repeats, work)
+    return got["room status --json"][0], got["wc -l"][0]
 
 
 def _start_runs(home: Path, n: int) -> None:
@@ -252,7 +247,7 @@ def _case(base: Path, n: int, mode: Mode, *, runs: int = 0) -> Result:
         tree, _main = app.stop()
         res.figures["peak memory (MiB)"] = tree / 1024
         if n > max(PROBES) and not runs:
-            ours, wc = _status_vs_wc(rooms, mode.status_repeats)
+            ours, wc = _status_vs_wc(rooms, mode.status_repeats, base)
             res.figures["room status (ms)"] = ours * 1000
             res.figures["wc -l (ms)"] = wc * 1000
     finally:
