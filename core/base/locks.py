@@ -20,7 +20,7 @@ __all__ = ["LockTimeout", "locked"]  # LockTimeout lives in ackdeck.core.errors;
 
 @contextmanager
 def locked(
-    lock_file: Path, *, shared: bool = False, timeout: float | None = None
+    lock_file: Path | str, *, shared: bool = False, timeout: float | None = None
 ) -> Iterator[None]:
     """Hold an flock on `lock_file` (created if missing) for the duration of the block."""
     fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)

@@ -30,6 +30,8 @@ from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox.prev_inodes import PREV_PREFIX
 
 SUFFIX = ".ackdeck"
+# The names inside a sidecar (the layout above).
+LOCK, LEDGER, AUDIT, RECEIPTS, JOURNEY = "lock", "ledger", "audit.jsonl", "receipts", "journey"
 
 
 def path_for(room: Path) -> Path:
@@ -115,24 +117,24 @@ class Sidecar:
 
     @property
     def lock_file(self) -> Path:
-        return self.path / "lock"
+        return self.path / LOCK
 
     @property
     def ledger_file(self) -> Path:
-        return self.path / "ledger"
+        return self.path / LEDGER
 
     @property
     def audit_file(self) -> Path:
-        return self.path / "audit.jsonl"
+        return self.path / AUDIT
 
     @property
     def receipts_dir(self) -> Path:
-        return self.path / "receipts"
+        return self.path / RECEIPTS
 
     @property
     def journey_dir(self) -> Path:
         """Its own directory, so a full filesystem for it alone is a real case to test."""
-        return self.path / "journey"
+        return self.path / JOURNEY
 
     # ----- safety checks ----------------------------------------------------------------------
     def check_dir(self) -> None:
