@@ -182,6 +182,31 @@ def test_pending_without_rename_is_forgotten_with_its_link_entry() -> None:
     assert out.pending is None and out.prev == [] and out.base == 0 and out.acked_total == 0
 
 
+@pytest.mark.parametrize("verdict", ["same", "new", "grown", "foreign", "recovered"])
+def test_settle_counters_is_settle_without_the_new_identity(verdict: str) -> None:
+    # What a status reports (settle_counters) is what a read or ack settles (settle): every
+    # field but the identity of the file on disk, which the status does not hash.
+    pending_id = L.identity_of(_st(2, ino=9, mtime=5), b"c\n")
+    led = _ledger_at(6, b"a\nb\nc\n").replace(
+        base=100,
+        epoch=2,
+        acked_total=7,
+        pending=L.PendingRewrite(identity=pending_id, base=104, session="s", acked=2, at=42.0),
+        prev=[
+            L.PrevInode(name="prev-9-x", dev=1, ino=9, offset=6, since=0.0),
+            L.PrevInode(name="prev-5-y", dev=1, ino=5, offset=3, since=0.0),
+        ],
+    )
+    cur = L.identity_of(_st(4, ino=9, mtime=6), b"c\nd\n")
+    full = L.settle(led, verdict, cur)  # type: ignore[arg-type]
+    counters = L.settle_counters(led, verdict, (cur.dev, cur.ino))  # type: ignore[arg-type]
+    assert counters.to_dict() == {**full.to_dict(), "identity": counters.to_dict()["identity"]}
+    want = {"new": cur, "grown": cur, "foreign": cur, "same": led.identity}
+    assert full.identity == want.get(verdict, pending_id)
+    assert counters.identity == (pending_id if verdict == "recovered" else led.identity)
+    assert [p.ino for p in counters.prev] == [5]  # the live inode's link entry is forgotten
+
+
 def test_receipt_roundtrip_and_corruption(tmp_path) -> None:
     data = b"a\xff\r\tb\n"
     r = R.Receipt(_receipt(data), data)

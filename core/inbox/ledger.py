@@ -463,13 +463,22 @@ def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
     `prev` entries for the inode that is still the room (an ack that died before its rename
     linked the live file; sweeping it into itself would duplicate lines).
     """
-    prev = [p for p in ledger.prev if (p.dev, p.ino) != (current.dev, current.ino)]
-    if verdict == "same":
-        return ledger.replace(pending=None, prev=prev)
-    if verdict in ("new", "grown"):
+    settled = settle_counters(ledger, verdict, (current.dev, current.ino))
+    if verdict in ("new", "grown", "foreign"):
         # "grown": recording the larger size is what lets a later shrink or in-place rewrite
         # of bytes some session has read be detected (reads persist it before their receipt).
-        return ledger.replace(identity=current, pending=None, prev=prev)
+        return settled.replace(identity=current)
+    return settled
+
+
+def settle_counters(ledger: Ledger, verdict: Verdict, file: tuple[int, int]) -> Ledger:
+    """`settle` without recording the identity of the file on disk (device and inode `file`):
+    its epoch, offsets, totals, `pending` and `prev` are `settle`'s, its `identity` stays the
+    recorded one (a recovered rewrite's: its own). What a status reports, which never stores
+    the ledger, so it need not hash the file's head for an identity nobody reads."""
+    prev = [p for p in ledger.prev if (p.dev, p.ino) != file]
+    if verdict in ("same", "new", "grown"):
+        return ledger.replace(pending=None, prev=prev)
     if verdict == "recovered":
         pending = ledger.pending
         assert pending is not None
@@ -485,11 +494,7 @@ def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
     # Foreign: a new epoch. `base` keeps growing so logical offsets never repeat.
     old_size = ledger.identity.size if ledger.identity else 0
     return ledger.replace(
-        epoch=ledger.epoch + 1,
-        base=ledger.base + old_size,
-        identity=current,
-        pending=None,
-        prev=prev,
+        epoch=ledger.epoch + 1, base=ledger.base + old_size, pending=None, prev=prev
     )
 
 

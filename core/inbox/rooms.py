@@ -661,10 +661,11 @@ class Room:
         # once, before the ledger (a missing one starts from them): a read stores the ledger
         # before its receipt, so receipts read first are never newer than the ledger.
         receipts = self._receipts.headers()
-        # The ledger as `_settled_ledger` settles it; a status never stores it, so it is not
-        # compared with the stored one (that comparison only tells a writer to store).
+        # The ledger's counters as `_settled_ledger` settles them; a status never stores it, so
+        # it is not compared with the stored one (that only tells a writer to store) and the
+        # file's new identity (a hash of its head) is not made (settle_counters).
         ledger = self._ledger(receipts)
-        ledger = L.settle(ledger, L.classify(ledger, cur, head), L.identity_of(cur, head))
+        ledger = L.settle_counters(ledger, L.classify(ledger, cur, head), (cur.dev, cur.ino))
         # Kept counts go with the stat they were checked against; a plain status also counts
         # appends that landed after it, as it always has.
         size = cur.size if counts is not None else os.fstat(fd).st_size
