@@ -326,9 +326,10 @@ def status(
     over each room's own policy."""
     if default is None and rooms:
         default = rooms[0][1]
-    # A file room's status hashes its head (up to HEAD_BYTES) to tell appends from a rewrite,
-    # twice once it has a ledger: over hundreds of rooms, OpenSSL's hash repays its import.
-    use_openssl(len(rooms) * 2 * HEAD_BYTES)
+    # A file room's status hashes its head (up to HEAD_BYTES) to tell appends from a rewrite
+    # once a read recorded its identity: over hundreds of rooms, OpenSSL's hash repays its
+    # import (from 512 rooms on).
+    use_openssl(len(rooms) * HEAD_BYTES)
     return Status(
         session,
         [
