@@ -664,3 +664,36 @@ def test_a_room_path_naming_a_directory_is_one_line_and_never_chases_a_symlink(
         assert out.stderr.count(b"\n") == 1 and b"names a directory" in out.stderr, out.stderr
     assert victim.read_bytes() == b"important=1\n"
     assert sorted(p.name for p in victim.parent.iterdir()) == ["important.conf"]
+
+
+def test_a_status_of_rooms_in_linked_directories_names_each_as_the_kernel_resolves_it(
+    tmp_path: Path, home: Path
+) -> None:
+    """A command naming many rooms resolves each directory once for all its rooms: still as
+    open(2) does, through a directory symlink and `..` past it, relative or absolute, and a
+    symlinked room itself is still refused, not chased."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to("real/sub")
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / "real" / "sub" / name).write_bytes(b"x\n")
+    (tmp_path / "real" / "c.txt").write_bytes(b"x\ny\n")
+    specs = ["link/a.txt", "link/b.txt", "link/../c.txt", str(tmp_path / "link" / "a.txt")]
+    env = {**os.environ, "ACKDECK_HOME": str(home), "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [*ACKDECK, "room", "status", *specs, "--json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    rows = json.loads(out.stdout)["rooms"]
+    real = tmp_path.resolve() / "real"
+    # The same file named twice is one room; `link/..` is `real`, where the link points.
+    assert [(r["path"], r["pending"]) for r in rows] == [
+        (str(real / "sub" / "a.txt"), 1),
+        (str(real / "sub" / "b.txt"), 1),
+        (str(real / "c.txt"), 2),
+    ]
+    (tmp_path / "real" / "sub" / "d.txt").symlink_to("a.txt")
+    refused = subprocess.run(
+        [*ACKDECK, "room", "status", "link/a.txt", "link/d.txt"],
+        env=env, cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "is a symlink; refusing" in refused.stderr

@@ -69,8 +69,9 @@ class Deck:
         # A dict keeps the order and drops repeats in linear time (a list's `in` made 3,000
         # rooms cost seconds).
         refs: dict[RoomRef, None] = {}
+        dirs: dict[str, str] = {}  # each directory named is resolved once for all its rooms
         for spec in rooms:
-            refs.setdefault(self.parse(spec))
+            refs.setdefault(self.parse(spec, dirs))
         self.rooms: tuple[RoomRef, ...] = tuple(refs)
         # How many of the rooms share each short name, counted once: every label is then O(1)
         # (comparing every room with every room was 2.6 s of `room status` over 3,000 rooms).
@@ -89,8 +90,9 @@ class Deck:
             self._home = resolve_home(self._home_arg)
         return self._home
 
-    def parse(self, spec: Spec) -> RoomRef:
-        return parse_room(spec, env=self._env, follow_symlinks=self._follow_symlinks)
+    def parse(self, spec: Spec, dirs: dict[str, str] | None = None) -> RoomRef:
+        """`spec` as this door's room (`refs.parse_room`; `dirs`: see `names.room_path`)."""
+        return parse_room(spec, env=self._env, follow_symlinks=self._follow_symlinks, dirs=dirs)
 
     def label(self, ref: RoomRef) -> str:
         """How this door names `ref`: its short name when unambiguous among the door's rooms

@@ -22,16 +22,18 @@ def parse_room(
     *,
     env: Mapping[str, str] | None = None,
     follow_symlinks: bool = False,
+    dirs: dict[str, str] | None = None,
 ) -> RoomRef:
     """The room `spec` names: a `redis://` / `rediss://` URL, else a file path. Raises
-    InvalidInput (one line, never a password) when it names none."""
+    InvalidInput (one line, never a password) when it names none. `dirs`: directories
+    resolved for the other rooms a caller parses at once (`names.room_path`)."""
     if isinstance(spec, RoomRef):
         return spec
     if is_url(spec):
         from ackdeck.core.service.redis_ref import RedisRoomRef
 
         return RedisRoomRef.parse(str(spec), env)
-    return FileRoomRef(spec, follow_symlinks=follow_symlinks)
+    return FileRoomRef(spec, follow_symlinks=follow_symlinks, dirs=dirs)
 
 
 def display_of(spec: str | os.PathLike[str]) -> str:

@@ -114,11 +114,17 @@ class FileRoomRef(RoomRef):
     """A notification file, by its absolute path (the directory resolved as the kernel does;
     the file itself is never chased)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, follow_symlinks: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        follow_symlinks: bool = False,
+        dirs: dict[str, str] | None = None,
+    ) -> None:
         text = os.fspath(path)
         if "\0" in text:
             raise InvalidInput("room path contains a NUL byte")
-        self.path = room_path(text)
+        self.path = room_path(text, dirs)  # dirs: see room_path
         self.display = str(self.path)
         self.name = self.path.name
         self.follow_symlinks = follow_symlinks
