@@ -7,6 +7,7 @@ and the tests all use it, so a test config can switch off every source of nondet
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -55,6 +56,9 @@ SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
 # rooms is 9,000 stats.
 SWEEP_TICKS = 10
 ROOM_SWEEPS = 3
+# Ages, overdue marks and arrival sparklines (5 s buckets) are repainted at most this often;
+# an age shows at most this late (ages step in tens of seconds at the finest).
+AGES_EVERY = 5.0
 THEME_SETTLE_S = 1.0  # a theme shown this long in the palette's list is the one picked
 
 
@@ -371,7 +375,11 @@ class AckdeckApp(App[None]):
             self._ages_timer.stop()
         self._ages_at, self._ages_timer = due, None
         if due != float("inf"):
-            delay = max(self.config.tick_seconds / 10, due - self.clock())
+            # Each repaint redraws every visible row (DataTable's update_cell), and rooms that
+            # became active together step at moments a few ms apart: the rows due within the
+            # same AGES_EVERY seconds are repainted together, at a multiple of it.
+            at = math.ceil(due / AGES_EVERY) * AGES_EVERY
+            delay = max(self.config.tick_seconds / 10, at - self.clock())
             self._ages_timer = self.set_timer(delay, self._ages_due, name="ages")
 
     def _ages_due(self) -> None:
