@@ -19,6 +19,11 @@ uses it), and 300 rooms beside 30 monitored runs printing. The dashboard runs as
   round-robin with bytecode caches (bench/bench_status.py, `python -m bench status`, measures
   this alone, with CPU time and Python's own floor).
 - memory: the tree's peak RSS; per room = growth from the middle to the largest case.
+
+`--focus` (`--repeat=N`, default 3) measures only the two issue-22 targets that need repeats on
+a shared machine: memory per room in each process (the UI's and the scanner's peak RSS, growth
+from 300 to 3,000 rooms) and key -> screen at 300 and 3,000 rooms while 10 producers push; the
+cases alternate, and latencies are pooled over the repeats.
 """
 
 from __future__ import annotations
@@ -163,6 +168,16 @@ def key_latency(app: PtyApp, names: list[str], presses: int) -> list[float]:
     return out
 
 
+def keys_while_pushing(app: PtyApp, rooms: list[Path], presses: int) -> list[float]:
+    """Key latencies while 10 producers push 20 lines/s each into the last 10 rooms."""
+    producers = Producers(rooms[-10:])
+    try:
+        app.drain(2.0)
+        return key_latency(app, [r.name for r in rooms], presses)
+    finally:
+        producers.stop()
+
+
 class Producers:
     """10 threads, each pushing 20 lines/s into its own room (other processes' writes)."""
 
@@ -235,13 +250,7 @@ def _case(base: Path, n: int, mode: Mode, *, runs: int = 0) -> Result:
             lat = push_latency(app, rooms[2], _probe_lines(2), mode.pushes)
             res.figures["push -> Pending p50 (ms)"] = _pct(lat, 0.5) * 1000
             res.figures["push -> Pending p95 (ms)"] = _pct(lat, 0.95) * 1000
-            busy = rooms[-10:]
-            producers = Producers(busy)
-            try:
-                app.drain(2.0)
-                keys = key_latency(app, [r.name for r in rooms], mode.keys)
-            finally:
-                producers.stop()
+            keys = keys_while_pushing(app, rooms, mode.keys)
             res.figures["key -> screen p50 (ms)"] = _pct(keys, 0.5) * 1000
             res.figures["key -> screen p95 (ms)"] = _pct(keys, 0.95) * 1000
         tree, _main = app.stop()
@@ -262,12 +271,7 @@ def _baseline_table(rooms: list[Path], mode: Mode, keys: bool) -> dict[str, floa
     app.drain(3.0)
     out = {"idle CPU (% of a core)": idle_cpu(app, mode.idle_s)}
     if keys:
-        producers = Producers(rooms[-10:])
-        try:
-            app.drain(2.0)
-            lat = key_latency(app, [r.name for r in rooms], mode.keys)
-        finally:
-            producers.stop()
+        lat = keys_while_pushing(app, rooms, mode.keys)
         out["key -> screen p50 (ms)"] = _pct(lat, 0.5) * 1000
         out["key -> screen p95 (ms)"] = _pct(lat, 0.95) * 1000
     app.stop()
@@ -363,8 +367,53 @@ def _report(results: list[Result], tl: float | None, plain: dict[str, float], mo
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
+def _focus_case(base: Path, n: int, mode: Mode) -> tuple[dict[str, int], list[float]]:
+    """One start of the dashboard over `n` rooms: the key latencies while 10 producers push,
+    then each process's peak RSS (KiB): the UI's and the rest of its tree (the scanner)."""
+    rooms = sorted((base / f"rooms-{n}").glob("*.txt")) or _build(base / f"rooms-{n}", n, mode)
+    home = base / f"home-{n}"
+    home.mkdir(exist_ok=True)
+    app = PtyApp(_ours(_config(base / f"dash-{n}.toml", rooms, home)))
+    table_on_screen(app)
+    app.drain(5.0)
+    keys = keys_while_pushing(app, rooms, mode.keys)
+    tree, ui = app.stop()
+    return {"ui": ui, "scanner": tree - ui, "tree": tree}, keys
+
+
+def focus(repeat: int) -> None:
+    mode = FULL
+    WORK.mkdir(parents=True, exist_ok=True)
+    mid, big = mode.cases[1], mode.cases[2]
+    mem: dict[int, list[dict[str, int]]] = {mid: [], big: []}
+    lat: dict[int, list[float]] = {mid: [], big: []}
+    with tempfile.TemporaryDirectory(prefix="bench-dash-", dir=WORK) as tmp:
+        base = Path(tmp)
+        for i in range(repeat):
+            for n in (mid, big) if i % 2 == 0 else (big, mid):
+                peak, keys = _focus_case(base, n, mode)
+                mem[n].append(peak)
+                lat[n] += keys
+                print(f"  run {i + 1}, {n:,} rooms: peak KiB {peak}, key p50/p95 "
+                      f"{_pct(keys, 0.5) * 1000:.1f} / {_pct(keys, 0.95) * 1000:.1f} ms",
+                      flush=True)  # fmt: skip
+    print(f"{SIZE[1]}x{SIZE[0]} pty, focus mode, {repeat} runs per case (medians of peaks)")
+    for part in ("ui", "scanner", "tree"):
+        a, b = (statistics.median(m[part] for m in mem[n]) for n in (mid, big))
+        print(f"  {part:8} peak {a / 1024:6.1f} / {b / 1024:6.1f} MiB ({mid:,} / {big:,} rooms), "
+              f"per room {(b - a) / (big - mid):.2f} KiB")  # fmt: skip
+    for n in (mid, big):
+        print(f"  key -> screen at {n:,} rooms: p50 {_pct(lat[n], 0.5) * 1000:.1f} ms, "
+              f"p95 {_pct(lat[n], 0.95) * 1000:.1f} ms ({len(lat[n])} presses)")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
-    run(QUICK if argv and "--quick" in argv else FULL)
+    argv = argv or []
+    if "--focus" in argv:
+        repeat = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--repeat=")), 3)
+        focus(repeat)
+        return
+    run(QUICK if "--quick" in argv else FULL)
 
 
 if __name__ == "__main__":
