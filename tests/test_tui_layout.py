@@ -10,7 +10,15 @@ import pytest
 from ackdeck.tui.app import make_app
 from ackdeck.tui.scenes import Scene, apply_rates, full_scene
 from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
-from ackdeck.tui.widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable, fit_widths
+from ackdeck.tui.widgets.tables import (
+    Cell,
+    KeyedTable,
+    ProcsTable,
+    RoomsTable,
+    WakesTable,
+    _cut,
+    fit_widths,
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +32,27 @@ def test_fit_widths_cuts_the_widest_cuttable_columns_first() -> None:
     # Numbers (minimum 0) are never cut; the cut stops at the minimums.
     assert fit_widths([10, 4, 20], [3, 0, 5], 5) == [3, 4, 5]
     assert fit_widths([5, 5], [2, 2], 100) == [5, 5]
+
+
+def test_a_cell_renders_as_the_text_it_stands_for_and_is_cut_with_its_style() -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    def shown(renderable: object) -> str:
+        console = Console(width=12, color_system="truecolor", force_terminal=True)
+        with console.capture() as cap:
+            console.print(renderable)
+        return cap.get()
+
+    cell = Cell("1,234", "bold red", "right")
+    assert shown(cell) == shown(Text("1,234", style="bold red", justify="right"))
+    assert cell.plain == str(cell) == "1,234"
+    # A style of its own is a change (a Text compares its text and spans only, so the Oldest
+    # cell turning red at the same text was not repainted).
+    assert cell != Cell("1,234", "", "right") and cell == Cell("1,234", "bold red", "right")
+    cut = _cut(Cell("a-long-room-name.txt", "yellow"), 8)
+    assert isinstance(cut, Text) and cut.plain == "a-long-…" and str(cut.style) == "yellow"
+    assert Cell("[b]x.txt").__rich__().plain == "[b]x.txt"  # never read as markup
 
 
 @pytest.mark.parametrize("size", [(120, 35), (80, 24), (100, 30), (200, 50)])

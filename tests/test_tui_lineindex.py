@@ -136,6 +136,23 @@ def test_rate_tracker_buckets_arrivals_and_ignores_drops() -> None:
     assert sparkline([0, 0]) == "▁▁"
 
 
+def test_rate_tracker_forgets_the_samples_of_a_room_quiet_for_a_window() -> None:
+    # Only rooms with arrivals within the window keep a series (3,000 quiet rooms kept a deque
+    # each); a quiet room's next arrival is still counted from its last count.
+    rt = RateTracker(bucket_seconds=5, buckets=4)  # a 20 s window
+    rt.observe("r", 100.0, 0)
+    rt.observe("r", 101.0, 3)
+    assert rt.rising("r", 101.0) and rt.series("r", 101.0) == [0, 0, 0, 3]
+    rt.observe("r", 130.0, 3)  # nothing arrived for a window
+    assert not rt.rising("r", 130.0) and rt.series("r", 130.0) == [0, 0, 0, 0]
+    assert "r" not in rt._samples  # only its last sample is kept
+    rt.observe("r", 131.0, 2)  # an ack
+    rt.observe("r", 133.0, 6)  # +4
+    assert rt.series("r", 134.0) == [0, 0, 0, 4]
+    rt.observe("q", 100.0, 5)  # a room that never rose keeps no series at all
+    assert "q" not in rt._samples and rt.series("q", 100.0) == [0, 0, 0, 0]
+
+
 def test_ages() -> None:
     assert ago(None, 100) == "-"
     assert ago(95, 100) == "just now"

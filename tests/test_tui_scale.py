@@ -112,6 +112,26 @@ def test_a_long_first_count_arrives_in_parts_selected_room_first(
     assert sorted(r.key for p in parts for r in p.rows) == sorted(str(r) for r in rooms)
 
 
+def test_a_room_a_new_namesake_renames_is_sent_again_with_its_new_label(tmp_path: Path) -> None:
+    # The counter keeps what each row said, not the row: a room whose label changes because
+    # another room of the same name appeared is counted again and sent with the new label,
+    # and its numbers are still core's.
+    a, b = tmp_path / "a" / "same.txt", tmp_path / "b" / "same.txt"
+    for p in (a, b):
+        p.parent.mkdir()
+        p.write_bytes(b"one\ntwo\n")
+    counter = RoomCounter(wall=lambda: time.time() + 100)
+    [row] = [r for p in look(counter, [a]) for r in p.rows]
+    assert row.label == "same.txt"
+    assert not [r for p in look(counter, [a], sweep=True) for r in p.rows]  # nothing new
+    rows = {r.key: r for p in look(counter, [a, b], sweep=False) for r in p.rows}
+    assert {k: r.label for k, r in rows.items()} == {str(a): "a/same.txt", str(b): "b/same.txt"}
+    assert without_clock(rows[str(a)].status) == without_clock(Room(a).status())
+    # The namesake goes: the first room gets its short label back.
+    [row] = [r for p in look(counter, [a], sweep=False) for r in p.rows]
+    assert (row.key, row.label) == (str(a), "same.txt")
+
+
 def test_run_output_is_not_a_room_or_table_change(tmp_path: Path) -> None:
     home = str(tmp_path)
     rdir = os.path.join(home, "procs", "build", "20261201T000000000-abcdef")

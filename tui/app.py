@@ -193,14 +193,17 @@ class AckdeckApp(App[None]):
         self.rooms = rooms
         self._order = [str(r) for r in rooms]
         self.labels = room_labels(rooms)
-        # The rooms parsed once, by key (a spec that names no room shows its error row).
-        self._refs: list[tuple[str, RoomRef]] = []
+        # The rooms parsed once, by key (a spec that names no room shows its error row), for
+        # the watch map; only followed (redis) rooms are kept parsed, for their follow loops
+        # (a parsed file room is a few paths: kept for thousands of rooms, that added up).
+        refs: list[tuple[str, RoomRef]] = []
         for room in rooms:
             try:
-                self._refs.append((str(room), parse_room(room)))
+                refs.append((str(room), parse_room(room)))
             except AckdeckError:
                 pass
-        self._watch_map = WatchMap(self._refs, self.config.dir_paths())
+        self._followed = [(key, ref) for key, ref in refs if ref.FOLLOWS]
+        self._watch_map = WatchMap(refs, self.config.dir_paths())
         for gone in set(self._room_rows) - set(self.labels):
             del self._room_rows[gone]
             self.rates.forget(gone)
@@ -426,9 +429,8 @@ class AckdeckApp(App[None]):
         if self._follow_stop is not None or self._shut_down:
             return
         self._follow_stop = threading.Event()
-        for key, ref in self._refs:
-            if ref.FOLLOWS:
-                self._follow(key, ref, self._follow_stop)
+        for key, ref in self._followed:
+            self._follow(key, ref, self._follow_stop)
 
     def _changed(
         self,

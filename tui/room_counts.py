@@ -7,7 +7,8 @@ or the app when counting in-process) and keeps, per room:
 - a fingerprint of the files a status depends on (the room, its ledger, its receipts
   directory: inode, size, mtime, ctime), so a sweep over every room (the safety net for events
   a watcher missed) recounts only rooms whose files changed;
-- the row it last reported, so a reply carries only rows that changed.
+- what the row it last reported said (`_signature`: its numbers, marks and label, as one
+  tuple, not the row and its status object), so a reply carries only rows that changed.
 
 A fingerprint taken within `RACY_S` of its files' last change is not trusted (two writes in
 one clock tick leave the same stamps; the fix git uses for its index): that room is counted
@@ -19,9 +20,10 @@ No Textual here: the scanner process imports this.
 from __future__ import annotations
 
 import os
+import struct
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,12 @@ RACY_S = 2.0
 # A long first count is sent in parts this often, so rows appear as they are counted.
 PART_S = 0.1
 
-Fingerprint = tuple[Any, ...]
+# A fingerprint: the stamps of a room's files packed into one bytes object (a tuple of tuples
+# of ints cost about 300 bytes per room), with the newest ctime, which decides whether it is
+# trusted.
+Fingerprint = tuple[bytes, int]
+_STAMP = struct.Struct("<B5Q")  # present, device, inode, size, mtime and ctime (ns)
+_ABSENT = _STAMP.pack(0, 0, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -70,22 +77,29 @@ class ScanDelta:
     recounted: int = 0  # rooms whose status was taken (the bench and tests read it)
 
 
-def _stamp(path: str) -> tuple[int, int, int, int, int] | None:
+def _stamp(path: str) -> tuple[bytes, int]:
+    """The packed stamp of `path` and its ctime (ns); a missing file has its own stamp."""
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
-        return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+        return _ABSENT, 0
+    ctime = st.st_ctime_ns
+    # Times before 1970 (negative) are kept apart from absent by the `present` byte; the
+    # unsigned fields take them modulo 2**64, which still tells two stamps apart.
+    mask = (1 << 64) - 1
+    packed = _STAMP.pack(1, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns & mask, ctime & mask)
+    return packed, ctime
 
 
 class RoomCounter:
     def __init__(self, *, wall: Callable[[], float] = time.time) -> None:
         self._wall = wall
         self._counts: dict[str, LineCounts] = {}
-        self._seen: dict[str, Fingerprint] = {}  # trusted fingerprints only
-        self._rows: dict[str, RoomRow] = {}
+        self._seen: dict[str, bytes] = {}  # trusted fingerprints only (their stamps)
+        # What each room's last reported row said (`_signature`): the rows themselves went
+        # to the dashboard; keeping them here too cost a status object per room.
+        self._said: dict[str, tuple[Any, ...]] = {}
         self._files: dict[str, tuple[str, ...]] = {}  # () for a room without files
-        self._rooms: list[Path | str] = []
         self._labels: tuple[tuple[str, ...], dict[str, str]] = ((), {})
         self._runs: dict[str, Any] | None = None  # the latest run of each process name
 
@@ -112,59 +126,57 @@ class RoomCounter:
             files = self._files[key] = (key, side + "/ledger", str(found[2]))
         if not files:
             return None
-        return tuple(_stamp(f) for f in files)
+        stamps = [_stamp(f) for f in files]
+        return b"".join(s for s, _ in stamps), max(c for _, c in stamps)
 
     def _trusted(self, fp: Fingerprint, wall: float) -> bool:
-        newest = max((s[4] for s in fp if s is not None), default=0)
-        return newest < (wall - RACY_S) * 1e9
+        return fp[1] < (wall - RACY_S) * 1e9
 
     def scan(self, req: ScanRequest, emit: Callable[[ScanDelta], None]) -> None:
         """Count what `req` asks for and `emit` the changed rows (in parts if slow)."""
-        relabelled: list[RoomRow] = []
+        relabel: set[str] = set()
         if req.rooms is not None:
-            self._rooms = req.rooms
             before = self._labels[1]
             labels = self._labels_for(req.rooms)
             if labels is not before:
                 # Another room list (a room directory gained or lost a file) may rename
                 # rooms that did not change: two files of one name are told apart by their
-                # directory only while both are there.
-                for key, row in self._rows.items():
-                    if key in labels and row.label != labels[key]:
-                        self._rows[key] = replace(row, label=labels[key])
-                        relabelled.append(self._rows[key])
+                # directory only while both are there. Those rooms are counted again (only
+                # their appended bytes), and the new label makes their rows differ.
+                relabel = {k for k, said in self._said.items() if labels.get(k, said[0]) != said[0]}
         labels = self._labels[1]
         order = list(labels)
         if req.first in labels:
             order.remove(req.first)
             order.insert(0, req.first)
         keep = set(order)
-        for gone in [k for k in self._rows if k not in keep]:
-            for memo in (self._rows, self._seen, self._counts, self._files):
+        for gone in [k for k in self._said if k not in keep]:
+            for memo in (self._said, self._seen, self._counts, self._files):
                 memo.pop(gone, None)
         wall = self._wall()
-        changed: list[RoomRow] = relabelled
+        changed: list[RoomRow] = []
         recounted = 0
         part_at = time.monotonic() + PART_S
         for key in order:
             fp = None
-            if key in req.keys or key not in self._rows:
+            if key in req.keys or key in relabel or key not in self._said:
                 fp = self._fingerprint(key)
             elif not req.sweep:
                 continue
             else:
                 fp = self._fingerprint(key)
-                if fp is not None and self._seen.get(key) == fp:
+                if fp is not None and self._seen.get(key) == fp[0]:
                     continue  # its files are as they were when last counted
             counts = self._counts.setdefault(key, LineCounts()) if fp is not None else None
             row = scan_room(key if fp is None else Path(key), labels[key], counts)
             recounted += 1
             if fp is not None and self._trusted(fp, wall):
-                self._seen[key] = fp
+                self._seen[key] = fp[0]
             else:
                 self._seen.pop(key, None)
-            if not _same_row(self._rows.get(key), row):
-                self._rows[key] = row
+            said = _signature(row)
+            if self._said.get(key) != said:
+                self._said[key] = said
                 changed.append(row)
             if changed and time.monotonic() >= part_at:
                 emit(ScanDelta(req.now, changed, final=False, recounted=recounted))
@@ -204,17 +216,26 @@ class RoomCounter:
         return runs, wakes, None if not errors else errors
 
 
-def _same_row(old: RoomRow | None, new: RoomRow) -> bool:
-    """Equal but for the moment the status was taken (`checked_at`): the table's ages are
-    computed from the look's clock, so a recount that found nothing new changes no cell."""
-    if old is None or old.status is None or new.status is None:
-        return old == new
-    if (old.key, old.label, old.error, old.mtime) != (new.key, new.label, new.error, new.mtime):
-        return False
-    a, b = dict(vars(old.status)), dict(vars(new.status))
-    a.pop("checked_at", None)
-    b.pop("checked_at", None)
-    return a == b
+# Not part of a row's signature: the moment the status was taken (the table's ages are
+# computed from the look's clock, so a recount that found nothing new changes no cell) and the
+# room's path (its key already says it).
+_UNSAID = frozenset({"checked_at", "path"})
+
+
+def _signature(row: RoomRow) -> tuple[Any, ...]:
+    """Everything `row` shows, as one flat tuple (label first): two rows with equal signatures
+    show the same. Kept per room instead of the row (a status object and its path each)."""
+    st = row.status
+    if st is None:
+        return (row.label, row.error, row.mtime)
+    said: list[Any] = [row.label, row.error, row.mtime]
+    for name, value in vars(st).items():
+        if name == "sessions":
+            value = tuple((n, *vars(s).values()) for n, s in value.items())
+        elif name in _UNSAID:
+            continue
+        said.append(value)
+    return tuple(said)
 
 
 def scan_at(counter: RoomCounter, req: ScanRequest, emit: Callable[[ScanDelta], None]) -> None:

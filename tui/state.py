@@ -9,6 +9,7 @@ is always passed in), so snapshot tests are deterministic.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ Clock = Callable[[], float]
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RoomRow:
     key: str  # absolute path: stable identity of the row
     label: str  # what the table shows (never a temp path)
@@ -105,17 +106,33 @@ class RateTracker:
     def __init__(self, *, bucket_seconds: float = 5.0, buckets: int = 12) -> None:
         self.bucket_seconds = bucket_seconds
         self.buckets = buckets
+        # Rooms whose count rose within the window keep their samples; every other room keeps
+        # only its last one (a series of a quiet room is all zeros): at 3,000 rooms, a deque
+        # per room was most of what the tracker cost.
         self._samples: dict[str, deque[tuple[float, int]]] = {}
+        self._last: dict[str, tuple[float, int]] = {}
         self._rose_at: dict[str, float] = {}  # when each room's count last went up
+        self.quiet = SPARK[0] * buckets  # the sparkline of a quiet room (one string for all)
 
     def observe(self, key: str, t: float, arrived: int) -> None:
-        samples = self._samples.setdefault(key, deque(maxlen=4096))
-        if samples and arrived > samples[-1][1]:
+        samples = self._samples.get(key)
+        if samples is None:
+            last = self._last.get(key)
+            if last is None or arrived <= last[1]:
+                self._last[key] = (t, arrived)
+                return
+            del self._last[key]
+            samples = self._samples[key] = deque([last], maxlen=4096)
+        if arrived > samples[-1][1]:
             self._rose_at[key] = t
         samples.append((t, arrived))
         horizon = t - self.bucket_seconds * (self.buckets + 1)
         while len(samples) > 2 and samples[1][0] < horizon:
             samples.popleft()
+        if not self.rising(key, t):
+            # Quiet for a whole window: its series is all zeros; only the last sample counts.
+            self._last[key] = samples[-1]
+            del self._samples[key], self._rose_at[key]
 
     def rising(self, key: str, now: float) -> bool:
         """False when `series(key, now)` is all zeros for sure (nothing arrived within the
@@ -141,6 +158,7 @@ class RateTracker:
 
     def forget(self, key: str) -> None:
         self._samples.pop(key, None)
+        self._last.pop(key, None)
         self._rose_at.pop(key, None)
 
 
@@ -168,8 +186,8 @@ def ago(t: float | None, now: float) -> str:
             if not unit:
                 return suffix
             n = int(d // unit)
-            return f"{n * 10 if unit == 10 else n}{suffix} ago"
-    return f"{int(d // 86400)}d ago"
+            return sys.intern(f"{n * 10 if unit == 10 else n}{suffix} ago")
+    return sys.intern(f"{int(d // 86400)}d ago")
 
 
 def age_changes_at(t: float | None, now: float) -> float:
@@ -190,11 +208,12 @@ def wait_text(seconds: float) -> str:
     3,000 rooms with waiting lines would otherwise repaint every one of them every second.
     `room status` and the line trace keep the exact figure."""
     s = int(seconds)
+    # Interned: thousands of rows show the same few texts (each row kept its own copy).
     if s < 60:
-        return f"{s // 10 * 10}s"
+        return sys.intern(f"{s // 10 * 10}s")
     if s < 3600:
-        return f"{s // 60}m"
-    return age_text(s)
+        return sys.intern(f"{s // 60}m")
+    return sys.intern(age_text(s))
 
 
 def wait_text_changes_at(at: float, now: float) -> float:

@@ -20,7 +20,6 @@ from textual.widgets import DataTable
 from ackdeck.core.service.absent import NOT_YET
 
 from ..state import (
-    SPARK,
     RateTracker,
     RoomRow,
     ago,
@@ -30,6 +29,7 @@ from ..state import (
     room_overdue,
     session_overdue,
     sparkline,
+    unread_summary,
     wait_text,
     waited,
 )
@@ -38,8 +38,34 @@ from .borders import QuietBorders
 Row = tuple[str, Sequence[Any]]
 
 
-def _num(n: int) -> Text:
-    return Text(f"{n:,}", justify="right")
+class Cell(tuple[str, str, str]):
+    """A cell of one style: its text, style and justification, made into a `Text` only when
+    DataTable renders it (the rows on screen). A `Text` per cell cost about 300 bytes (three
+    objects and a copy of the string); thousands of rooms keep nine cells each. Compares by
+    value, style included; `plain` and `str()` give the text, as for a `Text`."""
+
+    __slots__ = ()
+
+    def __new__(cls, text: str, style: str = "", justify: str = "left") -> Cell:
+        return tuple.__new__(cls, (text, style, justify))
+
+    @property
+    def plain(self) -> str:
+        return self[0]
+
+    def __str__(self) -> str:
+        return self[0]
+
+    def __rich__(self) -> Text:
+        return Text(self[0], style=self[1], justify=self[2])  # type: ignore[arg-type]
+
+
+DASH = Cell("-")
+RIGHT_DASH = Cell("-", "", "right")
+
+
+def _num(n: int) -> Cell:
+    return Cell(f"{n:,}", "", "right")
 
 
 @dataclass(frozen=True)
@@ -55,7 +81,7 @@ class Col:
     min: int = 0
 
 
-def pending_cell(n: int) -> Text:
+def pending_cell(n: int) -> Cell:
     """The rooms table's Pending cell (the lines panel's title shows the same number)."""
     return _num(n)
 
@@ -76,14 +102,17 @@ def fit_widths(natural: Sequence[int], minimum: Sequence[int], available: int) -
 
 
 def _plain(cell: Any) -> str:
-    return cell.plain if isinstance(cell, Text) else str(cell)
+    return cell.plain if isinstance(cell, Text | Cell) else str(cell)
 
 
 def _cut(cell: Any, width: int) -> Any:
     """The cell cut to `width` cells with an ellipsis (Text keeps its style)."""
     if cell_len(_plain(cell)) <= width:
         return cell
-    text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
+    if isinstance(cell, Cell):
+        text = cell.__rich__()
+    else:
+        text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
     text.truncate(width, overflow="ellipsis")
     return text
 
@@ -380,11 +409,11 @@ class RoomsTable(KeyedTable):
     @staticmethod
     def cells_for(r: RoomRow, now: float, rates: RateTracker) -> list[Any]:
         if r.status is None:
-            err = Text(f"⚠ {r.error}", style="bold red")
-            dash = Text("-", justify="right")
-            return [Text(r.label), dash, dash, dash, dash, err, "-", "-", ""]
+            err = Cell(f"⚠ {r.error}", "bold red")
+            dash = RIGHT_DASH
+            return [Cell(r.label), dash, dash, dash, dash, err, "-", "-", ""]
         st = r.status
-        pending = pending_cell(st.pending) if st.exists else Text(NOT_YET, style="dim")
+        pending = pending_cell(st.pending) if st.exists else Cell(NOT_YET, "dim")
         return [
             _with_marks(r.label, st, now),
             pending,
@@ -438,8 +467,8 @@ class RoomsTable(KeyedTable):
             seen = memo.get(key)
             if row is None:
                 if seen is None or seen[0] is not None or full:
-                    cells: list[Any] = [Text(labels.get(key, key))]
-                    cells += [*[Text("…", justify="right")] * 4, "counting…", "", "", ""]
+                    cells: list[Any] = [Cell(labels.get(key, key))]
+                    cells += [*[COUNTING] * 4, "counting…", "", "", ""]
                     memo[key] = (None, cells)
                     out[key] = cells
                 continue
@@ -489,13 +518,16 @@ class RoomsTable(KeyedTable):
             self.show_rooms(labels, rows, self.clock(), rates, set(now))
 
 
+COUNTING = Cell("…", "", "right")
+
+
 def _spark(key: str, now: float, rates: RateTracker) -> str:
     if not rates.rising(key, now):
-        return SPARK[0] * rates.buckets  # nothing arrived within the window
+        return rates.quiet  # nothing arrived within the window
     return sparkline(rates.series(key, now))
 
 
-def _with_marks(label: str, st: Any, now: float) -> Text:
+def _with_marks(label: str, st: Any, now: float) -> Text | Cell:
     """The room's label, marked OVERDUE (a word and a colour, not colour alone) when its oldest
     line waited past the room's threshold, and when writers reached it late
     (docs/concepts/exact-acks.md,
@@ -503,19 +535,25 @@ def _with_marks(label: str, st: Any, now: float) -> Text:
     marks = [f"late {st.late_total:,}"] if st.late_total else []
     if st.held_open:
         marks.append(f"held {st.held_open:,}")
-    # Text, not a string: a string cell is read as markup ("[b]x.txt" showed as "x.txt").
+    overdue = room_overdue(st, now)
+    # Text or Cell, not a string: a string cell is read as markup ("[b]x.txt" showed as
+    # "x.txt").
+    if not overdue and not marks:
+        return Cell(label)
     text = Text(label)
-    if room_overdue(st, now):
+    if overdue:
         text.append(" OVERDUE", style="bold red")
     if marks:
         text.append(" " + " ".join(marks), style="yellow")
     return text
 
 
-def _unread(st: Any, now: float) -> Text:
+def _unread(st: Any, now: float) -> Text | Cell:
     """As `unread_summary`, with ` late` (bold red) after each session past the threshold."""
     if not st.sessions:
-        return Text("-")
+        return DASH
+    if not any(session_overdue(st, name, now) for name in st.sessions):
+        return Cell(unread_summary(st))
     text = Text()
     for name, s in sorted(st.sessions.items()):
         text.append(f"{' ' if text else ''}{name}:{s.unread:,}")
@@ -524,12 +562,12 @@ def _unread(st: Any, now: float) -> Text:
     return text
 
 
-def _oldest(st: Any, now: float) -> Text:
+def _oldest(st: Any, now: float) -> Cell:
     wait = waited(st, now)
     if wait is None:
-        return Text("-", justify="right")
+        return RIGHT_DASH
     shown = wait_text(wait) + (f" x{st.deliveries}" if st.deliveries > 1 else "")
-    return Text(shown, justify="right", style="bold red" if room_overdue(st, now) else "")
+    return Cell(shown, "bold red" if room_overdue(st, now) else "", "right")
 
 
 def _monitors(specs: Sequence[Any]) -> str:
