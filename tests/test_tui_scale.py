@@ -67,6 +67,15 @@ def test_a_push_recounts_only_its_room_and_replies_with_its_row_only(tmp_path: P
     # A sweep with nothing changed counts nothing and sends nothing.
     parts = look(counter, rooms, sweep=True)
     assert sum(p.recounted for p in parts) == 0 and not [r for p in parts for r in p.rows]
+    # As the scanner process gets it (the room list sent once): the same, without a pass over
+    # the other rooms.
+    Room(rooms[3]).push("more")
+    parts = []
+    keys = frozenset({str(rooms[3]), "/not/a/room.txt"})
+    counter.scan(ScanRequest(None, None, 0.0, keys=keys, sweep=False), parts.append)
+    [row] = [r for p in parts for r in p.rows]
+    assert sum(p.recounted for p in parts) == 1 and row.key == str(rooms[3])
+    assert row.status is not None and row.status.pending == 5
 
 
 def test_a_sweep_finds_a_change_no_watcher_reported(tmp_path: Path) -> None:
@@ -208,6 +217,44 @@ async def test_a_push_updates_only_its_row_of_the_table(tmp_path: Path, monkeypa
         table = app.main.query_one(RoomsTable)
         cells = table._rows[table._keys.index(str(rooms[12]))]
         assert cells[1].plain == "14"
+
+
+async def test_a_push_far_below_the_view_repaints_nothing_until_it_is_scrolled_to(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # A DataTable cell update repaints the whole table: a room pushed into hundreds of rows
+    # below the view is drawn when it comes near (its row's numbers are core's at once), and
+    # a refresh that changes no title sets none (setting one repaints the widget too).
+    rooms = rooms_in(tmp_path, 90)
+    app = make_app(quiet_config(rooms), clock=fixed_clock)
+    async with app.run_test(size=(120, 35)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        table = app.main.query_one(RoomsTable)
+        key = str(rooms[85])
+        updated: list[str] = []
+        titled: list[str] = []
+        real = RoomsTable.update_cell
+
+        def spy(self, row_key, column_key, value, **kw):  # type: ignore[no-untyped-def]
+            updated.append(str(row_key.value if hasattr(row_key, "value") else row_key))
+            return real(self, row_key, column_key, value, **kw)
+
+        monkeypatch.setattr(RoomsTable, "update_cell", spy)
+        monkeypatch.setattr(
+            RoomsTable, "border_subtitle", property(lambda t: "", lambda t, v: titled.append(v))
+        )
+        Room(rooms[85]).push("news")
+        app._changed({key})
+        await settle(pilot, timeout=WAIT)
+        assert table._rows[table._keys.index(key)][1].plain == "87"  # core's count, at once
+        assert updated == [] and titled == []  # nothing drawn, no title set
+        assert "87" not in str(table.get_cell(key, "pending"))
+        await pilot.press("G")  # the last row: the pushed room is near the view now
+        await settle(pilot, timeout=WAIT)
+        # (Rows near it that the first look counted after they were first drawn come too.)
+        assert key in updated and str(table.get_cell(key, "pending")) == "87"
+        row = table.get_row_index(key)
+        assert row in table._near_screen()
 
 
 async def test_run_output_does_not_make_the_dashboard_recount_rooms(home: Path, tmp_path) -> None:

@@ -33,7 +33,7 @@ from .scanner import Scanner, ScannerGone
 from .screens.main import MainScreen
 from .screens.modals import HelpScreen
 from .screens.output import OutputScreen
-from .state import RateTracker, RoomRow, Snapshot, room_labels
+from .state import RateTracker, RoomList, RoomRow, Snapshot, room_labels
 from .watch_map import Changes, WatchMap, home_event
 from .watching import watch
 from .widgets.line_view import LineView
@@ -309,7 +309,7 @@ class AckdeckApp(App[None]):
             self._home_errors = part.errors
         snap = Snapshot(
             part.taken_at,
-            [rows[k] for k in self._order if k in rows],
+            RoomList(self._order, rows),
             part.runs if part.runs is not None else (old.runs if old else []),
             part.wakes if part.wakes is not None else (old.wakes if old else []),
             [*self._home_errors, *message.errors],

@@ -145,14 +145,19 @@ class RoomCounter:
                 # their appended bytes), and the new label makes their rows differ.
                 relabel = {k for k, said in self._said.items() if labels.get(k, said[0]) != said[0]}
         labels = self._labels[1]
-        order = list(labels)
-        if req.first in labels:
-            order.remove(req.first)
-            order.insert(0, req.first)
-        keep = set(order)
-        for gone in [k for k in self._said if k not in keep]:
-            for memo in (self._said, self._seen, self._counts, self._files):
-                memo.pop(gone, None)
+        if req.sweep or req.rooms is not None or relabel or len(self._said) < len(labels):
+            order = list(labels)
+            if req.first in labels:
+                order.remove(req.first)
+                order.insert(0, req.first)
+            keep = set(order)
+            for gone in [k for k in self._said if k not in keep]:
+                for memo in (self._said, self._seen, self._counts, self._files):
+                    memo.pop(gone, None)
+        else:
+            # Only what a watcher named (a push into one of 3,000 rooms): the look costs what
+            # changed, not a pass over every room.
+            order = [k for k in req.keys if k in labels]
         wall = self._wall()
         changed: list[RoomRow] = []
         recounted = 0

@@ -71,12 +71,13 @@ class Scanner:
         )
         self._lock = threading.Lock()
         self._rooms: list[Path | str] | None = None  # the room list the child has
+        self._sent: object = None  # the list it came in (the app passes the same one again)
 
     def _compact(self, req: ScanRequest) -> ScanRequest:
         # The room list is sent once, not with every look (3,000 paths pickled each time).
-        if req.rooms == self._rooms:
+        if req.rooms is self._sent or req.rooms == self._rooms:
             return replace(req, rooms=None)
-        self._rooms = list(req.rooms or [])
+        self._rooms, self._sent = list(req.rooms or []), req.rooms
         return req
 
     def scan(self, req: ScanRequest, emit: Callable[[ScanDelta], None]) -> None:

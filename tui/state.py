@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,10 +50,41 @@ class RoomRow:
         return self.status.pending + self.status.acked_total
 
 
+class RoomList(Sequence[RoomRow]):
+    """The rooms' rows in the dashboard's order, listed when first read: the app makes a
+    snapshot for every reply of the scanner (a push: one row), and listing three thousand
+    rows each time made every reply O(rooms). Reads `rows` as it is then: only the latest
+    snapshot is ever read (the palette, the tests)."""
+
+    def __init__(self, order: Sequence[str], rows: dict[str, RoomRow]) -> None:
+        self._order, self._rows = order, rows
+        self._list: list[RoomRow] | None = None
+
+    def _listed(self) -> list[RoomRow]:
+        if self._list is None:
+            rows = self._rows
+            self._list = [rows[k] for k in self._order if k in rows]
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._listed())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._listed()[i]
+
+    def __iter__(self) -> Iterator[RoomRow]:
+        return iter(self._listed())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class Snapshot:
     taken_at: float
-    rooms: list[RoomRow] = field(default_factory=list)
+    rooms: Sequence[RoomRow] = field(default_factory=list)
     runs: list[Any] = field(default_factory=list)  # ackdeck.core.watch.procs.RunInfo
     wakes: list[Any] = field(default_factory=list)  # ackdeck.core.watch.wakes.WakeRecord
     errors: list[str] = field(default_factory=list)

@@ -15,6 +15,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
+from textual.widget import Widget
 from textual.widgets import DataTable
 
 from ackdeck.core.service.absent import NOT_YET
@@ -155,6 +156,12 @@ class KeyedTable(DataTable[Any], QuietBorders):
         self._index: dict[str, int] = {}  # row key -> row number
         self._layout: tuple[list[str], list[int]] = ([], [])
         self._fit_width = 0
+        # Rows whose new cells are not drawn yet because they are far from the viewport. A
+        # DataTable cell update redraws the whole table (and recomputes every row's offset:
+        # O(rows)), so a room pushed into three thousand rows below must not cost a repaint;
+        # its cells are handed over when it comes near (all of them: which ones DataTable
+        # has is not kept, a list per row would cost memory).
+        self._behind: set[str] = set()
 
     def on_mount(self) -> None:
         if not self.columns:
@@ -226,6 +233,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
         return [_cut(c, w) for c, w in zip(row, self._layout[1], strict=True)]
 
     def on_resize(self) -> None:
+        self._catch_up()  # taller: more rows in view
         if self.size.width == self._fit_width:
             return
         if self._shown_subtitle == self.SCANNING:
@@ -262,8 +270,9 @@ class KeyedTable(DataTable[Any], QuietBorders):
         layout = self._fit(widest)
         if self.columns and keys == self._keys and layout == self._layout:
             # Same rows, same widths: update changed cells in place (no cursor jump).
-            for key, old, new in zip(keys, self._rows, cells, strict=True):
-                self._update_row(key, old, new)
+            near = self._near_screen()
+            for i, (key, old, new) in enumerate(zip(keys, self._rows, cells, strict=True)):
+                self._show_row(i, key, old, new, near)
             self._rows, self._widths, self._colmax = cells, widths, widest
             return
         self._rebuild(keys, cells, widths, layout)
@@ -276,7 +285,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
         if (
             not self.columns
             or not fitted
-            or keys != self._keys
+            or (keys is not self._keys and keys != self._keys)
             or any(k not in self._index for k in changed)
         ):
             rows = dict(zip(self._keys, self._rows, strict=True))
@@ -298,14 +307,50 @@ class KeyedTable(DataTable[Any], QuietBorders):
         if layout != self._layout:
             self._rebuild(list(keys), self._rows, self._widths, layout)
             return
+        near = self._near_screen()
         for key, old, new in updates:
-            self._update_row(key, old, new)
+            self._show_row(self._index[key], key, old, new, near)
 
-    def _update_row(self, key: str, old: list[Any], new: list[Any]) -> None:
+    def _near_screen(self) -> range:
+        """Row numbers on screen, and a screen's worth above and below (a short scroll finds
+        them fresh)."""
+        page = max(1, self.size.height)
+        top = int(self.scroll_y)
+        return range(max(0, top - page), top + 2 * page)
+
+    def _show_row(self, i: int, key: str, old: list[Any], new: list[Any], near: range) -> None:
+        """Hand row `i`'s new cells to DataTable if it is near the viewport; otherwise later
+        (`_catch_up`). `old`: what DataTable was last given for it."""
         if old == new:
             return
-        for col, a, b, c in zip(self.COLUMNS, old, new, self._display(new), strict=True):
-            if a != b:
+        if i not in near and self.size.height > 0:
+            self._behind.add(key)
+        elif key in self._behind:
+            self._behind.discard(key)
+            self._update_row(key, None, new)
+        else:
+            self._update_row(key, old, new)
+
+    def _catch_up(self) -> None:
+        """Rows that changed far from the viewport and are near it now: drawn."""
+        if not self._behind:
+            return
+        near = self._near_screen()
+        for key in [k for k in self._behind if self._index.get(k, -1) in near]:
+            self._behind.discard(key)
+            self._update_row(key, None, self._rows[self._index[key]])
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self._catch_up()
+
+    def _update_row(self, key: str, old: list[Any] | None, new: list[Any]) -> None:
+        """DataTable's cells of `key` from `old` (None: unknown, every cell) to `new`."""
+        if old == new:
+            return
+        for i, (col, b, c) in enumerate(zip(self.COLUMNS, new, self._display(new), strict=True)):
+            if old is None or old[i] != b:
                 self.update_cell(key, col.key, c)
 
     def _rebuild(
@@ -321,6 +366,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
             self.add_row(*self._display(row), key=key)
         self._keys, self._rows, self._widths, self._colmax = keys, cells, widths, None
         self._index = {k: i for i, k in enumerate(keys)}
+        self._behind = set()  # every row was just given its cells
         if current in self._index:
             self.move_cursor(row=self._index[current], animate=False)
         elif keys:
@@ -494,13 +540,6 @@ class RoomsTable(KeyedTable):
             self.update_rows(keys, out)
         else:
             self.set_rows([(k, memo[k][1]) for k in keys])
-
-    def _near_screen(self) -> range:
-        """Row numbers on screen, and a screen's worth above and below (a short scroll finds
-        them fresh)."""
-        page = max(1, self.size.height)
-        top = int(self.scroll_y)
-        return range(max(0, top - page), top + 2 * page)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
