@@ -36,13 +36,15 @@ def test_fit_widths_cuts_the_widest_cuttable_columns_first() -> None:
 
 def test_a_cell_renders_as_the_text_it_stands_for_and_is_cut_with_its_style() -> None:
     from rich.console import Console
+    from rich.measure import Measurement
+    from rich.segment import Segment
     from rich.text import Text
 
-    def shown(renderable: object) -> str:
+    def shown(renderable: object) -> list[list[object]]:
+        # As DataTable draws a cell: its lines at the column's width.
         console = Console(width=12, color_system="truecolor", force_terminal=True)
-        with console.capture() as cap:
-            console.print(renderable)
-        return cap.get()
+        lines = console.render_lines(renderable, console.options)  # type: ignore[arg-type]
+        return [list(Segment.simplify(line)) for line in lines]
 
     cell = Cell("1,234", "bold red", "right")
     assert shown(cell) == shown(Text("1,234", style="bold red", justify="right"))
@@ -52,7 +54,12 @@ def test_a_cell_renders_as_the_text_it_stands_for_and_is_cut_with_its_style() ->
     assert cell != Cell("1,234", "", "right") and cell == Cell("1,234", "bold red", "right")
     cut = _cut(Cell("a-long-room-name.txt", "yellow"), 8)
     assert isinstance(cut, Text) and cut.plain == "a-long-…" and str(cut.style) == "yellow"
-    assert Cell("[b]x.txt").__rich__().plain == "[b]x.txt"  # never read as markup
+    assert shown(Cell("[b]x.txt")) == shown(Text("[b]x.txt"))  # never read as markup
+    for text in ("", "a b", "wide 漢字", "two\nlines"):
+        console = Console(width=40)
+        assert Measurement.get(console, console.options, Cell(text)) == Measurement.get(
+            console, console.options, Text(text)
+        )
 
 
 @pytest.mark.parametrize("size", [(120, 35), (80, 24), (100, 30), (200, 50)])
