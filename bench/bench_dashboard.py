@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile

@@ -17,7 +17,6 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 from textual.binding import Binding
-from textual.widget import Widget
 from textual.widgets import DataTable
 
 from ackdeck.core.service.absent import NOT_YET
