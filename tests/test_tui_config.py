@@ -1,8 +1,9 @@
-"""Dashboard config (TOML + pydantic) and the `ackdeck tui` / `demo` command line."""
+"""Dashboard config (TOML, checked by DashConfig) and the `ackdeck tui` / `demo` command line."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,10 +32,18 @@ def test_config_resolves_rooms_relative_to_the_file(tmp_path: Path) -> None:
     ("text", "expected"),
     [
         ("rooms = [", "invalid TOML"),
-        ('colour = "blue"', "colour: Extra inputs are not permitted"),
+        ('colour = "blue"', "colour: not a setting (settings: session, home, rooms,"),
         ('session = "../etc"', "session:"),
         ("tick_seconds = -1", "tick_seconds:"),
-        ('rooms = "inbox.txt"', "rooms:"),
+        ('rooms = "inbox.txt"', "rooms: must be a list of paths or redis:// URLs"),
+        ("rooms = [3]", "rooms.0: must be a path or a redis:// URL"),
+        ('rooms = ["redis://"]', "rooms.0:"),
+        ("room_dirs = [true]", "room_dirs.0: must be a path"),
+        ("home = 3", "home: must be a path"),
+        ('watch = "yes"', "watch: must be true or false"),
+        ('tick_seconds = "1"', "tick_seconds: must be a number of seconds, 0 or more"),
+        ("session = 7", "session: must be a string"),
+        ("theme = 1", "theme: must be a string"),
     ],
 )
 def test_bad_config_is_one_clear_line(tmp_path: Path, text: str, expected: str) -> None:
@@ -97,3 +106,21 @@ def test_importing_the_cli_does_not_import_textual() -> None:
         [*ACKDECK[:1], "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_the_dashboard_starts_without_pydantic() -> None:
+    # Importing pydantic and building a model cost ~60 ms of the dashboard's first paint.
+    code = "import sys, ackdeck.tui.app, ackdeck.tui.cli; print('pydantic' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_a_config_built_in_code_is_checked_too(tmp_path: Path) -> None:
+    cfg = DashConfig(rooms=[str(tmp_path / "a.txt"), "redis://localhost/r"], tick_seconds=2)
+    assert cfg.rooms == [tmp_path / "a.txt", "redis://localhost/r"]
+    assert cfg.tick_seconds == 2.0
+    with pytest.raises(ValueError, match="session: "):
+        DashConfig(session="../x")

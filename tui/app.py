@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from textual import work
@@ -183,7 +184,7 @@ class AckdeckApp(App[None]):
         except InvalidInput as exc:
             self.notify(str(exc), title="theme not remembered", severity="error", markup=False)
             return
-        self.config = self.config.model_copy(update={"theme": theme})
+        self.config = replace(self.config, theme=theme)
 
     # ----- the room list (room directories make it change) ----------------------------------
     def _set_rooms(self, rooms: list[Path | str]) -> None:
@@ -578,5 +579,5 @@ def make_app(
     """The dashboard for `config`. `clock` feeds every age and rate shown; a theme picked in
     the palette is written to the config file `settings` (None: not remembered)."""
     if config.home is not None:
-        config = config.model_copy(update={"home": Path(os.fspath(config.home)).absolute()})
+        config = replace(config, home=Path(os.fspath(config.home)).absolute())
     return AckdeckApp(config, clock=clock, settings=settings)

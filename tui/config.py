@@ -1,4 +1,4 @@
-"""Dashboard configuration: a pydantic model, loadable from TOML.
+"""Dashboard configuration: a checked dataclass, loadable from TOML.
 
 ```toml
 session = "owner"        # the session the dashboard reads and acks as
@@ -19,26 +19,32 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import Any
 
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import InvalidInput, InvalidName
 from ackdeck.core.service.refs import room_spec
 
 
-class DashConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass
+class DashConfig:
+    """The dashboard's settings. Built from keywords (checked and normalised here) or from a
+    TOML table (`from_table`, which also names what is wrong with a value).
+
+    Not a pydantic model: importing pydantic and building the model cost ~60 ms of the
+    dashboard's first paint (issue 22: first paint within 0.59x Toolong's), for eleven
+    settings whose checks fit in this class."""
 
     session: str = "owner"
     home: Path | None = None
-    rooms: list[Path | str] = Field(default_factory=list)  # str: a redis:// room URL
-    room_dirs: list[Path] = Field(default_factory=list)  # each file in them is a room
+    rooms: list[Path | str] = field(default_factory=list)  # str: a redis:// room URL
+    room_dirs: list[Path] = field(default_factory=list)  # each file in them is a room
     theme: str | None = None
     watch: bool = True
-    tick_seconds: float = Field(default=1.0, ge=0)
+    tick_seconds: float = 1.0
     # Count rooms in a separate scanner process (keeps the UI responsive on flooded rooms).
     scan_process: bool = True
     # Snapshot tests switch these off: no clock in the header, no animations.
@@ -46,30 +52,33 @@ class DashConfig(BaseModel):
     animations: bool = True
     title: str = "ackdeck"
 
-    @field_validator("rooms", mode="before")
-    @classmethod
-    def _room_specs(cls, v: object) -> object:
-        # A URL stays a string (a Path would fold its `//`); anything else is a path.
-        if not isinstance(v, list):
-            return v
-        out: list[object] = []
-        for r in v:
-            if not isinstance(r, (str, os.PathLike)):
-                out.append(r)  # pydantic says what is wrong with it
-                continue
-            try:
-                out.append(room_spec(r, check=True))
-            except InvalidInput as exc:
-                raise ValueError(str(exc)) from None
-        return out
+    def __post_init__(self) -> None:
+        # Each check raises ValueError("key: what is wrong"); from_table adds the file.
+        self.session = _check("session", self.session, _session_name)
+        self.home = None if self.home is None else _path("home", self.home)
+        self.rooms = _list("rooms", self.rooms, _room_spec, "paths or redis:// URLs")
+        self.room_dirs = _list("room_dirs", self.room_dirs, _dir_path, "paths")
+        if self.theme is not None and not isinstance(self.theme, str):
+            raise ValueError("theme: must be a string (a theme's name)")
+        for name in ("watch", "scan_process", "show_clock", "animations"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: must be true or false")
+        tick = self.tick_seconds
+        if isinstance(tick, bool) or not isinstance(tick, int | float) or tick < 0:
+            raise ValueError("tick_seconds: must be a number of seconds, 0 or more")
+        self.tick_seconds = float(tick)
+        if not isinstance(self.title, str):
+            raise ValueError("title: must be a string")
 
-    @field_validator("session")
     @classmethod
-    def _session_name(cls, v: str) -> str:
-        try:
-            return check_name(v)
-        except InvalidName as exc:  # pydantic reports ValueError as a validation error
-            raise ValueError(str(exc)) from None
+    def from_table(cls, table: Mapping[str, object]) -> DashConfig:
+        """The settings of a parsed TOML table; an unknown key or a bad value is a ValueError
+        naming the key."""
+        known = [f.name for f in fields(cls)]
+        for key in table:
+            if key not in known:
+                raise ValueError(f"{key}: not a setting (settings: {', '.join(known)})")
+        return cls(**table)  # type: ignore[arg-type]  # __post_init__ checks every value
 
     def with_overrides(
         self,
@@ -79,7 +88,7 @@ class DashConfig(BaseModel):
         room_dirs: list[Path] | None = None,
         session: str | None = None,
     ) -> DashConfig:
-        update: dict[str, object] = {}
+        update: dict[str, Any] = {}
         if home is not None:
             update["home"] = home
         if rooms:
@@ -89,7 +98,7 @@ class DashConfig(BaseModel):
         if session is not None:
             check_name(session)
             update["session"] = session
-        return self.model_copy(update=update)
+        return replace(self, **update)
 
     def room_paths(self) -> list[Path | str]:
         """Absolute, de-duplicated, in the order given (then each room directory's files, by
@@ -106,6 +115,56 @@ class DashConfig(BaseModel):
 
     def dir_paths(self) -> list[Path]:
         return [d.expanduser().absolute() for d in self.room_dirs]
+
+
+def _check(key: str, value: object, check: Callable[[object], Any]) -> Any:
+    try:
+        return check(value)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{key}: {exc}") from None
+
+
+def _session_name(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string (a session name)")
+    try:
+        return check_name(value)
+    except InvalidName as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _path(key: str, value: object) -> Path:
+    if not isinstance(value, str | os.PathLike):
+        raise ValueError(f"{key}: must be a path (a string)")
+    return Path(value)
+
+
+def _room_spec(value: object) -> Path | str:
+    # A URL stays a string (a Path would fold its `//`); anything else is a path.
+    if not isinstance(value, str | os.PathLike):
+        raise ValueError("must be a path or a redis:// URL (a string)")
+    try:
+        return room_spec(value, check=True)
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _dir_path(value: object) -> Path:
+    if not isinstance(value, str | os.PathLike):
+        raise ValueError("must be a path (a string)")
+    return Path(value)
+
+
+def _list(key: str, value: object, item: Callable[[object], Any], what: str) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"{key}: must be a list of {what}")
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(item(v))
+        except ValueError as exc:
+            raise ValueError(f"{key}.{i}: {exc}") from None
+    return out
 
 
 def rooms_in(dirs: list[Path]) -> list[Path]:
@@ -217,11 +276,9 @@ def load_config(path: str | Path) -> DashConfig:
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"config {p}: invalid TOML: {exc}") from None
     try:
-        cfg = DashConfig.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise InvalidInput(f"config {p}: {where}: {err['msg']}") from None
+        cfg = DashConfig.from_table(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"config {p}: {exc}") from None
     base = p.parent.absolute()
     rooms = [
         r if isinstance(r, str) or r.expanduser().is_absolute() else base / r for r in cfg.rooms
@@ -230,4 +287,4 @@ def load_config(path: str | Path) -> DashConfig:
     if home is not None and not home.expanduser().is_absolute():
         home = base / home
     dirs = [d if d.expanduser().is_absolute() else base / d for d in cfg.room_dirs]
-    return cfg.model_copy(update={"rooms": rooms, "home": home, "room_dirs": dirs})
+    return replace(cfg, rooms=rooms, home=home, room_dirs=dirs)
