@@ -3,10 +3,13 @@ processes started through ackdeck.core.watch.procs (detached supervisors, real o
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
 from ackdeck.core.watch import output, procs, wakes
+from ackdeck.core.watch.runs import load_meta, supervisor_alive
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import ConfirmScreen
 from ackdeck.tui.screens.output import OutputScreen
@@ -192,3 +195,27 @@ async def test_output_the_screen_could_not_show_is_not_recorded_as_shown_to_the_
         assert isinstance(app.screen, OutputScreen)
     again = output.read_output(home, "deploy", "owner")
     assert [x.decode() for x in again.lines] == ["step 1", "FAIL rollout"]
+
+
+async def test_a_run_whose_supervisor_died_shows_lost_without_a_file_event(
+    home: Path, tmp_path: Path
+) -> None:
+    # kill -9 of a supervisor writes nothing, so no watch reports it: the sweep that looks
+    # at the home while a run is running is what finds it lost.
+    info = procs.start(home, "srv", ["sleep", "600"], cwd=str(tmp_path))
+    try:
+        wait_for(lambda: (m := load_meta(info.run_dir)) is not None and m.supervisor_pid, "pid")
+        meta = load_meta(info.run_dir)
+        assert meta is not None and meta.supervisor_pid
+        app = make_app(quiet_config([], home=home, watch=True, tick_seconds=0.05))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert "running" in screen_text(app)
+            os.kill(meta.supervisor_pid, signal.SIGKILL)
+            wait_for(lambda: not supervisor_alive(info.run_dir), "the supervisor to be gone")
+            deadline = time.monotonic() + 60
+            while "lost" not in screen_text(app):
+                assert time.monotonic() < deadline, "the run never showed as lost"
+                await pilot.pause(0.05)
+    finally:
+        procs.kill(home, "srv")

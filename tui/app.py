@@ -51,10 +51,10 @@ DEBOUNCE_MS = 30
 ROOMS_STEP_MS = 25
 HOME_STEP_MS = 250
 SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
-# The safety net: every SWEEP_TICKS ticks the home (a supervisor that died leaves no file
-# event: its run becomes lost); at every ROOM_SWEEPS-th of those also every room's fingerprint
-# (for an event inotify never delivered: a full queue, a network filesystem), which at 3,000
-# rooms is 9,000 stats.
+# The safety net: every SWEEP_TICKS ticks the home while a run is running (a supervisor that
+# died leaves no file event: its run becomes lost); at every ROOM_SWEEPS-th of those the home
+# and every room's fingerprint (for an event inotify never delivered: a full queue, a network
+# filesystem), which at 3,000 rooms is 9,000 stats.
 SWEEP_TICKS = 10
 ROOM_SWEEPS = 3
 # Ages, overdue marks and arrival sparklines (5 s buckets) are repainted at most this often;
@@ -359,6 +359,12 @@ class AckdeckApp(App[None]):
             return
         self._ticks += 1
         rooms = not self.config.watch or self._ticks % ROOM_SWEEPS == 0
+        # The home's own net is for runs whose supervisor died: with none running, it waits
+        # for the rooms' sweep (every look costs the UI thread a few ms even when nothing is
+        # new).
+        runs = self.snapshot.runs if self.snapshot is not None else []
+        if not rooms and not any(r.status == "running" for r in runs):
+            return
         self._changes.note(home=True, unknown=rooms)
         self._scans.request()
         if rooms:
