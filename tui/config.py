@@ -7,7 +7,7 @@ rooms = ["inbox.txt"]    # relative paths are relative to the config file; or re
 room_dirs = ["inboxes"]  # every file in these directories is a room (new ones appear live)
 theme = "nord"           # the palette's theme (written here when the owner picks one)
 watch = true             # live updates from watchfiles
-tick_seconds = 1.0       # sweeps: the home every 10 ticks, every room every 30; 0: off
+tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off
 ```
 
 Without `--config` the dashboard reads `$XDG_CONFIG_HOME/ackdeck/config.toml`, else
