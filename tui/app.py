@@ -353,8 +353,9 @@ class AckdeckApp(App[None]):
             self.set_timer(delay, self._delayed_scan)
 
     def _sweep(self) -> None:
-        # The safety net (nothing else runs while nothing happens): the home at every sweep,
-        # every room's fingerprint and the lines panel at every ROOM_SWEEPS-th.
+        # The safety net (nothing else runs while nothing happens): the home at every sweep
+        # while a run is running, and at every ROOM_SWEEPS-th the home, every room's
+        # fingerprint and the lines panel.
         if self._main.closed:
             return
         self._ticks += 1
