@@ -54,10 +54,10 @@ class DashConfig:
 
     def __post_init__(self) -> None:
         # Each check raises ValueError("key: what is wrong"); from_table adds the file.
-        self.session = _check("session", self.session, _session_name)
-        self.home = None if self.home is None else _path("home", self.home)
+        self.session = _named("session", self.session, _session_name)
+        self.home = None if self.home is None else _named("home", self.home, _as_path)
         self.rooms = _list("rooms", self.rooms, _room_spec, "paths or redis:// URLs")
-        self.room_dirs = _list("room_dirs", self.room_dirs, _dir_path, "paths")
+        self.room_dirs = _list("room_dirs", self.room_dirs, _as_path, "paths")
         if self.theme is not None and not isinstance(self.theme, str):
             raise ValueError("theme: must be a string (a theme's name)")
         for name in ("watch", "scan_process", "show_clock", "animations"):
@@ -117,10 +117,10 @@ class DashConfig:
         return [d.expanduser().absolute() for d in self.room_dirs]
 
 
-def _check(key: str, value: object, check: Callable[[object], Any]) -> Any:
+def _named(key: str, value: object, check: Callable[[object], Any]) -> Any:
     try:
         return check(value)
-    except (ValueError, TypeError) as exc:
+    except ValueError as exc:
         raise ValueError(f"{key}: {exc}") from None
 
 
@@ -133,9 +133,9 @@ def _session_name(value: object) -> str:
         raise ValueError(str(exc)) from None
 
 
-def _path(key: str, value: object) -> Path:
+def _as_path(value: object) -> Path:
     if not isinstance(value, str | os.PathLike):
-        raise ValueError(f"{key}: must be a path (a string)")
+        raise ValueError("must be a path (a string)")
     return Path(value)
 
 
@@ -149,22 +149,10 @@ def _room_spec(value: object) -> Path | str:
         raise ValueError(str(exc)) from None
 
 
-def _dir_path(value: object) -> Path:
-    if not isinstance(value, str | os.PathLike):
-        raise ValueError("must be a path (a string)")
-    return Path(value)
-
-
 def _list(key: str, value: object, item: Callable[[object], Any], what: str) -> list[Any]:
     if not isinstance(value, list | tuple):
         raise ValueError(f"{key}: must be a list of {what}")
-    out = []
-    for i, v in enumerate(value):
-        try:
-            out.append(item(v))
-        except ValueError as exc:
-            raise ValueError(f"{key}.{i}: {exc}") from None
-    return out
+    return [_named(f"{key}.{i}", v, item) for i, v in enumerate(value)]
 
 
 def rooms_in(dirs: list[Path]) -> list[Path]:
