@@ -1,0 +1,63 @@
+"""The benches' `--quick` modes run end to end and print every row of their tables with a
+figure (the full runs are `make bench`; the figures themselves are not checked here)."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def quick_table(bench: str, header: str, timeout: float) -> list[str]:
+    """The lines after the header line (the one starting with `header`) that
+    `python -m bench BENCH --quick` prints; it must exit 0."""
+    if shutil.which("wc") is None:
+        pytest.skip("wc is not installed")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", bench, "--quick"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    return lines[start + 1 :]
+
+
+def test_the_dashboard_bench_prints_its_table_in_quick_mode() -> None:
+    rows = quick_table("dashboard", "case ", timeout=900)
+    measures = " ".join(rows)
+    for what in (
+        "idle CPU",
+        "table on screen",
+        "push -> Pending p95",
+        "key -> screen p95",
+        "room status --json",
+        "memory per room",
+    ):
+        assert what in measures, what
+    for row in rows:
+        if "push -> Pending p95 ratio" in row or "memory per room" in row:
+            continue
+        # the ackdeck column, third: measured (nan: a probe never reached the screen)
+        ours = re.split(r"\s{2,}", row)[2]
+        assert not math.isnan(float(ours)), row
+
+
+def test_the_status_bench_prints_its_table_in_quick_mode() -> None:
+    rows = [re.split(r"\s{2,}", line.strip()) for line in quick_table("status", "rooms ", 300)]
+    commands = ("room status --json", "wc -l", "python -c pass", "python count floor")
+    assert [(r[0], r[1]) for r in rows] == [(n, c) for n in ("20", "100") for c in commands]
+    for row in rows:
+        wall, x_wall, *cpu = (float(x) for x in row[2:])
+        assert wall > 0 and x_wall > 0, row  # the CPU columns may be 0 or nan for a tiny wc
+    assert not list((REPO / "bench" / "_work").glob("status-*"))  # its rooms are removed
