@@ -302,11 +302,13 @@ class RedisRoom:
         *,
         deliver: Callable[[ReadResult], int | None] | None = None,
         reader: str | None = None,
+        confirm: Callable[[ReadResult], None] | None = None,
     ) -> ReadResult:
         """Every entry in the room; stores the session's receipt (replacing the old one).
 
         Recorded only once delivered, as for files: `deliver` gets the lines first, and the
-        receipt is stored only if it returns. `reader` binds the receipt to one reader."""
+        receipt is stored only if it returns (and `confirm`, given the cut result, too).
+        `reader` binds the receipt to one reader."""
         check_name(session)
         limit = self._policy_for_read().max_deliveries
         if limit is not None:
@@ -327,6 +329,8 @@ class RedisRoom:
                 added -= len(entries) - taken
                 result, receipt = self._receipt_of(entries[:taken], epoch, added, reader)
                 receipt["read"] = read_id
+        if confirm is not None:
+            confirm(result)
         doubts = self._doubts()
         fence = doubts.get(session) or ""
         script = self._script("COMMIT_RECEIPT")
@@ -438,14 +442,15 @@ class RedisRoom:
         all: bool = False,  # noqa: A002 - CLI flag
         reader: str | None = None,
         deliver: Callable[[ReadResult], int | None] | None = None,
+        confirm: Callable[[ReadResult], None] | None = None,
     ) -> AckResult:
         """Remove exactly what `session` read (or, with all=True, every entry, returned).
 
         With all=True and `deliver`, the entries are delivered first and only those are
-        removed (a read and an ack of its receipt), as for files."""
+        removed (a read and an ack of its receipt), as for files; `confirm` as for read()."""
         check_name(session)
         if all and deliver is not None:
-            got = self.read(session, reader=reader, deliver=deliver)
+            got = self.read(session, reader=reader, deliver=deliver, confirm=confirm)
             if not got.lines:
                 return AckResult("all", 0, 0, "no entries to ack", [])
             res = self.ack(session, reader=reader)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     Clock = Callable[[], float]
     # Returns None (every line was delivered) or how many lines, from the first, were.
     Deliver = Callable[[ReadResult], "int | None"]
+    # Gets what will be recorded, last before it is; raising records nothing.
+    Confirm = Callable[[ReadResult], None]
 
 
 class RoomBackend(Protocol):
@@ -40,7 +42,12 @@ class RoomBackend(Protocol):
 
     def push(self, line: str | bytes) -> int | str: ...
     def read(
-        self, session: str, *, deliver: Deliver | None = None, reader: str | None = None
+        self,
+        session: str,
+        *,
+        deliver: Deliver | None = None,
+        reader: str | None = None,
+        confirm: Confirm | None = None,
     ) -> ReadResult: ...
     def ack(
         self,
@@ -49,6 +56,7 @@ class RoomBackend(Protocol):
         all: bool = False,  # noqa: A002
         reader: str | None = None,
         deliver: Deliver | None = None,
+        confirm: Confirm | None = None,
     ) -> AckResult: ...
     # `counts`: a file room's line counts kept by a caller that asks again and again (the
     # dashboard's scanner; core/inbox/line_counts.py); a redis room ignores them.

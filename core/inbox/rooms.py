@@ -277,6 +277,7 @@ class Room:
         *,
         deliver: Callable[[ReadResult], int | None] | None = None,
         reader: str | None = None,
+        confirm: Callable[[ReadResult], None] | None = None,
     ) -> ReadResult:
         """Every complete line in the room; records the session's receipt (replacing the old).
 
@@ -286,7 +287,10 @@ class Room:
         delivered: the receipt and the result cover exactly those (an MCP reply has a size
         limit). If `deliver` raises, nothing is recorded and the session's previous receipt
         stays as it was. `reader` binds the receipt to one reader (an MCP server instance):
-        only an ack with the same `reader` may use it (see ack()).
+        only an ack with the same `reader` may use it (see ack()). `confirm` gets exactly what
+        will be recorded (after `deliver`'s cut) just before it is; if it raises, nothing is
+        (an MCP reply is confirmed once the transport wrote it: a cancelled call records
+        nothing).
         """
         check_name(session)
         self._side.check_dir()
@@ -302,12 +306,16 @@ class Room:
             result = ReadResult([], 0, 0, 0)
             if deliver is not None:
                 deliver(result)
+            if confirm is not None:
+                confirm(result)
             return result
         result, header, data = snap
         if deliver is not None:
             taken = deliver(result)  # outside the lock: a slow pipe must not hold up acks
             if taken is not None and header is not None and taken < len(result.lines):
                 result, header, data = _first_lines(result, header, taken)
+        if confirm is not None:
+            confirm(result)
         if header is not None:
             header = self._log_read(header)
             pause("read-after-log")
@@ -417,6 +425,7 @@ class Room:
         all: bool = False,  # noqa: A002 - CLI flag name
         reader: str | None = None,
         deliver: Callable[[ReadResult], int | None] | None = None,
+        confirm: Callable[[ReadResult], None] | None = None,
     ) -> AckResult:
         """Remove exactly what `session` consumed (or, with all=True, every complete line).
 
@@ -426,10 +435,12 @@ class Room:
 
         With all=True and `deliver`, the lines are delivered first and only what was
         delivered is removed (a read and an ack of that receipt, under the hood): `ack --all
-        | head` cannot clear lines nobody saw. The result's mode is then "all".
+        | head` cannot clear lines nobody saw. The result's mode is then "all". `confirm`, as
+        for read(), comes last before the read of those lines is recorded: if it raises,
+        nothing is removed.
         """
         if all and deliver is not None:
-            got = self.read(session, reader=reader, deliver=deliver)
+            got = self.read(session, reader=reader, deliver=deliver, confirm=confirm)
             if not got.lines:
                 return AckResult("all", 0, 0, "no complete lines to ack", [])
             res = self.ack(session, reader=reader)
