@@ -44,9 +44,10 @@ class ColdAck(AckdeckError):
 
     exit_code = 3
 
-    def __init__(self, message: str, unread: int = 0) -> None:
+    def __init__(self, message: str, unread: int = 0, why: str = "") -> None:
         super().__init__(message)
         self.unread = unread
+        self.why = why  # what was missing ("no read", "another reader"), for a door's words
 
 
 class ProcessError(AckdeckError):

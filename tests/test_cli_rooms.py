@@ -45,6 +45,12 @@ def test_append_between_read_and_ack_survives_through_cli(
         "end": 13,
         "epoch": 0,
         "note": None,  # the room exists (issue 23: a missing room says so here)
+        # What waits beyond this read, its id (a CLI read is bound to no reader), and what
+        # to do next, in the JSON too (issue 29: the structured result is the message).
+        "waiting": 0,
+        "read_id": None,
+        "next": "Act on the 2 lines, then call room_ack (CLI: ackdeck room ack): it removes "
+        "exactly them and keeps anything that arrived since.",
     }
     # The poller appends with plain shell redirection between the read and the ack.
     subprocess.run(["sh", "-c", f"printf 'late one\\n' >> '{room}'"], check=True)

@@ -36,6 +36,10 @@ VARIES = {"run_id", "pid", "started_at", "ended_at", "last_ack_at", "read_rest"}
 # Ages are wall-clock too: both doors must give one (or both None), not the same seconds.
 VARIES |= {"in_flight_age", "unread_age", "oldest_pending_age", "oldest_unread_age"}
 VARIES |= {"checked_at", "oldest_pending_at", "oldest_unread_at", "read_at"}  # their clock
+# What only one door has: the MCP door binds each read to an id that any process of the
+# session may ack it by (issue 29); a CLI read is bound to no reader, so its read_id is None.
+# The key is in both; its value is the door's.
+DOOR_OWN = {"read_id"}
 ERROR_SHAPE = {"error", "message"}
 
 Step = tuple[list[str], str, dict[str, Any], type[Result] | None]
@@ -46,6 +50,7 @@ def normal(value: Any) -> Any:
         return {
             k: (("<varies>" if v is not None else None) if k in VARIES else normal(v))
             for k, v in value.items()
+            if k not in DOOR_OWN
         }
     if isinstance(value, list):
         return [normal(v) for v in value]

@@ -113,7 +113,9 @@ def test_json_ack_all_piped_into_head_removes_nothing(
     got = json.loads((tmp_path / "out.json").read_bytes())
     assert (got["mode"], got["acked"], got["preserved"]) == ("all", 20000, 0)
     assert got["lines"][0] == "note 1" and len(got["lines"]) == 20000
-    assert set(got) == {"room", "path", "mode", "acked", "preserved", "message", "lines", "note"}
+    assert set(got) == {
+        "room", "path", "mode", "acked", "preserved", "message", "lines", "note", "next"
+    }  # fmt: skip
     assert (tmp_path / "r").read_bytes() == b""
 
 

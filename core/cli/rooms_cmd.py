@@ -294,7 +294,11 @@ def _ack(args: argparse.Namespace) -> int:
         report(done, lambda: emit_json(result.to_json()))
     if result.refusal is not None:
         # Reported as the error it is (exit 3), after the JSON that carries its counts.
-        print(f"ackdeck: error: {result.refusal}", file=sys.stderr)
+        print(
+            f"ackdeck: error: {result.refusal} (ackdeck room read, then ackdeck room ack; "
+            "or ackdeck room ack --all)",
+            file=sys.stderr,
+        )
         return result.refusal.exit_code
     if not args.json:
         from ackdeck.core.cli._words import ack_sentence

@@ -29,9 +29,11 @@ def write_error(path: Path, exc: OSError, after: str = UNCHANGED) -> AckdeckErro
 
 
 def cold_ack(session: str, why: str, unread: int) -> ColdAck:
+    # Door-neutral words (the JSON `message` is the same in every door); each door adds its
+    # own remedy in its own terms (a CLI flag, an MCP tool argument).
     return ColdAck(
         f"refused: {why} by session {session!r} ({counted(unread, 'unread line')}); "
-        "read the room first (room read / room_list_new), then ack, or ack with --all; "
-        "nothing was removed",
+        "read the room first, then ack (or ack all); nothing was removed",
         unread,
+        why=why,
     )

@@ -173,11 +173,22 @@ class Deck:
         *,
         reader: str | None = None,
         deliver: room_ops.Deliver | None = None,
+        confirm: room_ops.Confirm | None = None,
+        read_id: str | None = None,
     ) -> room_ops.Lines:
-        """Every complete line, and a receipt; with `deliver`, recorded only once delivered."""
+        """Every complete line, and a receipt; with `deliver`, recorded only once delivered
+        (and `confirm`ed: see core.service.rooms.read)."""
         session = self._session()
         with self._opened(ref) as room:
-            return room_ops.read(room, self.label(ref), session, reader=reader, deliver=deliver)
+            return room_ops.read(
+                room,
+                self.label(ref),
+                session,
+                reader=reader,
+                deliver=deliver,
+                confirm=confirm,
+                read_id=read_id,
+            )
 
     def ack(
         self,
@@ -186,11 +197,18 @@ class Deck:
         all: bool = False,  # noqa: A002 - the documented argument
         reader: str | None = None,
         deliver: room_ops.Deliver | None = None,
+        confirm: room_ops.Confirm | None = None,
     ) -> room_ops.Acked:
         session = self._session()
         with self._opened(ref) as room:
             return room_ops.ack(
-                room, self.label(ref), session, all=all, reader=reader, deliver=deliver
+                room,
+                self.label(ref),
+                session,
+                all=all,
+                reader=reader,
+                deliver=deliver,
+                confirm=confirm,
             )
 
     def status(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.text import counted
 from ackdeck.core.errors import InvalidInput, ProcessError
 from ackdeck.core.service.results import DecodedLines, Result
 from ackdeck.core.service.roomref import PagedRef
@@ -80,10 +81,23 @@ class Run(Result):
         "session": str,
         "monitors": list[Monitor],
         "matches": int,
+        "next": str | None,  # what to do next, in words (None once it ended)
     }
 
     def source(self) -> RunInfo:
         return self.info
+
+    @property
+    def next(self) -> str | None:
+        if self.info.status != "running":
+            return None
+        text = "Read its output with process_output (CLI: ackdeck output)."
+        if self.info.monitors:
+            text += (
+                f" Lines its monitor matches wake session {self.info.session!r}: collect them "
+                "with wakes_drain (CLI: ackdeck wakes drain)."
+            )
+        return text
 
     @property
     def monitors(self) -> list[Monitor]:
@@ -117,6 +131,7 @@ class OutputLines(DecodedLines):
     exit_code: int | None
     raw: list[bytes]  # raw bytes of each line, without its newline
     more: bool = False  # lines the door could not carry wait for the next read
+    waiting: int = 0  # how many of them were offered to the door and held back (0: unknown)
 
     SHAPE = {
         "name": str,
@@ -127,7 +142,25 @@ class OutputLines(DecodedLines):
         "count": int,
         "invalid_utf8": list[int],
         "more": bool,
+        "waiting": int,
+        "next": str | None,  # what to do next, in words
     }
+
+    @property
+    def next(self) -> str | None:
+        if not self.more:
+            return None
+        what = counted(self.waiting, "more line") if self.waiting else "more output"
+        return f"{what} waiting: call process_output (CLI: ackdeck output) again"
+
+    def first(self, n: int) -> OutputLines:
+        """The same read cut to its first `n` lines (what one reply carries)."""
+        if n >= len(self.raw):
+            return self
+        held = len(self.raw) - n + self.waiting
+        return OutputLines(
+            self.name, self.run_id, self.status, self.exit_code, self.raw[:n], True, held
+        )
 
 
 # ----- operations -----------------------------------------------------------------------------
@@ -222,8 +255,9 @@ def read_output(
         run_id=run_id,
         deliver=hand_over,
     )
-    more = res.more or len(res.lines) < offered[0]
-    return OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, more)
+    held = offered[0] - len(res.lines)
+    more = res.more or held > 0
+    return OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, more, held)
 
 
 class OutputLog(PagedRef):

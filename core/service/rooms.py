@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ackdeck.core.base.digest import use_openssl
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.text import display_lines
+from ackdeck.core.base.text import counted, display_lines
 from ackdeck.core.errors import ColdAck, NotDelivered
 from ackdeck.core.inbox.ledger import HEAD_BYTES
 from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     # Returns None (every line was delivered) or how many lines, from the first, were.
     Deliver = Callable[["Lines"], "int | None"]
+    # Gets what will be recorded, last before it is; raising records nothing.
+    Confirm = Callable[["Lines"], None]
 
 
 # ----- results ------------------------------------------------------------------------------
@@ -60,6 +62,12 @@ class Lines(DecodedLines):
     epoch: int
     data: bytes  # the lines with their newlines, exactly as stored (text-mode output)
     note: str | None = None  # the room does not exist yet (core.service.absent)
+    # Complete lines the room held beyond these when they were read (a door that carries at
+    # most what its client shows its model leaves the rest for the next read).
+    waiting: int = 0
+    # The id an ack may name to ack exactly this read from any process of the session (the
+    # MCP door's reads; None: the read is not bound to a reader, as the CLI's).
+    read_id: str | None = None
 
     SHAPE = {
         "room": str,
@@ -70,7 +78,29 @@ class Lines(DecodedLines):
         # start, end, epoch: as the backend's ReadResult declares them
         **fields_of(ReadResult, skip=("lines", "data")),
         "note": str | None,
+        "waiting": int,
+        "read_id": str | None,
+        "next": str | None,  # what to do next, in words (the structured result is the message)
     }
+
+    @property
+    def next(self) -> str | None:
+        return next_after_read(self.count, self.waiting)
+
+    def emptied(self) -> Lines:
+        """The same read without its lines: what the rest of a reply about it costs."""
+        return Lines(
+            self.room,
+            self.path,
+            [],
+            self.start,
+            self.start,
+            self.epoch,
+            b"",
+            self.note,
+            self.waiting + len(self.raw),
+            self.read_id,
+        )
 
 
 class Acked(Result):
@@ -90,11 +120,16 @@ class Acked(Result):
         # mode, acked, preserved, message, lines: as the backend's AckResult declares them
         **fields_of(AckResult, types={"mode": str, "lines": list[str] | None}),
         "note": str | None,
+        "next": str | None,  # what to do next, in words
     }
 
     @property
     def lines(self) -> list[str] | None:
         return None if self.raw is None else display_lines(self.raw)[0]
+
+    @property
+    def next(self) -> str | None:
+        return next_after_ack(self.mode, self.preserved)
 
     @property
     def must_reread(self) -> bool:
@@ -216,6 +251,34 @@ class Status(Result):
     SHAPE = {"session": str | None, "rooms": list[RoomState]}
 
 
+# ----- what to do next: the same words in every door's JSON (tool names and commands) --------
+READ = "room_list_new (CLI: ackdeck room read)"
+ACK = "room_ack (CLI: ackdeck room ack)"
+
+
+def next_after_read(count: int, waiting: int) -> str | None:
+    """The step after a read: ack what it returned once acted on, then read the rest. (The
+    read's id, when it has one, is in `read_id`; an ack without it acks the same read.)"""
+    if not count:
+        return None if not waiting else f"{counted(waiting, 'line')} waiting: call {READ}"
+    text = (
+        f"Act on the {counted(count, 'line')}, then call {ACK}: it removes exactly them and "
+        "keeps anything that arrived since."
+    )
+    if waiting:
+        text += f" {counted(waiting, 'more line')} waiting: call {READ} again after the ack."
+    return text
+
+
+def next_after_ack(mode: str, preserved: int) -> str | None:
+    """The step after an ack: read again when it removed nothing, or when lines remain."""
+    if mode in ("stale", "refused"):
+        return f"Nothing was removed: call {READ}, act on the lines, then {ACK}."
+    if preserved:
+        return f"{counted(preserved, 'line')} remain: call {READ} to read them."
+    return None
+
+
 # ----- operations -----------------------------------------------------------------------------
 def push(room: RoomBackend, label: str, line: str | bytes) -> Pushed:
     return Pushed(label, str(room.path), room.push(line))
@@ -250,10 +313,23 @@ def wait_ack(
     return Pushed(pushed.room, pushed.path, pushed.offset, True, True, j.acked_by, j.acked_at)
 
 
-def _lines(room: RoomBackend, label: str, view: ReadResult) -> Lines:
+def _lines(
+    room: RoomBackend, label: str, view: ReadResult, waiting: int = 0, read_id: str | None = None
+) -> Lines:
     note = absent(room, label) if not view.lines else None
     path = str(room.path)
-    return Lines(label, path, view.lines, view.start, view.end, view.epoch, view.data, note)
+    return Lines(
+        label,
+        path,
+        view.lines,
+        view.start,
+        view.end,
+        view.epoch,
+        view.data,
+        note,
+        waiting,
+        read_id if view.lines else None,
+    )
 
 
 def absent(room: RoomBackend, label: str) -> str | None:
@@ -269,23 +345,36 @@ def read(
     *,
     reader: str | None = None,
     deliver: Deliver | None = None,
+    confirm: Confirm | None = None,
+    read_id: str | None = None,
 ) -> Lines:
     """Every complete line, and a receipt for `session`. With `deliver`, the receipt is stored
-    only after it returned (recorded only once delivered); if it raises, nothing is."""
+    only after it returned (recorded only once delivered); if it raises, nothing is. `confirm`
+    gets the result as it will be recorded (cut to what `deliver` took), last before it is.
+    `read_id`: the id the door bound this read to (its `reader`), shown in the result."""
 
     handed: list[Lines] = []
 
     def hand_over(view: ReadResult) -> int | None:
         if deliver is None:
             return None
-        handed.append(_lines(room, label, view))
+        handed.append(_lines(room, label, view, 0, read_id))
         return deliver(handed[-1])
 
+    def waiting(view: ReadResult) -> int:
+        return len(handed[-1].raw) - len(view.lines) if handed else 0
+
+    def confirm_view(view: ReadResult) -> None:
+        assert confirm is not None
+        confirm(_lines(room, label, view, waiting(view), read_id))
+
     # What the room returns: cut to the lines delivered when `deliver` said how many.
-    view = room.read(session, reader=reader, deliver=hand_over)
+    view = room.read(
+        session, reader=reader, deliver=hand_over, confirm=None if confirm is None else confirm_view
+    )
     if handed and not view.lines and not handed[-1].raw:
         return handed[-1]  # the same empty read: its note was already checked
-    return _lines(room, label, view)
+    return _lines(room, label, view, waiting(view), read_id)
 
 
 def ack(
@@ -296,16 +385,30 @@ def ack(
     all: bool = False,  # noqa: A002 - the documented argument
     reader: str | None = None,
     deliver: Deliver | None = None,
+    confirm: Confirm | None = None,
 ) -> Acked:
     """Remove exactly what `session` read (with `all`: every complete line, handed to
     `deliver` first). A cold ack is not raised: it comes back with mode `refused`, the lines
     kept as `preserved`, and the error in `refusal`, so every door reports the same counts."""
     path = str(room.path)
-    hand_over = None
+    hand_over = confirm_view = None
+    offered: list[int] = []
     if deliver is not None:
-        hand_over = lambda view: deliver(_lines(room, label, view))  # noqa: E731
+
+        def hand_over(view: ReadResult) -> int | None:
+            offered.append(len(view.lines))
+            return deliver(_lines(room, label, view))
+
+    if confirm is not None:
+
+        def confirm_view(view: ReadResult) -> None:
+            waiting = offered[-1] - len(view.lines) if offered else 0
+            confirm(_lines(room, label, view, waiting))
+
     try:
-        res: AckResult = room.ack(session, all=all, reader=reader, deliver=hand_over)
+        res: AckResult = room.ack(
+            session, all=all, reader=reader, deliver=hand_over, confirm=confirm_view
+        )
     except ColdAck as exc:
         return Acked(label, path, "refused", 0, exc.unread, str(exc), None, exc)
     note = absent(room, label) if not res.acked and not res.preserved else None
