@@ -83,7 +83,9 @@ async def test_tool_list_names_every_tool_with_schemas(home: Path, tmp_path: Pat
         listed = {t.name: t for t in (await client.list_tools()).tools}
     assert set(listed) == TOOLS
     assert "all" in listed["room_ack"].input_schema["properties"]
-    assert listed["room_push"].input_schema["required"] == ["room", "text"]
+    # room is optional: without it a push goes to the default room, as the README says.
+    assert listed["room_push"].input_schema["required"] == ["text"]
+    assert "room" in listed["room_push"].input_schema["properties"]
     assert set(listed["process_start"].input_schema["properties"]) >= {
         "name",
         "argv",
@@ -360,3 +362,13 @@ async def test_a_room_reached_through_dotdot_after_a_symlinked_directory(
         assert not pushed.is_error, text_of(pushed)
     assert (tmp_path / "elsewhere" / "inbox.txt").read_bytes() == b"reply\n"
     assert not (tmp_path / "deep" / "inbox.txt").exists()
+
+
+async def test_room_push_without_room_goes_to_the_default_room(home: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "inbox.txt", tmp_path / "alerts.txt"
+    async with connect(home, [first, second]) as client:
+        pushed = await call(client, "room_push", {"text": "to the default"})
+        assert not pushed.is_error, text_of(pushed)
+        assert pushed.structured_content["room"] == "inbox.txt"
+    assert first.read_bytes() == b"to the default\n"
+    assert not second.exists()

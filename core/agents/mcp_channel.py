@@ -19,7 +19,11 @@ SDK's dispatcher uses.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -30,6 +34,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ackdeck.core.agents.mcp_delivery import Deliveries, Wire
 from ackdeck.core.agents.noticer import DEFAULT_WINDOW_S, Noticer
 from ackdeck.core.agents.notices import Notice
 from ackdeck.core.base.home import resolve_home
@@ -88,10 +93,12 @@ async def serve_stdio(
     noticer: Noticer | None,
     *,
     window: float = DEFAULT_WINDOW_S,
+    deliveries: Deliveries | None = None,
 ) -> None:
     """Serve `server` on stdin/stdout; with a noticer, declare the channel and push its notices
     while connected (without one, `--no-channel`, the capability is not declared either: a
-    client must not wait for notices that never come)."""
+    client must not wait for notices that never come). With `deliveries`, stdout tells it
+    which responses were written (core/agents/mcp_delivery.py)."""
     low = server._lowlevel_server
     ready = ClientReady()
     server.middleware.append(ready)
@@ -100,7 +107,7 @@ async def serve_stdio(
     options = low.create_initialization_options(
         experimental_capabilities=EXPERIMENTAL if noticer is not None else None
     )
-    async with stdio_server() as (read_stream, write_stream):
+    async with _stdio(deliveries) as (read_stream, write_stream):
 
         async def send(notices: list[Notice]) -> bool:
             try:
@@ -125,6 +132,28 @@ async def serve_stdio(
             tg.start_soon(notify)
             await low.run(read_stream, write_stream, options)
             tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _stdio(deliveries: Deliveries | None) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport; with `deliveries`, its stdout is a `Wire` that reports each
+    written response. The SDK then leaves descriptor 1 alone, so this does what it would: the
+    wire gets a private duplicate and descriptor 1 points at stderr while serving (a child's
+    stray output must not corrupt the JSON-RPC stream), restored on the way out."""
+    if deliveries is None:
+        async with stdio_server() as streams:
+            yield streams
+        return
+    private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.dup2(2, 1)
+    try:
+        # closefd=False: a worker thread may still be writing when the transport exits.
+        raw = os.fdopen(private, "wb", closefd=False)
+        stdout = anyio.wrap_file(Wire(raw, deliveries))
+        async with stdio_server(stdout=stdout) as streams:  # type: ignore[arg-type]
+            yield streams
+    finally:
+        os.dup2(private, 1)
 
 
 def make_noticer(home: str | None, session: str, rooms: list[Any]) -> Noticer:

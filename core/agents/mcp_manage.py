@@ -20,11 +20,13 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 
-from ackdeck.core.agents.mcp_reply import Reply, guard, output_model, reply
+from ackdeck.core.agents.mcp_delivery import call_delivered
+from ackdeck.core.agents.mcp_reply import Reply, failure, guard, output_model, reply, result
 from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import check_timeout
+from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service import procs, wakes
 
 if TYPE_CHECKING:
@@ -96,26 +98,39 @@ async def wait_output(
     filter: str | None,  # noqa: A002 - the tool's argument name
     exclude: bool,
     timeout: float,
-) -> "Reply":
+) -> CallToolResult:
     """`door.process_output` with the wait done here: each read is immediate (timeout 0), so
-    a cancelled call leaves no reader behind that could later record lines as shown that no
-    reply carried; between reads an async watch of the run directory wakes us."""
-    check_name(name, "process")
-    timeout = check_timeout(timeout)
+    a cancelled call leaves no reader behind; between reads an async watch of the run
+    directory wakes us. The read that ends the call (lines, an ended run, or the deadline)
+    offers its reply and records its lines as shown only once the reply was written
+    (core/agents/mcp_delivery.py): a cancelled call records nothing it did not deliver."""
+    try:
+        check_name(name, "process")
+        timeout = check_timeout(timeout)
+    except AckdeckError as exc:
+        return result(failure(exc))
     started = time.monotonic()
     deadline = started + timeout
     next_progress = started + PROGRESS_EVERY_S
     leased = False
+    request_id = None if ctx is None else ctx.request_id
+
+    def final(got: procs.OutputLines) -> bool:
+        return bool(got.raw) or got.status != "running" or time.monotonic() >= deadline
+
     with ExitStack() as held:
         while True:
-            reply = await anyio.to_thread.run_sync(
-                lambda: door.process_output(name, filter, exclude, 0.0)
+            out = await call_delivered(
+                door.deliveries,
+                request_id,
+                lambda h: guard(lambda: door.process_output(name, filter, exclude, 0.0, h, final)),
             )
+            data = out.structured_content or {}
+            if out.is_error or data.get("count") or data.get("status") != "running":
+                return out
             now = time.monotonic()
-            if reply.data.get("count") or reply.data.get("status") != "running":
-                return reply
             if now >= deadline:
-                return reply
+                return out
             rdir = await anyio.to_thread.run_sync(lambda: door.deck.run_dir(name))
             if filter is None and not leased:
                 # As in core.watch.output: an unfiltered long poll holds a read lease for its whole
@@ -140,7 +155,7 @@ async def wait_output(
 async def wait_ack_reply(
     door: "AgentDoor",
     ctx: Context | None,
-    room: str,
+    room: str | None,
     text: str,
     session: str | None,
     timeout: float,

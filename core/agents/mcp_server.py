@@ -16,6 +16,7 @@ restarted server (or the CLI) continues exactly where the previous one stopped.
 # No `from __future__ import annotations` here: the SDK reads tool signatures at runtime, and
 # their Annotated descriptions are built from this server's configured rooms (closure values).
 import os
+import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -35,17 +36,28 @@ from ackdeck.core.agents.mcp_args import (
     plain_input_schema,
     unknown_arguments,
 )
+from ackdeck.core.agents.mcp_delivery import Deliveries, Handoff, call_delivered
 from ackdeck.core.agents.mcp_manage import register as register_manage_tools
 from ackdeck.core.agents.mcp_manage import tool_registrar, wait_ack_reply, wait_output
 from ackdeck.core.agents.mcp_reply import Reply, guard_async, output_model, reply
 from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.agents.mcp_reply import guard as _guard
 from ackdeck.core.agents.mcp_reply import result as _result
+from ackdeck.core.agents.mcp_sizing import (
+    DEFAULT_CHARS,
+    STRUCTURED,
+    TEXT,
+    check_reply_chars,
+    client_view,
+    fit,
+    shown_json,
+)
 from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import MAX_WAIT
-from ackdeck.core.errors import InvalidInput
+from ackdeck.core.errors import InvalidInput, NotDelivered
 from ackdeck.core.service import procs, rooms, wakes
 from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.results import DecodedLines, Result
 from ackdeck.core.service.roomref import RoomRef
 from ackdeck.core.version import package_version
 
@@ -53,9 +65,12 @@ Clock = Callable[[], float]
 
 # process_output may block this long at most; a longer wait belongs in a monitor (wakes).
 MAX_OUTPUT_TIMEOUT = MAX_WAIT
-# Text of output lines one process_output reply carries at most (clients cut longer tool
-# results, and a line that was cut was not shown). The rest waits for the next call.
-MAX_REPLY_TEXT = 48 << 10
+# Where a 2026-era client puts its clientInfo in each request's `_meta`.
+CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo"
+# The budget of a reply for a client ackdeck does not know (core/agents/mcp_sizing.py).
+MAX_REPLY_TEXT = DEFAULT_CHARS
+# A read id: what room_list_new returns and room_ack may name (hex, as secrets makes it).
+READ_ID = re.compile(r"[0-9a-f]{16}")
 
 
 # ----- configuration -----------------------------------------------------------------------
@@ -64,10 +79,15 @@ class DoorConfig:
     session: str
     rooms: tuple[RoomRef, ...]  # parsed once; a redis room's password is kept hidden
     home: str | None = None  # None: $ACKDECK_HOME, else ~/.ackdeck
+    reply_chars: int | None = None  # --reply-chars: one budget for every client
 
     @classmethod
     def make(
-        cls, session: str, rooms: Sequence[str | os.PathLike[str]], home: str | None = None
+        cls,
+        session: str,
+        rooms: Sequence[str | os.PathLike[str]],
+        home: str | None = None,
+        reply_chars: int | None = None,
     ) -> "DoorConfig":
         deck = Deck(home, session, rooms)  # checks the session, parses each room once
         if not deck.rooms:
@@ -76,21 +96,21 @@ class DoorConfig:
             )
         for r in rooms:
             deck.parse(r).check_configured(str(r))
-        return cls(session, deck.rooms, home)
+        if reply_chars is not None:
+            check_reply_chars(reply_chars)
+        return cls(session, deck.rooms, home, reply_chars)
 
     def deck(self, *, clock: Clock = time.time) -> Deck:
         return Deck(self.home, self.session, self.rooms, clock=clock, door="mcp")
 
 
-def _fit_reply(lines: Sequence[bytes]) -> int:
-    """How many lines, from the first, fit in one reply (always at least one, so a single long
-    line still gets through)."""
-    size = 0
-    for i, line in enumerate(lines):
-        size += len(line) + 1
-        if size > MAX_REPLY_TEXT and i > 0:
-            return i
-    return len(lines)
+def _not_written(what: str) -> NotDelivered:
+    exc = NotDelivered(
+        f"the reply to {what} was not written (the call was cancelled or the client left); "
+        "nothing was recorded"
+    )
+    exc.expected_after_reply = True  # type: ignore[attr-defined]  # not worth a log line
+    return exc
 
 
 # ----- structured outputs: each tool's outputSchema, from the service result's SHAPE ----------
@@ -108,88 +128,164 @@ class AgentDoor:
     """One method per MCP tool. Each makes one call into the service layer (core/service),
     words the result for a model and returns its JSON as structured content. Errors are raised
     as AckdeckError (or returned as an error Reply when there is structured data worth keeping,
-    e.g. a refused ack's counts)."""
+    e.g. a refused ack's counts).
+
+    Reads, ack-all, process output and drains take a `Handoff` (core/agents/mcp_delivery.py):
+    their reply is offered from inside core's `deliver`/`confirm` step and recorded only if the
+    transport wrote it. Called without one (tests, the CLI-like direct use), a reply counts as
+    delivered when it is returned."""
 
     def __init__(self, config: DoorConfig, *, clock: Clock = time.time) -> None:
         self.config = config
         self.deck = config.deck(clock=clock)
-        # Which reader this server is: receipts from room_list_new carry it, and room_ack
-        # uses only those (a server started anew refuses its predecessor's receipts).
-        self._reader = f"mcp:{os.getpid()}:{secrets.token_hex(8)}"
+        # Each read is bound to a reader made from its read id: room_ack with that id (from
+        # any process of the session) or this server's own last read in a room may ack it; a
+        # server started anew refuses its predecessor's receipts unless given the id.
+        self._instance = secrets.token_hex(8)
+        self._last_read: dict[str, str] = {}  # room label -> read id of this server's last read
+        self.view = client_view(None, config.reply_chars)
+        self.deliveries = Deliveries()
+
+    def set_client(self, name: str | None) -> None:
+        """Size replies for the client that connected (`initialize`'s clientInfo.name)."""
+        if name != self.view.client:
+            self.view = client_view(name, self.config.reply_chars)
+
+    # -- sizing -------------------------------------------------------------------------------
+    def _fit(self, got: DecodedLines, empty: Reply) -> int:
+        """How many of `got`'s lines one reply carries whole to the client's model; `empty`
+        is the same reply without lines (what the rest of it costs)."""
+        if self.view.view == STRUCTURED:
+            fixed = self.view.size(shown_json(empty.data))
+        else:
+            fixed = self.view.size(empty.text)
+        fixed += 400  # the counts and `next` say more once lines are cut; Codex's header
+        return fit(got.lines, self.view, fixed)
+
+    def _reply(self, res: Result, text: str, body: Sequence[str] = (), **kw: Any) -> Reply:
+        """A reply in the view its client shows the model: lines in the text only for a client
+        that shows text (the structured content always has them), so they are not sent to the
+        model twice."""
+        if body and self.view.view == TEXT:
+            head, *tail = text.split("\n", 1)
+            text = "\n".join([head, *body, *tail])
+        return reply(res, text, **kw)
 
     # -- rooms ---------------------------------------------------------------------------
-    def room_list_new(self, room: str | None = None) -> Reply:
-        r = self.deck.room(room)
-        offered = [0]
-
-        def deliver(got: rooms.Lines) -> int:
-            # One reply holds at most MAX_REPLY_TEXT bytes of lines: clients refuse bigger
-            # tool results (Claude Code: 25,000 tokens) and the agent would then ack lines it
-            # never saw. The receipt covers exactly the lines that fit.
-            offered[0] = len(got.raw)
-            return _fit_reply(got.raw)
-
-        # The receipt is bound to this server instance: if the reply is lost with the server,
-        # no later server can ack lines it never handed out. (The SDK writes the reply after
-        # we return; on stdio a lost reply means a dead server.)
-        got = self.deck.read(r, reader=self._reader, deliver=deliver)
-        return self._list_reply(got, offered[0] - len(got.raw))
-
-    def _list_reply(self, got: rooms.Lines, waiting: int) -> Reply:
-        lines = got.lines
-        if not lines:
-            text = f"no new lines in {got.room} ({got.path}); nothing to ack"
-            return reply(got, text if got.note is None else f"{text}. {got.note}")
-        head = (
-            f"{counted(len(lines), 'new line')} in {got.room} ({got.path}), "
-            f"stream bytes [{got.start}, {got.end}) epoch {got.epoch}:"
-        )
-        tail = (
-            f"When you have acted on them, call room_ack (room {got.room!r}): it removes exactly "
-            "these lines and keeps anything that arrived since."
-        )
-        if waiting:
-            more = counted(waiting, "more line")
-            tail += f" ({more} waiting: call room_list_new again after the ack)"
-        return reply(got, "\n".join([head, *lines, tail]))
-
-    def room_ack(self, room: str | None = None, all: bool = False) -> Reply:  # noqa: A002
+    def room_list_new(self, room: str | None = None, handoff: Handoff | None = None) -> Reply:
         r = self.deck.room(room)
         label = self.deck.label(r)
-        # ack-all removes only the lines its one reply can carry (see room_list_new).
-        deliver = (lambda got: _fit_reply(got.raw)) if all else None
-        res = self.deck.ack(r, all=all, reader=self._reader, deliver=deliver)
+        read_id = secrets.token_hex(8)
+
+        def deliver(got: rooms.Lines) -> int:
+            return self._fit(got, self._list_reply(got.emptied()))
+
+        def confirm(got: rooms.Lines) -> None:
+            if handoff is not None and not handoff.offer(_result(self._list_reply(got))):
+                raise _not_written("room_list_new")
+            if got.raw:
+                self._last_read[label] = read_id
+
+        got = self.deck.read(
+            r, reader=_reader(read_id), deliver=deliver, confirm=confirm, read_id=read_id
+        )
+        return self._list_reply(got)
+
+    def _list_reply(self, got: rooms.Lines) -> Reply:
+        if not got.lines:
+            text = f"no new lines in {got.room} ({got.path}); nothing to ack"
+            if got.note is not None:
+                text += f". {got.note}"
+            if got.next is not None:
+                text += f"\n{got.next}"
+            return reply(got, text)
+        head = (
+            f"{counted(got.count, 'new line')} in {got.room} ({got.path}), "
+            f"stream bytes [{got.start}, {got.end}) epoch {got.epoch}, read_id {got.read_id}"
+            + (f"; {got.waiting} more waiting" if got.waiting else "")
+        )
+        return self._reply(got, f"{head}:\n{got.next}", got.lines)
+
+    def room_ack(
+        self,
+        room: str | None = None,
+        all: bool = False,  # noqa: A002
+        read_id: str | None = None,
+        handoff: Handoff | None = None,
+    ) -> Reply:
+        r = self.deck.room(room)
+        label = self.deck.label(r)
+        if read_id is not None and (all or not READ_ID.fullmatch(read_id)):
+            raise InvalidInput(
+                "room_ack: read_id must be the read_id a room_list_new returned (16 hex "
+                "digits), and cannot be combined with all"
+            )
+        if all:
+            res = self._ack_all(r, label, handoff)
+        else:
+            known = read_id or self._last_read.get(label)
+            reader = _reader(known) if known else f"mcp:none:{self._instance}"
+            res = self.deck.ack(r, reader=reader)
+            if known and res.mode != "refused":
+                self._last_read.pop(label, None)
+        return self._ack_reply(res, label, read_id)
+
+    def _ack_all(self, r: RoomRef, label: str, handoff: Handoff | None) -> rooms.Acked:
+        """ack-all removes only the lines its one reply carries, and only once that reply was
+        written (its lines are the reply: a cancelled call removes nothing)."""
+        read_id = secrets.token_hex(8)
+
+        def deliver(got: rooms.Lines) -> int:
+            return self._fit(got, self._ack_reply(_acked_all(got.emptied()), label, None))
+
+        def confirm(got: rooms.Lines) -> None:
+            if handoff is not None and got.raw:
+                if not handoff.offer(_result(self._ack_reply(_acked_all(got), label, None))):
+                    raise _not_written("room_ack")
+
+        return self.deck.ack(r, all=True, reader=_reader(read_id), deliver=deliver, confirm=confirm)
+
+    def _ack_reply(self, res: rooms.Acked, label: str, read_id: str | None) -> Reply:
         counts = f"acked {counted(res.acked, 'line')}, preserved {counted(res.preserved, 'line')}"
         if res.refusal is not None:
+            why = res.refusal.why
+            if "reader" in why:
+                why = (
+                    "the session's latest read of this room was not made by this server "
+                    "(another process, or a server started since)"
+                    if read_id is None
+                    else f"read {read_id} is not the session's latest unacked read of this room"
+                )
+            unread = counted(res.refusal.unread, "unread line")
             return reply(
                 res,
-                f"{res.message} (acked 0, preserved {res.preserved}). Call room_list_new, act "
-                "on the lines, then room_ack; or call room_ack with all: true to ack every "
-                "line and get them back.",
+                f"refused: {why} by session {self.config.session!r} ({unread}); nothing was "
+                "removed. Call room_list_new, act on the lines, then room_ack (with the "
+                "read_id room_list_new returned, from any process); or room_ack with all: "
+                "true to ack every line and get them back.",
                 error=True,
             )
         if res.must_reread:
             # Nothing was removed and the agent must re-read: make it impossible to miss.
-            text = f"{res.mode}: {res.message} ({counts}). Call room_list_new again, then room_ack."
-            return reply(res, text, error=True)
+            return reply(res, f"{res.mode}: {res.message} ({counts}). {res.next}", error=True)
         text = f"{res.mode}: {counts} in {label}."
         if res.mode == "noop":
             text = f"noop: {res.message} ({counts} in {label})."
-        lines = res.lines
-        if lines:
-            text += " The acked lines:\n" + "\n".join(lines)
-        elif lines is not None:
+        body: list[str] = []
+        if res.lines:
+            text += " The acked lines:"
+            body = res.lines
+        elif res.lines is not None:
             text += " The room had no complete lines."
-        if res.preserved:
-            left = counted(res.preserved, "line")
-            text += f"\n{left} remain in {label}: call room_list_new to read them."
-        return reply(res, text)
+        if res.next is not None:
+            text += f"\n{res.next}"
+        return self._reply(res, text, body)
 
-    def room_push(self, room: str, text: str) -> Reply:
+    def room_push(self, room: str | None, text: str) -> Reply:
         pushed = self.deck.push(self.deck.room(room), text)
         return reply(pushed, f"pushed one line to {pushed.room} at stream offset {pushed.offset}")
 
-    def room_push_wait(self, room: str, text: str) -> tuple[RoomRef, rooms.Pushed]:
+    def room_push_wait(self, room: str | None, text: str) -> tuple[RoomRef, rooms.Pushed]:
         """The push of a room_push with wait_ack; the wait is the tool's (wait_ack_reply)."""
         ref = self.deck.room(room)
         return ref, self.deck.push(ref, text)
@@ -236,15 +332,9 @@ class AgentDoor:
         watch = ""
         if info.monitors:
             m = info.monitors[0]
-            watch = (
-                f"; monitor {'excluding' if m.exclude else 'matching'} {m.pattern!r} wakes "
-                f"session {info.session!r} (collect with wakes_drain)"
-            )
-        return reply(
-            run,
-            f"started {info.name} run {info.run_id} (pid {info.pid}, {info.status}){watch}. "
-            "Read its output with process_output.",
-        )
+            watch = f"; monitor {'excluding' if m.exclude else 'matching'} {m.pattern!r}"
+        text = f"started {info.name} run {info.run_id} (pid {info.pid}, {info.status}){watch}."
+        return reply(run, text if run.next is None else f"{text}\n{run.next}")
 
     def process_output(
         self,
@@ -252,12 +342,19 @@ class AgentDoor:
         filter: str | None = None,  # noqa: A002 - the tool's argument name
         exclude: bool = False,
         timeout: float = 0.0,
+        handoff: Handoff | None = None,
+        final: Callable[[procs.OutputLines], bool] | None = None,
     ) -> Reply:
-        offered = [0]
+        """New output lines, at most one reply's worth. With `handoff`, the reply is offered
+        (and the lines recorded as shown only once it was written) when `final` says this read
+        ends the call; otherwise the lines it returns (none, or filtered) are recorded at once."""
 
         def deliver(got: procs.OutputLines) -> int:
-            offered[0] = len(got.raw)
-            return _fit_reply(got.raw)
+            n = self._fit(got, self._output_reply(got.first(0), filter, exclude))
+            if handoff is not None and (final is None or final(got)):
+                if not handoff.offer(_result(self._output_reply(got.first(n), filter, exclude))):
+                    raise _not_written("process_output")
+            return n
 
         res = procs.read_output(
             self.deck.home,
@@ -268,22 +365,43 @@ class AgentDoor:
             timeout=timeout,
             deliver=deliver,
         )
-        lines = res.lines
+        return self._output_reply(res, filter, exclude)
+
+    def _output_reply(self, res: procs.OutputLines, filter: str | None, exclude: bool) -> Reply:  # noqa: A002
         state = res.status if res.exit_code is None else f"{res.status}, exit code {res.exit_code}"
-        head = f"{res.name} run {res.run_id} ({state}): {counted(len(lines), 'new line')}"
+        head = f"{res.name} run {res.run_id} ({state}): {counted(res.count, 'new line')}"
         if filter is not None:
             head += f" {'not ' if exclude else ''}matching {filter!r}"
-        body = [head + (":" if lines else ""), *lines]
-        if res.more:
-            waiting = offered[0] - len(lines)
-            what = counted(waiting, "more line") if waiting > 0 else "more output"
-            body.append(f"({what} waiting: call process_output again)")
-        return reply(res, "\n".join(body))
+        if res.waiting:
+            head += f"; {res.waiting} more waiting"
+        text = head + (":" if res.count else "")
+        if res.next is not None:
+            text += f"\n{res.next}"
+        return self._reply(res, text, res.lines)
 
-    def wakes_drain(self) -> Reply:
-        drained = self.deck.drain()
+    def wakes_drain(self, handoff: Handoff | None = None) -> Reply:
+        def deliver(drained: wakes.Drained) -> bool:
+            return handoff is None or handoff.offer(_result(self._drain_reply(drained)))
+
+        return self._drain_reply(self.deck.drain(deliver=deliver))
+
+    def _drain_reply(self, drained: wakes.Drained) -> Reply:
         text = drained.text().strip() or f"no wakes for session {self.config.session!r}"
         return reply(drained, text)
+
+
+def _reader(read_id: str) -> str:
+    """The reader a read is bound to: its id, so an ack naming the id may use its receipt."""
+    return f"mcp:{read_id}"
+
+
+def _acked_all(got: rooms.Lines) -> rooms.Acked:
+    """What an ack-all of exactly `got` removes, said before it does (its reply is written
+    first; the lines stay if the removal then fails: redelivery, never loss)."""
+    n = len(got.raw)
+    return rooms.Acked(
+        got.room, got.path, "all", n, got.waiting, f"acked {counted(n, 'line')}", got.raw
+    )
 
 
 # ----- the MCP adapter -----------------------------------------------------------------------
@@ -323,14 +441,21 @@ class _Server(MCPServer):
 
 
 def build_server(
-    config: DoorConfig, *, clock: Clock = time.time, channel: bool = False
+    config: DoorConfig,
+    *,
+    clock: Clock = time.time,
+    channel: bool = False,
+    deliveries: Deliveries | None = None,
 ) -> MCPServer:
     """The MCP server for one agent session and its configured rooms.
 
     Every tool argument is strict (`strict=True`): a JSON string is not coerced into a boolean
     or a number, so `room_ack {"all": "yes"}` is an error instead of clearing the room. With
-    `channel`, the instructions also say what its channel notices are."""
+    `channel`, the instructions also say what its channel notices are. `deliveries`: the
+    registry a transport that confirms its writes reports to (serve())."""
     door = AgentDoor(config, clock=clock)
+    if deliveries is not None:
+        door.deliveries = deliveries
     server: MCPServer = _Server(
         name="ackdeck",
         version=package_version(),
@@ -341,39 +466,55 @@ def build_server(
     room_names = ", ".join(door.deck.label(r) for r in door.deck.rooms)
     room_arg = _arg(f"a configured room (basename or path): {room_names}; default: the first")
 
+    async def delivered(ctx: Context, work: Callable[[Handoff], Reply]) -> CallToolResult:
+        """Run a tool whose reply must be written before its work is recorded."""
+        door.set_client(client_name(ctx))
+        return await call_delivered(
+            door.deliveries, ctx.request_id, lambda handoff: _guard(lambda: work(handoff))
+        )
+
     @tool(
         "room_list_new",
-        "Return every complete line now in the room and remember exactly what was "
-        "returned (for room_ack). Lines are decoded as UTF-8 with replacement.",
+        "Return the complete lines now in the room, as many as this client shows its model "
+        "whole, and remember exactly what was returned (for room_ack). The result says how "
+        "many more wait, its read_id, and what to call next. Lines are decoded as UTF-8 with "
+        "replacement.",
     )
-    def room_list_new(
+    async def room_list_new(
+        ctx: Context,
         room: Annotated[str | None, room_arg] = None,
     ) -> Annotated[CallToolResult, ListNewOut]:
-        return _guard(lambda: door.room_list_new(room))
+        return await delivered(ctx, lambda h: door.room_list_new(room, h))
 
     @tool(
         "room_ack",
-        "Remove exactly the lines your last room_list_new returned; lines that "
-        "arrived since are preserved. Without a prior room_list_new it refuses (nothing is "
-        "removed) unless all is true, which acks every complete line and returns them.",
+        "Remove exactly the lines a room_list_new returned (your last one, or the one whose "
+        "read_id you give); lines that arrived since are preserved. Without a read it refuses "
+        "(nothing is removed) unless all is true, which acks every complete line it returns.",
     )
-    def room_ack(
+    async def room_ack(
+        ctx: Context,
         room: Annotated[str | None, room_arg] = None,
         all: Annotated[  # noqa: A002 - the documented tool argument
             bool, _arg("ack every complete line now in the room and return them")
         ] = False,
+        read_id: Annotated[
+            str | None,
+            _arg("the read_id a room_list_new returned: ack exactly that read (any process)"),
+        ] = None,
     ) -> Annotated[CallToolResult, AckOut]:
-        return _guard(lambda: door.room_ack(room, all))
+        return await delivered(ctx, lambda h: door.room_ack(room, all, read_id, h))
 
     @tool(
         "room_push",
-        "Append one non-empty line (no newline, no NUL) to a configured room. With wait_ack, "
-        "return once that line was acked (saying by whom and when) or timeout passed.",
+        "Append one non-empty line (no newline, no NUL) to a configured room (default: the "
+        "first). With wait_ack, return once that line was acked (saying by whom and when) or "
+        "timeout passed.",
     )
     async def room_push(
         ctx: Context,
-        room: Annotated[str, _arg(f"a configured room: {room_names}")],
         text: Annotated[str, _arg("the line to append")],
+        room: Annotated[str | None, room_arg] = None,
         wait_ack: Annotated[
             bool, _arg("wait until this line was acked (progress notifications meanwhile)")
         ] = False,
@@ -448,18 +589,39 @@ def build_server(
         timeout: Annotated[float, _arg(f"seconds to wait, 0-{MAX_OUTPUT_TIMEOUT:g}")] = 0.0,
     ) -> Annotated[CallToolResult, OutputOut]:
         # Waits asynchronously: progress every few seconds, prompt return on cancellation.
-        return await guard_async(lambda: wait_output(door, ctx, name, filter, exclude, timeout))
+        door.set_client(client_name(ctx))
+        return await wait_output(door, ctx, name, filter, exclude, timeout)
 
     @tool(
         "wakes_drain",
         "Deliver pending monitor wakes for this session (matched output you have "
         "not been shown yet) and mark them delivered.",
     )
-    def wakes_drain() -> Annotated[CallToolResult, DrainOut]:
-        return _guard(door.wakes_drain)
+    async def wakes_drain(ctx: Context) -> Annotated[CallToolResult, DrainOut]:
+        return await delivered(ctx, door.wakes_drain)
 
     register_manage_tools(server, door)
     return server
+
+
+def client_name(ctx: Context | None) -> str | None:
+    """The connected client's name: `initialize`'s clientInfo.name, or for a client that
+    speaks the 2026-07-28 protocol without `initialize` (Claude Code 2.1) the clientInfo each
+    request carries in its `_meta`. None when the client never said."""
+    try:
+        rc = ctx.request_context  # type: ignore[union-attr]
+    except (AttributeError, LookupError, ValueError):
+        return None
+    meta = getattr(rc, "meta", None)
+    info: Any = None
+    if meta is not None:
+        extra = meta if isinstance(meta, dict) else (getattr(meta, "model_extra", None) or {})
+        info = extra.get(CLIENT_INFO_META_KEY)
+    if isinstance(info, dict) and isinstance(info.get("name"), str):
+        return info["name"]
+    params = getattr(getattr(rc, "connection", None), "client_params", None)
+    found = None if params is None else params.client_info
+    return None if found is None else found.name
 
 
 def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.5) -> None:
@@ -471,8 +633,9 @@ def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.
 
     _plain_sdk_logging()
     noticer = make_noticer(config.home, config.session, list(config.rooms)) if channel else None
-    server = build_server(config, channel=channel)
-    anyio.run(lambda: serve_stdio(server, noticer, window=notice_window))
+    deliveries = Deliveries()
+    server = build_server(config, channel=channel, deliveries=deliveries)
+    anyio.run(lambda: serve_stdio(server, noticer, window=notice_window, deliveries=deliveries))
 
 
 def _plain_sdk_logging() -> None:

@@ -44,6 +44,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="coalesce changes for up to N ms into one notice, and never notice more often "
         "(default 500)",
     )
+    p.add_argument(
+        "--reply-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most characters one reply shows the model (default: what the connected "
+        "client shows whole: Claude Code 40,000, Codex 8,000, Gemini CLI 40,000, others "
+        "20,000); a read returns fewer lines and says how many more wait",
+    )
     p.set_defaults(handler=_mcp)
 
     p = sub.add_parser(
@@ -187,7 +196,9 @@ def _mcp(args: argparse.Namespace) -> int:
     from ackdeck.core.agents.mcp_server import DoorConfig, serve
 
     window = _window(args.notice_window_ms, "--notice-window-ms")
-    config = DoorConfig.make(_agent_session(args, "mcp"), args.room, args.home)
+    config = DoorConfig.make(
+        _agent_session(args, "mcp"), args.room, args.home, reply_chars=args.reply_chars
+    )
     serve(config, channel=not args.no_channel, notice_window=window)
     return 0
 

@@ -1,0 +1,229 @@
+"""A cancelled call did nothing: a client that cancels a tool call (`notifications/cancelled`,
+a user pressing Esc) never gets its reply, so the call must record nothing its reply would have
+said. Before, the SDK dropped the reply but the work stayed done: a cancelled room_list_new
+left a receipt (the next room_ack removed lines the agent never saw), a cancelled ack-all
+removed lines, a cancelled wakes_drain marked a wake delivered.
+
+Driven by a raw JSON-RPC client over the server's real stdio, with the lock the call needs held
+by the test, so the cancel lands while the call is blocked inside core (the window is then as
+wide as the test wants). The test knows the call is blocked from the kernel's lock table
+(/proc/locks lists a waiter on the lock file's inode), not from a sleep.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ACKDECK, REPO
+from tests.test_procs_support import wait_until
+
+LIMIT = 60.0  # only a real hang gets here
+
+
+class RawClient:
+    """A JSON-RPC client on a real `ackdeck mcp` process's stdin/stdout."""
+
+    def __init__(self, home: Path, room: Path, session: str = "agent") -> None:
+        self.proc = subprocess.Popen(
+            [*ACKDECK, "--home", str(home), "mcp", "--session", session, "--room", str(room)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        self.messages: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-test", "version": "1"},
+            },
+            1,
+        )
+        self.wait_response(1)
+        self.notify("notifications/initialized", {})
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.messages.append(json.loads(line))
+                self._cond.notify_all()
+
+    def send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any], rid: int) -> None:
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def call(self, name: str, args: dict[str, Any], rid: int) -> None:
+        self.request("tools/call", {"name": name, "arguments": args}, rid)
+
+    def responses(self, rid: int) -> list[dict[str, Any]]:
+        with self._cond:
+            return [m for m in self.messages if m.get("id") == rid and "method" not in m]
+
+    def wait_response(self, rid: int) -> dict[str, Any]:
+        with self._cond:
+            assert self._cond.wait_for(lambda: self.responses_locked(rid), LIMIT), rid
+            return self.responses_locked(rid)[0]
+
+    def responses_locked(self, rid: int) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m.get("id") == rid and "method" not in m]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(LIMIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def client(home: Path, tmp_path: Path) -> Iterator[RawClient]:
+    c = RawClient(home, tmp_path / "inbox.txt")
+    yield c
+    c.close()
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ACKDECK, "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def _blocked_on(path: Path) -> bool:
+    """Some process waits for a lock on `path` (the kernel's lock table says so)."""
+    ino = os.stat(path).st_ino
+    with open("/proc/locks") as f:
+        return any("->" in line and f":{ino} " in line for line in f)
+
+
+@contextmanager
+def held(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _cancel_while_blocked(client: RawClient, lock: Path, tool: str, args: dict[str, Any]) -> None:
+    with held(lock):
+        client.call(tool, args, 7)
+        wait_until(lambda: _blocked_on(lock), LIMIT, "the call to wait for the lock")
+        client.notify("notifications/cancelled", {"requestId": 7, "reason": "user pressed Esc"})
+        # The server has the cancel once a later request is answered (one stdin, in order).
+        client.request("tools/list", {}, 8)
+        client.wait_response(8)
+    # The lock is free: the cancelled call runs to its end now. A call after it waits until
+    # anything it recorded is recorded, so the state below is final.
+    client.call("room_status", {}, 9)
+    status = client.wait_response(9)["result"]["structuredContent"]["rooms"][0]
+    client.status = status  # type: ignore[attr-defined]
+    assert client.responses(7) == []  # a cancelled request is never answered
+
+
+def _room(home: Path, tmp_path: Path, n: int) -> Path:
+    room = tmp_path / "inbox.txt"
+    for i in range(n):
+        assert _cli(home, "room", "push", str(room), f"line {i}").returncode == 0
+    return room
+
+
+def test_cancelled_read_while_lock_held_records_no_receipt(
+    home: Path, tmp_path: Path, client: RawClient
+) -> None:
+    room = _room(home, tmp_path, 5)
+    before = room.read_bytes()
+    lock = tmp_path / ".inbox.txt.ackdeck" / "lock"
+    _cancel_while_blocked(client, lock, "room_list_new", {})
+    assert client.status["in_flight"] == 0 and client.status["unread"] == 5  # type: ignore[attr-defined]
+    # The agent's next ack has no read to ack: refused, nothing removed.
+    client.call("room_ack", {}, 10)
+    ack = client.wait_response(10)["result"]
+    assert ack["isError"] and ack["structuredContent"]["mode"] == "refused"
+    assert room.read_bytes() == before
+
+
+def test_cancelled_ack_all_while_lock_held_removes_nothing(
+    home: Path, tmp_path: Path, client: RawClient
+) -> None:
+    room = _room(home, tmp_path, 5)
+    before = room.read_bytes()
+    lock = tmp_path / ".inbox.txt.ackdeck" / "lock"
+    _cancel_while_blocked(client, lock, "room_ack", {"all": True})
+    assert room.read_bytes() == before
+    assert client.status["acked_total"] == 0  # type: ignore[attr-defined]
+
+
+def test_cancelled_drain_while_lock_held_leaves_the_wake_pending(
+    home: Path, tmp_path: Path, client: RawClient
+) -> None:
+    _room(home, tmp_path, 1)
+    started = _cli(
+        home,
+        "run",
+        "boom",
+        "--session",
+        "agent",
+        "--monitor",
+        "ERROR",
+        "--cooldown-ms",
+        "10",
+        "--",
+        sys.executable,
+        "-c",
+        "print('ERROR one')",
+    )
+    assert started.returncode == 0, started.stderr
+
+    def pending() -> int:
+        out = _cli(home, "wakes", "list", "--session", "agent", "--json")
+        records = json.loads(out.stdout)["wakes"]
+        # Once the run has exited, its record holds the match and the exit notice.
+        return (
+            sum(r["pending"] for r in records)
+            if records[:1] and records[0]["status"] == ("exited")
+            else 0
+        )
+
+    wait_until(pending, LIMIT, "the wake")
+    waiting = pending()
+    lock = home / "wakes" / "agent" / ".drain.lock"
+    lock.touch()  # as the first drain would make it
+    _cancel_while_blocked(client, lock, "wakes_drain", {})
+    assert pending() == waiting
+    # Delivered once, to the caller that got the reply.
+    client.call("wakes_drain", {}, 11)
+    drained = client.wait_response(11)["result"]["structuredContent"]
+    assert [x for d in drained["delivered"] for x in d["lines"]] == ["ERROR one"]
+    assert pending() == 0
