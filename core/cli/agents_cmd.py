@@ -120,6 +120,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="CMD",
         help="how hooks invoke ackdeck (default: this installation's absolute path)",
     )
+    p.add_argument(
+        "--mcp-config",
+        default=None,
+        metavar="FILE",
+        help="also write the matching MCP server (same ackdeck, home, session and rooms) into "
+        "this mcpServers JSON file: the project's .mcp.json for Claude Code",
+    )
     p.set_defaults(handler=_install)
 
     p = hsub.add_parser("bootstrap", help="print the session-start instructions for an agent")
@@ -211,9 +218,16 @@ def _ackdeck_command(explicit: str | None) -> list[str]:
 
 
 def _install(args: argparse.Namespace) -> int:
+    from ackdeck.core.agents import server_config
+
     check_name(args.session)
-    commands = hooks.hook_commands(
-        _ackdeck_command(args.ackdeck), args.session, args.room, args.home
+    ackdeck = _ackdeck_command(args.ackdeck)
+    commands = hooks.hook_commands(ackdeck, args.session, args.room, args.home)
+    # Built before anything is written: a server that cannot be made (no room) writes nothing.
+    server = (
+        server_config.server_argv(ackdeck, args.session, args.room, args.home)
+        if args.room or args.mcp_config
+        else None
     )
     target = (
         hooks.user_settings_path()
@@ -225,15 +239,45 @@ def _install(args: argparse.Namespace) -> int:
     result = hooks.install(target, commands)
     if not result.changed:
         print(f"{result.path}: ackdeck hooks already installed; nothing changed")
+    else:
+        verb = "created" if result.created else "updated"
+        print(f"{result.path}: {verb} with ackdeck hooks for session {args.session!r}")
+        if result.backup is not None:
+            print(f"backup of the previous file: {result.backup}")
+        for event in hooks.EVENTS:
+            command = commands.get(event)
+            if command:
+                print(f"  {event}: {command}")
+    if server is None:
         return 0
-    verb = "created" if result.created else "updated"
-    print(f"{result.path}: {verb} with ackdeck hooks for session {args.session!r}")
-    if result.backup is not None:
-        print(f"backup of the previous file: {result.backup}")
-    for event in hooks.EVENTS:
-        command = commands.get(event)
-        if command:
-            print(f"  {event}: {command}")
+    import shlex
+
+    line = shlex.join(server)
+    if args.mcp_config is None:
+        differ = server_config.disagreement(server_config.project_config(), server)
+        if differ:
+            print(
+                f"ackdeck: warning: the {server_config.SERVER_NAME!r} server in "
+                f"{server_config.PROJECT_FILE} differs from these hooks: {differ}; run again "
+                f"with --mcp-config {server_config.PROJECT_FILE} to make them agree",
+                file=sys.stderr,
+            )
+        # The server must share the hooks' home, session and rooms: say exactly which one.
+        print(
+            "the MCP server to run with these hooks (same home, session and rooms; "
+            "--mcp-config FILE writes it):"
+        )
+        print(f"  {line}")
+        return 0
+    written = server_config.install_server(args.mcp_config, server_config.server_entry(server))
+    if not written.changed:
+        print(f"{written.path}: ackdeck MCP server already there; nothing changed")
+        return 0
+    verb = "created" if written.created else "updated"
+    print(f"{written.path}: {verb} with the MCP server for the same home, session and rooms")
+    if written.backup is not None:
+        print(f"backup of the previous file: {written.backup}")
+    print(f"  {server_config.SERVER_NAME}: {line}")
     return 0
 
 
