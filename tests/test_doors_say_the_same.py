@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -74,3 +75,45 @@ async def test_wakes_list_of_a_session_without_wakes_says_so(phome: Path, tmp_pa
         text = text_of(await call(client, "wakes_list"))
     assert cli(phome, "wakes", "list", "--session", SESSION) == ""
     assert text == f"no wakes for session {SESSION!r}"
+
+
+def numbers(text: str, *names: str) -> dict[str, int]:
+    """`{name: N}` for each "N name" the text says (the first time it says it)."""
+    found = {}
+    for name in names:
+        m = re.search(rf"(\d+) {name}\b", text)
+        assert m, (name, text)
+        found[name] = int(m.group(1))
+    return found
+
+
+async def test_room_status_says_the_same_counts_on_both_doors(phome: Path, tmp_path: Path) -> None:
+    room = tmp_path / "inbox.txt"
+    for line in ("one", "two", "three"):
+        cli(phome, "room", "push", str(room), line)
+    cli(phome, "room", "read", str(room), "--session", SESSION)
+    cli(phome, "room", "push", str(room), "four")  # arrives meanwhile
+    cli(phome, "room", "ack", str(room), "--session", SESSION)  # 3 acked, 1 preserved
+    cli(phome, "room", "read", str(room), "--session", SESSION)  # "four" in flight
+    cli(phome, "room", "push", str(room), "five")  # unread
+    async with connect(phome, [room], SESSION) as client:
+        mcp = text_of(await call(client, "room_status"))
+    text = cli(phome, "room", "status", str(room), "--session", SESSION)
+    mine = next(x for x in text.splitlines() if x.strip().startswith(f"{SESSION}:"))
+    said = numbers(text, "pending", "acked", "preserved") | numbers(mine, "in flight", "unread")
+    assert said == {"pending": 2, "acked": 3, "preserved": 1, "in flight": 1, "unread": 1}
+    assert numbers(mcp, *said) == said, (mcp, text)
+
+
+async def test_process_list_says_the_same_run_on_both_doors(phome: Path, tmp_path: Path) -> None:
+    cli(phome, "run", "job", "--session", SESSION, "--", "sh", "-c", "exit 3")
+    deadline = time.monotonic() + WAIT
+    while "exited" not in cli(phome, "ps"):
+        assert time.monotonic() < deadline, "the run never ended"
+        time.sleep(0.1)
+    async with connect(phome, [tmp_path / "inbox.txt"], SESSION) as client:
+        mcp = text_of(await call(client, "process_list"))
+    header, row = cli(phome, "ps").splitlines()
+    name, run_id, pid, status, code = row.split()[:5]
+    assert (name, status, code) == ("job", "exited", "3")
+    assert mcp.startswith(f"{name} run {run_id}: {status}, exit code {code} (pid {pid};"), mcp
