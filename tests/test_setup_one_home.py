@@ -143,3 +143,20 @@ def test_a_server_without_a_room_is_refused_before_anything_is_written(
     assert out.returncode != 0
     assert "at least one --room" in out.stderr
     assert not (tmp_path / ".claude").exists() and not (tmp_path / "x.json").exists()
+
+
+def test_a_server_naming_the_same_home_by_its_env_or_relative_paths_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the project: where the client resolves relative paths
+    ours = server_config.server_argv(["ackdeck"], "agent", [tmp_path / "in.txt"], str(tmp_path))
+    by_env = {"mcpServers": {"ackdeck": {"command": "ackdeck",
+        "args": ["mcp", "--session", "agent", "--room", "in.txt"],
+        "env": {"ACKDECK_HOME": str(tmp_path)}}}}  # fmt: skip
+    assert server_config.disagreement(by_env, ours) == ""
+    args = ["--home", "elsewhere", "mcp", "--session", "bot", "--room", "in.txt"]
+    other = {"mcpServers": {"ackdeck": {"command": "ackdeck", "args": args}}}
+    said = server_config.disagreement(other, ours)
+    assert said.startswith(f"home {tmp_path / 'elsewhere'} (the hooks: {tmp_path})"), said
+    assert "session bot (the hooks: agent)" in said and "rooms" not in said
+    assert server_config.disagreement({"mcpServers": {"other": {}}}, ours) == ""

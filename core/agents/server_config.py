@@ -104,7 +104,8 @@ def disagreement(config: Mapping[str, Any], argv: Sequence[str], name: str = SER
         return ""
     theirs = _facts([str(entry.get("command", "")), *map(str, entry.get("args", []))])
     ours = _facts(argv)
-    env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+    given = entry.get("env")
+    env: dict[str, Any] = given if isinstance(given, dict) else {}
     if theirs["home"] is None and env.get("ACKDECK_HOME"):
         theirs["home"] = env["ACKDECK_HOME"]
     if theirs["session"] is None and env.get("ACKDECK_SESSION"):
