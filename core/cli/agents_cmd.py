@@ -236,24 +236,37 @@ def _install(args: argparse.Namespace) -> int:
         if args.settings
         else hooks.default_settings_path()
     )
-    result = hooks.install(target, commands)
+    _said_installed(hooks.install(target, commands), commands, args.session)
+    if server is not None:
+        _pair_server(server, args.mcp_config)
+    return 0
+
+
+def _said_installed(
+    result: hooks.InstallResult, commands: dict[str, str | None], session: str
+) -> None:
     if not result.changed:
         print(f"{result.path}: ackdeck hooks already installed; nothing changed")
-    else:
-        verb = "created" if result.created else "updated"
-        print(f"{result.path}: {verb} with ackdeck hooks for session {args.session!r}")
-        if result.backup is not None:
-            print(f"backup of the previous file: {result.backup}")
-        for event in hooks.EVENTS:
-            command = commands.get(event)
-            if command:
-                print(f"  {event}: {command}")
-    if server is None:
-        return 0
+        return
+    verb = "created" if result.created else "updated"
+    print(f"{result.path}: {verb} with ackdeck hooks for session {session!r}")
+    if result.backup is not None:
+        print(f"backup of the previous file: {result.backup}")
+    for event in hooks.EVENTS:
+        command = commands.get(event)
+        if command:
+            print(f"  {event}: {command}")
+
+
+def _pair_server(server: list[str], mcp_config: str | None) -> None:
+    """Write the MCP server that goes with the hooks into `mcp_config`, or say which one it is
+    (and warn when the project's .mcp.json runs another home, session or rooms)."""
     import shlex
 
+    from ackdeck.core.agents import server_config
+
     line = shlex.join(server)
-    if args.mcp_config is None:
+    if mcp_config is None:
         differ = server_config.disagreement(server_config.project_config(), server)
         if differ:
             print(
@@ -262,23 +275,21 @@ def _install(args: argparse.Namespace) -> int:
                 f"with --mcp-config {server_config.PROJECT_FILE} to make them agree",
                 file=sys.stderr,
             )
-        # The server must share the hooks' home, session and rooms: say exactly which one.
         print(
             "the MCP server to run with these hooks (same home, session and rooms; "
             "--mcp-config FILE writes it):"
         )
         print(f"  {line}")
-        return 0
-    written = server_config.install_server(args.mcp_config, server_config.server_entry(server))
+        return
+    written = server_config.install_server(mcp_config, server_config.server_entry(server))
     if not written.changed:
         print(f"{written.path}: ackdeck MCP server already there; nothing changed")
-        return 0
+        return
     verb = "created" if written.created else "updated"
     print(f"{written.path}: {verb} with the MCP server for the same home, session and rooms")
     if written.backup is not None:
         print(f"backup of the previous file: {written.backup}")
     print(f"  {server_config.SERVER_NAME}: {line}")
-    return 0
 
 
 def _bootstrap(args: argparse.Namespace) -> int:
