@@ -264,7 +264,7 @@ def test_help_of_every_command_exits_0_and_names_its_options(cli: Cli) -> None:
         "wakes drain": ["--session", "--json", "--hook"],
         "wakes list": ["--session", "--json"],
         "wakes dismiss": ["--session"],
-        "hooks install": ["--settings", "--user"],
+        "hooks install": ["--settings", "--user", "--mcp-config"],
         "hooks stop": ["--session", "--room"],
         "mcp": ["--session", "--room", "--no-channel", "--notice-window-ms"],
         "nudge": [

@@ -68,11 +68,11 @@ def hook_commands(
     check_name(session)
     if not ackdeck:
         raise InvalidInput("the ackdeck command must not be empty")
-    base = [*ackdeck, *(["--home", os.path.abspath(home)] if home else [])]
+    base = ackdeck_prefix(ackdeck, home)
     # Absolute paths: hooks run in whatever directory the agent was started in. A redis URL is
     # written without its password (never into settings.json): the hook reads it from
     # ACKDECK_REDIS_PASSWORD in the agent's environment.
-    room_args = [a for r in rooms for a in ("--room", _hook_room(r))]
+    room_args = [a for r in rooms for a in ("--room", hook_room(r))]
     import shlex  # installing hooks only: the per-turn hook commands never need it
 
     return {
@@ -87,7 +87,19 @@ def hook_commands(
     }
 
 
-def _hook_room(room: str | os.PathLike[str]) -> str:
+def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:
+    """How every door of one set-up starts ackdeck: the hooks and the MCP server a set-up
+    writes (`server_config.server_entry`) share it, so they share one home. A home in effect
+    at install time (--home or $ACKDECK_HOME) is written out, absolute: the client may start
+    its hooks and its servers with other environments (Codex passes its MCP servers only a few
+    variables, a desktop launcher none of the shell's), and the Stop hook must drain the wakes
+    the server's processes record."""
+    return [*ackdeck, *(["--home", os.path.abspath(home)] if home else [])]
+
+
+def hook_room(room: str | os.PathLike[str]) -> str:
+    """A room as a hook or a set-up's server names it: absolute, a redis URL without its
+    password."""
     return parse_room(room, env={}).display
 
 
@@ -201,13 +213,22 @@ def install(
     settings_path: str | os.PathLike[str], commands: Mapping[str, str | None]
 ) -> InstallResult:
     """Write ackdeck's hooks into `settings_path`. Never touches a file it cannot parse."""
+    return update_json_file(settings_path, lambda current: merge_hooks(current, commands))
+
+
+def update_json_file(
+    settings_path: str | os.PathLike[str], change: Callable[[dict[str, Any]], dict[str, Any]]
+) -> InstallResult:
+    """Write `change(current)` into the JSON object file `settings_path` (a settings.json, an
+    .mcp.json): created if missing, backed up once, replaced atomically, left untouched when
+    it cannot be parsed or nothing changes."""
     shown = Path(settings_path).expanduser()
     # A symlinked settings file (dotfile managers) is updated in place of its target, so the
     # link survives the atomic rename.
     path = Path(os.path.realpath(shown))
     raw, mode = _read_settings(path, shown)
     current = _parse_settings(raw, shown) if raw is not None else {}
-    updated = merge_hooks(current, commands)
+    updated = change(current)
     if raw is not None and updated == current:
         return InstallResult(shown, False, False, None)
     data = (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode()

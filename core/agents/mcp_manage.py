@@ -249,14 +249,11 @@ def process_kill(
 def wakes_list(door: "AgentDoor") -> "Reply":
     session = door.config.session
     listed = wakes.list_wakes(door.deck.home, session)
-    pending = [r for r in listed.records if r.pending]
-    if not pending:
-        text = f"no pending wakes for session {session!r}"
-    else:
-        text = (
-            "\n".join(f"{r.name}: {r.pending} pending ({r.kind})" for r in pending)
-            + "\nThese are not delivered yet: call wakes_drain to receive them."
-        )
+    # The facts in the CLI's words (`ackdeck wakes list`), from the same result; the next step
+    # is this door's own.
+    text = listed.text() or f"no wakes for session {session!r}"
+    if listed.pending:
+        text += "\nThe pending ones are not delivered yet: call wakes_drain to receive them."
     return reply(listed, text)
 
 

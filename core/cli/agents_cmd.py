@@ -129,6 +129,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="CMD",
         help="how hooks invoke ackdeck (default: this installation's absolute path)",
     )
+    p.add_argument(
+        "--mcp-config",
+        default=None,
+        metavar="FILE",
+        help="also write the matching MCP server (same ackdeck, home, session and rooms) into "
+        "this mcpServers JSON file: the project's .mcp.json for Claude Code",
+    )
     p.set_defaults(handler=_install)
 
     p = hsub.add_parser("bootstrap", help="print the session-start instructions for an agent")
@@ -222,9 +229,16 @@ def _ackdeck_command(explicit: str | None) -> list[str]:
 
 
 def _install(args: argparse.Namespace) -> int:
+    from ackdeck.core.agents import server_config
+
     check_name(args.session)
-    commands = hooks.hook_commands(
-        _ackdeck_command(args.ackdeck), args.session, args.room, args.home
+    ackdeck = _ackdeck_command(args.ackdeck)
+    commands = hooks.hook_commands(ackdeck, args.session, args.room, args.home)
+    # Built before anything is written: a server that cannot be made (no room) writes nothing.
+    server = (
+        server_config.server_argv(ackdeck, args.session, args.room, args.home)
+        if args.room or args.mcp_config
+        else None
     )
     target = (
         hooks.user_settings_path()
@@ -233,19 +247,60 @@ def _install(args: argparse.Namespace) -> int:
         if args.settings
         else hooks.default_settings_path()
     )
-    result = hooks.install(target, commands)
+    _said_installed(hooks.install(target, commands), commands, args.session)
+    if server is not None:
+        _pair_server(server, args.mcp_config)
+    return 0
+
+
+def _said_installed(
+    result: hooks.InstallResult, commands: dict[str, str | None], session: str
+) -> None:
     if not result.changed:
         print(f"{result.path}: ackdeck hooks already installed; nothing changed")
-        return 0
+        return
     verb = "created" if result.created else "updated"
-    print(f"{result.path}: {verb} with ackdeck hooks for session {args.session!r}")
+    print(f"{result.path}: {verb} with ackdeck hooks for session {session!r}")
     if result.backup is not None:
         print(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
         if command:
             print(f"  {event}: {command}")
-    return 0
+
+
+def _pair_server(server: list[str], mcp_config: str | None) -> None:
+    """Write the MCP server that goes with the hooks into `mcp_config`, or say which one it is
+    (and warn when the project's .mcp.json runs another home, session or rooms)."""
+    import shlex
+
+    from ackdeck.core.agents import server_config
+
+    line = shlex.join(server)
+    if mcp_config is None:
+        differ = server_config.disagreement(server_config.project_config(), server)
+        if differ:
+            print(
+                f"ackdeck: warning: the {server_config.SERVER_NAME!r} server in "
+                f"{server_config.PROJECT_FILE} differs from these hooks: {differ}; run again "
+                f"with --mcp-config {server_config.PROJECT_FILE} to make them agree",
+                file=sys.stderr,
+            )
+        print(
+            "the MCP server to run with these hooks (same home, session and rooms; "
+            "--mcp-config FILE writes it):"
+        )
+        print(f"  {line}")
+        return
+    written = server_config.install_server(mcp_config, server_config.server_entry(server))
+    if not written.changed:
+        print(f"{written.path}: ackdeck MCP server already there; nothing changed")
+        return
+    verb = "created" if written.created else "updated"
+    print(f"{written.path}: {verb} with the MCP server for the same home, session and rooms")
+    if written.backup is not None:
+        print(f"backup of the previous file: {written.backup}")
+    print(f"  {server_config.SERVER_NAME}: {line}")
 
 
 def _bootstrap(args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ import os
 import sys
 import time
 
-from ackdeck.core.base.text import counted
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import emit_json, report, timeout_arg
 
@@ -324,14 +323,8 @@ def _wakes_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(listed.to_json())
         return 0
-    for r in listed.records:
-        print(
-            f"{r.session}/{r.name}: {r.kind}, {counted(len(r.lines), 'pending line')}"
-            f"{' + notice' if r.notice_pending else ''}, {r.delivered_total} delivered, "
-            f"{r.superseded_total} superseded, status {r.status}"
-        )
-        for x in r.lines:
-            print(f"  {x.text}")
+    if listed.records:
+        print(listed.text())  # the words MCP wakes_list says of the same records
     return 0
 
 

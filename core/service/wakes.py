@@ -72,6 +72,28 @@ class Wakes(Result):
     def wakes(self) -> list[Wake]:
         return [Wake(r) for r in self.records]
 
+    @property
+    def pending(self) -> int:
+        """Items waiting in every record: lines plus exit / monitor-lost notices."""
+        return sum(r.pending for r in self.records)
+
+    def text(self) -> str:
+        """What every door says of these records (`wakes list`, MCP `wakes_list`): one line per
+        record with its pending and delivered counts, its pending lines under it. Empty when
+        there is no record."""
+        from ackdeck.core.base.text import counted
+
+        out: list[str] = []
+        for r in self.records:
+            notice = " + notice" if r.notice_pending else ""
+            out.append(
+                f"{r.session}/{r.name}: {r.kind}, {counted(len(r.lines), 'pending line')}"
+                f"{notice}, {r.delivered_total} delivered, {r.superseded_total} superseded, "
+                f"status {r.status}"
+            )
+            out += [f"  {x.text}" for x in r.lines]
+        return "\n".join(out)
+
 
 class Delivered(Result):
     """One delivered wake."""
