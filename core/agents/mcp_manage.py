@@ -252,8 +252,8 @@ def wakes_list(door: "AgentDoor") -> "Reply":
     # The facts in the CLI's words (`ackdeck wakes list`), from the same result; the next step
     # is this door's own.
     text = listed.text() or f"no wakes for session {session!r}"
-    if listed.pending:
-        text += "\nThe pending ones are not delivered yet: call wakes_drain to receive them."
+    if listed.next is not None:
+        text += f"\n{listed.next}"
     return reply(listed, text)
 
 

@@ -399,9 +399,12 @@ def _acked_all(got: rooms.Lines) -> rooms.Acked:
     """What an ack-all of exactly `got` removes, said before it does (its reply is written
     first; the lines stay if the removal then fails: redelivery, never loss)."""
     n = len(got.raw)
-    return rooms.Acked(
-        got.room, got.path, "all", n, got.waiting, f"acked {counted(n, 'line')}", got.raw
+    # The words core's ack says of the same removal (core/inbox/ack.py).
+    said = (
+        f"acked {counted(n, 'line')}; preserved {counted(got.waiting, 'line')} that arrived or "
+        "remain unread"
     )
+    return rooms.Acked(got.room, got.path, "all", n, got.waiting, said, got.raw)
 
 
 # ----- the MCP adapter -----------------------------------------------------------------------

@@ -66,11 +66,26 @@ class Wakes(Result):
     records: list[WakeRecord]
     skipped: list[Path]  # malformed record files, kept on disk
 
-    SHAPE = {"session": str | None, "wakes": list[Wake], "skipped": list[str]}
+    SHAPE = {
+        "session": str | None,
+        "wakes": list[Wake],
+        "skipped": list[str],
+        "pending": int,
+        "next": str | None,  # what to do next, in words
+    }
 
     @property
     def wakes(self) -> list[Wake]:
         return [Wake(r) for r in self.records]
+
+    @property
+    def next(self) -> str | None:
+        if not self.pending:
+            return None
+        return (
+            "The pending ones are not delivered yet: call wakes_drain (CLI: ackdeck wakes "
+            "drain) to receive them."
+        )
 
     @property
     def pending(self) -> int:
