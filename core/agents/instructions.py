@@ -13,6 +13,8 @@ def rules(session: str) -> list[str]:
         "  2. act on every line;",
         f"  3. room_ack, or `ackdeck room ack ROOM --session {session}`. It removes exactly the",
         "     lines you read and keeps anything that arrived in between.",
+        "A read returns at most what you can be shown at once: when its `waiting` is above 0,",
+        "read again after the ack. Each result's `next` says what to call next.",
         "NEVER truncate, overwrite, edit or delete a notification file yourself (no `> file`,",
         "`truncate`, `: >`, rewriting it): lines appended between your read and your write",
         "would be lost unseen.",
