@@ -139,7 +139,8 @@ def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -
         "late\n",
         "acked 1 line of inbox.txt (every complete line)\n",
     )
-    # The JSON of an ack is unchanged apart from the new `note` (null: the room exists).
+    # The JSON of an ack is unchanged apart from the new `note` (null: the room exists) and
+    # `next` (issue 29: null when nothing remains to read).
     ok(cli_env, "room", "push", str(room), "x")
     ok(cli_env, "room", "read", str(room), "--session", "a")
     got = json.loads(ok(cli_env, "room", "ack", str(room), "--session", "a", "--json").stdout)
@@ -152,6 +153,7 @@ def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -
         "message": "acked 1 line; preserved 0 lines that arrived or remain unread",
         "lines": None,
         "note": None,
+        "next": None,
     }
 
 

@@ -17,10 +17,7 @@ from ackdeck.core.agents.hooks import InstallResult, ackdeck_prefix, hook_room, 
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import AckdeckError, InvalidInput
 
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 SERVER_NAME = "ackdeck"
 PROJECT_FILE = ".mcp.json"  # Claude Code's project servers
