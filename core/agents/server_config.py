@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ackdeck.core.agents.hooks import InstallResult, ackdeck_prefix, hook_room, update_json_file
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import AckdeckError, InvalidInput
-
-from typing import Any
 
 SERVER_NAME = "ackdeck"
 PROJECT_FILE = ".mcp.json"  # Claude Code's project servers
