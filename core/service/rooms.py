@@ -1,7 +1,7 @@
 """Room operations for every door: push, read, ack, status, wait.
 
 Each takes an open room (`core.inbox.room_backend.open_room`, a file or a redis stream) and the
-label the door shows for it (`core.service.derive.label_of`), calls `Room`'s public API once,
+label the door shows for it (`core.service.deck.Deck.label`), calls `Room`'s public API once,
 and returns a result that encodes itself. The derived numbers live here and in
 `core.service.derive` only: a session's `unread` and `in_flight` (`session_counts`), and a
 refused ack's `preserved` (the lines the room held when it refused, counted by the room under
@@ -331,12 +331,19 @@ def status(
     # import (from 512 rooms on).
     use_openssl(len(rooms) * HEAD_BYTES)
     return Status(
-        session,
-        [
-            RoomState(label, str(r.path), label == default, r.status(), session, overdue)
-            for r, label in rooms
-        ],
+        session, [state(r, label, session, label == default, overdue) for r, label in rooms]
     )
+
+
+def state(
+    room: RoomBackend,
+    label: str,
+    session: str | None = None,
+    default: bool = False,
+    overdue: float | None = None,
+) -> RoomState:
+    """One room's counters, as `status` gives each (a caller taking rooms one at a time)."""
+    return RoomState(label, str(room.path), default, room.status(), session, overdue)
 
 
 def not_delivered(where: str, exc: OSError) -> NotDelivered:
