@@ -173,11 +173,16 @@ class Deck:
         *,
         reader: str | None = None,
         deliver: room_ops.Deliver | None = None,
+        max_bytes: int | None = None,
     ) -> room_ops.Lines:
-        """Every complete line, and a receipt; with `deliver`, recorded only once delivered."""
+        """A page of complete lines (at most `max_bytes`; default
+        core.inbox.results.PAGE_BYTES), how many more wait, and a receipt of the page; with
+        `deliver`, recorded only once delivered."""
         session = self._session()
         with self._opened(ref) as room:
-            return room_ops.read(room, self.label(ref), session, reader=reader, deliver=deliver)
+            return room_ops.read(
+                room, self.label(ref), session, reader=reader, deliver=deliver, max_bytes=max_bytes
+            )
 
     def ack(
         self,
@@ -186,11 +191,19 @@ class Deck:
         all: bool = False,  # noqa: A002 - the documented argument
         reader: str | None = None,
         deliver: room_ops.Deliver | None = None,
+        max_bytes: int | None = None,
     ) -> room_ops.Acked:
+        """Remove what the session read; with `all`, the first page (as `read` takes it)."""
         session = self._session()
         with self._opened(ref) as room:
             return room_ops.ack(
-                room, self.label(ref), session, all=all, reader=reader, deliver=deliver
+                room,
+                self.label(ref),
+                session,
+                all=all,
+                reader=reader,
+                deliver=deliver,
+                max_bytes=max_bytes,
             )
 
     def status(

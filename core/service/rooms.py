@@ -13,7 +13,7 @@ from __future__ import annotations
 from ackdeck.core.base.digest import use_openssl
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.text import display_lines
-from ackdeck.core.errors import ColdAck, NotDelivered
+from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
 from ackdeck.core.inbox.ledger import HEAD_BYTES
 from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
@@ -60,6 +60,7 @@ class Lines(DecodedLines):
     epoch: int
     data: bytes  # the lines with their newlines, exactly as stored (text-mode output)
     note: str | None = None  # the room does not exist yet (core.service.absent)
+    waiting: int = 0  # complete lines after this page, not returned (read again after an ack)
 
     SHAPE = {
         "room": str,
@@ -67,7 +68,7 @@ class Lines(DecodedLines):
         "lines": list[str],
         "count": int,
         "invalid_utf8": list[int],  # indexes of lines whose text replaced invalid bytes
-        # start, end, epoch: as the backend's ReadResult declares them
+        # start, end, epoch, waiting: as the backend's ReadResult declares them
         **fields_of(ReadResult, skip=("lines", "data")),
         "note": str | None,
     }
@@ -253,7 +254,9 @@ def wait_ack(
 def _lines(room: RoomBackend, label: str, view: ReadResult) -> Lines:
     note = absent(room, label) if not view.lines else None
     path = str(room.path)
-    return Lines(label, path, view.lines, view.start, view.end, view.epoch, view.data, note)
+    return Lines(
+        label, path, view.lines, view.start, view.end, view.epoch, view.data, note, view.waiting
+    )
 
 
 def absent(room: RoomBackend, label: str) -> str | None:
@@ -269,9 +272,12 @@ def read(
     *,
     reader: str | None = None,
     deliver: Deliver | None = None,
+    max_bytes: int | None = None,
 ) -> Lines:
-    """Every complete line, and a receipt for `session`. With `deliver`, the receipt is stored
-    only after it returned (recorded only once delivered); if it raises, nothing is."""
+    """A page of complete lines (at most `max_bytes`, default core.inbox.results.PAGE_BYTES;
+    one longer line whole), how many more wait, and a receipt for `session` of that page.
+    With `deliver`, the receipt is stored only after it returned (recorded only once
+    delivered); if it raises, nothing is."""
 
     handed: list[Lines] = []
 
@@ -282,7 +288,10 @@ def read(
         return deliver(handed[-1])
 
     # What the room returns: cut to the lines delivered when `deliver` said how many.
-    view = room.read(session, reader=reader, deliver=hand_over)
+    try:
+        view = room.read(session, reader=reader, deliver=hand_over, max_bytes=max_bytes)
+    except MemoryError:
+        raise out_of_memory(f"read of {label}", "no receipt was recorded") from None
     if handed and not view.lines and not handed[-1].raw:
         return handed[-1]  # the same empty read: its note was already checked
     return _lines(room, label, view)
@@ -296,16 +305,23 @@ def ack(
     all: bool = False,  # noqa: A002 - the documented argument
     reader: str | None = None,
     deliver: Deliver | None = None,
+    max_bytes: int | None = None,
 ) -> Acked:
-    """Remove exactly what `session` read (with `all`: every complete line, handed to
-    `deliver` first). A cold ack is not raised: it comes back with mode `refused`, the lines
-    kept as `preserved`, and the error in `refusal`, so every door reports the same counts."""
+    """Remove exactly what `session` read (with `all`: the complete lines of the first page,
+    as `read` takes it, handed to `deliver` first; the rest stays, counted as preserved).
+    A cold ack is not raised: it comes back with mode `refused`, the lines kept as
+    `preserved`, and the error in `refusal`, so every door reports the same counts."""
     path = str(room.path)
     hand_over = None
     if deliver is not None:
         hand_over = lambda view: deliver(_lines(room, label, view))  # noqa: E731
     try:
-        res: AckResult = room.ack(session, all=all, reader=reader, deliver=hand_over)
+        res: AckResult = room.ack(
+            session, all=all, reader=reader, deliver=hand_over, max_bytes=max_bytes
+        )
+    except MemoryError:
+        # Every step before the ack's rename leaves the room as it was (its temp removed).
+        raise out_of_memory(f"ack of {label}", "nothing was removed") from None
     except ColdAck as exc:
         return Acked(label, path, "refused", 0, exc.unread, str(exc), None, exc)
     note = absent(room, label) if not res.acked and not res.preserved else None
@@ -344,6 +360,15 @@ def state(
 ) -> RoomState:
     """One room's counters, as `status` gives each (a caller taking rooms one at a time)."""
     return RoomState(label, str(room.path), default, room.status(), session, overdue)
+
+
+def out_of_memory(what: str, outcome: str) -> OutOfMemory:
+    """The one-line error of an operation that ran out of memory (a page, or one line longer
+    than the memory left, did not fit), saying what it left as it was."""
+    return OutOfMemory(
+        f"the {what} ran out of memory (a page, or a first line longer than the page, must "
+        f"fit); {outcome}: free memory or read a smaller page, then try again"
+    )
 
 
 def not_delivered(where: str, exc: OSError) -> NotDelivered:
