@@ -447,7 +447,7 @@ def test_zsh_script_parses_registers_and_completes(
     assert shown == [
         "_ackdeck",
         "push read ack status overdue policy trace wait",
-        "-h --help --follow-symlinks --session --json --home",
+        "-h --help --follow-symlinks --session --max-bytes --json --home",
         "build",
     ]
 

@@ -44,6 +44,7 @@ def test_append_between_read_and_ack_survives_through_cli(
         "start": 0,
         "end": 13,
         "epoch": 0,
+        "waiting": 0,  # the page held every line
         "note": None,  # the room exists (issue 23: a missing room says so here)
     }
     # The poller appends with plain shell redirection between the read and the ack.
