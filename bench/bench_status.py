@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.bench_dashboard import FULL, QUICK, Mode, _build
@@ -127,19 +128,21 @@ def _report(results: dict[int, dict[str, tuple[float, float]]], mode: Mode) -> N
             rows.append((f"{n:,}", name, wall_ms, f"{x_wall:.2f}", ms, f"{x_cpu:.2f}", per_room))
     _table(head, rows)
     print()
-    head = ("rooms", "status wall (ms)", "scrape wall (ms)", "scrape x status", "CPU x status")
-    rows = []
+    ratio_head = (
+        "rooms", "status wall (ms)", "scrape wall (ms)", "scrape x status", "CPU x status"
+    )  # fmt: skip
+    ratio_rows = []
     for n, figures in results.items():
         (s_wall, s_cpu), (m_wall, m_cpu) = figures[STATUS], figures[SCRAPE]
         x_cpu = m_cpu / s_cpu if s_cpu else float("nan")
-        rows.append(
+        ratio_rows.append(
             (f"{n:,}", f"{s_wall * 1000:.1f}", f"{m_wall * 1000:.1f}",
              f"{m_wall / s_wall:.2f}", f"{x_cpu:.2f}")
         )  # fmt: skip
-    _table(head, rows)
+    _table(ratio_head, ratio_rows)
 
 
-def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
     for r in (head, *rows):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))

@@ -101,7 +101,7 @@ def room_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "file":
         return str(tmp_path / "inbox.txt")
     server = request.getfixturevalue("redis_server")
-    return server.url()  # type: ignore[attr-defined, no-any-return]
+    return str(server.url())
 
 
 def _lines(n: int, seed: int) -> list[bytes]:

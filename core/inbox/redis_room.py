@@ -493,7 +493,7 @@ class RedisRoom:
         ack_id = new_id()
         script = self._script("ACK")
         args = [session, repr(self._clock()), "1" if all else "0", reader or "", doubt, ack_id]
-        args += [max(1, min(PAGE_ENTRIES, page // 2)), page]
+        args += [str(max(1, min(PAGE_ENTRIES, page // 2))), str(page)]
 
         def call() -> Any:
             return script(keys=self._keys, args=args)
