@@ -6,7 +6,10 @@
 - push vs a raw unlocked append: the baseline opens the path with O_APPEND, writes one line and
   closes it (exactly what a `printf >> room` poller does per line). Target >= 0.7 of its
   throughput.
-- read of a 1,000,000-line room: lines/s, next to a bare read-and-split of the same file.
+- read of a 1,000,000-line room in one page: lines/s, next to a bare read-and-split of the
+  same file.
+- memory of `ackdeck room read` (the default page) of that 86 MB room: the process's peak RSS
+  next to a Python that only imports the CLI (a read holds a page, not the room).
 
 Everything runs in a temp directory next to the system temp dir; medians of several runs, and
 the best run of each next to them (the machine is shared and noisy).
@@ -17,6 +20,8 @@ from __future__ import annotations
 import fcntl
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -180,7 +185,7 @@ def bench_read(base: Path, lines: int, reps: int) -> tuple[float, float]:
 
     def via_room() -> float:
         t0 = time.perf_counter()
-        got = room.read("bench")
+        got = room.read("bench", max_bytes=lines * len(LINE))  # the whole room: one page
         took = time.perf_counter() - t0
         assert len(got.lines) == lines
         return lines / took
@@ -194,6 +199,37 @@ def bench_read(base: Path, lines: int, reps: int) -> tuple[float, float]:
         return lines / took
 
     return _median(via_room, reps), _median(bare, reps)
+
+
+# Peak RSS (KiB) of a Python that runs `ackdeck ARGV` in-process (or, without ARGV, only imports
+# the CLI), printed on stderr: the kernel's VmHWM of this process image (getrusage's maxrss
+# would also hold the forking bench's own peak, which Linux carries across exec).
+PEAK = """import sys
+from ackdeck.core.cli import main
+if sys.argv[1:]:
+    main(sys.argv[1:])
+with open("/proc/self/status") as f:
+    print(next(x.split()[1] for x in f if x.startswith("VmHWM:")), file=sys.stderr)
+"""
+
+
+def _peak_kib(argv: list[str]) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+        env={**os.environ, "ACKDECK_SESSION": "bench-memory"},
+    )
+    return int(done.stderr.split()[-1])
+
+
+def bench_read_memory(base: Path) -> tuple[int, int, int]:
+    """(peak RSS of `room read` with the default page, of a Python that only imports the
+    CLI, the room's size), in KiB, of the room bench_read filled."""
+    path = base / "read" / "room.txt"
+    return _peak_kib(["room", "read", str(path)]), _peak_kib([]), path.stat().st_size >> 10
 
 
 def main() -> None:
@@ -249,6 +285,16 @@ def main() -> None:
                 f"{bare:,.0f} lines/s (read+split, no receipt)",
                 f"{read / bare:.2f}",
                 "(reported)",
+            )
+        )
+        peak, floor_kib, room_kib = bench_read_memory(base)
+        rows.append(
+            (
+                f"read memory, {room_kib >> 10} MB room, default page",
+                f"{peak >> 10} MB peak RSS",
+                f"{floor_kib >> 10} MB (python importing the CLI)",
+                f"{peak / floor_kib:.2f}",
+                "(reported; bounded by the page, not the room)",
             )
         )
     header = ("benchmark", "ackdeck", "baseline (same run)", "ratio", "target")

@@ -1,10 +1,15 @@
-"""`python -m bench status [--quick]`: `room status` over many rooms, against `wc -l`.
+"""`python -m bench status [--quick]`: `room status` over many rooms, against `wc -l`, and a
+metrics scrape of the same rooms against `room status`.
 
-It builds the dashboard bench's rooms (bench/bench_dashboard.py `_build`: 300 and 3,000 rooms
-of 1,000-10,000 lines of ~40 bytes; `--quick`: 20 and 100 rooms of 100-1,000 lines) under
+It builds the dashboard bench's rooms (bench/bench_dashboard.py `_build`: 300, 3,000 and 10,000
+rooms of 1,000-10,000 lines of ~40 bytes; `--quick`: 20 and 100 rooms of 100-1,000 lines) under
 bench/_work/ and runs, round-robin so a busy machine slows each alike, the median of each:
 
 - `ackdeck room status DIR/*.txt --json` (what an owner runs over every room);
+- `ackdeck metrics --no-runs --config FILE` over the same rooms (one scrape: what `metrics
+  --serve` computes per request; the rooms in a config file, as a server over thousands of
+  rooms is given them: argparse takes time quadratic in repeated `--room` options); a second
+  table gives its ratio to `room status` (issue 30: <= 1.5x);
 - `wc -l` of the same files (the same bytes read): issue 22's target is <= 2x;
 - `python -c pass` in the same venv: Python's start-up, which no command avoids;
 - the floor of a Python count: a `python -c` that opens each file, reads it whole and counts
@@ -27,12 +32,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.bench_dashboard import FULL, QUICK, Mode, _build
 from bench.bench_tui import REPO, WORK
 
 REPEATS = {id(FULL): 9, id(QUICK): 3}
+CASES = {id(FULL): (300, 3000, 10000), id(QUICK): (20, 100)}
+STATUS, SCRAPE = "room status --json", "metrics scrape"
 
 # The floor: read each file whole and count its newlines, nothing else.
 COUNT = """import os, sys
@@ -70,8 +78,11 @@ def measure(rooms: list[Path], repeats: int, work: Path) -> dict[str, tuple[floa
     env = _env(work)
     paths = [str(r) for r in rooms]
     py = sys.executable
+    config = work / "metrics.toml"
+    config.write_text("rooms = [\n" + "".join(f'  "{p}",\n' for p in paths) + "]\n")
     argvs = {
-        "room status --json": [py, "-m", "ackdeck.core.cli", "room", "status", *paths, "--json"],
+        STATUS: [py, "-m", "ackdeck.core.cli", "room", "status", *paths, "--json"],
+        SCRAPE: [py, "-m", "ackdeck.core.cli", "metrics", "--no-runs", "--config", str(config)],
         "wc -l": ["wc", "-l", *paths],
         "python -c pass": [py, "-c", "pass"],
         "python count floor": [py, "-c", COUNT, *paths],
@@ -93,7 +104,7 @@ def run(mode: Mode) -> dict[int, dict[str, tuple[float, float]]]:
     results = {}
     with tempfile.TemporaryDirectory(prefix="status-", dir=WORK) as tmp:
         base = Path(tmp)
-        for n in mode.cases[1:]:
+        for n in CASES[id(mode)]:
             rooms = _build(base / f"rooms-{n}", n, mode)
             results[n] = measure(rooms, REPEATS[id(mode)], base)
             shutil.rmtree(base / f"rooms-{n}")
@@ -115,6 +126,23 @@ def _report(results: dict[int, dict[str, tuple[float, float]]], mode: Mode) -> N
             x_cpu = cpu / wc_cpu if wc_cpu else float("nan")
             wall_ms, x_wall = f"{wall * 1000:.1f}", wall / wc_wall
             rows.append((f"{n:,}", name, wall_ms, f"{x_wall:.2f}", ms, f"{x_cpu:.2f}", per_room))
+    _table(head, rows)
+    print()
+    ratio_head = (
+        "rooms", "status wall (ms)", "scrape wall (ms)", "scrape x status", "CPU x status"
+    )  # fmt: skip
+    ratio_rows = []
+    for n, figures in results.items():
+        (s_wall, s_cpu), (m_wall, m_cpu) = figures[STATUS], figures[SCRAPE]
+        x_cpu = m_cpu / s_cpu if s_cpu else float("nan")
+        ratio_rows.append(
+            (f"{n:,}", f"{s_wall * 1000:.1f}", f"{m_wall * 1000:.1f}",
+             f"{m_wall / s_wall:.2f}", f"{x_cpu:.2f}")
+        )  # fmt: skip
+    _table(ratio_head, ratio_rows)
+
+
+def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
     for r in (head, *rows):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))

@@ -58,6 +58,11 @@ class NotDelivered(AckdeckError):
     """A read whose lines could not be written to the reader. No receipt was recorded."""
 
 
+class OutOfMemory(AckdeckError):
+    """An operation ran out of memory (a page, or one very long line, did not fit). What it
+    was doing was not recorded: no receipt, nothing removed."""
+
+
 class PaneGone(AckdeckError):
     """The tmux pane does not exist (or the tmux server is not running)."""
 

@@ -54,10 +54,24 @@ def test_the_dashboard_bench_prints_its_table_in_quick_mode() -> None:
 
 
 def test_the_status_bench_prints_its_table_in_quick_mode() -> None:
-    rows = [re.split(r"\s{2,}", line.strip()) for line in quick_table("status", "rooms ", 300)]
-    commands = ("room status --json", "wc -l", "python -c pass", "python count floor")
+    lines = quick_table("status", "rooms ", 300)
+    blank = lines.index("")  # the commands' table, then the scrape's ratio to the status
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[:blank]]
+    commands = (
+        "room status --json",
+        "metrics scrape",
+        "wc -l",
+        "python -c pass",
+        "python count floor",
+    )
     assert [(r[0], r[1]) for r in rows] == [(n, c) for n in ("20", "100") for c in commands]
     for row in rows:
         wall, x_wall, *cpu = (float(x) for x in row[2:])
         assert wall > 0 and x_wall > 0, row  # the CPU columns may be 0 or nan for a tiny wc
+    assert lines[blank + 1].startswith("rooms ")
+    ratios = [re.split(r"\s{2,}", line.strip()) for line in lines[blank + 2 :]]
+    assert [r[0] for r in ratios] == ["20", "100"]
+    for row in ratios:
+        status, scrape, x_wall = (float(x) for x in row[1:4])
+        assert status > 0 and scrape > 0 and x_wall > 0, row
     assert not list((REPO / "bench" / "_work").glob("status-*"))  # its rooms are removed

@@ -131,7 +131,7 @@ def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -
     out = ok(cli_env, "room", "ack", str(room), "--session", "a")
     assert (out.stdout, out.stderr) == (
         "",
-        "acked 2 lines of inbox.txt; kept 1 that arrived meanwhile\n",
+        "acked 2 lines of inbox.txt; kept 1 unread\n",
     )
     assert room.read_bytes() == b"late\n"
     out = ok(cli_env, "room", "ack", str(room), "--session", "a", "--all")
@@ -449,7 +449,7 @@ def test_zsh_script_parses_registers_and_completes(
     assert shown == [
         "_ackdeck",
         "push read ack status overdue policy trace wait",
-        "-h --help --follow-symlinks --session --json --home",
+        "-h --help --follow-symlinks --session --max-bytes --json --home",
         "build",
     ]
 

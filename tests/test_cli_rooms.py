@@ -44,10 +44,10 @@ def test_append_between_read_and_ack_survives_through_cli(
         "start": 0,
         "end": 13,
         "epoch": 0,
+        "waiting": 0,  # the page held every line
         "note": None,  # the room exists (issue 23: a missing room says so here)
-        # What waits beyond this read, its id (a CLI read is bound to no reader), and what
-        # to do next, in the JSON too (issue 29: the structured result is the message).
-        "waiting": 0,
+        # The read's id (a CLI read is bound to no reader) and what to do next, in the JSON
+        # too (issue 29: the structured result is the message).
         "read_id": None,
         "next": "Act on the 2 lines, then call room_ack (CLI: ackdeck room ack): it removes "
         "exactly them and keeps anything that arrived since.",

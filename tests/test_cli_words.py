@@ -18,7 +18,7 @@ def acked(mode: str, n: int, kept: int, message: str = "", note: str | None = No
 @pytest.mark.parametrize(
     ("result", "sentence"),
     [
-        (acked("prefix", 2, 1), "acked 2 lines of inbox.txt; kept 1 that arrived meanwhile"),
+        (acked("prefix", 2, 1), "acked 2 lines of inbox.txt; kept 1 unread"),
         (acked("prefix", 1, 0), "acked 1 line of inbox.txt"),
         (acked("all", 3, 0), "acked 3 lines of inbox.txt (every complete line)"),
         (

@@ -594,12 +594,13 @@ def test_two_overlapping_reads_of_one_session_keep_the_later_receipt(tmp_path: P
     room = tmp_path / "r.txt"
     room.write_bytes(b"".join(b"note %d\n" % i for i in range(100_000)))  # > a pipe buffer
     env = {**os.environ, "ACKDECK_SESSION": "s"}
-    read = [*ACKDECK, "room", "read", str(room)]
+    # Each read takes the whole room in one page (1.1 MB: more than the default page).
+    read = [*ACKDECK, "room", "read", str(room), "--max-bytes", "4M"]
     slow = subprocess.Popen(read, stdout=subprocess.PIPE, env=env, cwd=REPO)
     assert slow.stdout is not None
     first = slow.stdout.read(1)  # its snapshot is taken; it now blocks on the full pipe
     run_ok([*ACKDECK, "room", "push", str(room), "late"], env)
-    fast = run_ok([*ACKDECK, "room", "read", str(room)], env)
+    fast = run_ok(read, env)
     assert fast.stdout.endswith(b"note 99999\nlate\n")
     rest = slow.stdout.read()
     assert slow.wait(timeout=60) == 0

@@ -142,6 +142,29 @@ def complete_end(fd: int, size: int, *, chunk: int = 1 << 16) -> int:
     return 0
 
 
+def read_page(fd: int, size: int, limit: int, *, chunk: int = 1 << 16) -> bytes:
+    """The whole lines at the start of the file's first `size` bytes, at most `limit` bytes of
+    them; when the first line alone is longer, that one line whole (a line is never cut); b""
+    when no line is complete. Holds at most `limit` bytes (or the one long line): past the
+    window it looks for the line's end in chunks it does not keep."""
+    window = min(size, max(limit, 1))
+    head = pread_all(fd, window)
+    cut = head.rfind(b"\n")
+    if cut >= 0:
+        return head if cut + 1 == len(head) else head[: cut + 1]
+    pos = len(head)
+    del head
+    while pos < size:
+        got = os.pread(fd, min(chunk, size - pos), pos)
+        if not got:
+            break
+        cut = got.find(b"\n")
+        if cut >= 0:
+            return pread_all(fd, pos + cut + 1)
+        pos += len(got)
+    return b""
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -431,6 +431,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        # Anywhere core did not name it (a room operation says which and what it left):
+        # one line, not a traceback that needs memory of its own.
+        _error_line("ackdeck: error: out of memory; the command stopped where it was")
+        return 1
     except BrokenPipeError:
         # The reader went away (`| head`, `>&-`). Reads never commit what was not written; a
         # command that already acted (a push, a JSON ack) could not report it: say so.

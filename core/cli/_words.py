@@ -2,7 +2,7 @@
 tests/test_cli_words.py). JSON output is the results' own `to_json()`, never these sentences.
 
 Each sentence leads with what happened ("acked 2 lines"), then what else a person needs
-("kept 1 that arrived meanwhile"), and states each fact once.
+("kept 1 unread": arrived meanwhile, or past the page read), and states each fact once.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ackdeck.core.base.text import age_text, counted
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from ackdeck.core.service.rooms import Acked, Pushed, RoomState, SessionCounts
+    from ackdeck.core.service.rooms import Acked, Lines, Pushed, RoomState, SessionCounts
 
 
 def lines(n: int) -> str:
@@ -38,15 +38,26 @@ def ack_sentence(res: Acked) -> str:
     if res.note is not None:
         return f"nothing acked: {res.note}"
     if res.acked:
-        every = " (every complete line)" if res.mode == "all" else ""
-        what = f"acked {lines(res.acked)} of {res.room}{every}"
-        return f"{what}; kept {res.preserved} that arrived meanwhile" if res.preserved else what
+        what = f"acked {lines(res.acked)} of {res.room}"
+        if res.mode == "all" and not res.preserved:
+            return f"{what} (every complete line)"
+        if res.mode == "all":
+            # Ack-all takes a page at a time, as a read does: the rest is still there.
+            return f"{what} (one page); {lines(res.preserved)} still in {res.room}"
+        return f"{what}; kept {res.preserved} unread" if res.preserved else what
     if res.mode == "all":
         return f"nothing acked: {res.room} has no complete lines"
     if res.must_reread:
         return f"nothing acked: {_reason(res.message)}; read {res.room} again, then ack"
     waiting = f"; {lines(res.preserved)} still in {res.room}" if res.preserved else ""
     return f"nothing acked: {_reason(res.message)}{waiting}"
+
+
+def waiting_sentence(res: Lines) -> str | None:
+    """What a read left for later (its page was full), else None."""
+    if not res.waiting:
+        return None
+    return f"{lines(res.waiting)} more wait in {res.room}: ack these, then read again"
 
 
 def pushed_sentence(res: Pushed) -> str:

@@ -60,29 +60,10 @@ def _metrics(args: argparse.Namespace) -> int:
 
 
 def _serve(metrics: Any, rooms: list[str], home: Path | None, host: str, port: int) -> int:
-    import socket
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-
-    from ackdeck.core.base.hostcheck import LOOPBACK, refusal
-
-    loopback = host in LOOPBACK
-
-    def check(h: str) -> str | None:
-        return refusal(h, None, loopback=loopback, websocket=False)
-
-    class Quiet(WSGIRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            pass  # one line per scrape on stderr would drown the refusals
-
-    class Server(WSGIServer):
-        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-
     if not 0 <= port <= 65535:
         raise InvalidInput(f"cannot serve on port {port}: ports are 0-65535")
     try:
-        server = make_server(
-            host, port, metrics.wsgi_app(rooms, home, check), Server, handler_class=Quiet
-        )
+        server = metrics.server(host, port, rooms, home)
     except OSError as exc:
         raise OSError(exc.errno, f"cannot serve on {host} port {port}: {exc.strerror}") from None
     where = server.server_address[1]

@@ -67,10 +67,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(handler=_push)
 
-    p = rsub.add_parser("read", help="return every complete line and record a receipt")
+    p = rsub.add_parser(
+        "read",
+        help="return the complete lines (a page at a time) and record a receipt of them",
+    )
     p.add_argument("room", metavar="ROOM")
     p.add_argument("--follow-symlinks", action="store_true", help=_FOLLOW_HELP)
     p.add_argument("--session", default=None, help=_SESSION_HELP)
+    _page_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_read)
 
@@ -81,8 +85,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--all",
         action="store_true",
-        help="without a prior read: ack every complete line and print them",
+        help="without a prior read: ack the complete lines of a page and print them",
     )
+    _page_option(p, "with --all: ")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_ack)
 
@@ -157,6 +162,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_wait)
 
 
+def _page_option(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    from ackdeck.core.inbox.results import PAGE_BYTES
+
+    p.add_argument(
+        "--max-bytes",
+        metavar="SIZE",
+        type=_size,
+        default=None,
+        help=f"{prefix}at most this many bytes of lines (512K, 4M; default {PAGE_BYTES >> 20}M); "
+        "a longer line comes alone and whole, and what is left is counted as waiting",
+    )
+
+
+def _size(value: str) -> int:
+    """argparse `type=` for a size: bytes, or with a K, M or G suffix (powers of 1024)."""
+    from ackdeck.core.inbox.results import check_page
+
+    text = value.strip().upper().removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit():
+        raise InvalidInput(f"--max-bytes {value!r}: give bytes, or a size like 512K or 4M")
+    return check_page(int(digits) * scale)
+
+
 def _push(args: argparse.Namespace) -> int:
     deck, room = _deck(args, session=False)
     # The exact bytes of the argument (argv is decoded with surrogateescape).
@@ -219,9 +249,13 @@ def _note(note: str | None) -> None:
 
 def _read(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
-    got = deck.read(room, deliver=_json_lines if args.json else _raw_lines)
+    deliver = _json_lines if args.json else _raw_lines
+    got = deck.read(room, deliver=deliver, max_bytes=args.max_bytes)
     if not args.json:
+        from ackdeck.core.cli._words import waiting_sentence
+
         _note(got.note)
+        _note(waiting_sentence(got))  # stdout holds only the lines' bytes
     return 0
 
 
@@ -278,7 +312,9 @@ def _ack(args: argparse.Namespace) -> int:
     # Ack-all: the lines go to stdout first; only what was written is removed.
     deliver = (json_lines_first if args.json else _raw_lines) if args.all else None
     try:
-        result = deck.ack(room, all=args.all, deliver=deliver)
+        if args.max_bytes is not None and not args.all:
+            raise InvalidInput("--max-bytes goes with --all (an ack removes what was read)")
+        result = deck.ack(room, all=args.all, deliver=deliver, max_bytes=args.max_bytes)
     except (AckdeckError, OSError):
         if head_written:
             # The ack failed after its lines were written (nothing was removed): close that

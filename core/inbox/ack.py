@@ -32,6 +32,7 @@ from ackdeck.core.base.byteio import (
     count_lines,
     pread_all,
     pread_all_from,
+    read_page,
     settled_size,
     split_lines,
     write_all,
@@ -45,7 +46,7 @@ from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import prev_inodes
 from ackdeck.core.inbox.ack_stream import CountingCopy
 from ackdeck.core.inbox.receipts import ReceiptHeader, ReceiptStore
-from ackdeck.core.inbox.results import AckResult
+from ackdeck.core.inbox.results import PAGE_BYTES, AckResult
 from ackdeck.core.inbox.room_errors import RENAMED, cold_ack, write_error
 from ackdeck.core.inbox.sidecar import AuditEntry, Sidecar, same_inode
 
@@ -88,9 +89,16 @@ def refuse_hard_linked(path: Path, fd: int) -> None:
 
 
 def ack_locked(
-    site: AckSite, fd: int, session: str, *, ack_all: bool, reader: str | None
+    site: AckSite,
+    fd: int,
+    session: str,
+    *,
+    ack_all: bool,
+    reader: str | None,
+    page: int = PAGE_BYTES,
 ) -> AckResult:
-    """Ack for `session` (or everything, `ack_all`) in the room open at `fd`, with the
+    """Ack for `session` (or, `ack_all`, the first page of complete lines: at most `page`
+    bytes or one longer line, which it returns) in the room open at `fd`, with the
     exclusive lock held: decide what may go (refusals raise ColdAck), then run the
     transaction. Only a receipt handed to the same `reader` authorises the ack."""
     # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
@@ -127,7 +135,7 @@ def ack_locked(
     )
 
     if ack_all:
-        dropped = complete_prefix(pread_all(fd, size))
+        dropped = read_page(fd, size, page)  # what a read would hand out: bounded alike
         if not dropped:
             return AckResult("all", 0, 0, "no complete lines to ack", [])
         plan = L.AckPlan("all", len(dropped))

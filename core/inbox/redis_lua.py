@@ -193,6 +193,15 @@ local function deliveries_of(reads, id)
 end
 -- The digest a read computed client-side: per entry its ID, then each field and value with
 -- its length, so no two different entry lists hash the same input.
+-- The length of the line an entry carries (redis_room.entry_line): its `line` field, or its
+-- `field=value` pairs joined by spaces.
+local function line_bytes(fields)
+  if #fields == 2 and fields[1] == 'line' then return #fields[2] end
+  local n = 0
+  for i = 1, #fields - 1, 2 do n = n + #fields[i] + 1 + #fields[i + 1] + 1 end
+  return math.max(n - 1, 0)
+end
+
 local function digest(entries)
   local parts = {}
   for _, e in ipairs(entries) do
@@ -312,8 +321,19 @@ local function remove(last, n)
 end
 
 if all then
+  -- A page, as a read takes one: at most ARGV[7] entries and ARGV[8] bytes of lines (each
+  -- with its newline), one longer entry whole.
   local entries = {}
-  if s.exists then entries = redis.call('XRANGE', KEYS[1], '-', '+') end
+  if s.exists then
+    entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', tonumber(ARGV[7]))
+    local limit, used, keep = tonumber(ARGV[8]), 0, 0
+    for i, e in ipairs(entries) do
+      used = used + line_bytes(e[2]) + 1
+      if used > limit and i > 1 then break end
+      keep = i
+    end
+    for i = #entries, keep + 1, -1 do entries[i] = nil end
+  end
   local first, last = '', ''
   if #entries > 0 then
     first, last = entries[1][1], entries[#entries][1]

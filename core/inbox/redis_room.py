@@ -47,7 +47,15 @@ from ackdeck.core.inbox import redis_lua
 from ackdeck.core.inbox.journey import MATCH_LIMIT, Hop, Journey
 from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.redis_doubts import Doubts
-from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.inbox.results import (
+    PAGE_BYTES,
+    PAGE_ENTRIES,
+    AckResult,
+    ReadResult,
+    RoomStatus,
+    SessionStatus,
+    check_page,
+)
 from ackdeck.core.inbox.room_errors import cold_ack
 from ackdeck.core.inbox.room_url import RedisAddress
 
@@ -79,6 +87,17 @@ def entry_line(fields: list[bytes] | dict[bytes, bytes]) -> bytes:
     if len(fields) == 2 and fields[0] == LINE_FIELD:
         return fields[1]
     return b" ".join(fields[i] + b"=" + fields[i + 1] for i in range(0, len(fields) - 1, 2))
+
+
+def _within(entries: list[Any], page: int) -> int:
+    """How many entries, from the first, a page of `page` bytes of lines holds (each line and
+    its newline); at least one when there is one: an entry is never cut."""
+    used = 0
+    for n, (_, fields) in enumerate(entries):
+        used += len(entry_line(fields)) + 1
+        if used > page:
+            return max(n, 1)
+    return len(entries)
 
 
 def entries_digest(entries: list[Any]) -> str:
@@ -303,23 +322,32 @@ class RedisRoom:
         deliver: Callable[[ReadResult], int | None] | None = None,
         reader: str | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
+        max_bytes: int | None = None,
     ) -> ReadResult:
-        """Every entry in the room; stores the session's receipt (replacing the old one).
+        """The oldest entries in the room, a page of at most PAGE_ENTRIES entries and
+        `max_bytes` bytes of lines (default PAGE_BYTES; one longer entry comes whole), and how
+        many more wait; stores the session's receipt of that page (replacing the old one).
 
         Recorded only once delivered, as for files: `deliver` gets the lines first, and the
         receipt is stored only if it returns (and `confirm`, given the cut result, too).
         `reader` binds the receipt to one reader."""
         check_name(session)
+        page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         limit = self._policy_for_read().max_deliveries
         if limit is not None:
             self._move_dead_letters(limit)
         read_id = new_id()
-        epoch, added, entries = self._again(
+        epoch, added, length, entries = self._again(
             "read",
-            self._snapshot,
+            lambda: self._snapshot(page),
             lambda _sent, _tries: "nothing was delivered and no receipt was recorded: read again",
         )
-        result, receipt = self._receipt_of(entries, epoch, added, reader)
+        entries = entries[: _within(entries, page)]
+        # Entries-added as if the stream had ended at the page's last entry: later entries
+        # come after `last`, whether they were added before the read or after it.
+        waiting = length - len(entries)
+        added -= waiting
+        result, receipt = self._receipt_of(entries, epoch, added, reader, waiting)
         receipt["read"] = read_id
         if deliver is not None:
             taken = deliver(result)
@@ -327,7 +355,8 @@ class RedisRoom:
                 # Only the first `taken` were delivered (an MCP reply's size limit): the
                 # receipt covers exactly those; entries-added as if the read ended there.
                 added -= len(entries) - taken
-                result, receipt = self._receipt_of(entries[:taken], epoch, added, reader)
+                waiting += len(entries) - taken
+                result, receipt = self._receipt_of(entries[:taken], epoch, added, reader, waiting)
                 receipt["read"] = read_id
         if confirm is not None:
             confirm(result)
@@ -395,7 +424,7 @@ class RedisRoom:
             tell(resolve_home(None), owner, self.address.name, "dead", text, count=moved)
 
     def _receipt_of(
-        self, entries: list[Any], epoch: int, added: int, reader: str | None
+        self, entries: list[Any], epoch: int, added: int, reader: str | None, waiting: int = 0
     ) -> tuple[ReadResult, dict[str, Any]]:
         lines = [entry_line(fields) for _, fields in entries]
         first = entries[0][0].decode() if entries else ""
@@ -411,19 +440,24 @@ class RedisRoom:
             "read_at": self._clock(),
             "reader": reader or "",
         }
-        result = ReadResult(lines, first, last, int(epoch), b"".join(x + b"\n" for x in lines))
+        data = b"".join(x + b"\n" for x in lines)
+        result = ReadResult(lines, first, last, int(epoch), data, waiting)
         return result, receipt
 
-    def _snapshot(self) -> tuple[int, int, list[Any]]:
-        """(epoch, entries-added, every entry), atomically in one round trip."""
+    def _snapshot(self, page: int) -> tuple[int, int, int, list[Any]]:
+        """(epoch, entries-added, entries in the stream, its oldest entries: at most
+        PAGE_ENTRIES, and no more than `page` could hold at one byte and a newline each),
+        atomically in one round trip."""
         client = self._redis()
         script = self._script("READ")
+        count = max(1, min(PAGE_ENTRIES, page // 2))
         for attempt in (1, 2):
             pipe = client.pipeline(transaction=True)
             pipe.execute_command("EVALSHA", script.sha, 2, *self._keys[:2])
-            pipe.execute_command("XRANGE", self.key, "-", "+")
+            pipe.execute_command("XLEN", self.key)
+            pipe.execute_command("XRANGE", self.key, "-", "+", "COUNT", count)
             try:
-                (epoch, added), entries = pipe.execute()
+                (epoch, added), length, entries = pipe.execute()
             except redis.exceptions.NoScriptError:
                 if attempt == 2:
                     raise
@@ -431,7 +465,7 @@ class RedisRoom:
                 # (nothing was written: the script did not run and XRANGE only reads).
                 script.sha = client.script_load(script.script)
                 continue
-            return int(epoch), int(added), list(entries or [])
+            return int(epoch), int(added), int(length), list(entries or [])
         raise AssertionError("unreachable")
 
     # ----- ack ----------------------------------------------------------------------------
@@ -443,14 +477,19 @@ class RedisRoom:
         reader: str | None = None,
         deliver: Callable[[ReadResult], int | None] | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
+        max_bytes: int | None = None,
     ) -> AckResult:
-        """Remove exactly what `session` read (or, with all=True, every entry, returned).
+        """Remove exactly what `session` read (or, with all=True, the entries of the first
+        page, as a read takes it, returned; the rest stays, counted as preserved).
 
         With all=True and `deliver`, the entries are delivered first and only those are
         removed (a read and an ack of its receipt), as for files; `confirm` as for read()."""
         check_name(session)
+        page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         if all and deliver is not None:
-            got = self.read(session, reader=reader, deliver=deliver, confirm=confirm)
+            got = self.read(
+                session, reader=reader, deliver=deliver, confirm=confirm, max_bytes=page
+            )
             if not got.lines:
                 return AckResult("all", 0, 0, "no entries to ack", [])
             res = self.ack(session, reader=reader)
@@ -461,6 +500,7 @@ class RedisRoom:
         ack_id = new_id()
         script = self._script("ACK")
         args = [session, repr(self._clock()), "1" if all else "0", reader or "", doubt, ack_id]
+        args += [str(max(1, min(PAGE_ENTRIES, page // 2))), str(page)]
 
         def call() -> Any:
             return script(keys=self._keys, args=args)

@@ -10,6 +10,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from ackdeck.core.base.struct import Struct
+from ackdeck.core.errors import InvalidInput
+
+# A read returns a page: at most this many bytes of whole lines (a single longer line is
+# returned alone, whole: a line is never cut), so a read's memory, its receipt and the reply a
+# door writes are bounded by the page, not by the room. What is left says `waiting`; each read
+# after an ack returns the next page. Doors may ask for another size (`room read --max-bytes`).
+PAGE_BYTES = 1 << 20
+# A redis room's page is also at most this many entries (fetched at once, before the byte
+# limit cuts them).
+PAGE_ENTRIES = 10_000
+
+
+def check_page(max_bytes: int) -> int:
+    """A page size a caller asked for: a positive number of bytes."""
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InvalidInput(f"a read's page must be a positive number of bytes, not {max_bytes!r}")
+    return max_bytes
 
 
 class ReadResult(Struct):
@@ -20,6 +37,9 @@ class ReadResult(Struct):
     # The complete lines as one buffer (exactly the bytes a receipt records), for doors that
     # write them out unchanged.
     data: bytes = b""
+    # Complete lines in the room after this page that the read did not return (the page was
+    # full): read again once these are acked.
+    waiting: int = 0
 
 
 class AckResult(Struct):

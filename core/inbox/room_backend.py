@@ -41,6 +41,8 @@ class RoomBackend(Protocol):
     def path(self) -> Path | str: ...  # the file's path, or the URL without its password
 
     def push(self, line: str | bytes) -> int | str: ...
+    # A read (and an ack-all) takes a page: at most `max_bytes` of whole lines (default
+    # results.PAGE_BYTES; a longer line whole); the result says how many more wait.
     def read(
         self,
         session: str,
@@ -48,6 +50,7 @@ class RoomBackend(Protocol):
         deliver: Deliver | None = None,
         reader: str | None = None,
         confirm: Confirm | None = None,
+        max_bytes: int | None = None,
     ) -> ReadResult: ...
     def ack(
         self,
@@ -57,6 +60,7 @@ class RoomBackend(Protocol):
         reader: str | None = None,
         deliver: Deliver | None = None,
         confirm: Confirm | None = None,
+        max_bytes: int | None = None,
     ) -> AckResult: ...
     # `counts`: a file room's line counts kept by a caller that asks again and again (the
     # dashboard's scanner; core/inbox/line_counts.py); a redis room ignores them.

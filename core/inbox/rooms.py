@@ -33,10 +33,12 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.byteio import (
+    complete_end,
     complete_prefix,
     count_lines,
     newline_census,
     pread_all,
+    read_page,
     split_lines,
     tail_lines,
     wait_for_writes,
@@ -60,7 +62,14 @@ from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
 from ackdeck.core.inbox.push_handles import PushHandles, append_line
 from ackdeck.core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
 from ackdeck.core.inbox.receipts import ReceiptHeader, ReceiptStore
-from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.inbox.results import (
+    PAGE_BYTES,
+    AckResult,
+    ReadResult,
+    RoomStatus,
+    SessionStatus,
+    check_page,
+)
 from ackdeck.core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error
 from ackdeck.core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular
 
@@ -278,8 +287,11 @@ class Room:
         deliver: Callable[[ReadResult], int | None] | None = None,
         reader: str | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
+        max_bytes: int | None = None,
     ) -> ReadResult:
-        """Every complete line in the room; records the session's receipt (replacing the old).
+        """The complete lines at the head of the room, a page of at most `max_bytes` (default
+        PAGE_BYTES; one longer line is returned whole), and how many more wait (`waiting`);
+        records the session's receipt of exactly that page (replacing the old).
 
         Recorded only once delivered: the lines are snapshotted, handed to `deliver` (which
         writes them to the reader and raises if it cannot), and only then is the receipt
@@ -298,8 +310,9 @@ class Room:
         limit = self._policy_or_none().max_deliveries
         if limit is not None:
             self._move_dead_letters(limit)
+        page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         try:
-            snap = self._snapshot(session, reader)
+            snap = self._snapshot(session, reader, page)
         except OSError as exc:
             raise write_error(self.path, exc, after="the room is unchanged; read again") from None
         if snap is None:
@@ -352,10 +365,11 @@ class Room:
         return header.replace(read_id=None, unlogged=1)
 
     def _snapshot(
-        self, session: str, reader: str | None
+        self, session: str, reader: str | None, page: int
     ) -> tuple[ReadResult, ReceiptHeader | None, bytes] | None:
-        """The complete lines now in the room and the receipt that would record them (None
-        when there is no room and no sidecar: nothing to record)."""
+        """The first page of complete lines now in the room, how many more wait, and the
+        receipt that would record the page (None when there is no room and no sidecar:
+        nothing to record)."""
         if not self.path.exists() and not self._side.ensure(create=False):
             return None
         shared = True
@@ -373,15 +387,13 @@ class Room:
                     if not shared:
                         ledger, _ = self._sweep_prevs(ledger)
                     cur = self._stat_fd(fd)
-                    content = pread_all(fd, cur.size)
+                    data, head, complete, waiting = _page(fd, cur.size, page)
                     if changed or not shared:
                         # Something arrived since ackdeck last looked: date it. (Unchanged,
                         # the marks already reach the end: a repeated read costs nothing.)
-                        end = ledger.base + content.rfind(b"\n") + 1
-                        ages.observe(self._marks_s, end, self._clock())
+                        ages.observe(self._marks_s, ledger.base + complete, self._clock())
                 finally:
                     os.close(fd)
-            data = complete_prefix(content)
             # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
             digest = Digest(data)
             lines = split_lines(data)
@@ -393,11 +405,11 @@ class Room:
                 lines=len(lines),
                 sha256=digest.hexdigest(),
                 read_at=self._clock(),
-                seen=L.identity_of(cur, content),
+                seen=L.identity_of(cur, head),
                 reader=reader,
                 read_id=readlog.new_id(),
             )
-            result = ReadResult(lines, header.start, header.end, header.epoch, data)
+            result = ReadResult(lines, header.start, header.end, header.epoch, data, waiting)
             return result, header, data
 
     def _commit_receipt(self, header: ReceiptHeader, data: bytes) -> None:
@@ -426,8 +438,11 @@ class Room:
         reader: str | None = None,
         deliver: Callable[[ReadResult], int | None] | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
+        max_bytes: int | None = None,
     ) -> AckResult:
-        """Remove exactly what `session` consumed (or, with all=True, every complete line).
+        """Remove exactly what `session` consumed (or, with all=True, every complete line of
+        the first page: at most `max_bytes`, default PAGE_BYTES, or one longer line; the
+        rest stays, counted as preserved).
 
         Only a receipt handed to the same `reader` (see read()) authorises the ack; any
         other is refused like a cold ack, so a restarted MCP server never acks lines that
@@ -439,8 +454,11 @@ class Room:
         for read(), comes last before the read of those lines is recorded: if it raises,
         nothing is removed.
         """
+        page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         if all and deliver is not None:
-            got = self.read(session, reader=reader, deliver=deliver, confirm=confirm)
+            got = self.read(
+                session, reader=reader, deliver=deliver, confirm=confirm, max_bytes=page
+            )
             if not got.lines:
                 return AckResult("all", 0, 0, "no complete lines to ack", [])
             res = self.ack(session, reader=reader)
@@ -466,7 +484,9 @@ class Room:
             if fd is None:
                 return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
             try:
-                done = ack_locked(self._ack_site(), fd, session, ack_all=all, reader=reader)
+                done = ack_locked(
+                    self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
+                )
                 self._journey_upkeep()
                 return done
             except OSError as exc:
@@ -926,15 +946,33 @@ def _later_read(kept: ReceiptHeader, header: ReceiptHeader) -> bool:
     )
 
 
+def _page(fd: int, size: int, limit: int) -> tuple[bytes, bytes, int, int]:
+    """The read's page of the file open at `fd` (`size` bytes): (its complete lines, at most
+    `limit` bytes or one longer line; the file's head for its identity; the end of the last
+    complete line in the whole file; the complete lines after the page). A room that fits
+    the page is read once, as it always was; a bigger one is never held whole."""
+    if size <= limit:
+        content = pread_all(fd, size)
+        data = complete_prefix(content)
+        return data, content, len(data), 0
+    data = read_page(fd, size, limit)
+    head = data if len(data) >= L.HEAD_BYTES else os.pread(fd, L.HEAD_BYTES, 0)
+    complete = complete_end(fd, size)
+    waiting = newline_census(fd, complete, (), start=len(data))[0] if complete else 0
+    return data, head, complete, waiting
+
+
 def _first_lines(
     result: ReadResult, header: ReceiptHeader, taken: int
 ) -> tuple[ReadResult, ReceiptHeader, bytes]:
-    """The read cut to its first `taken` lines: what a door that delivered only those may ack."""
+    """The read cut to its first `taken` lines: what a door that delivered only those may ack
+    (the lines cut off wait, with those after the page)."""
     size = sum(len(line) + 1 for line in result.lines[:taken])
     data = result.data[:size]
     header = header.replace(end=header.start + size, lines=taken, sha256=L.sha256(data))
+    waiting = result.waiting + len(result.lines) - taken
     return (
-        ReadResult(result.lines[:taken], result.start, header.end, result.epoch, data),
+        ReadResult(result.lines[:taken], result.start, header.end, result.epoch, data, waiting),
         header,
         data,
     )

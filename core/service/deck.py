@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ackdeck.core.base.names import check_name
-from ackdeck.core.errors import InvalidInput
+from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms as room_ops
 from ackdeck.core.service import views
 from ackdeck.core.service.refs import parse_room
@@ -175,9 +175,12 @@ class Deck:
         deliver: room_ops.Deliver | None = None,
         confirm: room_ops.Confirm | None = None,
         read_id: str | None = None,
+        max_bytes: int | None = None,
     ) -> room_ops.Lines:
-        """Every complete line, and a receipt; with `deliver`, recorded only once delivered
-        (and `confirm`ed: see core.service.rooms.read)."""
+        """A page of complete lines (at most `max_bytes`; default
+        core.inbox.results.PAGE_BYTES), how many more wait, and a receipt of the page; with
+        `deliver`, recorded only once delivered (and `confirm`ed: see
+        core.service.rooms.read)."""
         session = self._session()
         with self._opened(ref) as room:
             return room_ops.read(
@@ -188,6 +191,7 @@ class Deck:
                 deliver=deliver,
                 confirm=confirm,
                 read_id=read_id,
+                max_bytes=max_bytes,
             )
 
     def ack(
@@ -198,7 +202,9 @@ class Deck:
         reader: str | None = None,
         deliver: room_ops.Deliver | None = None,
         confirm: room_ops.Confirm | None = None,
+        max_bytes: int | None = None,
     ) -> room_ops.Acked:
+        """Remove what the session read; with `all`, the first page (as `read` takes it)."""
         session = self._session()
         with self._opened(ref) as room:
             return room_ops.ack(
@@ -209,6 +215,7 @@ class Deck:
                 reader=reader,
                 deliver=deliver,
                 confirm=confirm,
+                max_bytes=max_bytes,
             )
 
     def status(
@@ -225,6 +232,27 @@ class Deck:
         finally:
             for room, _label in opened:
                 room.close()
+
+    def status_each(self) -> Iterator[tuple[str, room_ops.RoomState | None]]:
+        """Each room's label and counters, as `status` gives them, one room at a time; None
+        for a room that cannot be read (an unreachable server, a refused path), so that one
+        room never hides the others (a metrics scrape)."""
+        from ackdeck.core.base.digest import use_openssl
+        from ackdeck.core.inbox.ledger import HEAD_BYTES
+
+        use_openssl(len(self.rooms) * HEAD_BYTES)  # what `status` decides over all its rooms
+        default = self.label(self.rooms[0]) if self.rooms else None
+        for ref in self.rooms:
+            label = self.label(ref)
+            try:
+                room = self.open(ref)
+                try:
+                    row = room_ops.state(room, label, self.session, label == default)
+                finally:
+                    room.close()
+            except (AckdeckError, OSError):
+                row = None
+            yield label, row
 
     def wait(
         self, ref: RoomRef, timeout: float | None = None, stop: Callable[[], bool] | None = None

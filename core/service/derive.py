@@ -1,33 +1,13 @@
 """Facts every door derives from a room, written once and cheap to import (the hooks use them
-on every turn without loading the result classes): a room's short name and its label among
-others, a session's `in_flight` / `unread` counts, and ages."""
+on every turn without loading the result classes): a session's `in_flight` / `unread` counts,
+and ages. (A room's label among others is the deck's: `core.service.deck.Deck.label`.)"""
 
 from __future__ import annotations
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import os
-    from collections.abc import Sequence
-    from pathlib import Path
-
     from ackdeck.core.inbox.results import RoomStatus
-    from ackdeck.core.inbox.room_url import RedisAddress
-
-
-def room_name(room: str | os.PathLike[str] | RedisAddress) -> str:
-    """A room's short name: a file's basename, a redis room's NAME (the URL's last part)."""
-    name = getattr(room, "name", None)
-    if isinstance(name, str):
-        return name
-    return str(room).rstrip("/").rsplit("/", 1)[-1]
-
-
-def label_of(rooms: Sequence[Path | RedisAddress | str], room: Path | RedisAddress | str) -> str:
-    """How a door names `room` among `rooms`: its short name when that is unambiguous, else
-    the full path or URL."""
-    short = room_name(room)
-    return short if sum(room_name(r) == short for r in rooms) == 1 else str(room)
 
 
 def session_counts(st: RoomStatus, session: str | None) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Room operations for every door: push, read, ack, status, wait.
 
 Each takes an open room (`core.inbox.room_backend.open_room`, a file or a redis stream) and the
-label the door shows for it (`core.service.derive.label_of`), calls `Room`'s public API once,
+label the door shows for it (`core.service.deck.Deck.label`), calls `Room`'s public API once,
 and returns a result that encodes itself. The derived numbers live here and in
 `core.service.derive` only: a session's `unread` and `in_flight` (`session_counts`), and a
 refused ack's `preserved` (the lines the room held when it refused, counted by the room under
@@ -13,7 +13,7 @@ from __future__ import annotations
 from ackdeck.core.base.digest import use_openssl
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.text import counted, display_lines
-from ackdeck.core.errors import ColdAck, NotDelivered
+from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
 from ackdeck.core.inbox.ledger import HEAD_BYTES
 from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
@@ -62,8 +62,8 @@ class Lines(DecodedLines):
     epoch: int
     data: bytes  # the lines with their newlines, exactly as stored (text-mode output)
     note: str | None = None  # the room does not exist yet (core.service.absent)
-    # Complete lines the room held beyond these when they were read (a door that carries at
-    # most what its client shows its model leaves the rest for the next read).
+    # Complete lines the room held beyond these when they were read: after this page, and any
+    # the door could not carry (it carries at most what its client shows its model whole).
     waiting: int = 0
     # The id an ack may name to ack exactly this read from any process of the session (the
     # MCP door's reads; None: the read is not bound to a reader, as the CLI's).
@@ -75,10 +75,9 @@ class Lines(DecodedLines):
         "lines": list[str],
         "count": int,
         "invalid_utf8": list[int],  # indexes of lines whose text replaced invalid bytes
-        # start, end, epoch: as the backend's ReadResult declares them
+        # start, end, epoch, waiting: as the backend's ReadResult declares them
         **fields_of(ReadResult, skip=("lines", "data")),
         "note": str | None,
-        "waiting": int,
         "read_id": str | None,
         "next": str | None,  # what to do next, in words (the structured result is the message)
     }
@@ -313,9 +312,7 @@ def wait_ack(
     return Pushed(pushed.room, pushed.path, pushed.offset, True, True, j.acked_by, j.acked_at)
 
 
-def _lines(
-    room: RoomBackend, label: str, view: ReadResult, waiting: int = 0, read_id: str | None = None
-) -> Lines:
+def _lines(room: RoomBackend, label: str, view: ReadResult, read_id: str | None = None) -> Lines:
     note = absent(room, label) if not view.lines else None
     path = str(room.path)
     return Lines(
@@ -327,7 +324,7 @@ def _lines(
         view.epoch,
         view.data,
         note,
-        waiting,
+        view.waiting,
         read_id if view.lines else None,
     )
 
@@ -347,34 +344,41 @@ def read(
     deliver: Deliver | None = None,
     confirm: Confirm | None = None,
     read_id: str | None = None,
+    max_bytes: int | None = None,
 ) -> Lines:
-    """Every complete line, and a receipt for `session`. With `deliver`, the receipt is stored
-    only after it returned (recorded only once delivered); if it raises, nothing is. `confirm`
-    gets the result as it will be recorded (cut to what `deliver` took), last before it is.
-    `read_id`: the id the door bound this read to (its `reader`), shown in the result."""
+    """A page of complete lines (at most `max_bytes`, default core.inbox.results.PAGE_BYTES;
+    one longer line whole), how many more wait, and a receipt for `session` of that page.
+    With `deliver`, the receipt is stored only after it returned (recorded only once
+    delivered); if it raises, nothing is. `confirm` gets the result as it will be recorded
+    (cut to what `deliver` took), last before it is. `read_id`: the id the door bound this
+    read to (its `reader`), shown in the result."""
 
     handed: list[Lines] = []
 
     def hand_over(view: ReadResult) -> int | None:
         if deliver is None:
             return None
-        handed.append(_lines(room, label, view, 0, read_id))
+        handed.append(_lines(room, label, view, read_id))
         return deliver(handed[-1])
-
-    def waiting(view: ReadResult) -> int:
-        return len(handed[-1].raw) - len(view.lines) if handed else 0
 
     def confirm_view(view: ReadResult) -> None:
         assert confirm is not None
-        confirm(_lines(room, label, view, waiting(view), read_id))
+        confirm(_lines(room, label, view, read_id))
 
     # What the room returns: cut to the lines delivered when `deliver` said how many.
-    view = room.read(
-        session, reader=reader, deliver=hand_over, confirm=None if confirm is None else confirm_view
-    )
+    try:
+        view = room.read(
+            session,
+            reader=reader,
+            deliver=hand_over,
+            confirm=None if confirm is None else confirm_view,
+            max_bytes=max_bytes,
+        )
+    except MemoryError:
+        raise out_of_memory(f"read of {label}", "no receipt was recorded") from None
     if handed and not view.lines and not handed[-1].raw:
         return handed[-1]  # the same empty read: its note was already checked
-    return _lines(room, label, view, waiting(view), read_id)
+    return _lines(room, label, view, read_id)
 
 
 def ack(
@@ -386,29 +390,31 @@ def ack(
     reader: str | None = None,
     deliver: Deliver | None = None,
     confirm: Confirm | None = None,
+    max_bytes: int | None = None,
 ) -> Acked:
-    """Remove exactly what `session` read (with `all`: every complete line, handed to
-    `deliver` first). A cold ack is not raised: it comes back with mode `refused`, the lines
-    kept as `preserved`, and the error in `refusal`, so every door reports the same counts."""
+    """Remove exactly what `session` read (with `all`: the complete lines of the first page,
+    as `read` takes it, handed to `deliver` first; the rest stays, counted as preserved).
+    A cold ack is not raised: it comes back with mode `refused`, the lines kept as
+    `preserved`, and the error in `refusal`, so every door reports the same counts."""
     path = str(room.path)
     hand_over = confirm_view = None
-    offered: list[int] = []
     if deliver is not None:
-
-        def hand_over(view: ReadResult) -> int | None:
-            offered.append(len(view.lines))
-            return deliver(_lines(room, label, view))
-
+        hand_over = lambda view: deliver(_lines(room, label, view))  # noqa: E731
     if confirm is not None:
-
-        def confirm_view(view: ReadResult) -> None:
-            waiting = offered[-1] - len(view.lines) if offered else 0
-            confirm(_lines(room, label, view, waiting))
+        confirm_view = lambda view: confirm(_lines(room, label, view))  # noqa: E731
 
     try:
         res: AckResult = room.ack(
-            session, all=all, reader=reader, deliver=hand_over, confirm=confirm_view
+            session,
+            all=all,
+            reader=reader,
+            deliver=hand_over,
+            confirm=confirm_view,
+            max_bytes=max_bytes,
         )
+    except MemoryError:
+        # Every step before the ack's rename leaves the room as it was (its temp removed).
+        raise out_of_memory(f"ack of {label}", "nothing was removed") from None
     except ColdAck as exc:
         return Acked(label, path, "refused", 0, exc.unread, str(exc), None, exc)
     note = absent(room, label) if not res.acked and not res.preserved else None
@@ -434,11 +440,27 @@ def status(
     # import (from 512 rooms on).
     use_openssl(len(rooms) * HEAD_BYTES)
     return Status(
-        session,
-        [
-            RoomState(label, str(r.path), label == default, r.status(), session, overdue)
-            for r, label in rooms
-        ],
+        session, [state(r, label, session, label == default, overdue) for r, label in rooms]
+    )
+
+
+def state(
+    room: RoomBackend,
+    label: str,
+    session: str | None = None,
+    default: bool = False,
+    overdue: float | None = None,
+) -> RoomState:
+    """One room's counters, as `status` gives each (a caller taking rooms one at a time)."""
+    return RoomState(label, str(room.path), default, room.status(), session, overdue)
+
+
+def out_of_memory(what: str, outcome: str) -> OutOfMemory:
+    """The one-line error of an operation that ran out of memory (a page, or one line longer
+    than the memory left, did not fit), saying what it left as it was."""
+    return OutOfMemory(
+        f"the {what} ran out of memory (a page, or a first line longer than the page, must "
+        f"fit); {outcome}: free memory or read a smaller page, then try again"
     )
 
 
