@@ -6,11 +6,13 @@ tests pin those sizes on the client versions `make npm-cache` installs, with a p
 whose results have an exact size (tests/helpers/probe_server.py) and the scripted model stand-in:
 a client upgrade that moves a limit fails here, not in an agent's inbox. They also pin which
 part of a result the model gets (structuredContent or text), which decides where ackdeck must
-put what the agent needs to know.
+put what the agent needs to know, and the name each client gives the server (logged from the
+client's side of the stdio pipe), which is how a server knows which limit applies.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,8 @@ from tests.helpers.probe_server import JSON_SIDE, TEXT_SIDE, payload
 # <untrusted_context> with 40,000. The exact edges are in docs/reference/agent-clients.md;
 # Codex's and Gemini's have a margin for their wrappers.
 LIMITS = {"claude": (50_000, 50_001), "codex": (47_900, 48_000), "gemini": (39_900, 40_000)}
+CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+NAMES = {"claude": "claude-code", "codex": "codex-mcp-client", "gemini": "gemini-cli-mcp-client"}
 CUT_MARK = {
     "claude": "<persisted-output>",
     "codex": "tokens truncated",
@@ -40,12 +44,29 @@ class ProbeSetup(clients.Setup):
     """A client set up as for ackdeck, with the probe server in ackdeck's place (so its tools
     are named as ackdeck's would be: mcp__ackdeck__blob, mcp_ackdeck_blob)."""
 
+    @property
+    def heard(self) -> Path:  # every line the client sent the server
+        return self.root / "client-said.jsonl"
+
     def server(self) -> dict[str, object]:
+        probe = [sys.executable, "-m", "tests.helpers.probe_server"]
         return {
             "command": sys.executable,
-            "args": ["-m", "tests.helpers.probe_server"],
+            "args": ["-m", "tests.helpers.stdio_tee", str(self.heard), *probe],
             "env": {"PYTHONPATH": str(REPO)},
         }
+
+    def client_names(self) -> set[str]:
+        """The client's name as it introduced itself: in `initialize`, or (Claude Code 2.1,
+        protocol 2026-07-28, which sends no initialize) in every request's `_meta`."""
+        names = set()
+        for line in self.heard.read_text().splitlines():
+            params = json.loads(line).get("params") or {}
+            meta = params.get("_meta") or {}
+            for info in (params.get("clientInfo"), meta.get(CLIENT_INFO)):
+                if info:
+                    names.add(info["name"])
+        return names
 
 
 def probe_call(client: str, tool: str, **args: object) -> Call:
@@ -79,6 +100,7 @@ def test_the_largest_result_each_client_shows_its_model_whole(client: str, tmp_p
         shown, cut_view, mixed_view = (stub.result_of(c) for c in (*calls, mixed))
     assert payload(whole) in shown and CUT_MARK[client] not in shown, shown[:300]
     assert payload(cut) not in cut_view and CUT_MARK[client] in cut_view, cut_view[:300]
+    assert s.client_names() == {NAMES[client]}  # what a server can size its reads by
     if client == "gemini":  # the text only; structured content never reaches the model
         assert TEXT_SIDE in mixed_view and JSON_SIDE not in mixed_view, mixed_view
     else:  # the structured content only, as compact JSON; the text is not shown
