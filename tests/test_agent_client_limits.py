@@ -26,10 +26,16 @@ from tests.helpers.probe_server import JSON_SIDE, TEXT_SIDE, payload
 
 # (whole, cut): the largest probe text a client shows whole and a size it cuts or persists.
 # Claude Code compares characters with 50,000; Codex the UTF-8 bytes of "Wall time: …\nOutput:"
-# plus the text with 48,000 (gpt-5.5); Gemini CLI the characters of the text wrapped in
-# <untrusted_context> with 40,000. The exact edges are in docs/reference/agent-clients.md;
-# Codex's and Gemini's have a margin for their wrappers.
-LIMITS = {"claude": (50_000, 50_001), "codex": (47_900, 48_000), "gemini": (39_900, 40_000)}
+# plus the text with 48,000 (gpt-5.5) or 12,000 (other models); Gemini CLI the characters of
+# the text wrapped in <untrusted_context> with 40,000. The exact edges are in
+# docs/reference/agent-clients.md; Codex's and Gemini's have a margin for their wrappers.
+LIMITS = {
+    "claude": (50_000, 50_001),
+    "codex": (47_900, 48_000),
+    "codex-other-model": (11_900, 12_000),  # gpt-5.4, and any name Codex does not know
+    "gemini": (39_900, 40_000),
+}
+OTHER_MODEL = "stub-model"
 CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 NAMES = {"claude": "claude-code", "codex": "codex-mcp-client", "gemini": "gemini-cli-mcp-client"}
 CUT_MARK = {
@@ -77,10 +83,11 @@ def probe_call(client: str, tool: str, **args: object) -> Call:
     return Call(f"mcp_ackdeck_{tool}", dict(args))
 
 
-@pytest.mark.parametrize("client", ["claude", "codex", "gemini"])
-def test_the_largest_result_each_client_shows_its_model_whole(client: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("case", list(LIMITS))
+def test_the_largest_result_each_client_shows_its_model_whole(case: str, tmp_path: Path) -> None:
+    client = case.split("-")[0]
     clients.need_client(client)
-    whole, cut = LIMITS[client]
+    whole, cut = LIMITS[case]
     s = ProbeSetup(tmp_path).make()
     calls = [probe_call(client, "blob", n=whole), probe_call(client, "blob", n=cut)]
     mixed = probe_call(client, "both")
@@ -92,8 +99,10 @@ def test_the_largest_result_each_client_shows_its_model_whole(client: str, tmp_p
     with ModelStub([*first, *calls, mixed, Say("done")]) as stub:
         if client == "claude":
             run = clients.claude(s, stub.url, "probe", hooks=False)
-        elif client == "codex":
+        elif case == "codex":
             run = clients.codex(s, stub.url, "probe")
+        elif client == "codex":
+            run = clients.codex(s, stub.url, "probe", model=OTHER_MODEL)
         else:
             run = clients.gemini(s, stub.url, "probe")
         assert run.returncode == 0, run.stderr[-2000:]

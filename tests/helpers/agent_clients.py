@@ -190,15 +190,23 @@ def claude(
 
 
 # ----- Codex CLI -------------------------------------------------------------------------------
-def codex(s: Setup, url: str, prompt: str, *, server_keys: dict[str, object] | None = None) -> Run:
+def codex(
+    s: Setup,
+    url: str,
+    prompt: str,
+    *,
+    server_keys: dict[str, object] | None = None,
+    model: str = CODEX_MODEL,
+) -> Run:
     """`server_keys`: the `[mcp_servers.ackdeck]` keys beside command, args and env (default:
-    `required = true`, so the first turn never races the server's start)."""
+    `required = true`, so the first turn never races the server's start). `model` matters:
+    Codex defers tools and cuts tool output by the model's name."""
     exe = need_client("codex")
     codex_home = s.user_home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     server = s.server()
     lines = [
-        f'model = "{CODEX_MODEL}"',
+        f'model = "{model}"',
         'model_provider = "stub"',
         'approval_policy = "never"',
         'sandbox_mode = "danger-full-access"',
