@@ -69,11 +69,12 @@ wheel-cache:
 
 # MCP clients the tests drive for real, from the npm registry (tests/test_mcp_clients.py): the
 # official TypeScript SDK (what the MCP Inspector and Gemini CLI call through), the Inspector
-# CLI and Claude Code (`claude mcp list`), into .cache/npm (gitignored). Without node, or
-# offline, those tests skip with one line.
+# CLI and Claude Code (`claude mcp list`); and the agent clients tests/test_agent_loops.py runs
+# offline against a stand-in of their model API: Claude Code, Codex CLI and Gemini CLI. All
+# into .cache/npm (gitignored). Without node, or offline, those tests skip with one line.
 NPM_CACHE := .cache/npm
 NPM_PACKAGES := @modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/inspector@0.15.0 \
-	@anthropic-ai/claude-code@2.1.328
+	@anthropic-ai/claude-code@2.1.328 @openai/codex@0.169.0 @google/gemini-cli@0.61.0
 $(NPM_CACHE)/.installed: Makefile
 	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the TypeScript MCP client" \
 		"tests will skip"; exit 0; }; \
@@ -121,8 +122,10 @@ lint: $(STAMP)
 test: $(STAMP) lint redis-server npm-cache
 	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
 
-soak: $(STAMP) redis-server
-	ACKDECK_SOAK=long $(BIN)/python -m pytest -q -m soak -s
+# ACKDECK_FIRST_TURN_RUNS: how many times each agent client must list ackdeck's tools in its
+# first model request (tests/test_agent_loops.py; `make test` checks 3).
+soak: $(STAMP) redis-server npm-cache
+	ACKDECK_SOAK=long ACKDECK_FIRST_TURN_RUNS=20 $(BIN)/python -m pytest -q -m soak -s
 
 bench: $(STAMP) redis-server
 	$(BIN)/python -m bench

@@ -75,3 +75,17 @@ def test_the_status_bench_prints_its_table_in_quick_mode() -> None:
         status, scrape, x_wall = (float(x) for x in row[1:4])
         assert status > 0 and scrape > 0 and x_wall > 0, row
     assert not list((REPO / "bench" / "_work").glob("status-*"))  # its rooms are removed
+
+
+def test_the_mcp_bench_prints_its_table_in_quick_mode() -> None:
+    rows = [re.split(r"\s{2,}", line.strip()) for line in quick_table("mcp", "what ", 300)]
+    table = [r for r in rows if len(r) == 4]
+    assert [r[0] for r in table] == [
+        "python -c pass",
+        "import mcp.server.mcpserver",
+        "minimal server tools/list",
+        "ackdeck mcp tools/list",
+    ]
+    for row in table:
+        assert all(float(x) > 0 for x in row[1:]), row
+    assert any(line[0].startswith("ackdeck's own share") for line in rows)

@@ -1,0 +1,402 @@
+"""A loopback stand-in of three model APIs that plays a script and records what the model got.
+
+Real agent clients (Claude Code, Codex CLI, Gemini CLI) run their whole loop against it: each
+model turn they send is answered with the script's next step (a tool call or a final text), in
+the API's own streaming format, and every request body is kept, because a request body is
+exactly what the model would have received (the tool results the client chose to show it).
+Requests that are not turns (Claude Code's token counting, Gemini CLI's routing and
+next-speaker checks, a client's side questions without tools) are answered without using a
+step. A step may carry `before`, run when the turn that answers with it arrives: that is
+between two model turns, after the previous tool result reached the model and before its next
+call (a producer pushing lines between a read and its ack).
+
+APIs: Anthropic Messages (`POST /v1/messages`, SSE; `/v1/messages/count_tokens`), OpenAI
+Responses (`POST /v1/responses`, SSE), Gemini (`:generateContent` answered from the JSON
+schema it sends, `:streamGenerateContent?alt=sse`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Call:
+    """The model calls a tool. `name` as the client lists it (`mcp__ackdeck__room_ack`,
+    `ToolSearch`, `mcp_ackdeck_room_ack`); for Codex, `namespace` holds `mcp__ackdeck`."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    namespace: str | None = None
+    before: Callable[[], None] | None = None
+    id: str = ""  # set by the stub when the step is played
+
+
+@dataclass
+class Search:
+    """Codex's client-side `tool_search` (loads deferred tools)."""
+
+    query: str
+    limit: int = 20
+    before: Callable[[], None] | None = None
+    id: str = ""
+
+
+@dataclass
+class Say:
+    """The model answers with text and ends its turn."""
+
+    text: str = "done"
+    before: Callable[[], None] | None = None
+
+
+Step = Call | Search | Say
+
+
+@dataclass
+class Request:
+    api: str  # "anthropic" | "openai" | "gemini"
+    path: str
+    body: dict[str, Any]
+    turn: bool  # it consumed a script step
+
+
+class ModelStub:
+    def __init__(self, script: list[Step]) -> None:
+        self.script = list(script)
+        self.requests: list[Request] = []
+        self.errors: list[str] = []  # a `before` that raised: the test fails on it
+        self._lock = threading.Lock()
+        self._played = 0
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:  # model lists and the like: nothing to offer
+                self._json(200, {"data": [], "models": []})
+
+            def do_HEAD(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_raw": raw.decode(errors="replace")}
+                stub._serve(self, self.path, body)
+
+            def _json(self, code: int, doc: Any) -> None:
+                data = json.dumps(doc).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def sse(self, events: list[tuple[str | None, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for name, data in events:
+                    head = f"event: {name}\n" if name else ""
+                    self.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+                self.close_connection = True
+
+        self._handler = Handler
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ModelStub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ----- what the model received -------------------------------------------------------------
+    def turns(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.turn]
+
+    def result_of(self, step: Call | Search) -> str:
+        """The tool result the model received for `step`, as text (as the client put it in the
+        next turn's request); AssertionError if no turn carried it."""
+        for body in self.turns():
+            for call_id, text in tool_results(body):
+                if call_id == step.id:
+                    return text
+        raise AssertionError(f"no request carried the result of {step}")
+
+    # ----- serving -----------------------------------------------------------------------------
+    def _next(self, turn: bool) -> Step:
+        if not turn:
+            return Say("ok")
+        with self._lock:
+            i = self._played
+            self._played += 1
+        step = self.script[i] if i < len(self.script) else Say("done")
+        if isinstance(step, Call | Search):
+            step.id = f"call_{i}"
+        if step.before is not None:
+            try:
+                step.before()
+            except Exception as e:  # noqa: BLE001 - reported to the test, which fails on it
+                self.errors.append(f"step {i}: {e!r}")
+        return step
+
+    def _serve(self, h: Any, path: str, body: dict[str, Any]) -> None:
+        route = path.split("?")[0]
+        if route.endswith("/count_tokens"):
+            self._record("anthropic", path, body, False)
+            # about 4 characters a token, as the clients themselves estimate
+            h._json(200, {"input_tokens": max(1, len(json.dumps(body)) // 4)})
+        elif route.endswith("/v1/messages"):
+            turn = bool(body.get("tools"))
+            self._record("anthropic", path, body, turn)
+            step = self._next(turn)
+            if body.get("stream"):
+                h.sse(list(anthropic_events(step, body.get("model", "stub"))))
+            else:
+                h._json(200, anthropic_message(step, body.get("model", "stub")))
+        elif route.endswith("/responses"):
+            turn = bool(body.get("tools"))
+            self._record("openai", path, body, turn)
+            h.sse(list(openai_events(self._next(turn))))
+        elif ":streamGenerateContent" in route:
+            turn = bool(body.get("tools"))
+            self._record("gemini", path, body, turn)
+            h.sse([(None, gemini_chunk(self._next(turn)))])
+        elif ":generateContent" in route:
+            self._record("gemini", path, body, False)
+            h._json(200, gemini_json_answer(body))
+        elif ":countTokens" in route:
+            self._record("gemini", path, body, False)
+            h._json(200, {"totalTokens": 100})
+        else:
+            self._record("unknown", path, body, False)
+            h._json(404, {"error": {"message": f"stub: no route {path}"}})
+
+    def _record(self, api: str, path: str, body: dict[str, Any], turn: bool) -> None:
+        with self._lock:
+            self.requests.append(Request(api, path, body, turn))
+
+
+# ----- what a request body says the model received ---------------------------------------------
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(_text(c.get("text", c.get("content", ""))) for c in content)
+    return json.dumps(content)
+
+
+def tool_results(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(call id, the result's text as the model sees it) for every tool result in a turn."""
+    for msg in body.get("messages", []):  # Anthropic
+        if isinstance(msg.get("content"), list):
+            for block in msg["content"]:
+                if block.get("type") == "tool_result":
+                    yield block["tool_use_id"], _text(block.get("content", ""))
+    for item in body.get("input", []) if isinstance(body.get("input"), list) else []:  # OpenAI
+        if item.get("type") in ("function_call_output", "tool_search_output"):
+            out = item.get("output", item.get("tools"))
+            yield item.get("call_id", ""), _text(out)
+    for content in body.get("contents", []):  # Gemini
+        for part in content.get("parts", []):
+            if "functionResponse" in part:
+                fr = part["functionResponse"]
+                out = (fr.get("response") or {}).get("output")
+                yield (
+                    fr.get("id", ""),
+                    out if isinstance(out, str) else json.dumps(fr.get("response")),
+                )
+
+
+def tool_names(body: dict[str, Any]) -> set[str]:
+    """Every tool name the model is offered in a turn, loaded or deferred (Anthropic: a tool
+    or a name in the deferred-tools text; OpenAI: functions and namespaces' members; Gemini:
+    function declarations)."""
+    names: set[str] = set()
+    for t in body.get("tools", []):
+        if "name" in t:
+            names.add(t["name"])
+        for sub in t.get("tools", []):  # an OpenAI namespace
+            if "name" in sub:
+                names.add(f"{t.get('name')}__{sub['name']}")
+        for fd in t.get("functionDeclarations", []) or t.get("function_declarations", []):
+            names.add(fd["name"])
+    return names
+
+
+# ----- Anthropic Messages ----------------------------------------------------------------------
+def anthropic_events(step: Step, model: str) -> Iterator[tuple[str, Any]]:
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    msg = {
+        "id": "msg_stub",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    yield "message_start", {"type": "message_start", "message": msg}
+    if isinstance(step, Call):
+        block = {"type": "tool_use", "id": step.id, "name": step.name, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(step.args)}
+        stop = "tool_use"
+    else:
+        block = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": step.text if isinstance(step, Say) else "?"}
+        stop = "end_turn"
+    yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}
+    yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+def anthropic_message(step: Step, model: str) -> dict[str, Any]:
+    if isinstance(step, Call):
+        content = [{"type": "tool_use", "id": step.id, "name": step.name, "input": step.args}]
+    else:
+        content = [{"type": "text", "text": step.text if isinstance(step, Say) else "?"}]
+    return {
+        "id": "msg_stub",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if isinstance(step, Call) else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+# ----- OpenAI Responses ------------------------------------------------------------------------
+def openai_events(step: Step) -> Iterator[tuple[str, Any]]:
+    yield "response.created", {"type": "response.created", "response": {"id": "resp_stub"}}
+    if isinstance(step, Call):
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "id": f"fc_{step.id}",
+            "call_id": step.id,
+            "name": step.name,
+            "arguments": json.dumps(step.args),
+        }
+        if step.namespace:
+            item["namespace"] = step.namespace
+    elif isinstance(step, Search):
+        item = {
+            "type": "tool_search_call",
+            "id": f"ts_{step.id}",
+            "call_id": step.id,
+            "execution": "client",
+            "status": "completed",
+            "arguments": {"query": step.query, "limit": step.limit},
+        }
+    else:
+        item = {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_stub",
+            "content": [{"type": "output_text", "text": step.text}],
+        }
+    yield (
+        "response.output_item.added",
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    )
+    yield (
+        "response.output_item.done",
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+    )
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": None,
+        "output_tokens": 5,
+        "output_tokens_details": None,
+        "total_tokens": 15,
+    }
+    yield (
+        "response.completed",
+        {"type": "response.completed", "response": {"id": "resp_stub", "usage": usage}},
+    )
+
+
+# ----- Gemini ----------------------------------------------------------------------------------
+_GEMINI_USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+
+
+def gemini_chunk(step: Step) -> dict[str, Any]:
+    if isinstance(step, Call):
+        part: dict[str, Any] = {
+            "functionCall": {"name": step.name, "args": step.args, "id": step.id}
+        }
+    else:
+        part = {"text": step.text if isinstance(step, Say) else "?"}
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": _GEMINI_USAGE,
+    }
+
+
+def _from_schema(schema: dict[str, Any]) -> Any:
+    """A value that fits a JSON schema: the routing and next-speaker questions Gemini CLI asks
+    (an enum answers its first value, except that "user" speaks next)."""
+    if "enum" in schema:
+        return "user" if "user" in schema["enum"] else schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        return {k: _from_schema(v) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return []
+    if kind in ("number", "integer"):
+        return 0
+    if kind == "boolean":
+        return False
+    return "stub"
+
+
+def gemini_json_answer(body: dict[str, Any]) -> dict[str, Any]:
+    config = body.get("generationConfig", {})
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    text = json.dumps(_from_schema(schema)) if schema else "ok"
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": text}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": _GEMINI_USAGE,
+    }
