@@ -9,8 +9,8 @@ points of core/base/faults.py (tests/test_room_crash.py kills a real process at 
   after-pending                         record the intent (`pending`) in the ledger
   after-rename                          rename the temp over the room
   after-sweep → after-fsync-dir         carry late bytes over, fsync the directory, again
+  after-audit                           append the audit entry (what says "acked")
   after-commit                          store the ledger with the new base and counters
-  after-audit                           append the audit entry
   after-receipt                         mark the session's receipt acked
 
 A kill -9 anywhere leaves the old file (before the rename) or the new one (after it); the next
@@ -69,6 +69,8 @@ class AckSite(Struct):
     sweep_all: Callable[[L.Ledger], tuple[L.Ledger, int]]
     sweep_newest: Callable[[L.Ledger], tuple[L.Ledger, int]]
     clock: Callable[[], float]
+    # The furthest logical offset ackdeck numbered in the room (a new epoch starts past it).
+    numbered: Callable[[], int]
 
 
 # ----- what an ack may remove ---------------------------------------------------------------
@@ -113,7 +115,7 @@ def ack_locked(
             # Rewritten in place after this read (e.g. truncated and refilled): the bytes
             # at the head may be new lines identical to the consumed ones. New epoch.
             head = os.pread(fd, L.HEAD_BYTES, 0)
-            ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
+            ledger = L.settle(ledger, "foreign", L.identity_of(cur, head), site.numbered())
             site.store(ledger)
     pause("before-size")
     # Not a plain fstat: it can end inside an unlocked producer's half-written line, whose
@@ -307,6 +309,7 @@ class AckTransaction:
                 session=self.session,
                 acked=self.acked,
                 at=now,
+                dead=self.dead,
             ),
             prev=prev,
         )
@@ -330,10 +333,13 @@ class AckTransaction:
         pause("after-fsync-dir")
         swept += self.sweep_late()
         remaining = self.copy.newlines + swept
-        self.commit(remaining)
-        pause("after-commit")
+        # The audit entry first, while the ledger still holds the intent: the audit is what
+        # says "acked" (trace, push --wait-ack), so no committed base may run ahead of it. A
+        # kill between the two leaves the intent, and its recovery sees the entry is there.
         self.audit(remaining)
         pause("after-audit")
+        self.commit(remaining)
+        pause("after-commit")
         self.site.receipts.mark_acked(self.receipt)
         pause("after-receipt")
         lines = split_lines(self.dropped_all) if self.dropped_all is not None else None

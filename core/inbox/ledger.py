@@ -155,6 +155,7 @@ class PendingRewrite(JsonRecord):
         session: str = "",
         acked: int = 0,
         at: float | None = None,
+        dead: str | None = None,
     ) -> None:
         self.identity = identity
         self.base = base
@@ -162,6 +163,9 @@ class PendingRewrite(JsonRecord):
         self.session = session
         self.acked = acked
         self.at = at
+        # A dead-letter move (core/inbox/deadletter.py): the room the lines went to. Recovery
+        # counts them as dead and audits mode "dead", never as an ack nobody made.
+        self.dead = dead
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> PendingRewrite:
@@ -171,6 +175,7 @@ class PendingRewrite(JsonRecord):
             session=get(d, str, "session", ""),
             acked=get(d, int, "acked", 0),
             at=get_optional(d, float, "at"),
+            dead=get_optional(d, str, "dead"),
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -180,6 +185,7 @@ class PendingRewrite(JsonRecord):
             "session": self.session,
             "acked": self.acked,
             "at": self.at,
+            "dead": self.dead,
         }
 
 
@@ -428,10 +434,12 @@ def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
     return st.size == seen.size and seen.mtime_ns is not None and st.mtime_ns != seen.mtime_ns
 
 
-def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
+def classify(ledger: Ledger, st: FileStat, head: bytes, numbered: int = 0) -> Verdict:
     """How the file on disk relates to what ackdeck last wrote.
 
     `head` must hold at least the first HEAD_BYTES bytes of the file (or all of it).
+    `numbered`: the furthest logical offset ackdeck has handed out or dated in this room (the
+    newest first-seen mark, core/inbox/seen_marks.py), taken before `st`.
     - "new": no identity recorded yet (first use of this room);
     - "same": exactly as recorded (same inode, size and mtime);
     - "grown": same inode, head unchanged, only appends since (larger);
@@ -440,6 +448,11 @@ def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
     """
     if ledger.pending is not None and matches(ledger.pending.identity, st, head):
         return "recovered"
+    if ledger.base + st.size < numbered:
+        # Shorter than what ackdeck already numbered: truncated (`: > room`) since. Pushes
+        # do not store the ledger, so its recorded size (or identity) may predate every one
+        # of them; the marks they leave are what proves the shrink.
+        return "foreign"
     if ledger.identity is None:
         return "new"
     if not matches(ledger.identity, st, head):
@@ -456,14 +469,14 @@ def matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
     return len(head) >= ident.head_len and sha256(head[: ident.head_len]) == ident.head_sha
 
 
-def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
-    """The ledger after accepting the file on disk as the truth.
+def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity, numbered: int = 0) -> Ledger:
+    """The ledger after accepting the file on disk as the truth (`numbered`: as for classify).
 
     Also forgets what no longer applies: a `pending` rewrite whose rename never happened, and
     `prev` entries for the inode that is still the room (an ack that died before its rename
     linked the live file; sweeping it into itself would duplicate lines).
     """
-    settled = settle_counters(ledger, verdict, (current.dev, current.ino))
+    settled = settle_counters(ledger, verdict, (current.dev, current.ino), numbered)
     if verdict in ("new", "grown", "foreign"):
         # "grown": recording the larger size is what lets a later shrink or in-place rewrite
         # of bytes some session has read be detected (reads persist it before their receipt).
@@ -471,7 +484,9 @@ def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
     return settled
 
 
-def settle_counters(ledger: Ledger, verdict: Verdict, file: tuple[int, int]) -> Ledger:
+def settle_counters(
+    ledger: Ledger, verdict: Verdict, file: tuple[int, int], numbered: int = 0
+) -> Ledger:
     """`settle` without recording the identity of the file on disk (device and inode `file`):
     its epoch, offsets, totals, `pending` and `prev` are `settle`'s, its `identity` stays the
     recorded one (a recovered rewrite's: its own). What a status reports, which never stores
@@ -482,20 +497,20 @@ def settle_counters(ledger: Ledger, verdict: Verdict, file: tuple[int, int]) -> 
     if verdict == "recovered":
         pending = ledger.pending
         assert pending is not None
-        return ledger.replace(
-            identity=pending.identity,
-            base=pending.base,
-            pending=None,
-            prev=prev,
+        done = ledger.replace(identity=pending.identity, base=pending.base, pending=None, prev=prev)
+        if pending.dead is not None:
+            return done.replace(dead_total=ledger.dead_total + pending.acked)
+        return done.replace(
             acked_total=ledger.acked_total + pending.acked,
             last_ack_at=pending.at if pending.at is not None else ledger.last_ack_at,
             last_ack_session=pending.session or ledger.last_ack_session,
         )
-    # Foreign: a new epoch. `base` keeps growing so logical offsets never repeat.
+    # Foreign: a new epoch. `base` keeps growing so logical offsets never repeat: past the
+    # recorded size and past every offset a push or a look numbered since (`numbered`), so
+    # no old offset, first-seen mark or audit range can name a line of the new epoch.
     old_size = ledger.identity.size if ledger.identity else 0
-    return ledger.replace(
-        epoch=ledger.epoch + 1, base=ledger.base + old_size, pending=None, prev=prev
-    )
+    base = max(ledger.base + old_size, numbered)
+    return ledger.replace(epoch=ledger.epoch + 1, base=base, pending=None, prev=prev)
 
 
 def fresh_ledger(receipts: list[ReceiptHeader]) -> Ledger:

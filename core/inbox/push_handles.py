@@ -107,9 +107,13 @@ def _close_both(ledger_fd: int, lock_fd: int) -> None:
     os.close(lock_fd)
 
 
-def append_line(path: str, data: bytes, lock: int) -> int:
+def append_line(path: str, data: bytes, lock: int, numbered: int = 0) -> int | None:
     """One O_APPEND write of `data` (concurrent pushers never interleave); its offset in the
     file. `path` is a plain string: building a Path per push costs a quarter of the push.
+
+    None, with nothing written, when the file is shorter than `numbered` (the furthest file
+    offset ackdeck already numbered): it was truncated or replaced behind ackdeck's back, and
+    a line numbered in the old epoch would repeat an old line's offset and inherit its age.
 
     The shared lock is held on `lock`. A write that stops short (a full disk) is undone
     before the error is raised, so a retry is never glued onto a fragment."""
@@ -126,7 +130,10 @@ def append_line(path: str, data: bytes, lock: int) -> int:
             refuse_unless_regular(path, stat.S_IFIFO)
         raise write_error(Path(path), exc) from None
     try:
-        refuse_unless_regular(path, os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        refuse_unless_regular(path, st.st_mode)
+        if st.st_size < numbered:
+            return None
         try:
             n = os.write(fd, data)
         except OSError as exc:
