@@ -156,6 +156,7 @@ class PendingRewrite(JsonRecord):
         acked: int = 0,
         at: float | None = None,
         dead: str | None = None,
+        spliced: FileIdentity | None = None,
     ) -> None:
         self.identity = identity
         self.base = base
@@ -166,9 +167,13 @@ class PendingRewrite(JsonRecord):
         # A dead-letter move (core/inbox/deadletter.py): the room the lines went to. Recovery
         # counts them as dead and audits mode "dead", never as an ack nobody made.
         self.dead = dead
+        # The file the ack put in the room's place by a second rename, to place a late tail
+        # (core/inbox/handover.py): recognised as the ack's output like `identity`.
+        self.spliced = spliced
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> PendingRewrite:
+        spliced = get_optional(d, dict, "spliced")
         return cls(
             identity=FileIdentity.from_dict(get_required(d, dict, "identity")),
             base=get_required(d, int, "base"),
@@ -176,6 +181,7 @@ class PendingRewrite(JsonRecord):
             acked=get(d, int, "acked", 0),
             at=get_optional(d, float, "at"),
             dead=get_optional(d, str, "dead"),
+            spliced=None if spliced is None else FileIdentity.from_dict(spliced),
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -186,6 +192,7 @@ class PendingRewrite(JsonRecord):
             "acked": self.acked,
             "at": self.at,
             "dead": self.dead,
+            "spliced": None if self.spliced is None else self.spliced.to_dict(),
         }
 
 
@@ -446,7 +453,7 @@ def classify(ledger: Ledger, st: FileStat, head: bytes, numbered: int = 0) -> Ve
     - "recovered": an ack crashed after its rename; the file is that ack's output;
     - "foreign": rewritten, replaced or truncated behind ackdeck's back.
     """
-    if ledger.pending is not None and matches(ledger.pending.identity, st, head):
+    if ledger.pending is not None and ours(ledger.pending, st, head) is not None:
         return "recovered"
     if ledger.base + st.size < numbered:
         # Shorter than what ackdeck already numbered: truncated (`: > room`) since. Pushes
@@ -460,6 +467,15 @@ def classify(ledger: Ledger, st: FileStat, head: bytes, numbered: int = 0) -> Ve
     if (st.size, st.mtime_ns) == (ledger.identity.size, ledger.identity.mtime_ns):
         return "same"
     return "grown"
+
+
+def ours(pending: PendingRewrite, st: FileStat, head: bytes) -> FileIdentity | None:
+    """The identity of the interrupted ack's output that the file `st` is (its rename, or
+    the rename of its splice), None if it is neither."""
+    for ident in (pending.spliced, pending.identity):
+        if ident is not None and matches(ident, st, head):
+            return ident
+    return None
 
 
 def matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
@@ -497,7 +513,11 @@ def settle_counters(
     if verdict == "recovered":
         pending = ledger.pending
         assert pending is not None
-        done = ledger.replace(identity=pending.identity, base=pending.base, pending=None, prev=prev)
+        # The output the file on disk is: the rename's, or its splice's (same device, inode).
+        ident = pending.identity
+        if pending.spliced is not None and (pending.spliced.dev, pending.spliced.ino) == file:
+            ident = pending.spliced
+        done = ledger.replace(identity=ident, base=pending.base, pending=None, prev=prev)
         if pending.dead is not None:
             return done.replace(dead_total=ledger.dead_total + pending.acked)
         return done.replace(
