@@ -548,14 +548,16 @@ class Room:
                 try:
                     base = h.current_base(self._ledger_s, self._fresh_ledger)
                     if base is not None:
-                        numbered = self._numbered() - base  # before the append's stat
+                        # Before the append's stat (see _numbered).
+                        numbered = h.numbered(self._marks_s) - base
                         got = append_line(self._path_s, data, lock, numbered)
                         if got is not None:
                             at = base + got
                             pause("push-after-append")
                             # The line's exact push time, for its age (a lost mark: see there).
                             end, now = at + len(data), self._clock()
-                            seen_marks.append(self._marks_s, end, now, seen_marks.PUSHED)
+                            if seen_marks.append(self._marks_s, end, now, seen_marks.PUSHED):
+                                h.noted(end)
                             return at
                 finally:
                     fcntl.flock(lock, fcntl.LOCK_UN)
