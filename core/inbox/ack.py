@@ -244,7 +244,7 @@ class AckTransaction:
         self.pending = ledger  # the ledger with the intent recorded
         self._fd_offset = size  # how far the fallback sweep read the old inode
         # Late tails handed over to the new file (core/inbox/handover.py).
-        self.placed = plan.drop  # placeholder; set to the temp's size by write_temp
+        self.placed = 0  # bytes this ack put in the new file (the temp, catch-up, splices)
         self.placed_lines = 0  # newlines handed over by catch-up and splices
         self.spliced_lines = 0  # of which carried by splices (counted as late lines)
         self._tmp_out: int | None = None  # the temp's descriptor while catch-up bytes await fsync
