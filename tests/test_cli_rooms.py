@@ -33,6 +33,7 @@ def test_append_between_read_and_ack_survives_through_cli(
     # A push that did not wait for its ack says so (the --wait-ack fields, at rest).
     unwaited = {"waited": False, "acked": False, "acked_by": None, "acked_at": None}
     unwaited["dead_room"] = None
+    unwaited["removed"] = False
     assert ok_json(cli_env, "room", "push", room, "first") == {**where, "offset": 0, **unwaited}
     assert ok_json(cli_env, "room", "push", room, "second") == {**where, "offset": 6, **unwaited}
     got = ok_json(cli_env, "room", "read", room, "--session", "agent")

@@ -166,3 +166,80 @@ def test_a_redis_entry_handed_out_n_times_moves_to_the_dead_letter_stream(
     assert len(wakes.drain(home, "boss").result.delivered) == 1
     r.close()
     dead.close()
+
+
+MOVE_STEPS = [
+    "push-after-append",  # the lines are in NAME.dead; the room still holds them
+    "before-temp",
+    "mid-temp",
+    "after-temp",
+    "after-link",
+    "after-pending",
+    "after-rename",
+    "after-sweep",
+    "after-fsync-dir",
+    "after-audit",
+    "after-commit",
+    "after-receipt",
+]
+
+
+def _counter(exposition: bytes, name: str) -> float:
+    for line in exposition.decode().splitlines():
+        if line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} missing from {exposition.decode()}")
+
+
+@pytest.mark.parametrize("step", MOVE_STEPS)
+def test_kill9_at_each_step_of_the_move_never_reports_the_moved_lines_acked(
+    tmp_path: Path, cli_env: dict[str, str], step: str
+) -> None:
+    from ackdeck.core.service import rooms as service
+    from ackdeck.core.service.metrics import exposition
+
+    room = tmp_path / "r.txt"
+    r = Room(room)
+    r.set_policy(RoomPolicy(max_deliveries=1))
+    one = service.push(r, "r.txt", "one")
+    r.push("two")
+    r.read("agent")
+    r.push("three")
+    marker = tmp_path / "marker"
+    env = {**cli_env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(marker)}
+    proc = subprocess.Popen(
+        [*ACKDECK, "room", "read", str(room), "--session", "agent"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text() == step):
+        assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, f"never reached {step}"
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    renamed = MOVE_STEPS.index(step) >= MOVE_STEPS.index("after-rename")
+    dead_room = str(tmp_path / "r.txt.dead")
+
+    def agree(moved: bool) -> None:
+        # Status, metrics, trace and wait-ack tell what the move did: nobody acked anything.
+        st = Room(room).status()
+        assert (st.acked_total, st.dead_total) == (0, 2 if moved else 0)
+        metrics = exposition([str(room)], None)
+        assert _counter(metrics, "ackdeck_room_acked_lines_total") == 0
+        assert _counter(metrics, "ackdeck_room_dead_lettered_lines_total") == (2 if moved else 0)
+        j = trace(Room(room), "r.txt", offset=one.offset).lines[0].journey
+        assert j.acked_by is None and j.acked_at is None
+        assert j.dead_room == (dead_room if moved else None)
+        got = service.wait_ack(Room(room), one, timeout=0)
+        assert not got.acked and got.acked_by is None
+        assert got.dead_room == (dead_room if moved else None)
+
+    agree(renamed)  # before anything recovers the interrupted move (queries write nothing)
+    Room(room).read("agent")  # recovers it, or moves the lines again
+    agree(True)
+    audit = [json.loads(x) for x in (r.sidecar / "audit.jsonl").read_text().splitlines()]
+    assert [a["mode"] for a in audit] == ["dead"]  # one entry for one move, never "recovered"

@@ -170,6 +170,44 @@ def test_pending_rewrite_is_recovered_with_its_counters() -> None:
     assert (out.acked_total, out.last_ack_at, out.last_ack_session) == (12, 42.0, "s")
 
 
+def test_a_room_shorter_than_what_was_numbered_is_a_new_epoch_past_every_number() -> None:
+    # Pushes do not store the ledger: its identity says 3 bytes, but pushes numbered (and
+    # dated) up to offset 20 before `: > room`. The refilled room must not reuse 0..20.
+    led = _ledger_at(3, b"ab\n").replace(base=100)
+    assert L.classify(led, _st(8, mtime=2_000), b"ab\ncd\nx\n", numbered=120) == "foreign"
+    assert L.classify(led, _st(20, mtime=2_000), b"ab\n" + b"x" * 17, numbered=120) == "grown"
+    out = L.settle(led, "foreign", L.identity_of(_st(8), b"ab\ncd\nx\n"), numbered=120)
+    assert (out.epoch, out.base) == (1, 120)
+    # Never looked at (no identity yet), then emptied: the same.
+    assert L.classify(L.Ledger(), _st(0), b"", numbered=20) == "foreign"
+    assert L.settle(L.Ledger(), "foreign", L.identity_of(_st(0), b""), numbered=20).base == 20
+
+
+def test_an_interrupted_dead_letter_move_is_recovered_as_dead_not_acked() -> None:
+    new = L.identity_of(_st(2, ino=9, mtime=5), b"c\n")
+    pending = L.PendingRewrite(identity=new, base=4, session="x", acked=2, at=42.0, dead="r.dead")
+    led = _ledger_at(6, b"a\nb\nc\n").replace(pending=pending, acked_total=10, dead_total=1)
+    out = L.settle(led, "recovered", L.identity_of(_st(2, ino=9, mtime=5), b"c\n"))
+    assert (out.acked_total, out.dead_total, out.last_ack_at, out.base) == (10, 3, None, 4)
+
+
+def test_a_splice_output_is_recovered_as_the_ack() -> None:
+    # An ack renamed its temp, then put a late tail in place by a second rename (a splice,
+    # core/inbox/handover.py): either file on disk is this ack's output.
+    first = L.identity_of(_st(2, ino=9, mtime=5), b"c\n")
+    spliced = L.identity_of(_st(5, ino=11, mtime=6), b"c\nL1\n")
+    pending = L.PendingRewrite(identity=first, base=4, acked=2, spliced=spliced)
+    led = _ledger_at(6, b"a\nb\nc\n").replace(pending=pending)
+    for st, head, ident in (
+        (_st(2, ino=9, mtime=5), b"c\n", first),
+        (_st(7, ino=11), b"c\nL1\nd", spliced),
+    ):
+        assert L.classify(led, st, head) == "recovered"
+        out = L.settle(led, "recovered", L.identity_of(st, head))
+        assert (out.identity, out.base, out.acked_total) == (ident, 4, 2)
+    assert L.classify(led, _st(5, ino=12), b"c\nL1\n") == "foreign"
+
+
 def test_pending_without_rename_is_forgotten_with_its_link_entry() -> None:
     # The ack died after writing its intent but before the rename: the file is the old one.
     cur_st = _st(6)

@@ -127,16 +127,45 @@ def test_session_and_timeout_need_wait_ack(tmp_path: Path, cli_env: dict[str, st
     assert out.returncode == 1 and "go with --wait-ack" in out.stderr
 
 
-def test_service_wait_ack_reports_the_acker_even_if_it_died_before_its_audit(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    "step", ["after-rename", "after-sweep", "after-fsync-dir", "after-audit", "after-commit"]
+)
+def test_wait_ack_names_the_acker_after_a_kill9_at_each_step_after_the_rename(
+    tmp_path: Path, cli_env: dict[str, str], step: str
 ) -> None:
+    # The audit entry is written before the ledger commits its base, and an interrupted ack's
+    # intent names its session: a line that left the room is reported acked by who acked it,
+    # never by "an unknown session" inferred from its absence.
+    from tests.test_room_crash import _kill, _start_paused_ack, _wait_for_step
+
+    path = tmp_path / "r.txt"
+    r = Room(path)
+    pushed = service.push(r, "r", "x")
+    r.read("s")
+    marker = tmp_path / "paused-at"
+    proc = _start_paused_ack(path, marker, [step], cli_env)
+    try:
+        _wait_for_step(proc, marker, step)
+        _kill(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for _ in range(2):  # before and after a read recovers the interrupted ack
+        got = service.wait_ack(Room(path), pushed, timeout=30)
+        assert (got.acked, got.acked_by, got.removed) == (True, "s", False)
+        assert Room(path).status().acked_total == 1
+        Room(path).read("other")
+
+
+def test_a_line_gone_with_its_history_is_not_called_acked(tmp_path: Path) -> None:
     r = Room(tmp_path / "r.txt")
     pushed = service.push(r, "r", "x")
     r.read("agent")
     r.ack("agent")
-    (r.sidecar / "audit.jsonl").unlink()  # as if killed between the commit and the audit
+    (r.sidecar / "audit.jsonl").unlink()  # the record of the ack is gone: unknown, not acked
     got = service.wait_ack(r, pushed, timeout=30)
-    assert (got.acked, got.acked_by) == (True, None)
+    assert (got.acked, got.acked_by, got.removed, got.timed_out) == (False, None, True, False)
 
 
 async def test_mcp_room_push_waits_for_the_ack_with_progress(home: Path, tmp_path: Path) -> None:

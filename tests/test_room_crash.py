@@ -28,11 +28,12 @@ STEPS = [
     "after-temp",
     "after-link",
     "after-pending",
+    "before-rename",
     "after-rename",
     "after-sweep",
     "after-fsync-dir",
-    "after-commit",
     "after-audit",
+    "after-commit",
     "after-receipt",
 ]
 RENAMED = STEPS.index("after-rename")
@@ -142,10 +143,11 @@ def test_kill9_after_rename_before_sweep_keeps_late_unlocked_append(
     path.write_bytes(b"a\n")
     Room(path).read("s")
     marker = tmp_path / "paused-at"
-    proc = _start_paused_ack(path, marker, ["after-temp", "after-rename"], cli_env)
+    proc = _start_paused_ack(path, marker, ["before-rename", "after-rename"], cli_env)
     try:
-        _wait_for_step(proc, marker, "after-temp")
-        with open(path, "ab") as f:  # the old inode: the temp copy is already written
+        # The old inode, once the temp copy and its catch-up (core/inbox/handover.py) are done.
+        _wait_for_step(proc, marker, "before-rename")
+        with open(path, "ab") as f:
             f.write(b"slipped in\n")
         marker.unlink()  # let the acker continue to its rename
         _wait_for_step(proc, marker, "after-rename")

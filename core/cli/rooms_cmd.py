@@ -18,7 +18,7 @@ from ackdeck.core.cli._output import JsonParts, emit_json, emit_text, report, ti
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms
 from ackdeck.core.service.deck import Deck
-from ackdeck.core.service.rooms import not_delivered
+from ackdeck.core.service.rooms import REMOVED_UNACKED, not_delivered
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -218,11 +218,14 @@ def _push(args: argparse.Namespace) -> int:
     if got.dead_room is not None:
         print(f"ackdeck: {done}; moved to the dead-letter room {got.dead_room}", file=sys.stderr)
         return 1
+    if got.removed:
+        print(f"ackdeck: {done}; {REMOVED_UNACKED}", file=sys.stderr)
+        return 1
     if args.session is not None and got.acked_by != args.session:
         print(f"ackdeck: {done}; acked by {got.acked_by}, not {args.session}", file=sys.stderr)
         return 1
     if not args.json:
-        by = got.acked_by or "an unknown session (its acker died before the audit)"
+        by = got.acked_by or "an unknown session"
         when = "" if got.acked_at is None else f" at {_when(got.acked_at)}"
         report(done, lambda: print(f"offset {got.offset} acked by {by}{when}"))
     return 0

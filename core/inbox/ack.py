@@ -7,10 +7,12 @@ points of core/base/faults.py (tests/test_room_crash.py kills a real process at 
   before-temp → mid-temp → after-temp   copy what stays into a temp file (mid-temp: ack_stream)
   after-link                            hard-link the old inode into the sidecar (late writers)
   after-pending                         record the intent (`pending`) in the ledger
+  before-rename                         the temp took what the old inode got since (catch-up)
   after-rename                          rename the temp over the room
+  before-/after-splice-rename           place a late tail of the old inode (handover.py)
   after-sweep → after-fsync-dir         carry late bytes over, fsync the directory, again
+  after-audit                           append the audit entry (what says "acked")
   after-commit                          store the ledger with the new base and counters
-  after-audit                           append the audit entry
   after-receipt                         mark the session's receipt acked
 
 A kill -9 anywhere leaves the old file (before the rename) or the new one (after it); the next
@@ -32,6 +34,7 @@ from ackdeck.core.base.byteio import (
     count_lines,
     pread_all,
     pread_all_from,
+    pread_chunks,
     read_page,
     settled_size,
     split_lines,
@@ -42,8 +45,8 @@ from ackdeck.core.base.fileid import birth_ns_path
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted
 from ackdeck.core.errors import RoomUnavailable
+from ackdeck.core.inbox import handover, prev_inodes
 from ackdeck.core.inbox import ledger as L
-from ackdeck.core.inbox import prev_inodes
 from ackdeck.core.inbox.ack_stream import CountingCopy
 from ackdeck.core.inbox.receipts import ReceiptHeader, ReceiptStore
 from ackdeck.core.inbox.results import PAGE_BYTES, AckResult
@@ -70,6 +73,8 @@ class AckSite(Struct):
     sweep_all: Callable[[L.Ledger], tuple[L.Ledger, int]]
     sweep_newest: Callable[[L.Ledger], tuple[L.Ledger, int]]
     clock: Callable[[], float]
+    # The furthest logical offset ackdeck numbered in the room (a new epoch starts past it).
+    numbered: Callable[[], int]
 
 
 # ----- what an ack may remove ---------------------------------------------------------------
@@ -121,7 +126,7 @@ def ack_locked(
             # Rewritten in place after this read (e.g. truncated and refilled): the bytes
             # at the head may be new lines identical to the consumed ones. New epoch.
             head = os.pread(fd, L.HEAD_BYTES, 0)
-            ledger = L.settle(ledger, "foreign", L.identity_of(cur, head))
+            ledger = L.settle(ledger, "foreign", L.identity_of(cur, head), site.numbered())
             site.store(ledger)
     pause("before-size")
     # Not a plain fstat: it can end inside an unlocked producer's half-written line, whose
@@ -246,6 +251,12 @@ class AckTransaction:
         self.link: Path | None = None
         self.pending = ledger  # the ledger with the intent recorded
         self._fd_offset = size  # how far the fallback sweep read the old inode
+        # Late tails handed over to the new file (core/inbox/handover.py).
+        self.placed = 0  # bytes this ack put in the new file (the temp, catch-up, splices)
+        self.placed_lines = 0  # newlines handed over by catch-up and splices
+        self.spliced_lines = 0  # of which carried by splices (counted as late lines)
+        self._tmp_out: int | None = None  # the temp's descriptor while catch-up bytes await fsync
+        self._own_fd: int | None = None  # a replaced inode a splice opened (closed at the end)
 
     def run(self) -> AckResult | None:
         path = self.site.path
@@ -260,7 +271,10 @@ class AckTransaction:
                 # Replaced behind our back (a foreign rename) since we opened it: our copy is
                 # of a file that is no longer the room. Remove nothing.
                 return self.abandon(tmp)
+            self.catch_up(tmp)
+            pause("before-rename")
         except BaseException:
+            self._close_tmp_out()
             atomic.unlink_quietly(tmp)
             raise
         atomic.replace(tmp, path, fsync=False)
@@ -269,6 +283,11 @@ class AckTransaction:
             return self.finish()
         except OSError as exc:
             raise write_error(path, exc, after=RENAMED) from None
+        finally:
+            self._close_tmp_out()
+            if self._own_fd is not None:
+                os.close(self._own_fd)
+                self._own_fd = None
 
     # ----- before the rename: nothing visible changes -----------------------------------------
     def write_temp(self) -> Path:
@@ -283,6 +302,7 @@ class AckTransaction:
             )
         except OSError as exc:
             raise write_error(self.site.path, exc) from None
+        self.placed = self.size - self.plan.drop
         pause("after-temp")
         return tmp
 
@@ -315,11 +335,42 @@ class AckTransaction:
                 session=self.session,
                 acked=self.acked,
                 at=now,
+                dead=self.dead,
             ),
             prev=prev,
         )
         self.site.store(self.pending)
         pause("after-pending")
+
+    def catch_up(self, tmp: Path) -> None:
+        """Just before the rename: the temp takes the complete lines the old inode got since
+        the copy (handover.py; a partial last line waits for the splice, which can tell
+        whether its writer let go). Nothing else happens between it and the rename: the
+        advanced offset is stored with the next store after it (a kill in between makes the
+        recovery carry these lines again: a duplicate, never a loss), the bytes are fsync'd
+        after it."""
+        take = complete_prefix(handover.tail_of(self.fd, self._fd_offset))
+        if not take:
+            return
+        self._tmp_out = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        write_all(self._tmp_out, take)
+        self._handed_over(len(take), take.count(b"\n"))
+
+    def _handed_over(self, n: int, lines: int) -> None:
+        """`n` bytes (`lines` newlines) past the old inode's handed-over offset now follow in
+        the new file: advance that offset (the newest replaced inode's) in the intent."""
+        self._fd_offset += n
+        self.placed += n
+        self.placed_lines += lines
+        if self.link is not None:
+            prev = self.pending.prev
+            newest = prev[-1].replace(offset=prev[-1].offset + n)
+            self.pending = self.pending.replace(prev=[*prev[:-1], newest])
+
+    def _close_tmp_out(self) -> None:
+        if self._tmp_out is not None:
+            os.close(self._tmp_out)
+            self._tmp_out = None
 
     def abandon(self, tmp: Path) -> AckResult:
         """Undo the intent, the link and the temp: the ack removes nothing."""
@@ -331,17 +382,26 @@ class AckTransaction:
 
     # ----- after the rename ------------------------------------------------------------------
     def finish(self) -> AckResult:
-        """Sweeps, directory fsync, commit, audit, receipt."""
+        """Splices, sweeps, directory fsync, audit, commit, receipt."""
+        if self._tmp_out is not None:
+            os.fsync(self._tmp_out)
+            self._close_tmp_out()
+        for _ in range(handover.MAX_SPLICES):
+            if not self.splice():
+                break
         swept = self.sweep_late()
         pause("after-sweep")
         atomic.fsync_dir(self.site.path.parent)
         pause("after-fsync-dir")
         swept += self.sweep_late()
-        remaining = self.copy.newlines + swept
-        self.commit(remaining)
-        pause("after-commit")
+        remaining = self.copy.newlines + self.placed_lines + swept
+        # The audit entry first, while the ledger still holds the intent: the audit is what
+        # says "acked" (trace, push --wait-ack), so no committed base may run ahead of it. A
+        # kill between the two leaves the intent, and its recovery sees the entry is there.
         self.audit(remaining)
         pause("after-audit")
+        self.commit(remaining)
+        pause("after-commit")
         self.site.receipts.mark_acked(self.receipt)
         pause("after-receipt")
         lines = split_lines(self.dropped_all) if self.dropped_all is not None else None
@@ -364,6 +424,104 @@ class AckTransaction:
         self.pending, n = self.site.sweep_newest(self.pending)
         return n
 
+    def splice(self) -> bool:
+        """After the rename, with the lock still held (no reader saw the new file): if the
+        replaced inode got a final tail after the catch-up (a producer's write landed between
+        it and the rename), rewrite the new file with that tail where it belongs, right after
+        what this ack put there (handover.py). True if it did; the inode it replaced is then
+        the one to check. The intent names the splice's output before its rename, so a kill
+        on either side of it is recovered as this ack (a kill right after it may carry the
+        tail a second time: a duplicate, never a loss)."""
+        if self.link is None:
+            return False
+        # Held first, then the tail: nobody can open the replaced inode any more, so once no
+        # writer holds it its tail is final (a writer that opened it before the rename may
+        # not have written yet).
+        if handover.held(self.link, self.st):
+            return False  # its writer may still finish its line there: the sweeps
+        tail = handover.tail_of(self.fd, self._fd_offset)
+        if not tail:
+            return False
+        path = self.site.path
+        intent = self.pending.pending
+        assert intent is not None
+        nfd = handover.open_ours(path, intent.spliced or intent.identity)
+        if nfd is None:
+            return False  # not our file any more (a foreign rename): the sweeps
+        keep = False
+        try:
+            nst = os.fstat(nfd)
+            end = os.fstat(nfd).st_size  # a write cut here goes on past it: the next splice
+            chunks = handover.spliced(pread_chunks(nfd, 0, end), self.placed, tail)
+            tmp = atomic.write_temp(
+                path, chunks, mode=stat.S_IMODE(nst.st_mode), owner=(nst.st_uid, nst.st_gid)
+            )
+            before = self.pending
+            try:
+                link = prev_inodes.link_old_inode(path, self.site.sidecar.path, nst)
+                if link is None:
+                    atomic.unlink_quietly(tmp)
+                    return False
+                self._splice_intent(tmp, nst, link, end)
+                if not same_inode(path, nst):
+                    self.site.store(before)
+                    self.pending = before
+                    atomic.unlink_quietly(link)
+                    atomic.unlink_quietly(tmp)
+                    return False
+                # Catch-up, partial line included: a writer that kept its descriptor holds
+                # the inode this ack replaced first (then no splice runs), so a line started
+                # here goes on through the path, right after it.
+                late = handover.tail_of(nfd, end)
+                if late:
+                    self._tmp_out = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+                    write_all(self._tmp_out, late)
+                pause("before-splice-rename")
+            except BaseException:
+                self._close_tmp_out()
+                atomic.unlink_quietly(tmp)
+                raise
+            atomic.replace(tmp, path, fsync=False)
+            pause("after-splice-rename")
+            keep = True
+            if self._tmp_out is not None:
+                os.fsync(self._tmp_out)
+                self._close_tmp_out()
+        finally:
+            if not keep:
+                os.close(nfd)
+        # The old inode's tail is in the room now (its offset is stored with the next
+        # store); the inode just replaced is the newest one to check.
+        lines = tail.count(b"\n") + late.count(b"\n")
+        self.spliced_lines += tail.count(b"\n")
+        self.placed_lines += lines
+        self.placed = end + len(tail) + len(late)
+        old = self.pending.prev
+        moved = old[-2].replace(offset=old[-2].offset + len(tail))
+        newest = old[-1].replace(offset=end + len(late))
+        self.pending = self.pending.replace(prev=[*old[:-2], moved, newest])
+        if self._own_fd is not None:
+            os.close(self._own_fd)
+        self._own_fd = self.fd = nfd
+        self.st, self.link, self._fd_offset = nst, link, end + len(late)
+        return True
+
+    def _splice_intent(self, tmp: Path, nst: os.stat_result, link: Path, offset: int) -> None:
+        """Record the splice before its rename: its output (recognised like the ack's own),
+        and the inode it replaces, linked for late writers, handed over up to `offset`."""
+        with open(tmp, "rb") as f:
+            head = f.read(L.HEAD_BYTES)
+        spliced = L.identity_of(L.stat_of(os.stat(tmp), birth_ns_path(tmp)), head)
+        intent = self.pending.pending
+        assert intent is not None
+        entry = L.PrevInode(
+            name=link.name, dev=nst.st_dev, ino=nst.st_ino, offset=offset, since=self.site.clock()
+        )
+        self.pending = self.pending.replace(
+            pending=intent.replace(spliced=spliced), prev=[*self.pending.prev, entry]
+        )
+        self.site.store(self.pending)
+
     def commit(self, remaining: int) -> None:
         intent = self.pending.pending
         assert intent is not None and intent.at is not None
@@ -379,7 +537,11 @@ class AckTransaction:
             }
         )
         committed = self.pending.replace(
-            base=ledger.base + self.plan.drop, identity=intent.identity, pending=None, **counts
+            base=ledger.base + self.plan.drop,
+            identity=intent.spliced or intent.identity,
+            pending=None,
+            late_total=self.pending.late_total + self.spliced_lines,
+            **counts,
         )
         self.site.store(committed)
 

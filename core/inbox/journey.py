@@ -76,10 +76,20 @@ def _line_at(fd: int, at: int, size: int) -> bytes | None:
 
 
 def trace_file(
-    fd: int | None, base: int, epoch: int, sidecar: Path, journey_dir: Path, offset: int
+    fd: int | None,
+    base: int,
+    epoch: int,
+    sidecar: Path,
+    journey_dir: Path,
+    offset: int,
+    unaudited: list[dict] | None = None,
 ) -> Journey:
     """The journey of the line that starts at logical `offset` in the room open at `fd`
-    (None: the file is gone), whose first byte is logical offset `base` in `epoch`."""
+    (None: the file is gone), whose first byte is logical offset `base` in `epoch`.
+    `unaudited`: audit entries of interrupted acks not recovered yet (Room._unaudited).
+
+    A line that left the room is acked (or dead) only if an audit entry says so: its
+    absence alone proves nothing (a hand edit removes lines too)."""
     reads = readlog.load(journey_dir)
     size = os.fstat(fd).st_size if fd is not None else 0
     if offset >= base:
@@ -101,15 +111,16 @@ def trace_file(
         )
     # Gone from the room: acked, or moved to the dead-letter room.
     gone = None
-    for doc in _audit(sidecar / "audit.jsonl"):
+    for doc in [*_audit(sidecar / "audit.jsonl"), *(unaudited or [])]:
         if doc.get("mode") in ("prefix", "all", "recovered", "dead") and (
             int(doc.get("start", -1)) <= offset < int(doc.get("end", -1))
         ):
             gone = doc
     if gone is None:
         raise InvalidInput(
-            f"offset {offset} was never a line of this room, or its history is gone "
-            f"(the room starts at offset {base})"
+            f"no ack or dead-letter move removed offset {offset} (the room starts at offset "
+            f"{base}): it was removed behind ackdeck's back (a hand edit or a truncation), "
+            "or it never started a line, or its history is gone"
         )
     ep = int(gone.get("epoch", epoch))
     hops = [_hop(e) for e in reads if e.covers(ep, offset)]

@@ -155,6 +155,8 @@ class PendingRewrite(JsonRecord):
         session: str = "",
         acked: int = 0,
         at: float | None = None,
+        dead: str | None = None,
+        spliced: FileIdentity | None = None,
     ) -> None:
         self.identity = identity
         self.base = base
@@ -162,15 +164,24 @@ class PendingRewrite(JsonRecord):
         self.session = session
         self.acked = acked
         self.at = at
+        # A dead-letter move (core/inbox/deadletter.py): the room the lines went to. Recovery
+        # counts them as dead and audits mode "dead", never as an ack nobody made.
+        self.dead = dead
+        # The file the ack put in the room's place by a second rename, to place a late tail
+        # (core/inbox/handover.py): recognised as the ack's output like `identity`.
+        self.spliced = spliced
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> PendingRewrite:
+        spliced = get_optional(d, dict, "spliced")
         return cls(
             identity=FileIdentity.from_dict(get_required(d, dict, "identity")),
             base=get_required(d, int, "base"),
             session=get(d, str, "session", ""),
             acked=get(d, int, "acked", 0),
             at=get_optional(d, float, "at"),
+            dead=get_optional(d, str, "dead"),
+            spliced=None if spliced is None else FileIdentity.from_dict(spliced),
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -180,6 +191,8 @@ class PendingRewrite(JsonRecord):
             "session": self.session,
             "acked": self.acked,
             "at": self.at,
+            "dead": self.dead,
+            "spliced": None if self.spliced is None else self.spliced.to_dict(),
         }
 
 
@@ -428,18 +441,25 @@ def rewritten_since(seen: FileIdentity, st: FileStat) -> bool:
     return st.size == seen.size and seen.mtime_ns is not None and st.mtime_ns != seen.mtime_ns
 
 
-def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
+def classify(ledger: Ledger, st: FileStat, head: bytes, numbered: int = 0) -> Verdict:
     """How the file on disk relates to what ackdeck last wrote.
 
     `head` must hold at least the first HEAD_BYTES bytes of the file (or all of it).
+    `numbered`: the furthest logical offset ackdeck has handed out or dated in this room (the
+    newest first-seen mark, core/inbox/seen_marks.py), taken before `st`.
     - "new": no identity recorded yet (first use of this room);
     - "same": exactly as recorded (same inode, size and mtime);
     - "grown": same inode, head unchanged, only appends since (larger);
     - "recovered": an ack crashed after its rename; the file is that ack's output;
     - "foreign": rewritten, replaced or truncated behind ackdeck's back.
     """
-    if ledger.pending is not None and matches(ledger.pending.identity, st, head):
+    if ledger.pending is not None and ours(ledger.pending, st, head) is not None:
         return "recovered"
+    if ledger.base + st.size < numbered:
+        # Shorter than what ackdeck already numbered: truncated (`: > room`) since. Pushes
+        # do not store the ledger, so its recorded size (or identity) may predate every one
+        # of them; the marks they leave are what proves the shrink.
+        return "foreign"
     if ledger.identity is None:
         return "new"
     if not matches(ledger.identity, st, head):
@@ -449,6 +469,15 @@ def classify(ledger: Ledger, st: FileStat, head: bytes) -> Verdict:
     return "grown"
 
 
+def ours(pending: PendingRewrite, st: FileStat, head: bytes) -> FileIdentity | None:
+    """The identity of the interrupted ack's output that the file `st` is (its rename, or
+    the rename of its splice), None if it is neither."""
+    for ident in (pending.spliced, pending.identity):
+        if ident is not None and matches(ident, st, head):
+            return ident
+    return None
+
+
 def matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
     """The file `st` (whose first bytes are `head`) is `ident`'s file, only appended to since."""
     if not same_file(ident, st) or rewritten_since(ident, st):
@@ -456,14 +485,14 @@ def matches(ident: FileIdentity, st: FileStat, head: bytes) -> bool:
     return len(head) >= ident.head_len and sha256(head[: ident.head_len]) == ident.head_sha
 
 
-def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
-    """The ledger after accepting the file on disk as the truth.
+def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity, numbered: int = 0) -> Ledger:
+    """The ledger after accepting the file on disk as the truth (`numbered`: as for classify).
 
     Also forgets what no longer applies: a `pending` rewrite whose rename never happened, and
     `prev` entries for the inode that is still the room (an ack that died before its rename
     linked the live file; sweeping it into itself would duplicate lines).
     """
-    settled = settle_counters(ledger, verdict, (current.dev, current.ino))
+    settled = settle_counters(ledger, verdict, (current.dev, current.ino), numbered)
     if verdict in ("new", "grown", "foreign"):
         # "grown": recording the larger size is what lets a later shrink or in-place rewrite
         # of bytes some session has read be detected (reads persist it before their receipt).
@@ -471,7 +500,9 @@ def settle(ledger: Ledger, verdict: Verdict, current: FileIdentity) -> Ledger:
     return settled
 
 
-def settle_counters(ledger: Ledger, verdict: Verdict, file: tuple[int, int]) -> Ledger:
+def settle_counters(
+    ledger: Ledger, verdict: Verdict, file: tuple[int, int], numbered: int = 0
+) -> Ledger:
     """`settle` without recording the identity of the file on disk (device and inode `file`):
     its epoch, offsets, totals, `pending` and `prev` are `settle`'s, its `identity` stays the
     recorded one (a recovered rewrite's: its own). What a status reports, which never stores
@@ -482,20 +513,24 @@ def settle_counters(ledger: Ledger, verdict: Verdict, file: tuple[int, int]) -> 
     if verdict == "recovered":
         pending = ledger.pending
         assert pending is not None
-        return ledger.replace(
-            identity=pending.identity,
-            base=pending.base,
-            pending=None,
-            prev=prev,
+        # The output the file on disk is: the rename's, or its splice's (same device, inode).
+        ident = pending.identity
+        if pending.spliced is not None and (pending.spliced.dev, pending.spliced.ino) == file:
+            ident = pending.spliced
+        done = ledger.replace(identity=ident, base=pending.base, pending=None, prev=prev)
+        if pending.dead is not None:
+            return done.replace(dead_total=ledger.dead_total + pending.acked)
+        return done.replace(
             acked_total=ledger.acked_total + pending.acked,
             last_ack_at=pending.at if pending.at is not None else ledger.last_ack_at,
             last_ack_session=pending.session or ledger.last_ack_session,
         )
-    # Foreign: a new epoch. `base` keeps growing so logical offsets never repeat.
+    # Foreign: a new epoch. `base` keeps growing so logical offsets never repeat: past the
+    # recorded size and past every offset a push or a look numbered since (`numbered`), so
+    # no old offset, first-seen mark or audit range can name a line of the new epoch.
     old_size = ledger.identity.size if ledger.identity else 0
-    return ledger.replace(
-        epoch=ledger.epoch + 1, base=ledger.base + old_size, pending=None, prev=prev
-    )
+    base = max(ledger.base + old_size, numbered)
+    return ledger.replace(epoch=ledger.epoch + 1, base=base, pending=None, prev=prev)
 
 
 def fresh_ledger(receipts: list[ReceiptHeader]) -> Ledger:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ackdeck.core.base.text import counted
 from ackdeck.core.inbox import ledger as L
+from ackdeck.core.inbox import seen_marks
 from ackdeck.core.inbox.room_errors import LEDGER_HINT, UNCHANGED, write_error
 from ackdeck.core.inbox.sidecar import refuse_unless_regular, same_inode
 
@@ -53,6 +54,9 @@ class PushHandles:
         "slots",
         "base",
         "generation",
+        "_marks",
+        "marks_size",
+        "marks_best",
         "_closer",
         "__weakref__",
     )
@@ -68,12 +72,17 @@ class PushHandles:
         self.slots = b""
         self.base = 0
         self.generation = _generation[0]
-        # Closes both when this object is collected (or at exit) if close() was not called.
+        # The first-seen marks, opened at the first push that finds them (-1 until then), and
+        # their size and newest offset as last read (or as our own last mark left them).
+        self._marks = [-1]
+        self.marks_size = -1
+        self.marks_best = 0
+        # Closes all when this object is collected (or at exit) if close() was not called.
         # In a forked child that closes only the child's copies: a flock lasts until every
         # descriptor of its open file description is closed, so the parent's lock stays.
         import weakref  # here: only pushes make handles, every room command loads this module
 
-        self._closer = weakref.finalize(self, _close_both, ledger_fd, lock_fd)
+        self._closer = weakref.finalize(self, _close_all, ledger_fd, lock_fd, self._marks)
 
     def usable(self) -> bool:
         return self.generation == _generation[0]
@@ -98,18 +107,54 @@ class PushHandles:
             self.slots = slots
         return self.base
 
+    def numbered(self, marks_path: str) -> int:
+        """The furthest logical offset ackdeck numbered in the room (the newest first-seen
+        mark, core/inbox/seen_marks.py; 0 without marks), from a descriptor kept open: an fstat
+        and, only when someone else added marks since (`noted`), one pread. A compaction
+        replaces the file by rename: the inode held then has no name left, and the path is
+        opened again."""
+        fd = self._marks[0]
+        if fd >= 0:
+            st = os.fstat(fd)
+            if st.st_nlink == 0:
+                os.close(fd)
+                fd = self._marks[0] = -1
+        if fd < 0:
+            try:
+                fd = os.open(marks_path, os.O_RDONLY | os.O_NOFOLLOW)
+            except (FileNotFoundError, NotADirectoryError):
+                return 0
+            self._marks[0] = fd
+            st = os.fstat(fd)
+        if st.st_size != self.marks_size:
+            self.marks_size = st.st_size
+            self.marks_best = seen_marks.newest_end_of(fd, st.st_size)
+        return self.marks_best
+
+    def noted(self, end: int) -> None:
+        """Our own push appended one mark at `end`: the next `numbered` need not read it."""
+        if self.marks_size >= 0:
+            self.marks_size += seen_marks.WIDTH
+            self.marks_best = max(self.marks_best, end)
+
     def close(self) -> None:
         self._closer()  # runs once; releases any flock still held through the lock descriptor
 
 
-def _close_both(ledger_fd: int, lock_fd: int) -> None:
+def _close_all(ledger_fd: int, lock_fd: int, marks: list[int]) -> None:
     os.close(ledger_fd)
     os.close(lock_fd)
+    if marks[0] >= 0:
+        os.close(marks[0])
 
 
-def append_line(path: str, data: bytes, lock: int) -> int:
+def append_line(path: str, data: bytes, lock: int, numbered: int = 0) -> int | None:
     """One O_APPEND write of `data` (concurrent pushers never interleave); its offset in the
     file. `path` is a plain string: building a Path per push costs a quarter of the push.
+
+    None, with nothing written, when the file is shorter than `numbered` (the furthest file
+    offset ackdeck already numbered): it was truncated or replaced behind ackdeck's back, and
+    a line numbered in the old epoch would repeat an old line's offset and inherit its age.
 
     The shared lock is held on `lock`. A write that stops short (a full disk) is undone
     before the error is raised, so a retry is never glued onto a fragment."""
@@ -126,7 +171,10 @@ def append_line(path: str, data: bytes, lock: int) -> int:
             refuse_unless_regular(path, stat.S_IFIFO)
         raise write_error(Path(path), exc) from None
     try:
-        refuse_unless_regular(path, os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        refuse_unless_regular(path, st.st_mode)
+        if st.st_size < numbered:
+            return None
         try:
             n = os.write(fd, data)
         except OSError as exc:

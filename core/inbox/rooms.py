@@ -71,7 +71,7 @@ from ackdeck.core.inbox.results import (
     check_page,
 )
 from ackdeck.core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error
-from ackdeck.core.inbox.sidecar import AuditEntry, Sidecar, refuse_unless_regular
+from ackdeck.core.inbox.sidecar import Sidecar, intent_entry, refuse_unless_regular
 
 __all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
 
@@ -218,30 +218,30 @@ class Room:
         it writes the identity of the file it leaves behind anyway. `looked`: the file's stat
         and head when the caller already took them (`_look`).
         """
+        numbered = self._numbered()  # before the stat: see _numbered
         cur, head = looked or self._look(fd)
         ledger = self._ledger()
-        verdict = L.classify(ledger, cur, head)
-        settled = L.settle(ledger, verdict, L.identity_of(cur, head))
+        verdict = L.classify(ledger, cur, head, numbered)
+        settled = L.settle(ledger, verdict, L.identity_of(cur, head), numbered)
         if settled == ledger:
             return ledger, cur, False
         if can_write and (persist_growth or verdict != "grown"):
-            self._store(settled)
             if verdict == "recovered" and ledger.pending is not None:
-                p = ledger.pending
-                self._side.audit(
-                    AuditEntry(
-                        at=self._clock(),
-                        session=p.session,
-                        mode="recovered",
-                        epoch=settled.epoch,
-                        start=ledger.base,
-                        end=p.base,
-                        acked=p.acked,
-                        preserved=0,
-                        sha256=None,
-                    )
-                )
+                # Audit before the commit, as the ack itself does (core/inbox/ack.py).
+                self._side.audit_once(intent_entry(ledger, self._clock()))
+            self._store(settled)
         return settled, cur, True
+
+    def _numbered(self) -> int:
+        """The furthest logical offset ackdeck numbered in this room: the newest first-seen
+        mark (every push leaves one, and every look that saw new lines). Taken before the
+        room's stat: a mark is written after its line, so a concurrent push can only make
+        the stat larger, never the mark ahead of it. 0 when the marks cannot be read (the
+        ledger's recorded size alone then decides, as before)."""
+        try:
+            return seen_marks.Marks(self._marks_s).newest_end()
+        except OSError:
+            return 0
 
     def _look(self, fd: int) -> tuple[L.FileStat, bytes]:
         """The open file's settled stat and its first bytes, as the ledger compares them."""
@@ -541,6 +541,7 @@ class Room:
             sweep_all=self._sweep_prevs,
             sweep_newest=lambda ledger: self._sweep_prevs(ledger, only_newest=True),
             clock=self._clock,
+            numbered=self._numbered,
         )
 
     # ----- push ---------------------------------------------------------------------------
@@ -578,16 +579,36 @@ class Room:
                 try:
                     base = h.current_base(self._ledger_s, self._fresh_ledger)
                     if base is not None:
-                        at = base + append_line(self._path_s, data, lock)
-                        pause("push-after-append")
-                        # The line's exact push time, for its age (a lost mark: see there).
-                        end, now = at + len(data), self._clock()
-                        seen_marks.append(self._marks_s, end, now, seen_marks.PUSHED)
-                        return at
+                        # Before the append's stat (see _numbered).
+                        numbered = h.numbered(self._marks_s) - base
+                        got = append_line(self._path_s, data, lock, numbered)
+                        if got is not None:
+                            at = base + got
+                            pause("push-after-append")
+                            # The line's exact push time, for its age (a lost mark: see there).
+                            end, now = at + len(data), self._clock()
+                            if seen_marks.append(self._marks_s, end, now, seen_marks.PUSHED):
+                                h.noted(end)
+                            return at
                 finally:
                     fcntl.flock(lock, fcntl.LOCK_UN)
+                if base is not None:
+                    # Truncated behind ackdeck's back: record the new epoch (exclusive lock),
+                    # then number the line in it.
+                    self._settle_epoch()
+                    continue
                 self._drop_handles()  # the sidecar or ledger was replaced: validate it again
         raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
+
+    def _settle_epoch(self) -> None:
+        """Reconcile and store the ledger with the room as it is now (exclusive lock)."""
+        with self._side.lock(shared=False):
+            fd = self._open()
+            if fd is not None:
+                try:
+                    self._settled_ledger(fd, can_write=True)
+                finally:
+                    os.close(fd)
 
     def _open_handles(self) -> PushHandles:
         """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
@@ -687,6 +708,7 @@ class Room:
             os.close(fd)
 
     def _status_locked(self, fd: int, counts: LineCounts | None) -> RoomStatus:
+        numbered = self._numbered()  # before the stat: see _numbered
         cur, head = self._look(fd)
         # Headers only: counters never need the consumed bytes (maybe the whole room). Read
         # once, before the ledger (a missing one starts from them): a read stores the ledger
@@ -696,7 +718,8 @@ class Room:
         # it is not compared with the stored one (that only tells a writer to store) and the
         # file's new identity (a hash of its head) is not made (settle_counters).
         ledger = self._ledger(receipts)
-        ledger = L.settle_counters(ledger, L.classify(ledger, cur, head), (cur.dev, cur.ino))
+        verdict = L.classify(ledger, cur, head, numbered)
+        ledger = L.settle_counters(ledger, verdict, (cur.dev, cur.ino), numbered)
         # Kept counts go with the stat they were checked against; a plain status also counts
         # appends that landed after it, as it always has.
         size = cur.size if counts is not None else os.fstat(fd).st_size
@@ -711,7 +734,10 @@ class Room:
             pending, complete_len, before = counts.census(fd, cur, head, epoch, list(cuts.values()))
         now = self._clock()
         journey = self._side.ensure(create=False)
-        if journey:
+        if journey and verdict != "foreign":
+            # Not in a new epoch nobody has recorded yet: its numbering starts past the
+            # newest mark, so a mark made here would move the start of the very epoch it
+            # dates (its lines' ages stay unknown until a read or an ack records it).
             ages.observe(self._marks_s, ledger.base + complete_len, now)
         oldest, nobody, firsts = ages.file_ages(fd, ledger.base, complete_len, cuts, self._marks_s)
         sessions: dict[str, SessionStatus] = {}
@@ -785,8 +811,26 @@ class Room:
             raise InvalidInput(f"offset {offset!r} is not a byte offset of a file room") from None
         with self._consistent() as (fd, ledger):
             return journey.trace_file(
-                fd, ledger.base, ledger.epoch, self.sidecar, self._side.journey_dir, at
+                fd,
+                ledger.base,
+                ledger.epoch,
+                self.sidecar,
+                self._side.journey_dir,
+                at,
+                self._unaudited(ledger),
             )
+
+    def _unaudited(self, settled: L.Ledger) -> list[dict[str, object]]:
+        """The audit entry of an interrupted ack whose rename happened, when no exclusive
+        operation has recovered it yet (it may not be in the audit log): what a query that
+        writes nothing reads in its place. `settled`: the ledger as this query settled it."""
+        if not self._side.ensure(create=False):
+            return []
+        raw = self._ledger()
+        p = raw.pending
+        if p is None or (settled.epoch, settled.base) != (raw.epoch, p.base) or p.base == raw.base:
+            return []  # no intent, or its rename never happened
+        return [intent_entry(raw, self._clock()).to_dict()]
 
     def find(self, text: str | bytes) -> tuple[list[int | str], int]:
         """The offsets of the lines now in the room that contain `text` (the newest
@@ -804,19 +848,19 @@ class Room:
         timeout: float | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> Journey | None:
-        """Block until the line at `offset` left the room (acked, or moved to the dead-letter
-        room): its journey then; None when `timeout` passed first (or `stop` said so).
+        """Block until the line at `offset` left the room: its journey then (acked, moved to
+        the dead-letter room, or neither: removed behind ackdeck's back, which no audit entry
+        records); None when `timeout` passed first (or `stop` said so).
 
-        Watches the sidecar directory: every ack stores the ledger and appends its audit entry
+        Watches the sidecar directory: every ack appends its audit entry and stores the ledger
         there. The watcher also wakes every step without events, which bounds the race between
         a check and the watcher starting (as wait does)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        unaudited: list[float] = []
-        found = self._left(offset, unaudited)
+        found = self._left(offset)
         if found is not None or (deadline is not None and deadline <= time.monotonic()):
             return found
         for _ in _watch(self.sidecar, {"ledger", "audit.jsonl"}, timeout):
-            found = self._left(offset, unaudited)
+            found = self._left(offset)
             if found is not None:
                 return found
             if deadline is not None and time.monotonic() >= deadline:
@@ -825,21 +869,17 @@ class Room:
                 return None
         return None
 
-    def _left(self, offset: int | str, unaudited: list[float]) -> Journey | None:
-        """The line's journey if it left the room. An ack commits the ledger, then appends its
-        audit entry: a line below the base without its entry waits a moment for it, and is
-        reported acked by an unknown session if the acker died between the two."""
+    def _left(self, offset: int | str) -> Journey | None:
+        """The line's journey if it left the room. Acked or dead only as the audit says (an
+        ack audits before it commits its base, core/inbox/ack.py): a line below the base with
+        no entry was removed by something else, and is reported as neither."""
         try:
             j = self.trace(offset)
         except InvalidInput:
             with self._consistent() as (_fd, ledger):
                 if int(offset) >= ledger.base:
                     raise
-            unaudited.append(time.monotonic())
-            if unaudited[-1] - unaudited[0] < 1.0:
-                return None
-            at = self._ledger().last_ack_at
-            return Journey(offset, False, None, None, False, [], acked_at=at, acked_by=None)
+            return Journey(offset, False, None, None, False, [])
         return None if j.present else j
 
     @contextmanager

@@ -87,17 +87,9 @@ class Marks:
         if fd is None:
             return 0
         try:
-            size = os.fstat(fd).st_size
-            # A few records: concurrent pushers append their marks only slightly out of order.
-            tail = os.pread(fd, WIDTH * _TAIL, max(0, size - WIDTH * _TAIL))
+            return newest_end_of(fd, os.fstat(fd).st_size)
         finally:
             os.close(fd)
-        best = 0
-        for line in tail.split(b"\n")[1:-1] if size > len(tail) else tail.split(b"\n")[:-1]:
-            got = _parse(line + b"\n")
-            if got is not None and got[0] > best:
-                best = got[0]
-        return best
 
     def first_seen(self, ends: list[int]) -> dict[int, float | None]:
         """For each line end offset: the earliest time a mark says it existed (None: unknown)."""
@@ -135,6 +127,18 @@ class Marks:
             return
         data = b"".join(record(o, t, PUSHED if p else SEEN) for o, t, p in keep)
         atomic.atomic_write(Path(self.path), data, fsync=False)
+
+
+def newest_end_of(fd: int, size: int) -> int:
+    """Marks.newest_end of the marks file open at `fd`, `size` bytes long."""
+    # A few records: concurrent pushers append their marks only slightly out of order.
+    tail = os.pread(fd, WIDTH * _TAIL, max(0, size - WIDTH * _TAIL))
+    best = 0
+    for line in tail.split(b"\n")[1:-1] if size > len(tail) else tail.split(b"\n")[:-1]:
+        got = _parse(line + b"\n")
+        if got is not None and got[0] > best:
+            best = got[0]
+    return best
 
 
 def _all_records(fd: int, size: int) -> list[tuple[int, float, bool]]:

@@ -108,6 +108,39 @@ class AuditEntry(JsonRecord):
         }
 
 
+# Bytes read from the end of the audit log to find its newest entry.
+_AUDIT_TAIL = 16 << 10
+
+
+def intent_entry(ledger: L.Ledger, at: float) -> AuditEntry:
+    """The audit entry of the ack whose intent `ledger.pending` is (its rename happened):
+    mode "dead" for a dead-letter move, else "recovered" (the ack's own mode is not kept).
+    `at`: when, if the intent does not say."""
+    p = ledger.pending
+    assert p is not None
+    return AuditEntry(
+        at=p.at if p.at is not None else at,
+        session=p.session,
+        mode="recovered" if p.dead is None else "dead",
+        epoch=ledger.epoch,
+        start=ledger.base,
+        end=p.base,
+        acked=p.acked,
+        preserved=0,
+        sha256=None,
+        dead=p.dead,
+    )
+
+
+def same_range(doc: dict[str, object] | None, entry: AuditEntry) -> bool:
+    """Does the audit entry `doc` record the removal `entry` records (same epoch and range)?"""
+    return doc is not None and (doc.get("epoch"), doc.get("start"), doc.get("end")) == (
+        entry.epoch,
+        entry.start,
+        entry.end,
+    )
+
+
 class Sidecar:
     """The sidecar of the room at `room` and the operations on its layout."""
 
@@ -190,6 +223,30 @@ class Sidecar:
             write_all(fd, (json.dumps(entry.to_dict()) + "\n").encode())
         finally:
             os.close(fd)
+
+    def audit_once(self, entry: AuditEntry) -> None:
+        """Append `entry` unless it is the last one already (exclusive lock held): an
+        interrupted ack audits before it commits, so its recovery may find its entry there."""
+        if not same_range(self.last_audit(), entry):
+            self.audit(entry)
+
+    def last_audit(self) -> dict[str, object] | None:
+        """The newest entry of the audit log (None: none, or not readable as one)."""
+        try:
+            fd = os.open(self.audit_file, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            # An entry is a few hundred bytes; a dead-letter room's path can make it longer.
+            tail = os.pread(fd, min(size, _AUDIT_TAIL), max(0, size - _AUDIT_TAIL))
+        finally:
+            os.close(fd)
+        try:
+            doc = json.loads(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
+        except ValueError:
+            return None
+        return doc if isinstance(doc, dict) else None
 
     # ----- leftovers --------------------------------------------------------------------------
     def remove_leftovers(self, ledger: L.Ledger) -> None:

@@ -41,14 +41,24 @@ class Pushed(Result):
     offset: int | str  # a byte offset (file room) or an entry ID (redis room)
     # With wait_ack (push_wait_ack): how the wait for this line's ack ended.
     waited: bool = False
-    acked: bool = False
-    acked_by: str | None = None  # None with acked: the acker died before its audit entry
+    acked: bool = False  # only as the audit of an ack says
+    acked_by: str | None = None
     acked_at: float | None = None
     dead_room: str | None = None  # it went to the dead-letter room instead
+    # It left the room without an ack or a dead-letter move: removed or renumbered behind
+    # ackdeck's back (a hand edit, a truncation); nobody is known to have acked it.
+    removed: bool = False
 
     @property
     def timed_out(self) -> bool:
-        return self.waited and not self.acked and self.dead_room is None
+        return self.waited and not self.acked and self.dead_room is None and not self.removed
+
+
+# What a wait for an ack says when the line left the room without one (Pushed.removed).
+REMOVED_UNACKED = (
+    "it left the room without an ack or a dead-letter move (removed or renumbered behind "
+    "ackdeck's back: a hand edit or a truncation); nobody is known to have acked it"
+)
 
 
 class Lines(DecodedLines):
@@ -309,6 +319,8 @@ def wait_ack(
         return Pushed(pushed.room, pushed.path, pushed.offset, True)
     if j.dead_room is not None:
         return Pushed(pushed.room, pushed.path, pushed.offset, True, dead_room=j.dead_room)
+    if j.acked_at is None:
+        return Pushed(pushed.room, pushed.path, pushed.offset, True, removed=True)
     return Pushed(pushed.room, pushed.path, pushed.offset, True, True, j.acked_by, j.acked_at)
 
 
