@@ -16,6 +16,26 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def say(*parts: object, file: Any = None, flush: bool = False) -> None:
+    """print() for text people read (reports, errors, traces, hook text): every control or
+    escape character in it, a producer's or a file name's, is shown escaped (`text.safe`), so
+    a line cannot set the terminal's title or clear its screen. Newlines and tabs stay."""
+    from ackdeck.core.base.text import safe
+
+    print(safe(" ".join(str(p) for p in parts), keep="\t\n"), file=file, flush=flush)
+
+
+def for_terminal(data: bytes, fd: int) -> bytes:
+    """Lines a program reads exactly (`room read`, `output`) as a person at a terminal sees
+    them: when `fd` is a terminal, each line's control and escape characters are shown
+    escaped; into a pipe or a file the bytes stay exact."""
+    if not os.isatty(fd):
+        return data
+    from ackdeck.core.base.text import display, safe
+
+    return safe(display(data), keep="\t\n").encode("utf-8")
+
+
 def emit_json(value: Any) -> None:
     emit_text(json.dumps(value, ensure_ascii=False) + "\n")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from ackdeck.core.agents import hooks
 from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, session_of
+from ackdeck.core.cli._output import say
 from ackdeck.core.errors import AckdeckError, InvalidInput
 
 
@@ -224,16 +225,16 @@ def _install(args: argparse.Namespace) -> int:
     )
     result = hooks.install(target, commands)
     if not result.changed:
-        print(f"{result.path}: ackdeck hooks already installed; nothing changed")
+        say(f"{result.path}: ackdeck hooks already installed; nothing changed")
         return 0
     verb = "created" if result.created else "updated"
-    print(f"{result.path}: {verb} with ackdeck hooks for session {args.session!r}")
+    say(f"{result.path}: {verb} with ackdeck hooks for session {args.session!r}")
     if result.backup is not None:
-        print(f"backup of the previous file: {result.backup}")
+        say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
         if command:
-            print(f"  {event}: {command}")
+            say(f"  {event}: {command}")
     return 0
 
 
@@ -243,7 +244,7 @@ def _bootstrap(args: argparse.Namespace) -> int:
     text = hooks.bootstrap_text(args.session, args.room)
     if payload.get("source") in ("compact", "clear", "resume"):
         text = f"(ackdeck: reminder after {payload['source']})\n" + text
-    print(text, flush=True)
+    say(text, flush=True)
     told()
     return 0
 
@@ -253,7 +254,7 @@ def _prompt(args: argparse.Namespace) -> int:
     told = hooks.rooms_told_marker(_home(args), args.session, args.room)
     text = hooks.prompt_text(args.session, args.room)
     if text:
-        print(text, flush=True)
+        say(text, flush=True)
     told()
     return 0
 
@@ -279,11 +280,11 @@ def _emit(text: str) -> bool:
     if sys.stderr is None:  # started with stderr closed
         return False
     try:
-        print(text, file=sys.stderr, flush=True)
+        say(text, file=sys.stderr, flush=True)
     except OSError:
         return False
     try:
-        print(text, flush=True)
+        say(text, flush=True)
     except OSError:
         # The agent already has it on stderr. Point stdout at /dev/null so the interpreter's
         # final flush cannot print a second error about the same broken pipe.
@@ -320,7 +321,7 @@ def _nudge(args: argparse.Namespace) -> int:
         enter_delay_ms=args.enter_delay_ms,
     )
     nudger.pin()  # a missing pane is a one-line error before anything else
-    print(
+    say(
         f"ackdeck nudge: watching session {session!r} for pane {args.tmux}",
         file=sys.stderr,
         flush=True,

@@ -11,7 +11,7 @@ import time
 
 from ackdeck.core.base.text import counted
 from ackdeck.core.cli import SESSION_HELP, session_of
-from ackdeck.core.cli._output import emit_json, report, timeout_arg
+from ackdeck.core.cli._output import emit_json, for_terminal, report, say, timeout_arg
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         report(started, lambda: emit_json(run.to_json()))
     else:
-        report(started, lambda: print(started, flush=True))
+        report(started, lambda: say(started, flush=True))
     return 0
 
 
@@ -198,7 +198,7 @@ def _output(args: argparse.Namespace) -> int:
         raise failed[0]
     if not args.json:
         code = "" if res.exit_code is None else f" {res.exit_code}"
-        print(f"[{res.name} {res.status}{code}]", file=sys.stderr)
+        say(f"[{res.name} {res.status}{code}]", file=sys.stderr)
     return 0
 
 
@@ -217,6 +217,10 @@ def _write_stdout(items: list[bytes], failed: list[OSError]) -> int:
             failed.append(exc)
             return 0
         fd = -1
+    if fd >= 0 and os.isatty(fd):
+        # A person reads them: escapes shown, not obeyed (the run's range counts items, so
+        # each is escaped whole and still counts once written).
+        items = [for_terminal(x, fd) for x in items]
     done = 0
     i = 0
     while i < len(items):
@@ -262,15 +266,15 @@ def _ps(args: argparse.Namespace) -> int:
 
     listed = procs.list_runs(args.home, session=args.session, latest_only=args.latest)
     for p in listed.skipped:
-        print(f"ackdeck: warning: skipped damaged run state {p} (kept on disk)", file=sys.stderr)
+        say(f"ackdeck: warning: skipped damaged run state {p} (kept on disk)", file=sys.stderr)
     if args.json:
         emit_json(listed.to_json())
         return 0
-    print(f"{'NAME':<20} {'RUN ID':<26} {'PID':>7} {'STATUS':<8} {'EXIT':>4} STARTED  ENDED")
+    say(f"{'NAME':<20} {'RUN ID':<26} {'PID':>7} {'STATUS':<8} {'EXIT':>4} STARTED  ENDED")
     for r in listed.runs:
         code = "-" if r.exit_code is None else str(r.exit_code)
         pid = "-" if r.pid is None else str(r.pid)
-        print(
+        say(
             f"{r.name:<20} {r.run_id:<26} {pid:>7} {r.status:<8} {code:>4} "
             f"{_when(r.started_at)} {_when(r.ended_at)}"
         )
@@ -296,16 +300,16 @@ def _killed(args: argparse.Namespace, done: Any) -> None:
     if args.json:
         emit_json(done.to_json())
     elif done.was != "running" and not done.leftovers:
-        print(f"{info.name} run {info.run_id} is not running ({info.status})", file=sys.stderr)
+        say(f"{info.name} run {info.run_id} is not running ({info.status})", file=sys.stderr)
     elif done.leftovers:
         left = "; some still live" if done.leftovers_alive else ""
-        print(
+        say(
             f"{info.name} run {info.run_id} had {info.status}; stopped the processes it left "
             f"running{left}",
             flush=True,
         )
     else:
-        print(
+        say(
             f"{info.name} run {info.run_id}: {info.status} (exit code {info.exit_code})",
             flush=True,
         )
@@ -313,7 +317,7 @@ def _killed(args: argparse.Namespace, done: Any) -> None:
 
 def _skipped(paths: list[Path]) -> None:
     for p in paths:
-        print(f"ackdeck: warning: skipped malformed wake file {p} (kept on disk)", file=sys.stderr)
+        say(f"ackdeck: warning: skipped malformed wake file {p} (kept on disk)", file=sys.stderr)
 
 
 def _wakes_list(args: argparse.Namespace) -> int:
@@ -325,13 +329,13 @@ def _wakes_list(args: argparse.Namespace) -> int:
         emit_json(listed.to_json())
         return 0
     for r in listed.records:
-        print(
+        say(
             f"{r.session}/{r.name}: {r.kind}, {counted(len(r.lines), 'pending line')}"
             f"{' + notice' if r.notice_pending else ''}, {r.delivered_total} delivered, "
             f"{r.superseded_total} superseded, status {r.status}"
         )
         for x in r.lines:
-            print(f"  {x.text}")
+            say(f"  {x.text}")
     return 0
 
 
@@ -392,7 +396,7 @@ def _wakes_dismiss(args: argparse.Namespace) -> int:
         what = f"dismissed the wake {done.name!r} of session {done.session!r}"
         report(what if done.dismissed else "nothing dismissed", lambda: emit_json(done.to_json()))
     if not done.dismissed:
-        print(
+        say(
             f"ackdeck: error: no wake for {done.name!r} in session {done.session!r}",
             file=sys.stderr,
         )
