@@ -290,7 +290,8 @@ class RedisRoom:
 
         lost = _unknown(
             f"whether the line was stored is unknown (push {push_id}, retried {{tries}} "
-            "times): look for it (`room tail`) before pushing it again"
+            "times): look for it (`ackdeck room trace ROOM --match TEXT`) before pushing it "
+            "again"
         )
         entry_id, _dup = self._again(
             "push", lambda: script(keys=keys, args=[data, PUSH_WINDOW_S]), lost
