@@ -183,3 +183,13 @@ def test_two_rooms_of_one_name_in_two_projects_each_wake_their_owner(
     assert len(texts) == 2, texts
     assert any(str(tmp_path / "a" / "inbox.txt") in t for t in texts), texts
     assert any(str(tmp_path / "b" / "inbox.txt") in t for t in texts), texts
+
+
+def test_a_redis_read_doubt_is_kept_in_the_doors_home(tmp_path: Path) -> None:
+    # A room opened by a door with --home keeps its state there, not in $ACKDECK_HOME.
+    env = {"ACKDECK_HOME": str(tmp_path / "env-home")}
+    r = open_room("redis://127.0.0.1:1/r", env=env, home=tmp_path / "door-home")
+    doubts = r._doubts()  # type: ignore[attr-defined]
+    assert doubts.put("agent", "1-0") is None
+    assert (tmp_path / "door-home" / "redis-doubts").is_dir()
+    assert not (tmp_path / "env-home").exists()

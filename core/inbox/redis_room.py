@@ -362,7 +362,7 @@ class RedisRoom:
         return result
 
     def _doubts(self) -> Doubts:
-        return Doubts(self.address.name, self._env)
+        return Doubts(self.address.name, self._env, self._home)
 
     def _policy_for_read(self) -> RoomPolicy:
         try:

@@ -23,6 +23,7 @@ from ackdeck.core.base import atomic
 from ackdeck.core.base.home import alerts_dir, resolve_home
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.text import age_text
+from ackdeck.core.errors import AckdeckError, CorruptState
 from ackdeck.core.service.results import Result
 from ackdeck.core.service.rooms import RoomState, status
 from ackdeck.core.watch.room_wakes import tell, wake_name
@@ -64,7 +65,12 @@ def check(
     is refused (core/inbox/policy.py: an owner that is a path, a count of 0) is the error, in
     one line, before anything is written: status alone would read it as no policy at all."""
     for room, _label in rooms:
-        room.policy()
+        try:
+            room.policy()
+        except CorruptState:
+            raise
+        except (AckdeckError, OSError):
+            pass  # an unreachable room: status says so in its row, as it always has
     found = status(rooms, overdue=overdue)
     woke: list[str] = []
     owned = [r for r in found.rooms if r.status.owner is not None]
