@@ -186,3 +186,50 @@ async def test_the_dashboard_shows_a_hostile_line_escaped(tmp_path: Path) -> Non
         await settle(pilot)
         assert all(obeyed(n) == [] for n in notifications(app)), notifications(app)
         assert obeyed(screen_text(app)) == []
+
+
+def test_a_processs_output_and_its_wakes_show_escapes_escaped(
+    phome: Path, cli_env: dict[str, str]
+) -> None:
+    import time
+
+    script = "printf 'job \\033]0;pwned\\007 \\302\\2332J done\\n'"
+    started = cli(
+        cli_env, "run", "hostile", "--session", "s", "--monitor", "job", "--", "sh", "-c", script
+    )
+    assert started.returncode == 0, started
+    deadline = time.monotonic() + 120  # generous: both cores may be busy
+    while True:
+        runs = json.loads(cli(cli_env, "ps", "--json").stdout)["processes"]
+        if runs and runs[0]["status"] == "exited":
+            break
+        assert time.monotonic() < deadline, runs
+        time.sleep(0.05)
+    # Into a pipe a program gets the bytes; on a terminal a person sees them escaped.
+    piped = subprocess.run(
+        [*ACKDECK, "output", "hostile", "--session", "prog"], env=cli_env, capture_output=True
+    )
+    assert b"\x1b]0;pwned\x07" in piped.stdout
+    seen = _read_through_a_terminal(cli_env, "output", "hostile", "--session", "person").decode()
+    assert obeyed(seen) == [] and "\\x1b]0;pwned\\x07" in seen, repr(seen)
+    drained = cli(cli_env, "wakes", "drain", "--session", "s")
+    assert drained.returncode == 0 and "job" in drained.stdout, drained
+    assert obeyed(drained.stdout + drained.stderr) == [], drained.stdout
+    assert "\\x9b2J" in drained.stdout  # the 8-bit CSI the monitor's cleaning kept
+
+
+def test_json_output_is_the_exact_text_and_safe_on_a_terminal(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = tmp_path / "r.txt"
+    Room(room).push(HOSTILE)
+    for args in (
+        ["room", "read", str(room), "--session", "a", "--json"],
+        ["room", "trace", str(room), "0", "--json"],
+        ["room", "status", str(room), "--json"],
+    ):
+        out = cli(cli_env, *args)
+        assert out.returncode == 0, out
+        assert obeyed(out.stdout) == [], (args, out.stdout)  # \u009b, not the raw CSI
+    out = cli(cli_env, "room", "read", str(room), "--session", "b", "--json")
+    assert json.loads(out.stdout)["lines"] == [HOSTILE]  # a program decodes the exact text

@@ -21,6 +21,10 @@ _UNSAFE = {
 }
 
 
+# What json.dumps(ensure_ascii=False) leaves raw of the above (it escapes C0 itself).
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}]")
+
+
 def _escaped(m: re.Match[str]) -> str:
     o = ord(m.group())
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
@@ -36,6 +40,15 @@ def safe(text: str, *, keep: str = "\t") -> str:
     if text.isprintable():
         return text  # the common case, in C: every character escaped here is unprintable
     return _UNSAFE[keep].sub(_escaped, text)
+
+
+def json_safe(doc: str) -> str:
+    """A JSON document with every character `safe` escapes that JSON itself left raw (DEL, C1,
+    bidi controls: only inside strings, JSON's own syntax is ASCII) as a `\\uXXXX` escape: the
+    same value for a program, nothing a terminal obeys for a person."""
+    if doc.isascii():
+        return doc
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
 
 
 def shown(raw: bytes) -> str:

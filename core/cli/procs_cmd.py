@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import sys
 import time
 
-from ackdeck.core.base.text import counted
+from ackdeck.core.base.text import counted, safe
 from ackdeck.core.cli import SESSION_HELP, session_of
-from ackdeck.core.cli._output import emit_json, for_terminal, report, say, timeout_arg
+from ackdeck.core.cli._output import (
+    emit_json,
+    for_terminal,
+    json_text,
+    report,
+    say,
+    stdout_fd,
+    timeout_arg,
+)
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -179,10 +186,11 @@ def _output(args: argparse.Namespace) -> int:
     def deliver(res: OutputLines) -> int:
         # Shown means delivered: only the lines the pipe accepted are recorded as shown.
         if args.json:
-            doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
+            doc = json_text(res.to_json()) + "\n"
             done = _write_stdout([doc.encode()], failed)
             return len(res.raw) if done == 1 else 0
-        return _write_stdout([x + b"\n" for x in res.raw], failed)
+        fd = stdout_fd()  # on a terminal a person reads them: escapes shown, not obeyed
+        return _write_stdout([for_terminal(x + b"\n", fd) for x in res.raw], failed)
 
     res = procs.read_output(
         args.home,
@@ -217,10 +225,6 @@ def _write_stdout(items: list[bytes], failed: list[OSError]) -> int:
             failed.append(exc)
             return 0
         fd = -1
-    if fd >= 0 and os.isatty(fd):
-        # A person reads them: escapes shown, not obeyed (the run's range counts items, so
-        # each is escaped whole and still counts once written).
-        items = [for_terminal(x, fd) for x in items]
     done = 0
     i = 0
     while i < len(items):
@@ -349,13 +353,11 @@ def _wakes_drain(args: argparse.Namespace) -> int:
         # and, with --hook, also stderr: Claude Code-style Stop hooks feed stderr back to the
         # agent on exit 2, so a report that never reached it must stay pending. stderr last:
         # once it is written the agent has it.
-        if args.json:
-            doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
-        else:
-            doc = res.text() + "\n"
+        text = safe(res.text(), keep="\t\n") + "\n"  # the matched lines are a producer's
+        doc = json_text(res.to_json()) + "\n" if args.json else text
         if _write_stdout([doc.encode()], failed) != 1:
             return False
-        return not args.hook or _write_stderr((res.text() + "\n").encode(), failed)
+        return not args.hook or _write_stderr(text.encode(), failed)
 
     res = wakes.drain(
         args.home, session_of(args.session), settle_timeout=args.settle, deliver=deliver

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import json
 import os
 import sys
 
@@ -19,8 +18,10 @@ from ackdeck.core.cli._output import (
     emit_json,
     emit_text,
     for_terminal,
+    json_text,
     report,
     say,
+    stdout_fd,
     timeout_arg,
 )
 from ackdeck.core.errors import AckdeckError, InvalidInput
@@ -235,19 +236,12 @@ def _read(args: argparse.Namespace) -> int:
 
 def _raw_lines(result: rooms.Lines) -> None:
     """Text mode: the raw bytes of each line, exactly as stored (escaped for a terminal)."""
-    _deliver(for_terminal(result.data, _stdout_fd()))
-
-
-def _stdout_fd() -> int:
-    try:
-        return sys.stdout.fileno()
-    except (OSError, ValueError, AttributeError):
-        return -1  # no descriptor (closed, a stand-in): not a terminal; _deliver says why
+    _deliver(for_terminal(result.data, stdout_fd()))
 
 
 def _json_lines(result: rooms.Lines) -> None:
     """JSON mode: lines decoded with replacement, and which of them were not valid UTF-8."""
-    doc = json.dumps(result.to_json(), ensure_ascii=False) + "\n"
+    doc = json_text(result.to_json()) + "\n"
     _deliver(doc.encode("utf-8", "surrogateescape"))
 
 
