@@ -117,7 +117,7 @@ def test_the_dead_letter_room_keeps_the_rooms_mode(tmp_path: Path) -> None:
     assert (dead.stat().st_uid, dead.stat().st_gid) == (room.stat().st_uid, room.stat().st_gid)
 
 
-@pytest.mark.parametrize("blocker", ["directory", "symlink", "fifo"])
+@pytest.mark.parametrize("blocker", ["directory", "symlink", "fifo", "its sidecar"])
 def test_a_blocked_dead_letter_room_never_blocks_the_room_it_serves(
     tmp_path: Path, blocker: str
 ) -> None:
@@ -127,8 +127,10 @@ def test_a_blocked_dead_letter_room_never_blocks_the_room_it_serves(
         dead.mkdir()
     elif blocker == "symlink":
         dead.symlink_to(tmp_path / "elsewhere")
-    else:
+    elif blocker == "fifo":
         os.mkfifo(dead)
+    else:
+        (tmp_path / ".r.txt.dead.ackdeck").write_text("not a directory")
     r = Room(room)
     r.set_policy(RoomPolicy(max_deliveries=1))
     r.push("poison")
