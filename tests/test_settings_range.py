@@ -15,7 +15,7 @@ from tests.conftest import ACKDECK
 from tui.config import DashConfig, load_config
 
 
-@pytest.mark.parametrize("tick", ["1e-7", "-1.0", "nan", "inf", "1e9", "true", '"1"'])
+@pytest.mark.parametrize("tick", ["1e-7", "0.01", "-1.0", "nan", "inf", "1e9", "true", '"1"'])
 def test_a_dashboard_tick_that_makes_no_sense_is_refused_in_one_line(
     tmp_path: Path, tick: str
 ) -> None:
@@ -26,7 +26,7 @@ def test_a_dashboard_tick_that_makes_no_sense_is_refused_in_one_line(
     assert "tick_seconds" in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("tick, want", [("0", 0.0), ("0.1", 0.1), ("1", 1.0), ("3600", 3600.0)])
+@pytest.mark.parametrize("tick, want", [("0", 0.0), ("0.05", 0.05), ("1", 1.0), ("3600", 3600.0)])
 def test_a_dashboard_tick_in_range_or_off_is_kept(tmp_path: Path, tick: str, want: float) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"tick_seconds = {tick}\n")

@@ -7,7 +7,7 @@ rooms = ["inbox.txt"]    # relative paths are relative to the config file; or re
 room_dirs = ["inboxes"]  # every file in these directories is a room (new ones appear live)
 theme = "nord"           # the palette's theme (written here when the owner picks one)
 watch = true             # live updates from watchfiles
-tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off, else 0.1-3600
+tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off, else 0.05-3600
 ```
 
 Without `--config` the dashboard reads `$XDG_CONFIG_HOME/ackdeck/config.toml`, else
@@ -124,7 +124,7 @@ def _named(key: str, value: object, check: Callable[[object], Any]) -> Any:
 
 # A tick shorter than this repaints and sweeps faster than anyone reads (1e-7 was a busy loop
 # that never painted); longer than an hour, the sweeps it drives never seem to happen.
-TICK_RANGE = (0.1, 3600.0)
+TICK_RANGE = (0.05, 3600.0)
 
 
 def _tick(value: object) -> float:
