@@ -60,7 +60,7 @@ def prepare(room_fd: int, dead: Path) -> bool:
             if exc.errno != errno.EPERM:
                 raise
             # Not ours to give (another user's room): ours, in the room's mode.
-        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o777)  # its permissions, never set-id bits
     finally:
         os.close(fd)
     return True
