@@ -233,3 +233,27 @@ def test_json_output_is_the_exact_text_and_safe_on_a_terminal(
         assert obeyed(out.stdout) == [], (args, out.stdout)  # \u009b, not the raw CSI
     out = cli(cli_env, "room", "read", str(room), "--session", "b", "--json")
     assert json.loads(out.stdout)["lines"] == [HOSTILE]  # a program decodes the exact text
+
+
+def test_every_cli_line_for_people_goes_through_say() -> None:
+    # The class, not the example: a new print() in a command would print a producer's escapes
+    # raw again. Only `say` itself and the version line (ackdeck's own text) call print.
+    import ast
+
+    from tests.conftest import REPO
+
+    bare = []
+    for path in sorted((REPO / "core" / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef) or fn.name == "say":
+                continue
+            for node in ast.walk(fn):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "print"
+                    and "package_version" not in ast.unparse(node)
+                ):
+                    bare.append(f"{path.name}:{node.lineno}")
+    assert bare == [], bare
