@@ -171,14 +171,14 @@ async def test_lines_panel_shows_a_redis_rooms_lines_live_and_drops_what_the_own
     url = redis_server.url(new_room_name())
     producer = open_room(url)
     producer.push("first")
-    producer.push("second \x1b[31mred\x1b[0m")  # shown with replacement, never interpreted
+    producer.push("second \x1b[31mred\x1b[0m")  # shown escaped, never interpreted
     app = make_app(quiet_config([url], watch=True), clock=fixed_clock)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         view = app.main.query_one("#lines", LineView)
         await _until(
             pilot,
-            lambda: view.visible_text() == ["first", "second \ufffd[31mred\ufffd[0m"],
+            lambda: view.visible_text() == ["first", "second \\x1b[31mred\\x1b[0m"],
             "the room's entries in the lines panel",
         )
         open_room(url).push("third")  # another connection, as another host would

@@ -131,6 +131,11 @@ def test_a_push_that_never_learns_its_outcome_says_unknown_and_is_still_stored_o
     retried = len(proxy.dropped) - 1  # every retry carried the same push ID
     assert retried >= 3 and f"retried {retried} times" in out.stderr
     assert _entries(redis_server, name) == [b"done"]
+    # The command it says to look with exists and finds the line (it named `room tail`).
+    said = out.stderr.split("`ackdeck ", 1)[1].split("`", 1)[0].split()
+    assert said == ["room", "trace", "ROOM", "--match", "TEXT"], out.stderr
+    look = _cli(env, "room", "trace", redis_server.url(name), "--match", "done")
+    assert look.returncode == 0 and "done" in look.stdout, look
 
 
 def test_a_push_to_a_closed_port_says_nothing_was_changed(env: dict[str, str]) -> None:

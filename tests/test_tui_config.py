@@ -41,7 +41,10 @@ def test_config_resolves_rooms_relative_to_the_file(tmp_path: Path) -> None:
         ("room_dirs = [true]", "room_dirs.0: must be a path"),
         ("home = 3", "home: must be a path"),
         ('watch = "yes"', "watch: must be true or false"),
-        ('tick_seconds = "1"', "tick_seconds: must be a number of seconds, 0 or more"),
+        (
+            'tick_seconds = "1"',
+            "tick_seconds: must be a number of seconds, 0 (off) or from 0.05 to 3600",
+        ),
         ("session = 7", "session: must be a string"),
         ("theme = 1", "theme: must be a string"),
     ],

@@ -83,10 +83,12 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_display_never_passes_control_characters_through() -> None:
-    assert display_text(b"a\x1b[31mred\rb\xff") == "a\ufffd[31mred\ufffdb\ufffd"
+    # Shown escaped (core/base/text.py), as every door shows them; bytes that are not UTF-8
+    # are U+FFFD.
+    assert display_text(b"a\x1b[31mred\rb\xff") == "a\\x1b[31mred\\x0db\ufffd"
     assert display_text(b"a\tb") == "a   b"  # tabs expand to 4-column stops
     # C1 controls encoded in UTF-8: some terminals take U+009B for CSI and U+009D for OSC.
-    assert display_text("x\u009b31m\u009d0;t\u0085y".encode()) == "x\ufffd31m\ufffd0;t\ufffdy"
+    assert display_text("x\u009b31m\u009d0;t\u0085y".encode()) == "x\\x9b31m\\x9d0;t\\x85y"
     assert display_text("é ü ½".encode()) == "é ü ½"  # printable Latin-1 stays
 
 

@@ -18,9 +18,11 @@ from pathlib import Path
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.timer import Timer
 from textual.worker import Worker, get_current_worker
 
+from ackdeck.core.base.text import safe
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import RoomRef
@@ -122,6 +124,25 @@ class AckdeckApp(App[None]):
 
     def get_default_screen(self) -> MainScreen:
         return self._main
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every toast (any screen's or widget's notify comes here): its text may quote a
+        file name or a producer's line, so control and escape characters are shown escaped."""
+        super().notify(
+            safe(message, keep="\t\n"),
+            title=safe(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def on_mount(self) -> None:
         if self.config.theme in self.available_themes:

@@ -7,7 +7,7 @@ rooms = ["inbox.txt"]    # relative paths are relative to the config file; or re
 room_dirs = ["inboxes"]  # every file in these directories is a room (new ones appear live)
 theme = "nord"           # the palette's theme (written here when the owner picks one)
 watch = true             # live updates from watchfiles
-tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off
+tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off, else 0.05-3600
 ```
 
 Without `--config` the dashboard reads `$XDG_CONFIG_HOME/ackdeck/config.toml`, else
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.ranges import in_range
 from ackdeck.core.errors import InvalidInput, InvalidName
 from ackdeck.core.service.refs import room_spec
 
@@ -63,10 +64,7 @@ class DashConfig:
         for name in ("watch", "scan_process", "show_clock", "animations"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be true or false")
-        tick = self.tick_seconds
-        if isinstance(tick, bool) or not isinstance(tick, int | float) or tick < 0:
-            raise ValueError("tick_seconds: must be a number of seconds, 0 or more")
-        self.tick_seconds = float(tick)
+        self.tick_seconds = _named("tick_seconds", self.tick_seconds, _tick)
         if not isinstance(self.title, str):
             raise ValueError("title: must be a string")
 
@@ -122,6 +120,24 @@ def _named(key: str, value: object, check: Callable[[object], Any]) -> Any:
         return check(value)
     except ValueError as exc:
         raise ValueError(f"{key}: {exc}") from None
+
+
+# A tick shorter than this repaints and sweeps faster than anyone reads (1e-7 was a busy loop
+# that never painted); longer than an hour, the sweeps it drives never seem to happen.
+TICK_RANGE = (0.05, 3600.0)
+
+
+def _tick(value: object) -> float:
+    if value == 0 and not isinstance(value, bool):
+        return 0.0  # off
+    try:
+        return in_range(value, "", *TICK_RANGE)
+    except InvalidInput:
+        low, high = TICK_RANGE
+        raise ValueError(
+            f"must be a number of seconds, 0 (off) or from {low:g} to {high:g}, "
+            f"got {str(value)[:40]!r}"
+        ) from None
 
 
 def _session_name(value: object) -> str:

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ackdeck.core.base.ranges import parse_in_range
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.rooms import poller_line
@@ -55,10 +56,9 @@ PROCESSES = [
 
 
 def pace() -> float:
-    try:
-        return max(0.01, float(os.environ.get("ACKDECK_DEMO_PACE", "1.0")))
-    except ValueError:
-        return 1.0
+    """How much slower than written the demo's scenes run ($ACKDECK_DEMO_PACE, 0.01-100)."""
+    raw = os.environ.get("ACKDECK_DEMO_PACE") or "1.0"
+    return parse_in_range(raw, "ACKDECK_DEMO_PACE", 0.01, 100)
 
 
 def nap(lo: float, hi: float) -> None:
@@ -240,6 +240,7 @@ def run_demo(*, session: str = "owner") -> int:
     from .app import make_app
     from .config import DashConfig
 
+    pace()  # a pace that makes no sense is one line now, not a traceback in each scene
     with tempfile.TemporaryDirectory(prefix="ackdeck-demo-") as tmp:
         world = DemoWorld(Path(tmp))
         try:

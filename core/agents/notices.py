@@ -35,6 +35,7 @@ from ackdeck.core.base.jsonfields import (
     get_required,
 )
 from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.text import safe
 from ackdeck.core.service.views import LineKey, RoomView, WakeView
 
 PREVIEW_CHARS = 160
@@ -211,7 +212,7 @@ def recreated(mark: RoomMark, view: RoomView) -> bool:
 
 def room_notice(view: RoomView, session: str) -> Notice:
     n = view.unread
-    text = f"ackdeck: {n} unread line{'s' if n != 1 else ''} in room {view.label}"
+    text = f"ackdeck: {n} unread line{'s' if n != 1 else ''} in room {safe(view.label, keep='')}"
     if view.preview:
         text += f" (newest: {clip(view.preview, PREVIEW_CHARS)})"
     text += (
@@ -271,14 +272,8 @@ def nudge_line(notices: Sequence[Notice]) -> str:
     return clip("ackdeck: " + "; ".join(bits), NUDGE_CHARS)
 
 
-def _breaks_the_line(c: str) -> bool:
-    # C0 and DEL (a newline would press Enter in a terminal, ESC starts a sequence), C1 (U+009B
-    # is an 8-bit CSI, U+0085 a next-line) and the Unicode line and paragraph separators.
-    o = ord(c)
-    return o < 32 or 127 <= o < 160 or o in (0x2028, 0x2029)
-
-
 def clip(text: str, limit: int) -> str:
-    # One line: every character that could end it or drive a terminal becomes a space.
-    flat = "".join(" " if _breaks_the_line(c) else c for c in text)
+    # One line: every character that could end it or drive a terminal (or, typed into a pane,
+    # press a key: a tab) is shown escaped (core/base/text.py).
+    flat = safe(text, keep="")
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

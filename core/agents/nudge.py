@@ -26,6 +26,7 @@ import anyio
 
 from ackdeck.core.agents.noticer import DEFAULT_WINDOW_S, Noticer
 from ackdeck.core.agents.notices import Notice, nudge_line
+from ackdeck.core.base.ranges import in_range
 from ackdeck.core.errors import InvalidInput, PaneGone
 from ackdeck.core.service.procs import user_pattern
 
@@ -138,8 +139,8 @@ class Nudger:
         prompt_regex: str | None = None,
         enter_delay_ms: int = DEFAULT_ENTER_DELAY_MS,
     ) -> None:
-        if idle_ms < 0:
-            raise InvalidInput("--idle-ms must not be negative")
+        # Idle for more than a day is never: the pane would never be nudged.
+        in_range(idle_ms, "--idle-ms", 0, 86_400_000, integer=True)
         if not 0 <= enter_delay_ms <= 10_000:
             # At most 10 s: a stop waits for a nudge's text and its Enter (one shielded step).
             raise InvalidInput("--enter-delay-ms must be between 0 and 10000")

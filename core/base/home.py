@@ -3,6 +3,7 @@
 Layout (all under the home):
     procs/NAME/RUN_ID/   one run of a monitored process (see core/watch/runs.py)
     wakes/SESSION/       wake records owned by one session (see core/watch/wakes.py)
+    alerts/OWNER/        overdue episodes of the rooms OWNER owns (core/service/alerts.py)
     starts/NAME.lock     held while a run of NAME starts (core/watch/procs.py): never removed,
                          since unlinking a lock file others may wait on would let two hold it
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import InvalidInput
 
 
@@ -44,3 +46,8 @@ def starts_dir(home: Path) -> Path:
 
 def wakes_dir(home: Path) -> Path:
     return home / "wakes"
+
+
+def alerts_dir(home: Path, owner: str) -> Path:
+    """`owner` is checked here, where it becomes a path, whatever it was read from."""
+    return home / "alerts" / check_name(owner, "owner")

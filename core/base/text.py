@@ -7,6 +7,54 @@ so a line looks the same whichever door shows it.
 
 from __future__ import annotations
 
+import re
+
+# What a terminal obeys rather than shows: C0 controls (ESC starts a sequence: OSC sets the
+# window title, CSI clears the screen; CR overwrites the line; BEL rings), DEL, C1 controls
+# (U+009B is an 8-bit CSI, U+009D an OSC, U+0085 a next-line), the Unicode line separators
+# and the bidirectional overrides that make a line read as another one (U+202E).
+_BIDI = "\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_UNSAFE = {
+    "\t": re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}]"),
+    "\t\n": re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]"),
+    "": re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]"),
+}
+
+
+# What json.dumps(ensure_ascii=False) leaves raw of the above (it escapes C0 itself).
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    o = ord(m.group())
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def safe(text: str, *, keep: str = "\t") -> str:
+    """`text` safe to print for people: every control or escape character a producer put in
+    it is shown escaped (`\\x1b`, `\\u202e`) instead of driving the terminal. The one place
+    ackdeck makes text safe for a person's eyes (CLI text, trace, dashboard, notices, hooks);
+    JSON and MCP structured content carry the exact text. `keep`: what stays as it is: a tab
+    (the default), also newlines for several lines ackdeck composed ("\\t\\n"), nothing for
+    text typed as keys into a terminal (""), where a tab is a key too."""
+    if text.isprintable():
+        return text  # the common case, in C: every character escaped here is unprintable
+    return _UNSAFE[keep].sub(_escaped, text)
+
+
+def json_safe(doc: str) -> str:
+    """A JSON document with every character `safe` escapes that JSON itself left raw (DEL, C1,
+    bidi controls: only inside strings, JSON's own syntax is ASCII) as a `\\uXXXX` escape: the
+    same value for a program, nothing a terminal obeys for a person."""
+    if doc.isascii():
+        return doc
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
+
+
+def shown(raw: bytes) -> str:
+    """`raw` as a person sees it: `display`, then `safe`."""
+    return safe(display(raw))
+
 
 def display(raw: bytes) -> str:
     """`raw` as text for a reader: UTF-8, invalid bytes replaced by U+FFFD."""

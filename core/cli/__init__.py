@@ -473,8 +473,10 @@ def _error_line(line: str) -> None:
     stdout when stderr was closed at start) and never a second error about the first."""
     if sys.stderr is None:
         return  # the exit code is all that is left to say it
+    from ackdeck.core.cli._output import say  # a room's or a file's name may hold escapes
+
     try:
-        print(line, file=sys.stderr, flush=True)
+        say(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 

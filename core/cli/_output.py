@@ -16,8 +16,45 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def say(*parts: object, file: Any = None, flush: bool = False) -> None:
+    """print() for text people read (reports, errors, traces, hook text): every control or
+    escape character in it, a producer's or a file name's, is shown escaped (`text.safe`), so
+    a line cannot set the terminal's title or clear its screen. Newlines and tabs stay."""
+    from ackdeck.core.base.text import safe
+
+    print(safe(" ".join(str(p) for p in parts), keep="\t\n"), file=file, flush=flush)
+
+
+def stdout_fd() -> int:
+    """stdout's descriptor, or -1 when it has none (closed, a stand-in): never a terminal."""
+    try:
+        return sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return -1
+
+
+def for_terminal(data: bytes, fd: int) -> bytes:
+    """Lines a program reads exactly (`room read`, `output`) as a person at a terminal sees
+    them: when `fd` is a terminal, each line's control and escape characters are shown
+    escaped; into a pipe or a file the bytes stay exact."""
+    if not os.isatty(fd):
+        return data
+    from ackdeck.core.base.text import display, safe
+
+    return safe(display(data), keep="\t\n").encode("utf-8")
+
+
+def json_text(value: Any) -> str:
+    """`value` as the CLI's JSON: UTF-8 kept as is, but every character a terminal would obey
+    written as a `\\uXXXX` escape (json.dumps escapes C0 already; DEL, C1 and the bidi
+    controls it leaves raw). The same JSON value, safe on a person's terminal."""
+    from ackdeck.core.base.text import json_safe
+
+    return json_safe(json.dumps(value, ensure_ascii=False))
+
+
 def emit_json(value: Any) -> None:
-    emit_text(json.dumps(value, ensure_ascii=False) + "\n")
+    emit_text(json_text(value) + "\n")
 
 
 class JsonParts:
@@ -25,7 +62,7 @@ class JsonParts:
     only what was written is removed) and the rest once the operation is done. It knows the
     object's shape (the result's declared keys): each part is the text of some of them, and
     `end` checks that every key was written exactly once. The caller writes the texts, so the
-    I/O stays where its errors are handled. The encoding is `json.dumps`'s."""
+    I/O stays where its errors are handled. The encoding is `json_text`'s."""
 
     def __init__(self, shape: Iterable[str]) -> None:
         self._shape = list(shape)
@@ -37,7 +74,7 @@ class JsonParts:
             if key not in self._shape or key in self._written:
                 raise ValueError(f"{key!r} is not a key of this object, or written twice")
             self._written.append(key)
-            pairs.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+            pairs.append(f"{json.dumps(key)}: {json_text(value)}")
         first = len(self._written) == len(pairs)
         return ("{" if first else ", ") + ", ".join(pairs)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from ackdeck.core.agents import hooks
 from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, session_of
+from ackdeck.core.cli._output import say
 from ackdeck.core.errors import AckdeckError, InvalidInput
 
 
@@ -257,16 +258,16 @@ def _said_installed(
     result: hooks.InstallResult, commands: dict[str, str | None], session: str
 ) -> None:
     if not result.changed:
-        print(f"{result.path}: ackdeck hooks already installed; nothing changed")
+        say(f"{result.path}: ackdeck hooks already installed; nothing changed")
         return
     verb = "created" if result.created else "updated"
-    print(f"{result.path}: {verb} with ackdeck hooks for session {session!r}")
+    say(f"{result.path}: {verb} with ackdeck hooks for session {session!r}")
     if result.backup is not None:
-        print(f"backup of the previous file: {result.backup}")
+        say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
         if command:
-            print(f"  {event}: {command}")
+            say(f"  {event}: {command}")
 
 
 def _pair_server(server: list[str], mcp_config: str | None) -> None:
@@ -280,27 +281,27 @@ def _pair_server(server: list[str], mcp_config: str | None) -> None:
     if mcp_config is None:
         differ = server_config.disagreement(server_config.project_config(), server)
         if differ:
-            print(
+            say(
                 f"ackdeck: warning: the {server_config.SERVER_NAME!r} server in "
                 f"{server_config.PROJECT_FILE} differs from these hooks: {differ}; run again "
                 f"with --mcp-config {server_config.PROJECT_FILE} to make them agree",
                 file=sys.stderr,
             )
-        print(
+        say(
             "the MCP server to run with these hooks (same home, session and rooms; "
             "--mcp-config FILE writes it):"
         )
-        print(f"  {line}")
+        say(f"  {line}")
         return
     written = server_config.install_server(mcp_config, server_config.server_entry(server))
     if not written.changed:
-        print(f"{written.path}: ackdeck MCP server already there; nothing changed")
+        say(f"{written.path}: ackdeck MCP server already there; nothing changed")
         return
     verb = "created" if written.created else "updated"
-    print(f"{written.path}: {verb} with the MCP server for the same home, session and rooms")
+    say(f"{written.path}: {verb} with the MCP server for the same home, session and rooms")
     if written.backup is not None:
-        print(f"backup of the previous file: {written.backup}")
-    print(f"  {server_config.SERVER_NAME}: {line}")
+        say(f"backup of the previous file: {written.backup}")
+    say(f"  {server_config.SERVER_NAME}: {line}")
 
 
 def _bootstrap(args: argparse.Namespace) -> int:
@@ -309,7 +310,7 @@ def _bootstrap(args: argparse.Namespace) -> int:
     text = hooks.bootstrap_text(args.session, args.room)
     if payload.get("source") in ("compact", "clear", "resume"):
         text = f"(ackdeck: reminder after {payload['source']})\n" + text
-    print(text, flush=True)
+    say(text, flush=True)
     told()
     return 0
 
@@ -319,7 +320,7 @@ def _prompt(args: argparse.Namespace) -> int:
     told = hooks.rooms_told_marker(_home(args), args.session, args.room)
     text = hooks.prompt_text(args.session, args.room)
     if text:
-        print(text, flush=True)
+        say(text, flush=True)
     told()
     return 0
 
@@ -345,11 +346,11 @@ def _emit(text: str) -> bool:
     if sys.stderr is None:  # started with stderr closed
         return False
     try:
-        print(text, file=sys.stderr, flush=True)
+        say(text, file=sys.stderr, flush=True)
     except OSError:
         return False
     try:
-        print(text, flush=True)
+        say(text, flush=True)
     except OSError:
         # The agent already has it on stderr. Point stdout at /dev/null so the interpreter's
         # final flush cannot print a second error about the same broken pipe.
@@ -386,7 +387,7 @@ def _nudge(args: argparse.Namespace) -> int:
         enter_delay_ms=args.enter_delay_ms,
     )
     nudger.pin()  # a missing pane is a one-line error before anything else
-    print(
+    say(
         f"ackdeck nudge: watching session {session!r} for pane {args.tmux}",
         file=sys.stderr,
         flush=True,

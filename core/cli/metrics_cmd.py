@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ackdeck.core.cli._output import emit_text
+from ackdeck.core.cli._output import emit_text, say
 from ackdeck.core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def _serve(metrics: Any, rooms: list[str], home: Path | None, host: str, port: i
     except OSError as exc:
         raise OSError(exc.errno, f"cannot serve on {host} port {port}: {exc.strerror}") from None
     where = server.server_address[1]
-    print(f"ackdeck metrics: serving http://{host}:{where}/metrics", file=sys.stderr, flush=True)
+    say(f"ackdeck metrics: serving http://{host}:{where}/metrics", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

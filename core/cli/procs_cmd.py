@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import sys
 import time
 
+from ackdeck.core.base.text import safe
 from ackdeck.core.cli import SESSION_HELP, session_of
-from ackdeck.core.cli._output import emit_json, report, timeout_arg
+from ackdeck.core.cli._output import (
+    emit_json,
+    for_terminal,
+    json_text,
+    report,
+    say,
+    stdout_fd,
+    timeout_arg,
+)
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -166,7 +174,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         report(started, lambda: emit_json(run.to_json()))
     else:
-        report(started, lambda: print(started, flush=True))
+        report(started, lambda: say(started, flush=True))
     return 0
 
 
@@ -178,10 +186,11 @@ def _output(args: argparse.Namespace) -> int:
     def deliver(res: OutputLines) -> int:
         # Shown means delivered: only the lines the pipe accepted are recorded as shown.
         if args.json:
-            doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
+            doc = json_text(res.to_json()) + "\n"
             done = _write_stdout([doc.encode()], failed)
             return len(res.raw) if done == 1 else 0
-        return _write_stdout([x + b"\n" for x in res.raw], failed)
+        fd = stdout_fd()  # on a terminal a person reads them: escapes shown, not obeyed
+        return _write_stdout([for_terminal(x + b"\n", fd) for x in res.raw], failed)
 
     res = procs.read_output(
         args.home,
@@ -197,7 +206,7 @@ def _output(args: argparse.Namespace) -> int:
         raise failed[0]
     if not args.json:
         code = "" if res.exit_code is None else f" {res.exit_code}"
-        print(f"[{res.name} {res.status}{code}]", file=sys.stderr)
+        say(f"[{res.name} {res.status}{code}]", file=sys.stderr)
     return 0
 
 
@@ -261,15 +270,15 @@ def _ps(args: argparse.Namespace) -> int:
 
     listed = procs.list_runs(args.home, session=args.session, latest_only=args.latest)
     for p in listed.skipped:
-        print(f"ackdeck: warning: skipped damaged run state {p} (kept on disk)", file=sys.stderr)
+        say(f"ackdeck: warning: skipped damaged run state {p} (kept on disk)", file=sys.stderr)
     if args.json:
         emit_json(listed.to_json())
         return 0
-    print(f"{'NAME':<20} {'RUN ID':<26} {'PID':>7} {'STATUS':<8} {'EXIT':>4} STARTED  ENDED")
+    say(f"{'NAME':<20} {'RUN ID':<26} {'PID':>7} {'STATUS':<8} {'EXIT':>4} STARTED  ENDED")
     for r in listed.runs:
         code = "-" if r.exit_code is None else str(r.exit_code)
         pid = "-" if r.pid is None else str(r.pid)
-        print(
+        say(
             f"{r.name:<20} {r.run_id:<26} {pid:>7} {r.status:<8} {code:>4} "
             f"{_when(r.started_at)} {_when(r.ended_at)}"
         )
@@ -295,16 +304,16 @@ def _killed(args: argparse.Namespace, done: Any) -> None:
     if args.json:
         emit_json(done.to_json())
     elif done.was != "running" and not done.leftovers:
-        print(f"{info.name} run {info.run_id} is not running ({info.status})", file=sys.stderr)
+        say(f"{info.name} run {info.run_id} is not running ({info.status})", file=sys.stderr)
     elif done.leftovers:
         left = "; some still live" if done.leftovers_alive else ""
-        print(
+        say(
             f"{info.name} run {info.run_id} had {info.status}; stopped the processes it left "
             f"running{left}",
             flush=True,
         )
     else:
-        print(
+        say(
             f"{info.name} run {info.run_id}: {info.status} (exit code {info.exit_code})",
             flush=True,
         )
@@ -312,7 +321,7 @@ def _killed(args: argparse.Namespace, done: Any) -> None:
 
 def _skipped(paths: list[Path]) -> None:
     for p in paths:
-        print(f"ackdeck: warning: skipped malformed wake file {p} (kept on disk)", file=sys.stderr)
+        say(f"ackdeck: warning: skipped malformed wake file {p} (kept on disk)", file=sys.stderr)
 
 
 def _wakes_list(args: argparse.Namespace) -> int:
@@ -324,7 +333,7 @@ def _wakes_list(args: argparse.Namespace) -> int:
         emit_json(listed.to_json())
         return 0
     if listed.records:
-        print(listed.text())  # the words MCP wakes_list says of the same records
+        say(listed.text())  # the words MCP wakes_list says of the same records
     return 0
 
 
@@ -338,13 +347,11 @@ def _wakes_drain(args: argparse.Namespace) -> int:
         # and, with --hook, also stderr: Claude Code-style Stop hooks feed stderr back to the
         # agent on exit 2, so a report that never reached it must stay pending. stderr last:
         # once it is written the agent has it.
-        if args.json:
-            doc = json.dumps(res.to_json(), ensure_ascii=False) + "\n"
-        else:
-            doc = res.text() + "\n"
+        text = safe(res.text(), keep="\t\n") + "\n"  # the matched lines are a producer's
+        doc = json_text(res.to_json()) + "\n" if args.json else text
         if _write_stdout([doc.encode()], failed) != 1:
             return False
-        return not args.hook or _write_stderr((res.text() + "\n").encode(), failed)
+        return not args.hook or _write_stderr(text.encode(), failed)
 
     res = wakes.drain(
         args.home, session_of(args.session), settle_timeout=args.settle, deliver=deliver
@@ -385,7 +392,7 @@ def _wakes_dismiss(args: argparse.Namespace) -> int:
         what = f"dismissed the wake {done.name!r} of session {done.session!r}"
         report(what if done.dismissed else "nothing dismissed", lambda: emit_json(done.to_json()))
     if not done.dismissed:
-        print(
+        say(
             f"ackdeck: error: no wake for {done.name!r} in session {done.session!r}",
             file=sys.stderr,
         )

@@ -5,16 +5,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import json
 import os
 import sys
 
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.text import age_text, counted
+from ackdeck.core.base.text import age_text, counted, safe
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import SESSION_HELP, ClosedStream, session_of
-from ackdeck.core.cli._output import JsonParts, emit_json, emit_text, report, timeout_arg
+from ackdeck.core.cli._output import (
+    JsonParts,
+    emit_json,
+    emit_text,
+    for_terminal,
+    json_text,
+    report,
+    say,
+    stdout_fd,
+    timeout_arg,
+)
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms
 from ackdeck.core.service.deck import Deck
@@ -201,33 +210,33 @@ def _push(args: argparse.Namespace) -> int:
             # A person typed it: say where the line went. A script's pipe or file stays quiet.
             from ackdeck.core.cli._words import pushed_sentence
 
-            report(done, lambda: emit_text(pushed_sentence(pushed) + "\n"))
+            report(done, lambda: emit_text(safe(pushed_sentence(pushed)) + "\n"))
         return 0
     done = f"pushed 1 line to {args.room} at offset {pushed.offset}"
     try:
         got = deck.wait_ack(room, pushed, session=args.session, timeout=args.timeout)
     except (AckdeckError, OSError):
         # The push happened: say so before the error of the wait (a retry would push twice).
-        print(f"ackdeck: {done}; waiting for its ack failed:", file=sys.stderr)
+        say(f"ackdeck: {done}; waiting for its ack failed:", file=sys.stderr)
         raise
     if args.json:
         report(done, lambda: emit_json(got.to_json()))
     if got.timed_out:
-        print(f"ackdeck: {done}; not acked within {args.timeout:g} s", file=sys.stderr)
+        say(f"ackdeck: {done}; not acked within {args.timeout:g} s", file=sys.stderr)
         return EXIT_TIMEOUT
     if got.dead_room is not None:
-        print(f"ackdeck: {done}; moved to the dead-letter room {got.dead_room}", file=sys.stderr)
+        say(f"ackdeck: {done}; moved to the dead-letter room {got.dead_room}", file=sys.stderr)
         return 1
     if got.removed:
-        print(f"ackdeck: {done}; {REMOVED_UNACKED}", file=sys.stderr)
+        say(f"ackdeck: {done}; {REMOVED_UNACKED}", file=sys.stderr)
         return 1
     if args.session is not None and got.acked_by != args.session:
-        print(f"ackdeck: {done}; acked by {got.acked_by}, not {args.session}", file=sys.stderr)
+        say(f"ackdeck: {done}; acked by {got.acked_by}, not {args.session}", file=sys.stderr)
         return 1
     if not args.json:
         by = got.acked_by or "an unknown session"
         when = "" if got.acked_at is None else f" at {_when(got.acked_at)}"
-        report(done, lambda: print(f"offset {got.offset} acked by {by}{when}"))
+        report(done, lambda: say(f"offset {got.offset} acked by {by}{when}"))
     return 0
 
 
@@ -247,7 +256,7 @@ def _on_a_terminal() -> bool:
 def _note(note: str | None) -> None:
     """The missing-room note, one line on stderr (text mode; JSON carries it as `note`)."""
     if note is not None:
-        print(note, file=sys.stderr, flush=True)
+        say(note, file=sys.stderr, flush=True)
 
 
 def _read(args: argparse.Namespace) -> int:
@@ -263,13 +272,13 @@ def _read(args: argparse.Namespace) -> int:
 
 
 def _raw_lines(result: rooms.Lines) -> None:
-    """Text mode: the raw bytes of each line, exactly as stored."""
-    _deliver(result.data)
+    """Text mode: the raw bytes of each line, exactly as stored (escaped for a terminal)."""
+    _deliver(for_terminal(result.data, stdout_fd()))
 
 
 def _json_lines(result: rooms.Lines) -> None:
     """JSON mode: lines decoded with replacement, and which of them were not valid UTF-8."""
-    doc = json.dumps(result.to_json(), ensure_ascii=False) + "\n"
+    doc = json_text(result.to_json()) + "\n"
     _deliver(doc.encode("utf-8", "surrogateescape"))
 
 
@@ -333,7 +342,7 @@ def _ack(args: argparse.Namespace) -> int:
         report(done, lambda: emit_json(result.to_json()))
     if result.refusal is not None:
         # Reported as the error it is (exit 3), after the JSON that carries its counts.
-        print(
+        say(
             f"ackdeck: error: {result.refusal} (ackdeck room read, then ackdeck room ack; "
             "or ackdeck room ack --all)",
             file=sys.stderr,
@@ -342,7 +351,7 @@ def _ack(args: argparse.Namespace) -> int:
     if not args.json:
         from ackdeck.core.cli._words import ack_sentence
 
-        report(done, lambda: print(ack_sentence(result), file=sys.stderr, flush=True))
+        report(done, lambda: say(ack_sentence(result), file=sys.stderr, flush=True))
     return 0
 
 
@@ -384,7 +393,7 @@ def _status_report(args: argparse.Namespace) -> int:
 
     for row in found.rooms:
         _note(row.note)
-        print("\n".join(status_lines(row)))
+        say("\n".join(status_lines(row)))
     return 0
 
 
@@ -402,12 +411,12 @@ def _trace(args: argparse.Namespace) -> int:
         emit_json(found.to_json())
         return 0
     if not found.lines:
-        print(f"{args.room}: no line holds {args.match!r} now (acked lines keep no text)")
+        say(f"{args.room}: no line holds {args.match!r} now (acked lines keep no text)")
         return 0
     if found.matched > len(found.lines):
-        print(f"{found.matched} lines match; the newest {len(found.lines)}:")
+        say(f"{found.matched} lines match; the newest {len(found.lines)}:")
     for line in found.lines:
-        print("\n".join(line.report()))
+        say("\n".join(line.report()))
     return 0
 
 
@@ -440,7 +449,7 @@ def _overdue(args: argparse.Namespace) -> int:
             state = "OVERDUE" if row.overdue else "ok"
             detail = overdue_line(row) if row.overdue_after is not None else "no threshold set"
             woke = f"; woke {row.status.owner}" if row.room in found.woke else ""
-            print(f"{row.room}: {state}: {detail}{woke}")
+            say(f"{row.room}: {state}: {detail}{woke}")
     return 1 if found.overdue else 0
 
 
@@ -462,7 +471,5 @@ def _policy(args: argparse.Namespace) -> int:
         return 0
     over = age_text(pol.overdue) if pol.overdue is not None else "off"
     most = pol.max_deliveries if pol.max_deliveries is not None else "off"
-    print(
-        f"{ref.display}: overdue after {over}; max deliveries {most}; owner {pol.owner or 'none'}"
-    )
+    say(f"{ref.display}: overdue after {over}; max deliveries {most}; owner {pol.owner or 'none'}")
     return 0

@@ -14,10 +14,13 @@ kill -9 between the two leaves the lines in both rooms, never in neither. The ow
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 from ackdeck.core.base.byteio import settled_size
 from ackdeck.core.base.text import counted
+from ackdeck.core.errors import AckdeckError
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import readlog
 from ackdeck.core.inbox.ack import AckSite, AckTransaction
@@ -30,6 +33,37 @@ if TYPE_CHECKING:
 
 def dead_room_path(room: Path) -> Path:
     return room.with_name(room.name + ".dead")
+
+
+def prepare(room_fd: int, dead: Path) -> bool:
+    """Whether the dead-letter room `dead` can take lines, creating it as the room is (open at
+    `room_fd`: its mode, its owner and group where this user may give them) when missing.
+
+    Created 0600 and only then widened to the room's mode, so it is never readable by more
+    people than the room, even for an instant (it was created 0644 beside a 0600 room). Not a
+    regular file (a directory, a symlink, a FIFO): False, and the lines stay in their room:
+    a dead-letter room must never stop the room it serves from being read."""
+    try:
+        fd = os.open(dead, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        try:
+            return stat.S_ISREG(os.lstat(dead).st_mode)
+        except OSError:
+            return False
+    except OSError:
+        return False  # a read-only or full directory: the room is still read as it is
+    try:
+        st = os.fstat(room_fd)
+        try:
+            os.fchown(fd, st.st_uid, st.st_gid)
+        except OSError as exc:
+            if exc.errno != errno.EPERM:
+                raise
+            # Not ours to give (another user's room): ours, in the room's mode.
+        os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o777)  # its permissions, never set-id bits
+    finally:
+        os.close(fd)
+    return True
 
 
 def doomed_prefix(
@@ -75,7 +109,12 @@ def move_locked(
     if not doomed:
         return 0
     lines = doomed.count(b"\n")
-    append_dead(doomed)  # exactly the bytes, before they leave this room
+    try:
+        append_dead(doomed)  # exactly the bytes, before they leave this room
+    except (AckdeckError, OSError):
+        # The dead-letter room refused them (its sidecar unsafe, a full disk): they stay
+        # here, handed out again; the room it serves is never blocked by it.
+        return 0
     size = settled_size(fd)
     dead = str(dead_room_path(site.path))
     done = AckTransaction(
@@ -92,8 +131,16 @@ def move_locked(
     return 0 if done is None else lines
 
 
-def tell_owner(owner: str, room: Path, moved: int, limit: int, clock: Callable[[], float]) -> None:
-    """A wake for the owner session (in ACKDECK_HOME's wake store: a room knows no home)."""
+def tell_owner(
+    home: str | os.PathLike[str] | None,
+    owner: str,
+    room: Path,
+    moved: int,
+    limit: int,
+    clock: Callable[[], float],
+) -> None:
+    """A wake for the owner session, in the wake store of `home` (the door's --home; None:
+    $ACKDECK_HOME)."""
     from ackdeck.core.base.home import resolve_home
     from ackdeck.core.watch.room_wakes import tell
 
@@ -101,4 +148,5 @@ def tell_owner(owner: str, room: Path, moved: int, limit: int, clock: Callable[[
         f"room {room.name}: {counted(moved, 'line')} handed out {counted(limit, 'time')} "
         f"without an ack moved to the dead-letter room {dead_room_path(room)}"
     )
-    tell(resolve_home(None), owner, room.name, "dead", text, count=moved, clock=clock)
+    h = resolve_home(home)
+    tell(h, owner, room.name, str(room), "dead", text, count=moved, clock=clock)

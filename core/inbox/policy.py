@@ -13,10 +13,12 @@ import json
 
 from ackdeck.core.base.jsonfields import JsonRecord, get_optional
 from ackdeck.core.base.names import check_name
-from ackdeck.core.errors import CorruptState, InvalidInput, RecordError
+from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, RecordError
 
 FILE = "policy.json"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_OVERDUE = 10 * 365 * 86400.0  # seconds; past this a threshold never fires: a typo
+MAX_DELIVERIES = 1_000_000
 
 
 class RoomPolicy(JsonRecord):
@@ -27,9 +29,13 @@ class RoomPolicy(JsonRecord):
         max_deliveries: int | None = None,
         owner: str | None = None,
     ) -> None:
-        self.overdue = overdue  # seconds a line may wait unacked (None: no alert)
-        self.max_deliveries = max_deliveries  # deliveries before the dead-letter room (None: never)
-        self.owner = owner  # the session told about overdue rooms and dead letters
+        # Checked here, whoever builds one (a door's options, policy.json, the redis hash):
+        # `max_deliveries: 0` moved lines never read, and an owner `../../x` became a path.
+        self.overdue = check_overdue(overdue)  # seconds a line may wait unacked (None: no alert)
+        # deliveries before the dead-letter room (None: never)
+        self.max_deliveries = check_deliveries(max_deliveries)
+        # the session told about overdue rooms and dead letters (a wake store's directory name)
+        self.owner = None if owner is None else check_name(owner, "owner")
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> RoomPolicy:
@@ -46,6 +52,37 @@ class RoomPolicy(JsonRecord):
             "owner": self.owner,
         }
 
+    def replace(self, **changes: object) -> RoomPolicy:
+        """A copy with `changes`, checked as a new policy is (JsonRecord's copy takes them as
+        they are)."""
+        return RoomPolicy(**{**self.to_dict(), **changes})  # type: ignore[arg-type]
+
+
+def check_overdue(value: float | None) -> float | None:
+    """`value` if it is a threshold in seconds that can fire (positive, finite, under ten
+    years), else InvalidInput saying so."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"invalid overdue {value!r}: a number of seconds")
+    if not 0 < value < MAX_OVERDUE:  # also refuses NaN and infinity
+        raise InvalidInput(f"invalid overdue {value!r}: seconds above 0 and under ten years")
+    return float(value)
+
+
+def check_deliveries(value: int | None) -> int | None:
+    """`value` if it is a delivery count from 1, else InvalidInput saying so."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"invalid max_deliveries {value!r}: a count from 1")
+    if not 1 <= value <= MAX_DELIVERIES:
+        raise InvalidInput(
+            f"invalid max_deliveries {value!r}: a count from 1 to {MAX_DELIVERIES:,} "
+            "(0 would move lines nobody read)"
+        )
+    return value
+
 
 def parse_duration(text: str) -> float | None:
     """`90`, `90s`, `10m`, `1h`, `2d` as seconds; `off` / `none` / `0` as None (no threshold)."""
@@ -58,8 +95,8 @@ def parse_duration(text: str) -> float | None:
         value = float(number) * (unit or 1)
     except ValueError:
         raise InvalidInput(f"invalid duration {text!r}: use e.g. 90s, 10m, 1h, 2d or off") from None
-    if not 0 < value < 10 * 365 * 86400:
-        raise InvalidInput(f"invalid duration {text!r}: it must be positive (or off)")
+    if not 0 < value < MAX_OVERDUE:
+        raise InvalidInput(f"invalid duration {text!r}: above 0 and under ten years (or off)")
     return value
 
 
@@ -67,24 +104,23 @@ def parse_deliveries(text: str) -> int | None:
     t = text.strip().lower()
     if t in ("off", "none", "0"):
         return None
-    if not t.isdigit() or not 1 <= int(t) <= 1_000_000:
+    if not t.isdigit() or not 1 <= int(t) <= MAX_DELIVERIES:
         raise InvalidInput(f"invalid --max-deliveries {text!r}: a count from 1, or off")
     return int(t)
 
 
-def checked(policy: RoomPolicy) -> RoomPolicy:
-    if policy.owner is not None:
-        check_name(policy.owner)
-    return policy
-
-
 def decode(raw: bytes | str | None, where: str) -> RoomPolicy:
+    """The policy stored at `where` (a file, a redis hash: anyone who can write them wrote
+    it), refused in one line unless every field makes sense."""
     if not raw:
         return RoomPolicy()
     try:
         return RoomPolicy.from_json(raw)
     except (ValueError, RecordError):
         why = f"corrupt room policy {where}; set it again with `room policy`"
+        raise CorruptState(why) from None
+    except (InvalidInput, InvalidName) as exc:
+        why = f"room policy {where} refused: {exc}; set it again with `room policy`"
         raise CorruptState(why) from None
 
 

@@ -33,10 +33,13 @@ UNKNOWN = "unknown"  # the read ID of a marker that cannot be parsed: still refu
 
 
 class Doubts:
-    def __init__(self, name: str, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, name: str, env: Mapping[str, str], home: str | os.PathLike[str] | None = None
+    ) -> None:
         self.room = name  # the room's name (the stream key's hash tag)
-        home = env.get("ACKDECK_HOME") or os.path.join(os.path.expanduser("~"), ".ackdeck")
-        self.directory = Path(home).absolute() / "redis-doubts"
+        # The door's home (--home) when it has one, as every other state of the door.
+        where = home or env.get("ACKDECK_HOME") or os.path.join(os.path.expanduser("~"), ".ackdeck")
+        self.directory = Path(where).expanduser().absolute() / "redis-doubts"
 
     def _file(self, session: str) -> Path:
         key = hashlib.sha256(f"{self.room}\0{session}".encode()).hexdigest()[:32]

@@ -172,9 +172,11 @@ class RedisRoom:
         clock: Clock = time.time,
         env: Mapping[str, str] | None = None,
         door: str = "api",
+        home: str | os.PathLike[str] | None = None,
     ) -> None:
         self.address = address
         self.door = door
+        self._home = home  # where the owner's wakes go (None: $ACKDECK_HOME), resolved then
         self.path = address.display
         self.key = f"ackdeck:room:{{{address.name}}}"
         self._keys = [self.key, f"{self.key}:meta", f"{self.key}:audit", f"{self.key}:reads"]
@@ -307,7 +309,8 @@ class RedisRoom:
 
         lost = _unknown(
             f"whether the line was stored is unknown (push {push_id}, retried {{tries}} "
-            "times): look for it (`room tail`) before pushing it again"
+            "times): look for it (`ackdeck room trace ROOM --match TEXT`) before pushing it "
+            "again"
         )
         entry_id, _dup = self._again(
             "push", lambda: script(keys=keys, args=[data, PUSH_WINDOW_S]), lost
@@ -392,7 +395,7 @@ class RedisRoom:
         return result
 
     def _doubts(self) -> Doubts:
-        return Doubts(self.address.name, self._env)
+        return Doubts(self.address.name, self._env, self._home)
 
     def _policy_for_read(self) -> RoomPolicy:
         try:
@@ -421,7 +424,8 @@ class RedisRoom:
                 f"room {self.address.name}: {counted(moved, 'line')} handed out "
                 f"{counted(limit, 'time')} without an ack moved to the dead-letter room {dead.path}"
             )
-            tell(resolve_home(None), owner, self.address.name, "dead", text, count=moved)
+            name = self.address.name
+            tell(resolve_home(self._home), owner, name, self.path, "dead", text, count=moved)
 
     def _receipt_of(
         self, entries: list[Any], epoch: int, added: int, reader: str | None, waiting: int = 0
@@ -614,7 +618,7 @@ class RedisRoom:
         return policy_mod.decode(raw, f"of redis room {self.address.name}")
 
     def set_policy(self, policy: RoomPolicy) -> None:
-        data = policy_mod.encode(policy_mod.checked(policy))
+        data = policy_mod.encode(policy)
         with self._errors("policy"):
             self._redis().hset(self._keys[1], "policy", data)
 

@@ -92,6 +92,7 @@ def open_room(
     env: Mapping[str, str] | None = None,
     follow_symlinks: bool = False,
     door: str = "api",
+    home: str | os.PathLike[str] | None = None,
 ) -> RoomBackend:
     """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
     file path. `door` names the door reading through it in the read log (cli, mcp, hook,
@@ -99,17 +100,19 @@ def open_room(
     if not isinstance(spec, (str, os.PathLike)):  # a parsed RedisAddress
         from ackdeck.core.inbox.redis_room import RedisRoom
 
-        return RedisRoom(spec, clock=clock, env=env, door=door)
+        return RedisRoom(spec, clock=clock, env=env, door=door, home=home)
     if is_url(spec):
         from ackdeck.core.inbox.redis_room import (
             RedisRoom,  # local: file-only users never import redis
         )
         from ackdeck.core.inbox.room_url import parse_redis_url
 
-        return RedisRoom(parse_redis_url(str(spec), env), clock=clock, env=env, door=door)
+        return RedisRoom(
+            parse_redis_url(str(spec), env), clock=clock, env=env, door=door, home=home
+        )
     from ackdeck.core.inbox.rooms import Room
 
-    return Room(spec, clock=clock, follow_symlinks=follow_symlinks, door=door)
+    return Room(spec, clock=clock, follow_symlinks=follow_symlinks, door=door, home=home)
 
 
 def room_display(spec: str | os.PathLike[str]) -> str:

@@ -90,6 +90,7 @@ class Room:
         grace: float = PREV_GRACE_S,
         follow_symlinks: bool = False,
         door: str = "api",
+        home: str | os.PathLike[str] | None = None,
     ) -> None:
         p = Path(check_room_path(path))  # pathlib would quietly drop a trailing `/`
         if "\0" in str(p):
@@ -106,6 +107,7 @@ class Room:
         self._clock = clock
         self._grace = grace
         self.door = door  # which door reads through this Room, for the read log
+        self._home = home  # where the owner's wakes go (None: $ACKDECK_HOME), resolved then
         # Plain strings for the push hot path (pathlib joins cost more than the syscalls), and
         # joined as strings (a status over 3,000 rooms makes 3,000 Rooms).
         self._path_s = str(self.path)
@@ -507,6 +509,8 @@ class Room:
                 if fd is None:
                     return
                 try:
+                    if not deadletter.prepare(fd, dead.path):
+                        return  # a dead-letter room that cannot take lines never blocks this one
                     moved = deadletter.move_locked(
                         self._ack_site(), fd, self._side.journey_dir, limit, dead._append
                     )
@@ -518,7 +522,7 @@ class Room:
             dead.close()
         owner = self._policy_or_none().owner
         if moved and owner is not None:
-            deadletter.tell_owner(owner, self.path, moved, limit, self._clock)
+            deadletter.tell_owner(self._home, owner, self.path, moved, limit, self._clock)
 
     def _journey_upkeep(self) -> None:
         """Keep the read log and the marks bounded (exclusive lock held). Never fails an ack
@@ -799,7 +803,7 @@ class Room:
         self._side.check_dir()
         self._check_kind()
         with self._side.lock(shared=False):
-            data = policy_mod.encode(policy_mod.checked(policy))
+            data = policy_mod.encode(policy)
             atomic.atomic_write(self.sidecar / policy_mod.FILE, data)
 
     # ----- a line's journey (core/inbox/journey.py) -------------------------------------------

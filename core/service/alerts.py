@@ -3,11 +3,11 @@ per overdue episode for the room's owner session.
 
 `status` (every door) only reports `overdue`; queries do not write. `check` is the explicit
 step that alerts (`ackdeck room overdue`, for cron and CI): an episode starts the first time a
-check finds the room overdue (the owner gets one wake, a record `room@NAME` drained like any
-other wake) and ends the first time a check finds it not overdue, so a room that stays overdue
-across a thousand checks wakes its owner once.
+check finds the room overdue (the owner gets one wake, a record `room@NAME-ID` drained like
+any other wake; ID tells two rooms of one name apart) and ends the first time a check finds it
+not overdue, so a room that stays overdue across a thousand checks wakes its owner once.
 
-Episode state: `$ACKDECK_HOME/alerts/OWNER/room@NAME.json`, `{"since": …}`, replaced atomically
+Episode state: `$ACKDECK_HOME/alerts/OWNER/room@NAME-ID.json`, `{"since": …}`, replaced atomically
 under that directory's lock.
 """
 
@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic
-from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.home import alerts_dir, resolve_home
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.text import age_text
+from ackdeck.core.errors import AckdeckError, CorruptState
 from ackdeck.core.service.results import Result
 from ackdeck.core.service.rooms import RoomState, status
 from ackdeck.core.watch.room_wakes import tell, wake_name
@@ -60,7 +61,16 @@ def check(
     clock: Callable[[], float] = time.time,
 ) -> Overdue:
     """Each room's status (with `overdue` over the rooms' own thresholds) and, for the rooms
-    with an owner, the episode step: a wake when an episode starts."""
+    with an owner, the episode step: a wake when an episode starts. A room whose stored policy
+    is refused (core/inbox/policy.py: an owner that is a path, a count of 0) is the error, in
+    one line, before anything is written: status alone would read it as no policy at all."""
+    for room, _label in rooms:
+        try:
+            room.policy()
+        except CorruptState:
+            raise
+        except (AckdeckError, OSError):
+            pass  # an unreachable room: status says so in its row, as it always has
     found = status(rooms, overdue=overdue)
     woke: list[str] = []
     owned = [r for r in found.rooms if r.status.owner is not None]
@@ -75,8 +85,10 @@ def check(
 def _episode_step(home: Path, row: RoomState, clock: Callable[[], float]) -> bool:
     owner = row.status.owner
     assert owner is not None
-    name = wake_name(row.room)
-    d = home / "alerts" / owner
+    # Keyed by the room (its path or URL), not its label: two projects' `inbox.txt` with one
+    # owner are two episodes (the second one's wake was swallowed).
+    name = wake_name(row.room, row.path)
+    d = alerts_dir(home, owner)
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     state = d / f"{name}.json"
     with locked(d / ".lock", shared=False):
@@ -91,6 +103,6 @@ def _episode_step(home: Path, row: RoomState, clock: Callable[[], float]) -> boo
         if since is not None:
             return False  # the same episode: told already
         now = clock()
-        tell(home, owner, row.room, "overdue", why(row), clock=lambda: now)
+        tell(home, owner, row.room, row.path, "overdue", why(row), clock=lambda: now)
         atomic.atomic_write(state, json.dumps({"since": now}).encode(), fsync=False)
         return True

@@ -132,7 +132,7 @@ class Deck:
 
     def open(self, ref: RoomRef) -> RoomBackend:
         """`ref` opened for this door (the caller closes it)."""
-        return ref.open(clock=self._clock, door=self.door)
+        return ref.open(clock=self._clock, door=self.door, home=self._home_arg)
 
     def _session(self) -> str:
         if self.session is None:
@@ -282,11 +282,18 @@ class Deck:
 
     def policy(self, ref: RoomRef, update: Mapping[str, object] | None = None) -> RoomPolicy:
         """The room's policy (core/inbox/policy.py), changed by `update` first if given."""
+        from ackdeck.core.errors import CorruptState
+        from ackdeck.core.inbox.policy import RoomPolicy
+
         with self._opened(ref) as room:
-            pol = room.policy()
-            if update:
-                pol = pol.replace(**update)
-                room.set_policy(pol)
+            if not update:
+                return room.policy()  # a refused one is the error, in one line
+            try:
+                pol = room.policy()
+            except CorruptState:
+                pol = RoomPolicy()  # setting it again is how a refused policy is mended
+            pol = pol.replace(**update)
+            room.set_policy(pol)
             return pol
 
     def overdue(self, *, overdue: float | None = None) -> Overdue:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 import threading
 import weakref
@@ -30,7 +29,7 @@ from operator import add
 from pathlib import Path
 from typing import Protocol
 
-from ackdeck.core.base.text import display
+from ackdeck.core.base.text import shown
 from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.inbox.sidecar import refuse_unless_regular
 
@@ -41,9 +40,6 @@ CHUNK = 256 << 10
 HEAD_BYTES = 4096
 FIRST_PAINT_BYTES = 1 << 20  # index this much before the first paint
 STEP_BYTES = 32 << 20  # then this much per step
-# Control characters other than tab would move the terminal cursor; show them as U+FFFD.
-# C1 controls (U+0080-U+009F) too: some terminals read U+009B as CSI, U+009D as OSC.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 # Bytes of one line that are shown. Every paint measures and crops each visible line's text, so
 # a 50 MB single line held the UI thread for seconds at every refresh (keys answered ~4 s
 # late); beyond this the line says how long it is. The bytes themselves are never cut.
@@ -57,8 +53,9 @@ def _never() -> bool:
 
 
 def display_text(raw: bytes) -> str:
-    """Bytes are the truth; they are decoded (with replacement) only to be shown."""
-    return _CONTROL.sub("\ufffd", display(raw)).expandtabs(4)
+    """Bytes are the truth; they are decoded (with replacement) only to be shown, with every
+    control and escape character shown escaped (core/base/text.py) and tabs expanded."""
+    return shown(raw).expandtabs(4)
 
 
 def shown_text(head: bytes, length: int) -> str:

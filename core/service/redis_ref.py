@@ -12,6 +12,7 @@ from ackdeck.core.inbox.room_url import RedisAddress, parse_redis_url
 from ackdeck.core.service.roomref import RoomRef
 
 if TYPE_CHECKING:
+    import os
     import threading
     from collections.abc import Callable, Mapping
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ackdeck.core.service.redis_lines import RedisLines
 
     Clock = Callable[[], float]
+    Home = str | os.PathLike[str] | None
 
 # After an arrival the follower waits this long before its next blocking read, so a flood
 # costs a few reads a second, not one per entry.
@@ -40,8 +42,10 @@ class RedisRoomRef(RoomRef):
     def parse(cls, spec: str, env: Mapping[str, str] | None = None) -> RedisRoomRef:
         return cls(parse_redis_url(spec, env), env)
 
-    def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
-        return RedisRoom(self.address, clock=clock, env=self._env, door=door)
+    def open(
+        self, *, clock: Clock = time.time, door: str = "api", home: Home = None
+    ) -> RoomBackend:
+        return RedisRoom(self.address, clock=clock, env=self._env, door=door, home=home)
 
     @property
     def long_name(self) -> str:

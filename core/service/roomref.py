@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ackdeck.core.service.lines import LineSource
 
     Clock = Callable[[], float]
+    Home = str | os.PathLike[str] | None
 
 
 class PagedRef:
@@ -54,9 +55,11 @@ class RoomRef(PagedRef):
     # True: arrivals come by `follow` (a blocking read); False: by watching `watch_dirs`.
     FOLLOWS = False
 
-    def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
+    def open(
+        self, *, clock: Clock = time.time, door: str = "api", home: Home = None
+    ) -> RoomBackend:
         """The room, opened; `door` names who reads through it in the read log (cli, mcp,
-        hook, dashboard)."""
+        hook, dashboard); `home`: where its owner's wakes go (None: $ACKDECK_HOME)."""
         raise NotImplementedError
 
     def check_configured(self, given: str) -> None:
@@ -129,10 +132,14 @@ class FileRoomRef(RoomRef):
         self.name = self.path.name
         self.follow_symlinks = follow_symlinks
 
-    def open(self, *, clock: Clock = time.time, door: str = "api") -> RoomBackend:
+    def open(
+        self, *, clock: Clock = time.time, door: str = "api", home: Home = None
+    ) -> RoomBackend:
         from ackdeck.core.inbox.rooms import Room
 
-        return Room(self.path, clock=clock, follow_symlinks=self.follow_symlinks, door=door)
+        return Room(
+            self.path, clock=clock, follow_symlinks=self.follow_symlinks, door=door, home=home
+        )
 
     def lines(self) -> LineSource:
         from ackdeck.core.service.lines import LineIndex

@@ -27,6 +27,7 @@ from pathlib import Path
 from ackdeck.core.base.home import procs_dir, resolve_home, starts_dir
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.ranges import in_range
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState, InvalidInput, ProcessError
 from ackdeck.core.watch import holders
@@ -107,10 +108,10 @@ def _info(meta: RunMeta, rdir: Path) -> RunInfo:
 # ----- start -------------------------------------------------------------------------------
 def _check_monitor(m: MonitorSpec) -> MonitorModel:
     compile_pattern(m.pattern)
-    if not isinstance(m.cooldown_ms, int) or m.cooldown_ms < 0:
-        raise InvalidInput(f"invalid cooldown {m.cooldown_ms!r} ms: use an integer >= 0")
-    if m.max_events is not None and (not isinstance(m.max_events, int) or m.max_events < 1):
-        raise InvalidInput(f"invalid max-events {m.max_events!r}: use an integer >= 1")
+    # A day of cooldown is already one wake a day; a count past a billion never ends a monitor.
+    in_range(m.cooldown_ms, "cooldown", 0, 86_400_000, integer=True, unit="ms")
+    if m.max_events is not None:
+        in_range(m.max_events, "max-events", 1, 1_000_000_000, integer=True)
     return MonitorModel(
         pattern=m.pattern, exclude=m.exclude, cooldown_ms=m.cooldown_ms, max_events=m.max_events
     )

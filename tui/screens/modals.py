@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
-from ackdeck.core.base.text import noun
+from ackdeck.core.base.text import noun, safe
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.deck import Deck
 
@@ -222,8 +222,8 @@ class TextScreen(ModalScreen[None]):
 
     def __init__(self, title: str, body: str) -> None:
         super().__init__()
-        self._title = title
-        self._body = body
+        self._title = safe(title)  # a line's journey quotes the producer's text
+        self._body = safe(body, keep="\t\n")
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):

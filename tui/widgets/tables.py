@@ -19,6 +19,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from ackdeck.core.base.text import safe
 from ackdeck.core.service.absent import NOT_YET
 
 from ..state import (
@@ -243,7 +244,9 @@ class KeyedTable(DataTable[Any], QuietBorders):
         return labels, fit_widths(natural, minimum, available)
 
     def _display(self, row: list[Any]) -> list[Any]:
-        return [_cut(c, w) for c, w in zip(row, self._layout[1], strict=True)]
+        # Plain text cells hold names, errors and previews from producers: shown escaped.
+        cells = [safe(c) if isinstance(c, str) else c for c in row]
+        return [_cut(c, w) for c, w in zip(cells, self._layout[1], strict=True)]
 
     def on_resize(self) -> None:
         self._catch_up()  # taller: more rows in view
