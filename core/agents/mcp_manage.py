@@ -28,6 +28,7 @@ from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import check_timeout
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service import procs, wakes
+from ackdeck.core.service.rooms import REMOVED_UNACKED
 
 if TYPE_CHECKING:
     from ackdeck.core.agents.mcp_server import AgentDoor
@@ -190,6 +191,8 @@ async def wait_ack_reply(
         return reply(got, f"{where}; not acked within {timeout:g} s")
     if got.dead_room is not None:
         return reply(got, f"{where}; it was moved to the dead-letter room {got.dead_room}")
+    if got.removed:
+        return reply(got, f"{where}; {REMOVED_UNACKED}")
     by = got.acked_by or "an unknown session"
     other = "" if session is None or got.acked_by == session else f" (not {session})"
     return reply(got, f"{where}; acked by {by}{other}")
