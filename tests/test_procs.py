@@ -214,6 +214,7 @@ def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -
         "session",
         "monitors",
         "matches",
+        "next",  # what to do next, in words (issue 29); None once the run ended
     }
     # One shape for a run wherever it is shown: run, ps and kill (and MCP's process tools).
     assert set(started) == run_keys and started["name"] == "web"

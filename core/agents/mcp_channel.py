@@ -149,8 +149,8 @@ async def _stdio(deliveries: Deliveries | None) -> AsyncIterator[tuple[Any, Any]
     try:
         # closefd=False: a worker thread may still be writing when the transport exits.
         raw = os.fdopen(private, "wb", closefd=False)
-        stdout = anyio.wrap_file(Wire(raw, deliveries))
-        async with stdio_server(stdout=stdout) as streams:  # type: ignore[arg-type]
+        stdout = anyio.wrap_file(Wire(raw, deliveries))  # type: ignore[arg-type]  # write, flush
+        async with stdio_server(stdout=stdout) as streams:
             yield streams
     finally:
         os.dup2(private, 1)

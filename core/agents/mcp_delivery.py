@@ -98,6 +98,10 @@ class Deliveries:
             if not self._recording:
                 self._idle.notify_all()
 
+    @property
+    def recording(self) -> bool:
+        return self._recording > 0
+
     def wait_idle(self, timeout: float = WRITE_WAIT) -> None:
         """Block until no earlier call is still recording what its reply said (bounded)."""
         with self._lock:
@@ -142,7 +146,8 @@ async def call_delivered(
     job = loop.run_in_executor(None, run)
     job.add_done_callback(_report_late_failure)
     try:
-        await asyncio.wait({handoff.reply, job}, return_when=asyncio.FIRST_COMPLETED)
+        waits: set[asyncio.Future[Any]] = {handoff.reply, job}
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
         deliveries.forget(request_id)
         handoff.settle(False)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
@@ -420,6 +421,7 @@ class _Server(MCPServer):
     like every other ackdeck error (the SDK's text is a multi-line pydantic dump with a link)."""
 
     _accepted: dict[str, list[str]] | None = None
+    deliveries: Deliveries | None = None  # the door's (build_server)
 
     async def list_tools(self) -> list[MCPTool]:
         return [
@@ -428,6 +430,10 @@ class _Server(MCPServer):
         ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self.deliveries is not None and self.deliveries.recording:
+            # An earlier call's reply is out and its work is still recording what the reply
+            # said (an ack-all's removal, a read's receipt): every later call sees it done.
+            await anyio.to_thread.run_sync(self.deliveries.wait_idle)
         if self._accepted is None:  # the tools are all registered before the first call
             self._accepted = {
                 t.name: accepted_arguments(t.input_schema) for t in await super().list_tools()
@@ -459,12 +465,13 @@ def build_server(
     door = AgentDoor(config, clock=clock)
     if deliveries is not None:
         door.deliveries = deliveries
-    server: MCPServer = _Server(
+    server = _Server(
         name="ackdeck",
         version=package_version(),
         instructions=_instructions(config, channel),
         log_level="WARNING",
     )
+    server.deliveries = door.deliveries
     tool = tool_registrar(server)
     room_names = ", ".join(door.deck.label(r) for r in door.deck.rooms)
     room_arg = _arg(f"a configured room (basename or path): {room_names}; default: the first")

@@ -172,7 +172,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _page_option(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    from ackdeck.core.inbox.results import PAGE_BYTES
+    from ackdeck.core.service.rooms import PAGE_BYTES
 
     p.add_argument(
         "--max-bytes",
@@ -186,7 +186,7 @@ def _page_option(p: argparse.ArgumentParser, prefix: str = "") -> None:
 
 def _size(value: str) -> int:
     """argparse `type=` for a size: bytes, or with a K, M or G suffix (powers of 1024)."""
-    from ackdeck.core.inbox.results import check_page
+    from ackdeck.core.service.rooms import check_page
 
     text = value.strip().upper().removesuffix("B")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)

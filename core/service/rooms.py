@@ -16,7 +16,9 @@ from ackdeck.core.base.text import counted, display_lines
 from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
 from ackdeck.core.inbox.ledger import HEAD_BYTES
 from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again
+from ackdeck.core.inbox.results import PAGE_BYTES as PAGE_BYTES  # for doors that name it
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.inbox.results import check_page as check_page
 from ackdeck.core.service.absent import absent_note
 from ackdeck.core.service.derive import age, is_overdue, session_ages, session_counts
 from ackdeck.core.service.results import DecodedLines, Result, fields_of
