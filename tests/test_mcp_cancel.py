@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,79 +25,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import ACKDECK, REPO
+from tests.helpers.raw_mcp import LIMIT, RawClient
 from tests.test_procs_support import wait_until
-
-LIMIT = 60.0  # only a real hang gets here
-
-
-class RawClient:
-    """A JSON-RPC client on a real `ackdeck mcp` process's stdin/stdout."""
-
-    def __init__(self, home: Path, room: Path, session: str = "agent") -> None:
-        self.proc = subprocess.Popen(
-            [*ACKDECK, "--home", str(home), "mcp", "--session", session, "--room", str(room)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-        self.messages: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-test", "version": "1"},
-            },
-            1,
-        )
-        self.wait_response(1)
-        self.notify("notifications/initialized", {})
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._cond:
-                self.messages.append(json.loads(line))
-                self._cond.notify_all()
-
-    def send(self, msg: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any], rid: int) -> None:
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def call(self, name: str, args: dict[str, Any], rid: int) -> None:
-        self.request("tools/call", {"name": name, "arguments": args}, rid)
-
-    def responses(self, rid: int) -> list[dict[str, Any]]:
-        with self._cond:
-            return [m for m in self.messages if m.get("id") == rid and "method" not in m]
-
-    def wait_response(self, rid: int) -> dict[str, Any]:
-        with self._cond:
-            assert self._cond.wait_for(lambda: self.responses_locked(rid), LIMIT), rid
-            return self.responses_locked(rid)[0]
-
-    def responses_locked(self, rid: int) -> list[dict[str, Any]]:
-        return [m for m in self.messages if m.get("id") == rid and "method" not in m]
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(LIMIT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture

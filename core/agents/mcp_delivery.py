@@ -49,6 +49,8 @@ class Handoff:
         self._settled = threading.Event()
         self._lock = threading.Lock()
         self._written = False
+        self._writing = False  # the transport began writing the reply: it will finish
+        self.gave_up = False  # not written within the wait: the reply must not go out as is
 
     def offer(self, reply: CallToolResult, wait: float = WRITE_WAIT) -> bool:
         """(worker thread) Hand `reply` over and wait: True once the transport wrote it."""
@@ -58,9 +60,28 @@ class Handoff:
             self.begun = True
             self._deliveries.begin()  # the next call waits until this one has recorded
         self._loop.call_soon_threadsafe(self._set_reply, reply)
-        self._settled.wait(wait)
-        self.settle(False)  # not written in time: from now on it never counts as delivered
+        if not self._settled.wait(wait):
+            with self._lock:
+                if not self._writing and not self._settled.is_set():
+                    # Not written in time: it never counts as delivered, and the transport
+                    # replaces it by an error if the SDK still writes it (Wire.write).
+                    self.gave_up = True
+                    self._settled.set()
+            self._settled.wait()  # a write that began finishes (a slow reader, a full pipe)
         return self._written
+
+    @property
+    def outcome(self) -> bool | None:
+        """Whether the reply was written; None while that is not known yet."""
+        return self._written if self._settled.is_set() else None
+
+    def begin_write(self) -> bool:
+        """(transport) The reply is being written; False when the worker gave up on it."""
+        with self._lock:
+            if self.gave_up:
+                return False
+            self._writing = True
+            return True
 
     def _set_reply(self, reply: CallToolResult) -> None:
         if not self.reply.done():
@@ -72,6 +93,16 @@ class Handoff:
             if not self._settled.is_set():
                 self._written = written
                 self._settled.set()
+
+
+def request_key(ctx: Any) -> str:
+    """A request's id as the wire wrote it: `7` and `"7"` are two requests (JSON-RPC ids keep
+    their type), so the key is the id's JSON."""
+    try:
+        rid = ctx.request_context.request_id
+    except (AttributeError, LookupError, ValueError):
+        rid = getattr(ctx, "request_id", None)
+    return json.dumps(rid)
 
 
 class Deliveries:
@@ -107,25 +138,33 @@ class Deliveries:
         with self._lock:
             self._idle.wait_for(lambda: not self._recording, timeout)
 
-    def expect(self, request_id: Any, handoff: Handoff) -> None:
+    def expect(self, key: str, handoff: Handoff) -> None:
+        """`key`: the request id's JSON (request_key)."""
         with self._lock:
-            self._pending[str(request_id)] = handoff
+            self._pending[key] = handoff
 
-    def forget(self, request_id: Any) -> Handoff | None:
+    def forget(self, key: str) -> Handoff | None:
         with self._lock:
-            return self._pending.pop(str(request_id), None)
+            return self._pending.pop(key, None)
 
-    def written(self, request_id: Any, ok: bool) -> None:
-        handoff = self.forget(request_id)
+    def written(self, key: str, ok: bool) -> None:
+        handoff = self.forget(key)
         if handoff is not None:
             handoff.settle(ok)
+
+    def begin_write(self, key: str) -> bool:
+        """The response for `key` is about to be written: False when its worker gave up
+        waiting and recorded nothing (the wire must then not say what that reply says)."""
+        with self._lock:
+            handoff = self._pending.get(key)
+        return handoff is None or handoff.begin_write()
 
     def __bool__(self) -> bool:
         return bool(self._pending)
 
 
 async def call_delivered(
-    deliveries: Deliveries, request_id: Any, work: Callable[[Handoff], T]
+    deliveries: Deliveries, request_id: str, work: Callable[[Handoff], T]
 ) -> CallToolResult | T:
     """Run `work` in a thread. If it offers a reply, return that reply (the transport then
     confirms its write to the waiting worker); if it returns without offering (an error, a
@@ -179,13 +218,17 @@ class Wire:
     def __init__(self, raw: BinaryIO, deliveries: Deliveries) -> None:
         self._raw = raw
         self._deliveries = deliveries
-        self._last: str | None = None
+        self._key: str | None = None
         deliveries.confirms = True
 
     def write(self, text: str) -> int:
-        self._last = text
+        self._key = None
+        if self._deliveries:  # parse only while a reply waits for its write
+            self._key = _response_key(text)
+            if self._key is not None and not self._deliveries.begin_write(self._key):
+                text = _too_late(self._key)
         try:
-            self._raw.write(text.encode("utf-8"))
+            self._raw.write(text.encode("utf-8", "surrogatepass"))
         except BaseException:
             self._settle(False)
             raise
@@ -200,12 +243,27 @@ class Wire:
         self._settle(True)
 
     def _settle(self, ok: bool) -> None:
-        text, self._last = self._last, None
-        if text is None or not self._deliveries:
-            return  # parse only while a reply waits for its write (notifications never do)
-        try:
-            msg = json.loads(text)
-        except ValueError:
-            return
-        if isinstance(msg, dict) and ("result" in msg or "error" in msg) and "id" in msg:
-            self._deliveries.written(msg["id"], ok)
+        key, self._key = self._key, None
+        if key is not None:
+            self._deliveries.written(key, ok)
+
+
+def _response_key(text: str) -> str | None:
+    """The id (as JSON) of a JSON-RPC response, None for anything else."""
+    try:
+        msg = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(msg, dict) and ("result" in msg or "error" in msg) and "id" in msg:
+        return json.dumps(msg["id"])
+    return None
+
+
+def _too_late(key: str) -> str:
+    """What goes out instead of a reply whose work gave up waiting for its write."""
+    text = (
+        f"this reply could not be written within {WRITE_WAIT:g} s (the client did not read "
+        "it), so nothing it would have said was recorded: call the tool again"
+    )
+    result = {"content": [{"type": "text", "text": text}], "isError": True}
+    return json.dumps({"jsonrpc": "2.0", "id": json.loads(key), "result": result}) + "\n"

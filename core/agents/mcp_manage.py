@@ -20,7 +20,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 
-from ackdeck.core.agents.mcp_delivery import call_delivered
+from ackdeck.core.agents.mcp_delivery import call_delivered, request_key
 from ackdeck.core.agents.mcp_reply import Reply, failure, guard, output_model, reply, result
 from ackdeck.core.agents.mcp_reply import arg as _arg
 from ackdeck.core.base.names import check_name
@@ -114,7 +114,7 @@ async def wait_output(
     deadline = started + timeout
     next_progress = started + PROGRESS_EVERY_S
     leased = False
-    request_id = None if ctx is None else ctx.request_id
+    request_id = None if ctx is None else request_key(ctx)
 
     def final(got: procs.OutputLines) -> bool:
         return bool(got.raw) or got.status != "running" or time.monotonic() >= deadline

@@ -37,7 +37,7 @@ from ackdeck.core.agents.mcp_args import (
     plain_input_schema,
     unknown_arguments,
 )
-from ackdeck.core.agents.mcp_delivery import Deliveries, Handoff, call_delivered
+from ackdeck.core.agents.mcp_delivery import Deliveries, Handoff, call_delivered, request_key
 from ackdeck.core.agents.mcp_manage import register as register_manage_tools
 from ackdeck.core.agents.mcp_manage import tool_registrar, wait_ack_reply, wait_output
 from ackdeck.core.agents.mcp_reply import Reply, guard_async, output_model, reply
@@ -161,7 +161,8 @@ class AgentDoor:
         else:
             fixed = self.view.size(empty.text)
         fixed += 400  # the counts and `next` say more once lines are cut; Codex's header
-        return fit(got.lines, self.view, fixed)
+        marked = set(got.invalid_utf8) if self.view.view == STRUCTURED else set()
+        return fit(got.lines, self.view, fixed, marked)
 
     def _reply(self, res: Result, text: str, body: Sequence[str] = (), **kw: Any) -> Reply:
         """A reply in the view its client shows the model: lines in the text only for a client
@@ -216,10 +217,12 @@ class AgentDoor:
     ) -> Reply:
         r = self.deck.room(room)
         label = self.deck.label(r)
-        if read_id is not None and (all or not READ_ID.fullmatch(read_id)):
+        if read_id is not None and all:
+            raise InvalidInput("room_ack: give read_id or all, not both")
+        if read_id is not None and not READ_ID.fullmatch(read_id):
             raise InvalidInput(
-                "room_ack: read_id must be the read_id a room_list_new returned (16 hex "
-                "digits), and cannot be combined with all"
+                f"room_ack: invalid read_id {read_id!r}: give the read_id a room_list_new "
+                "returned (16 lowercase hex digits)"
             )
         if all:
             res = self._ack_all(r, label, handoff)
@@ -480,7 +483,7 @@ def build_server(
         """Run a tool whose reply must be written before its work is recorded."""
         door.set_client(client_name(ctx))
         return await call_delivered(
-            door.deliveries, ctx.request_id, lambda handoff: _guard(lambda: work(handoff))
+            door.deliveries, request_key(ctx), lambda handoff: _guard(lambda: work(handoff))
         )
 
     @tool(
@@ -615,9 +618,9 @@ def build_server(
 
 
 def client_name(ctx: Context | None) -> str | None:
-    """The connected client's name: `initialize`'s clientInfo.name, or for a client that
-    speaks the 2026-07-28 protocol without `initialize` (Claude Code 2.1) the clientInfo each
-    request carries in its `_meta`. None when the client never said."""
+    """The connected client's name: the clientInfo a 2026-07-28 client (Claude Code 2.1, which
+    sends no `initialize`) puts in each request's `_meta`, else `initialize`'s clientInfo.name.
+    None when the client never said."""
     try:
         rc = ctx.request_context  # type: ignore[union-attr]
     except (AttributeError, LookupError, ValueError):
@@ -629,9 +632,12 @@ def client_name(ctx: Context | None) -> str | None:
         info = extra.get(CLIENT_INFO_META_KEY)
     if isinstance(info, dict) and isinstance(info.get("name"), str):
         return info["name"]
-    params = getattr(getattr(rc, "connection", None), "client_params", None)
-    found = None if params is None else params.client_info
-    return None if found is None else found.name
+    for holder in (getattr(rc, "session", None), getattr(rc, "connection", None)):
+        params = getattr(holder, "client_params", None)
+        name = getattr(getattr(params, "client_info", None), "name", None)
+        if isinstance(name, str):
+            return name
+    return None
 
 
 def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.5) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 # A view: what of a tool result the client shows its model.
@@ -111,15 +111,18 @@ def shown_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def fit(lines: Sequence[str], view: ClientView, fixed: int) -> int:
+def fit(lines: Sequence[str], view: ClientView, fixed: int, marked: Collection[int] = ()) -> int:
     """How many of `lines` (decoded, from the first) fit in one reply whose other content
     takes `fixed` characters: always at least one, so a single long line still gets through
-    (a line is never cut)."""
+    (a line is never cut). `marked`: the indexes the structured content also lists (lines
+    whose invalid UTF-8 was replaced: `invalid_utf8`), each of which costs its number."""
     budget = view.chars - fixed
     size = 0
     for i, line in enumerate(lines):
         if view.view == STRUCTURED:
             size += view.size(shown_json(line)) + 1  # the quoted, escaped string and a comma
+            if i in marked:
+                size += len(str(i)) + 1
         else:
             size += view.size(line) + 1
         if size > budget and i > 0:

@@ -51,8 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help="the most characters one reply shows the model (default: what the connected "
-        "client shows whole: Claude Code 40,000, Codex 8,000, Gemini CLI 40,000, others "
-        "20,000); a read returns fewer lines and says how many more wait",
+        "client shows whole: Claude Code 40,000 characters, Codex 10,000 bytes, Gemini CLI 32,000, "
+        "others 20,000); a read returns fewer lines and says how many more wait",
     )
     p.set_defaults(handler=_mcp)
 

@@ -1,0 +1,121 @@
+"""A read carries at most what the connected client shows its model whole, measured the way it
+measures (docs/concepts/agent-loop.md), whoever the client says it is and whatever the lines
+hold. Found by trying the server as an unlucky client would: a client that names itself in
+`initialize` (Codex always does) got the default budget, and lines of invalid UTF-8 made a
+reply twice the size the budget allowed (their `invalid_utf8` indexes were not counted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ackdeck.core.agents.mcp_delivery import Deliveries, Handoff, Wire, request_key
+from tests.helpers.raw_mcp import RawClient
+
+# What each client shows its model whole (tests/test_agent_client_limits.py pins them).
+CLAUDE_CHARS = 50_000  # of the compact JSON of structuredContent, as JavaScript counts
+CODEX_BYTES = 11_997 - 40  # of "Wall time: … Output:\n" and that JSON, in UTF-8
+
+
+def shown(result: dict) -> str:
+    return json.dumps(result["structuredContent"], ensure_ascii=False, separators=(",", ":"))
+
+
+def js_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+@pytest.mark.parametrize(
+    ("client", "measure", "limit"),
+    [
+        ("claude-code", js_length, CLAUDE_CHARS),
+        ("codex-mcp-client", lambda t: len(t.encode()), CODEX_BYTES),
+    ],
+)
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"".join(b"line %05d " % i + b"x" * 30 + b"\n" for i in range(20_000)),
+        b"\xff\n" * 12_000,  # every line invalid UTF-8: each also has an index in invalid_utf8
+        "é🙂\u0001\n".encode() * 12_000,  # two-byte, astral (two UTF-16 units), a control
+    ],
+    ids=["ascii", "invalid-utf8", "wide"],
+)
+def test_a_client_named_in_initialize_gets_no_more_than_it_shows_whole(
+    home: Path, tmp_path: Path, client: str, measure, limit: int, content: bytes
+) -> None:
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(content)
+    total = content.count(b"\n")
+    c = RawClient(home, room, client=client)
+    try:
+        seen = 0
+        for rid in range(10, 14):  # a few pages: each fits, and they follow each other
+            c.call("room_list_new", {}, rid)
+            got = c.wait_response(rid)["result"]
+            data = got["structuredContent"]
+            assert not got["isError"] and 0 < data["count"] <= total - seen
+            assert measure(shown(got)) <= limit
+            assert data["count"] < total  # the first page left lines waiting
+            assert data["waiting"] == total - seen - data["count"]
+            c.call("room_ack", {}, rid + 100)
+            assert (
+                c.wait_response(rid + 100)["result"]["structuredContent"]["acked"] == data["count"]
+            )
+            seen += data["count"]
+            if not data["waiting"]:
+                break
+    finally:
+        c.close()
+    assert room.read_bytes() == content[len(content) * seen // total :]
+
+
+def test_ids_7_and_quoted_7_are_two_requests() -> None:
+    """JSON-RPC ids keep their type: the write of the reply to "7" must not settle 7's."""
+    loop = asyncio.new_event_loop()
+    try:
+        deliveries = Deliveries()
+        wire = Wire(io.BytesIO(), deliveries)
+        number, text = Handoff(loop, deliveries), Handoff(loop, deliveries)
+        deliveries.expect(json.dumps(7), number)
+        deliveries.expect(json.dumps("7"), text)
+        wire.write('{"jsonrpc":"2.0","id":"7","result":{}}\n')
+        wire.flush()
+        assert text.outcome is True
+        assert number.outcome is None  # still waiting for its own write
+    finally:
+        loop.close()
+
+
+def test_a_reply_written_after_its_worker_gave_up_says_nothing_was_recorded() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        deliveries = Deliveries()
+        out = io.BytesIO()
+        wire = Wire(out, deliveries)
+        late = Handoff(loop, deliveries)
+        deliveries.expect(json.dumps(9), late)
+        late.begun = True
+        assert late.offer(None, wait=0) is False  # type: ignore[arg-type]  # nobody wrote it
+        wire.write('{"jsonrpc":"2.0","id":9,"result":{"content":[],"structuredContent":'
+                   '{"acked":1495}}}\n')  # fmt: skip
+        wire.flush()
+        sent = json.loads(out.getvalue())
+        assert sent["id"] == 9 and sent["result"]["isError"]
+        assert "nothing it would have said was recorded" in sent["result"]["content"][0]["text"]
+        assert "structuredContent" not in sent["result"]
+    finally:
+        loop.close()
+
+
+def test_request_key_keeps_the_ids_type() -> None:
+    class Ctx:
+        class request_context:  # noqa: N801 - the SDK's attribute name
+            request_id = 7
+
+    assert request_key(Ctx()) == "7" and request_key(Ctx()) != json.dumps("7")
