@@ -185,15 +185,20 @@ class PendingRewrite(JsonRecord):
         )
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "identity": self.identity.to_dict(),
             "base": self.base,
             "session": self.session,
             "acked": self.acked,
             "at": self.at,
-            "dead": self.dead,
-            "spliced": None if self.spliced is None else self.spliced.to_dict(),
         }
+        # Written only when set: an intent of a plain ack reads and writes back byte for byte
+        # as ledgers written before dead-letter intents and splices existed.
+        if self.dead is not None:
+            out["dead"] = self.dead
+        if self.spliced is not None:
+            out["spliced"] = self.spliced.to_dict()
+        return out
 
 
 class Ledger(JsonRecord):
