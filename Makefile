@@ -115,12 +115,13 @@ docs-serve: $(DOCS_STAMP)
 	$(DOCS_ENV) $(BIN)/mkdocs serve --strict -a 127.0.0.1:8000
 
 lint: $(STAMP)
-	$(BIN)/ruff check $(wildcard core tui tests bench)
+	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy -p ackdeck
 	$(BIN)/lint-imports
 
+# With coverage of the package (the total, and a failure below [tool.coverage.report] fail_under).
 test: $(STAMP) lint redis-server npm-cache
-	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) --cov --cov-report=term:skip-covered
 
 # ACKDECK_FIRST_TURN_RUNS: how many times each agent client must list ackdeck's tools in its
 # first model request (tests/test_agent_loops.py; `make test` checks 3).

@@ -77,7 +77,7 @@ async def _channel_latencies(tmp: Path) -> list[float]:
             "--room",
             str(room),
         ],
-        env={"PYTHONPATH": str(REPO)},
+        env={"PYTHONPATH": f"{REPO / 'src'}:{REPO}"},
         cwd=str(REPO),
     )
     out: list[float] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent / "src" / "ackdeck"  # paths below are in the package
 
 DOORS = {
     "cli": ["core/cli"],

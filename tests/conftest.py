@@ -12,6 +12,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# The package's source (a src/ layout: no `ackdeck` at the top of the repository) and what a
+# subprocess a test starts needs on its path: this checkout's package, and `tests` itself.
+SRC = REPO / "src"
+PKG = SRC / "ackdeck"
+PATHS = os.pathsep.join([str(SRC), str(REPO)])
 ACKDECK = [sys.executable, "-m", "ackdeck.core.cli"]
 
 
@@ -39,7 +44,7 @@ def home(tmp_path: Path) -> Path:
 def cli_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["ACKDECK_HOME"] = str(home)
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = PATHS
     return env
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import PATHS
 from tests.helpers import agent_clients as clients
 from tests.helpers.model_stub import Call, ModelStub, Say, Search
 from tests.helpers.probe_server import JSON_SIDE, TEXT_SIDE, payload
@@ -59,7 +59,7 @@ class ProbeSetup(clients.Setup):
         return {
             "command": sys.executable,
             "args": ["-m", "tests.helpers.stdio_tee", str(self.heard), *probe],
-            "env": {"PYTHONPATH": str(REPO)},
+            "env": {"PYTHONPATH": PATHS},
         }
 
     def client_names(self) -> set[str]:

@@ -89,3 +89,22 @@ def test_the_mcp_bench_prints_its_table_in_quick_mode() -> None:
     for row in table:
         assert all(float(x) > 0 for x in row[1:]), row
     assert any(line[0].startswith("ackdeck's own share") for line in rows)
+
+
+def test_bench_help_lists_every_benchmark_and_an_unknown_one_is_one_error() -> None:
+    """`python -m bench --help` was a traceback; it lists the benchmarks (without importing
+    them), and a mistyped name says so instead of running every bench."""
+    helped = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"], cwd=REPO, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert helped.returncode == 0 and helped.stderr == ""
+    names = sorted(p.stem.removeprefix("bench_") for p in (REPO / "bench").glob("bench_*.py"))
+    listed = [line.split()[0] for line in helped.stdout.split("benchmarks:\n")[1].splitlines()]
+    assert listed == names
+    wrong = subprocess.run(
+        [sys.executable, "-m", "bench", "romos"], cwd=REPO, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "no benchmark 'romos'" in wrong.stderr
+    assert wrong.stdout == ""

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.cli import BUILTIN_COMMANDS
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PKG, REPO
 
-CLI = REPO / "core" / "cli"
+CLI = PKG / "core" / "cli"
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

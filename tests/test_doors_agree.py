@@ -24,7 +24,7 @@ import pytest
 from ackdeck.core.service import procs, rooms, wakes
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch import wakes as wake_records
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PATHS
 from tests.test_mcp import call, connect, error_of
 from tests.test_procs_support import run_and_cleanup
 
@@ -59,7 +59,7 @@ def normal(value: Any) -> Any:
 
 def cli_json(home: Path, args: list[str], cwd: Path) -> tuple[int, dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = PATHS
     cut = args.index("--") if "--" in args else len(args)  # options go before `run`'s command
     out = subprocess.run(
         [*ACKDECK, "--home", str(home), *args[:cut], "--json", *args[cut:]],
@@ -347,7 +347,7 @@ async def test_process_and_wake_operations_give_the_same_json_on_both_doors(
 # ----- hooks and the dashboard: the same numbers ------------------------------------------------
 def _cli_out(home: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = PATHS
     return subprocess.run(
         [*ACKDECK, "--home", str(home), *args],
         env=env,

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PATHS, REPO
 from tests.test_mcp import call, connect, text_of
 
 SESSION = "agent"
@@ -21,7 +21,7 @@ WAIT = 60.0
 
 def cli(home: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = PATHS
     out = subprocess.run(
         [*ACKDECK, "--home", str(home), *args],
         env=env,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+PKG = REPO / "src" / "ackdeck"  # the package (a src/ layout)
 FORBIDDEN = ("textual", "ackdeck.tui", "tui")
 
 
@@ -68,7 +69,7 @@ def _forbidden(module: str) -> bool:
 
 
 def core_import_graph(*, runtime_only: bool = False) -> dict[str, set[str]]:
-    paths = sorted((REPO / "core").rglob("*.py"))
+    paths = sorted((PKG / "core").rglob("*.py"))
     return {
         _module_name(p): imports_of(p, _module_name(p), runtime_only=runtime_only) for p in paths
     }
@@ -159,7 +160,7 @@ def test_every_exception_class_of_core_lives_in_errors_py() -> None:
     }
     exception_names |= {"Exception", "BaseException", "ValueError", "OSError", "RuntimeError"}
     offenders = []
-    for path in sorted((REPO / "core").rglob("*.py")):
+    for path in sorted((PKG / "core").rglob("*.py")):
         if path.name == "errors.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -292,7 +293,7 @@ def test_type_checking_false_is_written_only_on_the_hot_path(
     writers = {
         _module_name(path)
         for folder in ("core", "tui")
-        for path in (REPO / folder).rglob("*.py")
+        for path in (PKG / folder).rglob("*.py")
         if any(
             isinstance(node, ast.Assign) and ast.unparse(node) == "TYPE_CHECKING = False"
             for node in ast.parse(path.read_text()).body
@@ -304,8 +305,8 @@ def test_type_checking_false_is_written_only_on_the_hot_path(
 
 def test_screens_widgets_and_commands_never_import_the_app_class() -> None:
     """The app imports its screens; they reach it through `tui.host.Host`, never back."""
-    parts = [*(REPO / "tui" / "screens").glob("*.py"), *(REPO / "tui" / "widgets").glob("*.py")]
-    parts += [REPO / "tui" / "commands.py", REPO / "tui" / "host.py"]
+    parts = [*(PKG / "tui" / "screens").glob("*.py"), *(PKG / "tui" / "widgets").glob("*.py")]
+    parts += [PKG / "tui" / "commands.py", PKG / "tui" / "host.py"]
     offenders = {}
     for p in parts:
         name = _module_name(p)

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
 from ackdeck.core.watch import procs
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 
 TOOLS = {
     "room_list_new",
@@ -41,7 +41,7 @@ def server_params(
     for r in rooms:
         args += ["--room", str(r)]
     return StdioServerParameters(
-        command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+        command=sys.executable, args=args, env={"PYTHONPATH": PATHS}, cwd=str(REPO)
     )
 
 

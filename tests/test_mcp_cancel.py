@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PATHS
 from tests.helpers.raw_mcp import LIMIT, RawClient
 from tests.test_procs_support import wait_until
 
@@ -42,7 +42,7 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=LIMIT,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": PATHS},
     )
 
 

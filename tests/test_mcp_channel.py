@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.watch import wakes
 from ackdeck.core.watch.monitors import MatchedLine
-from tests.conftest import REPO, mounted
+from tests.conftest import PATHS, REPO, mounted
 
 WAIT = 60.0  # only a real hang reaches this
 QUIET = 2.0  # a quiet period observed after the notice (4x the coalescing window)
@@ -77,7 +77,7 @@ def params(home: Path, rooms: Sequence[Path], *extra: str) -> StdioServerParamet
     for r in rooms:
         args += ["--room", str(r)]
     return StdioServerParameters(
-        command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+        command=sys.executable, args=args, env={"PYTHONPATH": PATHS}, cwd=str(REPO)
     )
 
 
@@ -100,7 +100,7 @@ def push_from_another_process(room: Path, text: str) -> None:
     subprocess.run(
         [sys.executable, "-m", "ackdeck.core.cli", "room", "push", str(room), text],
         check=True,
-        env={"PYTHONPATH": str(REPO)},
+        env={"PYTHONPATH": PATHS},
         cwd=str(REPO),
     )
 
@@ -160,7 +160,7 @@ async def test_a_burst_of_a_thousand_lines_is_one_or_two_notices(
         subprocess.run(
             [sys.executable, "-c", script, str(room)],
             check=True,
-            env={"PYTHONPATH": str(REPO)},
+            env={"PYTHONPATH": PATHS},
             cwd=str(REPO),
         )
         await rec.wait_for(1)

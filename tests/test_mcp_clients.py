@@ -28,7 +28,7 @@ import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 
 NPM = REPO / ".cache" / "npm" / "node_modules"
 TS_SDK = NPM / "@modelcontextprotocol" / "sdk"
@@ -136,7 +136,7 @@ def server_command(home: Path, room: Path) -> list[str]:
 
 def server_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = PATHS
     return env
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PATHS, REPO
 from tests.test_mcp import call, connect, error_of, text_of
 
 
@@ -100,7 +100,7 @@ async def test_mcp_takes_the_session_from_ackdeck_session_like_every_command(
     params = StdioServerParameters(
         command=sys.executable,
         args=[*args, "--room", str(tmp_path / "inbox.txt")],
-        env={"PYTHONPATH": str(REPO), "ACKDECK_SESSION": env},
+        env={"PYTHONPATH": PATHS, "ACKDECK_SESSION": env},
         cwd=str(REPO),
     )
     async with Client(params, read_timeout_seconds=60) as client:
@@ -110,7 +110,7 @@ async def test_mcp_takes_the_session_from_ackdeck_session_like_every_command(
 
 def test_mcp_without_any_session_is_one_line_and_exit_1(home: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "ACKDECK_SESSION"}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = PATHS
     out = subprocess.run(
         [*ACKDECK, "--home", str(home), "mcp", "--room", str(tmp_path / "inbox.txt")],
         env=env,

@@ -24,7 +24,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 from tests.test_mcp import call, text_of
 from tests.test_procs_support import wait_until
 
@@ -41,7 +41,7 @@ async def connect(home: Path, rooms: list[Path], reply_chars: int) -> AsyncItera
     for r in rooms:
         args += ["--room", str(r)]
     params = StdioServerParameters(
-        command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+        command=sys.executable, args=args, env={"PYTHONPATH": PATHS}, cwd=str(REPO)
     )
     async with Client(params, read_timeout_seconds=60) as client:
         yield client

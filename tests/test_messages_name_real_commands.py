@@ -9,7 +9,7 @@ import argparse
 import re
 
 from ackdeck.core.cli import build_parser
-from tests.conftest import REPO
+from tests.conftest import PKG, REPO
 
 # `ackdeck room trace ROOM`, `room policy`, `ackdeck ps`: the words after the program name
 # that are commands (lowercase words; placeholders, options and values end the command).
@@ -34,7 +34,7 @@ def test_every_command_a_message_names_exists() -> None:
     commands = _commands()
     assert "room" in commands and "trace" in commands["room"]
     wrong: list[str] = []
-    for path in [*(REPO / "core").rglob("*.py"), *(REPO / "tui").rglob("*.py")]:
+    for path in [*(PKG / "core").rglob("*.py"), *(PKG / "tui").rglob("*.py")]:
         text = path.read_text(encoding="utf-8")
         for m in _NAMED.finditer(text):
             words = m.group(1).split()

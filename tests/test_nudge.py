@@ -20,7 +20,7 @@ from ackdeck.core.agents.nudge import IdleWatch
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.watch import wakes
 from ackdeck.core.watch.monitors import MatchedLine
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 
 WAIT = 60.0
 QUIET = 3.0
@@ -149,7 +149,7 @@ class World:
         return self.log.read_text().splitlines()
 
     def start_nudge(self, *extra: str) -> None:
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        env = dict(os.environ, PYTHONPATH=PATHS)
         self.nudge = subprocess.Popen(
             [
                 sys.executable,
@@ -362,7 +362,7 @@ def test_a_missing_pane_is_a_one_line_error(world: World, home: Path) -> None:
             "--room",
             str(world.room),
         ],
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        env=dict(os.environ, PYTHONPATH=PATHS),
         cwd=str(REPO),
         capture_output=True,
         text=True,
@@ -387,7 +387,7 @@ def test_a_prompt_regex_re2_cannot_run_is_a_one_line_error(
             "--tmux", "agent", "--tmux-socket", f"ackdeck-none-{uuid.uuid4().hex[:8]}",
             "--room", str(tmp_path / "inbox.txt"), "--prompt-regex", regex,
         ],
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        env=dict(os.environ, PYTHONPATH=PATHS),
         cwd=str(REPO), capture_output=True, text=True, timeout=WAIT,
     )  # fmt: skip
     assert proc.returncode == 1
@@ -479,7 +479,7 @@ def test_a_target_that_names_no_pane_never_falls_back_to_another_pane(
             *("--session", "agent", "--tmux", target, "--tmux-socket", world.socket),
             *("--room", str(world.room)),
         ],
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        env=dict(os.environ, PYTHONPATH=PATHS),
         cwd=str(REPO),
         capture_output=True,
         text=True,

@@ -14,12 +14,14 @@ import re
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+PKG = REPO / "src" / "ackdeck"  # the package (a src/ layout)
 TUI_WHEELS = sorted((REPO / ".cache" / "wheels").glob("tui-1.1.1-*.whl"))
 BUILD_TIMEOUT = 600  # a generous bound: only a hung build reaches it
 
@@ -42,14 +44,15 @@ def _build_wheel(project: Path, out: Path, name: str) -> Path:
     return found
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    # Build from a copy of the tracked files so the checkout's build/ and egg-info stay as
-    # they are (a build in place would leave both behind).
+def _tracked() -> list[str]:
+    return [n for n in _run("git", "ls-files", "-z", cwd=REPO).stdout.split("\0") if n]
+
+
+def _copy_of_checkout(out: Path) -> Path:
+    """A copy of the tracked files, so a build leaves the checkout's build/ and egg-info as
+    they are (a build in place would leave both behind)."""
     src = out / "src"
-    files = _run("git", "ls-files", "-z", cwd=REPO).stdout.split("\0")
-    for name in filter(None, files):
+    for name in _tracked():
         target = src / name
         target.parent.mkdir(parents=True, exist_ok=True)
         origin = REPO / name
@@ -57,7 +60,45 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             target.symlink_to(os.readlink(origin))
         elif origin.is_file():
             target.write_bytes(origin.read_bytes())
-    return _build_wheel(src, out, "ackdeck")
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    return _build_wheel(_copy_of_checkout(out), out, "ackdeck")
+
+
+def test_the_sdist_holds_the_repository_and_its_tests_pass_from_it(tmp_path: Path) -> None:
+    """The sdist is the repository (MANIFEST.in): the same files, no symlink, and a part of the
+    suite runs from it unpacked (it used to copy linked files and fail two tests)."""
+    if _run("git", "rev-parse", "--git-dir", cwd=REPO).returncode != 0:
+        pytest.skip("not a git checkout: nothing to compare the sdist with")
+    project = _copy_of_checkout(tmp_path / "build")
+    built = _run(
+        sys.executable, "-c",
+        "import sys; from setuptools import build_meta as b; print(b.build_sdist(sys.argv[1]))",
+        tmp_path, cwd=project,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    archive = tmp_path / built.stdout.split()[-1]
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        assert not [m.name for m in members if m.issym() or m.islnk()]
+        top = members[0].name.split("/")[0]
+        names = {m.name.split("/", 1)[1] for m in members if m.isfile()}
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    added = {"PKG-INFO", "setup.cfg"} | {n for n in names if ".egg-info/" in n}
+    assert names - added == set(_tracked())
+    unpacked = tmp_path / "unpacked" / top
+    ran = _run(
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        "tests/test_ledger_decisions.py", "tests/test_bytes.py", "tests/test_rooms.py",
+        cwd=unpacked,
+        env={**os.environ, "PYTHONPATH": f"{unpacked / 'src'}{os.pathsep}{unpacked}"},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-3000:]
+    assert re.search(r"\d+ passed", ran.stdout)
 
 
 def _top_level_names(wheel: Path) -> set[str]:
@@ -75,12 +116,13 @@ def test_the_wheel_has_exactly_one_top_level_name(wheel: Path) -> None:
         names = set(z.namelist())
         top_level = next(n for n in names if n.endswith(".dist-info/top_level.txt"))
         assert z.read(top_level).decode().split() == ["ackdeck"]
-    # Every package folder of core/ and tui/ is in the wheel (a folder left out of the
-    # package list would import fine from the checkout and fail once installed).
+    # Every package folder of src/ackdeck/core and src/ackdeck/tui is in the wheel (a folder
+    # left out of the package list would import fine from the checkout and fail once
+    # installed).
     for folder in ("core", "tui"):
-        for init in (REPO / folder).rglob("__init__.py"):
-            inner = init.relative_to(REPO).as_posix()
-            assert f"ackdeck/{inner}" in names, inner
+        for init in (PKG / folder).rglob("__init__.py"):
+            inner = init.relative_to(PKG.parent).as_posix()
+            assert inner in names, inner
     assert "ackdeck/tui/app.tcss" in names
 
 

@@ -174,7 +174,7 @@ def test_the_readme_links_into_the_docs() -> None:
 # ----- the hand-written reference keeps up with the code -------------------------------------
 def test_every_environment_variable_is_documented() -> None:
     names = set()
-    for folder in ("core", "tui", "bench", "tests"):
+    for folder in ("src", "bench", "tests"):
         for source in (ROOT / folder).rglob("*.py"):
             names |= set(re.findall(r"\bACKDECK_[A-Z0-9_]+\b", source.read_text()))
     page = (DOCS / "reference" / "configuration.md").read_text()

@@ -9,7 +9,7 @@ from pathlib import Path
 from mcp import Client, StdioServerParameters
 
 from ackdeck.core.inbox.room_backend import open_room
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 from tests.redis_server import RedisServer, new_room_name
 from tests.test_mcp import call, text_of
 
@@ -29,7 +29,7 @@ async def test_mcp_serves_a_redis_room_next_to_a_file_room(
     args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent"]
     args += ["--room", url, "--room", str(file_room)]
     params = StdioServerParameters(
-        command=sys.executable, args=args, env={"PYTHONPATH": str(REPO)}, cwd=str(REPO)
+        command=sys.executable, args=args, env={"PYTHONPATH": PATHS}, cwd=str(REPO)
     )
     async with Client(params, read_timeout_seconds=60) as client:
         first = await call(client, "room_list_new")  # the first room is the default
@@ -323,7 +323,7 @@ async def test_a_push_to_a_redis_room_reaches_the_mcp_channel_live(
     inbox.touch()
     args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent"]
     args += ["--room", url, "--room", str(inbox)]
-    env = {"PYTHONPATH": str(REPO), "ACKDECK_NOTICE_RESCAN_S": "86400"}
+    env = {"PYTHONPATH": PATHS, "ACKDECK_NOTICE_RESCAN_S": "86400"}
     rec = Recorder()
     async with Client(
         StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(REPO)),

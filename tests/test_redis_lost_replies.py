@@ -21,7 +21,7 @@ import redis
 
 from ackdeck.core.inbox import redis_lua
 from ackdeck.core.inbox.room_backend import open_room
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PATHS, REPO
 from tests.redis_proxy import ReplyDropper
 from tests.redis_server import RedisServer, new_room_name
 
@@ -56,7 +56,7 @@ def env(home: Path) -> dict[str, str]:
     return {
         **os.environ,
         "ACKDECK_HOME": str(home),
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": PATHS,
         "ACKDECK_REDIS_TIMEOUT": "10",
     }
 
@@ -108,7 +108,7 @@ async def test_the_mcp_push_says_pushed_after_a_lost_reply_and_stores_once(
     params = StdioServerParameters(
         command=sys.executable,
         args=[*args, "--room", url],
-        env={"PYTHONPATH": str(REPO), "ACKDECK_REDIS_TIMEOUT": "10"},
+        env={"PYTHONPATH": PATHS, "ACKDECK_REDIS_TIMEOUT": "10"},
         cwd=str(REPO),
     )
     async with Client(params, read_timeout_seconds=60) as client:
@@ -273,7 +273,7 @@ def _soak(tmp_path: Path, server: RedisServer, proxy: ReplyDropper, seconds: flo
     name = new_room_name()
     url = proxy.url(name)
     stop = tmp_path / "stop"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ACKDECK_REDIS_TIMEOUT": "10",
+    env = {**os.environ, "PYTHONPATH": PATHS, "ACKDECK_REDIS_TIMEOUT": "10",
            "ACKDECK_HOME": str(tmp_path / "home")}  # fmt: skip
     tags = ["push1", "push2"]
     sessions = ["ackA", "ackB"]

@@ -19,14 +19,14 @@ from ackdeck.core.errors import ColdAck, InvalidInput, RoomUnavailable
 from ackdeck.core.inbox.redis_room import RedisRoom
 from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import parse_redis_url
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PATHS, REPO
 from tests.redis_server import RedisServer, new_room_name
 
 SECRET = "s3cr3t-Pa55word"
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Any:
-    full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full = {**os.environ, "PYTHONPATH": PATHS, **(env or {})}
     return subprocess.run(
         [*ACKDECK, *args], capture_output=True, text=True, env=full, timeout=timeout, cwd=REPO
     )
@@ -181,7 +181,7 @@ def test_wait_blocks_until_another_process_pushes(url: str) -> None:
     assert r.wait("agent", timeout=0.2) is False
     waiter = subprocess.Popen(
         [*ACKDECK, "room", "wait", url, "--session", "agent", "--timeout", "60"],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": PATHS},
         cwd=REPO,
     )
     time.sleep(0.3)  # not a synchronisation: the push below is what must end the wait

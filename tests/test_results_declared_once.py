@@ -20,6 +20,7 @@ from ackdeck.core.service import rooms
 from ackdeck.core.service.results import fields_of
 
 REPO = Path(__file__).resolve().parent.parent
+PKG = REPO / "src" / "ackdeck"  # the package (a src/ layout)
 BACKEND_VALUES = (values.RoomStatus, values.SessionStatus, values.ReadResult, values.AckResult)
 
 
@@ -37,8 +38,8 @@ OTHER_CONCEPTS = ("core/service/wakes.py", "core/service/procs.py", "core/servic
 def _shape_dicts() -> list[tuple[str, set[str]]]:
     """Every dict literal assigned to a SHAPE in core/ and tui/, with its constant keys."""
     found = []
-    for path in sorted([*(REPO / "core").rglob("*.py"), *(REPO / "tui").rglob("*.py")]):
-        if str(path.relative_to(REPO)) in OTHER_CONCEPTS:
+    for path in sorted([*(PKG / "core").rglob("*.py"), *(PKG / "tui").rglob("*.py")]):
+        if str(path.relative_to(PKG)) in OTHER_CONCEPTS:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if (
@@ -83,7 +84,7 @@ def test_both_backends_return_the_same_value_types() -> None:
 
 
 def test_the_backend_interface_has_no_protocol_views_left() -> None:
-    tree = ast.parse((REPO / "core" / "inbox" / "room_backend.py").read_text())
+    tree = ast.parse((PKG / "core" / "inbox" / "room_backend.py").read_text())
     classes = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     assert classes == ["RoomBackend"]
 

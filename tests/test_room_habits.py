@@ -15,7 +15,7 @@ import pytest
 
 from ackdeck.core.errors import ColdAck, RoomUnavailable
 from ackdeck.core.inbox.rooms import Room
-from tests.conftest import ACKDECK, REPO, mounted
+from tests.conftest import ACKDECK, PATHS, REPO, mounted
 from tests.test_mcp import call, connect, text_of
 
 CLI = " ".join(shlex.quote(x) for x in ACKDECK)
@@ -657,7 +657,7 @@ def test_a_room_path_naming_a_directory_is_one_line_and_never_chases_a_symlink(
     for argv in commands:
         out = subprocess.run(
             [*ACKDECK, *argv],
-            env={**env, "PYTHONPATH": str(REPO)},
+            env={**env, "PYTHONPATH": PATHS},
             cwd=tmp_path,
             capture_output=True,
             stdin=subprocess.DEVNULL,
@@ -681,7 +681,7 @@ def test_a_status_of_rooms_in_linked_directories_names_each_as_the_kernel_resolv
         (tmp_path / "real" / "sub" / name).write_bytes(b"x\n")
     (tmp_path / "real" / "c.txt").write_bytes(b"x\ny\n")
     specs = ["link/a.txt", "link/b.txt", "link/../c.txt", str(tmp_path / "link" / "a.txt")]
-    env = {**os.environ, "ACKDECK_HOME": str(home), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "ACKDECK_HOME": str(home), "PYTHONPATH": PATHS}
     out = subprocess.run(
         [*ACKDECK, "room", "status", *specs, "--json"],
         env=env, cwd=tmp_path, capture_output=True, text=True, check=True,

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tui.config import DashConfig, load_config
 
 from ackdeck.core.base.ranges import in_range, parse_in_range
 from ackdeck.core.errors import InvalidInput
 from tests.conftest import ACKDECK
-from tui.config import DashConfig, load_config
 
 
 @pytest.mark.parametrize("tick", ["1e-7", "0.01", "-1.0", "nan", "inf", "1e9", "true", '"1"'])

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.inbox.room_backend import open_room
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 from tests.redis_server import RedisServer, new_room_name
 
 PUSHER = """
@@ -88,7 +88,7 @@ def _soak(
 ) -> dict[str, int]:
     url = server.url(new_room_name())
     stop = tmp_path / "stop"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ACKDECK_REDIS_TIMEOUT": "10"}
+    env = {**os.environ, "PYTHONPATH": PATHS, "ACKDECK_REDIS_TIMEOUT": "10"}
     rng = random.Random(1234)
     tags = ["push1", "push2", "push3"]
     producers = [

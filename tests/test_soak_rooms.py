@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.inbox.rooms import Room
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 
 PUSHER = """
 import sys, time, os
@@ -86,7 +86,7 @@ def _soak(tmp_path: Path, seconds: float, kill_every: float) -> dict[str, int]:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"")
     stop = tmp_path / "stop"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": PATHS}
     rng = random.Random(1234)
 
     producers: list[tuple[str, subprocess.Popen[bytes]]] = []

@@ -20,7 +20,7 @@ from ackdeck.core.inbox.rooms import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import PromptScreen, TextScreen
 from ackdeck.tui.testing import fixed_clock, notifications, quiet_config, screen_text, settle
-from tests.conftest import ACKDECK
+from tests.conftest import ACKDECK, PKG
 
 HOSTILE = "job \x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m \u009b2J \u202eevil\rdone"
 # The escaped form a person sees (a sample of it).
@@ -240,10 +240,9 @@ def test_every_cli_line_for_people_goes_through_say() -> None:
     # raw again. Only `say` itself and the version line (ackdeck's own text) call print.
     import ast
 
-    from tests.conftest import REPO
 
     bare = []
-    for path in sorted((REPO / "core" / "cli").glob("*.py")):
+    for path in sorted((PKG / "core" / "cli").glob("*.py")):
         tree = ast.parse(path.read_text())
         for fn in ast.walk(tree):
             if not isinstance(fn, ast.FunctionDef) or fn.name == "say":

@@ -40,7 +40,7 @@ class Pane:
         env = {
             "XDG_CONFIG_HOME": str(tmp / "xdg"),
             "HOME": str(tmp / "home"),
-            "PYTHONPATH": str(REPO),
+            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
             "TERM": "xterm-256color",
         }
         assigns = " ".join(f"{k}={v}" for k, v in env.items())

@@ -488,7 +488,7 @@ def on_files(files: Any, config: Any) -> Any:
 
 def on_config(config: Any) -> Any:
     # A rebuild (`make docs-serve`) when the code changes, not only the pages.
-    for folder in ("core", "tui", "screenshots"):
+    for folder in ("src", "screenshots"):
         if (ROOT / folder) not in [Path(w) for w in config.get("watch", [])]:
             config["watch"].append(str(ROOT / folder))
     config["watch"].append(str(ROOT / "CHANGELOG.md"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import PATHS, REPO
 
 NPM_BIN = REPO / ".cache" / "npm" / "node_modules" / ".bin"
 CLIENTS = {
@@ -88,14 +88,14 @@ class Setup:
             "--room",
             str(self.room),
         ]
-        return {"command": cmd[0], "args": cmd[1:], "env": {"PYTHONPATH": str(REPO)}}
+        return {"command": cmd[0], "args": cmd[1:], "env": {"PYTHONPATH": PATHS}}
 
     def base_env(self) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "TERM")
         env = {k: os.environ[k] for k in keep if k in os.environ}
         env.update(
             HOME=str(self.user_home),
-            PYTHONPATH=str(REPO),
+            PYTHONPATH=PATHS,
             XDG_CONFIG_HOME=str(self.user_home / ".config"),
             XDG_CACHE_HOME=str(self.user_home / ".cache"),
             XDG_DATA_HOME=str(self.user_home / ".local" / "share"),
@@ -235,7 +235,7 @@ def codex(
         ),
         "",
         "[mcp_servers.ackdeck.env]",
-        f"PYTHONPATH = {json.dumps(str(REPO))}",
+        f"PYTHONPATH = {json.dumps(PATHS)}",
         "",
         f"[projects.{json.dumps(str(s.workdir))}]",
         'trust_level = "trusted"',

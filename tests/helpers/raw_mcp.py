@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ACKDECK, REPO
+from tests.conftest import ACKDECK, PATHS
 
 LIMIT = 60.0  # only a real hang gets here
 
@@ -42,7 +42,7 @@ class RawClient:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env={**os.environ, "PYTHONPATH": PATHS},
         )
         self.messages: list[dict[str, Any]] = []
         self._cond = threading.Condition()

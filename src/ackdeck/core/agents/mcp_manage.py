@@ -114,7 +114,7 @@ async def wait_output(
     deadline = started + timeout
     next_progress = started + PROGRESS_EVERY_S
     leased = False
-    request_id = None if ctx is None else request_key(ctx)
+    request_id = "null" if ctx is None else request_key(ctx)
 
     def final(got: procs.OutputLines) -> bool:
         return bool(got.raw) or got.status != "running" or time.monotonic() >= deadline
