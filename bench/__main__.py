@@ -8,6 +8,7 @@ Run one with `python -m bench NAME` (e.g. `python -m bench rooms`).
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 from pathlib import Path
@@ -60,7 +61,10 @@ def main(argv: list[str]) -> int:
             continue
         print(f"\n== {name} ==", flush=True)
         module = importlib.import_module(f"bench.{name}")
-        module.main(flags) if flags else module.main()
+        takes_flags = bool(inspect.signature(module.main).parameters)
+        if flags and not takes_flags:
+            print(f"({name} has no {' '.join(flags)}: its full run follows)", flush=True)
+        module.main(flags) if flags and takes_flags else module.main()
     return 0
 
 

@@ -17,8 +17,8 @@ FORBIDDEN = ("textual", "ackdeck.tui", "tui")
 
 
 def _module_name(path: Path) -> str:
-    """The import name of a file under core/ or tui/: both install inside the `ackdeck` package."""
-    parts = ["ackdeck", *path.relative_to(REPO).with_suffix("").parts]
+    """The import name of a file of the package (src/ackdeck/...)."""
+    parts = ["ackdeck", *path.relative_to(PKG).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tui.config import DashConfig, load_config
 
 from ackdeck.core.base.ranges import in_range, parse_in_range
 from ackdeck.core.errors import InvalidInput
+from ackdeck.tui.config import DashConfig, load_config
 from tests.conftest import ACKDECK
 
 
