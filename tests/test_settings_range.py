@@ -77,21 +77,14 @@ def test_a_nudge_idle_time_out_of_range_is_refused(cli_env: dict[str, str]) -> N
 
 
 @pytest.mark.parametrize("pace", ["x", "nan", "inf", "0", "-1"])
-def test_a_demo_pace_that_makes_no_sense_is_one_line(pace: str) -> None:
-    import os
+def test_a_demo_pace_that_makes_no_sense_is_one_line(
+    pace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackdeck.tui import demo
 
-    from tui import demo
-
-    old = os.environ.get("ACKDECK_DEMO_PACE")
-    os.environ["ACKDECK_DEMO_PACE"] = pace
-    try:
-        with pytest.raises(InvalidInput, match="ACKDECK_DEMO_PACE"):
-            demo.pace()
-    finally:
-        if old is None:
-            del os.environ["ACKDECK_DEMO_PACE"]
-        else:
-            os.environ["ACKDECK_DEMO_PACE"] = old
+    monkeypatch.setenv("ACKDECK_DEMO_PACE", pace)
+    with pytest.raises(InvalidInput, match="ACKDECK_DEMO_PACE"):
+        demo.pace()
 
 
 @pytest.mark.parametrize("value", [True, "3", float("nan"), float("inf"), -1, 11, 2.5])

@@ -13,8 +13,8 @@
 `ACKDECK_DEMO_PACE` (default 1.0) scales every pause (the tests run the world faster).
 
 Everything it started is stopped and the temporary directory removed when the dashboard exits.
-The poller and agent entry points run as `python -m tui.demo poll|agent …`; this module imports
-Textual only inside `run_demo`, so those processes stay light.
+The poller and agent entry points run as `python -m ackdeck.tui.demo poll|agent …`; this
+module imports Textual only inside `run_demo`, so those processes stay light.
 """
 
 from __future__ import annotations
