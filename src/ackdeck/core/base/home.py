@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ackdeck.core.base.names import check_name
+from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
 
 
@@ -36,18 +36,8 @@ def resolve_home(home: str | os.PathLike[str] | None) -> Path:
     return path
 
 
-def procs_dir(home: Path) -> Path:
-    return home / "procs"
-
-
-def starts_dir(home: Path) -> Path:
-    return home / "starts"
-
-
-def wakes_dir(home: Path) -> Path:
-    return home / "wakes"
-
-
-def alerts_dir(home: Path, owner: str) -> Path:
-    """`owner` is checked here, where it becomes a path, whatever it was read from."""
-    return home / "alerts" / check_name(owner, "owner")
+# Re-exported for the callers that already import them from here; named in locations.
+procs_dir = locations.procs_dir
+starts_dir = locations.starts_dir
+wakes_dir = locations.wakes_dir
+alerts_dir = locations.alerts_dir
