@@ -1,12 +1,6 @@
-"""The state directory shared by every ackdeck process (CLI, supervisors, MCP server, dashboard).
-
-Layout (all under the home):
-    procs/NAME/RUN_ID/   one run of a monitored process (see core/watch/runs.py)
-    wakes/SESSION/       wake records owned by one session (see core/watch/wakes.py)
-    alerts/OWNER/        overdue episodes of the rooms OWNER owns (core/service/alerts.py)
-    starts/NAME.lock     held while a run of NAME starts (core/watch/procs.py): never removed,
-                         since unlinking a lock file others may wait on would let two hold it
-"""
+"""The state directory shared by every ackdeck process (CLI, supervisors, MCP server, dashboard):
+where it is and that it exists. What lives in it (procs/, wakes/, notices/, alerts/, starts/,
+redis-doubts/) is named in core/base/locations.py, the one module that names every file."""
 
 from __future__ import annotations
 
