@@ -3,7 +3,7 @@
 A query, never a repair: nothing here takes a lock, moves a malformed file aside or completes
 an interrupted ack (the commands that use the state do that). Every file is read on its own,
 so a damaged one is named with what is wrong with it and the rest is still explained; only a
-target with no state at all is an error.
+target with no state at all is an error (InvalidInput: exit 1, one line).
 
 The report is a plain dict (the `--json` shape); `render` turns it into the words people read.
 The explanations (`explain_slots`, `receipt_words`, ...) are pure functions of the bytes and
@@ -35,10 +35,6 @@ if TYPE_CHECKING:
 
 AUDIT_ENTRIES = 5  # the audit's last entries shown
 _AUDIT_TAIL = 64 << 10  # bytes read from the end of audit.jsonl to find them
-
-
-class NothingToInspect(InvalidInput):
-    """The target itself has no state: no such room, session or run."""
 
 
 # ----- reading, never failing ------------------------------------------------------------
@@ -351,7 +347,7 @@ def inspect_room(room: str, *, clock: Callable[[], float] = time.time) -> Doc:
     except OSError:
         room_stat = None
     if room_stat is None and not os.path.lexists(side):
-        raise NothingToInspect(f"no room at {path}: neither the file nor its state exists")
+        raise InvalidInput(f"no room at {path}: neither the file nor its state exists")
     ledger_doc, state = _ledger(side, damaged)
     before = len(damaged)
     policy = _json(locations.policy(side), damaged, RoomPolicy)
@@ -441,7 +437,7 @@ def inspect_session(home: Path, session: str, *, clock: Callable[[], float] = ti
     if not (wakes or notices or alerts or damaged) and not any(
         os.path.isdir(d) for d in (wdir, locations.notices_dir(home, session), adir)
     ):
-        raise NothingToInspect(f"no state for session {session!r} in {home}")
+        raise InvalidInput(f"no state for session {session!r} in {home}")
     return {
         "kind": "session",
         "session": session,
@@ -455,6 +451,8 @@ def inspect_session(home: Path, session: str, *, clock: Callable[[], float] = ti
 
 # ----- a run -------------------------------------------------------------------------------
 def find_run(home: Path, run_id: str) -> Path:
+    """The run's directory, whatever its name. Not procs.find_run: that one needs a readable
+    meta.json, and a run whose meta is damaged is exactly one a person wants to inspect."""
     check_name(run_id, "run id")
     for name in _names(locations.procs_dir(home)):
         try:
@@ -463,7 +461,7 @@ def find_run(home: Path, run_id: str) -> Path:
             continue
         if os.path.isdir(rdir):
             return rdir
-    raise NothingToInspect(f"unknown run id {run_id!r}: `ackdeck ps` lists every run")
+    raise InvalidInput(f"unknown run id {run_id!r}: `ackdeck ps` lists every run")
 
 
 def inspect_run(home: Path, run_id: str, *, clock: Callable[[], float] = time.time) -> Doc:

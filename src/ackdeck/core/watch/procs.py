@@ -30,7 +30,7 @@ from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.ranges import in_range
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.errors import CorruptState, InvalidInput, ProcessError
+from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, ProcessError
 from ackdeck.core.watch import holders
 from ackdeck.core.watch.monitors import compile_pattern
 from ackdeck.core.watch.runs import (
@@ -439,7 +439,11 @@ def find_run(home: HomeArg, run_id: str) -> RunInfo:
     except FileNotFoundError:
         names = []
     for n in names:
-        if locations.run_meta(procs_dir(h) / n / run_id).exists():
+        try:
+            meta = locations.run_meta(locations.run_dir(h, n, run_id))
+        except InvalidName:
+            continue  # a directory no `ackdeck run` made: not a process of ours
+        if meta.exists():
             return get_run(h, n, run_id)
     raise ProcessError(f"unknown run id {run_id!r}: `ackdeck ps` lists every run")
 
