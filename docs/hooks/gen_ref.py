@@ -9,6 +9,8 @@
   shapes), plus the real output of each `--json` command, run on a scratch home while the site
   builds, each matched to the tool whose schema has exactly its keys; and the error kinds
   from `ackdeck.core.errors`.
+- the list of files in `reference/configuration.md` (where FILES_MARK stands) from
+  `ackdeck.core.base.locations`, the one module that names every file ackdeck keeps.
 - `changelog.md` is the repository's CHANGELOG.md; `screenshots/` is the repository's
   screenshots folder, so the docs show the pictures `make screenshots` draws.
 
@@ -484,6 +486,18 @@ def on_files(files: Any, config: Any) -> Any:
             if item.is_file():
                 files.append(File.generated(config, f"{mount}/{item.name}", abs_src_path=str(item)))
     return files
+
+
+FILES_MARK = "<!-- files: generated from ackdeck.core.base.locations -->"
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    """The configuration reference's list of files, from the module that names them."""
+    if page.file.src_uri != "reference/configuration.md" or FILES_MARK not in markdown:
+        return markdown
+    from ackdeck.core.base import locations
+
+    return markdown.replace(FILES_MARK, locations.reference_table())
 
 
 def on_config(config: Any) -> Any:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ackdeck.core.agents.notices import Notice, NoticeState, RoomView, WakeView, decide
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.timeouts import seconds_from_env
@@ -52,7 +52,7 @@ CLAIM_STEP_S = 0.02
 def state_path(home: Path, session: str, door: str) -> Path:
     if door not in DOORS:
         raise ValueError(f"unknown notice door {door!r}")
-    return home / "notices" / check_name(session) / f"{door}.json"
+    return locations.notice_state(home, session, door)
 
 
 def load_state(path: Path) -> NoticeState:
@@ -65,7 +65,7 @@ def load_state(path: Path) -> NoticeState:
         return NoticeState.from_json(raw)
     except (CorruptState, RecordError, ValueError):
         # Malformed, or a directory / FIFO in its place: renamed aside either way.
-        aside = path.with_name(f"{path.name}.corrupt-{int(time.time() * 1000)}")
+        aside = locations.corrupt_aside(path, time.time())
         os.replace(path, aside)
         print(f"ackdeck: malformed notice state moved to {aside}", file=sys.stderr)
         return NoticeState()
@@ -118,6 +118,7 @@ class Noticer:
         self.door = door
         self.watch_wakes = wakes
         self.path = state_path(home, session, door)
+        self._lock_path = locations.notice_lock(home, session, door)
         self._broken: set[RoomRef] = set()
         # The state as last loaded or delivered; `_unsaved`: delivered but not on disk (a full,
         # read-only or broken HOME), so this process decides from memory until it can write.
@@ -201,7 +202,7 @@ class Noticer:
         then goes on unlocked: a second notifier of the door may repeat, none goes silent)."""
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            return os.open(self.path.with_name(f".{self.door}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            return os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             self._state_failed(exc)
             return None

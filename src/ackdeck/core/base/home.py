@@ -1,19 +1,13 @@
-"""The state directory shared by every ackdeck process (CLI, supervisors, MCP server, dashboard).
-
-Layout (all under the home):
-    procs/NAME/RUN_ID/   one run of a monitored process (see core/watch/runs.py)
-    wakes/SESSION/       wake records owned by one session (see core/watch/wakes.py)
-    alerts/OWNER/        overdue episodes of the rooms OWNER owns (core/service/alerts.py)
-    starts/NAME.lock     held while a run of NAME starts (core/watch/procs.py): never removed,
-                         since unlinking a lock file others may wait on would let two hold it
-"""
+"""The state directory shared by every ackdeck process (CLI, supervisors, MCP server, dashboard):
+where it is and that it exists. What lives in it (procs/, wakes/, notices/, alerts/, starts/,
+redis-doubts/) is named in core/base/locations.py, the one module that names every file."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from ackdeck.core.base.names import check_name
+from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
 
 
@@ -36,18 +30,8 @@ def resolve_home(home: str | os.PathLike[str] | None) -> Path:
     return path
 
 
-def procs_dir(home: Path) -> Path:
-    return home / "procs"
-
-
-def starts_dir(home: Path) -> Path:
-    return home / "starts"
-
-
-def wakes_dir(home: Path) -> Path:
-    return home / "wakes"
-
-
-def alerts_dir(home: Path, owner: str) -> Path:
-    """`owner` is checked here, where it becomes a path, whatever it was read from."""
-    return home / "alerts" / check_name(owner, "owner")
+# Re-exported for the callers that already import them from here; named in locations.
+procs_dir = locations.procs_dir
+starts_dir = locations.starts_dir
+wakes_dir = locations.wakes_dir
+alerts_dir = locations.alerts_dir

@@ -42,6 +42,7 @@ BUILTIN_COMMANDS = {
     "wakes": "procs_cmd",
     "completion": "completion_cmd",
     "metrics": "metrics_cmd",
+    "inspect": "inspect_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 

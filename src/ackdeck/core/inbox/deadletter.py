@@ -18,6 +18,7 @@ import errno
 import os
 import stat
 
+from ackdeck.core.base import locations
 from ackdeck.core.base.byteio import settled_size
 from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def dead_room_path(room: Path) -> Path:
-    return room.with_name(room.name + ".dead")
+    return locations.dead_room(room)
 
 
 def prepare(room_fd: int, dead: Path) -> bool:

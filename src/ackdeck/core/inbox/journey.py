@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 
+from ackdeck.core.base import locations
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox import readlog, seen_marks
@@ -111,7 +112,7 @@ def trace_file(
         )
     # Gone from the room: acked, or moved to the dead-letter room.
     gone = None
-    for doc in [*_audit(sidecar / "audit.jsonl"), *(unaudited or [])]:
+    for doc in [*_audit(locations.audit(sidecar)), *(unaudited or [])]:
         if doc.get("mode") in ("prefix", "all", "recovered", "dead") and (
             int(doc.get("start", -1)) <= offset < int(doc.get("end", -1))
         ):

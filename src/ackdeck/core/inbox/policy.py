@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 
+from ackdeck.core.base import locations
 from ackdeck.core.base.jsonfields import JsonRecord, get_optional
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, RecordError
 
-FILE = "policy.json"
+FILE = locations.POLICY
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_OVERDUE = 10 * 365 * 86400.0  # seconds; past this a threshold never fires: a typo
 MAX_DELIVERIES = 1_000_000

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import complete_prefix, pread_all_from, write_all
 from ackdeck.core.inbox import ledger as L
 
@@ -35,7 +35,7 @@ MAX_PREV = 8
 HARD_MAX_PREV = 40
 # How often an inode kept because it was held open is looked up in /proc again.
 HELD_RECHECK_S = 1.0
-PREV_PREFIX = "prev-"
+PREV_PREFIX = locations.PREV_PREFIX
 
 
 def _due(p: L.PrevInode, index: int, count: int, now: float, grace: float) -> bool:
@@ -246,7 +246,7 @@ def link_old_inode(room: Path, sidecar: Path, st: os.stat_result) -> Path | None
     """Hard-link the room's current inode into the sidecar; None if links are unsupported.
 
     Other OSErrors propagate (the caller turns them into a one-line error)."""
-    link = sidecar / f"{PREV_PREFIX}{st.st_ino}-{os.urandom(4).hex()}"
+    link = locations.prev_inode(sidecar, st.st_ino, os.urandom(4).hex())
     try:
         os.link(room, link)
     except OSError as exc:

@@ -25,7 +25,7 @@ import fcntl
 import json
 import os
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.struct import Struct
 
 TYPE_CHECKING = False
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-DIR = "journey"
-LOG = "reads.jsonl"
-OLD = "reads.1.jsonl"
+DIR = locations.JOURNEY
+LOG = locations.READ_LOG
+OLD = locations.READ_LOG_OLD
 LIMIT = 4 << 20
 _START = b'{"id":'  # every entry starts so; a quote inside a value is always escaped
 

@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState
 
@@ -38,12 +38,13 @@ class Doubts:
     ) -> None:
         self.room = name  # the room's name (the stream key's hash tag)
         # The door's home (--home) when it has one, as every other state of the door.
-        where = home or env.get("ACKDECK_HOME") or os.path.join(os.path.expanduser("~"), ".ackdeck")
-        self.directory = Path(where).expanduser().absolute() / "redis-doubts"
+        where = Path(home) if home else locations.default_home(env)
+        self.home = where.expanduser().absolute()
+        self.directory = locations.redis_doubts_dir(self.home)
 
     def _file(self, session: str) -> Path:
         key = hashlib.sha256(f"{self.room}\0{session}".encode()).hexdigest()[:32]
-        return self.directory / f"{key}.json"
+        return locations.redis_doubt(self.home, key)
 
     def get(self, session: str) -> str | None:
         """The doubtful read's ID, or None when there is none."""

@@ -38,6 +38,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ackdeck.core.base import locations
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import seconds_from_env
@@ -178,8 +179,8 @@ class RedisRoom:
         self.door = door
         self._home = home  # where the owner's wakes go (None: $ACKDECK_HOME), resolved then
         self.path = address.display
-        self.key = f"ackdeck:room:{{{address.name}}}"
-        self._keys = [self.key, f"{self.key}:meta", f"{self.key}:audit", f"{self.key}:reads"]
+        self._keys = locations.redis_room_keys(address.name)
+        self.key = self._keys[0]
         self._clock = clock
         self._env = os.environ if env is None else env
         self.timeout = _timeout(self._env)
@@ -304,7 +305,7 @@ class RedisRoom:
         if b"\0" in data:
             raise InvalidInput("a pushed line must not contain a NUL byte")
         push_id = new_id()
-        keys = [self.key, f"{self.key}:push:{push_id}"]
+        keys = [self.key, locations.redis_push_key(self.address.name, push_id)]
         script = self._script("PUSH")
 
         lost = _unknown(

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import (
     complete_end,
     complete_prefix,
@@ -49,7 +49,7 @@ from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name, check_room_path
 from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
-from ackdeck.core.inbox import ages, deadletter, journey, readlog, seen_marks, sidecar
+from ackdeck.core.inbox import ages, deadletter, journey, readlog, seen_marks
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import policy as policy_mod
 from ackdeck.core.inbox import prev_inodes as prev_inodes
@@ -112,10 +112,10 @@ class Room:
         # joined as strings (a status over 3,000 rooms makes 3,000 Rooms).
         self._path_s = str(self.path)
         self._sidecar_s = str(self.sidecar)
-        self._lock_s = os.path.join(self._sidecar_s, sidecar.LOCK)
-        self._ledger_s = os.path.join(self._sidecar_s, sidecar.LEDGER)
-        self._journey_s = os.path.join(self._sidecar_s, sidecar.JOURNEY)
-        self._marks_s = os.path.join(self._journey_s, seen_marks.NAME)
+        self._lock_s = os.path.join(self._sidecar_s, locations.ROOM_LOCK)
+        self._ledger_s = os.path.join(self._sidecar_s, locations.LEDGER)
+        self._journey_s = os.path.join(self._sidecar_s, locations.JOURNEY)
+        self._marks_s = os.path.join(self._journey_s, locations.SEEN_MARKS)
         # Lock and ledger descriptors kept open across pushes (core/inbox/push_handles.py).
         self._handles: PushHandles | None = None
         self._push_mutex = _thread.allocate_lock()
@@ -792,7 +792,7 @@ class Room:
 
     # ----- policy (core/inbox/policy.py) ------------------------------------------------------
     def policy(self) -> RoomPolicy:
-        path = os.path.join(self._sidecar_s, policy_mod.FILE)
+        path = os.path.join(self._sidecar_s, locations.POLICY)
         try:
             with open(path, "rb") as f:
                 return policy_mod.decode(f.read(), path)
@@ -804,7 +804,7 @@ class Room:
         self._check_kind()
         with self._side.lock(shared=False):
             data = policy_mod.encode(policy)
-            atomic.atomic_write(self.sidecar / policy_mod.FILE, data)
+            atomic.atomic_write(locations.policy(self.sidecar), data)
 
     # ----- a line's journey (core/inbox/journey.py) -------------------------------------------
     def trace(self, offset: int | str) -> Journey:

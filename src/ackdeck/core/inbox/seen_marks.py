@@ -26,9 +26,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 
-NAME = "seen"
+NAME = locations.SEEN_MARKS
 WIDTH = 34  # 19 digits offset, kind, 13 digits milliseconds, newline
 PUSHED, SEEN = b"+", b" "  # the kinds: a push's own mark (exact), or a look (a lower bound)
 _WINDOW = 64  # records either side of the bisection point (concurrent pushers' disorder)

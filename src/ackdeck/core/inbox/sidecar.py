@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.jsonfields import JsonRecord, get_optional, get_required
 from ackdeck.core.base.locks import locked
@@ -29,17 +29,17 @@ from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox.prev_inodes import PREV_PREFIX
 
-SUFFIX = ".ackdeck"
-# The names inside a sidecar (the layout above).
-LOCK, LEDGER, AUDIT, RECEIPTS, JOURNEY = "lock", "ledger", "audit.jsonl", "receipts", "journey"
+SUFFIX = locations.SIDECAR_SUFFIX
+# The names inside a sidecar (the layout above), as core/base/locations.py spells them.
+LOCK, LEDGER, AUDIT = locations.ROOM_LOCK, locations.LEDGER, locations.AUDIT
+RECEIPTS, JOURNEY = locations.RECEIPTS, locations.JOURNEY
 
 
 def path_for(room: Path) -> Path:
     """The sidecar directory of the room at `room` (an absolute path, symlinks resolved as
     the Room resolves them). A hashed stem for names too long to take the dot and suffix (a
     250-byte room name)."""
-    stem = atomic.fitting_name(room.name, len(".") + len(SUFFIX))
-    return room.with_name(f".{stem}{SUFFIX}")
+    return locations.sidecar(room)
 
 
 def state_dirs(room: Path) -> tuple[Path, Path, Path]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import alerts_dir, resolve_home
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.text import age_text
@@ -90,8 +90,8 @@ def _episode_step(home: Path, row: RoomState, clock: Callable[[], float]) -> boo
     name = wake_name(row.room, row.path)
     d = alerts_dir(home, owner)
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    state = d / f"{name}.json"
-    with locked(d / ".lock", shared=False):
+    state = locations.alert_state(home, owner, name)
+    with locked(locations.alerts_lock(home, owner), shared=False):
         try:
             since = json.loads(state.read_text()).get("since")
         except (FileNotFoundError, ValueError, AttributeError):

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ackdeck.core.base import locations
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import open_state
@@ -122,7 +123,7 @@ def _read_once(
             if shown.state_is_corrupt(rdir, session):
                 # Keep the unreadable file for inspection; restart from 0 (redelivery, never loss).
                 p = shown.state_path(rdir, session)
-                os.replace(p, p.with_name(f"{p.name}.corrupt-{int(clock() * 1000)}"))
+                os.replace(p, locations.corrupt_aside(p, clock()))
             state = shown.ReadState(session=session, run_id=meta.run_id)
         start = state.cursor
         data = _pread(output_path(rdir), start, MAX_READ + 1)

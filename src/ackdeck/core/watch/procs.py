@@ -24,12 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ackdeck.core.base import locations
 from ackdeck.core.base.home import procs_dir, resolve_home, starts_dir
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.ranges import in_range
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.errors import CorruptState, InvalidInput, ProcessError
+from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, ProcessError
 from ackdeck.core.watch import holders
 from ackdeck.core.watch.monitors import compile_pattern
 from ackdeck.core.watch.runs import (
@@ -163,7 +164,7 @@ def start(
     _check_command(argv[0], wd)
     h = resolve_home(home)
     starts_dir(h).mkdir(mode=0o700, exist_ok=True)
-    with locked(starts_dir(h) / f"{name}.lock"):
+    with locked(locations.start_lock(h, name)):
         _make_room_for(h, name, replace, session if replace_own_only else None, clock)
         return _start_run(h, name, argv, session, models, wd, clock)
 
@@ -242,7 +243,7 @@ def _spawn_supervisor(home: Path, rdir: Path) -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
     r, w = (_above_stdio(fd) for fd in os.pipe())
     try:
-        with open(rdir / "supervisor.log", "ab") as log:
+        with open(locations.supervisor_log(rdir), "ab") as log:
             launcher = subprocess.Popen(
                 [sys.executable, "-m", "ackdeck.core.watch.supervisor", "--home", str(home)]
                 + ["--run-dir", str(rdir), "--ready-fd", str(w)],
@@ -263,7 +264,7 @@ def _spawn_supervisor(home: Path, rdir: Path) -> None:
             os.close(w)
         os.close(r)
     if reply is None:
-        detail = _last_line(rdir / "supervisor.log")
+        detail = _last_line(locations.supervisor_log(rdir))
         raise ProcessError(f"the supervisor did not start{': ' + detail if detail else ''}")
     if not reply.get("ok"):
         raise ProcessError(str(reply.get("error") or "the command could not be started"))
@@ -438,7 +439,11 @@ def find_run(home: HomeArg, run_id: str) -> RunInfo:
     except FileNotFoundError:
         names = []
     for n in names:
-        if (procs_dir(h) / n / run_id / "meta.json").exists():
+        try:
+            meta = locations.run_meta(locations.run_dir(h, n, run_id))
+        except InvalidName:
+            continue  # a directory no `ackdeck run` made: not a process of ours
+        if meta.exists():
             return get_run(h, n, run_id)
     raise ProcessError(f"unknown run id {run_id!r}: `ackdeck ps` lists every run")
 

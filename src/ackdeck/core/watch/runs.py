@@ -17,9 +17,9 @@ import os
 import time
 from pathlib import Path
 
+from ackdeck.core.base import locations
 from ackdeck.core.base.home import procs_dir
 from ackdeck.core.base.jsonfields import JsonRecord, get, get_list, get_optional, get_required
-from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import load_record, store_record
 from ackdeck.core.errors import CorruptState
 
@@ -215,36 +215,15 @@ def new_run_id(now: float) -> str:
     return f"{stamp}{int(now * 1000) % 1000:03d}-{os.urandom(3).hex()}"
 
 
-def name_dir(home: Path, name: str) -> Path:
-    return procs_dir(home) / check_name(name, "process")
-
-
-def run_dir(home: Path, name: str, run_id: str) -> Path:
-    return name_dir(home, name) / check_name(run_id, "run id")
-
-
-def meta_path(rdir: Path) -> Path:
-    return rdir / "meta.json"
-
-
-def output_path(rdir: Path) -> Path:
-    return rdir / "output.log"
-
-
-def monitors_path(rdir: Path) -> Path:
-    return rdir / "monitors.json"
-
-
-def lock_path(rdir: Path) -> Path:
-    return rdir / "lock"
-
-
-def supervisor_lock_path(rdir: Path) -> Path:
-    return rdir / "supervisor.lock"
-
-
-def kill_marker(rdir: Path) -> Path:
-    return rdir / "kill_requested"
+# The run's files, as core/base/locations.py names them (the names callers here know).
+name_dir = locations.process_dir
+run_dir = locations.run_dir
+meta_path = locations.run_meta
+output_path = locations.run_output
+monitors_path = locations.run_monitors
+lock_path = locations.run_lock
+supervisor_lock_path = locations.supervisor_lock
+kill_marker = locations.kill_requested
 
 
 def load_meta(rdir: Path) -> RunMeta | None:

@@ -18,16 +18,15 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.jsonfields import JsonRecord, check_tuple, get, get_required
 from ackdeck.core.base.locks import locked
-from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.errors import CorruptState, RecordError
 from ackdeck.core.watch.gate import Intervals
 from ackdeck.core.watch.runs import pid_alive
 
-LEASE_MARK = ".lease."
+LEASE_MARK = locations.LEASE_MARK
 
 
 class ReadState(JsonRecord):
@@ -78,15 +77,15 @@ class ReadState(JsonRecord):
 
 
 def reads_dir(rdir: Path) -> Path:
-    return rdir / "reads"
+    return locations.shown_dir(rdir)
 
 
 def state_path(rdir: Path, session: str) -> Path:
-    return reads_dir(rdir) / f"{check_name(session)}.json"
+    return locations.shown_state(rdir, session)
 
 
 def read_lock_path(rdir: Path, session: str) -> Path:
-    return reads_dir(rdir) / f"{check_name(session)}.lock"
+    return locations.shown_lock(rdir, session)
 
 
 def load_state(rdir: Path, session: str) -> ReadState | None:
@@ -127,9 +126,8 @@ def lease(rdir: Path, session: str) -> Iterator[Path]:
     """Mark a read by this process as in flight for (session, run) until the block ends."""
     d = reads_dir(rdir)
     d.mkdir(mode=0o700, exist_ok=True)
-    name = f"{check_name(session)}{LEASE_MARK}{os.getpid()}.{os.urandom(4).hex()}"
-    final = d / name
-    tmp = d / f".{name}.tmp"
+    final = locations.shown_lease(rdir, session, f"{os.getpid()}.{os.urandom(4).hex()}")
+    tmp = locations.lease_temp(final)
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         # Lock before the lease becomes visible (rename), so a drain never sees it unlocked.

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import resolve_home, wakes_dir
 from ackdeck.core.base.jsonfields import (
     JsonRecord,
@@ -263,19 +263,15 @@ DeliverWakes = Callable[[DrainResult], bool]
 
 
 # ----- storage -----------------------------------------------------------------------------
-def session_dir(home: Path, session: str) -> Path:
-    return wakes_dir(home) / check_name(session)
-
-
-def record_path(home: Path, session: str, name: str) -> Path:
-    return session_dir(home, session) / f"{check_name(name, 'process')}.json"
+session_dir = locations.wake_session_dir
+record_path = locations.wake_record
 
 
 @contextmanager
 def _session_locked(home: Path, session: str) -> Iterator[Path]:
     d = session_dir(home, session)
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with locked(d / ".lock"):
+    with locked(locations.wake_lock(home, session)):
         yield d
 
 
@@ -392,7 +388,7 @@ def merge(
         except CorruptState:
             # Keep the bad file (renamed, still reported as skipped; a directory or FIFO in the
             # record's place is renamed the same way) and start afresh.
-            os.replace(path, path.with_name(f"{path.name}.corrupt-{int(now * 1000)}"))
+            os.replace(path, locations.corrupt_aside(path, now))
         if record is None:
             record = WakeRecord(
                 session=session,
@@ -510,7 +506,7 @@ def drain(
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     # One drain per session at a time (a Stop hook and an MCP call may race): two concurrent
     # drains would push the same snapshot twice. Merges use the other lock and never wait here.
-    with locked(d / ".drain.lock"):
+    with locked(locations.drain_lock(h, session)):
         return _drain(h, session, settle_timeout, clock, deliver)
 
 

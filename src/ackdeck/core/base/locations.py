@@ -1,0 +1,408 @@
+"""Every file ackdeck keeps on disk, named in one place (as rq's `keys.py`, posting's
+`locations.py`): a function per concept returns its path; no other module builds one.
+
+Two roots hold everything:
+- a file room's **sidecar**, the directory `.NAME.ackdeck/` beside the room, for the room's
+  own state (it moves and is removed with the room);
+- the **home** (`--home`, `$ACKDECK_HOME`, `~/.ackdeck`) for runs, wakes, notices, alerts and
+  whatever a door must remember about a session.
+
+Lock files follow one rule (`lock_file`): `WHAT.lock` in the directory of what it guards,
+`lock` when it guards the whole directory, with a leading dot where the directory is listed
+for its records (wakes, notices, alerts), so a listing never mistakes a lock for a record.
+Every name that existed before this module keeps its spelling, so no state of an existing
+user is orphaned and two versions running side by side during an upgrade take the same locks.
+
+`FILES` describes every name for a person: the configuration reference's list of files is
+generated from it (docs/hooks/gen_ref.py) and a test checks that each function here has an
+entry. This module imports nothing heavy: the per-turn commands go through it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ackdeck.core.base.atomic import fitting_name
+from ackdeck.core.base.names import check_name
+
+TYPE_CHECKING = False  # typing stays unimported on the per-turn path
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+# ----- the names (kept as they were on disk before this module) ------------------------------
+SIDECAR_SUFFIX = ".ackdeck"
+ROOM_LOCK = "lock"
+LEDGER = "ledger"
+AUDIT = "audit.jsonl"
+POLICY = "policy.json"
+RECEIPTS = "receipts"
+RECEIPT_SUFFIX = ".rcpt"
+JOURNEY = "journey"
+READ_LOG = "reads.jsonl"
+READ_LOG_OLD = "reads.1.jsonl"
+SEEN_MARKS = "seen"
+PREV_PREFIX = "prev-"
+DEAD_SUFFIX = ".dead"
+CORRUPT_MARK = ".corrupt-"
+LEASE_MARK = ".lease."
+
+
+class Place:
+    """One kind of file, for the reference: under which root ("room": the sidecar or beside
+    the room; "run"; "home"), its name pattern, what it holds, and the function naming it."""
+
+    __slots__ = ("holds", "named_by", "pattern", "root")
+
+    def __init__(self, root: str, pattern: str, holds: str, named_by: str) -> None:
+        self.root, self.pattern, self.holds, self.named_by = root, pattern, holds, named_by
+
+
+def lock_file(directory: Path, what: str = "", *, listed: bool = False) -> Path:
+    """The one naming rule for locks: `WHAT.lock` guards WHAT, `lock` the whole directory;
+    a leading dot in a directory listed for its records."""
+    name = f"{what}.lock" if what else "lock"
+    return directory / (f".{name}" if listed else name)
+
+
+def corrupt_aside(path: Path, now: float) -> Path:
+    """Where a malformed state file is moved to (kept for a person, out of the reader's way)."""
+    return path.with_name(f"{path.name}{CORRUPT_MARK}{int(now * 1000)}")
+
+
+# ----- a file room -----------------------------------------------------------------------
+def sidecar(room: Path) -> Path:
+    """The sidecar directory of the room at `room` (absolute, symlinks resolved as the Room
+    resolves them). A hashed stem for names too long to take the dot and suffix."""
+    stem = fitting_name(room.name, len(".") + len(SIDECAR_SUFFIX))
+    return room.with_name(f".{stem}{SIDECAR_SUFFIX}")
+
+
+def room_lock(side: Path) -> Path:
+    return lock_file(side)
+
+
+def ledger(side: Path) -> Path:
+    return side / LEDGER
+
+
+def audit(side: Path) -> Path:
+    return side / AUDIT
+
+
+def policy(side: Path) -> Path:
+    return side / POLICY
+
+
+def receipts_dir(side: Path) -> Path:
+    return side / RECEIPTS
+
+
+def receipt(side: Path, session: str) -> Path:
+    return receipts_dir(side) / f"{check_name(session)}{RECEIPT_SUFFIX}"
+
+
+def journey_dir(side: Path) -> Path:
+    return side / JOURNEY
+
+
+def read_log(side: Path, *, old: bool = False) -> Path:
+    return journey_dir(side) / (READ_LOG_OLD if old else READ_LOG)
+
+
+def seen_marks(side: Path) -> Path:
+    return journey_dir(side) / SEEN_MARKS
+
+
+def prev_inode(side: Path, ino: int, tag: str) -> Path:
+    return side / f"{PREV_PREFIX}{ino}-{tag}"
+
+
+def dead_room(room: Path) -> Path:
+    return room.with_name(room.name + DEAD_SUFFIX)
+
+
+# ----- the home --------------------------------------------------------------------------
+def procs_dir(home: Path) -> Path:
+    return home / "procs"
+
+
+def process_dir(home: Path, name: str) -> Path:
+    return procs_dir(home) / check_name(name, "process")
+
+
+def run_dir(home: Path, name: str, run_id: str) -> Path:
+    return process_dir(home, name) / check_name(run_id, "run id")
+
+
+def run_meta(rdir: Path) -> Path:
+    return rdir / "meta.json"
+
+
+def run_output(rdir: Path) -> Path:
+    return rdir / "output.log"
+
+
+def run_monitors(rdir: Path) -> Path:
+    return rdir / "monitors.json"
+
+
+def run_lock(rdir: Path) -> Path:
+    return lock_file(rdir)
+
+
+def supervisor_lock(rdir: Path) -> Path:
+    return lock_file(rdir, "supervisor")
+
+
+def supervisor_log(rdir: Path) -> Path:
+    return rdir / "supervisor.log"
+
+
+def kill_requested(rdir: Path) -> Path:
+    return rdir / "kill_requested"
+
+
+def shown_dir(rdir: Path) -> Path:
+    return rdir / "reads"
+
+
+def shown_state(rdir: Path, session: str) -> Path:
+    return shown_dir(rdir) / f"{check_name(session)}.json"
+
+
+def shown_lock(rdir: Path, session: str) -> Path:
+    return lock_file(shown_dir(rdir), check_name(session))
+
+
+def shown_lease(rdir: Path, session: str, tag: str) -> Path:
+    return shown_dir(rdir) / f"{check_name(session)}{LEASE_MARK}{tag}"
+
+
+def lease_temp(lease: Path) -> Path:
+    """A lease before it is locked and renamed into view (hidden, so no drain sees it)."""
+    return lease.with_name(f".{lease.name}.tmp")
+
+
+def starts_dir(home: Path) -> Path:
+    return home / "starts"
+
+
+def start_lock(home: Path, name: str) -> Path:
+    return lock_file(starts_dir(home), check_name(name, "process"))
+
+
+def wakes_dir(home: Path) -> Path:
+    return home / "wakes"
+
+
+def wake_session_dir(home: Path, session: str) -> Path:
+    return wakes_dir(home) / check_name(session)
+
+
+def wake_record(home: Path, session: str, name: str) -> Path:
+    return wake_session_dir(home, session) / f"{check_name(name, 'process')}.json"
+
+
+def wake_lock(home: Path, session: str) -> Path:
+    return lock_file(wake_session_dir(home, session), listed=True)
+
+
+def drain_lock(home: Path, session: str) -> Path:
+    return lock_file(wake_session_dir(home, session), "drain", listed=True)
+
+
+def notices_dir(home: Path, session: str) -> Path:
+    return home / "notices" / check_name(session)
+
+
+def notice_state(home: Path, session: str, door: str) -> Path:
+    return notices_dir(home, session) / f"{door}.json"
+
+
+def notice_lock(home: Path, session: str, door: str) -> Path:
+    return lock_file(notices_dir(home, session), door, listed=True)
+
+
+def alerts_dir(home: Path, owner: str) -> Path:
+    """`owner` is checked here, where it becomes a path, whatever it was read from."""
+    return home / "alerts" / check_name(owner, "owner")
+
+
+def alert_state(home: Path, owner: str, name: str) -> Path:
+    return alerts_dir(home, owner) / f"{name}.json"
+
+
+def alerts_lock(home: Path, owner: str) -> Path:
+    return lock_file(alerts_dir(home, owner), listed=True)
+
+
+def redis_doubts_dir(home: Path) -> Path:
+    return home / "redis-doubts"
+
+
+def redis_doubt(home: Path, key: str) -> Path:
+    return redis_doubts_dir(home) / f"{key}.json"
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    """$ACKDECK_HOME, else ~/.ackdeck (not created: resolve_home does that)."""
+    return Path(env.get("ACKDECK_HOME") or Path.home() / ".ackdeck")
+
+
+# ----- redis rooms -----------------------------------------------------------------------
+def redis_room_key(name: str) -> str:
+    """The stream of a redis room; its hash tag keeps its other keys in one cluster slot."""
+    return f"ackdeck:room:{{{name}}}"
+
+
+def redis_room_keys(name: str) -> list[str]:
+    """The stream, then its meta (ledger and policy), audit and reads keys."""
+    key = redis_room_key(name)
+    return [key, f"{key}:meta", f"{key}:audit", f"{key}:reads"]
+
+
+def redis_push_key(name: str, push_id: str) -> str:
+    return f"{redis_room_key(name)}:push:{push_id}"
+
+
+# ----- for a person ----------------------------------------------------------------------
+FILES: tuple[Place, ...] = (
+    Place("room", ".NAME.ackdeck/", "the sidecar: the room's own state, beside it", "sidecar"),
+    Place(
+        "room", "lock", "flock: push and read take it shared, ack and upkeep exclusive", "room_lock"
+    ),
+    Place(
+        "room",
+        "ledger",
+        "the room's state in two checksummed slots; the valid one with the higher sequence "
+        "number is current (`ackdeck inspect ROOM` says which)",
+        "ledger",
+    ),
+    Place("room", "audit.jsonl", "one line per ack, recovered ack or dead-letter move", "audit"),
+    Place(
+        "room", "policy.json", "`room policy`: overdue threshold, owner, max deliveries", "policy"
+    ),
+    Place("room", "receipts/", "one receipt per session", "receipts_dir"),
+    Place(
+        "room",
+        "receipts/SESSION.rcpt",
+        "what the session's last read covered, until its ack",
+        "receipt",
+    ),
+    Place("room", "journey/", "what `room trace` reads", "journey_dir"),
+    Place(
+        "room",
+        "journey/reads.jsonl, journey/reads.1.jsonl",
+        "the read log (rotated once when full)",
+        "read_log",
+    ),
+    Place("room", "journey/seen", "when each line was first seen unread (ages)", "seen_marks"),
+    Place(
+        "room",
+        "prev-INODE-TAG",
+        "a replaced room inode kept briefly for writers that still hold it",
+        "prev_inode",
+    ),
+    Place(
+        "room",
+        "NAME.dead (beside the room)",
+        "the dead-letter room (a room like any other)",
+        "dead_room",
+    ),
+    Place("home", "procs/NAME/", "the runs of one monitored process", "process_dir"),
+    Place("run", "procs/NAME/RUN_ID/", "one run", "run_dir"),
+    Place(
+        "run",
+        "meta.json",
+        "argv, cwd, session, monitors, pid, status, exit code, times",
+        "run_meta",
+    ),
+    Place("run", "output.log", "stdout and stderr, written by the child itself", "run_output"),
+    Place(
+        "run", "monitors.json", "how far the monitors scanned, counts per monitor", "run_monitors"
+    ),
+    Place("run", "lock", "flock for each read-modify-write of meta.json", "run_lock"),
+    Place(
+        "run",
+        "supervisor.lock",
+        "flock held by the live supervisor for its whole life",
+        "supervisor_lock",
+    ),
+    Place("run", "supervisor.log", "the supervisor's own errors", "supervisor_log"),
+    Place("run", "kill_requested", "present once `kill` asked the run to stop", "kill_requested"),
+    Place("run", "reads/SESSION.json", "what the session was shown of the output", "shown_state"),
+    Place(
+        "run",
+        "reads/SESSION.lock",
+        "flock serialising that session's reads of the run",
+        "shown_lock",
+    ),
+    Place(
+        "run",
+        "reads/SESSION.lease.PID.X",
+        "one per read in flight, flocked by its reader",
+        "shown_lease",
+    ),
+    Place(
+        "home", "starts/NAME.lock", "held while a run of NAME starts; never removed", "start_lock"
+    ),
+    Place(
+        "home",
+        "wakes/SESSION/NAME.json",
+        "a wake record the session has not drained",
+        "wake_record",
+    ),
+    Place(
+        "home", "wakes/SESSION/.lock", "flock for each change of the session's records", "wake_lock"
+    ),
+    Place("home", "wakes/SESSION/.drain.lock", "one drain per session at a time", "drain_lock"),
+    Place(
+        "home",
+        "notices/SESSION/DOOR.json",
+        "what the channel, the nudge and the hooks already told",
+        "notice_state",
+    ),
+    Place("home", "notices/SESSION/.DOOR.lock", "one notifier per door and session", "notice_lock"),
+    Place(
+        "home", "alerts/OWNER/NAME.json", "an overdue episode of a room OWNER owns", "alert_state"
+    ),
+    Place("home", "alerts/OWNER/.lock", "flock for each change of OWNER's episodes", "alerts_lock"),
+    Place(
+        "home",
+        "redis-doubts/KEY.json",
+        "a redis read whose reply may have been lost (refuses a blind ack)",
+        "redis_doubt",
+    ),
+    Place(
+        "run",
+        "reads/.SESSION.lease.PID.X.tmp",
+        "a lease for an instant, before it is locked and renamed into view",
+        "lease_temp",
+    ),
+    Place(
+        "home",
+        "FILE.corrupt-MS",
+        "a malformed state file moved aside, kept for a person",
+        "corrupt_aside",
+    ),
+)
+
+
+def reference_table() -> str:
+    """The list of files as the configuration reference shows it (Markdown)."""
+    roots = {
+        "room": "Beside each file room, in its sidecar (refused if a symlink or another user's)",
+        "run": "In each run's directory, `procs/NAME/RUN_ID/` in the home",
+        "home": "In the home (`--home`, `ACKDECK_HOME`, `~/.ackdeck`)",
+    }
+    out: list[str] = []
+    for root, title in roots.items():
+        out += [f"{title}:", "", "| File | Holds |", "|---|---|"]
+        out += [f"| `{p.pattern}` | {p.holds} |" for p in FILES if p.root == root]
+        out.append("")
+    out.append(
+        "Lock files follow one rule: `WHAT.lock` guards WHAT, `lock` the whole directory, with "
+        "a leading dot in a directory listed for its records. Names are kept as they were, "
+        "so nothing is migrated."
+    )
+    return "\n".join(out) + "\n"
