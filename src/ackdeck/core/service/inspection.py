@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.digest import sha256_hex
@@ -26,12 +28,7 @@ from ackdeck.core.errors import AckdeckError, InvalidInput, RecordError
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
-    Doc = dict[str, Any]
+Doc = dict[str, Any]
 
 AUDIT_ENTRIES = 5  # the audit's last entries shown
 _AUDIT_TAIL = 64 << 10  # bytes read from the end of audit.jsonl to find them
