@@ -138,3 +138,11 @@ class CountingCopy:
         yield chunk
         if index == 0:
             pause("mid-temp")  # the first chunk is written, the temp is incomplete
+
+
+def hash_range(fd: int, start: int, end: int) -> str:
+    """The hex SHA-256 of bytes [start, end) of the file open at `fd`, read in chunks."""
+    h = new_sha256(end - start)
+    for chunk in pread_chunks(fd, start, end):
+        h.update(chunk)
+    return str(h.hexdigest())

@@ -38,7 +38,7 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
-from ackdeck.core.inbox.ack_stream import HeadCheck
+from ackdeck.core.inbox.ack_stream import HeadCheck, hash_range
 from ackdeck.core.inbox.ledger import FileIdentity, sha256
 
 SUFFIX = ".rcpt"
@@ -303,9 +303,9 @@ class ReceiptStore:
         """A started check: does the room (`fd`) start with exactly the bytes `header`'s read
         returned (`length`, all of them: nobody acked part of it)? By the header's SHA-256 of
         the whole read (see HeadCheck). A receipt that does not match its own checksums is
-        a clear error, not a stale ack; one gone since its header was read matches nothing."""
-        receipt = self.load(header.session)
-        if receipt is None or receipt.header != header or length != header.end - header.start:
+        a clear error, not a stale ack; one gone or replaced since its header was read
+        matches nothing."""
+        if length != header.end - header.start or not self._intact(header):
             yield lambda: False
             return
         check = HeadCheck(fd, length, header.sha256)
@@ -313,3 +313,29 @@ class ReceiptStore:
             yield check.ok
         finally:
             check.join()  # never leave a thread reading a descriptor about to be closed
+
+    def _intact(self, header: ReceiptHeader) -> bool:
+        """Is `header` still the session's receipt (False if gone or replaced), with its body
+        matching its checksum (CorruptState if not)? The body is streamed, never loaded: a
+        receipt of the previous format holds a whole page of text."""
+        path = self.file(header.session)
+        rfd = open_state(path)
+        if rfd is None:
+            return False
+        try:
+            first = os.pread(rfd, 1 << 16, 0)
+            body_at = first.find(b"\n") + 1
+            if body_at <= 0:
+                raise _corrupt(path)
+            if decode_receipt_header(first, path) != header:
+                return False
+            if header.digests_sha256 is None:  # the previous format: the bytes read
+                size, want = header.end - header.start, header.sha256
+            else:
+                size, want = header.lines * LINE_DIGEST, header.digests_sha256
+            end = body_at + size
+            if os.fstat(rfd).st_size != end or hash_range(rfd, body_at, end) != want:
+                raise _corrupt(path)
+            return True
+        finally:
+            os.close(rfd)
