@@ -6,6 +6,8 @@ import itertools
 
 import pytest
 
+from ackdeck.core.base.byteio import split_lines
+from ackdeck.core.base.digest import line_digests
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import receipts as R
 
@@ -27,59 +29,89 @@ def _receipt(data: bytes, *, start: int = 0, epoch: int = 0, acked: bool = False
     )
 
 
+def _digests(data: bytes) -> bytes:
+    """What a receipt keeps of the lines it read: their digests, in order."""
+    return line_digests(split_lines(data))
+
+
 # ----- plan_ack ---------------------------------------------------------------------------
 def test_prefix_drop_keeps_late_line() -> None:
     read = b"a\nb\n"
     head = b"a\nb\n"  # the file is now a\nb\nlate\n; head = first end-base bytes
-    plan = L.plan_ack(_receipt(read), read, epoch=0, base=0, head=head)
+    plan = L.plan_ack(_receipt(read), _digests(read), epoch=0, base=0, head=head)
     assert (plan.mode, plan.drop) == ("prefix", 4)
 
 
 def test_empty_read_acks_nothing() -> None:
-    plan = L.plan_ack(_receipt(b""), b"", epoch=0, base=0, head=b"")
+    plan = L.plan_ack(_receipt(b""), _digests(b""), epoch=0, base=0, head=b"")
     assert (plan.mode, plan.drop) == ("noop", 0)
     assert "no lines" in plan.reason
 
 
 def test_already_acked_by_other_session_is_noop() -> None:
     read = b"a\n"
-    plan = L.plan_ack(_receipt(read), read, epoch=0, base=2, head=b"")
+    plan = L.plan_ack(_receipt(read), _digests(read), epoch=0, base=2, head=b"")
     assert (plan.mode, plan.drop) == ("noop", 0)
 
 
 def test_overlapping_reads_drop_only_the_unacked_tail() -> None:
     # Session 1 read a,b and acked them (base=4); session 2 had read a,b,c.
     read2 = b"a\nb\nc\n"
-    plan = L.plan_ack(_receipt(read2), read2, epoch=0, base=4, head=b"c\n")
+    plan = L.plan_ack(_receipt(read2), _digests(read2), epoch=0, base=4, head=b"c\n")
     assert (plan.mode, plan.drop) == ("prefix", 2)
 
 
 def test_other_epoch_is_stale() -> None:
     read = b"a\n"
-    plan = L.plan_ack(_receipt(read, epoch=0), read, epoch=1, base=0, head=b"a\n")
+    plan = L.plan_ack(_receipt(read, epoch=0), _digests(read), epoch=1, base=0, head=b"a\n")
     assert (plan.mode, plan.drop) == ("stale", 0)
 
 
 def test_changed_head_is_stale_even_in_same_epoch() -> None:
     read = b"a\nb\n"
-    plan = L.plan_ack(_receipt(read), read, epoch=0, base=0, head=b"a\nX\n")
+    plan = L.plan_ack(_receipt(read), _digests(read), epoch=0, base=0, head=b"a\nX\n")
     assert (plan.mode, plan.drop) == ("stale", 0)
 
 
 def test_short_file_is_stale() -> None:
     read = b"a\nb\n"
-    plan = L.plan_ack(_receipt(read), read, epoch=0, base=0, head=b"a\n")
+    plan = L.plan_ack(_receipt(read), _digests(read), epoch=0, base=0, head=b"a\n")
     assert (plan.mode, plan.drop) == ("stale", 0)
 
 
 def test_acked_receipt_is_refused() -> None:
-    plan = L.plan_ack(_receipt(b"a\n", acked=True), b"a\n", epoch=0, base=0, head=b"a\n")
+    read = b"a\n"
+    plan = L.plan_ack(_receipt(read, acked=True), _digests(read), epoch=0, base=0, head=read)
     assert (plan.mode, plan.drop) == ("refused", 0)
 
 
 def test_base_behind_receipt_start_is_stale() -> None:
     read = b"a\n"
-    plan = L.plan_ack(_receipt(read, start=10), read, epoch=0, base=4, head=b"xxxxxxa\n")
+    head = b"xxxxxxa\n"
+    plan = L.plan_ack(_receipt(read, start=10), _digests(read), epoch=0, base=4, head=head)
+    assert (plan.mode, plan.drop) == ("stale", 0)
+
+
+def test_the_read_lines_in_another_order_at_the_head_are_stale() -> None:
+    # The same lines as the unacked rest, as a multiset, but not in the order they were read:
+    # a match by content alone (the seed's fallback) would remove them.
+    read = b"a\nb\nc\n"
+    plan = L.plan_ack(_receipt(read), _digests(read), epoch=0, base=2, head=b"c\nb\n")
+    assert (plan.mode, plan.drop) == ("stale", 0)
+
+
+def test_a_base_inside_a_read_line_proves_nothing() -> None:
+    # Acks drop whole lines, so in one epoch base never falls inside a line; if it does,
+    # the room is not what was read, whatever its bytes: nothing is removed.
+    read = b"ab\ncd\n"
+    plan = L.plan_ack(_receipt(read), _digests(read), epoch=0, base=1, head=b"b\ncd\n")
+    assert (plan.mode, plan.drop) == ("stale", 0)
+
+
+def test_digests_of_another_read_are_stale() -> None:
+    read, other = b"x\nab\n", b"x\nAB\n"
+    assert L.plan_ack(_receipt(read), _digests(read), epoch=0, base=2, head=b"ab\n").drop == 3
+    plan = L.plan_ack(_receipt(read), _digests(other), epoch=0, base=2, head=b"ab\n")
     assert (plan.mode, plan.drop) == ("stale", 0)
 
 
@@ -95,7 +127,7 @@ def test_plan_never_drops_more_than_was_read_exhaustive(n_lines: int) -> None:
             tail = read[base:]
             for head_lines in itertools.product(lines, repeat=len(tail) // 2):
                 head = b"".join(head_lines)
-                plan = L.plan_ack(_receipt(read), read, epoch=0, base=base, head=head)
+                plan = L.plan_ack(_receipt(read), _digests(read), epoch=0, base=base, head=head)
                 assert plan.drop in (0, len(tail))
                 if plan.drop:
                     assert head[: plan.drop] == tail and plan.mode == "prefix"
@@ -246,9 +278,23 @@ def test_settle_counters_is_settle_without_the_new_identity(verdict: str) -> Non
 
 
 def test_receipt_roundtrip_and_corruption(tmp_path) -> None:
-    data = b"a\xff\r\tb\n"
-    r = R.Receipt(_receipt(data), data)
-    assert R.decode_receipt(R.encode_receipt(r), tmp_path) == r
-    bad = R.encode_receipt(r)[:-1] + b"X"
+    data = b"a\xff\r\tb\n\n"
+    r = R.sealed(_receipt(data), split_lines(data))
+    raw = R.encode_receipt(r)
+    assert data not in raw and len(raw.partition(b"\n")[2]) == 2 * 16
+    assert R.decode_receipt(raw, tmp_path) == r
+    bad = raw[:-1] + bytes([raw[-1] ^ 1])
     with pytest.raises(L.CorruptState, match="corrupt receipt"):
         R.decode_receipt(bad, tmp_path)
+    with pytest.raises(L.CorruptState, match="corrupt receipt"):
+        R.decode_receipt(raw[:-16], tmp_path)  # a line's digest missing
+
+
+def test_receipt_of_the_previous_format_decodes_to_its_line_digests(tmp_path) -> None:
+    # Written before line digests: the header without digests_sha256, then the bytes read.
+    data = b"a\xff\r\tb\n\n"
+    old = R.encode_receipt_header(_receipt(data)) + data
+    assert b"digests_sha256" not in old
+    assert R.decode_receipt(old, tmp_path) == R.Receipt(_receipt(data), _digests(data))
+    with pytest.raises(L.CorruptState, match="corrupt receipt"):
+        R.decode_receipt(old[:-1] + b"X", tmp_path)

@@ -181,3 +181,41 @@ def test_kill9_twice_in_a_row_still_loses_nothing(tmp_path: Path, cli_env: dict[
     assert res.mode == "noop"  # the second killed ack had already removed a and b
     assert _lines(path.read_bytes()) == [b"after-pending", b"after-rename"]
     assert Room(path).status().acked_total == 2
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill9_at_each_ack_step_of_an_old_format_receipt_leaves_no_text_once_recovered(
+    tmp_path: Path, cli_env: dict[str, str], step: str
+) -> None:
+    # A receipt written before line digests holds the consumed text (core/inbox/receipts.py).
+    # Wherever its ack dies, the next ack completes it, and then no acked text is left in it.
+    import json
+
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"secret-a\nsecret-b\n")
+    room = Room(path)
+    room.read("s")
+    receipt = room.receipt_file("s")
+    header = json.loads(receipt.read_bytes().partition(b"\n")[0])
+    del header["digests_sha256"]  # the previous format: the header, then the bytes read
+    receipt.write_bytes(
+        json.dumps(header, separators=(",", ":")).encode() + b"\n" + b"secret-a\nsecret-b\n"
+    )
+    path.write_bytes(path.read_bytes() + b"late\n")
+    marker = tmp_path / "paused-at"
+    proc = _start_paused_ack(path, marker, [step], cli_env)
+    try:
+        _wait_for_step(proc, marker, step)
+        _kill(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if step == "after-receipt":
+        with pytest.raises(ColdAck):
+            Room(path).ack("s")
+    else:
+        assert Room(path).ack("s").mode in ("prefix", "noop")
+    assert path.read_bytes() == b"late\n"
+    assert b"secret" not in receipt.read_bytes()
+    assert Room(path).status().acked_total == 2

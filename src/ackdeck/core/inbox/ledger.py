@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ackdeck.core.base.digest import sha256_hex
+from ackdeck.core.base.byteio import split_lines
+from ackdeck.core.base.digest import LINE_DIGEST, line_digests, sha256_hex
 from ackdeck.core.base.jsonfields import JsonRecord, get, get_list, get_optional, get_required
 from ackdeck.core.base.statefile import open_state
 from ackdeck.core.base.struct import Struct
@@ -565,7 +566,7 @@ def plan_offsets(receipt: ReceiptHeader, epoch: int, base: int) -> AckPlan:
     """What a receipt may remove judged by epoch and offsets alone.
 
     A "prefix" plan still has to be confirmed against the bytes at the head (plan_ack, or by
-    length and SHA-256 on the fast path, see _ack_stream.HeadCheck) before anything is removed.
+    length and SHA-256 on the fast path, see ack_stream.HeadCheck) before anything is removed.
     """
     if receipt.acked:
         return AckPlan("refused", 0, "this read was already acked")
@@ -584,16 +585,24 @@ def plan_offsets(receipt: ReceiptHeader, epoch: int, base: int) -> AckPlan:
 HEAD_DIFFERS = AckPlan("stale", 0, "the lines at the head differ from what was read")
 
 
-def plan_ack(receipt: ReceiptHeader, data: bytes, epoch: int, base: int, head: bytes) -> AckPlan:
+def plan_ack(receipt: ReceiptHeader, digests: bytes, epoch: int, base: int, head: bytes) -> AckPlan:
     """Decide how much of the file head a receipt may remove.
 
+    `digests` are the receipt's line digests (LINE_DIGEST bytes per line read, in order);
     `head` is the file's first `receipt.end - base` bytes (or fewer if the file is shorter).
     Removes only bytes that are provably the ones this session read: same epoch, and the
-    bytes now at the head equal the tail of the receipt that is still in the file.
+    lines now at the head are, one for one and in order, the read's last lines (by their
+    digests: the receipt keeps no text), ending exactly at the read's end. Never a match by
+    content anywhere else (the seed's multiset fallback could ack a late identical duplicate).
     """
     plan = plan_offsets(receipt, epoch, base)
     if plan.mode != "prefix":
         return plan
-    if head[: plan.drop] != data[base - receipt.start :]:
+    rest = head[: plan.drop]
+    if len(rest) != plan.drop or not rest.endswith(b"\n"):
+        return HEAD_DIFFERS
+    lines = split_lines(rest)
+    size = len(lines) * LINE_DIGEST
+    if size > len(digests) or line_digests(lines) != digests[len(digests) - size :]:
         return HEAD_DIFFERS
     return plan

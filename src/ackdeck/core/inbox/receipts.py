@@ -1,8 +1,22 @@
 """Receipts: what each session last read, so an ack removes exactly that and nothing else.
 
-A receipt file (`<sidecar>/receipts/<session>.rcpt`) is one JSON header line followed by the
-consumed bytes themselves. This module holds its schema, its encoding, the store that reads
-and writes the files, and the verification an ack runs against the room's head.
+A receipt file (`<sidecar>/receipts/<session>.rcpt`) is one JSON header line followed by one
+LINE_DIGEST-byte digest per line read (core/base/digest.py), never the lines' text: a read of
+a big page writes a receipt that grows with its lines, not their bytes, and acked text does
+not stay behind in the sidecar. What an ack checks:
+
+- nobody acked part of the read (the usual case): the room's head hashes to the header's
+  SHA-256 of the whole read;
+- another session acked its first lines: the lines now at the head are, in order, the read's
+  last lines, matched by their digests (ledger.plan_ack).
+
+The header holds the SHA-256 of the digests (`digests_sha256`), so a damaged receipt is a
+clear error, never an ack. Once acked, a receipt is its header alone: a cursor (where the
+session stopped reading) that authorises nothing.
+
+Receipts written before (no `digests_sha256`) hold the consumed bytes after the header. They
+are read as they are (their line digests computed from the bytes, which must match the
+header's SHA-256) and rewritten in this format, without the text, by the ack that uses them.
 
 Receipts are not fsynced: losing one only turns the next ack into a refused cold ack (the
 agent re-reads); it can never cause a deletion.
@@ -17,12 +31,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ackdeck.core.base import atomic
+from ackdeck.core.base.byteio import split_lines
+from ackdeck.core.base.digest import LINE_DIGEST, line_digests
 from ackdeck.core.base.jsonfields import JsonRecord, get, get_optional, get_required
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
-from ackdeck.core.inbox.ack_stream import ReceiptCheck, hash_range
+from ackdeck.core.inbox.ack_stream import HeadCheck, hash_range
 from ackdeck.core.inbox.ledger import FileIdentity, sha256
 
 SUFFIX = ".rcpt"
@@ -30,7 +46,8 @@ SUFFIX = ".rcpt"
 
 # ----- schema -------------------------------------------------------------------------------
 class ReceiptHeader(JsonRecord):
-    """One session's latest read. The consumed bytes follow the header in the same file."""
+    """One session's latest read. The digests of its lines follow the header in the same
+    file (the consumed bytes themselves in receipts written before `digests_sha256`)."""
 
     def __init__(
         self,
@@ -47,6 +64,7 @@ class ReceiptHeader(JsonRecord):
         reader: str | None = None,
         read_id: str | None = None,
         unlogged: int = 0,
+        digests_sha256: str | None = None,
     ) -> None:
         self.session = session
         self.epoch = epoch
@@ -69,6 +87,9 @@ class ReceiptHeader(JsonRecord):
         # session's reads so far could not be logged (the log is incomplete by that many).
         self.read_id = read_id
         self.unlogged = unlogged
+        # SHA-256 of the line digests that follow the header; None in a receipt of the
+        # previous format, whose body is the consumed bytes (and in no file written since).
+        self.digests_sha256 = digests_sha256
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> ReceiptHeader:
@@ -86,10 +107,11 @@ class ReceiptHeader(JsonRecord):
             reader=get_optional(d, str, "reader"),
             read_id=get_optional(d, str, "read_id"),
             unlogged=get(d, int, "unlogged", 0),
+            digests_sha256=get_optional(d, str, "digests_sha256"),
         )
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        d: dict[str, object] = {
             "session": self.session,
             "epoch": self.epoch,
             "start": self.start,
@@ -103,21 +125,39 @@ class ReceiptHeader(JsonRecord):
             "read_id": self.read_id,
             "unlogged": self.unlogged,
         }
+        if self.digests_sha256 is not None:
+            # Only when set: a header of the previous format is written back byte for byte.
+            d["digests_sha256"] = self.digests_sha256
+        return d
 
 
 class Receipt(Struct):
+    """A receipt as an ack uses it: its header and the LINE_DIGEST-byte digests of the lines
+    it covers, in order (empty once acked)."""
+
     header: ReceiptHeader
-    data: bytes
+    digests: bytes
+
+
+def sealed(header: ReceiptHeader, lines: list[bytes]) -> Receipt:
+    """The receipt of a read of `lines` (without their newlines), described by `header`:
+    their digests, and the header naming the digests' own checksum."""
+    digests = line_digests(lines)
+    return Receipt(header.replace(digests_sha256=sha256(digests)), digests)
 
 
 # ----- encoding -----------------------------------------------------------------------------
 def encode_receipt_header(header: ReceiptHeader) -> bytes:
-    """The first line of a receipt file; the consumed bytes follow it."""
+    """The first line of a receipt file; the line digests follow it."""
     return header.to_json().encode() + b"\n"
 
 
 def encode_receipt(receipt: Receipt) -> bytes:
-    return encode_receipt_header(receipt.header) + receipt.data
+    return encode_receipt_header(receipt.header) + receipt.digests
+
+
+def _corrupt(where: Path) -> CorruptState:
+    return CorruptState(f"corrupt receipt {where}; it was left in place: read the room again")
 
 
 def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
@@ -128,24 +168,30 @@ def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
             raise ValueError("no header line")
         return ReceiptHeader.from_json(head)
     except (ValueError, RecordError):
-        raise CorruptState(
-            f"corrupt receipt {where}; it was left in place: read the room again"
-        ) from None
+        raise _corrupt(where) from None
 
 
 def decode_receipt(raw: bytes, where: Path) -> Receipt:
-    head, sep, data = raw.partition(b"\n")
+    """A whole receipt file, checked against its own checksums. An acked receipt's body (an
+    old one may still have one) is not read: it authorises nothing."""
+    head, sep, body = raw.partition(b"\n")
     try:
         if not sep:
             raise ValueError("no header line")
         header = ReceiptHeader.from_json(head)
-        if len(data) != header.end - header.start or sha256(data) != header.sha256:
-            raise ValueError("content does not match its checksum")
+        if header.acked:
+            return Receipt(header, b"")
+        if header.digests_sha256 is None:
+            # The previous format: the consumed bytes themselves. Checked as they always
+            # were, then matched by their digests as any receipt is.
+            if len(body) != header.end - header.start or sha256(body) != header.sha256:
+                raise ValueError("content does not match its checksum")
+            return Receipt(header, line_digests(split_lines(body)))
+        if len(body) != header.lines * LINE_DIGEST or sha256(body) != header.digests_sha256:
+            raise ValueError("line digests do not match their checksum")
     except (ValueError, RecordError, json.JSONDecodeError):
-        raise CorruptState(
-            f"corrupt receipt {where}; it was left in place: read the room again"
-        ) from None
-    return Receipt(header, data)
+        raise _corrupt(where) from None
+    return Receipt(header, body)
 
 
 # ----- the store ----------------------------------------------------------------------------
@@ -185,7 +231,7 @@ class ReceiptStore:
         return found
 
     def header(self, session: str) -> ReceiptHeader | None:
-        """The receipt's header line only: an ack normally never loads the consumed bytes."""
+        """The receipt's header line only: most of what reads it needs no digests."""
         path = self.file(session)
         raw = read_state(path, 1 << 16)  # never blocks on a FIFO; refuses a non-file
         if raw is None:
@@ -193,29 +239,36 @@ class ReceiptStore:
         return decode_receipt_header(raw, path)
 
     def load(self, session: str) -> Receipt | None:
+        """The whole receipt, checked (CorruptState if damaged)."""
         path = self.file(session)
         raw = read_state(path)
         if raw is None:
             return None
         return decode_receipt(raw, path)
 
-    def store(self, header: ReceiptHeader, data: bytes) -> None:
+    def store(self, receipt: Receipt) -> None:
         """Write a delivered read's receipt (replacing the session's previous one). Under the
-        shared lock, so an exclusive operation's leftover cleanup never removes its temp.
-        Header and bytes are written as two chunks, never concatenated in memory."""
+        shared lock, so an exclusive operation's leftover cleanup never removes its temp."""
+        header = receipt.header
+        assert header.digests_sha256 is not None  # built by sealed(): never the old format
         self.directory.mkdir(mode=0o700, exist_ok=True)
         target = self.file(header.session)
         tmp = atomic.write_temp(
-            target, [encode_receipt_header(header), data], mode=0o600, fsync=False
+            target, [encode_receipt_header(header), receipt.digests], mode=0o600, fsync=False
         )
         atomic.replace(tmp, target, fsync=False)
 
     def mark_acked(self, header: ReceiptHeader | None) -> None:
         """Mark the read as acked: the receipt stays as a cursor (where the session stopped
-        reading, for unread counts) but can no longer authorise an ack.
+        reading, for unread counts) but can no longer authorise an ack, so its line digests
+        go.
 
         Flips `"acked":false` to `"acked":true ` in place with one pwrite of the same length
-        (a rename would cost more than the rest of a small ack); falls back to a rewrite.
+        and cuts the digests off (a rename would cost more than the rest of a small ack); a
+        crash between the two leaves digests that authorise nothing. A receipt of the
+        previous format (its body is the consumed text) is rewritten instead, as a cursor of
+        this format: the rename leaves either the unacked receipt, which the next ack finds
+        already acked (noop), or the cursor, never acked text.
         """
         if header is None:
             return
@@ -226,48 +279,63 @@ class ReceiptStore:
         try:
             line = os.pread(fd, 1 << 16, 0).partition(b"\n")[0]
             at = line.find(b'"acked":false')
-            if at >= 0 and ReceiptHeader.from_json(line) == header:
+            if (
+                at >= 0
+                and header.digests_sha256 is not None
+                and ReceiptHeader.from_json(line) == header
+            ):
                 os.pwrite(fd, b'"acked":true ', at)
+                os.ftruncate(fd, len(line) + 1)
                 return
         finally:
             os.close(fd)
-        cursor = header.replace(acked=True, start=header.end, lines=0, sha256=sha256(b""))
-        atomic.atomic_write(path, encode_receipt(Receipt(cursor, b"")), fsync=False)
+        empty = sha256(b"")
+        cursor = header.replace(
+            acked=True, start=header.end, lines=0, sha256=empty, digests_sha256=empty
+        )
+        atomic.atomic_write(path, encode_receipt_header(cursor), fsync=False)
 
     # ----- verification ---------------------------------------------------------------------
     @contextmanager
     def head_check(
         self, fd: int, header: ReceiptHeader, length: int
     ) -> Iterator[Callable[[], bool]]:
-        """A started check: does the room (`fd`) start with exactly the bytes of `header`'s
-        receipt?
+        """A started check: does the room (`fd`) start with exactly the bytes `header`'s read
+        returned (`length`, all of them: nobody acked part of it)? By the header's SHA-256 of
+        the whole read (see HeadCheck). A receipt that does not match its own checksums is
+        a clear error, not a stale ack; one gone or replaced since its header was read
+        matches nothing."""
+        if length != header.end - header.start or not self._intact(header):
+            yield lambda: False
+            return
+        check = HeadCheck(fd, length, header.sha256)
+        try:
+            yield check.ok
+        finally:
+            check.join()  # never leave a thread reading a descriptor about to be closed
 
-        Big heads are compared in a worker thread that overlaps the temp copy (see
-        ReceiptCheck); the answer is awaited before anything is renamed. A receipt whose body
-        does not match its own checksum is a clear error, not a stale ack."""
+    def _intact(self, header: ReceiptHeader) -> bool:
+        """Is `header` still the session's receipt (False if gone or replaced), with its body
+        matching its checksum (CorruptState if not)? The body is streamed, never loaded: a
+        receipt of the previous format holds a whole page of text."""
         path = self.file(header.session)
         rfd = open_state(path)
         if rfd is None:
-            yield lambda: False
-            return
-        corrupt = CorruptState(f"corrupt receipt {path}; it was left in place: read the room again")
+            return False
         try:
-            body_at = os.pread(rfd, 1 << 16, 0).find(b"\n") + 1
-            body_len = os.fstat(rfd).st_size - body_at
-            if body_at <= 0 or body_len != header.end - header.start:
-                raise corrupt
-            check = ReceiptCheck(fd, rfd, body_at, length)
-
-            def verify() -> bool:
-                if check.ok():
-                    return True
-                if hash_range(rfd, body_at, body_at + body_len) == header.sha256:
-                    return False  # the receipt is intact: the room's head changed
-                raise corrupt
-
-            try:
-                yield verify
-            finally:
-                check.join()  # never leave a thread reading descriptors about to be closed
+            first = os.pread(rfd, 1 << 16, 0)
+            body_at = first.find(b"\n") + 1
+            if body_at <= 0:
+                raise _corrupt(path)
+            if decode_receipt_header(first, path) != header:
+                return False
+            if header.digests_sha256 is None:  # the previous format: the bytes read
+                size, want = header.end - header.start, header.sha256
+            else:
+                size, want = header.lines * LINE_DIGEST, header.digests_sha256
+            end = body_at + size
+            if os.fstat(rfd).st_size != end or hash_range(rfd, body_at, end) != want:
+                raise _corrupt(path)
+            return True
         finally:
             os.close(rfd)

@@ -61,7 +61,7 @@ from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
 from ackdeck.core.inbox.push_handles import PushHandles, append_line
 from ackdeck.core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
-from ackdeck.core.inbox.receipts import ReceiptHeader, ReceiptStore
+from ackdeck.core.inbox.receipts import Receipt, ReceiptHeader, ReceiptStore, sealed
 from ackdeck.core.inbox.results import (
     PAGE_BYTES,
     AckResult,
@@ -324,18 +324,19 @@ class Room:
             if confirm is not None:
                 confirm(result)
             return result
-        result, header, data = snap
+        result, header = snap
         if deliver is not None:
             taken = deliver(result)  # outside the lock: a slow pipe must not hold up acks
             if taken is not None and header is not None and taken < len(result.lines):
-                result, header, data = _first_lines(result, header, taken)
+                result, header = _first_lines(result, header, taken)
         if confirm is not None:
             confirm(result)
         if header is not None:
-            header = self._log_read(header)
+            receipt = sealed(header, result.lines)  # the lines' digests, outside the lock
+            header = self._log_read(receipt.header)
             pause("read-after-log")
             try:
-                self._commit_receipt(header, data)
+                self._commit_receipt(Receipt(header, receipt.digests))
             except OSError as exc:
                 raise write_error(
                     self.receipt_file(session), exc, after="no receipt was recorded; read again"
@@ -368,7 +369,7 @@ class Room:
 
     def _snapshot(
         self, session: str, reader: str | None, page: int
-    ) -> tuple[ReadResult, ReceiptHeader | None, bytes] | None:
+    ) -> tuple[ReadResult, ReceiptHeader | None] | None:
         """The first page of complete lines now in the room, how many more wait, and the
         receipt that would record the page (None when there is no room and no sidecar:
         nothing to record)."""
@@ -380,7 +381,7 @@ class Room:
                 fd = self._open()
                 if fd is None:
                     ledger = self._ledger()
-                    return ReadResult([], ledger.base, ledger.base, ledger.epoch), None, b""
+                    return ReadResult([], ledger.base, ledger.base, ledger.epoch), None
                 try:
                     ledger, _, changed = self._settled_ledger(fd, can_write=not shared)
                     if shared and (changed or self._prevs_need_sweep(ledger)):
@@ -412,13 +413,14 @@ class Room:
                 read_id=readlog.new_id(),
             )
             result = ReadResult(lines, header.start, header.end, header.epoch, data, waiting)
-            return result, header, data
+            return result, header
 
-    def _commit_receipt(self, header: ReceiptHeader, data: bytes) -> None:
+    def _commit_receipt(self, receipt: Receipt) -> None:
         """Store the receipt of a delivered read. Under the shared lock, so an exclusive
         operation's leftover cleanup never removes the temp of a receipt being written. If
         the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
         offsets, head bytes) decide what this receipt may still remove."""
+        header = receipt.header
         with self._side.lock(shared=True):
             try:
                 kept = self._receipts.header(header.session)
@@ -429,7 +431,7 @@ class Room:
             if kept is not None and kept.unlogged:
                 # A running count per session: this receipt replaces the one that held it.
                 header = header.replace(unlogged=kept.unlogged + header.unlogged)
-            self._receipts.store(header, data)
+            self._receipts.store(Receipt(header, receipt.digests))
 
     # ----- ack ----------------------------------------------------------------------------
     def ack(
@@ -1008,7 +1010,7 @@ def _page(fd: int, size: int, limit: int) -> tuple[bytes, bytes, int, int]:
 
 def _first_lines(
     result: ReadResult, header: ReceiptHeader, taken: int
-) -> tuple[ReadResult, ReceiptHeader, bytes]:
+) -> tuple[ReadResult, ReceiptHeader]:
     """The read cut to its first `taken` lines: what a door that delivered only those may ack
     (the lines cut off wait, with those after the page)."""
     size = sum(len(line) + 1 for line in result.lines[:taken])
@@ -1018,7 +1020,6 @@ def _first_lines(
     return (
         ReadResult(result.lines[:taken], result.start, header.end, result.epoch, data, waiting),
         header,
-        data,
     )
 
 
