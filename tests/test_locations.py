@@ -27,9 +27,6 @@ NOT_STATE = {
     "tui/screenshots.py": "pictures and scratch rooms `make screenshots` draws",
     "tui/demo.py": "the demo's scratch rooms",
     "tui/scenes.py": "the screenshots' scratch rooms",
-    # Item 5 of issue 31 rewrites receipts in parallel; its receipt path moves to
-    # locations.receipt when the two land (the name is the same).
-    "core/inbox/receipts.py": "pending: locations.receipt names the same file",
 }
 
 

@@ -30,18 +30,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import split_lines
 from ackdeck.core.base.digest import LINE_DIGEST, line_digests
 from ackdeck.core.base.jsonfields import JsonRecord, get, get_optional, get_required
-from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.inbox.ack_stream import HeadCheck, hash_range
 from ackdeck.core.inbox.ledger import FileIdentity, sha256
 
-SUFFIX = ".rcpt"
+SUFFIX = locations.RECEIPT_SUFFIX
 
 
 # ----- schema -------------------------------------------------------------------------------
@@ -203,7 +202,8 @@ class ReceiptStore:
         self.directory = directory
 
     def file(self, session: str) -> Path:
-        return self.directory / f"{check_name(session)}{SUFFIX}"
+        # The store's directory is the sidecar's receipts/ (locations.receipts_dir).
+        return locations.receipt(self.directory.parent, session)
 
     def sessions(self) -> list[str]:
         """Every session with a receipt, sorted; temps of receipts being written are skipped."""
