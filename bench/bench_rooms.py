@@ -83,7 +83,7 @@ def _prepare(path: Path, size: int, *, room: bool) -> int:
     tail = data[len(half) :]
     path.write_bytes(half)
     if room:
-        Room(path).read("bench")
+        Room(path).read("bench", max_bytes=max(len(half), 1 << 20))  # the half as one page
     else:
         path.with_name(path.name + ".receipt").write_bytes(half)
     with open(path, "ab") as f:
