@@ -34,7 +34,7 @@ def _median(fn: Callable[[], float], reps: int) -> float:
 
 
 def _room(url: str) -> Any:
-    from ackdeck.core.inbox.room_backend import open_room
+    from ackdeck.core.service.refs import open_room
 
     return open_room(url)
 
@@ -179,7 +179,7 @@ def main() -> None:
     if shutil.which("redis-server") is None:
         print("skipped: redis-server is not installed (make bench installs it as root)")
         return
-    from tests.redis_server import RedisServer, new_room_name
+    from tests.helpers.redis_server import RedisServer, new_room_name
 
     with tempfile.TemporaryDirectory(prefix="ackdeck-bench-redis-") as tmp:
         server = RedisServer(Path(tmp), persist=False)

@@ -142,7 +142,7 @@ def test_kill9_during_the_move_leaves_every_line_in_one_room_or_both(
 def test_a_redis_entry_handed_out_n_times_moves_to_the_dead_letter_stream(
     redis_server: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ackdeck.core.inbox.room_backend import open_room
+    from ackdeck.core.service.refs import open_room
 
     home = tmp_path / "home"
     monkeypatch.setenv("ACKDECK_HOME", str(home))

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service.refs import open_room
 from tests.conftest import ACKDECK, REPO
 
 

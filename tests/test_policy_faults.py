@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.inbox.policy import RoomPolicy
-from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import alerts, wakes
+from ackdeck.core.service.refs import open_room
 from tests.conftest import ACKDECK
 
 

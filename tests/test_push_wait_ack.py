@@ -12,9 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import rooms as service
+from ackdeck.core.service.refs import open_room
 from tests.conftest import ACKDECK
 from tests.test_mcp import call, connect, text_of
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.service.refs import open_room
 from tests.conftest import PATHS, REPO
 from tests.redis_server import RedisServer, new_room_name
 from tests.test_mcp import call, text_of

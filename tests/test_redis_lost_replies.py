@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from ackdeck.core.inbox import redis_lua
-from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.service.refs import open_room
 from tests.conftest import ACKDECK, PATHS, REPO
 from tests.redis_proxy import ReplyDropper
 from tests.redis_server import RedisServer, new_room_name
@@ -237,7 +237,7 @@ def test_a_fenced_read_can_never_land_late(redis_server: RedisServer, name: str,
 # ----- the conservation soak through a reply-dropping proxy -------------------------------
 PUSHER = """
 import sys, os
-from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.service.refs import open_room
 from ackdeck.core.errors import RoomUnavailable
 url, tag, stop, out = sys.argv[1:5]
 r = open_room(url)
@@ -252,7 +252,7 @@ while not os.path.exists(stop):
 
 ACKER = """
 import sys, time, os, json, random
-from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.service.refs import open_room
 from ackdeck.core.errors import ColdAck, RoomUnavailable
 url, session, stop, log = sys.argv[1:5]
 r = open_room(url)

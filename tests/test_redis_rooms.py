@@ -17,8 +17,8 @@ import pytest
 
 from ackdeck.core.errors import ColdAck, InvalidInput, RoomUnavailable
 from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.room_url import parse_redis_url
+from ackdeck.core.service.refs import open_room
 from tests.conftest import ACKDECK, PATHS, REPO
 from tests.redis_server import RedisServer, new_room_name
 

@@ -14,9 +14,9 @@ import pytest
 
 from ackdeck.core.inbox import readlog, seen_marks
 from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import rooms as service
+from ackdeck.core.service.refs import open_room
 from tests.conftest import ACKDECK, REPO, mounted
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.inbox.results import PAGE_BYTES
-from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service.refs import open_room
 from tests.conftest import ACKDECK, REPO
 
 LIMIT_AS = 450 << 20  # the address space the reads ran out of

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.inbox.room_backend import open_room
 from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service.refs import open_room
 from ackdeck.core.service.trace import trace
 from tests.conftest import ACKDECK
 

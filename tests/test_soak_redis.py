@@ -27,13 +27,13 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.service.refs import open_room
 from tests.conftest import PATHS, REPO
 from tests.redis_server import RedisServer, new_room_name
 
 PUSHER = """
 import sys, time, os
-from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.service.refs import open_room
 from ackdeck.core.errors import RoomUnavailable
 url, tag, stop, out = sys.argv[1:5]
 r = open_room(url)
@@ -56,7 +56,7 @@ while not os.path.exists(stop):
 
 ACKER = """
 import sys, time, os, json, random
-from ackdeck.core.inbox.room_backend import open_room
+from ackdeck.core.service.refs import open_room
 from ackdeck.core.errors import ColdAck, RoomUnavailable
 url, session, stop, log = sys.argv[1:5]
 r = open_room(url)

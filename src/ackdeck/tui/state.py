@@ -10,7 +10,7 @@ is always passed in), so snapshot tests are deterministic.
 from __future__ import annotations
 
 import sys
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,7 @@ from ackdeck.core.base.text import age_text
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.service.derive import age, is_overdue
 from ackdeck.core.service.refs import parse_room
+from ackdeck.core.service.roomref import label_of, name_counts
 from ackdeck.core.service.rooms import LineCounts
 from ackdeck.core.service.scan import scan_home
 from ackdeck.core.service.scan import scan_room as scan_view
@@ -91,14 +92,12 @@ class Snapshot:
 
 
 def room_labels(paths: Sequence[Path | str]) -> dict[str, str]:
-    """Short, stable labels: the room's name, or with what tells it from a namesake when two
-    share a name (a file's `parent/name`, a redis room's `host:port/NAME`), never a password.
-    Linear in the number of rooms (names are counted once, not per room)."""
+    """The table's labels (`roomref.label_of`, narrow): the room's name, or with what tells it
+    from a namesake (a file's `parent/name`, a redis room's `host:port/NAME`), never a password;
+    linear in the number of rooms."""
     refs = {str(p): parse_room(p, env={}) for p in paths}
-    names = Counter(r.name for r in refs.values())
-    return {
-        key: display_name(r.name if names[r.name] == 1 else r.long_name) for key, r in refs.items()
-    }
+    names = name_counts(refs.values())
+    return {key: display_name(label_of(r, names[r.name], narrow=True)) for key, r in refs.items()}
 
 
 def scan_room(path: Path | str, label: str, counts: LineCounts | None = None) -> RoomRow:

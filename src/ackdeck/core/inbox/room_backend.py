@@ -1,6 +1,6 @@
 """One room interface, two backends: a notification file (`core.inbox.rooms.Room`) or a Redis stream
-(`core.inbox.redis_room.RedisRoom`). Every door opens rooms through `open_room`, so each works on
-both.
+(`core.inbox.redis_room.RedisRoom`). Every door opens rooms through
+`core.service.refs.open_room`, so each works on both.
 
 The interface is structural (`typing.Protocol`): it names what the service uses of a room; both
 backends satisfy it as they are and return the same value types (core/inbox/results.py).
@@ -8,24 +8,16 @@ backends satisfy it as they are and return the same value types (core/inbox/resu
 
 from __future__ import annotations
 
-import os
-import time
-
-# The doors that open a file room on every turn (room push/read/ack/status, hooks) import this
-# module: the URL parser and redis are loaded only when a redis URL is actually used.
 from typing import TYPE_CHECKING, Protocol
 
-from ackdeck.core.inbox.room_spec import is_url
-
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from pathlib import Path
 
     from ackdeck.core.inbox.journey import Journey
     from ackdeck.core.inbox.line_counts import LineCounts
     from ackdeck.core.inbox.policy import RoomPolicy
     from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus
-    from ackdeck.core.inbox.room_url import RedisAddress
 
     Clock = Callable[[], float]
     # Returns None (every line was delivered) or how many lines, from the first, were.
@@ -83,42 +75,3 @@ class RoomBackend(Protocol):
         self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
     ) -> bool: ...
     def close(self) -> None: ...
-
-
-def open_room(
-    spec: str | os.PathLike[str] | RedisAddress,
-    *,
-    clock: Clock = time.time,
-    env: Mapping[str, str] | None = None,
-    follow_symlinks: bool = False,
-    door: str = "api",
-    home: str | os.PathLike[str] | None = None,
-) -> RoomBackend:
-    """The room `spec` names: a `redis://` / `rediss://` URL (or its parsed address), else a
-    file path. `door` names the door reading through it in the read log (cli, mcp, hook,
-    dashboard; "api" for library callers)."""
-    if not isinstance(spec, (str, os.PathLike)):  # a parsed RedisAddress
-        from ackdeck.core.inbox.redis_room import RedisRoom
-
-        return RedisRoom(spec, clock=clock, env=env, door=door, home=home)
-    if is_url(spec):
-        from ackdeck.core.inbox.redis_room import (
-            RedisRoom,  # local: file-only users never import redis
-        )
-        from ackdeck.core.inbox.room_url import parse_redis_url
-
-        return RedisRoom(
-            parse_redis_url(str(spec), env), clock=clock, env=env, door=door, home=home
-        )
-    from ackdeck.core.inbox.rooms import Room
-
-    return Room(spec, clock=clock, follow_symlinks=follow_symlinks, door=door, home=home)
-
-
-def room_display(spec: str | os.PathLike[str]) -> str:
-    """How to show a room spec: the path, or the URL without its password."""
-    if is_url(spec):
-        from ackdeck.core.inbox.room_url import parse_redis_url
-
-        return parse_redis_url(str(spec), {}).display
-    return os.fspath(spec)

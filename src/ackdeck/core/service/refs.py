@@ -1,10 +1,11 @@
 """Parse a room spec once, where a door reads its configuration or arguments: the one place
-that tells a file room from a redis room (`core.service.roomref`). The redis side is imported
-only for a URL."""
+that tells a file room from a redis room (`core.service.roomref`), and the one way to open one
+(`open_room`, or a reference's own `open`). The redis side is imported only for a URL."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from ackdeck.core.errors import InvalidInput
@@ -14,7 +15,9 @@ from ackdeck.core.service.roomref import FileRoomRef, RoomRef
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
+
+    from ackdeck.core.inbox.room_backend import RoomBackend
 
 
 def parse_room(
@@ -34,6 +37,23 @@ def parse_room(
 
         return RedisRoomRef.parse(str(spec), env)
     return FileRoomRef(spec, follow_symlinks=follow_symlinks, dirs=dirs)
+
+
+def open_room(
+    spec: str | os.PathLike[str] | RoomRef,
+    *,
+    clock: Callable[[], float] = time.time,
+    env: Mapping[str, str] | None = None,
+    follow_symlinks: bool = False,
+    door: str = "api",
+    home: str | os.PathLike[str] | None = None,
+) -> RoomBackend:
+    """The room `spec` names, opened: a `redis://` / `rediss://` URL, else a file path (see
+    `parse_room`). `door` names who reads through it in the read log (cli, mcp, hook,
+    dashboard; "api" for library callers); `home`: where its owner's wakes go (None:
+    $ACKDECK_HOME)."""
+    ref = parse_room(spec, env=env, follow_symlinks=follow_symlinks)
+    return ref.open(clock=clock, door=door, home=home)
 
 
 def display_of(spec: str | os.PathLike[str]) -> str:

@@ -27,7 +27,7 @@ from ackdeck.core.errors import InvalidInput
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ackdeck.core.inbox.room_backend import RoomBackend
     from ackdeck.core.service.lines import LineSource
@@ -184,8 +184,21 @@ class FileRoomRef(RoomRef):
         return message.replace(str(self.path.parent) + os.sep, "")
 
 
-def label_of(rooms: list[RoomRef] | tuple[RoomRef, ...], room: RoomRef) -> str:
-    """How a door names `room` among `rooms`: its short name when that is unambiguous, else
-    its full path or URL."""
-    short = room.name
-    return short if sum(r.name == short for r in rooms) == 1 else room.display
+def name_counts(rooms: Iterable[RoomRef]) -> dict[str, int]:
+    """How many of `rooms` bear each short name, counted once for all of them: `label_of` is
+    then O(1) a room (comparing every room with every room was 2.6 s of `room status` over
+    3,000 rooms)."""
+    counts: dict[str, int] = {}
+    for ref in rooms:
+        counts[ref.name] = counts.get(ref.name, 0) + 1
+    return counts
+
+
+def label_of(room: RoomRef, sharing: int, *, narrow: bool = False) -> str:
+    """How every door names `room` among the rooms it shows, `sharing` of which (itself
+    counted; `name_counts`) bear its short name: that name when it is the only one, else what
+    tells it from its namesakes, never a password: its full path or URL, or where columns are
+    narrow (the dashboard's table) its `long_name` (`directory/name`, `host:port/NAME`)."""
+    if sharing == 1:
+        return room.name
+    return room.long_name if narrow else room.display

@@ -1,6 +1,6 @@
 """Room operations for every door: push, read, ack, status, wait.
 
-Each takes an open room (`core.inbox.room_backend.open_room`, a file or a redis stream) and the
+Each takes an open room (`core.service.refs.open_room`, a file or a redis stream) and the
 label the door shows for it (`core.service.deck.Deck.label`), calls `Room`'s public API once,
 and returns a result that encodes itself. The derived numbers live here and in
 `core.service.derive` only: a session's `unread` and `in_flight` (`session_counts`), and a
