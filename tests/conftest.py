@@ -4,33 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-# The package's source (a src/ layout: no `ackdeck` at the top of the repository) and what a
-# subprocess a test starts needs on its path: this checkout's package, and `tests` itself.
-SRC = REPO / "src"
-PKG = SRC / "ackdeck"
-PATHS = os.pathsep.join([str(SRC), str(REPO)])
-ACKDECK = [sys.executable, "-m", "ackdeck.core.cli"]
-
-
-@contextmanager
-def mounted(mnt: Path, *args: str, what: str = "a tmpfs") -> Iterator[Path]:
-    """`mount ARGS MNT` for the test's duration (a real filesystem: a small or read-only
-    tmpfs, a loop image), lazily unmounted after; skipped with mount's reason if refused."""
-    done = subprocess.run(["mount", *args, str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount {what} here: {done.stderr.decode().strip()[:80]}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+from tests.helpers.paths import PATHS
 
 
 @pytest.fixture
@@ -51,15 +30,35 @@ def cli_env(home: Path) -> dict[str, str]:
 @pytest.fixture
 def phome(home: Path) -> Iterator[Path]:
     """A home for tests that start real processes; whatever still runs is killed afterwards."""
-    from tests.test_procs_support import run_and_cleanup  # it imports this module
+    from tests.helpers.runs import run_and_cleanup
 
     yield from run_and_cleanup(home)
+
+
+@pytest.fixture
+def ackdeck_here(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`ackdeck ARGS` run by `main` in this process, with the test's home: for what the process
+    keeps after a command (tests/helpers/cli.py runs it in its own process otherwise). The
+    result has the subprocess runner's shape."""
+    from ackdeck.core.cli import main
+
+    monkeypatch.setenv("ACKDECK_HOME", str(home))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()  # what came before is not this command's
+        code = main(list(args))
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out.out, out.err)
+
+    return run
 
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One real redis-server on loopback for the whole test session (skips if not installed)."""
-    from tests.redis_server import RedisServer
+    from tests.helpers.redis_server import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     server.start()

@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ACKDECK = [sys.executable, "-m", "ackdeck.core.cli"]
+from tests.helpers.cli import ACKDECK, ackdeck, with_json
+from tests.helpers.wait import eventually
 
 # Keys the contracts name. Extra keys are allowed (additive JSON), missing ones are not.
 READ_KEYS = {"lines", "start", "end", "epoch"}
@@ -50,14 +50,7 @@ class Cli:
     def __call__(
         self, *args: str, timeout: float = 120, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*ACKDECK, *args],
-            env={**self.env, **(env or {})},
-            cwd=self.cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return ackdeck({**self.env, **(env or {})}, *args, cwd=self.cwd, timeout=timeout)
 
     def ok(self, *args: str, **kw: Any) -> str:
         out = self(*args, **kw)
@@ -65,9 +58,7 @@ class Cli:
         return out.stdout
 
     def js(self, *args: str, **kw: Any) -> Any:
-        # `--json` belongs before a `--` that starts the command of `run`.
-        cut = args.index("--") if "--" in args else len(args)
-        return json.loads(self.ok(*args[:cut], "--json", *args[cut:], **kw))
+        return json.loads(self.ok(*with_json(args), **kw))
 
     def batch(self, *calls: list[str]) -> list[subprocess.CompletedProcess[str]]:
         """Run independent invocations at the same time (each pays an interpreter start-up)."""
@@ -151,13 +142,6 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
-
-
-def poll(cond: Callable[[], bool], deadline: float = 60) -> None:
-    end = time.monotonic() + deadline
-    while not cond():
-        assert time.monotonic() < end, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def pid_alive(pid: int) -> bool:
@@ -560,13 +544,13 @@ def test_cwd_and_home_flag(cli: Cli, tmp_path: Path) -> None:
     cli.ok("--home", str(other_home), "run", "w", "--cwd", str(workdir), "--", "pwd")
     # --home wins over ACKDECK_HOME: the default home has no runs.
     assert cli.ps() == []
-    end = time.monotonic() + 60
-    while True:
-        rows = json.loads(cli.ok("--home", str(other_home), "ps", "--json"))["processes"]
-        if rows and rows[0]["status"] != "running":
-            break
-        assert time.monotonic() < end
-        time.sleep(0.05)
+    eventually(
+        lambda: (
+            (rows := json.loads(cli.ok("--home", str(other_home), "ps", "--json"))["processes"])
+            and rows[0]["status"] != "running"
+        ),
+        what="the run in the other home to end",
+    )
     got = json.loads(cli.ok("--home", str(other_home), "output", "w", "--session", "s", "--json"))
     assert got["lines"] == [str(workdir)]
 
@@ -661,7 +645,7 @@ def test_signal_exits_report_128_plus_n_and_kill_takes_the_group(cli: Cli) -> No
         128 + signal.SIGKILL,
     )
     assert not pid_alive(rows["stubborn"]["pid"])
-    poll(lambda: not pid_alive(child))
+    eventually(lambda: not pid_alive(child))
 
 
 def test_output_filter_exclude_and_timeout(cli: Cli, tmp_path: Path) -> None:
@@ -818,7 +802,7 @@ def test_inverted_monitor_burst_coalescing_and_max_events(cli: Cli) -> None:
         "echo E4; echo done",
     )
     # E4 comes only once the first event (E1-E3) was flushed, however slow the machine is.
-    poll(lambda: any(r["name"] == "burst" for r in cli.wakes("ag")))
+    eventually(lambda: any(r["name"] == "burst" for r in cli.wakes("ag")))
     (cli.cwd / "burst-go").touch()
     assert cli.wait_ended("inv")["exit_code"] == 0
     row = cli.wait_ended("burst")
@@ -928,12 +912,12 @@ def test_a_lost_supervisor_is_reported_and_kill_still_reaches_the_command(cli: C
     supervisor = int(Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[1])
     assert supervisor != os.getpid()
     os.kill(supervisor, signal.SIGKILL)
-    poll(lambda: cli.run_of("orphan")["status"] == "lost")
+    eventually(lambda: cli.run_of("orphan")["status"] == "lost")
     got = cli.js("wakes", "drain", "--session", "ag")
     assert [d["name"] for d in got["delivered"]] == ["orphan"]
     assert got["delivered"][0].get("kind", "monitor-lost") == "monitor-lost"
     cli.ok("kill", "orphan", "--grace", "0.5")
-    poll(lambda: not pid_alive(pid))
+    eventually(lambda: not pid_alive(pid))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PATHS
 from tests.helpers import agent_clients as clients
 from tests.helpers.model_stub import Call, ModelStub, Say, Search
+from tests.helpers.paths import PATHS
 from tests.helpers.probe_server import JSON_SIDE, TEXT_SIDE, payload
 
 # (whole, cut): the largest probe text a client shows whole and a size it cuts or persists.

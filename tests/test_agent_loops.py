@@ -33,10 +33,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.helpers import agent_clients as clients
 from tests.helpers.agent_clients import Run, Setup
 from tests.helpers.model_stub import Call, ModelStub, Say, Search, Step
+from tests.helpers.paths import REPO
 
 PROMPT = "Handle the notifications waiting in your ackdeck inbox, then stop."
 LATE = "[ops] deploy-bot: arrived between the read and the ack"

@@ -4,26 +4,20 @@ tell a timeout from an error, and one rule for every --timeout."""
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from ackdeck.core.cli import BUILTIN_COMMANDS
-from tests.conftest import ACKDECK, PKG, REPO
+from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.paths import PKG, REPO
 
 CLI = PKG / "core" / "cli"
 
 
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ACKDECK, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
-    )
-
-
 def test_bare_ackdeck_prints_usage_once_without_a_doubled_prefix(cli_env: dict[str, str]) -> None:
-    out = run(cli_env)
+    out = ackdeck(cli_env)
     assert out.returncode == 1
     assert "error: ackdeck:" not in out.stderr
     assert out.stderr.count("usage: ackdeck") == 1
@@ -32,7 +26,7 @@ def test_bare_ackdeck_prints_usage_once_without_a_doubled_prefix(cli_env: dict[s
 
 
 def test_a_bare_command_group_lists_its_subcommands(cli_env: dict[str, str]) -> None:
-    out = run(cli_env, "room")
+    out = ackdeck(cli_env, "room")
     assert out.returncode == 1
     assert "usage: ackdeck room" in out.stderr and "ackdeck: error" not in out.stderr
     for action in ("push", "read", "ack", "status", "wait"):
@@ -40,7 +34,7 @@ def test_a_bare_command_group_lists_its_subcommands(cli_env: dict[str, str]) -> 
 
 
 def test_a_subcommand_error_names_the_subcommand_once(cli_env: dict[str, str]) -> None:
-    out = run(cli_env, "room", "push")
+    out = ackdeck(cli_env, "room", "push")
     assert out.returncode == 1
     assert out.stderr.startswith("ackdeck: error: room push: the following arguments")
     assert out.stderr.count("\n") == 1
@@ -51,12 +45,14 @@ def test_wait_timeout_exit_code_differs_from_errors(
 ) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"")
-    timed_out = run(cli_env, "room", "wait", str(room), "--session", "s", "--timeout", "0")
+    timed_out = ackdeck(cli_env, "room", "wait", str(room), "--session", "s", "--timeout", "0")
     assert timed_out.returncode == 124 and timed_out.stderr == ""
     # Permanent errors are 1, so `until ackdeck room wait …` can stop on them.
-    a_directory = run(cli_env, "room", "wait", str(tmp_path), "--session", "s", "--timeout", "0")
+    a_directory = ackdeck(
+        cli_env, "room", "wait", str(tmp_path), "--session", "s", "--timeout", "0"
+    )
     assert a_directory.returncode == 1 and a_directory.stderr.count("\n") == 1
-    unknown_flag = run(cli_env, "room", "wait", str(room), "--session", "s", "--bogus")
+    unknown_flag = ackdeck(cli_env, "room", "wait", str(room), "--session", "s", "--bogus")
     assert unknown_flag.returncode == 1 and unknown_flag.stderr.count("\n") == 1
 
 
@@ -70,7 +66,7 @@ def test_every_timeout_follows_one_rule_with_one_line(
         if command == "room wait"
         else ["output", "build", "--session", "s"]
     )
-    out = run(cli_env, *args, f"--timeout={value}")
+    out = ackdeck(cli_env, *args, f"--timeout={value}")
     assert out.returncode == 1, out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     assert "timeout must be" in out.stderr
@@ -97,7 +93,7 @@ def test_the_command_table_matches_what_the_modules_register() -> None:
 
 def test_dashboard_commands_come_from_entry_points(cli_env: dict[str, str]) -> None:
     for command in ("tui", "demo", "web"):
-        out = run(cli_env, command, "--help")
+        out = ackdeck(cli_env, command, "--help")
         assert out.returncode == 0 and f"usage: ackdeck {command}" in out.stdout, out.stderr
 
 
@@ -106,15 +102,7 @@ def test_a_push_whose_json_report_cannot_be_written_says_so_in_one_line(
 ) -> None:
     # `>&-`: the push lands (it is the producer's write), but its report cannot be written.
     room = tmp_path / "r.txt"
-    proc = subprocess.run(
-        [*ACKDECK, "room", "push", str(room), "hello", "--json"],
-        env=cli_env,
-        cwd=REPO,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=60,
-        preexec_fn=lambda: os.close(1),
-    )
+    proc = ackdeck(cli_env, "room", "push", str(room), "hello", "--json", stdout="closed")
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ackdeck: error:")
     # It says the push happened (a producer retrying on exit 1 would duplicate the line).

@@ -6,12 +6,11 @@ bare group still show every choice."""
 from __future__ import annotations
 
 import argparse
-import subprocess
 
 import pytest
 
 from ackdeck.core.cli import _build_parser, build_parser, hoist_global_options
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.cli import ackdeck
 
 COMMAND_LINES = [
     ["room", "push", "r.txt", "hello"],
@@ -67,12 +66,8 @@ def test_only_the_named_subcommand_is_built() -> None:
     assert list(actions[0].choices) == ["status"]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ACKDECK, *args], cwd=REPO, capture_output=True, text=True, timeout=60)
-
-
 def test_a_mistyped_subcommand_still_lists_every_choice() -> None:
-    out = _cli("room", "stauts", "r.txt")
+    out = ackdeck(None, "room", "stauts", "r.txt")
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1 and "invalid choice: 'stauts'" in out.stderr
     for action in ("push", "read", "ack", "status", "wait"):
@@ -80,9 +75,9 @@ def test_a_mistyped_subcommand_still_lists_every_choice() -> None:
 
 
 def test_help_of_a_subcommand_and_of_its_group_are_whole() -> None:
-    sub = _cli("room", "status", "--help")
+    sub = ackdeck(None, "room", "status", "--help")
     assert sub.returncode == 0 and "usage: ackdeck room status" in sub.stdout
-    group = _cli("room", "--help")
+    group = ackdeck(None, "room", "--help")
     assert group.returncode == 0
     for action in ("push", "read", "ack", "status", "wait"):
         assert f"    {action} " in group.stdout, action

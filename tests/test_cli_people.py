@@ -23,21 +23,9 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.service.absent import NOT_YET, absent_note
-from tests.conftest import ACKDECK
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_ok
 
 NOTE_TAIL = " (an empty room until the first line is pushed)"
-
-
-def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*ACKDECK, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
-    )
-
-
-def ok(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    out = run(env, *args, cwd=cwd)
-    assert out.returncode == 0, (args, out.stdout, out.stderr)
-    return out
 
 
 # ----- 1. a room that does not exist yet ------------------------------------------------------
@@ -52,12 +40,12 @@ def test_a_mistyped_room_is_an_empty_room_that_names_its_neighbour(
         ["room", "ack", typo, "--session", "a"],
         ["room", "wait", typo, "--session", "a", "--timeout", "0"],
     ):
-        out = run(cli_env, *args)
+        out = ackdeck(cli_env, *args)
         # Empty, not an error: exit 0 (wait: its timeout, 124), nothing on stdout, one line.
         assert out.returncode == (124 if "wait" in args else 0), out.stderr
         assert out.stdout == ""
         assert out.stderr.endswith(line) and out.stderr.count("\n") == 1, out.stderr
-    out = ok(cli_env, "room", "status", typo)
+    out = ackdeck_ok(cli_env, "room", "status", typo)
     assert out.stderr == line and out.stdout.startswith(f"{typo}: 0 pending")
     # Nothing was created by asking: not the room, not a sidecar.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "inbox.txt"]
@@ -70,9 +58,9 @@ def test_json_carries_the_note_as_a_field_and_stderr_stays_quiet(
     (tmp_path / "inbox.txt").touch()
     typo = str(tmp_path / "inbox.tx")
     note = f"inbox.tx {NOT_YET}{NOTE_TAIL}; did you mean inbox.txt?"
-    read = run(cli_env, "room", "read", typo, "--session", "a", "--json")
-    ack = run(cli_env, "room", "ack", typo, "--session", "a", "--json")
-    status = run(cli_env, "room", "status", typo, "--json")
+    read = ackdeck(cli_env, "room", "read", typo, "--session", "a", "--json")
+    ack = ackdeck(cli_env, "room", "ack", typo, "--session", "a", "--json")
+    status = ackdeck(cli_env, "room", "status", typo, "--json")
     for out in (read, ack, status):
         assert (out.returncode, out.stderr) == (0, ""), out.stderr
     assert json.loads(read.stdout)["note"] == note
@@ -80,7 +68,7 @@ def test_json_carries_the_note_as_a_field_and_stderr_stays_quiet(
     row = json.loads(status.stdout)["rooms"][0]
     assert (row["exists"], row["note"]) == (False, note)
     # An existing room, even an empty one, has no note.
-    real = run(cli_env, "room", "read", str(tmp_path / "inbox.txt"), "--session", "a", "--json")
+    real = ackdeck(cli_env, "room", "read", str(tmp_path / "inbox.txt"), "--session", "a", "--json")
     assert json.loads(real.stdout)["note"] is None and real.stderr == ""
 
 
@@ -89,7 +77,7 @@ def test_nothing_similar_no_suggestion_and_hidden_files_are_not_rooms(
 ) -> None:
     (tmp_path / ".inbox.txt").write_text("hidden\n")  # a dot-name: sidecars and temps
     (tmp_path / "unrelated.log").write_text("x\n")
-    out = ok(cli_env, "room", "read", str(tmp_path / "inbox.txt"), "--session", "a")
+    out = ackdeck_ok(cli_env, "room", "read", str(tmp_path / "inbox.txt"), "--session", "a")
     assert out.stderr == f"inbox.txt {NOT_YET}{NOTE_TAIL}\n"
 
 
@@ -125,25 +113,27 @@ def test_the_mcp_door_and_core_say_it_in_the_same_words(tmp_path: Path) -> None:
 def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"one\ntwo\n")
-    ok(cli_env, "room", "read", str(room), "--session", "a")
+    ackdeck_ok(cli_env, "room", "read", str(room), "--session", "a")
     with open(room, "ab") as f:
         f.write(b"late\n")  # arrives between the read and the ack
-    out = ok(cli_env, "room", "ack", str(room), "--session", "a")
+    out = ackdeck_ok(cli_env, "room", "ack", str(room), "--session", "a")
     assert (out.stdout, out.stderr) == (
         "",
         "acked 2 lines of inbox.txt; kept 1 unread\n",
     )
     assert room.read_bytes() == b"late\n"
-    out = ok(cli_env, "room", "ack", str(room), "--session", "a", "--all")
+    out = ackdeck_ok(cli_env, "room", "ack", str(room), "--session", "a", "--all")
     assert (out.stdout, out.stderr) == (
         "late\n",
         "acked 1 line of inbox.txt (every complete line)\n",
     )
     # The JSON of an ack is unchanged apart from the new `note` (null: the room exists) and
     # `next` (issue 29: null when nothing remains to read).
-    ok(cli_env, "room", "push", str(room), "x")
-    ok(cli_env, "room", "read", str(room), "--session", "a")
-    got = json.loads(ok(cli_env, "room", "ack", str(room), "--session", "a", "--json").stdout)
+    ackdeck_ok(cli_env, "room", "push", str(room), "x")
+    ackdeck_ok(cli_env, "room", "read", str(room), "--session", "a")
+    got = json.loads(
+        ackdeck_ok(cli_env, "room", "ack", str(room), "--session", "a", "--json").stdout
+    )
     assert got == {
         "room": "inbox.txt",
         "path": str(room),
@@ -160,10 +150,10 @@ def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -
 def test_an_ack_that_removes_nothing_says_why_once(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"one\n")
-    ok(cli_env, "room", "read", str(room), "--session", "a")
-    ok(cli_env, "room", "read", str(room), "--session", "b")
-    ok(cli_env, "room", "ack", str(room), "--session", "a")
-    out = ok(cli_env, "room", "ack", str(room), "--session", "b")
+    ackdeck_ok(cli_env, "room", "read", str(room), "--session", "a")
+    ackdeck_ok(cli_env, "room", "read", str(room), "--session", "b")
+    ackdeck_ok(cli_env, "room", "ack", str(room), "--session", "a")
+    out = ackdeck_ok(cli_env, "room", "ack", str(room), "--session", "b")
     assert out.stderr == (
         "nothing acked: already acked (by another session or an interrupted ack)\n"
     )
@@ -172,10 +162,10 @@ def test_an_ack_that_removes_nothing_says_why_once(tmp_path: Path, cli_env: dict
 def test_status_prints_each_session_once(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"one\ntwo\nhalf")
-    ok(cli_env, "room", "read", str(room), "--session", "agent")
+    ackdeck_ok(cli_env, "room", "read", str(room), "--session", "agent")
     with open(room, "ab") as f:
         f.write(b"\n")
-    out = ok(cli_env, "room", "status", str(room), "--session", "agent").stdout
+    out = ackdeck_ok(cli_env, "room", "status", str(room), "--session", "agent").stdout
     assert out.count("agent:") == 1, out
     # Ages (issue 24) depend on the clock: compare them as N.
     aged = re.sub(r"\b\d+(m\d+)?s\b", "N", out)
@@ -185,7 +175,7 @@ def test_status_prints_each_session_once(tmp_path: Path, cli_env: dict[str, str]
         "  agent: 2 in flight, 1 unread (read N ago, not acked; oldest unread N)\n"
     )
     # A session that has not read yet is listed once too, and says so.
-    out = ok(cli_env, "room", "status", str(room), "--session", "new").stdout
+    out = ackdeck_ok(cli_env, "room", "status", str(room), "--session", "new").stdout
     sessions = [line for line in out.splitlines() if line.startswith(("  agent:", "  new:"))]
     assert [re.sub(r" \(read .*\)$", "", s) for s in sessions] == [
         "  agent: 2 in flight, 1 unread",
@@ -226,7 +216,7 @@ def test_push_on_a_terminal_says_where_the_line_went_and_is_quiet_when_piped(
     code, shown = _on_a_terminal([*ACKDECK, "room", "push", str(room), "hello"], cli_env)
     assert code == 0
     assert shown.replace("\r\n", "\n") == "pushed 1 line to inbox.txt (stream offset 0)\n"
-    piped = ok(cli_env, "room", "push", str(room), "again")
+    piped = ackdeck_ok(cli_env, "room", "push", str(room), "again")
     assert (piped.stdout, piped.stderr) == ("", "")
     assert room.read_bytes() == b"hello\nagain\n"
 
@@ -246,19 +236,19 @@ def test_push_on_a_terminal_says_where_the_line_went_and_is_quiet_when_piped(
 def test_a_typo_gets_the_closest_name(
     tmp_path: Path, cli_env: dict[str, str], args: list[str], hint: str
 ) -> None:
-    out = run(cli_env, *args, cwd=tmp_path)
+    out = ackdeck(cli_env, *args, cwd=tmp_path)
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and hint in out.stderr, out.stderr
     assert list(tmp_path.iterdir()) == [tmp_path / "home"]  # nothing was created
 
 
 def test_an_unknown_option_names_the_command_it_was_given_to(cli_env: dict[str, str]) -> None:
-    out = run(cli_env, "ps", "--lateest")
+    out = ackdeck(cli_env, "ps", "--lateest")
     assert (
         out.stderr
         == "ackdeck: error: ps: unknown option --lateest; did you mean --latest? (see --help)\n"
     )
-    far = run(cli_env, "ps", "--zzzzzz")
+    far = ackdeck(cli_env, "ps", "--zzzzzz")
     assert far.stderr == "ackdeck: error: ps: unknown option --zzzzzz (see --help)\n"
 
 
@@ -267,27 +257,30 @@ def test_home_and_json_before_or_after_the_command(tmp_path: Path, cli_env: dict
     env = {k: v for k, v in cli_env.items() if k != "ACKDECK_HOME"}
     env["HOME"] = str(tmp_path / "user")  # were --home ignored, ~/.ackdeck would be used
     a, b = tmp_path / "a", tmp_path / "b"
-    ok(env, "--home", str(a), "run", "job", "--", "true")
-    ok(env, "run", "job2", "--home", str(b), "--", "true")
+    ackdeck_ok(env, "--home", str(a), "run", "job", "--", "true")
+    ackdeck_ok(env, "run", "job2", "--home", str(b), "--", "true")
     assert [
-        r["name"] for r in json.loads(ok(env, "ps", "--home", str(a), "--json").stdout)["processes"]
+        r["name"]
+        for r in json.loads(ackdeck_ok(env, "ps", "--home", str(a), "--json").stdout)["processes"]
     ] == ["job"]
     assert [
-        r["name"] for r in json.loads(ok(env, "--json", "ps", "--home", str(b)).stdout)["processes"]
+        r["name"]
+        for r in json.loads(ackdeck_ok(env, "--json", "ps", "--home", str(b)).stdout)["processes"]
     ] == ["job2"]
     assert [
-        r["name"] for r in json.loads(ok(env, "--home", str(a), "--json", "ps").stdout)["processes"]
+        r["name"]
+        for r in json.loads(ackdeck_ok(env, "--home", str(a), "--json", "ps").stdout)["processes"]
     ] == ["job"]
     # After the command, --home wins over the one before it, as a later option does.
     assert (
-        json.loads(ok(env, "--home", str(a), "ps", "--home", str(b), "--json").stdout)["processes"][
-            0
-        ]["name"]
+        json.loads(ackdeck_ok(env, "--home", str(a), "ps", "--home", str(b), "--json").stdout)[
+            "processes"
+        ][0]["name"]
         == "job2"
     )
     assert not (tmp_path / "user").exists()
     # A command without --json says so instead of ignoring it.
-    out = run(env, "--json", "room", "wait", str(tmp_path / "r"), "--timeout", "0")
+    out = ackdeck(env, "--json", "room", "wait", str(tmp_path / "r"), "--timeout", "0")
     assert out.returncode == 1
     assert "room wait: unknown option --json" in out.stderr
 
@@ -299,20 +292,23 @@ def test_one_default_session_for_room_commands_and_run(
     env = {k: v for k, v in cli_env.items() if k != "ACKDECK_SESSION"}
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"hello\n")
-    assert ok(env, "room", "read", str(room)).stdout == "hello\n"
-    status = json.loads(ok(env, "room", "status", str(room), "--json").stdout)
+    assert ackdeck_ok(env, "room", "read", str(room)).stdout == "hello\n"
+    status = json.loads(ackdeck_ok(env, "room", "status", str(room), "--json").stdout)
     assert list(status["rooms"][0]["sessions"]) == ["default"]
-    ok(env, "room", "ack", str(room))
+    ackdeck_ok(env, "room", "ack", str(room))
     assert room.read_bytes() == b""
-    run_doc = json.loads(ok(env, "run", "job", "--json", "--", "true").stdout)
+    run_doc = json.loads(ackdeck_ok(env, "run", "job", "--json", "--", "true").stdout)
     assert run_doc["session"] == "default"
     # ACKDECK_SESSION moves every command alike.
     env["ACKDECK_SESSION"] = "agent7"
     room.write_bytes(b"again\n")
-    ok(env, "room", "read", str(room))
-    status = json.loads(ok(env, "room", "status", str(room), "--json").stdout)
+    ackdeck_ok(env, "room", "read", str(room))
+    status = json.loads(ackdeck_ok(env, "room", "status", str(room), "--json").stdout)
     assert status["session"] == "agent7" and "agent7" in status["rooms"][0]["sessions"]
-    assert json.loads(ok(env, "run", "job", "--json", "--", "true").stdout)["session"] == "agent7"
+    assert (
+        json.loads(ackdeck_ok(env, "run", "job", "--json", "--", "true").stdout)["session"]
+        == "agent7"
+    )
 
 
 def test_servers_never_guess_a_session(tmp_path: Path, cli_env: dict[str, str]) -> None:
@@ -324,14 +320,7 @@ def test_servers_never_guess_a_session(tmp_path: Path, cli_env: dict[str, str]) 
         ("mcp", ["--room", room]),
         ("nudge", ["--tmux", "nowhere:0.0", "--room", room]),
     ):
-        out = subprocess.run(
-            [*ACKDECK, command, *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        out = ackdeck(env, command, *args, input="")
         assert out.returncode == 1 and out.stdout == ""
         assert out.stderr == (
             f"ackdeck: error: ackdeck {command} serves one agent session: give --session S or "
@@ -362,7 +351,7 @@ def completion_place(
     (place / "inbox.txt").touch()
     (place / "inbox-ops.txt").touch()
     env = {**cli_env, "TEST_PYTHON": sys.executable}
-    ok(env, "run", "build", "--", "true")
+    ackdeck_ok(env, "run", "build", "--", "true")
     return place, env
 
 
@@ -415,7 +404,7 @@ def test_bash_run_names_follow_a_home_typed_on_the_line(
 ) -> None:
     place, env = completion_place
     other = tmp_path / "other"
-    ok(env, "--home", str(other), "run", "deploy", "--", "true")
+    ackdeck_ok(env, "--home", str(other), "run", "deploy", "--", "true")
     assert _bash(place, env, f"ackdeck kill --home {other} ''", "ackdeck kill ''") == [
         "deploy",
         "build",
@@ -428,7 +417,7 @@ def test_zsh_script_parses_registers_and_completes(
     if shutil.which("zsh") is None:
         pytest.skip("zsh is not installed (make redis-server installs it as root)")
     place, env = completion_place
-    script = ok(env, "completion", "zsh").stdout
+    script = ackdeck_ok(env, "completion", "zsh").stdout
     (place / "_ackdeck").write_text(script)
     assert (
         subprocess.run(["zsh", "-n", str(place / "_ackdeck")], capture_output=True).returncode == 0
@@ -458,7 +447,7 @@ def test_fish_script_parses_and_completes(completion_place: tuple[Path, dict[str
     if shutil.which("fish") is None:
         pytest.skip("fish is not installed (make redis-server installs it as root)")
     place, env = completion_place
-    script = ok(env, "completion", "fish").stdout
+    script = ackdeck_ok(env, "completion", "fish").stdout
     (place / "ackdeck.fish").write_text(script)
     assert subprocess.run(["fish", "--no-execute", str(place / "ackdeck.fish")]).returncode == 0
     probe = (

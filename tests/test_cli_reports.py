@@ -6,40 +6,17 @@ processes running `python -m ackdeck.core.cli`, real closed descriptors and /dev
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ackdeck.core.base.timeouts import check_timeout
 from ackdeck.core.errors import InvalidInput
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.cli import ackdeck
+from tests.helpers.wait import eventually
 
 FULL = "/dev/full"
-
-
-def cli(
-    env: dict[str, str], *args: str, stdout: str | None = None, close_stdout: bool = False
-) -> subprocess.CompletedProcess[str]:
-    """Run ackdeck with stdout captured, written to `stdout` (a path), or closed."""
-    out_file = open(stdout, "w") if stdout else None  # noqa: SIM115 - closed below
-    try:
-        return subprocess.run(
-            [*ACKDECK, *args],
-            env=env,
-            cwd=REPO,
-            stdout=out_file if out_file else (None if close_stdout else subprocess.PIPE),
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            preexec_fn=(lambda: os.close(1)) if close_stdout else None,
-        )
-    finally:
-        if out_file:
-            out_file.close()
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -48,15 +25,8 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stderr.removeprefix("ackdeck: error: ").rstrip("\n")
 
 
-def wait_for(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.1)
-
-
 def _wake_listed(env: dict[str, str]) -> bool:
-    listed = json.loads(cli(env, "wakes", "list", "--session", "s", "--json").stdout)
+    listed = json.loads(ackdeck(env, "wakes", "list", "--session", "s", "--json").stdout)
     return any(w["lines"] for w in listed["wakes"])
 
 
@@ -76,12 +46,12 @@ def test_a_text_report_into_a_closed_stdout_is_an_error(
     }[command]
     if command in ("ps", "wakes list"):
         # Something to list: a run whose monitor matched (a wake with a pending line).
-        started = cli(
+        started = ackdeck(
             cli_env, "run", "w", "--session", "s", "--monitor", "HIT", "--", "echo", "HIT"
         )
         assert started.returncode == 0, started.stderr
-        wait_for(lambda: _wake_listed(cli_env), "a wake for run w")
-    line = one_error_line(cli(cli_env, *args, close_stdout=True))
+        eventually(lambda: _wake_listed(cli_env), what="a wake for run w")
+    line = one_error_line(ackdeck(cli_env, *args, stdout="closed"))
     assert line.endswith("stdout is closed"), line
     if command == "run":
         assert line.startswith("started q run "), line  # it did start: do not start it again
@@ -93,12 +63,14 @@ def test_a_read_into_a_closed_stdout_still_records_no_receipt(
     room = tmp_path / "r.txt"
     room.write_bytes(b"one\ntwo\n")
     for extra in ([], ["--json"]):
-        proc = cli(cli_env, "room", "read", str(room), "--session", "s", *extra, close_stdout=True)
+        proc = ackdeck(
+            cli_env, "room", "read", str(room), "--session", "s", *extra, stdout="closed"
+        )
         assert "no receipt was recorded" in one_error_line(proc)
         # A full disk behind the redirect, the same.
-        proc = cli(cli_env, "room", "read", str(room), "--session", "s", *extra, stdout=FULL)
+        proc = ackdeck(cli_env, "room", "read", str(room), "--session", "s", *extra, stdout=FULL)
         assert "(No space left on device); no receipt was recorded" in one_error_line(proc)
-    ack = cli(cli_env, "room", "ack", str(room), "--session", "s")
+    ack = ackdeck(cli_env, "room", "ack", str(room), "--session", "s")
     assert ack.returncode == 3, ack.stderr  # refused: nothing was read
     assert room.read_bytes() == b"one\ntwo\n"
 
@@ -107,29 +79,29 @@ def test_a_report_lost_after_the_act_says_the_act_was_done(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:
     room = tmp_path / "r.txt"
-    line = one_error_line(cli(cli_env, "room", "push", str(room), "hi", "--json", stdout=FULL))
+    line = one_error_line(ackdeck(cli_env, "room", "push", str(room), "hi", "--json", stdout=FULL))
     assert line == (
         f"pushed 1 line to {room}, but its report could not be written: No space left on device"
     )
     assert room.read_bytes() == b"hi\n"  # appended once: a retry would duplicate it
 
     line = one_error_line(
-        cli(cli_env, "run", "sl", "--session", "s", "--", "sleep", "60", stdout=FULL)
+        ackdeck(cli_env, "run", "sl", "--session", "s", "--", "sleep", "60", stdout=FULL)
     )
     assert line.startswith("started sl run ") and line.endswith(
         ", but its report could not be written: No space left on device"
     ), line
-    listed = json.loads(cli(cli_env, "ps", "--json").stdout)
+    listed = json.loads(ackdeck(cli_env, "ps", "--json").stdout)
     assert "running" in json.dumps(listed), listed  # the process runs
 
-    line = one_error_line(cli(cli_env, "kill", "sl", stdout=FULL))
+    line = one_error_line(ackdeck(cli_env, "kill", "sl", stdout=FULL))
     assert line.startswith("sl run ") and "is killed, but its report could not be written" in line
-    assert "running" not in json.dumps(json.loads(cli(cli_env, "ps", "--json").stdout))
+    assert "running" not in json.dumps(json.loads(ackdeck(cli_env, "ps", "--json").stdout))
 
     room.write_bytes(b"a\nb\n")
-    assert cli(cli_env, "room", "read", str(room), "--session", "s").returncode == 0
+    assert ackdeck(cli_env, "room", "read", str(room), "--session", "s").returncode == 0
     line = one_error_line(
-        cli(cli_env, "room", "ack", str(room), "--session", "s", "--json", stdout=FULL)
+        ackdeck(cli_env, "room", "ack", str(room), "--session", "s", "--json", stdout=FULL)
     )
     assert line.startswith(f"acked 2 lines of {room}, but its report could not be written")
     assert room.read_bytes() == b""
@@ -137,7 +109,7 @@ def test_a_report_lost_after_the_act_says_the_act_was_done(
     # ack --all writes its lines first (--json too): nothing written, nothing removed.
     room.write_bytes(b"a\nb\n")
     line = one_error_line(
-        cli(cli_env, "room", "ack", str(room), "--session", "s", "--all", "--json", stdout=FULL)
+        ackdeck(cli_env, "room", "ack", str(room), "--session", "s", "--all", "--json", stdout=FULL)
     )
     assert line.startswith("could not deliver the lines to stdout (No space left on device)")
     assert room.read_bytes() == b"a\nb\n"
@@ -153,7 +125,7 @@ def _timeout_message(value: float) -> str:
 def test_a_refused_timeout_with_json_prints_the_services_error(
     cli_env: dict[str, str], value: str
 ) -> None:
-    proc = cli(cli_env, "output", "p1", "--session", "s", "--timeout", value, "--json")
+    proc = ackdeck(cli_env, "output", "p1", "--session", "s", "--timeout", value, "--json")
     line = one_error_line(proc)
     # The message the service (and so MCP process_output) gives for the same value.
     assert line == _timeout_message(float(value))
@@ -163,12 +135,12 @@ def test_a_refused_timeout_with_json_prints_the_services_error(
 def test_a_usage_error_with_json_prints_the_error_shape(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:
-    proc = cli(cli_env, "room", "wait", str(tmp_path / "r.txt"), "--bogus", "--json")
+    proc = ackdeck(cli_env, "room", "wait", str(tmp_path / "r.txt"), "--bogus", "--json")
     line = one_error_line(proc)
     assert "--bogus" in line
     assert json.loads(proc.stdout) == {"error": "UsageError", "message": line}
     # Without --json: the line only. After `--` a `--json` belongs to the command run.
-    plain = cli(cli_env, "room", "wait", str(tmp_path / "r.txt"), "--bogus")
+    plain = ackdeck(cli_env, "room", "wait", str(tmp_path / "r.txt"), "--bogus")
     assert one_error_line(plain) and plain.stdout == ""
 
 
@@ -184,10 +156,10 @@ def test_room_status_refuses_a_session_name_every_other_command_refuses(
         env["ACKDECK_SESSION"] = name.removeprefix("env:")
     else:
         args += ["--session", name]
-    proc = cli(env, *args)
+    proc = ackdeck(env, *args)
     line = one_error_line(proc)
     assert line.startswith("invalid session name"), line
     assert json.loads(proc.stdout) == {"error": "InvalidName", "message": line}
     # The same name is refused by read: one rule.
-    read = cli(env, "room", "read", str(room), *args[4:])
+    read = ackdeck(env, "room", "read", str(room), *args[4:])
     assert read.returncode == 1

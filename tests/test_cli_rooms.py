@@ -10,19 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ACKDECK, REPO
-
-
-def run(env: dict[str, str], *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ACKDECK, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def ok_json(env: dict[str, str], *args: str) -> dict:
-    out = run(env, *args, "--json")
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
+from tests.helpers.paths import REPO
 
 
 def test_append_between_read_and_ack_survives_through_cli(
@@ -34,9 +23,17 @@ def test_append_between_read_and_ack_survives_through_cli(
     unwaited = {"waited": False, "acked": False, "acked_by": None, "acked_at": None}
     unwaited["dead_room"] = None
     unwaited["removed"] = False
-    assert ok_json(cli_env, "room", "push", room, "first") == {**where, "offset": 0, **unwaited}
-    assert ok_json(cli_env, "room", "push", room, "second") == {**where, "offset": 6, **unwaited}
-    got = ok_json(cli_env, "room", "read", room, "--session", "agent")
+    assert ackdeck_json(cli_env, "room", "push", room, "first") == {
+        **where,
+        "offset": 0,
+        **unwaited,
+    }
+    assert ackdeck_json(cli_env, "room", "push", room, "second") == {
+        **where,
+        "offset": 6,
+        **unwaited,
+    }
+    got = ackdeck_json(cli_env, "room", "read", room, "--session", "agent")
     assert got == {
         **where,
         "lines": ["first", "second"],
@@ -55,13 +52,13 @@ def test_append_between_read_and_ack_survives_through_cli(
     }
     # The poller appends with plain shell redirection between the read and the ack.
     subprocess.run(["sh", "-c", f"printf 'late one\\n' >> '{room}'"], check=True)
-    acked = ok_json(cli_env, "room", "ack", room, "--session", "agent")
+    acked = ackdeck_json(cli_env, "room", "ack", room, "--session", "agent")
     assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 2, 1)
     assert acked["lines"] is None  # only ack-all returns lines
     assert Path(room).read_bytes() == b"late one\n"
-    got = ok_json(cli_env, "room", "read", room, "--session", "agent")
+    got = ackdeck_json(cli_env, "room", "read", room, "--session", "agent")
     assert (got["lines"], got["start"], got["end"], got["epoch"]) == (["late one"], 13, 22, 0)
-    acked = ok_json(cli_env, "room", "ack", room, "--session", "agent")
+    acked = ackdeck_json(cli_env, "room", "ack", room, "--session", "agent")
     assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 1, 0)
     assert Path(room).read_bytes() == b""
 
@@ -70,7 +67,7 @@ def test_cold_ack_exits_3_and_all_returns_lines(tmp_path: Path, cli_env: dict[st
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"a\nb \xff\n")
     before = room.stat()
-    out = run(cli_env, "room", "ack", str(room), "--session", "s", "--json")
+    out = ackdeck(cli_env, "room", "ack", str(room), "--session", "s", "--json")
     assert out.returncode == 3
     refused = json.loads(out.stdout)
     # Nothing was removed: both lines are kept, and the count says so (it said 0 before).
@@ -83,7 +80,7 @@ def test_cold_ack_exits_3_and_all_returns_lines(tmp_path: Path, cli_env: dict[st
         before.st_mtime_ns,
         b"a\nb \xff\n",
     )
-    got = ok_json(cli_env, "room", "ack", str(room), "--session", "s", "--all")
+    got = ackdeck_json(cli_env, "room", "ack", str(room), "--session", "s", "--all")
     assert got["mode"] == "all" and got["acked"] == 2
     assert got["lines"] == ["a", "b \ufffd"]  # decoded for display only
     assert room.read_bytes() == b""
@@ -91,22 +88,22 @@ def test_cold_ack_exits_3_and_all_returns_lines(tmp_path: Path, cli_env: dict[st
 
 def test_text_output(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = str(tmp_path / "inbox.txt")
-    assert run(cli_env, "room", "push", room, "hello world").stdout == ""
-    out = run(cli_env, "room", "read", room, "--session", "s")
+    assert ackdeck(cli_env, "room", "push", room, "hello world").stdout == ""
+    out = ackdeck(cli_env, "room", "read", room, "--session", "s")
     assert (out.returncode, out.stdout) == (0, "hello world\n")
-    out = run(cli_env, "room", "status", room)
+    out = ackdeck(cli_env, "room", "status", room)
     assert out.returncode == 0 and "1 pending" in out.stdout and "s: 1 in flight" in out.stdout
-    out = run(cli_env, "room", "ack", room, "--session", "s")
+    out = ackdeck(cli_env, "room", "ack", room, "--session", "s")
     assert (out.returncode, out.stderr) == (0, "acked 1 line of inbox.txt\n")
 
 
 def test_status_json_shape(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"a\nb\nhalf")
-    run(cli_env, "room", "read", str(room), "--session", "s")
+    ackdeck(cli_env, "room", "read", str(room), "--session", "s")
     with open(room, "ab") as f:
         f.write(b"\n")
-    report = ok_json(cli_env, "room", "status", str(room))
+    report = ackdeck_json(cli_env, "room", "status", str(room))
     assert report["session"] is None and len(report["rooms"]) == 1
     st = report["rooms"][0]
     assert {k: st[k] for k in ("pending", "partial_bytes", "acked_total", "epoch")} == {
@@ -164,10 +161,10 @@ def test_status_of_hundreds_of_rooms_reports_each_as_a_status_of_it_alone(
             out.append(row)
         return out
 
-    every = numbers(ok_json(cli_env, "room", "status", *rooms, "--session", "s"))
+    every = numbers(ackdeck_json(cli_env, "room", "status", *rooms, "--session", "s"))
     assert [st["epoch"] for st in every[:10]] == [0, 0, 0, 1, 0, 0, 0, 0, 0, 1]  # r003, r009
     for i in (0, 1, 3, 6, 7, 9, 519):
-        alone = numbers(ok_json(cli_env, "room", "status", rooms[i], "--session", "s"))
+        alone = numbers(ackdeck_json(cli_env, "room", "status", rooms[i], "--session", "s"))
         assert every[i] == alone[0], i
 
 
@@ -188,7 +185,7 @@ def test_bad_input_is_one_clear_line_exit_1(
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"keep\n")
     argv = [a.format(room=room, missing=tmp_path / "nope") for a in args]
-    out = run(cli_env, *argv)
+    out = ackdeck(cli_env, *argv)
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("ackdeck: error:")
@@ -202,8 +199,8 @@ def test_missing_room_read_and_ack_are_noops_and_create_nothing(
     rooms = tmp_path / "rooms"
     rooms.mkdir()
     room = rooms / "inbox.txt"
-    assert ok_json(cli_env, "room", "read", str(room), "--session", "s")["lines"] == []
-    got = ok_json(cli_env, "room", "ack", str(room), "--session", "s")
+    assert ackdeck_json(cli_env, "room", "read", str(room), "--session", "s")["lines"] == []
+    got = ackdeck_json(cli_env, "room", "ack", str(room), "--session", "s")
     assert (got["mode"], got["acked"]) == ("noop", 0)
     assert list(rooms.iterdir()) == []
 
@@ -212,7 +209,7 @@ def test_wait_exit_codes(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"")
     t0 = time.monotonic()
-    out = run(cli_env, "room", "wait", str(room), "--session", "s", "--timeout", "0.3")
+    out = ackdeck(cli_env, "room", "wait", str(room), "--session", "s", "--timeout", "0.3")
     assert out.returncode == 124 and time.monotonic() - t0 >= 0.3
     waiter = subprocess.Popen(
         [*ACKDECK, "room", "wait", str(room), "--session", "s", "--timeout", "30"],
@@ -241,7 +238,7 @@ def test_cold_ack_on_an_untouched_room_leaves_the_tree_byte_identical(
         return [(p.name, p.stat().st_size, p.read_bytes()) for p in sorted(rooms.rglob("*"))]
 
     before = tree()
-    out = run(cli_env, "room", "ack", str(room), "--session", "s")
+    out = ackdeck(cli_env, "room", "ack", str(room), "--session", "s")
     assert out.returncode == 3 and "2 unread" in out.stderr
     assert tree() == before
     assert not (rooms / ".inbox.txt.ackdeck").exists()

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,8 @@ from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import wakes
 from ackdeck.core.service.trace import trace
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.cli import ackdeck
+from tests.helpers.pauses import start_paused, wait_for_step
 
 
 def lines_of(path: Path) -> list[bytes]:
@@ -87,16 +86,13 @@ def test_an_ack_in_between_starts_the_count_again(tmp_path: Path) -> None:
 def test_the_cli_sets_and_applies_max_deliveries(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = str(tmp_path / "r.txt")
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*ACKDECK, *args], env=cli_env, capture_output=True, text=True)
-
-    cli("room", "push", room, "crashes the agent")
-    assert cli("room", "policy", room, "--max-deliveries", "1").returncode == 0
-    assert cli("room", "read", room, "--session", "a").stdout == "crashes the agent\n"
-    assert cli("room", "read", room, "--session", "a").stdout == ""
-    st = json.loads(cli("room", "status", room, "--json").stdout)["rooms"][0]
+    ackdeck(cli_env, "room", "push", room, "crashes the agent")
+    assert ackdeck(cli_env, "room", "policy", room, "--max-deliveries", "1").returncode == 0
+    assert ackdeck(cli_env, "room", "read", room, "--session", "a").stdout == "crashes the agent\n"
+    assert ackdeck(cli_env, "room", "read", room, "--session", "a").stdout == ""
+    st = json.loads(ackdeck(cli_env, "room", "status", room, "--json").stdout)["rooms"][0]
     assert (st["dead_total"], st["max_deliveries"], st["pending"]) == (1, 1, 0)
-    assert "1 line moved to" in cli("room", "status", room).stdout
+    assert "1 line moved to" in ackdeck(cli_env, "room", "status", room).stdout
 
 
 STEPS = ["before-temp", "after-pending", "after-rename", "after-commit", "after-audit"]
@@ -114,19 +110,8 @@ def test_kill9_during_the_move_leaves_every_line_in_one_room_or_both(
     r.read("agent")
     r.push("three")
     marker = tmp_path / "marker"
-    env = {**cli_env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(marker)}
-    proc = subprocess.Popen(
-        [*ACKDECK, "room", "read", str(room), "--session", "agent"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while not (marker.exists() and marker.read_text() == step):
-        assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, f"never reached {step}"
-        time.sleep(0.01)
+    proc = start_paused(cli_env, marker, [step], "room", "read", str(room), "--session", "agent")
+    wait_for_step(proc, marker, step)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     # The next read recovers (finishes or redoes the move) and hands out the rest.
@@ -206,19 +191,8 @@ def test_kill9_at_each_step_of_the_move_never_reports_the_moved_lines_acked(
     r.read("agent")
     r.push("three")
     marker = tmp_path / "marker"
-    env = {**cli_env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(marker)}
-    proc = subprocess.Popen(
-        [*ACKDECK, "room", "read", str(room), "--session", "agent"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while not (marker.exists() and marker.read_text() == step):
-        assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, f"never reached {step}"
-        time.sleep(0.01)
+    proc = start_paused(cli_env, marker, [step], "room", "read", str(room), "--session", "agent")
+    wait_for_step(proc, marker, step)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     renamed = MOVE_STEPS.index(step) >= MOVE_STEPS.index("after-rename")

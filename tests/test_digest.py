@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 CHECK = """
 import sys

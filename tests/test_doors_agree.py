@@ -11,9 +11,7 @@ normalised (`VARIES`): run ids (new per start), pids, and wall-clock timestamps.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,9 +22,9 @@ import pytest
 from ackdeck.core.service import procs, rooms, wakes
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch import wakes as wake_records
-from tests.conftest import ACKDECK, PATHS
-from tests.test_mcp import call, connect, error_of
-from tests.test_procs_support import run_and_cleanup
+from tests.helpers.cli import ackdeck, clean_env, with_json
+from tests.helpers.mcp import call, connect, error_of
+from tests.helpers.runs import run_and_cleanup
 
 SESSION = "agent"
 # What two real runs cannot share: a run id and a pid are new per start, timestamps come from
@@ -58,17 +56,7 @@ def normal(value: Any) -> Any:
 
 
 def cli_json(home: Path, args: list[str], cwd: Path) -> tuple[int, dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
-    env["PYTHONPATH"] = PATHS
-    cut = args.index("--") if "--" in args else len(args)  # options go before `run`'s command
-    out = subprocess.run(
-        [*ACKDECK, "--home", str(home), *args[:cut], "--json", *args[cut:]],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = ackdeck(clean_env(), "--home", str(home), *with_json(args), cwd=cwd, timeout=120)
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1, (args, out.returncode, out.stdout, out.stderr)
     if out.returncode != 0:
@@ -345,20 +333,6 @@ async def test_process_and_wake_operations_give_the_same_json_on_both_doors(
 
 
 # ----- hooks and the dashboard: the same numbers ------------------------------------------------
-def _cli_out(home: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
-    env["PYTHONPATH"] = PATHS
-    return subprocess.run(
-        [*ACKDECK, "--home", str(home), *args],
-        env=env,
-        cwd=cwd,
-        input="{}",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_path: Path) -> None:
     """One room, two sessions in different states: what the CLI's and MCP's status say is what
     the prompt and bootstrap hooks tell the agent and what the dashboard's rooms table shows
@@ -370,12 +344,68 @@ async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_pat
     room = fresh_rooms(tmp_path / "rooms")
     s = ["--session", SESSION]
     for i in range(3):
-        assert _cli_out(home, ["room", "push", str(room), f"line {i}"], tmp_path).returncode == 0
-    assert _cli_out(home, ["room", "read", str(room), *s], tmp_path).returncode == 0
+        assert (
+            ackdeck(
+                clean_env(),
+                "--home",
+                str(home),
+                "room",
+                "push",
+                str(room),
+                f"line {i}",
+                cwd=tmp_path,
+                timeout=120,
+                input="{}",
+            ).returncode
+            == 0
+        )
+    assert (
+        ackdeck(
+            clean_env(),
+            "--home",
+            str(home),
+            "room",
+            "read",
+            str(room),
+            *s,
+            cwd=tmp_path,
+            timeout=120,
+            input="{}",
+        ).returncode
+        == 0
+    )
     for i in range(2):  # arrive after the agent's read: unread for it, in flight: 3
-        assert _cli_out(home, ["room", "push", str(room), f"late {i}"], tmp_path).returncode == 0
+        assert (
+            ackdeck(
+                clean_env(),
+                "--home",
+                str(home),
+                "room",
+                "push",
+                str(room),
+                f"late {i}",
+                cwd=tmp_path,
+                timeout=120,
+                input="{}",
+            ).returncode
+            == 0
+        )
     other = ["--session", "other"]
-    assert _cli_out(home, ["room", "read", str(room), *other], tmp_path).returncode == 0
+    assert (
+        ackdeck(
+            clean_env(),
+            "--home",
+            str(home),
+            "room",
+            "read",
+            str(room),
+            *other,
+            cwd=tmp_path,
+            timeout=120,
+            input="{}",
+        ).returncode
+        == 0
+    )
 
     _, by_cli = cli_json(home, ["room", "status", str(room), *s], tmp_path)
     async with connect(home, [room], SESSION) as client:
@@ -385,11 +415,35 @@ async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_pat
     assert (row["pending"], row["unread"], row["in_flight"]) == (5, 2, 3)
 
     # The hooks: the same unread count, from the same service view.
-    prompt = _cli_out(home, ["hooks", "prompt", *s, "--room", str(room)], tmp_path)
+    prompt = ackdeck(
+        clean_env(),
+        "--home",
+        str(home),
+        "hooks",
+        "prompt",
+        *s,
+        "--room",
+        str(room),
+        cwd=tmp_path,
+        timeout=120,
+        input="{}",
+    )
     assert prompt.returncode == 0, prompt.stderr
     lines = "1 unread line" if row["unread"] == 1 else f"{row['unread']} unread lines"
     assert f"{lines} in room {room}" in prompt.stdout
-    boot = _cli_out(home, ["hooks", "bootstrap", *s, "--room", str(room)], tmp_path)
+    boot = ackdeck(
+        clean_env(),
+        "--home",
+        str(home),
+        "hooks",
+        "bootstrap",
+        *s,
+        "--room",
+        str(room),
+        cwd=tmp_path,
+        timeout=120,
+        input="{}",
+    )
     assert f"  - {room} ({row['unread']} unread)" in boot.stdout.splitlines()
 
     # The dashboard: its scan's row (the scanner's first look) and the cells drawn from it.

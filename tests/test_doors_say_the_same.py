@@ -6,45 +6,36 @@ home here; the state is made through the CLI, then each door describes it."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import time
 from pathlib import Path
 
-from tests.conftest import ACKDECK, PATHS, REPO
-from tests.test_mcp import call, connect, text_of
+from tests.helpers.cli import ackdeck_ok, clean_env
+from tests.helpers.mcp import call, connect, text_of
+from tests.helpers.wait import eventually
 
 SESSION = "agent"
-WAIT = 60.0
 
 
 def cli(home: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
-    env["PYTHONPATH"] = PATHS
-    out = subprocess.run(
-        [*ACKDECK, "--home", str(home), *args],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, (args, out.stderr)
-    return out.stdout
+    """What `ackdeck --home HOME ARGS` prints, which must succeed; no ACKDECK_ setting of this
+    process reaches it (the MCP side is started the same way)."""
+    return ackdeck_ok(clean_env(), "--home", str(home), *args, timeout=120).stdout
 
 
 def settled_wake(home: Path, name: str) -> None:
     """Wait until `name`'s wake record holds its match and its exit (a list taken before the
     exit notice is merged would differ from one taken after)."""
-    deadline = time.monotonic() + WAIT
-    while True:
+
+    def settled() -> bool:
         listed = json.loads(cli(home, "wakes", "list", "--session", SESSION, "--json"))
         rows = [w for w in listed["wakes"] if w["name"] == name]
-        if rows and rows[0]["status"] != "running" and (rows[0]["lines"] or rows[0]["notice"]):
-            return
-        assert time.monotonic() < deadline, f"no settled wake for {name}"
-        time.sleep(0.1)
+        return (
+            bool(rows)
+            and rows[0]["status"] != "running"
+            and bool(rows[0]["lines"] or rows[0]["notice"])
+        )
+
+    eventually(settled, what=f"a settled wake for {name}", every=0.1)
 
 
 async def test_wakes_list_says_the_same_counts_on_both_doors(phome: Path, tmp_path: Path) -> None:
@@ -107,10 +98,7 @@ async def test_room_status_says_the_same_counts_on_both_doors(phome: Path, tmp_p
 
 async def test_process_list_says_the_same_run_on_both_doors(phome: Path, tmp_path: Path) -> None:
     cli(phome, "run", "job", "--session", SESSION, "--", "sh", "-c", "exit 3")
-    deadline = time.monotonic() + WAIT
-    while "exited" not in cli(phome, "ps"):
-        assert time.monotonic() < deadline, "the run never ended"
-        time.sleep(0.1)
+    eventually(lambda: "exited" in cli(phome, "ps"), what="the run to end", every=0.1)
     async with connect(phome, [tmp_path / "inbox.txt"], SESSION) as client:
         mcp = text_of(await call(client, "process_list"))
     header, row = cli(phome, "ps").splitlines()

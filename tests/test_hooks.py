@@ -6,7 +6,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,9 +15,9 @@ from ackdeck.core.agents import hooks
 from ackdeck.core.errors import ColdAck, InvalidInput
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.watch import procs, wakes
-from tests.conftest import REPO
-
-ACKDECK = [sys.executable, "-m", "ackdeck.core.cli"]
+from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.paths import REPO
+from tests.helpers.wait import eventually
 
 
 def commands(tmp_path: Path, session: str = "agent") -> dict[str, str | None]:
@@ -172,12 +171,6 @@ def test_merge_recognises_only_its_own_hooks() -> None:
     assert hooks.merge_hooks(merged, {"Stop": "ackdeck wakes drain --session a --hook"}) == merged
 
 
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ACKDECK, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
-    )
-
-
 def run_hook(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # The agent runner executes the command string through a shell, from the project directory.
     return subprocess.run(
@@ -189,7 +182,8 @@ def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, st
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"[t1] [ops] owner: deploy\n[t2] [ops] owner: rollback\n")
     settings = tmp_path / "claude" / "settings.json"
-    out = run_cli(
+    out = ackdeck(
+        cli_env,
         "hooks",
         "install",
         "--settings",
@@ -200,11 +194,11 @@ def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, st
         str(room),
         "--ackdeck",
         shlex.join(ACKDECK),
-        env=cli_env,
     )
     assert out.returncode == 0, out.stderr
     assert "created" in out.stdout
-    again = run_cli(
+    again = ackdeck(
+        cli_env,
         "hooks",
         "install",
         "--settings",
@@ -215,7 +209,6 @@ def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, st
         str(room),
         "--ackdeck",
         shlex.join(ACKDECK),
-        env=cli_env,
     )
     assert again.returncode == 0 and "nothing changed" in again.stdout
     data = json.loads(settings.read_text())
@@ -255,7 +248,7 @@ def test_cli_refuses_a_malformed_settings_file(tmp_path: Path, cli_env: dict[str
     settings = tmp_path / "claude" / "settings.json"
     settings.write_text('{"model": "opus",}')
     before = settings.stat()
-    out = run_cli("hooks", "install", "--settings", str(settings), env=cli_env)
+    out = ackdeck(cli_env, "hooks", "install", "--settings", str(settings))
     assert out.returncode == 1
     assert "is not valid JSON" in out.stderr and "left untouched" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
@@ -271,14 +264,8 @@ def test_installed_stop_hook_delivers_a_wake_once(
     # ACKDECK_HOME is set in cli_env, so the installer bakes --home into the commands: hooks
     # run where that variable may not be set. No --session: the hooks get the session every
     # command defaults to (issue 23), the one `ackdeck run` gives its wakes.
-    out = run_cli(
-        "hooks",
-        "install",
-        "--settings",
-        str(settings),
-        "--ackdeck",
-        shlex.join(ACKDECK),
-        env=cli_env,
+    out = ackdeck(
+        cli_env, "hooks", "install", "--settings", str(settings), "--ackdeck", shlex.join(ACKDECK)
     )
     assert out.returncode == 0, out.stderr
     stop = ours(json.loads(settings.read_text()), "Stop")[0]["command"]
@@ -292,10 +279,12 @@ def test_installed_stop_hook_delivers_a_wake_once(
         monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
         cwd=str(tmp_path),
     )
-    deadline = time.monotonic() + 60
-    while procs.get_run(home, "build").status == "running" or not wakes.list_wakes(home, "default"):
-        assert time.monotonic() < deadline, "the monitor never recorded a wake"
-        time.sleep(0.05)
+    eventually(
+        lambda: (
+            procs.get_run(home, "build").status != "running" and wakes.list_wakes(home, "default")
+        ),
+        what="the monitor to record a wake",
+    )
 
     first = run_hook(stop, cli_env)
     assert first.returncode == 2, (first.stdout, first.stderr)
@@ -334,7 +323,8 @@ def stop_payload(active: bool) -> dict:
 
 def installed(tmp_path: Path, cli_env: dict[str, str], room: Path) -> dict:
     settings = tmp_path / "proj" / ".claude" / "settings.json"
-    out = run_cli(
+    out = ackdeck(
+        cli_env,
         "hooks",
         "install",
         "--settings",
@@ -345,7 +335,6 @@ def installed(tmp_path: Path, cli_env: dict[str, str], room: Path) -> dict:
         str(room),
         "--ackdeck",
         shlex.join(ACKDECK),
-        env=cli_env,
     )
     assert out.returncode == 0, out.stderr
     return json.loads(settings.read_text())
@@ -484,25 +473,13 @@ def test_install_defaults_to_the_project_settings(tmp_path: Path, cli_env: dict[
     project = tmp_path / "project"
     project.mkdir()
     env = dict(cli_env, HOME=str(tmp_path / "userhome"))
-    out = subprocess.run(
-        [*ACKDECK, "hooks", "install", "--session", "agent", "--ackdeck", shlex.join(ACKDECK)],
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        timeout=60,
+    out = ackdeck(
+        env, "hooks", "install", "--session", "agent", "--ackdeck", shlex.join(ACKDECK), cwd=project
     )
     assert out.returncode == 0, out.stderr
     assert (project / ".claude" / "settings.json").exists()
     assert not (tmp_path / "userhome" / ".claude").exists()
-    user = subprocess.run(
-        [*ACKDECK, "hooks", "install", "--user", "--ackdeck", shlex.join(ACKDECK)],
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        timeout=60,
-    )
+    user = ackdeck(env, "hooks", "install", "--user", "--ackdeck", shlex.join(ACKDECK), cwd=project)
     assert user.returncode == 0, user.stderr
     assert (tmp_path / "userhome" / ".claude" / "settings.json").exists()
 

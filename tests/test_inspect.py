@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.service.inspection import explain_slots
-from tests.test_procs_support import cli, cli_json
+from tests.helpers.cli import ackdeck, ackdeck_json
+from tests.helpers.wait import eventually
 
 
 def _room(tmp_path: Path, env: dict[str, str]) -> Path:
@@ -27,7 +27,7 @@ def _room(tmp_path: Path, env: dict[str, str]) -> Path:
         ("room", "read", str(room), "--session", "b"),
         ("room", "policy", str(room), "--overdue", "10m", "--owner", "boss"),
     ):
-        out = cli(env, *args)
+        out = ackdeck(env, *args)
         assert out.returncode == 0, out.stderr
     return room
 
@@ -44,7 +44,7 @@ def test_inspect_room_says_which_ledger_slot_is_current_and_what_each_receipt_co
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     room = _room(tmp_path, cli_env)
-    doc = cli_json(cli_env, "inspect", str(room))
+    doc = ackdeck_json(cli_env, "inspect", str(room))
     assert isinstance(doc, dict)
     led = doc["ledger"]
     seqs = {s["slot"]: s["seq"] for s in led["slots"]}
@@ -61,7 +61,7 @@ def test_inspect_room_says_which_ledger_slot_is_current_and_what_each_receipt_co
     assert doc["damaged"] == []
     # The ack replaced the room's inode; the old one is held and the reason given.
     assert [p["on_disk"] for p in doc["prev_inodes"]] in ([], [True])
-    text = cli(cli_env, "inspect", str(room))
+    text = ackdeck(cli_env, "inspect", str(room))
     assert text.returncode == 0, text.stderr
     assert f"slot {led['current']} is current" in text.stdout
     assert "b: read bytes 8-14 (1 line) of epoch 0" in text.stdout
@@ -71,7 +71,7 @@ def test_a_torn_current_ledger_slot_falls_back_to_the_other_and_is_named(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     room = _room(tmp_path, cli_env)
-    before = cli_json(cli_env, "inspect", str(room))
+    before = ackdeck_json(cli_env, "inspect", str(room))
     assert isinstance(before, dict)
     current = before["ledger"]["current"]
     ledger = locations.ledger(locations.sidecar(room))
@@ -85,7 +85,7 @@ def test_a_torn_current_ledger_slot_falls_back_to_the_other_and_is_named(
     side = locations.sidecar(room)
     kept = _snapshot(side)
 
-    out = cli(cli_env, "inspect", str(room), "--json")
+    out = ackdeck(cli_env, "inspect", str(room), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["ledger"]["current"] == 1 - current
@@ -100,7 +100,7 @@ def test_a_torn_current_ledger_slot_falls_back_to_the_other_and_is_named(
     assert L.load_ledger(ledger) is not None
     assert _snapshot(side) == kept  # a query: nothing moved, repaired or rewritten
 
-    text = cli(cli_env, "inspect", str(room))
+    text = ackdeck(cli_env, "inspect", str(room))
     assert text.returncode == 0, text.stderr
     assert f"{receipt}: not a receipt" in text.stdout
     assert "damaged (left in place):" in text.stdout
@@ -113,7 +113,7 @@ def test_a_ledger_with_no_valid_slot_is_named_and_the_rest_still_explained(
     side = locations.sidecar(room)
     locations.ledger(side).write_bytes(b"garbage" * 100)
     locations.policy(side).write_text('{"overdue": -1}')
-    out = cli(cli_env, "inspect", str(room), "--json")
+    out = ackdeck(cli_env, "inspect", str(room), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["ledger"]["current"] is None and doc["ledger"]["state"] is None
@@ -121,7 +121,7 @@ def test_a_ledger_with_no_valid_slot_is_named_and_the_rest_still_explained(
     files = [d["file"] for d in doc["damaged"]]
     assert str(locations.ledger(side)) in files and str(locations.policy(side)) in files
     assert {r["session"] for r in doc["receipts"]} == {"a", "b"}
-    text = cli(cli_env, "inspect", str(room)).stdout
+    text = ackdeck(cli_env, "inspect", str(room)).stdout
     assert "policy: damaged" in text
 
 
@@ -134,35 +134,38 @@ def test_inspect_of_a_target_with_no_state_exits_1_naming_it(
         (("--run", "nope"), "unknown run id 'nope'"),
         ((), "name one of ROOM"),
     ):
-        out = cli(cli_env, "inspect", *args)
+        out = ackdeck(cli_env, "inspect", *args)
         assert out.returncode == 1, (args, out.stdout)
         assert says in out.stderr and out.stderr.count("\n") == 1
 
 
 def test_inspect_text_is_safe_for_a_terminal(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "evil\x1b]0;pwned\x07.txt"
-    assert cli(cli_env, "room", "push", str(room), "x").returncode == 0
-    out = cli(cli_env, "inspect", str(room))
+    assert ackdeck(cli_env, "room", "push", str(room), "x").returncode == 0
+    out = ackdeck(cli_env, "inspect", str(room))
     assert out.returncode == 0, out.stderr
     assert "\x1b" not in out.stdout and "\x07" not in out.stdout
     assert "\\x1b]0;pwned\\x07" in out.stdout
-    js = cli(cli_env, "inspect", str(room), "--json")
+    js = ackdeck(cli_env, "inspect", str(room), "--json")
     assert json.loads(js.stdout)["room"] == str(room)  # JSON carries the exact name
 
 
-def _ended(rdir: Path, limit: float = 120.0) -> dict[str, object]:
-    deadline = time.monotonic() + limit
-    while True:
-        meta = json.loads(locations.run_meta(rdir).read_text())
-        if meta["status"] != "running" or time.monotonic() > deadline:
-            return meta
-        time.sleep(0.05)
+def _ended(rdir: Path) -> dict[str, object]:
+    meta = eventually(
+        lambda: (
+            (m := json.loads(locations.run_meta(rdir).read_text()))["status"] != "running" and m
+        ),
+        timeout=120,
+        what="the run to end",
+    )
+    assert isinstance(meta, dict)
+    return meta
 
 
 def test_inspect_run_and_session_show_meta_monitors_shown_and_wakes(
     phome: Path, cli_env: dict[str, str]
 ) -> None:
-    started = cli_json(
+    started = ackdeck_json(
         cli_env,
         "run",
         "w1",
@@ -179,22 +182,22 @@ def test_inspect_run_and_session_show_meta_monitors_shown_and_wakes(
     run_id = started["run_id"]
     rdir = locations.run_dir(phome, "w1", run_id)
     assert _ended(rdir)["status"] == "exited"
-    assert cli(cli_env, "output", "w1", "--session", "s").returncode == 0
+    assert ackdeck(cli_env, "output", "w1", "--session", "s").returncode == 0
 
-    doc = cli_json(cli_env, "inspect", "--run", run_id)
+    doc = ackdeck_json(cli_env, "inspect", "--run", run_id)
     assert isinstance(doc, dict)
     assert doc["meta"]["status"] == "exited" and doc["meta"]["exit_code"] == 0
     assert doc["output_bytes"] == len("ERROR one\nfine\n")
     assert [s["session"] for s in doc["shown"]] == ["s"]
     assert doc["shown"][0]["state"]["shown"] == [[0, doc["output_bytes"]]]
     assert doc["damaged"] == []
-    text = cli(cli_env, "inspect", "--run", run_id).stdout
+    text = ackdeck(cli_env, "inspect", "--run", run_id).stdout
     assert "ERROR: matches 1" in text and "s: shown bytes 0-15" in text
 
     # The monitor's wake waits for session s; a malformed record beside it is named.
     bad = locations.wake_record(phome, "s", "broken")
     bad.write_text("{")
-    doc = cli_json(cli_env, "inspect", "--session", "s")
+    doc = ackdeck_json(cli_env, "inspect", "--session", "s")
     assert isinstance(doc, dict)
     assert [w["name"] for w in doc["wakes"]] == ["w1"]
     assert doc["wakes"][0]["lines"] == 1

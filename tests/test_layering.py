@@ -272,7 +272,7 @@ def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
 def _supervisor_modules(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
     """ackdeck's modules a run's supervisor imports over a whole life (start, a scan with a
     match, the exit), from its -X importtime log; it runs as `-m ackdeck.core.watch.supervisor`."""
-    from tests.test_procs_support import supervisor_imports
+    from tests.helpers.runs import supervisor_imports
 
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     names = supervisor_imports(home, tmp_path, "hot")

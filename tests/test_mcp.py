@@ -5,19 +5,17 @@ the tool replies and the bytes left in the notification file."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult, TextContent
+from mcp import Client
 
 from ackdeck.core.watch import procs
-from tests.conftest import PATHS, REPO
+from tests.helpers.cli import ackdeck
+from tests.helpers.mcp import call, connect, text_of
+from tests.helpers.wait import eventually, eventually_async
 
 TOOLS = {
     "room_list_new",
@@ -32,44 +30,6 @@ TOOLS = {
     "process_kill",
     "wakes_list",
 }
-
-
-def server_params(
-    home: Path, rooms: Sequence[Path], session: str = "agent"
-) -> StdioServerParameters:
-    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", session]
-    for r in rooms:
-        args += ["--room", str(r)]
-    return StdioServerParameters(
-        command=sys.executable, args=args, env={"PYTHONPATH": PATHS}, cwd=str(REPO)
-    )
-
-
-@asynccontextmanager
-async def connect(
-    home: Path, rooms: Sequence[Path], session: str = "agent"
-) -> AsyncIterator[Client]:
-    async with Client(server_params(home, rooms, session), read_timeout_seconds=60) as client:
-        yield client
-
-
-def text_of(result: CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-def error_of(result: CallToolResult) -> dict[str, Any]:
-    """The JSON of an error that is no tool result (CLI --json prints the same): it travels in
-    `_meta`, and the result has no structured content, which would have to match the tool's
-    outputSchema (issue 19)."""
-    assert result.is_error and result.structured_content is None, result
-    assert result.meta is not None, result
-    return result.meta["ackdeck/error"]
-
-
-async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> CallToolResult:
-    return await client.call_tool(tool, args or {})
 
 
 def append_unlocked(path: Path, line: str) -> None:
@@ -219,14 +179,7 @@ def test_bad_server_configuration_fails_fast_with_one_line(home: Path, tmp_path:
         (["mcp", "--session", "../escape", "--room", room], "invalid session name"),
         (["mcp", "--session", "agent", "--room", str(tmp_path)], "is a directory"),
     ):
-        out = subprocess.run(
-            [sys.executable, "-m", "ackdeck.core.cli", "--home", str(home), *args],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
+        out = ackdeck(None, "--home", str(home), *args, input="")
         assert out.returncode != 0
         assert needle in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
@@ -247,13 +200,10 @@ async def read_until_exit(client: Client, name: str, **args: Any) -> list[str]:
 
 def wait_for_match(home: Path, name: str) -> None:
     """Until the run ended and its monitor counted the match (the wake decision is made)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        info = procs.get_run(home, name)
-        if info.status != "running" and info.matches >= 1:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"monitor of {name} never matched: {procs.get_run(home, name)}")
+    eventually(
+        lambda: (info := procs.get_run(home, name)).status != "running" and info.matches >= 1,
+        what=f"the monitor of {name} to match",
+    )
 
 
 async def test_shown_output_never_wakes_but_filtered_out_output_does(
@@ -284,14 +234,15 @@ async def test_shown_output_never_wakes_but_filtered_out_output_does(
         await anyio.to_thread.run_sync(wait_for_match, home, "skipped")
 
         delivered: dict[str, list[str]] = {}
-        deadline = time.monotonic() + 60
-        while "skipped" not in delivered and time.monotonic() < deadline:
+
+        async def drained_skipped() -> bool:
             drained = await call(client, "wakes_drain")
             assert not drained.is_error, text_of(drained)
             for d in drained.structured_content["delivered"]:
                 delivered.setdefault(d["name"], []).extend(d["lines"])
-            if "skipped" not in delivered:
-                await anyio.sleep(0.1)
+            return "skipped" in delivered
+
+        await eventually_async(drained_skipped, what="the wake of `skipped`", every=0.1)
         assert any("ERROR: disk full" in x for x in delivered.get("skipped", [])), delivered
         # The line the agent was shown never comes back as a wake.
         assert not any("ERROR" in x for x in delivered.get("seen", [])), delivered

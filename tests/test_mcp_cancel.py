@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ACKDECK, PATHS
+from tests.helpers.cli import ackdeck
 from tests.helpers.raw_mcp import LIMIT, RawClient
-from tests.test_procs_support import wait_until
+from tests.helpers.wait import eventually
 
 
 @pytest.fixture
@@ -34,16 +33,6 @@ def client(home: Path, tmp_path: Path) -> Iterator[RawClient]:
     c = RawClient(home, tmp_path / "inbox.txt")
     yield c
     c.close()
-
-
-def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ACKDECK, "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        timeout=LIMIT,
-        env={**os.environ, "PYTHONPATH": PATHS},
-    )
 
 
 def _blocked_on(path: Path) -> bool:
@@ -67,7 +56,7 @@ def held(path: Path) -> Iterator[None]:
 def _cancel_while_blocked(client: RawClient, lock: Path, tool: str, args: dict[str, Any]) -> None:
     with held(lock):
         client.call(tool, args, 7)
-        wait_until(lambda: _blocked_on(lock), LIMIT, "the call to wait for the lock")
+        eventually(lambda: _blocked_on(lock), timeout=LIMIT, what="the call to wait for the lock")
         client.notify("notifications/cancelled", {"requestId": 7, "reason": "user pressed Esc"})
         # The server has the cancel once a later request is answered (one stdin, in order).
         client.request("tools/list", {}, 8)
@@ -83,7 +72,10 @@ def _cancel_while_blocked(client: RawClient, lock: Path, tool: str, args: dict[s
 def _room(home: Path, tmp_path: Path, n: int) -> Path:
     room = tmp_path / "inbox.txt"
     for i in range(n):
-        assert _cli(home, "room", "push", str(room), f"line {i}").returncode == 0
+        assert (
+            ackdeck(None, "--home", str(home), "room", "push", str(room), f"line {i}").returncode
+            == 0
+        )
     return room
 
 
@@ -117,8 +109,10 @@ def test_cancelled_drain_while_lock_held_leaves_the_wake_pending(
     home: Path, tmp_path: Path, client: RawClient
 ) -> None:
     _room(home, tmp_path, 1)
-    started = _cli(
-        home,
+    started = ackdeck(
+        None,
+        "--home",
+        str(home),
         "run",
         "boom",
         "--session",
@@ -135,7 +129,7 @@ def test_cancelled_drain_while_lock_held_leaves_the_wake_pending(
     assert started.returncode == 0, started.stderr
 
     def pending() -> int:
-        out = _cli(home, "wakes", "list", "--session", "agent", "--json")
+        out = ackdeck(None, "--home", str(home), "wakes", "list", "--session", "agent", "--json")
         records = json.loads(out.stdout)["wakes"]
         # Once the run has exited, its record holds the match and the exit notice.
         return (
@@ -144,7 +138,7 @@ def test_cancelled_drain_while_lock_held_leaves_the_wake_pending(
             else 0
         )
 
-    wait_until(pending, LIMIT, "the wake")
+    eventually(pending, timeout=LIMIT, what="the wake")
     waiting = pending()
     lock = home / "wakes" / "agent" / ".drain.lock"
     lock.touch()  # as the first drain would make it

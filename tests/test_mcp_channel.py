@@ -9,76 +9,22 @@ import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.extension import ClientExtension, NotificationBinding
-from pydantic import BaseModel, ConfigDict
+from mcp import Client
 
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.watch import wakes
 from ackdeck.core.watch.monitors import MatchedLine
-from tests.conftest import PATHS, REPO, mounted
-
-WAIT = 60.0  # only a real hang reaches this
-QUIET = 2.0  # a quiet period observed after the notice (4x the coalescing window)
-
-
-class ChannelParams(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    content: str
-    meta: dict[str, str]
-
-
-@dataclass
-class Recorder:
-    channel: list[ChannelParams] = field(default_factory=list)
-    other: list[Any] = field(default_factory=list)
-
-    async def on_channel(self, params: ChannelParams) -> None:
-        self.channel.append(params)
-
-    async def on_message(self, message: Any) -> None:
-        self.other.append(message)
-
-    async def wait_for(self, n: int) -> None:
-        with anyio.fail_after(WAIT):
-            while len(self.channel) < n:
-                await anyio.sleep(0.02)
-
-    async def quiet(self, seconds: float = QUIET) -> None:
-        await anyio.sleep(seconds)
-
-
-class ChannelListener(ClientExtension):
-    """How an SDK client opts in to a vendor notification: a binding for its method."""
-
-    identifier = "dev.ackdeck/channel-listener"
-
-    def __init__(self, recorder: Recorder) -> None:
-        self.recorder = recorder
-
-    def notifications(self) -> Sequence[NotificationBinding[Any]]:
-        return [
-            NotificationBinding(
-                method="notifications/claude/channel",
-                params_type=ChannelParams,
-                handler=self.recorder.on_channel,
-            )
-        ]
-
-
-def params(home: Path, rooms: Sequence[Path], *extra: str) -> StdioServerParameters:
-    args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent", *extra]
-    for r in rooms:
-        args += ["--room", str(r)]
-    return StdioServerParameters(
-        command=sys.executable, args=args, env={"PYTHONPATH": PATHS}, cwd=str(REPO)
-    )
+from tests.helpers.channel import ChannelListener, Recorder
+from tests.helpers.cli import ackdeck_ok
+from tests.helpers.mcp import server_params
+from tests.helpers.mounts import mounted
+from tests.helpers.paths import PATHS, REPO
+from tests.helpers.wait import WAIT
 
 
 @asynccontextmanager
@@ -87,7 +33,7 @@ async def connect(
 ) -> AsyncIterator[Client]:
     # "legacy": the initialize handshake, as Claude Code speaks it today.
     async with Client(
-        params(home, rooms, *extra),
+        server_params(home, rooms, "agent", extra),
         read_timeout_seconds=60,
         mode=mode,  # type: ignore[arg-type]
         extensions=[ChannelListener(rec)],
@@ -97,12 +43,7 @@ async def connect(
 
 
 def push_from_another_process(room: Path, text: str) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "ackdeck.core.cli", "room", "push", str(room), text],
-        check=True,
-        env={"PYTHONPATH": PATHS},
-        cwd=str(REPO),
-    )
+    ackdeck_ok({"PYTHONPATH": PATHS}, "room", "push", str(room), text)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -243,7 +184,7 @@ async def test_no_channel_flag_keeps_the_server_quiet(home: Path, tmp_path: Path
 async def test_a_full_disk_under_home_does_not_silence_the_channel(tmp_path: Path) -> None:
     # The notice state is written after each notice; a transient ENOSPC there must not stop
     # the notifier for the rest of the session (silence is the one thing a notice may not do).
-    from tests.test_room_habits import fill
+    from tests.helpers.mounts import fill
 
     home = tmp_path / "home"
     home.mkdir()
@@ -316,7 +257,10 @@ async def test_a_client_without_channels_ignores_the_notices_and_loses_nothing(
         seen.append(message)
 
     async with Client(
-        params(home, [room]), read_timeout_seconds=60, mode="legacy", message_handler=on_message
+        server_params(home, [room]),
+        read_timeout_seconds=60,
+        mode="legacy",
+        message_handler=on_message,
     ) as client:
         await anyio.sleep(1.0)  # the server is up and has looked once
         push_from_another_process(room, "for a client without channels")
@@ -342,7 +286,7 @@ def test_server_discover_declares_the_channel_only_in_the_2026_protocol(
     import threading
 
     def exchange(*requests: dict[str, Any]) -> list[dict[str, Any]]:
-        p = params(home, [tmp_path / "inbox.txt"])
+        p = server_params(home, [tmp_path / "inbox.txt"])
         proc = subprocess.Popen(
             [p.command, *p.args],
             stdin=subprocess.PIPE,

@@ -28,7 +28,7 @@ import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import PATHS, REPO
+from tests.helpers.paths import PATHS, REPO
 
 NPM = REPO / ".cache" / "npm" / "node_modules"
 TS_SDK = NPM / "@modelcontextprotocol" / "sdk"

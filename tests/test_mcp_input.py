@@ -4,14 +4,14 @@ real JSON boolean), one-line errors with structured content, and no empty pushes
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ACKDECK, PATHS, REPO
-from tests.test_mcp import call, connect, error_of, text_of
+from tests.helpers.cli import ackdeck
+from tests.helpers.mcp import call, connect, error_of, text_of
+from tests.helpers.paths import PATHS, REPO
 
 
 @pytest.mark.parametrize("flag", ["yes", "true", 1, "1"])
@@ -74,14 +74,7 @@ async def test_an_empty_push_is_rejected_over_mcp(home: Path, tmp_path: Path) ->
 def test_an_empty_push_is_rejected_on_the_cli(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"kept\n")
-    out = subprocess.run(
-        [*ACKDECK, "room", "push", str(room), ""],
-        env=cli_env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = ackdeck(cli_env, "room", "push", str(room), "")
     assert out.returncode == 1
     assert out.stderr == "ackdeck: error: a pushed line must not be empty\n"
     assert room.read_bytes() == b"kept\n"
@@ -111,15 +104,7 @@ async def test_mcp_takes_the_session_from_ackdeck_session_like_every_command(
 def test_mcp_without_any_session_is_one_line_and_exit_1(home: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "ACKDECK_SESSION"}
     env["PYTHONPATH"] = PATHS
-    out = subprocess.run(
-        [*ACKDECK, "--home", str(home), "mcp", "--room", str(tmp_path / "inbox.txt")],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    out = ackdeck(env, "--home", str(home), "mcp", "--room", str(tmp_path / "inbox.txt"), input="")
     assert out.returncode == 1
     assert out.stderr == (
         "ackdeck: error: ackdeck mcp serves one agent session: give --session S or set "

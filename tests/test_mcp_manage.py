@@ -4,15 +4,15 @@ the cancelled call), and process_list / process_kill / wakes_list."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+from mcp.types import CallToolResult
 
 from ackdeck.core.watch import procs, shown
-from tests.test_mcp import call, connect, text_of
-
-WAIT = 60.0
+from tests.helpers.mcp import call, connect, text_of
+from tests.helpers.wait import WAIT, eventually_async
 
 
 async def test_tools_carry_titles_and_annotations(phome: Path, tmp_path: Path) -> None:
@@ -124,10 +124,9 @@ async def test_a_cancelled_wait_returns_promptly_and_consumes_nothing(
             status = await call(client, "room_status")
         assert not status.is_error
         # ... the lease went with the cancelled call (a drain would not wait for a ghost) ...
-        deadline = time.monotonic() + WAIT
-        while shown.leases(rdir, "agent"):
-            assert time.monotonic() < deadline, "the cancelled call kept its read lease"
-            await anyio.sleep(0.05)
+        await eventually_async(
+            lambda: not shown.leases(rdir, "agent"), what="the cancelled call to drop its lease"
+        )
         # ... and the cancelled call left no reader behind that could swallow the output.
         flag.touch()
         with anyio.fail_after(WAIT):
@@ -175,15 +174,17 @@ async def test_wakes_list_shows_pending_wakes_without_delivering(
                 "cooldown_ms": 0,
             },
         )
-        deadline = time.monotonic() + WAIT
-        while True:
+
+        async def recorded() -> tuple[CallToolResult, list[dict[str, Any]]] | None:
             listed = await call(client, "wakes_list")
             rows = listed.structured_content["wakes"]
             # Wait for the exit notice too: until it is merged, a second list may differ.
-            if rows and rows[0]["lines"] and rows[0]["status"] != "running":
-                break
-            assert time.monotonic() < deadline, "the monitor never recorded a wake"
-            await anyio.sleep(0.1)
+            done = rows and rows[0]["lines"] and rows[0]["status"] != "running"
+            return (listed, rows) if done else None
+
+        listed, rows = await eventually_async(
+            recorded, what="the monitor to record a wake", every=0.1
+        )
         assert rows[0]["lines"] == ["ERROR: disk full"]
         assert "wakes_drain" in text_of(listed)
         again = await call(client, "wakes_list")

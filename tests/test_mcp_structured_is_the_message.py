@@ -24,9 +24,9 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from tests.conftest import PATHS, REPO
-from tests.test_mcp import call, text_of
-from tests.test_procs_support import wait_until
+from tests.helpers.mcp import call, text_of
+from tests.helpers.paths import PATHS, REPO
+from tests.helpers.wait import eventually
 
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 QUOTED = re.compile(r"'([^']*)'")
@@ -100,13 +100,13 @@ async def test_every_tool_says_in_its_structured_content_all_its_text_says(
                 "monitor": "ERROR",
             },
         )
-        wait_until(
+        eventually(
             lambda: (
                 (home / "wakes" / "agent").is_dir()
                 and any((home / "wakes" / "agent").glob("*.json"))
             ),
-            60,
-            "the wake",
+            timeout=60,
+            what="the wake",
         )
         results["process_output cut"] = await call(client, "process_output", {"name": "gen"})
         results["process_list"] = await call(client, "process_list")

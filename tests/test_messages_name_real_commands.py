@@ -9,7 +9,7 @@ import argparse
 import re
 
 from ackdeck.core.cli import build_parser
-from tests.conftest import PKG, REPO
+from tests.helpers.paths import PKG, REPO
 
 # `ackdeck room trace ROOM`, `room policy`, `ackdeck ps`: the words after the program name
 # that are commands (lowercase words; placeholders, options and values end the command).

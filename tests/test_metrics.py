@@ -20,7 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json, ackdeck_ok
+from tests.helpers.paths import REPO
+from tests.helpers.wait import eventually
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -37,7 +39,7 @@ def value(got: dict, metric: str, **labels: str) -> float:
 
 @pytest.fixture
 def phome(home: Path) -> Iterator[Path]:
-    from tests.test_procs_support import run_and_cleanup
+    from tests.helpers.runs import run_and_cleanup
 
     yield from run_and_cleanup(home)
 
@@ -56,38 +58,25 @@ def test_metrics_once_carry_rooms_sessions_runs_and_wakes(
     red = open_room(url)
     red.push("x")
     red.close()
-    out = subprocess.run(
-        [*ACKDECK, "run", "job", "--session", "agent", "--monitor", "hello", "--json", "--"]
-        + ["sh", "-c", "echo hello; echo done"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        check=True,
+    run = ["run", "job", "--session", "agent", "--monitor", "hello"]
+    run_id = ackdeck_json(cli_env, *run, "--", "sh", "-c", "echo hello; echo done")["run_id"]
+    eventually(  # the run ends on its own; wait for its status
+        lambda: (
+            (procs := ackdeck_json(cli_env, "ps")["processes"])
+            and procs[0]["status"] == "exited"
+            and procs[0]["matches"] >= 1
+        ),
+        what="the run to end with its match",
     )
-    run_id = json.loads(out.stdout)["run_id"]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # the run ends on its own; wait for its status
-        ps = subprocess.run(
-            [*ACKDECK, "ps", "--json"], env=cli_env, capture_output=True, text=True, check=True
-        )
-        procs = json.loads(ps.stdout)["processes"]
-        if procs and procs[0]["status"] == "exited" and procs[0]["matches"] >= 1:
-            break
-        time.sleep(0.05)
-    out = subprocess.run(
-        [
-            *ACKDECK,
-            "metrics",
-            "--room",
-            str(room),
-            "--room",
-            url,
-            "--room",
-            "redis://127.0.0.1:1/0/x",
-        ],
-        env=cli_env,
-        capture_output=True,
-        text=True,
+    out = ackdeck(
+        cli_env,
+        "metrics",
+        "--room",
+        str(room),
+        "--room",
+        url,
+        "--room",
+        "redis://127.0.0.1:1/0/x",
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
@@ -124,22 +113,8 @@ def test_the_numbers_are_the_ones_room_status_gives(
     r.read("a")
     r.ack("a")
     r.push("late")
-    st = json.loads(
-        subprocess.run(
-            [*ACKDECK, "room", "status", str(room), "--json"],
-            env=cli_env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )["rooms"][0]
-    out = subprocess.run(
-        [*ACKDECK, "metrics", "--room", str(room), "--no-runs"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    st = json.loads(ackdeck_ok(cli_env, "room", "status", str(room), "--json").stdout)["rooms"][0]
+    out = ackdeck_ok(cli_env, "metrics", "--room", str(room), "--no-runs")
     got = samples(out.stdout)
     for key, metric in [
         ("pending", "ackdeck_room_pending_lines"),
@@ -157,20 +132,9 @@ def test_metrics_take_the_rooms_of_a_dashboard_config(
 ) -> None:
     (tmp_path / "a.txt").write_bytes(b"1\n2\n")
     (tmp_path / "dash.toml").write_text('rooms = ["a.txt"]\nsession = "owner"\n')
-    out = subprocess.run(
-        [*ACKDECK, "metrics", "--config", str(tmp_path / "dash.toml"), "--no-runs"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = ackdeck_ok(cli_env, "metrics", "--config", str(tmp_path / "dash.toml"), "--no-runs")
     assert value(samples(out.stdout), "ackdeck_room_pending_lines", room="a.txt") == 2
-    bad = subprocess.run(
-        [*ACKDECK, "metrics", "--config", str(tmp_path / "nope.toml")],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-    )
+    bad = ackdeck(cli_env, "metrics", "--config", str(tmp_path / "nope.toml"))
     assert bad.returncode == 1 and "cannot read config" in bad.stderr
 
 
@@ -251,15 +215,7 @@ def test_ackdeck_web_serves_metrics_beside_the_page_with_its_host_checks(
     )
     try:
         port = _serving(proc, r"serving the dashboard on http://127\.0\.0\.1:(\d+)")
-        deadline = time.monotonic() + 60
-        while True:  # the banner comes just before the server binds
-            try:
-                code, _, body = _get(port)
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        code, _, body = _get_when_bound(port)
         assert code == 200
         assert value(samples(body), "ackdeck_room_pending_lines", room="r.txt") == 1
         code, _, body = _get(port, host="evil.example")
@@ -271,14 +227,14 @@ def test_ackdeck_web_serves_metrics_beside_the_page_with_its_host_checks(
 def _get_when_bound(port: int) -> tuple[int, str, str]:
     """A scrape once the server listens (`ackdeck web` prints its banner just before it
     binds)."""
-    deadline = time.monotonic() + 60
-    while True:
+
+    def scraped() -> tuple[int, str, str] | None:
         try:
             return _get(port)
         except (urllib.error.URLError, ConnectionError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+            return None
+
+    return eventually(scraped, what=f"a server listening on port {port}", every=0.1)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ import threading
 from typing import Any
 
 import pytest
-import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,37 +22,10 @@ from ackdeck.core.watch.monitors import (
     LineBuffer,
     LineMatcher,
     MatchedLine,
-    clean,
     compile_pattern,
     display,
 )
-
-
-def scan_pieces(pattern: str, pieces: list[bytes], *, exclude: bool = False, final: bool = True):
-    buf = LineBuffer.at(0)
-    m = LineMatcher(pattern, exclude)
-    out: list[MatchedLine] = []
-    for p in pieces:
-        for region in buf.feed(p):
-            out.extend(m.scan(region))
-    if final:
-        out.extend(m.scan_final(buf.final()))
-    return out, buf
-
-
-def naive(pattern: str, data: bytes, exclude: bool = False) -> list[tuple[int, int]]:
-    """Reference: split the whole file into lines, clean each, match it alone with plain RE2."""
-    rx = re2.compile(pattern.encode())
-    out = []
-    pos = 0
-    for raw in data.split(b"\n"):
-        end = pos + len(raw) + 1
-        if end > len(data):
-            end = len(data)
-        if end > pos and (rx.search(clean(raw)) is not None) != exclude:
-            out.append((pos, end))
-        pos = end
-    return out
+from tests.helpers.scanning import naive, scan_pieces, scan_reused_buffer
 
 
 def test_ansi_is_stripped_before_matching_and_offsets_stay_raw() -> None:
@@ -332,23 +304,6 @@ def test_chunked_scan_equals_line_by_line_reference(pattern, parts, cuts, exclud
     # The supervisor's way: one reused buffer with stale bytes (control bytes, even) past n.
     got = scan_reused_buffer(pattern, pieces, exclude)
     assert [(m.start, m.end) for m in got] == naive(pattern, data, exclude)
-
-
-def scan_reused_buffer(pattern: str, pieces: list[bytes], exclude: bool) -> list[MatchedLine]:
-    size = max([len(p) for p in pieces] + [1])
-    buf = bytearray(
-        b"\x1b\r" * size + b"\x00"
-    )  # last byte NUL, like ackdeck.core.watch.tail's buffer
-    lb = LineBuffer.at(0)
-    m = LineMatcher(pattern, exclude)
-    out: list[MatchedLine] = []
-    for p in pieces:
-        buf[: len(p)] = p
-        for region in lb.feed(buf, len(p)):
-            out.extend(m.scan(region))
-        buf[: len(p)] = b"\x07" * len(p)  # stale garbage for the next round
-    out.extend(m.scan_final(lb.final()))
-    return out
 
 
 LONG_TOKENS = [b"ERR", b"x", b"xxxxxxx", b"\n", b"\x1b[1m", b"\r", b"E", b"RR"]

@@ -11,16 +11,9 @@ from pathlib import Path
 from ackdeck.core.watch import procs, wakes
 from ackdeck.core.watch.output import read_output
 from ackdeck.core.watch.runs import load_monitors_state
-from tests.test_procs_support import (
-    PY,
-    cli,
-    cli_json,
-    drain_lines,
-    release,
-    wait_status,
-    wait_until,
-    waiter,
-)
+from tests.helpers.cli import ackdeck, ackdeck_json
+from tests.helpers.runs import PY, drain_lines, release, wait_status, waiter
+from tests.helpers.wait import eventually
 
 
 def mon(pattern: str, **kw) -> list[procs.MonitorSpec]:
@@ -32,9 +25,9 @@ def record_lines(home: Path, session: str = "default") -> list[str]:
 
 
 def test_final_unterminated_line_matches_on_exit(phome: Path, cli_env) -> None:
-    cli_json(cli_env, "run", "b", "--monitor", "FAILED", "--", "printf", "ok\\nFAILED: 3 tests")
+    ackdeck_json(cli_env, "run", "b", "--monitor", "FAILED", "--", "printf", "ok\\nFAILED: 3 tests")
     wait_status(phome, "b")
-    out = cli_json(cli_env, "wakes", "drain", "--session", "default")
+    out = ackdeck_json(cli_env, "wakes", "drain", "--session", "default")
     assert isinstance(out, dict)
     assert [d["lines"] for d in out["delivered"]] == [["FAILED: 3 tests"]]
     assert out["superseded"] == 0 and out["pending"] == 0
@@ -50,7 +43,7 @@ def test_burst_inside_the_cooldown_is_one_event_flushed_at_exit(
         waiter(go, "ERR 1\n", "ERR 2\nERR 3\nfine\n"),
         monitors=mon("ERR", cooldown_ms=600_000),
     )
-    wait_until(lambda: (info.run_dir / "output.log").read_bytes(), what="first line")
+    eventually(lambda: (info.run_dir / "output.log").read_bytes(), what="first line")
     release(go)
     wait_status(phome, "b")  # the 10-minute window is cut short by the exit
     st = load_monitors_state(info.run_dir)
@@ -82,7 +75,7 @@ def test_max_events_stops_the_monitor_not_the_process(phome: Path, tmp_path: Pat
         waiter(go, "ERR a\n", "ERR b\nstill running\n"),
         monitors=mon("ERR", cooldown_ms=0, max_events=1),
     )
-    wait_until(lambda: record_lines(phome), what="first event")
+    eventually(lambda: record_lines(phome), what="first event")
     release(go)
     end = wait_status(phome, "b")
     assert (end.status, end.exit_code) == ("exited", 0)
@@ -193,7 +186,7 @@ def test_an_ansi_sequence_split_across_writes_is_still_stripped(
         monitors=mon("^ERROR$", cooldown_ms=0),
     )
     # Let the supervisor scan the first half (it persists its progress within a second).
-    wait_until(
+    eventually(
         lambda: (s := load_monitors_state(info.run_dir)) is not None and s.scanned_to >= 6,
         what="first half scanned",
     )
@@ -225,8 +218,8 @@ def test_an_unterminated_flood_stays_bounded_in_memory(phome: Path, tmp_path: Pa
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid
     st_path = Path(f"/proc/{meta.supervisor_pid}/status")
-    wait_until(lambda: (info.run_dir / "output.log").stat().st_size >= 48 << 20, what="flood")
-    wait_until(
+    eventually(lambda: (info.run_dir / "output.log").stat().st_size >= 48 << 20, what="flood")
+    eventually(
         lambda: (s := load_monitors_state(info.run_dir)) is not None and s.scanned_to >= 48 << 20,
         what="supervisor to scan the flood",
     )
@@ -283,12 +276,12 @@ def test_a_reused_name_never_lets_a_new_runs_reads_suppress_an_old_runs_wake(
 
 
 def test_hook_mode_exits_2_with_the_text_then_0(phome: Path, cli_env) -> None:
-    cli_json(cli_env, "run", "b", "--monitor", "ERROR", "--", "echo", "ERROR: disk full")
+    ackdeck_json(cli_env, "run", "b", "--monitor", "ERROR", "--", "echo", "ERROR: disk full")
     wait_status(phome, "b")
-    first = cli(cli_env, "wakes", "drain", "--session", "default", "--hook")
+    first = ackdeck(cli_env, "wakes", "drain", "--session", "default", "--hook")
     assert first.returncode == 2 and "ERROR: disk full" in first.stderr
     assert "ERROR: disk full" in first.stdout
-    second = cli(cli_env, "wakes", "drain", "--session", "default", "--hook")
+    second = ackdeck(cli_env, "wakes", "drain", "--session", "default", "--hook")
     assert second.returncode == 0 and second.stdout == "" and "ERROR" not in second.stderr
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ackdeck.core.watch import procs, wakes
 from ackdeck.core.watch.runs import load_meta
-from tests.test_procs_support import release, wait_status, wait_until, waiter
+from tests.helpers.runs import release, wait_status, waiter
+from tests.helpers.wait import eventually
 
 
 def cpu_seconds(pid: int) -> float:
@@ -30,7 +31,7 @@ def test_catastrophic_pattern_for_backtracking_still_wakes_cheaply(
     )
     try:
         # The command is still running: the wake must not wait for its exit.
-        wait_until(
+        eventually(
             lambda: any(
                 x.text == "DONE" for r in wakes.list_wakes(phome, "default") for x in r.lines
             ),

@@ -20,9 +20,9 @@ from ackdeck.core.agents.nudge import IdleWatch
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.watch import wakes
 from ackdeck.core.watch.monitors import MatchedLine
-from tests.conftest import PATHS, REPO
+from tests.helpers.paths import PATHS, REPO
+from tests.helpers.wait import WAIT, eventually
 
-WAIT = 60.0
 QUIET = 3.0
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -91,14 +91,6 @@ while True:
 """
 
 
-def wait_until(cond, what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 class World:
     def __init__(self, tmp: Path, home: Path, agent: str = FAKE_AGENT) -> None:
         self.tmp = tmp
@@ -130,8 +122,9 @@ class World:
             f"{sys.executable} {script} {self.flag} {self.log}",
         )
         # capture-pane trims trailing blanks: the prompt "> " shows as ">".
-        wait_until(
-            lambda: re.search(r"^>", self.capture(), re.M) is not None, "the fake agent's prompt"
+        eventually(
+            lambda: re.search(r"^>", self.capture(), re.M) is not None,
+            what="the fake agent's prompt",
         )
 
     def tmux(self, *args: str) -> str:
@@ -220,7 +213,7 @@ def world(tmp_path: Path, home: Path) -> Iterator[World]:
 def test_one_line_per_new_thing_and_none_repeated(world: World) -> None:
     world.start_nudge("--prompt-regex", r"^> ?$")
     Room(world.room).push("[t1] ops: deploy")
-    wait_until(lambda: len(world.typed()) == 1, "the first nudge")
+    eventually(lambda: len(world.typed()) == 1, what="the first nudge")
     state, line = world.typed()[0].split("\t", 1)
     assert state == "idle"
     assert line.startswith("ackdeck: new room lines in inbox.txt (1)")
@@ -229,7 +222,7 @@ def test_one_line_per_new_thing_and_none_repeated(world: World) -> None:
     assert len(world.typed()) == 1
     assert Room(world.room).status().pending == 1  # the nudge consumed nothing
     Room(world.room).push("[t2] ops: again")
-    wait_until(lambda: len(world.typed()) == 2, "the second nudge")
+    eventually(lambda: len(world.typed()) == 2, what="the second nudge")
     assert "inbox.txt (2)" in world.typed()[1]
     time.sleep(QUIET)
     assert len(world.typed()) == 2
@@ -237,13 +230,13 @@ def test_one_line_per_new_thing_and_none_repeated(world: World) -> None:
 
 def test_never_types_while_the_agent_is_busy(world: World) -> None:
     world.flag.touch()
-    wait_until(lambda: "working" in world.capture(), "the agent to be busy")
+    eventually(lambda: "working" in world.capture(), what="the agent to be busy")
     world.start_nudge()
     Room(world.room).push("[t1] ops: build failed")
     time.sleep(QUIET * 2)  # busy all along: the pane keeps changing
     assert world.typed() == []
     world.flag.unlink()
-    wait_until(lambda: len(world.typed()) == 1, "the nudge once the agent is idle")
+    eventually(lambda: len(world.typed()) == 1, what="the nudge once the agent is idle")
     assert world.typed()[0].startswith("idle\t")
     time.sleep(QUIET)
     assert len(world.typed()) == 1
@@ -253,7 +246,7 @@ def test_what_the_agent_read_while_busy_is_not_typed_once_it_is_idle(world: Worl
     # The nudge decides, then waits for the busy pane; meanwhile the agent (told by its Stop
     # hook, say) reads and acks the line. Typing about it then would start a turn for nothing.
     world.flag.touch()
-    wait_until(lambda: "working" in world.capture(), "the agent to be busy")
+    eventually(lambda: "working" in world.capture(), what="the agent to be busy")
     world.start_nudge()
     Room(world.room).push("[t1] ops: handled mid-turn")
     world.wait_for_log("waiting for pane")
@@ -261,12 +254,12 @@ def test_what_the_agent_read_while_busy_is_not_typed_once_it_is_idle(world: Worl
     r.read("agent")
     r.ack("agent")
     world.flag.unlink()
-    wait_until(lambda: re.search(r"^>", world.capture(), re.M) is not None, "the prompt")
+    eventually(lambda: re.search(r"^>", world.capture(), re.M) is not None, what="the prompt")
     time.sleep(QUIET)  # idle long past --idle-ms: a nudge would have been typed by now
     assert world.typed() == []
     # Not silent either: the next new line is typed.
     Room(world.room).push("[t2] ops: new")
-    wait_until(lambda: len(world.typed()) == 1, "the nudge for the new line")
+    eventually(lambda: len(world.typed()) == 1, what="the nudge for the new line")
     assert "inbox.txt (1)" in world.typed()[0]
 
 
@@ -283,7 +276,7 @@ def test_a_pane_in_copy_mode_is_not_idle(world: World) -> None:
     assert world.nudge is not None and world.nudge.poll() is None
     assert world.tmux("display-message", "-p", "-t", "agent", "#{pane_in_mode}").strip() == "1"
     world.tmux("send-keys", "-t", "agent", "-X", "cancel")
-    wait_until(lambda: len(world.typed()) == 1, "the nudge once copy mode is left")
+    eventually(lambda: len(world.typed()) == 1, what="the nudge once copy mode is left")
     assert world.typed()[0].startswith("idle\tackdeck: new room lines in inbox.txt (1)")
 
 
@@ -297,7 +290,7 @@ def test_an_agent_that_takes_a_fast_enter_as_pasted_text_gets_the_line_submitted
     try:
         world.start_nudge()
         Room(world.room).push("[t1] ops: deploy")
-        wait_until(lambda: len(world.typed()) == 1, "the nudge to be submitted")
+        eventually(lambda: len(world.typed()) == 1, what="the nudge to be submitted")
         state, line = world.typed()[0].split("\t", 1)
         assert line.startswith("ackdeck: new room lines in inbox.txt (1)") and "\\n" not in line
     finally:
@@ -314,7 +307,7 @@ def test_prompt_regex_holds_the_nudge_until_the_prompt_shows(world: World) -> No
 def test_a_restarted_nudge_does_not_repeat(world: World) -> None:
     world.start_nudge()
     Room(world.room).push("[t1] ops: once")
-    wait_until(lambda: len(world.typed()) == 1, "the nudge")
+    eventually(lambda: len(world.typed()) == 1, what="the nudge")
     assert world.nudge is not None
     world.nudge.terminate()
     world.nudge.wait(timeout=WAIT)
@@ -337,7 +330,7 @@ def test_a_pending_wake_is_one_nudge_and_is_not_drained(world: World) -> None:
         matches=1,
         status="running",
     )
-    wait_until(lambda: len(world.typed()) == 1, "the nudge for the wake")
+    eventually(lambda: len(world.typed()) == 1, what="the nudge for the wake")
     assert "wakes for build: wakes_drain" in world.typed()[0]
     time.sleep(QUIET)
     assert len(world.typed()) == 1
@@ -451,7 +444,9 @@ def test_control_characters_in_a_room_name_are_never_typed(world: World) -> None
     Room(odd).push("hello")
     pane = world.tmux("display-message", "-p", "-t", "agent", "#{pane_id}").strip()
     world.start_nudge("--tmux", pane, "--room", str(odd), "--prompt-regex", ".*")
-    wait_until(lambda: world.log.exists() and world.log.read_text().endswith("\n"), "the nudge")
+    eventually(
+        lambda: world.log.exists() and world.log.read_text().endswith("\n"), what="the nudge"
+    )
     world.wait_for_log("typed:")
     typed = world.log.read_text().split("\n")[:-1]  # str.splitlines would split at U+2028
     assert len(typed) == 1, typed

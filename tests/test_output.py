@@ -13,13 +13,8 @@ import pytest
 from ackdeck.core.errors import InvalidInput, ProcessError
 from ackdeck.core.watch import procs, shown, wakes
 from ackdeck.core.watch.output import read_output
-from tests.test_procs_support import (
-    PY,
-    release,
-    wait_status,
-    wait_until,
-    waiter,
-)
+from tests.helpers.runs import PY, release, wait_status, waiter
+from tests.helpers.wait import eventually
 
 
 def test_reads_return_new_complete_lines_after_the_cursor(phome: Path, tmp_path: Path) -> None:
@@ -184,7 +179,7 @@ def test_drain_does_not_wait_for_a_filtered_long_poll(phome: Path, tmp_path: Pat
         waiter(go, "ERR first\n", ""),
         monitors=[procs.MonitorSpec("ERR", cooldown_ms=0)],
     )
-    wait_until(lambda: wakes.list_wakes(phome, "default"), what="the wake")
+    eventually(lambda: wakes.list_wakes(phome, "default"), what="the wake")
     poll = threading.Thread(
         target=read_output, args=(phome, "p", "default"), kwargs={"filter": "NEVER", "timeout": 60}
     )
@@ -223,7 +218,7 @@ def test_a_lease_of_a_dead_reader_does_not_block(phome: Path) -> None:
 def test_unreadable_read_state_fails_open_and_is_kept(phome: Path) -> None:
     procs.start(phome, "p", ["echo", "ERR x"], monitors=[procs.MonitorSpec("ERR", cooldown_ms=0)])
     info = wait_status(phome, "p")
-    wait_until(lambda: wakes.list_wakes(phome, "default"), what="the wake")
+    eventually(lambda: wakes.list_wakes(phome, "default"), what="the wake")
     assert read_output(phome, "p", "default").lines == [b"ERR x"]
     state = shown.state_path(info.run_dir, "default")
     state.write_text("{ corrupted")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.watch.literals import required_literals
 from ackdeck.core.watch.patterns import compile_pattern
-from tests.test_monitors import naive, scan_pieces, scan_reused_buffer
+from tests.helpers.scanning import naive, scan_pieces, scan_reused_buffer
 
 
 @pytest.mark.parametrize(

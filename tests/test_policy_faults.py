@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,8 @@ from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import alerts, wakes
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK
-
-
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=60)
+from tests.helpers.cli import ackdeck
+from tests.helpers.clock import Clock
 
 
 def tree(root: Path) -> set[str]:
@@ -55,12 +51,12 @@ def test_a_hand_written_policy_that_makes_no_sense_is_refused_in_one_line(
     (r.sidecar / "policy.json").write_text(json.dumps(bad))
     before = tree(tmp_path)
     for args in (["room", "policy", str(room)], ["room", "overdue", str(room)]):
-        out = cli(cli_env, *args)
+        out = ackdeck(cli_env, *args)
         assert out.returncode != 0, (args, out)
         assert out.stderr.count("\n") == 1 and "policy" in out.stderr, out.stderr
         assert "Traceback" not in out.stderr
     # A read goes on without the policy: nothing moves, nothing is written outside the room.
-    assert cli(cli_env, "room", "read", str(room), "--session", "a").stdout == "never read\n"
+    assert ackdeck(cli_env, "room", "read", str(room), "--session", "a").stdout == "never read\n"
     assert not (room.parent / "r.txt.dead").exists()
     assert not (tmp_path / "x").exists() and not Path("/tmp/abs").exists()
     assert not (home / "alerts").exists() and not (home / "wakes").exists()
@@ -92,7 +88,7 @@ def test_a_policy_owner_that_is_a_path_in_the_redis_hash_never_reaches_the_disk(
     server = redis.Redis.from_url(url.rsplit("/", 1)[0])
     server.hset(key, "policy", raw)
     for args in (["room", "policy", url], ["room", "overdue", url]):
-        out = cli(cli_env, *args)
+        out = ackdeck(cli_env, *args)
         assert out.returncode != 0 and out.stderr.count("\n") == 1, out
         assert "owner" in out.stderr
     assert not (tmp_path / "abs").exists()
@@ -147,23 +143,15 @@ def test_the_dead_letter_wake_goes_to_the_home_the_command_was_given(
 ) -> None:
     room = str(tmp_path / "r.txt")
     other = tmp_path / "other-home"
-    assert cli(cli_env, "room", "push", room, "poison").returncode == 0
+    assert ackdeck(cli_env, "room", "push", room, "poison").returncode == 0
     set_pol = ["room", "policy", room, "--max-deliveries", "1", "--owner", "boss"]
-    assert cli(cli_env, *set_pol).returncode == 0
+    assert ackdeck(cli_env, *set_pol).returncode == 0
     read = ["--home", str(other), "room", "read", room, "--session", "a"]
     for _ in range(2):
-        assert cli(cli_env, *read).returncode == 0
+        assert ackdeck(cli_env, *read).returncode == 0
     assert Path(room + ".dead").read_text() == "poison\n"
     assert len(wakes.drain(other, "boss").result.delivered) == 1
     assert wakes.drain(Path(cli_env["ACKDECK_HOME"]), "boss").result.delivered == []
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def test_two_rooms_of_one_name_in_two_projects_each_wake_their_owner(

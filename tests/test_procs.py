@@ -13,16 +13,9 @@ import pytest
 from ackdeck.core.errors import InvalidInput, ProcessError
 from ackdeck.core.watch import procs, wakes
 from ackdeck.core.watch.runs import load_meta, supervisor_alive
-from tests.conftest import ACKDECK
-from tests.test_procs_support import (
-    PY,
-    cli,
-    cli_json,
-    release,
-    wait_status,
-    wait_until,
-    waiter,
-)
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
+from tests.helpers.runs import PY, release, wait_status, waiter
+from tests.helpers.wait import eventually
 
 
 def test_run_returns_at_once_and_output_survives_in_the_log(phome: Path, tmp_path: Path) -> None:
@@ -60,13 +53,13 @@ def test_kill_terms_the_group_and_children_die_with_it(phome: Path, tmp_path: Pa
     pids = tmp_path / "pids"
     script = f"sleep 300 & echo $! > {pids}; sleep 300 & echo $! >> {pids}; wait"
     info = procs.start(phome, "tree", ["sh", "-c", script])
-    wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, what="children")
+    eventually(lambda: pids.exists() and len(pids.read_text().split()) == 2, what="children")
     children = [int(x) for x in pids.read_text().split()]
     out = procs.kill(phome, "tree", grace=3.0)
     assert out.status == "killed" and out.exit_code is not None and out.exit_code >= 128
     for pid in [info.pid, *children]:
         assert pid is not None
-        wait_until(lambda p=pid: not _alive(p), what=f"pid {pid} to die")
+        eventually(lambda p=pid: not _alive(p), what=f"pid {pid} to die")
 
 
 def test_kill_escalates_to_sigkill_after_the_grace_period(phome: Path, tmp_path: Path) -> None:
@@ -78,7 +71,7 @@ def test_kill_escalates_to_sigkill_after_the_grace_period(phome: Path, tmp_path:
         "time.sleep(300)\n"
     )
     procs.start(phome, "stubborn", [PY, "-c", code])
-    wait_until(ready.exists, what="TERM handler installed")
+    eventually(ready.exists, what="TERM handler installed")
     out = procs.kill(phome, "stubborn", grace=0.3)
     assert (out.status, out.exit_code) == ("killed", 128 + signal.SIGKILL)
 
@@ -165,16 +158,16 @@ def test_supervisor_crash_becomes_status_lost_and_a_monitor_lost_wake(
         waiter(go, "ERR before crash\n", "ERR after crash\n"),
         monitors=[procs.MonitorSpec("ERR", cooldown_ms=60_000)],  # still pending at the crash
     )
-    wait_until(lambda: (info.run_dir / "output.log").read_bytes(), what="first line")
+    eventually(lambda: (info.run_dir / "output.log").read_bytes(), what="first line")
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid
     os.kill(meta.supervisor_pid, signal.SIGKILL)
     # SIGKILL is asynchronous: under load the supervisor may hold its lock a while longer.
-    wait_until(lambda: not supervisor_alive(info.run_dir), what="the supervisor to be gone")
+    eventually(lambda: not supervisor_alive(info.run_dir), what="the supervisor to be gone")
     release(go)
     assert info.pid is not None
-    wait_until(lambda: not _alive(info.pid), what="command to finish")
-    lost = wait_until(
+    eventually(lambda: not _alive(info.pid), what="command to finish")
+    lost = eventually(
         lambda: (i := procs.get_run(phome, "srv")).status != "running" and i, what="lost status"
     )
     assert isinstance(lost, procs.RunInfo)
@@ -192,15 +185,15 @@ def test_kill_still_stops_the_command_of_a_lost_run(phome: Path) -> None:
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid and info.pid
     os.kill(meta.supervisor_pid, signal.SIGKILL)
-    wait_until(lambda: procs.get_run(phome, "orphan").status == "lost", what="lost status")
+    eventually(lambda: procs.get_run(phome, "orphan").status == "lost", what="lost status")
     assert _alive(info.pid)  # the command outlived its supervisor
     out = procs.kill(phome, "orphan", grace=2.0)
     assert out.status == "lost"
-    wait_until(lambda: not _alive(info.pid), what="the orphan to die")
+    eventually(lambda: not _alive(info.pid), what="the orphan to die")
 
 
 def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -> None:
-    started = cli_json(cli_env, "run", "web", "--", "sh", "-c", "echo up; exec sleep 300")
+    started = ackdeck_json(cli_env, "run", "web", "--", "sh", "-c", "echo up; exec sleep 300")
     run_keys = {
         "name",
         "run_id",
@@ -218,18 +211,18 @@ def test_cli_run_ps_output_kill_contract(phome: Path, cli_env: dict[str, str]) -
     }
     # One shape for a run wherever it is shown: run, ps and kill (and MCP's process tools).
     assert set(started) == run_keys and started["name"] == "web"
-    listed = cli_json(cli_env, "ps")
+    listed = ackdeck_json(cli_env, "ps")
     rows = listed["processes"]
     assert listed["session"] is None and rows[0]["status"] == "running"
     assert set(rows[0]) == run_keys
-    out = cli_json(cli_env, "output", "web", "--session", "s1", "--timeout", "60")
+    out = ackdeck_json(cli_env, "output", "web", "--session", "s1", "--timeout", "60")
     assert out["lines"] == ["up"] and out["status"] == "running" and out["exit_code"] is None
-    k = cli(cli_env, "kill", "web", "--json")
+    k = ackdeck(cli_env, "kill", "web", "--json")
     assert k.returncode == 0, k.stderr
     killed = json.loads(k.stdout)
     assert killed["status"] == "killed" and killed["was"] == "running"
     assert run_keys <= set(killed)
-    rows = cli_json(cli_env, "ps")["processes"]
+    rows = ackdeck_json(cli_env, "ps")["processes"]
     assert rows[0]["status"] == "killed" and rows[0]["exit_code"] == 128 + signal.SIGTERM
 
 
@@ -244,7 +237,7 @@ def test_cli_errors_are_one_line_with_exit_1(phome: Path, cli_env: dict[str, str
         ("wakes", "drain", "--session", "../s"),
     ]
     for args in cases:
-        out = cli(cli_env, *args)
+        out = ackdeck(cli_env, *args)
         assert out.returncode == 1, (args, out)
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("ackdeck: error:"), (args, out.stderr)
@@ -252,7 +245,7 @@ def test_cli_errors_are_one_line_with_exit_1(phome: Path, cli_env: dict[str, str
 
 def test_cli_session_defaults_to_env(phome: Path, cli_env: dict[str, str]) -> None:
     env = dict(cli_env, ACKDECK_SESSION="agent-7")
-    cli_json(env, "run", "j", "--monitor", "HIT", "--cooldown-ms", "0", "--", "echo", "HIT")
+    ackdeck_json(env, "run", "j", "--monitor", "HIT", "--cooldown-ms", "0", "--", "echo", "HIT")
     wait_status(phome, "j")
     assert [r.session for r in wakes.list_wakes(phome)] == ["agent-7"]
     assert procs.get_run(phome, "j").session == "agent-7"
@@ -266,7 +259,7 @@ def _alive(pid: int) -> bool:
 
 def test_a_file_system_fault_is_one_line_not_a_traceback(phome: Path, cli_env) -> None:
     (phome / "procs").write_text("not a directory")  # e.g. a broken or hostile home
-    out = cli(cli_env, "run", "x", "--", "true")
+    out = ackdeck(cli_env, "run", "x", "--", "true")
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ackdeck: error:") and "procs" in lines[0]

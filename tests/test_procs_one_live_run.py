@@ -18,9 +18,10 @@ from ackdeck.core.errors import InvalidInput
 from ackdeck.core.service import procs as service
 from ackdeck.core.watch import procs
 from ackdeck.core.watch.runs import load_meta, supervisor_alive
-from tests.conftest import ACKDECK
-from tests.test_mcp import call, connect, text_of
-from tests.test_procs_support import cli, cli_json, start_beside, wait_until
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
+from tests.helpers.mcp import call, connect, text_of
+from tests.helpers.runs import start_beside
+from tests.helpers.wait import eventually
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(300)"]
 
@@ -32,27 +33,27 @@ def alive(pid: int | None) -> bool:
 def test_a_second_start_is_refused_naming_the_running_run_and_kill_still_reaches_it(
     phome: Path, cli_env: dict[str, str]
 ) -> None:
-    first = cli_json(cli_env, "run", "dup", "--", *SLEEPER)
+    first = ackdeck_json(cli_env, "run", "dup", "--", *SLEEPER)
     assert isinstance(first, dict)
-    again = cli(cli_env, "run", "dup", "--", "true")
+    again = ackdeck(cli_env, "run", "dup", "--", "true")
     assert again.returncode == 1
     assert again.stderr == (
         f"ackdeck: error: process 'dup' is still running as run {first['run_id']} (pid "
         f"{first['pid']}, running); kill it first, or start again with replace (--replace) to "
         "stop it and start anew\n"
     )
-    listed = cli_json(cli_env, "ps")
+    listed = ackdeck_json(cli_env, "ps")
     assert isinstance(listed, dict)
     assert [r["run_id"] for r in listed["processes"]] == [first["run_id"]]  # nothing started
-    killed = cli_json(cli_env, "kill", "dup", "--grace", "0")
+    killed = ackdeck_json(cli_env, "kill", "dup", "--grace", "0")
     assert isinstance(killed, dict)
     assert (killed["run_id"], killed["was"], killed["status"]) == (
         first["run_id"],
         "running",
         "killed",
     )
-    wait_until(lambda: not alive(first["pid"]), what="the first run's command to die")
-    assert cli(cli_env, "run", "dup", "--", "true").returncode == 0  # the name is free again
+    eventually(lambda: not alive(first["pid"]), what="the first run's command to die")
+    assert ackdeck(cli_env, "run", "dup", "--", "true").returncode == 0  # the name is free again
 
 
 def test_replace_stops_the_running_run_before_the_new_one_starts(
@@ -68,15 +69,15 @@ def test_replace_stops_the_running_run_before_the_new_one_starts(
         "print('old up', flush=True)\n"
         "while True: time.sleep(0.05)\n",
     ]
-    first = cli_json(cli_env, "run", "svc", "--", *old)
+    first = ackdeck_json(cli_env, "run", "svc", "--", *old)
     assert isinstance(first, dict)
     run_dir = phome / "procs" / "svc" / first["run_id"]
-    wait_until(lambda: b"old up" in (run_dir / "output.log").read_bytes(), what="old to be up")
+    eventually(lambda: b"old up" in (run_dir / "output.log").read_bytes(), what="old to be up")
     # The new command looks, the moment it starts, whether the old one was already stopped.
     new = ["sh", "-c", f'test -e {stopped} && echo "old had stopped" || echo "old still ran"']
-    second = cli_json(cli_env, "run", "svc", "--replace", "--", *new)
+    second = ackdeck_json(cli_env, "run", "svc", "--replace", "--", *new)
     assert isinstance(second, dict) and second["run_id"] != first["run_id"]
-    out = cli(cli_env, "output", "svc", "--timeout", "60")
+    out = ackdeck(cli_env, "output", "svc", "--timeout", "60")
     assert out.stdout == "old had stopped\n", out.stderr
     assert not alive(first["pid"])
     runs = {r.run_id: r for r in procs.list_runs(phome)}
@@ -110,12 +111,12 @@ def test_a_lost_run_whose_command_lives_blocks_the_name_until_replaced(
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid
     os.kill(meta.supervisor_pid, signal.SIGKILL)
-    wait_until(lambda: not supervisor_alive(info.run_dir), what="the supervisor to be gone")
-    refused = cli(cli_env, "run", "orphan", "--", "true")
+    eventually(lambda: not supervisor_alive(info.run_dir), what="the supervisor to be gone")
+    refused = ackdeck(cli_env, "run", "orphan", "--", "true")
     assert refused.returncode == 1
     assert f"still running as run {info.run_id} (pid {info.pid}, lost)" in refused.stderr
     assert alive(info.pid)
-    assert cli(cli_env, "run", "orphan", "--replace", "--", "true").returncode == 0
+    assert ackdeck(cli_env, "run", "orphan", "--replace", "--", "true").returncode == 0
     assert not alive(info.pid)  # stopped before the new run started, not orphaned
 
 
@@ -125,22 +126,22 @@ def test_kill_names_a_run_by_its_run_id_and_ps_latest_shows_every_live_run(
     # Two live runs of one name, as an older ackdeck left them.
     older = procs.start(phome, "pair", SLEEPER)
     newer = start_beside(phome, "pair", SLEEPER)
-    latest = cli_json(cli_env, "ps", "--latest")
+    latest = ackdeck_json(cli_env, "ps", "--latest")
     assert isinstance(latest, dict)
     assert [r["run_id"] for r in latest["processes"]] == [older.run_id, newer.run_id]
-    out = cli(cli_env, "kill", older.run_id, "--grace", "0")
+    out = ackdeck(cli_env, "kill", older.run_id, "--grace", "0")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"pair run {older.run_id}: killed")
-    wait_until(lambda: not alive(older.pid), what="the older run to die")
+    eventually(lambda: not alive(older.pid), what="the older run to die")
     assert alive(newer.pid)  # only the named run
-    by_option = cli_json(cli_env, "kill", "pair", "--run-id", newer.run_id, "--grace", "0")
+    by_option = ackdeck_json(cli_env, "kill", "pair", "--run-id", newer.run_id, "--grace", "0")
     assert isinstance(by_option, dict) and by_option["run_id"] == newer.run_id
-    wrong = cli(cli_env, "kill", "other", "--run-id", newer.run_id)
+    wrong = ackdeck(cli_env, "kill", "other", "--run-id", newer.run_id)
     assert wrong.returncode == 1
     assert wrong.stderr == (
         f"ackdeck: error: run {newer.run_id!r} is a run of 'pair', not of 'other'\n"
     )
-    unknown = cli(cli_env, "kill", "--run-id", "20990101T000000000-abcdef")
+    unknown = ackdeck(cli_env, "kill", "--run-id", "20990101T000000000-abcdef")
     assert unknown.returncode == 1 and "unknown run id" in unknown.stderr
 
 
@@ -184,9 +185,9 @@ def test_the_service_refuses_a_kill_that_names_nothing(phome: Path) -> None:
 def test_a_refused_start_prints_the_cli_error_json_and_keeps_the_running_run(
     phome: Path, cli_env: dict[str, str]
 ) -> None:
-    first = cli_json(cli_env, "run", "keep", "--", *SLEEPER)
+    first = ackdeck_json(cli_env, "run", "keep", "--", *SLEEPER)
     assert isinstance(first, dict)
-    out = cli(cli_env, "run", "keep", "--json", "--", "true")
+    out = ackdeck(cli_env, "run", "keep", "--json", "--", "true")
     assert out.returncode == 1
     assert json.loads(out.stdout)["error"] == "ProcessError"  # the CLI's {error, message} JSON
     assert procs.get_run(phome, "keep").run_id == first["run_id"]

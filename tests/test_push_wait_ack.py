@@ -15,8 +15,9 @@ import pytest
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import rooms as service
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK
-from tests.test_mcp import call, connect, text_of
+from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.mcp import call, connect, text_of
+from tests.helpers.wait import eventually
 
 
 def _start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
@@ -32,10 +33,7 @@ def _start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
 def _until_pending(spec: str, lines: int) -> None:
     """Wait (bounded) until the producer's line is in the room."""
     room = open_room(spec)
-    deadline = time.monotonic() + 60
-    while room.status().pending < lines:
-        assert time.monotonic() < deadline, "the push never landed"
-        time.sleep(0.02)
+    eventually(lambda: room.status().pending >= lines, what="the push to land")
     room.close()
 
 
@@ -78,10 +76,7 @@ def test_an_ack_of_other_lines_does_not_end_the_wait(
     _until_pending(room, 2)
     Room(room).ack("agent")  # removes "first", keeps "mine"
     r = Room(room)
-    deadline = time.monotonic() + 60
-    while r.status().acked_total < 1:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    eventually(lambda: r.status().acked_total >= 1, what="the first ack")
     assert proc.poll() is None
     r.read("boss")
     r.ack("boss")
@@ -94,13 +89,7 @@ def test_push_wait_ack_times_out_with_124_and_says_the_push_happened(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     room = str(tmp_path / "r.txt")
-    out = subprocess.run(
-        [*ACKDECK, "room", "push", room, "nobody acks", "--wait-ack", "--timeout", "0.3"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = ackdeck(cli_env, "room", "push", room, "nobody acks", "--wait-ack", "--timeout", "0.3")
     assert out.returncode == 124
     assert "pushed 1 line" in out.stderr and "not acked within 0.3 s" in out.stderr
     assert Room(room).status().pending == 1  # the line stays
@@ -118,12 +107,7 @@ def test_an_ack_by_another_session_ends_the_wait_and_says_who(
 
 
 def test_session_and_timeout_need_wait_ack(tmp_path: Path, cli_env: dict[str, str]) -> None:
-    out = subprocess.run(
-        [*ACKDECK, "room", "push", str(tmp_path / "r"), "x", "--timeout", "3"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-    )
+    out = ackdeck(cli_env, "room", "push", str(tmp_path / "r"), "x", "--timeout", "3")
     assert out.returncode == 1 and "go with --wait-ack" in out.stderr
 
 
@@ -136,17 +120,17 @@ def test_wait_ack_names_the_acker_after_a_kill9_at_each_step_after_the_rename(
     # The audit entry is written before the ledger commits its base, and an interrupted ack's
     # intent names its session: a line that left the room is reported acked by who acked it,
     # never by "an unknown session" inferred from its absence.
-    from tests.test_room_crash import _kill, _start_paused_ack, _wait_for_step
+    from tests.helpers.pauses import kill9, start_paused_ack, wait_for_step
 
     path = tmp_path / "r.txt"
     r = Room(path)
     pushed = service.push(r, "r", "x")
     r.read("s")
     marker = tmp_path / "paused-at"
-    proc = _start_paused_ack(path, marker, [step], cli_env)
+    proc = start_paused_ack(path, marker, [step], cli_env)
     try:
-        _wait_for_step(proc, marker, step)
-        _kill(proc)
+        wait_for_step(proc, marker, step)
+        kill9(proc)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 from ackdeck.core.watch import procs, runs, wakes
-from tests.test_procs_support import wait_until
+from tests.helpers.wait import eventually
 
 
 def _tree(home: Path) -> dict[str, bytes]:
@@ -25,7 +25,7 @@ def test_listing_runs_and_wakes_does_not_mark_a_dead_supervisor_lost(phome: Path
     meta = runs.load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid
     os.kill(meta.supervisor_pid, signal.SIGKILL)
-    wait_until(lambda: runs.unsupervised(phome), what="the supervisor's lock to be released")
+    eventually(lambda: runs.unsupervised(phome), what="the supervisor's lock to be released")
     before = _tree(phome)
 
     assert [r.status for r in procs.list_runs(phome)] == ["running"]

@@ -9,9 +9,10 @@ from pathlib import Path
 from mcp import Client, StdioServerParameters
 
 from ackdeck.core.service.refs import open_room
-from tests.conftest import PATHS, REPO
-from tests.redis_server import RedisServer, new_room_name
-from tests.test_mcp import call, text_of
+from tests.helpers.mcp import call, text_of
+from tests.helpers.paths import PATHS, REPO
+from tests.helpers.redis_server import RedisServer, new_room_name
+from tests.helpers.wait import eventually_async
 
 SECRET = "mcp-Pa55-w0rd"
 
@@ -84,17 +85,6 @@ def test_dashboard_scan_shows_redis_and_file_rooms_and_marks_unreachable(
     assert scan_room(f, "inbox.txt").status.pending == 1
 
 
-async def _until(pilot: object, cond: object, what: str) -> None:
-    import asyncio
-    import time
-
-    deadline = time.monotonic() + 60
-    while not cond():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
     tmp_path: Path,
 ) -> None:
@@ -124,27 +114,31 @@ async def test_dashboard_shows_redis_and_file_rooms_live_and_survives_an_outage(
 
             assert pending(str(f)) == 2 and pending(url) == 1
             open_room(url).push("second")  # another connection, as another host would
-            await _until(pilot, lambda: pending(url) == 2, "the pushed line on screen")
+            await eventually_async(
+                lambda: pending(url) == 2, what="the pushed line on screen", pilot=pilot
+            )
 
             server.kill9()
-            await _until(
-                pilot,
+            await eventually_async(
                 lambda: row(url) is not None and "unreachable" in (row(url).error or ""),
-                "the room marked unreachable",
+                what="the room marked unreachable",
+                pilot=pilot,
             )
             assert pending(str(f)) == 2  # the file room is unaffected
             server.start()  # same port, same append-only file
-            await _until(pilot, lambda: pending(url) == 2, "the room back after the restart")
+            await eventually_async(
+                lambda: pending(url) == 2, what="the room back after the restart", pilot=pilot
+            )
 
             # As the palette selects it: the table's cursor moves too. (Selecting behind the
             # table's back raced with a highlight the table's rebuild after the outage had
             # queued: it switched the lines panel back to the highlighted room.)
             app.main.select_room(url)
             await settle(pilot)
-            await _until(
-                pilot,
+            await eventually_async(
                 lambda: "2 lines" in str(app.main.query_one("#lines").border_title),
-                "the redis room's lines in the lines panel",
+                what="the redis room's lines in the lines panel",
+                pilot=pilot,
             )
             await pilot.press("r")
             await settle(pilot)
@@ -176,28 +170,38 @@ async def test_lines_panel_shows_a_redis_rooms_lines_live_and_drops_what_the_own
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         view = app.main.query_one("#lines", LineView)
-        await _until(
-            pilot,
+        await eventually_async(
             lambda: view.visible_text() == ["first", "second \\x1b[31mred\\x1b[0m"],
-            "the room's entries in the lines panel",
+            what="the room's entries in the lines panel",
+            pilot=pilot,
         )
         open_room(url).push("third")  # another connection, as another host would
-        await _until(pilot, lambda: len(view.visible_text()) == 3, "the pushed entry shown")
+        await eventually_async(
+            lambda: len(view.visible_text()) == 3, what="the pushed entry shown", pilot=pilot
+        )
         assert view.visible_text()[2] == "third"
         await pilot.press("r")
         await settle(pilot)
-        await _until(pilot, lambda: view.in_flight == 3, "the owner's read marked in flight")
+        await eventually_async(
+            lambda: view.in_flight == 3, what="the owner's read marked in flight", pilot=pilot
+        )
         open_room(url).push("late")
-        await _until(pilot, lambda: len(view.visible_text()) == 4, "the late entry shown")
+        await eventually_async(
+            lambda: len(view.visible_text()) == 4, what="the late entry shown", pilot=pilot
+        )
         await pilot.press("a")
         await settle(pilot)
         assert any("acked 3 lines, preserved 1 line " in n for n in notifications(app))
-        await _until(pilot, lambda: view.visible_text() == ["late"], "acked entries gone")
+        await eventually_async(
+            lambda: view.visible_text() == ["late"], what="acked entries gone", pilot=pilot
+        )
         assert "1 line" in str(view.border_title)
         # A filter runs over a redis room's lines too.
         view.set_filter("LAT")
         await settle(pilot)
-        await _until(pilot, lambda: view.visible_text() == ["late"], "the filtered line")
+        await eventually_async(
+            lambda: view.visible_text() == ["late"], what="the filtered line", pilot=pilot
+        )
     assert open_room(url).read("check").lines == [b"late"]
 
 
@@ -290,9 +294,7 @@ async def test_noticer_follows_a_redis_room_live_not_by_the_rescan(
         return True
 
     async def until(n: int) -> None:
-        with anyio.fail_after(60):  # only a real hang reaches this
-            while len(got) < n:
-                await anyio.sleep(0.02)
+        await eventually_async(lambda: len(got) >= n, what=f"{n} notifications")
 
     stop = anyio.Event()
     noticer = Noticer(home, "agent", [url], "channel", wakes=False)
@@ -315,7 +317,7 @@ async def test_a_push_to_a_redis_room_reaches_the_mcp_channel_live(
 ) -> None:
     """End to end through the SDK's own client, with the server's rescan set to a day
     (ACKDECK_NOTICE_RESCAN_S): only the live path can deliver these notices."""
-    from tests.test_mcp_channel import ChannelListener, Recorder
+    from tests.helpers.channel import ChannelListener, Recorder
 
     name = new_room_name()
     url = redis_server.url(name)

@@ -1,4 +1,4 @@
-"""Lost replies on a redis room: a loopback proxy (tests/redis_proxy.py) forwards every
+"""Lost replies on a redis room: a loopback proxy (tests/helpers/redis_proxy.py) forwards every
 command to a real redis-server, lets it run, and drops its reply. Afterwards the command must
 say exactly what happened: a push is retried with its ID and stored once; a read's receipt
 is stored once; a read that cannot tell refuses the next ack. Plus the conservation soak
@@ -21,9 +21,11 @@ import redis
 
 from ackdeck.core.inbox import redis_lua
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK, PATHS, REPO
-from tests.redis_proxy import ReplyDropper
-from tests.redis_server import RedisServer, new_room_name
+from tests.helpers.cli import ackdeck
+from tests.helpers.paths import PATHS, REPO
+from tests.helpers.redis_proxy import ReplyDropper
+from tests.helpers.redis_server import RedisServer, new_room_name
+from tests.helpers.wait import eventually
 
 SCRIPTS = {
     n: getattr(redis_lua, n, "") for n in ("PUSH", "COMMIT_RECEIPT", "ACK", "READ", "STATUS")
@@ -61,10 +63,6 @@ def env(home: Path) -> dict[str, str]:
     }
 
 
-def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=120)
-
-
 def _entries(server: RedisServer, name: str) -> list[bytes]:
     direct = redis.Redis(port=server.port)
     try:
@@ -89,7 +87,7 @@ def test_a_push_whose_reply_was_lost_is_stored_once_and_says_pushed(
     redis_server: RedisServer, proxy: ReplyDropper, env: dict[str, str], name: str
 ) -> None:
     proxy.drop_next(_push_command)
-    out = _cli(env, "room", "push", proxy.url(name), "build 4512 failed", "--json")
+    out = ackdeck(env, "room", "push", proxy.url(name), "build 4512 failed", "--json")
     assert len(proxy.dropped) == 1  # the push ran and its reply was lost
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["offset"]  # the first attempt's entry ID
@@ -101,7 +99,7 @@ async def test_the_mcp_push_says_pushed_after_a_lost_reply_and_stores_once(
 ) -> None:
     from mcp import Client, StdioServerParameters
 
-    from tests.test_mcp import call, text_of
+    from tests.helpers.mcp import call, text_of
 
     url = proxy.url(name)
     args = ["-m", "ackdeck.core.cli", "--home", str(home), "mcp", "--session", "agent"]
@@ -124,7 +122,7 @@ def test_a_push_that_never_learns_its_outcome_says_unknown_and_is_still_stored_o
     redis_server: RedisServer, proxy: ReplyDropper, env: dict[str, str], name: str
 ) -> None:
     proxy.drop_next(_push_command, times=1000)  # every attempt runs; every reply is lost
-    out = _cli({**env, "ACKDECK_REDIS_TIMEOUT": "1"}, "room", "push", proxy.url(name), "done")
+    out = ackdeck({**env, "ACKDECK_REDIS_TIMEOUT": "1"}, "room", "push", proxy.url(name), "done")
     assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1
     assert "nothing was changed" not in out.stderr
     assert "whether the line was stored is unknown" in out.stderr
@@ -134,14 +132,14 @@ def test_a_push_that_never_learns_its_outcome_says_unknown_and_is_still_stored_o
     # The command it says to look with exists and finds the line (it named `room tail`).
     said = out.stderr.split("`ackdeck ", 1)[1].split("`", 1)[0].split()
     assert said == ["room", "trace", "ROOM", "--match", "TEXT"], out.stderr
-    look = _cli(env, "room", "trace", redis_server.url(name), "--match", "done")
+    look = ackdeck(env, "room", "trace", redis_server.url(name), "--match", "done")
     assert look.returncode == 0 and "done" in look.stdout, look
 
 
 def test_a_push_to_a_closed_port_says_nothing_was_changed(env: dict[str, str]) -> None:
-    from tests.redis_server import free_port
+    from tests.helpers.redis_server import free_port
 
-    out = _cli(env, "room", "push", f"redis://127.0.0.1:{free_port()}/0/r", "x")
+    out = ackdeck(env, "room", "push", f"redis://127.0.0.1:{free_port()}/0/r", "x")
     assert out.returncode == 1 and "nothing was changed by this command" in out.stderr
 
 
@@ -152,11 +150,11 @@ def test_a_read_whose_receipt_reply_was_lost_is_recorded_once(
     room.push("a")
     room.push("b")
     proxy.drop_next(_script("COMMIT_RECEIPT"))
-    out = _cli(env, "room", "read", proxy.url(name), "--session", "s")
+    out = ackdeck(env, "room", "read", proxy.url(name), "--session", "s")
     assert len(proxy.dropped) == 1
     assert out.returncode == 0, out.stderr
     assert out.stdout == "a\nb\n"
-    acked = _cli(env, "room", "ack", proxy.url(name), "--session", "s", "--json")
+    acked = ackdeck(env, "room", "ack", proxy.url(name), "--session", "s", "--json")
     assert acked.returncode == 0, acked.stderr
     assert json.loads(acked.stdout)["acked"] == 2
     assert room.status().pending == 0
@@ -169,10 +167,10 @@ def test_an_ack_whose_reply_was_lost_is_answered_from_the_server_not_applied_twi
     room = open_room(redis_server.url(name))
     room.push("a")
     room.push("b")
-    assert _cli(env, "room", "read", proxy.url(name), "--session", "s").stdout == "a\nb\n"
+    assert ackdeck(env, "room", "read", proxy.url(name), "--session", "s").stdout == "a\nb\n"
     room.push("late")  # arrived after the read: must survive the ack and its retry
     proxy.drop_next(_script("ACK"))
-    acked = _cli(env, "room", "ack", proxy.url(name), "--session", "s", "--json")
+    acked = ackdeck(env, "room", "ack", proxy.url(name), "--session", "s", "--json")
     assert len(proxy.dropped) == 1
     assert acked.returncode == 0, acked.stderr
     got = json.loads(acked.stdout)
@@ -191,8 +189,9 @@ def test_a_read_that_cannot_tell_refuses_the_next_ack(
     room.push("a")
     room.push("b")
     proxy.drop_next(_script("COMMIT_RECEIPT"), times=1000)
-    out = _cli({**env, "ACKDECK_REDIS_TIMEOUT": "1"}, "room", "read", proxy.url(name),
-               "--session", "s")  # fmt: skip
+    out = ackdeck(
+        {**env, "ACKDECK_REDIS_TIMEOUT": "1"}, "room", "read", proxy.url(name), "--session", "s"
+    )
     assert len(proxy.dropped) >= 4
     assert out.stdout == "a\nb\n"  # delivered ...
     assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1
@@ -200,15 +199,15 @@ def test_a_read_that_cannot_tell_refuses_the_next_ack(
     assert "next ack of session 's' is refused" in out.stderr
     assert "nothing was changed" not in out.stderr
     # The receipt did land on the server; the next ack (any connection) still refuses it.
-    refused = _cli(env, "room", "ack", redis_server.url(name), "--session", "s")
+    refused = ackdeck(env, "room", "ack", redis_server.url(name), "--session", "s")
     assert refused.returncode == 3, refused.stderr
     assert "lost its reply" in refused.stderr and "nothing was removed" in refused.stderr
     assert _entries(redis_server, name) == [b"a", b"b"]
     # ... and stays refused until the session reads again; then everything works.
-    again = _cli(env, "room", "ack", redis_server.url(name), "--session", "s")
+    again = ackdeck(env, "room", "ack", redis_server.url(name), "--session", "s")
     assert again.returncode == 3 and _entries(redis_server, name) == [b"a", b"b"]
-    assert _cli(env, "room", "read", redis_server.url(name), "--session", "s").stdout == "a\nb\n"
-    assert _cli(env, "room", "ack", redis_server.url(name), "--session", "s").returncode == 0
+    assert ackdeck(env, "room", "read", redis_server.url(name), "--session", "s").stdout == "a\nb\n"
+    assert ackdeck(env, "room", "ack", redis_server.url(name), "--session", "s").returncode == 0
     assert _entries(redis_server, name) == []
     room.close()
 
@@ -287,10 +286,10 @@ def _soak(tmp_path: Path, server: RedisServer, proxy: ReplyDropper, seconds: flo
         for s in sessions
     ]  # fmt: skip
     # The clock starts once every producer pushed (interpreters start slowly on a busy box).
-    ready_by = time.monotonic() + 60
-    while not all((tmp_path / t).exists() and (tmp_path / t).stat().st_size for t in tags):
-        assert time.monotonic() < ready_by, "producers did not start pushing within 60 s"
-        time.sleep(0.05)
+    eventually(
+        lambda: all((tmp_path / t).exists() and (tmp_path / t).stat().st_size for t in tags),
+        what="every producer to push",
+    )
     rng = random.Random(21)
     proxy.drop_every(rng.randint(5, 9))  # about one reply in seven never arrives
     time.sleep(seconds)

@@ -19,17 +19,11 @@ from ackdeck.core.errors import ColdAck, InvalidInput, RoomUnavailable
 from ackdeck.core.inbox.redis_room import RedisRoom
 from ackdeck.core.inbox.room_url import parse_redis_url
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK, PATHS, REPO
-from tests.redis_server import RedisServer, new_room_name
+from tests.helpers.cli import ACKDECK, ackdeck, here_env
+from tests.helpers.paths import PATHS, REPO
+from tests.helpers.redis_server import RedisServer, new_room_name
 
 SECRET = "s3cr3t-Pa55word"
-
-
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Any:
-    full = {**os.environ, "PYTHONPATH": PATHS, **(env or {})}
-    return subprocess.run(
-        [*ACKDECK, *args], capture_output=True, text=True, env=full, timeout=timeout, cwd=REPO
-    )
 
 
 def raw_client(server: RedisServer) -> Any:
@@ -62,7 +56,7 @@ def test_append_between_read_and_ack_survives_from_another_process(url: str) -> 
     r.push("two")
     got = r.read("agent")
     assert got.lines == [b"one", b"two"]
-    out = cli("room", "push", url, "late", "--json")
+    out = ackdeck(None, "room", "push", url, "late", "--json")
     assert out.returncode == 0, out.stderr
     assert _id(json.loads(out.stdout)["offset"]) > _id(got.end)  # entry IDs only grow
     res = r.ack("agent")
@@ -74,19 +68,19 @@ def test_append_between_read_and_ack_survives_from_another_process(url: str) -> 
 
 
 def test_cli_round_trip_and_cold_ack_exit_3(url: str) -> None:
-    assert cli("room", "push", url, "hello").returncode == 0
-    cold = cli("room", "ack", url, "--session", "a")
+    assert ackdeck(None, "room", "push", url, "hello").returncode == 0
+    cold = ackdeck(None, "room", "ack", url, "--session", "a")
     assert cold.returncode == 3
     assert cold.stderr.count("\n") == 1 and "1 unread" in cold.stderr
     assert room(url).status().pending == 1  # nothing removed
-    read = cli("room", "read", url, "--session", "a", "--json")
+    read = ackdeck(None, "room", "read", url, "--session", "a", "--json")
     data = json.loads(read.stdout)
     assert data["lines"] == ["hello"] and data["start"] == data["end"]
-    ack = cli("room", "ack", url, "--session", "a", "--json")
+    ack = ackdeck(None, "room", "ack", url, "--session", "a", "--json")
     assert json.loads(ack.stdout)["mode"] == "prefix"
-    second = cli("room", "ack", url, "--session", "a")
+    second = ackdeck(None, "room", "ack", url, "--session", "a")
     assert second.returncode == 3  # the receipt became a cursor: a second ack is cold
-    st = json.loads(cli("room", "status", url, "--json").stdout)["rooms"][0]
+    st = json.loads(ackdeck(None, "room", "status", url, "--json").stdout)["rooms"][0]
     assert st["pending"] == 0 and st["acked_total"] == 1 and st["sessions"]["a"]["unread"] == 0
 
 
@@ -213,7 +207,7 @@ def test_bad_urls_are_one_line_errors_without_the_password(bad: str) -> None:
     with pytest.raises(InvalidInput) as err:
         parse_redis_url(bad, {})
     assert "\n" not in str(err.value) and SECRET not in str(err.value)
-    out = cli("room", "status", bad)
+    out = ackdeck(None, "room", "status", bad)
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and SECRET not in out.stderr
     assert "Traceback" not in out.stderr
 
@@ -246,7 +240,7 @@ def _unreachable_check(url: str, host: str) -> None:
         ("room", "wait", url, "--session", "s", "--timeout", "30"),
     ):
         started = time.monotonic()
-        out = cli(*args, env=env, timeout=60)
+        out = ackdeck(here_env(**env), *args)
         took = time.monotonic() - started
         assert out.returncode == 1, (args, out.stderr)
         assert out.stderr.count("\n") == 1 and host in out.stderr and "Traceback" not in out.stderr
@@ -255,7 +249,7 @@ def _unreachable_check(url: str, host: str) -> None:
 
 
 def test_refused_port_fails_with_one_line_naming_the_host() -> None:
-    from tests.redis_server import free_port
+    from tests.helpers.redis_server import free_port
 
     port = free_port()  # nothing listens there
     _unreachable_check(f"redis://127.0.0.1:{port}/r", f"127.0.0.1:{port}")
@@ -276,7 +270,7 @@ def test_wrong_type_at_the_room_key_is_one_line(redis_server: RedisServer) -> No
     raw_client(redis_server).set(f"ackdeck:room:{{{name}}}", "not a stream")
     url = redis_server.url(name)
     for args in (("push", url, "x"), ("read", url, "--session", "s"), ("status", url)):
-        out = cli("room", *args)
+        out = ackdeck(None, "room", *args)
         assert out.returncode == 1 and out.stderr.count("\n") == 1
         assert "not a stream" in out.stderr, out.stderr
     assert raw_client(redis_server).get(f"ackdeck:room:{{{name}}}") == b"not a stream"
@@ -295,19 +289,19 @@ def test_password_is_never_printed_logged_or_stored(locked_server: RedisServer) 
     in_url = f"redis://:{SECRET}@127.0.0.1:{locked_server.port}/{name}"
     bare = f"redis://127.0.0.1:{locked_server.port}/{name}"
     outputs = [
-        cli("room", "push", in_url, "a", "--json"),
-        cli("room", "push", bare, "b", env={"ACKDECK_REDIS_PASSWORD": SECRET}),
-        cli("room", "read", in_url, "--session", "s", "--json"),
-        cli("room", "status", in_url),
-        cli("room", "ack", in_url, "--session", "s", "--json"),
-        cli("room", "ack", in_url, "--session", "s"),  # cold: exit 3 with a message
-        cli("room", "ack", in_url, "--session", "s", "--all"),
+        ackdeck(None, "room", "push", in_url, "a", "--json"),
+        ackdeck(here_env(ACKDECK_REDIS_PASSWORD=SECRET), "room", "push", bare, "b"),
+        ackdeck(None, "room", "read", in_url, "--session", "s", "--json"),
+        ackdeck(None, "room", "status", in_url),
+        ackdeck(None, "room", "ack", in_url, "--session", "s", "--json"),
+        ackdeck(None, "room", "ack", in_url, "--session", "s"),  # cold: exit 3 with a message
+        ackdeck(None, "room", "ack", in_url, "--session", "s", "--all"),
     ]
     assert [o.returncode for o in outputs] == [0, 0, 0, 0, 0, 3, 0]
     for o in outputs:
         assert SECRET not in o.stdout + o.stderr
     shown = f"redis://127.0.0.1:{locked_server.port}/0/{name}"
-    assert shown in cli("room", "status", in_url).stdout
+    assert shown in ackdeck(None, "room", "status", in_url).stdout
     raw = raw_client(locked_server)
     stored = b"".join(
         [repr(raw.hgetall(f"ackdeck:room:{{{name}}}:{k}")).encode() for k in ("meta", "receipts")]
@@ -325,7 +319,7 @@ def test_wrong_or_missing_password_is_one_line(locked_server: RedisServer) -> No
         (f"redis://127.0.0.1:{locked_server.port}/{name}", {"ACKDECK_REDIS_PASSWORD": "nope"}),
         (f"redis://127.0.0.1:{locked_server.port}/{name}", {"ACKDECK_REDIS_PASSWORD": ""}),
     ):
-        out = cli("room", "push", url, "x", env=env)
+        out = ackdeck(here_env(**env), "room", "push", url, "x")
         assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
         assert "authentication" in out.stderr and "wrong-one" not in out.stderr
         assert f"127.0.0.1:{locked_server.port}" in out.stderr

@@ -8,9 +8,6 @@ file or the new one, never torn, and the next read/ack must recover with nothing
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,7 +16,7 @@ import pytest
 from ackdeck.core.base import atomic
 from ackdeck.core.errors import ColdAck
 from ackdeck.core.inbox.rooms import Room
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.pauses import kill9, start_paused_ack, wait_for_step
 
 STEPS = [
     "before-size",
@@ -37,39 +34,6 @@ STEPS = [
     "after-receipt",
 ]
 RENAMED = STEPS.index("after-rename")
-
-
-def _start_paused_ack(
-    room: Path, marker: Path, steps: list[str], env: dict[str, str]
-) -> subprocess.Popen[bytes]:
-    env = {**env, "ACKDECK_TEST_PAUSE_AT": ",".join(steps), "ACKDECK_TEST_PAUSE_FILE": str(marker)}
-    return subprocess.Popen(
-        [*ACKDECK, "room", "ack", str(room), "--session", "s", "--json"],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-
-def _wait_for_step(proc: subprocess.Popen[bytes], marker: Path, step: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if marker.read_text() == step:
-                return
-        except FileNotFoundError:
-            pass
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode() if proc.stderr else ""
-            raise AssertionError(f"acker exited ({proc.returncode}) before {step}: {err}")
-        time.sleep(0.005)
-    raise AssertionError(f"acker never reached {step}")
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    os.kill(proc.pid, signal.SIGKILL)
-    assert proc.wait(timeout=10) == -signal.SIGKILL
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -91,9 +55,9 @@ def test_kill9_at_each_ack_step_leaves_old_or_new_and_recovers(
     # kill: if the rename happened, its bytes land in the replaced inode.
     held = os.open(path, os.O_WRONLY | os.O_APPEND)
     marker = tmp_path / "paused-at"
-    proc = _start_paused_ack(path, marker, [step], cli_env)
+    proc = start_paused_ack(path, marker, [step], cli_env)
     try:
-        _wait_for_step(proc, marker, step)
+        wait_for_step(proc, marker, step)
         # At the pause the room is the old file or the new one, complete lines only.
         at_pause = _lines(path.read_bytes())
         if STEPS.index(step) < RENAMED:
@@ -102,7 +66,7 @@ def test_kill9_at_each_ack_step_leaves_old_or_new_and_recovers(
             assert at_pause == [b"late"]
         with open(path, "ab") as f:
             f.write(b"during\n")  # a `>>` producer at exactly this point
-        _kill(proc)
+        kill9(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -143,16 +107,16 @@ def test_kill9_after_rename_before_sweep_keeps_late_unlocked_append(
     path.write_bytes(b"a\n")
     Room(path).read("s")
     marker = tmp_path / "paused-at"
-    proc = _start_paused_ack(path, marker, ["before-rename", "after-rename"], cli_env)
+    proc = start_paused_ack(path, marker, ["before-rename", "after-rename"], cli_env)
     try:
         # The old inode, once the temp copy and its catch-up (core/inbox/handover.py) are done.
-        _wait_for_step(proc, marker, "before-rename")
+        wait_for_step(proc, marker, "before-rename")
         with open(path, "ab") as f:
             f.write(b"slipped in\n")
         marker.unlink()  # let the acker continue to its rename
-        _wait_for_step(proc, marker, "after-rename")
+        wait_for_step(proc, marker, "after-rename")
         assert path.read_bytes() == b""  # renamed; the late line is only in the old inode
-        _kill(proc)
+        kill9(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -167,12 +131,12 @@ def test_kill9_twice_in_a_row_still_loses_nothing(tmp_path: Path, cli_env: dict[
     Room(path).read("s")
     for step in ("after-pending", "after-rename"):
         marker = tmp_path / f"paused-{step}"
-        proc = _start_paused_ack(path, marker, [step], cli_env)
+        proc = start_paused_ack(path, marker, [step], cli_env)
         try:
-            _wait_for_step(proc, marker, step)
+            wait_for_step(proc, marker, step)
             with open(path, "ab") as f:
                 f.write(f"{step}\n".encode())
-            _kill(proc)
+            kill9(proc)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -203,10 +167,10 @@ def test_kill9_at_each_ack_step_of_an_old_format_receipt_leaves_no_text_once_rec
     )
     path.write_bytes(path.read_bytes() + b"late\n")
     marker = tmp_path / "paused-at"
-    proc = _start_paused_ack(path, marker, [step], cli_env)
+    proc = start_paused_ack(path, marker, [step], cli_env)
     try:
-        _wait_for_step(proc, marker, step)
-        _kill(proc)
+        wait_for_step(proc, marker, step)
+        kill9(proc)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -16,8 +16,9 @@ from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import alerts, wakes
 from ackdeck.core.service import rooms as service
-from tests.conftest import ACKDECK
-from tests.test_room_overdue import Clock
+from tests.helpers.cli import ACKDECK
+from tests.helpers.clock import Clock
+from tests.helpers.wait import eventually
 
 
 def _truncate(path: Path) -> None:
@@ -99,15 +100,6 @@ def _wait_ack(env: dict[str, str], room: Path, text: str) -> subprocess.Popen[st
     )
 
 
-def _until(pred: Callable[[], bool], what: str) -> None:
-    import time
-
-    deadline = time.monotonic() + 60
-    while not pred():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
 @pytest.mark.parametrize("looked", [False, True], ids=["never-looked", "looked"])
 def test_wait_ack_after_a_hand_edit_of_another_line_never_says_acked(
     tmp_path: Path, cli_env: dict[str, str], looked: bool
@@ -118,7 +110,7 @@ def test_wait_ack_after_a_hand_edit_of_another_line_never_says_acked(
     if looked:
         r.status()
     proc = _wait_ack(cli_env, room, "two")
-    _until(lambda: b"two\n" in room.read_bytes(), "the push never landed")
+    eventually(lambda: b"two\n" in room.read_bytes(), what="the push never landed")
     # `sed -i '/one/d' room`: a new file without "one"; nobody acked "two".
     subprocess.run(["sed", "-i", "/one/d", str(room)], check=True)
     assert room.read_bytes() == b"two\n"

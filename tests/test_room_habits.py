@@ -15,8 +15,10 @@ import pytest
 
 from ackdeck.core.errors import ColdAck, RoomUnavailable
 from ackdeck.core.inbox.rooms import Room
-from tests.conftest import ACKDECK, PATHS, REPO, mounted
-from tests.test_mcp import call, connect, text_of
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_ok
+from tests.helpers.mcp import call, connect, text_of
+from tests.helpers.mounts import fill, mounted
+from tests.helpers.paths import PATHS, REPO
 
 CLI = " ".join(shlex.quote(x) for x in ACKDECK)
 
@@ -526,17 +528,6 @@ def small_tmpfs(tmp_path: Path):  # type: ignore[no-untyped-def]
         yield mnt
 
 
-def fill(directory: Path) -> Path:
-    filler = directory / "filler"
-    with open(filler, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"x" * 512)
-        except OSError:
-            pass
-    return filler
-
-
 def test_push_on_a_full_tmpfs_leaves_the_room_exactly_as_it_was(
     small_tmpfs: Path, cli_env: dict[str, str]
 ) -> None:
@@ -599,19 +590,15 @@ def test_two_overlapping_reads_of_one_session_keep_the_later_receipt(tmp_path: P
     slow = subprocess.Popen(read, stdout=subprocess.PIPE, env=env, cwd=REPO)
     assert slow.stdout is not None
     first = slow.stdout.read(1)  # its snapshot is taken; it now blocks on the full pipe
-    run_ok([*ACKDECK, "room", "push", str(room), "late"], env)
-    fast = run_ok(read, env)
-    assert fast.stdout.endswith(b"note 99999\nlate\n")
+    ackdeck_ok(env, "room", "push", str(room), "late")
+    fast = ackdeck_ok(env, *read[len(ACKDECK) :])
+    assert fast.stdout.endswith("note 99999\nlate\n")
     rest = slow.stdout.read()
     assert slow.wait(timeout=60) == 0
     assert (first + rest).endswith(b"note 99999\n")
-    ack = run_ok([*ACKDECK, "room", "ack", str(room), "--json"], env)
+    ack = ackdeck_ok(env, "room", "ack", str(room), "--json")
     assert json.loads(ack.stdout)["acked"] == 100_001
     assert room.read_bytes() == b""
-
-
-def run_ok(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(argv, env=env, cwd=REPO, capture_output=True, check=True, timeout=60)
 
 
 def test_an_ack_of_a_hard_linked_room_is_refused_and_splits_nothing(tmp_path: Path) -> None:
@@ -623,16 +610,14 @@ def test_an_ack_of_a_hard_linked_room_is_refused_and_splits_nothing(tmp_path: Pa
     room.write_bytes(b"l1\nl2\n")
     subprocess.run(["ln", str(room), str(other)], check=True)
     env = {**os.environ, "ACKDECK_SESSION": "s"}
-    run_ok([*ACKDECK, "room", "read", str(room)], env)
+    ackdeck_ok(env, "room", "read", str(room))
     for extra in ([], ["--all"]):
-        ack = subprocess.run(
-            [*ACKDECK, "room", "ack", str(room), *extra], env=env, cwd=REPO, capture_output=True
-        )
+        ack = ackdeck(env, "room", "ack", str(room), *extra)
         assert ack.returncode == 1
-        assert ack.stderr.count(b"\n") == 1 and b"other hard link" in ack.stderr, ack.stderr
+        assert ack.stderr.count("\n") == 1 and "other hard link" in ack.stderr, ack.stderr
         assert room.read_bytes() == b"l1\nl2\n" and room.stat().st_ino == other.stat().st_ino
     other.unlink()
-    ack = run_ok([*ACKDECK, "room", "ack", str(room), "--json"], env)
+    ack = ackdeck_ok(env, "room", "ack", str(room), "--json")
     assert json.loads(ack.stdout)["acked"] == 2 and room.read_bytes() == b""
 
 
@@ -655,16 +640,9 @@ def test_a_room_path_naming_a_directory_is_one_line_and_never_chases_a_symlink(
         ["mcp", "--session", "s", "--room", "inbox/agent.txt/"],
     ]
     for argv in commands:
-        out = subprocess.run(
-            [*ACKDECK, *argv],
-            env={**env, "PYTHONPATH": PATHS},
-            cwd=tmp_path,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-        )
+        out = ackdeck({**env, "PYTHONPATH": PATHS}, *argv, cwd=tmp_path, input="")
         assert out.returncode == 1, (argv, out)
-        assert out.stderr.count(b"\n") == 1 and b"names a directory" in out.stderr, out.stderr
+        assert out.stderr.count("\n") == 1 and "names a directory" in out.stderr, out.stderr
     assert victim.read_bytes() == b"important=1\n"
     assert sorted(p.name for p in victim.parent.iterdir()) == ["important.conf"]
 
@@ -682,10 +660,7 @@ def test_a_status_of_rooms_in_linked_directories_names_each_as_the_kernel_resolv
     (tmp_path / "real" / "c.txt").write_bytes(b"x\ny\n")
     specs = ["link/a.txt", "link/b.txt", "link/../c.txt", str(tmp_path / "link" / "a.txt")]
     env = {**os.environ, "ACKDECK_HOME": str(home), "PYTHONPATH": PATHS}
-    out = subprocess.run(
-        [*ACKDECK, "room", "status", *specs, "--json"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    out = ackdeck_ok(env, "room", "status", *specs, "--json", cwd=tmp_path)
     rows = json.loads(out.stdout)["rooms"]
     real = tmp_path.resolve() / "real"
     # The same file named twice is one room; `link/..` is `real`, where the link points.
@@ -695,8 +670,5 @@ def test_a_status_of_rooms_in_linked_directories_names_each_as_the_kernel_resolv
         (str(real / "c.txt"), 2),
     ]
     (tmp_path / "real" / "sub" / "d.txt").symlink_to("a.txt")
-    refused = subprocess.run(
-        [*ACKDECK, "room", "status", "link/a.txt", "link/d.txt"],
-        env=env, cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
+    refused = ackdeck(env, "room", "status", "link/a.txt", "link/d.txt", cwd=tmp_path)
     assert refused.returncode == 1 and "is a symlink; refusing" in refused.stderr

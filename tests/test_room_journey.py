@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,15 +16,10 @@ from ackdeck.core.inbox.redis_room import RedisRoom
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import rooms as service
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK, REPO, mounted
-
-
-class Clock:
-    def __init__(self, t: float = 1_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.helpers.cli import ackdeck, ackdeck_ok
+from tests.helpers.clock import Clock
+from tests.helpers.mounts import mounted
+from tests.helpers.pauses import start_paused, wait_for_step
 
 
 def journey(room: Room) -> Path:
@@ -112,12 +106,7 @@ def test_every_delivered_read_is_logged_with_session_reader_door_range_and_time(
     r = Room(room, clock=Clock(), door="dashboard")
     r.push("a")
     r.read("owner", reader="pane-1")
-    subprocess.run(
-        [*ACKDECK, "room", "read", str(room), "--session", "agent"],
-        env=cli_env,
-        check=True,
-        capture_output=True,
-    )
+    ackdeck_ok(cli_env, "room", "read", str(room), "--session", "agent")
     got = readlog.load(journey(r))
     assert [(e.session, e.reader, e.door, e.start, e.end, e.lines) for e in got] == [
         ("owner", "pane-1", "dashboard", 0, 2, 1),
@@ -239,26 +228,6 @@ def test_marks_bisect_a_long_file_despite_concurrent_pushers_disorder(tmp_path: 
 
 
 # ----- kill -9 at every write ------------------------------------------------------------
-def _paused(
-    args: list[str], step: str, marker: Path, env: dict[str, str]
-) -> subprocess.Popen[bytes]:
-    env = {**env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(marker)}
-    return subprocess.Popen(
-        [*ACKDECK, *args], env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-
-
-def _wait_marker(proc: subprocess.Popen[bytes], marker: Path, step: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if marker.exists() and marker.read_text() == step:
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"exited before {step}: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-        time.sleep(0.01)
-    raise AssertionError(f"never reached {step}")
-
-
 @pytest.mark.parametrize("step", ["read-after-log", "read-after-receipt"])
 def test_kill9_in_a_read_leaves_no_receipt_without_its_log_entry(
     tmp_path: Path, cli_env: dict[str, str], step: str
@@ -268,8 +237,8 @@ def test_kill9_in_a_read_leaves_no_receipt_without_its_log_entry(
     r.push("one")
     r.push("two")
     marker = tmp_path / "marker"
-    proc = _paused(["room", "read", str(room), "--session", "agent"], step, marker, cli_env)
-    _wait_marker(proc, marker, step)
+    proc = start_paused(cli_env, marker, [step], "room", "read", str(room), "--session", "agent")
+    wait_for_step(proc, marker, step)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     got = readlog.load(journey(r))
@@ -293,8 +262,8 @@ def test_kill9_between_a_push_and_its_mark_only_dates_the_line_later(
     room = tmp_path / "r.txt"
     Room(room).push("first")
     marker = tmp_path / "marker"
-    proc = _paused(["room", "push", str(room), "second"], "push-after-append", marker, cli_env)
-    _wait_marker(proc, marker, "push-after-append")
+    proc = start_paused(cli_env, marker, ["push-after-append"], "room", "push", str(room), "second")
+    wait_for_step(proc, marker, "push-after-append")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     assert room.read_bytes() == b"first\nsecond\n"  # the line is there
@@ -324,17 +293,11 @@ def test_a_full_disk_for_the_log_never_blocks_a_read_or_an_ack_and_is_counted(
         (jd / "filler").write_bytes(b"x" * 4096)  # the filesystem is full now
         with pytest.raises(OSError):
             (jd / "more").write_bytes(b"y" * 4096)
-        out = subprocess.run(
-            [*ACKDECK, "room", "read", str(room), "--session", "agent"],
-            env=cli_env,
-            capture_output=True,
-        )
-        assert (out.returncode, out.stdout) == (0, b"two\n"), out.stderr
+        out = ackdeck(cli_env, "room", "read", str(room), "--session", "agent")
+        assert (out.returncode, out.stdout) == (0, "two\n"), out.stderr
         st = r.status()
         assert st.reads_unlogged == 1  # the count says the log is incomplete
-        out = subprocess.run(
-            [*ACKDECK, "room", "status", str(room)], env=cli_env, capture_output=True, text=True
-        )
+        out = ackdeck(cli_env, "room", "status", str(room))
         assert "read log incomplete: 1 read not logged" in out.stdout
         assert r.ack("agent").acked == 1
         r.push("three")
@@ -388,13 +351,7 @@ def test_status_json_carries_the_ages_on_both_backends(
 ) -> None:
     for spec in (str(tmp_path / "r.txt"), url):
         open_room(spec).push("x")
-        out = subprocess.run(
-            [*ACKDECK, "room", "status", spec, "--session", "s", "--json"],
-            env=cli_env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        out = ackdeck_ok(cli_env, "room", "status", spec, "--session", "s", "--json")
         row = json.loads(out.stdout)["rooms"][0]
         assert row["oldest_pending_age"] is not None and row["oldest_pending_age"] >= 0
         assert row["unread_age"] == row["oldest_unread_age"]

@@ -13,8 +13,8 @@ from pathlib import Path
 from ackdeck.core.agents.mcp_server import MAX_REPLY_TEXT
 from ackdeck.core.inbox.room_backend import RoomBackend
 from ackdeck.core.service.refs import open_room
-from tests.redis_server import RedisServer, new_room_name
-from tests.test_mcp import call, connect, text_of
+from tests.helpers.mcp import call, connect, text_of
+from tests.helpers.redis_server import RedisServer, new_room_name
 
 LINE = "x" * 90
 

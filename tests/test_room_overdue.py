@@ -4,7 +4,6 @@ room and each session, `ackdeck room overdue` exiting 1, and one wake per room p
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,8 @@ from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import alerts, wakes
 from ackdeck.core.service import rooms as service
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK
-
-
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=60)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
+from tests.helpers.cli import ackdeck
+from tests.helpers.clock import Clock
 
 
 @pytest.mark.parametrize(
@@ -39,9 +27,9 @@ def test_durations(text: str, seconds: float) -> None:
 
 def test_policy_is_set_once_and_every_door_sees_it(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = str(tmp_path / "r.txt")
-    out = cli(cli_env, "room", "policy", room, "--overdue", "10m", "--max-deliveries", "3")
+    out = ackdeck(cli_env, "room", "policy", room, "--overdue", "10m", "--max-deliveries", "3")
     assert out.returncode == 0, out.stderr
-    out = cli(cli_env, "room", "policy", room, "--owner", "boss", "--json")
+    out = ackdeck(cli_env, "room", "policy", room, "--owner", "boss", "--json")
     assert json.loads(out.stdout) == {
         "room": "r.txt",
         "path": room,
@@ -50,14 +38,14 @@ def test_policy_is_set_once_and_every_door_sees_it(tmp_path: Path, cli_env: dict
         "owner": "boss",
     }
     assert Room(room).policy() == RoomPolicy(overdue=600.0, max_deliveries=3, owner="boss")
-    st = json.loads(cli(cli_env, "room", "status", room, "--json").stdout)["rooms"][0]
+    st = json.loads(ackdeck(cli_env, "room", "status", room, "--json").stdout)["rooms"][0]
     assert (st["overdue_after"], st["max_deliveries"], st["overdue"]) == (600.0, 3, False)
     for args, needle in [
         (["--overdue", "soon"], "invalid duration"),
         (["--max-deliveries", "-1"], "invalid --max-deliveries"),
         (["--owner", "../x"], "invalid session name"),
     ]:
-        bad = cli(cli_env, "room", "policy", room, *args)
+        bad = ackdeck(cli_env, "room", "policy", room, *args)
         assert bad.returncode == 1 and needle in bad.stderr
     assert Room(room).policy().overdue == 600.0  # nothing half-written
 
@@ -93,13 +81,13 @@ def test_room_overdue_exits_1_when_a_line_waits_too_long(
     room = str(tmp_path / "r.txt")
     empty = str(tmp_path / "e.txt")
     Room(room).push("waiting")
-    out = cli(cli_env, "room", "overdue", room, empty, "--overdue", "1h")
+    out = ackdeck(cli_env, "room", "overdue", room, empty, "--overdue", "1h")
     assert out.returncode == 0 and "r.txt: ok" in out.stdout
-    out = cli(cli_env, "room", "overdue", room, empty, "--overdue", "0.001", "--json")
+    out = ackdeck(cli_env, "room", "overdue", room, empty, "--overdue", "0.001", "--json")
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
     assert doc["overdue"] is True and [r["overdue"] for r in doc["rooms"]] == [True, False]
-    out = cli(cli_env, "room", "overdue", room)
+    out = ackdeck(cli_env, "room", "overdue", room)
     assert out.returncode == 0 and "no threshold set" in out.stdout
 
 

@@ -16,7 +16,8 @@ import pytest
 from ackdeck.core.inbox.results import PAGE_BYTES
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service.refs import open_room
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.paths import REPO
 
 LIMIT_AS = 450 << 20  # the address space the reads ran out of
 BIG = 200 << 20  # a room much bigger than a page, well inside the disk
@@ -194,12 +195,7 @@ def test_a_page_size_that_makes_no_sense_is_refused_in_one_line(
     room = tmp_path / "inbox.txt"
     Room(room).push("x")
     for bad in ("0", "-1", "1x", "K"):
-        done = subprocess.run(
-            [*ACKDECK, "room", "read", str(room), "--session", "a", f"--max-bytes={bad}"],
-            env=cli_env,
-            capture_output=True,
-            text=True,
-        )
+        done = ackdeck(cli_env, "room", "read", str(room), "--session", "a", f"--max-bytes={bad}")
         assert done.returncode != 0 and len(done.stderr.splitlines()) == 1, (bad, done.stderr)
         assert done.stdout == ""
     assert _receipts(room) == []

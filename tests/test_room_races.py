@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from ackdeck.core.inbox.rooms import Room
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def _sh_appender(path: Path, tag: str, n: int) -> subprocess.Popen[bytes]:

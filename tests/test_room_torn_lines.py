@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.inbox.rooms import Room
-from tests.test_room_crash import _start_paused_ack, _wait_for_step
+from tests.helpers.pauses import start_paused_ack, wait_for_step
 
 
 def _half(path: Path, text: str) -> None:
@@ -33,10 +33,10 @@ def _room_with_a_read(tmp_path: Path) -> Path:
 def _ack_through(path: Path, cli_env: dict[str, str], steps: dict[str, str]) -> None:
     """Run `room ack` held at each of `steps` in turn, writing that step's half there."""
     marker = path.with_name("paused-at")
-    proc = _start_paused_ack(path, marker, list(steps), cli_env)
+    proc = start_paused_ack(path, marker, list(steps), cli_env)
     try:
         for step, half in steps.items():
-            _wait_for_step(proc, marker, step)
+            wait_for_step(proc, marker, step)
             _half(path, half)
             marker.unlink()  # let the acker go on
         _finish(proc, marker)
@@ -119,8 +119,8 @@ def test_a_writer_holding_the_old_inode_finishes_its_line_there(
     held = open(path, "ab", buffering=0)  # noqa: SIM115 (closed below, after the ack)
     try:
         marker = path.with_name("paused-at")
-        proc = _start_paused_ack(path, marker, ["before-rename"], cli_env)
-        _wait_for_step(proc, marker, "before-rename")
+        proc = start_paused_ack(path, marker, ["before-rename"], cli_env)
+        wait_for_step(proc, marker, "before-rename")
         held.write(b"H1")
         marker.unlink()
         _finish(proc, marker)

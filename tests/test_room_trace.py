@@ -4,7 +4,6 @@ or by text, on file and redis rooms, through the same service result on every do
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
@@ -14,22 +13,20 @@ from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service.refs import open_room
 from ackdeck.core.service.trace import trace
-from tests.conftest import ACKDECK
-
-
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=60)
+from tests.helpers.cli import ackdeck
 
 
 def test_a_pushed_line_is_traced_through_its_reads_to_its_ack(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     room = str(tmp_path / "r.txt")
-    offset = json.loads(cli(cli_env, "room", "push", room, "deploy now", "--json").stdout)["offset"]
-    cli(cli_env, "room", "push", room, "other")
-    assert cli(cli_env, "room", "read", room, "--session", "agent").returncode == 0
+    offset = json.loads(ackdeck(cli_env, "room", "push", room, "deploy now", "--json").stdout)[
+        "offset"
+    ]
+    ackdeck(cli_env, "room", "push", room, "other")
+    assert ackdeck(cli_env, "room", "read", room, "--session", "agent").returncode == 0
     open_room(room, door="mcp").read("agent", reader="srv-9")  # re-read: a second delivery
-    out = cli(cli_env, "room", "trace", room, str(offset), "--json")
+    out = ackdeck(cli_env, "room", "trace", room, str(offset), "--json")
     line = json.loads(out.stdout)["lines"][0]
     assert (line["present"], line["text"], line["pushed"], line["deliveries"]) == (
         True,
@@ -44,11 +41,11 @@ def test_a_pushed_line_is_traced_through_its_reads_to_its_ack(
     assert line["summary"].startswith("read 2 times, last by agent via mcp")
     assert line["summary"].endswith("not acked")
     Room(room).ack("agent", reader="srv-9")
-    out = cli(cli_env, "room", "trace", room, str(offset))
+    out = ackdeck(cli_env, "room", "trace", room, str(offset))
     assert out.returncode == 0, out.stderr
     assert "acked" in out.stdout and "by agent" in out.stdout
     assert "=> acked by agent" in out.stdout
-    doc = json.loads(cli(cli_env, "room", "trace", room, str(offset), "--json").stdout)
+    doc = json.loads(ackdeck(cli_env, "room", "trace", room, str(offset), "--json").stdout)
     gone = doc["lines"][0]
     assert (gone["present"], gone["text"], gone["acked_by"], gone["deliveries"]) == (
         False,
@@ -85,13 +82,13 @@ def test_trace_by_text_finds_the_lines_that_hold_it(
     room = str(tmp_path / "r.txt")
     r = Room(room)
     offsets = [r.push(t) for t in ("alpha one", "beta", "alpha two")]
-    doc = json.loads(cli(cli_env, "room", "trace", room, "--match", "alpha", "--json").stdout)
+    doc = json.loads(ackdeck(cli_env, "room", "trace", room, "--match", "alpha", "--json").stdout)
     assert doc["matched"] == 2
     assert [(x["offset"], x["text"]) for x in doc["lines"]] == [
         (offsets[0], "alpha one"),
         (offsets[2], "alpha two"),
     ]
-    out = cli(cli_env, "room", "trace", room, "--match", "gamma")
+    out = ackdeck(cli_env, "room", "trace", room, "--match", "gamma")
     assert out.returncode == 0 and "no line holds 'gamma'" in out.stdout
 
 
@@ -110,7 +107,7 @@ def test_a_bad_offset_is_one_line_and_exit_1(
 ) -> None:
     room = str(tmp_path / "r.txt")
     Room(room).push("hello world")
-    out = cli(cli_env, "room", "trace", room, *args)
+    out = ackdeck(cli_env, "room", "trace", room, *args)
     assert out.returncode == 1 and needle in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
@@ -123,19 +120,19 @@ def url(redis_server: object) -> str:
 def test_a_redis_entry_is_traced_through_its_reads_to_its_ack(
     url: str, cli_env: dict[str, str]
 ) -> None:
-    doc = json.loads(cli(cli_env, "room", "push", url, "from redis", "--json").stdout)
+    doc = json.loads(ackdeck(cli_env, "room", "push", url, "from redis", "--json").stdout)
     entry = doc["offset"]
-    assert cli(cli_env, "room", "read", url, "--session", "agent").returncode == 0
-    line = json.loads(cli(cli_env, "room", "trace", url, entry, "--json").stdout)["lines"][0]
+    assert ackdeck(cli_env, "room", "read", url, "--session", "agent").returncode == 0
+    line = json.loads(ackdeck(cli_env, "room", "trace", url, entry, "--json").stdout)["lines"][0]
     assert (line["present"], line["text"], line["pushed"]) == (True, "from redis", True)
     assert line["pushed_at"] == int(entry.split("-")[0]) / 1000
     assert [(h["session"], h["door"]) for h in line["reads"]] == [("agent", "cli")]
-    assert cli(cli_env, "room", "ack", url, "--session", "agent").returncode == 0
-    gone = json.loads(cli(cli_env, "room", "trace", url, entry, "--json").stdout)["lines"][0]
+    assert ackdeck(cli_env, "room", "ack", url, "--session", "agent").returncode == 0
+    gone = json.loads(ackdeck(cli_env, "room", "trace", url, entry, "--json").stdout)["lines"][0]
     assert (gone["present"], gone["acked_by"], gone["deliveries"]) == (False, "agent", 1)
-    found = json.loads(cli(cli_env, "room", "trace", url, "--match", "redis", "--json").stdout)
+    found = json.loads(ackdeck(cli_env, "room", "trace", url, "--match", "redis", "--json").stdout)
     assert found["matched"] == 0  # acked: the room keeps no copy
-    out = cli(cli_env, "room", "trace", url, "12")
+    out = ackdeck(cli_env, "room", "trace", url, "12")
     assert out.returncode == 1 and "not an entry ID" in out.stderr
 
 

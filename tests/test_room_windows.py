@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.inbox.rooms import Room
-from tests.conftest import mounted
+from tests.helpers.mounts import mounted
+from tests.helpers.wait import eventually
 
 LONG = os.environ.get("ACKDECK_SOAK") == "long"
 SOAK_SECONDS = float(os.environ.get("ACKDECK_SOAK_SECONDS", "30"))
@@ -245,11 +246,12 @@ def test_an_append_caught_between_its_mtime_and_its_size_is_not_a_rewrite(fs_dir
         results: list[object] = []
         acker = threading.Thread(target=lambda: results.append(room.ack("s")))
         acker.start()
-        deadline = time.monotonic() + 60
         # Until it waits for the append's inode lock: lseek (8), or pread (17) on xfs.
-        while acker.is_alive() and _blocked_in(acker.native_id or 0) not in (8, 17):
-            assert time.monotonic() < deadline, "the ack neither finished nor waited"
-            time.sleep(0.001)
+        eventually(
+            lambda: not acker.is_alive() or _blocked_in(acker.native_id or 0) in (8, 17),
+            what="the ack to finish or wait",
+            every=0.001,
+        )
     finally:
         writer.release()
     acker.join(60)
@@ -266,30 +268,33 @@ def test_an_append_caught_half_written_is_not_torn_by_an_ack(
     first part of an unlocked producer's line. Copied into the new room, that fragment got the
     next producer's line glued onto it and the rest of the line carried in later on its own:
     two lines torn (seen ~1 in 60,000 lines with two `printf >> room` loops racing acks)."""
-    from tests.test_room_crash import _start_paused_ack, _wait_for_step
+    from tests.helpers.pauses import start_paused_ack, wait_for_step
 
     path = fs_dir / "inbox.txt"
     path.write_bytes(b"x" * 3095 + b"\n")  # the append starts 1000 bytes before a page ends
     Room(path).read("s")
     marker = tmp_path / "pause"
-    acker = _start_paused_ack(path, marker, ["before-size", "after-rename"], cli_env)
-    _wait_for_step(acker, marker, "before-size")
+    acker = start_paused_ack(path, marker, ["before-size", "after-rename"], cli_env)
+    wait_for_step(acker, marker, "before-size")
     head, tail = b"A" * 1000, b"B" * 99 + b"\n"
     writer = _StalledWrite(path, tail, copied=head)
     try:
         if os.stat(path).st_size != 4096:
             pytest.skip("this filesystem does not show a half-done append")
         marker.unlink()  # the ack goes on while the append stands half done
-        deadline = time.monotonic() + 60
+
         # Until it waits for the append's inode lock: lseek (8), pread (17), link (86) or
         # rename (82).
-        while _blocked_in(acker.pid, acker.pid) not in (8, 17, 82, 86) and not marker.exists():
+        def went_on_or_waits() -> bool:
+            if _blocked_in(acker.pid, acker.pid) in (8, 17, 82, 86) or marker.exists():
+                return True
             assert acker.poll() is None, acker.stderr.read() if acker.stderr else ""
-            assert time.monotonic() < deadline, "the ack neither went on nor waited"
-            time.sleep(0.001)
+            return False
+
+        eventually(went_on_or_waits, what="the ack to go on or wait", every=0.001)
     finally:
         writer.release()
-    _wait_for_step(acker, marker, "after-rename")
+    wait_for_step(acker, marker, "after-rename")
     with open(path, "ab") as other:
         other.write(b"other\n")  # a producer that opens the path per line, into the new room
     marker.unlink()
@@ -432,7 +437,7 @@ async def test_late_writers_show_in_status_json_and_the_dashboard(
 
     from ackdeck.tui.app import make_app
     from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
-    from tests.conftest import ACKDECK
+    from tests.helpers.cli import ackdeck
 
     path = tmp_path / "inbox.txt"
     path.write_bytes(b"a\n")
@@ -458,20 +463,13 @@ async def test_late_writers_show_in_status_json_and_the_dashboard(
         writer.stdin.flush()
         assert writer.stdout.readline() == b"wrote\n"
         assert room.read("s").lines == [b"late"]  # carried in; the inode is kept, held open
-        out = subprocess.run(
-            [*ACKDECK, "room", "status", str(path)], env=cli_env, capture_output=True, timeout=60
-        )
+        out = ackdeck(cli_env, "room", "status", str(path))
         assert out.returncode == 0, out.stderr
         assert (
             "  late writers: 1 line carried in from replaced files; 1 replaced file "
-            "still held open by a writer" in out.stdout.decode().splitlines()
+            "still held open by a writer" in out.stdout.splitlines()
         )
-        out = subprocess.run(
-            [*ACKDECK, "room", "status", str(path), "--json"],
-            env=cli_env,
-            capture_output=True,
-            timeout=60,
-        )
+        out = ackdeck(cli_env, "room", "status", str(path), "--json")
         got = json.loads(out.stdout)["rooms"][0]
         assert (got["late_total"], got["held_open"]) == (1, 1), got
         app = make_app(quiet_config([path]), clock=fixed_clock)

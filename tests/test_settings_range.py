@@ -4,7 +4,6 @@ line and a non-zero exit before anything starts or is written."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from ackdeck.core.base.ranges import in_range, parse_in_range
 from ackdeck.core.errors import InvalidInput
 from ackdeck.tui.config import DashConfig, load_config
-from tests.conftest import ACKDECK
+from tests.helpers.cli import ackdeck
 
 
 @pytest.mark.parametrize("tick", ["1e-7", "0.01", "-1.0", "nan", "inf", "1e9", "true", '"1"'])
@@ -38,14 +37,7 @@ def test_the_dashboard_refuses_a_busy_loop_tick_before_it_starts(
 ) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text("tick_seconds = 1e-7\n")
-    out = subprocess.run(
-        [*ACKDECK, "tui", "--config", str(cfg)],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    out = ackdeck(cli_env, "tui", "--config", str(cfg), timeout=120, input="")
     assert out.returncode != 0 and out.stderr.count("\n") == 1, out
     assert "tick_seconds" in out.stderr
 
@@ -65,14 +57,14 @@ def test_keywords_are_checked_as_the_file_is() -> None:
 def test_a_monitor_number_out_of_range_starts_nothing(
     home: Path, cli_env: dict[str, str], args: list[str]
 ) -> None:
-    out = subprocess.run([*ACKDECK, *args], env=cli_env, capture_output=True, text=True, timeout=60)
+    out = ackdeck(cli_env, *args)
     assert out.returncode != 0 and out.stderr.count("\n") == 1, out
     assert not (home / "procs" / "x").exists()
 
 
 def test_a_nudge_idle_time_out_of_range_is_refused(cli_env: dict[str, str]) -> None:
     args = ["nudge", "--session", "s", "--tmux", "nosuch:0", "--idle-ms", "100000000000000"]
-    out = subprocess.run([*ACKDECK, *args], env=cli_env, capture_output=True, text=True, timeout=60)
+    out = ackdeck(cli_env, *args)
     assert out.returncode != 0 and "--idle-ms" in out.stderr, out
 
 

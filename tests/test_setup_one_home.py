@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ackdeck.core.agents import server_config
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.cli import ackdeck
+from tests.helpers.paths import REPO
 
 # Where each page tells a Claude Code user how to set up: from its heading to the next client's.
 PAGES = [
@@ -69,9 +69,7 @@ def test_a_set_up_as_written_gives_hooks_and_server_one_home(
     commands = [c for c in shell_commands(text) if c[1:3] == ["hooks", "install"]]
     assert commands, f"{page} tells no `ackdeck hooks install` for Claude Code"
     for argv in commands:
-        out = subprocess.run(
-            [*ACKDECK, *argv[1:]], cwd=project, env=env, capture_output=True, text=True, timeout=60
-        )
+        out = ackdeck(env, *argv[1:], cwd=project)
         assert out.returncode == 0, out.stderr
     mcp_json = project / ".mcp.json"
     if not mcp_json.exists():  # the page has the user write it by hand
@@ -98,13 +96,15 @@ def test_install_warns_when_the_projects_server_has_another_home(
     by_hand = {"mcpServers": {"ackdeck": {"command": "ackdeck", "args": [
         "mcp", "--session", "agent", "--room", room]}}}  # fmt: skip
     (project / ".mcp.json").write_text(json.dumps(by_hand))
-    out = subprocess.run(
-        [*ACKDECK, "hooks", "install", "--session", "agent", "--room", room],
+    out = ackdeck(
+        dict(cli_env, HOME=str(tmp_path / "userhome")),
+        "hooks",
+        "install",
+        "--session",
+        "agent",
+        "--room",
+        room,
         cwd=project,
-        env=dict(cli_env, HOME=str(tmp_path / "userhome")),
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert "differs from these hooks: home the default" in out.stderr, out.stderr
@@ -132,13 +132,8 @@ def test_writing_the_server_keeps_other_servers_and_the_entrys_own_keys() -> Non
 def test_a_server_without_a_room_is_refused_before_anything_is_written(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
-    out = subprocess.run(
-        [*ACKDECK, "hooks", "install", "--session", "agent", "--mcp-config", "x.json"],
-        cwd=tmp_path,
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    out = ackdeck(
+        cli_env, "hooks", "install", "--session", "agent", "--mcp-config", "x.json", cwd=tmp_path
     )
     assert out.returncode != 0
     assert "at least one --room" in out.stderr

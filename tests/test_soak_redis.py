@@ -28,8 +28,9 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.service.refs import open_room
-from tests.conftest import PATHS, REPO
-from tests.redis_server import RedisServer, new_room_name
+from tests.helpers.paths import PATHS, REPO
+from tests.helpers.redis_server import RedisServer, new_room_name
+from tests.helpers.wait import eventually
 
 PUSHER = """
 import sys, time, os
@@ -112,13 +113,13 @@ def _soak(
 
     ackers = {s: start_acker(s) for s in sessions}
     # The clock starts once every producer pushed (interpreters start slowly on a busy box).
-    ready_by = time.monotonic() + 60
-    while not all(
-        (tmp_path / f"pushed-{tag}").exists() and (tmp_path / f"pushed-{tag}").stat().st_size
-        for tag in tags
-    ):
-        assert time.monotonic() < ready_by, "producers did not start pushing within 60 s"
-        time.sleep(0.05)
+    eventually(
+        lambda: all(
+            (tmp_path / f"pushed-{tag}").exists() and (tmp_path / f"pushed-{tag}").stat().st_size
+            for tag in tags
+        ),
+        what="every producer to push",
+    )
     kills = restarts = 0
     started = time.monotonic()
     deadline = started + seconds

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.inbox.rooms import Room
-from tests.conftest import PATHS, REPO
+from tests.helpers.paths import PATHS, REPO
 
 PUSHER = """
 import sys, time, os

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.watch import procs, wakes
-from tests.test_procs_support import cli, cli_json, wait_status
+from tests.helpers.cli import ackdeck, ackdeck_json
+from tests.helpers.runs import wait_status
 
 
 def _as_dir(path: Path) -> None:
@@ -40,7 +41,7 @@ def _kept(path: Path, kind: str) -> bool:
 
 
 def _monitored(cli_env: dict[str, str], phome: Path, name: str, line: str) -> None:
-    out = cli(cli_env, "run", name, "--session", "s", "--monitor", "ERR", "--", "echo", line)
+    out = ackdeck(cli_env, "run", name, "--session", "s", "--monitor", "ERR", "--", "echo", line)
     assert out.returncode == 0, out.stderr
     wait_status(phome, name)
 
@@ -52,9 +53,9 @@ def test_a_damaged_wake_record_blocks_nothing_else(phome: Path, cli_env, kind: s
     bad = wakes.record_path(phome, "s", "p")
     DAMAGE[kind](bad)
 
-    ps = cli(cli_env, "ps")
+    ps = ackdeck(cli_env, "ps")
     assert ps.returncode == 0 and "q " in ps.stdout, ps.stderr
-    got = cli_json(cli_env, "wakes", "drain", "--session", "s")
+    got = ackdeck_json(cli_env, "wakes", "drain", "--session", "s")
     assert isinstance(got, dict)
     assert [d["lines"] for d in got["delivered"]] == [["ERR two"]]  # q's wake still delivered
     assert got["skipped"] == [str(bad)]
@@ -64,7 +65,7 @@ def test_a_damaged_wake_record_blocks_nothing_else(phome: Path, cli_env, kind: s
     # still reported) and records its own wake.
     _monitored(cli_env, phome, "p", "ERR three")
     assert procs.get_run(phome, "p").exit_code == 0
-    again = cli_json(cli_env, "wakes", "drain", "--session", "s")
+    again = ackdeck_json(cli_env, "wakes", "drain", "--session", "s")
     assert isinstance(again, dict)
     assert [d["lines"] for d in again["delivered"]] == [["ERR three"]]
     (aside,) = [Path(p) for p in again["skipped"]]
@@ -77,11 +78,11 @@ def test_a_damaged_run_meta_is_skipped_by_ps_and_reported(phome: Path, cli_env, 
     _monitored(cli_env, phome, "q", "ERR two")
     meta = procs.get_run(phome, "q").run_dir / "meta.json"
     DAMAGE[kind](meta)
-    listed = cli_json(cli_env, "ps")
+    listed = ackdeck_json(cli_env, "ps")
     assert isinstance(listed, dict)
     assert [r["name"] for r in listed["processes"]] == ["p"]
     assert listed["skipped"] == [str(meta)]
-    text = cli(cli_env, "ps")
+    text = ackdeck(cli_env, "ps")
     assert text.returncode == 0 and f"skipped damaged run state {meta}" in text.stderr
     assert _kept(meta, kind)
     # The dashboard's scan says so in its header and shows the rest.
@@ -95,15 +96,15 @@ def test_a_damaged_run_meta_is_skipped_by_ps_and_reported(phome: Path, cli_env, 
 @pytest.mark.parametrize("kind", DAMAGE)
 def test_a_damaged_read_state_fails_open_without_blocking(phome: Path, cli_env, kind: str) -> None:
     _monitored(cli_env, phome, "p", "ERR one")
-    first = cli(cli_env, "output", "p", "--session", "s")
+    first = ackdeck(cli_env, "output", "p", "--session", "s")
     assert first.stdout == "ERR one\n"
     state = procs.get_run(phome, "p").run_dir / "reads" / "s.json"
     DAMAGE[kind](state)
     # Unreadable shown data fails open: the wake is delivered (never lost) ...
-    got = cli_json(cli_env, "wakes", "drain", "--session", "s")
+    got = ackdeck_json(cli_env, "wakes", "drain", "--session", "s")
     assert isinstance(got, dict) and [d["lines"] for d in got["delivered"]] == [["ERR one"]]
     # ... and the next read restarts from the top (redelivery), keeping the damaged entry.
-    again = cli(cli_env, "output", "p", "--session", "s")
+    again = ackdeck(cli_env, "output", "p", "--session", "s")
     assert again.returncode == 0 and again.stdout == "ERR one\n", again.stderr
     (aside,) = state.parent.glob("s.json.corrupt-*")
     assert _kept(aside, kind)
@@ -115,18 +116,18 @@ def test_a_damaged_receipt_is_one_line_and_the_room_still_works(
 ) -> None:
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"a\nb\n")
-    assert cli(cli_env, "room", "read", str(room), "--session", "s").returncode == 0
+    assert ackdeck(cli_env, "room", "read", str(room), "--session", "s").returncode == 0
     receipt = tmp_path / ".inbox.txt.ackdeck" / "receipts" / "s.rcpt"
     DAMAGE[kind](receipt)
-    acked = cli(cli_env, "room", "ack", str(room), "--session", "s")
+    acked = ackdeck(cli_env, "room", "ack", str(room), "--session", "s")
     assert acked.returncode != 0 and len(acked.stderr.strip().splitlines()) == 1
     assert "not a regular file" in acked.stderr and str(receipt) in acked.stderr
     assert room.read_bytes() == b"a\nb\n"  # nothing removed
-    status = cli(cli_env, "room", "status", str(room), "--json")
+    status = ackdeck(cli_env, "room", "status", str(room), "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["rooms"][0]["pending"] == 2
     # Another session is not affected at all.
-    assert cli(cli_env, "room", "read", str(room), "--session", "t").returncode == 0
-    assert cli(cli_env, "room", "ack", str(room), "--session", "t").returncode == 0
+    assert ackdeck(cli_env, "room", "read", str(room), "--session", "t").returncode == 0
+    assert ackdeck(cli_env, "room", "ack", str(room), "--session", "t").returncode == 0
     assert room.read_bytes() == b""
     assert _kept(receipt, kind)
 

@@ -9,14 +9,14 @@ supervisor's own writes (wake records, monitor state, run meta) meet ENOSPC."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from ackdeck.core.watch import procs, wakes
 from ackdeck.core.watch.runs import load_meta, output_path, supervisor_alive
-from tests.conftest import ACKDECK, mounted
-from tests.test_procs_support import PY, release, wait_status, wait_until
-from tests.test_room_habits import fill
+from tests.helpers.cli import ackdeck
+from tests.helpers.mounts import fill, mounted
+from tests.helpers.runs import PY, release, wait_status
+from tests.helpers.wait import eventually
 
 COMMAND = """
 import ctypes, os, sys, time
@@ -65,13 +65,25 @@ def test_a_supervisor_waits_out_a_full_disk_and_loses_nothing(tmp_path: Path) ->
     go1, go2 = tmp_path / "go1", tmp_path / "go2"
     with mounted(home, "-t", "tmpfs", "-o", "size=2m", "tmpfs"):
         env = {**os.environ, "ACKDECK_HOME": str(home)}
-        started = subprocess.run(
-            [*ACKDECK, "run", "p", "--session", "s", "--monitor", "ERR", "--cooldown-ms", "0",
-             "--", PY, "-c", COMMAND, str(go1), str(go2)],
-            env=env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        started = ackdeck(
+            env,
+            "run",
+            "p",
+            "--session",
+            "s",
+            "--monitor",
+            "ERR",
+            "--cooldown-ms",
+            "0",
+            "--",
+            PY,
+            "-c",
+            COMMAND,
+            str(go1),
+            str(go2),
+        )
         assert started.returncode == 0, started.stderr
-        wait_until(lambda: _log_has(home, "ready"), what="the command to start")
+        eventually(lambda: _log_has(home, "ready"), what="the command to start")
         run = procs.get_run(home, "p")
         meta = load_meta(run.run_dir)
         assert meta is not None and meta.supervisor_pid is not None
@@ -81,25 +93,24 @@ def test_a_supervisor_waits_out_a_full_disk_and_loses_nothing(tmp_path: Path) ->
         filler = fill(home)
         before = _writes(sup)
         release(go1)
-        wait_until(lambda: _log_has(home, "ERR during 4"), what="the matches in the log")
-        wait_until(
+        eventually(lambda: _log_has(home, "ERR during 4"), what="the matches in the log")
+        eventually(
             lambda: _writes(sup) >= before + 3,
             what="the supervisor to try (and fail) to write the matches",
         )
         assert supervisor_alive(run.run_dir) and _pending_lines(home) == []
         # Space comes back: the matches are recorded while the command still runs.
         filler.unlink()
-        wait_until(lambda: len(_pending_lines(home)) == 5, what="the held matches recorded")
+        eventually(lambda: len(_pending_lines(home)) == 5, what="the held matches recorded")
         assert procs.get_run(home, "p").status == "running"
 
         # 2. The command exits while the disk is full: its status is recorded late.
         filler = fill(home)
         before = _writes(sup)
         release(go2)
-        wait_until(lambda: _log_has(home, "ERR after"), what="the last line in the log")
-        wait_until(
-            lambda: _writes(sup) >= before + 3,
-            what="the supervisor to try to record the end",
+        eventually(lambda: _log_has(home, "ERR after"), what="the last line in the log")
+        eventually(
+            lambda: _writes(sup) >= before + 3, what="the supervisor to try to record the end"
         )
         assert supervisor_alive(run.run_dir)
         assert procs.get_run(home, "p").status == "running"  # not lost: the end is pending

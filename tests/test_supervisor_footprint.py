@@ -21,7 +21,8 @@ from ackdeck.core.watch.runs import (
     store_meta,
 )
 from ackdeck.core.watch.tail import CHUNK, QUIET_CHUNK, Tail
-from tests.test_procs_support import release, supervisor_imports, wait_status, wait_until, waiter
+from tests.helpers.runs import release, supervisor_imports, wait_status, waiter
+from tests.helpers.wait import eventually
 
 SIGPIPE_BIT = 1 << (13 - 1)  # SigIgn in /proc/PID/status is a mask of signal N at bit N-1
 SIGXFSZ_BIT = 1 << (25 - 1)
@@ -56,7 +57,7 @@ def test_the_command_holds_only_stdin_stdout_and_stderr(phome: Path, tmp_path: P
     from outside, while it waits)."""
     go = tmp_path / "go"
     info = procs.start(phome, "fds", waiter(go, "up\n"))
-    wait_until(lambda: (info.run_dir / "output.log").read_bytes() == b"up\n", what="up")
+    eventually(lambda: (info.run_dir / "output.log").read_bytes() == b"up\n", what="up")
     assert sorted(os.listdir(f"/proc/{info.pid}/fd"), key=int) == ["0", "1", "2"]
     assert os.readlink(f"/proc/{info.pid}/fd/1") == str(info.run_dir / "output.log")
     release(go)

@@ -20,7 +20,9 @@ from ackdeck.core.inbox.rooms import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import PromptScreen, TextScreen
 from ackdeck.tui.testing import fixed_clock, notifications, quiet_config, screen_text, settle
-from tests.conftest import ACKDECK, PKG
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
+from tests.helpers.paths import PKG
+from tests.helpers.wait import eventually
 
 HOSTILE = "job \x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m \u009b2J \u202eevil\rdone"
 # The escaped form a person sees (a sample of it).
@@ -32,10 +34,6 @@ _OBEYED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202
 
 def obeyed(text: str) -> list[str]:
     return _OBEYED.findall(text)
-
-
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_safe_escapes_what_a_terminal_obeys_and_keeps_the_rest() -> None:
@@ -53,12 +51,12 @@ def test_room_trace_shows_a_producers_escape_sequences_escaped(
     room = tmp_path / "r.txt"
     Room(room).push(HOSTILE)
     for args in (["room", "trace", str(room), "0"], ["room", "trace", str(room), "--match", "job"]):
-        out = cli(cli_env, *args)
+        out = ackdeck(cli_env, *args)
         assert out.returncode == 0, out
         assert obeyed(out.stdout + out.stderr) == [], out.stdout
         assert ESCAPED in out.stdout
     # JSON carries the exact text (a program decodes it).
-    out = cli(cli_env, "room", "trace", str(room), "0", "--json")
+    out = ackdeck(cli_env, "room", "trace", str(room), "0", "--json")
     assert HOSTILE in strings(json.loads(out.stdout))
 
 
@@ -135,7 +133,7 @@ def test_cli_text_and_errors_name_a_hostile_file_escaped(
         ["room", "policy", str(room)],
         ["room", "push", str(tmp_path / ("gone\x1b[2J") / "r.txt"), "x"],  # an error line
     ):
-        out = cli(cli_env, *args)
+        out = ackdeck(cli_env, *args)
         assert obeyed(out.stdout + out.stderr) == [], (args, out)
         assert "\\x1b" in out.stdout + out.stderr, (args, out)
 
@@ -143,14 +141,7 @@ def test_cli_text_and_errors_name_a_hostile_file_escaped(
 def test_hook_text_quotes_a_hostile_line_escaped(tmp_path: Path, cli_env: dict[str, str]) -> None:
     room = tmp_path / "r.txt"
     Room(room).push(HOSTILE)
-    out = subprocess.run(
-        [*ACKDECK, "hooks", "prompt", "--session", "agent", "--room", str(room)],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        input="{}",
-        timeout=60,
-    )
+    out = ackdeck(cli_env, "hooks", "prompt", "--session", "agent", "--room", str(room), input="{}")
     assert out.returncode == 0 and "r.txt" in out.stdout, out
     assert obeyed(out.stdout + out.stderr) == [], out.stdout
 
@@ -191,20 +182,19 @@ async def test_the_dashboard_shows_a_hostile_line_escaped(tmp_path: Path) -> Non
 def test_a_processs_output_and_its_wakes_show_escapes_escaped(
     phome: Path, cli_env: dict[str, str]
 ) -> None:
-    import time
 
     script = "printf 'job \\033]0;pwned\\007 \\302\\2332J done\\n'"
-    started = cli(
+    started = ackdeck(
         cli_env, "run", "hostile", "--session", "s", "--monitor", "job", "--", "sh", "-c", script
     )
     assert started.returncode == 0, started
-    deadline = time.monotonic() + 120  # generous: both cores may be busy
-    while True:
-        runs = json.loads(cli(cli_env, "ps", "--json").stdout)["processes"]
-        if runs and runs[0]["status"] == "exited":
-            break
-        assert time.monotonic() < deadline, runs
-        time.sleep(0.05)
+    eventually(
+        lambda: (
+            (runs := ackdeck_json(cli_env, "ps")["processes"]) and runs[0]["status"] == "exited"
+        ),
+        timeout=120,  # generous: both cores may be busy
+        what="the run to exit",
+    )
     # Into a pipe a program gets the bytes; on a terminal a person sees them escaped.
     piped = subprocess.run(
         [*ACKDECK, "output", "hostile", "--session", "prog"], env=cli_env, capture_output=True
@@ -212,7 +202,7 @@ def test_a_processs_output_and_its_wakes_show_escapes_escaped(
     assert b"\x1b]0;pwned\x07" in piped.stdout
     seen = _read_through_a_terminal(cli_env, "output", "hostile", "--session", "person").decode()
     assert obeyed(seen) == [] and "\\x1b]0;pwned\\x07" in seen, repr(seen)
-    drained = cli(cli_env, "wakes", "drain", "--session", "s")
+    drained = ackdeck(cli_env, "wakes", "drain", "--session", "s")
     assert drained.returncode == 0 and "job" in drained.stdout, drained
     assert obeyed(drained.stdout + drained.stderr) == [], drained.stdout
     assert "\\x9b2J" in drained.stdout  # the 8-bit CSI the monitor's cleaning kept
@@ -228,10 +218,10 @@ def test_json_output_is_the_exact_text_and_safe_on_a_terminal(
         ["room", "trace", str(room), "0", "--json"],
         ["room", "status", str(room), "--json"],
     ):
-        out = cli(cli_env, *args)
+        out = ackdeck(cli_env, *args)
         assert out.returncode == 0, out
         assert obeyed(out.stdout) == [], (args, out.stdout)  # \u009b, not the raw CSI
-    out = cli(cli_env, "room", "read", str(room), "--session", "b", "--json")
+    out = ackdeck(cli_env, "room", "read", str(room), "--session", "b", "--json")
     assert json.loads(out.stdout)["lines"] == [HOSTILE]  # a program decodes the exact text
 
 
@@ -239,7 +229,6 @@ def test_every_cli_line_for_people_goes_through_say() -> None:
     # The class, not the example: a new print() in a command would print a producer's escapes
     # raw again. Only `say` itself and the version line (ackdeck's own text) call print.
     import ast
-
 
     bare = []
     for path in sorted((PKG / "core" / "cli").glob("*.py")):

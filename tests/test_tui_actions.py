@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from ackdeck.tui.testing import (
 )
 from ackdeck.tui.widgets.line_view import LineView
 from ackdeck.tui.widgets.tables import RoomsTable
+from tests.helpers.wait import eventually_async
 
 SIZE = (120, 36)
 
@@ -86,18 +86,17 @@ async def test_r_then_a_pressed_at_once_acks_what_the_read_returned(
         await settle(pilot)
         monkeypatch.setattr(Room, "read", held_read)
         await pilot.press("r")
-        deadline = time.monotonic() + 60
-        while not reading.is_set():
-            assert time.monotonic() < deadline, "the read did not start"
-            await pilot.pause(0.02)
+        await eventually_async(reading.is_set, what="the read to start", pilot=pilot)
         await pilot.press("a")
         # The ack either ran beside the read (and was refused) or waits for its turn.
         turns = getattr(app.main, "_turns", None)
-        while not (
-            any("refused" in n for n in notifications(app)) or (turns and turns.waiting == 1)
-        ):
-            assert time.monotonic() < deadline, "the ack neither ran nor waited"
-            await pilot.pause(0.02)
+        await eventually_async(
+            lambda: (
+                any("refused" in n for n in notifications(app)) or (turns and turns.waiting == 1)
+            ),
+            what="the ack to run or wait",
+            pilot=pilot,
+        )
         gate.set()
         await settle(pilot)
         assert room.read_bytes() == b""
@@ -437,10 +436,11 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
         await settle(pilot)
         assert view(app).visible_text() == ["first"]
         # Let the real watcher start (it is started after the first scan).
-        deadline = time.monotonic() + 10
-        while not any(w.group == "watch" and w.is_running for w in app.workers):
-            assert time.monotonic() < deadline, "watcher did not start"
-            await pilot.pause(0.02)
+        await eventually_async(
+            lambda: any(w.group == "watch" and w.is_running for w in app.workers),
+            what="the watcher to start",
+            pilot=pilot,
+        )
         # No pause here: a line appended before the watch is in place is looked at when it
         # is (tui/watching.py calls back once its watches exist).
         subprocess.run(
@@ -454,25 +454,29 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
             check=True,
             cwd=Path(__file__).resolve().parent.parent,
         )
-        deadline = time.monotonic() + 10
-        while view(app).visible_text() != ["first", "from afar"]:
-            assert time.monotonic() < deadline, view(app).visible_text()
-            await pilot.pause(0.05)
-        while "2 lines" not in screen_text(app):
-            assert time.monotonic() < deadline
-            await pilot.pause(0.05)
+        await eventually_async(
+            lambda: view(app).visible_text() == ["first", "from afar"],
+            what="the line from afar in the lines panel",
+            pilot=pilot,
+        )
+        await eventually_async(
+            lambda: "2 lines" in screen_text(app), what="the panel's title", pilot=pilot
+        )
         # The rooms table's counters follow too (scanned in the scanner process).
-        while app.snapshot.rooms[0].status.pending != 2:
-            assert time.monotonic() < deadline, "counters did not update"
-            await pilot.pause(0.05)
+        await eventually_async(
+            lambda: app.snapshot.rooms[0].status.pending == 2,
+            what="the counters to update",
+            pilot=pilot,
+        )
         assert app._scanner is not None
         # A dead scanner is replaced; scanning goes on meanwhile.
         app._scanner._proc.kill()
         append_from_other_process(room, "third")
-        deadline = time.monotonic() + 20  # its own budget: the steps above may have used theirs
-        while app.snapshot.rooms[0].status.pending != 3:
-            assert time.monotonic() < deadline, "counters stopped after the scanner died"
-            await pilot.pause(0.05)
+        await eventually_async(
+            lambda: app.snapshot.rooms[0].status.pending == 3,
+            what="the counters to go on after the scanner died",
+            pilot=pilot,
+        )
 
 
 async def test_a_scanner_that_stops_answering_is_replaced(
@@ -497,10 +501,11 @@ async def test_a_scanner_that_stops_answering_is_replaced(
         try:
             append_from_other_process(room, "second")
             app.request_scan()
-            deadline = time.monotonic() + 20
-            while app.snapshot.rooms[0].status.pending != 2:
-                assert time.monotonic() < deadline, "counters froze behind a stuck scanner"
-                await pilot.pause(0.05)
+            await eventually_async(
+                lambda: app.snapshot.rooms[0].status.pending == 2,
+                what="the counters to go on behind a stuck scanner",
+                pilot=pilot,
+            )
             assert stuck.wait(timeout=10) == -signal.SIGKILL  # the stuck one was put down
         finally:
             if stuck.poll() is None:

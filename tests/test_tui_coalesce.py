@@ -15,8 +15,7 @@ from textual.message import Message
 from textual.worker import Worker, WorkerState
 
 from ackdeck.tui.coalesce import Coalescer
-
-WAIT = 60.0
+from tests.helpers.wait import WAIT, eventually_async
 
 
 class Done(Message):
@@ -60,15 +59,6 @@ class Harness(App[None]):
         self.jobs.worker_changed(event)
 
 
-async def until(pilot, condition) -> None:
-    import time
-
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        await pilot.pause(0.01)
-
-
 async def test_requests_while_running_coalesce_into_one_rerun() -> None:
     app = Harness()
     async with app.run_test() as pilot:
@@ -78,11 +68,11 @@ async def test_requests_while_running_coalesce_into_one_rerun() -> None:
         assert app.started == [0]
         assert app.jobs.running and app.jobs.busy
         app.gates[0].set()
-        await until(pilot, lambda: len(app.started) == 2)
+        await eventually_async(lambda: len(app.started) == 2, pilot=pilot)
         # The rerun starts only after the first job's result was handled.
         assert app.results == [0]
         app.gates[1].set()
-        await until(pilot, lambda: not app.jobs.busy)
+        await eventually_async(lambda: not app.jobs.busy, pilot=pilot)
         assert app.started == [0, 1] and app.results == [0, 1]
 
 
@@ -95,13 +85,13 @@ async def test_a_result_dropped_as_stale_still_frees_the_helper() -> None:
         app.jobs.request()
         app.jobs.request()
         app.gates[0].set()
-        await until(pilot, lambda: len(app.started) == 2)
+        await eventually_async(lambda: len(app.started) == 2, pilot=pilot)
         app.gates[1].set()
-        await until(pilot, lambda: not app.jobs.busy)
+        await eventually_async(lambda: not app.jobs.busy, pilot=pilot)
         app.jobs.request()
         assert app.started == [0, 1, 2]
         app.gates[2].set()
-        await until(pilot, lambda: not app.jobs.busy)
+        await eventually_async(lambda: not app.jobs.busy, pilot=pilot)
 
 
 async def test_an_exception_in_the_worker_frees_the_helper_and_runs_the_queued_request() -> None:
@@ -111,10 +101,10 @@ async def test_an_exception_in_the_worker_frees_the_helper_and_runs_the_queued_r
         app.jobs.request()
         app.jobs.request()
         app.gates[0].set()
-        await until(pilot, lambda: len(app.started) == 2)
+        await eventually_async(lambda: len(app.started) == 2, pilot=pilot)
         assert app.workers_started[0].state == WorkerState.ERROR
         app.gates[1].set()
-        await until(pilot, lambda: not app.jobs.busy)
+        await eventually_async(lambda: not app.jobs.busy, pilot=pilot)
         assert app.results == [1]
 
 
@@ -122,15 +112,17 @@ async def test_a_cancelled_worker_frees_the_helper_and_runs_the_queued_request()
     app = Harness()
     async with app.run_test() as pilot:
         app.jobs.request()
-        await until(pilot, lambda: app.workers_started[0].state == WorkerState.RUNNING)
+        await eventually_async(
+            lambda: app.workers_started[0].state == WorkerState.RUNNING, pilot=pilot
+        )
         await pilot.pause()
         app.jobs.request()
         app.workers_started[0].cancel()
-        await until(pilot, lambda: len(app.started) == 2)
+        await eventually_async(lambda: len(app.started) == 2, pilot=pilot)
         assert app.workers_started[0].state == WorkerState.CANCELLED
         app.gates[0].set()  # the cancelled thread still runs to its end; nothing waits on it
         app.gates[1].set()
-        await until(pilot, lambda: not app.jobs.busy)
+        await eventually_async(lambda: not app.jobs.busy, pilot=pilot)
         assert 1 in app.results
 
 
@@ -146,7 +138,7 @@ async def test_a_worker_cancelled_before_it_ran_does_not_block_the_next_request(
         assert app.started == [0, 1]
         app.gates[0].set()
         app.gates[1].set()
-        await until(pilot, lambda: not app.jobs.busy)
+        await eventually_async(lambda: not app.jobs.busy, pilot=pilot)
         assert 1 in app.results
 
 
@@ -160,5 +152,5 @@ async def test_a_request_held_back_until_ready_starts_on_kick() -> None:
         app.jobs.kick()
         assert app.started == [0]
         app.gates[0].set()
-        await until(pilot, lambda: not app.jobs.busy)
+        await eventually_async(lambda: not app.jobs.busy, pilot=pilot)
         assert app.results == [0]

@@ -10,7 +10,8 @@ import pytest
 
 from ackdeck.core.errors import InvalidInput
 from ackdeck.tui.config import DashConfig, load_config
-from tests.conftest import ACKDECK, REPO
+from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.paths import REPO
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -72,30 +73,14 @@ def test_overrides_add_rooms_and_replace_session(tmp_path: Path) -> None:
 
 def test_cli_bad_config_exits_with_one_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
     bad = write(tmp_path, "rooms = [")
-    out = subprocess.run(
-        [*ACKDECK, "tui", "--config", str(bad)],
-        capture_output=True,
-        text=True,
-        env=cli_env,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
+    out = ackdeck(cli_env, "tui", "--config", str(bad), input="")
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1
     assert out.stderr.startswith("ackdeck: error: config ") and "invalid TOML" in out.stderr
 
 
 def test_cli_bad_session_exits_with_one_line(cli_env: dict[str, str]) -> None:
-    out = subprocess.run(
-        [*ACKDECK, "tui", "--session", "a/b"],
-        capture_output=True,
-        text=True,
-        env=cli_env,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
+    out = ackdeck(cli_env, "tui", "--session", "a/b", input="")
     assert out.returncode == 1
     assert "invalid session name" in out.stderr and out.stderr.count("\n") == 1
 

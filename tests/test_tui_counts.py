@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from ackdeck.core.inbox.rooms import Room
@@ -21,17 +20,10 @@ from ackdeck.tui.state import in_flight_total, scan_room, unread_summary
 from ackdeck.tui.testing import feed_change, fixed_clock, quiet_config, screen_text, settle
 from ackdeck.tui.widgets.line_view import LineView
 from ackdeck.tui.widgets.tables import ProcsTable, RoomsTable, WakesTable
+from tests.helpers.wait import WAIT, eventually, eventually_async
 
 REPO = Path(__file__).resolve().parent.parent
 SIZE = (140, 40)
-WAIT = 60.0
-
-
-def wait_until(cond, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def cells(table, key: str) -> list[str]:
@@ -84,10 +76,10 @@ async def test_every_count_on_screen_equals_core_across_ack_drain_and_dismiss(
         monitors=[procs.MonitorSpec("FAIL", cooldown_ms=0)],
         cwd=str(tmp_path),
     )
-    wait_until(lambda: procs.get_run(home, "tests").status != "running", "tests to exit")
-    wait_until(
+    eventually(lambda: procs.get_run(home, "tests").status != "running", what="tests to exit")
+    eventually(
         lambda: any(w.name == "tests" and w.pending for w in wakes.list_wakes(home)),
-        "the wake record",
+        what="the wake record",
     )
     app = make_app(quiet_config([room, other], home=home), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -149,10 +141,11 @@ def test_arrivals_do_not_double_count_an_ack_that_lands_during_a_status(
             acks.append(subprocess.Popen([sys.executable, "-c", script, str(room)], cwd=REPO))
             # Hold the open file until the ack is in flight: blocked on the lock (or, were the
             # status unlocked, done).
-            deadline = time.monotonic() + 60
-            while not _blocked_on_a_lock(acks[0].pid) and acks[0].poll() is None:
-                assert time.monotonic() < deadline, "the ack neither ran nor waited"
-                time.sleep(0.01)
+            eventually(
+                lambda: _blocked_on_a_lock(acks[0].pid) or acks[0].poll() is not None,
+                what="the ack to run or wait",
+                every=0.01,
+            )
         return fd
 
     monkeypatch.setattr(Room, "_open", open_then_ack)
@@ -186,10 +179,7 @@ async def test_tables_say_scanning_while_the_first_scan_runs(tmp_path: Path, mon
     monkeypatch.setattr(app_mod, "scan_at", held_scan_at)
     app = make_app(quiet_config([room]), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
-        deadline = time.monotonic() + WAIT
-        while not app.scanning:
-            assert time.monotonic() < deadline
-            await pilot.pause(0.02)
+        await eventually_async(lambda: app.scanning, what="a scan under way", pilot=pilot)
         await pilot.pause()
         text = screen_text(app)
         assert "scanning…" in text
@@ -223,12 +213,14 @@ async def test_palette_lists_quit_once(tmp_path: Path) -> None:
         listing = app.screen.query_one(CommandList)
         # Hits arrive in batches: take the list once the palette's search has finished.
         gathering = CommandPalette._GATHER_COMMANDS_GROUP
-        deadline = time.monotonic() + WAIT
-        while listing.option_count == 0 or any(
-            w.group == gathering and not w.is_finished for w in app.workers
-        ):
-            assert time.monotonic() < deadline
-            await pilot.pause(0.05)
+        await eventually_async(
+            lambda: (
+                listing.option_count > 0
+                and not any(w.group == gathering and not w.is_finished for w in app.workers)
+            ),
+            what="the palette's search to finish",
+            pilot=pilot,
+        )
         prompts = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
         assert len([p for p in prompts if p.lower().startswith("quit")]) == 1, prompts
 
@@ -259,10 +251,11 @@ async def test_every_count_equals_core_across_many_rooms_changing_at_once(
     app = make_app(quiet_config(rooms, home=home, watch=True, scan_process=True), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, timeout=WAIT)
-        deadline = time.monotonic() + WAIT
-        while not any(w.group == "watch" and w.is_running for w in app.workers):
-            assert time.monotonic() < deadline, "watcher did not start"
-            await pilot.pause(0.05)
+        await eventually_async(
+            lambda: any(w.group == "watch" and w.is_running for w in app.workers),
+            what="the watcher to start",
+            pilot=pilot,
+        )
         code = (
             "import sys; from pathlib import Path; from ackdeck.core.inbox.rooms import Room\n"
             "rooms = [Path(p) for p in sys.argv[1:]]\n"
@@ -294,10 +287,7 @@ async def test_every_count_equals_core_across_many_rooms_changing_at_once(
                     return False
             return True
 
-        deadline = time.monotonic() + WAIT
-        while not table_matches():
-            assert time.monotonic() < deadline, "the table did not catch up with core"
-            await pilot.pause(0.1)
+        await eventually_async(table_matches, what="the table to catch up with core", pilot=pilot)
         await settle(pilot, timeout=WAIT)
         assert table_matches()
         # Every room keeps its row, in the configured order (a removed one: "does not exist").

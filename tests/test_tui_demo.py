@@ -12,6 +12,7 @@ from ackdeck.tui.app import make_app
 from ackdeck.tui.demo import DemoWorld
 from ackdeck.tui.testing import quiet_config, settle
 from ackdeck.tui.widgets.tables import ProcsTable, RoomsTable
+from tests.helpers.wait import eventually, eventually_async
 
 
 async def test_demo_world_feeds_the_dashboard_and_cleans_up(tmp_path: Path) -> None:
@@ -21,15 +22,14 @@ async def test_demo_world_feeds_the_dashboard_and_cleans_up(tmp_path: Path) -> N
         app = make_app(quiet_config(world.rooms, home=world.home, watch=True))
         async with app.run_test(size=(140, 40)) as pilot:
             await settle(pilot)
-            deadline = time.monotonic() + 20
+
             # The fast poller's lines reach the screen through the watcher alone.
-            while True:
+            def arrived() -> bool:
                 rooms = app.main.query_one(RoomsTable)
                 alerts = next(r for r in app.snapshot.rooms if r.label == "alerts.txt")
-                if alerts.status is not None and alerts.arrived >= 3 and rooms.row_count == 3:
-                    break
-                assert time.monotonic() < deadline, "no poller lines arrived"
-                await pilot.pause(0.1)
+                return alerts.status is not None and alerts.arrived >= 3 and rooms.row_count == 3
+
+            await eventually_async(arrived, what="the poller's lines", pilot=pilot)
             assert app.main.query_one(ProcsTable).row_count == 2
         assert {r.name for r in procs.list_runs(world.home)} == {"build", "tests"}
         pids = [c.pid for c in world.children]
@@ -71,23 +71,19 @@ def test_demo_helpers_stop_when_the_demo_dies(tmp_path: Path) -> None:
     )
     assert demo.stdout is not None
     poller = int(demo.stdout.readline())
-    deadline = time.monotonic() + 10
-    while room.stat().st_size == 0:
-        assert time.monotonic() < deadline, "the poller never wrote"
-        time.sleep(0.05)
+    eventually(lambda: room.stat().st_size > 0, what="the poller to write")
     demo.kill()
     demo.wait()
-    deadline = time.monotonic() + 10
-    while True:
+
+    def gone() -> bool:
         try:
             os.kill(poller, 0)
             state = Path(f"/proc/{poller}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (ProcessLookupError, FileNotFoundError):
-            break
-        if state == "Z":
-            break
-        assert time.monotonic() < deadline, "orphaned poller kept running"
-        time.sleep(0.05)
+            return True
+        return state == "Z"
+
+    eventually(gone, what="the orphaned poller to stop")
 
 
 def test_demo_world_stays_alive(tmp_path: Path, monkeypatch) -> None:
@@ -99,7 +95,6 @@ def test_demo_world_stays_alive(tmp_path: Path, monkeypatch) -> None:
     world = DemoWorld(tmp_path)
     try:
         world.start()
-        deadline = time.monotonic() + 120
 
         def alive() -> bool:
             runs = procs.list_runs(world.home)
@@ -110,15 +105,14 @@ def test_demo_world_stays_alive(tmp_path: Path, monkeypatch) -> None:
             acked = Room(world.rooms[1]).status().acked_total
             return again and delivered > 0 and superseded > 0 and acked > 0
 
-        while not alive():
-            assert time.monotonic() < deadline, "the demo world stopped moving"
-            time.sleep(0.5)
+        eventually(alive, timeout=120, what="the demo world to move", every=0.5)
         # And it keeps going: another run starts after that.
         count = len(procs.list_runs(world.home))
-        deadline = time.monotonic() + 60
-        while len(procs.list_runs(world.home)) <= count:
-            assert time.monotonic() < deadline, "no process started again"
-            time.sleep(0.5)
+        eventually(
+            lambda: len(procs.list_runs(world.home)) > count,
+            what="a process to start again",
+            every=0.5,
+        )
     finally:
         world.stop()
     assert all(r.status != "running" for r in procs.list_runs(world.home))

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from ackdeck.core.inbox.rooms import Room
@@ -23,9 +22,9 @@ from ackdeck.tui.messages import FilesChanged, IndexBuilt
 from ackdeck.tui.screens.modals import AckAllScreen
 from ackdeck.tui.testing import fixed_clock, quiet_config, settle
 from ackdeck.tui.widgets.line_view import LineView
+from tests.helpers.wait import WAIT, eventually_async
 
 SIZE = (120, 36)
-WAIT = 60.0
 
 
 def complete_lines(path: Path) -> int:
@@ -34,13 +33,6 @@ def complete_lines(path: Path) -> int:
 
 def append_from_other_process(path: Path, line: str) -> None:
     subprocess.run(["sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "sh", line, str(path)], check=True)
-
-
-async def wait_for(pilot, condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await pilot.pause(0.02)
 
 
 async def test_sync_in_flight_when_a_fresh_index_arrives_does_not_freeze_the_panel(
@@ -64,7 +56,7 @@ async def test_sync_in_flight_when_a_fresh_index_arrives_does_not_freeze_the_pan
         assert view.count == 3
         monkeypatch.setattr(LineIndex, "probe", gated_probe)
         view.sync()  # a sync on the current index, held in its probe
-        await wait_for(pilot, probing.is_set, "the sync did not start")
+        await eventually_async(probing.is_set, what="the sync did not start", pilot=pilot)
         view.sync()  # a second change while it runs: queued
         # A fresh index of the same room arrives while the sync is still in flight.
         fresh = LineIndex.open(room)
@@ -73,12 +65,16 @@ async def test_sync_in_flight_when_a_fresh_index_arrives_does_not_freeze_the_pan
         await pilot.pause()
         gate.set()
         monkeypatch.setattr(LineIndex, "probe", real_probe)
-        await wait_for(pilot, lambda: not view.busy, "the lines panel stayed busy (frozen)")
+        await eventually_async(
+            lambda: not view.busy, what="the lines panel stayed busy (frozen)", pilot=pilot
+        )
         # Later lines must still show up.
         append_from_other_process(room, "four")
         append_from_other_process(room, "five")
         app.post_message(FilesChanged())
-        await wait_for(pilot, lambda: view.count == 5, f"panel stuck at {view.count} lines")
+        await eventually_async(
+            lambda: view.count == 5, what=f"panel stuck at {view.count} lines", pilot=pilot
+        )
         await settle(pilot, timeout=WAIT)
         assert view.visible_text() == ["one", "two", "three", "four", "five"]
 
@@ -115,13 +111,15 @@ async def test_50_ack_all_and_50_read_ack_rounds_with_an_unlocked_writer_keep_th
                 if round_no % 2 == 0:
                     acked_before = Room(room).status().acked_total
                     await pilot.press("A")
-                    await wait_for(pilot, lambda: isinstance(app.screen, AckAllScreen), "no dialog")
+                    await eventually_async(
+                        lambda: isinstance(app.screen, AckAllScreen), what="no dialog", pilot=pilot
+                    )
                     shown = app.screen.shown
                     await pilot.press("y")
-                    await wait_for(
-                        pilot,
+                    await eventually_async(
                         lambda: not isinstance(app.screen, AckAllScreen),
-                        f"round {round_no}: {getattr(app.screen, 'failed', None)}",
+                        what=f"round {round_no}: {getattr(app.screen, 'failed', None)}",
+                        pilot=pilot,
                     )
                     # Exactly the dialog's number was acked; later lines stayed.
                     assert Room(room).status().acked_total - acked_before == shown
@@ -135,10 +133,11 @@ async def test_50_ack_all_and_50_read_ack_rounds_with_an_unlocked_writer_keep_th
                 writer.send_signal(signal.SIGSTOP)
                 try:
                     app.post_message(FilesChanged())  # what the watcher would post
-                    await wait_for(
-                        pilot,
+                    await eventually_async(
                         lambda: not view.busy and view.count == complete_lines(room),
-                        f"round {round_no}: panel {view.count} lines, file {complete_lines(room)}",
+                        what=f"round {round_no}: panel {view.count} lines, "
+                        f"file {complete_lines(room)}",
+                        pilot=pilot,
                     )
                 finally:
                     writer.send_signal(signal.SIGCONT)
@@ -164,11 +163,15 @@ async def test_an_index_build_that_crashes_says_so_and_does_not_hold_later_syncs
     app = make_app(quiet_config([room]), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         view = app.main.query_one("#lines", LineView)
-        await wait_for(pilot, lambda: view.error is not None, "the build error was not shown")
+        await eventually_async(
+            lambda: view.error is not None, what="the build error was not shown", pilot=pilot
+        )
         assert "index exploded" in view.error
         monkeypatch.setattr(LineIndex, "extend_step", real_step)
         view.sync()  # the next change re-indexes the file
-        await wait_for(pilot, lambda: view.count == 2 and not view.busy, "no recovery")
+        await eventually_async(
+            lambda: view.count == 2 and not view.busy, what="no recovery", pilot=pilot
+        )
         await settle(pilot, timeout=WAIT)
         assert view.visible_text() == ["one", "two"]
 

@@ -19,6 +19,7 @@ from ackdeck.tui.widgets.tables import (
     _cut,
     fit_widths,
 )
+from tests.helpers.wait import eventually_async
 
 
 @pytest.fixture(scope="module")
@@ -115,10 +116,11 @@ async def test_toasts_do_not_cover_the_lines_count(scene: Scene) -> None:
             for i in range(3):
                 app.notify(f"a long notification number {i} " + "x" * 40, timeout=60)
             # Once the toasts are drawn (not after a fixed pause), the count must still show.
-            deadline = time.monotonic() + 60
-            while "notification number 2" not in screen_text(app):
-                assert time.monotonic() < deadline, "the toasts were not drawn"
-                await pilot.pause(0.02)
+            await eventually_async(
+                lambda: "notification number 2" in screen_text(app),  # noqa: B023 - awaited here
+                what="the toasts to be drawn",
+                pilot=pilot,
+            )
             assert "36 lines" in screen_text(app), size
 
 
@@ -133,8 +135,9 @@ async def test_toasts_do_not_cover_the_lines_count_of_a_room_with_a_long_name(
             await settle(pilot)
             for i in range(3):
                 app.notify(f"a long notification number {i} " + "x" * 40, timeout=60)
-            deadline = time.monotonic() + 60
-            while "notification number 2" not in screen_text(app):
-                assert time.monotonic() < deadline, "the toasts were not drawn"
-                await pilot.pause(0.02)
+            await eventually_async(
+                lambda: "notification number 2" in screen_text(app),  # noqa: B023 - awaited here
+                what="the toasts to be drawn",
+                pilot=pilot,
+            )
             assert "1,234 lines" in screen_text(app), (size, screen_text(app))

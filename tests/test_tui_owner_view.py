@@ -38,7 +38,7 @@ from ackdeck.tui.testing import (
 )
 from ackdeck.tui.widgets.line_view import LineView
 from ackdeck.tui.widgets.tables import RoomsTable
-from tests.redis_server import RedisServer, new_room_name
+from tests.helpers.redis_server import RedisServer, new_room_name
 
 SIZE = (120, 35)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 from ackdeck.core.watch import output, procs, wakes
@@ -23,15 +22,9 @@ from ackdeck.tui.testing import (
 )
 from ackdeck.tui.widgets.line_view import LineView
 from ackdeck.tui.widgets.tables import ProcsTable, WakesTable
+from tests.helpers.wait import eventually, eventually_async
 
 SIZE = (140, 40)
-
-
-def wait_for(cond, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def start_and_finish(home: Path, name: str, script: str, pattern: str, tmp_path: Path) -> None:
@@ -44,10 +37,10 @@ def start_and_finish(home: Path, name: str, script: str, pattern: str, tmp_path:
         monitors=[procs.MonitorSpec(pattern, cooldown_ms=0)],
         cwd=str(tmp_path),
     )
-    wait_for(lambda: procs.get_run(home, name).status != "running", f"{name} to exit")
-    wait_for(
+    eventually(lambda: procs.get_run(home, name).status != "running", what=f"{name} to exit")
+    eventually(
         lambda: any(w.name == name and w.lines for w in wakes.list_wakes(home, "agent")),
-        f"the wake record of {name}",
+        what=f"the wake record of {name}",
     )
 
 
@@ -121,9 +114,9 @@ async def test_output_screen_follows_new_output(home: Path, tmp_path: Path) -> N
     gate = tmp_path / "go"
     script = f'echo first; while [ ! -e "{gate}" ]; do sleep 0.05; done; echo second'
     procs.start(home, "slow", ["sh", "-c", script], session="agent", cwd=str(tmp_path))
-    wait_for(
+    eventually(
         lambda: b"first" in (procs.get_run(home, "slow").run_dir / "output.log").read_bytes(),
-        "first output",
+        what="first output",
     )
     app = make_app(quiet_config([], home=home), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -133,7 +126,7 @@ async def test_output_screen_follows_new_output(home: Path, tmp_path: Path) -> N
         view = app.screen.query_one(LineView)
         assert view.visible_text() == ["first"]
         gate.touch()
-        wait_for(lambda: procs.get_run(home, "slow").status == "exited", "slow to exit")
+        eventually(lambda: procs.get_run(home, "slow").status == "exited", what="slow to exit")
         await feed_change(pilot)
         assert view.visible_text() == ["first", "second"]
         assert "exited, exit 0" in screen_text(app)
@@ -204,7 +197,9 @@ async def test_a_run_whose_supervisor_died_shows_lost_without_a_file_event(
     # at the home while a run is running is what finds it lost.
     info = procs.start(home, "srv", ["sleep", "600"], cwd=str(tmp_path))
     try:
-        wait_for(lambda: (m := load_meta(info.run_dir)) is not None and m.supervisor_pid, "pid")
+        eventually(
+            lambda: (m := load_meta(info.run_dir)) is not None and m.supervisor_pid, what="pid"
+        )
         meta = load_meta(info.run_dir)
         assert meta is not None and meta.supervisor_pid
         app = make_app(quiet_config([], home=home, watch=True, tick_seconds=0.05))
@@ -212,10 +207,9 @@ async def test_a_run_whose_supervisor_died_shows_lost_without_a_file_event(
             await settle(pilot)
             assert "running" in screen_text(app)
             os.kill(meta.supervisor_pid, signal.SIGKILL)
-            wait_for(lambda: not supervisor_alive(info.run_dir), "the supervisor to be gone")
-            deadline = time.monotonic() + 60
-            while "lost" not in screen_text(app):
-                assert time.monotonic() < deadline, "the run never showed as lost"
-                await pilot.pause(0.05)
+            eventually(lambda: not supervisor_alive(info.run_dir), what="the supervisor to be gone")
+            await eventually_async(
+                lambda: "lost" in screen_text(app), what="the run shown as lost", pilot=pilot
+            )
     finally:
         procs.kill(home, "srv")

@@ -5,7 +5,6 @@ only changed rows, and labels are linear. Behaviour, not timings (those live in 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,9 +24,10 @@ from ackdeck.tui.state import room_labels
 from ackdeck.tui.testing import fixed_clock, quiet_config, settle
 from ackdeck.tui.watch_map import WatchMap, home_event
 from ackdeck.tui.widgets.tables import RoomsTable
+from tests.helpers.cli import ackdeck
+from tests.helpers.wait import WAIT, eventually_async
 
 REPO = Path(__file__).resolve().parent.parent
-WAIT = 60.0
 
 
 def rooms_in(tmp_path: Path, n: int) -> list[Path]:
@@ -283,10 +283,11 @@ async def test_run_output_does_not_make_the_dashboard_recount_rooms(home: Path, 
     try:
         async with app.run_test(size=(140, 40)) as pilot:
             await settle(pilot, timeout=WAIT)
-            deadline = time.monotonic() + WAIT
-            while not any(w.group == "watch" and w.is_running for w in app.workers):
-                assert time.monotonic() < deadline
-                await pilot.pause(0.05)
+            await eventually_async(
+                lambda: any(w.group == "watch" and w.is_running for w in app.workers),
+                what="the watcher to start",
+                pilot=pilot,
+            )
             looks: list[ScanRequest] = []
             real = app._scan
 
@@ -298,19 +299,14 @@ async def test_run_output_does_not_make_the_dashboard_recount_rooms(home: Path, 
             run = procs.list_runs(home, latest_only=True)[0]
             out = run.run_dir / "output.log"
             size = out.stat().st_size
-            deadline = time.monotonic() + WAIT
-            while out.stat().st_size < size + 2000:  # the run prints on
-                assert time.monotonic() < deadline
-                await pilot.pause(0.1)
+            await eventually_async(  # the run prints on
+                lambda: out.stat().st_size >= size + 2000, what="2,000 bytes more", pilot=pilot
+            )
             await settle(pilot, timeout=WAIT)
             # Looks may come for the run's own state (its monitors file), never for rooms.
             assert all(not t.keys and not t.unknown for t in looks), looks
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "ackdeck.core.cli", "--home", str(home), "kill", "printer"],
-            cwd=REPO,
-            capture_output=True,
-        )
+        ackdeck(None, "--home", str(home), "kill", "printer")
 
 
 async def test_ages_move_on_with_the_clock_without_a_look_at_the_files(tmp_path: Path) -> None:
@@ -356,35 +352,37 @@ async def test_a_room_directorys_new_file_is_watched_live_and_counted_incrementa
     async with app.run_test(size=(140, 40)) as pilot:
         table = app.main.query_one(RoomsTable)
 
-        async def until(what: str, ok) -> None:  # type: ignore[no-untyped-def]
-            deadline = time.monotonic() + WAIT
-            while not ok():
-                assert time.monotonic() < deadline, what
-                await pilot.pause(0.05)
-
         def pending(room: Path) -> str | None:
             if str(room) not in table._keys:
                 return None
             return table._rows[table._keys.index(str(room))][1].plain
 
         await settle(pilot, timeout=WAIT)
-        await until("watcher", lambda: any(w.group == "watch" for w in app.workers))
+        await eventually_async(
+            lambda: any(w.group == "watch" for w in app.workers), what="watcher", pilot=pilot
+        )
         c = d / "c.txt"
         c.write_bytes(b"1\n2\n3\n4\n")  # a new room, written by something else
-        await until("the new room's row", lambda: pending(c) == "4")
+        await eventually_async(lambda: pending(c) == "4", what="the new room's row", pilot=pilot)
         assert table._keys == [str(a), str(b), str(c)]
         counts = app._counter._counts
         assert counts[str(c)].recounts == 1 and counts[str(a)].recounts == 1
         Room(c).push("five")
-        await until("the push to the new room", lambda: pending(c) == "5")
+        await eventually_async(
+            lambda: pending(c) == "5", what="the push to the new room", pilot=pilot
+        )
         assert counts[str(c)].recounts == 1  # only the appended bytes were read
         assert counts[str(a)].recounts == 1
         b.unlink()
-        await until("the removed room's row to go", lambda: str(b) not in table._keys)
+        await eventually_async(
+            lambda: str(b) not in table._keys, what="the removed room's row to go", pilot=pilot
+        )
         assert table._keys == [str(a), str(c)]
         assert str(b) not in app._counter._counts and str(b) not in app.labels
         Room(a).push("four")  # the rooms that stayed are still watched
-        await until("a push to a room that stayed", lambda: pending(a) == "4")
+        await eventually_async(
+            lambda: pending(a) == "4", what="a push to a room that stayed", pilot=pilot
+        )
 
 
 async def test_ages_due_off_screen_are_made_again_when_scrolled_into_view(
@@ -426,10 +424,11 @@ async def test_without_watches_every_tick_looks(tmp_path: Path) -> None:
         table = app.main.query_one(RoomsTable)
         Room(rooms[1]).push("news")
         pushed_at = app._ticks
-        deadline = time.monotonic() + WAIT
-        while table._rows[table._keys.index(str(rooms[1]))][1].plain != "3":
-            assert time.monotonic() < deadline, "no tick looked at the room"
-            await pilot.pause(0.05)
+        await eventually_async(
+            lambda: table._rows[table._keys.index(str(rooms[1]))][1].plain == "3",
+            what="a tick to look at the room",
+            pilot=pilot,
+        )
         assert app._ticks - pushed_at < SWEEP_TICKS  # before the 10-tick sweep came round
 
 
@@ -485,8 +484,5 @@ async def test_ages_move_on_when_due_without_a_tick_every_second(tmp_path: Path)
             return str(table._rows[table._keys.index(str(rooms[1]))][7])
 
         assert age() == "just now" or time.time() - written >= 10  # (a slow start)
-        deadline = time.monotonic() + WAIT
-        while age() != "10s ago":
-            assert time.monotonic() < deadline, f"the age stayed {age()!r}"
-            await pilot.pause(0.05)
+        await eventually_async(lambda: age() == "10s ago", what="the age '10s ago'", pilot=pilot)
         assert app._ticks == 0  # no sweep ran: the ages' own timer did it

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.state import in_flight_total
 from ackdeck.tui.testing import fixed_clock, quiet_config, settle
+from tests.helpers.wait import eventually_async
 
 REPO = Path(__file__).resolve().parent.parent
-WAIT = 60.0
 
 
 async def test_a_read_by_another_process_shows_for_a_room_with_a_long_name(
@@ -29,15 +28,18 @@ async def test_a_read_by_another_process_shows_for_a_room_with_a_long_name(
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         assert in_flight_total(app.snapshot.rooms[0].status) == 2
-        deadline = time.monotonic() + WAIT
-        while not any(w.group == "watch" and w.is_running for w in app.workers):
-            assert time.monotonic() < deadline, "the watcher did not start"
-            await pilot.pause(0.02)
+        await eventually_async(
+            lambda: any(w.group == "watch" and w.is_running for w in app.workers),
+            what="the watcher to start",
+            pilot=pilot,
+        )
         await pilot.pause(0.2)  # let the watcher register its directories
         script = (
             "import sys; from ackdeck.core.inbox.rooms import Room; Room(sys.argv[1]).read('agent')"
         )
         subprocess.run([sys.executable, "-c", script, str(room)], check=True, cwd=REPO)
-        while in_flight_total(app.snapshot.rooms[0].status) != 4:
-            assert time.monotonic() < deadline, "the read elsewhere never reached the dashboard"
-            await pilot.pause(0.05)
+        await eventually_async(
+            lambda: in_flight_total(app.snapshot.rooms[0].status) == 4,
+            what="the read elsewhere to reach the dashboard",
+            pilot=pilot,
+        )

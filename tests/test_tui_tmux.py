@@ -8,27 +8,19 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from ackdeck.core.inbox.rooms import Room
+from tests.helpers.wait import eventually
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 REPO = Path(__file__).resolve().parent.parent
-WAIT = 60.0
-
-
-def wait_until(cond: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 class Pane:
@@ -51,7 +43,7 @@ class Pane:
         # the placeholder: started in a pane still being sized, a program can miss the resize.
         size = ("-x", str(width), "-y", str(height))
         self.tmux("new-session", "-d", "-s", "dash", *size, "sh -c 'read never'")
-        wait_until(lambda: self.size() == (width, height), "the pane's size")
+        eventually(lambda: self.size() == (width, height), what="the pane's size")
         self.tmux("respawn-pane", "-k", "-t", "dash", command)
 
     def tmux(self, *args: str) -> str:
@@ -105,7 +97,7 @@ def settled(pane: Pane) -> str:
         same, seen[0] = bool(now) and now == seen[0], now
         return same
 
-    wait_until(same, "the lines panel to settle")
+    eventually(same, what="the lines panel to settle")
     return pane.capture()
 
 
@@ -121,20 +113,20 @@ def test_r_then_a_in_a_real_terminal_removes_at_most_what_was_on_screen(tmp_path
     home = tmp_path / "state"
     home.mkdir()
     with dashboard(tmp_path, ["--home", str(home), "--room", str(room)], 120, 35) as pane:
-        wait_until(lambda: "400 lines" in pane.capture(), "the lines panel's title")
-        wait_until(lambda: "Preserved" in pane.capture(), "the 120-column layout")
+        eventually(lambda: "400 lines" in pane.capture(), what="the lines panel's title")
+        eventually(lambda: "Preserved" in pane.capture(), what="the 120-column layout")
         # The first scan's row settles the layout (empty processes and wakes panels shrink and
         # the lines panel grows): what is on screen before that is not what `r` will see.
-        wait_until(lambda: ROW_400.search(pane.capture()), "the room's row with its count")
+        eventually(lambda: ROW_400.search(pane.capture()), what="the room's row with its count")
         screen = settled(pane)
         shown = numbered_lines(screen)
         assert shown == list(range(1, len(shown) + 1)), screen  # the oldest lines, in order
         pane.keys("r")
-        wait_until(lambda: "owner" in Room(room).status().sessions, "the owner's receipt")
+        eventually(lambda: "owner" in Room(room).status().sessions, what="the owner's receipt")
         in_flight = Room(room).status().sessions["owner"].in_flight
         pane.keys("a")
-        wait_until(lambda: Room(room).status().acked_total > 0, "the ack")
-        wait_until(lambda: "acked" in pane.capture(), "the ack's message")
+        eventually(lambda: Room(room).status().acked_total > 0, what="the ack")
+        eventually(lambda: "acked" in pane.capture(), what="the ack's message")
     acked = Room(room).status().acked_total
     assert acked == in_flight
     assert 0 < acked <= len(shown), (acked, shown)
@@ -152,20 +144,20 @@ def test_four_resizes_keep_the_chosen_room_for_the_keys(tmp_path: Path) -> None:
     home.mkdir()
     args = ["--home", str(home)] + [a for r in rooms for a in ("--room", str(r))]
     with dashboard(tmp_path, args, 120, 35) as pane:
-        wait_until(lambda: "room2.txt" in pane.capture(), "the rooms table")
-        wait_until(lambda: "· room0.txt" in pane.capture(), "the first room's lines")
+        eventually(lambda: "room2.txt" in pane.capture(), what="the rooms table")
+        eventually(lambda: "· room0.txt" in pane.capture(), what="the first room's lines")
         pane.keys("Down")  # the rooms table has the focus: choose the second room
-        wait_until(lambda: "· room1.txt" in pane.capture(), "the second room's lines")
+        eventually(lambda: "· room1.txt" in pane.capture(), what="the second room's lines")
         receipt = Room(rooms[1]).receipt_file("owner")
         last = 0
         for width in (80, 110, 120, 100):
             pane.resize(width, 35)
-            wait_until(lambda w=width: pane.size() == (w, 35), f"the pane at {width} columns")
+            eventually(lambda w=width: pane.size() == (w, 35), what=f"the pane at {width} columns")
             # `r` is handled after the resize: the receipt shows which room the keys act on.
             pane.keys("r")
-            wait_until(
+            eventually(
                 lambda last=last: receipt.exists() and receipt.stat().st_mtime_ns > last,
-                f"the read of room1 at {width} columns",
+                what=f"the read of room1 at {width} columns",
             )
             last = receipt.stat().st_mtime_ns
             screen = pane.capture()

@@ -8,15 +8,13 @@ test releases, so the order is driven, not raced.
 from __future__ import annotations
 
 import threading
-import time
 
 from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
 from ackdeck.tui.turns import Turn, Turns
-
-WAIT = 60.0
+from tests.helpers.wait import WAIT, eventually_async
 
 
 class Harness(App[None]):
@@ -44,23 +42,20 @@ class Harness(App[None]):
             raise RuntimeError(f"action {n} failed")
 
 
-async def until(pilot, condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await pilot.pause(0.01)
-
-
 async def test_actions_run_one_at_a_time_in_key_order() -> None:
     app = Harness()
     async with app.run_test() as pilot:
         for n in range(3):
             app.press(n)
-        await until(pilot, lambda: app.ran == [0] and app.turns.waiting == 2, "0 runs, 1-2 wait")
+        await eventually_async(
+            lambda: app.ran == [0] and app.turns.waiting == 2, what="0 runs, 1-2 wait", pilot=pilot
+        )
         # Released out of order: 2 still waits for 1, which waits for 0.
         app.gates[2].set()
         app.gates[1].set()
-        await until(pilot, lambda: app.workers_started[2].state == WorkerState.RUNNING, "2 up")
+        await eventually_async(
+            lambda: app.workers_started[2].state == WorkerState.RUNNING, what="2 up", pilot=pilot
+        )
         assert app.ran == [0]
         app.gates[0].set()
         await app.workers.wait_for_complete(app.workers_started)
@@ -73,10 +68,12 @@ async def test_an_action_that_raises_ends_its_turn() -> None:
         app.fail.add(0)
         app.press(0)
         app.press(1)
-        await until(pilot, lambda: app.turns.waiting == 1, "1 waits")
+        await eventually_async(lambda: app.turns.waiting == 1, what="1 waits", pilot=pilot)
         app.gates[0].set()
         app.gates[1].set()
-        await until(pilot, lambda: all(w.is_finished for w in app.workers_started), "done")
+        await eventually_async(
+            lambda: all(w.is_finished for w in app.workers_started), what="done", pilot=pilot
+        )
         assert app.workers_started[0].state == WorkerState.ERROR
         assert app.ran == [0, 1]
 
@@ -88,14 +85,18 @@ async def test_an_action_cancelled_while_waiting_is_skipped_and_ends_its_turn() 
     async with app.run_test() as pilot:
         app.press(0)
         app.press(1)
-        await until(pilot, lambda: app.turns.waiting == 1, "1 waits")
+        await eventually_async(lambda: app.turns.waiting == 1, what="1 waits", pilot=pilot)
         app.workers_started[1].cancel()
-        await until(pilot, lambda: app.turns.waiting == 0, "1 stopped waiting")
+        await eventually_async(
+            lambda: app.turns.waiting == 0, what="1 stopped waiting", pilot=pilot
+        )
         app.press(2)
         app.gates[0].set()
         app.gates[2].set()
-        await until(pilot, lambda: 2 in app.ran, "2 ran")
-        await until(pilot, lambda: all(w.is_finished for w in app.workers_started), "done")
+        await eventually_async(lambda: 2 in app.ran, what="2 ran", pilot=pilot)
+        await eventually_async(
+            lambda: all(w.is_finished for w in app.workers_started), what="done", pilot=pilot
+        )
         assert sorted(app.ran) == [0, 2]
 
 
@@ -107,8 +108,10 @@ async def test_a_turn_that_never_ends_does_not_hold_a_closing_app() -> None:
     async with app.run_test() as pilot:
         app.turns.take()  # the turn of an action whose worker never ran
         app.press(1)
-        await until(pilot, lambda: app.turns.waiting == 1, "1 waits")
+        await eventually_async(lambda: app.turns.waiting == 1, what="1 waits", pilot=pilot)
         app.workers_started[0].cancel()
-        await until(pilot, lambda: app.turns.waiting == 0, "1 stopped waiting")
+        await eventually_async(
+            lambda: app.turns.waiting == 0, what="1 stopped waiting", pilot=pilot
+        )
         app.gates[1].set()
         assert app.ran == []

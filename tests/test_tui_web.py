@@ -13,20 +13,13 @@ import pytest
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.tui.browser import chromium_page, find_chromium, open_dashboard, web_server
 from ackdeck.tui.web import refusal, start_message
+from tests.helpers.wait import WAIT, eventually
 
 REPO = Path(__file__).resolve().parent.parent
-WAIT = 60.0
 CHROMIUM = find_chromium()
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)"
 )
-
-
-def until(cond, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def owner_in_flight(room: Path) -> int | None:
@@ -169,15 +162,15 @@ def test_web_on_port_0_prints_the_port_it_serves_on() -> None:
         assert found, first
         port = int(found.group(1))
         assert port != 0
-        page = b""
-        deadline = time.monotonic() + WAIT
-        while not page:
+
+        def fetched() -> bytes:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=WAIT) as r:
-                    page = r.read()
+                    return r.read()
             except OSError:
-                assert time.monotonic() < deadline, "the printed port never answered"
-                time.sleep(0.2)
+                return b""
+
+        page = eventually(fetched, what="the printed port to answer", every=0.2)
         assert b"ackdeck" in page
     finally:
         proc.terminate()
@@ -254,9 +247,9 @@ def test_a_page_of_another_site_cannot_drive_the_dashboard(tmp_path: Path) -> No
         try:
             with chromium_page(CHROMIUM) as page:
                 page.goto(f"http://127.0.0.1:{other.server_address[1]}/attack.html")
-                until(
+                eventually(
                     lambda: page.title() == "refused" or Room(room).status().acked_total > 0,
-                    "the attack page to be refused or to ack",
+                    what="the attack page to be refused or to ack",
                 )
                 assert page.title() == "refused"
         finally:
@@ -328,9 +321,9 @@ def test_the_page_takes_keys_on_load_without_a_click_and_draws_no_box(tmp_path: 
                 clip = {"x": box["x"], "y": box["y"] + y, "width": box["width"] / 2, "height": 10}
                 return len(page.screenshot(clip=clip))
 
-            until(
+            eventually(
                 lambda: drawn_bytes(box["height"] - 14) > 4 * drawn_bytes(box["height"] * 0.6),
-                "the footer's keys",
+                what="the footer's keys",
             )
             # A read counts what was on screen: a press before the first paint reads 0.
             press_until(page, "r", lambda: owner_in_flight(room) == 5, "the read")

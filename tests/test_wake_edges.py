@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ackdeck.core.watch import procs, wakes
 from ackdeck.core.watch.procs import MonitorSpec
-from tests.conftest import ACKDECK
-from tests.test_procs_support import PY, cli, wait_status
+from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.runs import PY, wait_status
 
 
 def test_dropped_lines_the_owner_read_since_do_not_wake(phome: Path, cli_env) -> None:
@@ -21,13 +21,13 @@ def test_dropped_lines_the_owner_read_since_do_not_wake(phome: Path, cli_env) ->
     procs.start(phome, "many", [PY, "-c", code], monitors=[MonitorSpec("ERROR", cooldown_ms=0)])
     wait_status(phome, "many")
     assert wakes.list_wakes(phome, "default")[0].dropped == 150
-    out = cli(cli_env, "output", "many", "--json")
+    out = ackdeck(cli_env, "output", "many", "--json")
     assert out.returncode == 0, out.stderr
     assert len(json.loads(out.stdout)["lines"]) == 200
     res = wakes.drain(phome, "default", settle_timeout=2.0)
     assert res.delivered == []
     assert res.superseded == 200
-    hook = cli(cli_env, "wakes", "drain", "--hook")
+    hook = ackdeck(cli_env, "wakes", "drain", "--hook")
     assert hook.returncode == 0, hook.stderr
 
 
@@ -94,7 +94,7 @@ def test_hook_drain_acks_nothing_when_the_stderr_copy_fails(phome: Path, cli_env
         )
     assert out.returncode == 1
     assert _pending(phome) == [(1, 0)]  # still pending, nothing delivered
-    again = cli(cli_env, "wakes", "drain", "--hook")
+    again = ackdeck(cli_env, "wakes", "drain", "--hook")
     assert again.returncode == 2 and "M1" in again.stderr, again.stderr
     assert _pending(phome) == [(0, 1)]
 
@@ -129,11 +129,11 @@ def test_a_session_named_like_a_lease_keeps_its_read_state(phome: Path, cli_env)
         monitors=[MonitorSpec("ERROR")],
     )
     wait_status(phome, "job")
-    first = cli(cli_env, "output", "job", "--session", "a.lease.99999")
+    first = ackdeck(cli_env, "output", "job", "--session", "a.lease.99999")
     assert first.stdout == "ERROR c\nfine\n", first.stderr
-    drained = cli(cli_env, "wakes", "drain", "--session", "a", "--json")
+    drained = ackdeck(cli_env, "wakes", "drain", "--session", "a", "--json")
     assert drained.returncode == 0, drained.stderr
-    again = cli(cli_env, "output", "job", "--session", "a.lease.99999")
+    again = ackdeck(cli_env, "output", "job", "--session", "a.lease.99999")
     assert again.returncode == 0, again.stderr
     assert again.stdout == ""
 
@@ -150,7 +150,8 @@ def test_kill_after_the_command_exited_reports_the_recorded_end(
     import threading
 
     from ackdeck.core.watch.runs import load_meta, supervisor_alive
-    from tests.test_procs_support import release, wait_until, waiter
+    from tests.helpers.runs import release, waiter
+    from tests.helpers.wait import eventually
 
     go = tmp_path / "go"
     info = procs.start(phome, "quick", waiter(go, "", "bye\n"))
@@ -160,7 +161,7 @@ def test_kill_after_the_command_exited_reports_the_recorded_end(
     try:
         release(go)
         # The command is gone (a zombie its stopped supervisor cannot reap yet).
-        wait_until(lambda: procs.holders.group_members(info.pid) == [], what="command to exit")
+        eventually(lambda: procs.holders.group_members(info.pid) == [], what="command to exit")
         got: list[procs.RunInfo] = []
         t = threading.Thread(target=lambda: got.append(procs.kill(phome, "quick", grace=0)))
         t.start()
@@ -172,7 +173,7 @@ def test_kill_after_the_command_exited_reports_the_recorded_end(
     t.join(timeout=60)
     assert not t.is_alive()
     assert [(i.status, i.exit_code) for i in got] == [("exited", 0)]
-    wait_until(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
+    eventually(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
 
 
 def _occupy_pid(pid: int) -> subprocess.Popen[bytes] | None:
@@ -201,17 +202,17 @@ def test_kill_spares_a_process_group_that_reused_the_commands_number(
     # busy machine). `kill` used to TERM whatever group bore that number.
     import pytest
 
-    from tests.test_procs_support import wait_until
+    from tests.helpers.wait import eventually
 
     ready = tmp_path / "ready"
     script = f'setsid sh -c "touch {ready}; exec sleep 300" & echo started'
     info = procs.start(phome, "srv", ["sh", "-c", script])
     assert info.pid
-    wait_until(ready.exists, what="the daemon")
-    wait_until(lambda: not procs.holders.group_alive(info.pid), what="command to exit")
+    eventually(ready.exists, what="the daemon")
+    eventually(lambda: not procs.holders.group_alive(info.pid), what="command to exit")
     assert procs.get_run(phome, "srv").status == "running"  # the daemon holds the output
     # A reuse happens long after the run started; /proc start times are only about 1 s exact.
-    wait_until(lambda: time.time() > info.started_at + 2.5, what="the clock to move on")
+    eventually(lambda: time.time() > info.started_at + 2.5, what="the clock to move on")
     decoy = _occupy_pid(info.pid)
     if decoy is None:
         pytest.skip("cannot choose the next pid here (/proc/sys/kernel/ns_last_pid)")
@@ -235,7 +236,8 @@ def test_a_lost_run_does_not_cut_a_line_its_child_is_still_writing(
 
     from ackdeck.core.watch import output
     from ackdeck.core.watch.runs import load_meta, pid_alive
-    from tests.test_procs_support import release, wait_until
+    from tests.helpers.runs import release
+    from tests.helpers.wait import eventually
 
     go = tmp_path / "go"
     wait = f"while [ ! -e {go} ]; do sleep 0.05; done"
@@ -243,16 +245,16 @@ def test_a_lost_run_does_not_cut_a_line_its_child_is_still_writing(
     script = f'echo parent; (printf "ERROR part"; {wait}; echo " rest") &'
     info = procs.start(phome, "lo", ["bash", "-c", script], monitors=[MonitorSpec("ERROR")])
     log = info.run_dir / "output.log"
-    wait_until(lambda: log.read_bytes() == b"parent\nERROR part", what="the partial line")
-    wait_until(lambda: not pid_alive(info.pid), what="the command to exit")
+    eventually(lambda: log.read_bytes() == b"parent\nERROR part", what="the partial line")
+    eventually(lambda: not pid_alive(info.pid), what="the command to exit")
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid
     os.kill(meta.supervisor_pid, signal.SIGKILL)
-    wait_until(lambda: procs.get_run(phome, "lo").status == "lost", what="the run to be lost")
+    eventually(lambda: procs.get_run(phome, "lo").status == "lost", what="the run to be lost")
     first = output.read_output(phome, "lo", "default")
     assert [bytes(x) for x in first.lines] == [b"parent"]
     release(go)
-    wait_until(lambda: not procs.holders.writers(log), what="the child to finish")
+    eventually(lambda: not procs.holders.writers(log), what="the child to finish")
     rest = output.read_output(phome, "lo", "default")
     assert [bytes(x) for x in rest.lines] == [b"ERROR part rest"]
 
@@ -263,8 +265,8 @@ async def test_mcp_kill_of_an_ended_run_says_it_stopped_its_leftovers(
     # The tool promised "killing a process that already ended changes nothing" and answered
     # "was already exited" while it did stop the child the run had left running.
     from ackdeck.core.watch.runs import pid_alive
-    from tests.test_mcp import call, connect, text_of
-    from tests.test_procs_support import wait_until
+    from tests.helpers.mcp import call, connect, text_of
+    from tests.helpers.wait import eventually
 
     pidfile = tmp_path / "child"
     # The child lets go of the output, so the run ends while the child lives on in its group.
@@ -279,7 +281,7 @@ async def test_mcp_kill_of_an_ended_run_says_it_stopped_its_leftovers(
         killed = await call(client, "process_kill", {"name": "bg", "grace": 1})
         assert not killed.is_error, text_of(killed)
         assert "stopped the processes it left running" in text_of(killed)
-    wait_until(lambda: not pid_alive(child), what="the child to be stopped")
+    eventually(lambda: not pid_alive(child), what="the child to be stopped")
 
 
 def test_a_nul_argument_or_a_file_as_cwd_is_refused_before_any_run_exists(

@@ -18,8 +18,9 @@ from ackdeck.core.agents.mcp_server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
 from ackdeck.core.errors import InvalidName
 from ackdeck.core.watch import procs, wakes
 from ackdeck.core.watch.runs import pid_alive
-from tests.conftest import ACKDECK
-from tests.test_procs_support import PY, drain_lines, start_beside, wait_status, wait_until
+from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.runs import PY, drain_lines, start_beside, wait_status
+from tests.helpers.wait import eventually
 
 ERRORS_AT = (60_000, 70_000, 80_000, 90_000, 99_999)
 
@@ -62,13 +63,7 @@ def test_output_into_head_marks_as_shown_only_what_the_pipe_took(
     # Every ERROR line lies far beyond what the closed pipe took: none was shown, all wake.
     assert sorted(drain_lines(phome, "s")) == sorted(f"ERROR line {i}" for i in ERRORS_AT)
     # And the next read resumes right after the last line the pipe accepted, up to the end.
-    res = subprocess.run(
-        [*ACKDECK, "output", "big", "--session", "s", "--json"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    res = ackdeck(cli_env, "output", "big", "--session", "s", "--json")
     lines = json.loads(res.stdout)["lines"]
     nums = _numbers(lines)
     assert nums == list(range(nums[0], 100_000)) and 2 <= nums[0] < 100_000
@@ -81,13 +76,7 @@ def test_json_output_cut_by_head_shows_nothing(phome: Path, cli_env: dict[str, s
     assert len(out.stdout) == 100
     assert sorted(drain_lines(phome, "s")) == sorted(f"ERROR line {i}" for i in ERRORS_AT)
     # Nothing was consumed: the whole output is still there for the next read.
-    res = subprocess.run(
-        [*ACKDECK, "output", "big", "--session", "s", "--json"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    res = ackdeck(cli_env, "output", "big", "--session", "s", "--json")
     assert _numbers(json.loads(res.stdout)["lines"]) == list(range(100_000))
 
 
@@ -140,7 +129,7 @@ def test_each_run_of_a_reused_name_is_delivered_under_its_own_id_and_exit(
         session="s",
         monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
     )
-    wait_until(
+    eventually(
         lambda: any(x.text == "ERROR one" for r in wakes.list_wakes(phome, "s") for x in r.lines),
         what="run 1's match to be merged",
     )
@@ -156,13 +145,7 @@ def test_each_run_of_a_reused_name_is_delivered_under_its_own_id_and_exit(
     wait_status(phome, "job", second.run_id)
     go.write_text("go")
     wait_status(phome, "job", first.run_id)
-    res = subprocess.run(
-        [*ACKDECK, "wakes", "drain", "--session", "s", "--json"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    res = ackdeck(cli_env, "wakes", "drain", "--session", "s", "--json")
     got = [
         (d["run_id"], d["kind"], d["lines"], d["exit_code"])
         for d in json.loads(res.stdout)["delivered"]
@@ -181,26 +164,14 @@ def test_lines_beyond_the_cap_are_counted_with_where_to_read_them(
     spec = [procs.MonitorSpec("ERROR", cooldown_ms=0)]
     first = procs.start(phome, "p", [PY, "-c", code], session="s", monitors=spec)
     wait_status(phome, "p")
-    res = subprocess.run(
-        [*ACKDECK, "wakes", "drain", "--session", "s", "--json"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    res = ackdeck(cli_env, "wakes", "drain", "--session", "s", "--json")
     (d,) = json.loads(res.stdout)["delivered"]
     assert len(d["lines"]) == wakes.MAX_LINES and d["dropped"] == 200 - wakes.MAX_LINES
     assert d["read_rest"] == f"ackdeck output p --run-id {first.run_id} --filter ERROR"
     # The hook text says the same, and the command it names really returns every line.
     second = procs.start(phome, "p", [PY, "-c", code], session="s", monitors=spec)
     wait_status(phome, "p", second.run_id)
-    hook = subprocess.run(
-        [*ACKDECK, "wakes", "drain", "--session", "s", "--hook"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    hook = ackdeck(cli_env, "wakes", "drain", "--session", "s", "--hook")
     assert hook.returncode == 2
     rest = f"ackdeck output p --run-id {second.run_id} --filter ERROR"
     assert "150 older matched lines were not kept" in hook.stderr and rest in hook.stderr
@@ -225,22 +196,20 @@ def test_a_child_left_running_is_still_watched_and_killed_with_the_group(
         session="s",
         monitors=[procs.MonitorSpec("ERROR", cooldown_ms=0)],
     )
-    wait_until(lambda: not pid_alive(info.pid), what="the main command to exit")
-    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the daemon pid")
+    eventually(lambda: not pid_alive(info.pid), what="the main command to exit")
+    eventually(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the daemon pid")
     daemon = int(pidfile.read_text())
     go.write_text("go")
     got: list[str] = []
-    wait_until(
+    eventually(
         lambda: got.extend(drain_lines(phome, "s")) or "ERROR from daemon" in got,
         timeout=60,
         what="the daemon's ERROR line to wake the session",
     )
     assert procs.get_run(phome, "job").status == "running"  # its output is still being written
-    out = subprocess.run(
-        [*ACKDECK, "kill", "job"], env=cli_env, capture_output=True, text=True, timeout=60
-    )
+    out = ackdeck(cli_env, "kill", "job")
     assert out.returncode == 0, out.stderr
-    wait_until(lambda: not pid_alive(daemon), what="the daemon to be killed")
+    eventually(lambda: not pid_alive(daemon), what="the daemon to be killed")
     end = wait_status(phome, "job")
     assert end.status == "killed"
 
@@ -254,11 +223,9 @@ def test_kill_stops_the_group_after_its_leader_exited(
     assert wait_status(phome, "job").status == "exited"  # nothing writes its output any more
     child = int(pidfile.read_text())
     assert pid_alive(child)
-    out = subprocess.run(
-        [*ACKDECK, "kill", "job"], env=cli_env, capture_output=True, text=True, timeout=60
-    )
+    out = ackdeck(cli_env, "kill", "job")
     assert out.returncode == 0 and "stopped the processes it left running" in out.stdout
-    wait_until(lambda: not pid_alive(child), what="the leftover child to be killed")
+    eventually(lambda: not pid_alive(child), what="the leftover child to be killed")
 
 
 # ----- 2. process names starting with a dot are refused at every door -------------------------
@@ -271,9 +238,7 @@ def test_a_dot_name_is_refused_with_one_line_at_every_door(
         ["kill", ".job"],
         ["wakes", "dismiss", ".job"],
     ):
-        out = subprocess.run(
-            [*ACKDECK, *args], env=cli_env, capture_output=True, text=True, timeout=60
-        )
+        out = ackdeck(cli_env, *args)
         assert out.returncode == 1 and out.stdout == "", args
         assert out.stderr.count("\n") == 1 and "must not start with '.'" in out.stderr, args
     assert not (phome / "procs").exists() or not any((phome / "procs").iterdir())
@@ -291,39 +256,27 @@ def test_a_dot_name_is_refused_with_one_line_at_every_door(
 def test_a_second_monitor_flag_is_refused_with_one_line(
     phome: Path, cli_env: dict[str, str]
 ) -> None:
-    out = subprocess.run(
-        [*ACKDECK, "run", "job", "--monitor", "ERROR", "--monitor", "WARN", "--", "true"],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = ackdeck(cli_env, "run", "job", "--monitor", "ERROR", "--monitor", "WARN", "--", "true")
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "--monitor: given twice" in out.stderr
     assert "'ERROR|WARN'" in out.stderr
     assert procs.list_runs(phome) == []  # nothing was started
     # The combined regex it suggests watches both.
     script = "echo 'ERROR a'; echo 'WARN b'; echo 'INFO c'"
-    ok = subprocess.run(
-        [
-            *ACKDECK,
-            "run",
-            "job",
-            "--monitor",
-            "ERROR|WARN",
-            "--cooldown-ms",
-            "0",
-            "--session",
-            "s",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    ok = ackdeck(
+        cli_env,
+        "run",
+        "job",
+        "--monitor",
+        "ERROR|WARN",
+        "--cooldown-ms",
+        "0",
+        "--session",
+        "s",
+        "--",
+        "sh",
+        "-c",
+        script,
     )
     assert ok.returncode == 0, ok.stderr
     wait_status(phome, "job")
@@ -362,12 +315,12 @@ def test_a_line_longer_than_the_fragment_bound_matches_when_written_in_pieces(
         return st is not None and st.scanned_to >= n
 
     # Each piece is scanned on its own before the next one is written.
-    wait_until(lambda: scanned(len(b"ERROR: head")), what="the head to be scanned")
+    eventually(lambda: scanned(len(b"ERROR: head")), what="the head to be scanned")
     go1.write_text("go")
-    wait_until(lambda: scanned(len(b"ERROR: head") + (3 << 20)), what="3 MB to be scanned")
+    eventually(lambda: scanned(len(b"ERROR: head") + (3 << 20)), what="3 MB to be scanned")
     go2.write_text("go")
     got: list[str] = []
-    wait_until(lambda: got.extend(drain_lines(phome, "s")) or got, what="the long line to wake")
+    eventually(lambda: got.extend(drain_lines(phome, "s")) or got, what="the long line to wake")
     assert len(got) == 1 and got[0].startswith("ERROR: head")
 
 

@@ -12,7 +12,7 @@ import pytest
 from ackdeck.core.errors import CorruptState
 from ackdeck.core.watch import shown, wakes
 from ackdeck.core.watch.monitors import MatchedLine
-from tests.test_procs_support import cli, cli_json
+from tests.helpers.cli import ackdeck, ackdeck_json
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,7 +51,7 @@ def test_a_corrupted_wake_file_is_skipped_kept_and_reported(home: Path, cli_env)
     assert [x.text for d in res.delivered for x in d.lines] == ["ERR good"]
     assert res.skipped == [bad]
     assert bad.read_bytes() == b'{"session": "s", "name": "bad", "lines": [tru'  # untouched
-    out = cli(cli_env, "wakes", "list", "--session", "s")
+    out = ackdeck(cli_env, "wakes", "list", "--session", "s")
     assert out.returncode == 0 and f"skipped malformed wake file {bad}" in out.stderr
 
 
@@ -131,8 +131,8 @@ def test_dismiss(home: Path, cli_env) -> None:
         wakes.dismiss(home, "s", "q")
     assert bad.exists()
     add(home, "r", (0, 4, "ERR"))
-    assert cli(cli_env, "wakes", "dismiss", "--session", "s", "r").returncode == 0
-    out = cli(cli_env, "wakes", "dismiss", "--session", "s", "r")
+    assert ackdeck(cli_env, "wakes", "dismiss", "--session", "s", "r").returncode == 0
+    out = ackdeck(cli_env, "wakes", "dismiss", "--session", "s", "r")
     assert out.returncode == 1 and "no wake" in out.stderr
 
 
@@ -145,7 +145,7 @@ def test_list_is_sorted_and_cli_lists_json(home: Path, cli_env) -> None:
         ("b", "alpha"),
         ("b", "zeta"),
     ]
-    rows = cli_json(cli_env, "wakes", "list", "--session", "b")["wakes"]
+    rows = ackdeck_json(cli_env, "wakes", "list", "--session", "b")["wakes"]
     assert [(r["session"], r["name"]) for r in rows] == [("b", "alpha"), ("b", "zeta")]
 
 

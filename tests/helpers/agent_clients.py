@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PATHS, REPO
+from tests.helpers.paths import PATHS, REPO
 
 NPM_BIN = REPO / ".cache" / "npm" / "node_modules" / ".bin"
 CLIENTS = {

@@ -11,7 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ACKDECK, PATHS
+from tests.helpers.cli import ACKDECK
+from tests.helpers.paths import PATHS
 
 LIMIT = 60.0  # only a real hang gets here
 

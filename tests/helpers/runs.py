@@ -1,44 +1,30 @@
-"""Shared helpers for the process / monitor / wake tests (no tests here).
+"""Helpers for the tests of runs: processes, their monitors and wakes.
 
-Processes are real: each test starts short commands through `core.watch.procs.start` (or the CLI)
-and the `phome` fixture kills whatever is still running when the test ends. Synchronisation is
-by files the commands wait for (`go`), never by sleeping for a fixed time.
+Processes are real: each test starts short commands through `core.watch.procs.start` (or the
+CLI) and the `phome` fixture (tests/conftest.py) kills whatever is still running when the test
+ends. Synchronisation is by files the commands wait for (`go`), never by sleeping for a fixed
+time.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from ackdeck.core.watch import procs, wakes
-from tests.conftest import ACKDECK
+from tests.helpers.wait import eventually
 
 PY = sys.executable
 
 
-def wait_until(
-    cond: Callable[[], object], timeout: float = 60.0, what: str = "condition"
-) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def wait_status(home: Path, name: str, run_id: str | None = None) -> procs.RunInfo:
     """Wait until the run is no longer running and its supervisor has finished its work."""
-    info = wait_until(
+    info = eventually(
         lambda: (i := procs.get_run(home, name, run_id)).status != "running" and i,
         what=f"{name} to end",
     )
@@ -46,7 +32,7 @@ def wait_status(home: Path, name: str, run_id: str | None = None) -> procs.RunIn
     from ackdeck.core.watch.runs import load_monitors_state, supervisor_alive
 
     # The supervisor writes the final status, then flushes; wait for it to let go.
-    wait_until(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
+    eventually(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
     st = load_monitors_state(info.run_dir)
     assert not info.monitors or (st is not None and st.done)
     return info
@@ -77,27 +63,13 @@ def supervisor_imports(home: Path, tmp_path: Path, name: str) -> set[str]:
     info = procs.start(
         home, name, waiter(go, "ERROR one\n", "done\n"), monitors=[procs.MonitorSpec("ERR")]
     )
-    wait_until(lambda: load_monitors_state(info.run_dir), what="a first scan")
+    eventually(lambda: load_monitors_state(info.run_dir), what="a first scan")
     release(go)
     wait_status(home, name)
     log = (info.run_dir / "supervisor.log").read_text()
     return {
         line.rsplit("|", 1)[1].strip() for line in log.splitlines() if line.startswith("import")
     }
-
-
-def cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ACKDECK, *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def cli_json(env: dict[str, str], *args: str) -> object:
-    a = list(args)
-    at = a.index("--") if "--" in a else len(a)  # options go before the command separator
-    out = cli(env, *a[:at], "--json", *a[at:])
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
 
 
 def drain_lines(home: Path, session: str = "default") -> list[str]:

@@ -8,11 +8,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.wait import eventually
 
 MISSING = "redis-server is not installed (make test installs it when run as root)"
 
@@ -58,21 +59,21 @@ class RedisServer:
         import redis
 
         client = redis.Redis(port=self.port, password=self.password, socket_timeout=5)
-        deadline = time.monotonic() + 60
+
+        def ready() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                log = (self.dir / "redis.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"redis-server exited at start:\n{log}")
+            try:
+                # PING answers while the AOF is still loading; wait for a real command.
+                client.exists("ackdeck:ready-probe")
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                return False
+            return True
+
         try:
-            while True:
-                assert self.proc is not None
-                if self.proc.poll() is not None:
-                    log = (self.dir / "redis.log").read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"redis-server exited at start:\n{log}")
-                try:
-                    # PING answers while the AOF is still loading; wait for a real command.
-                    client.exists("ackdeck:ready-probe")
-                    return
-                except (redis.ConnectionError, redis.BusyLoadingError):
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            eventually(ready, what=f"redis-server to answer on port {self.port}", every=0.05)
         finally:
             client.close()
 
