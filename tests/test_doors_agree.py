@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,12 @@ def normal(value: Any) -> Any:
     if isinstance(value, list):
         return [normal(v) for v in value]
     return value
+
+
+def door_cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`ackdeck --home HOME ARGS` from `cwd`, as a door's caller runs it: no ACKDECK_ setting of
+    this process reaches it, and a hook finds an empty JSON object on its stdin."""
+    return ackdeck(clean_env(), "--home", str(home), *args, cwd=cwd, timeout=120, input="{}")
 
 
 def cli_json(home: Path, args: list[str], cwd: Path) -> tuple[int, dict[str, Any]]:
@@ -344,68 +351,12 @@ async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_pat
     room = fresh_rooms(tmp_path / "rooms")
     s = ["--session", SESSION]
     for i in range(3):
-        assert (
-            ackdeck(
-                clean_env(),
-                "--home",
-                str(home),
-                "room",
-                "push",
-                str(room),
-                f"line {i}",
-                cwd=tmp_path,
-                timeout=120,
-                input="{}",
-            ).returncode
-            == 0
-        )
-    assert (
-        ackdeck(
-            clean_env(),
-            "--home",
-            str(home),
-            "room",
-            "read",
-            str(room),
-            *s,
-            cwd=tmp_path,
-            timeout=120,
-            input="{}",
-        ).returncode
-        == 0
-    )
+        assert door_cli(home, tmp_path, "room", "push", str(room), f"line {i}").returncode == 0
+    assert door_cli(home, tmp_path, "room", "read", str(room), *s).returncode == 0
     for i in range(2):  # arrive after the agent's read: unread for it, in flight: 3
-        assert (
-            ackdeck(
-                clean_env(),
-                "--home",
-                str(home),
-                "room",
-                "push",
-                str(room),
-                f"late {i}",
-                cwd=tmp_path,
-                timeout=120,
-                input="{}",
-            ).returncode
-            == 0
-        )
+        assert door_cli(home, tmp_path, "room", "push", str(room), f"late {i}").returncode == 0
     other = ["--session", "other"]
-    assert (
-        ackdeck(
-            clean_env(),
-            "--home",
-            str(home),
-            "room",
-            "read",
-            str(room),
-            *other,
-            cwd=tmp_path,
-            timeout=120,
-            input="{}",
-        ).returncode
-        == 0
-    )
+    assert door_cli(home, tmp_path, "room", "read", str(room), *other).returncode == 0
 
     _, by_cli = cli_json(home, ["room", "status", str(room), *s], tmp_path)
     async with connect(home, [room], SESSION) as client:
@@ -415,35 +366,11 @@ async def test_hooks_and_the_dashboard_show_the_numbers_cli_and_mcp_show(tmp_pat
     assert (row["pending"], row["unread"], row["in_flight"]) == (5, 2, 3)
 
     # The hooks: the same unread count, from the same service view.
-    prompt = ackdeck(
-        clean_env(),
-        "--home",
-        str(home),
-        "hooks",
-        "prompt",
-        *s,
-        "--room",
-        str(room),
-        cwd=tmp_path,
-        timeout=120,
-        input="{}",
-    )
+    prompt = door_cli(home, tmp_path, "hooks", "prompt", *s, "--room", str(room))
     assert prompt.returncode == 0, prompt.stderr
     lines = "1 unread line" if row["unread"] == 1 else f"{row['unread']} unread lines"
     assert f"{lines} in room {room}" in prompt.stdout
-    boot = ackdeck(
-        clean_env(),
-        "--home",
-        str(home),
-        "hooks",
-        "bootstrap",
-        *s,
-        "--room",
-        str(room),
-        cwd=tmp_path,
-        timeout=120,
-        input="{}",
-    )
+    boot = door_cli(home, tmp_path, "hooks", "bootstrap", *s, "--room", str(room))
     assert f"  - {room} ({row['unread']} unread)" in boot.stdout.splitlines()
 
     # The dashboard: its scan's row (the scanner's first look) and the cells drawn from it.

@@ -110,7 +110,7 @@ def test_wait_ack_after_a_hand_edit_of_another_line_never_says_acked(
     if looked:
         r.status()
     proc = _wait_ack(cli_env, room, "two")
-    eventually(lambda: b"two\n" in room.read_bytes(), what="the push never landed")
+    eventually(lambda: b"two\n" in room.read_bytes(), what="the push to land")
     # `sed -i '/one/d' room`: a new file without "one"; nobody acked "two".
     subprocess.run(["sed", "-i", "/one/d", str(room)], check=True)
     assert room.read_bytes() == b"two\n"

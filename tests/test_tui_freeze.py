@@ -56,7 +56,7 @@ async def test_sync_in_flight_when_a_fresh_index_arrives_does_not_freeze_the_pan
         assert view.count == 3
         monkeypatch.setattr(LineIndex, "probe", gated_probe)
         view.sync()  # a sync on the current index, held in its probe
-        await eventually_async(probing.is_set, what="the sync did not start", pilot=pilot)
+        await eventually_async(probing.is_set, what="the sync to start", pilot=pilot)
         view.sync()  # a second change while it runs: queued
         # A fresh index of the same room arrives while the sync is still in flight.
         fresh = LineIndex.open(room)
@@ -66,7 +66,7 @@ async def test_sync_in_flight_when_a_fresh_index_arrives_does_not_freeze_the_pan
         gate.set()
         monkeypatch.setattr(LineIndex, "probe", real_probe)
         await eventually_async(
-            lambda: not view.busy, what="the lines panel stayed busy (frozen)", pilot=pilot
+            lambda: not view.busy, what="the lines panel to be idle (not frozen)", pilot=pilot
         )
         # Later lines must still show up.
         append_from_other_process(room, "four")
@@ -112,7 +112,7 @@ async def test_50_ack_all_and_50_read_ack_rounds_with_an_unlocked_writer_keep_th
                     acked_before = Room(room).status().acked_total
                     await pilot.press("A")
                     await eventually_async(
-                        lambda: isinstance(app.screen, AckAllScreen), what="no dialog", pilot=pilot
+                        lambda: isinstance(app.screen, AckAllScreen), what="the dialog", pilot=pilot
                     )
                     shown = app.screen.shown
                     await pilot.press("y")
@@ -170,7 +170,7 @@ async def test_an_index_build_that_crashes_says_so_and_does_not_hold_later_syncs
         monkeypatch.setattr(LineIndex, "extend_step", real_step)
         view.sync()  # the next change re-indexes the file
         await eventually_async(
-            lambda: view.count == 2 and not view.busy, what="no recovery", pilot=pilot
+            lambda: view.count == 2 and not view.busy, what="the panel to recover", pilot=pilot
         )
         await settle(pilot, timeout=WAIT)
         assert view.visible_text() == ["one", "two"]

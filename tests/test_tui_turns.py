@@ -88,7 +88,7 @@ async def test_an_action_cancelled_while_waiting_is_skipped_and_ends_its_turn() 
         await eventually_async(lambda: app.turns.waiting == 1, what="1 waits", pilot=pilot)
         app.workers_started[1].cancel()
         await eventually_async(
-            lambda: app.turns.waiting == 0, what="1 stopped waiting", pilot=pilot
+            lambda: app.turns.waiting == 0, what="1 to stop waiting", pilot=pilot
         )
         app.press(2)
         app.gates[0].set()
@@ -111,7 +111,7 @@ async def test_a_turn_that_never_ends_does_not_hold_a_closing_app() -> None:
         await eventually_async(lambda: app.turns.waiting == 1, what="1 waits", pilot=pilot)
         app.workers_started[0].cancel()
         await eventually_async(
-            lambda: app.turns.waiting == 0, what="1 stopped waiting", pilot=pilot
+            lambda: app.turns.waiting == 0, what="1 to stop waiting", pilot=pilot
         )
         app.gates[1].set()
         assert app.ran == []
