@@ -101,6 +101,10 @@ def open_room(
         from ackdeck.core.inbox.redis_room import RedisRoom
 
         return RedisRoom(spec, clock=clock, env=env, door=door, home=home)
+    if isinstance(spec, str) and spec.startswith("claude-team://"):  # a Claude Code mailbox
+        from ackdeck.core.inbox.claude_room import open_mailbox
+
+        return open_mailbox(spec, clock=clock, env=env)
     if is_url(spec):
         from ackdeck.core.inbox.redis_room import (
             RedisRoom,  # local: file-only users never import redis
