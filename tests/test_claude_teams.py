@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.base import locations
-from ackdeck.core.errors import InvalidInput
+from ackdeck.core.errors import InvalidInput, MailboxLocked
 from ackdeck.core.inbox import claude_mailbox as mb
-from ackdeck.core.inbox.claude_lock import STALE_S, MailboxLock, MailboxLocked
+from ackdeck.core.inbox.claude_lock import STALE_S, MailboxLock
 from ackdeck.core.inbox.claude_room import ClaudeMailboxRoom
 from ackdeck.core.service.refs import parse_room
 

@@ -27,11 +27,11 @@ import errno
 import math
 import os
 import time
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
-from ackdeck.core.errors import AckdeckError
+from ackdeck.core.errors import LockLost, MailboxLocked
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
@@ -40,14 +40,6 @@ STALE_S = 10.0  # proper-lockfile's default `stale` (Claude Code passes none)
 UPDATE_S = STALE_S / 2  # its default `update`, for the record: ackdeck never holds this long
 # retries: 10, minTimeout: 5 ms, maxTimeout: 100 ms, factor 2 (proper-lockfile's `retry`).
 RETRY_DELAYS_S = tuple(min(100, 5 * 2**n) / 1000 for n in range(10))
-
-
-class MailboxLocked(AckdeckError):
-    """Another process held the mailbox's lock through every retry."""
-
-
-class LockLost(AckdeckError):
-    """The lock was taken over (judged stale) while ackdeck held it: nothing was written."""
 
 
 def _probe_mtime(lock_dir: Path) -> int:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.struct import Struct
-from ackdeck.core.errors import InvalidInput
+from ackdeck.core.errors import BadMailbox, InvalidInput
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -70,11 +70,6 @@ PROTOCOL_TYPES = frozenset(
         "task_completed",
     }
 )
-
-
-class BadMailbox(InvalidInput):
-    """A mailbox file in a shape ackdeck was not written for (one line: the file, what was
-    expected)."""
 
 
 class Event(Struct):

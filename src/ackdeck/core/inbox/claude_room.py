@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.atomic import replace, write_temp
@@ -32,7 +33,6 @@ from ackdeck.core.inbox.journey import Journey
 from ackdeck.core.inbox.policy import RoomPolicy
 from ackdeck.core.inbox.results import RoomStatus
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 

@@ -14,6 +14,7 @@ import re
 import time
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
@@ -21,7 +22,6 @@ from ackdeck.core.inbox.claude_room import SCHEME, ClaudeMailboxRoom, entry_line
 from ackdeck.core.service.lines import equal_prefix, shown_text
 from ackdeck.core.service.roomref import RoomRef
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
