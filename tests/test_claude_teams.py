@@ -437,3 +437,69 @@ def test_a_lock_taken_over_mid_write_writes_nothing(teams: Path) -> None:
     assert snapshot(inbox) == before
     assert [p.name for p in inbox.parent.iterdir() if "tmp" in p.name] == []
     assert locations.claude_inbox_lock(inbox).is_dir()  # the other taker's lock, left alone
+
+
+# ----- 4. never marked read on the agent's behalf, unless the owner says so -------------------
+def test_mark_read_is_explicit_confirmed_and_limited_to_what_was_shown(
+    env: dict[str, str], teams: Path
+) -> None:
+    inbox = locations.claude_inbox(teams, "demo", "team-lead")
+    shown = json.loads(
+        cli("team", "show", "claude-team://demo/team-lead", "--json", env=env).stdout
+    )
+    keys = [e["key"] for e in shown["entries"]]
+    before = snapshot(inbox)
+    # no terminal to ask and no --yes: refused, nothing written
+    out = cli("team", "mark-read", "claude-team://demo/team-lead", keys[0], env=env)
+    assert out.returncode != 0 and "confirm with --yes" in out.stderr
+    # a key that was never shown (another mailbox's): refused before anything is asked
+    other = json.loads(cli("team", "show", "claude-team://demo/worker", "--json", env=env).stdout)
+    out = cli(
+        "team", "mark-read", "claude-team://demo/team-lead", other["entries"][0]["key"], "--yes",
+        env=env,
+    )  # fmt: skip
+    assert out.returncode != 0 and "nothing marked" in out.stderr
+    assert snapshot(inbox) == before
+    out = cli(
+        "team", "mark-read", "claude-team://demo/team-lead", keys[1], keys[3], "--yes", "--json",
+        env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {
+        "room": "claude-team://demo/team-lead",
+        "marked": 1,  # keys[3] was read already
+        "not_marked": [keys[3]],
+    }
+    after = json.loads(inbox.read_bytes())
+    assert [d["read"] for d in after] == [False, True, False, True]
+    # only the flag changed: every other byte of every entry is as Claude Code wrote it
+    assert [{**d, "read": None} for d in after] == [
+        {**d, "read": None} for d in json.loads(before[0])
+    ]
+
+
+def test_team_list_shows_members_with_pane_and_state(env: dict[str, str], teams: Path) -> None:
+    out = cli("team", "list", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    rows = {r["name"]: r for r in doc["members"]}
+    assert rows["worker"]["state"] == "waiting"  # its permission request is unanswered
+    assert rows["worker"]["pane"] == "%3" and rows["worker"]["model"] == "sonnet"
+    assert rows["tester"]["state"] == "active"  # its request was answered
+    assert rows["team-lead"]["unread"] == 3 and rows["team-lead"]["pane"] == "leader"
+    assert doc["mailboxes"] == [
+        "claude-team://demo/team-lead",
+        "claude-team://demo/tester",
+        "claude-team://demo/worker",
+    ]
+
+
+def test_members_idle_from_the_newest_notice(teams: Path) -> None:
+    from ackdeck.core.service.claude_teams import members
+
+    inbox = locations.claude_inbox(teams, "demo", "team-lead")
+    docs = json.loads(inbox.read_bytes())
+    docs = [d for d in docs if "permission_request" not in d["text"]]  # answered and pruned
+    inbox.write_text(json.dumps(docs, indent=2))
+    rows = {r.name: r for r in members({"CLAUDE_CONFIG_DIR": str(teams.parent)})}
+    assert rows["worker"].state == "idle" and rows["worker"].room == "claude-team://demo/worker"
