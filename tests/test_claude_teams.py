@@ -140,9 +140,12 @@ def test_counters_mean_what_they_mean_elsewhere(teams: Path) -> None:
     assert clock is not None
     room = ClaudeMailboxRoom(teams, "demo", "team-lead", clock=lambda: clock)
     st = room.status()
-    assert (st.pending, st.acked_total, st.pushed_total) == (3, 1, 4)  # unread, read, all
+    assert (st.pending, st.acked_total, st.pushed_total) == (4, 0, 4)  # entries in the file
+    agent = st.sessions["team-lead"]  # its one reader: 3 unread, 1 read
+    assert (agent.unread, agent.in_flight) == (3, 0)
     assert st.checked_at is not None and st.oldest_unread_at is not None
     assert st.checked_at - st.oldest_unread_at == 11 * 60  # from the oldest unread timestamp
+    assert agent.oldest_unread_at == st.oldest_unread_at
     s = room.summary()
     assert s.senders == {"worker": [3, 2], "tester": [1, 1]}
     kinds = [(e.kind, e.pending) for e in s.events]
@@ -162,8 +165,15 @@ def test_room_status_and_trace_through_the_cli(env: dict[str, str], teams: Path)
     out = cli("room", "status", "claude-team://demo/team-lead", "--json", env=env)
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(out.stdout)["rooms"]
-    assert (row["pending"], row["unread"], row["acked_total"]) == (3, 3, 1)
+    assert (row["pending"], row["acked_total"]) == (4, 0)
+    assert row["sessions"]["team-lead"]["unread"] == 3
     assert row["oldest_unread_age"] > 0
+    out = cli(
+        "room", "status", "claude-team://demo/team-lead", "--session", "team-lead", "--json",
+        env=env,
+    )  # fmt: skip
+    (row,) = json.loads(out.stdout)["rooms"]
+    assert row["unread"] == 3 and row["unread_age"] == row["oldest_unread_age"]
     out = cli("room", "trace", "claude-team://demo/team-lead", "1", env=env)
     assert out.returncode == 0, out.stderr
     assert "permission_request" in out.stdout and "unread" in out.stdout
@@ -503,3 +513,48 @@ def test_members_idle_from_the_newest_notice(teams: Path) -> None:
     inbox.write_text(json.dumps(docs, indent=2))
     rows = {r.name: r for r in members({"CLAUDE_CONFIG_DIR": str(teams.parent)})}
     assert rows["worker"].state == "idle" and rows["worker"].room == "claude-team://demo/worker"
+
+
+# ----- the dashboard -------------------------------------------------------------------------
+async def test_the_dashboard_lists_teams_and_counts_as_core_does(
+    teams: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
+    from ackdeck.tui.widgets.tables import RoomsTable
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(teams.parent))
+    inbox = locations.claude_inbox(teams, "demo", "team-lead")
+    before = snapshot(inbox)
+    home = tmp_path / "ackdeck"
+    home.mkdir()
+    app = make_app(quiet_config([], home=home, claude_teams=True), clock=fixed_clock)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        table = app.main.query_one(RoomsTable)
+        assert sorted(table._keys) == [
+            "claude-team://demo/team-lead",
+            "claude-team://demo/tester",
+            "claude-team://demo/worker",
+        ]
+        row = table._rows[table._keys.index("claude-team://demo/team-lead")]
+        cells = [c[0] if isinstance(c, tuple) else str(c) for c in row]
+        st = ClaudeMailboxRoom(teams, "demo", "team-lead").status()
+        assert cells[1:5] == [f"{st.pending:,}", "0", "0", "0"]
+        assert cells[5].startswith("team-lead:3")  # unread by its agent
+        text = screen_text(app)
+        assert "demo/team-lead" in text
+    assert snapshot(inbox) == before  # the dashboard looked; nothing was marked read
+    off = quiet_config([], home=home, claude_teams=False)
+    assert off.room_paths() == []
+
+
+def test_the_dashboard_maps_a_mailbox_change_to_its_room(env: dict[str, str], teams: Path) -> None:
+    from ackdeck.tui.watch_map import WatchMap
+
+    key = "claude-team://demo/worker"
+    wm = WatchMap([(key, parse_room(key, env=env))])
+    inboxes = teams / "demo" / "inboxes"
+    assert str(inboxes) in wm.parents
+    assert wm.room_of(str(inboxes / "worker.json")) == (key, False)
+    assert wm.room_of(str(inboxes / "tester.json"))[0] is None  # another agent's: not this room

@@ -4,9 +4,10 @@ with it, through the room interface (core/inbox/room_backend.py) where its words
 - **Looking is not reading.** status, tail, find and trace only read the file; nothing ackdeck
   does while showing a mailbox changes it. `read` and `ack` are refused: the mailbox is read
   by its agent, and an entry's `read` flag is the agent's (Claude Code's) to set.
-- **status** counts in the room's own words: `pending` and the unread ages are the entries
-  not yet read (`read` false or missing), `acked_total` the read ones still kept (newer
-  Claude Code prunes them once delivered), `pushed_total` all entries present.
+- **status** counts in the room's own words: `pending` is every entry in the file (read ones
+  stay until newer Claude Code prunes them once delivered), the agent is the one reading
+  session, its `unread` the entries not yet read (`read` false or missing) and their age from
+  the oldest one's `timestamp`; nothing is ever acked by ackdeck (`acked_total` 0).
 - **push** appends one entry in Claude Code's shape under Claude Code's own lock
   (core/inbox/claude_lock.py) and replaces the file atomically (temp, fsync, rename, fsync of
   the directory), so nothing Claude Code writes meanwhile is lost.
@@ -31,7 +32,7 @@ from ackdeck.core.inbox import claude_mailbox as mb
 from ackdeck.core.inbox.claude_lock import MailboxLock
 from ackdeck.core.inbox.journey import Journey
 from ackdeck.core.inbox.policy import RoomPolicy
-from ackdeck.core.inbox.results import RoomStatus
+from ackdeck.core.inbox.results import RoomStatus, SessionStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -151,19 +152,25 @@ class ClaudeMailboxRoom:
 
     def status(self, counts: LineCounts | None = None) -> RoomStatus:
         now = self._clock()
-        s = self.summary()
+        entries = self.entries()
+        s = mb.summarize(entries)
+        oldest = min((e.at for e in entries if e.at is not None), default=None)
         return RoomStatus(
             path=self.inbox,
             exists=self.exists(),
-            pending=s.unread,
+            pending=s.total,
             partial_bytes=0,
-            acked_total=s.total - s.unread,
+            acked_total=0,
             preserved_total=0,
             pushed_total=s.total,
             epoch=0,
             last_ack_at=None,
+            # The agent is the mailbox's one reader: its unread entries, as a session's.
+            sessions={
+                self.agent: SessionStatus(0, s.unread, None, s.oldest_unread_at),
+            },
             checked_at=now,
-            oldest_pending_at=s.oldest_unread_at,
+            oldest_pending_at=oldest,
             oldest_unread_at=s.oldest_unread_at,
         )
 
