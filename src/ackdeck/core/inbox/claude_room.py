@@ -64,7 +64,7 @@ def _refused(what: str) -> InvalidInput:
 
 
 def entry_line(e: mb.MailEntry) -> bytes:
-    """One entry as a line the dashboard and `room tail` show (text with its newlines shown
+    """One entry as a line the dashboard and `team show` show (text with its newlines shown
     as `\\n`; escapes are shown escaped by the doors)."""
     flag = "" if e.read else "● "
     if e.event is not None:
