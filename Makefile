@@ -70,11 +70,14 @@ wheel-cache:
 # MCP clients the tests drive for real, from the npm registry (tests/test_mcp_clients.py): the
 # official TypeScript SDK (what the MCP Inspector and Gemini CLI call through), the Inspector
 # CLI and Claude Code (`claude mcp list`); and the agent clients tests/test_agent_loops.py runs
-# offline against a stand-in of their model API: Claude Code, Codex CLI and Gemini CLI. All
-# into .cache/npm (gitignored). Without node, or offline, those tests skip with one line.
+# offline against a stand-in of their model API: Claude Code, Codex CLI and Gemini CLI; and
+# proper-lockfile, the lock Claude Code's team mailboxes use, which tests/test_claude_teams.py
+# races ackdeck's pushes against. All into .cache/npm (gitignored). Without node, or offline,
+# those tests skip with one line.
 NPM_CACHE := .cache/npm
 NPM_PACKAGES := @modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/inspector@0.15.0 \
-	@anthropic-ai/claude-code@2.1.328 @openai/codex@0.169.0 @google/gemini-cli@0.61.0
+	@anthropic-ai/claude-code@2.1.328 @openai/codex@0.169.0 @google/gemini-cli@0.61.0 \
+	proper-lockfile@4.1.2
 $(NPM_CACHE)/.installed: Makefile
 	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the TypeScript MCP client" \
 		"tests will skip"; exit 0; }; \

@@ -17,6 +17,11 @@ class InvalidInput(AckdeckError):
     """A line, regex, option or config value that cannot be used."""
 
 
+class BadMailbox(InvalidInput):
+    """A Claude Code team mailbox in a shape ackdeck was not written for: one line naming the
+    file and what was expected; nothing is written to it."""
+
+
 class RoomUnavailable(AckdeckError):
     """The room file or its directory cannot be read or written."""
 
@@ -69,6 +74,14 @@ class PaneGone(AckdeckError):
 
 class LockTimeout(AckdeckError):
     """A lock could not be taken in time."""
+
+
+class MailboxLocked(LockTimeout):
+    """A Claude Code team mailbox's lock stayed held through Claude Code's own retries."""
+
+
+class LockLost(AckdeckError):
+    """A Claude Code mailbox lock was taken over (judged stale) while ackdeck held it."""
 
 
 class RecordError(ValueError):

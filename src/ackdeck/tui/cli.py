@@ -45,6 +45,14 @@ def _dashboard_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--session", default=None, help="session the owner reads and acks as (default: owner)"
     )
+    p.add_argument(
+        "--no-claude-teams",
+        dest="claude_teams",
+        action="store_false",
+        default=None,
+        help="do not list Claude Code teams' mailboxes (found under $CLAUDE_CONFIG_DIR/teams or "
+        "~/.claude/teams; config: claude_teams = false)",
+    )
 
 
 def register_tui(sub: argparse._SubParsersAction) -> None:

@@ -8,6 +8,7 @@ room_dirs = ["inboxes"]  # every file in these directories is a room (new ones a
 theme = "nord"           # the palette's theme (written here when the owner picks one)
 watch = true             # live updates from watchfiles
 tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off, else 0.05-3600
+claude_teams = true      # list Claude Code teams' mailboxes ($CLAUDE_CONFIG_DIR or ~/.claude)
 ```
 
 Without `--config` the dashboard reads `$XDG_CONFIG_HOME/ackdeck/config.toml`, else
@@ -52,6 +53,9 @@ class DashConfig:
     show_clock: bool = True
     animations: bool = True
     title: str = "ackdeck"
+    # Show every Claude Code team's mailboxes (claude-team://TEAM/AGENT, found anew at each
+    # sweep). None: the command decides (`ackdeck tui` does, unless --no-claude-teams).
+    claude_teams: bool | None = None
 
     def __post_init__(self) -> None:
         # Each check raises ValueError("key: what is wrong"); from_table adds the file.
@@ -67,6 +71,8 @@ class DashConfig:
         self.tick_seconds = _named("tick_seconds", self.tick_seconds, _tick)
         if not isinstance(self.title, str):
             raise ValueError("title: must be a string")
+        if self.claude_teams is not None and not isinstance(self.claude_teams, bool):
+            raise ValueError("claude_teams: must be true or false")
 
     @classmethod
     def from_table(cls, table: Mapping[str, object]) -> DashConfig:
@@ -103,7 +109,12 @@ class DashConfig:
         name); redis room URLs as given. Lists the directories: call it again to see files
         that appeared or went."""
         seen: dict[str, Path | str] = {}
-        for p in [*self.rooms, *rooms_in(self.dir_paths())]:
+        teams: list[Path | str] = []
+        if self.claude_teams:
+            from ackdeck.core.service.claude_teams import mailbox_specs
+
+            teams = [*mailbox_specs()]
+        for p in [*self.rooms, *rooms_in(self.dir_paths()), *teams]:
             if isinstance(p, str):
                 seen.setdefault(p, p)
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ackdeck.core.base.home import resolve_home
@@ -21,6 +22,9 @@ def dashboard_config(args: argparse.Namespace) -> DashConfig:
     path = config_file(args)
     config = load_config(path) if path is not None else DashConfig()
     home = args.tui_home or (str(config.home) if config.home else None) or args.home
+    if getattr(args, "claude_teams", None) is False or config.claude_teams is None:
+        # The dashboard lists Claude Code's teams unless the config or --no-claude-teams says not.
+        config = replace(config, claude_teams=getattr(args, "claude_teams", None) is not False)
     return config.with_overrides(
         home=resolve_home(home),
         rooms=[room_spec(r) for r in args.rooms],
@@ -63,6 +67,8 @@ def run_web(args: argparse.Namespace) -> int:
         tui_args += ["--rooms", os.fspath(Path(d).expanduser().absolute())]
     if args.session:
         tui_args += ["--session", args.session]
+    if getattr(args, "claude_teams", None) is False:
+        tui_args.append("--no-claude-teams")
     specs = [str(r) for r in config.rooms]
 
     def metrics() -> bytes:

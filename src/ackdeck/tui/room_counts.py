@@ -119,7 +119,7 @@ class RoomCounter:
                 found = parse_room(key).watch_dirs()  # (directory, sidecar, receipts)
             except AckdeckError:
                 found = []
-            if not found:
+            if len(found) < 3:  # no ledger or receipts (redis, a Claude Code mailbox)
                 self._files[key] = ()
                 return None
             side = str(found[1])

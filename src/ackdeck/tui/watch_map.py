@@ -58,12 +58,16 @@ class WatchMap:
         self.dirs: dict[str, str] = {}  # its sidecar and receipts directories -> its key
         self.room_dirs = frozenset(os.fspath(d) for d in room_dirs)
         self.parents: set[str] = set(self.room_dirs)
+        # Rooms without state directories, by their directory: the ref says which file is its.
+        self.single: dict[str, list[tuple[str, RoomRef]]] = {}
         for key, ref in rooms:
             found = ref.watch_dirs()  # (its directory, its sidecar, its receipts); redis: none
             if not found:
                 continue  # a followed room: its own loop reports arrivals
             parent, *state = (str(d) for d in found)
             self.parents.add(parent)
+            if not state:  # one file among others in a directory (a Claude Code mailbox)
+                self.single.setdefault(parent, []).append((key, ref))
             self.files[key] = key
             self.files[ref.display] = key
             for d in state:
@@ -92,6 +96,9 @@ class WatchMap:
         if key is not None:
             return key, True
         parent = os.path.dirname(path)
+        for single, ref in self.single.get(parent, ()):
+            if ref.watches(path):
+                return single, False
         key = self.dirs.get(parent) or self.dirs.get(os.path.dirname(parent))
         if key is None and parent in self.room_dirs and not os.path.basename(path).startswith("."):
             # A file of a room directory that is no room yet: a new room. Its path is the key

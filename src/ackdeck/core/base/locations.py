@@ -249,6 +249,41 @@ def default_home(env: Mapping[str, str]) -> Path:
     return Path(env.get("ACKDECK_HOME") or Path.home() / ".ackdeck")
 
 
+# ----- Claude Code's agent teams (files another tool owns; docs/how-to/claude-teams.md) -----
+CLAUDE_TEAMS = "teams"
+CLAUDE_TEAM_CONFIG = "config.json"
+CLAUDE_INBOXES = "inboxes"
+
+
+def claude_name(name: str) -> str:
+    """A team or agent name as Claude Code spells it on disk: every character but
+    A-Z a-z 0-9 _ - replaced by '-'."""
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "_-" else "-" for c in name)
+
+
+def claude_teams_dir(env: Mapping[str, str]) -> Path:
+    """Where Claude Code keeps its teams: $CLAUDE_CONFIG_DIR/teams, else ~/.claude/teams."""
+    config = env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
+    return Path(config) / CLAUDE_TEAMS
+
+
+def claude_team_config(teams: Path, team: str) -> Path:
+    return teams / claude_name(team) / CLAUDE_TEAM_CONFIG
+
+
+def claude_inboxes_dir(teams: Path, team: str) -> Path:
+    return teams / claude_name(team) / CLAUDE_INBOXES
+
+
+def claude_inbox(teams: Path, team: str, agent: str) -> Path:
+    return claude_inboxes_dir(teams, team) / f"{claude_name(agent)}.json"
+
+
+def claude_inbox_lock(inbox: Path) -> Path:
+    """Claude Code's lock on a mailbox: a directory, proper-lockfile's `FILE.lock`."""
+    return inbox.with_name(inbox.name + ".lock")
+
+
 # ----- redis rooms -----------------------------------------------------------------------
 def redis_room_key(name: str) -> str:
     """The stream of a redis room; its hash tag keeps its other keys in one cluster slot."""
@@ -374,6 +409,32 @@ FILES: tuple[Place, ...] = (
         "redis_doubt",
     ),
     Place(
+        "claude",
+        "teams/",
+        "Claude Code's teams ($CLAUDE_CONFIG_DIR or ~/.claude)",
+        "claude_teams_dir",
+    ),
+    Place(
+        "claude",
+        "teams/TEAM/config.json",
+        "a team's members (read only: the Agents panel's rows)",
+        "claude_team_config",
+    ),
+    Place("claude", "teams/TEAM/inboxes/", "the team's mailboxes", "claude_inboxes_dir"),
+    Place(
+        "claude",
+        "teams/TEAM/inboxes/AGENT.json",
+        "one agent's mailbox (room `claude-team://TEAM/AGENT`): a push appends, a mark-read "
+        "sets `read`, each under Claude Code's lock and replaced whole",
+        "claude_inbox",
+    ),
+    Place(
+        "claude",
+        "teams/TEAM/inboxes/AGENT.json.lock",
+        "Claude Code's lock on it (a directory, proper-lockfile's protocol)",
+        "claude_inbox_lock",
+    ),
+    Place(
         "run",
         "reads/.SESSION.lease.PID.X.tmp",
         "a lease for an instant, before it is locked and renamed into view",
@@ -394,6 +455,8 @@ def reference_table() -> str:
         "room": "Beside each file room, in its sidecar (refused if a symlink or another user's)",
         "run": "In each run's directory, `procs/NAME/RUN_ID/` in the home",
         "home": "In the home (`--home`, `ACKDECK_HOME`, `~/.ackdeck`)",
+        "claude": "Claude Code's own files, in `$CLAUDE_CONFIG_DIR` or `~/.claude` (written only "
+        "by a push or a mark-read, under Claude Code's lock)",
     }
     out: list[str] = []
     for root, title in roots.items():

@@ -32,6 +32,10 @@ def parse_room(
     resolved for the other rooms a caller parses at once (`names.room_path`)."""
     if isinstance(spec, RoomRef):
         return spec
+    if isinstance(spec, str) and spec.startswith("claude-team://"):
+        from ackdeck.core.service.claude_team_ref import ClaudeTeamRoomRef
+
+        return ClaudeTeamRoomRef.parse(spec, env)
     if is_url(spec):
         from ackdeck.core.service.redis_ref import RedisRoomRef
 
