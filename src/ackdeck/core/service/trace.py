@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base.text import age_text, counted, display
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.service.derive import age
+from ackdeck.core.inbox.results import age
 from ackdeck.core.service.results import Result
 
 if TYPE_CHECKING:
