@@ -18,6 +18,7 @@ import sys
 import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from mcp.types import CallToolResult, TextContent
@@ -130,8 +131,8 @@ def _field_type(t: Any) -> Any:
         return list[_field_type(args[0])]  # type: ignore[misc]
     if origin is dict:
         return dict[args[0], _field_type(args[1])]  # type: ignore[misc,valid-type]
-    if t is bytes:  # raw bytes are shown as text (core/base/struct.py)
-        return str
+    if t is bytes or (isinstance(t, type) and issubclass(t, PurePath)):
+        return str  # raw bytes and paths are shown as text (core/base/struct.py)
     if origin in (Union, types.UnionType):
         return Union[tuple(_field_type(a) for a in args)]  # noqa: UP007
     return t

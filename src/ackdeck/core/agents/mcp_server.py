@@ -332,7 +332,7 @@ class AgentDoor:
             replace=replace,
             replace_own_only=True,  # as process_kill: an agent stops only what it started
         )
-        info = run.info
+        info = run
         watch = ""
         if info.monitors:
             m = info.monitors[0]
@@ -381,7 +381,7 @@ class AgentDoor:
         text = head + (":" if res.count else "")
         if res.next is not None:
             text += f"\n{res.next}"
-        return self._reply(res, text, res.lines)
+        return self._reply(res, text, res.texts())
 
     def wakes_drain(self, handoff: Handoff | None = None) -> Reply:
         def deliver(drained: wakes.Drained) -> bool:

@@ -47,6 +47,13 @@ else:
         fget.__json_key__ = True
         return property(fget)
 
+    class Internal:
+        """`Internal[T]`: a field a door needs but does not show (annotations are text here,
+        PEP 563: this only lets a module import the name without typing)."""
+
+        def __class_getitem__(cls, item):
+            return item
+
 
 __all__ = ["Internal", "Struct", "derived", "encoded", "fields_of"]
 

@@ -7,14 +7,13 @@ doors print them, never do arithmetic on them."""
 
 from __future__ import annotations
 
-from ackdeck.core.base.struct import Struct, derived
+from ackdeck.core.base.struct import Internal, Struct, derived
 from ackdeck.core.base.text import counted, display_lines
 from ackdeck.core.errors import InvalidInput
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ackdeck.core.base.struct import Internal
     from ackdeck.core.errors import ColdAck
 
 # A read returns a page: at most this many bytes of whole lines (a single longer line is

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ackdeck.core.base.struct import Struct, encoded
 from ackdeck.core.base.struct import fields_of as fields_of  # a value's own JSON fields
-from ackdeck.core.base.text import display_lines, os_error_line
+from ackdeck.core.base.text import os_error_line
 from ackdeck.core.errors import AckdeckError
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -61,29 +61,6 @@ class Result(Struct):
                 value = getattr(src, key)
             out[key] = encoded(value)
         return out
-
-
-class DecodedLines(Result):
-    """A result whose field `raw` holds raw lines, shown decoded: `lines`, `count` and
-    `invalid_utf8` (indexes of the lines whose text replaced invalid bytes)."""
-
-    def _raw(self) -> list[bytes]:
-        return self.__dict__["raw"]  # each subclass places the field where its order needs it
-
-    @property
-    def lines(self) -> list[str]:
-        return display_lines(self._raw())[0]
-
-    @property
-    def invalid_utf8(self) -> list[int]:
-        return display_lines(self._raw())[1]
-
-    @property
-    def count(self) -> int:
-        return len(self._raw())
-
-    def texts(self) -> list[str]:
-        return self.lines
 
 
 def error_json(exc: AckdeckError | OSError) -> dict[str, str]:
