@@ -239,4 +239,5 @@ def encoded(value: Any) -> Any:
             return display(value)
     if isinstance(value, PurePath):
         return str(value)
-    return value
+    shown = getattr(value, "__json__", None)  # a value shown as one plain JSON value
+    return value if shown is None else shown()

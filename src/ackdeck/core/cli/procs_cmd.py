@@ -356,12 +356,12 @@ def _wakes_drain(args: argparse.Namespace) -> int:
     res = wakes.drain(
         args.home, session_of(args.session), settle_timeout=args.settle, deliver=deliver
     )
-    _skipped(res.result.skipped)
+    _skipped(res.skipped)
     if failed:
         raise failed[0]
-    if args.json and not res.result.delivered:
+    if args.json and not res.delivered:
         emit_json(res.to_json())
-    if args.hook and res.result.delivered:
+    if args.hook and res.delivered:
         return 2
     return 0
 
