@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch.reconcile import reconcile_lost
 from ackdeck.core.watch.wakes import Delivery, DrainResult
@@ -117,7 +118,7 @@ Delivered = Delivery
 Drained = DrainResult
 
 
-class Dismissed(Result):
+class Dismissed(Struct):
     session: str
     name: str
     dismissed: bool  # False: there was no record
