@@ -71,6 +71,7 @@ PERSISTED = {
     "MonitorCounters",
     "WakeNotice",
     "ReadEntry",
+    "WakeRecord",
 }
 
 
@@ -146,6 +147,14 @@ def field_declarations() -> dict[str, list[str]]:
             if isinstance(call, ast.Call)
             for kw in call.keywords
             if kw.arg == "update"
+        }
+        skipped |= {  # `upd: dict[str, object] = {...}`: a change to a record, as update= above
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.AnnAssign)
+            and node.value is not None
+            and ast.unparse(node.annotation) == "dict[str, object]"
+            for inner in ast.walk(node.value)
         }
         skipped |= {  # a persisted record's own `to_dict` writes its file's keys
             id(inner)

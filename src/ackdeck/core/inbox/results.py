@@ -185,12 +185,14 @@ class SessionStatus(Struct):
         return is_overdue(self.in_flight_age, t) or is_overdue(self.unread_age, t)
 
 
-class RoomStatus(Struct):
+class RoomStatus(Struct, kw_only=True):
     """One room's counters, as the room returns them and every door shows them. The service
     adds the label the door shows (`room`), whether it is the door's default room, and the
     asking `session`, whose own counts and ages it shows (`in_flight`, `unread`, ...)."""
 
+    room: str = ""  # the room as the door names it
     path: str  # a file's path, or a redis room's URL without its password
+    default: bool = False  # the door's default room
     exists: bool
     pending: int
     partial_bytes: int  # always 0 in a redis room: an entry is added whole
@@ -199,7 +201,6 @@ class RoomStatus(Struct):
     pushed_total: int  # a file's base + size; a redis stream's entries ever added
     epoch: int
     last_ack_at: float | None
-    sessions: dict[str, SessionStatus] = {}  # copied per instance by Struct
     # Late unlocked writers: lines carried in from replaced inodes (ever), and replaced inodes
     # kept past their grace period right now because a process still holds them open (file
     # rooms only: XADD has no such window).
@@ -218,8 +219,6 @@ class RoomStatus(Struct):
     max_deliveries: int | None = None
     owner: str | None = None
     dead_total: int = 0
-    room: str = ""  # the room as the door names it
-    default: bool = False  # the door's default room
     session: Internal[str | None] = None  # the asking session
 
     def counts_of(self, session: str | None) -> tuple[int, int]:
@@ -271,6 +270,8 @@ class RoomStatus(Struct):
     def overdue(self) -> bool:
         """The oldest line has waited past overdue_after (unread or unacked)."""
         return is_overdue(self.oldest_pending_age, self.overdue_after)
+
+    sessions: dict[str, SessionStatus] = {}  # copied per instance by Struct
 
     @derived
     def note(self) -> str | None:
