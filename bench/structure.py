@@ -35,12 +35,44 @@ CONCEPTS = {
     "read": {"lines", "epoch", "data"},
     "ack": {"mode", "acked", "preserved"},
     "push": {"offset", "room", "path"},
+    # issue #31: the monitors' concepts too
+    "run": {"pid", "started_at", "argv", "ended_at"},
+    "monitor": {"pattern", "cooldown_ms", "max_events"},
+    "output": {"run_id", "more", "spans"},
+    "wake record": {"delivered_total", "superseded_total", "notice_pending"},
+    "delivery": {"filter", "dropped", "read_rest", "total_matches"},
+    "drain": {"delivered", "superseded"},
+    "read hop": {"reader", "door", "at"},
+    "line journey": {"pushed_at", "acked_by", "dead_room"},
+}
+# issue #31: how a record is declared. A class counts once, under its first matching base or
+# decorator.
+STYLES = {
+    "Struct": ("Struct",),
+    "JsonRecord": ("JsonRecord",),
+    "Result": ("Result", "DecodedLines"),
+    "dataclass": ("dataclass",),
+    "NamedTuple": ("NamedTuple",),
+    "pydantic": ("BaseModel",),
 }
 
 
 # Persisted records hold some of the same names (the ledger keeps the counters a status
 # reports); they are a file's schema, not a result, and are not counted.
-PERSISTED = {"Ledger", "ReceiptHeader", "AuditEntry", "RoomMark", "MatchedLine", "WakeLine"}
+PERSISTED = {
+    "Ledger",
+    "ReceiptHeader",
+    "AuditEntry",
+    "RoomMark",
+    "MatchedLine",
+    "WakeLine",
+    "RunMeta",
+    "MonitorModel",
+    "MonitorCounters",
+    "WakeNotice",
+    "ReadEntry",
+    "WakeRecord",
+}
 
 
 def _files(parts: list[str]) -> list[Path]:
@@ -116,6 +148,14 @@ def field_declarations() -> dict[str, list[str]]:
             for kw in call.keywords
             if kw.arg == "update"
         }
+        skipped |= {  # `upd: dict[str, object] = {...}`: a change to a record, as update= above
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.AnnAssign)
+            and node.value is not None
+            and ast.unparse(node.annotation) == "dict[str, object]"
+            for inner in ast.walk(node.value)
+        }
         skipped |= {  # a persisted record's own `to_dict` writes its file's keys
             id(inner)
             for node in ast.walk(tree)
@@ -136,6 +176,37 @@ def field_declarations() -> dict[str, list[str]]:
     return found
 
 
+def _style(node: ast.ClassDef, result_classes: set[str]) -> str | None:
+    names = {ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] for b in node.bases}
+    names |= {ast.unparse(d).split("(")[0].rsplit(".", 1)[-1] for d in node.decorator_list}
+    for style, marks in STYLES.items():
+        if names & set(marks):
+            return style
+    if names & result_classes:  # a subclass of a result class (Killed(Run))
+        return "Result"
+    return None
+
+
+def declaration_styles() -> dict[str, int]:
+    """Classes per declaration style across the package (message classes of the dashboard,
+    a Textual `Message` dataclass, are counted as dataclasses)."""
+    counts = dict.fromkeys(STYLES, 0)
+    trees = [ast.parse(f.read_text()) for f in _files(["core", "tui"])]
+    result_classes = {"Result", "DecodedLines"}
+    for _ in range(2):  # subclasses of subclasses
+        for tree in trees:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and _style(node, result_classes) == "Result":
+                    result_classes.add(node.name)
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name not in STYLES:
+                style = _style(node, result_classes)
+                if style:
+                    counts[style] += 1
+    return counts
+
+
 def main() -> None:
     print("## Direct imports of core.inbox / core.watch, per door\n")
     for door, mods in door_imports().items():
@@ -150,6 +221,15 @@ def main() -> None:
         print(f"- {concept}: {len(places)}")
         for p in places:
             print(f"  - {p}")
+    print("\n## Classes per declaration style\n")
+    for style, n in declaration_styles().items():
+        print(f"- {style}: {n}")
+    print("\n## Lines of the record mechanisms\n")
+    for rel in ("core/base/struct.py", "core/base/jsonfields.py", "core/service/results.py"):
+        p = REPO / rel
+        print(f"- {rel}: {len(p.read_text().splitlines()) if p.exists() else 0}")
+    evals = sum(f.read_text().count("eval(") for f in _files(["core", "tui"]))
+    print(f"- `eval(` in the package: {evals}")
 
 
 if __name__ == "__main__":

@@ -58,10 +58,10 @@ def test_a_line_handed_out_n_times_moves_to_the_dead_letter_room_exactly(
         ("dead", 2, str(tmp_path / "r.txt.dead"))
     ]
     j = trace(r, "r.txt", offset=0).lines[0]
-    assert j.journey.dead_room == str(tmp_path / "r.txt.dead") and len(j.journey.reads) == 3
+    assert j.dead_room == str(tmp_path / "r.txt.dead") and len(j.reads) == 3
     assert j.summary.startswith("moved to the dead-letter room")
     # The owner is told with a wake; the dead-letter room is a room like any other.
-    drained = wakes.drain(home, "boss").result.delivered
+    drained = wakes.drain(home, "boss").delivered
     assert len(drained) == 1 and "2 lines handed out 3 times" in drained[0].lines[0].text
     dead = Room(tmp_path / "r.txt.dead")
     assert dead.read("owner").lines == [b"poison \xff", b""]
@@ -145,10 +145,10 @@ def test_a_redis_entry_handed_out_n_times_moves_to_the_dead_letter_stream(
     st = r.status()
     assert (st.dead_total, st.acked_total, st.pending) == (2, 0, 1)
     j = trace(r, "r", offset=first).lines[0]
-    assert j.journey.dead_room is not None and j.journey.dead_room.endswith(".dead")
-    assert len(j.journey.reads) == 2
+    assert j.dead_room is not None and j.dead_room.endswith(".dead")
+    assert len(j.reads) == 2
     assert r.ack("agent").acked == 1  # its receipt still works: the epoch held
-    assert len(wakes.drain(home, "boss").result.delivered) == 1
+    assert len(wakes.drain(home, "boss").delivered) == 1
     r.close()
     dead.close()
 
@@ -205,7 +205,7 @@ def test_kill9_at_each_step_of_the_move_never_reports_the_moved_lines_acked(
         metrics = exposition([str(room)], None)
         assert _counter(metrics, "ackdeck_room_acked_lines_total") == 0
         assert _counter(metrics, "ackdeck_room_dead_lettered_lines_total") == (2 if moved else 0)
-        j = trace(Room(room), "r.txt", offset=one.offset).lines[0].journey
+        j = trace(Room(room), "r.txt", offset=one.offset).lines[0]
         assert j.acked_by is None and j.acked_at is None
         assert j.dead_room == (dead_room if moved else None)
         got = service.wait_ack(Room(room), one, timeout=0)

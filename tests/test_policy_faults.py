@@ -150,8 +150,8 @@ def test_the_dead_letter_wake_goes_to_the_home_the_command_was_given(
     for _ in range(2):
         assert ackdeck(cli_env, *read).returncode == 0
     assert Path(room + ".dead").read_text() == "poison\n"
-    assert len(wakes.drain(other, "boss").result.delivered) == 1
-    assert wakes.drain(Path(cli_env["ACKDECK_HOME"]), "boss").result.delivered == []
+    assert len(wakes.drain(other, "boss").delivered) == 1
+    assert wakes.drain(Path(cli_env["ACKDECK_HOME"]), "boss").delivered == []
 
 
 def test_two_rooms_of_one_name_in_two_projects_each_wake_their_owner(
@@ -169,7 +169,7 @@ def test_two_rooms_of_one_name_in_two_projects_each_wake_their_owner(
     # Two cron jobs, one per project: each names its room by its short name.
     assert alerts.check([(rooms[0], "inbox.txt")], home, clock=clock).woke == ["inbox.txt"]
     assert alerts.check([(rooms[1], "inbox.txt")], home, clock=clock).woke == ["inbox.txt"]
-    texts = [x.text for d in wakes.drain(home, "boss").result.delivered for x in d.lines]
+    texts = [x.text for d in wakes.drain(home, "boss").delivered for x in d.lines]
     assert len(texts) == 2, texts
     assert any(str(tmp_path / "a" / "inbox.txt") in t for t in texts), texts
     assert any(str(tmp_path / "b" / "inbox.txt") in t for t in texts), texts

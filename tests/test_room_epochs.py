@@ -66,7 +66,7 @@ def test_a_push_after_the_room_was_emptied_by_hand_is_young_not_overdue(
     assert st.oldest_pending_at == clock.t
     assert pushed > first + len(b"old one\nold two\n") - 1  # past every old offset
     assert alerts.check([(r, "inbox.txt")], home, clock=clock).woke == []
-    assert wakes.drain(home, "boss").result.delivered == []
+    assert wakes.drain(home, "boss").delivered == []
 
 
 def test_lines_an_unlocked_producer_wrote_after_a_truncate_are_not_aged_by_old_marks(

@@ -107,15 +107,15 @@ def test_one_wake_per_room_per_overdue_episode(tmp_path: Path, home: Path) -> No
         clock.t += 30
         assert check().woke == []  # the same episode: no second wake
     got = wakes.drain(home, "boss")
-    assert len(got.result.delivered) == 1
-    assert "room inbox.txt: its oldest line has waited" in got.result.delivered[0].lines[0].text
+    assert len(got.delivered) == 1
+    assert "room inbox.txt: its oldest line has waited" in got.delivered[0].lines[0].text
     r.read("agent")
     r.ack("agent")  # the episode ends at the first check that finds the room fine
     assert check().overdue is False
     r.push("again")
     clock.t += 61
     assert check().woke == ["inbox.txt"]  # a new episode, a new wake
-    assert len(wakes.drain(home, "boss").result.delivered) == 1
+    assert len(wakes.drain(home, "boss").delivered) == 1
 
 
 def test_redis_rooms_keep_their_policy_and_report_overdue(redis_server: object, home: Path) -> None:

@@ -73,7 +73,7 @@ def test_a_line_from_an_unlocked_producer_is_first_seen_not_pushed(tmp_path: Pat
     t[0] = 1050.0
     r.status()  # the first ackdeck look
     j = trace(r, "r", offset=0).lines[0]
-    assert (j.journey.pushed, j.journey.pushed_at) == (False, 1050.0)
+    assert (j.pushed, j.pushed_at) == (False, 1050.0)
 
 
 def test_trace_by_text_finds_the_lines_that_hold_it(

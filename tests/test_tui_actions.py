@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ackdeck.core.inbox.absent import NOT_YET
 from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.service.absent import NOT_YET
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
 from ackdeck.tui.testing import (

@@ -11,8 +11,8 @@ import sys
 import threading
 from pathlib import Path
 
+from ackdeck.core.inbox.absent import NOT_YET
 from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.service.absent import NOT_YET
 from ackdeck.core.watch import procs, wakes
 from ackdeck.tui import app as app_mod
 from ackdeck.tui.app import make_app

@@ -413,8 +413,9 @@ def json_page(tools: list[dict[str, Any]]) -> str:
         "# JSON shapes",
         "",
         "Every `--json` of the CLI and the structured content of every MCP tool come from "
-        "one declaration per result in `ackdeck.core.service`: the same keys and values on "
-        "both doors. This page is generated when the site is built: the key tables from the "
+        "one declaration per value (the type rooms and monitors return, a "
+        "`core/base/struct.Struct`): the same keys and values on both doors. This page is "
+        "generated when the site is built: the key tables from the "
         "`outputSchema` the MCP server publishes, the examples by running each command on a "
         "scratch home (paths, run ids, pids and times replaced by placeholders).",
         "",

@@ -123,7 +123,7 @@ def agent(home: str, rooms: list[str], parent: int, session: str = AGENT) -> Non
                 return
             try:
                 got = deck.read(room)
-                if got.raw:
+                if got.lines:
                     nap(0.5, 3.0)
                     acked = deck.ack(room)
                     if acked.refusal is not None:

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.base.text import age_text
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.service.derive import age, is_overdue
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import label_of, name_counts
-from ackdeck.core.service.rooms import LineCounts
+from ackdeck.core.service.rooms import LineCounts, age, is_overdue
 from ackdeck.core.service.scan import scan_home
 from ackdeck.core.service.scan import scan_room as scan_view
 

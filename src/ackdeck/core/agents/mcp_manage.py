@@ -117,7 +117,7 @@ async def wait_output(
     request_id = "null" if ctx is None else request_key(ctx)
 
     def final(got: procs.OutputLines) -> bool:
-        return bool(got.raw) or got.status != "running" or time.monotonic() >= deadline
+        return bool(got.lines) or got.status != "running" or time.monotonic() >= deadline
 
     with ExitStack() as held:
         while True:
@@ -239,7 +239,7 @@ def process_kill(
     door: "AgentDoor", name: str | None, run_id: str | None = None, grace: float = 3.0
 ) -> "Reply":
     done = procs.kill(door.deck.home, name, run_id=run_id, grace=grace, session=door.config.session)
-    info = done.info
+    info = done
     code = "" if info.exit_code is None else f", exit code {info.exit_code}"
     verb = "was already" if done.was != "running" else "is now"
     text = f"{info.name} run {info.run_id} {verb} {info.status}{code}"

@@ -14,16 +14,19 @@ travels in the result's `_meta` under `ERROR_META`, which no schema constrains.
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Union, get_args, get_origin
+from pathlib import PurePath
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, create_model
 
+from ackdeck.core.base.struct import Struct as Result
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.service.results import Result, error_json
+from ackdeck.core.service.results import error_json
 
 # The `_meta` key that carries an error's JSON (prefixed: it cannot clash with MCP's own keys).
 ERROR_META = "ackdeck/error"
@@ -94,9 +97,25 @@ def output_model(cls: type[Result]) -> type[BaseModel]:
     (once per class: a nested result is one model wherever it appears)."""
     model = _MODELS.get(cls)
     if model is None:
-        fields: dict[str, Any] = {name: (_field_type(t), ...) for name, t in cls.SHAPE.items()}
+        fields: dict[str, Any] = {
+            name: (_field_type(_declared_type(cls, name, t)), ...) for name, t in cls.SHAPE.items()
+        }
         model = _MODELS[cls] = create_model(cls.__name__, **fields)
     return model
+
+
+def _declared_type(cls: type[Result], name: str, t: Any) -> Any:
+    """The type a value declares for its JSON key `name`: the annotation's text (PEP 563,
+    core/base/struct.py) resolved by typing in the module of the class that declares it."""
+    if not isinstance(t, str):
+        return t
+    owner = next(
+        k
+        for k in cls.__mro__
+        if name in k.__dict__.get("__annotations__", {}) or name in k.__dict__
+    )
+    holder = types.SimpleNamespace(__annotations__={name: t})
+    return get_type_hints(holder, vars(sys.modules[owner.__module__]))[name]
 
 
 # Derived from class constants only, so a cache, not state: the same SHAPE, the same model.
@@ -112,6 +131,10 @@ def _field_type(t: Any) -> Any:
         return list[_field_type(args[0])]  # type: ignore[misc]
     if origin is dict:
         return dict[args[0], _field_type(args[1])]  # type: ignore[misc,valid-type]
+    if t is bytes or (isinstance(t, type) and issubclass(t, PurePath)):
+        return str  # raw bytes and paths are shown as text (core/base/struct.py)
+    if isinstance(t, type) and hasattr(t, "__json__"):  # shown as one plain value
+        return get_type_hints(t.__json__)["return"]
     if origin in (Union, types.UnionType):
         return Union[tuple(_field_type(a) for a in args)]  # noqa: UP007
     return t

@@ -53,12 +53,12 @@ from ackdeck.core.agents.mcp_sizing import (
     fit,
     shown_json,
 )
+from ackdeck.core.base.struct import Struct as Result
 from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import MAX_WAIT
 from ackdeck.core.errors import InvalidInput, NotDelivered
 from ackdeck.core.service import procs, rooms, wakes
 from ackdeck.core.service.deck import Deck
-from ackdeck.core.service.results import DecodedLines, Result
 from ackdeck.core.service.roomref import RoomRef
 from ackdeck.core.version import package_version
 
@@ -153,7 +153,7 @@ class AgentDoor:
             self.view = client_view(name, self.config.reply_chars)
 
     # -- sizing -------------------------------------------------------------------------------
-    def _fit(self, got: DecodedLines, empty: Reply) -> int:
+    def _fit(self, got: rooms.Lines | procs.OutputLines, empty: Reply) -> int:
         """How many of `got`'s lines one reply carries whole to the client's model; `empty`
         is the same reply without lines (what the rest of it costs)."""
         if self.view.view == STRUCTURED:
@@ -162,7 +162,7 @@ class AgentDoor:
             fixed = self.view.size(empty.text)
         fixed += 400  # the counts and `next` say more once lines are cut; Codex's header
         marked = set(got.invalid_utf8) if self.view.view == STRUCTURED else set()
-        return fit(got.lines, self.view, fixed, marked)
+        return fit(got.texts(), self.view, fixed, marked)
 
     def _reply(self, res: Result, text: str, body: Sequence[str] = (), **kw: Any) -> Reply:
         """A reply in the view its client shows the model: lines in the text only for a client
@@ -185,7 +185,7 @@ class AgentDoor:
         def confirm(got: rooms.Lines) -> None:
             if handoff is not None and not handoff.offer(_result(self._list_reply(got))):
                 raise _not_written("room_list_new")
-            if got.raw:
+            if got.lines:
                 self._last_read[label] = read_id
 
         got = self.deck.read(
@@ -206,7 +206,7 @@ class AgentDoor:
             f"stream bytes [{got.start}, {got.end}) epoch {got.epoch}, read_id {got.read_id}"
             + (f"; {got.waiting} more waiting" if got.waiting else "")
         )
-        return self._reply(got, f"{head}:\n{got.next}", got.lines)
+        return self._reply(got, f"{head}:\n{got.next}", got.texts())
 
     def room_ack(
         self,
@@ -243,7 +243,7 @@ class AgentDoor:
             return self._fit(got, self._ack_reply(_acked_all(got.emptied()), label, None))
 
         def confirm(got: rooms.Lines) -> None:
-            if handoff is not None and got.raw:
+            if handoff is not None and got.lines:
                 if not handoff.offer(_result(self._ack_reply(_acked_all(got), label, None))):
                     raise _not_written("room_ack")
 
@@ -278,7 +278,7 @@ class AgentDoor:
         body: list[str] = []
         if res.lines:
             text += " The acked lines:"
-            body = res.lines
+            body = res.texts()
         elif res.lines is not None:
             text += " The room had no complete lines."
         if res.next is not None:
@@ -300,8 +300,8 @@ class AgentDoor:
         report = self.deck.status(None if everyone else [self.deck.room(room)])
         text = "\n".join(
             f"{row.room}{' (default)' if row.default else ''}: {row.unread} unread, "
-            f"{row.in_flight} in flight (read, not acked), {row.status.pending} pending, "
-            f"{row.status.acked_total} acked, {row.status.preserved_total} preserved"
+            f"{row.in_flight} in flight (read, not acked), {row.pending} pending, "
+            f"{row.acked_total} acked, {row.preserved_total} preserved"
             + ("" if row.note is None else f". {row.note}")
             for row in report.rooms
         )
@@ -332,7 +332,7 @@ class AgentDoor:
             replace=replace,
             replace_own_only=True,  # as process_kill: an agent stops only what it started
         )
-        info = run.info
+        info = run
         watch = ""
         if info.monitors:
             m = info.monitors[0]
@@ -381,7 +381,7 @@ class AgentDoor:
         text = head + (":" if res.count else "")
         if res.next is not None:
             text += f"\n{res.next}"
-        return self._reply(res, text, res.lines)
+        return self._reply(res, text, res.texts())
 
     def wakes_drain(self, handoff: Handoff | None = None) -> Reply:
         def deliver(drained: wakes.Drained) -> bool:
@@ -402,13 +402,21 @@ def _reader(read_id: str) -> str:
 def _acked_all(got: rooms.Lines) -> rooms.Acked:
     """What an ack-all of exactly `got` removes, said before it does (its reply is written
     first; the lines stay if the removal then fails: redelivery, never loss)."""
-    n = len(got.raw)
+    n = len(got.lines)
     # The words core's ack says of the same removal (core/inbox/ack.py).
     said = (
         f"acked {counted(n, 'line')}; preserved {counted(got.waiting, 'line')} that arrived or "
         "remain unread"
     )
-    return rooms.Acked(got.room, got.path, "all", n, got.waiting, said, got.raw)
+    return rooms.Acked(
+        mode="all",
+        acked=n,
+        preserved=got.waiting,
+        message=said,
+        lines=got.lines,
+        room=got.room,
+        path=got.path,
+    )
 
 
 # ----- the MCP adapter -----------------------------------------------------------------------

@@ -1,28 +1,61 @@
-"""`Struct`: immutable result objects (`ReadResult`, `RoomStatus`, `Delivery`, ...).
+"""`Struct`: the one way ackdeck declares a value and its JSON (`ReadResult`, `RoomStatus`,
+`Run`, `Delivery`, ...).
 
-A frozen value type for the results core hands to the doors: positional or keyword
-arguments, defaults (mutable ones copied per instance), equality, a hash and a repr, like a
-`@dataclass(frozen=True)`. It exists because the per-turn commands and a run's supervisor
-(the hot path, tests/test_layering.py) build these results, and importing dataclasses (and
-with it `inspect`) costs 6-16 ms there, a third of Python's own start-up. It validates
-nothing: results are built by core's own code, which mypy checks against the annotations.
-The annotations are also read, in declaration order, by `core.service.results.fields_of`
-for the JSON shapes the doors publish.
+A frozen value type: positional or keyword arguments, defaults (mutable ones copied per
+instance), equality, a hash, a repr and `replace`, like a `@dataclass(frozen=True)`. The
+type a room or a monitor returns is the type every door shows: its JSON (CLI `--json`, MCP
+structured content and the tool's outputSchema) is derived from the same declaration.
+
+- Each annotated field is a JSON key, in the order the class declares it, unless its
+  annotation is `Internal[...]` (what a door needs but does not show: a read's raw buffer,
+  the error of a refused ack).
+- A property decorated with `@derived` is a JSON key too, at the place the class declares
+  it among the fields (a count, an age, the words saying what to do next).
+- `SHAPE` maps each JSON key to its declared type (the annotation's text: PEP 563), and
+  `to_json()` gives exactly those keys. Nested structs, lists, dicts and paths are encoded on
+  the way; bytes are shown as text (invalid UTF-8 replaced, core/base/text.py).
+
+Why not dataclasses, pydantic or msgspec: the per-turn commands and a run's supervisor (the
+hot path, tests/test_layering.py) build these values, and importing dataclasses (and with it
+`inspect`) costs 6-16 ms there, a third of Python's own start-up; pydantic about three times
+Python's start-up. This module imports nothing. It validates nothing either: values are built
+by ackdeck's own code, which mypy checks against the annotations. Only the MCP door turns the
+annotations' text into types (`typing.get_type_hints`, off the hot path), for its schema.
 """
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, dataclass_transform
+    from typing import Annotated, Any, ClassVar, Self, TypeVar, dataclass_transform
+
+    T = TypeVar("T")
+    # A field a door needs but does not show: left out of the JSON.
+    Internal = Annotated[T, "internal"]
+    # A property that is a JSON key (type checkers see a plain property).
+    derived = property
 else:
 
     def dataclass_transform(**_kwargs: object) -> object:
         return lambda cls: cls
 
+    def derived(fget):
+        """A property that is a JSON key, at the place the class declares it."""
+        fget.__json_key__ = True
+        return property(fget)
 
-__all__ = ["Struct"]
+    class Internal:
+        """`Internal[T]`: a field a door needs but does not show (annotations are text here,
+        PEP 563: this only lets a module import the name without typing)."""
+
+        def __class_getitem__(cls, item):
+            return item
+
+
+__all__ = ["Internal", "Struct", "derived", "encoded", "fields_of"]
 
 
 def _copy_default(value: Any) -> Any:
@@ -33,25 +66,98 @@ def _copy_default(value: Any) -> Any:
     return value
 
 
+class _Annotations(dict):
+    """A class body's `__annotations__`, noting each field's place among its names."""
+
+    def __init__(self, order: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.order = order
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.order.append(("field", key))
+        super().__setitem__(key, value)
+
+
+class _Namespace(dict):
+    """A class body's namespace, noting each name's place among its fields."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[tuple[str, str]] = []
+        dict.__setitem__(self, "__annotations__", _Annotations(self.order))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.order.append(("name", key))
+        super().__setitem__(key, value)
+
+
+def _is_json_key(value: object) -> bool:
+    return isinstance(value, property) and getattr(value.fget, "__json_key__", False)
+
+
+class _StructMeta(type):
+    """Records the order of a class body (fields and `@derived` properties interleaved),
+    which `__annotations__` and the class dict each keep only for their own kind."""
+
+    @classmethod
+    def __prepare__(mcs, name: str, bases: tuple[type, ...], /, **kw: Any) -> _Namespace:
+        return _Namespace()
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], ns: dict[str, Any], **kw: Any) -> Any:
+        order = getattr(ns, "order", [])
+        plain = dict(ns)
+        plain["__annotations__"] = dict(ns.get("__annotations__", {}))
+        plain["_order"] = tuple(order)
+        return super().__new__(mcs, name, bases, plain, **kw)
+
+
 @dataclass_transform(frozen_default=True)
-class Struct:
-    """An immutable result object; see the module docstring. Subclasses annotate fields."""
+class Struct(metaclass=_StructMeta):
+    """An immutable value that knows its JSON; see the module docstring. Subclasses annotate
+    fields and mark derived JSON keys with `@derived`."""
 
-    _fields: tuple[str, ...] = ()
-    _defaults: dict[str, Any] = {}
+    _fields: ClassVar[tuple[str, ...]] = ()  # every field, in constructor order
+    _defaults: ClassVar[dict[str, Any]] = {}
+    _keys: ClassVar[tuple[str, ...]] = ()  # the JSON keys, in order
+    _derived: ClassVar[frozenset[str]] = frozenset()  # the JSON keys that are properties
+    # The JSON keys and their declared types (annotation text), for schemas and streamed JSON.
+    SHAPE: ClassVar[dict[str, Any]] = {}
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, kw_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        # kw_only: type checkers take arguments by name only (as a dataclass's), so the fields
+        # can be declared in the order of their JSON, defaults first where it wants them. At
+        # run time, as for every Struct, positions follow the declaration.
         fields, defaults = list(cls._fields), dict(cls._defaults)
-        for name, text in cls.__dict__.get("__annotations__", {}).items():
-            if name.startswith("_") or str(text).startswith("ClassVar"):
+        keys, shape, derived_keys = list(cls._keys), dict(cls.SHAPE), set(cls._derived)
+        own = cls.__dict__
+        annotations = own.get("__annotations__", {})
+        order = own.get("_order") or [("field", n) for n in annotations]
+        for kind, name in order:
+            if name.startswith("_"):
                 continue
-            if name not in fields:
-                fields.append(name)
-            if name in cls.__dict__:
-                defaults[name] = cls.__dict__[name]
-                delattr(cls, name)
+            if kind == "field":
+                text = str(annotations[name])
+                if text.startswith(("ClassVar", "typing.ClassVar")) or name == "SHAPE":
+                    continue
+                if name not in fields:
+                    fields.append(name)
+                if name in own:
+                    defaults[name] = own[name]
+                    delattr(cls, name)
+                if text.startswith("Internal["):
+                    continue
+                shape[name] = annotations[name]
+            elif _is_json_key(own[name]):
+                derived_keys.add(name)
+                shape[name] = own[name].fget.__annotations__.get("return")
+            else:
+                continue
+            if name not in keys:
+                keys.append(name)
         cls._fields, cls._defaults = tuple(fields), defaults
+        cls._keys, cls._derived = tuple(keys), frozenset(derived_keys)
+        cls.SHAPE = {k: shape[k] for k in keys}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = type(self)
@@ -68,6 +174,24 @@ class Struct:
                     raise TypeError(f"{cls.__name__}: missing argument {name!r}")
                 values[name] = _copy_default(cls._defaults[name])
         self.__dict__.update(values)
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` (a name the value does not have is a TypeError)."""
+        unknown = changes.keys() - self.__dict__.keys()
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__, **changes)
+        return new
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the keys of `SHAPE`, each a field or a `@derived` property, encoded."""
+        mine, derived_keys = self.__dict__, self._derived
+        out: dict[str, Any] = {}
+        for key in self._keys:
+            value = getattr(self, key) if key in derived_keys else mine[key]
+            out[key] = value if type(value) in _SCALARS else encoded(value)
+        return out
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
@@ -86,3 +210,34 @@ class Struct:
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={self.__dict__[n]!r}" for n in self._fields)
         return f"{type(self).__name__}({inner})"
+
+
+def fields_of(cls: type[Struct]) -> dict[str, Any]:
+    """The JSON keys `cls` declares as fields (not its derived ones), with their declared
+    types: the facts a value carries as it was built."""
+    return {k: t for k, t in cls.SHAPE.items() if k not in cls._derived}
+
+
+_SCALARS = frozenset({int, float, str, bool, type(None)})  # encoded as they are
+
+
+def encoded(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, Struct):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [encoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: encoded(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:  # shown as core/base/text.py's display_lines shows it
+            from ackdeck.core.base.text import display
+
+            return display(value)
+    if isinstance(value, PurePath):
+        return str(value)
+    shown = getattr(value, "__json__", None)  # a value shown as one plain JSON value
+    return value if shown is None else shown()

@@ -70,7 +70,7 @@ def pushed_sentence(res: Pushed) -> str:
 def status_lines(row: RoomState) -> list[str]:
     """A room's counters, then one line per session, each session once (the asking session
     included, even before its first read)."""
-    st = row.status
+    st = row
     partial = f" + a partial line ({st.partial_bytes} bytes)" if st.partial_bytes else ""
     out = [
         f"{st.path}: {st.pending} pending{partial}, {st.acked_total} acked, "
@@ -95,16 +95,13 @@ def status_lines(row: RoomState) -> list[str]:
             out.append(f"  {name}: 0 in flight, {row.unread} unread (no read yet)")
         else:
             late = " OVERDUE" if s.overdue else ""
-            out.append(
-                f"  {name}: {s.counts.in_flight} in flight, {s.counts.unread} unread"
-                f"{since(s)}{late}"
-            )
+            out.append(f"  {name}: {s.in_flight} in flight, {s.unread} unread{since(s)}{late}")
     return out
 
 
 def ages_line(row: RoomState) -> str:
     """How long the oldest line has waited, and how often it was handed out (empty: none)."""
-    st, parts = row.status, []
+    st, parts = row, []
     if row.oldest_pending_age is not None:
         parts.append(f"oldest line waiting {age_text(row.oldest_pending_age)}")
     if row.oldest_unread_age is not None:

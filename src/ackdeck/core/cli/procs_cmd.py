@@ -170,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
         cwd=args.cwd,
         replace=args.replace,
     )
-    started = f"started {run.info.name} run {run.info.run_id} pid {run.info.pid}"
+    started = f"started {run.name} run {run.run_id} pid {run.pid}"
     if args.json:
         report(started, lambda: emit_json(run.to_json()))
     else:
@@ -188,9 +188,9 @@ def _output(args: argparse.Namespace) -> int:
         if args.json:
             doc = json_text(res.to_json()) + "\n"
             done = _write_stdout([doc.encode()], failed)
-            return len(res.raw) if done == 1 else 0
+            return len(res.lines) if done == 1 else 0
         fd = stdout_fd()  # on a terminal a person reads them: escapes shown, not obeyed
-        return _write_stdout([for_terminal(x + b"\n", fd) for x in res.raw], failed)
+        return _write_stdout([for_terminal(x + b"\n", fd) for x in res.lines], failed)
 
     res = procs.read_output(
         args.home,
@@ -293,14 +293,14 @@ def _kill(args: argparse.Namespace) -> int:
         name, run_id = procs.kill_target(args.home, name)
     done = procs.kill(args.home, name, run_id=run_id, grace=args.grace)
     report(
-        f"{done.info.name} run {done.info.run_id} is {done.info.status}",
+        f"{done.name} run {done.run_id} is {done.status}",
         lambda: _killed(args, done),
     )
     return 0
 
 
 def _killed(args: argparse.Namespace, done: Any) -> None:
-    info = done.info
+    info = done
     if args.json:
         emit_json(done.to_json())
     elif done.was != "running" and not done.leftovers:
@@ -356,12 +356,12 @@ def _wakes_drain(args: argparse.Namespace) -> int:
     res = wakes.drain(
         args.home, session_of(args.session), settle_timeout=args.settle, deliver=deliver
     )
-    _skipped(res.result.skipped)
+    _skipped(res.skipped)
     if failed:
         raise failed[0]
-    if args.json and not res.result.delivered:
+    if args.json and not res.delivered:
         emit_json(res.to_json())
-    if args.hook and res.result.delivered:
+    if args.hook and res.delivered:
         return 2
     return 0
 

@@ -10,6 +10,7 @@ import sys
 
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.struct import encoded
 from ackdeck.core.base.text import age_text, counted, safe
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import SESSION_HELP, ClosedStream, session_of
@@ -317,7 +318,7 @@ def _ack(args: argparse.Namespace) -> int:
     def json_lines_first(result: rooms.Lines) -> None:
         """`ack --all --json`: the object's first part, the lines; the counts follow once
         the ack is done."""
-        head = parts.part({k: getattr(result, k) for k in _LINES_FIRST})
+        head = parts.part({k: encoded(getattr(result, k)) for k in _LINES_FIRST})
         _deliver(head.encode("utf-8", "surrogateescape"))
         head_written.append(True)
 
@@ -448,7 +449,7 @@ def _overdue(args: argparse.Namespace) -> int:
         for row in found.rooms:
             state = "OVERDUE" if row.overdue else "ok"
             detail = overdue_line(row) if row.overdue_after is not None else "no threshold set"
-            woke = f"; woke {row.status.owner}" if row.room in found.woke else ""
+            woke = f"; woke {row.owner}" if row.room in found.woke else ""
             say(f"{row.room}: {state}: {detail}{woke}")
     return 1 if found.overdue else 0
 

@@ -142,7 +142,9 @@ def ack_locked(
     if ack_all:
         dropped = read_page(fd, size, page)  # what a read would hand out: bounded alike
         if not dropped:
-            return AckResult("all", 0, 0, "no complete lines to ack", [])
+            return AckResult(
+                mode="all", acked=0, preserved=0, message="no complete lines to ack", lines=[]
+            )
         plan = L.AckPlan("all", len(dropped))
         acked, digest = dropped.count(b"\n"), L.sha256(dropped)
         done = remove(plan=plan, acked=acked, digest=digest, dropped_all=dropped).run()
@@ -195,12 +197,12 @@ def ack_locked(
             )
         )
         return AckResult(
-            "stale",
-            0,
-            preserved,
-            f"{plan.reason}; nothing was removed. Read the room again, then ack",
+            mode="stale",
+            acked=0,
+            preserved=preserved,
+            message=f"{plan.reason}; nothing was removed. Read the room again, then ack",
         )
-    return AckResult(plan.mode, 0, preserved, plan.reason)
+    return AckResult(mode=plan.mode, acked=0, preserved=preserved, message=plan.reason)
 
 
 # ----- the transaction ------------------------------------------------------------------------
@@ -379,7 +381,7 @@ class AckTransaction:
         if self.link is not None:
             atomic.unlink_quietly(self.link)
         atomic.unlink_quietly(tmp)
-        return AckResult("stale", 0, 0, STALE_REPLACED)
+        return AckResult(mode="stale", acked=0, preserved=0, message=STALE_REPLACED)
 
     # ----- after the rename ------------------------------------------------------------------
     def finish(self) -> AckResult:
@@ -410,7 +412,9 @@ class AckTransaction:
             f"acked {counted(self.acked, 'line')}; preserved {counted(remaining, 'line')} that "
             "arrived or remain unread"
         )
-        return AckResult(self.plan.mode, self.acked, remaining, msg, lines)
+        return AckResult(
+            mode=self.plan.mode, acked=self.acked, preserved=remaining, message=msg, lines=lines
+        )
 
     def sweep_late(self) -> int:
         """Carry over bytes that unlocked producers who opened the path before the rename wrote

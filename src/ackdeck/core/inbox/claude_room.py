@@ -155,7 +155,7 @@ class ClaudeMailboxRoom:
         s = mb.summarize(entries)
         oldest = min((e.at for e in entries if e.at is not None), default=None)
         return RoomStatus(
-            path=self.inbox,
+            path=str(self.inbox),
             exists=self.exists(),
             pending=s.total,
             partial_bytes=0,

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from ackdeck.core.base import locations
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Internal, Struct, derived
+from ackdeck.core.base.text import age_text, counted
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox import readlog, seen_marks
+from ackdeck.core.inbox.results import age
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,11 +40,65 @@ class Journey(Struct):
     text: bytes | None  # the line (None once acked: the room keeps no copy)
     pushed_at: float | None  # when it was pushed, or first seen (see `pushed`)
     pushed: bool  # pushed_at is the push itself (False: the first look; a lower bound)
+
+    @derived
+    def age(self) -> float | None:
+        """Seconds since pushed_at, as of the trace's clock."""
+        return age(self.pushed_at, self.now)
+
     reads: list[Hop]
+
+    @derived
+    def deliveries(self) -> int:
+        """Reads that handed it out (while present: without an ack since)."""
+        return len(self.reads)
+
     acked_at: float | None = None
     acked_by: str | None = None
     dead_at: float | None = None  # moved to the dead-letter room (core/inbox/deadletter.py)
     dead_room: str | None = None
+    now: Internal[float | None] = None  # the clock of the trace that shows it (its ages)
+
+    @derived
+    def summary(self) -> str:
+        if self.dead_at is not None:
+            return (
+                f"moved to the dead-letter room {self.dead_room} after {len(self.reads)} "
+                f"delivery(ies) without an ack"
+            )
+        if self.acked_at is not None:
+            after = age(self.pushed_at, self.acked_at)
+            when = f" {age_text(after)} after its push" if after is not None else ""
+            return f"acked by {self.acked_by}{when}"
+        if not self.reads:
+            return f"unread for {age_text(self.age)}"
+        last = self.reads[-1]
+        return (
+            f"read {counted(len(self.reads), 'time')}, last by {last.session} via {last.door} "
+            f"{age_text(age(last.at, self.now))} ago; not acked"
+        )
+
+    def report(self) -> list[str]:
+        """The journey as lines of text (the CLI prints them, the dashboard shows them)."""
+        gone = "(no longer in the room)"
+        shown = None if self.text is None else self.text.decode("utf-8", errors="replace")
+        out = [f"offset {self.offset}: {shown if shown is not None else gone}"]
+        if self.pushed_at is not None:
+            what = "pushed" if self.pushed else "first seen"
+            out.append(f"  {what:<10} {_when(self.pushed_at)}")
+        for hop in self.reads:
+            via = hop.door if hop.reader is None else f"{hop.door} ({hop.reader})"
+            out.append(f"  {'read':<10} {_when(hop.at)} by {hop.session} via {via}")
+        if self.acked_at is not None:
+            out.append(f"  {'acked':<10} {_when(self.acked_at)} by {self.acked_by}")
+        if self.dead_at is not None:
+            out.append(f"  {'dead':<10} {_when(self.dead_at)} moved to {self.dead_room}")
+        out.append(f"  => {self.summary}")
+        return out
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 def _audit(path: Path) -> list[dict]:

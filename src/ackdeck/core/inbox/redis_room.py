@@ -496,10 +496,18 @@ class RedisRoom:
                 session, reader=reader, deliver=deliver, confirm=confirm, max_bytes=page
             )
             if not got.lines:
-                return AckResult("all", 0, 0, "no entries to ack", [])
+                return AckResult(
+                    mode="all", acked=0, preserved=0, message="no entries to ack", lines=[]
+                )
             res = self.ack(session, reader=reader)
             mode_all = cast("AckMode", "all" if res.mode == "prefix" else res.mode)
-            return AckResult(mode_all, res.acked, res.preserved, res.message, got.lines)
+            return AckResult(
+                mode=mode_all,
+                acked=res.acked,
+                preserved=res.preserved,
+                message=res.message,
+                lines=got.lines,
+            )
         doubts = self._doubts()
         doubt = doubts.get(session) or ""
         ack_id = new_id()
@@ -548,7 +556,7 @@ class RedisRoom:
                 "arrived or remain unread"
             )
         lines = [entry_line(f) for _, f in entries] if mode == "all" else None
-        return AckResult(mode, acked, preserved, msg, lines)
+        return AckResult(mode=mode, acked=acked, preserved=preserved, message=msg, lines=lines)
 
     # ----- status -------------------------------------------------------------------------
     def status(self, counts: LineCounts | None = None) -> RoomStatus:
@@ -580,7 +588,10 @@ class RedisRoom:
             unread = max(0, pending - in_flight)
             firsts.append(first if unread else "")
             sessions[flat[i].decode()] = SessionStatus(
-                in_flight, unread, read_at, id_time(first) if unread else None
+                in_flight,
+                unread,
+                read_at,
+                id_time(first) if unread else None,
             )
         # The oldest entry no session has read: after the furthest read (none if some
         # session has read everything).

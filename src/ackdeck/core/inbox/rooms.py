@@ -464,21 +464,39 @@ class Room:
                 session, reader=reader, deliver=deliver, confirm=confirm, max_bytes=page
             )
             if not got.lines:
-                return AckResult("all", 0, 0, "no complete lines to ack", [])
+                return AckResult(
+                    mode="all", acked=0, preserved=0, message="no complete lines to ack", lines=[]
+                )
             res = self.ack(session, reader=reader)
             mode = "all" if res.mode == "prefix" else res.mode
-            return AckResult(mode, res.acked, res.preserved, res.message, got.lines)
+            return AckResult(
+                mode=mode,
+                acked=res.acked,
+                preserved=res.preserved,
+                message=res.message,
+                lines=got.lines,
+            )
         check_name(session)
         self._side.check_dir()
         self._check_kind()
         has_sidecar = self._side.ensure(create=False)
         if not self.path.exists() and not has_sidecar:
-            return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+            return AckResult(
+                mode="noop",
+                acked=0,
+                preserved=0,
+                message=f"room {self.path} does not exist; nothing to ack",
+            )
         if not has_sidecar and not all:
             # No sidecar, so no receipt: refuse without creating the sidecar, lock or ledger.
             fd = self._open()
             if fd is None:
-                return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+                return AckResult(
+                    mode="noop",
+                    acked=0,
+                    preserved=0,
+                    message=f"room {self.path} does not exist; nothing to ack",
+                )
             try:
                 raise cold_ack(session, "no read", count_lines(fd, os.fstat(fd).st_size))
             finally:
@@ -486,7 +504,12 @@ class Room:
         with self._side.lock(shared=False):
             fd = self._open()
             if fd is None:
-                return AckResult("noop", 0, 0, f"room {self.path} does not exist; nothing to ack")
+                return AckResult(
+                    mode="noop",
+                    acked=0,
+                    preserved=0,
+                    message=f"room {self.path} does not exist; nothing to ack",
+                )
             try:
                 done = ack_locked(
                     self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
@@ -690,18 +713,18 @@ class Room:
             ledger = self._ledger() if has_sidecar else L.Ledger()
             pol = self._policy_or_none()
             return RoomStatus(
-                self.path,
-                False,
-                0,
-                0,
-                ledger.acked_total,
-                ledger.preserved_total,
-                ledger.base,
-                ledger.epoch,
-                ledger.last_ack_at,
-                {},
-                ledger.late_total,
-                sum(p.held_at is not None for p in ledger.prev),
+                path=str(self.path),
+                exists=False,
+                pending=0,
+                partial_bytes=0,
+                acked_total=ledger.acked_total,
+                preserved_total=ledger.preserved_total,
+                pushed_total=ledger.base,
+                epoch=ledger.epoch,
+                last_ack_at=ledger.last_ack_at,
+                sessions={},
+                late_total=ledger.late_total,
+                held_open=sum(p.held_at is not None for p in ledger.prev),
                 checked_at=self._clock(),
                 dead_total=ledger.dead_total,
                 overdue_after=pol.overdue,
@@ -750,7 +773,8 @@ class Room:
         for name, h in receipts.items():
             if name not in cuts:
                 # A stale read: everything is unread.
-                sessions[name] = SessionStatus(0, pending, None, oldest if pending else None)
+                first = oldest if pending else None
+                sessions[name] = SessionStatus(0, pending, None, first)
                 continue
             read = before[cuts[name]]
             in_flight = 0 if h.acked else read
@@ -763,18 +787,18 @@ class Room:
         live = readlog.live_entries(self._journey_s, ledger.base) if journey and pending else []
         pol = self._policy_or_none()
         return RoomStatus(
-            self.path,
-            True,
-            pending,
-            size - complete_len,
-            ledger.acked_total,
-            ledger.preserved_total,
-            ledger.base + size,
-            ledger.epoch,
-            ledger.last_ack_at,
-            sessions,
-            ledger.late_total,
-            sum(p.held_at is not None for p in ledger.prev),
+            path=str(self.path),
+            exists=True,
+            pending=pending,
+            partial_bytes=size - complete_len,
+            acked_total=ledger.acked_total,
+            preserved_total=ledger.preserved_total,
+            pushed_total=ledger.base + size,
+            epoch=ledger.epoch,
+            last_ack_at=ledger.last_ack_at,
+            sessions=sessions,
+            late_total=ledger.late_total,
+            held_open=sum(p.held_at is not None for p in ledger.prev),
             checked_at=now,
             oldest_pending_at=oldest if pending else None,
             oldest_unread_at=nobody if pending > max(before.values(), default=0) else None,

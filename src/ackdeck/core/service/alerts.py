@@ -73,7 +73,7 @@ def check(
             pass  # an unreachable room: status says so in its row, as it always has
     found = status(rooms, overdue=overdue)
     woke: list[str] = []
-    owned = [r for r in found.rooms if r.status.owner is not None]
+    owned = [r for r in found.rooms if r.owner is not None]
     if owned:
         h = resolve_home(home)
         for row in owned:
@@ -83,7 +83,7 @@ def check(
 
 
 def _episode_step(home: Path, row: RoomState, clock: Callable[[], float]) -> bool:
-    owner = row.status.owner
+    owner = row.owner
     assert owner is not None
     # Keyed by the room (its path or URL), not its label: two projects' `inbox.txt` with one
     # owner are two episodes (the second one's wake was swallowed).

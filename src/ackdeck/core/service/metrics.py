@@ -88,7 +88,7 @@ def _room_metrics(f: _Families, deck: Deck) -> None:
         if row is None:
             up.add_metric([label], 0)
             continue
-        st = row.status
+        st = row
         up.add_metric([label], 1)
         pending.add_metric([label], st.pending)
         partial.add_metric([label], st.partial_bytes)
@@ -104,8 +104,8 @@ def _room_metrics(f: _Families, deck: Deck) -> None:
         pushed.add_metric([label], st.pushed_total)
         dead.add_metric([label], st.dead_total)
         for name, s in row.sessions.items():
-            in_flight.add_metric([label, name], s.counts.in_flight)
-            unread.add_metric([label, name], s.counts.unread)
+            in_flight.add_metric([label, name], s.in_flight)
+            unread.add_metric([label, name], s.unread)
             if s.in_flight_age is not None:
                 in_flight_age.add_metric([label, name], s.in_flight_age)
             if s.unread_age is not None:

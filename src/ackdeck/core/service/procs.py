@@ -1,31 +1,32 @@
 """Process operations for every door: start, output, list, kill.
 
-`core.watch.procs` (and the monitor engine behind it) is imported inside each operation, not
-here: the hooks import `core.service` on every turn and never start a process.
+Their results are the monitors' own values (core/watch/procs.py, core/watch/output.py), so this
+module imports those; the monitor engine behind them (RE2) loads when a pattern is compiled.
+No per-turn command imports this module (the hot-path contract in pyproject.toml).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.text import counted
+from ackdeck.core.base.struct import Internal, Struct, derived
 from ackdeck.core.errors import InvalidInput, ProcessError
-from ackdeck.core.service.results import DecodedLines, Result
 from ackdeck.core.service.roomref import PagedRef
+from ackdeck.core.watch.output import OutputResult
+from ackdeck.core.watch.procs import MonitorSpec, RunInfo
 from ackdeck.core.watch.reconcile import reconcile_lost
 
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable
-    from pathlib import Path
     from typing import Any
 
     from ackdeck.core.service.lines import LineIndex
     from ackdeck.core.watch.patterns import Pattern
-    from ackdeck.core.watch.procs import MonitorSpec, RunInfo
 
     HomeArg = str | os.PathLike[str] | Path | None
     Deliver = Callable[["OutputLines"], int]
@@ -54,113 +55,31 @@ def compile_regex(pattern: str, what: str = "monitor") -> Pattern:
 
 
 # ----- results ------------------------------------------------------------------------------
-class Monitor(Result):
-    spec: MonitorSpec
-
-    SHAPE = {"pattern": str, "exclude": bool, "cooldown_ms": int, "max_events": int | None}
-
-    def source(self) -> MonitorSpec:
-        return self.spec
-
-
-class Run(Result):
-    """One run of a process, as every door shows it (start, ps, kill)."""
-
-    info: RunInfo
-
-    SHAPE = {
-        "name": str,
-        "run_id": str,
-        "pid": int | None,
-        "status": str,
-        "exit_code": int | None,
-        "started_at": float,
-        "ended_at": float | None,
-        "argv": list[str],
-        "cwd": str,
-        "session": str,
-        "monitors": list[Monitor],
-        "matches": int,
-        "next": str | None,  # what to do next, in words (None once it ended)
-    }
-
-    def source(self) -> RunInfo:
-        return self.info
-
-    @property
-    def next(self) -> str | None:
-        if self.info.status != "running":
-            return None
-        text = "Read its output with process_output (CLI: ackdeck output)."
-        if self.info.monitors:
-            text += (
-                f" Lines its monitor matches wake session {self.info.session!r}: collect them "
-                "with wakes_drain (CLI: ackdeck wakes drain)."
-            )
-        return text
-
-    @property
-    def monitors(self) -> list[Monitor]:
-        return [Monitor(m) for m in self.info.monitors]
+# A run, its monitors and a read of its output are the monitors' own values
+# (core/watch/procs.py, core/watch/output.py); these names are the ones the doors use.
+# (Imported for type checkers only above: the monitor engine loads when an operation runs.)
+Run = RunInfo
+Monitor = MonitorSpec
+OutputLines = OutputResult
 
 
-class Killed(Run):
+class Killed(RunInfo):
+    """A run after a kill, and what the kill found."""
+
     was: str  # the status before the kill
     leftovers: bool  # the run had ended but left processes running, which the kill stopped
     leftovers_alive: bool  # ... and some of them still live
 
-    SHAPE = {**Run.SHAPE, "was": str, "leftovers": bool, "leftovers_alive": bool}
 
-
-class Runs(Result):
+class Runs(Struct):
     session: str | None  # only this session's runs; None: every session's
-    runs: list[RunInfo]
+    runs: Internal[list[RunInfo]]
+
+    @derived
+    def processes(self) -> list[RunInfo]:
+        return self.runs
+
     skipped: list[Path]  # damaged run state files (meta.json), kept on disk
-
-    SHAPE = {"session": str | None, "processes": list[Run], "skipped": list[str]}
-
-    @property
-    def processes(self) -> list[Run]:
-        return [Run(i) for i in self.runs]
-
-
-class OutputLines(DecodedLines):
-    name: str
-    run_id: str
-    status: str
-    exit_code: int | None
-    raw: list[bytes]  # raw bytes of each line, without its newline
-    more: bool = False  # lines the door could not carry wait for the next read
-    waiting: int = 0  # how many of them were offered to the door and held back (0: unknown)
-
-    SHAPE = {
-        "name": str,
-        "run_id": str,
-        "status": str,
-        "exit_code": int | None,
-        "lines": list[str],
-        "count": int,
-        "invalid_utf8": list[int],
-        "more": bool,
-        "waiting": int,
-        "next": str | None,  # what to do next, in words
-    }
-
-    @property
-    def next(self) -> str | None:
-        if not self.more:
-            return None
-        what = counted(self.waiting, "more line") if self.waiting else "more output"
-        return f"{what} waiting: call process_output (CLI: ackdeck output) again"
-
-    def first(self, n: int) -> OutputLines:
-        """The same read cut to its first `n` lines (what one reply carries)."""
-        if n >= len(self.raw):
-            return self
-        held = len(self.raw) - n + self.waiting
-        return OutputLines(
-            self.name, self.run_id, self.status, self.exit_code, self.raw[:n], True, held
-        )
 
 
 # ----- operations -----------------------------------------------------------------------------
@@ -202,18 +121,16 @@ def start(
         )
     if not isinstance(replace, bool):
         raise InvalidInput("replace must be true or false")
-    return Run(
-        procs.start(
-            resolve_home(home),
-            name,
-            list(argv),
-            session=session,
-            monitors=monitors,
-            cwd=cwd,
-            replace=replace,
-            replace_own_only=replace_own_only,
-            clock=clock,
-        )
+    return procs.start(
+        resolve_home(home),
+        name,
+        list(argv),
+        session=session,
+        monitors=monitors,
+        cwd=cwd,
+        replace=replace,
+        replace_own_only=replace_own_only,
+        clock=clock,
     )
 
 
@@ -241,9 +158,7 @@ def read_output(
         offered[0] = len(res.lines)
         if deliver is None:
             return len(res.lines)
-        return deliver(
-            OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, res.more)
-        )
+        return deliver(res)
 
     res = read(
         resolve_home(home),
@@ -257,7 +172,7 @@ def read_output(
     )
     held = offered[0] - len(res.lines)
     more = res.more or held > 0
-    return OutputLines(res.name, res.run_id, res.status, res.exit_code, res.lines, more, held)
+    return res.replace(more=more, waiting=held)
 
 
 class OutputLog(PagedRef):
@@ -289,7 +204,7 @@ def show_output(home: HomeArg, name: str, session: str, *, deliver: DeliverShown
     run = get_run(resolve_home(home), name)
 
     def on_screen(res: OutputLines) -> int:
-        return len(res.raw) if deliver(run, len(res.raw)) else 0
+        return len(res.lines) if deliver(run, len(res.lines)) else 0
 
     read_output(home, name, session, timeout=0.0, run_id=run.run_id, deliver=on_screen)
     return run
@@ -344,7 +259,8 @@ def kill(
     # A run that ended may have left children running (`cmd &`): kill stops those too.
     leftovers = before.status != "running" and procs.alive(before)
     info = procs.kill(h, before.name, grace=grace, run_id=before.run_id)
-    return Killed(info, before.status, leftovers, leftovers and procs.alive(info))
+    alive = leftovers and procs.alive(info)
+    return Killed(**vars(info), was=before.status, leftovers=leftovers, leftovers_alive=alive)
 
 
 def _target(h: Path, name: str | None, run_id: str | None) -> RunInfo:

@@ -12,40 +12,15 @@ Errors have one shape too, on both doors: `{"error": KIND, "message": ONE_LINE}`
 
 from __future__ import annotations
 
-import sys
-from pathlib import PurePath
-
-from ackdeck.core.base.struct import Struct
-from ackdeck.core.base.text import display_lines, os_error_line
+from ackdeck.core.base.struct import Struct, encoded
+from ackdeck.core.base.struct import fields_of as fields_of  # a value's own JSON fields
+from ackdeck.core.base.text import os_error_line
 from ackdeck.core.errors import AckdeckError
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
-
-
-def fields_of(
-    cls: type[Struct], *, skip: tuple[str, ...] = (), types: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A `SHAPE` part taken from a value type's own declaration (its annotated fields, in
-    order), so a fact a backend returns is declared once, where the backend returns it. `skip`
-    leaves fields out; `types` gives a field the JSON type it has on the way out (raw lines
-    are shown decoded: `list[bytes]` becomes `list[str]`)."""
-    names: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):
-        names.update(klass.__dict__.get("__annotations__", {}))
-    module = vars(sys.modules[cls.__module__])
-    out: dict[str, Any] = {}
-    for name in cls._fields:
-        if name in skip:
-            continue
-        text = names[name]
-        if types and name in types:
-            out[name] = types[name]
-        else:  # the annotation's text (PEP 563), read in the module that wrote it
-            out[name] = eval(text, module) if isinstance(text, str) else text
-    return out
 
 
 class Result(Struct):
@@ -62,10 +37,11 @@ class Result(Struct):
     _PROPERTIES: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        explicit = cls.__dict__.get("SHAPE")
         super().__init_subclass__(**kwargs)
-        if "SHAPE" not in cls.__dict__:
-            # A result whose fields are its JSON declares nothing more: its shape is them.
-            cls.SHAPE = fields_of(cls)
+        if explicit is not None:
+            cls.SHAPE = explicit
+            cls._keys = tuple(explicit)
         cls._PROPERTIES = frozenset(
             key for key in cls.SHAPE if isinstance(getattr(cls, key, None), property)
         )
@@ -83,45 +59,8 @@ class Result(Struct):
                 value = getattr(self, key)
             else:
                 value = getattr(src, key)
-            out[key] = _plain(value)
+            out[key] = encoded(value)
         return out
-
-
-class DecodedLines(Result):
-    """A result whose field `raw` holds raw lines, shown decoded: `lines`, `count` and
-    `invalid_utf8` (indexes of the lines whose text replaced invalid bytes)."""
-
-    def _raw(self) -> list[bytes]:
-        return self.__dict__["raw"]  # each subclass places the field where its order needs it
-
-    @property
-    def lines(self) -> list[str]:
-        return display_lines(self._raw())[0]
-
-    @property
-    def invalid_utf8(self) -> list[int]:
-        return display_lines(self._raw())[1]
-
-    @property
-    def count(self) -> int:
-        return len(self._raw())
-
-
-_SCALARS = frozenset({int, float, str, bool, type(None)})  # encoded as they are
-
-
-def _plain(value: Any) -> Any:
-    if type(value) in _SCALARS:
-        return value
-    if isinstance(value, Result):
-        return value.to_json()
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, PurePath):
-        return str(value)
-    return value
 
 
 def error_json(exc: AckdeckError | OSError) -> dict[str, str]:

@@ -2,26 +2,31 @@
 
 Each takes an open room (`core.service.refs.open_room`, a file or a redis stream) and the
 label the door shows for it (`core.service.deck.Deck.label`), calls `Room`'s public API once,
-and returns a result that encodes itself. The derived numbers live here and in
-`core.service.derive` only: a session's `unread` and `in_flight` (`session_counts`), and a
-refused ack's `preserved` (the lines the room held when it refused, counted by the room under
-its lock).
+and returns the room's own value (core/inbox/results.py), labelled as the door names the room;
+each value encodes itself (core/base/struct.py). The derived numbers live in those values: a
+session's `unread` and `in_flight` (`RoomStatus.counts_of`), ages, and a refused ack's
+`preserved` (the lines the room held when it refused, counted by the room under its lock).
 """
 
 from __future__ import annotations
 
 from ackdeck.core.base.digest import use_openssl
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.text import counted, display_lines
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
+from ackdeck.core.inbox.absent import NOT_YET as NOT_YET  # for doors that show it
+from ackdeck.core.inbox.absent import absent_note as absent_note
 from ackdeck.core.inbox.ledger import HEAD_BYTES
 from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again
+from ackdeck.core.inbox.results import ACK as ACK  # the words naming the next step
 from ackdeck.core.inbox.results import PAGE_BYTES as PAGE_BYTES  # for doors that name it
+from ackdeck.core.inbox.results import READ as READ
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.inbox.results import age as age  # for doors that date other things alike
 from ackdeck.core.inbox.results import check_page as check_page
-from ackdeck.core.service.absent import absent_note
-from ackdeck.core.service.derive import age, is_overdue, session_ages, session_counts
-from ackdeck.core.service.results import DecodedLines, Result, fields_of
+from ackdeck.core.inbox.results import is_overdue as is_overdue
+from ackdeck.core.inbox.results import next_after_ack as next_after_ack
+from ackdeck.core.inbox.results import next_after_read as next_after_read
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
 
 
 # ----- results ------------------------------------------------------------------------------
-class Pushed(Result):
+class Pushed(Struct):
     room: str
     path: str
     offset: int | str  # a byte offset (file room) or an entry ID (redis room)
@@ -63,231 +68,21 @@ REMOVED_UNACKED = (
 )
 
 
-class Lines(DecodedLines):
-    """Lines a read returned (or an ack-all removed): raw bytes, shown decoded."""
-
-    room: str
-    path: str
-    raw: list[bytes]
-    start: int | str
-    end: int | str
-    epoch: int
-    data: bytes  # the lines with their newlines, exactly as stored (text-mode output)
-    note: str | None = None  # the room does not exist yet (core.service.absent)
-    # Complete lines the room held beyond these when they were read: after this page, and any
-    # the door could not carry (it carries at most what its client shows its model whole).
-    waiting: int = 0
-    # The id an ack may name to ack exactly this read from any process of the session (the
-    # MCP door's reads; None: the read is not bound to a reader, as the CLI's).
-    read_id: str | None = None
-
-    SHAPE = {
-        "room": str,
-        "path": str,
-        "lines": list[str],
-        "count": int,
-        "invalid_utf8": list[int],  # indexes of lines whose text replaced invalid bytes
-        # start, end, epoch, waiting: as the backend's ReadResult declares them
-        **fields_of(ReadResult, skip=("lines", "data")),
-        "note": str | None,
-        "read_id": str | None,
-        "next": str | None,  # what to do next, in words (the structured result is the message)
-    }
-
-    @property
-    def next(self) -> str | None:
-        return next_after_read(self.count, self.waiting)
-
-    def emptied(self) -> Lines:
-        """The same read without its lines: what the rest of a reply about it costs."""
-        return Lines(
-            self.room,
-            self.path,
-            [],
-            self.start,
-            self.start,
-            self.epoch,
-            b"",
-            self.note,
-            self.waiting + len(self.raw),
-            self.read_id,
-        )
+# A read's page and an ack's outcome are the room's own values (core/inbox/results.py): the
+# service fills the label the door shows, and every door encodes them as they are.
+Lines = ReadResult
+Acked = AckResult
 
 
-class Acked(Result):
-    room: str
-    path: str
-    mode: str  # prefix | noop | stale | all | refused (a cold ack: see `refusal`)
-    acked: int
-    preserved: int
-    message: str
-    raw: list[bytes] | None = None  # ack-all only: the lines it removed
-    refusal: ColdAck | None = None  # set when the room refused: the door reports it as an error
-    note: str | None = None  # the room does not exist yet (core.service.absent)
-
-    SHAPE = {
-        "room": str,
-        "path": str,
-        # mode, acked, preserved, message, lines: as the backend's AckResult declares them
-        **fields_of(AckResult, types={"mode": str, "lines": list[str] | None}),
-        "note": str | None,
-        "next": str | None,  # what to do next, in words
-    }
-
-    @property
-    def lines(self) -> list[str] | None:
-        return None if self.raw is None else display_lines(self.raw)[0]
-
-    @property
-    def next(self) -> str | None:
-        return next_after_ack(self.mode, self.preserved)
-
-    @property
-    def must_reread(self) -> bool:
-        """Nothing was removed and the session has to read again before an ack can work."""
-        return self.mode in ("stale", "refused")
+# A room's status and each session's counts are the room's own values too: the service adds
+# the label, the default flag, the asking session and the door's --overdue (`labelled`).
+RoomState = RoomStatus
+SessionCounts = SessionStatus
 
 
-class SessionCounts(Result):
-    counts: SessionStatus
-    checked_at: float | None  # the room status's clock, ages are taken against it
-    overdue_after: float | None = None  # the room's threshold (None: no alert)
-
-    SHAPE = {
-        **fields_of(SessionStatus),  # in_flight, unread, read_at, oldest_unread_at
-        "in_flight_age": float | None,  # seconds since the unacked read (None: none)
-        "unread_age": float | None,  # seconds since its oldest unread line was first seen
-        "overdue": bool,  # its read waits for an ack, or a line for it, past the threshold
-    }
-
-    def source(self) -> SessionStatus:
-        return self.counts
-
-    @property
-    def overdue(self) -> bool:
-        t = self.overdue_after
-        return is_overdue(self.in_flight_age, t) or is_overdue(self.unread_age, t)
-
-    @property
-    def in_flight_age(self) -> float | None:
-        return age(self.counts.read_at, self.checked_at)
-
-    @property
-    def unread_age(self) -> float | None:
-        return age(self.counts.oldest_unread_at, self.checked_at)
-
-
-class RoomState(Result):
-    """One room's counters, with `in_flight` / `unread` for the asking session."""
-
-    room: str
-    path: str
-    default: bool  # the door's default room
-    status: RoomStatus
+class Status(Struct):
     session: str | None
-    overdue_override: float | None = None  # the door's --overdue, over the room's policy
-
-    SHAPE = {
-        "room": str,
-        "path": str,
-        "default": bool,
-        # every counter of the backend's RoomStatus, as it declares them (overdue_after: the
-        # room's policy, or the door's --overdue)
-        **fields_of(RoomStatus, skip=("path", "sessions")),
-        # the asking session's own
-        **fields_of(SessionStatus, skip=("read_at", "oldest_unread_at")),
-        "in_flight_age": float | None,
-        "unread_age": float | None,
-        # Seconds since the oldest line in the room, and the oldest line no session has read,
-        # were first seen (None: no such line, or no mark dates it).
-        "oldest_pending_age": float | None,
-        "oldest_unread_age": float | None,
-        "overdue": bool,  # the oldest line has waited past overdue_after (unread or unacked)
-        "sessions": dict[str, SessionCounts],
-        "note": str | None,
-    }
-
-    def source(self) -> RoomStatus:
-        return self.status
-
-    @property
-    def note(self) -> str | None:
-        """The words every door shows for a room that does not exist yet, else None."""
-        return None if self.status.exists else absent_note(self.room, self.path)
-
-    @property
-    def in_flight(self) -> int:
-        return session_counts(self.status, self.session)[0]
-
-    @property
-    def unread(self) -> int:
-        return session_counts(self.status, self.session)[1]
-
-    @property
-    def in_flight_age(self) -> float | None:
-        return session_ages(self.status, self.session)[0]
-
-    @property
-    def unread_age(self) -> float | None:
-        return session_ages(self.status, self.session)[1]
-
-    @property
-    def oldest_pending_age(self) -> float | None:
-        return age(self.status.oldest_pending_at, self.status.checked_at)
-
-    @property
-    def oldest_unread_age(self) -> float | None:
-        return age(self.status.oldest_unread_at, self.status.checked_at)
-
-    @property
-    def overdue_after(self) -> float | None:
-        if self.overdue_override is not None:
-            return self.overdue_override
-        return self.status.overdue_after
-
-    @property
-    def overdue(self) -> bool:
-        return is_overdue(self.oldest_pending_age, self.overdue_after)
-
-    @property
-    def sessions(self) -> dict[str, SessionCounts]:
-        at, t = self.status.checked_at, self.overdue_after
-        return {name: SessionCounts(s, at, t) for name, s in self.status.sessions.items()}
-
-
-class Status(Result):
-    session: str | None
-    rooms: list[RoomState]
-
-    SHAPE = {"session": str | None, "rooms": list[RoomState]}
-
-
-# ----- what to do next: the same words in every door's JSON (tool names and commands) --------
-READ = "room_list_new (CLI: ackdeck room read)"
-ACK = "room_ack (CLI: ackdeck room ack)"
-
-
-def next_after_read(count: int, waiting: int) -> str | None:
-    """The step after a read: ack what it returned once acted on, then read the rest. (The
-    read's id, when it has one, is in `read_id`; an ack without it acks the same read.)"""
-    if not count:
-        return None if not waiting else f"{counted(waiting, 'line')} waiting: call {READ}"
-    text = (
-        f"Act on the {counted(count, 'line')}, then call {ACK}: it removes exactly them and "
-        "keeps anything that arrived since."
-    )
-    if waiting:
-        text += f" {counted(waiting, 'more line')} waiting: call {READ} again after the ack."
-    return text
-
-
-def next_after_ack(mode: str, preserved: int) -> str | None:
-    """The step after an ack: read again when it removed nothing, or when lines remain."""
-    if mode in ("stale", "refused"):
-        return f"Nothing was removed: call {READ}, act on the lines, then {ACK}."
-    if preserved:
-        return f"{counted(preserved, 'line')} remain: call {READ} to read them."
-    return None
+    rooms: list[RoomStatus]
 
 
 # ----- operations -----------------------------------------------------------------------------
@@ -328,18 +123,8 @@ def wait_ack(
 
 def _lines(room: RoomBackend, label: str, view: ReadResult, read_id: str | None = None) -> Lines:
     note = absent(room, label) if not view.lines else None
-    path = str(room.path)
-    return Lines(
-        label,
-        path,
-        view.lines,
-        view.start,
-        view.end,
-        view.epoch,
-        view.data,
-        note,
-        view.waiting,
-        read_id if view.lines else None,
+    return view.replace(
+        room=label, path=str(room.path), note=note, read_id=read_id if view.lines else None
     )
 
 
@@ -390,7 +175,7 @@ def read(
         )
     except MemoryError:
         raise out_of_memory(f"read of {label}", "no receipt was recorded") from None
-    if handed and not view.lines and not handed[-1].raw:
+    if handed and not view.lines and not handed[-1].lines:
         return handed[-1]  # the same empty read: its note was already checked
     return _lines(room, label, view, read_id)
 
@@ -430,11 +215,17 @@ def ack(
         # Every step before the ack's rename leaves the room as it was (its temp removed).
         raise out_of_memory(f"ack of {label}", "nothing was removed") from None
     except ColdAck as exc:
-        return Acked(label, path, "refused", 0, exc.unread, str(exc), None, exc)
+        return Acked(
+            mode="refused",
+            acked=0,
+            preserved=exc.unread,
+            message=str(exc),
+            room=label,
+            path=path,
+            refusal=exc,
+        )
     note = absent(room, label) if not res.acked and not res.preserved else None
-    return Acked(
-        label, path, res.mode, res.acked, res.preserved, res.message, res.lines, None, note
-    )
+    return res.replace(room=label, path=path, note=note)
 
 
 def status(
@@ -466,7 +257,7 @@ def state(
     overdue: float | None = None,
 ) -> RoomState:
     """One room's counters, as `status` gives each (a caller taking rooms one at a time)."""
-    return RoomState(label, str(room.path), default, room.status(), session, overdue)
+    return room.status().labelled(label, default=default, session=session, overdue=overdue)
 
 
 def out_of_memory(what: str, outcome: str) -> OutOfMemory:

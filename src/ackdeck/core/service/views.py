@@ -12,7 +12,6 @@ from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import display
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
-from ackdeck.core.service.derive import session_counts
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -72,7 +71,7 @@ def peek_unread(ref: RoomRef, session: str) -> Unread:
     """
     room = ref.open()
     try:
-        count = session_counts(room.status(), session)[1]
+        count = room.status().counts_of(session)[1]
         if count <= 0:
             return Unread(ref.display, 0, [])
         newest = room.tail(count)  # the newest lines, without a read (the room's own end)
@@ -90,7 +89,7 @@ def view_room(ref: RoomRef, session: str, label: str) -> RoomView:
         # which file the status describes is unknown, and the identity is not compared.
         after = ref.identity()
         file = after if after == before else None
-        unread = session_counts(st, session)[1]
+        unread = st.counts_of(session)[1]
         end = st.pushed_total - st.partial_bytes
         preview = None
         if st.exists and unread:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch.reconcile import reconcile_lost
+from ackdeck.core.watch.wakes import Delivery, DrainResult
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from ackdeck.core.watch.wakes import Delivery, DrainResult, WakeRecord
+    from ackdeck.core.watch.wakes import WakeRecord
 
     HomeArg = str | os.PathLike[str] | Path | None
     DeliverWakes = Callable[["Drained"], bool]
@@ -110,66 +112,13 @@ class Wakes(Result):
         return "\n".join(out)
 
 
-class Delivered(Result):
-    """One delivered wake."""
-
-    delivery: Delivery
-
-    SHAPE = {
-        "name": str,
-        "run_id": str,
-        "kind": str,
-        "filter": str | None,
-        "exclude": bool,
-        "lines": list[str],
-        "total_matches": int,
-        "status": str,
-        "exit_code": int | None,
-        "dropped": int,  # matched lines the cap dropped unseen: read them with `read_rest`
-        "read_rest": str | None,
-    }
-
-    def source(self) -> Delivery:
-        return self.delivery
-
-    @property
-    def lines(self) -> list[str]:
-        return [x.text for x in self.delivery.lines]
-
-    @property
-    def read_rest(self) -> str | None:
-        from ackdeck.core.watch.wakes import read_rest
-
-        return read_rest(self.delivery) if self.delivery.dropped else None
+# A delivered wake and a drain are the monitors' own values (core/watch/wakes.py); these
+# names are the ones the doors use.
+Delivered = Delivery
+Drained = DrainResult
 
 
-class Drained(Result):
-    session: str
-    result: DrainResult
-
-    SHAPE = {
-        "session": str,
-        "delivered": list[Delivered],
-        "superseded": int,
-        "pending": int,
-        "skipped": list[str],
-    }
-
-    def source(self) -> DrainResult:
-        return self.result
-
-    @property
-    def delivered(self) -> list[Delivered]:
-        return [Delivered(d) for d in self.result.delivered]
-
-    def text(self) -> str:
-        """What the agent reads (Stop hook, MCP text, `wakes drain` without --json)."""
-        from ackdeck.core.watch.wakes import format_wake_text
-
-        return format_wake_text(self.result)
-
-
-class Dismissed(Result):
+class Dismissed(Struct):
     session: str
     name: str
     dismissed: bool  # False: there was no record
@@ -208,10 +157,9 @@ def drain(
     reconcile_lost(h)  # a dead supervisor is delivered as monitor-lost
     hand_over = None
     if deliver is not None:
-        hand_over = lambda res: deliver(Drained(session, res))  # noqa: E731
-    return Drained(
-        session, wakes.drain(h, session, settle_timeout=settle_timeout, deliver=hand_over)
-    )
+        hand_over = lambda res: deliver(res.replace(session=session))  # noqa: E731
+    done = wakes.drain(h, session, settle_timeout=settle_timeout, deliver=hand_over)
+    return done.replace(session=session)
 
 
 def dismiss(home: HomeArg, session: str, name: str) -> Dismissed:

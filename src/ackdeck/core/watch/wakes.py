@@ -40,7 +40,7 @@ from ackdeck.core.base.jsonfields import (
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Struct, derived
 from ackdeck.core.base.text import counted
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
@@ -74,6 +74,10 @@ class WakeLine(JsonRecord):
 
     def to_dict(self) -> dict[str, object]:
         return {"run_id": self.run_id, "start": self.start, "end": self.end, "text": self.text}
+
+    def __json__(self) -> str:
+        """A delivered line is shown as its text (core/base/struct.py encodes it so)."""
+        return self.text
 
 
 class WakeNotice(JsonRecord):
@@ -238,6 +242,8 @@ class WakeRecord(JsonRecord):
 
 
 class Delivery(Struct):
+    """One delivered wake, as the drain returns it and every door shows it."""
+
     name: str
     run_id: str
     kind: str
@@ -251,12 +257,24 @@ class Delivery(Struct):
     # not in `lines`; read them with `ackdeck output NAME --run-id RUN --filter REGEX`.
     dropped: int = 0
 
+    @derived
+    def read_rest(self) -> str | None:
+        """The command that reads the lines the cap dropped (None: none dropped)."""
+        return read_rest(self) if self.dropped else None
 
-class DrainResult(Struct):
+
+class DrainResult(Struct, kw_only=True):
+    """What a drain delivered to `session` (the service names the session)."""
+
+    session: str = ""
     delivered: list[Delivery]
     superseded: int
     pending: int
     skipped: list[Path]
+
+    def text(self) -> str:
+        """What the agent reads (Stop hook, MCP text, `wakes drain` without --json)."""
+        return format_wake_text(self)
 
 
 DeliverWakes = Callable[[DrainResult], bool]
@@ -517,7 +535,9 @@ def _drain(
         snapshot, skipped = _scan_dir(d)
     snapshot = [(p, r) for p, r in snapshot if r.pending]
     if not snapshot:
-        return DrainResult([], 0, _pending_total(h, session), skipped)
+        return DrainResult(
+            delivered=[], superseded=0, pending=_pending_total(h, session), skipped=skipped
+        )
 
     # Settle: let in-flight reads of the owner finish so what they return counts as shown.
     involved = {(r.name, x.run_id) for _, r in snapshot for x in r.lines}
@@ -535,10 +555,14 @@ def _drain(
     if (
         deliver is not None
         and delivered
-        and not deliver(DrainResult(delivered, superseded, 0, skipped))
+        and not deliver(
+            DrainResult(delivered=delivered, superseded=superseded, pending=0, skipped=skipped)
+        )
     ):
         # The reader never got it: ack nothing, everything stays pending for the next drain.
-        return DrainResult([], 0, _pending_total(h, session), skipped)
+        return DrainResult(
+            delivered=[], superseded=0, pending=_pending_total(h, session), skipped=skipped
+        )
 
     # Ack exactly the snapshot: remove the lines and notices we decided on (delivered or
     # superseded); keep anything merged since.
@@ -569,7 +593,7 @@ def _drain(
             current_by_path[path] = current.replace(**upd)
             _store(path, current_by_path[path])
         pending = sum(r.pending for r in current_by_path.values())
-    return DrainResult(delivered, superseded, pending, skipped)
+    return DrainResult(delivered=delivered, superseded=superseded, pending=pending, skipped=skipped)
 
 
 def _minus(now: dict[str, int], taken: dict[str, int]) -> dict[str, int]:

@@ -359,7 +359,7 @@ class MainScreen(Screen[None]):
         reader = f"dashboard-ack-all:{os.getpid()}:{secrets.token_hex(8)}"
 
         def deliver(res: room_service.Lines) -> None:
-            shown = SnapshotRead(room, len(res.raw), committed, reader)
+            shown = SnapshotRead(room, len(res.lines), committed, reader)
             if not self.post_message(shown):
                 raise AckdeckError("the dashboard closed before the snapshot was shown")
 
@@ -556,8 +556,8 @@ class MainScreen(Screen[None]):
         session = self.dash.config.session
 
         def deliver(res: room_service.Lines) -> int:
-            total = len(res.raw)
-            taken = 0 if index is None else index.same_prefix(res.raw, res.start, seen)
+            total = len(res.lines)
+            taken = 0 if index is None else index.same_prefix(res.lines, res.start, seen)
             # The receipt is stored only after the owner was shown the result (core commits
             # after this returns); a closed app records nothing.
             shown = self.post_message(

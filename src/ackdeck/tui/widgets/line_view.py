@@ -25,8 +25,8 @@ from textual.strip import Strip
 from textual.worker import Worker, get_current_worker
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.service.absent import absent_note
 from ackdeck.core.service.roomref import PagedRef
+from ackdeck.core.service.rooms import absent_note
 
 from ..coalesce import Coalescer
 from ..highlight import LineFilter, cut_by_marks, marks

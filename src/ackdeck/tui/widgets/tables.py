@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
-from ackdeck.core.service.absent import NOT_YET
+from ackdeck.core.service.rooms import NOT_YET
 
 from ..state import (
     RateTracker,
