@@ -43,6 +43,7 @@ BUILTIN_COMMANDS = {
     "completion": "completion_cmd",
     "metrics": "metrics_cmd",
     "inspect": "inspect_cmd",
+    "agents": "presence_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 
