@@ -129,6 +129,7 @@ def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, Any]]:
         except OSError:
             older = []
         evs = [e for e in older if e.get("ev") != "carry"] + evs
+    evs.sort(key=lambda e: e["t"] if isinstance(e.get("t"), int | float) else 0.0)
     return list(reversed(evs[-limit:]))
 
 

@@ -121,10 +121,11 @@ class Facts:
 
 
 def fold(session: str, events: Iterable[Mapping[str, Any]]) -> Facts:
-    """The facts of `events` (oldest first). A `carry` event replaces everything before it;
+    """The facts of `events`, taken in the order of their times (writers append as they
+    go, but two processes' appends can cross). A `carry` event replaces everything before it;
     events of unknown kinds or without a time are skipped (a newer writer's, or torn)."""
     f = Facts(session)
-    for e in events:
+    for e in sorted(events, key=_time_of):
         t = e.get("t")
         kind = e.get("ev")
         if not isinstance(t, int | float) or not isinstance(kind, str):
@@ -136,6 +137,11 @@ def fold(session: str, events: Iterable[Mapping[str, Any]]) -> Facts:
             continue
         _apply(f, kind, float(t), e)
     return f
+
+
+def _time_of(e: Mapping[str, Any]) -> float:
+    t = e.get("t")
+    return float(t) if isinstance(t, int | float) else 0.0
 
 
 def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:

@@ -76,13 +76,13 @@ def list_agents(
     """Every session with a presence log in `home` (or those named), sorted by name."""
     names = sorted(set(sessions)) if sessions is not None else log.sessions(home)
     facts = [log.load(home, s) for s in names]
-    statuses = _room_statuses(sorted({r for f in facts for r in f.rooms}))
+    statuses = _room_statuses(sorted({r for f in facts for r in f.rooms}), clock)
     now = clock()
     host = log.this_host()
     return Agents(now, [_row(home, f, statuses, now, host) for f in facts])
 
 
-def _room_statuses(rooms: list[str]) -> dict[str, RoomStatus | None]:
+def _room_statuses(rooms: list[str], clock: Callable[[], float]) -> dict[str, RoomStatus | None]:
     """Each room's status, once; None for a room that cannot be read now (it is skipped in the
     counts, never an error: one broken room must not hide every agent)."""
     from ackdeck.core.base.digest import use_openssl
@@ -93,7 +93,7 @@ def _room_statuses(rooms: list[str]) -> dict[str, RoomStatus | None]:
     out: dict[str, RoomStatus | None] = {}
     for spec in rooms:
         try:
-            room = parse_room(spec).open()
+            room = parse_room(spec).open(clock=clock)
             try:
                 out[spec] = room.status()
             finally:
@@ -153,3 +153,13 @@ def _pending_wakes(home: Path, session: str) -> int:
 def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, object]]:
     """The session's last `limit` presence events, newest first (the dashboard's timeline)."""
     return log.timeline(home, session, limit)
+
+
+def timeline_line(event: dict[str, object]) -> str:
+    """One presence event as a person reads it: its time, kind and details."""
+    t = event.get("t")
+    when = time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, int | float) else "?"
+    rest = "  ".join(
+        f"{k}={v}" for k, v in event.items() if k not in ("t", "ev") and v not in (None, "")
+    )
+    return f"{when}  {event.get('ev')}  {rest}".rstrip()
