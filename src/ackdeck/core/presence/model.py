@@ -125,36 +125,37 @@ def fold(session: str, events: Iterable[Mapping[str, Any]]) -> Facts:
     go, but two processes' appends can cross). A `carry` event replaces everything before it;
     events of unknown kinds or without a time are skipped (a newer writer's, or torn)."""
     f = Facts(session)
-    for e in sorted(events, key=_time_of):
-        t = e.get("t")
+    timed = [(t, e) for e in events if isinstance(t := e.get("t"), int | float)]
+    if any(a[0] > b[0] for a, b in zip(timed, timed[1:], strict=False)):  # crossed: rare
+        timed.sort(key=lambda te: te[0])  # stable: same-time events keep their order
+    for t, e in timed:
         kind = e.get("ev")
-        if not isinstance(t, int | float) or not isinstance(kind, str):
-            continue
         if kind == "carry":
             data = e.get("facts")
             if isinstance(data, dict):
                 f = Facts.from_carry(data, session)
             continue
-        _apply(f, kind, float(t), e)
+        if isinstance(kind, str):
+            _apply(f, kind, float(t), e)
     return f
 
 
-def _time_of(e: Mapping[str, Any]) -> float:
-    t = e.get("t")
-    return float(t) if isinstance(t, int | float) else 0.0
+# Events that name the session's host and rooms.
+_PLACED = frozenset({"start", "connect", "disconnect", "client"})
 
 
 def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
     if f.first_at is None:
         f.first_at = t
-    f.last_at = t if f.last_at is None else max(f.last_at, t)
-    if isinstance(e.get("host"), str):
-        f.host = e["host"]
-    rooms = e.get("rooms")
-    if isinstance(rooms, list) and rooms:
-        for r in rooms:
-            if isinstance(r, str) and r not in f.rooms:
-                f.rooms.append(r)
+    f.last_at = t  # events come in time order (fold)
+    if kind in _PLACED:
+        if isinstance(e.get("host"), str):
+            f.host = e["host"]
+        rooms = e.get("rooms")
+        if isinstance(rooms, list):
+            for r in rooms:
+                if isinstance(r, str) and r not in f.rooms:
+                    f.rooms.append(r)
     if kind in TURN_EVENTS:
         f.turn, f.turn_at = kind, t
         f.turn_detail = str(e.get("detail") or "")
