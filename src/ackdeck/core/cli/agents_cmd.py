@@ -95,6 +95,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="wait this long between the typed line and its Enter (500): agents such as Codex "
         "CLI and Claude Code take an Enter right after fast typing as a newline in pasted text",
     )
+    p.add_argument(
+        "--max-unanswered",
+        type=int,
+        default=3,
+        metavar="N",
+        help="after N nudges without a read, type no more until the agent reads, and say so "
+        "(3); `ackdeck agents` shows the count",
+    )
     p.set_defaults(handler=_nudge)
 
     h = sub.add_parser("hooks", help="wire ackdeck into an agent's settings.json, and hook output")
@@ -430,6 +438,7 @@ def _nudge(args: argparse.Namespace) -> int:
         idle_ms=args.idle_ms,
         prompt_regex=args.prompt_regex,
         enter_delay_ms=args.enter_delay_ms,
+        max_unanswered=args.max_unanswered,
     )
     nudger.pin()  # a missing pane is a one-line error before anything else
     say(

@@ -255,11 +255,12 @@ def decide(
         and now - f.last_nudge > NUDGE_GRACE_S
         and base.state == "idle"
     ):
+        held = "; nudges stopped at their bound" if f.nudges_held else ""
         return Presence(
             "stalled",
             f.last_nudge + NUDGE_GRACE_S,
             f"{unread} unread and {f.nudges_unanswered} nudge(s) unanswered for "
-            f"{now - f.last_nudge:.0f}s (no read followed)",
+            f"{now - f.last_nudge:.0f}s (no read followed){held}",
         )
     return base
 

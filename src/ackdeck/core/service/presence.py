@@ -77,3 +77,10 @@ def _word(value: object) -> str:
     if not isinstance(value, str):
         return ""
     return "".join(c for c in value if c.isalnum() or c in "_-.")[:40]
+
+
+def nudges_unanswered(home: Path, session: str) -> tuple[int, bool]:
+    """How many nudges `session` got since its last read, and whether the bound on them was
+    already reached (and the owner told)."""
+    facts = log.load(home, session)
+    return facts.nudges_unanswered, facts.nudges_held
