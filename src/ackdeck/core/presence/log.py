@@ -161,6 +161,22 @@ def sessions(home: Path) -> list[str]:
     return sorted(out)
 
 
+def signature(home: Path) -> frozenset[tuple[str, int, int]]:
+    """(name, size, mtime) of every presence log: changes whenever an event is appended."""
+    out = set()
+    try:
+        entries = list(os.scandir(locations.agents_dir(home)))
+    except OSError:
+        return frozenset()
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        out.add((e.name, st.st_size, st.st_mtime_ns))
+    return frozenset(out)
+
+
 def load(home: Path, session: str) -> Facts:
     from ackdeck.core.presence.model import fold
 

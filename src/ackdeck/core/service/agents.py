@@ -163,3 +163,10 @@ def timeline_line(event: dict[str, object]) -> str:
         f"{k}={v}" for k, v in event.items() if k not in ("t", "ev") and v not in (None, "")
     )
     return f"{when}  {event.get('ev')}  {rest}".rstrip()
+
+
+def logs_signature(home: Path) -> frozenset[tuple[str, int, int]]:
+    """What the presence logs look like now (name, size, mtime of each): equal to an earlier
+    one when no event was recorded since. A stat per session, no read: the dashboard asks it
+    every few seconds."""
+    return log.signature(home)

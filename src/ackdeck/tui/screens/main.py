@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -73,9 +74,13 @@ class MainScreen(Screen[None]):
     APP_KEYS = frozenset({"main.quit", "main.help"})  # the app's keys, repeated for the footer
     # The rooms have the keys (r, a, A, p, t); the agents above them are one shift+tab away.
     AUTO_FOCUS = "#rooms"
-    # While the dashboard watches, the agents are listed again this often (their states and
-    # ages move with the clock, and hooks write where no room or run changes).
+    # While the dashboard watches, the agents are looked at this often (their states and ages
+    # move with the clock, and hooks write where no room or run changes) and listed again
+    # only if a presence log changed or AGENTS_AGE_S passed; and never more often than
+    # AGENTS_MIN_S, however fast the scans come (300 agents cost a listing ~0.2 s of CPU).
     AGENTS_EVERY_S = 5.0
+    AGENTS_AGE_S = 30.0
+    AGENTS_MIN_S = 2.0
 
     BINDINGS = [
         # The app's own keys, first here: the footer lists the screen's keys before the app's
@@ -179,6 +184,9 @@ class MainScreen(Screen[None]):
         self.agents: Any = None  # ackdeck.core.service.agents.Agents, once listed
         self.selected_agent: str | None = None  # None: every agent, nothing narrowed
         self._agent_rooms: set[str] | None = None  # the narrowed agent's rooms (absolute)
+        self._agents_at = float("-inf")  # when the agents were last listed (monotonic)
+        self._agents_sig: object = None  # the presence logs then (logs_signature)
+        self._agents_pending = False  # a listing is already due (_agents_soon)
 
     @property
     def dash(self) -> Host:
@@ -210,7 +218,7 @@ class MainScreen(Screen[None]):
         self._ready = True
         self.query_one(RoomsTable).clock = self.dash.clock
         if self.dash.config.watch:
-            self.set_interval(self.AGENTS_EVERY_S, self._list_agents)
+            self.set_interval(self.AGENTS_EVERY_S, self._agents_tick)
         if self.snapshot is not None:
             self.apply_snapshot(self.snapshot)
         elif self.dash.rooms:
@@ -255,7 +263,7 @@ class MainScreen(Screen[None]):
             wakes = [w for w in wakes if w.session == self.selected_agent]
         self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(runs, now))
         self.query_one(WakesTable).set_rows(WakesTable.rows_for(wakes, now))
-        self._list_agents()
+        self._agents_soon()
         self.query_one(LineView).set_monitors(monitor_patterns(snap.runs))
         if self.selected_room is None or self.selected_room not in labels:
             self._select_room(rooms.selected_key)
@@ -365,15 +373,45 @@ class MainScreen(Screen[None]):
             return labels
         return {k: v for k, v in labels.items() if os.path.abspath(k) in self._agent_rooms}
 
+    def _agents_soon(self) -> None:
+        """List the agents now, or once AGENTS_MIN_S after the last listing (one call for
+        any number of scans in between)."""
+        wait = self._agents_at + self.AGENTS_MIN_S - time.monotonic()
+        if wait <= 0:
+            self._list_agents()
+        elif not self._agents_pending:
+            self._agents_pending = True
+            self.set_timer(wait, self._agents_deferred)
+
+    def _agents_deferred(self) -> None:
+        self._agents_pending = False
+        self._list_agents()
+
+    def _agents_tick(self) -> None:
+        """The clock's part: list again if a presence log changed (a stat of each: cheap) or
+        the ages on screen are AGENTS_AGE_S old."""
+        home = self.dash.config.home
+        if home is None:
+            return
+        from ackdeck.core.service.agents import logs_signature
+
+        sig = logs_signature(home)
+        if sig != self._agents_sig or time.monotonic() - self._agents_at >= self.AGENTS_AGE_S:
+            self._agents_soon()
+
     @work(thread=True, exclusive=True, group="agents")
     def _list_agents(self) -> None:
         """List the agents (reads presence logs and the agents' rooms: off the UI thread)."""
         from ackdeck.core.service.agents import list_agents
 
+        self._agents_at = time.monotonic()
         home = self.dash.config.home
         if home is None:
             self.post_message(AgentsListed(None))  # no home, no agents: the panel says so
             return
+        from ackdeck.core.service.agents import logs_signature
+
+        self._agents_sig = logs_signature(home)
         try:
             listed = list_agents(home, clock=self.dash.clock)
         except (AckdeckError, OSError) as exc:
