@@ -378,6 +378,7 @@ class MainScreen(Screen[None]):
         any number of scans in between)."""
         wait = self._agents_at + self.AGENTS_MIN_S - time.monotonic()
         if wait <= 0:
+            self._agents_at = time.monotonic()  # here, not in the worker: the next call knows
             self._list_agents()
         elif not self._agents_pending:
             self._agents_pending = True
@@ -385,6 +386,7 @@ class MainScreen(Screen[None]):
 
     def _agents_deferred(self) -> None:
         self._agents_pending = False
+        self._agents_at = time.monotonic()
         self._list_agents()
 
     def _agents_tick(self) -> None:
@@ -399,12 +401,14 @@ class MainScreen(Screen[None]):
         if sig != self._agents_sig or time.monotonic() - self._agents_at >= self.AGENTS_AGE_S:
             self._agents_soon()
 
-    @work(thread=True, exclusive=True, group="agents")
+    # Not exclusive: a listing is never cancelled half-way (a cancelled worker fails whoever
+    # waits for it); _agents_soon keeps them at most one per AGENTS_MIN_S, and AgentsListed
+    # replaces an older one still queued.
+    @work(thread=True, group="agents")
     def _list_agents(self) -> None:
         """List the agents (reads presence logs and the agents' rooms: off the UI thread)."""
         from ackdeck.core.service.agents import list_agents
 
-        self._agents_at = time.monotonic()
         home = self.dash.config.home
         if home is None:
             self.post_message(AgentsListed(None))  # no home, no agents: the panel says so
