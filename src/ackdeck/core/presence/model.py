@@ -144,6 +144,13 @@ def fold(session: str, events: Iterable[Mapping[str, Any]]) -> Facts:
 _PLACED = frozenset({"start", "connect", "disconnect", "client"})
 
 
+def _lines_of(e: Mapping[str, Any]) -> str:
+    """`N line(s) of NAME` of a read or ack event: the room's last path part (a file's name,
+    a redis room's name), short enough for a table cell; the event keeps the whole room."""
+    room = str(e.get("room") or "?").rstrip("/").rsplit("/", 1)[-1]
+    return f"{e.get('lines', '?')} line(s) of {room}"
+
+
 def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
     if f.first_at is None:
         f.first_at = t
@@ -189,14 +196,11 @@ def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
         w = e.get("waited")
         if isinstance(w, int | float) and w >= 0:
             f.waited = [*f.waited[-(WINDOW - 1) :], float(w)]
-        f.activity_at, f.activity_what = t, f"read {e.get('lines', '?')} line(s) of {e.get('room')}"
+        f.activity_at, f.activity_what = t, f"read {_lines_of(e)}"
     elif kind == "ack":
         f.gone_at = None
         f.last_ack = t
-        f.activity_at, f.activity_what = (
-            t,
-            f"acked {e.get('lines', '?')} line(s) of {e.get('room')}",
-        )
+        f.activity_at, f.activity_what = t, f"acked {_lines_of(e)}"
     elif kind == "nudge":
         f.last_nudge = t
         f.nudges_unanswered += 1
