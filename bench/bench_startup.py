@@ -104,6 +104,10 @@ def main() -> None:
             return _timed([*ackdeck, "room", "ack", r, "--session", SESSION], env)
 
         hook_stdin = json.dumps({"session_id": "x", "prompt": "hi"}).encode()
+        notify_stdin = json.dumps(
+            {"session_id": "x", "notification_type": "idle_prompt", "message": "waiting"}
+        ).encode()
+        end_stdin = json.dumps({"session_id": "x", "reason": "other"}).encode()
         rows: dict[str, Callable[[], float]] = {
             "python -c pass": lambda: _timed([py, "-c", "pass"], env),
             "room push": lambda: _timed([*ackdeck, "room", "push", r, "bench line"], env),
@@ -121,6 +125,14 @@ def main() -> None:
             ),
             "hooks bootstrap": lambda: _timed(
                 [*ackdeck, "hooks", "bootstrap", "--session", SESSION, "--room", r], env
+            ),
+            # Presence only (issue 32): Claude Code runs these on each notification and at the
+            # session's end.
+            "hooks notify": lambda: _timed(
+                [*ackdeck, "hooks", "notify", "--session", SESSION], env, notify_stdin
+            ),
+            "hooks end": lambda: _timed(
+                [*ackdeck, "hooks", "end", "--session", SESSION], env, end_stdin
             ),
         }
         sdk = "mcp.server.mcpserver"

@@ -108,3 +108,11 @@ def test_bench_help_lists_every_benchmark_and_an_unknown_one_is_one_error() -> N
     )  # fmt: skip
     assert wrong.returncode == 2 and "no benchmark 'romos'" in wrong.stderr
     assert wrong.stdout == ""
+
+
+def test_the_agents_bench_prints_its_table_in_quick_mode() -> None:
+    rows = quick_table("agents", "command ", timeout=600)
+    assert rows[0].startswith("agents --json") and rows[1].startswith("room status --json")
+    assert rows[2].startswith("agents x room status: ")
+    for row in rows[:2]:
+        assert all(math.isfinite(float(x)) for x in row.split()[-4:])

@@ -249,6 +249,9 @@ def _per_turn_commands(tmp_path: Path) -> list[tuple[list[str], str]]:
         (["hooks", "prompt", *hooks], "{}"),
         (["hooks", "stop", *hooks], "{}"),
         (["hooks", "bootstrap", *hooks], "{}"),
+        # issue 32: the presence hooks run on every notification and at every session's end
+        (["hooks", "notify", "--session", "s1"], '{"notification_type": "idle_prompt"}'),
+        (["hooks", "end", "--session", "s1"], '{"reason": "other"}'),
     ]
 
 

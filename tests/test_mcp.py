@@ -29,6 +29,8 @@ TOOLS = {
     "process_list",
     "process_kill",
     "wakes_list",
+    # issue 32: every agent session's presence
+    "agents_list",
 }
 
 

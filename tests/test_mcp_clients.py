@@ -79,6 +79,9 @@ def plan(room: Path) -> list[Step]:
         Step("process_kill", {"name": "job", "grace": 0}, says="is now killed"),  # 28
         Step("process_kill", {}, True, "name the process or its run id"),
         Step("process_kill", {"run_id": "nosuch"}, True, "unknown run id 'nosuch'"),
+        # issue 32: every session's presence (this very server's session is connected)
+        Step("agents_list", {}, says="agent: "),
+        Step("agents_list", {"x": 1}, True, "unknown argument for agents_list: 'x'"),
     ]
 
 
@@ -254,7 +257,7 @@ def test_the_inspector_cli_lists_every_tool_with_plain_input_schemas(
     out = inspector(home, room_in(tmp_path), "--method", "tools/list")
     assert out.returncode == 0, out.stderr
     tools = {t["name"]: t for t in json.loads(out.stdout)["tools"]}
-    assert len(tools) == 10
+    assert len(tools) == 11
     for name, t in tools.items():
         schema = t["inputSchema"]
         assert schema["title"] == f"{name} arguments"

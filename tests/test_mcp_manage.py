@@ -46,6 +46,7 @@ HINTS = {
     "process_kill": (False, True, True, False),
     "wakes_list": (True, None, None, False),
     "wakes_drain": (False, False, False, False),
+    "agents_list": (True, None, None, False),
 }
 
 

@@ -350,3 +350,36 @@ def test_a_scrape_costs_the_same_per_room_at_any_number_of_rooms(tmp_path: Path,
     scrape(small)()  # imports and first-use work, out of the count
     ratio = _calls_of(scrape(large)) / _calls_of(scrape(small))
     assert ratio < 2.4, f"twice the rooms cost {ratio:.2f} times the calls"
+
+
+def test_metrics_carry_each_agent_sessions_state(
+    tmp_path: Path, home: Path, cli_env: dict[str, str]
+) -> None:
+    """Issue 32: one series per session and state (1 on the current one), from the same
+    result `ackdeck agents` shows."""
+    from ackdeck.core.presence import log
+
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"one\n")
+    log.record(home, "busy", "start", rooms=[str(room)])
+    log.record(home, "busy", "prompt")
+    log.record(home, "asks", "notify", detail="permission_prompt: may I?")
+    out = subprocess.run(
+        [*ACKDECK, "metrics"], env=cli_env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    got = samples(out.stdout)
+    assert value(got, "ackdeck_agent_state", session="busy", state="working") == 1
+    assert value(got, "ackdeck_agent_state", session="busy", state="idle") == 0
+    assert value(got, "ackdeck_agent_state", session="asks", state="waiting") == 1
+    assert value(got, "ackdeck_agent_unread_lines", session="busy") == 1
+    assert value(got, "ackdeck_agent_state_since_seconds", session="asks") >= 0
+    listed = json.loads(
+        subprocess.run(
+            [*ACKDECK, "agents", "--json"], env=cli_env, capture_output=True, text=True
+        ).stdout
+    )
+    assert {a["session"]: a["state"] for a in listed["agents"]} == {
+        "asks": "waiting",
+        "busy": "working",
+    }

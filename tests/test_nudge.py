@@ -484,3 +484,34 @@ def test_a_target_that_names_no_pane_never_falls_back_to_another_pane(
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("ackdeck: error:") and "pane" in proc.stderr, proc.stderr
     assert world.typed() == []
+
+
+def test_nudges_are_bounded_counted_and_answered_only_by_a_read(world: World) -> None:
+    """Issue 32: each nudge is counted in the session's presence until a read follows; after
+    --max-unanswered of them no more is typed and the owner is told, once; a read answers
+    them, and what arrives after it is nudged again."""
+    import json
+
+    from ackdeck.core.base import locations
+    from ackdeck.core.service.deck import Deck
+
+    def kinds() -> list[str]:
+        path = locations.presence_log(world.home, "agent")
+        return [json.loads(x)["ev"] for x in path.read_text().splitlines()] if path.exists() else []
+
+    world.start_nudge("--max-unanswered", "2")
+    Room(world.room).push("[t1] ops: one")
+    eventually(lambda: len(world.typed()) == 1, what="the first nudge")
+    Room(world.room).push("[t2] ops: two")
+    eventually(lambda: len(world.typed()) == 2, what="the second nudge")
+    Room(world.room).push("[t3] ops: three")
+    world.wait_for_log("2 nudges unanswered")
+    time.sleep(QUIET)
+    assert len(world.typed()) == 2  # the bound: none typed for the third line
+    assert kinds() == ["nudge", "nudge", "nudge-held"]
+    # The agent reads: the nudges are answered, and a new line is nudged again.
+    deck = Deck(world.home, "agent", [world.room])
+    assert deck.read(deck.room()).count == 3
+    Room(world.room).push("[t4] ops: four")
+    eventually(lambda: len(world.typed()) == 3, what="a nudge after the read")
+    assert kinds() == ["nudge", "nudge", "nudge-held", "read", "nudge"]

@@ -133,3 +133,37 @@ def test_redis_rooms_keep_their_policy_and_report_overdue(redis_server: object, 
     found = alerts.check([(r, "x")], home, clock=clock)
     assert found.overdue and found.woke == ["x"]
     r.close()
+
+
+def test_a_stalled_agent_wakes_the_owner_of_its_room_once_per_stall(
+    tmp_path: Path, home: Path
+) -> None:
+    """Issue 32: stalls feed the same alerts as overdue rooms."""
+    from ackdeck.core.presence import model
+    from ackdeck.core.service import presence
+
+    clock = Clock()
+    r = Room(tmp_path / "inbox.txt", clock=clock)
+    r.set_policy(RoomPolicy(owner="boss"))  # an owner, no overdue threshold of its own
+    r.push("please look")
+    presence.record(home, "agent", "start", at=clock.t, rooms=[str(r.path)])
+    presence.record(home, "agent", "stop", at=clock.t)
+
+    def check() -> alerts.Overdue:
+        return alerts.check([(r, "inbox.txt")], home, clock=clock)
+
+    assert check().woke == []
+    clock.t += model.DEFAULT_S + 1  # the line waited past a new session's default
+    assert check().woke == ["agent agent"]
+    clock.t += 30
+    assert check().woke == []  # the same stall: told once
+    got = wakes.drain(home, "boss")
+    (delivered,) = got.delivered
+    assert "agent agent is stalled: 1 unread" in delivered.lines[0].text
+    r.read("agent")
+    presence.record(home, "agent", "read", at=clock.t, room=str(r.path), lines=1, waited=1.0)
+    r.ack("agent")
+    assert check().woke == []  # the stall ended
+    r.push("again")
+    clock.t += model.DEFAULT_S + 1
+    assert check().woke == ["agent agent"]  # a new stall, a new wake

@@ -89,6 +89,19 @@ def test_main_screen_80x24(snap_compare, scene: Scene) -> None:
     assert snap_compare(app_for(scene), terminal_size=(80, 24), run_before=settled())
 
 
+def test_agents_panel_narrows_to_the_highlighted_agent(snap_compare, scene: Scene) -> None:
+    """Issue 32: the Agents panel first, the waiting and stalled agents at its top; the
+    highlighted agent narrows the rooms, processes and wakes to its own."""
+    keys = ("shift+tab", "j", "j", "j")  # from the rooms up to the agents, down to `agent`
+    assert snap_compare(app_for(scene), terminal_size=(140, 40), run_before=settled(*keys))
+
+
+def test_agents_panel_80x24(snap_compare, scene: Scene) -> None:
+    """At 80x24 the focused Agents panel grows to show its agents; every other panel keeps
+    its first row and the footer still shows `q Quit` and `? Help`."""
+    assert snap_compare(app_for(scene), terminal_size=(80, 24), run_before=settled("shift+tab"))
+
+
 def test_main_screen_wide_terminal(snap_compare, scene: Scene) -> None:
     assert snap_compare(app_for(scene), terminal_size=(200, 50), run_before=settled())
 

@@ -40,7 +40,7 @@ from .state import RateTracker, RoomList, RoomRow, Snapshot, room_labels
 from .watch_map import Changes, WatchMap, home_event
 from .watching import watch
 from .widgets.line_view import LineView
-from .widgets.tables import KeyedTable, ProcsTable, RoomsTable, WakesTable
+from .widgets.tables import AgentsTable, KeyedTable, ProcsTable, RoomsTable, WakesTable
 
 Clock = Callable[[], float]
 
@@ -570,6 +570,7 @@ class AckdeckApp(App[None]):
         """Every counter column, with its short header and meaning (also the tooltips)."""
         out = []
         for title, table in (
+            ("Agents", AgentsTable),
             ("Rooms", RoomsTable),
             ("Processes", ProcsTable),
             ("Wakes", WakesTable),
@@ -590,7 +591,13 @@ class AckdeckApp(App[None]):
             return out
 
         def own(cls: type) -> list[Binding]:
-            return [b for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)]
+            # The app's keys the main screen repeats for its footer are listed once, as the
+            # app's.
+            return [
+                b
+                for b in cls.__dict__.get("BINDINGS", [])
+                if isinstance(b, Binding) and b.id not in MainScreen.APP_KEYS
+            ]
 
         return [
             ("Owner actions (as session " + self.config.session + ")", rows(own(MainScreen))),

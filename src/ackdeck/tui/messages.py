@@ -118,3 +118,13 @@ class SnapshotRead(Message):
 class ReadCommitted(Message):
     """The owner's read receipt is stored: line marks and counters can show it now. (The read's
     notice goes out before the receipt is stored, so a refresh it started may have missed it.)"""
+
+
+@dataclass
+class AgentsListed(Message):
+    """The agents' presence (core/service/agents.py), listed by a worker thread."""
+
+    agents: Any  # ackdeck.core.service.agents.Agents, or None without a home
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, AgentsListed)  # only the newest listing matters

@@ -26,15 +26,23 @@ def _stamp(i: int) -> str:
     return STAMP.format(m=5 + (i // 60) % 5, s=i % 60)
 
 
+def _deck(path: Path, session: str, at: float) -> Deck:
+    """The scene's deck for `session`: its home beside the rooms (base/home for base/rooms,
+    where the reads' presence goes), the owner's through the dashboard's door."""
+    door = "dashboard" if session == "owner" else "api"
+    home = path.parent.parent / "home"
+    return Deck(home, session=session, rooms=[path], clock=lambda: at, door=door)
+
+
 def _read(path: Path, session: str, at: float) -> None:
     """`session` reads every line of the room at `path`, at time `at` (a receipt)."""
-    deck = Deck(session=session, rooms=[path], clock=lambda: at)
+    deck = _deck(path, session, at)
     deck.read(deck.room())
 
 
 def _ack(path: Path, session: str, at: float) -> None:
     """`session` acks what it read of the room at `path`, at time `at`."""
-    deck = Deck(session=session, rooms=[path], clock=lambda: at)
+    deck = _deck(path, session, at)
     acked = deck.ack(deck.room())
     if acked.refusal is not None:
         raise acked.refusal
@@ -192,7 +200,35 @@ def _scene(base: Path, now: float, rooms_of: Any, procs_of: Any) -> Scene:
     home = base / "home"
     home.mkdir(parents=True, exist_ok=True)
     procs_of(home, base, now)
+    build_agents(home, rooms, now)
     return Scene(rooms, home, rates, now=now)
+
+
+def build_agents(home: Path, rooms: list[Path], now: float) -> None:
+    """The agents' presence beside the reads the rooms recorded: `agent` in a turn, a
+    reviewer waiting on a permission prompt, a nightly job stalled after an unanswered nudge,
+    and a session that ended. No MCP server is recorded (its pid would be checked). Times sit
+    between the steps the table rounds to (presence keeps milliseconds), so a snapshot is
+    the same at every run."""
+    from ackdeck.core.service import presence
+
+    names = [str(r) for r in rooms]
+    presence.record(home, "agent", "start", at=now - 900, detail="startup", rooms=names)
+    presence.record(home, "agent", "prompt", at=now - 45)
+    presence.record(home, "reviewer", "start", at=now - 600, detail="startup", rooms=names[:1])
+    presence.record(home, "reviewer", "prompt", at=now - 300)
+    presence.record(
+        home,
+        "reviewer",
+        "notify",
+        at=now - 155,
+        detail="permission_prompt: Claude needs your permission to use Bash",
+    )
+    presence.record(home, "nightly", "start", at=now - 7200, detail="startup", rooms=names[:1])
+    presence.record(home, "nightly", "stop", at=now - 3600)
+    presence.record(home, "nightly", "nudge", at=now - 615, door="tmux")
+    presence.record(home, "old-run", "start", at=now - 9000, detail="startup")
+    presence.record(home, "old-run", "end", at=now - 8005, detail="prompt_input_exit")
 
 
 def apply_rates(app: Any, scene: Scene) -> None:

@@ -1,11 +1,15 @@
 """Agent hooks: wire ackdeck into a Claude-Code-style settings.json, and the texts they print.
 
-Three hooks, each a plain `ackdeck …` command:
+Five hooks, each a plain `ackdeck …` command (each also records the event in the session's
+presence log, core/presence, for `ackdeck agents`):
 - SessionStart  -> `ackdeck hooks bootstrap`: tells the agent how to read then ack (and never to
   truncate a notification file); its stdout becomes context for the agent.
 - UserPromptSubmit -> `ackdeck hooks prompt`: lists unread room lines without acking them.
 - Stop          -> `ackdeck hooks stop`: delivers monitor wakes and tells the agent about room
   lines that arrived during its turn (exit 2 + text); never blocks twice for nothing new.
+- Notification -> `ackdeck hooks notify`: records that the client waits for its owner (a
+  permission prompt, an idle prompt); prints nothing.
+- SessionEnd    -> `ackdeck hooks end`: records that the session ended; prints nothing.
 
 Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
 `stop_hook_active`, ...); a hook run by hand without input behaves the same.
@@ -39,16 +43,24 @@ if TYPE_CHECKING:
 
     from ackdeck.core.service.wakes import Drained
 
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "SessionEnd")
 # Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
 # in-flight output reads to settle before it decides what to deliver, so it gets more.
-TIMEOUTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 60}
+TIMEOUTS = {
+    "SessionStart": 15,
+    "UserPromptSubmit": 15,
+    "Stop": 60,
+    "Notification": 15,
+    "SessionEnd": 15,
+}
 # Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
 # `wakes drain --hook`, is still recognised so that installing replaces it).
 _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
     "SessionStart": (("hooks", "bootstrap"),),
     "UserPromptSubmit": (("hooks", "prompt"),),
     "Stop": (("hooks", "stop"), ("wakes", "drain")),
+    "Notification": (("hooks", "notify"),),
+    "SessionEnd": (("hooks", "end"),),
 }
 # How long a hook waits for its stdin JSON to start arriving; Claude Code writes it at once and
 # closes the pipe, a hand-run hook may have nothing there.
@@ -84,6 +96,9 @@ def hook_commands(
             else None
         ),
         "Stop": shlex.join([*base, "hooks", "stop", "--session", session, *room_args]),
+        # Presence only (`ackdeck agents`): the client waits for its owner, the session ended.
+        "Notification": shlex.join([*base, "hooks", "notify", "--session", session]),
+        "SessionEnd": shlex.join([*base, "hooks", "end", "--session", session]),
     }
 
 
@@ -124,7 +139,8 @@ def is_ackdeck_hook(event: str, command: object) -> bool:
 
 def _group(event: str, command: str) -> dict[str, Any]:
     # No matcher: SessionStart then also fires after resume/clear/compact, when the agent has
-    # lost the instructions; the other two events take no matcher.
+    # lost the instructions; Notification and SessionEnd fire for every kind and reason (the
+    # presence decision tells them apart); the other two events take no matcher.
     return {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUTS[event]}]}
 
 

@@ -74,6 +74,7 @@ TOOL_META: dict[str, dict[str, Any]] = {
     "process_kill": _hints("Stop a process", destructive=True, idempotent=True),
     "wakes_list": _hints("List pending wakes", read_only=True),
     "wakes_drain": _hints("Deliver pending wakes", destructive=False, idempotent=False),
+    "agents_list": _hints("List agent sessions and their state", read_only=True),
 }
 
 

@@ -58,6 +58,7 @@ from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import MAX_WAIT
 from ackdeck.core.errors import InvalidInput, NotDelivered
 from ackdeck.core.service import procs, rooms, wakes
+from ackdeck.core.service.agents import Agents
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.roomref import RoomRef
 from ackdeck.core.version import package_version
@@ -122,6 +123,7 @@ StatusOut = output_model(rooms.Status)
 ProcessStartOut = output_model(procs.Run)
 OutputOut = output_model(procs.OutputLines)
 DrainOut = output_model(wakes.Drained)
+AgentsOut = output_model(Agents)
 
 
 # ----- the tools, independent of the SDK -------------------------------------------------------
@@ -306,6 +308,22 @@ class AgentDoor:
             for row in report.rooms
         )
         return reply(report, text)
+
+    # -- agents ----------------------------------------------------------------------------
+    def agents_list(self) -> Reply:
+        """Every agent session of this home: its presence and what waits for it."""
+        from ackdeck.core.base.text import age_text, safe
+        from ackdeck.core.service.agents import list_agents
+
+        listed = list_agents(self.deck.home)
+        now = listed.checked_at
+        text = "\n".join(
+            f"{a.session}: {a.state}"
+            + ("" if a.since is None else f" for {age_text(now - a.since)}")
+            + f", {a.unread} unread, {a.pending_wakes} pending wakes ({safe(a.evidence)})"
+            for a in listed.agents
+        )
+        return reply(listed, text or "no agent sessions seen yet")
 
     # -- processes and wakes ---------------------------------------------------------------
     def process_start(
@@ -566,6 +584,15 @@ def build_server(
         return _guard(lambda: door.room_status(room))
 
     @tool(
+        "agents_list",
+        "Every agent session of this ackdeck home: state (working, waiting, idle, stalled, "
+        "gone), since when and the evidence, client, host, rooms, unread lines and the oldest "
+        "one's age, pending wakes, last read, ack and nudge. Reads only.",
+    )
+    def agents_list() -> Annotated[CallToolResult, AgentsOut]:
+        return _guard(door.agents_list)
+
+    @tool(
         "process_start",
         "Start a background command under an ackdeck supervisor. With monitor "
         "(a regex), output lines that match (or, with exclude, do not match) wake this "
@@ -659,7 +686,84 @@ def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.
     noticer = make_noticer(config.home, config.session, list(config.rooms)) if channel else None
     deliveries = Deliveries()
     server = build_server(config, channel=channel, deliveries=deliveries)
-    anyio.run(lambda: serve_stdio(server, noticer, window=notice_window, deliveries=deliveries))
+    # Presence (`ackdeck agents`): the session is there while its client is connected. A
+    # client that dies closes this server's stdin, so the disconnect is recorded as the server
+    # exits; a server killed too is found dead by its pid.
+    seen = ClientSeen(config)
+    server.middleware.append(seen)
+    seen.note("connect", rooms=[r.display for r in config.rooms])
+    _note_disconnect_on_sigterm(seen)
+    try:
+        anyio.run(lambda: serve_stdio(server, noticer, window=notice_window, deliveries=deliveries))
+    finally:
+        seen.note("disconnect")
+
+
+def _note_disconnect_on_sigterm(seen: "ClientSeen") -> None:
+    """A client that closes the server's stdin and then sends SIGTERM (the SDK's own client
+    does so after 2 s) still gets its disconnect recorded; the signal then does what it
+    would have done."""
+    import signal
+
+    def on_term(signum: int, frame: object) -> None:
+        seen.note("disconnect")
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+class ClientSeen:
+    """Server middleware recording the connected client's name and version in the session's
+    presence, once: from `initialize`'s clientInfo, or the clientInfo a 2026-era client puts
+    in each request's `_meta`."""
+
+    def __init__(self, config: DoorConfig) -> None:
+        self.config = config
+        self.said: tuple[str, str | None] | None = None
+
+    def note(self, kind: str, **fields: Any) -> None:
+        from ackdeck.core.base.home import resolve_home
+        from ackdeck.core.errors import AckdeckError
+        from ackdeck.core.service import presence
+
+        try:
+            home = resolve_home(self.config.home)
+        except AckdeckError:
+            return  # no home, no presence: the tools say what is wrong with it
+        presence.record(
+            home,
+            self.config.session,
+            kind,
+            pid=os.getpid(),
+            host=presence.this_host(),
+            **fields,
+        )
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if self.said is None:
+            info = _client_info(ctx)
+            if info is not None:
+                self.said = info
+                self.note("client", client=info[0], version=info[1])
+        return await call_next(ctx)
+
+
+def _client_info(ctx: Any) -> tuple[str, str | None] | None:
+    """(name, version) of the client from a request's context, None when it does not say."""
+    candidates: list[Any] = []
+    params: Any = getattr(ctx, "params", None)
+    if getattr(ctx, "method", None) == "initialize" and params is not None:
+        candidates.append(getattr(params, "get", lambda _k: None)("clientInfo"))
+    meta = getattr(ctx, "meta", None)
+    if meta is not None:
+        extra = meta if isinstance(meta, dict) else (getattr(meta, "model_extra", None) or {})
+        candidates.append(extra.get(CLIENT_INFO_META_KEY))
+    for info in candidates:
+        if isinstance(info, dict) and isinstance(info.get("name"), str):
+            version = info.get("version")
+            return info["name"][:80], version[:40] if isinstance(version, str) else None
+    return None
 
 
 def _plain_sdk_logging() -> None:

@@ -28,6 +28,7 @@ from ackdeck.core.agents.noticer import DEFAULT_WINDOW_S, Noticer
 from ackdeck.core.agents.notices import Notice, nudge_line
 from ackdeck.core.base.ranges import in_range
 from ackdeck.core.errors import InvalidInput, PaneGone
+from ackdeck.core.service import presence
 from ackdeck.core.service.procs import user_pattern
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ DEFAULT_IDLE_MS = 2000
 # that follows a fast burst of characters as a newline inside pasted text (Codex: within 120 ms),
 # so an Enter sent at once left the nudge unsent in the composer.
 DEFAULT_ENTER_DELAY_MS = 500
+# Nudges an agent may leave unanswered (no read after them) before no more are typed and the
+# owner is told: a nudge that does not bring a read is noise in its pane.
+DEFAULT_MAX_UNANSWERED = 3
 
 
 # ----- the pure decision ---------------------------------------------------------------------
@@ -138,6 +142,7 @@ class Nudger:
         idle_ms: int = DEFAULT_IDLE_MS,
         prompt_regex: str | None = None,
         enter_delay_ms: int = DEFAULT_ENTER_DELAY_MS,
+        max_unanswered: int = DEFAULT_MAX_UNANSWERED,
     ) -> None:
         # Idle for more than a day is never: the pane would never be nudged.
         in_range(idle_ms, "--idle-ms", 0, 86_400_000, integer=True)
@@ -150,6 +155,8 @@ class Nudger:
         self.idle = IdleWatch(idle_ms, prompt)
         self.poll_s = max(0.02, min(0.25, idle_ms / 4000))
         self.enter_delay_s = enter_delay_ms / 1000
+        in_range(max_unanswered, "--max-unanswered", 1, 1000, integer=True)
+        self.max_unanswered = max_unanswered
 
     async def wait_idle(self) -> None:
         # Said on stderr: the nudge runs in the foreground, and a user (or a test) can see
@@ -169,7 +176,22 @@ class Nudger:
             await anyio.sleep(self.poll_s)
 
     async def send(self, notices: list[Notice]) -> bool:
-        """Type the notices decided once the pane was idle (`wait_idle` runs first)."""
+        """Type the notices decided once the pane was idle (`wait_idle` runs first), unless
+        the agent left `max_unanswered` nudges without a read: then none is typed, the
+        owner is told (once, here and in the session's presence) and the notices count as
+        told (a read resets the count, and what arrives after it is nudged again)."""
+        home, session = self.noticer.home, self.noticer.session
+        unanswered, held = await anyio.to_thread.run_sync(presence.nudges_unanswered, home, session)
+        if unanswered >= self.max_unanswered:
+            if not held:
+                presence.record(home, session, "nudge-held", unanswered=unanswered)
+                print(
+                    f"ackdeck nudge: {session} left {unanswered} nudges unanswered (no read "
+                    "after them): no more are typed until it reads; see `ackdeck agents`",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return True
         line = nudge_line(notices)
         # Typed and then recorded by the caller with no checkpoint in between: a stop that
         # lands here waits for the keys, so a restart never types the same nudge again.
@@ -178,6 +200,8 @@ class Nudger:
             await anyio.sleep(self.enter_delay_s)  # the composer's paste window closes first
             await anyio.to_thread.run_sync(self.tmux.press_enter)
         self.idle.reset()
+        # Counted once typed: answered only when a read follows (core/presence/model.py).
+        presence.record(home, session, "nudge", door="tmux", pane=self.tmux.target)
         print(f"ackdeck nudge: typed: {line}", file=sys.stderr, flush=True)
         return True
 
@@ -205,6 +229,7 @@ def make_nudger(
     idle_ms: int = DEFAULT_IDLE_MS,
     prompt_regex: str | None = None,
     enter_delay_ms: int = DEFAULT_ENTER_DELAY_MS,
+    max_unanswered: int = DEFAULT_MAX_UNANSWERED,
 ) -> Nudger:
     return Nudger(
         Noticer(home, session, rooms, "nudge"),
@@ -212,4 +237,5 @@ def make_nudger(
         idle_ms=idle_ms,
         prompt_regex=prompt_regex,
         enter_delay_ms=enter_delay_ms,
+        max_unanswered=max_unanswered,
     )

@@ -244,6 +244,21 @@ def redis_doubt(home: Path, key: str) -> Path:
     return redis_doubts_dir(home) / f"{key}.json"
 
 
+def agents_dir(home: Path) -> Path:
+    return home / "agents"
+
+
+def presence_log(home: Path, session: str, *, old: bool = False) -> Path:
+    """A session's presence events (core/presence/log.py), appended by its hooks, its MCP
+    server, its reads, acks and nudges; `old` is the one rotated copy."""
+    return agents_dir(home) / f"{check_name(session)}{'.1' if old else ''}.jsonl"
+
+
+def presence_lock(home: Path, session: str) -> Path:
+    """Taken only to rotate a session's presence log (appends take no lock)."""
+    return lock_file(agents_dir(home), check_name(session), listed=True)
+
+
 def default_home(env: Mapping[str, str]) -> Path:
     """$ACKDECK_HOME, else ~/.ackdeck (not created: resolve_home does that)."""
     return Path(env.get("ACKDECK_HOME") or Path.home() / ".ackdeck")
@@ -402,6 +417,15 @@ FILES: tuple[Place, ...] = (
         "home", "alerts/OWNER/NAME.json", "an overdue episode of a room OWNER owns", "alert_state"
     ),
     Place("home", "alerts/OWNER/.lock", "flock for each change of OWNER's episodes", "alerts_lock"),
+    Place(
+        "home",
+        "agents/SESSION.jsonl, agents/SESSION.1.jsonl",
+        "the session's presence events: hooks, MCP connections, reads, acks, nudges "
+        "(`ackdeck agents`; rotated once when full, the new log starting with a summary)",
+        "presence_log",
+    ),
+    Place("home", "agents/.SESSION.lock", "flock taken to rotate a presence log", "presence_lock"),
+    Place("home", "agents/", "one presence log per session", "agents_dir"),
     Place(
         "home",
         "redis-doubts/KEY.json",

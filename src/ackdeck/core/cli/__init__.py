@@ -44,6 +44,7 @@ BUILTIN_COMMANDS = {
     "metrics": "metrics_cmd",
     "inspect": "inspect_cmd",
     "team": "teams_cmd",
+    "agents": "presence_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from ackdeck.core.agents import hooks
@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "mcp",
         help="run the MCP server (stdio) for one agent session and its rooms",
         description="Serve room_list_new, room_ack, room_push, room_status, process_start, "
-        "process_output, process_list, process_kill, wakes_list and wakes_drain over stdio, "
+        "process_output, process_list, process_kill, wakes_list, wakes_drain and agents_list "
+        "over stdio, "
         "and push notifications/claude/channel notices of new room lines and wakes. Only the "
         "configured rooms are reachable; the first is the default.",
     )
@@ -94,6 +95,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="wait this long between the typed line and its Enter (500): agents such as Codex "
         "CLI and Claude Code take an Enter right after fast typing as a newline in pasted text",
     )
+    p.add_argument(
+        "--max-unanswered",
+        type=int,
+        default=3,
+        metavar="N",
+        help="after N nudges without a read, type no more until the agent reads, and say so "
+        "(3); `ackdeck agents` shows the count",
+    )
     p.set_defaults(handler=_nudge)
 
     h = sub.add_parser("hooks", help="wire ackdeck into an agent's settings.json, and hook output")
@@ -101,7 +110,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = hsub.add_parser(
         "install",
-        help="add the session-start, prompt and stop hooks to a Claude-Code-style settings.json",
+        help="add the session-start, prompt, stop, notification and session-end hooks to a "
+        "Claude-Code-style settings.json",
         description="Creates the file if missing, keeps every other key and hook, backs the file "
         "up once (FILE.ackdeck-backup) before the first change, and changes nothing when the "
         "hooks are already there.",
@@ -163,6 +173,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--settle", type=float, default=2.0, metavar="SECS", help="as for wakes drain (2)"
     )
     p.set_defaults(handler=_stop)
+
+    p = hsub.add_parser(
+        "notify",
+        help="Notification hook: record that the agent waits for its owner (`ackdeck agents`)",
+        description="Reads the hook JSON on stdin (notification_type, message) and records it "
+        "in the session's presence; prints nothing.",
+    )
+    _session_of_hook(p)
+    p.set_defaults(handler=_notify)
+
+    p = hsub.add_parser(
+        "end",
+        help="SessionEnd hook: record that the session ended (`ackdeck agents`)",
+        description="Reads the hook JSON on stdin (reason) and records it in the session's "
+        "presence; prints nothing.",
+    )
+    _session_of_hook(p)
+    p.set_defaults(handler=_end)
 
 
 def _session_of_agent(p: argparse.ArgumentParser) -> None:
@@ -304,8 +332,18 @@ def _pair_server(server: list[str], mcp_config: str | None) -> None:
     say(f"  {server_config.SERVER_NAME}: {line}")
 
 
+def _presence(
+    args: argparse.Namespace, kind: str, payload: dict[str, object], rooms: Sequence[str] = ()
+) -> None:
+    """Record the hook event in the session's presence (`ackdeck agents`)."""
+    from ackdeck.core.service import presence
+
+    presence.hook_event(_home(args), check_name(args.session), kind, payload, rooms)
+
+
 def _bootstrap(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
+    _presence(args, "start", payload, args.room)
     told = hooks.rooms_told_marker(_home(args), args.session, args.room)
     text = hooks.bootstrap_text(args.session, args.room)
     if payload.get("source") in ("compact", "clear", "resume"):
@@ -316,7 +354,7 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
 
 def _prompt(args: argparse.Namespace) -> int:
-    hooks.read_hook_input()
+    _presence(args, "prompt", hooks.read_hook_input())
     told = hooks.rooms_told_marker(_home(args), args.session, args.room)
     text = hooks.prompt_text(args.session, args.room)
     if text:
@@ -333,11 +371,26 @@ def _stop(args: argparse.Namespace) -> int:
     )
     if not outcome.block:
         outcome.commit()
+        _presence(args, "stop", payload)
         return 0
     if not outcome.written and not _emit(outcome.text):
+        _presence(args, "stop", payload)
         return 1  # nothing reached the agent: the room notices are not recorded as told
     outcome.commit()
+    from ackdeck.core.service import presence
+
+    presence.record(_home(args), args.session, "stop", blocked=True)
     return 2
+
+
+def _notify(args: argparse.Namespace) -> int:
+    _presence(args, "notify", hooks.read_hook_input())
+    return 0
+
+
+def _end(args: argparse.Namespace) -> int:
+    _presence(args, "end", hooks.read_hook_input())
+    return 0
 
 
 def _emit(text: str) -> bool:
@@ -385,6 +438,7 @@ def _nudge(args: argparse.Namespace) -> int:
         idle_ms=args.idle_ms,
         prompt_regex=args.prompt_regex,
         enter_delay_ms=args.enter_delay_ms,
+        max_unanswered=args.max_unanswered,
     )
     nudger.pin()  # a missing pane is a one-line error before anything else
     say(

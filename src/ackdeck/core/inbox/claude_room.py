@@ -173,6 +173,9 @@ class ClaudeMailboxRoom:
             oldest_unread_at=s.oldest_unread_at,
         )
 
+    def first_seen(self, start: int | str, length: int) -> float | None:
+        return None  # ackdeck never reads a mailbox for its agent, so no read is dated
+
     def tail(self, count: int) -> list[bytes]:
         return [entry_line(e) for e in self.entries()[-count:]] if count > 0 else []
 

@@ -725,6 +725,11 @@ class RedisRoom:
             found.extend(entry_id for entry_id, line in batch if needle in line)
             after = batch[-1][0]
 
+    def first_seen(self, start: int | str, length: int) -> float | None:
+        """When the entry `start` was added: the milliseconds of its ID (redis's own clock)."""
+        ms, _, _ = str(start).partition("-")
+        return int(ms) / 1000 if ms.isdigit() else None
+
     def tail(self, count: int) -> list[bytes]:
         """The newest `count` lines, oldest first. Display only: records no receipt."""
         if count <= 0:

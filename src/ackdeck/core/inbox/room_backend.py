@@ -59,6 +59,9 @@ class RoomBackend(Protocol):
     def status(self, counts: LineCounts | None = None) -> RoomStatus: ...
     def exists(self) -> bool: ...  # the file (or stream) is there; a missing room is empty
     def tail(self, count: int) -> list[bytes]: ...  # newest lines, oldest first; no receipt
+    # When the line a read returned first was first seen (its start offset or entry ID, and
+    # its length without the newline); None when nothing dates it. Only reads.
+    def first_seen(self, start: int | str, length: int) -> float | None: ...
     # A line's journey (push, reads, ack) by its offset or entry ID, and the lines holding a
     # text (core/inbox/journey.py). Both only read.
     def trace(self, offset: int | str) -> Journey: ...

@@ -928,6 +928,14 @@ class Room:
                 if fd is not None:
                     os.close(fd)
 
+    def first_seen(self, start: int | str, length: int) -> float | None:
+        """When the line at logical offset `start` (`length` bytes and its newline) was first
+        seen, from the marks (a lower bound for an unlocked producer's line)."""
+        if not isinstance(start, int):
+            return None
+        end = start + length + 1
+        return seen_marks.Marks(self._marks_s).first_seen([end])[end]
+
     def tail(self, count: int) -> list[bytes]:
         """The newest `count` complete lines, oldest first. Display only: records no receipt,
         takes no lock, and reads only the end of the file (a prompt hook on a big room)."""

@@ -1,5 +1,6 @@
 """Overdue alerts: which rooms have a line waiting past their threshold, and one wake per room
-per overdue episode for the room's owner session.
+per overdue episode for the room's owner session; likewise one wake per stall episode of an
+agent (core/service/agents.py) in a room with an owner, for that owner.
 
 `status` (every door) only reports `overdue`; queries do not write. `check` is the explicit
 step that alerts (`ackdeck room overdue`, for cron and CI): an episode starts the first time a
@@ -77,17 +78,50 @@ def check(
     if owned:
         h = resolve_home(home)
         for row in owned:
-            if _episode_step(h, row, clock):
+            owner = row.owner
+            assert owner is not None
+            if _episode_step(h, owner, row.room, row.path, row.overdue, why(row), clock):
                 woke.append(row.room)
+        woke += _stalled_agents(h, owned, clock)
     return Overdue(found.rooms, woke)
 
 
-def _episode_step(home: Path, row: RoomState, clock: Callable[[], float]) -> bool:
-    owner = row.owner
-    assert owner is not None
+def _stalled_agents(home: Path, owned: list[RoomState], clock: Callable[[], float]) -> list[str]:
+    """Stalls feed the same alerts (issue 32): an agent stalled in a room with an owner wakes
+    that owner once per stall episode (`agent SESSION` in `woke`), as an overdue room does."""
+    from ackdeck.core.service.agents import list_agents
+
+    owners: dict[str, set[str]] = {}  # room path -> owners
+    for row in owned:
+        owners.setdefault(row.path, set()).add(row.owner or "")
+    woke = []
+    for agent in list_agents(home, clock=clock).agents:
+        mine = sorted({o for r in agent.rooms for o in owners.get(r, ())})
+        label = f"agent {agent.session}"
+        text = f"agent {agent.session} is {agent.state}: {agent.evidence}"
+        for owner in mine:
+            stalled = agent.state == "stalled"
+            ident = f"agent:{agent.session}"
+            if _episode_step(home, owner, label, ident, stalled, text, clock, "stalled"):
+                woke.append(label)
+    return woke
+
+
+def _episode_step(
+    home: Path,
+    owner: str,
+    label: str,
+    identity: str,
+    active: bool,
+    text: str,
+    clock: Callable[[], float],
+    event: str = "overdue",
+) -> bool:
+    """One step of an episode of `identity` for `owner`: a wake when it starts (`active`
+    first seen), nothing while it lasts, its end recorded when it is no longer active."""
     # Keyed by the room (its path or URL), not its label: two projects' `inbox.txt` with one
     # owner are two episodes (the second one's wake was swallowed).
-    name = wake_name(row.room, row.path)
+    name = wake_name(label, identity)
     d = alerts_dir(home, owner)
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     state = locations.alert_state(home, owner, name)
@@ -96,13 +130,13 @@ def _episode_step(home: Path, row: RoomState, clock: Callable[[], float]) -> boo
             since = json.loads(state.read_text()).get("since")
         except (FileNotFoundError, ValueError, AttributeError):
             since = None
-        if not row.overdue:
+        if not active:
             if since is not None:
                 atomic.atomic_write(state, b'{"since": null}', fsync=False)
             return False
         if since is not None:
             return False  # the same episode: told already
         now = clock()
-        tell(home, owner, row.room, row.path, "overdue", why(row), clock=lambda: now)
+        tell(home, owner, label, identity, event, text, clock=lambda: now)
         atomic.atomic_write(state, json.dumps({"since": now}).encode(), fsync=False)
         return True

@@ -178,7 +178,7 @@ class Deck:
         core.service.rooms.read)."""
         session = self._session()
         with self._opened(ref) as room:
-            return room_ops.read(
+            got = room_ops.read(
                 room,
                 self.label(ref),
                 session,
@@ -188,6 +188,9 @@ class Deck:
                 read_id=read_id,
                 max_bytes=max_bytes,
             )
+            if got.lines and self._records_presence():
+                self._note_read(room, ref, session, got)
+            return got
 
     def ack(
         self,
@@ -202,7 +205,7 @@ class Deck:
         """Remove what the session read; with `all`, the first page (as `read` takes it)."""
         session = self._session()
         with self._opened(ref) as room:
-            return room_ops.ack(
+            res = room_ops.ack(
                 room,
                 self.label(ref),
                 session,
@@ -212,6 +215,36 @@ class Deck:
                 confirm=confirm,
                 max_bytes=max_bytes,
             )
+        if res.acked and self._records_presence():
+            self._note(session, "ack", room=ref.display, lines=res.acked, mode=res.mode)
+        return res
+
+    # ----- presence (core/presence): what the session's reads and acks say about it ------------
+    def _records_presence(self) -> bool:
+        """The owner's reads in the dashboard are a person's, not an agent's presence."""
+        return self.door != "dashboard"
+
+    def _note_read(
+        self, room: RoomBackend, ref: RoomRef, session: str, got: room_ops.Lines
+    ) -> None:
+        """Record the read with how long its first line had waited (the sample the session's
+        stall threshold is learned from: core/presence/model.py)."""
+        at = self._clock()
+        try:
+            first = room.first_seen(got.start, len(got.lines[0]))
+        except (AckdeckError, OSError):
+            first = None
+        waited = None if first is None else round(max(0.0, at - first), 3)
+        self._note(session, "read", at=at, room=ref.display, lines=len(got.lines), waited=waited)
+
+    def _note(self, session: str, kind: str, **fields: object) -> None:
+        """Record a presence event; a home that cannot be made must not fail what was done."""
+        from ackdeck.core.service import presence
+
+        try:
+            presence.record(self.home, session, kind, **fields)
+        except AckdeckError:
+            pass  # the home is unusable: the operation itself already said so or did not need it
 
     def status(
         self, refs: Sequence[RoomRef] | None = None, *, overdue: float | None = None

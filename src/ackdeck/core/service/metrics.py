@@ -134,6 +134,30 @@ def _run_metrics(f: _Families, home: Path) -> None:
         pending.add_metric([w.session, w.name], w.pending)
         delivered.add_metric([w.session, w.name], w.delivered_total)
         superseded.add_metric([w.session, w.name], w.superseded_total)
+    _agent_metrics(f, home)
+
+
+def _agent_metrics(f: _Families, home: Path) -> None:
+    """Each session's presence (`ackdeck agents`): a 1 on its current state, a 0 on the
+    others (so an alert can say `ackdeck_agent_state{state="stalled"} == 1`)."""
+    from ackdeck.core.presence.model import STATES
+    from ackdeck.core.service.agents import list_agents
+
+    S = ["session"]
+    state = f.gauge("ackdeck_agent_state", "1 for the session's current state", [*S, "state"])
+    since = f.gauge(
+        "ackdeck_agent_state_since_seconds", "seconds the session has been in its state", S
+    )
+    unread = f.gauge("ackdeck_agent_unread_lines", "lines in its rooms it has not read", S)
+    nudges = f.gauge("ackdeck_agent_nudges_unanswered", "nudges since its last read", S)
+    listed = list_agents(home)
+    for a in listed.agents:
+        for st in STATES:
+            state.add_metric([a.session, st], 1 if a.state == st else 0)
+        if a.since is not None:
+            since.add_metric([a.session], max(0.0, listed.checked_at - a.since))
+        unread.add_metric([a.session], a.unread)
+        nudges.add_metric([a.session], a.nudges_unanswered)
 
 
 class AckdeckCollector(Collector):

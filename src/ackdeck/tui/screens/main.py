@@ -1,4 +1,7 @@
-"""The main screen: rooms, the selected room's lines, processes and wake records.
+"""The main screen: agents, rooms, the selected room's lines, processes and wake records.
+
+Agents come first: highlighting one narrows the rooms, processes and wakes to it (its rooms,
+the runs it started, the wakes for it); enter opens its timeline.
 
 Owner actions run in thread workers that call core as the owner session (the same functions the
 CLI and the MCP server use) and report back with `ActionFinished`.
@@ -9,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +34,19 @@ from ackdeck.core.service.trace import looks_like_offset
 from ..highlight import FILTER_SYNTAX, monitor_patterns
 from ..host import HEADER_ICON, Host, host_of
 from ..lineindex import LineSource, display_name
-from ..messages import ActionFinished, ReadCommitted, SnapshotRead, TraceReady
+from ..messages import ActionFinished, AgentsListed, ReadCommitted, SnapshotRead, TraceReady
 from ..state import RoomRow, Snapshot
 from ..turns import Turn, Turns
 from ..widgets.header import DeckHeader
 from ..widgets.line_view import LineView
-from ..widgets.tables import ProcsTable, RoomsTable, WakesTable, pending_cell
+from ..widgets.tables import (
+    ALL_AGENTS,
+    AgentsTable,
+    ProcsTable,
+    RoomsTable,
+    WakesTable,
+    pending_cell,
+)
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen, TextScreen
 
 if TYPE_CHECKING:
@@ -60,8 +71,24 @@ class MainScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-stacked"), (100, "-narrow"), (150, "-wide")]
     # Under 30 rows the panels around the lines shrink (see app.tcss).
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+    APP_KEYS = frozenset({"main.quit", "main.help"})  # the app's keys, repeated for the footer
+    # The rooms have the keys (r, a, A, p, t); the agents above them are one shift+tab away.
+    AUTO_FOCUS = "#rooms"
+    # While the dashboard watches, the agents are looked at this often (their states and ages
+    # move with the clock, and hooks write where no room or run changes) and listed again
+    # only if a presence log changed or AGENTS_AGE_S passed; and never more often than
+    # AGENTS_MIN_S, however fast the scans come (300 agents cost a listing ~0.2 s of CPU).
+    AGENTS_EVERY_S = 5.0
+    AGENTS_AGE_S = 30.0
+    AGENTS_MIN_S = 2.0
 
     BINDINGS = [
+        # The app's own keys, first here: the footer lists the screen's keys before the app's
+        # and cuts what does not fit, and at 80 columns quitting and help must still show.
+        Binding("q", "app.quit", "Quit", id="main.quit", tooltip="Leave the dashboard"),
+        Binding(
+            "question_mark", "app.help", "Help", id="main.help", tooltip="Show every key binding"
+        ),
         Binding(
             "r",
             "read",
@@ -154,6 +181,12 @@ class MainScreen(Screen[None]):
         self.selected_room: str | None = None
         self._ready = False
         self._turns = Turns()  # owner actions run in the order their keys were pressed
+        self.agents: Any = None  # ackdeck.core.service.agents.Agents, once listed
+        self.selected_agent: str | None = None  # None: every agent, nothing narrowed
+        self._agent_rooms: set[str] | None = None  # the narrowed agent's rooms (absolute)
+        self._agents_at = float("-inf")  # when the agents were last listed (monotonic)
+        self._agents_sig: object = None  # the presence logs then (logs_signature)
+        self._agents_pending = False  # a listing is already due (_agents_soon)
 
     @property
     def dash(self) -> Host:
@@ -161,6 +194,9 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
+        agents = AgentsTable(id="agents")
+        agents.set_border_title("Agents")
+        yield agents
         rooms = RoomsTable(id="rooms")
         rooms.set_border_title("Rooms")
         yield rooms
@@ -181,6 +217,8 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self._ready = True
         self.query_one(RoomsTable).clock = self.dash.clock
+        if self.dash.config.watch:
+            self.set_interval(self.AGENTS_EVERY_S, self._agents_tick)
         if self.snapshot is not None:
             self.apply_snapshot(self.snapshot)
         elif self.dash.rooms:
@@ -215,10 +253,17 @@ class MainScreen(Screen[None]):
             return  # on_mount applies it (or the screen is closing)
         now = snap.taken_at
         rooms = self.query_one(RoomsTable)
-        labels = self.dash.labels
+        labels = self._labels()
+        if labels is not self.dash.labels:
+            changed = None  # narrowed to an agent: its rooms only, placed again
         rooms.show_rooms(labels, self._rows_by_key, now, self.dash.rates, changed)
-        self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(snap.runs, now))
-        self.query_one(WakesTable).set_rows(WakesTable.rows_for(snap.wakes, now))
+        runs, wakes = snap.runs, snap.wakes
+        if self.selected_agent is not None:
+            runs = [r for r in runs if r.session == self.selected_agent]
+            wakes = [w for w in wakes if w.session == self.selected_agent]
+        self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(runs, now))
+        self.query_one(WakesTable).set_rows(WakesTable.rows_for(wakes, now))
+        self._agents_soon()
         self.query_one(LineView).set_monitors(monitor_patterns(snap.runs))
         if self.selected_room is None or self.selected_room not in labels:
             self._select_room(rooms.selected_key)
@@ -252,7 +297,7 @@ class MainScreen(Screen[None]):
         rooms = self.query_one(RoomsTable)
         if now < rooms.due:
             return
-        rooms.show_rooms(self.dash.labels, self._rows_by_key, now, self.dash.rates, set())
+        rooms.show_rooms(self._labels(), self._rows_by_key, now, self.dash.rates, set())
         self._update_lines_header()  # the selected room's Pending is the panel's count
 
     def files_changed(self) -> None:
@@ -319,6 +364,119 @@ class MainScreen(Screen[None]):
         self._update_lines_header()
         if self.snapshot is None:
             self.dash.first_scan()
+
+    # ----- agents -------------------------------------------------------------------------------
+    def _labels(self) -> dict[str, str]:
+        """The rooms to show: every room, or the narrowed agent's (in the same order)."""
+        labels = self.dash.labels
+        if self._agent_rooms is None:
+            return labels
+        return {k: v for k, v in labels.items() if os.path.abspath(k) in self._agent_rooms}
+
+    def _agents_soon(self) -> None:
+        """List the agents now, or once AGENTS_MIN_S after the last listing (one call for
+        any number of scans in between)."""
+        wait = self._agents_at + self.AGENTS_MIN_S - time.monotonic()
+        if wait <= 0:
+            self._agents_at = time.monotonic()  # here, not in the worker: the next call knows
+            self._list_agents()
+        elif not self._agents_pending:
+            self._agents_pending = True
+            self.set_timer(wait, self._agents_deferred)
+
+    def _agents_deferred(self) -> None:
+        self._agents_pending = False
+        self._agents_at = time.monotonic()
+        self._list_agents()
+
+    def _agents_tick(self) -> None:
+        """The clock's part: list again if a presence log changed (a stat of each: cheap) or
+        the ages on screen are AGENTS_AGE_S old."""
+        home = self.dash.config.home
+        if home is None:
+            return
+        from ackdeck.core.service.agents import logs_signature
+
+        sig = logs_signature(home)
+        if sig != self._agents_sig or time.monotonic() - self._agents_at >= self.AGENTS_AGE_S:
+            self._agents_soon()
+
+    # Not exclusive: a listing is never cancelled half-way (a cancelled worker fails whoever
+    # waits for it); _agents_soon keeps them at most one per AGENTS_MIN_S, and AgentsListed
+    # replaces an older one still queued.
+    @work(thread=True, group="agents")
+    def _list_agents(self) -> None:
+        """List the agents (reads presence logs and the agents' rooms: off the UI thread)."""
+        from ackdeck.core.service.agents import list_agents
+
+        home = self.dash.config.home
+        if home is None:
+            self.post_message(AgentsListed(None))  # no home, no agents: the panel says so
+            return
+        from ackdeck.core.service.agents import logs_signature
+
+        self._agents_sig = logs_signature(home)
+        try:
+            listed = list_agents(home, clock=self.dash.clock)
+        except (AckdeckError, OSError) as exc:
+            self.post_message(ActionFinished(str(exc), "error", "agents"))
+            return
+        self.post_message(AgentsListed(listed))
+
+    def on_agents_listed(self, message: AgentsListed) -> None:
+        if not self.live:
+            return
+        self.agents = message.agents
+        table = self.query_one(AgentsTable)
+        listed = [] if self.agents is None else self.agents.agents
+        now = self.dash.clock() if self.agents is None else self.agents.checked_at
+        table.set_rows(AgentsTable.rows_for(listed, now))
+        table.set_border_title(AgentsTable.title_for(listed))
+        self._narrow_to(table.selected_key)
+
+    @on(DataTable.RowHighlighted, "#agents")
+    def _agent_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._narrow_to(self.query_one(AgentsTable).selected_key)
+
+    def _narrow_to(self, key: str | None) -> None:
+        """Show the rooms, runs and wakes of the agent `key` (None or the all row: all)."""
+        agent = None if key in (None, ALL_AGENTS) else key
+        row = None if agent is None or self.agents is None else self.agents.find(agent)
+        rooms = None if row is None else {os.path.abspath(r) for r in row.rooms}
+        if agent == self.selected_agent and rooms == self._agent_rooms:
+            return
+        self.selected_agent, self._agent_rooms = agent, rooms
+        suffix = "" if agent is None else f" · {escape(agent)}'s"
+        self.query_one(RoomsTable).set_border_title(f"Rooms{suffix}")
+        self.query_one(ProcsTable).set_border_title(f"Processes{suffix}")
+        self.query_one(WakesTable).set_border_title(f"Wakes{suffix}")
+        if self.snapshot is not None:
+            self.apply_snapshot(self.snapshot, None, self._rows_by_key)
+
+    @on(DataTable.RowSelected, "#agents")
+    def _agent_chosen(self, event: DataTable.RowSelected) -> None:
+        key = self.query_one(AgentsTable).selected_key
+        home = self.dash.config.home
+        if key in (None, ALL_AGENTS) or home is None:
+            return
+        title = f"{key}: its last events, newest first"
+        self.app.push_screen(TextScreen(title, self._timeline(home, key)))
+
+    def _timeline(self, home: Any, session: str) -> str:
+        from ackdeck.core.service.agents import timeline, timeline_line
+
+        row = None if self.agents is None else self.agents.find(session)
+        head = []
+        if row is not None:
+            head = [
+                f"{row.state} — {row.evidence}",
+                f"client {row.client or '-'} {row.version or ''}  host {row.host or '-'}",
+                f"stalled after {row.stall_after:.0f}s ({row.stall_basis})",
+                "",
+            ]
+        events = timeline(home, session)
+        lines = [timeline_line(e) for e in events] or ["no events recorded"]
+        return "\n".join(head + lines)
 
     # ----- owner actions ----------------------------------------------------------------------
     def deck(self) -> Deck:

@@ -718,3 +718,77 @@ class WakesTable(KeyedTable):
                 )
             )
         return out
+
+
+# How each presence state looks (core/presence/model.py): what needs the owner stands out.
+_STATE_STYLE = {
+    "working": "green",
+    "waiting": "bold yellow",
+    "idle": "",
+    "stalled": "bold red",
+    "gone": "dim",
+}
+_STATE_ORDER = {"waiting": 0, "stalled": 1, "working": 2, "idle": 3, "gone": 4}
+ALL_AGENTS = "*"  # the first row: every agent, nothing narrowed
+
+
+class AgentsTable(KeyedTable):
+    """One row per agent session (core/service/agents.py), after a first row for all of them.
+    Highlighting an agent narrows the rooms, processes and wakes to it; enter opens its
+    timeline."""
+
+    COLUMNS = (
+        Col("Agent", "session", "Agent", "the agent's session", 5),
+        Col("State", "state", "State", "working, waiting (for you), idle, stalled or gone", 5),
+        Col("For", "since", "For", "how long it has been in that state"),
+        Col("Unread", "unread", "Unrd", "lines in its rooms it has not read"),
+        Col("Oldest", "oldest", "Old", "how long its oldest unread line has waited"),
+        Col("Wakes", "wakes", "Wk", "wake records with something it was not shown"),
+        Col("Why", "evidence", "Why", "what set the state (enter: its timeline)", 8),
+    )
+    EMPTY = "no agents seen yet (their hooks, MCP server, reads or acks record them)"
+
+    @staticmethod
+    def summary(agents: Sequence[Any]) -> str:
+        """How many agents are in each state, what needs the owner first."""
+        counts: dict[str, int] = {}
+        for a in agents:
+            counts[a.state] = counts.get(a.state, 0) + 1
+        order = sorted(counts, key=lambda s: _STATE_ORDER.get(s, 9))
+        return ", ".join(f"{counts[s]} {s}" for s in order)
+
+    @staticmethod
+    def title_for(agents: Sequence[Any]) -> str:
+        """The panel's title: its name and the summary (all a short terminal shows of it)."""
+        return f"Agents · {AgentsTable.summary(agents)}" if agents else "Agents"
+
+    @staticmethod
+    def rows_for(agents: Sequence[Any], now: float) -> list[Row]:
+        if not agents:
+            return []
+        summary = AgentsTable.summary(agents)
+        out: list[Row] = [
+            (
+                ALL_AGENTS,
+                [Text("(all)", style="dim"), "", "", "", "", "", Text(summary, style="dim")],
+            )
+        ]
+        # What needs the owner first: waiting for an answer, then stalled, then the rest.
+        for a in sorted(agents, key=lambda a: (_STATE_ORDER.get(a.state, 9), a.session)):
+            oldest = "-" if a.oldest_unread_age is None else wait_text(a.oldest_unread_age)
+            since = "-" if a.since is None else wait_text(max(0.0, now - a.since))
+            out.append(
+                (
+                    a.session,
+                    [
+                        safe(a.session),
+                        Text(a.state, style=_STATE_STYLE.get(a.state, "")),
+                        Cell(since, "", "right"),
+                        _num(a.unread),
+                        Cell(oldest, "", "right"),
+                        _num(a.pending_wakes),
+                        safe(a.evidence),
+                    ],
+                )
+            )
+        return out

@@ -1,0 +1,201 @@
+"""A session's presence log: one JSON object per line, `{"t": …, "ev": KIND, …}`, appended by
+every door that sees the session act (its hooks, its MCP server, its reads, acks and nudges)
+and folded by core/presence/model.py.
+
+Appends take no lock: each event is one O_APPEND write of well under PIPE_BUF, so concurrent
+writers never interleave, and a hook pays one open and one write (the per-turn commands are
+the hot path: `python -m bench startup`). When the log passes LIMIT bytes, the writer that
+notices takes the session's presence lock, folds the log and starts a new one whose first
+event carries the folded facts (`carry`); the old log is kept once as SESSION.1.jsonl for the
+timeline. An event appended to the old log in that instant is folded into nothing: presence
+is a hint, never what an ack removes.
+
+Nothing here raises for an unwritable home: presence must never stop a read, an ack or a
+hook. `record` answers False instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from ackdeck.core.base import locations
+from ackdeck.core.base.names import check_name
+
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ackdeck.core.presence.model import Facts
+
+LIMIT = 64 << 10  # bytes of log before it is folded into a carry and rotated
+TAIL = 64 << 10  # bytes of the rotated log read for a timeline
+
+
+def this_host() -> str:
+    return os.uname().nodename  # socket.gethostname() without importing socket
+
+
+def record(home: Path, session: str, kind: str, *, at: float | None = None, **fields: Any) -> bool:
+    """Append one event of `session`; False when it could not be written (reported nowhere:
+    the operation that records it goes on)."""
+    event = {"t": round(time.time() if at is None else at, 3), "ev": kind}
+    event.update({k: v for k, v in fields.items() if v is not None})
+    data = (json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    path = locations.presence_log(home, check_name(session))
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            os.makedirs(path.parent, mode=0o700, exist_ok=True)
+            fd = os.open(path, flags, 0o600)
+        try:
+            os.write(fd, data)
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    if size > LIMIT:
+        rotate(home, session)
+    return True
+
+
+def rotate(home: Path, session: str) -> None:
+    """Fold the log into a carry and start a new log with it, under the presence lock (a second
+    writer that saw the same size finds the log already short and does nothing)."""
+    from ackdeck.core.base.atomic import atomic_write
+    from ackdeck.core.base.locks import locked
+    from ackdeck.core.presence.model import fold
+
+    path = locations.presence_log(home, session)
+    try:
+        with locked(locations.presence_lock(home, session)):
+            if path.stat().st_size <= LIMIT:
+                return
+            facts = fold(session, parse(path.read_bytes()))
+            carry = {"t": round(time.time(), 3), "ev": "carry", "facts": facts.carry()}
+            os.replace(path, locations.presence_log(home, session, old=True))
+            line = json.dumps(carry, separators=(",", ":"), ensure_ascii=False) + "\n"
+            # A writer that appended through the old name created a fresh log meanwhile:
+            # keep its events after the carry.
+            try:
+                late = path.read_bytes()
+            except FileNotFoundError:
+                late = b""
+            atomic_write(path, line.encode() + late, mode=0o600)
+    except OSError:
+        return
+
+
+def parse(raw: bytes) -> list[dict[str, Any]]:
+    """The events of a log's bytes; a torn or foreign line is skipped.
+
+    A whole log is parsed as one JSON array first (one call into the C decoder instead of
+    one per line: `ackdeck agents` over 300 sessions was mostly this); only a log with a torn
+    or foreign line is parsed line by line. Safe because json.dumps never writes a raw
+    newline inside a value."""
+    body = raw.strip()
+    if not body:
+        return []
+    try:
+        whole = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+    except ValueError:
+        whole = None
+    if isinstance(whole, list) and all(isinstance(v, dict) for v in whole):
+        return whole
+    out: list[dict[str, Any]] = []
+    for line in raw.split(b"\n"):
+        if not line.startswith(b"{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def events(home: Path, session: str) -> list[dict[str, Any]]:
+    """The session's current log, oldest first ([] when it has none or it cannot be read)."""
+    try:
+        return parse(locations.presence_log(home, session).read_bytes())
+    except OSError:
+        return []
+
+
+def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, Any]]:
+    """The session's last `limit` events, newest first, from the rotated log too when the
+    current one is short; carries left out."""
+    evs = [e for e in events(home, session) if e.get("ev") != "carry"]
+    if len(evs) < limit:
+        old = locations.presence_log(home, session, old=True)
+        try:
+            with open(old, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                f.seek(max(0, size - TAIL))
+                older = parse(f.read())
+        except OSError:
+            older = []
+        evs = [e for e in older if e.get("ev") != "carry"] + evs
+    evs.sort(key=lambda e: e["t"] if isinstance(e.get("t"), int | float) else 0.0)
+    return list(reversed(evs[-limit:]))
+
+
+def sessions(home: Path) -> list[str]:
+    """Every session with a presence log, sorted."""
+    try:
+        names = os.listdir(locations.agents_dir(home))
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        if n.startswith(".") or not n.endswith(".jsonl") or n.endswith(".1.jsonl"):
+            continue
+        out.append(n[: -len(".jsonl")])
+    return sorted(out)
+
+
+def signature(home: Path) -> frozenset[tuple[str, int, int]]:
+    """(name, size, mtime) of every presence log: changes whenever an event is appended."""
+    out = set()
+    try:
+        entries = list(os.scandir(locations.agents_dir(home)))
+    except OSError:
+        return frozenset()
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        out.add((e.name, st.st_size, st.st_mtime_ns))
+    return frozenset(out)
+
+
+def load(home: Path, session: str) -> Facts:
+    from ackdeck.core.presence.model import fold
+
+    return fold(session, events(home, session))
+
+
+def dead_servers(facts: Facts, host: str | None = None) -> list[str]:
+    """The connected servers of `facts` on this host whose pid is no longer running (a server
+    on another host cannot be checked from here and counts as alive)."""
+    here = this_host() if host is None else host
+    dead = []
+    for key in facts.servers:
+        h, _, pid = key.rpartition(":")
+        if h != here or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            dead.append(key)
+        except PermissionError:
+            pass  # running, as another user
+    return dead

@@ -1,0 +1,171 @@
+"""The agents' listing: one row per session with its presence (core/presence) and what waits
+for it (unread lines in its rooms, pending wakes), for `ackdeck agents`, the MCP tool
+`agents_list`, the dashboard's Agents panel and the metrics, from one result type.
+
+A query: it reads the presence logs, each room's status once (rooms shared by many sessions
+are opened once) and the wake records; it writes nothing.
+
+`Agent.origin` says where a row comes from: "ackdeck" for the sessions ackdeck's own doors
+record. Another source of agents (another tool's team mailboxes) adds rows of its own with the
+same fields and its own `origin` and `evidence`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ackdeck.core.errors import AckdeckError
+from ackdeck.core.presence import log
+from ackdeck.core.presence.model import STATES, Facts, decide, threshold
+from ackdeck.core.service.results import Result
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from ackdeck.core.inbox.results import RoomStatus
+
+
+class Agent(Result):
+    session: str
+    # Where the row comes from: "ackdeck" (its own doors recorded it); another source of agents
+    # names itself. (Not `source`: every Result has a `source()` method.)
+    origin: str
+    state: str  # working | waiting | idle | stalled | gone
+    since: float | None  # when it entered that state (epoch seconds)
+    evidence: str  # what set the state, in words
+    client: str | None  # the MCP client's name (initialize's clientInfo), if one connected
+    version: str | None  # and its version
+    host: str | None
+    rooms: list[str]  # the rooms its hooks or MCP server were given
+    unread: int  # complete lines in those rooms it has not read
+    oldest_unread_age: float | None  # seconds its oldest unread line has waited
+    pending_wakes: int  # wake records with something it was not shown
+    last_read: float | None
+    last_ack: float | None
+    last_nudge: float | None
+    nudges_unanswered: int  # nudges since its last read
+    stall_after: float  # seconds lines may wait unread before it counts as stalled
+    stall_basis: str  # how stall_after was found (learned from its reads, or the default)
+    last_seen: float | None  # its newest event
+
+
+class Agents(Result):
+    checked_at: float
+    agents: list[Agent]
+
+    def counts(self) -> dict[str, int]:
+        """How many agents are in each state (every state listed, in STATES order)."""
+        out = dict.fromkeys(STATES, 0)
+        for a in self.agents:
+            out[a.state] = out.get(a.state, 0) + 1
+        return out
+
+    def find(self, session: str) -> Agent | None:
+        return next((a for a in self.agents if a.session == session), None)
+
+
+def list_agents(
+    home: Path,
+    *,
+    sessions: Iterable[str] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Agents:
+    """Every session with a presence log in `home` (or those named), sorted by name."""
+    names = sorted(set(sessions)) if sessions is not None else log.sessions(home)
+    facts = [log.load(home, s) for s in names]
+    statuses = _room_statuses(sorted({r for f in facts for r in f.rooms}), clock)
+    now = clock()
+    host = log.this_host()
+    return Agents(now, [_row(home, f, statuses, now, host) for f in facts])
+
+
+def _room_statuses(rooms: list[str], clock: Callable[[], float]) -> dict[str, RoomStatus | None]:
+    """Each room's status, once; None for a room that cannot be read now (it is skipped in the
+    counts, never an error: one broken room must not hide every agent)."""
+    from ackdeck.core.base.digest import use_openssl
+    from ackdeck.core.inbox.ledger import HEAD_BYTES
+    from ackdeck.core.service.refs import parse_room
+
+    use_openssl(len(rooms) * HEAD_BYTES)  # as `room status` decides over as many rooms
+    out: dict[str, RoomStatus | None] = {}
+    for spec in rooms:
+        try:
+            room = parse_room(spec).open(clock=clock)
+            try:
+                out[spec] = room.status()
+            finally:
+                room.close()
+        except (AckdeckError, OSError):
+            out[spec] = None
+    return out
+
+
+def _row(
+    home: Path, f: Facts, statuses: dict[str, RoomStatus | None], now: float, host: str
+) -> Agent:
+    unread, oldest = 0, None
+    for r in f.rooms:
+        st = statuses.get(r)
+        if st is None:
+            continue
+        unread += st.counts_of(f.session)[1]
+        age = st.ages_of(f.session)[1]
+        if age is not None and (oldest is None or age > oldest):
+            oldest = age
+    if not unread:
+        oldest = None
+    presence = decide(
+        f, now, dead=log.dead_servers(f, host), unread=unread, oldest_unread_age=oldest
+    )
+    limit, basis = threshold(f.waited)
+    return Agent(
+        f.session,
+        f.origin,
+        presence.state,
+        presence.since,
+        presence.evidence,
+        f.client,
+        f.version,
+        f.host,
+        list(f.rooms),
+        unread,
+        oldest,
+        _pending_wakes(home, f.session),
+        f.last_read,
+        f.last_ack,
+        f.last_nudge,
+        f.nudges_unanswered,
+        limit,
+        basis,
+        f.last_at,
+    )
+
+
+def _pending_wakes(home: Path, session: str) -> int:
+    from ackdeck.core.service.views import view_wakes
+
+    return sum(1 for w in view_wakes(home, session) if w.lines or w.notice_pending)
+
+
+def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, object]]:
+    """The session's last `limit` presence events, newest first (the dashboard's timeline)."""
+    return log.timeline(home, session, limit)
+
+
+def timeline_line(event: dict[str, object]) -> str:
+    """One presence event as a person reads it: its time, kind and details."""
+    t = event.get("t")
+    when = time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, int | float) else "?"
+    rest = "  ".join(
+        f"{k}={v}" for k, v in event.items() if k not in ("t", "ev") and v not in (None, "")
+    )
+    return f"{when}  {event.get('ev')}  {rest}".rstrip()
+
+
+def logs_signature(home: Path) -> frozenset[tuple[str, int, int]]:
+    """What the presence logs look like now (name, size, mtime of each): equal to an earlier
+    one when no event was recorded since. A stat per session, no read: the dashboard asks it
+    every few seconds."""
+    return log.signature(home)
