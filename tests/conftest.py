@@ -24,6 +24,8 @@ def cli_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["ACKDECK_HOME"] = str(home)
     env["PYTHONPATH"] = PATHS
+    # No Claude Code teams but the test's own (`ackdeck agents` and the dashboard list them).
+    env["CLAUDE_CONFIG_DIR"] = str(home / "claude")
     return env
 
 

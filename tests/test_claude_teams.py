@@ -569,3 +569,27 @@ def test_the_dashboard_maps_a_mailbox_change_to_its_room(env: dict[str, str], te
     assert str(inboxes) in wm.parents
     assert wm.room_of(str(inboxes / "worker.json")) == (key, False)
     assert wm.room_of(str(inboxes / "tester.json"))[0] is None  # another agent's: not this room
+
+
+def test_team_members_are_agents(env: dict[str, str], teams: Path) -> None:
+    """`ackdeck agents` (and agents_list, the dashboard) list every team member after the
+    sessions, its state from the mailboxes: an unanswered permission request is waiting for the
+    owner; its pane is shown. Listing them changes no mailbox."""
+    before = {p: snapshot(p) for p in sorted(teams.glob("demo/inboxes/*.json"))}
+    out = ackdeck(env, "agents", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {a["session"]: a for a in json.loads(out.stdout)["agents"]}
+    assert set(rows) == {"demo/team-lead", "demo/worker", "demo/tester"}
+    worker = rows["demo/worker"]
+    assert worker["origin"] == "claude-team" and worker["state"] == "waiting"
+    assert worker["pane"] == "%3" and worker["rooms"] == ["claude-team://demo/worker"]
+    assert worker["unread"] == 1  # "write tests", from the lead
+    assert worker["since"] is not None  # the request's time
+    assert rows["demo/tester"]["state"] == "working"  # its request was answered
+    assert rows["demo/team-lead"]["state"] == "working"  # its last notice: an answer it sent
+    assert rows["demo/team-lead"]["unread"] == 3
+    text = ackdeck(env, "agents")
+    assert text.returncode == 0 and "pane %3: a request of its waits" in text.stdout
+    none = ackdeck(env, "agents", "--no-claude-teams", "--json")
+    assert json.loads(none.stdout)["agents"] == []
+    assert {p: snapshot(p) for p in before} == before

@@ -311,11 +311,12 @@ class AgentDoor:
 
     # -- agents ----------------------------------------------------------------------------
     def agents_list(self) -> Reply:
-        """Every agent session of this home: its presence and what waits for it."""
+        """Every agent session of this home, then every Claude Code team member: its presence
+        and what waits for it (as `ackdeck agents`)."""
         from ackdeck.core.base.text import age_text, safe
         from ackdeck.core.service.agents import list_agents
 
-        listed = list_agents(self.deck.home)
+        listed = list_agents(self.deck.home, claude_teams=True)
         now = listed.checked_at
         text = "\n".join(
             f"{a.session}: {a.state}"

@@ -22,7 +22,7 @@ from ackdeck.core.presence.model import STATES, Facts, decide, threshold
 from ackdeck.core.service.results import Result
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from ackdeck.core.inbox.results import RoomStatus
 
@@ -49,6 +49,7 @@ class Agent(Result):
     stall_after: float  # seconds lines may wait unread before it counts as stalled
     stall_basis: str  # how stall_after was found (learned from its reads, or the default)
     last_seen: float | None  # its newest event
+    pane: str | None = None  # a Claude Code team member's tmux pane ("leader", "in-process")
 
 
 class Agents(Result):
@@ -71,14 +72,75 @@ def list_agents(
     *,
     sessions: Iterable[str] | None = None,
     clock: Callable[[], float] = time.time,
+    claude_teams: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> Agents:
-    """Every session with a presence log in `home` (or those named), sorted by name."""
+    """Every session with a presence log in `home` (or those named), sorted by name; with
+    `claude_teams`, then every member of every Claude Code team (`$CLAUDE_CONFIG_DIR/teams`
+    in `env`, else ~/.claude/teams), by team and name."""
     names = sorted(set(sessions)) if sessions is not None else log.sessions(home)
     facts = [log.load(home, s) for s in names]
     statuses = _room_statuses(sorted({r for f in facts for r in f.rooms}), clock)
     now = clock()
     host = log.this_host()
-    return Agents(now, [_row(home, f, statuses, now, host) for f in facts])
+    rows = [_row(home, f, statuses, now, host) for f in facts]
+    if claude_teams:
+        rows += _team_rows(sessions, now, host, env)
+    return Agents(now, rows)
+
+
+# A team member's state as the mailboxes tell it (core.service.claude_teams.members), in the
+# states every agent has: "active" is working; "unknown" (it has sent no notice yet) is idle.
+_TEAM_STATES = {"waiting": "waiting", "idle": "idle", "active": "working", "unknown": "idle"}
+_TEAM_EVIDENCE = {
+    "waiting": "a request of its waits for an answer in the team's mailboxes",
+    "idle": "its last notice in the team's mailboxes was idle_notification",
+    "active": "its last notice in the team's mailboxes was not idle",
+    "unknown": "no notice from it in the team's mailboxes yet",
+}
+
+
+def _team_rows(
+    sessions: Iterable[str] | None, now: float, host: str, env: Mapping[str, str] | None
+) -> list[Agent]:
+    """Claude Code team members as agents (origin "claude-team", session `TEAM/NAME`): their
+    state from the team's mailboxes, their mailbox as their room. ackdeck records no presence
+    for them and judges no stall: Claude Code runs them, not ackdeck's hooks."""
+    from ackdeck.core.presence.model import DEFAULT_S
+    from ackdeck.core.service.claude_teams import members
+
+    wanted = None if sessions is None else set(sessions)
+    out = []
+    for m in members(env):
+        session = f"{m.team}/{m.name}"
+        if wanted is not None and session not in wanted:
+            continue
+        evidence = _TEAM_EVIDENCE[m.state] if m.problem is None else m.problem
+        out.append(
+            Agent(
+                session=session,
+                origin="claude-team",
+                state=_TEAM_STATES[m.state],
+                since=m.since,
+                evidence=evidence,
+                client="claude-code",
+                version=None,
+                host=host,
+                rooms=[m.room],
+                unread=m.unread,
+                oldest_unread_age=None,
+                pending_wakes=0,
+                last_read=None,
+                last_ack=None,
+                last_nudge=None,
+                nudges_unanswered=0,
+                stall_after=DEFAULT_S,
+                stall_basis="a Claude Code team member: no stall is judged",
+                last_seen=m.since,
+                pane=m.pane,
+            )
+        )
+    return out
 
 
 def _room_statuses(rooms: list[str], clock: Callable[[], float]) -> dict[str, RoomStatus | None]:

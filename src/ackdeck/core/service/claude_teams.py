@@ -69,6 +69,7 @@ class TeamMember(Struct):
     state: str
     unread: int  # entries in its own mailbox it has not read
     problem: str | None = None  # a mailbox ackdeck could not read, in one line
+    since: float | None = None  # when it sent the notice its state comes from
 
 
 def _str(doc: dict, key: str) -> str | None:
@@ -132,6 +133,7 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
                     state,
                     unread.get(locations.claude_name(name), 0),
                     problems.get(locations.claude_name(name)),
+                    since=notices[-1][0] if notices else None,
                 )
             )
     return out

@@ -417,7 +417,9 @@ class MainScreen(Screen[None]):
 
         self._agents_sig = logs_signature(home)
         try:
-            listed = list_agents(home, clock=self.dash.clock)
+            listed = list_agents(
+                home, clock=self.dash.clock, claude_teams=bool(self.dash.config.claude_teams)
+            )
         except (AckdeckError, OSError) as exc:
             self.post_message(ActionFinished(str(exc), "error", "agents"))
             return

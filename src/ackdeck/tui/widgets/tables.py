@@ -787,7 +787,7 @@ class AgentsTable(KeyedTable):
                         _num(a.unread),
                         Cell(oldest, "", "right"),
                         _num(a.pending_wakes),
-                        safe(a.evidence),
+                        safe(a.evidence if a.pane is None else f"pane {a.pane}: {a.evidence}"),
                     ],
                 )
             )
