@@ -240,7 +240,6 @@ def test_every_cli_line_for_people_goes_through_say() -> None:
     # raw again. Only `say` itself and the version line (ackdeck's own text) call print.
     import ast
 
-
     bare = []
     for path in sorted((PKG / "core" / "cli").glob("*.py")):
         tree = ast.parse(path.read_text())

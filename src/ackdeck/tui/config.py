@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ackdeck.core.base.locations import CONFIG_NAME, config_dirs
+from ackdeck.core.base.locations import default_config_path as default_config_path
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.ranges import in_range
 from ackdeck.core.errors import InvalidInput, InvalidName
@@ -188,29 +190,6 @@ def rooms_in(dirs: list[Path]) -> list[Path]:
         )
         out += [d / n for n in names]
     return out
-
-
-CONFIG_NAME = Path("ackdeck") / "config.toml"
-
-
-def config_dirs(env: Mapping[str, str]) -> list[Path]:
-    """Where the default config may be, in order: $XDG_CONFIG_HOME (when absolute, as the
-    XDG spec says), then ~/.config."""
-    out = []
-    xdg = env.get("XDG_CONFIG_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        out.append(Path(xdg))
-    home = env.get("HOME") or os.path.expanduser("~")
-    out.append(Path(home) / ".config")
-    return out
-
-
-def default_config_path(env: Mapping[str, str]) -> Path | None:
-    """The first default config file that exists (None: no default config)."""
-    for d in config_dirs(env):
-        if (d / CONFIG_NAME).is_file():
-            return d / CONFIG_NAME
-    return None
 
 
 def settings_path(env: Mapping[str, str]) -> Path:

@@ -44,6 +44,7 @@ BUILTIN_COMMANDS = {
     "metrics": "metrics_cmd",
     "inspect": "inspect_cmd",
     "agents": "presence_cmd",
+    "fleet": "fleet_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 
