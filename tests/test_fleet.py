@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.errors import InvalidInput, InvalidName
+from ackdeck.core.errors import FleetUnreachable, InvalidInput, InvalidName
 from ackdeck.core.presence import log
 from ackdeck.core.service import fleet_model
 from ackdeck.core.service.fleet import FleetLink, fleet_listing, publish_home
@@ -343,3 +343,42 @@ def test_a_publish_sent_twice_is_one_host(tmp_path: Path, redis_server: RedisSer
         assert [(p.host, len(p.rows["agents"])) for p in pubs] == [("alpha", 1)]
     finally:
         link.close()
+
+
+def test_a_lost_publish_reply_is_said_and_the_next_publish_makes_it_good(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """The server ran the publish but its reply was lost: the publisher says the fleet was
+    unreachable (it cannot know), and the next publish replaces the snapshot whole: one host,
+    the newest rows, nothing listed twice."""
+    from tests.redis_proxy import ReplyDropper
+
+    proxy = ReplyDropper(redis_server.port)
+    proxy.start()
+    fleet = f"lost-{os.urandom(4).hex()}"
+    via_proxy = FleetLink(resolve_fleet(proxy.url(fleet), "alpha", env={}, config={}))  # type: ignore[arg-type]
+    direct = FleetLink(
+        resolve_fleet(f"redis://127.0.0.1:{redis_server.port}/0/{fleet}", "beta", env={}, config={})  # type: ignore[arg-type]
+    )
+    try:
+        via_proxy.publish(fleet_model.snapshot("alpha", time.time(), {}))  # the script loaded
+        first = fleet_model.snapshot("alpha", time.time(), {"agents": [{"session": "one"}]})
+        proxy.drop_next(lambda cmd: cmd[0].upper() == b"EVALSHA")
+        with pytest.raises(FleetUnreachable, match="unreachable"):
+            via_proxy.publish(first)
+        assert proxy.dropped  # the server got it; only its reply was lost
+        _, pubs = direct.read()
+        assert [(p.host, p.rows["agents"]) for p in pubs] == [("alpha", [{"session": "one"}])]
+        via_proxy.close()
+        second = fleet_model.snapshot(
+            "alpha", time.time(), {"agents": [{"session": "one"}, {"session": "two"}]}
+        )
+        via_proxy.publish(second)
+        _, pubs = direct.read()
+        assert [(p.host, [a["session"] for a in p.rows["agents"]]) for p in pubs] == [
+            ("alpha", ["one", "two"])
+        ]
+    finally:
+        via_proxy.close()
+        direct.close()
+        proxy.stop()
