@@ -382,3 +382,44 @@ def test_a_lost_publish_reply_is_said_and_the_next_publish_makes_it_good(
         via_proxy.close()
         direct.close()
         proxy.stop()
+
+
+def test_an_mcp_server_publishes_its_host_while_it_runs(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """A host whose agent runs `ackdeck mcp` is on the fleet without a publisher of its own,
+    and shows gone once the server ended and its TTL passed."""
+    url = f"redis://127.0.0.1:{server.port}/0/mcp"
+    a_home, b_home = tmp_path / "alpha", tmp_path / "beta"
+    a_home.mkdir()
+    b_home.mkdir()
+    alpha = _env(a_home, "alpha", url, ACKDECK_FLEET_TTL="1.5")
+    beta = _env(b_home, "beta", url, ACKDECK_FLEET_TTL="1.5")
+    room = a_home / "inbox.txt"
+    mcp = subprocess.Popen(
+        [*ACKDECK, "mcp", "--session", "agent", "--room", str(room)],
+        env=alpha,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+
+        def alpha_agents() -> list[dict]:
+            return _json(beta, "agents", "--host", "alpha")["agents"]
+
+        rows = wait_until(alpha_agents, what="the MCP server's host on the fleet")
+        assert isinstance(rows, list) and [a["session"] for a in rows] == ["agent"]
+        assert rows[0]["state"] != "gone"
+        assert mcp.stdin is not None
+        mcp.stdin.close()  # the client went away: the server ends, and its publishing with it
+        assert mcp.wait(timeout=60) == 0
+        wait_until(
+            lambda: [a["state"] for a in alpha_agents()] == ["gone"], what="alpha gone after"
+        )
+        hosts = _json(beta, "fleet", "hosts")["hosts"]
+        assert [(h["host"], h["live"]) for h in hosts] == [("beta", True), ("alpha", False)]
+    finally:
+        if mcp.poll() is None:
+            mcp.kill()
+            mcp.wait()

@@ -56,8 +56,8 @@ def _settings(args: argparse.Namespace) -> FleetSettings:
 
 def _publish(args: argparse.Namespace) -> int:
     from ackdeck.core.base.home import resolve_home
-    from ackdeck.core.errors import FleetUnreachable, InvalidInput
-    from ackdeck.core.service.fleet import FleetLink, publish_home
+    from ackdeck.core.errors import InvalidInput
+    from ackdeck.core.service.fleet import FleetLink, Publisher, publish_home
 
     settings = _settings(args)
     if args.every is not None and not 0.05 <= args.every <= 3600:
@@ -73,23 +73,19 @@ def _publish(args: argparse.Namespace) -> int:
                 f"{len(rows['wakes'])} wake records"
             )
             return 0
-        reachable: bool | None = None
-        while True:
-            try:
-                publish_home(link, home)
-            except FleetUnreachable as exc:
-                if reachable is not False:  # said once per outage, not once per attempt
-                    say(f"ackdeck: {exc}; publishing again when it answers", file=sys.stderr)
-                reachable = False
-                link.close()  # a fresh connection next time (the server may have restarted)
-            else:
-                if reachable is False:
-                    again = f"ackdeck: fleet {settings.url} answers again: republished"
-                    say(again, file=sys.stderr)
-                reachable = True
-            time.sleep(args.every)
+
+        def say_it(line: str) -> None:
+            say(f"ackdeck: {line}", file=sys.stderr, flush=True)
+
+        Publisher(link, home, every=args.every, say=say_it).run(_sleep)
+        return 0
     finally:
         link.close()
+
+
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False  # until stopped by a signal
 
 
 def _hosts(args: argparse.Namespace) -> int:

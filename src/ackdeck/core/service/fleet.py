@@ -190,6 +190,55 @@ def publish_home(
     return rows
 
 
+class Publisher:
+    """A long-lived process's publishing (`fleet publish --every`, the MCP server, the
+    dashboard): `tick()` publishes when one is due. An unreachable fleet is said once per
+    outage through `say`, and every due tick tries again (on a fresh connection: the server may
+    have restarted); the first publish that gets through is said too."""
+
+    def __init__(
+        self,
+        link: FleetLink,
+        home: Path,
+        *,
+        every: float | None = None,
+        say: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.link, self.home, self._say, self._clock = link, home, say, clock
+        self.every = link.settings.every if every is None else every
+        self.reachable: bool | None = None  # None: not tried yet
+        self._next = 0.0
+
+    def due(self) -> bool:
+        return self._clock() >= self._next
+
+    def tick(self) -> bool:
+        """Publish if due; True when a publish got through now."""
+        if not self.due():
+            return False
+        self._next = self._clock() + self.every
+        try:
+            publish_home(self.link, self.home)
+        except FleetUnreachable as exc:
+            if self.reachable is not False and self._say is not None:
+                self._say(f"{exc}; publishing again when it answers")
+            self.reachable = False
+            self.link.close()
+            return False
+        if self.reachable is False and self._say is not None:
+            self._say(f"fleet {self.link.settings.url} answers again: republished")
+        self.reachable = True
+        return True
+
+    def run(self, stop: Callable[[float], bool]) -> None:
+        """Tick until `stop(seconds)` (a threading.Event's wait) says to stop."""
+        while True:
+            self.tick()
+            if stop(max(0.0, self._next - self._clock())):
+                return
+
+
 # ----- a listing over the fleet -------------------------------------------------------------
 class FleetNote(Result):
     """The `fleet` object of a listing: which fleet, as which host, whether it answered, and
