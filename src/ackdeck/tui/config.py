@@ -8,6 +8,8 @@ room_dirs = ["inboxes"]  # every file in these directories is a room (new ones a
 theme = "nord"           # the palette's theme (written here when the owner picks one)
 watch = true             # live updates from watchfiles
 tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off, else 0.05-3600
+fleet = "redis://fleet.internal/team"  # every host's agents (docs/how-to/fleet.md)
+host_id = "laptop"       # this host's id in the fleet (default the host name)
 ```
 
 Without `--config` the dashboard reads `$XDG_CONFIG_HOME/ackdeck/config.toml`, else
@@ -22,7 +24,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.base.locations import CONFIG_NAME, config_dirs
 from ackdeck.core.base.locations import default_config_path as default_config_path
@@ -30,6 +32,9 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.ranges import in_range
 from ackdeck.core.errors import InvalidInput, InvalidName
 from ackdeck.core.service.refs import room_spec
+
+if TYPE_CHECKING:
+    from ackdeck.core.service.fleet_settings import FleetSettings
 
 
 @dataclass
@@ -54,6 +59,9 @@ class DashConfig:
     show_clock: bool = True
     animations: bool = True
     title: str = "ackdeck"
+    # The fleet (docs/how-to/fleet.md): ACKDECK_FLEET and ACKDECK_HOST_ID win over these.
+    fleet: str | None = None
+    host_id: str | None = None
 
     def __post_init__(self) -> None:
         # Each check raises ValueError("key: what is wrong"); from_table adds the file.
@@ -69,6 +77,18 @@ class DashConfig:
         self.tick_seconds = _named("tick_seconds", self.tick_seconds, _tick)
         if not isinstance(self.title, str):
             raise ValueError("title: must be a string")
+        if self.fleet is not None:
+            self.fleet = _named("fleet", self.fleet, _fleet_url)
+        if self.host_id is not None:
+            self.host_id = _named("host_id", self.host_id, _host_id)
+
+    def fleet_settings(self, env: Mapping[str, str] | None = None) -> FleetSettings | None:
+        """The fleet the dashboard shows and publishes to: the environment's, else this
+        config's; None without one."""
+        from ackdeck.core.service.fleet_settings import resolve_fleet
+
+        table = {k: v for k, v in (("fleet", self.fleet), ("host_id", self.host_id)) if v}
+        return resolve_fleet(env=os.environ if env is None else env, config=table)
 
     @classmethod
     def from_table(cls, table: Mapping[str, object]) -> DashConfig:
@@ -147,6 +167,27 @@ def _session_name(value: object) -> str:
         raise ValueError("must be a string (a session name)")
     try:
         return check_name(value)
+    except InvalidName as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _fleet_url(value: object) -> str:
+    from ackdeck.core.service.fleet_settings import parse_fleet_url
+
+    if not isinstance(value, str):
+        raise ValueError("must be a redis:// URL (a string)")
+    try:
+        parse_fleet_url(value, {})
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _host_id(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string (a host id)")
+    try:
+        return check_name(value, "host id")
     except InvalidName as exc:
         raise ValueError(str(exc)) from None
 

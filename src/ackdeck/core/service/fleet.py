@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     import redis
 
+    from ackdeck.core.service.agents import Agent, Agents
     from ackdeck.core.service.fleet_settings import FleetSettings
 
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"  # the rooms' setting: one timeout for every redis call
@@ -292,6 +293,78 @@ def fleet_listing(
     if hosts is not None:
         states = [h for h in states if h.host in hosts]
     return FleetListing(_only(merged, hosts), FleetNote(s.url, s.host, True, None, states))
+
+
+def fleet_agents(
+    link: FleetLink, listed: Agents, *, clock: Callable[[], float] = time.time
+) -> tuple[Agents, FleetNote]:
+    """The dashboard's agents: this host's `listed` and every other host's, each with its
+    host id as `host`. Another host's session is named `SESSION@HOST`, the notation of a
+    session on another host, so that a name two hosts share stays two rows. Reads only:
+    the dashboard's Publisher publishes."""
+    from ackdeck.core.service.agents import Agent, Agents
+
+    s = link.settings
+    local = [Agent(**{**a.__dict__, "host": s.host}) for a in listed.agents]
+    try:
+        server_now, pubs = link.read()
+    except FleetUnreachable as exc:
+        mine = HostState(s.host, True, None, True, len(local), 0, 0)
+        note = f"{exc}; showing this host only"
+        return Agents(listed.checked_at, local), FleetNote(s.url, s.host, False, note, [mine])
+    local_now = clock()
+    others = sorted((p for p in pubs if p.host != s.host), key=lambda p: p.host)
+    remote = [
+        a
+        for p in others
+        for a in map(_agent, fleet_model.host_rows(p, "agents", server_now, local_now))
+        if a is not None
+    ]
+    states = [HostState(s.host, True, 0.0, True, len(local), 0, 0)]
+    states += [fleet_model.host_state(p, server_now) for p in others]
+    return Agents(listed.checked_at, local + remote), FleetNote(s.url, s.host, True, None, states)
+
+
+def _agent(row: dict[str, Any]) -> Agent | None:
+    """Another host's agent row as an Agent named SESSION@HOST; None when it is not one this
+    version can show (whatever it holds, nothing of it is trusted to be of its type)."""
+    from ackdeck.core.presence.model import STATES
+    from ackdeck.core.service.agents import Agent
+
+    session, host, state = row.get("session"), row.get("host"), row.get("state")
+    if not isinstance(session, str) or not isinstance(host, str) or state not in STATES:
+        return None
+
+    def num(key: str) -> float | None:
+        v = row.get(key)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    def text(key: str) -> str | None:
+        v = row.get(key)
+        return v if isinstance(v, str) else None
+
+    rooms = row.get("rooms")
+    return Agent(
+        f"{session}@{host}",
+        text("origin") or "ackdeck",
+        state,
+        num("since"),
+        text("evidence") or "",
+        text("client"),
+        text("version"),
+        host,
+        [r for r in rooms if isinstance(r, str)] if isinstance(rooms, list) else [],
+        int(num("unread") or 0),
+        num("oldest_unread_age"),
+        int(num("pending_wakes") or 0),
+        num("last_read"),
+        num("last_ack"),
+        num("last_nudge"),
+        int(num("nudges_unanswered") or 0),
+        num("stall_after") or 0.0,
+        text("stall_basis") or "",
+        num("last_seen"),
+    )
 
 
 def _kept(pub: Published, kind: str, keep: Callable[[dict[str, Any]], bool]) -> Published:
