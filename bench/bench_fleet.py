@@ -7,7 +7,9 @@ Each host is a home with 30 agent sessions (presence logs of reads and acks). Me
 - a publish (this host's rows computed from disk, then the script) vs computing the same rows
   alone (`ackdeck agents`' work): what the fleet adds to a refresh;
 - a listing of all 10 hosts' rows (publish, then read every host) vs the local listing alone;
-- all 10 hosts publishing at once from 10 processes: publishes per second the server takes.
+- all 10 hosts publishing at once from 10 processes: the server's CPU per publish;
+- the dashboard's idle CPU (its process tree, % of a core, over 10 s) on one host's home with
+  the 10-host fleet (300 agents in its Agents panel) vs the same dashboard without a fleet.
 
 Medians of several runs; the machine is shared and noisy.
 """
@@ -90,6 +92,31 @@ def _publisher(
     link.close()
 
 
+IDLE_S = 10.0
+
+
+def _dashboard_idle(root: Path, home: Path, fleet: str | None) -> float:
+    """The dashboard's idle CPU (% of one core) once its Agents panel shows an agent."""
+    from bench.bench_dashboard import idle_cpu
+    from bench.bench_tui import PtyApp
+
+    cfg = root / ("fleet.toml" if fleet else "alone.toml")
+    body = f'home = "{home}"\n'
+    if fleet:
+        body += f'fleet = "{fleet}"\nhost_id = "host00"\n'
+    cfg.write_text(body)
+    import sys
+
+    app = PtyApp([sys.executable, "-m", "ackdeck.core.cli", "tui", "--config", str(cfg)])
+    try:
+        if app.read_until(b"agent-00-00", 120) is None:
+            raise RuntimeError("the dashboard never showed its agents")
+        app.drain(3.0)  # its first listings and scans settle
+        return idle_cpu(app, IDLE_S)
+    finally:
+        app.stop()
+
+
 def main() -> None:
     from ackdeck.core.service import fleet_model
     from ackdeck.core.service.agents import list_agents
@@ -154,6 +181,11 @@ def main() -> None:
             for p in procs:
                 p.join()
             server_cpu = _server_cpu(server.port) - cpu0
+            url = f"redis://127.0.0.1:{server.port}/0/bench"
+            for link, home in zip(links, homes, strict=True):
+                publish_home(link, home)  # every host live while the dashboards run
+            idle_fleet = _dashboard_idle(root, homes[0], url)
+            idle_alone = _dashboard_idle(root, homes[0], None)
             for link in links:
                 link.close()
         finally:
@@ -179,3 +211,6 @@ def main() -> None:
         f"{statistics.median(spent) / rounds * 1000:>10.1f}"
     )
     print(f"{'  redis-server CPU per publish, us':<58} {server_cpu / total * 1e6:>10.0f}")
+    print(f"{'dashboard idle CPU, 10-host fleet (300 agents), % core':<58} {idle_fleet:>10.2f}")
+    print(f"{'dashboard idle CPU, no fleet (30 agents), % core':<58} {idle_alone:>10.2f}")
+    print(f"{'  fleet / no fleet':<58} {idle_fleet / max(idle_alone, 0.01):>10.2f}x")

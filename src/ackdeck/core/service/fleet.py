@@ -214,13 +214,14 @@ class Publisher:
     def due(self) -> bool:
         return self._clock() >= self._next
 
-    def tick(self) -> bool:
-        """Publish if due; True when a publish got through now."""
+    def tick(self, have: Mapping[str, list[dict[str, Any]]] | None = None) -> bool:
+        """Publish if due (`have`: kinds of rows the caller just computed, unfiltered); True
+        when a publish got through now."""
         if not self.due():
             return False
         self._next = self._clock() + self.every
         try:
-            publish_home(self.link, self.home)
+            publish_home(self.link, self.home, have=have)
         except FleetUnreachable as exc:
             if self.reachable is not False and self._say is not None:
                 self._say(f"{exc}; publishing again when it answers")

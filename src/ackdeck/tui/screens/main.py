@@ -409,7 +409,8 @@ class MainScreen(Screen[None]):
         if self._fleet_link is None:
             self._fleet_link = FleetLink(self._fleet)
             self._publisher = Publisher(self._fleet_link, Path(home))
-        self._publisher.tick()
+        if self._publisher.due():
+            self._publisher.tick(have={"agents": listed.to_json()["agents"]})
         return fleet_agents(self._fleet_link, listed, clock=self.dash.clock)
 
     def on_unmount(self) -> None:
