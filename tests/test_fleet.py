@@ -423,3 +423,30 @@ def test_an_mcp_server_publishes_its_host_while_it_runs(
         if mcp.poll() is None:
             mcp.kill()
             mcp.wait()
+
+
+def test_fleet_commands_without_a_fleet_or_with_bad_input_say_one_line(tmp_path: Path) -> None:
+    env = _env(tmp_path, "alpha", "")
+    for args in (("fleet", "publish"), ("fleet", "hosts")):
+        done = _cli(env, *args)
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.strip() == (
+            "ackdeck: error: no fleet: give --fleet URL, set ACKDECK_FLEET or fleet in the config"
+        )
+    done = _cli(env, "fleet", "publish", "--fleet", "redis://h", "--every", "0")
+    assert done.returncode == 1 and "--every must be from 0.05 to 3600" in done.stderr
+    done = _cli(env, "ps", "--fleet", "redis://user:hunter2@h/0/a/b")
+    assert done.returncode == 1 and "invalid fleet URL" in done.stderr
+    assert "hunter2" not in done.stderr
+    done = _cli({**env, "ACKDECK_HOST_ID": "no/slash"}, "wakes", "list", "--fleet", "redis://h")
+    assert done.returncode == 1
+    assert done.stderr.startswith("ackdeck: error: ACKDECK_HOST_ID: invalid host id name")
+    # The config file's fleet is the CLI's too (a bad one named with its file).
+    config = tmp_path / ".config" / "ackdeck" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("fleet = 5\n")
+    done = _cli(env, "agents")
+    assert done.returncode == 1 and done.stderr.strip().endswith("fleet: must be a string")
+    # Without a fleet anywhere, the listings are as they were: no host column, no `fleet`.
+    config.unlink()
+    assert "fleet" not in _json(env, "agents") and "fleet" not in _json(env, "ps")
