@@ -450,3 +450,32 @@ def test_fleet_commands_without_a_fleet_or_with_bad_input_say_one_line(tmp_path:
     # Without a fleet anywhere, the listings are as they were: no host column, no `fleet`.
     config.unlink()
     assert "fleet" not in _json(env, "agents") and "fleet" not in _json(env, "ps")
+
+
+def test_a_publisher_says_an_outage_once_and_publishes_only_when_due(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    from ackdeck.core.service.fleet import Publisher
+
+    url = f"redis://127.0.0.1:{server.port}/0/due"
+    settings = resolve_fleet(url, "alpha", env={"ACKDECK_REDIS_TIMEOUT": "1"}, config={})
+    assert settings is not None
+    now = [0.0]
+    said: list[str] = []
+    link = FleetLink(settings, env={"ACKDECK_REDIS_TIMEOUT": "1"})
+    pub = Publisher(link, tmp_path, say=said.append, clock=lambda: now[0])
+    try:
+        assert pub.tick() and pub.reachable is True and said == []
+        assert not pub.tick()  # not due before TTL/3
+        server.kill9()
+        for _ in range(3):
+            now[0] += pub.every
+            assert not pub.tick()
+        assert len(said) == 1 and "unreachable" in said[0]
+        server.start()
+        now[0] += pub.every
+        assert pub.tick() and said[1].endswith("answers again: republished")
+        _, pubs = link.read()
+        assert [p.host for p in pubs] == ["alpha"]
+    finally:
+        link.close()

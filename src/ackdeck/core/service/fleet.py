@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.timeouts import seconds_from_env
-from ackdeck.core.errors import FleetUnreachable
+from ackdeck.core.errors import AckdeckError, FleetUnreachable
 from ackdeck.core.service import fleet_model
 from ackdeck.core.service.fleet_model import HostState, Published
 from ackdeck.core.service.results import Result
@@ -227,6 +227,12 @@ class Publisher:
                 self._say(f"{exc}; publishing again when it answers")
             self.reachable = False
             self.link.close()
+            return False
+        except (AckdeckError, OSError) as exc:
+            # This host's own state could not be listed (a damaged file, a full disk): said,
+            # and tried again at the next tick; a long-lived process must not die of it.
+            if self._say is not None:
+                self._say(f"not published to fleet {self.link.settings.url}: {exc}")
             return False
         if self.reachable is False and self._say is not None:
             self._say(f"fleet {self.link.settings.url} answers again: republished")
