@@ -114,3 +114,7 @@ class ReportLost(AckdeckError):
             why = "stdout is closed"  # ValueError: a write to a closed file object
         super().__init__(f"{done}, but its report could not be written: {why}")
         self.done, self.cause = done, cause
+
+
+class FleetUnreachable(AckdeckError):
+    """The fleet's Redis did not answer (or refused): this host works alone meanwhile."""

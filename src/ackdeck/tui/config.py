@@ -9,6 +9,8 @@ theme = "nord"           # the palette's theme (written here when the owner pick
 watch = true             # live updates from watchfiles
 tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off, else 0.05-3600
 claude_teams = true      # list Claude Code teams' mailboxes ($CLAUDE_CONFIG_DIR or ~/.claude)
+fleet = "redis://fleet.internal/team"  # every host's agents (docs/how-to/fleet.md)
+host_id = "laptop"       # this host's id in the fleet (default the host name)
 ```
 
 Without `--config` the dashboard reads `$XDG_CONFIG_HOME/ackdeck/config.toml`, else
@@ -23,12 +25,17 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ackdeck.core.base.locations import CONFIG_NAME, config_dirs
+from ackdeck.core.base.locations import default_config_path as default_config_path
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.ranges import in_range
 from ackdeck.core.errors import InvalidInput, InvalidName
 from ackdeck.core.service.refs import room_spec
+
+if TYPE_CHECKING:
+    from ackdeck.core.service.fleet_settings import FleetSettings
 
 
 @dataclass
@@ -56,6 +63,9 @@ class DashConfig:
     # Show every Claude Code team's mailboxes (claude-team://TEAM/AGENT, found anew at each
     # sweep). None: the command decides (`ackdeck tui` does, unless --no-claude-teams).
     claude_teams: bool | None = None
+    # The fleet (docs/how-to/fleet.md): ACKDECK_FLEET and ACKDECK_HOST_ID win over these.
+    fleet: str | None = None
+    host_id: str | None = None
 
     def __post_init__(self) -> None:
         # Each check raises ValueError("key: what is wrong"); from_table adds the file.
@@ -73,6 +83,18 @@ class DashConfig:
             raise ValueError("title: must be a string")
         if self.claude_teams is not None and not isinstance(self.claude_teams, bool):
             raise ValueError("claude_teams: must be true or false")
+        if self.fleet is not None:
+            self.fleet = _named("fleet", self.fleet, _fleet_url)
+        if self.host_id is not None:
+            self.host_id = _named("host_id", self.host_id, _host_id)
+
+    def fleet_settings(self, env: Mapping[str, str] | None = None) -> FleetSettings | None:
+        """The fleet the dashboard shows and publishes to: the environment's, else this
+        config's; None without one."""
+        from ackdeck.core.service.fleet_settings import resolve_fleet
+
+        table = {k: v for k, v in (("fleet", self.fleet), ("host_id", self.host_id)) if v}
+        return resolve_fleet(env=os.environ if env is None else env, config=table)
 
     @classmethod
     def from_table(cls, table: Mapping[str, object]) -> DashConfig:
@@ -160,6 +182,27 @@ def _session_name(value: object) -> str:
         raise ValueError(str(exc)) from None
 
 
+def _fleet_url(value: object) -> str:
+    from ackdeck.core.service.fleet_settings import parse_fleet_url
+
+    if not isinstance(value, str):
+        raise ValueError("must be a redis:// URL (a string)")
+    try:
+        parse_fleet_url(value, {})
+    except InvalidInput as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _host_id(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string (a host id)")
+    try:
+        return check_name(value, "host id")
+    except InvalidName as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _as_path(value: object) -> Path:
     if not isinstance(value, str | os.PathLike):
         raise ValueError("must be a path (a string)")
@@ -199,29 +242,6 @@ def rooms_in(dirs: list[Path]) -> list[Path]:
         )
         out += [d / n for n in names]
     return out
-
-
-CONFIG_NAME = Path("ackdeck") / "config.toml"
-
-
-def config_dirs(env: Mapping[str, str]) -> list[Path]:
-    """Where the default config may be, in order: $XDG_CONFIG_HOME (when absolute, as the
-    XDG spec says), then ~/.config."""
-    out = []
-    xdg = env.get("XDG_CONFIG_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        out.append(Path(xdg))
-    home = env.get("HOME") or os.path.expanduser("~")
-    out.append(Path(home) / ".config")
-    return out
-
-
-def default_config_path(env: Mapping[str, str]) -> Path | None:
-    """The first default config file that exists (None: no default config)."""
-    for d in config_dirs(env):
-        if (d / CONFIG_NAME).is_file():
-            return d / CONFIG_NAME
-    return None
 
 
 def settings_path(env: Mapping[str, str]) -> Path:

@@ -125,6 +125,7 @@ class AgentsListed(Message):
     """The agents' presence (core/service/agents.py), listed by a worker thread."""
 
     agents: Any  # ackdeck.core.service.agents.Agents, or None without a home
+    fleet: Any = None  # ackdeck.core.service.fleet.FleetNote with a fleet set
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, AgentsListed)  # only the newest listing matters

@@ -694,10 +694,50 @@ def serve(config: DoorConfig, *, channel: bool = True, notice_window: float = 0.
     server.middleware.append(seen)
     seen.note("connect", rooms=[r.display for r in config.rooms])
     _note_disconnect_on_sigterm(seen)
+    stop_publishing = _publish_to_fleet(config)
     try:
         anyio.run(lambda: serve_stdio(server, noticer, window=notice_window, deliveries=deliveries))
     finally:
         seen.note("disconnect")
+        stop_publishing()
+
+
+def _publish_to_fleet(config: DoorConfig) -> Callable[[], None]:
+    """With a fleet set (ACKDECK_FLEET, ACKDECK_HOST_ID or the config file: docs/how-to/
+    fleet.md), publish this home's snapshot every TTL/3 from a daemon thread for as long as
+    the server runs, so a host whose agents run is on the fleet without a separate publisher.
+    Nothing of it is on a tool's path; an unreachable fleet is one line on stderr (the
+    client's log), once per outage. Returns what stops it."""
+    import sys
+    import threading
+
+    from ackdeck.core.base.home import resolve_home
+    from ackdeck.core.errors import AckdeckError
+
+    try:
+        from ackdeck.core.service.fleet_settings import resolve_fleet
+
+        settings = resolve_fleet()
+        if settings is None:
+            return lambda: None
+        home = resolve_home(config.home)
+    except AckdeckError as exc:
+        print(f"ackdeck mcp: not publishing to the fleet: {exc}", file=sys.stderr, flush=True)
+        return lambda: None
+    from ackdeck.core.service.fleet import FleetLink, Publisher
+
+    link = FleetLink(settings)
+    stop = threading.Event()
+
+    def say(line: str) -> None:
+        print(f"ackdeck mcp: {line}", file=sys.stderr, flush=True)
+
+    publisher = Publisher(link, home, say=say)
+    thread = threading.Thread(
+        target=publisher.run, args=(stop.wait,), name="ackdeck-fleet", daemon=True
+    )
+    thread.start()
+    return stop.set
 
 
 def _note_disconnect_on_sigterm(seen: "ClientSeen") -> None:

@@ -20,6 +20,7 @@ entry. This module imports nothing heavy: the per-turn commands go through it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ackdeck.core.base.atomic import fitting_name
@@ -313,6 +314,49 @@ def redis_room_keys(name: str) -> list[str]:
 
 def redis_push_key(name: str, push_id: str) -> str:
     return f"{redis_room_key(name)}:push:{push_id}"
+
+
+# ----- the fleet (docs/how-to/fleet.md) ----------------------------------------------------
+# Every key of one fleet carries its name as a hash tag, so a host's publish (one script over
+# the registry and its own hash) touches one cluster slot.
+def fleet_prefix(fleet: str) -> str:
+    return f"ackdeck:fleet:{{{fleet}}}"
+
+
+def fleet_hosts_key(fleet: str) -> str:
+    """The registry: a sorted set of host ids, each scored by its last publish (server time,
+    milliseconds), trimmed of hosts older than the fleet's keep time."""
+    return f"{fleet_prefix(fleet)}:hosts"
+
+
+def fleet_host_key(fleet: str, host: str) -> str:
+    """A host's hash: its last snapshot (agents, runs, wakes), the server time it was published
+    at, the host's own clock then, and its TTL; the key itself expires after the keep time."""
+    return f"{fleet_prefix(fleet)}:host:{check_name(host, 'host id')}"
+
+
+# ----- the configuration file ---------------------------------------------------------------
+CONFIG_NAME = Path("ackdeck") / "config.toml"
+
+
+def config_dirs(env: Mapping[str, str]) -> list[Path]:
+    """Where the default config may be, in order: $XDG_CONFIG_HOME (when absolute, as the
+    XDG spec says), then ~/.config."""
+    out = []
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        out.append(Path(xdg))
+    home = env.get("HOME") or os.path.expanduser("~")
+    out.append(Path(home) / ".config")
+    return out
+
+
+def default_config_path(env: Mapping[str, str]) -> Path | None:
+    """The first default config file that exists (None: no default config)."""
+    for d in config_dirs(env):
+        if (d / CONFIG_NAME).is_file():
+            return d / CONFIG_NAME
+    return None
 
 
 # ----- for a person ----------------------------------------------------------------------

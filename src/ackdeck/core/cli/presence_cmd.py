@@ -4,9 +4,17 @@ and what waits for it."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.text import age_text, safe
+from ackdeck.core.cli._fleet import add_fleet_options, cell, fleet_of, fleet_rows, number
 from ackdeck.core.cli._output import emit_json, say
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ackdeck.core.service.agents import Agents
+    from ackdeck.core.service.fleet_settings import FleetSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "~/.claude/teams), listed after the sessions by default",
     )
     p.add_argument("--json", action="store_true", help="the rows as JSON (as agents_list)")
+    add_fleet_options(p)
     p.set_defaults(handler=_agents)
 
 
@@ -43,7 +52,11 @@ def _agents(args: argparse.Namespace) -> int:
     from ackdeck.core.service.agents import list_agents
 
     sessions = None if args.session is None else [check_name(s) for s in args.session]
-    listed = list_agents(resolve_home(args.home), sessions=sessions, claude_teams=args.claude_teams)
+    settings = fleet_of(args)
+    home = resolve_home(args.home)
+    listed = list_agents(home, sessions=sessions, claude_teams=args.claude_teams)
+    if settings is not None:
+        return _fleet_agents(args, settings, home, listed, sessions)
     if args.json:
         emit_json(listed.to_json())
         return 0
@@ -62,5 +75,45 @@ def _agents(args: argparse.Namespace) -> int:
             f"{safe(a.session):<20} {a.state:<8} {since:>7} {a.unread:>6} {oldest:>7} "
             f"{a.pending_wakes:>5}  "
             + safe(a.evidence if a.pane is None else f"pane {a.pane}: {a.evidence}")
+        )
+    return 0
+
+
+def _fleet_agents(
+    args: argparse.Namespace,
+    settings: FleetSettings,
+    home: Path,
+    listed: Agents,
+    sessions: list[str] | None,
+) -> int:
+    """Every host's agents, this host's from disk: a HOST column, and `fleet` in the JSON."""
+    local = listed.to_json()["agents"]
+    fleet = fleet_rows(
+        args,
+        settings,
+        home,
+        "agents",
+        local,
+        snapshot=None if sessions is not None else {"agents": local},
+        keep=None if sessions is None else (lambda r: r.get("session") in sessions),
+    )
+    if args.json:
+        emit_json({**listed.to_json(), "agents": fleet.rows, "fleet": fleet.fleet.to_json()})
+        return 0
+    if not fleet.rows:
+        say("no agent sessions seen yet on any host of the fleet")
+        return 0
+    now = listed.checked_at
+    say(
+        f"{'HOST':<16} {'SESSION':<20} {'STATE':<8} {'SINCE':>7} {'UNREAD':>6} {'OLDEST':>7} "
+        f"{'WAKES':>5}  EVIDENCE"
+    )
+    for r in fleet.rows:
+        since, oldest = number(r.get("since")), number(r.get("oldest_unread_age"))
+        say(
+            f"{cell(r.get('host')):<16} {cell(r.get('session')):<20} {cell(r.get('state')):<8} "
+            f"{'-' if since is None else age_text(max(0.0, now - since)):>7} "
+            f"{cell(r.get('unread')):>6} {'-' if oldest is None else age_text(oldest):>7} "
+            f"{cell(r.get('pending_wakes')):>5}  {cell(r.get('evidence'))}"
         )
     return 0

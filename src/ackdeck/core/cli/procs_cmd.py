@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from ackdeck.core.service.procs import OutputLines
-    from ackdeck.core.service.wakes import Drained
+    from ackdeck.core.service.fleet_settings import FleetSettings
+    from ackdeck.core.service.procs import OutputLines, Runs
+    from ackdeck.core.service.wakes import Drained, Wakes
 
 
 class _Once(argparse.Action):
@@ -118,6 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--latest", action="store_true", help="only the newest run of each name")
     p.add_argument("--session", default=None, help="only the runs this session started")
     p.add_argument("--json", action="store_true")
+    _fleet_options(p)
     p.set_defaults(handler=_ps)
 
     p = sub.add_parser(
@@ -137,6 +139,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = wsub.add_parser("list", help="wake records (all sessions unless --session)")
     p.add_argument("--session", default=None)
     p.add_argument("--json", action="store_true")
+    _fleet_options(p)
     p.set_defaults(handler=_wakes_list)
 
     p = wsub.add_parser("drain", help="deliver what the session was not shown, then ack it")
@@ -153,6 +156,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session", default=None, help=f"owner session ({SESSION_HELP})")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_wakes_dismiss)
+
+
+def _fleet_options(p: argparse.ArgumentParser) -> None:
+    """The fleet's options on `ps` and `wakes list`, imported only when their parser is built:
+    the other commands of this module (`wakes drain` runs on every turn) get a stand-in."""
+    if isinstance(p, argparse.ArgumentParser):
+        from ackdeck.core.cli._fleet import add_fleet_options
+
+        add_fleet_options(p)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -266,11 +278,15 @@ def _when(ts: float | None) -> str:
 
 
 def _ps(args: argparse.Namespace) -> int:
+    from ackdeck.core.cli._fleet import fleet_of
     from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
+    settings = fleet_of(args)
     listed = procs.list_runs(args.home, session=args.session, latest_only=args.latest)
     for p in listed.skipped:
         say(f"ackdeck: warning: skipped damaged run state {p} (kept on disk)", file=sys.stderr)
+    if settings is not None:
+        return _fleet_ps(args, settings, listed)
     if args.json:
         emit_json(listed.to_json())
         return 0
@@ -281,6 +297,40 @@ def _ps(args: argparse.Namespace) -> int:
         say(
             f"{r.name:<20} {r.run_id:<26} {pid:>7} {r.status:<8} {code:>4} "
             f"{_when(r.started_at)} {_when(r.ended_at)}"
+        )
+    return 0
+
+
+def _fleet_ps(args: argparse.Namespace, settings: FleetSettings, listed: Runs) -> int:
+    """Every host's runs (this host's from disk, the others' newest run of each name and every
+    live one): a HOST column, and `fleet` in the JSON."""
+    from ackdeck.core.base.home import resolve_home
+    from ackdeck.core.cli._fleet import cell, fleet_rows, number
+
+    home = resolve_home(args.home)
+    local = listed.to_json()["processes"]
+    whole = args.session is None and args.latest
+    fleet = fleet_rows(
+        args,
+        settings,
+        home,
+        "runs",
+        local,
+        snapshot={"runs": local} if whole else None,
+        keep=None if args.session is None else (lambda r: r.get("session") == args.session),
+    )
+    if args.json:
+        emit_json({**listed.to_json(), "processes": fleet.rows, "fleet": fleet.fleet.to_json()})
+        return 0
+    say(
+        f"{'HOST':<16} {'NAME':<20} {'RUN ID':<26} {'PID':>7} {'STATUS':<8} {'EXIT':>4} "
+        "STARTED  ENDED"
+    )
+    for r in fleet.rows:
+        say(
+            f"{cell(r.get('host')):<16} {cell(r.get('name')):<20} {cell(r.get('run_id')):<26} "
+            f"{cell(r.get('pid')):>7} {cell(r.get('status')):<8} {cell(r.get('exit_code')):>4} "
+            f"{_when(number(r.get('started_at')))} {_when(number(r.get('ended_at')))}"
         )
     return 0
 
@@ -325,15 +375,61 @@ def _skipped(paths: list[Path]) -> None:
 
 
 def _wakes_list(args: argparse.Namespace) -> int:
+    from ackdeck.core.cli._fleet import fleet_of
     from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
+    settings = fleet_of(args)
     listed = wakes.list_wakes(args.home, args.session)
     _skipped(listed.skipped)
+    if settings is not None:
+        return _fleet_wakes(args, settings, listed)
     if args.json:
         emit_json(listed.to_json())
         return 0
     if listed.records:
         say(listed.text())  # the words MCP wakes_list says of the same records
+    return 0
+
+
+def _fleet_wakes(args: argparse.Namespace, settings: FleetSettings, listed: Wakes) -> int:
+    """Every host's wake records: `HOST session/name: ...` lines, and `fleet` in the JSON."""
+    from ackdeck.core.base.home import resolve_home
+    from ackdeck.core.base.text import counted
+    from ackdeck.core.cli._fleet import cell, fleet_rows, number
+
+    local = listed.to_json()["wakes"]
+    fleet = fleet_rows(
+        args,
+        settings,
+        resolve_home(args.home),
+        "wakes",
+        local,
+        snapshot={"wakes": local} if args.session is None else None,
+        keep=None if args.session is None else (lambda r: r.get("session") == args.session),
+    )
+    if args.json:
+        pending = sum(int(number(r.get("pending")) or 0) for r in fleet.rows)
+        emit_json(
+            {
+                **listed.to_json(),
+                "wakes": fleet.rows,
+                "pending": pending,
+                "fleet": fleet.fleet.to_json(),
+            }
+        )
+        return 0
+    for r in fleet.rows:
+        notice = " + notice" if r.get("notice") else ""
+        got = r.get("lines")
+        lines: list[Any] = got if isinstance(got, list) else []
+        say(
+            f"{cell(r.get('host'))} {cell(r.get('session'))}/{cell(r.get('name'))}: "
+            f"{cell(r.get('kind'))}, {counted(len(lines), 'pending line')}{notice}, "
+            f"{cell(r.get('delivered_total'))} delivered, {cell(r.get('superseded_total'))} "
+            f"superseded, status {cell(r.get('status'))}"
+        )
+        for line in lines:
+            say(f"  {cell(line)}")
     return 0
 
 

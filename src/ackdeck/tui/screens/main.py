@@ -42,6 +42,7 @@ from ..widgets.line_view import LineView
 from ..widgets.tables import (
     ALL_AGENTS,
     AgentsTable,
+    FleetAgentsTable,
     ProcsTable,
     RoomsTable,
     WakesTable,
@@ -187,6 +188,13 @@ class MainScreen(Screen[None]):
         self._agents_at = float("-inf")  # when the agents were last listed (monotonic)
         self._agents_sig: object = None  # the presence logs then (logs_signature)
         self._agents_pending = False  # a listing is already due (_agents_soon)
+        # The fleet (docs/how-to/fleet.md), resolved at compose: its settings, or the one line
+        # saying why they could not be read; the link and publisher, made by the first listing.
+        self._fleet: Any = None
+        self._fleet_error: str | None = None
+        self._fleet_lock = threading.Lock()  # a worker replaced mid-call may still be in it
+        self._fleet_link: Any = None
+        self._publisher: Any = None
 
     @property
     def dash(self) -> Host:
@@ -194,7 +202,11 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
-        agents = AgentsTable(id="agents")
+        try:
+            self._fleet = self.dash.config.fleet_settings()
+        except AckdeckError as exc:
+            self._fleet_error = f"fleet: {exc}"
+        agents = (AgentsTable if self._fleet is None else FleetAgentsTable)(id="agents")
         agents.set_border_title("Agents")
         yield agents
         rooms = RoomsTable(id="rooms")
@@ -216,6 +228,8 @@ class MainScreen(Screen[None]):
     # ----- rendering a snapshot -------------------------------------------------------------
     def on_mount(self) -> None:
         self._ready = True
+        if self._fleet_error is not None:
+            self.post_message(ActionFinished(self._fleet_error, "error", "agents"))
         self.query_one(RoomsTable).clock = self.dash.clock
         if self.dash.config.watch:
             self.set_interval(self.AGENTS_EVERY_S, self._agents_tick)
@@ -423,7 +437,29 @@ class MainScreen(Screen[None]):
         except (AckdeckError, OSError) as exc:
             self.post_message(ActionFinished(str(exc), "error", "agents"))
             return
-        self.post_message(AgentsListed(listed))
+        if self._fleet is None:
+            self.post_message(AgentsListed(listed))
+            return
+        with self._fleet_lock:
+            listed, note = self._fleet_agents(home, listed)
+        self.post_message(AgentsListed(listed, note))
+
+    def _fleet_agents(self, home: Any, listed: Any) -> tuple[Any, Any]:
+        """Publish this home when due (every TTL/3), then every host's agents."""
+        from pathlib import Path
+
+        from ackdeck.core.service.fleet import FleetLink, Publisher, fleet_agents
+
+        if self._fleet_link is None:
+            self._fleet_link = FleetLink(self._fleet)
+            self._publisher = Publisher(self._fleet_link, Path(home))
+        if self._publisher.due():
+            self._publisher.tick(have={"agents": listed.to_json()["agents"]})
+        return fleet_agents(self._fleet_link, listed, clock=self.dash.clock)
+
+    def on_unmount(self) -> None:
+        if self._fleet_link is not None:
+            self._fleet_link.close()
 
     def on_agents_listed(self, message: AgentsListed) -> None:
         if not self.live:
@@ -432,8 +468,11 @@ class MainScreen(Screen[None]):
         table = self.query_one(AgentsTable)
         listed = [] if self.agents is None else self.agents.agents
         now = self.dash.clock() if self.agents is None else self.agents.checked_at
-        table.set_rows(AgentsTable.rows_for(listed, now))
-        table.set_border_title(AgentsTable.title_for(listed))
+        table.set_rows(type(table).rows_for(listed, now))
+        title = AgentsTable.title_for(listed)
+        if message.fleet is not None and not message.fleet.reachable:
+            title += " · fleet unreachable: this host only"
+        table.set_border_title(title)
         self._narrow_to(table.selected_key)
 
     @on(DataTable.RowHighlighted, "#agents")
@@ -476,6 +515,9 @@ class MainScreen(Screen[None]):
                 f"stalled after {row.stall_after:.0f}s ({row.stall_basis})",
                 "",
             ]
+        if row is not None and self._fleet is not None and row.host != self._fleet.host:
+            where = f"its events are on host {row.host}: `ackdeck agents` there has its timeline"
+            return "\n".join([*head, where])
         events = timeline(home, session)
         lines = [timeline_line(e) for e in events] or ["no events recorded"]
         return "\n".join(head + lines)

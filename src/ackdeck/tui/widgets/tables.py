@@ -737,7 +737,7 @@ class AgentsTable(KeyedTable):
     Highlighting an agent narrows the rooms, processes and wakes to it; enter opens its
     timeline."""
 
-    COLUMNS = (
+    COLUMNS: Sequence[Col] = (
         Col("Agent", "session", "Agent", "the agent's session", 5),
         Col("State", "state", "State", "working, waiting (for you), idle, stalled or gone", 5),
         Col("For", "since", "For", "how long it has been in that state"),
@@ -791,4 +791,24 @@ class AgentsTable(KeyedTable):
                     ],
                 )
             )
+        return out
+
+
+class FleetAgentsTable(AgentsTable):
+    """The Agents panel with a fleet set (docs/how-to/fleet.md): every host's agents, with a
+    Host column; another host's agent is keyed (and named) SESSION@HOST."""
+
+    COLUMNS = (
+        AgentsTable.COLUMNS[0],
+        Col("Host", "host", "Host", "the host it runs on (its id in the fleet)", 4),
+        *AgentsTable.COLUMNS[1:],
+    )
+
+    @staticmethod
+    def rows_for(agents: Sequence[Any], now: float) -> list[Row]:
+        hosts = {a.session: a.host for a in agents}
+        out: list[Row] = []
+        for key, cells in AgentsTable.rows_for(agents, now):
+            host = "" if key == ALL_AGENTS else safe(hosts.get(key) or "-")
+            out.append((key, [cells[0], host, *cells[1:]]))
         return out
