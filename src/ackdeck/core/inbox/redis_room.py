@@ -162,6 +162,24 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def client_for(a: RedisAddress, timeout: float) -> redis.Redis:
+    """A client for the server `a` names: bytes as the server sends them, `timeout` for each
+    connect and reply, and no retries of its own (a command retried blindly could apply twice;
+    ackdeck retries with an ID where that is safe)."""
+    return redis.Redis(
+        host=a.host,
+        port=a.port,
+        db=a.db,
+        username=a.username,
+        password=a.password,
+        ssl=a.tls,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+        decode_responses=False,
+    )
+
+
 class RedisRoom:
     """One room on a Redis server. Cheap to construct; connects on first use; `close()`
     releases the connections."""
@@ -193,19 +211,7 @@ class RedisRoom:
     # ----- connection and errors ----------------------------------------------------------
     def _redis(self) -> redis.Redis:
         if self._client is None:
-            a = self.address
-            self._client = redis.Redis(
-                host=a.host,
-                port=a.port,
-                db=a.db,
-                username=a.username,
-                password=a.password,
-                ssl=a.tls,
-                socket_timeout=self.timeout,
-                socket_connect_timeout=self.timeout,
-                retry=Retry(NoBackoff(), 0),
-                decode_responses=False,
-            )
+            self._client = client_for(self.address, self.timeout)
             # Entries stay as the server sends them, [id, [field, value, ...]], as a script
             # sees them: the client's dict form would merge repeated field names of an entry
             # some other producer added.

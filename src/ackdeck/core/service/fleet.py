@@ -70,22 +70,9 @@ class FleetLink:
 
     def _redis(self) -> redis.Redis:
         if self._client is None:
-            import redis
-            from redis.backoff import NoBackoff
-            from redis.retry import Retry
+            from ackdeck.core.inbox.redis_room import client_for
 
-            a = self.settings.address
-            self._client = redis.Redis(
-                host=a.host,
-                port=a.port,
-                db=a.db,
-                username=a.username,
-                password=a.password,
-                ssl=a.tls,
-                socket_timeout=self.timeout,
-                socket_connect_timeout=self.timeout,
-                retry=Retry(NoBackoff(), 0),
-            )
+            self._client = client_for(self.settings.address, self.timeout)
         return self._client
 
     def _call(self, what: str, call: Callable[[redis.Redis], Any]) -> Any:
