@@ -28,15 +28,6 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import resolve_home, wakes_dir
-from ackdeck.core.base.jsonfields import (
-    JsonRecord,
-    check_tuple,
-    get,
-    get_list,
-    get_map,
-    get_optional,
-    get_required,
-)
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
@@ -56,184 +47,60 @@ MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropp
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
 
 
-class WakeLine(JsonRecord):
-    def __init__(self, *, run_id: str, start: int, end: int, text: str) -> None:
-        self.run_id = run_id
-        self.start = start
-        self.end = end
-        self.text = text
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> WakeLine:
-        return cls(
-            run_id=get_required(d, str, "run_id"),
-            start=get_required(d, int, "start"),
-            end=get_required(d, int, "end"),
-            text=get_required(d, str, "text"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {"run_id": self.run_id, "start": self.start, "end": self.end, "text": self.text}
+class WakeLine(Struct, kw_only=True):
+    run_id: str
+    start: int
+    end: int
+    text: str
 
     def __json__(self) -> str:
-        """A delivered line is shown as its text (core/base/struct.py encodes it so)."""
+        """A delivered line is shown as its text (core/base/struct.py encodes it so; the wake
+        record's file keeps the whole line)."""
         return self.text
 
 
-class WakeNotice(JsonRecord):
+class WakeNotice(Struct, kw_only=True):
     """A pending `exited` / `monitor-lost` notice of one run."""
 
-    def __init__(
-        self, *, run_id: str, kind: str, status: str, exit_code: int | None = None, seq: int = 0
-    ) -> None:
-        self.run_id = run_id
-        self.kind = kind
-        self.status = status
-        self.exit_code = exit_code
-        self.seq = seq  # a drain acks only the notice it delivered, not one merged meanwhile
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> WakeNotice:
-        return cls(
-            run_id=get_required(d, str, "run_id"),
-            kind=get_required(d, str, "kind"),
-            status=get_required(d, str, "status"),
-            exit_code=get_optional(d, int, "exit_code"),
-            seq=get(d, int, "seq", 0),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "seq": self.seq,
-        }
+    run_id: str
+    kind: str
+    status: str
+    exit_code: int | None = None
+    seq: int = 0  # a drain acks only the notice it delivered, not one merged meanwhile
 
 
-class WakeRecord(JsonRecord):
-    def __init__(
-        self,
-        *,
-        session: str,
-        name: str,
-        kind: str,
-        lines: list[WakeLine],
-        dropped: int,
-        filter: str | None,
-        exclude: bool,
-        total_matches: int,
-        status: str,
-        created_at: float,
-        updated_at: float,
-        delivered_total: int = 0,
-        superseded_total: int = 0,
-        run_id: str | None = None,
-        exit_code: int | None = None,
-        notice_pending: bool = False,
-        notice_seq: int = 0,
-        notices: list[WakeNotice] | None = None,
-        matches_by_run: dict[str, int] | None = None,
-        dropped_by_run: dict[str, int] | None = None,
-        dropped_span_by_run: dict[str, tuple[int, int]] | None = None,
-        notice_run_id: str | None = None,
-        notice_status: str | None = None,
-        notice_exit_code: int | None = None,
-    ) -> None:
-        self.session = session
-        self.name = name
-        self.kind = kind  # "match" | "monitor-lost" | "exited"
-        self.lines = lines
-        self.dropped = dropped
-        self.filter = filter
-        self.exclude = exclude
-        self.total_matches = total_matches
-        self.status = status
-        self.created_at = created_at
-        self.updated_at = updated_at
-        self.delivered_total = delivered_total
-        self.superseded_total = superseded_total
-        # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
-        # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
-        self.run_id = run_id
-        self.exit_code = exit_code
-        self.notice_pending = notice_pending  # any notice pending (kept for older readers)
-        self.notice_seq = notice_seq
-        self.notices: list[WakeNotice] = [] if notices is None else notices
-        self.matches_by_run: dict[str, int] = {} if matches_by_run is None else matches_by_run
-        # Not yet reported by a drain.
-        self.dropped_by_run: dict[str, int] = {} if dropped_by_run is None else dropped_by_run
-        # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
-        # owner was shown all of it, every dropped line was shown and nothing is left to report.
-        self.dropped_span_by_run: dict[str, tuple[int, int]] = (
-            {} if dropped_span_by_run is None else dropped_span_by_run
-        )
-        # The strongest pending notice in the single-slot form older readers (and records
-        # written before per-run notices, migrated on read) use.
-        self.notice_run_id = notice_run_id
-        self.notice_status = notice_status
-        self.notice_exit_code = notice_exit_code
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> WakeRecord:
-        spans = get_map(d, list, "dropped_span_by_run")
-        return cls(
-            session=get_required(d, str, "session"),
-            name=get_required(d, str, "name"),
-            kind=get_required(d, str, "kind"),
-            lines=[WakeLine.from_dict(x) for x in get_list(d, dict, "lines", required=True)],
-            dropped=get_required(d, int, "dropped"),
-            filter=get_optional(d, str, "filter", required=True),
-            exclude=get_required(d, bool, "exclude"),
-            total_matches=get_required(d, int, "total_matches"),
-            status=get_required(d, str, "status"),
-            created_at=get_required(d, float, "created_at"),
-            updated_at=get_required(d, float, "updated_at"),
-            delivered_total=get(d, int, "delivered_total", 0),
-            superseded_total=get(d, int, "superseded_total", 0),
-            run_id=get_optional(d, str, "run_id"),
-            exit_code=get_optional(d, int, "exit_code"),
-            notice_pending=get(d, bool, "notice_pending", False),
-            notice_seq=get(d, int, "notice_seq", 0),
-            notices=[WakeNotice.from_dict(x) for x in get_list(d, dict, "notices")],
-            matches_by_run=get_map(d, int, "matches_by_run"),
-            dropped_by_run=get_map(d, int, "dropped_by_run"),
-            dropped_span_by_run={
-                k: check_tuple((int, int), v, "dropped_span_by_run") for k, v in spans.items()
-            },
-            notice_run_id=get_optional(d, str, "notice_run_id"),
-            notice_status=get_optional(d, str, "notice_status"),
-            notice_exit_code=get_optional(d, int, "notice_exit_code"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "session": self.session,
-            "name": self.name,
-            "kind": self.kind,
-            "lines": [x.to_dict() for x in self.lines],
-            "dropped": self.dropped,
-            "filter": self.filter,
-            "exclude": self.exclude,
-            "total_matches": self.total_matches,
-            "status": self.status,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "delivered_total": self.delivered_total,
-            "superseded_total": self.superseded_total,
-            "run_id": self.run_id,
-            "exit_code": self.exit_code,
-            "notice_pending": self.notice_pending,
-            "notice_seq": self.notice_seq,
-            "notices": [x.to_dict() for x in self.notices],
-            "matches_by_run": dict(self.matches_by_run),
-            "dropped_by_run": dict(self.dropped_by_run),
-            "dropped_span_by_run": {k: list(v) for k, v in self.dropped_span_by_run.items()},
-            "notice_run_id": self.notice_run_id,
-            "notice_status": self.notice_status,
-            "notice_exit_code": self.notice_exit_code,
-        }
+class WakeRecord(Struct, kw_only=True):
+    session: str
+    name: str
+    kind: str  # "match" | "monitor-lost" | "exited"
+    lines: list[WakeLine]
+    dropped: int
+    filter: str | None
+    exclude: bool
+    total_matches: int
+    status: str
+    created_at: float
+    updated_at: float
+    delivered_total: int = 0
+    superseded_total: int = 0
+    # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
+    # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
+    run_id: str | None = None
+    exit_code: int | None = None
+    notice_pending: bool = False  # any notice pending (kept for older readers)
+    notice_seq: int = 0
+    notices: list[WakeNotice] = []
+    matches_by_run: dict[str, int] = {}
+    # Not yet reported by a drain.
+    dropped_by_run: dict[str, int] = {}
+    # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
+    # owner was shown all of it, every dropped line was shown and nothing is left to report.
+    dropped_span_by_run: dict[str, tuple[int, int]] = {}
+    # The strongest pending notice in the single-slot form older readers (and records
+    # written before per-run notices, migrated on read) use.
+    notice_run_id: str | None = None
+    notice_status: str | None = None
+    notice_exit_code: int | None = None
 
     @property
     def pending(self) -> int:
@@ -300,7 +167,7 @@ def _parse(path: Path) -> WakeRecord:
     if raw is None:
         raise FileNotFoundError(errno.ENOENT, "no such wake record", str(path))
     try:
-        rec = WakeRecord.from_json(raw)
+        rec = WakeRecord.loads(raw)
     except (RecordError, ValueError, UnicodeDecodeError):
         raise CorruptState(
             f"malformed wake file {path}; it was skipped and left in place"
@@ -319,7 +186,7 @@ def _parse(path: Path) -> WakeRecord:
 
 
 def _store(path: Path, record: WakeRecord) -> None:
-    atomic.atomic_write(path, record.to_json().encode(), fsync=False)
+    atomic.atomic_write(path, record.dumps().encode(), fsync=False)
 
 
 def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
