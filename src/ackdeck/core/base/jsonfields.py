@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import json
 
-from ackdeck.core.base.struct import Struct, fields_of
 from ackdeck.core.errors import RecordError
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeVar
+
+    from ackdeck.core.base.struct import Struct
 
     T = TypeVar("T")
     S = TypeVar("S", bound=Struct)
@@ -152,7 +153,9 @@ def _readers(cls: type[Struct]) -> tuple[tuple[str, bool, Any], ...]:
     import sys
 
     names = vars(sys.modules[cls.__module__])
-    shape = fields_of(cls)
+    # The fields the JSON shows (not its derived keys): core/base/struct.py's fields_of,
+    # not imported (struct.py imports this module when a record is first read).
+    shape = {k: t for k, t in cls.SHAPE.items() if k not in cls._derived}
     return tuple(
         (key, key not in cls._defaults, _reader(_unwrap(str(text)), names, key))
         for key, text in shape.items()

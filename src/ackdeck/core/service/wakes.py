@@ -11,7 +11,7 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.service.results import Result
 from ackdeck.core.watch.reconcile import reconcile_lost
-from ackdeck.core.watch.wakes import Delivery, DrainResult
+from ackdeck.core.watch.results import Delivery, DrainResult
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False

@@ -31,10 +31,20 @@ from ackdeck.core.base.home import resolve_home, wakes_dir
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.base.struct import Struct, derived
-from ackdeck.core.base.text import counted
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
+from ackdeck.core.watch.results import (
+    MAX_LINES,
+    Delivery,
+    DrainResult,
+    WakeLine,
+)
+
+# The values a drain returns and their text live in core/watch/results.py (light to import);
+# the wake store's callers keep their names here.
+from ackdeck.core.watch.results import format_wake_text as format_wake_text
+from ackdeck.core.watch.results import read_rest as read_rest
 from ackdeck.core.watch.runs import load_meta, run_dir
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -43,20 +53,7 @@ if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver w
     from ackdeck.core.watch.monitors import MatchedLine
 
 Clock = Callable[[], float]
-MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropped`
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
-
-
-class WakeLine(Struct, kw_only=True):
-    run_id: str
-    start: int
-    end: int
-    text: str
-
-    def __json__(self) -> str:
-        """A delivered line is shown as its text (core/base/struct.py encodes it so; the wake
-        record's file keeps the whole line)."""
-        return self.text
 
 
 class WakeNotice(Struct, kw_only=True):
@@ -106,42 +103,6 @@ class WakeRecord(Struct, kw_only=True):
     def pending(self) -> int:
         """Items waiting: each pending line, plus 1 per pending exit / monitor-lost notice."""
         return len(self.lines) + len(self.notices)
-
-
-class Delivery(Struct):
-    """One delivered wake, as the drain returns it and every door shows it."""
-
-    name: str
-    run_id: str
-    kind: str
-    filter: str | None
-    exclude: bool
-    lines: list[WakeLine]
-    total_matches: int
-    status: str = ""
-    exit_code: int | None = None
-    # Matched lines of this run that the per-record cap (MAX_LINES) dropped unseen: they are
-    # not in `lines`; read them with `ackdeck output NAME --run-id RUN --filter REGEX`.
-    dropped: int = 0
-
-    @derived
-    def read_rest(self) -> str | None:
-        """The command that reads the lines the cap dropped (None: none dropped)."""
-        return read_rest(self) if self.dropped else None
-
-
-class DrainResult(Struct, kw_only=True):
-    """What a drain delivered to `session` (the service names the session)."""
-
-    session: str = ""
-    delivered: list[Delivery]
-    superseded: int
-    pending: int
-    skipped: list[Path]
-
-    def text(self) -> str:
-        """What the agent reads (Stop hook, MCP text, `wakes drain` without --json)."""
-        return format_wake_text(self)
 
 
 DeliverWakes = Callable[[DrainResult], bool]
@@ -534,47 +495,3 @@ def _saw_end(home: Path, name: str, rid: str, session: str) -> bool | None:
 def _pending_total(home: Path, session: str) -> int:
     good, _ = _scan_dir(session_dir(home, session))
     return sum(r.pending for _, r in good)
-
-
-def read_rest(d: Delivery) -> str:
-    """The command that reads the matched lines a capped record dropped."""
-    how = " --exclude" if d.exclude else ""
-    import shlex  # here: only a wake with a filter needs it, every drain loads this module
-
-    flt = f" --filter {shlex.quote(d.filter)}{how}" if d.filter else ""
-    return f"ackdeck output {d.name} --run-id {d.run_id}{flt}"
-
-
-def format_wake_text(result: DrainResult) -> str:
-    """The text a Stop hook or an MCP reply shows the agent."""
-    if not result.delivered:
-        return ""
-    out = [f"ackdeck: {counted(len(result.delivered), 'process wake')}"]
-    for d in result.delivered:
-        head = f"[{d.name} run {d.run_id}]"
-        if d.kind == "monitor-lost":
-            out.append(
-                f"{head} monitor lost: the supervisor died; output after this point is not "
-                "being watched (check `ackdeck output`)"
-            )
-        elif d.kind == "exited":
-            code = "unknown" if d.exit_code is None else str(d.exit_code)
-            out.append(f"{head} process {d.status or 'exited'} with exit code {code}")
-        if d.lines:
-            how = "not matching" if d.exclude else "matching"
-            out.append(
-                f"{head} {counted(len(d.lines), 'new line')} {how} /{d.filter}/ "
-                f"({counted(d.total_matches, 'match')} in total):"
-            )
-            out.extend(f"  {x.text}" for x in d.lines)
-        if d.dropped:
-            out.append(
-                f"{head} {counted(d.dropped, 'older matched line')} "
-                f"{'was' if d.dropped == 1 else 'were'} not kept (at most {MAX_LINES} "
-                f"per pending wake); read them with `{read_rest(d)}`"
-            )
-    if result.superseded:
-        n = result.superseded
-        were = "was" if n == 1 else "were"
-        out.append(f"({counted(n, 'line')} already shown by a read {were} not repeated)")
-    return "\n".join(out)
