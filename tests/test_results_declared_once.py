@@ -21,18 +21,6 @@ from ackdeck.core.service.results import fields_of
 
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "src" / "ackdeck"  # the package (a src/ layout)
-BACKEND_VALUES = (values.RoomStatus, values.SessionStatus, values.ReadResult, values.AckResult)
-
-
-def _declared_fields() -> set[str]:
-    # `path` names a room everywhere and `lines` are shown decoded (the door's own facts);
-    # `sessions` is re-typed: each session's counts as their own result (SessionCounts).
-    return {f for v in BACKEND_VALUES for f in v._fields} - {"path", "lines", "sessions"}
-
-
-# Results of other concepts whose words happen to match (a wake's `pending` lines; one line's
-# own `deliveries` in its journey, where the room status counts its oldest line's).
-OTHER_CONCEPTS = ("core/service/wakes.py", "core/service/procs.py", "core/service/trace.py")
 
 
 def _shapes_by_hand(source: str, where: str) -> list[tuple[str, set[str]]]:
@@ -68,11 +56,6 @@ def _shapes_in_package() -> list[tuple[str, set[str]]]:
     return found
 
 
-# Shapes still written by hand, until their classes declare them (issue #31 item 2): none may
-# be added, and each entry must go when its class is converted (the test says when).
-NOT_CONVERTED_YET = {"core/service/wakes.py Wake", "core/service/wakes.py Wakes"}
-
-
 def test_the_walker_finds_a_shape_declared_by_hand() -> None:
     source = (
         "class A(Result):\n    SHAPE = {'acked_total': int, 'lines': list[str]}\n"
@@ -89,17 +72,8 @@ def test_no_shape_is_declared_by_hand() -> None:
     """Every JSON shape is derived from its class's declared fields (core/base/struct.py).
     This replaced a check that needed at least one SHAPE literal to exist (its premise), and
     is stronger: a shape written by hand anywhere in the package fails it, not only one that
-    repeats a backend's field."""
-    found = _shapes_in_package()
-    by_class = {" ".join((w.split(":")[0], w.split(" ")[-1])) for w, _ in found}
-    assert by_class - NOT_CONVERTED_YET == set(), "a JSON shape written by hand"
-    assert NOT_CONVERTED_YET - by_class == set(), "converted: drop it from NOT_CONVERTED_YET"
-    offenders = {
-        where: sorted(keys & _declared_fields())
-        for where, keys in found
-        if where.split(":")[0] not in OTHER_CONCEPTS
-    }
-    assert {w: k for w, k in offenders.items() if k} == {}
+    repeats a backend's field (a derived shape takes a backend's facts from its fields)."""
+    assert _shapes_in_package() == [], "a JSON shape written by hand"
 
 
 def test_the_room_results_json_carries_every_backend_fact() -> None:

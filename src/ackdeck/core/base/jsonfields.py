@@ -123,9 +123,9 @@ def read_fields(cls: type[Struct], d: dict[str, object]) -> dict[str, Any]:
         readers = _readers(cls)
         type.__setattr__(cls, "_readers", readers)
     out: dict[str, Any] = {}
-    for key, required, read in readers:
+    for name, key, required, read in readers:
         if key in d:
-            out[key] = read(d[key], key)
+            out[name] = read(d[key], key)
         elif required:
             raise RecordError(f"{key}: field required")
     return out
@@ -149,21 +149,30 @@ def loads(cls: type[S], raw: str | bytes | bytearray) -> S:
 _KINDS: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 
 
-def _readers(cls: type[Struct]) -> tuple[tuple[str, bool, Any], ...]:
+def _readers(cls: type[Struct]) -> tuple[tuple[str, str, bool, Any], ...]:
+    """(field, its key in the file, required, reader) for every field `cls` declares, as
+    struct.py's `_stored` writes them."""
     import sys
 
     names = vars(sys.modules[cls.__module__])
-    # The fields the JSON shows (not its derived keys): core/base/struct.py's fields_of,
-    # not imported (struct.py imports this module when a record is first read).
-    shape = {k: t for k, t in cls.SHAPE.items() if k not in cls._derived}
-    return tuple(
-        (key, key not in cls._defaults, _reader(_unwrap(str(text)), names, key))
-        for key, text in shape.items()
-    )
+    texts: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        texts.update({k: str(v) for k, v in vars(klass).get("__annotations__", {}).items()})
+    out = []
+    for name in cls._fields:
+        key = cls._file_keys.get(name, name)
+        out.append(
+            (name, key, name not in cls._defaults, _reader(_unwrap(texts[name]), names, key))
+        )
+    return tuple(out)
 
 
 def _unwrap(text: str) -> str:
-    return text[len("Sparse[") : -1] if text.startswith("Sparse[") else text
+    """The type inside `Internal[...]` / `Sparse[...]` (struct.py's markers)."""
+    for marker in ("Internal[", "Sparse["):
+        if text.startswith(marker):
+            return _unwrap(text[len(marker) : -1])
+    return text
 
 
 def _split(text: str, sep: str) -> list[str]:

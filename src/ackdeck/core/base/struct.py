@@ -15,9 +15,10 @@ structured content and the tool's outputSchema) is derived from the same declara
   `to_json()` gives exactly those keys (a `Sparse[...]` one only when it is not None).
   Nested structs, lists, dicts and paths are encoded on the way; bytes are shown as text
   (invalid UTF-8 replaced, core/base/text.py).
-- A state file's record is a Struct too: `from_dict` / `loads` read it back, each field
-  checked as its annotation says (core/base/jsonfields.py, imported only then), and `dumps`
-  writes the compact text the files have always held.
+- A state file's record is a Struct too: `dumps` writes every field it declares (its
+  `Internal` ones too, not the derived keys) as compact text, and `from_dict` / `loads` read
+  them back, each checked as its annotation says (core/base/jsonfields.py, imported only
+  then). So one type can be both a file's record and what the doors show of it (a wake).
 
 Why not dataclasses, pydantic or msgspec: the per-turn commands and a run's supervisor (the
 hot path, tests/test_layering.py) build these values, and importing dataclasses (and with it
@@ -132,6 +133,9 @@ class Struct(metaclass=_StructMeta):
     _keys: ClassVar[tuple[str, ...]] = ()  # the JSON keys, in order
     _derived: ClassVar[frozenset[str]] = frozenset()  # the JSON keys that are properties
     _sparse: ClassVar[frozenset[str]] = frozenset()  # keys left out while None
+    # A field stored under another key than its name (a state file's key kept when the name
+    # went to a derived JSON key): {field: key}.
+    _file_keys: ClassVar[dict[str, str]] = {}
     # The JSON keys and their declared types (annotation text), for schemas and streamed JSON.
     SHAPE: ClassVar[dict[str, Any]] = {}
 
@@ -159,7 +163,7 @@ class Struct(metaclass=_StructMeta):
                     defaults[name] = own[name]
                     delattr(cls, name)
                 if text.startswith("Internal["):
-                    continue
+                    continue  # stored (dumps, from_dict), not shown
                 if text.startswith("Sparse["):
                     sparse.add(name)
                 shape[name] = annotations[name]
@@ -287,12 +291,20 @@ def encoded(value: Any) -> Any:
 
 
 def _stored(value: Any) -> Any:
-    """`value` as a state file keeps it: as `encoded`, but a nested struct is always its
-    object (a wake's line is shown as its text, and stored with its offsets)."""
+    """`value` as a state file keeps it: a struct as every field it declares, `Internal` ones
+    too (not its derived keys), in declaration order, nested structs always as objects (a
+    wake's line is shown as its text, and stored with its offsets)."""
     if type(value) in _SCALARS:
         return value
     if isinstance(value, Struct):
-        return value._json(_stored)
+        mine, sparse, keys = value.__dict__, value._sparse, value._file_keys
+        out: dict[str, Any] = {}
+        for name in value._fields:
+            v = mine[name]
+            if v is None and name in sparse:
+                continue
+            out[keys.get(name, name)] = _stored(v)
+        return out
     if isinstance(value, list | tuple):
         return [_stored(v) for v in value]
     if isinstance(value, dict):

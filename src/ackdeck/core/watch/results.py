@@ -1,6 +1,6 @@
 """The monitors' values, as a run, its output and a wake's drain return them and every door
 shows them (CLI `--json`, MCP structured content and outputSchema): `RunInfo`, `MonitorSpec`,
-`OutputResult`, `WakeLine`, `Delivery`, `DrainResult`.
+`OutputResult`, `WakeRecord` (and its `WakeLine`, `WakeNotice`), `Delivery`, `DrainResult`.
 
 Apart from the engines that produce them (core/watch/procs.py, output.py, wakes.py), so a
 door that only names them (the MCP server's tool schemas, at start-up) imports no monitor
@@ -14,6 +14,11 @@ from pathlib import Path
 from ackdeck.core.base.struct import Internal, Struct, derived
 from ackdeck.core.base.text import counted, display_lines
 
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
+
 MAX_LINES = 50  # newest lines kept per wake record; older ones are counted in `dropped`
 
 __all__ = [
@@ -25,6 +30,8 @@ __all__ = [
     "Path",
     "RunInfo",
     "WakeLine",
+    "WakeNotice",
+    "WakeRecord",
     "format_wake_text",
     "read_rest",
 ]
@@ -117,6 +124,77 @@ class OutputResult(Struct):
             return self
         held = len(self.lines) - n + self.waiting
         return self.replace(lines=self.lines[:n], spans=self.spans[:n], more=True, waiting=held)
+
+
+# ----- a wake record ---------------------------------------------------------------------------
+class WakeNotice(Struct, kw_only=True):
+    """A pending `exited` / `monitor-lost` notice of one run."""
+
+    run_id: str
+    kind: str
+    status: str
+    exit_code: int | None = None
+    seq: int = 0  # a drain acks only the notice it delivered, not one merged meanwhile
+
+
+class WakeRecord(Struct, kw_only=True):
+    """What a monitor has to tell its owner session about one process name, as the wake
+    store keeps it (every field, in this order: core/watch/wakes.py) and `wakes list` shows
+    it (the fields not `Internal`, and the derived keys)."""
+
+    session: str
+    name: str
+    kind: str  # "match" | "monitor-lost" | "exited"
+
+    @derived
+    def pending(self) -> int:
+        """Items waiting: each pending line, plus 1 per pending exit / monitor-lost notice."""
+        return len(self.lines) + len(self.notices)
+
+    lines: list[WakeLine]
+    dropped: int
+    filter: Internal[str | None]
+    exclude: Internal[bool]
+    total_matches: int
+    status: str
+    created_at: Internal[float]
+    updated_at: Internal[float]
+    delivered_total: int = 0
+    superseded_total: int = 0
+
+    @derived
+    def exit_code(self) -> int | None:
+        """The pending notice's exit code, else the latest event's."""
+        return self.notice_exit_code if self.notice_pending else self.event_exit_code
+
+    # Beyond the fixed API. The run and exit code of the latest event (the file's
+    # `exit_code`); the pending notices, one per run; per run: matches merged and lines
+    # dropped by the cap, not yet delivered.
+    run_id: Internal[str | None] = None
+    event_exit_code: Internal[int | None] = None
+    notice_pending: Internal[bool] = False  # any notice pending (kept for older readers)
+    notice_seq: Internal[int] = 0
+    notices: Internal[list[WakeNotice]] = []
+    matches_by_run: Internal[dict[str, int]] = {}
+    # Not yet reported by a drain.
+    dropped_by_run: Internal[dict[str, int]] = {}
+    # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
+    # owner was shown all of it, every dropped line was shown and nothing is left to report.
+    dropped_span_by_run: Internal[dict[str, tuple[int, int]]] = {}
+    # The strongest pending notice in the single-slot form older readers (and records
+    # written before per-run notices, migrated on read) use.
+    notice_run_id: Internal[str | None] = None
+    notice_status: Internal[str | None] = None
+    notice_exit_code: Internal[int | None] = None
+
+    # The file keeps the latest event's exit code as `exit_code`, the key `wakes list` uses
+    # for the derived one above.
+    _file_keys: ClassVar[dict[str, str]] = {"event_exit_code": "exit_code"}
+
+    @derived
+    def notice(self) -> bool:
+        """An exit / monitor-lost notice is pending."""
+        return self.notice_pending
 
 
 # ----- a wake's delivery -----------------------------------------------------------------------

@@ -31,7 +31,6 @@ from ackdeck.core.base.home import resolve_home, wakes_dir
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
 from ackdeck.core.watch.results import (
@@ -39,6 +38,8 @@ from ackdeck.core.watch.results import (
     Delivery,
     DrainResult,
     WakeLine,
+    WakeNotice,
+    WakeRecord,
 )
 
 # The values a drain returns and their text live in core/watch/results.py (light to import);
@@ -54,55 +55,6 @@ if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver w
 
 Clock = Callable[[], float]
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
-
-
-class WakeNotice(Struct, kw_only=True):
-    """A pending `exited` / `monitor-lost` notice of one run."""
-
-    run_id: str
-    kind: str
-    status: str
-    exit_code: int | None = None
-    seq: int = 0  # a drain acks only the notice it delivered, not one merged meanwhile
-
-
-class WakeRecord(Struct, kw_only=True):
-    session: str
-    name: str
-    kind: str  # "match" | "monitor-lost" | "exited"
-    lines: list[WakeLine]
-    dropped: int
-    filter: str | None
-    exclude: bool
-    total_matches: int
-    status: str
-    created_at: float
-    updated_at: float
-    delivered_total: int = 0
-    superseded_total: int = 0
-    # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
-    # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
-    run_id: str | None = None
-    exit_code: int | None = None
-    notice_pending: bool = False  # any notice pending (kept for older readers)
-    notice_seq: int = 0
-    notices: list[WakeNotice] = []
-    matches_by_run: dict[str, int] = {}
-    # Not yet reported by a drain.
-    dropped_by_run: dict[str, int] = {}
-    # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
-    # owner was shown all of it, every dropped line was shown and nothing is left to report.
-    dropped_span_by_run: dict[str, tuple[int, int]] = {}
-    # The strongest pending notice in the single-slot form older readers (and records
-    # written before per-run notices, migrated on read) use.
-    notice_run_id: str | None = None
-    notice_status: str | None = None
-    notice_exit_code: int | None = None
-
-    @property
-    def pending(self) -> int:
-        """Items waiting: each pending line, plus 1 per pending exit / monitor-lost notice."""
-        return len(self.lines) + len(self.notices)
 
 
 DeliverWakes = Callable[[DrainResult], bool]
@@ -275,7 +227,7 @@ def merge(
             "total_matches": record.total_matches + matches,
             "status": status,
             "run_id": run_id,
-            "exit_code": exit_code,
+            "event_exit_code": exit_code,
             "updated_at": now,
         }
         if new or matches:
@@ -483,7 +435,7 @@ def _run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
     except (CorruptState, InvalidName):
         meta = None
     if meta is None:
-        return rec.status, (rec.exit_code if rec.run_id == rid else None)
+        return rec.status, (rec.event_exit_code if rec.run_id == rid else None)
     return meta.status, meta.exit_code
 
 
