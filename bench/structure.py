@@ -71,8 +71,7 @@ PERSISTED = {
     "MonitorCounters",
     "WakeNotice",
     "ReadEntry",
-    "WakeRecord",
-}
+}  # WakeRecord is not among them: it is also what `wakes list` shows (core/watch/results.py)
 
 
 def _files(parts: list[str]) -> list[Path]:

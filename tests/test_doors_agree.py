@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 import pytest
 
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.service import procs, rooms, wakes
-from ackdeck.core.service.results import Result
 from ackdeck.core.watch import wakes as wake_records
 from tests.helpers.cli import ackdeck, clean_env, with_json
 from tests.helpers.mcp import call, connect, error_of
@@ -41,7 +41,7 @@ VARIES |= {"checked_at", "oldest_pending_at", "oldest_unread_at", "read_at"}  # 
 DOOR_OWN = {"read_id"}
 ERROR_SHAPE = {"error", "message"}
 
-Step = tuple[list[str], str, dict[str, Any], type[Result] | None]
+Step = tuple[list[str], str, dict[str, Any], type[Struct] | None]
 
 
 def normal(value: Any) -> Any:
@@ -81,7 +81,7 @@ def json_of(res: Any) -> dict[str, Any]:
     return error_of(res)
 
 
-def check_shape(data: dict[str, Any], shape: type[Result] | None) -> None:
+def check_shape(data: dict[str, Any], shape: type[Struct] | None) -> None:
     """The JSON has exactly the keys its result class declares (or the error shape)."""
     want = ERROR_SHAPE if shape is None else set(shape.SHAPE)
     assert set(data) == want, (sorted(data), sorted(want))

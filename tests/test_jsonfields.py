@@ -1,5 +1,6 @@
-"""core/base/jsonfields.py and the records of ackdeck's state files: each record reads its own
-fields (`from_dict`), refuses a damaged file, and writes the bytes the files have always held."""
+"""core/base/jsonfields.py and the records of ackdeck's state files: each record (a Struct)
+reads its declared fields (`from_dict`, `loads`), refuses a damaged file, and writes the bytes
+the files have always held (`dumps`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.agents.notices import NoticeState, RoomMark, WakeMark
-from ackdeck.core.base.jsonfields import JsonRecord
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import RecordError
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import policy
@@ -39,7 +40,7 @@ def _wake(**extra: object) -> dict[str, object]:
 
 # Written by the previous implementation (pydantic's model API over annotations, before that
 # pydantic itself), every field set: the same bytes must load and be written back.
-WRITTEN_BEFORE: list[tuple[type[JsonRecord], str]] = [
+WRITTEN_BEFORE: list[tuple[type[Struct], str]] = [
     (
         L.Ledger,
         (
@@ -115,11 +116,11 @@ WRITTEN_BEFORE: list[tuple[type[JsonRecord], str]] = [
     ("record", "raw"), WRITTEN_BEFORE, ids=lambda v: getattr(v, "__name__", "")
 )
 def test_files_written_before_load_and_are_written_back_byte_for_byte(
-    record: type[JsonRecord], raw: str
+    record: type[Struct], raw: str
 ) -> None:
-    loaded = record.from_json(raw.encode())
-    assert loaded.to_json() == raw
-    assert record.from_json(loaded.to_json()) == loaded
+    loaded = record.loads(raw.encode())
+    assert loaded.dumps() == raw
+    assert record.loads(loaded.dumps()) == loaded
 
 
 # The audit log and the policy are written with json.dumps' default separators.
@@ -148,7 +149,7 @@ def test_the_audit_log_and_the_policy_keep_their_spaced_json(tmp_path: Path) -> 
     side.ensure(create=True)
     side.audit(entry)
     assert side.audit_file.read_text() == AUDIT
-    assert AuditEntry.from_json(AUDIT) == entry
+    assert AuditEntry.loads(AUDIT) == entry
     pol = policy.decode(POLICY, "test")
     assert (pol.overdue, pol.max_deliveries, pol.owner) == (600.0, 3, "ops")
     assert policy.encode(pol) == POLICY
@@ -158,8 +159,8 @@ def test_a_record_round_trips_and_ignores_unknown_fields() -> None:
     rec = WakeRecord.from_dict(_wake(from_a_newer_version=True))
     assert rec.created_at == 1.0 and isinstance(rec.created_at, float)
     assert rec.lines[0].text == "ERR" and rec.notice_seq == 0
-    again = WakeRecord.from_json(rec.to_json())
-    assert again == rec and "from_a_newer_version" not in rec.to_dict()
+    again = WakeRecord.loads(rec.dumps())
+    assert again == rec and "from_a_newer_version" not in rec.to_json()
 
 
 @pytest.mark.parametrize(
@@ -196,7 +197,7 @@ def test_missing_fields_and_bad_json_are_record_errors() -> None:
         WakeRecord.from_dict({k: v for k, v in _wake().items() if k != "filter"})
     for raw in (b"{not json", b"\xff\xfe", b"[1, 2]"):
         with pytest.raises(RecordError):
-            WakeRecord.from_json(raw)
+            WakeRecord.loads(raw)
 
 
 def test_mutable_defaults_are_not_shared_and_copies_take_changes() -> None:
@@ -225,7 +226,7 @@ def test_nested_maps_and_tuples_round_trip() -> None:
         rooms={"/r/inbox.txt": RoomMark(epoch=1, end=40, file=(1, 2, None))},
         wakes={"build": WakeMark(created_at=2.0, lines=[("run", 0, 4)])},
     )
-    again = NoticeState.from_json(state.to_json())
+    again = NoticeState.loads(state.dumps())
     assert again == state and again.wakes["build"].lines == [("run", 0, 4)]
     assert again.rooms["/r/inbox.txt"].file == (1, 2, None)
     with pytest.raises(RecordError):

@@ -270,7 +270,7 @@ def test_settle_counters_is_settle_without_the_new_identity(verdict: str) -> Non
     cur = L.identity_of(_st(4, ino=9, mtime=6), b"c\nd\n")
     full = L.settle(led, verdict, cur)  # type: ignore[arg-type]
     counters = L.settle_counters(led, verdict, (cur.dev, cur.ino))  # type: ignore[arg-type]
-    assert counters.to_dict() == {**full.to_dict(), "identity": counters.to_dict()["identity"]}
+    assert counters.to_json() == {**full.to_json(), "identity": counters.to_json()["identity"]}
     want = {"new": cur, "grown": cur, "foreign": cur, "same": led.identity}
     assert full.identity == want.get(verdict, pending_id)
     assert counters.identity == (pending_id if verdict == "recovered" else led.identity)

@@ -21,42 +21,59 @@ from ackdeck.core.service.results import fields_of
 
 REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "src" / "ackdeck"  # the package (a src/ layout)
-BACKEND_VALUES = (values.RoomStatus, values.SessionStatus, values.ReadResult, values.AckResult)
 
 
-def _declared_fields() -> set[str]:
-    # `path` names a room everywhere and `lines` are shown decoded (the door's own facts);
-    # `sessions` is re-typed: each session's counts as their own result (SessionCounts).
-    return {f for v in BACKEND_VALUES for f in v._fields} - {"path", "lines", "sessions"}
-
-
-# Results of other concepts whose words happen to match (a wake's `pending` lines; one line's
-# own `deliveries` in its journey, where the room status counts its oldest line's).
-OTHER_CONCEPTS = ("core/service/wakes.py", "core/service/procs.py", "core/service/trace.py")
-
-
-def _shape_dicts() -> list[tuple[str, set[str]]]:
-    """Every dict literal assigned to a SHAPE in core/ and tui/, with its constant keys."""
+def _shapes_by_hand(source: str, where: str) -> list[tuple[str, set[str]]]:
+    """Every SHAPE a class body of `source` declares by hand (`SHAPE = ...`, `SHAPE: T = ...`,
+    whatever the value), with its constant keys. The base classes' empty default, which their
+    subclasses' declarations fill, is not one."""
     found = []
-    for path in sorted([*(PKG / "core").rglob("*.py"), *(PKG / "tui").rglob("*.py")]):
-        if str(path.relative_to(PKG)) in OTHER_CONCEPTS:
+    for cls in ast.walk(ast.parse(source)):
+        if not isinstance(cls, ast.ClassDef):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == "SHAPE" for t in node.targets)
-                and isinstance(node.value, ast.Dict)
-            ):
-                keys = {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
-                found.append((f"{path.relative_to(REPO)}:{node.lineno}", keys))
+        for node in cls.body:
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            if not any(isinstance(t, ast.Name) and t.id == "SHAPE" for t in targets):
+                continue
+            if isinstance(value, ast.Dict) and not value.keys:
+                continue  # `SHAPE: ClassVar[dict[str, Any]] = {}` in a base class
+            keys = set()
+            if isinstance(value, ast.Dict):
+                keys = {k.value for k in value.keys if isinstance(k, ast.Constant)}
+            found.append((f"{where}:{node.lineno} {cls.name}", keys))
     return found
 
 
-def test_no_shape_spells_out_a_fact_a_backend_value_type_declares() -> None:
-    shapes = _shape_dicts()
-    assert shapes, "the walker found no SHAPE at all"
-    offenders = {where: sorted(keys & _declared_fields()) for where, keys in shapes}
-    assert {w: k for w, k in offenders.items() if k} == {}
+def _shapes_in_package() -> list[tuple[str, set[str]]]:
+    found = []
+    for path in sorted([*(PKG / "core").rglob("*.py"), *(PKG / "tui").rglob("*.py")]):
+        found += _shapes_by_hand(path.read_text(), str(path.relative_to(PKG)))
+    return found
+
+
+def test_the_walker_finds_a_shape_declared_by_hand() -> None:
+    source = (
+        "class A(Result):\n    SHAPE = {'acked_total': int, 'lines': list[str]}\n"
+        "class B(Struct):\n    SHAPE: ClassVar[dict[str, Any]] = {'x': int}\n"
+        "class C(Struct):\n    SHAPE = dict(x=int)\n"
+        "class Base(Struct):\n    SHAPE: ClassVar[dict[str, Any]] = {}\n"
+    )
+    found = _shapes_by_hand(source, "m.py")
+    assert [w for w, _ in found] == ["m.py:2 A", "m.py:4 B", "m.py:6 C"]
+    assert found[0][1] == {"acked_total", "lines"}
+
+
+def test_no_shape_is_declared_by_hand() -> None:
+    """Every JSON shape is derived from its class's declared fields (core/base/struct.py).
+    This replaced a check that needed at least one SHAPE literal to exist (its premise), and
+    is stronger: a shape written by hand anywhere in the package fails it, not only one that
+    repeats a backend's field (a derived shape takes a backend's facts from its fields)."""
+    assert _shapes_in_package() == [], "a JSON shape written by hand"
 
 
 def test_the_room_results_json_carries_every_backend_fact() -> None:

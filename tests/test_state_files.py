@@ -138,7 +138,7 @@ def test_a_fifo_notice_state_is_set_aside_not_waited_on(home: Path) -> None:
     path = state_path(home, "s", "channel")
     path.parent.mkdir(parents=True)
     os.mkfifo(path)
-    assert load_state(path).to_dict() == load_state(home / "missing.json").to_dict()
+    assert load_state(path).to_json() == load_state(home / "missing.json").to_json()
     (aside,) = path.parent.glob("channel.json.corrupt-*")
     assert not aside.is_file() and not path.exists()
 

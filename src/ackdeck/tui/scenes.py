@@ -164,7 +164,7 @@ def build_procs(home: Path, workdir: Path, now: float) -> None:
     deadline = time.monotonic() + 30
     while True:
         runs = procs.list_runs(home, latest_only=True).runs
-        names = {w.name for w in wakes.list_wakes(home, "agent").records if w.lines}
+        names = {w.name for w in wakes.list_wakes(home, "agent").wakes if w.lines}
         if all(r.status != "running" for r in runs) and {"build", "tests"} <= names:
             return
         if time.monotonic() > deadline:
@@ -345,7 +345,7 @@ def _run_all(
     deadline = time.monotonic() + 60
     while True:
         ended = all(r.status != "running" for r in procs.list_runs(home, latest_only=True).runs)
-        woken = {(w.session, w.name) for w in wakes.list_wakes(home).records if w.lines}
+        woken = {(w.session, w.name) for w in wakes.list_wakes(home).wakes if w.lines}
         if ended and {(s, n) for n, (_, _, s) in runs.items()} <= woken:
             return
         if time.monotonic() > deadline:

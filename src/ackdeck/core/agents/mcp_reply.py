@@ -123,6 +123,8 @@ _MODELS: dict[type[Result], type[BaseModel]] = {}
 
 
 def _field_type(t: Any) -> Any:
+    if isinstance(t, type) and hasattr(t, "__json__"):  # shown as one plain value
+        return get_type_hints(t.__json__)["return"]
     if isinstance(t, type) and issubclass(t, Result):
         return output_model(t)
     args = get_args(t)
@@ -133,8 +135,6 @@ def _field_type(t: Any) -> Any:
         return dict[args[0], _field_type(args[1])]  # type: ignore[misc,valid-type]
     if t is bytes or (isinstance(t, type) and issubclass(t, PurePath)):
         return str  # raw bytes and paths are shown as text (core/base/struct.py)
-    if isinstance(t, type) and hasattr(t, "__json__"):  # shown as one plain value
-        return get_type_hints(t.__json__)["return"]
     if origin in (Union, types.UnionType):
         return Union[tuple(_field_type(a) for a in args)]  # noqa: UP007
     return t

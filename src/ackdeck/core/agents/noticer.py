@@ -62,7 +62,7 @@ def load_state(path: Path) -> NoticeState:
         raw = read_state(path)  # a FIFO in its place must not hang the door
         if raw is None:
             return NoticeState()
-        return NoticeState.from_json(raw)
+        return NoticeState.loads(raw)
     except (CorruptState, RecordError, ValueError):
         # Malformed, or a directory / FIFO in its place: renamed aside either way.
         aside = locations.corrupt_aside(path, time.time())
@@ -74,7 +74,7 @@ def load_state(path: Path) -> NoticeState:
 def store_state(path: Path, state: NoticeState) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     # Not fsynced: losing it in a power cut repeats a notice at most, it never loses one.
-    atomic.atomic_write(path, state.to_json().encode(), fsync=False)
+    atomic.atomic_write(path, state.dumps().encode(), fsync=False)
 
 
 def rescan_interval(env: Mapping[str, str]) -> float:

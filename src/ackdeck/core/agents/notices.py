@@ -26,111 +26,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ackdeck.core.base.jsonfields import (
-    JsonRecord,
-    check_tuple,
-    get,
-    get_map,
-    get_optional,
-    get_required,
-)
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import safe
-from ackdeck.core.service.views import LineKey, RoomView, WakeView
+from ackdeck.core.service.views import RoomView, WakeView
 
 PREVIEW_CHARS = 160
 # A door's line in a terminal (the tmux nudge) must stay one short line.
 NUDGE_CHARS = 200
 
 
-class RoomMark(JsonRecord):
-    def __init__(
-        self,
-        *,
-        epoch: int,
-        end: int,
-        file: tuple[int, int, int | None] | None = None,
-        acked_total: int = 0,
-        last_ack_at: float | None = None,
-    ) -> None:
-        self.epoch = epoch
-        self.end = end
-        # As in RoomView; absent in states written by older versions (then not compared).
-        self.file = file
-        self.acked_total = acked_total
-        self.last_ack_at = last_ack_at
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> RoomMark:
-        raw = get_optional(d, list, "file")  # [dev, inode, birth time or null]
-        file: tuple[int, int, int | None] | None = None
-        if raw is not None and len(raw) == 3 and raw[2] is None:
-            file = (*check_tuple((int, int), raw[:2], "file"), None)
-        elif raw is not None:
-            file = check_tuple((int, int, int), raw, "file")
-        return cls(
-            epoch=get_required(d, int, "epoch"),
-            end=get_required(d, int, "end"),
-            file=file,
-            acked_total=get(d, int, "acked_total", 0),
-            last_ack_at=get_optional(d, float, "last_ack_at"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "epoch": self.epoch,
-            "end": self.end,
-            "file": None if self.file is None else list(self.file),
-            "acked_total": self.acked_total,
-            "last_ack_at": self.last_ack_at,
-        }
+class RoomMark(Struct, kw_only=True):
+    epoch: int
+    end: int
+    # As in RoomView ([dev, inode, birth time or null]); absent in states written by older
+    # versions (then not compared).
+    file: tuple[int, int, int | None] | None = None
+    acked_total: int = 0
+    last_ack_at: float | None = None
 
 
-class WakeMark(JsonRecord):
-    def __init__(
-        self, *, created_at: float, notice_seq: int = 0, lines: list[LineKey] | None = None
-    ) -> None:
-        self.created_at = created_at
-        self.notice_seq = notice_seq
-        self.lines: list[LineKey] = [] if lines is None else lines
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> WakeMark:
-        return cls(
-            created_at=get_required(d, float, "created_at"),
-            notice_seq=get(d, int, "notice_seq", 0),
-            lines=[check_tuple((str, int, int), x, "lines") for x in get(d, list, "lines", [])],
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "created_at": self.created_at,
-            "notice_seq": self.notice_seq,
-            "lines": [list(k) for k in self.lines],
-        }
+class WakeMark(Struct, kw_only=True):
+    created_at: float
+    notice_seq: int = 0
+    lines: list[tuple[str, int, int]] = []  # LineKey (core/service/views.py)
 
 
-class NoticeState(JsonRecord):
+class NoticeState(Struct, kw_only=True):
     """What a door already told a session, per room path and per process name."""
 
-    def __init__(
-        self, *, rooms: dict[str, RoomMark] | None = None, wakes: dict[str, WakeMark] | None = None
-    ) -> None:
-        self.rooms: dict[str, RoomMark] = {} if rooms is None else rooms
-        self.wakes: dict[str, WakeMark] = {} if wakes is None else wakes
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> NoticeState:
-        return cls(
-            rooms={k: RoomMark.from_dict(v) for k, v in get_map(d, dict, "rooms").items()},
-            wakes={k: WakeMark.from_dict(v) for k, v in get_map(d, dict, "wakes").items()},
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "rooms": {k: v.to_dict() for k, v in self.rooms.items()},
-            "wakes": {k: v.to_dict() for k, v in self.wakes.items()},
-        }
+    rooms: dict[str, RoomMark] = {}
+    wakes: dict[str, WakeMark] = {}
 
 
 class Notice(Struct):

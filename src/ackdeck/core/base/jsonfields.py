@@ -1,9 +1,10 @@
 """Typed reads of ackdeck's own JSON state files (ledger, receipts, audit log, policy, runs,
 read states, wakes, notice marks), written the way standard-library-only tools read theirs
-(pip's `pip/_internal/models/direct_url.py`): each record class reads its fields by name in
-`from_dict` with the getters below and writes them back in `to_dict`; nothing here knows a
-field. `JsonRecord` adds what those two give for free: JSON in and out, equality, a repr and
-`replace`.
+(pip's `pip/_internal/models/direct_url.py`), with the getters below. A record is a
+`Struct` (core/base/struct.py): its fields are declared once, `to_json`/`dumps` write them,
+and `read_fields` reads them back, each checked by the getter its annotation names (`int`,
+`str | None`, `list[PrevInode]`, `dict[str, int]`, `tuple[int, int]`, a nested record);
+nothing here knows a field.
 
 Why not pydantic, msgspec or dataclasses: the per-turn commands and a run's supervisor read
 these files (the hot path, tests/test_layering.py), and importing pydantic costs about three
@@ -28,12 +29,14 @@ from ackdeck.core.errors import RecordError
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Self, TypeVar
+    from typing import Any, TypeVar
+
+    from ackdeck.core.base.struct import Struct
 
     T = TypeVar("T")
+    S = TypeVar("S", bound=Struct)
 
 __all__ = [
-    "JsonRecord",
     "check",
     "check_tuple",
     "get",
@@ -41,6 +44,8 @@ __all__ = [
     "get_map",
     "get_optional",
     "get_required",
+    "loads",
+    "read_fields",
 ]
 
 _WANT = {
@@ -108,51 +113,113 @@ def get_map(d: dict[str, object], kind: type[T], key: str) -> dict[str, T]:
     return {k: check(kind, v, f"{key}[{k!r}]") for k, v in get(d, dict, key, {}).items()}
 
 
-class JsonRecord:
-    """A record of a state file. A subclass writes `__init__` (keyword arguments named as its
-    attributes), `from_dict` and `to_dict`, field by field, in the file's key order; JSON,
-    equality, repr and `replace` follow from those."""
+def read_fields(cls: type[Struct], d: dict[str, object]) -> dict[str, Any]:
+    """The constructor arguments of `cls` read from `d`, a state file's object: each field the
+    class declares as a JSON key, checked as its annotation says (the getters above, with the
+    same rules and messages). A field without a default is required; one with a default takes
+    it when absent; null only where the annotation allows None."""
+    readers = cls.__dict__.get("_readers")
+    if readers is None:
+        readers = _readers(cls)
+        type.__setattr__(cls, "_readers", readers)
+    out: dict[str, Any] = {}
+    for name, key, required, read in readers:
+        if key in d:
+            out[name] = read(d[key], key)
+        elif required:
+            raise RecordError(f"{key}: field required")
+    return out
 
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> Self:
-        raise NotImplementedError
 
-    def to_dict(self) -> dict[str, object]:
-        raise NotImplementedError
+def loads(cls: type[S], raw: str | bytes | bytearray) -> S:
+    """`cls.from_dict` of a JSON text; RecordError naming the class and the first bad field."""
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise RecordError(f"{cls.__name__}: invalid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
+    try:
+        return cls.from_dict(data)
+    except RecordError as exc:
+        raise RecordError(f"{cls.__name__}.{exc}") from None
 
-    @classmethod
-    def from_json(cls, raw: str | bytes | bytearray) -> Self:
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            raise RecordError(f"{cls.__name__}: invalid JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise RecordError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
-        try:
-            return cls.from_dict(data)
-        except RecordError as exc:
-            raise RecordError(f"{cls.__name__}.{exc}") from None
 
-    def to_json(self) -> str:
-        """Compact, UTF-8 kept as is: the bytes the state files have always held."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+# ----- a field's reader, from its annotation's text (PEP 563: annotations stay text) -------
+_KINDS: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 
-    def replace(self, **changes: Any) -> Self:
-        """A shallow copy with `changes`, taken as they are (a name the record does not have
-        is a TypeError)."""
-        unknown = changes.keys() - self.__dict__.keys()
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
-        new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__, **changes)
-        return new
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, JsonRecord) or type(other) is not type(self):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
+def _readers(cls: type[Struct]) -> tuple[tuple[str, str, bool, Any], ...]:
+    """(field, its key in the file, required, reader) for every field `cls` declares, as
+    struct.py's `_stored` writes them."""
+    import sys
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    names = vars(sys.modules[cls.__module__])
+    texts: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        texts.update({k: str(v) for k, v in vars(klass).get("__annotations__", {}).items()})
+    out = []
+    for name in cls._fields:
+        key = cls._file_keys.get(name, name)
+        out.append(
+            (name, key, name not in cls._defaults, _reader(_unwrap(texts[name]), names, key))
+        )
+    return tuple(out)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}.from_dict({self.to_dict()!r})"
+
+def _unwrap(text: str) -> str:
+    """The type inside `Internal[...]` / `Sparse[...]` (struct.py's markers)."""
+    for marker in ("Internal[", "Sparse["):
+        if text.startswith(marker):
+            return _unwrap(text[len(marker) : -1])
+    return text
+
+
+def _split(text: str, sep: str) -> list[str]:
+    """`text` split on `sep` outside brackets."""
+    parts, depth, last = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[last:i].strip())
+            last = i + 1
+    parts.append(text[last:].strip())
+    return parts
+
+
+def _reader(text: str, names: dict[str, Any], field: str) -> Any:
+    """A function (value, name) -> the value checked (and converted) as `text` declares."""
+    alts = _split(text, "|")
+    if "None" in alts:
+        inner = _reader(" | ".join(a for a in alts if a != "None"), names, field)
+        return lambda v, n: None if v is None else inner(v, n)
+    if len(alts) > 1:
+        raise TypeError(f"{field}: no reader for a union {text!r}")
+    if text in _KINDS:
+        kind = _KINDS[text]
+        return lambda v, n: check(kind, v, n)
+    head, _, rest = text.partition("[")
+    args = _split(rest[:-1], ",") if rest else []
+    if head == "list" and len(args) == 1:
+        item = _reader(args[0], names, field)
+        return lambda v, n: [item(x, f"{n}[{i}]") for i, x in enumerate(check(list, v, n))]
+    if head == "dict" and len(args) == 2 and args[0] == "str":
+        item = _reader(args[1], names, field)
+        return lambda v, n: {k: item(x, f"{n}[{k!r}]") for k, x in check(dict, v, n).items()}
+    if head == "tuple" and args and "..." not in args:
+        items = [_reader(a, names, field) for a in args]
+
+        def read_tuple(v: object, n: str) -> tuple[Any, ...]:
+            if not isinstance(v, list | tuple) or len(v) != len(items):
+                got = type(v).__name__
+                raise RecordError(f"{n}: expected a list of {len(items)}, got {got}")
+            return tuple(r(x, f"{n}[{i}]") for i, (r, x) in enumerate(zip(items, v, strict=True)))
+
+        return read_tuple
+    nested = names.get(text)
+    if isinstance(nested, type) and hasattr(nested, "from_dict"):
+        return lambda v, n: nested.from_dict(check(dict, v, n))
+    raise TypeError(f"{field}: no reader for {text!r}")

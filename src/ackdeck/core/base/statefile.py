@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from ackdeck.core.base import atomic
-from ackdeck.core.base.jsonfields import JsonRecord
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, NotRegular, RecordError
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    R = TypeVar("R", bound=JsonRecord)
+    R = TypeVar("R", bound=Struct)
 
 
 _KINDS = {
@@ -92,7 +92,7 @@ def load_record(path: Path, record: type[R], *, hint: str = "") -> R | None:
     if raw is None:
         return None
     try:
-        return record.from_json(raw)
+        return record.loads(raw)
     except RecordError as exc:
         first = str(exc)
         raise CorruptState(
@@ -100,8 +100,8 @@ def load_record(path: Path, record: type[R], *, hint: str = "") -> R | None:
         ) from None
 
 
-def store_record(path: Path, value: JsonRecord, *, fsync: bool = False) -> None:
+def store_record(path: Path, value: Struct, *, fsync: bool = False) -> None:
     # State files are written without fsync by default: losing one to a power cut only makes
     # the next operation see a "foreign" change and start a new epoch, which redelivers and
     # never deletes. kill -9 cannot lose them (the page cache survives the process).
-    atomic.atomic_write(path, value.to_json().encode(), fsync=fsync)
+    atomic.atomic_write(path, value.dumps().encode(), fsync=fsync)

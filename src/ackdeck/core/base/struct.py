@@ -12,8 +12,13 @@ structured content and the tool's outputSchema) is derived from the same declara
 - A property decorated with `@derived` is a JSON key too, at the place the class declares
   it among the fields (a count, an age, the words saying what to do next).
 - `SHAPE` maps each JSON key to its declared type (the annotation's text: PEP 563), and
-  `to_json()` gives exactly those keys. Nested structs, lists, dicts and paths are encoded on
-  the way; bytes are shown as text (invalid UTF-8 replaced, core/base/text.py).
+  `to_json()` gives exactly those keys (a `Sparse[...]` one only when it is not None).
+  Nested structs, lists, dicts and paths are encoded on the way; bytes are shown as text
+  (invalid UTF-8 replaced, core/base/text.py).
+- A state file's record is a Struct too: `dumps` writes every field it declares (its
+  `Internal` ones too, not the derived keys) as compact text, and `from_dict` / `loads` read
+  them back, each checked as its annotation says (core/base/jsonfields.py, imported only
+  then). So one type can be both a file's record and what the doors show of it (a wake).
 
 Why not dataclasses, pydantic or msgspec: the per-turn commands and a run's supervisor (the
 hot path, tests/test_layering.py) build these values, and importing dataclasses (and with it
@@ -30,11 +35,15 @@ from pathlib import PurePath
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Annotated, Any, ClassVar, Self, TypeVar, dataclass_transform
 
     T = TypeVar("T")
     # A field a door needs but does not show: left out of the JSON.
     Internal = Annotated[T, "internal"]
+    # A JSON key written only when its value is not None (a state file keeps the bytes it
+    # had before the field existed).
+    Sparse = Annotated[T, "sparse"]
     # A property that is a JSON key (type checkers see a plain property).
     derived = property
 else:
@@ -54,8 +63,11 @@ else:
         def __class_getitem__(cls, item):
             return item
 
+    class Sparse(Internal):
+        """`Sparse[T]`: a JSON key written only when its value is not None."""
 
-__all__ = ["Internal", "Struct", "derived", "encoded", "fields_of"]
+
+__all__ = ["Internal", "Sparse", "Struct", "derived", "encoded", "fields_of"]
 
 
 def _copy_default(value: Any) -> Any:
@@ -120,6 +132,10 @@ class Struct(metaclass=_StructMeta):
     _defaults: ClassVar[dict[str, Any]] = {}
     _keys: ClassVar[tuple[str, ...]] = ()  # the JSON keys, in order
     _derived: ClassVar[frozenset[str]] = frozenset()  # the JSON keys that are properties
+    _sparse: ClassVar[frozenset[str]] = frozenset()  # keys left out while None
+    # A field stored under another key than its name (a state file's key kept when the name
+    # went to a derived JSON key): {field: key}.
+    _file_keys: ClassVar[dict[str, str]] = {}
     # The JSON keys and their declared types (annotation text), for schemas and streamed JSON.
     SHAPE: ClassVar[dict[str, Any]] = {}
 
@@ -130,6 +146,7 @@ class Struct(metaclass=_StructMeta):
         # run time, as for every Struct, positions follow the declaration.
         fields, defaults = list(cls._fields), dict(cls._defaults)
         keys, shape, derived_keys = list(cls._keys), dict(cls.SHAPE), set(cls._derived)
+        sparse = set(cls._sparse)
         own = cls.__dict__
         annotations = own.get("__annotations__", {})
         order = own.get("_order") or [("field", n) for n in annotations]
@@ -146,7 +163,9 @@ class Struct(metaclass=_StructMeta):
                     defaults[name] = own[name]
                     delattr(cls, name)
                 if text.startswith("Internal["):
-                    continue
+                    continue  # stored (dumps, from_dict), not shown
+                if text.startswith("Sparse["):
+                    sparse.add(name)
                 shape[name] = annotations[name]
             elif _is_json_key(own[name]):
                 derived_keys.add(name)
@@ -157,6 +176,7 @@ class Struct(metaclass=_StructMeta):
                 keys.append(name)
         cls._fields, cls._defaults = tuple(fields), defaults
         cls._keys, cls._derived = tuple(keys), frozenset(derived_keys)
+        cls._sparse = frozenset(sparse)
         cls.SHAPE = {k: shape[k] for k in keys}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -186,12 +206,38 @@ class Struct(metaclass=_StructMeta):
 
     def to_json(self) -> dict[str, Any]:
         """Exactly the keys of `SHAPE`, each a field or a `@derived` property, encoded."""
-        mine, derived_keys = self.__dict__, self._derived
+        return self._json(encoded)
+
+    def _json(self, encode: Callable[[Any], Any]) -> dict[str, Any]:
+        mine, derived_keys, sparse = self.__dict__, self._derived, self._sparse
         out: dict[str, Any] = {}
         for key in self._keys:
             value = getattr(self, key) if key in derived_keys else mine[key]
-            out[key] = value if type(value) in _SCALARS else encoded(value)
+            if value is None and sparse and key in sparse:
+                continue
+            out[key] = value if type(value) in _SCALARS else encode(value)
         return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> Self:
+        """The value `to_json()` gave, read back from a state file: each declared field
+        checked as its annotation says; RecordError names the first that is not."""
+        from ackdeck.core.base.jsonfields import read_fields
+
+        return cls(**read_fields(cls, d))
+
+    @classmethod
+    def loads(cls, raw: str | bytes | bytearray) -> Self:
+        """`from_dict` of a JSON text; RecordError (naming the class) if it is not one."""
+        from ackdeck.core.base.jsonfields import loads
+
+        return loads(cls, raw)
+
+    def dumps(self) -> str:
+        """`to_json()` as compact text, UTF-8 kept as is: the bytes the state files hold."""
+        import json
+
+        return json.dumps(_stored(self), ensure_ascii=False, separators=(",", ":"))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
@@ -225,7 +271,8 @@ def encoded(value: Any) -> Any:
     if type(value) in _SCALARS:
         return value
     if isinstance(value, Struct):
-        return value.to_json()
+        shown = getattr(value, "__json__", None)  # a value shown as one plain JSON value
+        return value.to_json() if shown is None else shown()
     if isinstance(value, list | tuple):
         return [encoded(v) for v in value]
     if isinstance(value, dict):
@@ -241,3 +288,25 @@ def encoded(value: Any) -> Any:
         return str(value)
     shown = getattr(value, "__json__", None)  # a value shown as one plain JSON value
     return value if shown is None else shown()
+
+
+def _stored(value: Any) -> Any:
+    """`value` as a state file keeps it: a struct as every field it declares, `Internal` ones
+    too (not its derived keys), in declaration order, nested structs always as objects (a
+    wake's line is shown as its text, and stored with its offsets)."""
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, Struct):
+        mine, sparse, keys = value.__dict__, value._sparse, value._file_keys
+        out: dict[str, Any] = {}
+        for name in value._fields:
+            v = mine[name]
+            if v is None and name in sparse:
+                continue
+            out[keys.get(name, name)] = _stored(v)
+        return out
+    if isinstance(value, list | tuple):
+        return [_stored(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _stored(v) for k, v in value.items()}
+    return encoded(value)

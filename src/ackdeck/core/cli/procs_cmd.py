@@ -386,7 +386,7 @@ def _wakes_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(listed.to_json())
         return 0
-    if listed.records:
+    if listed.wakes:
         say(listed.text())  # the words MCP wakes_list says of the same records
     return 0
 

@@ -468,7 +468,7 @@ def _policy(args: argparse.Namespace) -> int:
         update["owner"] = owner
     pol = deck.policy(ref, update)
     if args.json:
-        emit_json({"room": deck.label(ref), "path": ref.display, **pol.to_dict()})
+        emit_json({"room": deck.label(ref), "path": ref.display, **pol.to_json()})
         return 0
     over = age_text(pol.overdue) if pol.overdue is not None else "off"
     most = pol.max_deliveries if pol.max_deliveries is not None else "off"

@@ -15,9 +15,8 @@ from pathlib import Path
 
 from ackdeck.core.base.byteio import split_lines
 from ackdeck.core.base.digest import LINE_DIGEST, line_digests, sha256_hex
-from ackdeck.core.base.jsonfields import JsonRecord, get, get_list, get_optional, get_required
 from ackdeck.core.base.statefile import open_state
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import CorruptState, RecordError
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -43,58 +42,24 @@ def stat_of(st: os.stat_result, birth_ns: int | None = None) -> FileStat:
     return FileStat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, birth_ns)
 
 
-class FileIdentity(JsonRecord):
+class FileIdentity(Struct, kw_only=True):
     """The room file as ackdeck last saw or left it."""
 
-    def __init__(
-        self,
-        *,
-        dev: int,
-        ino: int,
-        size: int,
-        head_len: int,
-        head_sha: str,
-        mtime_ns: int | None = None,
-        birth_ns: int | None = None,
-    ) -> None:
-        self.dev = dev
-        self.ino = ino
-        self.size = size
-        self.head_len = head_len
-        self.head_sha = head_sha
-        # Appends always grow a file, so the same inode at the same size with another mtime
-        # can only be an in-place rewrite (`printf 'x\n' > room`), once a write in progress has
-        # been waited out (Room._stat_fd). None in ledgers from older versions.
-        self.mtime_ns = mtime_ns
-        # Birth time (statx): a room removed and recreated on a reused inode number is another
-        # file. None where unavailable, and in ledgers from older versions.
-        self.birth_ns = birth_ns
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> FileIdentity:
-        return cls(
-            dev=get_required(d, int, "dev"),
-            ino=get_required(d, int, "ino"),
-            size=get_required(d, int, "size"),
-            head_len=get_required(d, int, "head_len"),
-            head_sha=get_required(d, str, "head_sha"),
-            mtime_ns=get_optional(d, int, "mtime_ns"),
-            birth_ns=get_optional(d, int, "birth_ns"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "dev": self.dev,
-            "ino": self.ino,
-            "size": self.size,
-            "head_len": self.head_len,
-            "head_sha": self.head_sha,
-            "mtime_ns": self.mtime_ns,
-            "birth_ns": self.birth_ns,
-        }
+    dev: int
+    ino: int
+    size: int
+    head_len: int
+    head_sha: str
+    # Appends always grow a file, so the same inode at the same size with another mtime can
+    # only be an in-place rewrite (`printf 'x\n' > room`), once a write in progress has been
+    # waited out (Room._stat_fd). None in ledgers from older versions.
+    mtime_ns: int | None = None
+    # Birth time (statx): a room removed and recreated on a reused inode number is another
+    # file. None where unavailable, and in ledgers from older versions.
+    birth_ns: int | None = None
 
 
-class PrevInode(JsonRecord):
+class PrevInode(Struct, kw_only=True):
     """A replaced room inode kept alive by a hard link in the sidecar for a grace period.
 
     Producers that do not lock (`printf >> room`) may have opened the path just before an ack
@@ -102,172 +67,52 @@ class PrevInode(JsonRecord):
     carries bytes past `offset` into the current file until the grace period ends.
     """
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        dev: int,
-        ino: int,
-        offset: int,
-        since: float,
-        held_at: float | None = None,
-    ) -> None:
-        self.name = name
-        self.dev = dev
-        self.ino = ino
-        self.offset = offset
-        self.since = since
-        # When a process was last found holding this inode open after its grace period (it is
-        # kept while one does); None while within the grace period.
-        self.held_at = held_at
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> PrevInode:
-        return cls(
-            name=get_required(d, str, "name"),
-            dev=get_required(d, int, "dev"),
-            ino=get_required(d, int, "ino"),
-            offset=get_required(d, int, "offset"),
-            since=get_required(d, float, "since"),
-            held_at=get_optional(d, float, "held_at"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "dev": self.dev,
-            "ino": self.ino,
-            "offset": self.offset,
-            "since": self.since,
-            "held_at": self.held_at,
-        }
+    name: str
+    dev: int
+    ino: int
+    offset: int
+    since: float
+    # When a process was last found holding this inode open after its grace period (it is
+    # kept while one does); None while within the grace period.
+    held_at: float | None = None
 
 
-class PendingRewrite(JsonRecord):
+class PendingRewrite(Struct, kw_only=True):
     """Written just before an ack's rename, so a crash between rename and commit is recognised
     (the new inode matches `identity`) and completed instead of being mistaken for a foreign
     rewrite."""
 
-    def __init__(
-        self,
-        *,
-        identity: FileIdentity,
-        base: int,
-        session: str = "",
-        acked: int = 0,
-        at: float | None = None,
-        dead: str | None = None,
-        spliced: FileIdentity | None = None,
-    ) -> None:
-        self.identity = identity
-        self.base = base
-        # What the interrupted ack did, so recovery can complete its counters and audit entry.
-        self.session = session
-        self.acked = acked
-        self.at = at
-        # A dead-letter move (core/inbox/deadletter.py): the room the lines went to. Recovery
-        # counts them as dead and audits mode "dead", never as an ack nobody made.
-        self.dead = dead
-        # The file the ack put in the room's place by a second rename, to place a late tail
-        # (core/inbox/handover.py): recognised as the ack's output like `identity`.
-        self.spliced = spliced
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> PendingRewrite:
-        spliced = get_optional(d, dict, "spliced")
-        return cls(
-            identity=FileIdentity.from_dict(get_required(d, dict, "identity")),
-            base=get_required(d, int, "base"),
-            session=get(d, str, "session", ""),
-            acked=get(d, int, "acked", 0),
-            at=get_optional(d, float, "at"),
-            dead=get_optional(d, str, "dead"),
-            spliced=None if spliced is None else FileIdentity.from_dict(spliced),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "identity": self.identity.to_dict(),
-            "base": self.base,
-            "session": self.session,
-            "acked": self.acked,
-            "at": self.at,
-        }
-        # Written only when set: an intent of a plain ack reads and writes back byte for byte
-        # as ledgers written before dead-letter intents and splices existed.
-        if self.dead is not None:
-            out["dead"] = self.dead
-        if self.spliced is not None:
-            out["spliced"] = self.spliced.to_dict()
-        return out
+    identity: FileIdentity
+    base: int
+    # What the interrupted ack did, so recovery can complete its counters and audit entry.
+    session: str = ""
+    acked: int = 0
+    at: float | None = None
+    # The two below are written only when set (Sparse): an intent of a plain ack reads and
+    # writes back byte for byte as ledgers written before dead-letter intents and splices.
+    # A dead-letter move (core/inbox/deadletter.py): the room the lines went to. Recovery
+    # counts them as dead and audits mode "dead", never as an ack nobody made.
+    dead: Sparse[str | None] = None
+    # The file the ack put in the room's place by a second rename, to place a late tail
+    # (core/inbox/handover.py): recognised as the ack's output like `identity`.
+    spliced: Sparse[FileIdentity | None] = None
 
 
-class Ledger(JsonRecord):
-    def __init__(
-        self,
-        *,
-        version: int = 1,
-        base: int = 0,
-        epoch: int = 0,
-        identity: FileIdentity | None = None,
-        pending: PendingRewrite | None = None,
-        prev: list[PrevInode] | None = None,
-        acked_total: int = 0,
-        preserved_total: int = 0,
-        last_ack_at: float | None = None,
-        last_ack_session: str | None = None,
-        late_total: int = 0,
-        dead_total: int = 0,
-    ) -> None:
-        self.version = version
-        self.base = base
-        self.epoch = epoch
-        self.identity = identity
-        self.pending = pending
-        self.prev: list[PrevInode] = [] if prev is None else prev
-        self.acked_total = acked_total
-        self.preserved_total = preserved_total
-        self.last_ack_at = last_ack_at
-        self.last_ack_session = last_ack_session
-        # Lines carried into the room from replaced inodes (late unlocked writers), ever.
-        self.late_total = late_total
-        # Lines moved to the dead-letter room (core/inbox/deadletter.py), ever.
-        self.dead_total = dead_total
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> Ledger:
-        identity = get_optional(d, dict, "identity")
-        pending = get_optional(d, dict, "pending")
-        return cls(
-            version=get(d, int, "version", 1),
-            base=get(d, int, "base", 0),
-            epoch=get(d, int, "epoch", 0),
-            identity=None if identity is None else FileIdentity.from_dict(identity),
-            pending=None if pending is None else PendingRewrite.from_dict(pending),
-            prev=[PrevInode.from_dict(p) for p in get_list(d, dict, "prev")],
-            acked_total=get(d, int, "acked_total", 0),
-            preserved_total=get(d, int, "preserved_total", 0),
-            last_ack_at=get_optional(d, float, "last_ack_at"),
-            last_ack_session=get_optional(d, str, "last_ack_session"),
-            late_total=get(d, int, "late_total", 0),
-            dead_total=get(d, int, "dead_total", 0),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "version": self.version,
-            "base": self.base,
-            "epoch": self.epoch,
-            "identity": None if self.identity is None else self.identity.to_dict(),
-            "pending": None if self.pending is None else self.pending.to_dict(),
-            "prev": [p.to_dict() for p in self.prev],
-            "acked_total": self.acked_total,
-            "preserved_total": self.preserved_total,
-            "last_ack_at": self.last_ack_at,
-            "last_ack_session": self.last_ack_session,
-            "late_total": self.late_total,
-            "dead_total": self.dead_total,
-        }
+class Ledger(Struct, kw_only=True):
+    version: int = 1
+    base: int = 0
+    epoch: int = 0
+    identity: FileIdentity | None = None
+    pending: PendingRewrite | None = None
+    prev: list[PrevInode] = []
+    acked_total: int = 0
+    preserved_total: int = 0
+    last_ack_at: float | None = None
+    last_ack_session: str | None = None
+    # Lines carried into the room from replaced inodes (late unlocked writers), ever.
+    late_total: int = 0
+    # Lines moved to the dead-letter room (core/inbox/deadletter.py), ever.
+    dead_total: int = 0
 
 
 if TYPE_CHECKING:
@@ -332,7 +177,7 @@ def load_ledger(path: str | Path, *, hint: str = "") -> Ledger | None:
             return None  # created but never written: a kill before the first store
         raise CorruptState(f"corrupt state file {path} (no valid slot); it was left in place{hint}")
     try:
-        return Ledger.from_json(latest[1])
+        return Ledger.loads(latest[1])
     except RecordError as exc:
         first = str(exc)
         raise CorruptState(
@@ -393,7 +238,7 @@ def store_ledger(path: Path, ledger: Ledger) -> None:
     try:
         latest = _latest_slot(os.pread(fd, 2 * LEDGER_SLOT, 0))
         seq = 1 if latest is None else latest[0] + 1
-        body = ledger.to_json().encode()
+        body = ledger.dumps().encode()
         slot = _SLOT_MAGIC + f"{seq} {len(body)} {sha256(body)} ".encode() + body
         if len(slot) >= LEDGER_SLOT:
             raise CorruptState(f"ledger state too large for {path} ({len(slot)} bytes)")

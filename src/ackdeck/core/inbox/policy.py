@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 from ackdeck.core.base import locations
-from ackdeck.core.base.jsonfields import JsonRecord, get_optional
 from ackdeck.core.base.names import check_name
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, RecordError
 
 FILE = locations.POLICY
@@ -22,7 +22,12 @@ MAX_OVERDUE = 10 * 365 * 86400.0  # seconds; past this a threshold never fires: 
 MAX_DELIVERIES = 1_000_000
 
 
-class RoomPolicy(JsonRecord):
+class RoomPolicy(Struct, kw_only=True):
+    overdue: float | None = None  # seconds a line may wait unacked (None: no alert)
+    max_deliveries: int | None = None  # deliveries before the dead-letter room (None: never)
+    # the session told about overdue rooms and dead letters (a wake store's directory name)
+    owner: str | None = None
+
     def __init__(
         self,
         *,
@@ -32,31 +37,16 @@ class RoomPolicy(JsonRecord):
     ) -> None:
         # Checked here, whoever builds one (a door's options, policy.json, the redis hash):
         # `max_deliveries: 0` moved lines never read, and an owner `../../x` became a path.
-        self.overdue = check_overdue(overdue)  # seconds a line may wait unacked (None: no alert)
-        # deliveries before the dead-letter room (None: never)
-        self.max_deliveries = check_deliveries(max_deliveries)
-        # the session told about overdue rooms and dead letters (a wake store's directory name)
-        self.owner = None if owner is None else check_name(owner, "owner")
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> RoomPolicy:
-        return cls(
-            overdue=get_optional(d, float, "overdue"),
-            max_deliveries=get_optional(d, int, "max_deliveries"),
-            owner=get_optional(d, str, "owner"),
+        super().__init__(
+            overdue=check_overdue(overdue),
+            max_deliveries=check_deliveries(max_deliveries),
+            owner=None if owner is None else check_name(owner, "owner"),
         )
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "overdue": self.overdue,
-            "max_deliveries": self.max_deliveries,
-            "owner": self.owner,
-        }
-
     def replace(self, **changes: object) -> RoomPolicy:
-        """A copy with `changes`, checked as a new policy is (JsonRecord's copy takes them as
+        """A copy with `changes`, checked as a new policy is (Struct's copy takes them as
         they are)."""
-        return RoomPolicy(**{**self.to_dict(), **changes})  # type: ignore[arg-type]
+        return RoomPolicy(**{**self.to_json(), **changes})
 
 
 def check_overdue(value: float | None) -> float | None:
@@ -116,7 +106,7 @@ def decode(raw: bytes | str | None, where: str) -> RoomPolicy:
     if not raw:
         return RoomPolicy()
     try:
-        return RoomPolicy.from_json(raw)
+        return RoomPolicy.loads(raw)
     except (ValueError, RecordError):
         why = f"corrupt room policy {where}; set it again with `room policy`"
         raise CorruptState(why) from None
@@ -126,4 +116,4 @@ def decode(raw: bytes | str | None, where: str) -> RoomPolicy:
 
 
 def encode(policy: RoomPolicy) -> bytes:
-    return json.dumps(policy.to_dict()).encode()
+    return json.dumps(policy.to_json()).encode()

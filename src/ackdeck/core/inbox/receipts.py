@@ -33,9 +33,8 @@ from pathlib import Path
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import split_lines
 from ackdeck.core.base.digest import LINE_DIGEST, line_digests
-from ackdeck.core.base.jsonfields import JsonRecord, get, get_optional, get_required
 from ackdeck.core.base.statefile import open_state, read_state
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.inbox.ack_stream import HeadCheck, hash_range
 from ackdeck.core.inbox.ledger import FileIdentity, sha256
@@ -44,90 +43,35 @@ SUFFIX = locations.RECEIPT_SUFFIX
 
 
 # ----- schema -------------------------------------------------------------------------------
-class ReceiptHeader(JsonRecord):
+class ReceiptHeader(Struct, kw_only=True):
     """One session's latest read. The digests of its lines follow the header in the same
     file (the consumed bytes themselves in receipts written before `digests_sha256`)."""
 
-    def __init__(
-        self,
-        *,
-        session: str,
-        epoch: int,
-        start: int,
-        end: int,
-        lines: int,
-        sha256: str,
-        read_at: float,
-        acked: bool = False,
-        seen: FileIdentity | None = None,
-        reader: str | None = None,
-        read_id: str | None = None,
-        unlogged: int = 0,
-        digests_sha256: str | None = None,
-    ) -> None:
-        self.session = session
-        self.epoch = epoch
-        self.start = start
-        self.end = end
-        self.lines = lines
-        self.sha256 = sha256
-        self.read_at = read_at
-        # After an ack the receipt becomes a cursor: it still tells where the session stopped
-        # reading (for unread counts) but no longer authorises an ack.
-        self.acked = acked
-        # The room file as this read saw it: an in-place rewrite after the read (same inode,
-        # shrunk or same size with a new mtime) makes the receipt stale even if the ledger
-        # cannot tell.
-        self.seen = seen
-        # The reader this receipt was handed to (an MCP server instance); None for the CLI,
-        # the dashboard and library callers. Only an ack by the same reader may use it.
-        self.reader = reader
-        # This read's entry in the read log (core/inbox/readlog.py), and how many of this
-        # session's reads so far could not be logged (the log is incomplete by that many).
-        self.read_id = read_id
-        self.unlogged = unlogged
-        # SHA-256 of the line digests that follow the header; None in a receipt of the
-        # previous format, whose body is the consumed bytes (and in no file written since).
-        self.digests_sha256 = digests_sha256
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> ReceiptHeader:
-        seen = get_optional(d, dict, "seen")
-        return cls(
-            session=get_required(d, str, "session"),
-            epoch=get_required(d, int, "epoch"),
-            start=get_required(d, int, "start"),
-            end=get_required(d, int, "end"),
-            lines=get_required(d, int, "lines"),
-            sha256=get_required(d, str, "sha256"),
-            read_at=get_required(d, float, "read_at"),
-            acked=get(d, bool, "acked", False),
-            seen=None if seen is None else FileIdentity.from_dict(seen),
-            reader=get_optional(d, str, "reader"),
-            read_id=get_optional(d, str, "read_id"),
-            unlogged=get(d, int, "unlogged", 0),
-            digests_sha256=get_optional(d, str, "digests_sha256"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {
-            "session": self.session,
-            "epoch": self.epoch,
-            "start": self.start,
-            "end": self.end,
-            "lines": self.lines,
-            "sha256": self.sha256,
-            "read_at": self.read_at,
-            "acked": self.acked,
-            "seen": None if self.seen is None else self.seen.to_dict(),
-            "reader": self.reader,
-            "read_id": self.read_id,
-            "unlogged": self.unlogged,
-        }
-        if self.digests_sha256 is not None:
-            # Only when set: a header of the previous format is written back byte for byte.
-            d["digests_sha256"] = self.digests_sha256
-        return d
+    session: str
+    epoch: int
+    start: int
+    end: int
+    lines: int
+    sha256: str
+    read_at: float
+    # After an ack the receipt becomes a cursor: it still tells where the session stopped
+    # reading (for unread counts) but no longer authorises an ack.
+    acked: bool = False
+    # The room file as this read saw it: an in-place rewrite after the read (same inode,
+    # shrunk or same size with a new mtime) makes the receipt stale even if the ledger
+    # cannot tell.
+    seen: FileIdentity | None = None
+    # The reader this receipt was handed to (an MCP server instance); None for the CLI,
+    # the dashboard and library callers. Only an ack by the same reader may use it.
+    reader: str | None = None
+    # This read's entry in the read log (core/inbox/readlog.py), and how many of this
+    # session's reads so far could not be logged (the log is incomplete by that many).
+    read_id: str | None = None
+    unlogged: int = 0
+    # SHA-256 of the line digests that follow the header; None in a receipt of the previous
+    # format, whose body is the consumed bytes (and in no file written since). Sparse: a
+    # header of the previous format is written back byte for byte.
+    digests_sha256: Sparse[str | None] = None
 
 
 class Receipt(Struct):
@@ -148,7 +92,7 @@ def sealed(header: ReceiptHeader, lines: list[bytes]) -> Receipt:
 # ----- encoding -----------------------------------------------------------------------------
 def encode_receipt_header(header: ReceiptHeader) -> bytes:
     """The first line of a receipt file; the line digests follow it."""
-    return header.to_json().encode() + b"\n"
+    return header.dumps().encode() + b"\n"
 
 
 def encode_receipt(receipt: Receipt) -> bytes:
@@ -165,7 +109,7 @@ def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
     try:
         if not sep:
             raise ValueError("no header line")
-        return ReceiptHeader.from_json(head)
+        return ReceiptHeader.loads(head)
     except (ValueError, RecordError):
         raise _corrupt(where) from None
 
@@ -177,7 +121,7 @@ def decode_receipt(raw: bytes, where: Path) -> Receipt:
     try:
         if not sep:
             raise ValueError("no header line")
-        header = ReceiptHeader.from_json(head)
+        header = ReceiptHeader.loads(head)
         if header.acked:
             return Receipt(header, b"")
         if header.digests_sha256 is None:
@@ -282,7 +226,7 @@ class ReceiptStore:
             if (
                 at >= 0
                 and header.digests_sha256 is not None
-                and ReceiptHeader.from_json(line) == header
+                and ReceiptHeader.loads(line) == header
             ):
                 os.pwrite(fd, b'"acked":true ', at)
                 os.ftruncate(fd, len(line) + 1)

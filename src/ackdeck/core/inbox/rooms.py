@@ -860,7 +860,7 @@ class Room:
         p = raw.pending
         if p is None or (settled.epoch, settled.base) != (raw.epoch, p.base) or p.base == raw.base:
             return []  # no intent, or its rename never happened
-        return [intent_entry(raw, self._clock()).to_dict()]
+        return [intent_entry(raw, self._clock()).to_json()]
 
     def find(self, text: str | bytes) -> tuple[list[int | str], int]:
         """The offsets of the lines now in the room that contain `text` (the newest

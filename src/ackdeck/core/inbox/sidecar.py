@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
-from ackdeck.core.base.jsonfields import JsonRecord, get_optional, get_required
 from ackdeck.core.base.locks import locked
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox.prev_inodes import PREV_PREFIX
@@ -50,62 +50,19 @@ def state_dirs(room: Path) -> tuple[Path, Path, Path]:
     return room.parent, side.path, side.receipts_dir
 
 
-class AuditEntry(JsonRecord):
+class AuditEntry(Struct, kw_only=True):
     """One line of `audit.jsonl`: what an ack (or a recovered one) removed."""
 
-    def __init__(
-        self,
-        *,
-        at: float,
-        session: str,
-        mode: str,
-        epoch: int,
-        start: int,
-        end: int,
-        acked: int,
-        preserved: int,
-        sha256: str | None,
-        dead: str | None = None,
-    ) -> None:
-        self.at = at
-        self.session = session
-        self.mode = mode
-        self.epoch = epoch
-        self.start = start  # logical offsets of the removed bytes
-        self.end = end
-        self.acked = acked  # lines removed
-        self.preserved = preserved  # lines kept (arrived or unread)
-        self.sha256 = sha256  # of the removed bytes; None when nothing was removed
-        self.dead = dead  # mode "dead": the dead-letter room the lines were moved to
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> AuditEntry:
-        return cls(
-            at=get_required(d, float, "at"),
-            session=get_required(d, str, "session"),
-            mode=get_required(d, str, "mode"),
-            epoch=get_required(d, int, "epoch"),
-            start=get_required(d, int, "start"),
-            end=get_required(d, int, "end"),
-            acked=get_required(d, int, "acked"),
-            preserved=get_required(d, int, "preserved"),
-            sha256=get_optional(d, str, "sha256", required=True),
-            dead=get_optional(d, str, "dead"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "at": self.at,
-            "session": self.session,
-            "mode": self.mode,
-            "epoch": self.epoch,
-            "start": self.start,
-            "end": self.end,
-            "acked": self.acked,
-            "preserved": self.preserved,
-            "sha256": self.sha256,
-            "dead": self.dead,
-        }
+    at: float
+    session: str
+    mode: str
+    epoch: int
+    start: int  # logical offsets of the removed bytes
+    end: int
+    acked: int  # lines removed
+    preserved: int  # lines kept (arrived or unread)
+    sha256: str | None  # of the removed bytes; None when nothing was removed
+    dead: str | None = None  # mode "dead": the dead-letter room the lines were moved to
 
 
 # Bytes read from the end of the audit log to find its newest entry.
@@ -220,7 +177,7 @@ class Sidecar:
         entries never interleave."""
         fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            write_all(fd, (json.dumps(entry.to_dict()) + "\n").encode())
+            write_all(fd, (json.dumps(entry.to_json()) + "\n").encode())
         finally:
             os.close(fd)
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.presence import log
 from ackdeck.core.presence.model import STATES, Facts, decide, threshold
-from ackdeck.core.service.results import Result
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from ackdeck.core.inbox.results import RoomStatus
 
 
-class Agent(Result):
+class Agent(Struct):
     session: str
     # Where the row comes from: "ackdeck" (its own doors recorded it); another source of agents
-    # names itself. (Not `source`: every Result has a `source()` method.)
+    # names itself.
     origin: str
     state: str  # working | waiting | idle | stalled | gone
     since: float | None  # when it entered that state (epoch seconds)
@@ -52,7 +52,7 @@ class Agent(Result):
     pane: str | None = None  # a Claude Code team member's tmux pane ("leader", "in-process")
 
 
-class Agents(Result):
+class Agents(Struct):
     checked_at: float
     agents: list[Agent]
 

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import alerts_dir, resolve_home
 from ackdeck.core.base.locks import locked
+from ackdeck.core.base.struct import Struct, derived
 from ackdeck.core.base.text import age_text
 from ackdeck.core.errors import AckdeckError, CorruptState
-from ackdeck.core.service.results import Result
 from ackdeck.core.service.rooms import RoomState, status
 from ackdeck.core.watch.room_wakes import tell, wake_name
 
@@ -33,15 +33,14 @@ if TYPE_CHECKING:
     from ackdeck.core.inbox.room_backend import RoomBackend
 
 
-class Overdue(Result):
+class Overdue(Struct):
+    @derived
+    def overdue(self) -> bool:
+        """Whether any room is overdue (the JSON's first key, before the rooms)."""
+        return any(r.overdue for r in self.rooms)
+
     rooms: list[RoomState]
     woke: list[str]  # the rooms whose owner got a wake now (a new episode)
-
-    SHAPE = {"overdue": bool, "rooms": list[RoomState], "woke": list[str]}
-
-    @property
-    def overdue(self) -> bool:
-        return any(r.overdue for r in self.rooms)
 
 
 def why(row: RoomState) -> str:

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.base import locations
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import AckdeckError, FleetUnreachable
 from ackdeck.core.service import fleet_model
 from ackdeck.core.service.fleet_model import HostState, Published
-from ackdeck.core.service.results import Result
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -235,7 +235,7 @@ class Publisher:
 
 
 # ----- a listing over the fleet -------------------------------------------------------------
-class FleetNote(Result):
+class FleetNote(Struct):
     """The `fleet` object of a listing: which fleet, as which host, whether it answered, and
     each host with its liveness and row counts."""
 
@@ -246,7 +246,7 @@ class FleetNote(Result):
     hosts: list[HostState]
 
 
-class FleetListing(Result):
+class FleetListing(Struct):
     rows: list[dict[str, Any]]  # this host's rows, then every other host's, each with `host`
     fleet: FleetNote
 

@@ -15,7 +15,6 @@ import json
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.struct import Struct
-from ackdeck.core.service.results import Result
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -43,7 +42,7 @@ class Published(Struct):
     rows: dict[str, list[dict[str, Any]]]  # kind -> its rows (JSON objects)
 
 
-class HostState(Result):
+class HostState(Struct):
     """A host of the fleet, as a listing shows it."""
 
     host: str

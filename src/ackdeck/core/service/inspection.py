@@ -146,7 +146,7 @@ def _ledger(side: Path, damaged: list[Doc]) -> tuple[Doc | None, L.Ledger | None
     bodies = {s["slot"]: s.pop("_body", None) for s in doc["slots"]}
     if doc["current"] is not None:
         try:
-            state = L.Ledger.from_json(bodies[doc["current"]])
+            state = L.Ledger.loads(bodies[doc["current"]])
         except RecordError as exc:
             doc["why"] += f", but its content is not a ledger ({exc})"
     if doc["current"] is None or state is None:
@@ -160,7 +160,7 @@ def _ledger(side: Path, damaged: list[Doc]) -> tuple[Doc | None, L.Ledger | None
             if not s["valid"] and s["problem"] != "never written"
         ]
     doc["file"] = str(path)
-    doc["state"] = None if state is None else state.to_dict()
+    doc["state"] = None if state is None else state.to_json()
     return doc, state
 
 

@@ -130,7 +130,7 @@ def _run_metrics(f: _Families, home: Path) -> None:
     superseded = f.counter(
         "ackdeck_wake_superseded", "matches dropped because the session was already shown", W
     )
-    for w in wakes.list_wakes(home).records:
+    for w in wakes.list_wakes(home).wakes:
         pending.add_metric([w.session, w.name], w.pending)
         delivered.add_metric([w.session, w.name], w.delivered_total)
         superseded.add_metric([w.session, w.name], w.superseded_total)

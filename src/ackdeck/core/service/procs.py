@@ -16,9 +16,8 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Internal, Struct, derived
 from ackdeck.core.errors import InvalidInput, ProcessError
 from ackdeck.core.service.roomref import PagedRef
-from ackdeck.core.watch.output import OutputResult
-from ackdeck.core.watch.procs import MonitorSpec, RunInfo
 from ackdeck.core.watch.reconcile import reconcile_lost
+from ackdeck.core.watch.results import MonitorSpec, OutputResult, RunInfo
 
 if TYPE_CHECKING:
     import os

@@ -40,7 +40,7 @@ class HomeScan(Struct):
     with one line per kind of damaged file skipped (kept on disk) or failed listing."""
 
     runs: list[Any]  # core.watch.procs.RunInfo, as core.service.procs.Run wraps them
-    wakes: list[Any]  # core.watch.wakes.WakeRecord, as core.service.wakes.Wake wraps them
+    wakes: list[Any]  # core.watch.results.WakeRecord
     errors: list[str]
 
 

@@ -130,7 +130,7 @@ def view_wakes(home: Path, session: str) -> list[WakeView]:
             raw = read_state(e.path)  # never blocks on a FIFO in a record's place
             if raw is None:
                 continue
-            rec = wakes.WakeRecord.from_json(raw)
+            rec = wakes.WakeRecord.loads(raw)
         except (OSError, CorruptState, RecordError, ValueError):
             continue  # skipped and kept, as every other reader does
         shown_by_run: dict[str, list[tuple[int, int]] | None] = {}

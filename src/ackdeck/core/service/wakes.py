@@ -6,93 +6,46 @@ whichever door delivers it: `wakes drain --json`, MCP `wakes_drain`, the Stop ho
 
 from __future__ import annotations
 
+from pathlib import Path  # at run time: the MCP door resolves `Wakes.skipped`'s type here
+
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.struct import Struct
-from ackdeck.core.service.results import Result
+from ackdeck.core.base.struct import Struct, derived
 from ackdeck.core.watch.reconcile import reconcile_lost
-from ackdeck.core.watch.wakes import Delivery, DrainResult
+from ackdeck.core.watch.results import Delivery, DrainResult, WakeRecord
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable
-    from pathlib import Path
-
-    from ackdeck.core.watch.wakes import WakeRecord
 
     HomeArg = str | os.PathLike[str] | Path | None
     DeliverWakes = Callable[["Drained"], bool]
 
 
-class Wake(Result):
-    """A pending wake record, as `wakes list` shows it."""
+class Wakes(Struct):
+    """Wake records (of one session, or of every session) as `wakes list` shows them; each
+    record shows its own JSON (core/watch/results.py: WakeRecord)."""
 
-    record: WakeRecord
-
-    SHAPE = {
-        "session": str,
-        "name": str,
-        "kind": str,
-        "pending": int,  # lines plus pending exit / monitor-lost notices (WakeRecord.pending)
-        "lines": list[str],
-        "dropped": int,
-        "total_matches": int,
-        "delivered_total": int,
-        "superseded_total": int,
-        "status": str,
-        "exit_code": int | None,
-        "notice": bool,  # an exit / monitor-lost notice is pending
-    }
-
-    def source(self) -> WakeRecord:
-        return self.record
-
-    @property
-    def lines(self) -> list[str]:
-        return [x.text for x in self.record.lines]
-
-    @property
-    def exit_code(self) -> int | None:
-        r = self.record
-        return r.notice_exit_code if r.notice_pending else r.exit_code
-
-    @property
-    def notice(self) -> bool:
-        return self.record.notice_pending
-
-
-class Wakes(Result):
     session: str | None  # only this session's records; None: every session's
-    records: list[WakeRecord]
+    wakes: list[WakeRecord]
     skipped: list[Path]  # malformed record files, kept on disk
 
-    SHAPE = {
-        "session": str | None,
-        "wakes": list[Wake],
-        "skipped": list[str],
-        "pending": int,
-        "next": str | None,  # what to do next, in words
-    }
+    @derived
+    def pending(self) -> int:
+        """Items waiting in every record: lines plus exit / monitor-lost notices."""
+        return sum(r.pending for r in self.wakes)
 
-    @property
-    def wakes(self) -> list[Wake]:
-        return [Wake(r) for r in self.records]
-
-    @property
+    @derived
     def next(self) -> str | None:
+        """What to do next, in words."""
         if not self.pending:
             return None
         return (
             "The pending ones are not delivered yet: call wakes_drain (CLI: ackdeck wakes "
             "drain) to receive them."
         )
-
-    @property
-    def pending(self) -> int:
-        """Items waiting in every record: lines plus exit / monitor-lost notices."""
-        return sum(r.pending for r in self.records)
 
     def text(self) -> str:
         """What every door says of these records (`wakes list`, MCP `wakes_list`): one line per
@@ -101,7 +54,7 @@ class Wakes(Result):
         from ackdeck.core.base.text import counted
 
         out: list[str] = []
-        for r in self.records:
+        for r in self.wakes:
             notice = " + notice" if r.notice_pending else ""
             out.append(
                 f"{r.session}/{r.name}: {r.kind}, {counted(len(r.lines), 'pending line')}"

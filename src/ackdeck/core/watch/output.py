@@ -29,64 +29,16 @@ from ackdeck.core.base import locations
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import open_state
-from ackdeck.core.base.struct import Internal, Struct, derived
-from ackdeck.core.base.text import counted, display_lines
 from ackdeck.core.base.timeouts import check_timeout
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.watch import gate, holders, shown
 from ackdeck.core.watch.monitors import Pattern, clean, compile_pattern
 from ackdeck.core.watch.procs import check_lost, get_run
+from ackdeck.core.watch.results import OutputResult
 from ackdeck.core.watch.runs import load_meta, meta_path, output_path, pid_alive
 
 Clock = Callable[[], float]
 MAX_READ = 16 << 20  # bytes consumed per read at most; the rest comes with the next read
-
-
-class OutputResult(Struct):
-    """New lines of a run's output for a session, as the run's output returns them and every
-    door shows them."""
-
-    name: str
-    run_id: str
-    status: str
-    exit_code: int | None
-    # Raw bytes of each returned line, without the newline (JSON: each line's text).
-    lines: list[bytes]
-
-    @derived
-    def count(self) -> int:
-        return len(self.lines)
-
-    @derived
-    def invalid_utf8(self) -> list[int]:
-        """Indexes of the lines whose text replaced invalid bytes."""
-        return display_lines(self.lines)[1]
-
-    # Beyond the fixed API: the [start, end) byte range of each returned line in output.log.
-    spans: Internal[list[tuple[int, int]]] = []
-    # Something is left that the next read returns at once: output past this read's cap, or
-    # lines the door could not carry. Not the running command's unterminated last line.
-    more: bool = False
-    waiting: int = 0  # how many lines were offered to the door and held back (0: unknown)
-
-    @derived
-    def next(self) -> str | None:
-        """What to do next, in words."""
-        if not self.more:
-            return None
-        what = counted(self.waiting, "more line") if self.waiting else "more output"
-        return f"{what} waiting: call process_output (CLI: ackdeck output) again"
-
-    def texts(self) -> list[str]:
-        """Each line's text as the JSON shows it (invalid UTF-8 replaced)."""
-        return display_lines(self.lines)[0]
-
-    def first(self, n: int) -> OutputResult:
-        """The same read cut to its first `n` lines (what one reply carries)."""
-        if n >= len(self.lines):
-            return self
-        held = len(self.lines) - n + self.waiting
-        return self.replace(lines=self.lines[:n], spans=self.spans[:n], more=True, waiting=held)
 
 
 # Called with the lines a read is about to return (under the session's read lock); answers how

@@ -29,10 +29,10 @@ from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.ranges import in_range
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.base.struct import Internal, Struct, derived
 from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, ProcessError
 from ackdeck.core.watch import holders
 from ackdeck.core.watch.monitors import compile_pattern
+from ackdeck.core.watch.results import MonitorSpec, RunInfo
 from ackdeck.core.watch.runs import (
     CHILD_PYTHONPATH,
     STARTUP_GRACE,
@@ -59,46 +59,6 @@ HomeArg = str | os.PathLike[str] | None
 # The package root, so the supervisor imports this very `core` whatever the user's cwd holds.
 _ROOT = str(Path(__file__).resolve().parent.parent)
 HANDSHAKE_TIMEOUT = 30.0
-
-
-class MonitorSpec(Struct):
-    """A run's monitor, as the run was started with it and every door shows it."""
-
-    pattern: str
-    exclude: bool = False  # inverted filter: wake on lines NOT matching
-    cooldown_ms: int = 1000
-    max_events: int | None = None
-
-
-class RunInfo(Struct):
-    """One run of a process, as every door shows it (start, ps, kill)."""
-
-    name: str
-    run_id: str
-    pid: int | None
-    status: str  # "running" | "exited" | "killed" | "lost"
-    exit_code: int | None  # signals as 128+N
-    started_at: float
-    ended_at: float | None
-    argv: list[str]
-    cwd: str
-    session: str
-    monitors: list[MonitorSpec]
-    matches: int  # total monitor matches so far in this run
-    run_dir: Internal[Path]
-
-    @derived
-    def next(self) -> str | None:
-        """What to do next, in words (None once it ended)."""
-        if self.status != "running":
-            return None
-        text = "Read its output with process_output (CLI: ackdeck output)."
-        if self.monitors:
-            text += (
-                f" Lines its monitor matches wake session {self.session!r}: collect them "
-                "with wakes_drain (CLI: ackdeck wakes drain)."
-            )
-        return text
 
 
 def _info(meta: RunMeta, rdir: Path) -> RunInfo:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.home import procs_dir
-from ackdeck.core.base.jsonfields import JsonRecord, get, get_list, get_optional, get_required
 from ackdeck.core.base.statefile import load_record, store_record
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState
 
 STATUSES = ("running", "exited", "killed", "lost")
@@ -33,180 +33,47 @@ CHILD_PYTHONPATH = "ACKDECK_CHILD_PYTHONPATH"
 UNSET_PYTHONPATH = "<ackdeck:unset>"  # env values cannot hold NUL
 
 
-class MonitorModel(JsonRecord):
-    def __init__(
-        self,
-        *,
-        pattern: str,
-        exclude: bool = False,
-        cooldown_ms: int = 1000,
-        max_events: int | None = None,
-    ) -> None:
-        self.pattern = pattern
-        self.exclude = exclude
-        self.cooldown_ms = cooldown_ms
-        self.max_events = max_events
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> MonitorModel:
-        return cls(
-            pattern=get_required(d, str, "pattern"),
-            exclude=get(d, bool, "exclude", False),
-            cooldown_ms=get(d, int, "cooldown_ms", 1000),
-            max_events=get_optional(d, int, "max_events"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "pattern": self.pattern,
-            "exclude": self.exclude,
-            "cooldown_ms": self.cooldown_ms,
-            "max_events": self.max_events,
-        }
+class MonitorModel(Struct, kw_only=True):
+    pattern: str
+    exclude: bool = False
+    cooldown_ms: int = 1000
+    max_events: int | None = None
 
 
-class RunMeta(JsonRecord):
-    def __init__(
-        self,
-        *,
-        name: str,
-        run_id: str,
-        argv: list[str],
-        cwd: str,
-        session: str,
-        monitors: list[MonitorModel] | None = None,
-        pid: int | None = None,
-        supervisor_pid: int | None = None,
-        status: str = "running",
-        exit_code: int | None = None,
-        created_at: float,
-        started_at: float,
-        ended_at: float | None = None,
-        lost_reason: str | None = None,
-    ) -> None:
-        self.name = name
-        self.run_id = run_id
-        self.argv = argv
-        self.cwd = cwd
-        self.session = session
-        self.monitors: list[MonitorModel] = [] if monitors is None else monitors
-        self.pid = pid
-        self.supervisor_pid = supervisor_pid
-        self.status = status
-        self.exit_code = exit_code
-        self.created_at = created_at
-        self.started_at = started_at
-        self.ended_at = ended_at
-        self.lost_reason = lost_reason
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> RunMeta:
-        return cls(
-            name=get_required(d, str, "name"),
-            run_id=get_required(d, str, "run_id"),
-            argv=get_list(d, str, "argv", required=True),
-            cwd=get_required(d, str, "cwd"),
-            session=get_required(d, str, "session"),
-            monitors=[MonitorModel.from_dict(m) for m in get_list(d, dict, "monitors")],
-            pid=get_optional(d, int, "pid"),
-            supervisor_pid=get_optional(d, int, "supervisor_pid"),
-            status=get(d, str, "status", "running"),
-            exit_code=get_optional(d, int, "exit_code"),
-            created_at=get_required(d, float, "created_at"),
-            started_at=get_required(d, float, "started_at"),
-            ended_at=get_optional(d, float, "ended_at"),
-            lost_reason=get_optional(d, str, "lost_reason"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "run_id": self.run_id,
-            "argv": list(self.argv),
-            "cwd": self.cwd,
-            "session": self.session,
-            "monitors": [m.to_dict() for m in self.monitors],
-            "pid": self.pid,
-            "supervisor_pid": self.supervisor_pid,
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "created_at": self.created_at,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "lost_reason": self.lost_reason,
-        }
+class RunMeta(Struct, kw_only=True):
+    name: str
+    run_id: str
+    argv: list[str]
+    cwd: str
+    session: str
+    monitors: list[MonitorModel] = []
+    pid: int | None = None
+    supervisor_pid: int | None = None
+    status: str = "running"
+    exit_code: int | None = None
+    created_at: float
+    started_at: float
+    ended_at: float | None = None
+    lost_reason: str | None = None
 
 
-class MonitorCounters(JsonRecord):
-    def __init__(
-        self,
-        *,
-        matches: int = 0,
-        events: int = 0,
-        suppressed: int = 0,
-        seen: int = 0,
-        resume_offset: int = 0,
-    ) -> None:
-        self.matches = matches  # matched lines handed to the wake store (or suppressed there)
-        self.events = events  # flushes that carried at least one line
-        self.suppressed = suppressed  # lines dropped at match time: the owner was shown them
-        self.seen = seen  # matched lines so far, including ones still inside a cooldown
-        # Lines of this monitor starting before it were already flushed.
-        self.resume_offset = resume_offset
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> MonitorCounters:
-        return cls(
-            matches=get(d, int, "matches", 0),
-            events=get(d, int, "events", 0),
-            suppressed=get(d, int, "suppressed", 0),
-            seen=get(d, int, "seen", 0),
-            resume_offset=get(d, int, "resume_offset", 0),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "matches": self.matches,
-            "events": self.events,
-            "suppressed": self.suppressed,
-            "seen": self.seen,
-            "resume_offset": self.resume_offset,
-        }
+class MonitorCounters(Struct, kw_only=True):
+    matches: int = 0  # matched lines handed to the wake store (or suppressed there)
+    events: int = 0  # flushes that carried at least one line
+    suppressed: int = 0  # lines dropped at match time: the owner was shown them
+    seen: int = 0  # matched lines so far, including ones still inside a cooldown
+    # Lines of this monitor starting before it were already flushed.
+    resume_offset: int = 0
 
 
-class MonitorsState(JsonRecord):
+class MonitorsState(Struct, kw_only=True):
     """What a replacement scan needs after a supervisor crash: every matched line that starts
     before `resume_offset` is already in the wake store (or was suppressed)."""
 
-    def __init__(
-        self,
-        *,
-        resume_offset: int = 0,
-        scanned_to: int = 0,
-        monitors: list[MonitorCounters] | None = None,
-        done: bool = False,
-    ) -> None:
-        self.resume_offset = resume_offset
-        self.scanned_to = scanned_to
-        self.monitors: list[MonitorCounters] = [] if monitors is None else monitors
-        self.done = done
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> MonitorsState:
-        return cls(
-            resume_offset=get(d, int, "resume_offset", 0),
-            scanned_to=get(d, int, "scanned_to", 0),
-            monitors=[MonitorCounters.from_dict(m) for m in get_list(d, dict, "monitors")],
-            done=get(d, bool, "done", False),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "resume_offset": self.resume_offset,
-            "scanned_to": self.scanned_to,
-            "monitors": [m.to_dict() for m in self.monitors],
-            "done": self.done,
-        }
+    resume_offset: int = 0
+    scanned_to: int = 0
+    monitors: list[MonitorCounters] = []
+    done: bool = False
 
 
 def new_run_id(now: float) -> str:

@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
-from ackdeck.core.base.jsonfields import JsonRecord, check_tuple, get, get_required
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.statefile import open_state, read_state
+from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, RecordError
 from ackdeck.core.watch.gate import Intervals
 from ackdeck.core.watch.runs import pid_alive
@@ -29,51 +29,17 @@ from ackdeck.core.watch.runs import pid_alive
 LEASE_MARK = locations.LEASE_MARK
 
 
-class ReadState(JsonRecord):
-    def __init__(
-        self,
-        *,
-        session: str,
-        run_id: str,
-        cursor: int = 0,
-        shown: list[tuple[int, int]] | None = None,
-        saw_end: bool = False,
-        reads: int = 0,
-        updated_at: float = 0.0,
-    ) -> None:
-        self.session = session
-        self.run_id = run_id
-        # Bytes of output.log this session has consumed (returned or filtered out).
-        self.cursor = cursor
-        # Merged [start, end) ranges of returned lines.
-        self.shown: list[tuple[int, int]] = [] if shown is None else shown
-        # A read returned the final status after consuming everything.
-        self.saw_end = saw_end
-        self.reads = reads
-        self.updated_at = updated_at
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> ReadState:
-        return cls(
-            session=get_required(d, str, "session"),
-            run_id=get_required(d, str, "run_id"),
-            cursor=get(d, int, "cursor", 0),
-            shown=[check_tuple((int, int), x, "shown") for x in get(d, list, "shown", [])],
-            saw_end=get(d, bool, "saw_end", False),
-            reads=get(d, int, "reads", 0),
-            updated_at=get(d, float, "updated_at", 0.0),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "session": self.session,
-            "run_id": self.run_id,
-            "cursor": self.cursor,
-            "shown": [list(r) for r in self.shown],
-            "saw_end": self.saw_end,
-            "reads": self.reads,
-            "updated_at": self.updated_at,
-        }
+class ReadState(Struct, kw_only=True):
+    session: str
+    run_id: str
+    # Bytes of output.log this session has consumed (returned or filtered out).
+    cursor: int = 0
+    # Merged [start, end) ranges of returned lines.
+    shown: list[tuple[int, int]] = []
+    # A read returned the final status after consuming everything.
+    saw_end: bool = False
+    reads: int = 0
+    updated_at: float = 0.0
 
 
 def reads_dir(rdir: Path) -> Path:
@@ -93,7 +59,7 @@ def load_state(rdir: Path, session: str) -> ReadState | None:
     path = state_path(rdir, session)
     try:
         raw = read_state(path)  # a FIFO in its place must not block the read or the gate
-        return None if raw is None else ReadState.from_json(raw)
+        return None if raw is None else ReadState.loads(raw)
     except (OSError, CorruptState, RecordError, ValueError):
         return None
 
@@ -105,7 +71,7 @@ def state_is_corrupt(rdir: Path, session: str) -> bool:
 
 def store_state(rdir: Path, state: ReadState) -> None:
     reads_dir(rdir).mkdir(mode=0o700, exist_ok=True)
-    atomic.atomic_write(state_path(rdir, state.session), state.to_json().encode(), fsync=False)
+    atomic.atomic_write(state_path(rdir, state.session), state.dumps().encode(), fsync=False)
 
 
 def shown_intervals(rdir: Path, session: str) -> Intervals | None:

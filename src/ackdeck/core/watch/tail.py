@@ -142,7 +142,7 @@ class Tail:
                 lines = [x for x in lines if x.start >= self.skip_before[i]]
             if lines:
                 self.batches[i].add(lines, now)
-                self.counters[i].seen = self.batches[i].matches
+                self.counters[i] = self.counters[i].replace(seen=self.batches[i].matches)
 
     # ----- flushing ----------------------------------------------------------------------------
     def next_due(self) -> float | None:
@@ -176,9 +176,11 @@ class Tail:
         )
         keep = [lines[j] for j in split.deliver]
         c = self.counters[i]
-        c.matches += len(lines)
-        c.events = self.batches[i].events
-        c.suppressed += len(split.suppress)
+        self.counters[i] = c.replace(
+            matches=c.matches + len(lines),
+            events=self.batches[i].events,
+            suppressed=c.suppressed + len(split.suppress),
+        )
         self.unmerged[i] += len(lines)
         self._merge_lines(i, keep, status)
 
@@ -271,7 +273,7 @@ class Tail:
             start = b.pending[0].start if b.pending else self.buf.frag_start
             if self.held[i]:  # not in the wake record yet: a rescan must find them again
                 start = min(start, self.held[i][0].start)
-            self.counters[i].resume_offset = start
+            self.counters[i] = self.counters[i].replace(resume_offset=start)
             resume = min(resume, start)
         store_monitors_state(
             self.rdir,

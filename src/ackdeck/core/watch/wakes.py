@@ -28,22 +28,24 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import resolve_home, wakes_dir
-from ackdeck.core.base.jsonfields import (
-    JsonRecord,
-    check_tuple,
-    get,
-    get_list,
-    get_map,
-    get_optional,
-    get_required,
-)
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.base.struct import Struct, derived
-from ackdeck.core.base.text import counted
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
 from ackdeck.core.watch import gate, shown
+from ackdeck.core.watch.results import (
+    MAX_LINES,
+    Delivery,
+    DrainResult,
+    WakeLine,
+    WakeNotice,
+    WakeRecord,
+)
+
+# The values a drain returns and their text live in core/watch/results.py (light to import);
+# the wake store's callers keep their names here.
+from ackdeck.core.watch.results import format_wake_text as format_wake_text
+from ackdeck.core.watch.results import read_rest as read_rest
 from ackdeck.core.watch.runs import load_meta, run_dir
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -52,229 +54,7 @@ if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver w
     from ackdeck.core.watch.monitors import MatchedLine
 
 Clock = Callable[[], float]
-MAX_LINES = 50  # newest lines kept per record; older ones are counted in `dropped`
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
-
-
-class WakeLine(JsonRecord):
-    def __init__(self, *, run_id: str, start: int, end: int, text: str) -> None:
-        self.run_id = run_id
-        self.start = start
-        self.end = end
-        self.text = text
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> WakeLine:
-        return cls(
-            run_id=get_required(d, str, "run_id"),
-            start=get_required(d, int, "start"),
-            end=get_required(d, int, "end"),
-            text=get_required(d, str, "text"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {"run_id": self.run_id, "start": self.start, "end": self.end, "text": self.text}
-
-    def __json__(self) -> str:
-        """A delivered line is shown as its text (core/base/struct.py encodes it so)."""
-        return self.text
-
-
-class WakeNotice(JsonRecord):
-    """A pending `exited` / `monitor-lost` notice of one run."""
-
-    def __init__(
-        self, *, run_id: str, kind: str, status: str, exit_code: int | None = None, seq: int = 0
-    ) -> None:
-        self.run_id = run_id
-        self.kind = kind
-        self.status = status
-        self.exit_code = exit_code
-        self.seq = seq  # a drain acks only the notice it delivered, not one merged meanwhile
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> WakeNotice:
-        return cls(
-            run_id=get_required(d, str, "run_id"),
-            kind=get_required(d, str, "kind"),
-            status=get_required(d, str, "status"),
-            exit_code=get_optional(d, int, "exit_code"),
-            seq=get(d, int, "seq", 0),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "seq": self.seq,
-        }
-
-
-class WakeRecord(JsonRecord):
-    def __init__(
-        self,
-        *,
-        session: str,
-        name: str,
-        kind: str,
-        lines: list[WakeLine],
-        dropped: int,
-        filter: str | None,
-        exclude: bool,
-        total_matches: int,
-        status: str,
-        created_at: float,
-        updated_at: float,
-        delivered_total: int = 0,
-        superseded_total: int = 0,
-        run_id: str | None = None,
-        exit_code: int | None = None,
-        notice_pending: bool = False,
-        notice_seq: int = 0,
-        notices: list[WakeNotice] | None = None,
-        matches_by_run: dict[str, int] | None = None,
-        dropped_by_run: dict[str, int] | None = None,
-        dropped_span_by_run: dict[str, tuple[int, int]] | None = None,
-        notice_run_id: str | None = None,
-        notice_status: str | None = None,
-        notice_exit_code: int | None = None,
-    ) -> None:
-        self.session = session
-        self.name = name
-        self.kind = kind  # "match" | "monitor-lost" | "exited"
-        self.lines = lines
-        self.dropped = dropped
-        self.filter = filter
-        self.exclude = exclude
-        self.total_matches = total_matches
-        self.status = status
-        self.created_at = created_at
-        self.updated_at = updated_at
-        self.delivered_total = delivered_total
-        self.superseded_total = superseded_total
-        # Beyond the fixed API. The run and exit code of the latest event; the pending notices,
-        # one per run; per run: matches merged and lines dropped by the cap, not yet delivered.
-        self.run_id = run_id
-        self.exit_code = exit_code
-        self.notice_pending = notice_pending  # any notice pending (kept for older readers)
-        self.notice_seq = notice_seq
-        self.notices: list[WakeNotice] = [] if notices is None else notices
-        self.matches_by_run: dict[str, int] = {} if matches_by_run is None else matches_by_run
-        # Not yet reported by a drain.
-        self.dropped_by_run: dict[str, int] = {} if dropped_by_run is None else dropped_by_run
-        # Per run, the [start, end) byte span the not-yet-reported dropped lines lie in: if the
-        # owner was shown all of it, every dropped line was shown and nothing is left to report.
-        self.dropped_span_by_run: dict[str, tuple[int, int]] = (
-            {} if dropped_span_by_run is None else dropped_span_by_run
-        )
-        # The strongest pending notice in the single-slot form older readers (and records
-        # written before per-run notices, migrated on read) use.
-        self.notice_run_id = notice_run_id
-        self.notice_status = notice_status
-        self.notice_exit_code = notice_exit_code
-
-    @classmethod
-    def from_dict(cls, d: dict[str, object]) -> WakeRecord:
-        spans = get_map(d, list, "dropped_span_by_run")
-        return cls(
-            session=get_required(d, str, "session"),
-            name=get_required(d, str, "name"),
-            kind=get_required(d, str, "kind"),
-            lines=[WakeLine.from_dict(x) for x in get_list(d, dict, "lines", required=True)],
-            dropped=get_required(d, int, "dropped"),
-            filter=get_optional(d, str, "filter", required=True),
-            exclude=get_required(d, bool, "exclude"),
-            total_matches=get_required(d, int, "total_matches"),
-            status=get_required(d, str, "status"),
-            created_at=get_required(d, float, "created_at"),
-            updated_at=get_required(d, float, "updated_at"),
-            delivered_total=get(d, int, "delivered_total", 0),
-            superseded_total=get(d, int, "superseded_total", 0),
-            run_id=get_optional(d, str, "run_id"),
-            exit_code=get_optional(d, int, "exit_code"),
-            notice_pending=get(d, bool, "notice_pending", False),
-            notice_seq=get(d, int, "notice_seq", 0),
-            notices=[WakeNotice.from_dict(x) for x in get_list(d, dict, "notices")],
-            matches_by_run=get_map(d, int, "matches_by_run"),
-            dropped_by_run=get_map(d, int, "dropped_by_run"),
-            dropped_span_by_run={
-                k: check_tuple((int, int), v, "dropped_span_by_run") for k, v in spans.items()
-            },
-            notice_run_id=get_optional(d, str, "notice_run_id"),
-            notice_status=get_optional(d, str, "notice_status"),
-            notice_exit_code=get_optional(d, int, "notice_exit_code"),
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "session": self.session,
-            "name": self.name,
-            "kind": self.kind,
-            "lines": [x.to_dict() for x in self.lines],
-            "dropped": self.dropped,
-            "filter": self.filter,
-            "exclude": self.exclude,
-            "total_matches": self.total_matches,
-            "status": self.status,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "delivered_total": self.delivered_total,
-            "superseded_total": self.superseded_total,
-            "run_id": self.run_id,
-            "exit_code": self.exit_code,
-            "notice_pending": self.notice_pending,
-            "notice_seq": self.notice_seq,
-            "notices": [x.to_dict() for x in self.notices],
-            "matches_by_run": dict(self.matches_by_run),
-            "dropped_by_run": dict(self.dropped_by_run),
-            "dropped_span_by_run": {k: list(v) for k, v in self.dropped_span_by_run.items()},
-            "notice_run_id": self.notice_run_id,
-            "notice_status": self.notice_status,
-            "notice_exit_code": self.notice_exit_code,
-        }
-
-    @property
-    def pending(self) -> int:
-        """Items waiting: each pending line, plus 1 per pending exit / monitor-lost notice."""
-        return len(self.lines) + len(self.notices)
-
-
-class Delivery(Struct):
-    """One delivered wake, as the drain returns it and every door shows it."""
-
-    name: str
-    run_id: str
-    kind: str
-    filter: str | None
-    exclude: bool
-    lines: list[WakeLine]
-    total_matches: int
-    status: str = ""
-    exit_code: int | None = None
-    # Matched lines of this run that the per-record cap (MAX_LINES) dropped unseen: they are
-    # not in `lines`; read them with `ackdeck output NAME --run-id RUN --filter REGEX`.
-    dropped: int = 0
-
-    @derived
-    def read_rest(self) -> str | None:
-        """The command that reads the lines the cap dropped (None: none dropped)."""
-        return read_rest(self) if self.dropped else None
-
-
-class DrainResult(Struct, kw_only=True):
-    """What a drain delivered to `session` (the service names the session)."""
-
-    session: str = ""
-    delivered: list[Delivery]
-    superseded: int
-    pending: int
-    skipped: list[Path]
-
-    def text(self) -> str:
-        """What the agent reads (Stop hook, MCP text, `wakes drain` without --json)."""
-        return format_wake_text(self)
 
 
 DeliverWakes = Callable[[DrainResult], bool]
@@ -300,7 +80,7 @@ def _parse(path: Path) -> WakeRecord:
     if raw is None:
         raise FileNotFoundError(errno.ENOENT, "no such wake record", str(path))
     try:
-        rec = WakeRecord.from_json(raw)
+        rec = WakeRecord.loads(raw)
     except (RecordError, ValueError, UnicodeDecodeError):
         raise CorruptState(
             f"malformed wake file {path}; it was skipped and left in place"
@@ -319,7 +99,7 @@ def _parse(path: Path) -> WakeRecord:
 
 
 def _store(path: Path, record: WakeRecord) -> None:
-    atomic.atomic_write(path, record.to_json().encode(), fsync=False)
+    atomic.atomic_write(path, record.dumps().encode(), fsync=False)
 
 
 def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
@@ -447,7 +227,7 @@ def merge(
             "total_matches": record.total_matches + matches,
             "status": status,
             "run_id": run_id,
-            "exit_code": exit_code,
+            "event_exit_code": exit_code,
             "updated_at": now,
         }
         if new or matches:
@@ -655,7 +435,7 @@ def _run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
     except (CorruptState, InvalidName):
         meta = None
     if meta is None:
-        return rec.status, (rec.exit_code if rec.run_id == rid else None)
+        return rec.status, (rec.event_exit_code if rec.run_id == rid else None)
     return meta.status, meta.exit_code
 
 
@@ -667,47 +447,3 @@ def _saw_end(home: Path, name: str, rid: str, session: str) -> bool | None:
 def _pending_total(home: Path, session: str) -> int:
     good, _ = _scan_dir(session_dir(home, session))
     return sum(r.pending for _, r in good)
-
-
-def read_rest(d: Delivery) -> str:
-    """The command that reads the matched lines a capped record dropped."""
-    how = " --exclude" if d.exclude else ""
-    import shlex  # here: only a wake with a filter needs it, every drain loads this module
-
-    flt = f" --filter {shlex.quote(d.filter)}{how}" if d.filter else ""
-    return f"ackdeck output {d.name} --run-id {d.run_id}{flt}"
-
-
-def format_wake_text(result: DrainResult) -> str:
-    """The text a Stop hook or an MCP reply shows the agent."""
-    if not result.delivered:
-        return ""
-    out = [f"ackdeck: {counted(len(result.delivered), 'process wake')}"]
-    for d in result.delivered:
-        head = f"[{d.name} run {d.run_id}]"
-        if d.kind == "monitor-lost":
-            out.append(
-                f"{head} monitor lost: the supervisor died; output after this point is not "
-                "being watched (check `ackdeck output`)"
-            )
-        elif d.kind == "exited":
-            code = "unknown" if d.exit_code is None else str(d.exit_code)
-            out.append(f"{head} process {d.status or 'exited'} with exit code {code}")
-        if d.lines:
-            how = "not matching" if d.exclude else "matching"
-            out.append(
-                f"{head} {counted(len(d.lines), 'new line')} {how} /{d.filter}/ "
-                f"({counted(d.total_matches, 'match')} in total):"
-            )
-            out.extend(f"  {x.text}" for x in d.lines)
-        if d.dropped:
-            out.append(
-                f"{head} {counted(d.dropped, 'older matched line')} "
-                f"{'was' if d.dropped == 1 else 'were'} not kept (at most {MAX_LINES} "
-                f"per pending wake); read them with `{read_rest(d)}`"
-            )
-    if result.superseded:
-        n = result.superseded
-        were = "was" if n == 1 else "were"
-        out.append(f"({counted(n, 'line')} already shown by a read {were} not repeated)")
-    return "\n".join(out)
