@@ -8,6 +8,11 @@ round-robin so a busy machine slows each alike; the median wall and CPU time of 
 printed with the ratio. `ackdeck agents` reads every presence log, opens every room once for
 its status and looks for each session's wakes: the ratio is what the presence costs on top
 of the rooms' status.
+
+It then measures the dashboard's idle CPU over the same 300 rooms, once with the home holding
+the 300 sessions' presence (the Agents panel lists them, and refreshes them while idle) and
+once with an empty home (no agents), alternating (issue 32: the idle CPU stays within its
+figures with 300 agents). `--quick` skips it.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from pathlib import Path
 from bench.bench_status import _env, _run, _table
 from bench.bench_tui import REPO, WORK
 
-FULL = {"sessions": 300, "lines": 1000, "repeats": 7}
-QUICK = {"sessions": 30, "lines": 100, "repeats": 3}
+FULL = {"sessions": 300, "lines": 1000, "repeats": 7, "idle_rounds": 2}
+QUICK = {"sessions": 30, "lines": 100, "repeats": 3, "idle_rounds": 0}
+IDLE_S = 15.0  # seconds of each idle measurement
 EVENTS = 200  # per session: about a day of turns
 TARGET = 2.0
 
@@ -81,12 +87,53 @@ def run(mode: dict[str, int]) -> dict[str, tuple[float, float]]:
         for _ in range(mode["repeats"]):
             for name, argv in argvs.items():
                 got[name].append(_run(argv, env))
-    figures = {
-        name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
-        for name, runs in got.items()
-    }
-    _report(figures, mode)
+        figures = {
+            name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+            for name, runs in got.items()
+        }
+        _report(figures, mode)
+        if mode["idle_rounds"]:
+            _report_idle(_dashboard_idle(base, home, rooms, mode["idle_rounds"]))
     return figures
+
+
+def _dashboard_idle(
+    base: Path, home: Path, rooms: list[Path], rounds: int
+) -> dict[str, list[float]]:
+    """The dashboard's idle CPU (% of a core) over `rooms`, with and without the agents."""
+    from bench.bench_dashboard import _config, _ours, idle_cpu
+    from bench.bench_tui import PtyApp
+
+    empty = base / "empty-home"
+    empty.mkdir()
+    cases = {
+        f"{len(rooms)} rooms + {len(rooms)} agents": home,
+        f"{len(rooms)} rooms, no agents": empty,
+    }
+    got: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, case_home in cases.items():
+            cfg = _config(base / "dash.toml", rooms, case_home)
+            app = PtyApp(_ours(cfg))
+            try:
+                # the rooms are named after their sessions: the first row of either panel
+                if app.read_until(b"agent-000", 120) is None:
+                    raise RuntimeError(f"the dashboard never settled ({name})")
+                app.drain(5.0)  # the first counts, listings and their follow-ups settle
+                got[name].append(idle_cpu(app, IDLE_S))
+            finally:
+                app.stop()
+    return got
+
+
+def _report_idle(got: dict[str, list[float]]) -> None:
+    print()
+    print(f"dashboard idle CPU, median of {len(next(iter(got.values())))} x {IDLE_S:g} s")
+    figures = {name: statistics.median(v) for name, v in got.items()}
+    base = list(figures.values())[-1]
+    rows = [(name, f"{cpu:.2f}", f"{cpu / base:.2f}" if base else "nan")
+            for name, cpu in figures.items()]  # fmt: skip
+    _table(("case", "% of a core", "x no agents"), rows)
 
 
 def _report(figures: dict[str, tuple[float, float]], mode: dict[str, int]) -> None:
