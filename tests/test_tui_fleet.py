@@ -294,3 +294,37 @@ async def test_the_fleets_panels_at_80x24_show_their_first_rows_and_quit_and_hel
             assert "q Quit" in text and "? Help" in text
     finally:
         beta.close()
+
+
+def test_another_hosts_rows_this_version_cannot_show_are_left_out() -> None:
+    from ackdeck.core.service.fleet_rows import remote_runs, remote_wakes
+
+    run = {
+        "host": "beta", "name": "build", "status": "exited", "exit_code": 1,
+        "session": "agent", "monitors": [{"pattern": "FAIL", "exclude": False}], "matches": 2,
+    }  # fmt: skip
+    wake = {
+        "host": "beta", "session": "agent", "name": "build", "kind": "match", "pending": 3,
+        "delivered_total": 1, "superseded_total": 0, "status": "running",
+    }  # fmt: skip
+    (got,) = remote_runs([run], {"beta": True})
+    assert (got.host, got.live, got.name, got.exit_code, got.matches) == (
+        "beta",
+        True,
+        "build",
+        1,
+        2,
+    )
+    assert [m.pattern for m in got.monitors] == ["FAIL"]
+    (w,) = remote_wakes([wake], {})  # a host the listing does not know of counts as gone
+    assert (w.live, w.pending, w.delivered_total) == (False, 3, 1)
+    bad_runs = [
+        {**run, "name": "a/b"},  # not a name: it would be a row key
+        {**run, "status": "\x1b[2J"},  # not a printable word: a cell shows it as it is
+        {**run, "matches": -1},
+        {**run, "exit_code": "1"},
+        {k: v for k, v in run.items() if k != "session"},
+    ]
+    assert remote_runs(bad_runs, {"beta": True}) == []
+    bad_wakes = [{**wake, "pending": True}, {**wake, "host": 3}, {**wake, "kind": ""}]
+    assert remote_wakes(bad_wakes, {"beta": True}) == []
