@@ -267,7 +267,7 @@ async def test_an_unreachable_fleet_shows_this_hosts_processes_and_wakes(tmp_pat
         assert _cells(ps, "build")[1] == "alpha"
 
 
-async def test_the_fleets_panels_at_80x24_show_their_first_rows_and_quit_and_help(
+async def test_the_fleets_panels_fit_80x24_and_wider_with_their_first_rows_quit_and_help(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
@@ -275,23 +275,28 @@ async def test_the_fleets_panels_at_80x24_show_their_first_rows_and_quit_and_hel
     room.write_text("hello\n")
     try:
         config = quiet_config([room], home=mine, fleet=beta.settings.url, host_id="alpha")
-        app = make_app(config)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            text = screen_text(app)
-            main = app.main
-            for table in main.query(KeyedTable):
-                assert table.row_count > 0, table.id
-                assert table.max_scroll_x == 0, table.id  # every column fits
-            # A short terminal shows the agents as their panel's title (its summary), as
-            # without a fleet: every host's agents are counted in it.
-            assert "Agents · 3 working" in text
-            assert "inbox.txt" in text  # the rooms'
-            rows = [ln.split()[:3] for ln in text.splitlines()]
-            # The processes' and wakes' first rows: this host's, with its host.
-            assert ["build", "alpha", "exited"] in rows, text
-            assert ["agent", "alpha", "build"] in rows, text
-            assert "q Quit" in text and "? Help" in text
+        for size in ((80, 24), (100, 30), (120, 35), (200, 50)):
+            app = make_app(config)
+            async with app.run_test(size=size) as pilot:
+                await settle(pilot)
+                text = screen_text(app)
+                for table in app.main.query(KeyedTable):
+                    assert table.row_count > 0, (table.id, size)
+                    # Every column inside the border: nothing to scroll sideways.
+                    assert table.max_scroll_x == 0, (table.id, size, text)
+                    assert table.region.right <= size[0]
+                # A short terminal shows the agents as their panel's title (its summary), as
+                # without a fleet: every host's agents are counted in it.
+                assert "Agents · 3 working" in text, size
+                assert "inbox.txt" in text  # the rooms' first row
+                for table in (app.main.query_one(ProcsTable), app.main.query_one(WakesTable)):
+                    # Its header and first row in view.
+                    assert table.scroll_y == 0 and table.scrollable_content_region.height >= 2
+                if size == (80, 24):  # stacked: a row is a whole line
+                    rows = [ln.split()[:3] for ln in text.splitlines()]
+                    assert ["build", "alpha", "exited"] in rows, text  # the processes'
+                    assert ["agent", "alpha", "build"] in rows, text  # the wakes'
+                assert "q Quit" in text and "? Help" in text, size
     finally:
         beta.close()
 

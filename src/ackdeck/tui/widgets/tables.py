@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.cells import cell_len
@@ -842,6 +842,11 @@ def _with_host(rows: list[Row], host: str, *, live: bool = True, remote: bool = 
     ]
 
 
+def _shorter(columns: Sequence[Col], short: dict[str, str]) -> tuple[Col, ...]:
+    """`columns` with the short headers of `short` (column key -> short header)."""
+    return tuple(replace(c, short=short.get(c.key, c.short)) for c in columns)
+
+
 _HOST_TIP = "the host it runs on (its id in the fleet); (last known): that host stopped publishing"
 
 
@@ -868,10 +873,11 @@ class FleetWakesTable(WakesTable):
     (core/service/fleet_rows.py RemoteWake), with a Host column; another host's are
     read-only."""
 
-    COLUMNS = (
-        WakesTable.COLUMNS[0],
-        Col("Host", "host", "Host", _HOST_TIP, 4),
-        *WakesTable.COLUMNS[1:],
+    COLUMNS = _shorter(
+        (WakesTable.COLUMNS[0], Col("Host", "host", "Host", _HOST_TIP, 4), *WakesTable.COLUMNS[1:]),
+        # With the Host column, the panel's numbers (never cut) did not fit its half of a
+        # 100-column terminal under the Wakes panel's short headers.
+        {"session": "Own", "delivered": "Dlv", "superseded": "Sup"},
     )
 
     @staticmethod
