@@ -1,5 +1,7 @@
-"""The dashboard with a fleet (issue 34): its Agents panel shows every host's agents with a
-Host column, publishes its own home, and says when the fleet is unreachable."""
+"""The dashboard with a fleet (issue 34): its Agents, Processes and Wakes panels show every
+host's rows with a Host column (another host's read-only, a gone host's as last known), it
+publishes its own home, and says when the fleet is unreachable. Two homes with distinct host
+ids publish to one real redis-server; their runs are real processes."""
 
 from __future__ import annotations
 
@@ -10,13 +12,24 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.presence import log
+from ackdeck.core.service import fleet_model, procs, wakes
 from ackdeck.core.service.fleet import FleetLink, publish_home
 from ackdeck.core.service.fleet_settings import resolve_fleet
 from ackdeck.tui.app import make_app
-from ackdeck.tui.screens.modals import TextScreen
-from ackdeck.tui.testing import quiet_config, screen_text, settle
-from ackdeck.tui.widgets.tables import AgentsTable, FleetAgentsTable
+from ackdeck.tui.screens.modals import ConfirmScreen, TextScreen
+from ackdeck.tui.screens.output import OutputScreen
+from ackdeck.tui.testing import notifications, quiet_config, screen_text, settle
+from ackdeck.tui.widgets.tables import (
+    AgentsTable,
+    FleetAgentsTable,
+    FleetProcsTable,
+    FleetWakesTable,
+    KeyedTable,
+    ProcsTable,
+    WakesTable,
+)
 from tests.helpers.redis_server import RedisServer, free_port
+from tests.helpers.wait import eventually
 
 
 @pytest.fixture(autouse=True)
@@ -82,3 +95,241 @@ def test_a_bad_fleet_in_the_config_is_one_line_naming_it(tmp_path: Path) -> None
         DashConfig.from_table({"fleet": "http://x/y"})
     with pytest.raises(ValueError, match="^host_id: invalid host id name"):
         DashConfig.from_table({"fleet": "redis://x", "host_id": "a/b"})
+
+
+# ----- the Processes and Wakes panels ---------------------------------------------------------
+def _woken(home: Path, name: str, session: str) -> None:
+    """A monitored run of `name` that matched once and ended, and the wake it left `session`."""
+    procs.start(
+        home, name, ["sh", "-c", "echo FAIL one"], session=session, monitor="FAIL", cooldown_ms=0
+    )
+
+    def done() -> bool:
+        ended = all(r.status != "running" for r in procs.list_runs(home, latest_only=True).runs)
+        return ended and any(
+            (w.session, w.name) == (session, name) and w.lines for w in wakes.list_wakes(home).wakes
+        )
+
+    eventually(done, what=f"{name} to end and wake {session}")
+
+
+def _two_hosts(tmp_path: Path, url: str, *, ttl: str = "30") -> tuple[Path, Path, FleetLink]:
+    """alpha (the dashboard's home) and beta, each with an agent named `agent` whose run
+    `build` woke it; beta also has `builder`, woken by `deploy`. beta has published."""
+    mine, theirs = tmp_path / "alpha", tmp_path / "beta"
+    now = time.time()
+    log.record(mine, "agent", "prompt", at=now - 30)
+    log.record(theirs, "agent", "prompt", at=now - 20)
+    log.record(theirs, "builder", "prompt", at=now - 10)
+    _woken(mine, "build", "agent")
+    _woken(theirs, "build", "agent")  # the same names on both hosts: two rows each
+    _woken(theirs, "deploy", "builder")
+    env = {"ACKDECK_FLEET_TTL": ttl}
+    beta = FleetLink(resolve_fleet(url, "beta", env=env, config={}))  # type: ignore[arg-type]
+    publish_home(beta, theirs)
+    return mine, theirs, beta
+
+
+def _cells(table: KeyedTable, key: str) -> list[str]:
+    return [str(getattr(c, "plain", c)) for c in table._rows[table._keys.index(key)]]
+
+
+async def _highlight(pilot: object, table: KeyedTable, key: str) -> None:
+    table.focus()
+    table.move_cursor(row=table._keys.index(key))
+    await settle(pilot)
+    assert table.selected_key == key
+
+
+def _url(redis_server: RedisServer) -> str:
+    return f"redis://127.0.0.1:{redis_server.port}/0/tui-{os.urandom(4).hex()}"
+
+
+async def test_processes_and_wakes_show_every_hosts_rows_with_a_host_column(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
+    try:
+        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot)
+            main = app.main
+            ps, wk = main.query_one(ProcsTable), main.query_one(WakesTable)
+            assert isinstance(ps, FleetProcsTable) and isinstance(wk, FleetWakesTable)
+            assert [c.label for c in ps.COLUMNS][:3] == ["Process", "Host", "Status"]
+            assert [c.label for c in wk.COLUMNS][:3] == ["Owner", "Host", "Process"]
+            # This host's rows first, then beta's, keyed apart although the names are the same.
+            assert ps._keys == ["build", "beta:build", "beta:deploy"]
+            assert wk._keys == ["agent/build", "beta:agent/build", "beta:builder/deploy"]
+            assert _cells(ps, "build")[:3] == ["build", "alpha", "exited"]
+            assert _cells(ps, "beta:deploy")[:3] == ["deploy", "beta", "exited"]
+            assert _cells(ps, "beta:deploy")[-1] == "builder"
+            # Pending as beta counts it: its matched line and its exit notice (the notices
+            # themselves are not published).
+            (theirs_wake,) = wakes.list_wakes(theirs, "builder").wakes
+            assert theirs_wake.pending == 2
+            row = _cells(wk, "beta:builder/deploy")
+            assert row[:5] == ["builder", "beta", "deploy", theirs_wake.kind, "2"]
+            assert "builder" in screen_text(app) and "deploy" in screen_text(app)
+
+            # agent@beta narrows to beta's rows of beta's agent; alpha's agent to alpha's.
+            agents = main.query_one(AgentsTable)
+            await _highlight(pilot, agents, "agent@beta")
+            assert (ps._keys, wk._keys) == (["beta:build"], ["beta:agent/build"])
+            assert "Processes · agent@beta's" in str(ps.border_title)
+            await _highlight(pilot, agents, "builder@beta")
+            assert (ps._keys, wk._keys) == (["beta:deploy"], ["beta:builder/deploy"])
+            await _highlight(pilot, agents, "agent")
+            assert (ps._keys, wk._keys) == (["build"], ["agent/build"])
+            await _highlight(pilot, agents, "*")
+            assert len(ps._keys) == 3
+
+            # The three panels share the agents' one read of the fleet: a listing (its
+            # publish not due yet) is the read's commands (TIME, the registry, a hash per
+            # host), nothing more for the runs and wakes.
+            sent = main._fleet_link.commands
+            main._list_agents()
+            await settle(pilot)
+            assert main._fleet_link.commands - sent == 2 + 2
+    finally:
+        beta.close()
+
+
+async def test_another_hosts_process_and_wake_are_read_only_here(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
+    try:
+        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await settle(pilot)
+            main = app.main
+            ps, wk = main.query_one(ProcsTable), main.query_one(WakesTable)
+            await _highlight(pilot, ps, "beta:build")
+            await pilot.press("o")
+            await settle(pilot)
+            assert not isinstance(app.screen, OutputScreen)
+            said = notifications(app)[-1]
+            assert "process build lives on host beta: nothing done here" in said
+            assert "ackdeck output build" in said
+
+            await _highlight(pilot, wk, "beta:builder/deploy")
+            await pilot.press("x")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmScreen)
+            said = notifications(app)[-1]
+            assert "the wake record of builder for deploy lives on host beta" in said
+            assert "ackdeck wakes dismiss deploy --session builder" in said
+            assert [w.name for w in wakes.list_wakes(theirs, "builder").wakes] == ["deploy"]
+
+            # This host's own row still acts: x asks to dismiss alpha's wake.
+            await _highlight(pilot, wk, "agent/build")
+            await pilot.press("x")
+            await settle(pilot)
+            assert isinstance(app.screen, ConfirmScreen)
+    finally:
+        beta.close()
+
+
+async def test_a_gone_hosts_processes_and_wakes_show_as_last_known(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server), ttl="1")
+    try:
+
+        def beta_gone() -> bool:
+            server_now, pubs = beta.read()
+            return not any(fleet_model.live(p, server_now) for p in pubs if p.host == "beta")
+
+        eventually(beta_gone, what="beta to be past its TTL")
+        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot)
+            ps, wk = app.main.query_one(ProcsTable), app.main.query_one(WakesTable)
+            assert ps._keys == ["build", "beta:build", "beta:deploy"]
+            assert _cells(ps, "build")[1] == "alpha"
+            assert _cells(ps, "beta:build")[1] == "beta (last known)"
+            assert _cells(wk, "beta:agent/build")[1] == "beta (last known)"
+    finally:
+        beta.close()
+
+
+async def test_an_unreachable_fleet_shows_this_hosts_processes_and_wakes(tmp_path: Path) -> None:
+    home = tmp_path / "alpha"
+    _woken(home, "build", "agent")
+    url = f"redis://127.0.0.1:{free_port()}/0/gone"  # nothing listens there
+    app = make_app(quiet_config(home=home, fleet=url, host_id="alpha"))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot)
+        ps, wk = app.main.query_one(ProcsTable), app.main.query_one(WakesTable)
+        assert isinstance(ps, FleetProcsTable)
+        assert (ps._keys, wk._keys) == (["build"], ["agent/build"])
+        assert _cells(ps, "build")[1] == "alpha"
+
+
+async def test_the_fleets_panels_fit_80x24_and_wider_with_their_first_rows_quit_and_help(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
+    room = tmp_path / "inbox.txt"
+    room.write_text("hello\n")
+    try:
+        config = quiet_config([room], home=mine, fleet=beta.settings.url, host_id="alpha")
+        for size in ((80, 24), (100, 30), (120, 35), (200, 50)):
+            app = make_app(config)
+            async with app.run_test(size=size) as pilot:
+                await settle(pilot)
+                text = screen_text(app)
+                for table in app.main.query(KeyedTable):
+                    assert table.row_count > 0, (table.id, size)
+                    # Every column inside the border: nothing to scroll sideways.
+                    assert table.max_scroll_x == 0, (table.id, size, text)
+                    assert table.region.right <= size[0]
+                # A short terminal shows the agents as their panel's title (its summary), as
+                # without a fleet: every host's agents are counted in it.
+                assert "Agents · 3 working" in text, size
+                assert "inbox.txt" in text  # the rooms' first row
+                for table in (app.main.query_one(ProcsTable), app.main.query_one(WakesTable)):
+                    # Its header and first row in view.
+                    assert table.scroll_y == 0 and table.scrollable_content_region.height >= 2
+                if size == (80, 24):  # stacked: a row is a whole line
+                    rows = [ln.split()[:3] for ln in text.splitlines()]
+                    assert ["build", "alpha", "exited"] in rows, text  # the processes'
+                    assert ["agent", "alpha", "build"] in rows, text  # the wakes'
+                assert "q Quit" in text and "? Help" in text, size
+    finally:
+        beta.close()
+
+
+def test_another_hosts_rows_this_version_cannot_show_are_left_out() -> None:
+    from ackdeck.core.service.fleet_rows import remote_runs, remote_wakes
+
+    run = {
+        "host": "beta", "name": "build", "status": "exited", "exit_code": 1,
+        "session": "agent", "monitors": [{"pattern": "FAIL", "exclude": False}], "matches": 2,
+    }  # fmt: skip
+    wake = {
+        "host": "beta", "session": "agent", "name": "build", "kind": "match", "pending": 3,
+        "delivered_total": 1, "superseded_total": 0, "status": "running",
+    }  # fmt: skip
+    (got,) = remote_runs([run], {"beta": True})
+    assert (got.host, got.live, got.name, got.exit_code, got.matches) == (
+        "beta",
+        True,
+        "build",
+        1,
+        2,
+    )
+    assert [m.pattern for m in got.monitors] == ["FAIL"]
+    (w,) = remote_wakes([wake], {})  # a host the listing does not know of counts as gone
+    assert (w.live, w.pending, w.delivered_total) == (False, 3, 1)
+    bad_runs = [
+        {**run, "name": "a/b"},  # not a name: it would be a row key
+        {**run, "status": "\x1b[2J"},  # not a printable word: a cell shows it as it is
+        {**run, "matches": -1},
+        {**run, "exit_code": "1"},
+        {k: v for k, v in run.items() if k != "session"},
+    ]
+    assert remote_runs(bad_runs, {"beta": True}) == []
+    bad_wakes = [{**wake, "pending": True}, {**wake, "host": 3}, {**wake, "kind": ""}]
+    assert remote_wakes(bad_wakes, {"beta": True}) == []

@@ -9,7 +9,7 @@ theme = "nord"           # the palette's theme (written here when the owner pick
 watch = true             # live updates from watchfiles
 tick_seconds = 1.0       # sweeps: runs every 10 ticks, all rooms every 30; 0: off, else 0.05-3600
 claude_teams = true      # list Claude Code teams' mailboxes ($CLAUDE_CONFIG_DIR or ~/.claude)
-fleet = "redis://fleet.internal/team"  # every host's agents (docs/how-to/fleet.md)
+fleet = "redis://fleet.internal/team"  # every host's agents, runs, wakes (docs/how-to/fleet.md)
 host_id = "laptop"       # this host's id in the fleet (default the host name)
 ```
 

@@ -126,6 +126,10 @@ class AgentsListed(Message):
 
     agents: Any  # ackdeck.core.service.agents.Agents, or None without a home
     fleet: Any = None  # ackdeck.core.service.fleet.FleetNote with a fleet set
+    # Every other host's runs and wake records, from the same read of the fleet
+    # (core/service/fleet_rows.py RemoteRun, RemoteWake); empty without one or unreachable.
+    runs: list[Any] = field(default_factory=list)
+    wakes: list[Any] = field(default_factory=list)
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, AgentsListed)  # only the newest listing matters

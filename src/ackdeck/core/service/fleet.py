@@ -291,11 +291,13 @@ def fleet_listing(
 
 def fleet_agents(
     link: FleetLink, listed: Agents, *, clock: Callable[[], float] = time.time
-) -> tuple[Agents, FleetNote]:
+) -> tuple[Agents, FleetNote, dict[str, list[dict[str, Any]]]]:
     """The dashboard's agents: this host's `listed` and every other host's, each with its
     host id as `host`. Another host's session is named `SESSION@HOST`, the notation of a
-    session on another host, so that a name two hosts share stays two rows. Reads only:
-    the dashboard's Publisher publishes."""
+    session on another host, so that a name two hosts share stays two rows. Also every other
+    host's `runs` and `wakes` rows (as host_rows gives them; none when unreachable), from the
+    same read: the dashboard's Processes and Wakes panels cost no round trip of their own.
+    Reads only: the dashboard's Publisher publishes."""
     from ackdeck.core.service.agents import Agent, Agents
 
     s = link.settings
@@ -305,7 +307,8 @@ def fleet_agents(
     except FleetUnreachable as exc:
         mine = HostState(s.host, True, None, True, len(local), 0, 0)
         note = f"{exc}; showing this host only"
-        return Agents(listed.checked_at, local), FleetNote(s.url, s.host, False, note, [mine])
+        unreached = FleetNote(s.url, s.host, False, note, [mine])
+        return Agents(listed.checked_at, local), unreached, {}
     local_now = clock()
     others = sorted((p for p in pubs if p.host != s.host), key=lambda p: p.host)
     remote = [
@@ -316,7 +319,12 @@ def fleet_agents(
     ]
     states = [HostState(s.host, True, 0.0, True, len(local), 0, 0)]
     states += [fleet_model.host_state(p, server_now) for p in others]
-    return Agents(listed.checked_at, local + remote), FleetNote(s.url, s.host, True, None, states)
+    rows = {
+        kind: [r for p in others for r in fleet_model.host_rows(p, kind, server_now, local_now)]
+        for kind in ("runs", "wakes")
+    }
+    found = FleetNote(s.url, s.host, True, None, states)
+    return Agents(listed.checked_at, local + remote), found, rows
 
 
 def _agent(row: dict[str, Any]) -> Agent | None:

@@ -43,10 +43,13 @@ from ..widgets.tables import (
     ALL_AGENTS,
     AgentsTable,
     FleetAgentsTable,
+    FleetProcsTable,
+    FleetWakesTable,
     ProcsTable,
     RoomsTable,
     WakesTable,
     pending_cell,
+    split_fleet_key,
 )
 from .modals import AckAllScreen, ConfirmScreen, PromptScreen, TextScreen
 
@@ -195,6 +198,10 @@ class MainScreen(Screen[None]):
         self._fleet_lock = threading.Lock()  # a worker replaced mid-call may still be in it
         self._fleet_link: Any = None
         self._publisher: Any = None
+        # Every other host's runs and wake records, from the agents' read of the fleet
+        # (RemoteRun, RemoteWake): the Processes and Wakes panels show them after this host's.
+        self._remote_runs: list[Any] = []
+        self._remote_wakes: list[Any] = []
 
     @property
     def dash(self) -> Host:
@@ -217,10 +224,11 @@ class MainScreen(Screen[None]):
             lines.set_border_title("Lines")
             yield lines
             with Vertical(id="side"):
-                procs = ProcsTable(id="procs")
+                fleet = self._fleet is not None
+                procs = (FleetProcsTable if fleet else ProcsTable)(id="procs")
                 procs.set_border_title("Processes")
                 yield procs
-                wakes = WakesTable(id="wakes")
+                wakes = (FleetWakesTable if fleet else WakesTable)(id="wakes")
                 wakes.set_border_title("Wakes")
                 yield wakes
         yield Footer(show_command_palette=False)
@@ -271,18 +279,42 @@ class MainScreen(Screen[None]):
         if labels is not self.dash.labels:
             changed = None  # narrowed to an agent: its rooms only, placed again
         rooms.show_rooms(labels, self._rows_by_key, now, self.dash.rates, changed)
-        runs, wakes = snap.runs, snap.wakes
-        if self.selected_agent is not None:
-            runs = [r for r in runs if r.session == self.selected_agent]
-            wakes = [w for w in wakes if w.session == self.selected_agent]
-        self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(runs, now))
-        self.query_one(WakesTable).set_rows(WakesTable.rows_for(wakes, now))
+        self._show_runs_and_wakes(snap)
         self._agents_soon()
         self.query_one(LineView).set_monitors(monitor_patterns(snap.runs))
         if self.selected_room is None or self.selected_room not in labels:
             self._select_room(rooms.selected_key)
         self._update_lines_header()
         self.sub_title = "  ".join(snap.errors)
+
+    def _show_runs_and_wakes(self, snap: Snapshot) -> None:
+        """The Processes and Wakes panels: this host's runs and wakes (from the scan), then,
+        with a fleet, every other host's (from the agents' read of it); narrowed to the
+        highlighted agent: a local agent's rows, or `SESSION@HOST`'s rows on HOST."""
+        now = snap.taken_at
+        runs, wakes = snap.runs, snap.wakes
+        remote_runs, remote_wakes = self._remote_runs, self._remote_wakes
+        if self.selected_agent is not None:
+            session, host = self.selected_agent, None
+            row = None if self.agents is None else self.agents.find(session)
+            if self._fleet is not None and row is not None and row.host != self._fleet.host:
+                host, session = row.host, session.removesuffix(f"@{row.host}")
+            if host is None:  # this host's agent: a namesake on another host is another one
+                runs = [r for r in runs if r.session == session]
+                wakes = [w for w in wakes if w.session == session]
+                remote_runs = remote_wakes = []
+            else:
+                runs = wakes = []
+                remote_runs = [r for r in remote_runs if (r.host, r.session) == (host, session)]
+                remote_wakes = [w for w in remote_wakes if (w.host, w.session) == (host, session)]
+        procs, wake_table = self.query_one(ProcsTable), self.query_one(WakesTable)
+        if isinstance(procs, FleetProcsTable) and isinstance(wake_table, FleetWakesTable):
+            me = self._fleet.host
+            procs.set_rows(procs.fleet_rows(me, runs, remote_runs, now))
+            wake_table.set_rows(wake_table.fleet_rows(me, wakes, remote_wakes, now))
+            return
+        procs.set_rows(ProcsTable.rows_for(runs, now))
+        wake_table.set_rows(WakesTable.rows_for(wakes, now))
 
     def _shown_count(self) -> tuple[str, Any] | None:
         """The selected room's line count as the lines panel has it: the table shows the
@@ -441,21 +473,25 @@ class MainScreen(Screen[None]):
             self.post_message(AgentsListed(listed))
             return
         with self._fleet_lock:
-            listed, note = self._fleet_agents(home, listed)
-        self.post_message(AgentsListed(listed, note))
+            self.post_message(self._fleet_agents(home, listed))
 
-    def _fleet_agents(self, home: Any, listed: Any) -> tuple[Any, Any]:
-        """Publish this home when due (every TTL/3), then every host's agents."""
+    def _fleet_agents(self, home: Any, listed: Any) -> AgentsListed:
+        """Publish this home when due (every TTL/3), then every host's agents, runs and wake
+        records: one read of the fleet for the three panels."""
         from pathlib import Path
 
         from ackdeck.core.service.fleet import FleetLink, Publisher, fleet_agents
+        from ackdeck.core.service.fleet_rows import remote_runs, remote_wakes
 
         if self._fleet_link is None:
             self._fleet_link = FleetLink(self._fleet)
             self._publisher = Publisher(self._fleet_link, Path(home))
         if self._publisher.due():
             self._publisher.tick(have={"agents": listed.to_json()["agents"]})
-        return fleet_agents(self._fleet_link, listed, clock=self.dash.clock)
+        agents, note, rows = fleet_agents(self._fleet_link, listed, clock=self.dash.clock)
+        live = {h.host: h.live for h in note.hosts}
+        runs = remote_runs(rows.get("runs", []), live)
+        return AgentsListed(agents, note, runs, remote_wakes(rows.get("wakes", []), live))
 
     def on_unmount(self) -> None:
         if self._fleet_link is not None:
@@ -473,6 +509,10 @@ class MainScreen(Screen[None]):
         if message.fleet is not None and not message.fleet.reachable:
             title += " · fleet unreachable: this host only"
         table.set_border_title(title)
+        if (message.runs, message.wakes) != (self._remote_runs, self._remote_wakes):
+            self._remote_runs, self._remote_wakes = message.runs, message.wakes
+            if self.snapshot is not None:
+                self._show_runs_and_wakes(self.snapshot)
         self._narrow_to(table.selected_key)
 
     @on(DataTable.RowHighlighted, "#agents")
@@ -704,9 +744,13 @@ class MainScreen(Screen[None]):
             self.maximize(self.focused)
 
     def action_output(self) -> None:
-        name = self.query_one(ProcsTable).selected_key
-        if name is None:
+        key = self.query_one(ProcsTable).selected_key
+        if key is None:
             self.notify("no process selected", severity="warning")
+            return
+        host, name = split_fleet_key(key)
+        if host is not None:
+            self._elsewhere(f"process {name}", host, f"ackdeck output {name}")
             return
         self.dash.open_output(name)
 
@@ -715,8 +759,22 @@ class MainScreen(Screen[None]):
         if key is None:
             self.notify("no wake record selected", severity="warning")
             return
+        host, key = split_fleet_key(key)
         session, _, name = key.partition("/")
+        if host is not None:
+            what = f"the wake record of {session} for {name}"
+            self._elsewhere(what, host, f"ackdeck wakes dismiss {name} --session {session}")
+            return
         self.confirm_dismiss(session, name)
+
+    def _elsewhere(self, what: str, host: str, there: str) -> None:
+        """Another host's row is read-only here: its files are on that host."""
+        self.notify(
+            f"{what} lives on host {host}: nothing done here (on {host}: {there})",
+            title=f"on {host}",
+            severity="warning",
+            markup=False,
+        )
 
     def confirm_dismiss(self, session: str, name: str) -> None:
         """Dismissing drops the record's pending lines unseen: ask first, as ack all does."""

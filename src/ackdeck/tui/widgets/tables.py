@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.cells import cell_len
@@ -635,7 +635,7 @@ _STATUS_STYLE = {"running": "green", "exited": "", "killed": "yellow", "lost": "
 
 
 class ProcsTable(KeyedTable):
-    COLUMNS = (
+    COLUMNS: Sequence[Col] = (
         Col("Process", "name", "Proc", "name given to ackdeck run", 4),
         Col("Status", "status", "State", "running, exited, killed or lost", 4),
         Col("Exit", "exit", "Exit", "exit code of the latest run"),
@@ -670,7 +670,7 @@ class ProcsTable(KeyedTable):
 
 
 class WakesTable(KeyedTable):
-    COLUMNS = (
+    COLUMNS: Sequence[Col] = (
         Col("Owner", "session", "Owner", "the session the wake is for", 4),
         Col("Process", "name", "Proc", "the monitored process", 4),
         Col("Kind", "kind", "Kind", "match, exited or monitor-lost", 4),
@@ -811,4 +811,78 @@ class FleetAgentsTable(AgentsTable):
         for key, cells in AgentsTable.rows_for(agents, now):
             host = "" if key == ALL_AGENTS else safe(hosts.get(key) or "-")
             out.append((key, [cells[0], host, *cells[1:]]))
+        return out
+
+
+# ----- every host's processes and wakes (docs/how-to/fleet.md, "The dashboard") -----------
+def fleet_key(host: str, key: str) -> str:
+    """Another host's row key: `HOST:KEY`. No name holds a `:` (check_name), so no key of
+    this host's rows (a process name, `SESSION/NAME`) can be mistaken for one."""
+    return f"{host}:{key}"
+
+
+def split_fleet_key(key: str) -> tuple[str | None, str]:
+    """(the host, or None for this host's row; the key as that host's table has it)."""
+    host, sep, rest = key.partition(":")
+    return (host, rest) if sep else (None, key)
+
+
+def _host_cell(host: str, live: bool) -> Cell:
+    # A host that stopped publishing: its rows are what it last said, not what holds now.
+    return Cell(host) if live else Cell(f"{host} (last known)", "dim")
+
+
+def _with_host(rows: list[Row], host: str, *, live: bool = True, remote: bool = False) -> list[Row]:
+    """Rows of a table's `rows_for`, with a Host cell after the first, keyed `HOST:KEY` when
+    another host's."""
+    cell = _host_cell(host, live)
+    return [
+        (fleet_key(host, key) if remote else key, [cells[0], cell, *cells[1:]])
+        for key, cells in rows
+    ]
+
+
+def _shorter(columns: Sequence[Col], short: dict[str, str]) -> tuple[Col, ...]:
+    """`columns` with the short headers of `short` (column key -> short header)."""
+    return tuple(replace(c, short=short.get(c.key, c.short)) for c in columns)
+
+
+_HOST_TIP = "the host it runs on (its id in the fleet); (last known): that host stopped publishing"
+
+
+class FleetProcsTable(ProcsTable):
+    """The Processes panel with a fleet set: this host's runs, then every other host's
+    (core/service/fleet_rows.py RemoteRun), with a Host column; another host's are read-only."""
+
+    COLUMNS = (
+        ProcsTable.COLUMNS[0],
+        Col("Host", "host", "Host", _HOST_TIP, 4),
+        *ProcsTable.COLUMNS[1:],
+    )
+
+    @staticmethod
+    def fleet_rows(host: str, local: Sequence[Any], remote: Sequence[Any], now: float) -> list[Row]:
+        out = _with_host(ProcsTable.rows_for(local, now), host)
+        for run in remote:
+            out += _with_host(ProcsTable.rows_for([run], now), run.host, live=run.live, remote=True)
+        return out
+
+
+class FleetWakesTable(WakesTable):
+    """The Wakes panel with a fleet set: this host's wake records, then every other host's
+    (core/service/fleet_rows.py RemoteWake), with a Host column; another host's are
+    read-only."""
+
+    COLUMNS = _shorter(
+        (WakesTable.COLUMNS[0], Col("Host", "host", "Host", _HOST_TIP, 4), *WakesTable.COLUMNS[1:]),
+        # With the Host column, the panel's numbers (never cut) did not fit its half of a
+        # 100-column terminal under the Wakes panel's short headers.
+        {"session": "Own", "delivered": "Dlv", "superseded": "Sup"},
+    )
+
+    @staticmethod
+    def fleet_rows(host: str, local: Sequence[Any], remote: Sequence[Any], now: float) -> list[Row]:
+        out = _with_host(WakesTable.rows_for(local, now), host)
+        for w in remote:
+            out += _with_host(WakesTable.rows_for([w], now), w.host, live=w.live, remote=True)
         return out
