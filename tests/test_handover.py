@@ -9,12 +9,14 @@ Real rooms, real `ackdeck` processes held at the hand-over's named fault points
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from ackdeck.core.base import locations
+from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.service import presence
 from tests.helpers.cli import ackdeck, ackdeck_json, ackdeck_ok
@@ -169,6 +171,36 @@ def test_lines_arriving_during_the_handover_stay_in_the_stalled_room(
     assert _lines(b) == [b"s2's own", *LINES]
 
 
+def test_a_handover_of_several_pages_moves_only_what_was_there_at_its_first_look(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s2=["b.txt"])
+    a, b = rooms["s1"][0], rooms["s2"][0]
+    # More than one read's page (1 MiB): the hand-over takes it in two journalled steps.
+    many = [b"%04d " % i + b"x" * 995 for i in range(1100)]
+    a.write_bytes(b"".join(line + b"\n" for line in many))
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2", "--json"
+    )
+    try:
+        wait_for_step(proc, marker, "handover-after-push")
+        Room(a).push(b"arrived during the first page")
+        marker.unlink()
+        # The second page stops at the same step: let it go too.
+        wait_for_step(proc, marker, "handover-after-push")
+        marker.unlink()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    got = json.loads(out)
+    assert (got["moved"], got["both"]) == (1100, 0)
+    assert _lines(b) == many
+    assert _lines(a) == [b"arrived during the first page"]
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_kill9_at_each_step_leaves_every_line_somewhere_and_a_rerun_finishes_once(
     cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path, step: str
@@ -300,3 +332,30 @@ async def test_h_on_an_agent_hands_its_lines_to_the_session_typed(
     assert _lines(a) == []
     assert _lines(b) == [b"s2's own", *LINES]
     eventually(lambda: not locations.handover_journal(home, "s1").exists())
+
+
+def test_the_pure_decisions() -> None:
+    from ackdeck.core.service.reassign import choose_room, push_decision, within
+
+    # A search of the target room proves a push landed, or that it did not, or nothing.
+    assert push_decision(120, True) == "landed"
+    assert push_decision(120, False) == "landed"
+    assert push_decision(None, True) == "push"
+    assert push_decision(None, False) == "unsure"
+    # Only what the room held at the first look (it ended at 100) moves.
+    assert within(0, 80, 100) == 80
+    assert within(0, 100, 100) == 100
+    assert within(40, 160, 100) == 60
+    assert within(100, 160, 100) is None
+    # A session's room: its only one, or the one named (path or a basename of one of them).
+    assert choose_room("s", ["/r/a.txt"], None, "--from-room") == "/r/a.txt"
+    assert choose_room("s", ["/r/a.txt", "/r/b.txt"], "b.txt", "--from-room") == "/r/b.txt"
+    assert choose_room("s", ["/r/a.txt", "/q/a.txt"], "/q/a.txt", "--from-room") == "/q/a.txt"
+    for rooms, wanted, says in [
+        (["/r/a.txt", "/r/b.txt"], None, "session s has 2 rooms: /r/a.txt, /r/b.txt; choose"),
+        (["/r/a.txt", "/q/a.txt"], "a.txt", "--from-room a.txt is not one room of session s"),
+        ([], None, "session s has no room ackdeck knows of"),
+        (["/r/a.txt"], "/r/c.txt", "(its rooms: /r/a.txt)"),
+    ]:
+        with pytest.raises(InvalidInput, match=re.escape(says)):
+            choose_room("s", rooms, wanted, "--from-room")

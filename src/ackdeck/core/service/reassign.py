@@ -157,6 +157,15 @@ def push_decision(found: int | None, certain: bool) -> str:
     return "push" if certain else "unsure"
 
 
+def within(start: int, end: int, cutoff: int) -> int | None:
+    """How many bytes of a page read at logical [start, end) a hand-over takes, so that no
+    line that arrived after its first look (the room then ended at `cutoff`) moves: the whole
+    page when it ends by then, else the bytes before `cutoff` (None: none of them)."""
+    if end <= cutoff:
+        return end - start
+    return cutoff - start if cutoff > start else None
+
+
 def handover_text(source: str, target: str) -> str:
     return f"handed over from {source} to {target}"
 
@@ -259,10 +268,12 @@ def _run(
         if (found.from_room, found.to_room) == (src_spec, dst_spec):
             moved, in_flight = moved + gone, in_flight + found.in_flight
             both += found.lines - gone
-    # Lines that arrive in the source room during the hand-over stay there: it moves the
-    # pages the first look found waiting, never more.
+    # Lines that arrive in the source room during the hand-over stay there: it moves what the
+    # room held at its first look (its end then), page by page, never more.
+    first = src.status()
+    cutoff = (first.epoch, first.pushed_total)
     while True:
-        page = _choose(home, source, target, src, dst, src_spec, dst_spec, clock)
+        page = _choose(home, source, target, src, dst, src_spec, dst_spec, cutoff, clock)
         if page is None:
             break
         journal, more = page
@@ -285,10 +296,12 @@ def _choose(
     dst: Room,
     src_spec: str,
     dst_spec: str,
+    cutoff: tuple[int, int],
     clock: Callable[[], float],
 ) -> tuple[Journal, bool] | None:
     """Read the next page of the source room for the hand-over and record it (step
-    "chosen"); None when the room holds no complete line. Also whether more lines waited."""
+    "chosen"); None when the room holds no complete line from before `cutoff` (its epoch and
+    end at the first look). Also whether more lines waited."""
     from ackdeck.core.inbox import readlog
     from ackdeck.core.inbox.ledger import sha256
 
@@ -298,6 +311,20 @@ def _choose(
     if not got.lines:
         return None
     assert isinstance(got.start, int) and isinstance(got.end, int)  # a file room
+    if got.epoch == cutoff[0]:
+        take = within(got.start, got.end, cutoff[1])
+        if take is None:
+            return None
+        if take < got.end - got.start:
+            # Read again, exactly the lines from before the cutoff, as another reader: the
+            # room keeps the longer receipt of the same reader (it takes a shorter one for
+            # an older read), and the ack must remove only these lines.
+            rid = readlog.new_id()
+            got = src.read(HANDOVER_SESSION, reader=rid, max_bytes=take)
+            assert isinstance(got.end, int)
+            if not got.lines or got.end > cutoff[1]:
+                return None
+            got = got.replace(waiting=0)
     there = dst.status()
     journal = Journal(
         id=rid,
