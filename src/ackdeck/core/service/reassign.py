@@ -321,7 +321,7 @@ def _choose(
             # an older read), and the ack must remove only these lines.
             rid = readlog.new_id()
             got = src.read(HANDOVER_SESSION, reader=rid, max_bytes=take)
-            assert isinstance(got.end, int)
+            assert isinstance(got.start, int) and isinstance(got.end, int)
             if not got.lines or got.end > cutoff[1]:
                 return None
             got = got.replace(waiting=0)
