@@ -311,6 +311,7 @@ def _choose(
     if not got.lines:
         return None
     assert isinstance(got.start, int) and isinstance(got.end, int)  # a file room
+    more = got.waiting > 0
     if got.epoch == cutoff[0]:
         take = within(got.start, got.end, cutoff[1])
         if take is None:
@@ -324,7 +325,9 @@ def _choose(
             assert isinstance(got.start, int) and isinstance(got.end, int)
             if not got.lines or got.end > cutoff[1]:
                 return None
-            got = got.replace(waiting=0)
+            more = False
+    start, end = got.start, got.end
+    assert isinstance(start, int) and isinstance(end, int)  # a file room's offsets
     there = dst.status()
     journal = Journal(
         id=rid,
@@ -335,8 +338,8 @@ def _choose(
         state="chosen",
         at=clock(),
         epoch=got.epoch,
-        start=got.start,
-        end=got.end,
+        start=start,
+        end=end,
         lines=len(got.lines),
         in_flight=min(held, len(got.lines)),
         sha256=sha256(got.data),
@@ -346,7 +349,7 @@ def _choose(
     )
     _store(home, journal)
     pause("handover-after-journal")
-    return journal, got.waiting > 0
+    return journal, more
 
 
 def _finish(
