@@ -260,6 +260,22 @@ def presence_lock(home: Path, session: str) -> Path:
     return lock_file(agents_dir(home), check_name(session), listed=True)
 
 
+def handovers_dir(home: Path) -> Path:
+    return home / "handovers"
+
+
+def handover_journal(home: Path, session: str) -> Path:
+    """The journal of a hand-over of `session`'s lines to another session, while it runs
+    (core/service/reassign.py): what was chosen and which step was done, so a re-run after a
+    crash finishes it without pushing twice."""
+    return handovers_dir(home) / f"{check_name(session)}.json"
+
+
+def handover_lock(home: Path, session: str) -> Path:
+    """Held for the whole hand-over of `session`'s lines: one at a time per session."""
+    return lock_file(handovers_dir(home), check_name(session), listed=True)
+
+
 def default_home(env: Mapping[str, str]) -> Path:
     """$ACKDECK_HOME, else ~/.ackdeck (not created: resolve_home does that)."""
     return Path(env.get("ACKDECK_HOME") or Path.home() / ".ackdeck")
@@ -372,7 +388,12 @@ FILES: tuple[Place, ...] = (
         "number is current (`ackdeck inspect ROOM` says which)",
         "ledger",
     ),
-    Place("room", "audit.jsonl", "one line per ack, recovered ack or dead-letter move", "audit"),
+    Place(
+        "room",
+        "audit.jsonl",
+        "one line per ack, recovered ack, dead-letter move or hand-over",
+        "audit",
+    ),
     Place(
         "room", "policy.json", "`room policy`: overdue threshold, owner, max deliveries", "policy"
     ),
@@ -470,6 +491,15 @@ FILES: tuple[Place, ...] = (
     ),
     Place("home", "agents/.SESSION.lock", "flock taken to rotate a presence log", "presence_lock"),
     Place("home", "agents/", "one presence log per session", "agents_dir"),
+    Place(
+        "home",
+        "handovers/SESSION.json",
+        "an unfinished hand-over of SESSION's lines to another session (`ackdeck handover`): "
+        "the lines, the target and the step reached; removed once done",
+        "handover_journal",
+    ),
+    Place("home", "handovers/.SESSION.lock", "one hand-over of SESSION at a time", "handover_lock"),
+    Place("home", "handovers/", "the journals of unfinished hand-overs", "handovers_dir"),
     Place(
         "home",
         "redis-doubts/KEY.json",

@@ -45,6 +45,7 @@ BUILTIN_COMMANDS = {
     "inspect": "inspect_cmd",
     "team": "teams_cmd",
     "agents": "presence_cmd",
+    "handover": "presence_cmd",
     "fleet": "fleet_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"

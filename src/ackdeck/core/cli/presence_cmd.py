@@ -1,5 +1,5 @@
 """`ackdeck agents`: each agent session's presence (working, waiting, idle, stalled, gone)
-and what waits for it."""
+and what waits for it; `ackdeck handover`: give a stalled session's lines to another."""
 
 from __future__ import annotations
 
@@ -44,6 +44,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="the rows as JSON (as agents_list)")
     add_fleet_options(p)
     p.set_defaults(handler=_agents)
+
+    p = sub.add_parser(
+        "handover",
+        help="give the lines one agent session has not acked to another session, exactly once",
+        description="Moves every line the --from session has not acked in its room (unread, "
+        "and read but never acked) into the --to session's room: each line reaches it once "
+        "and leaves the first room only after; lines arriving meanwhile stay. A crash at any "
+        "step leaves a line in one room or both, never in neither, and running the same "
+        "command again finishes it (and says what it found). The rooms are the ones "
+        "`ackdeck agents` knows for each session; name one with --from-room / --to-room when "
+        "a session has several. File rooms only.",
+    )
+    p.add_argument("--from", dest="source", required=True, metavar="S", help="the stalled session")
+    p.add_argument(
+        "--to", dest="target", required=True, metavar="T", help="the session to take over"
+    )
+    p.add_argument(
+        "--from-room", default=None, metavar="PATH", help="S's room (when it has several)"
+    )
+    p.add_argument("--to-room", default=None, metavar="PATH", help="T's room (when it has several)")
+    p.add_argument("--json", action="store_true", help="the result as JSON")
+    p.set_defaults(handler=_handover)
 
 
 def _agents(args: argparse.Namespace) -> int:
@@ -116,4 +138,19 @@ def _fleet_agents(
             f"{cell(r.get('unread')):>6} {'-' if oldest is None else age_text(oldest):>7} "
             f"{cell(r.get('pending_wakes')):>5}  {cell(r.get('evidence'))}"
         )
+    return 0
+
+
+def _handover(args: argparse.Namespace) -> int:
+    from ackdeck.core.service.deck import Deck
+
+    done = Deck(args.home, door="cli").handover(
+        args.source, args.target, from_room=args.from_room, to_room=args.to_room
+    )
+    if args.json:
+        emit_json(done.to_json())
+        return 0
+    for note in done.notes:
+        say(f"note: {note}")
+    say(done.summary)
     return 0

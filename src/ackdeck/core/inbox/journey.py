@@ -11,7 +11,7 @@ import os
 import time
 
 from ackdeck.core.base import locations
-from ackdeck.core.base.struct import Internal, Struct, derived
+from ackdeck.core.base.struct import Internal, Sparse, Struct, derived
 from ackdeck.core.base.text import age_text, counted
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox import readlog, seen_marks
@@ -57,10 +57,17 @@ class Journey(Struct):
     acked_by: str | None = None
     dead_at: float | None = None  # moved to the dead-letter room (core/inbox/deadletter.py)
     dead_room: str | None = None
+    # "handed over from S to T" when a hand-over moved the line (core/service/reassign.py):
+    # in the room it left and in the room it was pushed to.
+    handover: Sparse[str | None] = None
     now: Internal[float | None] = None  # the clock of the trace that shows it (its ages)
 
     @derived
     def summary(self) -> str:
+        said = self._verdict()
+        return said if self.handover is None else f"{said}; {self.handover}"
+
+    def _verdict(self) -> str:
         if self.dead_at is not None:
             return (
                 f"moved to the dead-letter room {self.dead_room} after {len(self.reads)} "
@@ -93,6 +100,8 @@ class Journey(Struct):
             out.append(f"  {'acked':<10} {_when(self.acked_at)} by {self.acked_by}")
         if self.dead_at is not None:
             out.append(f"  {'dead':<10} {_when(self.dead_at)} moved to {self.dead_room}")
+        if self.handover is not None:
+            out.append(f"  {'handover':<10} {self.handover}")
         out.append(f"  => {self.summary}")
         return out
 
@@ -101,7 +110,8 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
-def _audit(path: Path) -> list[dict]:
+def audit_entries(path: Path) -> list[dict]:
+    """Every entry of a room's audit log that parses (as plain JSON objects)."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -150,7 +160,9 @@ def trace_file(
     absence alone proves nothing (a hand edit removes lines too)."""
     reads = readlog.load(journey_dir)
     size = os.fstat(fd).st_size if fd is not None else 0
+    audit = audit_entries(locations.audit(sidecar))
     if offset >= base:
+        moved = _handover_of(audit, epoch, offset)
         text = _line_at(fd, offset - base, size) if fd is not None else None
         if text is None:
             raise InvalidInput(
@@ -166,10 +178,11 @@ def trace_file(
             None if mark is None else mark[0],
             bool(mark and mark[1]),
             [_hop(e) for e in reads if e.covers(epoch, offset)],
+            handover=moved,
         )
     # Gone from the room: acked, or moved to the dead-letter room.
     gone = None
-    for doc in [*_audit(locations.audit(sidecar)), *(unaudited or [])]:
+    for doc in [*audit, *(unaudited or [])]:
         if doc.get("mode") in ("prefix", "all", "recovered", "dead") and (
             int(doc.get("start", -1)) <= offset < int(doc.get("end", -1))
         ):
@@ -181,6 +194,7 @@ def trace_file(
             "or it never started a line, or its history is gone"
         )
     ep = int(gone.get("epoch", epoch))
+    moved = _handover_of(audit, ep, offset)
     hops = [_hop(e) for e in reads if e.covers(ep, offset)]
     at = float(gone["at"])
     # Lines are appended whole, so the earliest mark past its first byte dates the line
@@ -190,9 +204,33 @@ def trace_file(
     pushed_at, pushed = (None, False) if dated is None else dated
     if gone.get("mode") == "dead":
         dead = str(gone.get("dead"))
-        return Journey(offset, False, None, pushed_at, pushed, hops, dead_at=at, dead_room=dead)
+        return Journey(
+            offset,
+            False,
+            None,
+            pushed_at,
+            pushed,
+            hops,
+            dead_at=at,
+            dead_room=dead,
+            handover=moved,
+        )
     by = str(gone.get("session"))
-    return Journey(offset, False, None, pushed_at, pushed, hops, acked_at=at, acked_by=by)
+    return Journey(
+        offset, False, None, pushed_at, pushed, hops, acked_at=at, acked_by=by, handover=moved
+    )
+
+
+def _handover_of(audit: list[dict], epoch: int, offset: int) -> str | None:
+    """What the newest hand-over entry covering `offset` says of it (None: none moved it).
+    Offsets only grow within an epoch and a hand-over audits the range it moved, so the
+    newest covering entry is the one that moved this line."""
+    found = None
+    for doc in audit:
+        if doc.get("mode") == "handover" and doc.get("epoch") == epoch:
+            if int(doc.get("start", -1)) <= offset < int(doc.get("end", -1)):
+                found = str(doc["handover"])
+    return found
 
 
 def find_file(fd: int, base: int, needle: bytes) -> tuple[list[int], int]:

@@ -592,6 +592,69 @@ class Room:
             raise InvalidInput("a pushed line must not contain a NUL byte")
         return self._append(data + b"\n")
 
+    def push_lines(self, lines: list[bytes]) -> int:
+        """Append several lines in one write (a hand-over, core/service/reassign.py: a crash
+        leaves all of them in the room or none); return the logical offset of the first.
+        Each line is checked as push() checks one."""
+        for line in lines:
+            if not line or b"\n" in line or b"\0" in line:
+                raise InvalidInput("a pushed line must be non-empty, without newline or NUL")
+        if not lines:
+            raise InvalidInput("no lines to push")
+        return self._append(b"".join(line + b"\n" for line in lines))
+
+    def find_block(self, since: int, epoch: int, block: bytes) -> tuple[int | None, bool]:
+        """Where the complete lines `block` start in the room, at a line start at or after
+        logical offset `since` of `epoch` (a hand-over whose push reply was lost looks for
+        its push), or None; and whether that answer is certain: False when the room no longer
+        reaches back to `since` (lines from there on were acked, or the epoch changed), so
+        an absence proves nothing. Reads only."""
+        with self._consistent() as (fd, ledger):
+            reaches = ledger.epoch == epoch and ledger.base <= since
+            if fd is None:
+                return None, reaches
+            size = os.fstat(fd).st_size
+            start = since - ledger.base if reaches else 0
+            data = os.pread(fd, size - start, start) if size > start else b""
+            at = 0
+            while (at := data.find(block, at)) >= 0:
+                line_start = (
+                    data[at - 1 : at] == b"\n"
+                    if at
+                    else (start == 0 or os.pread(fd, 1, start - 1) == b"\n")
+                )
+                if line_start:
+                    return ledger.base + start + at, True
+                at += 1
+            return None, reaches
+
+    def note_handover(self, start: int, end: int, lines: int, sha256: str, text: str) -> None:
+        """Audit that a hand-over moved the lines in [start, end) out of this room or into
+        it (`text` says which: "handed over from S to T"), for `room trace`. Once: a re-run
+        after a crash finds the entry there and adds none."""
+        from ackdeck.core.inbox.sidecar import AuditEntry
+
+        self._side.ensure(create=True)
+        with self._side.lock(shared=False):
+            ledger = self._ledger()
+            entry = AuditEntry(
+                at=self._clock(),
+                session="handover",
+                mode="handover",
+                epoch=ledger.epoch,
+                start=start,
+                end=end,
+                acked=lines,
+                preserved=0,
+                sha256=sha256,
+                handover=text,
+            )
+            if not any(
+                doc.get("mode") == "handover" and (doc.get("start"), doc.get("end")) == (start, end)
+                for doc in journey.audit_entries(self._side.audit_file)
+            ):
+                self._side.audit(entry)
+
     def _append(self, data: bytes) -> int:
         """Append complete lines in one write under the shared lock (push, and the dead-letter
         move, which carries another room's lines byte for byte)."""

@@ -3,7 +3,7 @@
 Layout:
   lock          flock target: push and read take it shared, ack and upkeep exclusive
   ledger        the room's state (core/inbox/ledger.py)
-  audit.jsonl   one entry per ack (AuditEntry)
+  audit.jsonl   one entry per ack (AuditEntry), and per hand-over of lines out or in
   receipts/     one receipt per session (core/inbox/receipts.py)
   journey/      the read log and first-seen marks (core/inbox/readlog.py, seen_marks.py)
   prev-*        replaced room inodes kept for late writers (core/inbox/prev_inodes.py)
@@ -24,7 +24,7 @@ from pathlib import Path
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.locks import locked
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox.prev_inodes import PREV_PREFIX
@@ -51,7 +51,8 @@ def state_dirs(room: Path) -> tuple[Path, Path, Path]:
 
 
 class AuditEntry(Struct, kw_only=True):
-    """One line of `audit.jsonl`: what an ack (or a recovered one) removed."""
+    """One line of `audit.jsonl`: what an ack (or a recovered one) removed, or (mode
+    "handover") lines a hand-over moved out of this room or into it (`handover` says which)."""
 
     at: float
     session: str
@@ -63,6 +64,10 @@ class AuditEntry(Struct, kw_only=True):
     preserved: int  # lines kept (arrived or unread)
     sha256: str | None  # of the removed bytes; None when nothing was removed
     dead: str | None = None  # mode "dead": the dead-letter room the lines were moved to
+    # Mode "handover": "handed over from S to T" (core/service/reassign.py), for `room trace`
+    # of the lines in [start, end): in the room they left (acked there) and in the room they
+    # were pushed to. Sparse: entries written before the field existed keep their bytes.
+    handover: Sparse[str | None] = None
 
 
 # Bytes read from the end of the audit log to find its newest entry.
@@ -90,8 +95,11 @@ def intent_entry(ledger: L.Ledger, at: float) -> AuditEntry:
 
 
 def same_range(doc: dict[str, object] | None, entry: AuditEntry) -> bool:
-    """Does the audit entry `doc` record the removal `entry` records (same epoch and range)?"""
-    return doc is not None and (doc.get("epoch"), doc.get("start"), doc.get("end")) == (
+    """Does the audit entry `doc` record the removal `entry` records (same epoch and range)?
+    A hand-over's note of the same range is not the removal (it follows the ack it notes)."""
+    if doc is None or doc.get("mode") == "handover":
+        return False
+    return (doc.get("epoch"), doc.get("start"), doc.get("end")) == (
         entry.epoch,
         entry.start,
         entry.end,

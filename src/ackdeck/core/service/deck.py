@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ackdeck.core.inbox.policy import RoomPolicy
     from ackdeck.core.inbox.room_backend import RoomBackend
     from ackdeck.core.service.alerts import Overdue
+    from ackdeck.core.service.reassign import Handover
     from ackdeck.core.service.trace import Trace
     from ackdeck.core.service.wakes import DeliverWakes, Drained
 
@@ -307,6 +308,28 @@ class Deck:
 
         with self._opened(ref) as room:
             return trace(room, self.label(ref), offset=offset, match=match, clock=self._clock)
+
+    def handover(
+        self,
+        source: str,
+        target: str,
+        *,
+        from_room: str | None = None,
+        to_room: str | None = None,
+    ) -> Handover:
+        """Give `target` the lines `source` has not acked, exactly once
+        (core/service/reassign.py)."""
+        from ackdeck.core.service.reassign import hand_over
+
+        return hand_over(
+            self.home,
+            source,
+            target,
+            from_room=from_room,
+            to_room=to_room,
+            clock=self._clock,
+            door=self.door,
+        )
 
     def policy(self, ref: RoomRef, update: Mapping[str, object] | None = None) -> RoomPolicy:
         """The room's policy (core/inbox/policy.py), changed by `update` first if given."""

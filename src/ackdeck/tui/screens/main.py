@@ -654,6 +654,37 @@ class MainScreen(Screen[None]):
             answered,  # type: ignore[arg-type]
         )
 
+    def action_handover(self) -> None:
+        """`h` on the Agents panel: ask which session takes over the highlighted agent's
+        unacked lines, then hand them over (core/service/reassign.py, as `ackdeck handover`)."""
+        source = self.query_one(AgentsTable).selected_key
+        if source in (None, ALL_AGENTS):
+            self.notify("highlight an agent first", severity="warning")
+            return
+        assert source is not None
+
+        def submitted(text: str | None) -> None:
+            if text and text.strip():
+                self._in_turn(self._handover, source, text.strip())
+
+        self.app.push_screen(
+            PromptScreen(
+                f"Hand the lines {source} has not acked over to session",
+                placeholder="the session that takes them (as `ackdeck agents` names it)",
+            ),
+            submitted,
+        )
+
+    def _handover(self, source: str, target: str) -> None:
+        try:
+            done = self.deck().handover(source, target)
+        except (AckdeckError, OSError) as exc:
+            self.post_message(ActionFinished(str(exc), "error", "hand-over failed"))
+            return
+        text = "\n".join([*done.notes, done.summary])
+        severity = "warning" if done.both else "information"
+        self.post_message(ActionFinished(text, severity, "hand-over"))
+
     def action_push(self) -> None:
         path = self._room_or_warn()
         if path is None:

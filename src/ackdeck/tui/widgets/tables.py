@@ -735,7 +735,18 @@ ALL_AGENTS = "*"  # the first row: every agent, nothing narrowed
 class AgentsTable(KeyedTable):
     """One row per agent session (core/service/agents.py), after a first row for all of them.
     Highlighting an agent narrows the rooms, processes and wakes to it; enter opens its
-    timeline."""
+    timeline; `h` hands the lines it has not acked over to another session (the screen's
+    action: it owns the service)."""
+
+    BINDINGS = [
+        Binding(
+            "h",
+            "screen.handover",
+            "Hand over",
+            id="agent.handover",
+            tooltip="Give the lines this agent has not acked to another session (asks which)",
+        ),
+    ]
 
     COLUMNS: Sequence[Col] = (
         Col("Agent", "session", "Agent", "the agent's session", 5),

@@ -1,0 +1,361 @@
+"""Handing a stalled agent's lines to another session (issue 32 item 4): `ackdeck handover` and
+the dashboard's `h`. Each line reaches the other session's room once and leaves the stalled
+one's only after; lines arriving meanwhile stay; a kill -9 at any step leaves each line in one
+room or both, never in neither, and the next run finishes it and says what it found.
+
+Real rooms, real `ackdeck` processes held at the hand-over's named fault points
+(core/service/reassign.py) and killed there."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ackdeck.core.base import locations
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.service import presence
+from tests.helpers.cli import ackdeck, ackdeck_json, ackdeck_ok
+from tests.helpers.pauses import kill9, start_paused, wait_for_step
+from tests.helpers.wait import eventually
+
+STEPS = [
+    "handover-after-journal",
+    "handover-after-push",
+    "handover-after-ack",
+    "handover-before-done",
+]
+# What a re-run finds in the journal after a kill at each step (STEPS in reassign.py).
+FOUND = {
+    "handover-after-journal": "chosen",
+    "handover-after-push": "chosen",
+    "handover-after-ack": "pushed",
+    "handover-before-done": "acked",
+}
+LINES = [b"one", b"two \xff bytes", b"three\ttab"]
+
+
+def _lines(path: Path) -> list[bytes]:
+    data = path.read_bytes() if path.exists() else b""
+    assert data == b"" or data.endswith(b"\n"), f"torn room: {data!r}"
+    return data[:-1].split(b"\n") if data else []
+
+
+def _agents(home: Path, tmp_path: Path, **rooms: list[str]) -> dict[str, list[Path]]:
+    """Sessions as ackdeck's hooks record them (their SessionStart hook names their rooms)."""
+    out = {}
+    for session, names in rooms.items():
+        paths = [tmp_path / n for n in names]
+        presence.hook_event(home, session, "start", {}, [str(p) for p in paths])
+        out[session] = paths
+    return out
+
+
+@pytest.fixture
+def stalled(home: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """`s1` (room a.txt) has read two of its three lines and acked none; `s2` has b.txt,
+    which already holds a line of its own."""
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s2=["b.txt"])
+    a, b = rooms["s1"][0], rooms["s2"][0]
+    room = Room(a)
+    for line in LINES[:2]:
+        room.push(line)
+    assert room.read("s1").lines == LINES[:2]
+    room.push(LINES[2])
+    Room(b).push(b"s2's own")
+    return a, b
+
+
+def test_handover_moves_every_unacked_line_once_and_says_so(
+    cli_env: dict[str, str], stalled: tuple[Path, Path]
+) -> None:
+    a, b = stalled
+    out = ackdeck_ok(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert out.stdout.strip() == (
+        f"handed over 3 lines from s1 ({a}) to s2 ({b}), 2 of them read but not acked by s1"
+    )
+    assert _lines(a) == []
+    assert _lines(b) == [b"s2's own", *LINES]
+    assert not locations.handover_journal(Path(cli_env["ACKDECK_HOME"]), "s1").exists()
+    # s2 reads them as its own; s1's old read acks nothing now (its lines are gone).
+    assert Room(b).read("s2").lines == [b"s2's own", *LINES]
+
+
+def test_handover_json_and_a_second_run_moves_nothing(
+    cli_env: dict[str, str], stalled: tuple[Path, Path]
+) -> None:
+    a, b = stalled
+    got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert got == {
+        "source": "s1",
+        "target": "s2",
+        "from_room": str(a),
+        "to_room": str(b),
+        "moved": 3,
+        "in_flight": 2,
+        "both": 0,
+        "resumed": None,
+        "notes": [],
+        "summary": got["summary"],
+    }
+    again = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert (again["moved"], again["both"], again["resumed"]) == (0, 0, None)
+    assert _lines(b) == [b"s2's own", *LINES]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--from", "nobody", "--to", "s2"], "unknown session nobody"),
+        (["--from", "s1", "--to", "s1"], "cannot hand s1's lines over to itself"),
+        (["--from", "s3", "--to", "s2"], "session s3 has 2 rooms: "),
+        (["--from", "s3", "--from-room", "x.txt", "--to", "s2"], "--from-room x.txt is not"),
+    ],
+)
+def test_bad_handover_is_one_line_and_exit_1_and_moves_nothing(
+    cli_env: dict[str, str],
+    stalled: tuple[Path, Path],
+    home: Path,
+    tmp_path: Path,
+    args: list[str],
+    says: str,
+) -> None:
+    a, b = stalled
+    _agents(home, tmp_path, s3=["c.txt", "d.txt"])
+    out = ackdeck(cli_env, "handover", *args)
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and says in lines[0], out.stderr
+    if "rooms: " in says:
+        assert str(tmp_path / "c.txt") in lines[0] and "--from-room" in lines[0]
+    assert _lines(a) == LINES and _lines(b) == [b"s2's own"]
+    err = ackdeck(cli_env, "handover", *args, "--json")
+    assert json.loads(err.stdout)["error"] == "InvalidInput"
+
+
+def test_a_room_named_among_several_is_the_one_used(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    rooms = _agents(home, tmp_path, s3=["c.txt", "d.txt"], s4=["e.txt"])
+    Room(rooms["s3"][1]).push(b"in d")
+    Room(rooms["s3"][0]).push(b"in c")
+    got = ackdeck_json(cli_env, "handover", "--from", "s3", "--from-room", "d.txt", "--to", "s4")
+    assert got["moved"] == 1
+    assert _lines(rooms["s4"][0]) == [b"in d"]
+    assert _lines(rooms["s3"][0]) == [b"in c"]
+
+
+def test_lines_arriving_during_the_handover_stay_in_the_stalled_room(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = stalled
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
+    )
+    try:
+        wait_for_step(proc, marker, "handover-after-push")
+        Room(a).push(b"arrived meanwhile")  # after the hand-over's read, before its ack
+        with open(a, "ab") as f:
+            f.write(b"unlocked producer\n")
+        marker.unlink()  # go on
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    assert _lines(a) == [b"arrived meanwhile", b"unlocked producer"]
+    assert _lines(b) == [b"s2's own", *LINES]
+
+
+def test_a_handover_of_several_pages_moves_only_what_was_there_at_its_first_look(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s2=["b.txt"])
+    a, b = rooms["s1"][0], rooms["s2"][0]
+    # More than one read's page (1 MiB): the hand-over takes it in two journalled steps.
+    many = [b"%04d " % i + b"x" * 995 for i in range(1100)]
+    a.write_bytes(b"".join(line + b"\n" for line in many))
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2", "--json"
+    )
+    try:
+        wait_for_step(proc, marker, "handover-after-push")
+        Room(a).push(b"arrived during the first page")
+        marker.unlink()
+        # The second page stops at the same step: let it go too.
+        wait_for_step(proc, marker, "handover-after-push")
+        marker.unlink()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    got = json.loads(out)
+    assert (got["moved"], got["both"]) == (1100, 0)
+    assert _lines(b) == many
+    assert _lines(a) == [b"arrived during the first page"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill9_at_each_step_leaves_every_line_somewhere_and_a_rerun_finishes_once(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path, step: str
+) -> None:
+    a, b = stalled
+    marker = tmp_path / "paused-at"
+    proc = start_paused(cli_env, marker, [step], "handover", "--from", "s1", "--to", "s2")
+    try:
+        wait_for_step(proc, marker, step)
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    # One room or both, never neither, and never twice in the target.
+    in_a, in_b = Counter(_lines(a)), Counter(_lines(b))
+    for line in LINES:
+        assert in_a[line] + in_b[line] >= 1, (step, line)
+        assert in_b[line] <= 1
+    journal = locations.handover_journal(Path(cli_env["ACKDECK_HOME"]), "s1")
+    assert journal.exists()
+
+    got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert got["resumed"] == FOUND[step]
+    assert "found an unfinished hand-over of 3 lines from s1 to s2" in got["notes"][0]
+    assert (got["moved"], got["in_flight"], got["both"]) == (3, 2, 0)
+    if step == "handover-after-push":
+        # Its reply was lost: the push is found in s2's room and not made again.
+        assert any("had landed: not pushed again" in n for n in got["notes"])
+    assert _lines(a) == []
+    assert _lines(b) == [b"s2's own", *LINES]
+    assert not journal.exists()
+
+
+def test_a_lost_push_reply_is_found_after_others_pushed_and_not_pushed_again(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = stalled
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
+    )
+    try:
+        wait_for_step(proc, marker, "handover-after-push")
+        kill9(proc)  # the lines were appended; the journal never heard of it
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    # Others push to s2 after the lost reply, and s2 reads (not acks) its room.
+    Room(b).push(b"later producer")
+    with open(b, "ab") as f:
+        f.write(b"unlocked later\n")
+    Room(b).read("s2")
+    out = ackdeck_ok(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert "note: found an unfinished hand-over of 3 lines from s1 to s2" in out.stdout
+    assert "had landed: not pushed again" in out.stdout
+    assert _lines(b) == [b"s2's own", *LINES, b"later producer", b"unlocked later"]
+    assert _lines(a) == []
+
+
+def test_a_push_that_cannot_be_found_any_more_is_pushed_again_and_said(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = stalled
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
+    )
+    try:
+        wait_for_step(proc, marker, "handover-after-push")
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    # s2 took everything (the handed-over lines too) before the re-run: no proof is left of
+    # whether the push landed, so the lines go again rather than risk them being nowhere.
+    target = Room(b)
+    assert target.read("s2").lines == [b"s2's own", *LINES]
+    assert target.ack("s2").mode == "prefix"
+    got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert any("could not tell whether its push" in n and "twice" in n for n in got["notes"])
+    assert (got["moved"], got["both"]) == (3, 0)
+    assert _lines(b) == LINES
+    assert _lines(a) == []
+
+
+def test_the_trace_shows_the_handover_in_both_rooms(
+    cli_env: dict[str, str], stalled: tuple[Path, Path]
+) -> None:
+    a, b = stalled
+    ackdeck_ok(cli_env, "handover", "--from", "s1", "--to", "s2")
+    left = ackdeck_json(cli_env, "room", "trace", str(a), "0")
+    gone = left["lines"][0]
+    assert gone["present"] is False and gone["acked_by"] == "handover"
+    assert gone["handover"] == "handed over from s1 to s2"
+    assert gone["summary"].endswith("; handed over from s1 to s2")
+    arrived = ackdeck_json(cli_env, "room", "trace", str(b), "--match", "three")
+    line = arrived["lines"][0]
+    assert line["present"] is True and line["handover"] == "handed over from s1 to s2"
+    # A line that was not handed over says nothing of it.
+    own = ackdeck_json(cli_env, "room", "trace", str(b), "0")["lines"][0]
+    assert "handover" not in own
+    text = ackdeck_ok(cli_env, "room", "trace", str(b), "--match", "one").stdout
+    assert "handover   handed over from s1 to s2" in text
+
+
+async def test_h_on_an_agent_hands_its_lines_to_the_session_typed(
+    home: Path, stalled: tuple[Path, Path]
+) -> None:
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.testing import notifications, quiet_config, settle
+    from ackdeck.tui.widgets.tables import AgentsTable
+
+    a, b = stalled
+    app = make_app(quiet_config([a, b], home=home))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.1)
+        await settle(pilot)
+        agents = app.main.query_one(AgentsTable)
+        agents.focus()
+        agents.move_cursor(row=agents._keys.index("s1"))
+        await settle(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        await pilot.press(*"s2", "enter")
+        await settle(pilot)
+        said = "\n".join(notifications(app))
+        assert "handed over 3 lines from s1" in said and "to s2" in said, said
+    assert _lines(a) == []
+    assert _lines(b) == [b"s2's own", *LINES]
+    eventually(lambda: not locations.handover_journal(home, "s1").exists())
+
+
+def test_the_pure_decisions() -> None:
+    from ackdeck.core.service.reassign import choose_room, push_decision, within
+
+    # A search of the target room proves a push landed, or that it did not, or nothing.
+    assert push_decision(120, True) == "landed"
+    assert push_decision(120, False) == "landed"
+    assert push_decision(None, True) == "push"
+    assert push_decision(None, False) == "unsure"
+    # Only what the room held at the first look (it ended at 100) moves.
+    assert within(0, 80, 100) == 80
+    assert within(0, 100, 100) == 100
+    assert within(40, 160, 100) == 60
+    assert within(100, 160, 100) is None
+    # A session's room: its only one, or the one named (path or a basename of one of them).
+    assert choose_room("s", ["/r/a.txt"], None, "--from-room") == "/r/a.txt"
+    assert choose_room("s", ["/r/a.txt", "/r/b.txt"], "b.txt", "--from-room") == "/r/b.txt"
+    assert choose_room("s", ["/r/a.txt", "/q/a.txt"], "/q/a.txt", "--from-room") == "/q/a.txt"
+    for rooms, wanted, says in [
+        (["/r/a.txt", "/r/b.txt"], None, "session s has 2 rooms: /r/a.txt, /r/b.txt; choose"),
+        (["/r/a.txt", "/q/a.txt"], "a.txt", "--from-room a.txt is not one room of session s"),
+        ([], None, "session s has no room ackdeck knows of"),
+        (["/r/a.txt"], "/r/c.txt", "(its rooms: /r/a.txt)"),
+    ]:
+        with pytest.raises(InvalidInput, match=re.escape(says)):
+            choose_room("s", rooms, wanted, "--from-room")
