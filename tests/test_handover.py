@@ -137,6 +137,28 @@ def test_bad_handover_is_one_line_and_exit_1_and_moves_nothing(
     assert json.loads(err.stdout)["error"] == "InvalidInput"
 
 
+def test_a_shell_only_agent_is_handed_over_to_a_new_session_through_its_room(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    # No hook, no MCP server: the agent only runs `ackdeck room read` in a shell, so its room
+    # is known from its reads. The target has never run: the owner names its (empty) room.
+    a, fresh = tmp_path / "a.txt", tmp_path / "fresh.txt"
+    plain = [b"one", b"two", b"three"]  # printed by `room read`: text
+    for line in plain:
+        Room(a).push(line)
+    assert ackdeck_ok(cli_env, "room", "read", str(a), "--session", "shell").stdout
+    Room(a).push(b"after the read")
+    agents = {r["session"]: r for r in ackdeck_json(cli_env, "agents")["agents"]}
+    assert agents["shell"]["rooms"] == [str(a)] and agents["shell"]["unread"] == 1
+    unknown = ackdeck(cli_env, "handover", "--from", "shell", "--to", "newbie")
+    assert unknown.returncode == 1 and "--to-room" in unknown.stderr.strip()
+    got = ackdeck_json(
+        cli_env, "handover", "--from", "shell", "--to", "newbie", "--to-room", str(fresh)
+    )
+    assert (got["moved"], got["in_flight"], got["to_room"]) == (4, 3, str(fresh))
+    assert _lines(fresh) == [*plain, b"after the read"] and _lines(a) == []
+
+
 def test_a_room_named_among_several_is_the_one_used(
     cli_env: dict[str, str], home: Path, tmp_path: Path
 ) -> None:

@@ -4,7 +4,6 @@ or by text, on file and redis rooms, through the same service result on every do
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -98,7 +97,7 @@ def test_trace_by_text_finds_the_lines_that_hold_it(
         (["5"], "no line starts at offset 5"),
         (["999"], "no line starts at offset 999"),
         (["1-0"], "is not a byte offset"),
-        ([], "an offset or a text to match"),
+        ([], "trace needs the line: its OFFSET (as `push --json` prints) or --match TEXT"),
         (["0", "--match", "x"], "an offset or a text to match"),
     ],
 )
@@ -138,6 +137,7 @@ def test_a_redis_entry_is_traced_through_its_reads_to_its_ack(
 
 def test_service_trace_refuses_both_or_neither(tmp_path: Path) -> None:
     r = Room(tmp_path / "r.txt")
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput, match="not both"):
         trace(r, "r", offset=0, match="x")
-    assert time.time() > 0
+    with pytest.raises(InvalidInput, match="needs the line"):
+        trace(r, "r")

@@ -63,7 +63,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--from-room", default=None, metavar="PATH", help="S's room (when it has several)"
     )
-    p.add_argument("--to-room", default=None, metavar="PATH", help="T's room (when it has several)")
+    p.add_argument(
+        "--to-room",
+        default=None,
+        metavar="PATH",
+        help="T's room: one of its rooms (when it has several), or any room (T then need not "
+        "have been seen yet)",
+    )
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.set_defaults(handler=_handover)
 

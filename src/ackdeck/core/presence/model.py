@@ -151,6 +151,12 @@ def _lines_of(e: Mapping[str, Any]) -> str:
     return f"{e.get('lines', '?')} line(s) of {room}"
 
 
+def _add_rooms(f: Facts, rooms: Iterable[object]) -> None:
+    for r in rooms:
+        if isinstance(r, str) and r and r not in f.rooms:
+            f.rooms.append(r)
+
+
 def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
     if f.first_at is None:
         f.first_at = t
@@ -160,9 +166,7 @@ def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
             f.host = e["host"]
         rooms = e.get("rooms")
         if isinstance(rooms, list):
-            for r in rooms:
-                if isinstance(r, str) and r not in f.rooms:
-                    f.rooms.append(r)
+            _add_rooms(f, rooms)
     if kind in TURN_EVENTS:
         f.turn, f.turn_at = kind, t
         f.turn_detail = str(e.get("detail") or "")
@@ -197,10 +201,14 @@ def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
         if isinstance(w, int | float) and w >= 0:
             f.waited = [*f.waited[-(WINDOW - 1) :], float(w)]
         f.activity_at, f.activity_what = t, f"read {_lines_of(e)}"
+        # A room it reads is its room, whoever named it (an agent that only runs `ackdeck
+        # room read` in a shell has no hook or MCP server to name its rooms).
+        _add_rooms(f, [e.get("room")])
     elif kind == "ack":
         f.gone_at = None
         f.last_ack = t
         f.activity_at, f.activity_what = t, f"acked {_lines_of(e)}"
+        _add_rooms(f, [e.get("room")])
     elif kind == "nudge":
         f.last_nudge = t
         f.nudges_unanswered += 1

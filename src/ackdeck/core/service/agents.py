@@ -38,7 +38,7 @@ class Agent(Struct):
     client: str | None  # the MCP client's name (initialize's clientInfo), if one connected
     version: str | None  # and its version
     host: str | None
-    rooms: list[str]  # the rooms its hooks or MCP server were given
+    rooms: list[str]  # the rooms its hooks or MCP server were given, and those it read or acked
     unread: int  # complete lines in those rooms it has not read
     oldest_unread_age: float | None  # seconds its oldest unread line has waited
     pending_wakes: int  # wake records with something it was not shown

@@ -147,6 +147,21 @@ def choose_room(session: str, rooms: Sequence[str], wanted: str | None, flag: st
     )
 
 
+def target_room(rooms: Sequence[str], wanted: str | None) -> str | None:
+    """The target's room the owner named with --to-room: one of its rooms (by path or
+    basename, as for choose_room), else the room as given (any room: the owner gives the
+    work to the session through it). None when not named."""
+    if wanted is None:
+        return None
+    if "://" in wanted:
+        return wanted
+    full = os.path.abspath(os.path.expanduser(wanted))
+    named = [r for r in rooms if r in (wanted, full)] or [
+        r for r in rooms if os.path.basename(r) == wanted
+    ]
+    return named[0] if len(named) == 1 else full
+
+
 def push_decision(found: int | None, certain: bool) -> str:
     """After a crash between recording the lines and recording their push: "landed" (the
     push is in the target room: never again), "push" (it is certainly not there), or
@@ -201,13 +216,19 @@ def hand_over(
     if source == target:
         raise InvalidInput(f"cannot hand {source}'s lines over to itself: name another session")
     known = set(log.sessions(home))
-    for s in (source, target):
+    # The target may be a session that has not started yet, or not read yet, when the owner
+    # names its room: the lines wait there for it. The source must be known (its reads say
+    # which lines it has not acked).
+    for s in (source, target) if to_room is None else (source,):
         if s not in known:
+            hint = " (or name its room with --to-room)" if s == target else ""
             raise InvalidInput(
-                f"unknown session {s}: `ackdeck agents` lists the sessions ackdeck has seen"
+                f"unknown session {s}: `ackdeck agents` lists the sessions ackdeck has seen{hint}"
             )
     src_spec = choose_room(source, log.load(home, source).rooms, from_room, "--from-room")
-    dst_spec = choose_room(target, log.load(home, target).rooms, to_room, "--to-room")
+    dst_spec = target_room(log.load(home, target).rooms if target in known else [], to_room)
+    if dst_spec is None:
+        dst_spec = choose_room(target, log.load(home, target).rooms, None, "--to-room")
     if src_spec == dst_spec:
         raise InvalidInput(f"{source} and {target} share the room {src_spec}: nothing to move")
     os.makedirs(locations.handovers_dir(home), exist_ok=True)

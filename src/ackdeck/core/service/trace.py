@@ -50,7 +50,11 @@ def trace(
     clock: Callable[[], float] = time.time,
 ) -> Trace:
     """The journey of the line at `offset`, or of the lines now in the room holding `match`."""
-    if (offset is None) == (match is None):
+    if offset is None and match is None:
+        raise InvalidInput(
+            "trace needs the line: its OFFSET (as `push --json` prints) or --match TEXT"
+        )
+    if offset is not None and match is not None:
         raise InvalidInput("trace takes an offset or a text to match, not both")
     if offset is not None:
         journeys, matched = [room.trace(offset)], 1
