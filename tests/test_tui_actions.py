@@ -492,7 +492,21 @@ async def test_a_scanner_that_stops_answering_is_replaced(
     app = make_app(quiet_config([room], scan_process=True), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app._scanner is not None and app.snapshot.rooms[0].status.pending == 1
+
+        def answered_by_a_scanner() -> bool:
+            # On a loaded machine the scanner's first answer (its start-up included) can take
+            # longer than REPLY_TIMEOUT_S: it is then put down and that scan counted here, and
+            # the next scan starts another. Wait for a scan a scanner process answered.
+            if app._scanner is None:
+                app.request_scan()
+            return (
+                app._scanner is not None
+                and not app._counted_here
+                and app.snapshot.rooms[0].status.pending == 1
+            )
+
+        await eventually_async(answered_by_a_scanner, what="a scanner's answer", pilot=pilot)
+        assert app._scanner is not None
         # Short only once the scanner is up: starting it can take over a second on a busy
         # machine, and the first reply would then count as "stuck".
         monkeypatch.setattr(scanner_mod, "REPLY_TIMEOUT_S", 1.0)
