@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ackdeck.core.base.struct import Internal, Struct, derived
+from ackdeck.core.base.struct import Internal, Sparse, Struct, derived
 from ackdeck.core.base.text import counted, display_lines
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -161,6 +161,13 @@ class WakeRecord(Struct, kw_only=True):
     updated_at: Internal[float]
     delivered_total: int = 0
     superseded_total: int = 0
+    # Cross-host wakes (docs/how-to/fleet.md). On the run's host, a record for a session on
+    # another host: `to_host` names that host, and the fleet's publishers forward its lines
+    # there (counted in `forwarded_total`) instead of a drain delivering them here. On the
+    # session's host, a record imported from the run's host `from_host`.
+    to_host: Sparse[str | None] = None
+    forwarded_total: Sparse[int | None] = None  # None: never forwarded
+    from_host: Sparse[str | None] = None
 
     @derived
     def exit_code(self) -> int | None:
@@ -186,6 +193,14 @@ class WakeRecord(Struct, kw_only=True):
     notice_run_id: Internal[str | None] = None
     notice_status: Internal[str | None] = None
     notice_exit_code: Internal[int | None] = None
+    # Forwarding (on the run's host): per run, the dropped lines already forwarded (the
+    # forwarded count is cumulative, so a forward retried after a lost reply counts once).
+    forwarded_dropped: Internal[Sparse[dict[str, int] | None]] = None
+    # Importing (on the session's host): the newest fleet stream id imported into this record
+    # (stream ids only grow: an entry at or below it was imported already, even if a restarted
+    # Redis brings it back), and per run the cumulative dropped count imported.
+    imported_through: Internal[Sparse[str | None]] = None
+    imported_dropped: Internal[Sparse[dict[str, int] | None]] = None
 
     # The file keeps the latest event's exit code as `exit_code`, the key `wakes list` uses
     # for the derived one above.
@@ -225,6 +240,7 @@ class Delivery(Struct):
     # Matched lines of this run that the per-record cap (MAX_LINES) dropped unseen: they are
     # not in `lines`; read them with `ackdeck output NAME --run-id RUN --filter REGEX`.
     dropped: int = 0
+    host: Sparse[str | None] = None  # the run's host, when it is another one (`NAME@HOST`)
 
     @derived
     def read_rest(self) -> str | None:
@@ -252,6 +268,9 @@ def read_rest(d: Delivery) -> str:
     import shlex  # here: only a wake with a filter needs it, every drain loads this module
 
     flt = f" --filter {shlex.quote(d.filter)}{how}" if d.filter else ""
+    if d.host is not None:  # the run's output is on its own host, under its own name
+        name = d.name.removesuffix(f"@{d.host}")
+        return f"ackdeck output {name} --run-id {d.run_id}{flt} (on host {d.host})"
     return f"ackdeck output {d.name} --run-id {d.run_id}{flt}"
 
 
