@@ -27,8 +27,8 @@ import pytest
 import redis
 
 from ackdeck.core.service.fleet import FORWARD
-from ackdeck.core.watch.forwarding import WakeItem, absorbed, forwarded, items_of
-from ackdeck.core.watch.results import WakeLine, WakeRecord
+from ackdeck.core.watch.forwarding import absorbed, batch_of, confirmed, item_key
+from ackdeck.core.watch.results import WakeItem, WakeLine, WakeRecord
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.fleet import host_env, json_of
 from tests.helpers.redis_proxy import ReplyDropper
@@ -61,35 +61,38 @@ def _line(start: int, text: str, run: str = "r1") -> WakeLine:
     return WakeLine(run_id=run, start=start, end=start + len(text) + 1, text=text)
 
 
-def test_a_forward_removes_only_what_it_sent_and_counts_dropped_lines_cumulatively() -> None:
-    snap = _record(lines=[_line(0, "FAIL a")], dropped_by_run={"r1": 4}, total_matches=5)
-    items = items_of("alpha", snap, lambda rid: "running")
+def test_a_batch_leaves_the_record_at_once_and_is_counted_when_confirmed() -> None:
+    rec = _record(lines=[_line(0, "FAIL a")], dropped_by_run={"r1": 4}, total_matches=5)
+    items, after = batch_of("alpha", rec, lambda rid: "running", 2.0)
     assert [(i.what, i.session, i.upto) for i in items] == [("line", "s", 0), ("dropped", "s", 4)]
-    # Merged meanwhile: a line and two more dropped; the forward removes only its snapshot.
-    now = snap.replace(lines=[*snap.lines, _line(7, "FAIL b")], dropped_by_run={"r1": 6})
-    after = forwarded(now, snap, 2.0)
-    assert [x.text for x in after.lines] == ["FAIL b"]
-    assert after.dropped_by_run == {"r1": 2} and after.forwarded_dropped == {"r1": 4}
-    assert after.forwarded_total == 1
-    # The next forward's dropped count says "6 so far": 2 more, never 6 more.
-    (_, dropped) = items_of("alpha", after, lambda rid: "running")
-    assert (dropped.what, dropped.upto) == ("dropped", 6)
+    assert {i.batch for i in items} == {2000}  # not below the clock (ms): never reused
+    assert (after.pending, after.on_the_way, after.in_flight) == (0, 1, items)
+    assert after.dropped_by_run == {} and after.forwarded_dropped == {"r1": 4}
+    assert after.forwarded_total == 0
+    # Merged meanwhile, then the next batch: its dropped count says "6 so far".
+    later = after.replace(lines=[_line(7, "FAIL b")], dropped_by_run={"r1": 2}, in_flight=None)
+    items2, _ = batch_of("alpha", later, lambda rid: "running", 1.0)
+    assert items2[0].batch == 2001 and (items2[1].what, items2[1].upto) == ("dropped", 6)
+    done = confirmed(after, 3.0)
+    assert (done.in_flight, done.on_the_way, done.forwarded_total) == (None, None, 1)
+    # The mark of an item is the item itself: sent again, it is the same.
+    assert item_key(items[0]) == item_key(items[0].replace(status="exited"))
+    assert item_key(items[0]) != item_key(items2[0])
 
 
-def test_an_item_forwarded_twice_is_taken_in_once() -> None:
-    line = WakeItem(origin="alpha", session="s", name="build", run_id="r1", what="line",
-                    start=0, end=7, text="FAIL a", matches=1)  # fmt: skip
-    drop = WakeItem(origin="alpha", session="s", name="build", run_id="r1", what="dropped",
-                    upto=4, matches=5)  # fmt: skip
-    later = drop.replace(upto=6)
-    exited = WakeItem(origin="alpha", session="s", name="build", run_id="r1", what="notice",
-                      kind="exited", status="exited", exit_code=1, seq=1)  # fmt: skip
-    assert line.key() == line.replace(status="exited").key()  # the line itself, not its state
+def test_a_batch_imported_twice_is_taken_in_once() -> None:
+    line = WakeItem(origin="alpha", session="s", name="build", batch=1, run_id="r1",
+                    what="line", start=0, end=7, text="FAIL a", matches=1)  # fmt: skip
+    drop = WakeItem(origin="alpha", session="s", name="build", batch=1, run_id="r1",
+                    what="dropped", upto=4, matches=5)  # fmt: skip
+    exited = WakeItem(origin="alpha", session="s", name="build", batch=2, run_id="r1",
+                      what="notice", kind="exited", status="exited", exit_code=1,
+                      seq=1)  # fmt: skip
     fresh = WakeRecord(session="s", name="build@alpha", kind="match", lines=[], dropped=0,
                        filter=None, exclude=False, total_matches=0, status="running",
                        created_at=1.0, updated_at=1.0, from_host="alpha")  # fmt: skip
     once = absorbed(fresh, [line, drop, exited], 2.0)
-    twice = absorbed(once, [line, drop, later, exited.replace(seq=1)], 3.0)
+    twice = absorbed(once, [line, drop.replace(upto=6), exited], 3.0)
     assert [x.text for x in twice.lines] == ["FAIL a"]
     assert twice.dropped_by_run == {"r1": 6}  # 4, then 2 more: the repeated 4 counts once
     assert len(twice.notices) == 1 and twice.notices[0].kind == "exited"
@@ -207,9 +210,11 @@ def test_a_run_on_one_host_wakes_a_session_on_another_exactly_once(
     said = _publish(alpha)
     assert "3 forwarded" in said
     rec = _record_of(alpha, "s@beta", "build")
-    assert rec is not None and (rec["pending"], rec["forwarded_total"]) == (0, 3)
+    assert rec is not None and (rec["pending"], rec["on_the_way"], rec["forwarded_total"]) == (
+        0, 3, 0
+    )  # fmt: skip
     text = ackdeck(_alone(alpha), "wakes", "list").stdout
-    assert "s@beta/build: " in text and "3 forwarded to beta" in text
+    assert "s@beta/build: " in text and "0 forwarded to beta (3 on the way)" in text
 
     # beta has nothing until its publisher imports; gamma never has anything.
     got: Counter[tuple[str, str]] = Counter()
@@ -230,6 +235,10 @@ def test_a_run_on_one_host_wakes_a_session_on_another_exactly_once(
     assert _drain(beta, "s", got) == 0
     assert "forwarded" not in _publish(alpha) and "imported" not in _publish(beta)
     assert _drain(beta, "s", got) == 0
+    # beta confirmed: alpha's record counts them forwarded, and nothing is on its way.
+    rec = _record_of(alpha, "s@beta", "build")
+    assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 3
+    assert "3 forwarded to beta, status" in ackdeck(_alone(alpha), "wakes", "list").stdout
 
 
 def test_a_bare_session_name_goes_to_the_host_whose_agent_it_is(
@@ -291,20 +300,21 @@ def test_a_forward_whose_reply_was_lost_is_sent_again_and_added_once(
         done = ackdeck(alpha, "fleet", "publish")
         assert done.returncode != 0 and "unreachable" in done.stderr
         assert len(proxy.dropped) == 1
-        # The script ran (3 items appended) but alpha could not know: it keeps them all.
+        # The script ran (3 items appended) but alpha could not know: the batch stays.
         assert _stream(server, fleet, "beta") == 3
         rec = _record_of(alpha, "s@beta", "build")
-        assert rec is not None and rec["pending"] == 3
+        assert rec is not None and (rec["pending"], rec["on_the_way"]) == (0, 3)
 
-        assert "3 forwarded" in _publish(alpha)  # sent again: every item's mark is set
-        assert _stream(server, fleet, "beta") == 3
-        rec = _record_of(alpha, "s@beta", "build")
-        assert rec is not None and (rec["pending"], rec["forwarded_total"]) == (0, 3)
+        _publish(alpha)  # sent again: every item's mark is set, nothing is appended
+        assert len(proxy.dropped) == 1 and _stream(server, fleet, "beta") == 3
 
         _publish(beta)
         got: Counter[tuple[str, str]] = Counter()
         _drain(beta, "s", got)
         assert got == _expected(run)
+        _publish(alpha)  # confirmed by beta: done
+        rec = _record_of(alpha, "s@beta", "build")
+        assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 3
     finally:
         proxy.stop()
 
@@ -377,6 +387,41 @@ def test_a_redis_restart_between_forward_and_import_loses_and_repeats_nothing(
     assert got == _expected(run)
 
 
+@pytest.mark.parametrize("when", ["before the import", "after the import"])
+def test_a_redis_that_restarts_empty_gets_the_batch_again_and_nothing_twice(
+    tmp_path: Path, when: str
+) -> None:
+    """Without persistence a restart loses the stream, the marks and the confirmations: the
+    run's host still holds its batch (unconfirmed) and sends it again; the session's host
+    skips it if it imported it already, by its record's batch."""
+    server = RedisServer(tmp_path / "redis", persist=False)
+    server.start()
+    try:
+        fleet = _fleet()
+        alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+        run = _run(alpha, "s@beta", SCRIPT)
+        _ended(alpha, run)
+        _publish(alpha)
+        if when == "after the import":
+            assert "3 imported" in _publish(beta)
+        server.kill9()
+        server.start()  # empty
+        assert _stream(server, fleet, "beta") == 0
+        _publish(alpha)  # not confirmed: sent again
+        assert _stream(server, fleet, "beta") == 3
+        said = _publish(beta)
+        assert ("3 imported" in said) == (when == "before the import")
+        got: Counter[tuple[str, str]] = Counter()
+        _drain(beta, "s", got)
+        assert got == _expected(run)
+        _publish(alpha)
+        rec = _record_of(alpha, "s@beta", "build")
+        assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 3
+        assert _stream(server, fleet, "beta") == 0
+    finally:
+        server.stop()
+
+
 def test_an_unreachable_fleet_keeps_the_record_and_forwards_when_it_returns(
     tmp_path: Path, server: RedisServer
 ) -> None:
@@ -396,16 +441,23 @@ def test_an_unreachable_fleet_keeps_the_record_and_forwards_when_it_returns(
                 )
             )
     got: Counter[tuple[str, str]] = Counter()
+
+    def confirmed_total(n: int) -> bool:
+        rec = _record_of(alpha, "s@beta", "build")
+        return rec is not None and rec["forwarded_total"] == n and "on_the_way" not in rec
+
     try:
         first = _run(alpha, "s@beta", SCRIPT)
         eventually(lambda: _drain(beta, "s", got) and got[(first, "exited")], what="run 1 on beta")
+        eventually(lambda: confirmed_total(3), what="alpha to see beta's confirmation of run 1")
 
         server.kill9()
         eventually(lambda: "unreachable" in errors.read_text(), what="alpha to say unreachable")
         second = _run(alpha, "s@beta", "echo FAIL three; echo FAIL four")
         _ended(alpha, second)
         rec = _record_of(alpha, "s@beta", "build")
-        assert rec is not None and rec["pending"] == 3  # kept while the fleet is away
+        # Kept while the fleet is away: pending, or made into a batch that could not go.
+        assert rec is not None and rec["pending"] + rec.get("on_the_way", 0) == 3
         assert _drain(beta, "s", got) == 0
 
         server.start()
@@ -417,8 +469,7 @@ def test_an_unreachable_fleet_keeps_the_record_and_forwards_when_it_returns(
             {(second, "FAIL three"): 1, (second, "FAIL four"): 1, (second, "exited"): 1}
         )
         assert got == want
-        rec = _record_of(alpha, "s@beta", "build")
-        assert rec is not None and (rec["pending"], rec["forwarded_total"]) == (0, 6)
+        eventually(lambda: confirmed_total(6), what="alpha to see beta's confirmation of run 2")
     finally:
         for p in loops:
             if p.poll() is None:

@@ -439,6 +439,8 @@ def _fleet_wakes(args: argparse.Namespace, settings: FleetSettings, listed: Wake
         )
         if r.get("to_host"):  # delivered on its host, after the fleet forwards it
             done = f"{cell(r.get('forwarded_total'))} forwarded to {cell(r.get('to_host'))}"
+            if r.get("on_the_way"):
+                done += f" ({cell(r.get('on_the_way'))} on the way)"
         origin = f" (from host {cell(r.get('from_host'))})" if r.get("from_host") else ""
         say(
             f"{cell(r.get('host'))} {cell(r.get('session'))}/{cell(r.get('name'))}{origin}: "

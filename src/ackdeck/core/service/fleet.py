@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from ackdeck.core.service.agents import Agent, Agents
     from ackdeck.core.service.fleet_settings import FleetSettings
-    from ackdeck.core.watch.forwarding import WakeItem
+    from ackdeck.core.watch.results import WakeItem
 
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"  # the rooms' setting: one timeout for every redis call
 DEFAULT_TIMEOUT = 5.0
@@ -147,6 +147,8 @@ class FleetLink:
         """Append `items` to `host`'s incoming wakes, each once ever (its mark); returns how
         many were new. FleetUnreachable when the script's reply did not come back: it may have
         run, and sending the same items again is safe."""
+        from ackdeck.core.watch.forwarding import item_key
+
         s = self.settings
         if not items:
             return 0
@@ -155,7 +157,7 @@ class FleetLink:
             if self._forward is None:
                 self._forward = r.register_script(FORWARD)
             keys = [locations.fleet_wakes_key(s.fleet, host)]
-            keys += [locations.fleet_wake_sent_key(s.fleet, host, it.key()) for it in items]
+            keys += [locations.fleet_wake_sent_key(s.fleet, host, item_key(it)) for it in items]
             args = [int(s.keep * 1000), *(it.dumps() for it in items)]
             return self._forward(keys=keys, args=args)
 
@@ -179,13 +181,41 @@ class FleetLink:
 
         return self._call("read incoming wakes", call)
 
-    def delete_wakes(self, ids: list[str]) -> None:
-        """Remove imported entries from this host's incoming wakes."""
-        key = locations.fleet_wakes_key(self.settings.fleet, self.settings.host)
-        for at in range(0, len(ids), INCOMING_BATCH):
-            batch = ids[at : at + INCOMING_BATCH]
+    def wakes_taken(self, host: str, session: str, name: str) -> int | None:
+        """The newest batch `host` confirmed importing into its record `name` of `session`
+        from this host (None: none confirmed)."""
+        s = self.settings
+        key = locations.fleet_wakes_taken_key(s.fleet, s.host)
+        self.commands += 1
+        got = self._call(
+            "read confirmed wakes", partial(_hget, key=key, field=_taken_field(host, session, name))
+        )
+        try:
+            return None if got is None else int(got)
+        except ValueError:
+            return None  # not written by ackdeck: as if nothing was confirmed
+
+    def settle_wakes(self, confirm: list[tuple[str, str, str, int]], ids: list[str]) -> None:
+        """Confirm what this host's records hold ((run's host, session, record, newest batch)
+        each) and remove the imported entries `ids` from its incoming wakes, in one
+        transaction: a confirmation is never missing once its entries are gone."""
+        s = self.settings
+        stream = locations.fleet_wakes_key(s.fleet, s.host)
+        keep = int(s.keep * 1000)
+
+        def call(r: redis.Redis) -> Any:
+            pipe = r.pipeline(transaction=True)
+            for origin, session, name, batch in confirm:
+                key = locations.fleet_wakes_taken_key(s.fleet, origin)
+                pipe.hset(key, _taken_field(s.host, session, name), batch)
+                pipe.pexpire(key, keep)
+            if ids:
+                pipe.xdel(stream, *ids)
+            return pipe.execute()
+
+        if confirm or ids:
             self.commands += 1
-            self._call("delete imported wakes", partial(_xdel, key=key, ids=batch))
+            self._call("confirm imported wakes", call)
 
     def close(self) -> None:
         if self._client is not None:
@@ -193,8 +223,13 @@ class FleetLink:
             self._client = None
 
 
-def _xdel(r: redis.Redis, *, key: str, ids: list[str]) -> Any:
-    return r.xdel(key, *ids)
+def _hget(r: redis.Redis, *, key: str, field: str) -> Any:
+    return r.hget(key, field)
+
+
+def _taken_field(host: str, session: str, name: str) -> str:
+    """A record on `host` in the confirmations: `/` is in no name, so the three stay apart."""
+    return f"{host}/{session}/{name}"
 
 
 def _is_name(host: str) -> bool:
@@ -254,20 +289,17 @@ def exchange_wakes(
     me = link.settings.host
     sent = 0
     for session in forwarding.outgoing(home):
-        sent += forwarding.forward(home, session, me, link.send_wakes, clock=clock)
+        sent += forwarding.forward(
+            home, session, me, link.send_wakes, link.wakes_taken, clock=clock
+        )
     entries = link.incoming_wakes()
-    good: list[tuple[str, forwarding.WakeItem]] = []
-    for sid, raw in entries:
-        item = _wake_item(raw)
-        if item is not None:
-            good.append((sid, item))
-    took = forwarding.import_items(home, good, clock=clock)
-    # A kill here (tests/test_fleet_wakes.py) leaves the entries in the stream, imported: the
-    # records' marks make the next import skip them.
+    items = [it for it in map(_wake_item, (raw for _, raw in entries)) if it is not None]
+    took, confirm = forwarding.import_items(home, items, clock=clock)
+    # A kill here (tests/test_fleet_wakes.py) leaves the entries in the stream, imported and
+    # not confirmed: the next import skips them by the records' batches, then confirms.
     faults.pause("fleet-imported")
-    if entries:
-        link.delete_wakes([sid for sid, _ in entries])
-    return Exchanged(sent, took, len(entries) - len(good))
+    link.settle_wakes(confirm, [sid for sid, _ in entries])
+    return Exchanged(sent, took, len(entries) - len(items))
 
 
 class WakeOwner(Struct):
@@ -337,7 +369,7 @@ def _wake_item(raw: bytes) -> WakeItem | None:
     version's shape, or names no record may have)."""
     from ackdeck.core.base.names import check_name
     from ackdeck.core.errors import InvalidName, RecordError
-    from ackdeck.core.watch.forwarding import WakeItem
+    from ackdeck.core.watch.results import WakeItem
 
     try:
         item = WakeItem.loads(raw)

@@ -42,7 +42,7 @@ class Wakes(Struct):
     def next(self) -> str | None:
         """What to do next, in words."""
         if not self.pending:
-            if any(r.pending for r in self.wakes):
+            if any(r.pending or r.on_the_way for r in self.wakes):
                 return (
                     "The pending ones are for sessions on other hosts: the fleet's publishers "
                     "forward them (ackdeck fleet publish, an MCP server, the dashboard)."
@@ -64,7 +64,9 @@ class Wakes(Struct):
             notice = " + notice" if r.notice_pending else ""
             done = f"{r.delivered_total} delivered, {r.superseded_total} superseded"
             if r.to_host is not None:  # delivered on its host, after the fleet forwards it
-                done = f"{r.forwarded_total} forwarded to {r.to_host}"
+                done = f"{r.forwarded_total or 0} forwarded to {r.to_host}"
+                if r.on_the_way:
+                    done += f" ({r.on_the_way} on the way)"
             origin = f" (from host {r.from_host})" if r.from_host is not None else ""
             out.append(
                 f"{r.session}/{r.name}{origin}: {r.kind}, "

@@ -1,20 +1,26 @@
 """Cross-host wakes (docs/how-to/fleet.md): a run on one host wakes a session on another.
 
 On the run's host, the wake record of `--session NAME@HOST` is kept under the session
-`NAME@HOST` with `to_host` set; no drain there delivers it. The fleet's publishers forward it
-with the drain's push-ack shape: take a snapshot of its items (lines, exit / monitor-lost
-notices, counts of lines the cap dropped), hand them to `send` (one script on the fleet's
-Redis that appends each item to the target host's stream once, by a key per item), and only
-when `send` returned remove exactly that snapshot from the record. A forward whose reply was
-lost is sent again whole; the per-item keys make the second one add nothing.
+`NAME@HOST` with `to_host` set; no drain there delivers it. The fleet's publishers forward it:
+
+1. Everything it holds (lines, exit / monitor-lost notices, counts of lines the cap dropped)
+   becomes one numbered **batch**, moved out of the pending items into the record's
+   `in_flight` in one atomic write, before anything is sent.
+2. The batch is sent (`send`: one script on the fleet's Redis that appends each item to the
+   target host's stream once, by a mark per item), and sent again at every forward until the
+   session's host confirms it imported it (`taken`). A reply lost, a crash after the write, a
+   Redis that restarted without its data: the batch is still in the record and goes again.
+3. Confirmed, it leaves the record (counted in `forwarded_total`) and the next batch can go.
 
 On the session's host, the publishers import the stream's entries into its own wake records
-(`NAME@HOST` under the session, `from_host` set), each record written once with the newest
-stream id it took in (`imported_through`): a crash between that write and the stream delete
-imports nothing twice, because the next import skips every entry at or below the mark. The
-record is then drained like any other, off Redis, through the same gate.
+(`NAME@HOST` under the session, `from_host` set), each record in one write that also keeps
+the newest batch it took in (`imported_batch`): a batch that arrives again (sent again,
+restored by a restarted Redis, left in the stream by a crash before the delete) is skipped.
+Then they confirm what each record holds, and delete the entries. The record is drained like
+any other, off Redis, through the same gate.
 
-Nothing here talks to Redis: `send` and the stream's entries come from core/service/fleet.py.
+Nothing here talks to Redis: `send`, `taken` and the stream's entries come from
+core/service/fleet.py.
 """
 
 from __future__ import annotations
@@ -28,61 +34,38 @@ from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.locks import locked
-from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState
 from ackdeck.core.watch import wakes
-from ackdeck.core.watch.results import WakeLine, WakeNotice, WakeRecord
+from ackdeck.core.watch.results import WakeItem, WakeLine, WakeNotice, WakeRecord
 
 Clock = Callable[[], float]
-
-
-class WakeItem(Struct, kw_only=True):
-    """One item of a wake record on its way to the session's host, as the fleet's stream holds
-    it (JSON): a matched line, an exit / monitor-lost notice, or the count of a run's lines the
-    cap dropped (cumulative, `upto`, so that counting it twice cannot happen)."""
-
-    origin: str  # the run's host
-    session: str  # the owner session, on the target host
-    name: str  # the process, on the run's host
-    run_id: str
-    what: str  # "line" | "notice" | "dropped"
-    start: int = 0
-    end: int = 0
-    text: str = ""
-    kind: str = "match"  # a notice's: "exited" | "monitor-lost"
-    status: str = ""  # the run's status when it was forwarded
-    exit_code: int | None = None
-    seq: int = 0  # a notice's sequence number in the forwarding record
-    upto: int = 0  # "dropped": the run's dropped lines forwarded so far, this one included
-    filter: str | None = None
-    exclude: bool = False
-    matches: int = 0  # the run's matches so far
-
-    def key(self) -> str:
-        """What makes the item itself: the same line, notice or dropped count forwarded again
-        (a retry after a lost reply) has the same key, and the fleet adds it once."""
-        if self.what == "line":
-            tail = f"{self.start}:{self.end}"
-        elif self.what == "notice":
-            tail = f"{self.kind}:{self.seq}"
-        else:
-            tail = str(self.upto)
-        ident = "\0".join((self.origin, self.session, self.name, self.run_id, self.what, tail))
-        return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-
-    @property
-    def record_name(self) -> str:
-        """The record it joins on the session's host: the process as `NAME@HOST`, so that a
-        process of the same name there stays another record."""
-        return f"{self.name}@{self.origin}"
-
-
 Send = Callable[[str, list[WakeItem]], object]  # (target host, items); raises if not sent
+# (target host, session there, record name there): the newest batch it confirmed, or None.
+Taken = Callable[[str, str, str], "int | None"]
+
+
+def item_key(it: WakeItem) -> str:
+    """What makes the item itself (its mark on the fleet): the same line, notice or dropped
+    count sent again has the same key, and the fleet appends it once."""
+    if it.what == "line":
+        tail = f"{it.start}:{it.end}"
+    elif it.what == "notice":
+        tail = f"{it.kind}:{it.seq}"
+    else:
+        tail = str(it.upto)
+    ident = "\0".join((it.origin, it.session, it.name, it.run_id, it.what, tail))
+    return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def target_session(r: WakeRecord) -> str:
+    """The session on the target host of a record kept as `NAME@HOST`."""
+    assert r.to_host is not None
+    return r.session.removesuffix(f"@{r.to_host}")
 
 
 # ----- the run's host: forward ---------------------------------------------------------------
 def outgoing(home: Path) -> list[str]:
-    """The sessions (`NAME@HOST`) with a record that has something to forward."""
+    """The sessions (`NAME@HOST`) with a record that has something to forward or on its way."""
     try:
         dirs = sorted(e.name for e in os.scandir(locations.wakes_dir(home)) if e.is_dir())
     except FileNotFoundError:
@@ -90,7 +73,7 @@ def outgoing(home: Path) -> list[str]:
     out = []
     for d in dirs:
         good, _ = wakes.scan_dir(locations.wakes_dir(home) / d)
-        if any(_to_forward(r) for _, r in good):
+        if any(_to_forward(r) or r.in_flight for _, r in good):
             out.append(d)
     return out
 
@@ -99,18 +82,23 @@ def _to_forward(r: WakeRecord) -> bool:
     return r.to_host is not None and bool(r.pending or r.dropped_by_run)
 
 
-def items_of(origin: str, r: WakeRecord, status_of: Callable[[str], str]) -> list[WakeItem]:
-    """Everything `r` has to forward, in order: lines, then dropped counts, then notices (so an
-    exit notice never arrives before the lines of its run). `status_of(run_id)`: the run's
-    status now."""
-    assert r.to_host is not None
-    target = r.session.removesuffix(f"@{r.to_host}")
+def batch_of(
+    origin: str, r: WakeRecord, status_of: Callable[[str], str], now: float
+) -> tuple[list[WakeItem], WakeRecord]:
+    """Everything `r` has to forward as one batch, in order (lines, then dropped counts, then
+    notices: an exit notice never arrives before its run's lines), and the record once they
+    are on their way. `status_of(run_id)`: the run's status now. A batch number is above the
+    last one and not below the clock in ms: a record dismissed and made again never reuses
+    one the other host has imported."""
+    batch = max((r.forward_batch or 0) + 1, int(now * 1000))
+    target = target_session(r)
 
     def item(run_id: str, what: str, **kw: object) -> WakeItem:
         return WakeItem(
             origin=origin,
             session=target,
             name=r.name,
+            batch=batch,
             run_id=run_id,
             what=what,
             filter=r.filter,
@@ -119,12 +107,14 @@ def items_of(origin: str, r: WakeRecord, status_of: Callable[[str], str]) -> lis
             **kw,  # type: ignore[arg-type]
         )
 
+    sent_dropped = dict(r.forwarded_dropped or {})
     out = [
         item(x.run_id, "line", start=x.start, end=x.end, text=x.text, status=status_of(x.run_id))
         for x in r.lines
     ]
     for rid, n in sorted(r.dropped_by_run.items()):
-        out.append(item(rid, "dropped", upto=(r.forwarded_dropped or {}).get(rid, 0) + n))
+        sent_dropped[rid] = sent_dropped.get(rid, 0) + n
+        out.append(item(rid, "dropped", upto=sent_dropped[rid]))
     for note in r.notices:
         out.append(
             item(
@@ -136,81 +126,130 @@ def items_of(origin: str, r: WakeRecord, status_of: Callable[[str], str]) -> lis
                 seq=note.seq,
             )
         )
-    return out
+    after = r.replace(
+        lines=[],
+        dropped_by_run={},
+        dropped_span_by_run={},
+        forwarded_dropped=sent_dropped or None,
+        in_flight=out,
+        forward_batch=batch,
+        on_the_way=len(r.lines) + len(r.notices),
+        updated_at=now,
+        **wakes.notice_fields([]),
+    )
+    return out, after
 
 
-def forward(home: Path, session: str, origin: str, send: Send, *, clock: Clock = time.time) -> int:
-    """Forward what `session`'s records (`NAME@HOST`) hold to their host, then remove exactly
-    what was sent; returns how many lines and notices went. If `send` raises (the fleet did
-    not answer, or its reply was lost) nothing is removed and the next forward sends it again.
+def confirmed(r: WakeRecord, now: float) -> WakeRecord:
+    """`r` once the session's host confirmed its batch: counted as forwarded, and gone."""
+    return r.replace(
+        in_flight=None,
+        on_the_way=None,
+        forwarded_total=(r.forwarded_total or 0) + (r.on_the_way or 0),
+        updated_at=now,
+    )
 
-    Under the session's drain lock: two publishers of this host never forward one snapshot
-    twice (the per-item keys would absorb it, but the counts would not)."""
+
+def forward(
+    home: Path,
+    session: str,
+    origin: str,
+    send: Send,
+    taken: Taken,
+    *,
+    clock: Clock = time.time,
+) -> int:
+    """One forward of `session`'s records (`NAME@HOST`): a batch on its way is dropped once
+    its host confirmed it, else sent again; with none on its way, what is pending becomes the
+    next batch and is sent. Returns how many lines and notices were sent now. If `send`
+    raises, the batch stays in the record and the next forward sends it again.
+
+    Under the session's drain lock: two publishers of this host never make two batches of one
+    record at once."""
     with locked(locations.drain_lock(home, session)):
         with wakes.session_locked(home, session) as d:
             good, _ = wakes.scan_dir(d)
-        snapshot = [(p, r) for p, r in good if _to_forward(r)]
-        sent = 0
-        for path, rec in snapshot:
-            assert rec.to_host is not None
-            items = items_of(origin, rec, partial(_status, home, rec))
-            send(rec.to_host, items)
-            sent += len(rec.lines) + len(rec.notices)
-            with wakes.session_locked(home, session):
-                try:
-                    current = wakes.parse_record(path)
-                except (FileNotFoundError, CorruptState):
-                    continue  # dismissed or damaged meanwhile: nothing of ours to remove
-                wakes.store_record(path, forwarded(current, rec, clock()))
-        return sent
+        return sum(
+            _forward_one(home, session, origin, path, rec, send, taken, clock)
+            for path, rec in good
+            if rec.to_host is not None
+        )
+
+
+def _forward_one(
+    home: Path,
+    session: str,
+    origin: str,
+    path: Path,
+    rec: WakeRecord,
+    send: Send,
+    taken: Taken,
+    clock: Clock,
+) -> int:
+    host = rec.to_host
+    assert host is not None
+    if rec.in_flight:
+        batch = rec.in_flight[0].batch
+        got = taken(host, target_session(rec), f"{rec.name}@{origin}")
+        if got is None or got < batch:
+            send(host, rec.in_flight)  # not confirmed (yet, or lost): again
+            return 0
+        now = _update(home, session, path, lambda r: confirmed(r, clock()))
+        if now is None:
+            return 0
+        rec = now
+    if not _to_forward(rec):
+        return 0
+    items: list[WakeItem] = []
+
+    def make(r: WakeRecord) -> WakeRecord:
+        if r.in_flight or not _to_forward(r):
+            return r
+        made, after = batch_of(origin, r, partial(_status, home, r), clock())
+        items.extend(made)
+        return after
+
+    if _update(home, session, path, make) is None or not items:
+        return 0
+    send(host, items)
+    return sum(1 for it in items if it.what != "dropped")
 
 
 def _status(home: Path, rec: WakeRecord, run_id: str) -> str:
     return wakes.run_status(home, rec, run_id)[0]
 
 
-def forwarded(current: WakeRecord, snap: WakeRecord, now: float) -> WakeRecord:
-    """`current` without what `snap` (taken earlier) forwarded; anything merged since stays."""
-    done = {(x.run_id, x.start, x.end) for x in snap.lines}
-    lines = [x for x in current.lines if (x.run_id, x.start, x.end) not in done]
-    acked = {(n.run_id, n.seq) for n in snap.notices}
-    notices = [n for n in current.notices if (n.run_id, n.seq) not in acked]
-    dropped_left = {k: v - snap.dropped_by_run.get(k, 0) for k, v in current.dropped_by_run.items()}
-    dropped_left = {k: v for k, v in dropped_left.items() if v > 0}
-    sent_dropped = dict(current.forwarded_dropped or {})
-    for k, v in snap.dropped_by_run.items():
-        sent_dropped[k] = sent_dropped.get(k, 0) + v
-    return current.replace(
-        lines=lines,
-        forwarded_total=(current.forwarded_total or 0) + len(snap.lines) + len(snap.notices),
-        dropped_by_run=dropped_left,
-        dropped_span_by_run={
-            k: v for k, v in current.dropped_span_by_run.items() if k in dropped_left
-        },
-        forwarded_dropped=sent_dropped or None,
-        updated_at=now,
-        **wakes.notice_fields(notices),
-    )
+def _update(
+    home: Path, session: str, path: Path, change: Callable[[WakeRecord], WakeRecord]
+) -> WakeRecord | None:
+    """Apply `change` to the record at `path` under its session's lock, in one atomic write;
+    None when it was dismissed or damaged meanwhile."""
+    with wakes.session_locked(home, session):
+        try:
+            current = wakes.parse_record(path)
+        except (FileNotFoundError, CorruptState):
+            return None
+        after = change(current)
+        if after is not current:
+            wakes.store_record(path, after)
+        return after
 
 
 # ----- the session's host: import ------------------------------------------------------------
-def stream_order(stream_id: str) -> tuple[int, int]:
-    """A stream id (`MS-SEQ`) as a sortable pair."""
-    ms, _, seq = stream_id.partition("-")
-    return int(ms), int(seq or 0)
-
-
 def import_items(
-    home: Path, entries: Iterable[tuple[str, WakeItem]], *, clock: Clock = time.time
-) -> int:
-    """Import the stream's `entries` (stream id, item; in stream order) into this host's wake
-    records, each record in one write that also records the newest id it took in; returns how
-    many items were new. Entries at or below a record's mark are skipped: imported already."""
-    groups: dict[tuple[str, str], list[tuple[str, WakeItem]]] = {}
-    for sid, it in entries:
-        groups.setdefault((it.session, it.record_name), []).append((sid, it))
+    home: Path, items: Iterable[WakeItem], *, clock: Clock = time.time
+) -> tuple[int, list[tuple[str, str, str, int]]]:
+    """Import `items` (from the stream, in its order) into this host's wake records, each
+    record in one write that also keeps the newest batch it took in; batches at or below it
+    are skipped (imported already). Returns how many items were new, and for every record an
+    item was for: (run's host, session, record name, newest batch it holds) to confirm."""
+    groups: dict[tuple[str, str], list[WakeItem]] = {}
+    for it in items:
+        groups.setdefault((it.session, it.record_name), []).append(it)
     took = 0
+    confirm: list[tuple[str, str, str, int]] = []
     for (session, name), group in sorted(groups.items()):
+        origin = group[0].origin
         with wakes.session_locked(home, session):
             path = locations.wake_record(home, session, name)
             record: WakeRecord | None = None
@@ -234,21 +273,18 @@ def import_items(
                     status="running",
                     created_at=now,
                     updated_at=now,
-                    from_host=group[0][1].origin,
+                    from_host=origin,
                 )
-            mark = record.imported_through
-            new = [
-                (sid, it)
-                for sid, it in group
-                if mark is None or stream_order(sid) > stream_order(mark)
-            ]
-            if not new:
-                continue
-            record = absorbed(record, [it for _, it in new], now)
-            record = record.replace(imported_through=max((s for s, _ in new), key=stream_order))
-            wakes.store_record(path, record)
-            took += len(new)
-    return took
+            mark = record.imported_batch or 0
+            new = [it for it in group if it.batch > mark]
+            if new:
+                record = absorbed(record, new, now)
+                record = record.replace(imported_batch=max(it.batch for it in new))
+                wakes.store_record(path, record)
+                took += len(new)
+            if record.imported_batch is not None:
+                confirm.append((origin, session, name, record.imported_batch))
+    return took, confirm
 
 
 def absorbed(record: WakeRecord, items: list[WakeItem], now: float) -> WakeRecord:

@@ -29,6 +29,7 @@ __all__ = [
     "OutputResult",
     "Path",
     "RunInfo",
+    "WakeItem",
     "WakeLine",
     "WakeNotice",
     "WakeRecord",
@@ -161,12 +162,15 @@ class WakeRecord(Struct, kw_only=True):
     updated_at: Internal[float]
     delivered_total: int = 0
     superseded_total: int = 0
-    # Cross-host wakes (docs/how-to/fleet.md). On the run's host, a record for a session on
-    # another host: `to_host` names that host, and the fleet's publishers forward its lines
-    # there (counted in `forwarded_total`) instead of a drain delivering them here. On the
-    # session's host, a record imported from the run's host `from_host`.
+    # Cross-host wakes (docs/how-to/fleet.md, core/watch/forwarding.py). On the run's host, a
+    # record for a session on another host: `to_host` names that host, where the fleet's
+    # publishers forward its items instead of a drain delivering them here; `on_the_way`
+    # counts the lines and notices sent there and not yet confirmed imported, and
+    # `forwarded_total` those confirmed. On the session's host, a record imported from the
+    # run's host `from_host`.
     to_host: Sparse[str | None] = None
-    forwarded_total: Sparse[int | None] = None  # None: never forwarded
+    on_the_way: Sparse[int | None] = None
+    forwarded_total: Sparse[int | None] = None  # None: not a record for another host
     from_host: Sparse[str | None] = None
 
     @derived
@@ -193,13 +197,16 @@ class WakeRecord(Struct, kw_only=True):
     notice_run_id: Internal[str | None] = None
     notice_status: Internal[str | None] = None
     notice_exit_code: Internal[int | None] = None
-    # Forwarding (on the run's host): per run, the dropped lines already forwarded (the
-    # forwarded count is cumulative, so a forward retried after a lost reply counts once).
+    # Forwarding (on the run's host): the batch on its way (kept until the session's host
+    # confirms it imported it, sent again until then: a Redis that lost it gets it again), the
+    # number of the last batch made, and per run the dropped lines forwarded so far.
+    in_flight: Internal[Sparse[list[WakeItem] | None]] = None
+    forward_batch: Internal[Sparse[int | None]] = None
     forwarded_dropped: Internal[Sparse[dict[str, int] | None]] = None
-    # Importing (on the session's host): the newest fleet stream id imported into this record
-    # (stream ids only grow: an entry at or below it was imported already, even if a restarted
-    # Redis brings it back), and per run the cumulative dropped count imported.
-    imported_through: Internal[Sparse[str | None]] = None
+    # Importing (on the session's host): the newest batch of the run's host's record imported
+    # here (batches only grow: one at or below it was imported already, however often it
+    # arrives), and per run the dropped lines imported so far.
+    imported_batch: Internal[Sparse[int | None]] = None
     imported_dropped: Internal[Sparse[dict[str, int] | None]] = None
 
     # The file keeps the latest event's exit code as `exit_code`, the key `wakes list` uses
@@ -210,6 +217,36 @@ class WakeRecord(Struct, kw_only=True):
     def notice(self) -> bool:
         """An exit / monitor-lost notice is pending."""
         return self.notice_pending
+
+
+class WakeItem(Struct, kw_only=True):
+    """One item of a wake record on its way to the session's host, as the fleet's stream and
+    the forwarding record's batch hold it: a matched line, an exit / monitor-lost notice, or
+    the count of a run's lines the cap dropped (cumulative, `upto`: it cannot count twice)."""
+
+    origin: str  # the run's host
+    session: str  # the owner session, on the target host
+    name: str  # the process, on the run's host
+    batch: int  # the forwarding record's batch it travels in
+    run_id: str
+    what: str  # "line" | "notice" | "dropped"
+    start: int = 0
+    end: int = 0
+    text: str = ""
+    kind: str = "match"  # a notice's: "exited" | "monitor-lost"
+    status: str = ""  # the run's status when it was forwarded
+    exit_code: int | None = None
+    seq: int = 0  # a notice's sequence number in the forwarding record
+    upto: int = 0  # "dropped": the run's dropped lines forwarded so far, these included
+    filter: str | None = None
+    exclude: bool = False
+    matches: int = 0  # the run's matches so far
+
+    @property
+    def record_name(self) -> str:
+        """The record it joins on the session's host: the process as `NAME@HOST`, so that a
+        process of the same name there stays another record."""
+        return f"{self.name}@{self.origin}"
 
 
 # ----- a wake's delivery -----------------------------------------------------------------------
