@@ -253,6 +253,10 @@ def test_a_bare_session_name_goes_to_the_host_whose_agent_it_is(
     run = _run(alpha, "s", SCRIPT)
     (meta,) = [r for r in json_of(_alone(alpha), "ps")["processes"] if r["run_id"] == run]
     assert meta["session"] == "s@beta"
+    # A host not on the fleet (a typo, or not started yet): said, and the wakes wait.
+    done = ackdeck(alpha, "run", "other", "--session", "s@nowhere", "--monitor", "X", "--", "true")
+    assert done.returncode == 0
+    assert "host 'nowhere' is not on fleet" in done.stderr and "wait here" in done.stderr
     # `NAME@THIS-HOST` is this host's session NAME; a session of this host stays here.
     local = _run(alpha, "t@alpha", "echo FAIL here", name="here")
     _ended(alpha, local)

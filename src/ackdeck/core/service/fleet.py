@@ -336,16 +336,24 @@ def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: s
         from ackdeck.core.service.fleet_settings import host_id
 
         host_id(host, f"--session {session}")
+        try:
+            _, pubs = _read_once(settings)
+        except FleetUnreachable:
+            return WakeOwner(session, host)  # forwarded once the fleet answers
+        if all(p.host != host for p in pubs):  # a typo would otherwise wait silently
+            return WakeOwner(
+                session,
+                host,
+                f"host {host!r} is not on fleet {settings.url} (yet): the wakes wait here "
+                "until it publishes",
+            )
         return WakeOwner(session, host)
     if settings is None:
         return WakeOwner(session, None)
-    link = FleetLink(settings)
     try:
-        server_now, pubs = link.read()
+        server_now, pubs = _read_once(settings)
     except FleetUnreachable as exc:
         return WakeOwner(session, None, f"{exc}; session {session!r} taken as this host's")
-    finally:
-        link.close()
     homes = [
         p
         for p in sorted(pubs, key=lambda p: p.host)
@@ -362,6 +370,14 @@ def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: s
     if homes:
         return WakeOwner(f"{session}@{homes[0].host}", homes[0].host)
     return WakeOwner(session, None)
+
+
+def _read_once(settings: FleetSettings) -> tuple[float, list[Published]]:
+    link = FleetLink(settings)
+    try:
+        return link.read()
+    finally:
+        link.close()
 
 
 def _wake_item(raw: bytes) -> WakeItem | None:
@@ -425,7 +441,7 @@ class Publisher:
         self._next = self._clock() + self.every
         try:
             # Wakes first, so the snapshot shows them forwarded (here) or imported (there).
-            exchange_wakes(self.link, self.home)
+            self._exchange()
             publish_home(self.link, self.home, have=None if have is None else _no_wakes(have))
         except FleetUnreachable as exc:
             if self.reachable is not False and self._say is not None:
@@ -443,6 +459,18 @@ class Publisher:
             self._say(f"fleet {self.link.settings.url} answers again: republished")
         self.reachable = True
         return True
+
+    def _exchange(self) -> None:
+        """Forward and import cross-host wakes. A failure of this host's own (a damaged wake
+        file, a full disk) is said and does not keep the host off the fleet: the snapshot
+        is still published, and the exchange tried again at the next tick."""
+        try:
+            exchange_wakes(self.link, self.home)
+        except FleetUnreachable:
+            raise
+        except (AckdeckError, OSError) as exc:
+            if self._say is not None:
+                self._say(f"wakes not exchanged with fleet {self.link.settings.url}: {exc}")
 
     def run(self, stop: Callable[[float], bool]) -> None:
         """Tick until `stop(seconds)` (a threading.Event's wait) says to stop."""
