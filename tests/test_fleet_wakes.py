@@ -5,9 +5,10 @@ redis-server of the test's own (append-only, fsynced: a restart keeps what was w
 run's host forwards with `fleet publish`, the session's host imports with it, and `wakes drain`
 there delivers; every test counts what the session was handed across all its drains: each
 line and each exit notice exactly once. Faults: a lost reply on the forward (a proxy that
-drops it), a kill -9 between the import and the stream delete (a fault point), the server
-killed and started again, the fleet unreachable, and a host in its own network namespace
-whose link is cut.
+drops it), a kill -9 between a batch's write and its send and between the import and the
+stream delete (fault points), the server killed and started again with its data and without
+it, the fleet unreachable while both hosts publish in loops, and a host in its own network
+namespace whose link is cut.
 
 The decisions (what a forward removes, what an import adds) are also tested pure."""
 
@@ -323,6 +324,47 @@ def test_a_forward_whose_reply_was_lost_is_sent_again_and_added_once(
         proxy.stop()
 
 
+def _killed_at(step: str, env: dict[str, str], tmp_path: Path) -> None:
+    """`fleet publish` on `env`'s host, killed with -9 at fault point `step`."""
+    pause = tmp_path / f"paused-{step}"
+    paused = {**env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(pause)}
+    proc = subprocess.Popen(
+        [*ACKDECK, "fleet", "publish"],
+        env=paused,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        eventually(pause.exists, what=f"the publish to pause at {step}")
+        assert pause.read_text() == step
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_a_host_killed_between_its_batch_and_the_send_sends_it_once(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    run = _run(alpha, "s@beta", SCRIPT)
+    _ended(alpha, run)
+    _killed_at("fleet-batched", alpha, tmp_path)
+    assert _stream(server, fleet, "beta") == 0
+    rec = _record_of(alpha, "s@beta", "build")
+    assert rec is not None and (rec["pending"], rec["on_the_way"]) == (0, 3)
+    _publish(alpha)  # the batch, sent now
+    assert _stream(server, fleet, "beta") == 3
+    _publish(beta)
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(beta, "s", got)
+    assert got == _expected(run)
+
+
 def test_a_host_killed_between_import_and_delete_imports_once(
     tmp_path: Path, server: RedisServer
 ) -> None:
@@ -333,29 +375,8 @@ def test_a_host_killed_between_import_and_delete_imports_once(
     _publish(alpha)
     assert _stream(server, fleet, "beta") == 3
 
-    pause = tmp_path / "paused-at"
-    paused = {
-        **beta,
-        "ACKDECK_TEST_PAUSE_AT": "fleet-imported",
-        "ACKDECK_TEST_PAUSE_FILE": str(pause),
-    }
-    proc = subprocess.Popen(
-        [*ACKDECK, "fleet", "publish"],
-        env=paused,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        eventually(pause.exists, what="beta's publish to pause after its import")
-        assert pause.read_text() == "fleet-imported"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-    # Imported (the record holds them and their stream ids), not deleted from the stream.
+    _killed_at("fleet-imported", beta, tmp_path)
+    # Imported (the record holds them and their batch), not deleted from the stream.
     assert _stream(server, fleet, "beta") == 3
     rec = _record_of(beta, "s", "build@alpha")
     assert rec is not None and rec["pending"] == 3
