@@ -23,7 +23,7 @@ from ackdeck.core.service.fleet import FleetLink, fleet_listing, publish_home
 from ackdeck.core.service.fleet_model import Published
 from ackdeck.core.service.fleet_settings import parse_fleet_url, resolve_fleet
 from tests.helpers.cli import ACKDECK, ackdeck
-from tests.helpers.paths import PATHS
+from tests.helpers.fleet import host_env, json_of
 from tests.helpers.redis_server import RedisServer
 from tests.helpers.wait import eventually
 
@@ -120,32 +120,11 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
         s.stop()
 
 
-def _env(home: Path, host: str, url: str, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    for k in ("ACKDECK_FLEET", "ACKDECK_HOST_ID", "ACKDECK_SESSION", "XDG_CONFIG_HOME"):
-        env.pop(k, None)
-    env.update(
-        ACKDECK_HOME=str(home),
-        PYTHONPATH=PATHS,
-        ACKDECK_FLEET=url,
-        ACKDECK_HOST_ID=host,
-        HOME=str(home),  # no config file of the person running the tests
-        **extra,
-    )
-    return env
-
-
-def _json(env: dict[str, str], *args: str) -> dict:
-    done = ackdeck(env, *args, "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def _host(tmp_path: Path, host: str, url: str, **extra: str) -> dict[str, str]:
     """A home with one agent session that read a room, and one monitored run that woke it."""
     home = tmp_path / host
     home.mkdir()
-    env = _env(home, host, url, **extra)
+    env = host_env(home, host, url, **extra)
     room = home / "inbox.txt"
     assert ackdeck(env, "room", "push", str(room), "hello").returncode == 0
     assert ackdeck(env, "room", "read", str(room), "--session", f"agent-{host}").returncode == 0
@@ -157,7 +136,7 @@ def _host(tmp_path: Path, host: str, url: str, **extra: str) -> dict[str, str]:
     assert done.returncode == 0, done.stderr
     eventually(
         lambda: any(
-            w["lines"] for w in _json({**env, "ACKDECK_FLEET": ""}, "wakes", "list")["wakes"]
+            w["lines"] for w in json_of({**env, "ACKDECK_FLEET": ""}, "wakes", "list")["wakes"]
         ),
         what=f"{host}'s wake",
     )
@@ -179,7 +158,7 @@ def test_two_hosts_see_each_others_agents_runs_and_wakes(
     beta = _host(tmp_path, "beta", url)
     assert ackdeck(alpha, "fleet", "publish").returncode == 0
 
-    seen = _json(beta, "agents")
+    seen = json_of(beta, "agents")
     assert _by_host(seen["agents"], "session") == {"beta": ["agent-beta"], "alpha": ["agent-alpha"]}
     assert seen["fleet"]["reachable"] is True and seen["fleet"]["host"] == "beta"
     assert [(h["host"], h["live"], h["this"]) for h in seen["fleet"]["hosts"]] == [
@@ -189,16 +168,16 @@ def test_two_hosts_see_each_others_agents_runs_and_wakes(
     alpha_agent = next(a for a in seen["agents"] if a["host"] == "alpha")
     assert alpha_agent["last_read"] is not None and alpha_agent["state"] != "gone"
 
-    runs = _json(beta, "ps")["processes"]
+    runs = json_of(beta, "ps")["processes"]
     assert _by_host(runs, "name") == {"beta": ["build-beta"], "alpha": ["build-alpha"]}
-    wakes = _json(beta, "wakes", "list")
+    wakes = json_of(beta, "wakes", "list")
     assert _by_host(wakes["wakes"], "name") == {"beta": ["build-beta"], "alpha": ["build-alpha"]}
     assert {tuple(w["lines"]) for w in wakes["wakes"]} == {("FAIL one",)}
 
     # --host filters every listing; the human table has a HOST column.
-    only = _json(beta, "agents", "--host", "alpha")
+    only = json_of(beta, "agents", "--host", "alpha")
     assert [a["session"] for a in only["agents"]] == ["agent-alpha"]
-    assert _json(alpha, "ps", "--host", "beta")["processes"][0]["name"] == "build-beta"
+    assert json_of(alpha, "ps", "--host", "beta")["processes"][0]["name"] == "build-beta"
     table = ackdeck(beta, "agents").stdout.splitlines()
     assert table[0].split()[:3] == ["HOST", "SESSION", "STATE"]
     assert {line.split()[0] for line in table[1:]} == {"alpha", "beta"}
@@ -224,12 +203,12 @@ def test_a_host_killed_with_9_shows_gone_after_its_ttl(tmp_path: Path, server: R
     try:
 
         def alpha_row() -> dict | None:
-            rows = _json(beta, "agents", "--host", "alpha")["agents"]
+            rows = json_of(beta, "agents", "--host", "alpha")["agents"]
             return rows[0] if rows else None
 
         row = eventually(alpha_row, what="alpha's agent on beta")
         assert isinstance(row, dict) and row["state"] != "gone"
-        hosts = _json(beta, "fleet", "hosts")["hosts"]
+        hosts = json_of(beta, "fleet", "hosts")["hosts"]
         assert [(h["host"], h["live"]) for h in hosts] == [("beta", True), ("alpha", True)]
         os.killpg(loop.pid, signal.SIGKILL)
         loop.wait()
@@ -243,10 +222,10 @@ def test_a_host_killed_with_9_shows_gone_after_its_ttl(tmp_path: Path, server: R
         # Not before its TTL (1.5 s of server time since its last publish, at most 0.3 s
         # before the kill): gone means expired, not "missed one publish".
         assert time.monotonic() - killed_at >= 1.5 - 0.3 - 0.05
-        hosts = _json(beta, "fleet", "hosts")["hosts"]
+        hosts = json_of(beta, "fleet", "hosts")["hosts"]
         assert [(h["host"], h["live"]) for h in hosts] == [("beta", True), ("alpha", False)]
         # Its runs and wakes are still listed, under its name, for the owner to see.
-        assert "alpha" in {r["host"] for r in _json(beta, "ps")["processes"]}
+        assert "alpha" in {r["host"] for r in json_of(beta, "ps")["processes"]}
     finally:
         if loop.poll() is None:
             os.killpg(loop.pid, signal.SIGKILL)
@@ -269,7 +248,7 @@ def test_a_redis_restart_is_said_and_every_host_republishes(
             start_new_session=True,
         )
     try:
-        hosts = lambda: [h["host"] for h in _json(beta, "fleet", "hosts")["hosts"]]  # noqa: E731
+        hosts = lambda: [h["host"] for h in json_of(beta, "fleet", "hosts")["hosts"]]  # noqa: E731
         eventually(lambda: hosts() == ["beta", "alpha"], what="alpha on the fleet")
 
         server.kill9()
@@ -292,7 +271,7 @@ def test_a_redis_restart_is_said_and_every_host_republishes(
         said = errors.read_text()
         assert said.count("unreachable") == 1, said  # once per outage, not once per attempt
         assert "answers again: republished" in said
-        sessions = _by_host(_json(beta, "agents")["agents"], "session")
+        sessions = _by_host(json_of(beta, "agents")["agents"], "session")
         assert sessions == {"beta": ["agent-beta"], "alpha": ["agent-alpha"]}
     finally:
         if loop.poll() is None:
@@ -390,8 +369,8 @@ def test_an_mcp_server_publishes_its_host_while_it_runs(
     a_home, b_home = tmp_path / "alpha", tmp_path / "beta"
     a_home.mkdir()
     b_home.mkdir()
-    alpha = _env(a_home, "alpha", url, ACKDECK_FLEET_TTL="1.5")
-    beta = _env(b_home, "beta", url, ACKDECK_FLEET_TTL="1.5")
+    alpha = host_env(a_home, "alpha", url, ACKDECK_FLEET_TTL="1.5")
+    beta = host_env(b_home, "beta", url, ACKDECK_FLEET_TTL="1.5")
     room = a_home / "inbox.txt"
     mcp = subprocess.Popen(
         [*ACKDECK, "mcp", "--session", "agent", "--room", str(room)],
@@ -403,7 +382,7 @@ def test_an_mcp_server_publishes_its_host_while_it_runs(
     try:
 
         def alpha_agents() -> list[dict]:
-            return _json(beta, "agents", "--host", "alpha")["agents"]
+            return json_of(beta, "agents", "--host", "alpha")["agents"]
 
         rows = eventually(alpha_agents, what="the MCP server's host on the fleet")
         assert isinstance(rows, list) and [a["session"] for a in rows] == ["agent"]
@@ -414,7 +393,7 @@ def test_an_mcp_server_publishes_its_host_while_it_runs(
         eventually(
             lambda: [a["state"] for a in alpha_agents()] == ["gone"], what="alpha gone after"
         )
-        hosts = _json(beta, "fleet", "hosts")["hosts"]
+        hosts = json_of(beta, "fleet", "hosts")["hosts"]
         assert [(h["host"], h["live"]) for h in hosts] == [("beta", True), ("alpha", False)]
     finally:
         if mcp.poll() is None:
@@ -423,7 +402,7 @@ def test_an_mcp_server_publishes_its_host_while_it_runs(
 
 
 def test_fleet_commands_without_a_fleet_or_with_bad_input_say_one_line(tmp_path: Path) -> None:
-    env = _env(tmp_path, "alpha", "")
+    env = host_env(tmp_path, "alpha", "")
     for args in (("fleet", "publish"), ("fleet", "hosts")):
         done = ackdeck(env, *args)
         assert done.returncode == 1 and done.stdout == ""
@@ -446,7 +425,7 @@ def test_fleet_commands_without_a_fleet_or_with_bad_input_say_one_line(tmp_path:
     assert done.returncode == 1 and done.stderr.strip().endswith("fleet: must be a string")
     # Without a fleet anywhere, the listings are as they were: no host column, no `fleet`.
     config.unlink()
-    assert "fleet" not in _json(env, "agents") and "fleet" not in _json(env, "ps")
+    assert "fleet" not in json_of(env, "agents") and "fleet" not in json_of(env, "ps")
 
 
 def test_a_publisher_says_an_outage_once_and_publishes_only_when_due(

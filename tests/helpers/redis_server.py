@@ -28,7 +28,14 @@ class RedisServer:
     """One server process in its own directory, with an append-only file fsynced on every
     write (the persistence test kills it with -9 and restarts it on the same files)."""
 
-    def __init__(self, workdir: Path, *, password: str | None = None, persist: bool = True) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        password: str | None = None,
+        persist: bool = True,
+        bind: tuple[str, ...] = ("127.0.0.1",),
+    ) -> None:
         if shutil.which("redis-server") is None:
             pytest.skip(MISSING)
         self.dir = workdir
@@ -36,12 +43,13 @@ class RedisServer:
         self.port = free_port()
         self.password = password
         self.persist = persist  # False (benchmarks): no AOF, so no fsync in any timing
+        self.bind = bind  # loopback first (the readiness probe), then any other address
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         argv = [
             "redis-server",
-            "--bind", "127.0.0.1",
+            "--bind", *self.bind,
             "--port", str(self.port),
             "--dir", str(self.dir),
             "--save", "",

@@ -97,8 +97,10 @@ def output_model(cls: type[Result]) -> type[BaseModel]:
     (once per class: a nested result is one model wherever it appears)."""
     model = _MODELS.get(cls)
     if model is None:
+        # A Sparse key is left out while None (core/base/struct.py): not required.
         fields: dict[str, Any] = {
-            name: (_field_type(_declared_type(cls, name, t)), ...) for name, t in cls.SHAPE.items()
+            name: (_field_type(_declared_type(cls, name, t)), None if name in cls._sparse else ...)
+            for name, t in cls.SHAPE.items()
         }
         model = _MODELS[cls] = create_model(cls.__name__, **fields)
     return model

@@ -351,6 +351,26 @@ def fleet_host_key(fleet: str, host: str) -> str:
     return f"{fleet_prefix(fleet)}:host:{check_name(host, 'host id')}"
 
 
+def fleet_wakes_key(fleet: str, host: str) -> str:
+    """A host's incoming wakes: a stream of items (lines, notices, dropped counts) other hosts'
+    runs forwarded to its sessions; the host imports them into its wake records and deletes
+    them. Expires after the keep time without a forward (a host that never comes back)."""
+    return f"{fleet_prefix(fleet)}:wakes:{check_name(host, 'host id')}"
+
+
+def fleet_wakes_taken_key(fleet: str, origin: str) -> str:
+    """What the sessions' hosts confirmed importing from host `origin`: a hash from
+    `HOST/SESSION/RECORD` (the record there) to the newest batch it holds; `origin` keeps a
+    batch and sends it again until its field says so. Expires after the keep time."""
+    return f"{fleet_prefix(fleet)}:wakes-taken:{check_name(origin, 'host id')}"
+
+
+def fleet_wake_sent_key(fleet: str, host: str, item: str) -> str:
+    """One forwarded item's mark (`item`: its digest): set once, with the stream append, so a
+    forward retried after a lost reply appends nothing; expires after the keep time."""
+    return f"{fleet_prefix(fleet)}:wake-sent:{check_name(host, 'host id')}:{item}"
+
+
 # ----- the configuration file ---------------------------------------------------------------
 CONFIG_NAME = Path("ackdeck") / "config.toml"
 

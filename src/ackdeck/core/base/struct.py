@@ -12,7 +12,8 @@ structured content and the tool's outputSchema) is derived from the same declara
 - A property decorated with `@derived` is a JSON key too, at the place the class declares
   it among the fields (a count, an age, the words saying what to do next).
 - `SHAPE` maps each JSON key to its declared type (the annotation's text: PEP 563), and
-  `to_json()` gives exactly those keys (a `Sparse[...]` one only when it is not None).
+  `to_json()` gives exactly those keys (a `Sparse[...]` one only when it is not None; an
+  `Internal[Sparse[...]]` one is stored only when it is not None, and never shown).
   Nested structs, lists, dicts and paths are encoded on the way; bytes are shown as text
   (invalid UTF-8 replaced, core/base/text.py).
 - A state file's record is a Struct too: `dumps` writes every field it declares (its
@@ -163,6 +164,8 @@ class Struct(metaclass=_StructMeta):
                     defaults[name] = own[name]
                     delattr(cls, name)
                 if text.startswith("Internal["):
+                    if text.startswith("Internal[Sparse["):
+                        sparse.add(name)  # stored only when not None
                     continue  # stored (dumps, from_dict), not shown
                 if text.startswith("Sparse["):
                     sparse.add(name)

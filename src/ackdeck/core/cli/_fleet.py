@@ -63,6 +63,26 @@ def fleet_of(args: argparse.Namespace) -> FleetSettings | None:
     return settings
 
 
+def wake_owner_of(args: argparse.Namespace, session: str) -> tuple[str, str | None]:
+    """`ackdeck run --session`: the session as the run keeps it, and its host when it is on
+    another host of the fleet (a note, such as the fleet unreachable, said on stderr)."""
+    from ackdeck.core.base.home import resolve_home
+    from ackdeck.core.base.names import check_name
+    from ackdeck.core.service.fleet import wake_owner
+    from ackdeck.core.service.fleet_settings import this_host
+
+    settings = fleet_of(args)
+    this = settings.host if settings is not None else this_host(args.host_id)
+    owner = wake_owner(resolve_home(args.home), session, settings, this)
+    if owner.note:
+        say(f"ackdeck: {owner.note}", file=sys.stderr)
+    if owner.host is not None:
+        # The record there is NAME@THIS-HOST: refused now if that is no name, rather than
+        # an import there that cannot take it.
+        check_name(f"{args.name}@{this}", "process")
+    return owner.session, owner.host
+
+
 def fleet_rows(
     args: argparse.Namespace,
     settings: FleetSettings,

@@ -26,8 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Publishes this host's agents, runs (each name's newest and every live "
         "one) and wake records under its host id, stamped by the server, expiring: a host "
         "that stops publishing shows as gone after the TTL (ACKDECK_FLEET_TTL, default 30 s). "
-        "With --every, an unreachable fleet is one line, and it publishes again as soon as "
-        "the fleet answers.",
+        "Each publish also forwards wakes for other hosts' sessions and imports the ones "
+        "forwarded to this host's. With --every, an unreachable fleet is one line, and it "
+        "publishes again as soon as the fleet answers.",
     )
     add_fleet_options(p, filter_hosts=False)
     p.add_argument(
@@ -57,7 +58,7 @@ def _settings(args: argparse.Namespace) -> FleetSettings:
 def _publish(args: argparse.Namespace) -> int:
     from ackdeck.core.base.home import resolve_home
     from ackdeck.core.errors import InvalidInput
-    from ackdeck.core.service.fleet import FleetLink, Publisher, publish_home
+    from ackdeck.core.service.fleet import FleetLink, Publisher, exchange_wakes, publish_home
 
     settings = _settings(args)
     if args.every is not None and not 0.05 <= args.every <= 3600:
@@ -66,12 +67,24 @@ def _publish(args: argparse.Namespace) -> int:
     link = FleetLink(settings)
     try:
         if args.every is None:
+            moved = exchange_wakes(link, home)
             rows = publish_home(link, home)
             say(
                 f"published host {settings.host} to fleet {settings.url}: "
                 f"{len(rows['agents'])} agents, {len(rows['runs'])} runs, "
                 f"{len(rows['wakes'])} wake records"
             )
+            if moved.forwarded or moved.imported:
+                say(
+                    f"wakes: {moved.forwarded} forwarded to other hosts, {moved.imported} "
+                    "imported for this host's sessions"
+                )
+            if moved.unreadable:
+                say(
+                    f"ackdeck: warning: {moved.unreadable} incoming wakes this version cannot "
+                    "read were deleted",
+                    file=sys.stderr,
+                )
             return 0
 
         def say_it(line: str) -> None:

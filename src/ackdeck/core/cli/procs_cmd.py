@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--session",
         metavar="S",
         action=_Once,
-        help=f"owner session of wakes ({SESSION_HELP})",
+        help=f"owner session of wakes ({SESSION_HELP}); NAME@HOST: a session on another "
+        "host of the fleet, where its wakes are forwarded",
     )
     p.add_argument(
         "--monitor",
@@ -100,6 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="stop NAME's running run first (TERM, KILL after 3 s), then start",
     )
     p.add_argument("--json", action="store_true", help="print the run (as `ps --json` does)")
+    _fleet_options(p, filter_hosts=False)
     p.add_argument("cmd", nargs="+", metavar="CMD", help="the command and its arguments")
     p.set_defaults(handler=_run)
 
@@ -158,23 +160,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_wakes_dismiss)
 
 
-def _fleet_options(p: argparse.ArgumentParser) -> None:
-    """The fleet's options on `ps` and `wakes list`, imported only when their parser is built:
-    the other commands of this module (`wakes drain` runs on every turn) get a stand-in."""
+def _fleet_options(p: argparse.ArgumentParser, *, filter_hosts: bool = True) -> None:
+    """The fleet's options on `run`, `ps` and `wakes list`, imported only when their parser is
+    built: the other commands of this module (`wakes drain` runs on every turn) get a
+    stand-in."""
     if isinstance(p, argparse.ArgumentParser):
         from ackdeck.core.cli._fleet import add_fleet_options
 
-        add_fleet_options(p)
+        add_fleet_options(p, filter_hosts=filter_hosts)
 
 
 def _run(args: argparse.Namespace) -> int:
     from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
+    session, host = session_of(args.session), None
+    if args.monitor is not None:  # only a monitor wakes anyone: only then is the owner's host
+        from ackdeck.core.cli._fleet import wake_owner_of  # looked up (a fleet round trip)
+
+        session, host = wake_owner_of(args, session)
     run = procs.start(
         args.home,
         args.name,
         list(args.cmd),
-        session=session_of(args.session),
+        session=session,
+        wake_host=host,
         monitor=args.monitor,
         exclude=args.exclude,
         cooldown_ms=args.cooldown_ms,
@@ -408,7 +417,9 @@ def _fleet_wakes(args: argparse.Namespace, settings: FleetSettings, listed: Wake
         keep=None if args.session is None else (lambda r: r.get("session") == args.session),
     )
     if args.json:
-        pending = sum(int(number(r.get("pending")) or 0) for r in fleet.rows)
+        pending = sum(
+            int(number(r.get("pending")) or 0) for r in fleet.rows if not r.get("to_host")
+        )
         emit_json(
             {
                 **listed.to_json(),
@@ -422,11 +433,19 @@ def _fleet_wakes(args: argparse.Namespace, settings: FleetSettings, listed: Wake
         notice = " + notice" if r.get("notice") else ""
         got = r.get("lines")
         lines: list[Any] = got if isinstance(got, list) else []
-        say(
-            f"{cell(r.get('host'))} {cell(r.get('session'))}/{cell(r.get('name'))}: "
-            f"{cell(r.get('kind'))}, {counted(len(lines), 'pending line')}{notice}, "
+        done = (
             f"{cell(r.get('delivered_total'))} delivered, {cell(r.get('superseded_total'))} "
-            f"superseded, status {cell(r.get('status'))}"
+            "superseded"
+        )
+        if r.get("to_host"):  # delivered on its host, after the fleet forwards it
+            done = f"{cell(r.get('forwarded_total'))} forwarded to {cell(r.get('to_host'))}"
+            if r.get("on_the_way"):
+                done += f" ({cell(r.get('on_the_way'))} on the way)"
+        origin = f" (from host {cell(r.get('from_host'))})" if r.get("from_host") else ""
+        say(
+            f"{cell(r.get('host'))} {cell(r.get('session'))}/{cell(r.get('name'))}{origin}: "
+            f"{cell(r.get('kind'))}, {counted(len(lines), 'pending line')}{notice}, "
+            f"{done}, status {cell(r.get('status'))}"
         )
         for line in lines:
             say(f"  {cell(line)}")

@@ -16,6 +16,7 @@ that lost everything included) puts its rows back.
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
     from ackdeck.core.service.agents import Agent, Agents
     from ackdeck.core.service.fleet_settings import FleetSettings
+    from ackdeck.core.watch.results import WakeItem
 
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"  # the rooms' setting: one timeout for every redis call
 DEFAULT_TIMEOUT = 5.0
@@ -52,6 +54,23 @@ redis.call('PEXPIRE', KEYS[1], keep)
 return now
 """
 
+# Cross-host wakes (core/watch/forwarding.py). KEYS: the target host's stream, then one mark
+# per item. ARGV: the keep time (ms), then each item's JSON. An item whose mark is already set
+# was forwarded before (a retry after a lost reply): it is not appended again.
+FORWARD = """
+local keep = tonumber(ARGV[1])
+local added = 0
+for i = 2, #KEYS do
+  if redis.call('SET', KEYS[i], '1', 'NX', 'PX', keep) then
+    redis.call('XADD', KEYS[1], '*', 'item', ARGV[i])
+    added = added + 1
+  end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], keep) end
+return added
+"""
+INCOMING_BATCH = 500  # stream entries imported per round trip
+
 
 class FleetLink:
     """A connection to the fleet's Redis. Cheap to construct; connects on first use; every
@@ -66,6 +85,7 @@ class FleetLink:
         )
         self._client: redis.Redis | None = None
         self._publish: Any = None
+        self._forward: Any = None
         self.commands = 0  # commands sent (the bench's figure); a script counts as one
 
     def _redis(self) -> redis.Redis:
@@ -123,10 +143,93 @@ class FleetLink:
 
         return self._call("read", call)
 
+    def send_wakes(self, host: str, items: list[WakeItem]) -> int:
+        """Append `items` to `host`'s incoming wakes, each once ever (its mark); returns how
+        many were new. FleetUnreachable when the script's reply did not come back: it may have
+        run, and sending the same items again is safe."""
+        from ackdeck.core.watch.forwarding import item_key
+
+        s = self.settings
+        if not items:
+            return 0
+
+        def call(r: redis.Redis) -> Any:
+            if self._forward is None:
+                self._forward = r.register_script(FORWARD)
+            keys = [locations.fleet_wakes_key(s.fleet, host)]
+            keys += [locations.fleet_wake_sent_key(s.fleet, host, item_key(it)) for it in items]
+            args = [int(s.keep * 1000), *(it.dumps() for it in items)]
+            return self._forward(keys=keys, args=args)
+
+        self.commands += 1
+        return int(self._call("forward wakes", call))
+
+    def incoming_wakes(self) -> list[tuple[str, bytes]]:
+        """This host's incoming wakes, oldest first: (stream id, the item's JSON)."""
+        key = locations.fleet_wakes_key(self.settings.fleet, self.settings.host)
+
+        def call(r: redis.Redis) -> list[tuple[str, bytes]]:
+            out: list[tuple[str, bytes]] = []
+            start = "-"
+            while True:
+                got: Any = r.xrange(key, start, "+", count=INCOMING_BATCH)
+                self.commands += 1
+                out += [(sid.decode(), f.get(b"item", b"")) for sid, f in got]
+                if len(got) < INCOMING_BATCH:
+                    return out
+                start = "(" + got[-1][0].decode()
+
+        return self._call("read incoming wakes", call)
+
+    def wakes_taken(self, host: str, session: str, name: str) -> int | None:
+        """The newest batch `host` confirmed importing into its record `name` of `session`
+        from this host (None: none confirmed)."""
+        s = self.settings
+        key = locations.fleet_wakes_taken_key(s.fleet, s.host)
+        self.commands += 1
+        got = self._call(
+            "read confirmed wakes", partial(_hget, key=key, field=_taken_field(host, session, name))
+        )
+        try:
+            return None if got is None else int(got)
+        except ValueError:
+            return None  # not written by ackdeck: as if nothing was confirmed
+
+    def settle_wakes(self, confirm: list[tuple[str, str, str, int]], ids: list[str]) -> None:
+        """Confirm what this host's records hold ((run's host, session, record, newest batch)
+        each) and remove the imported entries `ids` from its incoming wakes, in one
+        transaction: a confirmation is never missing once its entries are gone."""
+        s = self.settings
+        stream = locations.fleet_wakes_key(s.fleet, s.host)
+        keep = int(s.keep * 1000)
+
+        def call(r: redis.Redis) -> Any:
+            pipe = r.pipeline(transaction=True)
+            for origin, session, name, batch in confirm:
+                key = locations.fleet_wakes_taken_key(s.fleet, origin)
+                pipe.hset(key, _taken_field(s.host, session, name), batch)
+                pipe.pexpire(key, keep)
+            if ids:
+                pipe.xdel(stream, *ids)
+            return pipe.execute()
+
+        if confirm or ids:
+            self.commands += 1
+            self._call("confirm imported wakes", call)
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _hget(r: redis.Redis, *, key: str, field: str) -> Any:
+    return r.hget(key, field)
+
+
+def _taken_field(host: str, session: str, name: str) -> str:
+    """A record on `host` in the confirmations: `/` is in no name, so the three stay apart."""
+    return f"{host}/{session}/{name}"
 
 
 def _is_name(host: str) -> bool:
@@ -163,6 +266,135 @@ def local_rows(
     if "wakes" not in out:
         out["wakes"] = list_wakes(home).to_json()["wakes"]
     return out
+
+
+class Exchanged(Struct):
+    """What one exchange of cross-host wakes did."""
+
+    forwarded: int  # lines and notices sent to other hosts' sessions
+    imported: int  # items taken in for this host's sessions
+    unreadable: int  # incoming entries this version cannot read (deleted, not imported)
+
+
+def exchange_wakes(
+    link: FleetLink, home: Path, *, clock: Callable[[], float] = time.time
+) -> Exchanged:
+    """Forward this host's records for other hosts' sessions, then import what other hosts
+    forwarded to this host's sessions and delete it from the fleet (FleetUnreachable when the
+    fleet did not answer: what was not forwarded stays in its record, what was not deleted is
+    skipped by the next import). Never on a turn's path: the publishers call it."""
+    from ackdeck.core.base import faults
+    from ackdeck.core.watch import forwarding
+
+    me = link.settings.host
+    sent = 0
+    for session in forwarding.outgoing(home):
+        sent += forwarding.forward(
+            home, session, me, link.send_wakes, link.wakes_taken, clock=clock
+        )
+    entries = link.incoming_wakes()
+    items = [it for it in map(_wake_item, (raw for _, raw in entries)) if it is not None]
+    took, confirm = forwarding.import_items(home, items, clock=clock)
+    # A kill here (tests/test_fleet_wakes.py) leaves the entries in the stream, imported and
+    # not confirmed: the next import skips them by the records' batches, then confirms.
+    faults.pause("fleet-imported")
+    link.settle_wakes(confirm, [sid for sid, _ in entries])
+    return Exchanged(sent, took, len(entries) - len(items))
+
+
+class WakeOwner(Struct):
+    """Whom a run's wakes go to: `session` as the run keeps it (`NAME@HOST` for a session on
+    another host), that `host` (None: this one), and a line to say (None: nothing to say)."""
+
+    session: str
+    host: str | None
+    note: str | None = None
+
+
+def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: str) -> WakeOwner:
+    """Resolve a run's `--session`: `NAME@HOST` names a session on HOST (this host: the local
+    session NAME); a bare NAME with a fleet and no presence here is the session of the one
+    host whose published agents hold it. A session of this host whose own name holds an `@`
+    (it has presence here) stays that session. Without a fleet, another host's session is an
+    error: nothing would ever deliver its wakes."""
+    from ackdeck.core.base.names import check_name
+    from ackdeck.core.errors import InvalidInput
+
+    check_name(session)
+    if locations.presence_log(home, session).exists():
+        return WakeOwner(session, None)
+    name, at, host = session.rpartition("@")
+    if at and name:
+        if host == this:
+            return WakeOwner(check_name(name), None)
+        if settings is None:
+            raise InvalidInput(
+                f"session {session!r} is on host {host!r}, not this host ({this!r}): waking "
+                "a session on another host needs a fleet (--fleet URL, ACKDECK_FLEET or fleet "
+                "in the config)"
+            )
+        from ackdeck.core.service.fleet_settings import host_id
+
+        host_id(host, f"--session {session}")
+        try:
+            _, pubs = _read_once(settings)
+        except FleetUnreachable:
+            return WakeOwner(session, host)  # forwarded once the fleet answers
+        if all(p.host != host for p in pubs):  # a typo would otherwise wait silently
+            return WakeOwner(
+                session,
+                host,
+                f"host {host!r} is not on fleet {settings.url} (yet): the wakes wait here "
+                "until it publishes",
+            )
+        return WakeOwner(session, host)
+    if settings is None:
+        return WakeOwner(session, None)
+    try:
+        server_now, pubs = _read_once(settings)
+    except FleetUnreachable as exc:
+        return WakeOwner(session, None, f"{exc}; session {session!r} taken as this host's")
+    homes = [
+        p
+        for p in sorted(pubs, key=lambda p: p.host)
+        if p.host != this and any(a.get("session") == session for a in p.rows.get("agents", []))
+    ]
+    live = [p for p in homes if fleet_model.live(p, server_now)]
+    if len(homes) > 1 and len(live) == 1:
+        homes = live  # the one live home of a name a gone host also had
+    if len(homes) > 1:
+        names = ", ".join(p.host for p in homes)
+        raise InvalidInput(
+            f"session {session!r} is on hosts {names}: name one, --session {session}@HOST"
+        )
+    if homes:
+        return WakeOwner(f"{session}@{homes[0].host}", homes[0].host)
+    return WakeOwner(session, None)
+
+
+def _read_once(settings: FleetSettings) -> tuple[float, list[Published]]:
+    link = FleetLink(settings)
+    try:
+        return link.read()
+    finally:
+        link.close()
+
+
+def _wake_item(raw: bytes) -> WakeItem | None:
+    """An incoming entry as an item, or None when this version cannot take it in (another
+    version's shape, or names no record may have)."""
+    from ackdeck.core.base.names import check_name
+    from ackdeck.core.errors import InvalidName, RecordError
+    from ackdeck.core.watch.results import WakeItem
+
+    try:
+        item = WakeItem.loads(raw)
+        check_name(item.session)
+        check_name(item.record_name, "process")
+        check_name(item.run_id, "run id")
+    except (RecordError, InvalidName, ValueError, UnicodeDecodeError):
+        return None
+    return item
 
 
 def publish_home(
@@ -208,7 +440,9 @@ class Publisher:
             return False
         self._next = self._clock() + self.every
         try:
-            publish_home(self.link, self.home, have=have)
+            # Wakes first, so the snapshot shows them forwarded (here) or imported (there).
+            self._exchange()
+            publish_home(self.link, self.home, have=None if have is None else _no_wakes(have))
         except FleetUnreachable as exc:
             if self.reachable is not False and self._say is not None:
                 self._say(f"{exc}; publishing again when it answers")
@@ -226,12 +460,29 @@ class Publisher:
         self.reachable = True
         return True
 
+    def _exchange(self) -> None:
+        """Forward and import cross-host wakes. A failure of this host's own (a damaged wake
+        file, a full disk) is said and does not keep the host off the fleet: the snapshot
+        is still published, and the exchange tried again at the next tick."""
+        try:
+            exchange_wakes(self.link, self.home)
+        except FleetUnreachable:
+            raise
+        except (AckdeckError, OSError) as exc:
+            if self._say is not None:
+                self._say(f"wakes not exchanged with fleet {self.link.settings.url}: {exc}")
+
     def run(self, stop: Callable[[float], bool]) -> None:
         """Tick until `stop(seconds)` (a threading.Event's wait) says to stop."""
         while True:
             self.tick()
             if stop(max(0.0, self._next - self._clock())):
                 return
+
+
+def _no_wakes(have: Mapping[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """The caller's rows but its wakes, which the exchange may just have changed."""
+    return {k: v for k, v in have.items() if k != "wakes"}
 
 
 # ----- a listing over the fleet -------------------------------------------------------------

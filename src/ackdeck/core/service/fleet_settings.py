@@ -104,17 +104,30 @@ def resolve_fleet(
     if not spec:
         return None
     address = parse_fleet_url(spec, env)  # type: ignore[arg-type]
-    if host:
-        hid = host_id(host, "--host-id")
-    elif env.get(HOST_ENV):
-        hid = host_id(env[HOST_ENV], HOST_ENV)
-    elif config.get("host_id"):
-        hid = host_id(config["host_id"], "config host_id")  # type: ignore[arg-type]
-    else:
-        hid = host_id(os.uname().nodename, f"the host name (set {HOST_ENV})")
+    hid = this_host(host, env=env, config=config)
     ttl = seconds_from_env(env, TTL_ENV, DEFAULT_TTL, 1.0, 86400.0)
     keep = max(ttl, seconds_from_env(env, KEEP_ENV, DEFAULT_KEEP, 1.0, 30 * 86400.0))
     return FleetSettings(address, hid, ttl, keep)
+
+
+def this_host(
+    host: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    config: Mapping[str, object] | None = None,
+) -> str:
+    """This host's id, with or without a fleet: `--host-id`, else the environment's, else the
+    config's, else the host name."""
+    env = os.environ if env is None else env
+    if host:
+        return host_id(host, "--host-id")
+    if env.get(HOST_ENV):
+        return host_id(env[HOST_ENV], HOST_ENV)
+    if config is None:
+        config = default_config_table(env)
+    if config.get("host_id"):
+        return host_id(config["host_id"], "config host_id")  # type: ignore[arg-type]
+    return host_id(os.uname().nodename, f"the host name (set {HOST_ENV})")
 
 
 def default_config_table(env: Mapping[str, str]) -> dict[str, object]:

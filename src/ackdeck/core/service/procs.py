@@ -95,11 +95,13 @@ def start(
     cwd: str | None = None,
     replace: bool = False,
     replace_own_only: bool = False,
+    wake_host: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Run:
-    """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`.
-    Refused while a run of `name` is alive, unless `replace` (which stops it first; with
-    `replace_own_only` only if `session` started it)."""
+    """Start `argv` as a new run of `name`; with `monitor`, matching lines wake `session`
+    (`wake_host`: a session `NAME@HOST` on that host, see `fleet.wake_owner`). Refused while
+    a run of `name` is alive, unless `replace` (which stops it first; with `replace_own_only`
+    only if `session` started it)."""
     from ackdeck.core.watch import procs
 
     check_name(name, "process")
@@ -129,6 +131,7 @@ def start(
         cwd=cwd,
         replace=replace,
         replace_own_only=replace_own_only,
+        wake_host=wake_host,
         clock=clock,
     )
 

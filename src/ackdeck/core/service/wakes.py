@@ -34,13 +34,19 @@ class Wakes(Struct):
 
     @derived
     def pending(self) -> int:
-        """Items waiting in every record: lines plus exit / monitor-lost notices."""
-        return sum(r.pending for r in self.wakes)
+        """Items waiting for a drain here: lines plus exit / monitor-lost notices (a record for
+        a session on another host waits for the fleet instead, not for a drain)."""
+        return sum(r.pending for r in self.wakes if r.to_host is None)
 
     @derived
     def next(self) -> str | None:
         """What to do next, in words."""
         if not self.pending:
+            if any(r.pending or r.on_the_way for r in self.wakes):
+                return (
+                    "The pending ones are for sessions on other hosts: the fleet's publishers "
+                    "forward them (ackdeck fleet publish, an MCP server, the dashboard)."
+                )
             return None
         return (
             "The pending ones are not delivered yet: call wakes_drain (CLI: ackdeck wakes "
@@ -56,10 +62,15 @@ class Wakes(Struct):
         out: list[str] = []
         for r in self.wakes:
             notice = " + notice" if r.notice_pending else ""
+            done = f"{r.delivered_total} delivered, {r.superseded_total} superseded"
+            if r.to_host is not None:  # delivered on its host, after the fleet forwards it
+                done = f"{r.forwarded_total or 0} forwarded to {r.to_host}"
+                if r.on_the_way:
+                    done += f" ({r.on_the_way} on the way)"
+            origin = f" (from host {r.from_host})" if r.from_host is not None else ""
             out.append(
-                f"{r.session}/{r.name}: {r.kind}, {counted(len(r.lines), 'pending line')}"
-                f"{notice}, {r.delivered_total} delivered, {r.superseded_total} superseded, "
-                f"status {r.status}"
+                f"{r.session}/{r.name}{origin}: {r.kind}, "
+                f"{counted(len(r.lines), 'pending line')}{notice}, {done}, status {r.status}"
             )
             out += [f"  {x.text}" for x in r.lines]
         return "\n".join(out)

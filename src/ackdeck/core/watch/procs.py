@@ -116,6 +116,7 @@ def start(
     cwd: str | None = None,
     replace: bool = False,
     replace_own_only: bool = False,
+    wake_host: str | None = None,
     clock: Clock = time.time,
 ) -> RunInfo:
     """Start `argv` as a new run of `name`; returns once the command is running.
@@ -141,7 +142,7 @@ def start(
     starts_dir(h).mkdir(mode=0o700, exist_ok=True)
     with locked(locations.start_lock(h, name)):
         _make_room_for(h, name, replace, session if replace_own_only else None, clock)
-        return _start_run(h, name, argv, session, models, wd, clock)
+        return _start_run(h, name, argv, session, models, wd, clock, wake_host)
 
 
 # Seconds between TERM and KILL when a start replaces a live run.
@@ -180,6 +181,7 @@ def _start_run(
     models: list[MonitorModel],
     wd: Path,
     clock: Clock,
+    wake_host: str | None = None,
 ) -> RunInfo:
     now = clock()
     run_id = new_run_id(now)
@@ -194,6 +196,7 @@ def _start_run(
             argv=list(argv),
             cwd=str(wd),
             session=session,
+            wake_host=wake_host,
             monitors=models,
             created_at=now,
             started_at=now,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ackdeck.core.base.struct import Internal, Struct, derived
+from ackdeck.core.base.struct import Internal, Sparse, Struct, derived
 from ackdeck.core.base.text import counted, display_lines
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -29,6 +29,7 @@ __all__ = [
     "OutputResult",
     "Path",
     "RunInfo",
+    "WakeItem",
     "WakeLine",
     "WakeNotice",
     "WakeRecord",
@@ -161,6 +162,16 @@ class WakeRecord(Struct, kw_only=True):
     updated_at: Internal[float]
     delivered_total: int = 0
     superseded_total: int = 0
+    # Cross-host wakes (docs/how-to/fleet.md, core/watch/forwarding.py). On the run's host, a
+    # record for a session on another host: `to_host` names that host, where the fleet's
+    # publishers forward its items instead of a drain delivering them here; `on_the_way`
+    # counts the lines and notices sent there and not yet confirmed imported, and
+    # `forwarded_total` those confirmed. On the session's host, a record imported from the
+    # run's host `from_host`.
+    to_host: Sparse[str | None] = None
+    on_the_way: Sparse[int | None] = None
+    forwarded_total: Sparse[int | None] = None  # None: not a record for another host
+    from_host: Sparse[str | None] = None
 
     @derived
     def exit_code(self) -> int | None:
@@ -186,6 +197,17 @@ class WakeRecord(Struct, kw_only=True):
     notice_run_id: Internal[str | None] = None
     notice_status: Internal[str | None] = None
     notice_exit_code: Internal[int | None] = None
+    # Forwarding (on the run's host): the batch on its way (kept until the session's host
+    # confirms it imported it, sent again until then: a Redis that lost it gets it again), the
+    # number of the last batch made, and per run the dropped lines forwarded so far.
+    in_flight: Internal[Sparse[list[WakeItem] | None]] = None
+    forward_batch: Internal[Sparse[int | None]] = None
+    forwarded_dropped: Internal[Sparse[dict[str, int] | None]] = None
+    # Importing (on the session's host): the newest batch of the run's host's record imported
+    # here (batches only grow: one at or below it was imported already, however often it
+    # arrives), and per run the dropped lines imported so far.
+    imported_batch: Internal[Sparse[int | None]] = None
+    imported_dropped: Internal[Sparse[dict[str, int] | None]] = None
 
     # The file keeps the latest event's exit code as `exit_code`, the key `wakes list` uses
     # for the derived one above.
@@ -195,6 +217,36 @@ class WakeRecord(Struct, kw_only=True):
     def notice(self) -> bool:
         """An exit / monitor-lost notice is pending."""
         return self.notice_pending
+
+
+class WakeItem(Struct, kw_only=True):
+    """One item of a wake record on its way to the session's host, as the fleet's stream and
+    the forwarding record's batch hold it: a matched line, an exit / monitor-lost notice, or
+    the count of a run's lines the cap dropped (cumulative, `upto`: it cannot count twice)."""
+
+    origin: str  # the run's host
+    session: str  # the owner session, on the target host
+    name: str  # the process, on the run's host
+    batch: int  # the forwarding record's batch it travels in
+    run_id: str
+    what: str  # "line" | "notice" | "dropped"
+    start: int = 0
+    end: int = 0
+    text: str = ""
+    kind: str = "match"  # a notice's: "exited" | "monitor-lost"
+    status: str = ""  # the run's status when it was forwarded
+    exit_code: int | None = None
+    seq: int = 0  # a notice's sequence number in the forwarding record
+    upto: int = 0  # "dropped": the run's dropped lines forwarded so far, these included
+    filter: str | None = None
+    exclude: bool = False
+    matches: int = 0  # the run's matches so far
+
+    @property
+    def record_name(self) -> str:
+        """The record it joins on the session's host: the process as `NAME@HOST`, so that a
+        process of the same name there stays another record."""
+        return f"{self.name}@{self.origin}"
 
 
 # ----- a wake's delivery -----------------------------------------------------------------------
@@ -225,6 +277,7 @@ class Delivery(Struct):
     # Matched lines of this run that the per-record cap (MAX_LINES) dropped unseen: they are
     # not in `lines`; read them with `ackdeck output NAME --run-id RUN --filter REGEX`.
     dropped: int = 0
+    host: Sparse[str | None] = None  # the run's host, when it is another one (`NAME@HOST`)
 
     @derived
     def read_rest(self) -> str | None:
@@ -252,6 +305,9 @@ def read_rest(d: Delivery) -> str:
     import shlex  # here: only a wake with a filter needs it, every drain loads this module
 
     flt = f" --filter {shlex.quote(d.filter)}{how}" if d.filter else ""
+    if d.host is not None:  # the run's output is on its own host, under its own name
+        name = d.name.removesuffix(f"@{d.host}")
+        return f"ackdeck output {name} --run-id {d.run_id}{flt} (on host {d.host})"
     return f"ackdeck output {d.name} --run-id {d.run_id}{flt}"
 
 

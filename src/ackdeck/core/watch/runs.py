@@ -20,7 +20,7 @@ from pathlib import Path
 from ackdeck.core.base import locations
 from ackdeck.core.base.home import procs_dir
 from ackdeck.core.base.statefile import load_record, store_record
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import CorruptState
 
 STATUSES = ("running", "exited", "killed", "lost")
@@ -46,6 +46,9 @@ class RunMeta(Struct, kw_only=True):
     argv: list[str]
     cwd: str
     session: str
+    # The session's host when it is not this one (`--session NAME@HOST`): the wake record is
+    # forwarded there through the fleet (core/watch/forwarding.py).
+    wake_host: Sparse[str | None] = None
     monitors: list[MonitorModel] = []
     pid: int | None = None
     supervisor_pid: int | None = None

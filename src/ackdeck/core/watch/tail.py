@@ -203,6 +203,7 @@ class Tail:
                 exclude=spec.exclude,
                 matches=self.unmerged[i],
                 status=status,
+                to_host=self.meta.wake_host,
                 clock=self.clock,
             )
         except OSError as exc:
@@ -259,6 +260,7 @@ class Tail:
                     matches=sum(self.unmerged),
                     status=status,
                     exit_code=exit_code,
+                    to_host=self.meta.wake_host,
                     clock=self.clock,
                 )
             )

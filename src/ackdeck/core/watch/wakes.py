@@ -66,14 +66,14 @@ record_path = locations.wake_record
 
 
 @contextmanager
-def _session_locked(home: Path, session: str) -> Iterator[Path]:
+def session_locked(home: Path, session: str) -> Iterator[Path]:
     d = session_dir(home, session)
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     with locked(locations.wake_lock(home, session)):
         yield d
 
 
-def _parse(path: Path) -> WakeRecord:
+def parse_record(path: Path) -> WakeRecord:
     """The record at `path`. CorruptState for a malformed file and (NotRegular) for a
     directory, FIFO or symlink in its place, which is never opened for reading."""
     raw = read_state(path)
@@ -98,11 +98,11 @@ def _parse(path: Path) -> WakeRecord:
     return rec
 
 
-def _store(path: Path, record: WakeRecord) -> None:
+def store_record(path: Path, record: WakeRecord) -> None:
     atomic.atomic_write(path, record.dumps().encode(), fsync=False)
 
 
-def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
+def scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
     """Parse every record file in a session dir: (records, malformed files kept on disk)."""
     good: list[tuple[Path, WakeRecord]] = []
     bad: list[Path] = []
@@ -119,7 +119,7 @@ def _scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
                 bad.append(path)
             continue
         try:
-            good.append((path, _parse(path)))
+            good.append((path, parse_record(path)))
         except FileNotFoundError:
             continue  # dismissed meanwhile
         except (CorruptState, OSError):
@@ -145,7 +145,7 @@ def scan_wakes(
     records: list[WakeRecord] = []
     skipped: list[Path] = []
     for d in dirs:
-        good, bad = _scan_dir(d)
+        good, bad = scan_dir(d)
         records.extend(r for _, r in good)
         skipped.extend(bad)
     records.sort(key=lambda r: (r.session, r.name))
@@ -172,15 +172,17 @@ def merge(
     matches: int = 0,
     status: str,
     exit_code: int | None = None,
+    to_host: str | None = None,
     clock: Clock = time.time,
 ) -> WakeRecord:
-    """Add matched lines and/or an exit / monitor-lost notice to the owner's record."""
+    """Add matched lines and/or an exit / monitor-lost notice to the owner's record (`to_host`:
+    the owner is a session on that host, to which the fleet forwards the record's items)."""
     now = clock()
-    with _session_locked(home, session):
+    with session_locked(home, session):
         path = record_path(home, session, name)
         record: WakeRecord | None = None
         try:
-            record = _parse(path)
+            record = parse_record(path)
         except FileNotFoundError:
             pass
         except CorruptState:
@@ -200,6 +202,8 @@ def merge(
                 status=status,
                 created_at=now,
                 updated_at=now,
+                to_host=to_host,
+                forwarded_total=None if to_host is None else 0,
             )
         have = {(x.run_id, x.start, x.end) for x in record.lines}
         new = [
@@ -207,22 +211,11 @@ def merge(
             for m in lines
             if (run_id, m.start, m.end) not in have
         ]
-        all_lines = record.lines + new
-        dropped = max(0, len(all_lines) - MAX_LINES)
-        dropped_by_run = dict(record.dropped_by_run)
-        spans = dict(record.dropped_span_by_run)
-        for x in all_lines[:dropped]:
-            dropped_by_run[x.run_id] = dropped_by_run.get(x.run_id, 0) + 1
-            lo, hi = spans.get(x.run_id, (x.start, x.end))
-            spans[x.run_id] = (min(lo, x.start), max(hi, x.end))
         matches_by_run = dict(record.matches_by_run)
         if matches:
             matches_by_run[run_id] = matches_by_run.get(run_id, 0) + matches
         upd: dict[str, object] = {
-            "lines": all_lines[dropped:],
-            "dropped": record.dropped + dropped,
-            "dropped_by_run": dropped_by_run,
-            "dropped_span_by_run": spans,
+            **capped(record, record.lines + new),
             "matches_by_run": matches_by_run,
             "total_matches": record.total_matches + matches,
             "status": status,
@@ -247,13 +240,31 @@ def merge(
                 notices.append(notice)
             elif KIND_RANK[old.kind] <= KIND_RANK[kind]:
                 notices[notices.index(old)] = notice
-        upd.update(_notice_fields(notices))
+        upd.update(notice_fields(notices))
         record = record.replace(**upd)
-        _store(path, record)
+        store_record(path, record)
         return record
 
 
-def _notice_fields(notices: list[WakeNotice]) -> dict[str, object]:
+def capped(record: WakeRecord, all_lines: list[WakeLine]) -> dict[str, object]:
+    """The record's fields once it holds `all_lines`: the newest MAX_LINES kept, the older ones
+    counted per run as dropped, with the byte span they lie in."""
+    dropped = max(0, len(all_lines) - MAX_LINES)
+    dropped_by_run = dict(record.dropped_by_run)
+    spans = dict(record.dropped_span_by_run)
+    for x in all_lines[:dropped]:
+        dropped_by_run[x.run_id] = dropped_by_run.get(x.run_id, 0) + 1
+        lo, hi = spans.get(x.run_id, (x.start, x.end))
+        spans[x.run_id] = (min(lo, x.start), max(hi, x.end))
+    return {
+        "lines": all_lines[dropped:],
+        "dropped": record.dropped + dropped,
+        "dropped_by_run": dropped_by_run,
+        "dropped_span_by_run": spans,
+    }
+
+
+def notice_fields(notices: list[WakeNotice]) -> dict[str, object]:
     """The record-level summary of its pending notices: the strongest kind names the record."""
     kind = max((n.kind for n in notices), key=KIND_RANK.__getitem__, default="match")
     # The single-slot fields older readers use: the newest notice of the strongest kind.
@@ -271,10 +282,10 @@ def _notice_fields(notices: list[WakeNotice]) -> dict[str, object]:
 def dismiss(home: str | os.PathLike[str] | Path | None, session: str, name: str) -> bool:
     """Remove the owner's record for `name`. False if there is none; a malformed one is kept."""
     h = resolve_home(home)
-    with _session_locked(h, session):
+    with session_locked(h, session):
         path = record_path(h, session, name)
         try:
-            _parse(path)  # refuses (CorruptState) rather than deleting a file it cannot read
+            parse_record(path)  # refuses (CorruptState) rather than deleting a file it cannot read
         except FileNotFoundError:
             return False
         os.unlink(path)
@@ -311,9 +322,11 @@ def drain(
 def _drain(
     h: Path, session: str, settle_timeout: float, clock: Clock, deliver: DeliverWakes | None
 ) -> DrainResult:
-    with _session_locked(h, session) as d:
-        snapshot, skipped = _scan_dir(d)
-    snapshot = [(p, r) for p, r in snapshot if r.pending]
+    with session_locked(h, session) as d:
+        snapshot, skipped = scan_dir(d)
+    # A record for a session on another host is forwarded there (core/watch/forwarding.py),
+    # never delivered here.
+    snapshot = [(p, r) for p, r in snapshot if r.pending and r.to_host is None]
     if not snapshot:
         return DrainResult(
             delivered=[], superseded=0, pending=_pending_total(h, session), skipped=skipped
@@ -346,8 +359,8 @@ def _drain(
 
     # Ack exactly the snapshot: remove the lines and notices we decided on (delivered or
     # superseded); keep anything merged since.
-    with _session_locked(h, session) as d:
-        now_records, _ = _scan_dir(d)
+    with session_locked(h, session) as d:
+        now_records, _ = scan_dir(d)
         current_by_path = dict(now_records)
         for path, snap in snapshot:
             current = current_by_path.get(path)
@@ -368,11 +381,11 @@ def _drain(
                     k: v for k, v in current.dropped_span_by_run.items() if k in dropped_left
                 },
                 "updated_at": clock(),
-                **_notice_fields(notices),
+                **notice_fields(notices),
             }
             current_by_path[path] = current.replace(**upd)
-            _store(path, current_by_path[path])
-        pending = sum(r.pending for r in current_by_path.values())
+            store_record(path, current_by_path[path])
+        pending = sum(r.pending for r in current_by_path.values() if r.to_host is None)
     return DrainResult(delivered=delivered, superseded=superseded, pending=pending, skipped=skipped)
 
 
@@ -410,7 +423,7 @@ def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int
             dropped = 0
         if not (keep or n is not None or dropped):
             continue
-        status, code = (n.status, n.exit_code) if n is not None else _run_status(h, rec, rid)
+        status, code = (n.status, n.exit_code) if n is not None else run_status(h, rec, rid)
         out.append(
             Delivery(
                 name=rec.name,
@@ -423,12 +436,13 @@ def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int
                 status=status,
                 exit_code=code,
                 dropped=dropped,
+                host=rec.from_host,
             )
         )
     return out, superseded
 
 
-def _run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
+def run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
     """The run's own current status and exit code (not those of whichever run merged last)."""
     try:
         meta = load_meta(run_dir(h, rec.name, rid))
@@ -445,5 +459,5 @@ def _saw_end(home: Path, name: str, rid: str, session: str) -> bool | None:
 
 
 def _pending_total(home: Path, session: str) -> int:
-    good, _ = _scan_dir(session_dir(home, session))
-    return sum(r.pending for _, r in good)
+    good, _ = scan_dir(session_dir(home, session))
+    return sum(r.pending for _, r in good if r.to_host is None)
