@@ -1,0 +1,92 @@
+"""The first minute, at any size (issue 32 item 6): at 80x24 the footer keeps `q Quit` and
+`? Help` and every panel its first row, and the first frames never disagree with each other:
+the lines panel never shows a room the rooms table does not list, and a wake's status never
+contradicts its process's row after the name was started again."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from ackdeck.tui import app as app_mod
+from ackdeck.tui.app import make_app
+from ackdeck.tui.scenes import apply_rates, full_scene
+from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
+from ackdeck.tui.widgets.line_view import LineView
+from ackdeck.tui.widgets.tables import AgentsTable, ProcsTable, RoomsTable, WakesTable
+from tests.helpers.wait import WAIT, eventually_async
+
+
+def _cells(table, key: str) -> list[str]:
+    row = table._rows[table._keys.index(key)]
+    return [c.plain if hasattr(c, "plain") else str(c) for c in row]
+
+
+async def test_at_80x24_the_footer_keeps_quit_and_help_and_every_panel_its_first_row(
+    tmp_path: Path,
+) -> None:
+    scene = full_scene(tmp_path, time.time())
+    app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
+    apply_rates(app, scene)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        footer = text.splitlines()[-1]
+        assert "q Quit" in footer and "? Help" in footer, footer
+        main = app.main
+        # Under 30 rows the agents panel is its title line, which carries its summary row.
+        agents = main.query_one(AgentsTable)
+        assert AgentsTable.summary(main.agents.agents) in str(agents.border_title)
+        for cls in (RoomsTable, ProcsTable, WakesTable):
+            table = main.query_one(cls)
+            assert table.row_count > 0, cls.__name__
+            first = table._display(table._rows[0])[0]
+            shown = first.plain if hasattr(first, "plain") else str(first)
+            assert shown in text, (cls.__name__, shown)
+            # The first row is inside the panel's region, not clipped below it (header + row).
+            assert table.region.height >= 3, (cls.__name__, table.region)
+
+
+async def test_lines_shown_before_the_first_scan_are_the_highlighted_rooms(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The lines panel pages the first room before the first count (a flooded room's first
+    page paints long before its count): in those frames the rooms table already lists the
+    rooms, highlights the one whose lines are shown, and gives its Pending from the same
+    read; it never says "scanning…" beside a full lines panel."""
+    alerts = tmp_path / "alerts.txt"
+    alerts.write_bytes(b"disk full\nretrying\nstill full\n")
+    chat = tmp_path / "chat.txt"
+    chat.write_bytes(b"hello\n")
+    gate = threading.Event()
+    real_scan_at = app_mod.scan_at
+
+    def held_scan_at(*args):  # the first count, held until the frames were looked at
+        assert gate.wait(WAIT)
+        return real_scan_at(*args)
+
+    monkeypatch.setattr(app_mod, "scan_at", held_scan_at)
+    app = make_app(quiet_config([alerts, chat]), clock=fixed_clock)
+    async with app.run_test(size=(120, 35)) as pilot:
+        try:
+            main = app.main
+            view = main.query_one(LineView)
+            await eventually_async(
+                lambda: view.count == 3, what="the lines of alerts.txt", pilot=pilot
+            )
+            await pilot.pause()
+            assert app.snapshot is None  # the scan is still held
+            rooms = main.query_one(RoomsTable)
+            assert rooms._keys == [str(alerts), str(chat)]
+            assert rooms.selected_key == main.selected_room == view.key == str(alerts)
+            assert rooms.border_subtitle != RoomsTable.SCANNING
+            assert _cells(rooms, str(alerts))[1] == "3"  # what the lines panel read
+            assert _cells(rooms, str(chat))[1] == "…"  # not counted yet, and says so
+            assert "counting…" in _cells(rooms, str(chat))
+            assert "3 lines · alerts.txt" in str(view.border_title)
+        finally:
+            gate.set()  # also when an assertion failed: the held scan ends at once
+        await settle(pilot, timeout=WAIT)
+        assert _cells(rooms, str(alerts))[1] == "3" and _cells(rooms, str(chat))[1] == "1"
+        assert "counting…" not in screen_text(app)
