@@ -290,7 +290,9 @@ class MainScreen(Screen[None]):
             runs = [r for r in runs if r.session == self.selected_agent]
             wakes = [w for w in wakes if w.session == self.selected_agent]
         self.query_one(ProcsTable).set_rows(ProcsTable.rows_for(runs, now))
-        self.query_one(WakesTable).set_rows(WakesTable.rows_for(wakes, now))
+        # Every name's current run, narrowed or not: a wake about an earlier run says so.
+        current = {r.name: r.run_id for r in snap.runs}
+        self.query_one(WakesTable).set_rows(WakesTable.rows_for(wakes, now, current))
         self._agents_soon()
         self.query_one(LineView).set_monitors(monitor_patterns(snap.runs))
         if self.selected_room is None or self.selected_room not in labels:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -687,7 +687,14 @@ class WakesTable(KeyedTable):
             "Supers",
             "matched lines not delivered because the session was already shown them",
         ),
-        Col("Status", "status", "State", "the process's status at the last event", 4),
+        Col(
+            "Status",
+            "status",
+            "State",
+            "the process's status at the wake's last event; (earlier run): that event came "
+            "from a run before the one Processes shows",
+            4,
+        ),
     )
     EMPTY = "no wake records"
 
@@ -697,8 +704,23 @@ class WakesTable(KeyedTable):
         return f"{session}/{name}"
 
     @staticmethod
-    def rows_for(wakes: Sequence[Any], now: float) -> list[Row]:
+    def status_cell(w: Any, current: Mapping[str, str]) -> str | Cell:
+        """The record's status, marked when it is about an earlier run than the name's current
+        one (`current`: process name -> run id of the run Processes shows). A name started
+        again showed `exited` here beside its new run's `running`: the record keeps the
+        status of its last event, which came from the run before."""
+        run = current.get(w.name)
+        if w.run_id is None or run is None or run == w.run_id:
+            return str(w.status)
+        return Cell(f"{w.status} (earlier run)", "dim")
+
+    @staticmethod
+    def rows_for(
+        wakes: Sequence[Any], now: float, current: Mapping[str, str] | None = None
+    ) -> list[Row]:
+        """`current`: each process name's current run id (the runs Processes shows)."""
         out: list[Row] = []
+        current = current or {}
         for w in wakes:
             pending = w.pending  # core's definition: lines plus a pending notice
             out.append(
@@ -713,7 +735,7 @@ class WakesTable(KeyedTable):
                         ),
                         _num(w.delivered_total),
                         _num(w.superseded_total),
-                        w.status,
+                        WakesTable.status_cell(w, current),
                     ],
                 )
             )
