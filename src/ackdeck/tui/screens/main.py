@@ -251,6 +251,9 @@ class MainScreen(Screen[None]):
         if not self.live or self.snapshot is not None:
             return
         rooms = self.query_one(RoomsTable)
+        if rooms.size.width <= 0:
+            self.call_after_refresh(self._list_rooms_uncounted)  # not laid out yet
+            return
         rooms.show_rooms(self._labels(), {}, self.dash.clock(), self.dash.rates)
         self._select_room(rooms.selected_key)
 

@@ -17,6 +17,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
@@ -260,6 +261,13 @@ class KeyedTable(DataTable[Any], QuietBorders):
         # New widths, same rows: rebuilt, and the cursor stays on its key (emptying the
         # keys first moved it to the first row, so `r` and `a` acted on another room).
         self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
+
+    def watch_virtual_size(self, old: Size, new: Size) -> None:
+        # Columns fitted narrower after a layout at wider widths (set before the table had a
+        # width, on a loaded machine) left Textual's horizontal scrollbar on for good: at
+        # 80x24 its row hid the wakes table's first row. Look at the scrollbars again.
+        if new.width < old.width and self.show_horizontal_scrollbar:
+            self.call_after_refresh(self._refresh_scrollbars)
 
     def watch_hover_coordinate(self, old: Any, value: Any) -> None:
         super().watch_hover_coordinate(old, value)
