@@ -16,6 +16,7 @@ from ackdeck.core.errors import ColdAck, InvalidInput
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.watch import procs, wakes
 from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.hooks import install_hooks, installed_hooks
 from tests.helpers.paths import REPO
 from tests.helpers.wait import eventually
 
@@ -182,34 +183,10 @@ def test_installed_hooks_run_and_never_ack(tmp_path: Path, cli_env: dict[str, st
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"[t1] [ops] owner: deploy\n[t2] [ops] owner: rollback\n")
     settings = tmp_path / "claude" / "settings.json"
-    out = ackdeck(
-        cli_env,
-        "hooks",
-        "install",
-        "--settings",
-        str(settings),
-        "--session",
-        "agent",
-        "--room",
-        str(room),
-        "--ackdeck",
-        shlex.join(ACKDECK),
-    )
+    out = install_hooks(cli_env, settings, room)
     assert out.returncode == 0, out.stderr
     assert "created" in out.stdout
-    again = ackdeck(
-        cli_env,
-        "hooks",
-        "install",
-        "--settings",
-        str(settings),
-        "--session",
-        "agent",
-        "--room",
-        str(room),
-        "--ackdeck",
-        shlex.join(ACKDECK),
-    )
+    again = install_hooks(cli_env, settings, room)
     assert again.returncode == 0 and "nothing changed" in again.stdout
     data = json.loads(settings.read_text())
 
@@ -322,22 +299,7 @@ def stop_payload(active: bool) -> dict:
 
 
 def installed(tmp_path: Path, cli_env: dict[str, str], room: Path) -> dict:
-    settings = tmp_path / "proj" / ".claude" / "settings.json"
-    out = ackdeck(
-        cli_env,
-        "hooks",
-        "install",
-        "--settings",
-        str(settings),
-        "--session",
-        "agent",
-        "--room",
-        str(room),
-        "--ackdeck",
-        shlex.join(ACKDECK),
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(settings.read_text())
+    return installed_hooks(cli_env, tmp_path / "proj" / ".claude" / "settings.json", room)
 
 
 def test_stop_hook_tells_mid_turn_lines_once_and_never_reads_them(

@@ -16,6 +16,7 @@ from ackdeck.core.agents import hooks
 from ackdeck.core.base import locations
 from ackdeck.core.presence import log
 from tests.helpers.cli import ACKDECK, ackdeck
+from tests.helpers.hooks import installed_hooks
 from tests.helpers.mcp import call, connect
 from tests.helpers.paths import REPO
 
@@ -52,22 +53,7 @@ def agents(env: dict[str, str]) -> dict[str, dict[str, Any]]:
 
 
 def install(tmp_path: Path, env: dict[str, str], room: Path) -> dict[str, str]:
-    settings = tmp_path / "proj" / ".claude" / "settings.json"
-    out = ackdeck(
-        env,
-        "hooks",
-        "install",
-        "--settings",
-        str(settings),
-        "--session",
-        "agent",
-        "--room",
-        str(room),
-        "--ackdeck",
-        shlex.join(ACKDECK),
-    )
-    assert out.returncode == 0, out.stderr
-    data = json.loads(settings.read_text())
+    data = installed_hooks(env, tmp_path / "proj" / ".claude" / "settings.json", room)
     commands = {}
     for event in hooks.EVENTS:
         (group,) = data["hooks"][event]

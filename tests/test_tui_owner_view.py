@@ -254,9 +254,11 @@ async def test_m_maximizes_the_focused_panel_and_m_or_esc_restores_it(tmp_path: 
         assert any(keys == "m" and "Maximize the focused panel" in tip for keys, _, tip in rows)
 
 
-async def test_at_80x24_with_processes_and_wakes_the_lines_panel_shows_10_lines(
+async def test_at_80x24_the_lines_panel_shows_10_lines_and_every_panel_its_first_row(
     tmp_path: Path,
 ) -> None:
+    """With processes and wakes: the lines keep ten rows, every other panel its first row
+    (the agents panel in its title line), and the footer `q Quit` and `? Help` (issue 32)."""
     import time
 
     from ackdeck.tui.scenes import apply_rates, full_scene
@@ -268,12 +270,23 @@ async def test_at_80x24_with_processes_and_wakes_the_lines_panel_shows_10_lines(
         await settle(pilot)
         await pilot.pause(0.1)
         await settle(pilot)
-        from ackdeck.tui.widgets.tables import ProcsTable, WakesTable
+        from ackdeck.tui.widgets.tables import AgentsTable, ProcsTable, WakesTable
 
-        assert app.main.query_one(ProcsTable).row_count > 0
-        assert app.main.query_one(WakesTable).row_count > 0
         assert on_screen(app) >= 10
         assert len(view(app).visible_text()) >= 10
+        text = screen_text(app)
+        footer = text.splitlines()[-1]
+        assert "q Quit" in footer and "? Help" in footer, footer
+        main = app.main
+        # Under 30 rows the agents panel is its title line, which carries its summary row.
+        summary = AgentsTable.summary(main.agents.agents)
+        assert summary and summary in str(main.query_one(AgentsTable).border_title)
+        for cls in (RoomsTable, ProcsTable, WakesTable):
+            table = main.query_one(cls)
+            assert table.row_count > 0, cls.__name__
+            first = table._display(table._rows[0])[0]
+            assert str(getattr(first, "plain", first)) in text, cls.__name__
+            assert table.region.height >= 3, (cls.__name__, table.region)  # header and row
 
 
 # ----- 5. lines people can scan -------------------------------------------------------------

@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import re
 import time
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox.claude_room import SCHEME, ClaudeMailboxRoom, entry_line
-from ackdeck.core.service.lines import equal_prefix, shown_text
+from ackdeck.core.service.lines import HeldLines, equal_prefix
 from ackdeck.core.service.roomref import RoomRef
 
 if TYPE_CHECKING:
@@ -81,22 +80,17 @@ class ClaudeTeamRoomRef(RoomRef):
             return None
 
 
-class MailboxLines:
+class MailboxLines(HeldLines):
     """A mailbox's entries as the lines panel pages them (core.service.lines.LineSource). The
     file is replaced whole on each write, so a catch-up that finds the held lines no longer the
     first ones asks for a fresh view, as a file room's does after an ack."""
 
     def __init__(self, room: ClaudeMailboxRoom) -> None:
+        super().__init__(room.close)
         self.room = room
-        self.lines: list[bytes] = []
-        self._finalizer = weakref.finalize(self, room.close)
 
     def _load(self) -> list[bytes]:
         return [entry_line(e) for e in self.room.entries()]
-
-    @property
-    def count(self) -> int:
-        return len(self.lines)
 
     def first_page(self, cancelled: Cancelled | None = None) -> bool:
         self.lines.extend(self._load()[len(self.lines) :])
@@ -117,21 +111,3 @@ class MailboxLines:
 
     def same_prefix(self, lines: Sequence[bytes], start: int | str, upto: int) -> int:
         return equal_prefix(lines, self.lines[:upto]) if start == 0 else 0
-
-    def line_bytes(self, first: int, last: int) -> list[bytes]:
-        return self.lines[first : min(last, self.count)]
-
-    def line(self, n: int) -> str:
-        if n >= len(self.lines):
-            return ""
-        raw = self.lines[n]
-        return shown_text(raw, len(raw))
-
-    def partial_bytes(self) -> int:
-        return 0
-
-    def partial_text(self) -> str:
-        return ""
-
-    def close(self) -> None:
-        self._finalizer()

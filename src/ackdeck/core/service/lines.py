@@ -100,7 +100,7 @@ def _not_regular(path: Path, mode: int) -> OSError:
 
 class LineSource(Protocol):
     """A room's lines (or a process's output) as the lines panel pages them: a file's
-    `LineIndex` or a redis room's `RedisLines`, from `RoomRef.lines()`.
+    `LineIndex`, or a `HeldLines` (a redis room's entries, a mailbox's), from `RoomRef.lines()`.
 
     Thread model: one worker thread loads (`first_page`, `next_page`, `load_all`, `catch_up`),
     the UI thread reads lines below the `count` it was told about; what is loaded only grows,
@@ -143,6 +143,41 @@ def equal_prefix(a: Sequence[bytes], b: Sequence[bytes]) -> int:
             break
         n += 1
     return n
+
+
+class HeldLines:
+    """The reading side of a `LineSource` that holds its lines whole in memory: a redis
+    room's entries (`redis_lines.RedisLines`) and a Claude Code mailbox's
+    (`claude_team_ref.MailboxLines`). Entries are added whole, so there is never a partial
+    line; subclasses load into `lines` (which only grows, as `LineSource` requires)."""
+
+    def __init__(self, close: Callable[[], None]) -> None:
+        self.lines: list[bytes] = []
+        # The source's connection closes when the last reference goes: a worker may still be
+        # loading into a view the UI has already replaced (as LineIndex's descriptor).
+        self._finalizer = weakref.finalize(self, close)
+
+    @property
+    def count(self) -> int:
+        return len(self.lines)
+
+    def line_bytes(self, first: int, last: int) -> list[bytes]:
+        return self.lines[first : min(last, self.count)]
+
+    def line(self, n: int) -> str:
+        if n >= len(self.lines):
+            return ""
+        raw = self.lines[n]
+        return shown_text(raw, len(raw))
+
+    def partial_bytes(self) -> int:
+        return 0  # an entry is added whole
+
+    def partial_text(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        self._finalizer()
 
 
 @dataclass(frozen=True)

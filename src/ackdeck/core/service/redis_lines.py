@@ -9,16 +9,16 @@ is gone from the server is rebuilt (`head_moved`), as a file index is after an a
 otherwise new entries are fetched after the last ID held (`fetch`).
 
 Thread model as `LineIndex`: one worker thread appends, the UI thread reads lines below the
-count it was told about; the lists only grow, so those never change.
+count it was told about; the lists only grow, so those never change. The reading side is
+`HeldLines`'s, shared with a Claude Code mailbox's lines.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 
 from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.service.lines import equal_prefix, shown_text
+from ackdeck.core.service.lines import HeldLines, equal_prefix
 
 PAGE = 10_000  # entries per XRANGE: a page is about one round trip and a megabyte
 FIRST_PAINT_ENTRIES = 2_000  # fetched before the first paint
@@ -30,20 +30,13 @@ def _never() -> bool:
     return False
 
 
-class RedisLines:
+class RedisLines(HeldLines):
     """The entries of one redis room fetched so far, oldest first."""
 
     def __init__(self, room: RedisRoom) -> None:
+        super().__init__(room.close)
         self.room = room
         self.ids: list[str] = []
-        self.lines: list[bytes] = []
-        # The connection closes when the last reference goes: a worker may still be fetching
-        # into a view the UI has already replaced (as LineIndex's descriptor).
-        self._finalizer = weakref.finalize(self, room.close)
-
-    @property
-    def count(self) -> int:
-        return len(self.lines)
 
     def fetch(self, limit: int | None = None, cancelled: Cancelled = _never) -> bool:
         """Fetch entries after the last one held, up to `limit` of them (None: all). True
@@ -92,22 +85,3 @@ class RedisLines:
         if upto <= 0 or not self.ids or start != self.ids[0]:
             return 0
         return equal_prefix(lines, self.lines[:upto])
-
-    # ----- the reading side ------------------------------------------------------------------
-    def line_bytes(self, first: int, last: int) -> list[bytes]:
-        return self.lines[first : min(last, self.count)]
-
-    def line(self, n: int) -> str:
-        if n >= len(self.lines):
-            return ""
-        raw = self.lines[n]
-        return shown_text(raw, len(raw))
-
-    def partial_bytes(self) -> int:
-        return 0  # an entry is added whole
-
-    def partial_text(self) -> str:
-        return ""
-
-    def close(self) -> None:
-        self._finalizer()

@@ -246,7 +246,24 @@ class MainScreen(Screen[None]):
         elif self.dash.rooms:
             # Start indexing the first room now rather than after the first scan: counting a
             # flooded room's lines for its status takes longer than painting its first page.
-            self._select_room(str(self.dash.rooms[0]))
+            # The rooms are listed now too (their names are known before any count), each
+            # "counting…", the first one highlighted: the lines panel then never shows a room
+            # the table does not name (it said "scanning…" beside a full lines panel), and
+            # the keys act on the room the owner sees highlighted. (After the first layout:
+            # rows given to a table with no width yet take their natural widths, and the
+            # horizontal scrollbar that brings stays after they are fitted.)
+            self.call_after_refresh(self._list_rooms_uncounted)
+
+    def _list_rooms_uncounted(self) -> None:
+        """The rooms before their first count, the first one's lines loading."""
+        if not self.live or self.snapshot is not None:
+            return
+        rooms = self.query_one(RoomsTable)
+        if rooms.size.width <= 0:
+            self.call_after_refresh(self._list_rooms_uncounted)  # not laid out yet
+            return
+        rooms.show_rooms(self._labels(), {}, self.dash.clock(), self.dash.rates)
+        self._select_room(rooms.selected_key)
 
     @property
     def live(self) -> bool:
@@ -307,23 +324,30 @@ class MainScreen(Screen[None]):
                 runs = wakes = []
                 remote_runs = [r for r in remote_runs if (r.host, r.session) == (host, session)]
                 remote_wakes = [w for w in remote_wakes if (w.host, w.session) == (host, session)]
+        # Every name's current run, narrowed or not: a wake about an earlier run says so.
+        current = {r.name: r.run_id for r in snap.runs}
         procs, wake_table = self.query_one(ProcsTable), self.query_one(WakesTable)
         if isinstance(procs, FleetProcsTable) and isinstance(wake_table, FleetWakesTable):
             me = self._fleet.host
             procs.set_rows(procs.fleet_rows(me, runs, remote_runs, now))
-            wake_table.set_rows(wake_table.fleet_rows(me, wakes, remote_wakes, now))
+            wake_table.set_rows(wake_table.fleet_rows(me, wakes, remote_wakes, now, current))
             return
         procs.set_rows(ProcsTable.rows_for(runs, now))
-        wake_table.set_rows(WakesTable.rows_for(wakes, now))
+        wake_table.set_rows(WakesTable.rows_for(wakes, now, current))
 
     def _shown_count(self) -> tuple[str, Any] | None:
         """The selected room's line count as the lines panel has it: the table shows the
-        same number, so the two never disagree while lines arrive (the scan lags)."""
+        same number, so the two never disagree while lines arrive (the scan lags), nor
+        before the first count (the panel pages the first room before the scan answers)."""
         view = self.query_one(LineView)
-        row = self._room_row()
-        if view.index is None or view.key is None or row is None or row.status is None:
+        if view.index is None or view.key is None or view.key != self.selected_room:
             return None
-        if view.key != row.key or not row.status.exists:
+        row = self._room_row()
+        if row is None:
+            # Not counted yet: the lines panel's read is the one count known (an error row
+            # or an absent room, once counted, keeps the scan's own text).
+            return None if view.error is not None else (view.key, pending_cell(view.count))
+        if row.status is None or not row.status.exists:
             return None
         return view.key, pending_cell(view.count)
 
@@ -358,9 +382,20 @@ class MainScreen(Screen[None]):
         self._update_lines_header()
 
     def _room_row(self) -> Any:
-        if self.snapshot is None or self.selected_room is None:
+        if self.selected_room is None:
             return None
         return self._rows_by_key.get(self.selected_room)
+
+    def _room_label(self) -> str | None:
+        """The selected room's label for the lines panel's title: the scan's, or before
+        the first count the table's, once the panel shows the room's lines."""
+        row = self._room_row()
+        if row is not None:
+            return str(row.label)
+        view = self.query_one(LineView)
+        if view.index is None or view.key != self.selected_room or self.selected_room is None:
+            return None
+        return self.dash.labels.get(self.selected_room)
 
     def _update_lines_header(self) -> None:
         view = self.query_one(LineView)
@@ -373,8 +408,8 @@ class MainScreen(Screen[None]):
         # Everything in the title: toasts pop up over the bottom right, where a subtitle is,
         # and stacked they reach the title's right half: the count comes before the label.
         parts = ["Lines"]
-        if row is not None:
-            parts += [counted(view.count, "line"), escape(row.label)]  # the title is markup
+        if (label := self._room_label()) is not None:
+            parts += [counted(view.count, "line"), escape(label)]  # the title is markup
         if view.line_filter is not None:
             parts.append(escape(f"filter {view.line_filter.describe()}: {view.row_count:,}"))
         if view.following:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,6 +17,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
@@ -260,6 +261,13 @@ class KeyedTable(DataTable[Any], QuietBorders):
         # New widths, same rows: rebuilt, and the cursor stays on its key (emptying the
         # keys first moved it to the first row, so `r` and `a` acted on another room).
         self.set_rows(list(zip(self._keys, self._rows, strict=True)), refit=True)
+
+    def watch_virtual_size(self, old: Size, new: Size) -> None:
+        # Columns fitted narrower after a layout at wider widths (set before the table had a
+        # width, on a loaded machine) left Textual's horizontal scrollbar on for good: at
+        # 80x24 its row hid the wakes table's first row. Look at the scrollbars again.
+        if new.width < old.width and self.show_horizontal_scrollbar:
+            self.call_after_refresh(self._refresh_scrollbars)
 
     def watch_hover_coordinate(self, old: Any, value: Any) -> None:
         super().watch_hover_coordinate(old, value)
@@ -687,7 +695,14 @@ class WakesTable(KeyedTable):
             "Supers",
             "matched lines not delivered because the session was already shown them",
         ),
-        Col("Status", "status", "State", "the process's status at the last event", 4),
+        Col(
+            "Status",
+            "status",
+            "State",
+            "the process's status at the wake's last event; (earlier run): that event came "
+            "from a run before the one Processes shows",
+            4,
+        ),
     )
     EMPTY = "no wake records"
 
@@ -697,8 +712,23 @@ class WakesTable(KeyedTable):
         return f"{session}/{name}"
 
     @staticmethod
-    def rows_for(wakes: Sequence[Any], now: float) -> list[Row]:
+    def status_cell(w: Any, current: Mapping[str, str]) -> str | Cell:
+        """The record's status, marked when it is about an earlier run than the name's current
+        one (`current`: process name -> run id of the run Processes shows). A name started
+        again showed `exited` here beside its new run's `running`: the record keeps the
+        status of its last event, which came from the run before."""
+        run = current.get(w.name)
+        if run is None or w.run_id is None or run == w.run_id:  # (another host's: no current)
+            return str(w.status)
+        return Cell(f"{w.status} (earlier run)", "dim")
+
+    @staticmethod
+    def rows_for(
+        wakes: Sequence[Any], now: float, current: Mapping[str, str] | None = None
+    ) -> list[Row]:
+        """`current`: each process name's current run id (the runs Processes shows)."""
         out: list[Row] = []
+        current = current or {}
         for w in wakes:
             pending = w.pending  # core's definition: lines plus a pending notice
             out.append(
@@ -713,7 +743,7 @@ class WakesTable(KeyedTable):
                         ),
                         _num(w.delivered_total),
                         _num(w.superseded_total),
-                        w.status,
+                        WakesTable.status_cell(w, current),
                     ],
                 )
             )
@@ -892,8 +922,16 @@ class FleetWakesTable(WakesTable):
     )
 
     @staticmethod
-    def fleet_rows(host: str, local: Sequence[Any], remote: Sequence[Any], now: float) -> list[Row]:
-        out = _with_host(WakesTable.rows_for(local, now), host)
+    def fleet_rows(
+        host: str,
+        local: Sequence[Any],
+        remote: Sequence[Any],
+        now: float,
+        current: Mapping[str, str] | None = None,
+    ) -> list[Row]:
+        """`current`: this host's names' current runs (WakesTable.rows_for); another host's
+        wake is shown with its own status."""
+        out = _with_host(WakesTable.rows_for(local, now, current), host)
         for w in remote:
             out += _with_host(WakesTable.rows_for([w], now), w.host, live=w.live, remote=True)
         return out
