@@ -3,7 +3,9 @@
 Each host is a home with 30 agent sessions (presence logs of reads and acks). Measured:
 
 - Redis commands per publish and per second per host at the default cadence (a publish every
-  TTL/3 = 10 s), counted by the server (INFO commandstats), and the snapshot's size;
+  TTL/3 = 10 s), counted by the server (INFO commandstats), and the snapshot's size; and per
+  publisher tick, which adds the wake exchange (cross-host wakes) to the publish, with no
+  wake on its way (the common case);
 - a publish (this host's rows computed from disk, then the script) vs computing the same rows
   alone (`ackdeck agents`' work): what the fleet adds to a refresh;
 - a listing of all 10 hosts' rows (publish, then read every host) vs the local listing alone;
@@ -120,7 +122,13 @@ def _dashboard_idle(root: Path, home: Path, fleet: str | None) -> float:
 def main() -> None:
     from ackdeck.core.service import fleet_model
     from ackdeck.core.service.agents import list_agents
-    from ackdeck.core.service.fleet import FleetLink, fleet_listing, local_rows, publish_home
+    from ackdeck.core.service.fleet import (
+        FleetLink,
+        exchange_wakes,
+        fleet_listing,
+        local_rows,
+        publish_home,
+    )
     from ackdeck.core.service.fleet_settings import resolve_fleet
     from tests.helpers.redis_server import RedisServer
 
@@ -144,6 +152,11 @@ def main() -> None:
             for link, home in zip(links, homes, strict=True):
                 publish_home(link, home)
             per_publish = (_commands(server.port) - before) / HOSTS
+            before = _commands(server.port)
+            for link, home in zip(links, homes, strict=True):
+                publish_home(link, home)
+                exchange_wakes(link, home)  # as a publisher's tick does
+            per_tick = (_commands(server.port) - before) / HOSTS
             size = len(fleet_model.snapshot("host00", time.time(), local_rows(homes[0])))
             every = links[0].settings.every
 
@@ -197,6 +210,11 @@ def main() -> None:
     print(
         f"{'redis commands/s per host publishing every ' + f'{every:g} s':<58} "
         f"{per_publish / every:>10.2f}"
+    )
+    print(f"{'redis commands per publisher tick (publish + wake exchange)':<58} {per_tick:>10.1f}")
+    print(
+        f"{'redis commands/s per host, ticks every ' + f'{every:g} s':<58} "
+        f"{per_tick / every:>10.2f}"
     )
     print(f"{'redis commands per listing of 10 hosts':<58} {per_listing:>10d}")
     print(f"{'local agents listing (baseline), ms':<58} {local * 1000:>10.1f}")

@@ -381,3 +381,101 @@ def test_the_pure_decisions() -> None:
     ]:
         with pytest.raises(InvalidInput, match=re.escape(says)):
             choose_room("s", rooms, wanted, "--from-room")
+
+
+def test_the_stalled_session_acking_its_own_read_meanwhile_loses_and_doubles_nothing(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # s1 wakes up and acks the two lines it had read, between the hand-over's push and its
+    # ack: the head of the hand-over's lines is gone, the rest must still leave s1's room.
+    a, b = stalled
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
+    )
+    try:
+        wait_for_step(proc, marker, "handover-after-push")
+        assert Room(a).ack("s1").acked == 2
+        marker.unlink()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    assert _lines(a) == []
+    assert _lines(b) == [b"s2's own", *LINES]
+    again = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert again["moved"] == 0 and _lines(b) == [b"s2's own", *LINES]
+
+
+def test_an_ack_by_the_stalled_session_during_a_page_does_not_push_a_page_again(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s2=["b.txt"])
+    a, b = rooms["s1"][0], rooms["s2"][0]
+    many = [b"%04d " % i + b"x" * 995 for i in range(1100)]  # two pages of 1 MiB
+    a.write_bytes(b"".join(line + b"\n" for line in many))
+    read = len(Room(a).read("s1", max_bytes=100_000).lines)
+    assert 0 < read < 1000
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2", "--json"
+    )
+    try:
+        wait_for_step(proc, marker, "handover-after-push")
+        assert Room(a).ack("s1").acked == read
+        marker.unlink()
+        wait_for_step(proc, marker, "handover-after-push")
+        marker.unlink()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    assert _lines(a) == []
+    assert _lines(b) == many  # each once, in order
+    assert json.loads(out)["moved"] == 1100
+
+
+def test_blank_lines_and_nul_bytes_move_as_they_are(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    # A producer's `echo >> room` (a blank line) or a NUL: a hand-over moves the room's lines
+    # as they are (a push by a person refuses them), and never wedges on them.
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s2=["b.txt"])
+    a, b = rooms["s1"][0], rooms["s2"][0]
+    a.write_bytes(b"a\n\nnul\0here\nb\n")
+    got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert got["moved"] == 4 and got["notes"] == []
+    assert b.read_bytes() == b"a\n\nnul\0here\nb\n" and a.read_bytes() == b""
+    assert not locations.handover_journal(home, "s1").exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "to_room", "says"),
+    [
+        ("dirlink", "linked/a.txt", "share the room"),
+        ("hardlink", "b.txt", "hard links"),
+        ("none", "nowhere.txt", "does not exist and is not a room of s2"),
+        ("none", ".", "is a directory"),
+    ],
+)
+def test_a_target_room_that_would_lose_or_wedge_lines_is_refused_before_anything_moves(
+    cli_env: dict[str, str],
+    stalled: tuple[Path, Path],
+    tmp_path: Path,
+    make: str,
+    to_room: str,
+    says: str,
+) -> None:
+    a, b = stalled
+    if make == "dirlink":
+        (tmp_path / "linked").symlink_to(tmp_path)  # a.txt under a second name
+    elif make == "hardlink":
+        (tmp_path / "a-again.txt").hardlink_to(a)
+    out = ackdeck(
+        cli_env, "handover", "--from", "s1", "--to", "s2", "--to-room", str(tmp_path / to_room)
+    )
+    assert out.returncode == 1 and says in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert _lines(a) == LINES and _lines(b) == [b"s2's own"]
+    assert not locations.handover_journal(Path(cli_env["ACKDECK_HOME"]), "s1").exists()

@@ -147,6 +147,44 @@ def choose_room(session: str, rooms: Sequence[str], wanted: str | None, flag: st
     )
 
 
+def _check_rooms(
+    source: str, target: str, src_spec: str, dst_spec: str, target_rooms: Sequence[str]
+) -> None:
+    """Refuse, before anything is read or pushed, what would make the hand-over move lines
+    nowhere or stop half-way: one file under two names (a symlinked directory, a hard
+    link), a source room the final ack would refuse (hard-linked), a target that is a
+    directory, or a target room that does not exist for a session that has rooms (a typo
+    would create a room nobody reads; a fresh session's inbox may not exist yet)."""
+    if src_spec == dst_spec:
+        raise InvalidInput(f"{source} and {target} share the room {src_spec}: nothing to move")
+    if "://" in src_spec or "://" in dst_spec:
+        return  # refused as a room that is not a file (_open)
+    if os.path.isdir(dst_spec):
+        raise InvalidInput(f"--to-room {dst_spec} is a directory, not a room")
+    try:
+        same = os.path.samefile(src_spec, dst_spec)
+    except OSError:
+        same = False  # one of them does not exist (yet): not the same file
+    if same:
+        raise InvalidInput(
+            f"{source} and {target} share the room {src_spec} (as {dst_spec}): nothing to move"
+        )
+    try:
+        links = os.stat(src_spec).st_nlink
+    except OSError:
+        links = 1
+    if links > 1:
+        raise InvalidInput(
+            f"{src_spec} has {links} hard links: its lines could not be acked after the push; "
+            "remove the other links first"
+        )
+    if target_rooms and dst_spec not in target_rooms and not os.path.exists(dst_spec):
+        raise InvalidInput(
+            f"--to-room {dst_spec} does not exist and is not a room of {target} (its rooms: "
+            f"{', '.join(target_rooms)})"
+        )
+
+
 def target_room(rooms: Sequence[str], wanted: str | None) -> str | None:
     """The target's room the owner named with --to-room: one of its rooms (by path or
     basename, as for choose_room), else the room as given (any room: the owner gives the
@@ -226,12 +264,12 @@ def hand_over(
                 f"unknown session {s}: `ackdeck agents` lists the sessions ackdeck has seen{hint}"
             )
     src_spec = choose_room(source, log.load(home, source).rooms, from_room, "--from-room")
-    dst_spec = target_room(log.load(home, target).rooms if target in known else [], to_room)
+    target_rooms = log.load(home, target).rooms if target in known else []
+    dst_spec = target_room(target_rooms, to_room)
     if dst_spec is None:
-        dst_spec = choose_room(target, log.load(home, target).rooms, None, "--to-room")
-    if src_spec == dst_spec:
-        raise InvalidInput(f"{source} and {target} share the room {src_spec}: nothing to move")
-    os.makedirs(locations.handovers_dir(home), exist_ok=True)
+        dst_spec = choose_room(target, target_rooms, None, "--to-room")
+    _check_rooms(source, target, src_spec, dst_spec, target_rooms)
+    os.makedirs(locations.handovers_dir(home), mode=0o700, exist_ok=True)
     with locked(locations.handover_lock(home, source), timeout=LOCK_WAIT_S):
         src, dst = _open(src_spec, clock, door, home), _open(dst_spec, clock, door, home)
         try:
@@ -452,7 +490,12 @@ def _left(room: Room, journal: Journal) -> bool:
     back)? Not when the room was rewritten since (a new epoch): offsets no longer say."""
     if room.status().epoch != journal.epoch:
         return False
+    # The last line: acks remove a prefix, so it is gone only when all of them are. (The
+    # first one's being gone says nothing: the stalled session may have acked its own read
+    # meanwhile, which removes only the head of the hand-over's lines.)
+    data = journal.data()
+    last = journal.start + data.rfind(b"\n", 0, len(data) - 1) + 1
     try:
-        return not room.trace(journal.start).present
+        return not room.trace(last).present
     except InvalidInput:
         return True  # below the room's start, with no ack recorded: removed by hand
