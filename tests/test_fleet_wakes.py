@@ -580,3 +580,42 @@ def test_a_host_in_its_own_network_namespace_gets_its_wakes(
         assert got == _expected(run)
     finally:
         server.stop()
+
+
+def test_the_exchange_called_in_process_forwards_imports_and_confirms_once(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    # The publishers' own call (an MCP server's thread, the dashboard), in this process: the
+    # record is made by a real `ackdeck run` on alpha, forwarded, imported on beta, delivered
+    # by beta's drain, and confirmed back; an exchange repeated moves nothing.
+    from ackdeck.core.service.fleet import FleetLink, exchange_wakes
+    from ackdeck.core.service.fleet_settings import resolve_fleet
+
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    run = _run(alpha, "s@beta", SCRIPT)
+    _ended(alpha, run)
+    secret = {"ACKDECK_REDIS_PASSWORD": server.password} if server.password else {}
+
+    def link(host: str) -> FleetLink:
+        settings = resolve_fleet(server.url(fleet), host, env=secret, config={})
+        assert settings is not None
+        return FleetLink(settings)
+
+    a_home, b_home = Path(alpha["ACKDECK_HOME"]), Path(beta["ACKDECK_HOME"])
+    a_link, b_link = link("alpha"), link("beta")
+    try:
+        assert exchange_wakes(a_link, a_home).forwarded == 3
+        assert exchange_wakes(a_link, a_home).forwarded == 0  # on its way: not counted again
+        assert exchange_wakes(b_link, b_home).imported == 3
+        assert exchange_wakes(b_link, b_home).imported == 0  # confirmed and deleted
+        assert _stream(server, fleet, "beta") == 0
+        got: Counter[tuple[str, str]] = Counter()
+        assert _drain(beta, "s", got) == 3 and got == _expected(run)
+        assert exchange_wakes(a_link, a_home).forwarded == 0
+        rec = _record_of(alpha, "s@beta", "build")
+        assert rec is not None and rec["forwarded_total"] == 3 and "on_the_way" not in rec
+        assert _drain(beta, "s", got) == 0 and got == _expected(run)
+    finally:
+        a_link.close()
+        b_link.close()

@@ -479,3 +479,42 @@ def test_a_target_room_that_would_lose_or_wedge_lines_is_refused_before_anything
     assert len(out.stderr.strip().splitlines()) == 1
     assert _lines(a) == LINES and _lines(b) == [b"s2's own"]
     assert not locations.handover_journal(Path(cli_env["ACKDECK_HOME"]), "s1").exists()
+
+
+def test_hand_over_called_in_process_moves_pages_and_finishes_a_found_journal(
+    home: Path, tmp_path: Path
+) -> None:
+    # The service the CLI and the dashboard call, in this process: two pages, then a journal
+    # left at "pushed" (as a kill after the push leaves it) finished by the next call.
+    import base64
+
+    from ackdeck.core.inbox.ledger import sha256
+    from ackdeck.core.service.reassign import Journal, _store, hand_over, load_journal
+
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s2=["b.txt"])
+    a, b = rooms["s1"][0], rooms["s2"][0]
+    many = [b"%04d " % i + b"x" * 995 for i in range(1100)]
+    a.write_bytes(b"".join(line + b"\n" for line in many))
+    got = hand_over(home, "s1", "s2")
+    assert (got.moved, got.both, got.resumed) == (1100, 0, None)
+    assert _lines(a) == [] and _lines(b) == many
+
+    Room(a).push(b"late")
+    room = Room(a)
+    read = room.read("handover", reader="r-test")
+    at = Room(b).push_lines(read.lines)  # pushed, then "killed" before the ack
+    data = b"".join(line + b"\n" for line in read.lines)
+    assert isinstance(read.start, int) and isinstance(read.end, int)
+    _store(
+        home,
+        Journal(
+            id="r-test", source="s1", target="s2", from_room=str(a), to_room=str(b),
+            state="pushed", at=0.0, epoch=read.epoch, start=read.start, end=read.end,
+            lines=1, in_flight=0, sha256=sha256(data),
+            block=base64.b64encode(data).decode("ascii"), to_epoch=0, to_since=0, to_start=at,
+        ),
+    )  # fmt: skip
+    again = hand_over(home, "s1", "s2")
+    assert again.resumed is not None and "pushed" in again.resumed
+    assert _lines(a) == [] and _lines(b) == [*many, b"late"]
+    assert load_journal(home, "s1") is None
