@@ -15,7 +15,7 @@ import pytest
 
 from ackdeck.tui.app import make_app
 from ackdeck.tui.scenes import Scene, apply_rates, build_flood, full_scene
-from ackdeck.tui.testing import quiet_config, settle
+from ackdeck.tui.testing import quiet_config, screen_text, settle
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +58,22 @@ def app_for(scene: Scene, **extra: Any):
     return app
 
 
-async def painted(pilot) -> None:
-    """Settled, then a few frames of real time: widgets re-measure (DataTable column widths)
-    in their own idle handlers and repaint on the next frame. A modal pushed before that frame
-    would show a stale background."""
+async def painted(pilot, *, timeout: float = 60.0) -> None:
+    """Settled, and the screen the same over several frames of real time: widgets re-measure
+    (DataTable column widths, a scrollbar that comes and goes) in their own idle handlers and
+    repaint on a later frame, later still on a loaded machine (a fixed pause was not enough
+    there: a column one cell narrower, a key pressed before the focus had landed). A modal
+    pushed before that would show a stale background."""
+    deadline = time.monotonic() + timeout
     await settle(pilot)
-    await pilot.pause(0.1)
-    await settle(pilot)
+    last, same = screen_text(pilot.app), 0
+    while same < 3:
+        assert time.monotonic() < deadline, "the screen never stopped changing"
+        await pilot.pause(0.05)
+        await settle(pilot)
+        now = screen_text(pilot.app)
+        same = same + 1 if now == last else 0
+        last = now
 
 
 def settled(*keys: str):

@@ -171,6 +171,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
         self._index: dict[str, int] = {}  # row key -> row number
         self._layout: tuple[list[str], list[int]] = ([], [])
         self._fit_width = 0
+        self._fit_vbar = False  # whether the vertical scrollbar showed at the last fit
         # Rows whose new cells are not drawn yet because they are far from the viewport. A
         # DataTable cell update redraws the whole table (and recomputes every row's offset:
         # O(rows)), so a room pushed into three thousand rows below must not cost a repaint;
@@ -232,7 +233,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
     def _fit(self, data: list[int]) -> tuple[list[str], list[int]]:
         """Column labels and widths for columns whose widest cells are `data`."""
         available = self._available()
-        self._fit_width = self.size.width
+        self._fit_width, self._fit_vbar = self.size.width, self.show_vertical_scrollbar
         for short in (False, True):
             labels = [c.short if short else c.label for c in self.COLUMNS]
             natural = [max(d, cell_len(h)) for d, h in zip(data, labels, strict=True)]
@@ -251,8 +252,26 @@ class KeyedTable(DataTable[Any], QuietBorders):
 
     def on_resize(self) -> None:
         self._catch_up()  # taller: more rows in view
-        if self.size.width == self._fit_width:
+        if self._fitted():
             return
+        self._refit()
+
+    def _fitted(self) -> bool:
+        """Are the columns fitted to the width there is now? The vertical scrollbar's column
+        counts (`_available`): a fit made while one showed for a moment (rows set before the
+        layout gave the table its height, on a loaded machine) left every column one cell
+        narrower for good once it went, since the table's size does not change with it."""
+        return (self._fit_width, self._fit_vbar) == (self.size.width, self.show_vertical_scrollbar)
+
+    def watch_show_vertical_scrollbar(self, old: bool, new: bool) -> None:
+        if self.columns and not self._fitted():
+            self.call_after_refresh(self._refit_if_needed)
+
+    def _refit_if_needed(self) -> None:
+        if not self._fitted():
+            self._refit()
+
+    def _refit(self) -> None:
         if self._shown_subtitle == self.SCANNING:
             # No rows yet: the empty columns fit the new width, and the table still says it
             # is scanning (set_rows would say "nothing yet" before the first look answered).
@@ -284,7 +303,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
         keys = [k for k, _ in rows]
         cells = [list(c) for _, c in rows]
         self.set_border_subtitle("" if keys else self.EMPTY)
-        fitted = self._fit_width == self.size.width
+        fitted = self._fitted()
         if not refit and fitted and self.columns and keys == self._keys and cells == self._rows:
             # Nothing new. (Columns fitted before the table had a size, while it was
             # scanning, are fitted now: an empty first scan left them unfitted for good.)
@@ -305,7 +324,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
     def update_rows(self, keys: list[str], changed: dict[str, list[Any]]) -> None:
         """`set_rows` for a refresh that changed only the rows in `changed` (key -> cells):
         the work and the repaint grow with what changed, not with the table (3,000 rooms)."""
-        fitted = self._fit_width == self.size.width
+        fitted = self._fitted()
         if (
             not self.columns
             or not fitted
