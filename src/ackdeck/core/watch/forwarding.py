@@ -255,29 +255,8 @@ def import_items(
         origin = group[0].origin
         with wakes.session_locked(home, session):
             path = locations.wake_record(home, session, name)
-            record: WakeRecord | None = None
-            try:
-                record = wakes.parse_record(path)
-            except FileNotFoundError:
-                pass
-            except CorruptState:
-                os.replace(path, locations.corrupt_aside(path, clock()))  # kept, as merge does
             now = clock()
-            if record is None:
-                record = WakeRecord(
-                    session=session,
-                    name=name,
-                    kind="match",
-                    lines=[],
-                    dropped=0,
-                    filter=None,
-                    exclude=False,
-                    total_matches=0,
-                    status="running",
-                    created_at=now,
-                    updated_at=now,
-                    from_host=origin,
-                )
+            record = wakes.record_or_new(path, now, session=session, name=name, from_host=origin)
             mark = record.imported_batch or 0
             new = [it for it in group if it.batch > mark]
             if new:

@@ -51,6 +51,8 @@ from ackdeck.core.watch.runs import load_meta, run_dir
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver wakes
+    from typing import Any
+
     from ackdeck.core.watch.monitors import MatchedLine
 
 Clock = Callable[[], float]
@@ -71,6 +73,25 @@ def session_locked(home: Path, session: str) -> Iterator[Path]:
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     with locked(locations.wake_lock(home, session)):
         yield d
+
+
+def record_or_new(path: Path, now: float, *, session: str, name: str, **fields: Any) -> WakeRecord:
+    """The wake record at `path` (its session's lock held), or a new empty one with `fields`
+    when there is none. A damaged file is kept (renamed, still reported as skipped; a
+    directory or FIFO in the record's place is renamed the same way) and a new one started."""
+    try:
+        return parse_record(path)
+    except FileNotFoundError:
+        pass
+    except CorruptState:
+        os.replace(path, locations.corrupt_aside(path, now))
+    empty: dict[str, Any] = dict(
+        kind="match", lines=[], dropped=0, filter=None, exclude=False, total_matches=0,
+        status="running",
+    )  # fmt: skip
+    return WakeRecord(
+        session=session, name=name, created_at=now, updated_at=now, **{**empty, **fields}
+    )
 
 
 def parse_record(path: Path) -> WakeRecord:
@@ -180,31 +201,17 @@ def merge(
     now = clock()
     with session_locked(home, session):
         path = record_path(home, session, name)
-        record: WakeRecord | None = None
-        try:
-            record = parse_record(path)
-        except FileNotFoundError:
-            pass
-        except CorruptState:
-            # Keep the bad file (renamed, still reported as skipped; a directory or FIFO in the
-            # record's place is renamed the same way) and start afresh.
-            os.replace(path, locations.corrupt_aside(path, now))
-        if record is None:
-            record = WakeRecord(
-                session=session,
-                name=name,
-                kind="match",
-                lines=[],
-                dropped=0,
-                filter=filter,
-                exclude=exclude,
-                total_matches=0,
-                status=status,
-                created_at=now,
-                updated_at=now,
-                to_host=to_host,
-                forwarded_total=None if to_host is None else 0,
-            )
+        record = record_or_new(
+            path,
+            now,
+            session=session,
+            name=name,
+            filter=filter,
+            exclude=exclude,
+            status=status,
+            to_host=to_host,
+            forwarded_total=None if to_host is None else 0,
+        )
         have = {(x.run_id, x.start, x.end) for x in record.lines}
         new = [
             WakeLine(run_id=run_id, start=m.start, end=m.end, text=m.text)
