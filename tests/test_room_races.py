@@ -13,33 +13,47 @@ from ackdeck.core.inbox.rooms import Room
 from tests.helpers.paths import REPO
 
 
-def _sh_appender(path: Path, tag: str, n: int) -> subprocess.Popen[bytes]:
-    # dash/sh `>>` reopens the path for every printf: exactly the seed's pollers.
-    script = f'i=0; while [ $i -lt {n} ]; do i=$((i+1)); printf "{tag}-%d\\n" $i >> "$1"; done'
-    return subprocess.Popen(["sh", "-c", script, "sh", str(path)])
+def _sh_appender(path: Path, tag: str, stop: Path) -> subprocess.Popen[bytes]:
+    # dash/sh `>>` reopens the path for every printf: exactly the seed's pollers. Each producer
+    # writes until the test says stop, then prints how many lines it wrote: the race lasts as
+    # long as the test needs, however fast or slow this machine is.
+    script = (
+        'i=0; while [ ! -e "$2" ]; do i=$((i+1)); printf "%s-%d\\n" "$3" $i >> "$1"; done; echo $i'
+    )
+    return subprocess.Popen(
+        ["sh", "-c", script, "sh", str(path), str(stop), tag], stdout=subprocess.PIPE
+    )
 
 
-def _py_appender(path: Path, tag: str, n: int) -> subprocess.Popen[bytes]:
+def _py_appender(path: Path, tag: str, stop: Path) -> subprocess.Popen[bytes]:
     code = (
         "import os, sys\n"
-        "p, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
-        "for i in range(1, n + 1):\n"
+        "p, stop, tag, i = sys.argv[1], sys.argv[2], sys.argv[3], 0\n"
+        "while not os.path.exists(stop):\n"
+        "    i += 1\n"
         "    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)\n"
         "    os.write(fd, f'{tag}-{i}\\n'.encode())\n"
         "    os.close(fd)\n"
+        "print(i)\n"
     )
-    return subprocess.Popen([sys.executable, "-c", code, str(path), tag, str(n)])
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(path), str(stop), tag], stdout=subprocess.PIPE
+    )
 
 
-def _pusher(path: Path, tag: str, n: int) -> subprocess.Popen[bytes]:
+def _pusher(path: Path, tag: str, stop: Path) -> subprocess.Popen[bytes]:
     code = (
-        "import sys\n"
+        "import os, sys\n"
         "from ackdeck.core.inbox.rooms import Room\n"
-        "r = Room(sys.argv[1])\n"
-        "for i in range(1, int(sys.argv[3]) + 1):\n"
-        "    r.push(f'{sys.argv[2]}-{i}')\n"
+        "r, stop, tag, i = Room(sys.argv[1]), sys.argv[2], sys.argv[3], 0\n"
+        "while not os.path.exists(stop):\n"
+        "    i += 1\n"
+        "    r.push(f'{tag}-{i}')\n"
+        "print(i)\n"
     )
-    return subprocess.Popen([sys.executable, "-c", code, str(path), tag, str(n)], cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(path), str(stop), tag], cwd=REPO, stdout=subprocess.PIPE
+    )
 
 
 def test_unlocked_appenders_racing_acks_lose_nothing(tmp_path: Path) -> None:
@@ -47,43 +61,49 @@ def test_unlocked_appenders_racing_acks_lose_nothing(tmp_path: Path) -> None:
     # on a loaded 2-core machine: a writer preempted between its open and its write lands in
     # the old inode after both sweeps. The link swept by later operations closes that window.
     path = tmp_path / "inbox.txt"
+    stop = tmp_path / "stop"
     path.write_bytes(b"")
     room = Room(path)
-    n = 600
-    procs = [
-        _sh_appender(path, "sh1", n),
-        _sh_appender(path, "sh2", n),
-        _py_appender(path, "py1", n),
-        _pusher(path, "push1", n),
-    ]
-    expected = Counter(
-        f"{tag}-{i}".encode() for tag in ("sh1", "sh2", "py1", "push1") for i in range(1, n + 1)
-    )
+    tags = ("sh1", "sh2", "py1", "push1")
+    makers = (_sh_appender, _sh_appender, _py_appender, _pusher)
+    procs = [make(path, tag, stop) for make, tag in zip(makers, tags, strict=True)]
     acked: Counter[bytes] = Counter()
-    acks = 0
-    deadline = time.monotonic() + 120
-    while any(p.poll() is None for p in procs):
-        assert time.monotonic() < deadline, "producers did not finish"
-        got = room.read("agent")
-        res = room.ack("agent")
-        # One acking session: every ack removes exactly what its read returned.
-        assert (res.mode, res.acked) == (("prefix", len(got.lines)) if got.lines else ("noop", 0))
-        acked.update(got.lines)
-        acks += 1
+    racing_acks = 0  # acks that removed lines while every producer was still writing
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 300  # only a real hang gets here
+    try:
+        # The race must really happen: keep the producers writing until many acks interleaved
+        # with all four of them (a fixed line count ended before 6 acks on a fast CI machine).
+        while racing_acks < 40 or len(seen) < len(tags):
+            assert time.monotonic() < deadline, "acks and producers did not interleave"
+            assert all(p.poll() is None for p in procs), "a producer exited early"
+            got = room.read("agent")
+            res = room.ack("agent")
+            # One acking session: every ack removes exactly what its read returned.
+            assert (res.mode, res.acked) == (
+                ("prefix", len(got.lines)) if got.lines else ("noop", 0)
+            )
+            acked.update(got.lines)
+            seen.update(line.split(b"-")[0] for line in got.lines)
+            racing_acks += bool(got.lines)
+    finally:
+        stop.touch()
+    outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     got = room.read("agent")
     acked.update(got.lines)
     room.ack("agent")
+    counts = [int(out) for out in outs]
+    expected = Counter(
+        f"{tag}-{i}".encode() for tag, n in zip(tags, counts, strict=True) for i in range(1, n + 1)
+    )
     remaining = path.read_bytes()
     lost = expected - acked
     dup = acked - expected
-    print(
-        f"acks={acks} acked={sum(acked.values())} lost={sum(lost.values())} dup={sum(dup.values())}"
-    )
+    print(f"acks={racing_acks} written={counts} lost={sum(lost.values())} dup={sum(dup.values())}")
     assert remaining == b""
     assert not lost, f"lost {sum(lost.values())} line(s), e.g. {list(lost)[:5]}"
     assert not dup, f"duplicated or torn: {list(dup)[:5]}"
-    assert acks > 5  # the race really happened: many acks interleaved with the writers
 
 
 def test_slow_writer_holding_the_old_path_is_swept_by_a_later_operation(tmp_path: Path) -> None:
