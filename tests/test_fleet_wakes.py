@@ -447,6 +447,42 @@ def test_a_redis_that_restarts_empty_gets_the_batch_again_and_nothing_twice(
         server.stop()
 
 
+def test_a_record_dismissed_before_the_confirmation_arrived_is_not_imported_again(
+    tmp_path: Path,
+) -> None:
+    """The owner delivers and dismisses the imported record on the session's host; Redis then
+    restarts empty, so the run's host never saw the confirmation and sends the batch again.
+    The dismissed record's batch is kept apart from it: the resend is skipped, confirmed, and
+    nothing reaches the session twice."""
+    server = RedisServer(tmp_path / "redis", persist=False)
+    server.start()
+    try:
+        fleet = _fleet()
+        alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+        run = _run(alpha, "s@beta", SCRIPT)
+        _ended(alpha, run)
+        _publish(alpha)
+        assert "3 imported" in _publish(beta)
+        got: Counter[tuple[str, str]] = Counter()
+        assert _drain(beta, "s", got) == 3
+        gone = ackdeck(_alone(beta), "wakes", "dismiss", "--session", "s", "build@alpha")
+        assert gone.returncode == 0, gone.stderr
+        assert _record_of(beta, "s", "build@alpha") is None
+        server.kill9()
+        server.start()  # empty: the confirmation is lost
+        _publish(alpha)  # not confirmed: sent again
+        assert _stream(server, fleet, "beta") == 3
+        assert "imported" not in _publish(beta)
+        assert _record_of(beta, "s", "build@alpha") is None  # not made again, empty or not
+        assert _drain(beta, "s", got) == 0 and got == _expected(run)
+        _publish(alpha)
+        rec = _record_of(alpha, "s@beta", "build")
+        assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 3
+        assert _stream(server, fleet, "beta") == 0
+    finally:
+        server.stop()
+
+
 def test_an_unreachable_fleet_keeps_the_record_and_forwards_when_it_returns(
     tmp_path: Path, server: RedisServer
 ) -> None:

@@ -212,6 +212,11 @@ def drain_lock(home: Path, session: str) -> Path:
     return lock_file(wake_session_dir(home, session), "drain", listed=True)
 
 
+def wake_import_marks(home: Path, session: str) -> Path:
+    # A leading dot: the session's listing of records skips it, as it skips the locks.
+    return wake_session_dir(home, session) / ".imported.json"
+
+
 def notices_dir(home: Path, session: str) -> Path:
     return home / "notices" / check_name(session)
 
@@ -491,6 +496,13 @@ FILES: tuple[Place, ...] = (
         "home", "wakes/SESSION/.lock", "flock for each change of the session's records", "wake_lock"
     ),
     Place("home", "wakes/SESSION/.drain.lock", "one drain per session at a time", "drain_lock"),
+    Place(
+        "home",
+        "wakes/SESSION/.imported.json",
+        "per record imported from another host (`NAME@HOST`), the newest batch it took in, "
+        "kept when the record is dismissed so that a resend of that batch is not imported again",
+        "wake_import_marks",
+    ),
     Place(
         "home",
         "notices/SESSION/DOOR.json",

@@ -16,6 +16,8 @@ On the session's host, the publishers import the stream's entries into its own w
 (`NAME@HOST` under the session, `from_host` set), each record in one write that also keeps
 the newest batch it took in (`imported_batch`): a batch that arrives again (sent again,
 restored by a restarted Redis, left in the stream by a crash before the delete) is skipped.
+A record the owner dismisses leaves that batch number behind (`wakes/SESSION/.imported.json`),
+so a batch sent again after the dismiss is skipped and confirmed too.
 Then they confirm what each record holds, and delete the entries. The record is drained like
 any other, off Redis, through the same gate.
 
@@ -257,15 +259,18 @@ def import_items(
             path = locations.wake_record(home, session, name)
             now = clock()
             record = wakes.record_or_new(path, now, session=session, name=name, from_host=origin)
-            mark = record.imported_batch or 0
+            # A dismissed record left its mark apart: a batch it took in is not taken again.
+            kept = wakes.import_marks(home, session).get(name, 0)
+            mark = max(record.imported_batch or 0, kept)
             new = [it for it in group if it.batch > mark]
             if new:
                 record = absorbed(record, new, now)
-                record = record.replace(imported_batch=max(it.batch for it in new))
+                mark = max(it.batch for it in new)
+                record = record.replace(imported_batch=mark)
                 wakes.store_record(path, record)
                 took += len(new)
-            if record.imported_batch is not None:
-                confirm.append((origin, session, name, record.imported_batch))
+            if mark:
+                confirm.append((origin, session, name, mark))
     return took, confirm
 
 

@@ -292,11 +292,46 @@ def dismiss(home: str | os.PathLike[str] | Path | None, session: str, name: str)
     with session_locked(h, session):
         path = record_path(h, session, name)
         try:
-            parse_record(path)  # refuses (CorruptState) rather than deleting a file it cannot read
+            # Refuses (CorruptState) rather than delete a file it cannot read.
+            rec = parse_record(path)
         except FileNotFoundError:
             return False
+        if rec.from_host is not None and rec.imported_batch is not None:
+            # The run's host may not have seen this batch confirmed yet and send it again
+            # (docs/how-to/fleet.md): the mark outlives the record, written before it goes.
+            keep_import_mark(h, session, name, rec.imported_batch)
         os.unlink(path)
         return True
+
+
+def import_marks(home: Path, session: str) -> dict[str, int]:
+    """The newest batch taken in per imported record name of `session`, as kept by `dismiss`
+    (the record's own `imported_batch` is the mark while it exists). A file that cannot be
+    read as marks counts as none: at worst a batch resent after a dismiss is taken in again,
+    which is what happened before marks were kept."""
+    import json
+
+    try:
+        raw = read_state(locations.wake_import_marks(home, session))
+        data = json.loads(raw) if raw is not None else {}
+    except (CorruptState, ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def keep_import_mark(home: Path, session: str, name: str, batch: int) -> None:
+    """Remember that record `name` of `session` took in batches up to `batch`. Under the
+    session's lock (the caller's)."""
+    import json
+
+    marks = import_marks(home, session)
+    if marks.get(name, 0) >= batch:
+        return
+    marks[name] = batch
+    data = json.dumps(marks, sort_keys=True).encode()
+    atomic.atomic_write(locations.wake_import_marks(home, session), data, fsync=False)
 
 
 # ----- drain -----------------------------------------------------------------------------
