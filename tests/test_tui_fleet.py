@@ -29,7 +29,7 @@ from ackdeck.tui.widgets.tables import (
     WakesTable,
 )
 from tests.helpers.redis_server import RedisServer, free_port
-from tests.helpers.wait import eventually
+from tests.helpers.wait import eventually, eventually_async
 
 
 @pytest.fixture(autouse=True)
@@ -227,6 +227,61 @@ async def test_another_hosts_process_and_wake_are_read_only_here(
             await pilot.press("x")
             await settle(pilot)
             assert isinstance(app.screen, ConfirmScreen)
+    finally:
+        beta.close()
+
+
+async def _palette(app: object, pilot: object, query: str) -> list[str]:
+    """The command palette's prompts for `query`, once its search has finished."""
+    from textual.command import CommandList, CommandPalette
+
+    await pilot.press("ctrl+p")  # type: ignore[attr-defined]
+    await pilot.press(*query)  # type: ignore[attr-defined]
+    listing = app.screen.query_one(CommandList)  # type: ignore[attr-defined]
+    gathering = CommandPalette._GATHER_COMMANDS_GROUP
+    await eventually_async(
+        lambda: (
+            listing.option_count > 0
+            and not any(w.group == gathering and not w.is_finished for w in app.workers)
+        ),  # type: ignore[attr-defined]
+        what="the palette's search to finish",
+        pilot=pilot,
+    )
+    return [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+
+
+async def test_the_command_palette_lists_another_hosts_rows_read_only(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
+    try:
+        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await settle(pilot)
+            await eventually_async(
+                lambda: len(app.main.query_one(ProcsTable)._keys) == 3,
+                what="beta's rows",
+                pilot=pilot,
+            )
+            prompts = await _palette(app, pilot, "output of deploy")
+            assert prompts[0].splitlines() == [
+                "Output of deploy on beta",
+                "exited; read it on beta",
+            ]
+            await pilot.press("enter")
+            await settle(pilot)
+            assert not isinstance(app.screen, OutputScreen)
+            said = notifications(app)[-1]
+            assert "process deploy lives on host beta: nothing done here" in said
+            assert "ackdeck output deploy" in said
+
+            prompts = await _palette(app, pilot, "dismiss wake builder/deploy")
+            assert prompts[0].startswith("Dismiss wake builder/deploy on beta\n"), prompts
+            await pilot.press("enter")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert "ackdeck wakes dismiss deploy --session builder" in notifications(app)[-1]
+            assert [w.name for w in wakes.list_wakes(theirs, "builder").wakes] == ["deploy"]
     finally:
         beta.close()
 

@@ -15,7 +15,8 @@ Command = tuple[str, str, Callable[[], object]]
 
 
 class DashboardCommands(Provider):
-    """One command per room action, process and wake record that exists right now."""
+    """One command per room action, process and wake record that exists right now (another
+    host's too, with a fleet)."""
 
     def _commands(self) -> list[Command]:
         from .host import host_of
@@ -56,6 +57,25 @@ class DashboardCommands(Provider):
                         partial(_dismiss, app, w.session, w.name),
                     )
                 )
+        # Another host's rows (a fleet): read-only here, as their keys are; the command says
+        # which host each lives on and what to run there.
+        remote_runs, remote_wakes = main.remote_rows
+        for rr in remote_runs:
+            out.append(
+                (
+                    f"Output of {rr.name} on {rr.host}",
+                    f"{rr.status}{'' if rr.live else ' (last known)'}; read it on {rr.host}",
+                    partial(main.output_elsewhere, rr.host, rr.name),
+                )
+            )
+        for rw in remote_wakes:
+            out.append(
+                (
+                    f"Dismiss wake {rw.session}/{rw.name} on {rw.host}",
+                    f"{rw.kind}, {rw.pending} pending; dismiss it on {rw.host}",
+                    partial(main.dismiss_elsewhere, rw.host, rw.session, rw.name),
+                )
+            )
         out.append(
             (
                 "Filter lines",

@@ -816,7 +816,7 @@ class MainScreen(Screen[None]):
             return
         host, name = split_fleet_key(key)
         if host is not None:
-            self._elsewhere(f"process {name}", host, f"ackdeck output {name}")
+            self.output_elsewhere(host, name)
             return
         self.dash.open_output(name)
 
@@ -828,13 +828,26 @@ class MainScreen(Screen[None]):
         host, key = split_fleet_key(key)
         session, _, name = key.partition("/")
         if host is not None:
-            what = f"the wake record of {session} for {name}"
-            self._elsewhere(what, host, f"ackdeck wakes dismiss {name} --session {session}")
+            self.dismiss_elsewhere(host, session, name)
             return
         self.confirm_dismiss(session, name)
 
+    # Another host's row is read-only here (its files are on that host): the key, or the
+    # command palette, says which host and what to run there.
+    def output_elsewhere(self, host: str, name: str) -> None:
+        self._elsewhere(f"process {name}", host, f"ackdeck output {name}")
+
+    def dismiss_elsewhere(self, host: str, session: str, name: str) -> None:
+        what = f"the wake record of {session} for {name}"
+        self._elsewhere(what, host, f"ackdeck wakes dismiss {name} --session {session}")
+
+    @property
+    def remote_rows(self) -> tuple[list[Any], list[Any]]:
+        """Every other host's runs and wake records (RemoteRun, RemoteWake), as the Processes
+        and Wakes panels list them."""
+        return self._remote_runs, self._remote_wakes
+
     def _elsewhere(self, what: str, host: str, there: str) -> None:
-        """Another host's row is read-only here: its files are on that host."""
         self.notify(
             f"{what} lives on host {host}: nothing done here (on {host}: {there})",
             title=f"on {host}",
