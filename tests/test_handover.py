@@ -83,6 +83,10 @@ def test_handover_moves_every_unacked_line_once_and_says_so(
     assert not locations.handover_journal(Path(cli_env["ACKDECK_HOME"]), "s1").exists()
     # s2 reads them as its own; s1's old read acks nothing now (its lines are gone).
     assert Room(b).read("s2").lines == [b"s2's own", *LINES]
+    # The hand-over's own read of a.txt is not left behind as a reader: a line arriving
+    # later is unread by s1 only (the Rooms table and overdue alerts count per reader).
+    Room(a).push(b"later")
+    assert set(Room(a).status().sessions) == {"s1"}
 
 
 def test_handover_json_and_a_second_run_moves_nothing(
@@ -191,6 +195,7 @@ def test_lines_arriving_during_the_handover_stay_in_the_stalled_room(
             kill9(proc)
     assert _lines(a) == [b"arrived meanwhile", b"unlocked producer"]
     assert _lines(b) == [b"s2's own", *LINES]
+    assert "handover" not in Room(a).status().sessions
 
 
 def test_a_handover_of_several_pages_moves_only_what_was_there_at_its_first_look(
@@ -221,6 +226,10 @@ def test_a_handover_of_several_pages_moves_only_what_was_there_at_its_first_look
     assert (got["moved"], got["both"]) == (1100, 0)
     assert _lines(b) == many
     assert _lines(a) == [b"arrived during the first page"]
+    # The second page's look read the line past the cutoff too and left it: it is not shown
+    # as in flight (or unread) by a hand-over reader that will never ack it.
+    st = Room(a).status()
+    assert "handover" not in st.sessions and st.pending == 1
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -254,6 +263,7 @@ def test_kill9_at_each_step_leaves_every_line_somewhere_and_a_rerun_finishes_onc
     assert _lines(a) == []
     assert _lines(b) == [b"s2's own", *LINES]
     assert not journal.exists()
+    assert set(Room(a).status().sessions) == {"s1"}  # the hand-over's reader is not left
 
 
 def test_a_lost_push_reply_is_found_after_others_pushed_and_not_pushed_again(

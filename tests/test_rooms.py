@@ -583,3 +583,25 @@ def test_a_forked_child_never_releases_the_parents_push_lock(tmp_path: Path) -> 
     assert room.push("parent 2") == len(b"parent 1\nchild\n")
     assert room.read("s").lines == [b"parent 1", b"child", b"parent 2"]
     room.close()
+
+
+def test_forget_drops_a_reader_only_when_nothing_of_it_can_still_be_acked(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.txt"
+    room = Room(path)
+    room.push("one")
+    room.push("two")
+    assert room.read("s", reader="r1").lines == [b"one", b"two"]
+    # An unacked read by another reader than the caller's is kept, and still acks.
+    assert room.forget("s") is False and room.forget("s", {"other"}) is False
+    assert room.ack("s", reader="r1").acked == 2
+    room.push("three")
+    assert room.status().sessions["s"].unread == 1
+    assert room.forget("s") is True  # acked: only a cursor is left, and it goes
+    assert "s" not in room.status().sessions and room.forget("s") is False
+    # The caller's own unacked read goes too; its lines stay, and its ack is refused.
+    assert room.read("h", reader="mine").lines == [b"three"]
+    assert room.forget("h", {"mine"}) is True
+    with pytest.raises(ColdAck):
+        room.ack("h", reader="mine")
+    assert path.read_bytes() == b"three\n"
+    assert Room(tmp_path / "never.txt").forget("s") is False

@@ -27,7 +27,7 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
@@ -655,6 +655,25 @@ class Room:
                 for doc in journey.audit_entries(self._side.audit_file)
             ):
                 self._side.audit(entry)
+
+    def forget(self, session: str, readers: Collection[str] = ()) -> bool:
+        """Stop counting `session` as a reader of this room: its receipt (the cursor of its
+        unread count, and what authorises its next ack) goes. For a reader that will not come
+        back, such as a finished hand-over's own; a later read by that name starts afresh.
+        Only when nothing of it could still be acked: its last read is acked or took no line,
+        or was handed to one of `readers` (the caller's own reads, which it will not ack).
+        Nothing is removed from the room either way. False when the receipt is kept."""
+        check_name(session)
+        if not self._side.ensure(create=False):
+            return False
+        with self._side.lock(shared=False):
+            header = self._receipts.header(session)
+            if header is None:
+                return False
+            if not (header.acked or header.lines == 0 or header.reader in readers):
+                return False
+            atomic.unlink_quietly(self._receipts.file(session))
+            return True
 
     def _append(self, data: bytes) -> int:
         """Append complete lines in one write under the shared lock (push, and the dead-letter

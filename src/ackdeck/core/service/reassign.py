@@ -303,8 +303,10 @@ def _run(
     notes: list[str] = []
     moved = in_flight = both = 0
     resumed = None
+    mine: set[str] = set()  # the reader ids of this run's reads (forgotten at its end)
     found = load_journal(home, source)
     if found is not None:
+        mine.add(found.id)
         resumed = found.state
         notes.append(
             f"found an unfinished hand-over of {counted(found.lines, 'line')} from "
@@ -319,7 +321,8 @@ def _run(
                 _open(found.to_room, clock, src.door, home),
             )
         try:
-            gone = _finish(home, found, f_src, f_dst, notes, fresh=False)
+            gone = _finish(home, found, f_src, f_dst, notes, mine, fresh=False)
+            f_src.forget(HANDOVER_SESSION, mine)
         finally:
             if f_src is not src:
                 f_src.close()
@@ -332,11 +335,11 @@ def _run(
     first = src.status()
     cutoff = (first.epoch, first.pushed_total)
     while True:
-        page = _choose(home, source, target, src, dst, src_spec, dst_spec, cutoff, clock)
+        page = _choose(home, source, target, src, dst, src_spec, dst_spec, cutoff, clock, mine)
         if page is None:
             break
         journal, more = page
-        gone = _finish(home, journal, src, dst, notes, fresh=True)
+        gone = _finish(home, journal, src, dst, notes, mine, fresh=True)
         moved, in_flight, both = (
             moved + gone,
             in_flight + journal.in_flight,
@@ -344,6 +347,11 @@ def _run(
         )
         if not more or gone < journal.lines:
             break
+    # The hand-over's reader will not read again. Left as one, it would count every later
+    # line as unread (late, in the Rooms table and alerts) by "handover", and the lines its
+    # last look read past the cutoff as in flight. Its reads remove nothing: dropping their
+    # receipts only makes them unusable for an ack.
+    src.forget(HANDOVER_SESSION, mine)
     return Handover(source, target, src_spec, dst_spec, moved, in_flight, both, resumed, notes)
 
 
@@ -357,6 +365,7 @@ def _choose(
     dst_spec: str,
     cutoff: tuple[int, int],
     clock: Callable[[], float],
+    mine: set[str],
 ) -> tuple[Journal, bool] | None:
     """Read the next page of the source room for the hand-over and record it (step
     "chosen"); None when the room holds no complete line from before `cutoff` (its epoch and
@@ -366,6 +375,7 @@ def _choose(
 
     held = src.status().counts_of(source)[0]
     rid = readlog.new_id()
+    mine.add(rid)
     got = src.read(HANDOVER_SESSION, reader=rid)
     if not got.lines:
         return None
@@ -380,6 +390,7 @@ def _choose(
             # room keeps the longer receipt of the same reader (it takes a shorter one for
             # an older read), and the ack must remove only these lines.
             rid = readlog.new_id()
+            mine.add(rid)
             got = src.read(HANDOVER_SESSION, reader=rid, max_bytes=take)
             assert isinstance(got.start, int) and isinstance(got.end, int)
             if not got.lines or got.end > cutoff[1]:
@@ -412,7 +423,14 @@ def _choose(
 
 
 def _finish(
-    home: Path, journal: Journal, src: Room, dst: Room, notes: list[str], *, fresh: bool
+    home: Path,
+    journal: Journal,
+    src: Room,
+    dst: Room,
+    notes: list[str],
+    mine: set[str],
+    *,
+    fresh: bool,
 ) -> int:
     """Take `journal` from the step it records to the end; how many of its lines left the
     source room (the rest are in both rooms, and a note says why)."""
@@ -443,7 +461,7 @@ def _finish(
         dst.note_handover(
             journal.to_start, journal.to_start + len(data), journal.lines, journal.sha256, text
         )
-        gone = _ack_source(src, journal, notes)
+        gone = _ack_source(src, journal, notes, mine)
         pause("handover-after-ack")
         if gone:
             src.note_handover(journal.start, journal.end, journal.lines, journal.sha256, text)
@@ -454,7 +472,7 @@ def _finish(
     return gone
 
 
-def _ack_source(src: Room, journal: Journal, notes: list[str]) -> int:
+def _ack_source(src: Room, journal: Journal, notes: list[str], mine: set[str]) -> int:
     """Remove the journal's lines from the source room by the hand-over's own read; how many
     left it (all or none). Already gone (a re-run after the ack): all."""
     if _left(src, journal):
@@ -472,6 +490,7 @@ def _ack_source(src: Room, journal: Journal, notes: list[str]) -> int:
     from ackdeck.core.inbox import readlog
 
     rid = readlog.new_id()
+    mine.add(rid)
     again = src.read(HANDOVER_SESSION, reader=rid, max_bytes=len(journal.data()))
     if (again.epoch, again.start, again.data) == (journal.epoch, journal.start, journal.data()):
         redo = src.ack(HANDOVER_SESSION, reader=rid)
