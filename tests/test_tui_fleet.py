@@ -97,6 +97,55 @@ def test_a_bad_fleet_in_the_config_is_one_line_naming_it(tmp_path: Path) -> None
         DashConfig.from_table({"fleet": "redis://x", "host_id": "a/b"})
 
 
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--fleet", "http://x/y"], "ackdeck: error: --fleet: invalid fleet URL 'http://x/y'"),
+        (["--fleet", "redis://x/0/y", "--host-id", "a/b"], "ackdeck: error: --host-id: invalid"),
+    ],
+)
+@pytest.mark.parametrize("command", ["tui", "web"])
+def test_the_dashboards_bad_fleet_flag_is_one_line_and_exit_1(
+    tmp_path: Path, command: str, flags: list[str], says: str
+) -> None:
+    from tests.helpers.cli import ackdeck, here_env
+
+    env = {**here_env(), "ACKDECK_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    done = ackdeck(env, command, *flags)
+    assert done.returncode == 1
+    assert done.stderr.startswith(says) and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_the_dashboards_fleet_flags_win_over_the_environment_and_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from ackdeck.tui.entry import dashboard_config
+
+    config = tmp_path / "config.toml"
+    config.write_text('fleet = "redis://127.0.0.1/0/fromfile"\nhost_id = "file"\n')
+    monkeypatch.setenv("ACKDECK_FLEET", "redis://127.0.0.1/0/fromenv")
+    monkeypatch.setenv("ACKDECK_HOST_ID", "env")
+
+    def settings(**flags: str | None) -> tuple[str, str]:
+        args = argparse.Namespace(
+            config=str(config), tui_home=None, home=str(tmp_path / "home"), rooms=[],
+            room_dirs=[], session=None, fleet=flags.get("fleet"), host_id=flags.get("host_id"),
+        )  # fmt: skip
+        got = dashboard_config(args).fleet_settings()
+        assert got is not None
+        return got.address.name, got.host
+
+    assert settings() == ("fromenv", "env")
+    assert settings(fleet="redis://127.0.0.1/0/fromflag") == ("fromflag", "env")
+    assert settings(host_id="flag") == ("fromenv", "flag")
+    monkeypatch.delenv("ACKDECK_FLEET")
+    monkeypatch.delenv("ACKDECK_HOST_ID")
+    assert settings() == ("fromfile", "file")
+    assert settings(host_id="flag") == ("fromfile", "flag")
+
+
 # ----- the Processes and Wakes panels ---------------------------------------------------------
 def _woken(home: Path, name: str, session: str) -> None:
     """A monitored run of `name` that matched once and ended, and the wake it left `session`."""

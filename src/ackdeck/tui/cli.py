@@ -53,6 +53,9 @@ def _dashboard_options(p: argparse.ArgumentParser) -> None:
         help="do not list Claude Code teams' mailboxes (found under $CLAUDE_CONFIG_DIR/teams or "
         "~/.claude/teams; config: claude_teams = false)",
     )
+    from ackdeck.core.cli._fleet import add_fleet_options
+
+    add_fleet_options(p, filter_hosts=False)  # --fleet URL, --host-id ID
 
 
 def register_tui(sub: argparse._SubParsersAction) -> None:

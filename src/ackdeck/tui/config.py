@@ -66,6 +66,11 @@ class DashConfig:
     # The fleet (docs/how-to/fleet.md): ACKDECK_FLEET and ACKDECK_HOST_ID win over these.
     fleet: str | None = None
     host_id: str | None = None
+    # `--fleet URL` and `--host-id ID` of the dashboard's command: they win over the
+    # environment, as they do for every other command (not a key of the config file).
+    fleet_flags: tuple[str | None, str | None] = field(
+        default=(None, None), metadata={"flags_only": True}
+    )
 
     def __post_init__(self) -> None:
         # Each check raises ValueError("key: what is wrong"); from_table adds the file.
@@ -89,18 +94,19 @@ class DashConfig:
             self.host_id = _named("host_id", self.host_id, _host_id)
 
     def fleet_settings(self, env: Mapping[str, str] | None = None) -> FleetSettings | None:
-        """The fleet the dashboard shows and publishes to: the environment's, else this
-        config's; None without one."""
+        """The fleet the dashboard shows and publishes to: the command's flags', else the
+        environment's, else this config's; None without one."""
         from ackdeck.core.service.fleet_settings import resolve_fleet
 
         table = {k: v for k, v in (("fleet", self.fleet), ("host_id", self.host_id)) if v}
-        return resolve_fleet(env=os.environ if env is None else env, config=table)
+        url, host = self.fleet_flags
+        return resolve_fleet(url, host, env=os.environ if env is None else env, config=table)
 
     @classmethod
     def from_table(cls, table: Mapping[str, object]) -> DashConfig:
         """The settings of a parsed TOML table; an unknown key or a bad value is a ValueError
         naming the key."""
-        known = [f.name for f in fields(cls)]
+        known = [f.name for f in fields(cls) if not f.metadata.get("flags_only")]
         for key in table:
             if key not in known:
                 raise ValueError(f"{key}: not a setting (settings: {', '.join(known)})")
@@ -113,8 +119,21 @@ class DashConfig:
         rooms: list[Path | str] | None = None,
         room_dirs: list[Path] | None = None,
         session: str | None = None,
+        fleet: str | None = None,
+        host_id: str | None = None,
     ) -> DashConfig:
         update: dict[str, Any] = {}
+        if fleet is not None or host_id is not None:
+            # Checked as the config's own values are (one line naming the flag), then kept
+            # apart: the flags win over the environment, the config file does not.
+            try:
+                flags = (
+                    None if fleet is None else _named("--fleet", fleet, _fleet_url),
+                    None if host_id is None else _named("--host-id", host_id, _host_id),
+                )
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
+            update["fleet_flags"] = flags
         if home is not None:
             update["home"] = home
         if rooms:

@@ -30,6 +30,8 @@ def dashboard_config(args: argparse.Namespace) -> DashConfig:
         rooms=[room_spec(r) for r in args.rooms],
         room_dirs=[Path(d) for d in getattr(args, "room_dirs", [])],
         session=args.session,
+        fleet=getattr(args, "fleet", None),
+        host_id=getattr(args, "host_id", None),
     )
 
 
@@ -69,6 +71,14 @@ def run_web(args: argparse.Namespace) -> int:
         tui_args += ["--session", args.session]
     if getattr(args, "claude_teams", None) is False:
         tui_args.append("--no-claude-teams")
+    # The fleet's flags reach each tab through its environment, where they win over the
+    # config as the flags do here: a URL may carry a password, which a command line shows
+    # to every user of the machine (`ps`).
+    from ackdeck.core.service.fleet_settings import FLEET_ENV, HOST_ENV
+
+    for env_name, value in ((FLEET_ENV, args.fleet), (HOST_ENV, args.host_id)):
+        if value:
+            os.environ[env_name] = value
     specs = [str(r) for r in config.rooms]
 
     def metrics() -> bytes:
