@@ -483,6 +483,98 @@ def test_a_record_dismissed_before_the_confirmation_arrived_is_not_imported_agai
         server.stop()
 
 
+def test_a_batch_on_its_way_when_the_host_id_changed_is_confirmed_and_the_next_goes(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """The run's host publishes under another id (ACKDECK_HOST_ID set or changed, an MCP
+    server and a shell that disagree) while a batch sent under the old one is on its way: the
+    session's host confirms it under the id it came from, which is where the new publisher
+    must look, else the record waits for that confirmation forever and nothing more goes."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    first = _run(alpha, "s@beta", SCRIPT)
+    _ended(alpha, first)
+    assert "3 forwarded" in _publish(alpha)
+    assert "3 imported" in _publish(beta)
+    renamed = {**alpha, "ACKDECK_HOST_ID": "alpha-2"}
+    second = _run(renamed, "s@beta", "echo FAIL three")
+    _ended(renamed, second)
+    assert "2 forwarded" in _publish(renamed)  # alpha's batch confirmed, then the next
+    assert "2 imported" in _publish(beta)
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(beta, "s", got)
+    assert got == _expected(first) + Counter({(second, "FAIL three"): 1, (second, "exited"): 1})
+    _publish(renamed)
+    rec = _record_of(alpha, "s@beta", "build")
+    assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 5
+
+
+def test_a_session_whose_wakes_cannot_be_written_holds_up_no_other_and_loses_nothing(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """On the session's host, session `a`'s wake directory cannot be made (a file in its
+    place): its entries stay in the stream, said in one line, while session `z`'s are
+    imported and the host still publishes; once `a` can be written, its wakes arrive once."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    to_a = _run(alpha, "a@beta", SCRIPT)
+    to_z = _run(alpha, "z@beta", SCRIPT, name="other")
+    _ended(alpha, to_a)
+    _ended(alpha, to_z)
+    assert "6 forwarded" in _publish(alpha)
+    blocked = Path(beta["ACKDECK_HOME"]) / "wakes" / "a"
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("not a directory")
+
+    done = ackdeck(beta, "fleet", "publish")
+    assert done.returncode == 0, done.stderr
+    assert "published host beta" in done.stdout and "3 imported" in done.stdout
+    assert done.stderr.count("\n") == 1 and "session a" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert _stream(server, fleet, "beta") == 3  # a's entries wait in the fleet
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(beta, "z", got)
+    assert got == _expected(to_z)
+
+    blocked.unlink()
+    assert "3 imported" in _publish(beta)
+    assert _stream(server, fleet, "beta") == 0
+    _drain(beta, "a", got)
+    _drain(beta, "z", got)
+    assert got == _expected(to_z) + _expected(to_a)
+
+
+def test_a_record_that_cannot_be_forwarded_holds_up_no_other(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """On the run's host, session `a@beta`'s lock cannot be taken (a directory in its place):
+    said in one line, its record waits, and `z@beta`'s record is forwarded and the snapshot
+    published all the same."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    to_a = _run(alpha, "a@beta", SCRIPT)
+    to_z = _run(alpha, "z@beta", SCRIPT, name="other")
+    _ended(alpha, to_a)
+    _ended(alpha, to_z)
+    lock = Path(alpha["ACKDECK_HOME"]) / "wakes" / "a@beta" / ".drain.lock"
+    lock.mkdir()  # no forward took it yet
+
+    done = ackdeck(alpha, "fleet", "publish")
+    assert done.returncode == 0, done.stderr
+    assert "published host alpha" in done.stdout and "3 forwarded" in done.stdout
+    assert done.stderr.count("\n") == 1 and "a@beta" in done.stderr, done.stderr
+    assert "3 imported" in _publish(beta)
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(beta, "z", got)
+    assert got == _expected(to_z)
+
+    lock.rmdir()
+    assert "3 forwarded" in _publish(alpha)
+    assert "3 imported" in _publish(beta)
+    _drain(beta, "a", got)
+    assert got == _expected(to_z) + _expected(to_a)
+
+
 def test_an_unreachable_fleet_keeps_the_record_and_forwards_when_it_returns(
     tmp_path: Path, server: RedisServer
 ) -> None:
