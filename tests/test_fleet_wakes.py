@@ -447,13 +447,15 @@ def test_a_redis_that_restarts_empty_gets_the_batch_again_and_nothing_twice(
         server.stop()
 
 
+@pytest.mark.parametrize("marks", ["none", "garbage", "a directory"])
 def test_a_record_dismissed_before_the_confirmation_arrived_is_not_imported_again(
-    tmp_path: Path,
+    tmp_path: Path, marks: str
 ) -> None:
     """The owner delivers and dismisses the imported record on the session's host; Redis then
     restarts empty, so the run's host never saw the confirmation and sends the batch again.
     The dismissed record's batch is kept apart from it: the resend is skipped, confirmed, and
-    nothing reaches the session twice."""
+    nothing reaches the session twice. A marks file damaged before the dismiss (garbage, a
+    directory in its place) is set aside and written anew by it."""
     server = RedisServer(tmp_path / "redis", persist=False)
     server.start()
     try:
@@ -465,8 +467,14 @@ def test_a_record_dismissed_before_the_confirmation_arrived_is_not_imported_agai
         assert "3 imported" in _publish(beta)
         got: Counter[tuple[str, str]] = Counter()
         assert _drain(beta, "s", got) == 3
+        kept = Path(beta["ACKDECK_HOME"]) / "wakes" / "s" / ".imported.json"
+        if marks == "garbage":
+            kept.write_bytes(b"\xff{not json")
+        elif marks == "a directory":
+            kept.mkdir()
         gone = ackdeck(_alone(beta), "wakes", "dismiss", "--session", "s", "build@alpha")
         assert gone.returncode == 0, gone.stderr
+        assert kept.is_file()
         assert _record_of(beta, "s", "build@alpha") is None
         server.kill9()
         server.start()  # empty: the confirmation is lost
