@@ -271,6 +271,32 @@ def test_a_bare_session_name_goes_to_the_host_whose_agent_it_is(
     assert got - Counter({(local, "FAIL here"): 1, (local, "exited"): 1}) == _expected(run)
 
 
+def test_a_run_for_a_session_of_a_gone_host_says_the_host_is_gone(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """The session's host stopped publishing (past its TTL): the wakes wait for it, and the run
+    says so, named or found by the session's name, rather than start as if it would hear."""
+    alpha, beta = _homes(tmp_path, server.url(_fleet()), "alpha", "beta")
+    beta = {**beta, "ACKDECK_FLEET_TTL": "1"}
+    room = Path(beta["ACKDECK_HOME"]) / "inbox.txt"
+    ackdeck(beta, "room", "push", str(room), "hello")
+    assert ackdeck(beta, "room", "read", str(room), "--session", "s").returncode == 0
+    _publish(beta)
+
+    def gone() -> bool:
+        hosts = json_of(alpha, "fleet", "hosts")["hosts"]
+        return any(h["host"] == "beta" and not h["live"] for h in hosts)
+
+    eventually(gone, what="beta to be gone from the fleet")
+    for session in ("s", "s@beta"):
+        done = ackdeck(alpha, "run", "build", "--session", session, "--monitor", "X", "--", "true")
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert "host 'beta' is gone from fleet" in done.stderr and "wait here" in done.stderr
+    runs = json_of(_alone(alpha), "ps")["processes"]
+    assert [r["session"] for r in runs] == ["s@beta", "s@beta"]
+
+
 def test_another_hosts_session_without_a_fleet_is_one_line_and_starts_nothing(
     tmp_path: Path,
 ) -> None:

@@ -362,17 +362,18 @@ def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: s
 
         host_id(host, f"--session {session}")
         try:
-            _, pubs = _read_once(settings)
+            server_now, pubs = _read_once(settings)
         except FleetUnreachable:
             return WakeOwner(session, host)  # forwarded once the fleet answers
-        if all(p.host != host for p in pubs):  # a typo would otherwise wait silently
+        found = next((p for p in pubs if p.host == host), None)
+        if found is None:  # a typo would otherwise wait silently
             return WakeOwner(
                 session,
                 host,
                 f"host {host!r} is not on fleet {settings.url} (yet): the wakes wait here "
                 "until it publishes",
             )
-        return WakeOwner(session, host)
+        return WakeOwner(session, host, _gone_note(found, server_now, settings))
     if settings is None:
         return WakeOwner(session, None)
     try:
@@ -393,8 +394,24 @@ def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: s
             f"session {session!r} is on hosts {names}: name one, --session {session}@HOST"
         )
     if homes:
-        return WakeOwner(f"{session}@{homes[0].host}", homes[0].host)
+        found = homes[0]
+        note = _gone_note(found, server_now, settings)
+        return WakeOwner(f"{session}@{found.host}", found.host, note)
     return WakeOwner(session, None)
+
+
+def _gone_note(pub: Published, server_now: float, settings: FleetSettings) -> str | None:
+    """What to say of a run for a session of `pub`'s host: nothing while it is live; gone, its
+    wakes wait on this host until it publishes again (a run would otherwise seem heard)."""
+    from ackdeck.core.base.text import age_text
+
+    if fleet_model.live(pub, server_now):
+        return None
+    age = age_text(max(0.0, server_now - pub.at))
+    return (
+        f"host {pub.host!r} is gone from fleet {settings.url} (last published {age} ago): "
+        "the wakes wait here until it publishes again"
+    )
 
 
 def _read_once(settings: FleetSettings) -> tuple[float, list[Published]]:
