@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -778,6 +779,53 @@ def test_the_exchange_called_in_process_forwards_imports_and_confirms_once(
         rec = _record_of(alpha, "s@beta", "build")
         assert rec is not None and rec["forwarded_total"] == 3 and "on_the_way" not in rec
         assert _drain(beta, "s", got) == 0 and got == _expected(run)
+    finally:
+        a_link.close()
+        b_link.close()
+
+
+def test_a_record_made_again_after_the_clock_stepped_back_is_delivered(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """On the run's host the record is dismissed and made again by the next run, and its clock
+    has stepped back (NTP) meanwhile: the new record's first batch must still be numbered above
+    what the session's host confirmed, or that host skips it as imported, confirms it, and the
+    run's wakes are counted forwarded and never delivered."""
+    from ackdeck.core.service.fleet import FleetLink, exchange_wakes
+    from ackdeck.core.service.fleet_settings import resolve_fleet
+
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    secret = {"ACKDECK_REDIS_PASSWORD": server.password} if server.password else {}
+
+    def link(host: str) -> FleetLink:
+        settings = resolve_fleet(server.url(fleet), host, env=secret, config={})
+        assert settings is not None
+        return FleetLink(settings)
+
+    a_home, b_home = Path(alpha["ACKDECK_HOME"]), Path(beta["ACKDECK_HOME"])
+    a_link, b_link = link("alpha"), link("beta")
+    got: Counter[tuple[str, str]] = Counter()
+    try:
+        first = _run(alpha, "s@beta", SCRIPT)
+        _ended(alpha, first)
+        assert exchange_wakes(a_link, a_home).forwarded == 3
+        assert exchange_wakes(b_link, b_home).imported == 3
+        _drain(beta, "s", got)
+        exchange_wakes(a_link, a_home)  # confirmed
+        gone = ackdeck(_alone(alpha), "wakes", "dismiss", "--session", "s@beta", "build")
+        assert gone.returncode == 0, gone.stderr
+        second = _run(alpha, "s@beta", "echo FAIL three")
+        _ended(alpha, second)
+
+        def stepped_back() -> float:
+            return time.time() - 60
+
+        assert exchange_wakes(a_link, a_home, clock=stepped_back).forwarded == 2
+        assert exchange_wakes(b_link, b_home).imported == 2
+        _drain(beta, "s", got)
+        want = _expected(first) + Counter({(second, "FAIL three"): 1, (second, "exited"): 1})
+        assert got == want
     finally:
         a_link.close()
         b_link.close()

@@ -87,14 +87,20 @@ def _to_forward(r: WakeRecord) -> bool:
 
 
 def batch_of(
-    origin: str, r: WakeRecord, status_of: Callable[[str], str], now: float
+    origin: str,
+    r: WakeRecord,
+    status_of: Callable[[str], str],
+    now: float,
+    *,
+    above: int | None = None,
 ) -> tuple[list[WakeItem], WakeRecord]:
     """Everything `r` has to forward as one batch, in order (lines, then dropped counts, then
     notices: an exit notice never arrives before its run's lines), and the record once they
     are on their way. `status_of(run_id)`: the run's status now. A batch number is above the
-    last one and not below the clock in ms: a record dismissed and made again never reuses
-    one the other host has imported."""
-    batch = max((r.forward_batch or 0) + 1, int(now * 1000))
+    last one, above `above` (the newest the other host confirmed) and not below the clock in
+    ms: a record dismissed and made again never reuses one the other host has imported, even
+    when the clock stepped back meanwhile."""
+    batch = max((r.forward_batch or 0) + 1, (above or 0) + 1, int(now * 1000))
     target = target_session(r)
 
     def item(run_id: str, what: str, **kw: object) -> WakeItem:
@@ -192,6 +198,7 @@ def _forward_one(
 ) -> int:
     host = rec.to_host
     assert host is not None
+    above: int | None = None  # the newest batch the other host confirmed under this id
     if rec.in_flight:
         batch, sent_as = rec.in_flight[0].batch, rec.in_flight[0].origin
         # Confirmed under the id the batch went under, which is not this publisher's when the
@@ -204,14 +211,20 @@ def _forward_one(
         if now is None:
             return 0
         rec = now
+        if sent_as == origin:
+            above = got
     if not _to_forward(rec):
         return 0
+    if above is None:
+        # A record made again here numbers its batches from the clock, which may have stepped
+        # back since the other host confirmed the last one of this name: asked, and above it.
+        above = taken(origin, host, target_session(rec), f"{rec.name}@{origin}")
     items: list[WakeItem] = []
 
     def make(r: WakeRecord) -> WakeRecord:
         if r.in_flight or not _to_forward(r):
             return r
-        made, after = batch_of(origin, r, partial(_status, home, r), clock())
+        made, after = batch_of(origin, r, partial(_status, home, r), clock(), above=above)
         items.extend(made)
         return after
 
