@@ -610,6 +610,38 @@ def test_a_record_that_cannot_be_forwarded_holds_up_no_other(
     assert got == _expected(to_z) + _expected(to_a)
 
 
+def test_a_run_whose_supervisor_died_wakes_the_other_host_with_only_a_publisher_running(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """A CI runner runs `fleet publish --every` and nothing else of ackdeck: a run whose
+    supervisor is killed must still reach the session on the other host as monitor-lost, so
+    the publisher reports lost runs as the doors do (`ps`, `wakes list` are not run here)."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    done = ackdeck(
+        alpha, "run", "orphan", "--session", "s@beta", "--monitor", "X", "--json",
+        "--", "sleep", "300",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    started = json.loads(done.stdout)
+    pid = started["pid"]
+    supervisor = int(Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[1])
+    try:
+        os.kill(supervisor, signal.SIGKILL)
+        eventually(lambda: not Path(f"/proc/{supervisor}").exists(), what="the supervisor gone")
+        eventually(lambda: "1 forwarded" in _publish(alpha), what="alpha to forward the loss")
+        assert "1 imported" in _publish(beta)
+        res = json_of(_alone(beta), "wakes", "drain", "--session", "s")
+        (d,) = res["delivered"]
+        assert (d["name"], d["run_id"], d["kind"]) == (
+            "orphan@alpha",
+            started["run_id"],
+            "monitor-lost",
+        )
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
 def test_an_unreachable_fleet_keeps_the_record_and_forwards_when_it_returns(
     tmp_path: Path, server: RedisServer
 ) -> None:
