@@ -298,6 +298,26 @@ def test_a_run_for_a_session_of_a_gone_host_says_the_host_is_gone(
     assert [r["session"] for r in runs] == ["s@beta", "s@beta"]
 
 
+def test_a_run_for_another_hosts_session_says_its_wakes_are_drained_there(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """What to do next, as `run` says it (the MCP tool too): a drain on this host never
+    delivers the wakes of a session on another host, so it must not be the advice."""
+    (alpha,) = _homes(tmp_path, server.url(_fleet()), "alpha")
+    done = ackdeck(
+        alpha, "run", "build", "--session", "s@beta", "--monitor", "FAIL", "--json",
+        "--", "sleep", "30",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    started = json.loads(done.stdout)
+    try:
+        hint = started["next"]
+        assert "session 's' on host 'beta'" in hint, hint
+        assert "ackdeck wakes drain --session s)" in hint and "there" in hint, hint
+    finally:
+        assert ackdeck(_alone(alpha), "kill", "build", "--grace", "0.5").returncode == 0
+
+
 def test_another_hosts_session_without_a_fleet_is_one_line_and_starts_nothing(
     tmp_path: Path,
 ) -> None:
