@@ -5,7 +5,9 @@ On the run's host, the wake record of `--session NAME@HOST` is kept under the se
 
 1. Everything it holds (lines, exit / monitor-lost notices, counts of lines the cap dropped)
    becomes one numbered **batch**, moved out of the pending items into the record's
-   `in_flight` in one atomic write, before anything is sent.
+   `in_flight` in one atomic write, before anything is sent. Its number is above the record's
+   last, above the newest the session's host confirmed for the record's name (a record made
+   again after a dismiss, with a clock stepped back meanwhile) and not below the clock in ms.
 2. The batch is sent (`send`: one script on the fleet's Redis that appends each item to the
    target host's stream once, by a mark per item), and sent again at every forward until the
    session's host confirms it imported it (`taken`). A reply lost, a crash after the write, a
