@@ -58,6 +58,10 @@ def test_a_bad_host_id_or_fleet_url_is_one_line_naming_it() -> None:
         resolve_fleet("redis://h", env={"ACKDECK_HOST_ID": "../x"}, config={})
     with pytest.raises(InvalidName, match="--host-id"):
         resolve_fleet("redis://h", "a/b", env={}, config={})
+    # `NAME@HOST` ends at its last `@`: a host id holding one could never be named there
+    # (`s@be@ta` would be the session `s@be` of host `ta`).
+    with pytest.raises(InvalidName, match="ACKDECK_HOST_ID: invalid host id 'be@ta': no '@'"):
+        resolve_fleet("redis://h", env={"ACKDECK_HOST_ID": "be@ta"}, config={})
     with pytest.raises(InvalidInput, match="invalid fleet URL") as exc:
         parse_fleet_url("http://user:secret@h/x", env={})
     assert "secret" not in str(exc.value)

@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,6 +272,52 @@ def test_a_bare_session_name_goes_to_the_host_whose_agent_it_is(
     assert got - Counter({(local, "FAIL here"): 1, (local, "exited"): 1}) == _expected(run)
 
 
+def test_a_run_for_a_session_of_a_gone_host_says_the_host_is_gone(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """The session's host stopped publishing (past its TTL): the wakes wait for it, and the run
+    says so, named or found by the session's name, rather than start as if it would hear."""
+    alpha, beta = _homes(tmp_path, server.url(_fleet()), "alpha", "beta")
+    beta = {**beta, "ACKDECK_FLEET_TTL": "1"}
+    room = Path(beta["ACKDECK_HOME"]) / "inbox.txt"
+    ackdeck(beta, "room", "push", str(room), "hello")
+    assert ackdeck(beta, "room", "read", str(room), "--session", "s").returncode == 0
+    _publish(beta)
+
+    def gone() -> bool:
+        hosts = json_of(alpha, "fleet", "hosts")["hosts"]
+        return any(h["host"] == "beta" and not h["live"] for h in hosts)
+
+    eventually(gone, what="beta to be gone from the fleet")
+    for session in ("s", "s@beta"):
+        done = ackdeck(alpha, "run", "build", "--session", session, "--monitor", "X", "--", "true")
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert "host 'beta' is gone from fleet" in done.stderr and "wait here" in done.stderr
+    runs = json_of(_alone(alpha), "ps")["processes"]
+    assert [r["session"] for r in runs] == ["s@beta", "s@beta"]
+
+
+def test_a_run_for_another_hosts_session_says_its_wakes_are_drained_there(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """What to do next, as `run` says it (the MCP tool too): a drain on this host never
+    delivers the wakes of a session on another host, so it must not be the advice."""
+    (alpha,) = _homes(tmp_path, server.url(_fleet()), "alpha")
+    done = ackdeck(
+        alpha, "run", "build", "--session", "s@beta", "--monitor", "FAIL", "--json",
+        "--", "sleep", "30",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    started = json.loads(done.stdout)
+    try:
+        hint = started["next"]
+        assert "session 's' on host 'beta'" in hint, hint
+        assert "ackdeck wakes drain --session s)" in hint and "there" in hint, hint
+    finally:
+        assert ackdeck(_alone(alpha), "kill", "build", "--grace", "0.5").returncode == 0
+
+
 def test_another_hosts_session_without_a_fleet_is_one_line_and_starts_nothing(
     tmp_path: Path,
 ) -> None:
@@ -447,13 +494,15 @@ def test_a_redis_that_restarts_empty_gets_the_batch_again_and_nothing_twice(
         server.stop()
 
 
+@pytest.mark.parametrize("marks", ["none", "garbage", "a directory"])
 def test_a_record_dismissed_before_the_confirmation_arrived_is_not_imported_again(
-    tmp_path: Path,
+    tmp_path: Path, marks: str
 ) -> None:
     """The owner delivers and dismisses the imported record on the session's host; Redis then
     restarts empty, so the run's host never saw the confirmation and sends the batch again.
     The dismissed record's batch is kept apart from it: the resend is skipped, confirmed, and
-    nothing reaches the session twice."""
+    nothing reaches the session twice. A marks file damaged before the dismiss (garbage, a
+    directory in its place) is set aside and written anew by it."""
     server = RedisServer(tmp_path / "redis", persist=False)
     server.start()
     try:
@@ -465,8 +514,14 @@ def test_a_record_dismissed_before_the_confirmation_arrived_is_not_imported_agai
         assert "3 imported" in _publish(beta)
         got: Counter[tuple[str, str]] = Counter()
         assert _drain(beta, "s", got) == 3
+        kept = Path(beta["ACKDECK_HOME"]) / "wakes" / "s" / ".imported.json"
+        if marks == "garbage":
+            kept.write_bytes(b"\xff{not json")
+        elif marks == "a directory":
+            kept.mkdir()
         gone = ackdeck(_alone(beta), "wakes", "dismiss", "--session", "s", "build@alpha")
         assert gone.returncode == 0, gone.stderr
+        assert kept.is_file()
         assert _record_of(beta, "s", "build@alpha") is None
         server.kill9()
         server.start()  # empty: the confirmation is lost
@@ -481,6 +536,130 @@ def test_a_record_dismissed_before_the_confirmation_arrived_is_not_imported_agai
         assert _stream(server, fleet, "beta") == 0
     finally:
         server.stop()
+
+
+def test_a_batch_on_its_way_when_the_host_id_changed_is_confirmed_and_the_next_goes(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """The run's host publishes under another id (ACKDECK_HOST_ID set or changed, an MCP
+    server and a shell that disagree) while a batch sent under the old one is on its way: the
+    session's host confirms it under the id it came from, which is where the new publisher
+    must look, else the record waits for that confirmation forever and nothing more goes."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    first = _run(alpha, "s@beta", SCRIPT)
+    _ended(alpha, first)
+    assert "3 forwarded" in _publish(alpha)
+    assert "3 imported" in _publish(beta)
+    renamed = {**alpha, "ACKDECK_HOST_ID": "alpha-2"}
+    second = _run(renamed, "s@beta", "echo FAIL three")
+    _ended(renamed, second)
+    assert "2 forwarded" in _publish(renamed)  # alpha's batch confirmed, then the next
+    assert "2 imported" in _publish(beta)
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(beta, "s", got)
+    assert got == _expected(first) + Counter({(second, "FAIL three"): 1, (second, "exited"): 1})
+    _publish(renamed)
+    rec = _record_of(alpha, "s@beta", "build")
+    assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 5
+
+
+def test_a_session_whose_wakes_cannot_be_written_holds_up_no_other_and_loses_nothing(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """On the session's host, session `a`'s wake directory cannot be made (a file in its
+    place): its entries stay in the stream, said in one line, while session `z`'s are
+    imported and the host still publishes; once `a` can be written, its wakes arrive once."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    to_a = _run(alpha, "a@beta", SCRIPT)
+    to_z = _run(alpha, "z@beta", SCRIPT, name="other")
+    _ended(alpha, to_a)
+    _ended(alpha, to_z)
+    assert "6 forwarded" in _publish(alpha)
+    blocked = Path(beta["ACKDECK_HOME"]) / "wakes" / "a"
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("not a directory")
+
+    done = ackdeck(beta, "fleet", "publish")
+    assert done.returncode == 0, done.stderr
+    assert "published host beta" in done.stdout and "3 imported" in done.stdout
+    assert done.stderr.count("\n") == 1 and "session a" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert _stream(server, fleet, "beta") == 3  # a's entries wait in the fleet
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(beta, "z", got)
+    assert got == _expected(to_z)
+
+    blocked.unlink()
+    assert "3 imported" in _publish(beta)
+    assert _stream(server, fleet, "beta") == 0
+    _drain(beta, "a", got)
+    _drain(beta, "z", got)
+    assert got == _expected(to_z) + _expected(to_a)
+
+
+def test_a_record_that_cannot_be_forwarded_holds_up_no_other(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """On the run's host, session `a@beta`'s lock cannot be taken (a directory in its place):
+    said in one line, its record waits, and `z@beta`'s record is forwarded and the snapshot
+    published all the same."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    to_a = _run(alpha, "a@beta", SCRIPT)
+    to_z = _run(alpha, "z@beta", SCRIPT, name="other")
+    _ended(alpha, to_a)
+    _ended(alpha, to_z)
+    lock = Path(alpha["ACKDECK_HOME"]) / "wakes" / "a@beta" / ".drain.lock"
+    lock.mkdir()  # no forward took it yet
+
+    done = ackdeck(alpha, "fleet", "publish")
+    assert done.returncode == 0, done.stderr
+    assert "published host alpha" in done.stdout and "3 forwarded" in done.stdout
+    assert done.stderr.count("\n") == 1 and "a@beta" in done.stderr, done.stderr
+    assert "3 imported" in _publish(beta)
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(beta, "z", got)
+    assert got == _expected(to_z)
+
+    lock.rmdir()
+    assert "3 forwarded" in _publish(alpha)
+    assert "3 imported" in _publish(beta)
+    _drain(beta, "a", got)
+    assert got == _expected(to_z) + _expected(to_a)
+
+
+def test_a_run_whose_supervisor_died_wakes_the_other_host_with_only_a_publisher_running(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """A CI runner runs `fleet publish --every` and nothing else of ackdeck: a run whose
+    supervisor is killed must still reach the session on the other host as monitor-lost, so
+    the publisher reports lost runs as the doors do (`ps`, `wakes list` are not run here)."""
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    done = ackdeck(
+        alpha, "run", "orphan", "--session", "s@beta", "--monitor", "X", "--json",
+        "--", "sleep", "300",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    started = json.loads(done.stdout)
+    pid = started["pid"]
+    supervisor = int(Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[1])
+    try:
+        os.kill(supervisor, signal.SIGKILL)
+        eventually(lambda: not Path(f"/proc/{supervisor}").exists(), what="the supervisor gone")
+        eventually(lambda: "1 forwarded" in _publish(alpha), what="alpha to forward the loss")
+        assert "1 imported" in _publish(beta)
+        res = json_of(_alone(beta), "wakes", "drain", "--session", "s")
+        (d,) = res["delivered"]
+        assert (d["name"], d["run_id"], d["kind"]) == (
+            "orphan@alpha",
+            started["run_id"],
+            "monitor-lost",
+        )
+    finally:
+        os.kill(pid, signal.SIGKILL)
 
 
 def test_an_unreachable_fleet_keeps_the_record_and_forwards_when_it_returns(
@@ -652,6 +831,53 @@ def test_the_exchange_called_in_process_forwards_imports_and_confirms_once(
         rec = _record_of(alpha, "s@beta", "build")
         assert rec is not None and rec["forwarded_total"] == 3 and "on_the_way" not in rec
         assert _drain(beta, "s", got) == 0 and got == _expected(run)
+    finally:
+        a_link.close()
+        b_link.close()
+
+
+def test_a_record_made_again_after_the_clock_stepped_back_is_delivered(
+    tmp_path: Path, server: RedisServer
+) -> None:
+    """On the run's host the record is dismissed and made again by the next run, and its clock
+    has stepped back (NTP) meanwhile: the new record's first batch must still be numbered above
+    what the session's host confirmed, or that host skips it as imported, confirms it, and the
+    run's wakes are counted forwarded and never delivered."""
+    from ackdeck.core.service.fleet import FleetLink, exchange_wakes
+    from ackdeck.core.service.fleet_settings import resolve_fleet
+
+    fleet = _fleet()
+    alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
+    secret = {"ACKDECK_REDIS_PASSWORD": server.password} if server.password else {}
+
+    def link(host: str) -> FleetLink:
+        settings = resolve_fleet(server.url(fleet), host, env=secret, config={})
+        assert settings is not None
+        return FleetLink(settings)
+
+    a_home, b_home = Path(alpha["ACKDECK_HOME"]), Path(beta["ACKDECK_HOME"])
+    a_link, b_link = link("alpha"), link("beta")
+    got: Counter[tuple[str, str]] = Counter()
+    try:
+        first = _run(alpha, "s@beta", SCRIPT)
+        _ended(alpha, first)
+        assert exchange_wakes(a_link, a_home).forwarded == 3
+        assert exchange_wakes(b_link, b_home).imported == 3
+        _drain(beta, "s", got)
+        exchange_wakes(a_link, a_home)  # confirmed
+        gone = ackdeck(_alone(alpha), "wakes", "dismiss", "--session", "s@beta", "build")
+        assert gone.returncode == 0, gone.stderr
+        second = _run(alpha, "s@beta", "echo FAIL three")
+        _ended(alpha, second)
+
+        def stepped_back() -> float:
+            return time.time() - 60
+
+        assert exchange_wakes(a_link, a_home, clock=stepped_back).forwarded == 2
+        assert exchange_wakes(b_link, b_home).imported == 2
+        _drain(beta, "s", got)
+        want = _expected(first) + Counter({(second, "FAIL three"): 1, (second, "exited"): 1})
+        assert got == want
     finally:
         a_link.close()
         b_link.close()

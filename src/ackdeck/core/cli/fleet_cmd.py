@@ -79,6 +79,8 @@ def _publish(args: argparse.Namespace) -> int:
                     f"wakes: {moved.forwarded} forwarded to other hosts, {moved.imported} "
                     "imported for this host's sessions"
                 )
+            for line in moved.held:
+                say(f"ackdeck: warning: {line}", file=sys.stderr)
             if moved.unreadable:
                 say(
                     f"ackdeck: warning: {moved.unreadable} incoming wakes this version cannot "

@@ -181,11 +181,12 @@ class FleetLink:
 
         return self._call("read incoming wakes", call)
 
-    def wakes_taken(self, host: str, session: str, name: str) -> int | None:
+    def wakes_taken(self, origin: str, host: str, session: str, name: str) -> int | None:
         """The newest batch `host` confirmed importing into its record `name` of `session`
-        from this host (None: none confirmed)."""
+        from host id `origin` (this host's, or the one it had when it sent the batch; None:
+        none confirmed)."""
         s = self.settings
-        key = locations.fleet_wakes_taken_key(s.fleet, s.host)
+        key = locations.fleet_wakes_taken_key(s.fleet, origin)
         self.commands += 1
         got = self._call(
             "read confirmed wakes", partial(_hget, key=key, field=_taken_field(host, session, name))
@@ -274,6 +275,9 @@ class Exchanged(Struct):
     forwarded: int  # lines and notices sent to other hosts' sessions
     imported: int  # items taken in for this host's sessions
     unreadable: int  # incoming entries this version cannot read (deleted, not imported)
+    # One line per session whose wakes this host's own state kept from going or coming in
+    # (they wait in its record, or in the fleet, for the next exchange).
+    held: list[str]
 
 
 def exchange_wakes(
@@ -288,18 +292,39 @@ def exchange_wakes(
 
     me = link.settings.host
     sent = 0
+    held: list[str] = []
     for session in forwarding.outgoing(home):
-        sent += forwarding.forward(
-            home, session, me, link.send_wakes, link.wakes_taken, clock=clock
-        )
-    entries = link.incoming_wakes()
-    items = [it for it in map(_wake_item, (raw for _, raw in entries)) if it is not None]
-    took, confirm = forwarding.import_items(home, items, clock=clock)
+        try:
+            sent += forwarding.forward(
+                home, session, me, link.send_wakes, link.wakes_taken, clock=clock
+            )
+        except FleetUnreachable:
+            raise
+        except (AckdeckError, OSError) as exc:
+            # This host's own state (a lock that cannot be opened, a full disk): the record
+            # waits, and every other session's still goes.
+            held.append(f"wakes of session {session} not forwarded: {_why(exc)}")
+    entries = [(sid, _wake_item(raw)) for sid, raw in link.incoming_wakes()]
+    items = [it for _, it in entries if it is not None]
+    took, confirm, failed = forwarding.import_items(home, items, clock=clock)
+    held += [
+        f"wakes for session {session} ({name}) not imported: {why}; they wait in the fleet"
+        for (session, name), why in sorted(failed.items())
+    ]
     # A kill here (tests/test_fleet_wakes.py) leaves the entries in the stream, imported and
     # not confirmed: the next import skips them by the records' batches, then confirms.
     faults.pause("fleet-imported")
-    link.settle_wakes(confirm, [sid for sid, _ in entries])
-    return Exchanged(sent, took, len(entries) - len(items))
+    # Deleted: what was imported (or skipped as imported before) and what no version can
+    # read; a record this host could not write keeps its entries for the next import.
+    done = [sid for sid, it in entries if it is None or (it.session, it.record_name) not in failed]
+    link.settle_wakes(confirm, done)
+    return Exchanged(sent, took, len(entries) - len(items), held)
+
+
+def _why(exc: AckdeckError | OSError) -> str:
+    from ackdeck.core.base.text import os_error_line
+
+    return os_error_line(exc) if isinstance(exc, OSError) else str(exc)
 
 
 class WakeOwner(Struct):
@@ -337,17 +362,18 @@ def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: s
 
         host_id(host, f"--session {session}")
         try:
-            _, pubs = _read_once(settings)
+            server_now, pubs = _read_once(settings)
         except FleetUnreachable:
             return WakeOwner(session, host)  # forwarded once the fleet answers
-        if all(p.host != host for p in pubs):  # a typo would otherwise wait silently
+        found = next((p for p in pubs if p.host == host), None)
+        if found is None:  # a typo would otherwise wait silently
             return WakeOwner(
                 session,
                 host,
                 f"host {host!r} is not on fleet {settings.url} (yet): the wakes wait here "
                 "until it publishes",
             )
-        return WakeOwner(session, host)
+        return WakeOwner(session, host, _gone_note(found, server_now, settings))
     if settings is None:
         return WakeOwner(session, None)
     try:
@@ -368,8 +394,24 @@ def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: s
             f"session {session!r} is on hosts {names}: name one, --session {session}@HOST"
         )
     if homes:
-        return WakeOwner(f"{session}@{homes[0].host}", homes[0].host)
+        found = homes[0]
+        note = _gone_note(found, server_now, settings)
+        return WakeOwner(f"{session}@{found.host}", found.host, note)
     return WakeOwner(session, None)
+
+
+def _gone_note(pub: Published, server_now: float, settings: FleetSettings) -> str | None:
+    """What to say of a run for a session of `pub`'s host: nothing while it is live; gone, its
+    wakes wait on this host until it publishes again (a run would otherwise seem heard)."""
+    from ackdeck.core.base.text import age_text
+
+    if fleet_model.live(pub, server_now):
+        return None
+    age = age_text(max(0.0, server_now - pub.at))
+    return (
+        f"host {pub.host!r} is gone from fleet {settings.url} (last published {age} ago): "
+        "the wakes wait here until it publishes again"
+    )
 
 
 def _read_once(settings: FleetSettings) -> tuple[float, list[Published]]:
@@ -428,6 +470,7 @@ class Publisher:
         self.link, self.home, self._say, self._clock = link, home, say, clock
         self.every = link.settings.every if every is None else every
         self.reachable: bool | None = None  # None: not tried yet
+        self._held: set[str] = set()  # the sessions' wakes held up at the last exchange, said
         self._next = 0.0
 
     def due(self) -> bool:
@@ -465,12 +508,19 @@ class Publisher:
         file, a full disk) is said and does not keep the host off the fleet: the snapshot
         is still published, and the exchange tried again at the next tick."""
         try:
-            exchange_wakes(self.link, self.home)
+            held = exchange_wakes(self.link, self.home).held
         except FleetUnreachable:
             raise
         except (AckdeckError, OSError) as exc:
             if self._say is not None:
                 self._say(f"wakes not exchanged with fleet {self.link.settings.url}: {exc}")
+            return
+        # A session held up is said when it starts to be, not at every tick after.
+        if self._say is not None:
+            for line in held:
+                if line not in self._held:
+                    self._say(line)
+        self._held = set(held)
 
     def run(self, stop: Callable[[float], bool]) -> None:
         """Tick until `stop(seconds)` (a threading.Event's wait) says to stop."""

@@ -83,9 +83,17 @@ def parse_fleet_url(spec: str, env: Mapping[str, str] | None = None) -> RedisAdd
 
 def host_id(value: str, where: str) -> str:
     try:
-        return check_name(value, "host id")
+        check_name(value, "host id")
     except InvalidName as exc:
         raise InvalidName(f"{where}: {exc}") from None
+    if "@" in value:
+        # `NAME@HOST` ends at its last `@`: `s@be@ta` is the session `s@be` of host `ta`, so
+        # a host id holding one could never be named (host names never hold one).
+        raise InvalidName(
+            f"{where}: invalid host id {value!r}: no '@' (a session on another host is "
+            "named NAME@HOST)"
+        )
+    return value
 
 
 def resolve_fleet(

@@ -5,7 +5,9 @@ On the run's host, the wake record of `--session NAME@HOST` is kept under the se
 
 1. Everything it holds (lines, exit / monitor-lost notices, counts of lines the cap dropped)
    becomes one numbered **batch**, moved out of the pending items into the record's
-   `in_flight` in one atomic write, before anything is sent.
+   `in_flight` in one atomic write, before anything is sent. Its number is above the record's
+   last, above the newest the session's host confirmed for the record's name (a record made
+   again after a dismiss, with a clock stepped back meanwhile) and not below the clock in ms.
 2. The batch is sent (`send`: one script on the fleet's Redis that appends each item to the
    target host's stream once, by a mark per item), and sent again at every forward until the
    session's host confirms it imported it (`taken`). A reply lost, a crash after the write, a
@@ -36,14 +38,16 @@ from pathlib import Path
 
 from ackdeck.core.base import faults, locations
 from ackdeck.core.base.locks import locked
-from ackdeck.core.errors import CorruptState
+from ackdeck.core.base.text import os_error_line
+from ackdeck.core.errors import AckdeckError, CorruptState
 from ackdeck.core.watch import wakes
 from ackdeck.core.watch.results import WakeItem, WakeLine, WakeNotice, WakeRecord
 
 Clock = Callable[[], float]
 Send = Callable[[str, list[WakeItem]], object]  # (target host, items); raises if not sent
-# (target host, session there, record name there): the newest batch it confirmed, or None.
-Taken = Callable[[str, str, str], "int | None"]
+# (the run's host id the batch went under, target host, session there, record name there):
+# the newest batch the target confirmed, or None.
+Taken = Callable[[str, str, str, str], "int | None"]
 
 
 def item_key(it: WakeItem) -> str:
@@ -85,14 +89,20 @@ def _to_forward(r: WakeRecord) -> bool:
 
 
 def batch_of(
-    origin: str, r: WakeRecord, status_of: Callable[[str], str], now: float
+    origin: str,
+    r: WakeRecord,
+    status_of: Callable[[str], str],
+    now: float,
+    *,
+    above: int | None = None,
 ) -> tuple[list[WakeItem], WakeRecord]:
     """Everything `r` has to forward as one batch, in order (lines, then dropped counts, then
     notices: an exit notice never arrives before its run's lines), and the record once they
     are on their way. `status_of(run_id)`: the run's status now. A batch number is above the
-    last one and not below the clock in ms: a record dismissed and made again never reuses
-    one the other host has imported."""
-    batch = max((r.forward_batch or 0) + 1, int(now * 1000))
+    last one, above `above` (the newest the other host confirmed) and not below the clock in
+    ms: a record dismissed and made again never reuses one the other host has imported, even
+    when the clock stepped back meanwhile."""
+    batch = max((r.forward_batch or 0) + 1, (above or 0) + 1, int(now * 1000))
     target = target_session(r)
 
     def item(run_id: str, what: str, **kw: object) -> WakeItem:
@@ -190,9 +200,12 @@ def _forward_one(
 ) -> int:
     host = rec.to_host
     assert host is not None
+    above: int | None = None  # the newest batch the other host confirmed under this id
     if rec.in_flight:
-        batch = rec.in_flight[0].batch
-        got = taken(host, target_session(rec), f"{rec.name}@{origin}")
+        batch, sent_as = rec.in_flight[0].batch, rec.in_flight[0].origin
+        # Confirmed under the id the batch went under, which is not this publisher's when the
+        # host id changed since (or two publishers of this home disagree on it).
+        got = taken(sent_as, host, target_session(rec), f"{rec.name}@{sent_as}")
         if got is None or got < batch:
             send(host, rec.in_flight)  # not confirmed (yet, or lost): again
             return 0
@@ -200,14 +213,20 @@ def _forward_one(
         if now is None:
             return 0
         rec = now
+        if sent_as == origin:
+            above = got
     if not _to_forward(rec):
         return 0
+    if above is None:
+        # A record made again here numbers its batches from the clock, which may have stepped
+        # back since the other host confirmed the last one of this name: asked, and above it.
+        above = taken(origin, host, target_session(rec), f"{rec.name}@{origin}")
     items: list[WakeItem] = []
 
     def make(r: WakeRecord) -> WakeRecord:
         if r.in_flight or not _to_forward(r):
             return r
-        made, after = batch_of(origin, r, partial(_status, home, r), clock())
+        made, after = batch_of(origin, r, partial(_status, home, r), clock(), above=above)
         items.extend(made)
         return after
 
@@ -243,35 +262,56 @@ def _update(
 # ----- the session's host: import ------------------------------------------------------------
 def import_items(
     home: Path, items: Iterable[WakeItem], *, clock: Clock = time.time
-) -> tuple[int, list[tuple[str, str, str, int]]]:
+) -> tuple[int, list[tuple[str, str, str, int]], dict[tuple[str, str], str]]:
     """Import `items` (from the stream, in its order) into this host's wake records, each
     record in one write that also keeps the newest batch it took in; batches at or below it
-    are skipped (imported already). Returns how many items were new, and for every record an
-    item was for: (run's host, session, record name, newest batch it holds) to confirm."""
+    are skipped (imported already). Returns how many items were new; for every record an
+    item was for: (run's host, session, record name, newest batch it holds) to confirm; and
+    the (session, record name) this host could not write, with why: their entries must stay
+    in the stream, and every other record is imported all the same."""
     groups: dict[tuple[str, str], list[WakeItem]] = {}
     for it in items:
         groups.setdefault((it.session, it.record_name), []).append(it)
     took = 0
     confirm: list[tuple[str, str, str, int]] = []
+    held: dict[tuple[str, str], str] = {}
     for (session, name), group in sorted(groups.items()):
-        origin = group[0].origin
-        with wakes.session_locked(home, session):
-            path = locations.wake_record(home, session, name)
-            now = clock()
-            record = wakes.record_or_new(path, now, session=session, name=name, from_host=origin)
-            # A dismissed record left its mark apart: a batch it took in is not taken again.
-            kept = wakes.import_marks(home, session).get(name, 0)
-            mark = max(record.imported_batch or 0, kept)
-            new = [it for it in group if it.batch > mark]
-            if new:
-                record = absorbed(record, new, now)
-                mark = max(it.batch for it in new)
-                record = record.replace(imported_batch=mark)
-                wakes.store_record(path, record)
-                took += len(new)
-            if mark:
-                confirm.append((origin, session, name, mark))
-    return took, confirm
+        try:
+            new, mark = _import_one(home, session, name, group, clock)
+        except (AckdeckError, OSError) as exc:
+            # This host's own state (a file where the session's directory goes, a lock that
+            # cannot be opened, a full disk): one session's fault holds up no other's wakes.
+            held[(session, name)] = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
+            continue
+        took += new
+        if mark:
+            confirm.append((group[0].origin, session, name, mark))
+    return took, confirm, held
+
+
+def _import_one(
+    home: Path,
+    session: str,
+    name: str,
+    group: list[WakeItem],
+    clock: Clock,
+) -> tuple[int, int]:
+    """Import one record's items: how many were new, and the newest batch it holds (0: none)."""
+    origin = group[0].origin
+    with wakes.session_locked(home, session):
+        path = locations.wake_record(home, session, name)
+        now = clock()
+        record = wakes.record_or_new(path, now, session=session, name=name, from_host=origin)
+        # A dismissed record left its mark apart: a batch it took in is not taken again.
+        kept = wakes.import_marks(home, session).get(name, 0)
+        mark = max(record.imported_batch or 0, kept)
+        new = [it for it in group if it.batch > mark]
+        if new:
+            record = absorbed(record, new, now)
+            mark = max(it.batch for it in new)
+            record = record.replace(imported_batch=mark)
+            wakes.store_record(path, record)
+        return len(new), mark
 
 
 def absorbed(record: WakeRecord, items: list[WakeItem], now: float) -> WakeRecord:

@@ -78,6 +78,7 @@ def _info(meta: RunMeta, rdir: Path) -> RunInfo:
         ],
         matches=total_matches(rdir),
         run_dir=rdir,
+        wake_host=meta.wake_host,
     )
 
 

@@ -64,6 +64,7 @@ class RunInfo(Struct):
     monitors: list[MonitorSpec]
     matches: int  # total monitor matches so far in this run
     run_dir: Internal[Path]
+    wake_host: Internal[str | None]  # the host of `session` when it is another host's
 
     @derived
     def next(self) -> str | None:
@@ -71,7 +72,15 @@ class RunInfo(Struct):
         if self.status != "running":
             return None
         text = "Read its output with process_output (CLI: ackdeck output)."
-        if self.monitors:
+        if self.monitors and self.wake_host is not None:
+            # A drain here never delivers them: the fleet's publishers forward them.
+            there = self.session.removesuffix(f"@{self.wake_host}")
+            text += (
+                f" Lines its monitor matches wake session {there!r} on host "
+                f"{self.wake_host!r}: the fleet forwards them there, where its drain collects "
+                f"them (wakes_drain; CLI there: ackdeck wakes drain --session {there})."
+            )
+        elif self.monitors:
             text += (
                 f" Lines its monitor matches wake session {self.session!r}: collect them "
                 "with wakes_drain (CLI: ackdeck wakes drain)."

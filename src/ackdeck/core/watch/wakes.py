@@ -331,7 +331,12 @@ def keep_import_mark(home: Path, session: str, name: str, batch: int) -> None:
         return
     marks[name] = batch
     data = json.dumps(marks, sort_keys=True).encode()
-    atomic.atomic_write(locations.wake_import_marks(home, session), data, fsync=False)
+    path = locations.wake_import_marks(home, session)
+    if path.is_dir() and not path.is_symlink():
+        # No file can replace a directory: it is kept aside, as a damaged record is, rather
+        # than have every dismiss of an imported record refused.
+        os.replace(path, locations.corrupt_aside(path, time.time()))
+    atomic.atomic_write(path, data, fsync=False)
 
 
 # ----- drain -----------------------------------------------------------------------------
