@@ -195,8 +195,12 @@ def _url(redis_server: RedisServer) -> str:
 
 
 async def test_processes_and_wakes_show_every_hosts_rows_with_a_host_column(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The dashboard publishes every TTL/3: with the default 30 s, a slow run (a loaded
+    # machine) reached its second publish before the command count below, which counts a
+    # listing alone. An hour's TTL keeps that publish away for the whole test.
+    monkeypatch.setenv("ACKDECK_FLEET_TTL", "3600")
     mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
     try:
         app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
