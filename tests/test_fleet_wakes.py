@@ -332,6 +332,24 @@ def test_another_hosts_session_without_a_fleet_is_one_line_and_starts_nothing(
     assert not (home / "wakes").exists()
 
 
+def test_a_process_name_with_an_at_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
+    # `build@alpha` is the name of the record the session's host keeps alpha's `build` wakes
+    # in: a local run of that name wrote into it, and its wakes were delivered as alpha's.
+    home = tmp_path / "beta"
+    home.mkdir()
+    env = _alone(host_env(home, "beta", ""))
+    done = ackdeck(
+        env, "run", "build@alpha", "--session", "s", "--monitor", "FAIL", "--", "echo", "FAIL"
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "ackdeck: error: invalid process name 'build@alpha': '@' is kept for NAME@HOST, "
+        "another host's process\n"
+    )
+    assert json_of(env, "ps")["processes"] == []
+    assert not (home / "wakes").exists()
+
+
 def test_a_forward_whose_reply_was_lost_is_sent_again_and_added_once(
     tmp_path: Path, server: RedisServer
 ) -> None:

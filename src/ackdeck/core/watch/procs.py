@@ -127,6 +127,13 @@ def start(
     if one cannot be stopped nothing is started. With `replace_own_only`, only runs `session`
     started may be stopped so (the MCP door: an agent stops only what it started)."""
     check_name(name, "process")
+    if "@" in name:
+        # NAME@HOST names another host's process: the wake record a run of `build@alpha`
+        # makes here would be the very file its session's records imported from alpha's
+        # `build` are kept in (docs/how-to/fleet.md), and the two would pass for each other.
+        raise InvalidName(
+            f"invalid process name {name!r}: '@' is kept for NAME@HOST, another host's process"
+        )
     check_name(session)
     if not argv:
         raise InvalidInput("no command given: use `ackdeck run NAME -- CMD ARG...`")
