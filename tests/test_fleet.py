@@ -27,6 +27,8 @@ from tests.helpers.fleet import host_env, json_of
 from tests.helpers.redis_server import RedisServer
 from tests.helpers.wait import eventually
 
+HOME_ID = "0123456789abcdef0123456789abcdef"  # a home's id on the fleet (fleet-home-id)
+
 # ----- pure: settings ----------------------------------------------------------------------
 
 
@@ -310,6 +312,47 @@ def test_clocks_minutes_apart_agree_on_ages_and_liveness(
         beta.close()
 
 
+def test_two_homes_under_one_host_id_are_warned_and_one_home_is_not(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Two users of one machine (or two ACKDECK_HOMEs) publish under its host name: each
+    snapshot replaces the other's. The home that replaces another's says so, in one line, on
+    the publish and on a listing; a home publishing again after itself says nothing."""
+    url = f"redis://127.0.0.1:{redis_server.port}/0/same-{os.urandom(4).hex()}"
+    one = host_env(tmp_path / "one", "devbox", url)
+    other = host_env(tmp_path / "other", "devbox", url)
+    warning = "ackdeck: warning: host id devbox is published to fleet "
+
+    first = ackdeck(one, "fleet", "publish")
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    again = ackdeck(one, "fleet", "publish")
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    assert len((tmp_path / "one" / "fleet-home-id").read_text()) == 32  # made at the first
+
+    shared = ackdeck(other, "fleet", "publish")
+    assert shared.returncode == 0
+    assert shared.stderr.startswith(warning) and shared.stderr.count("\n") == 1, shared.stderr
+    assert "give each home its own --host-id or ACKDECK_HOST_ID" in shared.stderr
+    listing = ackdeck(one, "agents", "--json")
+    assert listing.returncode == 0 and listing.stderr.startswith(warning), listing.stderr
+    assert json.loads(listing.stdout)["fleet"]["note"].startswith("warning: host id devbox")
+    # Given its own id, the other home publishes quietly, and so does the first one after it.
+    fixed = ackdeck({**other, "ACKDECK_HOST_ID": "devbox-2"}, "fleet", "publish")
+    assert fixed.returncode == 0 and fixed.stderr == "", fixed.stderr
+    assert ackdeck(one, "fleet", "publish").stderr == ""
+
+
+def test_a_damaged_home_id_is_set_aside_and_made_anew(tmp_path: Path) -> None:
+    from ackdeck.core.service.fleet import home_id
+
+    made = home_id(tmp_path)
+    assert home_id(tmp_path) == made and len(made) == 32
+    (tmp_path / "fleet-home-id").write_bytes(b"\x00garbage")
+    anew = home_id(tmp_path)
+    assert anew != made and len(anew) == 32
+    assert [p.name.split(".corrupt-")[0] for p in tmp_path.glob("*.corrupt-*")] == ["fleet-home-id"]
+
+
 def test_a_publish_sent_twice_is_one_host(tmp_path: Path, redis_server: RedisServer) -> None:
     """A retry after a lost reply sends the same publish again: one host, one set of rows."""
     url = f"redis://127.0.0.1:{redis_server.port}/0/twice-{os.urandom(4).hex()}"
@@ -317,8 +360,8 @@ def test_a_publish_sent_twice_is_one_host(tmp_path: Path, redis_server: RedisSer
     link = FleetLink(resolve_fleet(url, "alpha", env={}, config={}))  # type: ignore[arg-type]
     try:
         payload = fleet_model.snapshot("alpha", time.time(), {"agents": [{"session": "agent"}]})
-        link.publish(payload)
-        link.publish(payload)
+        link.publish(payload, HOME_ID)
+        link.publish(payload, HOME_ID)
         _, pubs = link.read()
         assert [(p.host, len(p.rows["agents"])) for p in pubs] == [("alpha", 1)]
     finally:
@@ -341,11 +384,11 @@ def test_a_lost_publish_reply_is_said_and_the_next_publish_makes_it_good(
         resolve_fleet(f"redis://127.0.0.1:{redis_server.port}/0/{fleet}", "beta", env={}, config={})  # type: ignore[arg-type]
     )
     try:
-        via_proxy.publish(fleet_model.snapshot("alpha", time.time(), {}))  # the script loaded
+        via_proxy.publish(fleet_model.snapshot("alpha", time.time(), {}), HOME_ID)  # loaded
         first = fleet_model.snapshot("alpha", time.time(), {"agents": [{"session": "one"}]})
         proxy.drop_next(lambda cmd: cmd[0].upper() == b"EVALSHA")
         with pytest.raises(FleetUnreachable, match="unreachable"):
-            via_proxy.publish(first)
+            via_proxy.publish(first, HOME_ID)
         assert proxy.dropped  # the server got it; only its reply was lost
         _, pubs = direct.read()
         assert [(p.host, p.rows["agents"]) for p in pubs] == [("alpha", [{"session": "one"}])]
@@ -353,7 +396,7 @@ def test_a_lost_publish_reply_is_said_and_the_next_publish_makes_it_good(
         second = fleet_model.snapshot(
             "alpha", time.time(), {"agents": [{"session": "one"}, {"session": "two"}]}
         )
-        via_proxy.publish(second)
+        via_proxy.publish(second, HOME_ID)
         _, pubs = direct.read()
         assert [(p.host, [a["session"] for a in p.rows["agents"]]) for p in pubs] == [
             ("alpha", ["one", "two"])

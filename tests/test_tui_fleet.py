@@ -97,6 +97,29 @@ def test_a_bad_fleet_in_the_config_is_one_line_naming_it(tmp_path: Path) -> None
         DashConfig.from_table({"fleet": "redis://x", "host_id": "a/b"})
 
 
+async def test_another_home_under_this_host_id_is_said_in_a_notification(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    url = _url(redis_server)
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    log.record(mine, "agent", "prompt", at=time.time() - 5)
+    other = FleetLink(resolve_fleet(url, "devbox", env={}, config={}))  # type: ignore[arg-type]
+    try:
+        publish_home(other, theirs)  # another home, published as devbox a moment ago
+        app = make_app(quiet_config(home=mine, fleet=url, host_id="devbox"))
+        async with app.run_test(size=(140, 30), notifications=True) as pilot:
+            await settle(pilot)
+            await eventually_async(
+                lambda: any("host id devbox is published" in n for n in notifications(app)),
+                what="the warning",
+                pilot=pilot,
+            )
+            said = [n for n in notifications(app) if "host id devbox" in n]
+            assert len(said) == 1 and "by another home too" in said[0]
+    finally:
+        other.close()
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [

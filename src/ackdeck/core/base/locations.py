@@ -246,6 +246,10 @@ def redis_doubts_dir(home: Path) -> Path:
     return home / "redis-doubts"
 
 
+def fleet_home_id(home: Path) -> Path:
+    return home / "fleet-home-id"
+
+
 def redis_doubt(home: Path, key: str) -> Path:
     return redis_doubts_dir(home) / f"{key}.json"
 
@@ -532,6 +536,13 @@ FILES: tuple[Place, ...] = (
     ),
     Place("home", "handovers/.SESSION.lock", "one hand-over of SESSION at a time", "handover_lock"),
     Place("home", "handovers/", "the journals of unfinished hand-overs", "handovers_dir"),
+    Place(
+        "home",
+        "fleet-home-id",
+        "a random id of this home, published with its snapshot: two homes publishing under one "
+        "host id are told apart and warned",
+        "fleet_home_id",
+    ),
     Place(
         "home",
         "redis-doubts/KEY.json",

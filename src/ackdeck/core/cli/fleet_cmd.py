@@ -79,6 +79,8 @@ def _publish(args: argparse.Namespace) -> int:
                     f"wakes: {moved.forwarded} forwarded to other hosts, {moved.imported} "
                     "imported for this host's sessions"
                 )
+            if link.shared:
+                say(f"ackdeck: warning: {link.shared_id_note()}", file=sys.stderr)
             for line in moved.held:
                 say(f"ackdeck: warning: {line}", file=sys.stderr)
             if moved.unreadable:

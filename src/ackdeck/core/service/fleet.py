@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ackdeck.core.base import locations
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.timeouts import seconds_from_env
-from ackdeck.core.errors import AckdeckError, FleetUnreachable
+from ackdeck.core.errors import AckdeckError, CorruptState, FleetUnreachable
 from ackdeck.core.service import fleet_model
 from ackdeck.core.service.fleet_model import HostState, Published
 
@@ -39,19 +39,27 @@ if TYPE_CHECKING:
 TIMEOUT_ENV = "ACKDECK_REDIS_TIMEOUT"  # the rooms' setting: one timeout for every redis call
 DEFAULT_TIMEOUT = 5.0
 
-# KEYS: the registry, the host's hash. ARGV: host id, snapshot, ttl (s), keep (ms).
+# KEYS: the registry, the host's hash. ARGV: host id, snapshot, ttl (s), keep (ms), this home's
+# id. Returns the server time, and 1 when the snapshot it replaced came from another home less
+# than a TTL ago: two homes publish under one host id, each replacing the other's rows.
 # TIME before writes needs effects replication: the default from Redis 7, asked for before it.
 PUBLISH = """
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local keep = tonumber(ARGV[4])
-redis.call('HSET', KEYS[2], 'payload', ARGV[2], 'at', now, 'ttl', ARGV[3])
+local before = redis.call('HMGET', KEYS[2], 'home', 'at')
+local shared = 0
+if before[1] and before[1] ~= ARGV[5] and before[2]
+    and now - tonumber(before[2]) < tonumber(ARGV[3]) * 1000 then
+  shared = 1
+end
+redis.call('HSET', KEYS[2], 'payload', ARGV[2], 'at', now, 'ttl', ARGV[3], 'home', ARGV[5])
 redis.call('PEXPIRE', KEYS[2], keep)
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - keep)
 redis.call('PEXPIRE', KEYS[1], keep)
-return now
+return {now, shared}
 """
 
 # Cross-host wakes (core/watch/forwarding.py). KEYS: the target host's stream, then one mark
@@ -87,6 +95,8 @@ class FleetLink:
         self._publish: Any = None
         self._forward: Any = None
         self.commands = 0  # commands sent (the bench's figure); a script counts as one
+        # The last publish replaced another home's snapshot under this host id (shared_id_note).
+        self.shared = False
 
     def _redis(self) -> redis.Redis:
         if self._client is None:
@@ -109,18 +119,31 @@ class FleetLink:
                 reason = reason.replace(self.settings.address.password, "***")
             raise FleetUnreachable(f"{where}: unreachable ({what}: {reason})") from None
 
-    def publish(self, payload: str) -> float:
-        """Store this host's snapshot; returns the server time it was stamped with (s)."""
+    def publish(self, payload: str, home_id: str) -> float:
+        """Store this host's snapshot, published from the home `home_id` names; returns the
+        server time it was stamped with (s), and sets `shared`."""
         s = self.settings
 
         def call(r: redis.Redis) -> Any:
             if self._publish is None:
                 self._publish = r.register_script(PUBLISH)
             keys = [locations.fleet_hosts_key(s.fleet), locations.fleet_host_key(s.fleet, s.host)]
-            return self._publish(keys=keys, args=[s.host, payload, s.ttl, int(s.keep * 1000)])
+            args = [s.host, payload, s.ttl, int(s.keep * 1000), home_id]
+            return self._publish(keys=keys, args=args)
 
         self.commands += 1
-        return int(self._call("publish", call)) / 1000
+        now, shared = self._call("publish", call)
+        self.shared = bool(shared)
+        return int(now) / 1000
+
+    def shared_id_note(self) -> str:
+        """What to tell the owner when `shared`."""
+        s = self.settings
+        return (
+            f"host id {s.host} is published to fleet {s.url} by another home too (another "
+            "user's or another ACKDECK_HOME on a machine of the same name): each replaces "
+            "the other's rows; give each home its own --host-id or ACKDECK_HOST_ID"
+        )
 
     def read(self) -> tuple[float, list[Published]]:
         """The server's time now and every host the registry holds, decoded (a host whose hash
@@ -448,8 +471,41 @@ def publish_home(
 ) -> dict[str, list[dict[str, Any]]]:
     """Publish this host's snapshot; returns its rows (FleetUnreachable when it could not)."""
     rows = local_rows(home, have=have, clock=clock)
-    link.publish(fleet_model.snapshot(link.settings.host, clock(), rows))
+    link.publish(fleet_model.snapshot(link.settings.host, clock(), rows), home_id(home))
     return rows
+
+
+def home_id(home: Path) -> str:
+    """This home's id on the fleet (`fleet-home-id`, made at its first publish): what tells
+    two homes publishing under one host id apart. Made whole or not at all (a link of a
+    complete file), the first of two racing publishers' id kept."""
+    import os
+    import secrets
+
+    from ackdeck.core.base import atomic
+    from ackdeck.core.base.statefile import read_state
+
+    path = locations.fleet_home_id(home)
+    for _ in range(3):
+        try:
+            raw = read_state(path, 256)
+        except CorruptState:
+            raw = b""
+        made = (raw or b"").decode("ascii", "replace").strip()
+        if made.isalnum() and 16 <= len(made) <= 64:
+            return made
+        if raw is not None:
+            # Damaged (empty, garbage, not a file): set aside, then made anew.
+            os.replace(path, path.with_name(f"{path.name}{locations.CORRUPT_MARK}{os.getpid()}"))
+        os.makedirs(home, mode=0o700, exist_ok=True)
+        tmp = atomic.write_temp(path, [secrets.token_hex(16).encode()], mode=0o600, fsync=False)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another publisher made it first: read theirs
+        finally:
+            atomic.unlink_quietly(tmp)
+    raise CorruptState(f"cannot make this home's fleet id at {path}")
 
 
 class Publisher:
@@ -471,6 +527,7 @@ class Publisher:
         self.every = link.settings.every if every is None else every
         self.reachable: bool | None = None  # None: not tried yet
         self._held: set[str] = set()  # the sessions' wakes held up at the last exchange, said
+        self._shared = False  # another home's snapshot was replaced at the last publish, said
         self._next = 0.0
 
     def due(self) -> bool:
@@ -501,6 +558,10 @@ class Publisher:
         if self.reachable is False and self._say is not None:
             self._say(f"fleet {self.link.settings.url} answers again: republished")
         self.reachable = True
+        # Said when another home starts sharing this host id, not at every tick after.
+        if self.link.shared and not self._shared and self._say is not None:
+            self._say(f"warning: {self.link.shared_id_note()}")
+        self._shared = self.link.shared
         return True
 
     def _exchange(self) -> None:
@@ -543,7 +604,9 @@ class FleetNote(Struct):
     url: str
     host: str  # this host's id
     reachable: bool
-    note: str | None  # one line when the fleet could not be reached (this host only shown)
+    # One line for the owner: the fleet could not be reached (this host only shown), or a
+    # warning (another home publishes under this host id).
+    note: str | None
     hosts: list[HostState]
 
 
@@ -587,7 +650,8 @@ def fleet_listing(
     states += [fleet_model.host_state(p, server_now) for p in sorted(others, key=lambda p: p.host)]
     if hosts is not None:
         states = [h for h in states if h.host in hosts]
-    return FleetListing(_only(merged, hosts), FleetNote(s.url, s.host, True, None, states))
+    warn = f"warning: {link.shared_id_note()}" if link.shared else None
+    return FleetListing(_only(merged, hosts), FleetNote(s.url, s.host, True, warn, states))
 
 
 def fleet_agents(

@@ -520,13 +520,22 @@ class MainScreen(Screen[None]):
 
         if self._fleet_link is None:
             self._fleet_link = FleetLink(self._fleet)
-            self._publisher = Publisher(self._fleet_link, Path(home))
+            # What a publisher says (an outage once, its end, another home publishing under
+            # this host id, a session's wakes held up) is a notification, as on a terminal.
+            self._publisher = Publisher(self._fleet_link, Path(home), say=self._fleet_said)
         if self._publisher.due():
             self._publisher.tick(have={"agents": listed.to_json()["agents"]})
         agents, note, rows = fleet_agents(self._fleet_link, listed, clock=self.dash.clock)
         live = {h.host: h.live for h in note.hosts}
         runs = remote_runs(rows.get("runs", []), live)
         return AgentsListed(agents, note, runs, remote_wakes(rows.get("wakes", []), live))
+
+    def _fleet_said(self, line: str) -> None:
+        """A publisher's line (from its worker thread): a notification."""
+        warning = line.startswith("warning: ") or "unreachable" in line
+        self.post_message(
+            ActionFinished(line.removeprefix("warning: "), "warning" if warning else "information")
+        )
 
     def on_unmount(self) -> None:
         if self._fleet_link is not None:
