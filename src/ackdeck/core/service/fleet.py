@@ -496,7 +496,7 @@ def home_id(home: Path) -> str:
             return made
         if raw is not None:
             # Damaged (empty, garbage, not a file): set aside, then made anew.
-            os.replace(path, path.with_name(f"{path.name}{locations.CORRUPT_MARK}{os.getpid()}"))
+            os.replace(path, locations.corrupt_aside(path, time.time()))
         os.makedirs(home, mode=0o700, exist_ok=True)
         tmp = atomic.write_temp(path, [secrets.token_hex(16).encode()], mode=0o600, fsync=False)
         try:
