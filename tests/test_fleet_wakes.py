@@ -330,6 +330,12 @@ def test_another_hosts_session_without_a_fleet_is_one_line_and_starts_nothing(
     assert "session 's@beta' is on host 'beta'" in done.stderr and "needs a fleet" in done.stderr
     assert json_of(env, "ps")["processes"] == []
     assert not (home / "wakes").exists()
+    cut = ackdeck(env, "run", "build", "--session", "s@", "--monitor", "X", "--", "true")
+    assert cut.returncode == 1
+    assert cut.stderr == (
+        "ackdeck: error: --session 's@' ends with '@': name the session's host after it "
+        "(NAME@HOST), or leave the '@' out for a session of this host\n"
+    )
 
 
 def test_a_process_name_with_an_at_is_one_line_and_starts_nothing(tmp_path: Path) -> None:

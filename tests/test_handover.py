@@ -141,6 +141,24 @@ def test_bad_handover_is_one_line_and_exit_1_and_moves_nothing(
     assert json.loads(err.stdout)["error"] == "InvalidInput"
 
 
+def test_a_session_named_with_this_host_is_this_hosts_and_another_hosts_is_one_line(
+    cli_env: dict[str, str], stalled: tuple[Path, Path]
+) -> None:
+    # A fleet's listings name sessions NAME@HOST; `run --session` takes this host's so.
+    a, b = stalled
+    env = {**cli_env, "ACKDECK_HOST_ID": "alpha"}
+    far = ackdeck(env, "handover", "--from", "s1", "--to", "s2@beta")
+    assert far.returncode == 1
+    assert far.stderr == (
+        "ackdeck: error: session s2@beta is on host beta, not this host (alpha): run the "
+        "hand-over there\n"
+    )
+    assert _lines(a) == LINES
+    got = ackdeck_json(env, "handover", "--from", "s1@alpha", "--to", "s2@alpha")
+    assert (got["source"], got["target"], got["moved"]) == ("s1", "s2", 3)
+    assert _lines(b) == [b"s2's own", *LINES]
+
+
 def test_a_shell_only_agent_is_handed_over_to_a_new_session_through_its_room(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:

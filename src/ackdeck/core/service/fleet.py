@@ -372,6 +372,11 @@ def wake_owner(home: Path, session: str, settings: FleetSettings | None, this: s
     if locations.presence_log(home, session).exists():
         return WakeOwner(session, None)
     name, at, host = session.rpartition("@")
+    if at and name and not host:
+        raise InvalidInput(
+            f"--session {session!r} ends with '@': name the session's host after it "
+            "(NAME@HOST), or leave the '@' out for a session of this host"
+        )
     if at and name:
         if host == this:
             return WakeOwner(check_name(name), None)

@@ -251,9 +251,10 @@ def hand_over(
 
     check_name(source)
     check_name(target)
+    known = set(log.sessions(home))
+    source, target = _here(source, known), _here(target, known)
     if source == target:
         raise InvalidInput(f"cannot hand {source}'s lines over to itself: name another session")
-    known = set(log.sessions(home))
     # The target may be a session that has not started yet, or not read yet, when the owner
     # names its room: the lines wait there for it. The source must be known (its reads say
     # which lines it has not acked).
@@ -277,6 +278,25 @@ def hand_over(
         finally:
             src.close()
             dst.close()
+
+
+def _here(session: str, known: set[str]) -> str:
+    """`NAME@HOST` as a session of this host: NAME when HOST is this host (as `ackdeck run
+    --session` takes it: a fleet's listings name sessions so). Another host's session is one
+    line: its rooms and reads are on that host, and so is its hand-over."""
+    if session in known:
+        return session
+    name, at, host = session.rpartition("@")
+    if not (at and name and host):
+        return session
+    from ackdeck.core.service.fleet_settings import this_host
+
+    here = this_host()
+    if host == here:
+        return name
+    raise InvalidInput(
+        f"session {session} is on host {host}, not this host ({here}): run the hand-over there"
+    )
 
 
 def _open(spec: str, clock: Callable[[], float], door: str, home: Path) -> Room:
