@@ -204,6 +204,26 @@ def test_inspect_run_and_session_show_meta_monitors_shown_and_wakes(
     assert [d["file"] for d in doc["damaged"]] == [str(bad)]
     assert bad.read_text() == "{"  # named, not moved aside: a query
 
+    # The batches imported from another host that a dismiss kept (fleet.md) are shown; a
+    # damaged marks file and one set aside are named.
+    from ackdeck.core.watch import wakes
+
+    wakes.keep_import_mark(phome, "s", "build@alpha", 1234)
+    doc = ackdeck_json(cli_env, "inspect", "--session", "s")
+    assert isinstance(doc, dict)
+    assert doc["imported"] == [
+        {"name": "build@alpha", "batch": 1234, "words": "batches up to 1234 taken in"}
+    ]
+    text = ackdeck(cli_env, "inspect", "--session", "s").stdout
+    assert "imported from other hosts (kept after a dismiss):\n  build@alpha: batches up to" in text
+    marks = locations.wake_import_marks(phome, "s")
+    marks.write_text("[")
+    aside = marks.with_name(marks.name + ".corrupt-1")
+    aside.write_text("{")
+    doc = ackdeck_json(cli_env, "inspect", "--session", "s")
+    assert isinstance(doc, dict) and doc["imported"] == []
+    assert sorted(d["file"] for d in doc["damaged"]) == sorted(map(str, (bad, marks, aside)))
+
 
 def test_explain_slots_follows_what_load_ledger_decides() -> None:
     def slot(seq: int, body: bytes) -> bytes:

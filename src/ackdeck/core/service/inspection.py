@@ -377,11 +377,11 @@ def inspect_session(home: Path, session: str, *, clock: Callable[[], float] = ti
     wdir = locations.wake_session_dir(home, session)
     for name in _names(wdir):
         path = wdir / name
-        if name.startswith("."):
-            continue  # the locks
         if locations.CORRUPT_MARK in name:
-            damaged.append({"file": str(path), "problem": "a malformed record moved aside"})
+            damaged.append({"file": str(path), "problem": "a malformed file moved aside"})
             continue
+        if name.startswith("."):
+            continue  # the locks, and the import marks (below)
         if not name.endswith(".json"):
             continue
         rec = _json(path, damaged, WakeRecord)
@@ -403,6 +403,14 @@ def inspect_session(home: Path, session: str, *, clock: Callable[[], float] = ti
                 f"updated {_when(rec.get('updated_at'), now)}",
             }
         )
+    # The newest batch each record imported from another host took in, kept by a dismiss
+    # (docs/how-to/fleet.md): a resend at or below it is skipped.
+    marks = _json(locations.wake_import_marks(home, session), damaged) or {}
+    imported = [
+        {"name": k, "batch": v, "words": f"batches up to {v} taken in"}
+        for k, v in sorted(marks.items())
+        if isinstance(v, int)
+    ]
     notices = []
     ndir = locations.notices_dir(home, session)
     for name in _names(ndir):
@@ -440,6 +448,7 @@ def inspect_session(home: Path, session: str, *, clock: Callable[[], float] = ti
         "session": session,
         "home": str(home),
         "wakes": wakes,
+        "imported": imported,
         "notices": notices,
         "alerts": alerts,
         "damaged": damaged,
@@ -571,6 +580,9 @@ def render(doc: Doc) -> str:
         out.append(f"session {doc['session']} (home {doc['home']})")
         out.append("wakes:" if doc["wakes"] else "wakes: none waiting")
         out += [f"  {w['name']}: {w['words']}" for w in doc["wakes"]]
+        if doc["imported"]:
+            out.append("imported from other hosts (kept after a dismiss):")
+            out += [f"  {m['name']}: {m['words']}" for m in doc["imported"]]
         out.append("notices:" if doc["notices"] else "notices: none told yet")
         for n in doc["notices"]:
             told = ", ".join(sorted(n["state"])) or "nothing"
