@@ -23,6 +23,7 @@ from ackdeck.tui.testing import (
     quiet_config,
     screen_text,
     settle,
+    type_at_once,
 )
 from ackdeck.tui.widgets.line_view import LineView
 from ackdeck.tui.widgets.tables import RoomsTable
@@ -141,6 +142,24 @@ async def test_push_lands_in_the_file(tmp_path: Path) -> None:
         assert room.read_bytes() == b"first\nquick: ack x r\n"
         await feed_change(pilot)
         assert view(app).visible_text() == ["first", "quick: ack x r"]
+
+
+async def test_text_typed_right_after_p_reaches_the_prompt(tmp_path: Path) -> None:
+    # The keys after `p` reach the prompt before its input has focus: they were dropped, and
+    # the enter then submitted an empty prompt, which closed it with nothing said.
+    room = make_room(tmp_path, "inbox.txt", ["first"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        type_at_once(app, "p", *"fast", "enter")
+        await eventually_async(
+            lambda: room.read_bytes() == b"first\nfast\n",
+            what="the typed-ahead line to be pushed",
+            pilot=pilot,
+        )
+        await settle(pilot)
+        assert not isinstance(app.screen, PromptScreen)
+        assert room.read_bytes() == b"first\nfast\n"
 
 
 async def test_push_cancelled_with_escape_writes_nothing(tmp_path: Path) -> None:

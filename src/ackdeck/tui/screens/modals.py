@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -208,6 +208,20 @@ class PromptScreen(ModalScreen[str | None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.dismiss(event.value)
+
+    def take_key(self, event: events.Key) -> bool:
+        """Give the input a key that reached the app instead (see AckdeckApp.on_key); True if
+        it was the input's. A printable key never reaches the app from a focused input (the
+        input consumes it), and an enter does only through the input's own submit binding."""
+        field = self.query_one("#prompt-input", Input)
+        if event.is_printable and event.character:
+            field.focus()
+            field.insert_text_at_cursor(event.character)
+            return True
+        if event.key == "enter" and self.focused is not field:
+            self.dismiss(field.value)
+            return True
+        return False
 
     def action_cancel(self) -> None:
         self.dismiss(None)
