@@ -158,7 +158,11 @@ class AckdeckApp(App[None]):
         if self.config.theme in self.available_themes:
             self.theme = self.config.theme
         elif self.config.theme is not None:
-            self.notify(f"unknown theme {self.config.theme!r} in the config", severity="warning")
+            self.notify(
+                f"unknown theme {self.config.theme!r} in the config",
+                severity="warning",
+                markup=False,
+            )
         self._theme_ready = True
         if self.config.scan_process and (self.rooms or self.config.room_dirs):
             # Started now, so its imports overlap the app's start-up instead of delaying the

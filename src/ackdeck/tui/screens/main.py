@@ -776,7 +776,9 @@ class MainScreen(Screen[None]):
     def on_trace_ready(self, message: TraceReady) -> None:
         found = message.found
         if not found.lines:
-            self.notify(f"no line of {message.label} holds that text now", title="trace")
+            self.notify(
+                f"no line of {message.label} holds that text now", title="trace", markup=False
+            )
             return
         head = (
             f"{found.matched} lines match; the newest {len(found.lines)}:"

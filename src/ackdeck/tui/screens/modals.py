@@ -201,7 +201,9 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
+            # Plain text: titles name rooms, whose file names may hold `[` (a `[link=x:y]`
+            # in one stopped the dashboard with a MarkupError).
+            yield Label(self._title, classes="dialog-title", markup=False)
             yield Input(value=self._value, placeholder=self._placeholder, id="prompt-input")
             yield Static("enter: ok · escape: cancel", classes="dialog-hint")
 
@@ -241,7 +243,7 @@ class TextScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
+            yield Label(self._title, classes="dialog-title", markup=False)  # names a room
             with VerticalScroll():
                 yield Static(Text(self._body), id="text-body")
             yield Static("escape: close", classes="dialog-hint")
