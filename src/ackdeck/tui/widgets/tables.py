@@ -201,8 +201,10 @@ class KeyedTable(DataTable[Any], QuietBorders):
         return self._keys[self.cursor_row]
 
     def _available(self) -> int:
-        # Inside the border, minus the vertical scrollbar's column and each column's padding.
-        width = self.size.width - (1 if self.show_vertical_scrollbar else 0)
+        # Inside the border, minus the vertical scrollbar's columns (2 by default: counted as
+        # 1, a scrolling table came out a cell too wide and grew a horizontal scrollbar) and
+        # each column's padding.
+        width = self.size.width - self.scrollbar_size_vertical
         return width - 2 * self.cell_padding * len(self.COLUMNS)
 
     def _widest(self, widths: list[list[int]]) -> list[int]:
