@@ -248,8 +248,11 @@ class KeyedTable(DataTable[Any], QuietBorders):
         return labels, fit_widths(natural, minimum, available)
 
     def _display(self, row: list[Any]) -> list[Any]:
-        # Plain text cells hold names, errors and previews from producers: shown escaped.
-        cells = [safe(c) if isinstance(c, str) else c for c in row]
+        # Plain text cells hold names, errors, monitor patterns, a hook's message and previews
+        # from producers: shown escaped, and as written (a Cell: DataTable reads a string as
+        # markup, so a pattern `[/x]` or a message with `[/b]` stopped the dashboard with a
+        # MarkupError, and `[@click=...]` or `[link=...]` became live).
+        cells = [Cell(safe(c)) if isinstance(c, str) else c for c in row]
         return [_cut(c, w) for c, w in zip(cells, self._layout[1], strict=True)]
 
     def on_resize(self) -> None:
