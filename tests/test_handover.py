@@ -384,6 +384,37 @@ async def test_h_on_an_agent_hands_its_lines_to_the_session_typed(
     eventually(lambda: not locations.handover_journal(home, "s1").exists())
 
 
+async def test_h_and_the_session_typed_at_once_hand_the_lines_over(
+    home: Path, stalled: tuple[Path, Path]
+) -> None:
+    # `h`, the name and enter in one burst: the name reached nothing and the enter closed an
+    # empty prompt, so nothing moved and nothing was said.
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.testing import notifications, quiet_config, settle, type_at_once
+    from ackdeck.tui.widgets.tables import AgentsTable
+    from tests.helpers.wait import eventually_async
+
+    a, b = stalled
+    app = make_app(quiet_config([a, b], home=home))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await eventually_async(
+            lambda: "s1" in app.main.query_one(AgentsTable)._keys, what="s1 listed", pilot=pilot
+        )
+        agents = app.main.query_one(AgentsTable)
+        agents.focus()
+        agents.move_cursor(row=agents._keys.index("s1"))
+        await settle(pilot)
+        type_at_once(app, "h", *"s2", "enter")
+        await eventually_async(
+            lambda: any("handed over 3 lines from s1" in n for n in notifications(app)),
+            what="the hand-over's notice",
+            pilot=pilot,
+        )
+    assert _lines(a) == []
+    assert _lines(b) == [b"s2's own", *LINES]
+
+
 def test_the_pure_decisions() -> None:
     from ackdeck.core.service.reassign import choose_room, push_decision, within
 

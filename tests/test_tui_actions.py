@@ -23,6 +23,7 @@ from ackdeck.tui.testing import (
     quiet_config,
     screen_text,
     settle,
+    type_at_once,
 )
 from ackdeck.tui.widgets.line_view import LineView
 from ackdeck.tui.widgets.tables import RoomsTable
@@ -141,6 +142,24 @@ async def test_push_lands_in_the_file(tmp_path: Path) -> None:
         assert room.read_bytes() == b"first\nquick: ack x r\n"
         await feed_change(pilot)
         assert view(app).visible_text() == ["first", "quick: ack x r"]
+
+
+async def test_text_typed_right_after_p_reaches_the_prompt(tmp_path: Path) -> None:
+    # The keys after `p` reach the prompt before its input has focus: they were dropped, and
+    # the enter then submitted an empty prompt, which closed it with nothing said.
+    room = make_room(tmp_path, "inbox.txt", ["first"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        type_at_once(app, "p", *"fast", "enter")
+        await eventually_async(
+            lambda: room.read_bytes() == b"first\nfast\n",
+            what="the typed-ahead line to be pushed",
+            pilot=pilot,
+        )
+        await settle(pilot)
+        assert not isinstance(app.screen, PromptScreen)
+        assert room.read_bytes() == b"first\nfast\n"
 
 
 async def test_push_cancelled_with_escape_writes_nothing(tmp_path: Path) -> None:
@@ -620,6 +639,32 @@ async def test_palette_offers_commands_for_current_rooms(tmp_path: Path) -> None
         assert Room(room).status().sessions["owner"].in_flight == 1
 
 
+async def test_the_palette_lists_a_room_whose_name_holds_markup_as_written(
+    tmp_path: Path,
+) -> None:
+    # The palette read each command's text as markup: `[link=http:x]` in a room's name
+    # stopped the dashboard with a MarkupError as soon as ctrl+p opened it.
+    name = "[b]x[link=http:x]l.txt"
+    room = make_room(tmp_path, name, ["hello"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await eventually_async(
+            lambda: f"Show room {name}" in screen_text(app), what="the listed room", pilot=pilot
+        )
+        await pilot.press(*"push into")
+        await eventually_async(
+            lambda: f"Push into room {name}" in screen_text(app), what="the match", pilot=pilot
+        )
+        await pilot.press("enter")
+        await eventually_async(
+            lambda: isinstance(app.screen, PromptScreen), what="the push prompt", pilot=pilot
+        )
+        assert f"Push a line into {name}" in screen_text(app)
+    assert app.return_code in (None, 0)
+
+
 async def test_quit_key_exits(tmp_path: Path) -> None:
     app = make_app(quiet_config([]), clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -753,6 +798,36 @@ async def test_a_room_name_with_markup_and_escape_codes_is_shown_as_written(
         toasts = [n for n in notifications(app) if "red.txt" in n]
         assert toasts and all(shown in n for n in toasts), toasts
         assert room.read_bytes() == b""
+
+
+async def test_a_room_name_with_markup_is_shown_as_written_in_the_prompts(
+    tmp_path: Path,
+) -> None:
+    # The push and trace prompts and the journey's title read the name as markup: `[b]` was
+    # eaten, and `[link=http:x]` stopped the dashboard with a MarkupError on `p`.
+    name = "[b]x[link=http:x]l.txt"
+    room = make_room(tmp_path, name, ["one"])
+    app = make_app(quiet_config([room]), clock=fixed_clock)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        assert f"Push a line into {name}" in screen_text(app)
+        await pilot.press("escape", "t")
+        await settle(pilot)
+        assert f"Trace a line of {name}" in screen_text(app)
+        await pilot.press(*"one", "enter")
+        await settle(pilot)
+        assert f"Journey in {name}" in screen_text(app)
+        # A trace that finds nothing says so, naming the room as written.
+        await pilot.press("escape", "t", *"absent", "enter")
+        await settle(pilot)
+        assert f"no line of {name} holds that text now" in notifications(app)
+        await eventually_async(
+            lambda: "holds that text now" in screen_text(app), what="the toast", pilot=pilot
+        )
+    assert app.return_code in (None, 0)
 
 
 class _FifoReleased:

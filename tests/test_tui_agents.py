@@ -77,3 +77,18 @@ async def test_a_new_session_appears_when_the_dashboard_looks_again(tmp_path: Pa
         await settle(pilot)
         assert "late" in app.main.query_one(AgentsTable)._keys
         assert "2 working" in str(app.main.query_one(AgentsTable).border_title)
+
+
+async def test_evidence_from_a_hook_is_shown_as_written_never_as_markup(tmp_path: Path) -> None:
+    # A Notification hook's message is the client's text: read as markup, `[/b]` stopped the
+    # dashboard (a MarkupError) and `[@click=...]` or `[link=...]` became live in the table.
+    home = tmp_path / "home"
+    said = "needs you [/b] [@click=app.quit]here[/] [link=http:x]l[/link]"
+    presence.hook_event(
+        home, "agent", "notify", {"message": said, "notification_type": "permission_prompt"}
+    )
+    app = make_app(quiet_config(home=home))
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot)
+        assert f"permission_prompt: {said}" in screen_text(app)
+    assert app.return_code in (None, 0)

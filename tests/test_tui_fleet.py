@@ -16,7 +16,7 @@ from ackdeck.core.service import fleet_model, procs, wakes
 from ackdeck.core.service.fleet import FleetLink, publish_home
 from ackdeck.core.service.fleet_settings import resolve_fleet
 from ackdeck.tui.app import make_app
-from ackdeck.tui.screens.modals import ConfirmScreen, TextScreen
+from ackdeck.tui.screens.modals import ConfirmScreen, PromptScreen, TextScreen
 from ackdeck.tui.screens.output import OutputScreen
 from ackdeck.tui.testing import notifications, quiet_config, screen_text, settle
 from ackdeck.tui.widgets.tables import (
@@ -303,6 +303,32 @@ async def test_another_hosts_process_and_wake_are_read_only_here(
             await pilot.press("x")
             await settle(pilot)
             assert isinstance(app.screen, ConfirmScreen)
+    finally:
+        beta.close()
+
+
+async def test_h_on_another_hosts_agent_says_where_to_hand_it_over(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    # Its rooms are on its host: h opened the prompt, and the hand-over then failed on a
+    # session this host does not know (`agent@beta`), after the owner had typed a target.
+    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
+    try:
+        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await settle(pilot)
+            await _highlight(pilot, app.main.query_one(AgentsTable), "builder@beta")
+            await pilot.press("h")
+            await settle(pilot)
+            assert not isinstance(app.screen, PromptScreen)
+            said = notifications(app)[-1]
+            assert "agent builder lives on host beta: nothing done here" in said, said
+            assert "ackdeck handover --from builder --to SESSION" in said
+            # This host's own agent still asks whom to hand over to.
+            await _highlight(pilot, app.main.query_one(AgentsTable), "agent")
+            await pilot.press("h")
+            await settle(pilot)
+            assert isinstance(app.screen, PromptScreen)
     finally:
         beta.close()
 

@@ -84,6 +84,37 @@ async def test_every_column_of_every_table_is_visible(scene: Scene, size) -> Non
             assert table.region.right <= size[0]
 
 
+async def test_more_rooms_than_fit_at_80x24_keep_every_column_and_every_first_row(
+    scene: Scene, tmp_path: Path
+) -> None:
+    # Seven rooms at 80x24: the rooms table scrolls, and its vertical scrollbar (2 columns)
+    # was counted as 1, so a horizontal scrollbar came on too; with four rooms in view the
+    # panels also overflowed the screen by a row. Either way the wakes' first row was under
+    # the footer: the wakes table looked empty while records were pending.
+    extra = []
+    for i in range(4):
+        extra.append(tmp_path / f"extra-{i}.txt")
+        extra[-1].write_text("hello\n")
+    app = make_app(quiet_config([*scene.rooms, *extra], home=scene.home), clock=scene.clock)
+    apply_rates(app, scene)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.1)
+        await settle(pilot)
+        rooms = app.main.query_one(RoomsTable)
+        assert rooms.row_count == 7 and rooms.max_scroll_x == 0
+        assert not rooms.show_horizontal_scrollbar
+        footer = app.screen.size.height - 1
+        for cls in (ProcsTable, WakesTable):
+            table: KeyedTable = app.main.query_one(cls)
+            assert table.row_count > 0 and table.max_scroll_x == 0, cls.__name__
+            # Its header and first row are above the footer.
+            assert table.region.y + table.region.height <= footer, (cls.__name__, table.region)
+        text = screen_text(app).splitlines()
+        first_wake = app.main.query_one(WakesTable)._keys[0].split("/")[0]
+        assert any(line.split()[:1] == [first_wake] for line in text[-4:-1]), text
+
+
 async def test_column_headers_explain_their_numbers(scene: Scene) -> None:
     app = make_app(quiet_config(scene.rooms, home=scene.home), clock=scene.clock)
     async with app.run_test(size=(120, 35)) as pilot:

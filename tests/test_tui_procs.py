@@ -213,3 +213,16 @@ async def test_a_run_whose_supervisor_died_shows_lost_without_a_file_event(
             )
     finally:
         procs.kill(home, "srv")
+
+
+async def test_a_monitor_pattern_with_brackets_is_shown_as_written(
+    home: Path, tmp_path: Path
+) -> None:
+    # `[/x]` is a regex (a `/` or an `x`) and, read as markup, a closing tag with no opening
+    # one: the Processes panel stopped the dashboard with a MarkupError.
+    start_and_finish(home, "build", "echo a/b", "[/x]", tmp_path)
+    app = make_app(quiet_config([], home=home), clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "/[/x]/" in screen_text(app)
+    assert app.return_code in (None, 0)

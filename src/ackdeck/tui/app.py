@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -34,7 +34,7 @@ from .messages import FilesChanged, StateScanned
 from .room_counts import RoomCounter, ScanDelta, ScanRequest, scan_at
 from .scanner import Scanner, ScannerGone
 from .screens.main import MainScreen
-from .screens.modals import HelpScreen
+from .screens.modals import HelpScreen, PromptScreen
 from .screens.output import OutputScreen
 from .state import RateTracker, RoomList, RoomRow, Snapshot, room_labels
 from .watch_map import Changes, WatchMap, home_event
@@ -144,11 +144,25 @@ class AckdeckApp(App[None]):
             markup=markup,
         )
 
+    def on_key(self, event: events.Key) -> None:
+        # Keys typed right after the one that opens a prompt (`p`, `h`, `/`, `t` and then the
+        # text at once: a fast typist, a paste, keys a browser tab sends together) were
+        # forwarded to the widget focused before the prompt, and reach the app only once the
+        # prompt is up, where nothing takes them: the text was lost and the enter after it
+        # submitted an empty prompt. They are the prompt's.
+        if isinstance(self.screen, PromptScreen) and self.screen.take_key(event):
+            event.prevent_default()
+            event.stop()
+
     def on_mount(self) -> None:
         if self.config.theme in self.available_themes:
             self.theme = self.config.theme
         elif self.config.theme is not None:
-            self.notify(f"unknown theme {self.config.theme!r} in the config", severity="warning")
+            self.notify(
+                f"unknown theme {self.config.theme!r} in the config",
+                severity="warning",
+                markup=False,
+            )
         self._theme_ready = True
         if self.config.scan_process and (self.rooms or self.config.room_dirs):
             # Started now, so its imports overlap the app's start-up instead of delaying the

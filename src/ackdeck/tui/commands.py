@@ -7,6 +7,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
 
 if TYPE_CHECKING:
     from .host import Host
@@ -89,14 +91,27 @@ class DashboardCommands(Provider):
 
     async def discover(self) -> Hits:
         for text, help_text, command in self._commands():
-            yield DiscoveryHit(text, command, help=help_text)
+            yield DiscoveryHit(Content(text), command, text=text, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for text, help_text, command in self._commands():
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), command, text=text, help=help_text)
+                yield Hit(score, _highlight(matcher, text), command, text=text, help=help_text)
+
+
+def _highlight(matcher: Matcher, text: str) -> Content:
+    """`matcher.highlight(text)` over the text as written: that one reads its candidate as
+    markup, and commands name rooms, whose file names may hold `[` (a `[link=x:y]` in one
+    stopped the dashboard with a MarkupError when the palette opened)."""
+    content = Content(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    if score:
+        for at in offsets:
+            if not text[at].isspace():
+                content = content.stylize(matcher.match_style, at, at + 1)
+    return content
 
 
 def _room_action(app: Host, key: str, action: str | None) -> None:

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from textual import events
+
 from .config import DashConfig
 from .messages import FilesChanged
 
@@ -64,6 +66,16 @@ async def feed_change(pilot: Any) -> None:
     """What the watcher would post after a file change, then wait for its effects."""
     pilot.app.post_message(FilesChanged())
     await settle(pilot)
+
+
+def type_at_once(app: Any, *keys: str) -> None:
+    """Keys arriving in one burst, as from a fast typist, a paste or a browser tab: each is
+    handed to the driver without waiting for the app in between (`pilot.press` waits after
+    every key, so the key after `p` never arrives before the prompt is up)."""
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
 
 
 def notifications(app: Any) -> list[str]:

@@ -706,6 +706,14 @@ class MainScreen(Screen[None]):
             self.notify("highlight an agent first", severity="warning")
             return
         assert source is not None
+        row = None if self.agents is None else self.agents.find(source)
+        if row is not None and self._fleet is not None and row.host != self._fleet.host:
+            # Its rooms and journal are on its host (read-only here, as its runs and wakes):
+            # say where to run it rather than ask for a target the hand-over then refuses.
+            name = source.removesuffix(f"@{row.host}")
+            there = f"ackdeck handover --from {name} --to SESSION"
+            self._elsewhere(f"agent {name}", row.host, there)
+            return
 
         def submitted(text: str | None) -> None:
             if text and text.strip():
@@ -777,7 +785,9 @@ class MainScreen(Screen[None]):
     def on_trace_ready(self, message: TraceReady) -> None:
         found = message.found
         if not found.lines:
-            self.notify(f"no line of {message.label} holds that text now", title="trace")
+            self.notify(
+                f"no line of {message.label} holds that text now", title="trace", markup=False
+            )
             return
         head = (
             f"{found.matched} lines match; the newest {len(found.lines)}:"

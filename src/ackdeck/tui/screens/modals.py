@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -201,13 +201,29 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
+            # Plain text: titles name rooms, whose file names may hold `[` (a `[link=x:y]`
+            # in one stopped the dashboard with a MarkupError).
+            yield Label(self._title, classes="dialog-title", markup=False)
             yield Input(value=self._value, placeholder=self._placeholder, id="prompt-input")
             yield Static("enter: ok · escape: cancel", classes="dialog-hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.dismiss(event.value)
+
+    def take_key(self, event: events.Key) -> bool:
+        """Give the input a key that reached the app instead (see AckdeckApp.on_key); True if
+        it was the input's. A printable key never reaches the app from a focused input (the
+        input consumes it), and an enter does only through the input's own submit binding."""
+        field = self.query_one("#prompt-input", Input)
+        if event.is_printable and event.character:
+            field.focus()
+            field.insert_text_at_cursor(event.character)
+            return True
+        if event.key == "enter" and self.focused is not field:
+            self.dismiss(field.value)
+            return True
+        return False
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -227,7 +243,7 @@ class TextScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
+            yield Label(self._title, classes="dialog-title", markup=False)  # names a room
             with VerticalScroll():
                 yield Static(Text(self._body), id="text-body")
             yield Static("escape: close", classes="dialog-hint")

@@ -201,8 +201,10 @@ class KeyedTable(DataTable[Any], QuietBorders):
         return self._keys[self.cursor_row]
 
     def _available(self) -> int:
-        # Inside the border, minus the vertical scrollbar's column and each column's padding.
-        width = self.size.width - (1 if self.show_vertical_scrollbar else 0)
+        # Inside the border, minus the vertical scrollbar's columns (2 by default: counted as
+        # 1, a scrolling table came out a cell too wide and grew a horizontal scrollbar) and
+        # each column's padding.
+        width = self.size.width - self.scrollbar_size_vertical
         return width - 2 * self.cell_padding * len(self.COLUMNS)
 
     def _widest(self, widths: list[list[int]]) -> list[int]:
@@ -246,8 +248,11 @@ class KeyedTable(DataTable[Any], QuietBorders):
         return labels, fit_widths(natural, minimum, available)
 
     def _display(self, row: list[Any]) -> list[Any]:
-        # Plain text cells hold names, errors and previews from producers: shown escaped.
-        cells = [safe(c) if isinstance(c, str) else c for c in row]
+        # Plain text cells hold names, errors, monitor patterns, a hook's message and previews
+        # from producers: shown escaped, and as written (a Cell: DataTable reads a string as
+        # markup, so a pattern `[/x]` or a message with `[/b]` stopped the dashboard with a
+        # MarkupError, and `[@click=...]` or `[link=...]` became live).
+        cells = [Cell(safe(c)) if isinstance(c, str) else c for c in row]
         return [_cut(c, w) for c, w in zip(cells, self._layout[1], strict=True)]
 
     def on_resize(self) -> None:
