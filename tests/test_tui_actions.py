@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.absent import NOT_YET
+from ackdeck.core.inbox.absent import ABSENT_CELL
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
@@ -408,7 +408,7 @@ async def test_room_deleted_recreated_and_rewritten_by_someone_else(tmp_path: Pa
         await feed_change(pilot)
         # Core's words for a missing room (issue 23), in the lines panel and in the table.
         assert "inbox.txt does not exist yet (an empty room" in screen_text(app)
-        assert NOT_YET in screen_text(app)
+        assert ABSENT_CELL in screen_text(app)
         make_room(tmp_path, "inbox.txt", ["new 1"])
         await feed_change(pilot)
         assert view(app).visible_text() == ["new 1"]

@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ackdeck.core.inbox.absent import NOT_YET
+from ackdeck.core.inbox.absent import ABSENT_CELL
 from ackdeck.core.inbox.rooms import Room
 from ackdeck.core.watch import procs, wakes
 from ackdeck.tui import app as app_mod
@@ -274,7 +274,7 @@ async def test_every_count_equals_core_across_many_rooms_changing_at_once(
             rt = app.main.query_one(RoomsTable)
             for room in rooms:
                 st = Room(room).status()
-                want = f"{st.pending:,}" if st.exists else NOT_YET
+                want = f"{st.pending:,}" if st.exists else ABSENT_CELL
                 got = cells(rt, str(room))
                 expect = [
                     want,

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from ackdeck.core.inbox.absent import ABSENT_CELL
 from ackdeck.tui.app import make_app
 from ackdeck.tui.scenes import Scene, apply_rates, full_scene
-from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
+from ackdeck.tui.testing import feed_change, fixed_clock, quiet_config, screen_text, settle
 from ackdeck.tui.widgets.tables import (
     Cell,
     KeyedTable,
@@ -113,6 +114,40 @@ async def test_more_rooms_than_fit_at_80x24_keep_every_column_and_every_first_ro
         text = screen_text(app).splitlines()
         first_wake = app.main.query_one(WakesTable)._keys[0].split("/")[0]
         assert any(line.split()[:1] == [first_wake] for line in text[-4:-1]), text
+
+
+async def test_a_deleted_room_at_80_columns_leaves_the_room_names_readable(
+    scene: Scene, tmp_path: Path
+) -> None:
+    # A missing room's Pending cell is never cut; "does not exist yet" took so many of the 80
+    # columns that the names beside it were cut to `esc.t…` and `doome…`.
+    doomed = tmp_path / "doomed.txt"
+    doomed.write_text("soon gone\n")
+    rooms = [*scene.rooms, doomed]
+    app = make_app(quiet_config(rooms, home=scene.home), clock=scene.clock)
+    apply_rates(app, scene)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        doomed.unlink()
+        await feed_change(pilot)
+        table = app.main.query_one(RoomsTable)
+
+        def pending_of_doomed() -> str:
+            row = table._rows[table._keys.index(str(doomed))]
+            return str(getattr(row[1], "plain", row[1]))
+
+        await eventually_async(
+            lambda: pending_of_doomed() == ABSENT_CELL, what="the deleted room's cell", pilot=pilot
+        )
+        table.move_cursor(row=table._keys.index(str(doomed)))  # its row in view
+        await settle(pilot)
+        text = screen_text(app).splitlines()
+        top = next(i for i, line in enumerate(text) if line.startswith("─Rooms"))
+        shown = text[top + 2 : top + 1 + table.region.height - 1]  # under its header
+        assert any(ABSENT_CELL in line for line in shown), shown
+        # Every row in view names its room in full.
+        firsts = [line.split()[0] for line in shown if line.strip()]
+        assert firsts and all(name in {p.name for p in rooms} for name in firsts), shown
 
 
 async def test_column_headers_explain_their_numbers(scene: Scene) -> None:

@@ -19,8 +19,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-# Short form, for a table cell; the note below starts with it.
+# Short form, for a sentence; the note below starts with it.
 NOT_YET = "does not exist yet"
+# Shorter still, for a table's number cell: a cell that is never cut must not squeeze the
+# room names beside it (at 80 columns, "does not exist yet" left them `esc.t…`, `doome…`).
+ABSENT_CELL = "absent"
 _WHY = "an empty room until the first line is pushed"
 # Directories with more entries than this are not searched for a similar name (a spool of
 # millions of files must not make a read of a mistyped room slow).

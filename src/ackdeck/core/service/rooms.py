@@ -14,7 +14,7 @@ from ackdeck.core.base.digest import use_openssl
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
-from ackdeck.core.inbox.absent import NOT_YET as NOT_YET  # for doors that show it
+from ackdeck.core.inbox.absent import ABSENT_CELL as ABSENT_CELL  # for doors that show it
 from ackdeck.core.inbox.absent import absent_note as absent_note
 from ackdeck.core.inbox.ledger import HEAD_BYTES
 from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again

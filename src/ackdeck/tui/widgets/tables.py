@@ -21,7 +21,7 @@ from textual.geometry import Size
 from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
-from ackdeck.core.service.rooms import NOT_YET
+from ackdeck.core.service.rooms import ABSENT_CELL
 
 from ..state import (
     RateTracker,
@@ -507,7 +507,7 @@ class RoomsTable(KeyedTable):
             dash = RIGHT_DASH
             return [Cell(r.label), dash, dash, dash, dash, err, "-", "-", ""]
         st = r.status
-        pending = pending_cell(st.pending) if st.exists else Cell(NOT_YET, "dim")
+        pending = pending_cell(st.pending) if st.exists else Cell(ABSENT_CELL, "dim")
         return [
             _with_marks(r.label, st, now),
             pending,
