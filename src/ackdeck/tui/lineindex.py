@@ -41,8 +41,8 @@ def _never() -> bool:
 
 def display_name(name: str) -> str:
     """A name (a room's file name, a path in a message) as text for the screen: control
-    characters as U+FFFD (an ESC in a file name went raw to the terminal) and undecodable
-    bytes (surrogate escapes) too."""
+    characters escaped (`\\x1b`: an ESC in a file name went raw to the terminal), undecodable
+    bytes (surrogate escapes) as U+FFFD."""
     return display_text(name.encode("utf-8", "surrogateescape"))
 
 
