@@ -138,7 +138,7 @@ def table_on_screen(app: PtyApp, timeout: float = 120) -> float | None:
 
 
 def push_latency(app: PtyApp, room: Path, start_count: int, pushes: int) -> list[float]:
-    from ackdeck.core.inbox.rooms import Room
+    from ackdeck.core.rooms.file.room import Room
 
     r = Room(room)
     out = []
@@ -185,7 +185,7 @@ class Producers:
     def __init__(self, rooms: list[Path], rate: float = 20.0) -> None:
         code = (
             "import sys, time, threading\n"
-            "from ackdeck.core.inbox.rooms import Room\n"
+            "from ackdeck.core.rooms.file.room import Room\n"
             "def run(p):\n"
             "    r = Room(p); n = 0\n"
             "    while True:\n"

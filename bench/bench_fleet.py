@@ -78,8 +78,8 @@ def _server_cpu(port: int) -> float:
 def _publisher(
     port: int, home: str, host: str, rounds: int, out: mp.Queue, ready: mp.Event
 ) -> None:
-    from ackdeck.core.service.fleet import FleetLink, publish_home
-    from ackdeck.core.service.fleet_settings import resolve_fleet
+    from ackdeck.core.service.fleet.hosts import FleetLink, publish_home
+    from ackdeck.core.service.fleet.settings import resolve_fleet
 
     settings = resolve_fleet(f"redis://127.0.0.1:{port}/0/bench", host, env={}, config={})
     assert settings is not None
@@ -120,16 +120,16 @@ def _dashboard_idle(root: Path, home: Path, fleet: str | None) -> float:
 
 
 def main() -> None:
-    from ackdeck.core.service import fleet_model
     from ackdeck.core.service.agents import list_agents
-    from ackdeck.core.service.fleet import (
+    from ackdeck.core.service.fleet import model as fleet_model
+    from ackdeck.core.service.fleet.hosts import (
         FleetLink,
         exchange_wakes,
         fleet_listing,
         local_rows,
         publish_home,
     )
-    from ackdeck.core.service.fleet_settings import resolve_fleet
+    from ackdeck.core.service.fleet.settings import resolve_fleet
     from tests.helpers.redis_server import RedisServer
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,8 +1,8 @@
 """Monitor scan throughput vs `grep -b -E`, and wake-drain latency with 1,000 pending records.
 
 Scan: a 256 MB output.log (set ACKDECK_BENCH_MB to change) of realistic log lines is scanned by
-the real supervisor engine (core.watch.tail.Tail: preadv into one reused 4 MB buffer; per chunk, a
-strcspn pass for the lines holding control bytes, and strstr for the literals every match must
+the real supervisor engine (core.monitors.tail.Tail: preadv into one reused 4 MB buffer; per chunk,
+a strcspn pass for the lines holding control bytes, and strstr for the literals every match must
 contain, or else RE2 over the whole chunk in multi-line mode) and by `grep -b -E` with the same
 pattern, in the same run. The ratio is grep's time over ours (1.0 = as fast as grep; target
 >= 1.0). Both must find the same number of lines.
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from ackdeck.core.base import atomic
-from ackdeck.core.watch import wakes
-from ackdeck.core.watch.monitors import MatchedLine
-from ackdeck.core.watch.runs import (
+from ackdeck.core.monitors import wakes
+from ackdeck.core.monitors.monitors import MatchedLine
+from ackdeck.core.monitors.runs import (
     MonitorModel,
     RunMeta,
     new_run_id,
@@ -36,7 +36,7 @@ from ackdeck.core.watch.runs import (
     run_dir,
     store_meta,
 )
-from ackdeck.core.watch.tail import Tail
+from ackdeck.core.monitors.tail import Tail
 
 WORDS = [
     "INFO", "DEBUG", "WARN", "worker-3", "request", "processed", "id=7731", "in", "12ms",

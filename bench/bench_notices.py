@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 
-from ackdeck.core.agents.noticer import Noticer
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.service.noticer import Noticer
 
 SAMPLES = 20
 REPO = Path(__file__).resolve().parent.parent

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 
 LINE = b"[2026-07-08T12:00:00Z] [ops] alice: deploy finished, 3 services healthy, p99 41ms ok\n"
 

@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ackdeck.core.watch import procs
-from ackdeck.core.watch.runs import load_meta, load_monitors_state
+from ackdeck.core.monitors import procs
+from ackdeck.core.monitors.runs import load_meta, load_monitors_state
 
 RUNS = 5
 
@@ -109,7 +109,7 @@ def main() -> None:
 
 
 def _imported_by_supervisor(module: str) -> bool:
-    code = f"import sys, ackdeck.core.watch.supervisor; print({module!r} in sys.modules)"
+    code = f"import sys, ackdeck.core.monitors.supervisor; print({module!r} in sys.modules)"
     env = dict(os.environ)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True

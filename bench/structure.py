@@ -1,7 +1,7 @@
 """`python -m bench.structure`: the structure figures issue #18 measures before and after.
 
 Not a timing benchmark (so not a `bench_*` module): it reads the source with `ast` and prints
-1. which `ackdeck.core.inbox` / `ackdeck.core.watch` modules each door imports directly;
+1. which `ackdeck.core.rooms` / `ackdeck.core.monitors` modules each door imports directly;
 2. lines of code per layer;
 3. per result concept, the places that declare its fields: a class body with annotated fields
    or properties, or a dict literal (a `SHAPE`), that names at least two of the concept's
@@ -18,14 +18,14 @@ REPO = Path(__file__).resolve().parent.parent / "src" / "ackdeck"  # paths below
 DOORS = {
     "cli": ["core/cli"],
     "mcp server": [
-        "core/agents/mcp_server.py",
-        "core/agents/mcp_manage.py",
-        "core/agents/mcp_reply.py",
-        "core/agents/mcp_channel.py",
+        "core/mcp/server.py",
+        "core/mcp/manage.py",
+        "core/mcp/reply.py",
+        "core/mcp/channel.py",
     ],
-    "hooks": ["core/agents/hooks.py"],
-    "noticer": ["core/agents/noticer.py", "core/agents/notices.py"],
-    "nudge": ["core/agents/nudge.py"],
+    "hooks": ["core/hooks.py"],
+    "noticer": ["core/service/noticer.py", "core/service/notices.py"],
+    "nudge": ["core/nudge.py"],
     "dashboard": ["tui"],
 }
 LAYERS = ["core/base", "core/inbox", "core/watch", "core/service", "core/agents", "core/cli", "tui"]
@@ -71,7 +71,7 @@ PERSISTED = {
     "MonitorCounters",
     "WakeNotice",
     "ReadEntry",
-}  # WakeRecord is not among them: it is also what `wakes list` shows (core/watch/results.py)
+}  # WakeRecord is not among them: it is also what `wakes list` shows (core/monitors/results.py)
 
 
 def _files(parts: list[str]) -> list[Path]:
@@ -109,7 +109,7 @@ def door_imports() -> dict[str, list[str]]:
     for door, parts in DOORS.items():
         mods = set().union(*(_imports(f) for f in _files(parts)))
         result[door] = sorted(
-            m for m in mods if m.startswith(("ackdeck.core.inbox", "ackdeck.core.watch"))
+            m for m in mods if m.startswith(("ackdeck.core.rooms", "ackdeck.core.monitors"))
         )
     return result
 

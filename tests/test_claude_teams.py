@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.base import locations
+from ackdeck.core.clients.claude_code import mailbox as mb
+from ackdeck.core.clients.claude_code.lock import STALE_S, MailboxLock
 from ackdeck.core.errors import InvalidInput, MailboxLocked
-from ackdeck.core.inbox import claude_mailbox as mb
-from ackdeck.core.inbox.claude_lock import STALE_S, MailboxLock
-from ackdeck.core.inbox.claude_room import ClaudeMailboxRoom
+from ackdeck.core.rooms.claude_team.room import ClaudeMailboxRoom
 from ackdeck.core.service.refs import parse_room
 from tests.helpers.cli import ackdeck
 from tests.helpers.wait import eventually

@@ -133,8 +133,8 @@ def test_seconds_set_in_the_environment_follow_one_rule() -> None:
     default, and text, nan, inf or a value out of range is one line naming the variable."""
     import pytest
 
-    from ackdeck.core.agents.noticer import RESCAN_ENV, RESCAN_S, rescan_interval
     from ackdeck.core.errors import InvalidInput
+    from ackdeck.core.service.noticer import RESCAN_ENV, RESCAN_S, rescan_interval
 
     assert rescan_interval({}) == RESCAN_S
     assert rescan_interval({RESCAN_ENV: "2.5"}) == 2.5

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.absent import NOT_YET, absent_note
+from ackdeck.core.rooms.absent import NOT_YET, absent_note
 from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_ok
 
 NOTE_TAIL = " (an empty room until the first line is pushed)"

@@ -128,7 +128,7 @@ def test_status_of_hundreds_of_rooms_reports_each_as_a_status_of_it_alone(
     # pauses the cyclic collector; a status of one room does neither. Rooms rewritten in place
     # (a new epoch), appended to behind ackdeck's back, read and partly acked: every number
     # is the one-room status's (ages aside: they depend on the clock).
-    from ackdeck.core.inbox.rooms import Room
+    from ackdeck.core.rooms.file.room import Room
 
     rooms = []
     for i in range(520):

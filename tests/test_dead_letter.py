@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.policy import RoomPolicy
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.core.service import wakes
 from ackdeck.core.service.trace import trace
 from tests.helpers.cli import ackdeck

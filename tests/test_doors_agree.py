@@ -21,8 +21,8 @@ import anyio
 import pytest
 
 from ackdeck.core.base.struct import Struct
+from ackdeck.core.monitors import wakes as wake_records
 from ackdeck.core.service import procs, rooms, wakes
-from ackdeck.core.watch import wakes as wake_records
 from tests.helpers.cli import ackdeck, clean_env, with_json
 from tests.helpers.mcp import call, connect, error_of
 from tests.helpers.runs import run_and_cleanup

@@ -18,10 +18,10 @@ import pytest
 
 from ackdeck.core.errors import FleetUnreachable, InvalidInput, InvalidName
 from ackdeck.core.presence import log
-from ackdeck.core.service import fleet_model
-from ackdeck.core.service.fleet import FleetLink, fleet_listing, publish_home
-from ackdeck.core.service.fleet_model import Published
-from ackdeck.core.service.fleet_settings import parse_fleet_url, resolve_fleet
+from ackdeck.core.service.fleet import model as fleet_model
+from ackdeck.core.service.fleet.hosts import FleetLink, fleet_listing, publish_home
+from ackdeck.core.service.fleet.model import Published
+from ackdeck.core.service.fleet.settings import parse_fleet_url, resolve_fleet
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.fleet import host_env, json_of
 from tests.helpers.redis_server import RedisServer
@@ -343,7 +343,7 @@ def test_two_homes_under_one_host_id_are_warned_and_one_home_is_not(
 
 
 def test_a_damaged_home_id_is_set_aside_and_made_anew(tmp_path: Path) -> None:
-    from ackdeck.core.service.fleet import home_id
+    from ackdeck.core.service.fleet.hosts import home_id
 
     made = home_id(tmp_path)
     assert home_id(tmp_path) == made and len(made) == 32
@@ -478,7 +478,7 @@ def test_fleet_commands_without_a_fleet_or_with_bad_input_say_one_line(tmp_path:
 def test_a_publisher_says_an_outage_once_and_publishes_only_when_due(
     tmp_path: Path, server: RedisServer
 ) -> None:
-    from ackdeck.core.service.fleet import Publisher
+    from ackdeck.core.service.fleet.hosts import Publisher
 
     url = f"redis://127.0.0.1:{server.port}/0/due"
     settings = resolve_fleet(url, "alpha", env={"ACKDECK_REDIS_TIMEOUT": "1"}, config={})

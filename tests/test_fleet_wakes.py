@@ -28,11 +28,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from ackdeck.core.service.fleet import FORWARD
-from ackdeck.core.watch.forwarding import absorbed, batch_of, confirmed, item_key
-from ackdeck.core.watch.results import WakeItem, WakeLine, WakeRecord
+from ackdeck.core.monitors.forwarding import absorbed, batch_of, confirmed, item_key
+from ackdeck.core.monitors.results import WakeItem, WakeLine, WakeRecord
+from ackdeck.core.service.fleet.hosts import FORWARD
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.fleet import host_env, json_of
+from tests.helpers.pauses import killed_at
 from tests.helpers.redis_proxy import ReplyDropper
 from tests.helpers.redis_server import RedisServer
 from tests.helpers.wait import eventually
@@ -397,24 +398,7 @@ def test_a_forward_whose_reply_was_lost_is_sent_again_and_added_once(
 
 def _killed_at(step: str, env: dict[str, str], tmp_path: Path) -> None:
     """`fleet publish` on `env`'s host, killed with -9 at fault point `step`."""
-    pause = tmp_path / f"paused-{step}"
-    paused = {**env, "ACKDECK_TEST_PAUSE_AT": step, "ACKDECK_TEST_PAUSE_FILE": str(pause)}
-    proc = subprocess.Popen(
-        [*ACKDECK, "fleet", "publish"],
-        env=paused,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        eventually(pause.exists, what=f"the publish to pause at {step}")
-        assert pause.read_text() == step
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
+    killed_at(env, tmp_path / f"paused-{step}", step, "fleet", "publish")
 
 
 def test_a_host_killed_between_its_batch_and_the_send_sends_it_once(
@@ -827,8 +811,8 @@ def test_the_exchange_called_in_process_forwards_imports_and_confirms_once(
     # The publishers' own call (an MCP server's thread, the dashboard), in this process: the
     # record is made by a real `ackdeck run` on alpha, forwarded, imported on beta, delivered
     # by beta's drain, and confirmed back; an exchange repeated moves nothing.
-    from ackdeck.core.service.fleet import FleetLink, exchange_wakes
-    from ackdeck.core.service.fleet_settings import resolve_fleet
+    from ackdeck.core.service.fleet.hosts import FleetLink, exchange_wakes
+    from ackdeck.core.service.fleet.settings import resolve_fleet
 
     fleet = _fleet()
     alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")
@@ -867,8 +851,8 @@ def test_a_record_made_again_after_the_clock_stepped_back_is_delivered(
     has stepped back (NTP) meanwhile: the new record's first batch must still be numbered above
     what the session's host confirmed, or that host skips it as imported, confirms it, and the
     run's wakes are counted forwarded and never delivered."""
-    from ackdeck.core.service.fleet import FleetLink, exchange_wakes
-    from ackdeck.core.service.fleet_settings import resolve_fleet
+    from ackdeck.core.service.fleet.hosts import FleetLink, exchange_wakes
+    from ackdeck.core.service.fleet.settings import resolve_fleet
 
     fleet = _fleet()
     alpha, beta = _homes(tmp_path, server.url(fleet), "alpha", "beta")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ackdeck.core.watch import gate
+from ackdeck.core.monitors import gate
 
 
 def test_only_the_exact_shown_line_is_suppressed() -> None:

@@ -1,8 +1,8 @@
 """Hypothesis state machine over the real core: output writes, monitor scans, reads by two
 sessions (filtered or not), exits, restarts under the same name, and drains.
 
-It drives the same code the supervisor runs (core.watch.tail.Tail over a real output.log, the real
-wake store, read_output and drain on real files) without spawning processes: the test holds
+It drives the same code the supervisor runs (core.monitors.tail.Tail over a real output.log, the
+real wake store, read_output and drain on real files) without spawning processes: the test holds
 each run's supervisor lock itself, so the run counts as supervised.
 
 Checked: no delivered line had been shown to its owner in that run at delivery time; a line is
@@ -30,10 +30,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ackdeck.core.watch import wakes
-from ackdeck.core.watch.monitors import clean
-from ackdeck.core.watch.output import read_output
-from ackdeck.core.watch.runs import (
+from ackdeck.core.monitors import wakes
+from ackdeck.core.monitors.monitors import clean
+from ackdeck.core.monitors.output import read_output
+from ackdeck.core.monitors.runs import (
     MonitorModel,
     RunMeta,
     load_meta,
@@ -43,7 +43,7 @@ from ackdeck.core.watch.runs import (
     store_meta,
     supervisor_lock_path,
 )
-from ackdeck.core.watch.tail import Tail
+from ackdeck.core.monitors.tail import Tail
 
 PATTERN = "ERR"
 RX = re.compile(PATTERN.encode())

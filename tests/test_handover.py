@@ -4,7 +4,7 @@ one's only after; lines arriving meanwhile stay; a kill -9 at any step leaves ea
 room or both, never in neither, and the next run finishes it and says what it found.
 
 Real rooms, real `ackdeck` processes held at the hand-over's named fault points
-(core/service/reassign.py) and killed there."""
+(core/service/handover.py) and killed there."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import pytest
 
 from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.service import presence
 from tests.helpers.cli import ackdeck, ackdeck_json, ackdeck_ok
-from tests.helpers.pauses import kill9, start_paused, wait_for_step
+from tests.helpers.pauses import killed_at, paused, wait_for_step
 from tests.helpers.wait import eventually
 
 STEPS = [
@@ -29,7 +29,7 @@ STEPS = [
     "handover-after-ack",
     "handover-before-done",
 ]
-# What a re-run finds in the journal after a kill at each step (STEPS in reassign.py).
+# What a re-run finds in the journal after a kill at each step (STEPS in service/handover.py).
 FOUND = {
     "handover-after-journal": "chosen",
     "handover-after-push": "chosen",
@@ -198,19 +198,15 @@ def test_lines_arriving_during_the_handover_stay_in_the_stalled_room(
 ) -> None:
     a, b = stalled
     marker = tmp_path / "paused-at"
-    proc = start_paused(
+    with paused(
         cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
-    )
-    try:
+    ) as proc:
         wait_for_step(proc, marker, "handover-after-push")
         Room(a).push(b"arrived meanwhile")  # after the hand-over's read, before its ack
         with open(a, "ab") as f:
             f.write(b"unlocked producer\n")
         marker.unlink()  # go on
         assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
     assert _lines(a) == [b"arrived meanwhile", b"unlocked producer"]
     assert _lines(b) == [b"s2's own", *LINES]
     assert "handover" not in Room(a).status().sessions
@@ -225,10 +221,9 @@ def test_a_handover_of_several_pages_moves_only_what_was_there_at_its_first_look
     many = [b"%04d " % i + b"x" * 995 for i in range(1100)]
     a.write_bytes(b"".join(line + b"\n" for line in many))
     marker = tmp_path / "paused-at"
-    proc = start_paused(
+    with paused(
         cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2", "--json"
-    )
-    try:
+    ) as proc:
         wait_for_step(proc, marker, "handover-after-push")
         Room(a).push(b"arrived during the first page")
         marker.unlink()
@@ -237,9 +232,6 @@ def test_a_handover_of_several_pages_moves_only_what_was_there_at_its_first_look
         marker.unlink()
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
     got = json.loads(out)
     assert (got["moved"], got["both"]) == (1100, 0)
     assert _lines(b) == many
@@ -256,13 +248,7 @@ def test_kill9_at_each_step_leaves_every_line_somewhere_and_a_rerun_finishes_onc
 ) -> None:
     a, b = stalled
     marker = tmp_path / "paused-at"
-    proc = start_paused(cli_env, marker, [step], "handover", "--from", "s1", "--to", "s2")
-    try:
-        wait_for_step(proc, marker, step)
-        kill9(proc)
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
+    killed_at(cli_env, marker, step, "handover", "--from", "s1", "--to", "s2")
     # One room or both, never neither, and never twice in the target.
     in_a, in_b = Counter(_lines(a)), Counter(_lines(b))
     for line in LINES:
@@ -289,15 +275,8 @@ def test_a_lost_push_reply_is_found_after_others_pushed_and_not_pushed_again(
 ) -> None:
     a, b = stalled
     marker = tmp_path / "paused-at"
-    proc = start_paused(
-        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
-    )
-    try:
-        wait_for_step(proc, marker, "handover-after-push")
-        kill9(proc)  # the lines were appended; the journal never heard of it
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
+    # The lines were appended; the journal never heard of it.
+    killed_at(cli_env, marker, "handover-after-push", "handover", "--from", "s1", "--to", "s2")
     # Others push to s2 after the lost reply, and s2 reads (not acks) its room.
     Room(b).push(b"later producer")
     with open(b, "ab") as f:
@@ -315,15 +294,7 @@ def test_a_push_that_cannot_be_found_any_more_is_pushed_again_and_said(
 ) -> None:
     a, b = stalled
     marker = tmp_path / "paused-at"
-    proc = start_paused(
-        cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
-    )
-    try:
-        wait_for_step(proc, marker, "handover-after-push")
-        kill9(proc)
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
+    killed_at(cli_env, marker, "handover-after-push", "handover", "--from", "s1", "--to", "s2")
     # s2 took everything (the handed-over lines too) before the re-run: no proof is left of
     # whether the push landed, so the lines go again rather than risk them being nowhere.
     target = Room(b)
@@ -416,7 +387,7 @@ async def test_h_and_the_session_typed_at_once_hand_the_lines_over(
 
 
 def test_the_pure_decisions() -> None:
-    from ackdeck.core.service.reassign import choose_room, push_decision, within
+    from ackdeck.core.service.handover import choose_room, push_decision, within
 
     # A search of the target room proves a push landed, or that it did not, or nothing.
     assert push_decision(120, True) == "landed"
@@ -449,17 +420,13 @@ def test_the_stalled_session_acking_its_own_read_meanwhile_loses_and_doubles_not
     # ack: the head of the hand-over's lines is gone, the rest must still leave s1's room.
     a, b = stalled
     marker = tmp_path / "paused-at"
-    proc = start_paused(
+    with paused(
         cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2"
-    )
-    try:
+    ) as proc:
         wait_for_step(proc, marker, "handover-after-push")
         assert Room(a).ack("s1").acked == 2
         marker.unlink()
         assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
     assert _lines(a) == []
     assert _lines(b) == [b"s2's own", *LINES]
     again = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
@@ -476,10 +443,9 @@ def test_an_ack_by_the_stalled_session_during_a_page_does_not_push_a_page_again(
     read = len(Room(a).read("s1", max_bytes=100_000).lines)
     assert 0 < read < 1000
     marker = tmp_path / "paused-at"
-    proc = start_paused(
+    with paused(
         cli_env, marker, ["handover-after-push"], "handover", "--from", "s1", "--to", "s2", "--json"
-    )
-    try:
+    ) as proc:
         wait_for_step(proc, marker, "handover-after-push")
         assert Room(a).ack("s1").acked == read
         marker.unlink()
@@ -487,9 +453,6 @@ def test_an_ack_by_the_stalled_session_during_a_page_does_not_push_a_page_again(
         marker.unlink()
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
     assert _lines(a) == []
     assert _lines(b) == many  # each once, in order
     assert json.loads(out)["moved"] == 1100
@@ -547,8 +510,8 @@ def test_hand_over_called_in_process_moves_pages_and_finishes_a_found_journal(
     # left at "pushed" (as a kill after the push leaves it) finished by the next call.
     import base64
 
-    from ackdeck.core.inbox.ledger import sha256
-    from ackdeck.core.service.reassign import Journal, _store, hand_over, load_journal
+    from ackdeck.core.rooms.file.ledger import sha256
+    from ackdeck.core.service.handover import Journal, _store, hand_over, load_journal
 
     rooms = _agents(home, tmp_path, s1=["a.txt"], s2=["b.txt"])
     a, b = rooms["s1"][0], rooms["s2"][0]

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.agents import hooks
+from ackdeck.core import hooks
 from ackdeck.core.errors import ColdAck, InvalidInput
-from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.watch import procs, wakes
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.hooks import install_hooks, installed_hooks
 from tests.helpers.paths import REPO
@@ -508,7 +508,7 @@ def test_a_stop_hook_whose_output_nobody_reads_acks_no_wake(
 ) -> None:
     # The wake is acked only once its text reached stderr (what the agent is given on exit 2):
     # a stop hook writing into a closed pipe used to ack the wake and say nothing anywhere.
-    from ackdeck.core.watch.monitors import MatchedLine
+    from ackdeck.core.monitors.monitors import MatchedLine
 
     wakes.merge(
         home, "agent", "build", run_id="run1", kind="match",
@@ -572,7 +572,7 @@ def test_hooks_still_work_when_the_notice_state_cannot_be_kept(
     # HOME/notices unusable (here a file; in life a read-only or full HOME): the hooks' own
     # "already told" record is a convenience. Losing it may repeat a mention; it must not
     # stop the prompt hook from listing lines or the Stop hook from delivering wakes.
-    from ackdeck.core.watch.monitors import MatchedLine
+    from ackdeck.core.monitors.monitors import MatchedLine
 
     room = tmp_path / "inbox.txt"
     room.write_bytes(b"[t1] ops: waiting\n")

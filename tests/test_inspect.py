@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from ackdeck.core.base import locations
-from ackdeck.core.inbox import ledger as L
+from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.service.inspection import explain_slots
 from tests.helpers.cli import ackdeck, ackdeck_json
 from tests.helpers.wait import eventually
@@ -206,7 +206,7 @@ def test_inspect_run_and_session_show_meta_monitors_shown_and_wakes(
 
     # The batches imported from another host that a dismiss kept (fleet.md) are shown; a
     # damaged marks file and one set aside are named.
-    from ackdeck.core.watch import wakes
+    from ackdeck.core.monitors import wakes
 
     wakes.keep_import_mark(phome, "s", "build@alpha", 1234)
     doc = ackdeck_json(cli_env, "inspect", "--session", "s")

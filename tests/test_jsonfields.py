@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.agents.notices import NoticeState, RoomMark, WakeMark
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import RecordError
-from ackdeck.core.inbox import ledger as L
-from ackdeck.core.inbox import policy
-from ackdeck.core.inbox.receipts import ReceiptHeader
-from ackdeck.core.inbox.rooms import ReadResult
-from ackdeck.core.inbox.sidecar import AuditEntry, Sidecar
-from ackdeck.core.watch.runs import MonitorsState, RunMeta
-from ackdeck.core.watch.shown import ReadState
-from ackdeck.core.watch.wakes import WakeRecord
+from ackdeck.core.monitors.runs import MonitorsState, RunMeta
+from ackdeck.core.monitors.shown import ReadState
+from ackdeck.core.monitors.wakes import WakeRecord
+from ackdeck.core.rooms import policy
+from ackdeck.core.rooms.file import ledger as L
+from ackdeck.core.rooms.file.receipts import ReceiptHeader
+from ackdeck.core.rooms.file.room import ReadResult
+from ackdeck.core.rooms.file.sidecar import AuditEntry, Sidecar
+from ackdeck.core.service.notices import NoticeState, RoomMark, WakeMark
 
 
 def _wake(**extra: object) -> dict[str, object]:

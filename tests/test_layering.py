@@ -184,7 +184,7 @@ HEAVY_FOR_A_TURN = {
     "re2",
     "textual",
     "mcp",
-    "ackdeck.core.inbox.room_url",
+    "ackdeck.core.rooms.room_url",
     "dataclasses",
     "inspect",
     "typing",
@@ -269,18 +269,19 @@ def test_per_turn_commands_on_a_file_room_load_nothing_heavy(
 def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:
     # An unreachable server: the command fails with one line, but it did open a redis room.
     loaded = _loaded_by(["room", "status", "redis://127.0.0.1:1/0/probe"], tmp_path)
-    assert "redis" in loaded and "ackdeck.core.inbox.room_url" in loaded
+    assert "redis" in loaded and "ackdeck.core.rooms.room_url" in loaded
 
 
 def _supervisor_modules(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
     """ackdeck's modules a run's supervisor imports over a whole life (start, a scan with a
-    match, the exit), from its -X importtime log; it runs as `-m ackdeck.core.watch.supervisor`."""
+    match, the exit), from its -X importtime log; it runs as `-m
+    ackdeck.core.monitors.supervisor`."""
     from tests.helpers.runs import supervisor_imports
 
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     names = supervisor_imports(home, tmp_path, "hot")
-    assert "ackdeck.core.watch.tail" in names  # the log is the supervisor's
-    return {n for n in names if n.startswith("ackdeck")} | {"ackdeck.core.watch.supervisor"}
+    assert "ackdeck.core.monitors.tail" in names  # the log is the supervisor's
+    return {n for n in names if n.startswith("ackdeck")} | {"ackdeck.core.monitors.supervisor"}
 
 
 def test_type_checking_false_is_written_only_on_the_hot_path(
@@ -302,7 +303,7 @@ def test_type_checking_false_is_written_only_on_the_hot_path(
             for node in ast.parse(path.read_text()).body
         )
     }
-    assert "ackdeck.core.base.jsonfields" in writers and "ackdeck.core.watch.scan" in hot
+    assert "ackdeck.core.base.jsonfields" in writers and "ackdeck.core.monitors.scan" in hot
     assert sorted(writers - hot) == []
 
 

@@ -1,4 +1,5 @@
-"""The pure rules that decide what an ack may remove (core/inbox/ledger.py), tested without I/O."""
+"""The pure rules that decide what an ack may remove (core/rooms/file/ledger.py), tested without
+I/O."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 
 from ackdeck.core.base.byteio import split_lines
 from ackdeck.core.base.digest import line_digests
-from ackdeck.core.inbox import ledger as L
-from ackdeck.core.inbox import receipts as R
+from ackdeck.core.rooms.file import ledger as L
+from ackdeck.core.rooms.file import receipts as R
 
 
 def _st(size: int, *, ino: int = 7, mtime: int = 1_000, dev: int = 1) -> L.FileStat:
@@ -225,7 +226,7 @@ def test_an_interrupted_dead_letter_move_is_recovered_as_dead_not_acked() -> Non
 
 def test_a_splice_output_is_recovered_as_the_ack() -> None:
     # An ack renamed its temp, then put a late tail in place by a second rename (a splice,
-    # core/inbox/handover.py): either file on disk is this ack's output.
+    # core/rooms/file/carry_over.py): either file on disk is this ack's output.
     first = L.identity_of(_st(2, ino=9, mtime=5), b"c\n")
     spliced = L.identity_of(_st(5, ino=11, mtime=6), b"c\nL1\n")
     pending = L.PendingRewrite(identity=first, base=4, acked=2, spliced=spliced)

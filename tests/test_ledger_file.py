@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import CorruptState
-from ackdeck.core.inbox import ledger as L
+from ackdeck.core.rooms.file import ledger as L
 
 
 def test_roundtrip_and_alternating_slots(tmp_path: Path) -> None:

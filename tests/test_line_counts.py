@@ -1,4 +1,4 @@
-"""Kept line counts (core/inbox/line_counts.py): a status with them equals a status without,
+"""Kept line counts (core/rooms/line_counts.py): a status with them equals a status without,
 whatever happens to the room in between, and only appended bytes are read."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.line_counts import LineCounts
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.line_counts import LineCounts
 
 STEPS = st.lists(
     st.sampled_from(
@@ -61,7 +61,7 @@ def _apply(step: str, room: Room, path: Path, n: int) -> None:
         data = path.read_bytes()
         # The middle changes, the file grows, and so does its last byte: a rewrite that keeps
         # the head and the last bytes counted is indistinguishable from an append without
-        # reading the whole file (core/inbox/line_counts.py says so), so none is generated.
+        # reading the whole file (core/rooms/line_counts.py says so), so none is generated.
         body = data[1:].replace(b"\n", b"-")
         body = body[:-1] + (b"*" if body[-1:] == b"+" else b"+")
         with path.open("r+b") as f:

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from ackdeck.core.watch import procs
+from ackdeck.core.monitors import procs
 from tests.helpers.cli import ackdeck
 from tests.helpers.mcp import call, connect, text_of
 from tests.helpers.wait import eventually, eventually_async

@@ -1,9 +1,9 @@
-"""The pure decisions behind MCP input schemas and unknown arguments (core/agents/mcp_args.py);
+"""The pure decisions behind MCP input schemas and unknown arguments (core/mcp/args.py);
 the end-to-end checks through real clients are in tests/test_mcp_clients.py."""
 
 from __future__ import annotations
 
-from ackdeck.core.agents.mcp_args import plain_input_schema, unknown_arguments
+from ackdeck.core.mcp.args import plain_input_schema, unknown_arguments
 
 SDK_SCHEMA = {
     "type": "object",

@@ -16,9 +16,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.watch import wakes
-from ackdeck.core.watch.monitors import MatchedLine
+from ackdeck.core.monitors import wakes
+from ackdeck.core.monitors.monitors import MatchedLine
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.channel import ChannelListener, Recorder
 from tests.helpers.cli import ackdeck_ok
 from tests.helpers.mcp import server_params
@@ -95,7 +95,7 @@ async def test_a_burst_of_a_thousand_lines_is_one_or_two_notices(
     async with connect(home, [room], rec):
         await rec.quiet(1.0)
         script = (
-            "import sys\nfrom ackdeck.core.inbox.rooms import Room\nr = Room(sys.argv[1])\n"
+            "import sys\nfrom ackdeck.core.rooms.file.room import Room\nr = Room(sys.argv[1])\n"
             "for i in range(1000):\n    r.push(f'line {i}')\n"
         )
         subprocess.run(

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 from mcp.types import CallToolResult
 
-from ackdeck.core.watch import procs, shown
+from ackdeck.core.monitors import procs, shown
 from tests.helpers.mcp import call, connect, text_of
 from tests.helpers.wait import WAIT, eventually_async
 

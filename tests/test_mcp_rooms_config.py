@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.agents.mcp_server import DoorConfig
 from ackdeck.core.errors import InvalidInput, InvalidName
+from ackdeck.core.mcp.server import DoorConfig
 
 
 def _paths(cfg: DoorConfig) -> list[Path]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.agents.mcp_delivery import Deliveries, Handoff, Wire, request_key
+from ackdeck.core.mcp.delivery import Deliveries, Handoff, Wire, request_key
 from tests.helpers.raw_mcp import RawClient
 
 # What each client shows its model whole (tests/test_agent_client_limits.py pins them).

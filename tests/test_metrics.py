@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.service.refs import open_room
 from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json, ackdeck_ok
 from tests.helpers.paths import REPO

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.watch import monitors
-from ackdeck.core.watch import scan as _scan
-from ackdeck.core.watch.monitors import (
+from ackdeck.core.monitors import monitors
+from ackdeck.core.monitors import scan as _scan
+from ackdeck.core.monitors.monitors import (
     MAX_FRAGMENT,
     MAX_PAYLOAD,
     Batch,
@@ -121,7 +121,7 @@ def test_literal_finder_equals_find(
         buf = text
     elif kind == "bytearray":
         buf = bytearray(text)
-    else:  # ackdeck.core.watch.tail's buffer: stale bytes past the data, a NUL as its last byte
+    else:  # ackdeck.core.monitors.tail's buffer: stale bytes past the data, a NUL as its last byte
         buf = bytearray(text + b"abab" + b"\x00")
     lits = tuple(literals)
     old = _scan.MAX_NUL_STOPS

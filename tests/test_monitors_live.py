@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ackdeck.core.watch import procs, wakes
-from ackdeck.core.watch.output import read_output
-from ackdeck.core.watch.runs import load_monitors_state
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.monitors.output import read_output
+from ackdeck.core.monitors.runs import load_monitors_state
 from tests.helpers.cli import ackdeck, ackdeck_json
 from tests.helpers.runs import PY, drain_lines, release, wait_status, waiter
 from tests.helpers.wait import eventually
@@ -213,7 +213,7 @@ def test_an_unterminated_flood_stays_bounded_in_memory(phome: Path, tmp_path: Pa
         "sys.stdout.write(' FLOOD-END\\n'); sys.stdout.flush()\n"
     )
     info = procs.start(phome, "b", [PY, "-c", code], monitors=mon("FLOOD-END", cooldown_ms=0))
-    from ackdeck.core.watch.runs import load_meta
+    from ackdeck.core.monitors.runs import load_meta
 
     meta = load_meta(info.run_dir)
     assert meta is not None and meta.supervisor_pid

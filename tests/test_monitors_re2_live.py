@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ackdeck.core.watch import procs, wakes
-from ackdeck.core.watch.runs import load_meta
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.monitors.runs import load_meta
 from tests.helpers.runs import release, wait_status, waiter
 from tests.helpers.wait import eventually
 

@@ -8,12 +8,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from ackdeck.core.agents import notices as N
-from ackdeck.core.agents.noticer import Noticer, load_state, state_path
-from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.watch import shown, wakes
-from ackdeck.core.watch.monitors import MatchedLine
-from ackdeck.core.watch.runs import run_dir
+from ackdeck.core.monitors import shown, wakes
+from ackdeck.core.monitors.monitors import MatchedLine
+from ackdeck.core.monitors.runs import run_dir
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.service import notices as N
+from ackdeck.core.service.noticer import Noticer, load_state, state_path
 
 
 def room_view(end: int, unread: int, epoch: int = 1, path: str = "/r/a.txt") -> N.RoomView:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.agents.nudge import IdleWatch
-from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.watch import wakes
-from ackdeck.core.watch.monitors import MatchedLine
+from ackdeck.core.monitors import wakes
+from ackdeck.core.monitors.monitors import MatchedLine
+from ackdeck.core.nudge import IdleWatch
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.paths import PATHS, REPO
 from tests.helpers.wait import WAIT, eventually
 

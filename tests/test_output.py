@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import InvalidInput, ProcessError
-from ackdeck.core.watch import procs, shown, wakes
-from ackdeck.core.watch.output import read_output
+from ackdeck.core.monitors import procs, shown, wakes
+from ackdeck.core.monitors.output import read_output
 from tests.helpers.runs import PY, release, wait_status, waiter
 from tests.helpers.wait import eventually
 

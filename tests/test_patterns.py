@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.watch.literals import required_literals
-from ackdeck.core.watch.patterns import compile_pattern
+from ackdeck.core.monitors.literals import required_literals
+from ackdeck.core.monitors.patterns import compile_pattern
 from tests.helpers.scanning import naive, scan_pieces, scan_reused_buffer
 
 

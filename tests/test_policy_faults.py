@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.policy import RoomPolicy
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.core.service import alerts, wakes
 from ackdeck.core.service.refs import open_room
 from tests.helpers.cli import ackdeck

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ackdeck.core.agents import hooks
+from ackdeck.core import hooks
 from ackdeck.core.base import locations
 from ackdeck.core.presence import log
 from tests.helpers.cli import ACKDECK, ackdeck

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import InvalidInput, ProcessError
-from ackdeck.core.watch import procs, wakes
-from ackdeck.core.watch.runs import load_meta, supervisor_alive
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.monitors.runs import load_meta, supervisor_alive
 from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
 from tests.helpers.runs import PY, release, wait_status, waiter
 from tests.helpers.wait import eventually
@@ -252,7 +252,7 @@ def test_cli_session_defaults_to_env(phome: Path, cli_env: dict[str, str]) -> No
 
 
 def _alive(pid: int) -> bool:
-    from ackdeck.core.watch.runs import pid_alive
+    from ackdeck.core.monitors.runs import pid_alive
 
     return pid_alive(pid)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import InvalidInput
+from ackdeck.core.monitors import procs
+from ackdeck.core.monitors.runs import load_meta, supervisor_alive
 from ackdeck.core.service import procs as service
-from ackdeck.core.watch import procs
-from ackdeck.core.watch.runs import load_meta, supervisor_alive
 from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
 from tests.helpers.mcp import call, connect, text_of
 from tests.helpers.runs import start_beside

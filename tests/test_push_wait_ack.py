@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.service import rooms as service
 from ackdeck.core.service.refs import open_room
 from tests.helpers.cli import ACKDECK, ackdeck

@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from ackdeck.core.watch import procs, runs, wakes
+from ackdeck.core.monitors import procs, runs, wakes
 from tests.helpers.wait import eventually
 
 

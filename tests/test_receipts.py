@@ -1,4 +1,4 @@
-"""A receipt holds what an ack needs, not the text (core/inbox/receipts.py): offsets, the
+"""A receipt holds what an ack needs, not the text (core/rooms/file/receipts.py): offsets, the
 SHA-256 of the whole read and a fixed-size digest per line. Real rooms, real sidecars."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from ackdeck.core.base.digest import LINE_DIGEST
 from ackdeck.core.errors import ColdAck, CorruptState
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 
 SECRET = b"the-launch-code-is-4711"
 

@@ -55,7 +55,7 @@ async def test_mcp_serves_a_redis_room_next_to_a_file_room(
 
 
 def test_hooks_report_unread_lines_of_a_redis_room(redis_server: RedisServer) -> None:
-    from ackdeck.core.agents.hooks import bootstrap_text, prompt_text
+    from ackdeck.core.hooks import bootstrap_text, prompt_text
 
     url = redis_server.url()
     r = open_room(url)
@@ -206,7 +206,7 @@ async def test_lines_panel_shows_a_redis_rooms_lines_live_and_drops_what_the_own
 
 
 def test_hook_commands_never_carry_the_password(tmp_path: Path) -> None:
-    from ackdeck.core.agents.hooks import hook_commands
+    from ackdeck.core.hooks import hook_commands
 
     cmds = hook_commands(
         ["ackdeck"], "agent", [f"redis://me:{SECRET}@db.example:6380/2/inbox", tmp_path / "f.txt"]
@@ -237,7 +237,7 @@ def test_dashboard_config_takes_redis_urls_and_rejects_bad_ones(tmp_path: Path) 
 def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
     home: Path, redis_server: RedisServer
 ) -> None:
-    from ackdeck.core.agents.noticer import Noticer
+    from ackdeck.core.service.noticer import Noticer
 
     name = new_room_name()
     url = redis_server.url(name)
@@ -255,14 +255,14 @@ def test_channel_noticer_tells_of_a_redis_room_without_reading_it(
 def test_stop_hook_notices_a_redis_room_line_that_arrived_during_the_turn(
     home: Path, redis_server: RedisServer
 ) -> None:
-    from ackdeck.core.agents.hooks import rooms_told_marker
+    from ackdeck.core.hooks import rooms_told_marker
 
     url = redis_server.url()
     r = open_room(url)
     r.push("before the turn")
     rooms_told_marker(home, "agent", [url])()  # what the prompt hook showed
     r.push("during the turn")
-    from ackdeck.core.agents.noticer import Noticer
+    from ackdeck.core.service.noticer import Noticer
 
     notices, _ = Noticer(home, "agent", [url], "hooks", wakes=False).due()
     assert len(notices) == 1 and "during the turn" in notices[0].content
@@ -276,9 +276,9 @@ async def test_noticer_follows_a_redis_room_live_not_by_the_rescan(
     import anyio
     import pytest
 
-    from ackdeck.core.agents import noticer as noticer_mod
-    from ackdeck.core.agents.noticer import Noticer
-    from ackdeck.core.agents.notices import Notice
+    from ackdeck.core.service import noticer as noticer_mod
+    from ackdeck.core.service.noticer import Noticer
+    from ackdeck.core.service.notices import Notice
 
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
     monkeypatch.setattr(noticer_mod, "RESCAN_S", 86_400.0)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from ackdeck.core.inbox import redis_lua
+from ackdeck.core.rooms.redis import lua as redis_lua
 from ackdeck.core.service.refs import open_room
 from tests.helpers.cli import ackdeck
 from tests.helpers.paths import PATHS, REPO

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from ackdeck.core.errors import ColdAck, InvalidInput, RoomUnavailable
-from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.inbox.room_url import parse_redis_url
+from ackdeck.core.rooms.redis.room import RedisRoom
+from ackdeck.core.rooms.room_url import parse_redis_url
 from ackdeck.core.service.refs import open_room
 from tests.helpers.cli import ACKDECK, ackdeck, here_env
 from tests.helpers.paths import PATHS, REPO
@@ -339,7 +339,7 @@ def test_password_is_not_in_reprs_or_errors(locked_server: RedisServer) -> None:
 
 
 def test_file_rooms_still_open_as_files(tmp_path: Path) -> None:
-    from ackdeck.core.inbox.rooms import Room
+    from ackdeck.core.rooms.file.room import Room
 
     r = open_room(tmp_path / "inbox.txt")
     assert isinstance(r, Room)
@@ -377,7 +377,7 @@ def test_entry_with_a_repeated_field_is_read_whole_and_a_forgotten_script_reload
 def test_module_imports_without_a_server() -> None:
     # The redis backend is imported only for URLs: a file-only command never loads redis.
     code = (
-        "import sys, ackdeck.core.cli.rooms_cmd, ackdeck.core.inbox.room_backend; "
+        "import sys, ackdeck.core.cli.rooms_cmd, ackdeck.core.rooms.room_backend; "
         "print('redis' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

@@ -1,6 +1,6 @@
 """One value type per concept at the backend boundary, declared once (issue #18).
 
-Both backends return core/inbox/results.py's types; the service's results and their JSON
+Both backends return core/rooms/results.py's types; the service's results and their JSON
 shapes (CLI --json, MCP outputSchema) take those facts from that declaration instead of
 spelling them again, and streamed JSON is written by a writer that knows the shape."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.cli._output import JsonParts
-from ackdeck.core.inbox import results as values
-from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms import results as values
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.redis.room import RedisRoom
 from ackdeck.core.service import rooms
 from ackdeck.core.service.results import fields_of
 
@@ -101,7 +101,7 @@ def test_both_backends_return_the_same_value_types() -> None:
 
 
 def test_the_backend_interface_has_no_protocol_views_left() -> None:
-    tree = ast.parse((PKG / "core" / "inbox" / "room_backend.py").read_text())
+    tree = ast.parse((PKG / "core" / "rooms" / "room_backend.py").read_text())
     classes = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     assert classes == ["RoomBackend"]
 

@@ -1,7 +1,7 @@
 """kill -9 of an acking process at every step of the ack.
 
 The acker is a real `ackdeck room ack` subprocess started with ACKDECK_TEST_PAUSE_AT=<step> (see
-core/inbox/rooms.py `_pause`): it writes the step name to a marker file and sleeps there, so the
+core/rooms/file/room.py `_pause`): it writes the step name to a marker file and sleeps there, so the
 test can act as a producer at exactly that point and then SIGKILL it. The room must then be the old
 file or the new one, never torn, and the next read/ack must recover with nothing lost."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from ackdeck.core.base import atomic
 from ackdeck.core.errors import ColdAck
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.pauses import kill9, start_paused_ack, wait_for_step
 
 STEPS = [
@@ -109,7 +109,8 @@ def test_kill9_after_rename_before_sweep_keeps_late_unlocked_append(
     marker = tmp_path / "paused-at"
     proc = start_paused_ack(path, marker, ["before-rename", "after-rename"], cli_env)
     try:
-        # The old inode, once the temp copy and its catch-up (core/inbox/handover.py) are done.
+        # The old inode, once the temp copy and its catch-up (core/rooms/file/carry_over.py) are
+        # done.
         wait_for_step(proc, marker, "before-rename")
         with open(path, "ab") as f:
             f.write(b"slipped in\n")
@@ -151,7 +152,7 @@ def test_kill9_twice_in_a_row_still_loses_nothing(tmp_path: Path, cli_env: dict[
 def test_kill9_at_each_ack_step_of_an_old_format_receipt_leaves_no_text_once_recovered(
     tmp_path: Path, cli_env: dict[str, str], step: str
 ) -> None:
-    # A receipt written before line digests holds the consumed text (core/inbox/receipts.py).
+    # A receipt written before line digests holds the consumed text (core/rooms/file/receipts.py).
     # Wherever its ack dies, the next ack completes it, and then no acked text is left in it.
     import json
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.policy import RoomPolicy
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.core.service import alerts, wakes
 from ackdeck.core.service import rooms as service
 from tests.helpers.cli import ACKDECK

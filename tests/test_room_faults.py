@@ -16,7 +16,7 @@ from ackdeck.core.errors import (
     RoomUnavailable,
     UnsafeSidecar,
 )
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 
 ROOT = os.geteuid() == 0
 ROOT_REASON = "running as root: root ignores permission bits, so this fault cannot be made real"

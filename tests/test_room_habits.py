@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from ackdeck.core.errors import ColdAck, RoomUnavailable
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_ok
 from tests.helpers.mcp import call, connect, text_of
 from tests.helpers.mounts import fill, mounted
@@ -551,7 +551,7 @@ def test_a_fragment_followed_by_another_writers_line_is_ended_in_place(tmp_path:
     # Removing the fragment would need space we lack; it becomes a line of its own instead.
     import fcntl
 
-    from ackdeck.core.inbox.rooms import _remove_fragment
+    from ackdeck.core.rooms.file.room import _remove_fragment
 
     path = tmp_path / "r"
     path.write_bytes(b"a\n")

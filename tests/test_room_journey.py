@@ -1,4 +1,4 @@
-"""Ages, the read log and first-seen marks of a room (core/inbox/readlog.py, seen_marks.py,
+"""Ages, the read log and first-seen marks of a room (core/rooms/file/readlog.py, seen_marks.py,
 ages.py): what they say, and that they survive kill -9 at every write and a full disk."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox import readlog, seen_marks
-from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file import readlog, seen_marks
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.redis.room import RedisRoom
 from ackdeck.core.service import rooms as service
 from ackdeck.core.service.refs import open_room
 from tests.helpers.cli import ackdeck, ackdeck_ok

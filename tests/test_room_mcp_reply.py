@@ -10,8 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from ackdeck.core.agents.mcp_server import MAX_REPLY_TEXT
-from ackdeck.core.inbox.room_backend import RoomBackend
+from ackdeck.core.mcp.server import MAX_REPLY_TEXT
+from ackdeck.core.rooms.room_backend import RoomBackend
 from ackdeck.core.service.refs import open_room
 from tests.helpers.mcp import call, connect, text_of
 from tests.helpers.redis_server import RedisServer, new_room_name

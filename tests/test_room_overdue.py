@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.policy import RoomPolicy, parse_duration
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.policy import RoomPolicy, parse_duration
 from ackdeck.core.service import alerts, wakes
 from ackdeck.core.service import rooms as service
 from ackdeck.core.service.refs import open_room

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.results import PAGE_BYTES
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.results import PAGE_BYTES
 from ackdeck.core.service.refs import open_room
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.paths import REPO

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.paths import REPO
 
 
@@ -44,7 +44,7 @@ def _py_appender(path: Path, tag: str, stop: Path) -> subprocess.Popen[bytes]:
 def _pusher(path: Path, tag: str, stop: Path) -> subprocess.Popen[bytes]:
     code = (
         "import os, sys\n"
-        "from ackdeck.core.inbox.rooms import Room\n"
+        "from ackdeck.core.rooms.file.room import Room\n"
         "r, stop, tag, i = Room(sys.argv[1]), sys.argv[2], sys.argv[3], 0\n"
         "while not os.path.exists(stop):\n"
         "    i += 1\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.base.byteio import tail_lines
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 
 
 def _reference(data: bytes, count: int) -> list[bytes]:

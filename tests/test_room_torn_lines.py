@@ -1,7 +1,7 @@
 """A line a producer that does not lock writes in two appends, reopening the path for each
 (`printf 'L%d' $i >> room; printf '\\n' >> room`), stays whole across an ack, whenever its
 rename happens: its first half may land in the inode the ack replaces, its second in the new
-file (core/inbox/handover.py). The ack is held at its named fault points; the halves are
+file (core/rooms/file/carry_over.py). The ack is held at its named fault points; the halves are
 written by a real shell, as a poller would."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.pauses import start_paused_ack, wait_for_step
 
 
@@ -133,7 +133,7 @@ def test_a_writer_holding_the_old_inode_finishes_its_line_there(
 
 
 def test_a_tail_is_spliced_at_its_byte_whatever_the_chunking() -> None:
-    from ackdeck.core.inbox.handover import spliced
+    from ackdeck.core.rooms.file.carry_over import spliced
 
     data = b"b\nL1"
     for at in range(len(data) + 1):

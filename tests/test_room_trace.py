@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.service.refs import open_room
 from ackdeck.core.service.trace import trace
 from tests.helpers.cli import ackdeck

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.mounts import mounted
 from tests.helpers.wait import eventually
 
@@ -407,7 +407,7 @@ def test_writers_holding_replaced_inodes_lose_nothing_long(tmp_path: Path) -> No
 
 
 def test_the_kernel_and_proc_both_tell_a_replaced_inode_held_by_a_writer(tmp_path: Path) -> None:
-    from ackdeck.core.inbox.prev_inodes import held_open, open_for_writing
+    from ackdeck.core.rooms.file.prev_inodes import held_open, open_for_writing
 
     path = tmp_path / "old-inode"
     path.write_bytes(b"")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import ColdAck
-from ackdeck.core.inbox import ledger as L
-from ackdeck.core.inbox.rooms import Room, format_poller_line
+from ackdeck.core.rooms.file import ledger as L
+from ackdeck.core.rooms.file.room import Room, format_poller_line
 
 
 def _room(tmp_path: Path, content: bytes | None = None) -> Room:

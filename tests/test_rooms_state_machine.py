@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 )
 
 from ackdeck.core.errors import ColdAck
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 
 SESSIONS = st.sampled_from(["s1", "s2", "s3"])
 # Small alphabet on purpose: identical lines are where a content-matching ack goes wrong.

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ackdeck.core.agents import server_config
+from ackdeck.core.mcp import server_config
 from tests.helpers.cli import ackdeck
 from tests.helpers.paths import REPO
 

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from tests.helpers.paths import PATHS, REPO
 
 PUSHER = """
 import sys, time, os
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 room, tag, stop, out = sys.argv[1:5]
 r = Room(room)
 i = 0
@@ -62,7 +62,7 @@ SH_APPENDER = (
 
 ACKER = """
 import sys, time, os, json, random
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.errors import ColdAck
 room, session, stop, log = sys.argv[1:5]
 r = Room(room)

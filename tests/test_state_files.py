@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.watch import procs, wakes
+from ackdeck.core.monitors import procs, wakes
 from tests.helpers.cli import ackdeck, ackdeck_json
 from tests.helpers.runs import wait_status
 
@@ -133,7 +133,7 @@ def test_a_damaged_receipt_is_one_line_and_the_room_still_works(
 
 
 def test_a_fifo_notice_state_is_set_aside_not_waited_on(home: Path) -> None:
-    from ackdeck.core.agents.noticer import load_state, state_path
+    from ackdeck.core.service.noticer import load_state, state_path
 
     path = state_path(home, "s", "channel")
     path.parent.mkdir(parents=True)

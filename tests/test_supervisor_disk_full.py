@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ackdeck.core.watch import procs, wakes
-from ackdeck.core.watch.runs import load_meta, output_path, supervisor_alive
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.monitors.runs import load_meta, output_path, supervisor_alive
 from tests.helpers.cli import ackdeck
 from tests.helpers.mounts import fill, mounted
 from tests.helpers.runs import PY, release, wait_status

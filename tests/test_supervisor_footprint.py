@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.watch import procs
-from ackdeck.core.watch.runs import (
+from ackdeck.core.monitors import procs
+from ackdeck.core.monitors.runs import (
     MonitorModel,
     RunMeta,
     new_run_id,
@@ -20,7 +20,7 @@ from ackdeck.core.watch.runs import (
     run_dir,
     store_meta,
 )
-from ackdeck.core.watch.tail import CHUNK, QUIET_CHUNK, Tail
+from ackdeck.core.monitors.tail import CHUNK, QUIET_CHUNK, Tail
 from tests.helpers.runs import release, supervisor_imports, wait_status, waiter
 from tests.helpers.wait import eventually
 
@@ -85,7 +85,7 @@ NOT_IN_SUPERVISOR = {
     "hashlib": "loads OpenSSL's libcrypto (~3.7 MiB); ackdeck.core.base.digest uses CPython's own",
     "ctypes.util": "find_library pulls in shutil, tempfile, bz2, lzma",
     "shutil": "see argparse and ctypes.util",
-    "ackdeck.core.inbox.ledger": "a run's state files need ackdeck.core.base.statefile only",
+    "ackdeck.core.rooms.file.ledger": "a run's state files need ackdeck.core.base.statefile only",
     "pydantic": "ackdeck's own state files are Records",
     "textual": "the dashboard",
     "mcp": "the MCP server",
@@ -100,7 +100,7 @@ def test_a_supervisor_imports_only_what_it_needs(
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     imported = supervisor_imports(phome, tmp_path, "lean")
     assert (
-        "ackdeck.core.watch.tail" in imported and "re2" in imported
+        "ackdeck.core.monitors.tail" in imported and "re2" in imported
     )  # the log is the supervisor's
     held = {m: why for m, why in NOT_IN_SUPERVISOR.items() if m in imported}
     assert held == {}

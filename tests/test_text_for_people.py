@@ -13,10 +13,10 @@ import subprocess
 import tty
 from pathlib import Path
 
-from ackdeck.core.agents import notices as N
 from ackdeck.core.base.text import safe
 from ackdeck.core.cli._output import for_terminal
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.service import notices as N
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import PromptScreen, TextScreen
 from ackdeck.tui.testing import fixed_clock, notifications, quiet_config, screen_text, settle

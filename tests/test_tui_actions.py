@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.absent import ABSENT_CELL
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.absent import ABSENT_CELL
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import AckAllScreen, ConfirmScreen, HelpScreen, PromptScreen
 from ackdeck.tui.testing import (
@@ -466,7 +466,7 @@ async def test_line_appended_by_another_process_appears_without_a_key_press(
             [
                 sys.executable,
                 "-c",
-                "import sys; from ackdeck.core.inbox.rooms import Room; "
+                "import sys; from ackdeck.core.rooms.file.room import Room; "
                 "Room(sys.argv[1]).push('from afar')",
                 str(room),
             ],

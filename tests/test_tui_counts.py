@@ -11,9 +11,9 @@ import sys
 import threading
 from pathlib import Path
 
-from ackdeck.core.inbox.absent import ABSENT_CELL
-from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.watch import procs, wakes
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.rooms.absent import ABSENT_CELL
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.tui import app as app_mod
 from ackdeck.tui.app import make_app
 from ackdeck.tui.state import in_flight_total, scan_room, unread_summary
@@ -135,7 +135,7 @@ def test_arrivals_do_not_double_count_an_ack_that_lands_during_a_status(
         fd = real_open(self)
         if not acks:
             script = (
-                "import sys; from ackdeck.core.inbox.rooms import Room; "
+                "import sys; from ackdeck.core.rooms.file.room import Room; "
                 "Room(sys.argv[1]).ack('agent')"
             )
             acks.append(subprocess.Popen([sys.executable, "-c", script, str(room)], cwd=REPO))
@@ -257,7 +257,7 @@ async def test_every_count_equals_core_across_many_rooms_changing_at_once(
             pilot=pilot,
         )
         code = (
-            "import sys; from pathlib import Path; from ackdeck.core.inbox.rooms import Room\n"
+            "import sys; from pathlib import Path; from ackdeck.core.rooms.file.room import Room\n"
             "rooms = [Path(p) for p in sys.argv[1:]]\n"
             "for i, p in enumerate(rooms):\n"
             "    if i % 3 == 0: Room(p).push('pushed')\n"

@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from ackdeck.core.inbox.rooms import Room
-from ackdeck.core.watch import procs
+from ackdeck.core.monitors import procs
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.demo import DemoWorld
 from ackdeck.tui.testing import quiet_config, settle
@@ -89,7 +89,7 @@ def test_demo_helpers_stop_when_the_demo_dies(tmp_path: Path) -> None:
 def test_demo_world_stays_alive(tmp_path: Path, monkeypatch) -> None:
     """Processes start again and match, the agent acks and drains, and its wakes are both
     delivered and superseded, for as long as the demo is open (here at a faster pace)."""
-    from ackdeck.core.watch import wakes
+    from ackdeck.core.monitors import wakes
 
     monkeypatch.setenv("ACKDECK_DEMO_PACE", "0.2")
     world = DemoWorld(tmp_path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from ackdeck.core.watch import procs, wakes
+from ackdeck.core.monitors import procs, wakes
 from ackdeck.tui import app as app_mod
 from ackdeck.tui.app import make_app
 from ackdeck.tui.testing import feed_change, fixed_clock, quiet_config, screen_text, settle

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from textual.app import App
 
 from ackdeck.core.presence import log
-from ackdeck.core.service import fleet_model, procs, wakes
-from ackdeck.core.service.fleet import FleetLink, publish_home
-from ackdeck.core.service.fleet_settings import resolve_fleet
+from ackdeck.core.service import procs, wakes
+from ackdeck.core.service.fleet import model as fleet_model
+from ackdeck.core.service.fleet.hosts import FleetLink, publish_home
+from ackdeck.core.service.fleet.settings import resolve_fleet
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import ConfirmScreen, PromptScreen, TextScreen
 from ackdeck.tui.screens.output import OutputScreen
@@ -185,9 +189,13 @@ def _woken(home: Path, name: str, session: str) -> None:
     eventually(done, what=f"{name} to end and wake {session}")
 
 
-def _two_hosts(tmp_path: Path, url: str, *, ttl: str = "30") -> tuple[Path, Path, FleetLink]:
+@contextmanager
+def _two_hosts(
+    tmp_path: Path, url: str, *, ttl: str = "30"
+) -> Iterator[tuple[Path, Path, FleetLink]]:
     """alpha (the dashboard's home) and beta, each with an agent named `agent` whose run
-    `build` woke it; beta also has `builder`, woken by `deploy`. beta has published."""
+    `build` woke it; beta also has `builder`, woken by `deploy`. beta has published; its link
+    is closed when the test is done."""
     mine, theirs = tmp_path / "alpha", tmp_path / "beta"
     now = time.time()
     log.record(mine, "agent", "prompt", at=now - 30)
@@ -198,8 +206,16 @@ def _two_hosts(tmp_path: Path, url: str, *, ttl: str = "30") -> tuple[Path, Path
     _woken(theirs, "deploy", "builder")
     env = {"ACKDECK_FLEET_TTL": ttl}
     beta = FleetLink(resolve_fleet(url, "beta", env=env, config={}))  # type: ignore[arg-type]
-    publish_home(beta, theirs)
-    return mine, theirs, beta
+    try:
+        publish_home(beta, theirs)
+        yield mine, theirs, beta
+    finally:
+        beta.close()
+
+
+def _dashboard(mine: Path, beta: FleetLink) -> App[None]:
+    """The dashboard of host alpha on `mine`, on beta's fleet."""
+    return make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
 
 
 def _cells(table: KeyedTable, key: str) -> list[str]:
@@ -224,9 +240,8 @@ async def test_processes_and_wakes_show_every_hosts_rows_with_a_host_column(
     # machine) reached its second publish before the command count below, which counts a
     # listing alone. An hour's TTL keeps that publish away for the whole test.
     monkeypatch.setenv("ACKDECK_FLEET_TTL", "3600")
-    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
-    try:
-        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+    with _two_hosts(tmp_path, _url(redis_server)) as (mine, theirs, beta):
+        app = _dashboard(mine, beta)
         async with app.run_test(size=(160, 40)) as pilot:
             await settle(pilot)
             main = app.main
@@ -267,16 +282,13 @@ async def test_processes_and_wakes_show_every_hosts_rows_with_a_host_column(
             main._list_agents()
             await settle(pilot)
             assert main._fleet_link.commands - sent == 2 + 2
-    finally:
-        beta.close()
 
 
 async def test_another_hosts_process_and_wake_are_read_only_here(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
-    try:
-        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+    with _two_hosts(tmp_path, _url(redis_server)) as (mine, theirs, beta):
+        app = _dashboard(mine, beta)
         async with app.run_test(size=(160, 40), notifications=True) as pilot:
             await settle(pilot)
             main = app.main
@@ -303,8 +315,6 @@ async def test_another_hosts_process_and_wake_are_read_only_here(
             await pilot.press("x")
             await settle(pilot)
             assert isinstance(app.screen, ConfirmScreen)
-    finally:
-        beta.close()
 
 
 async def test_h_on_another_hosts_agent_says_where_to_hand_it_over(
@@ -312,9 +322,8 @@ async def test_h_on_another_hosts_agent_says_where_to_hand_it_over(
 ) -> None:
     # Its rooms are on its host: h opened the prompt, and the hand-over then failed on a
     # session this host does not know (`agent@beta`), after the owner had typed a target.
-    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
-    try:
-        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+    with _two_hosts(tmp_path, _url(redis_server)) as (mine, theirs, beta):
+        app = _dashboard(mine, beta)
         async with app.run_test(size=(160, 40), notifications=True) as pilot:
             await settle(pilot)
             await _highlight(pilot, app.main.query_one(AgentsTable), "builder@beta")
@@ -329,8 +338,6 @@ async def test_h_on_another_hosts_agent_says_where_to_hand_it_over(
             await pilot.press("h")
             await settle(pilot)
             assert isinstance(app.screen, PromptScreen)
-    finally:
-        beta.close()
 
 
 async def _palette(app: object, pilot: object, query: str) -> list[str]:
@@ -355,9 +362,8 @@ async def _palette(app: object, pilot: object, query: str) -> list[str]:
 async def test_the_command_palette_lists_another_hosts_rows_read_only(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
-    try:
-        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+    with _two_hosts(tmp_path, _url(redis_server)) as (mine, theirs, beta):
+        app = _dashboard(mine, beta)
         async with app.run_test(size=(160, 40), notifications=True) as pilot:
             await settle(pilot)
             await eventually_async(
@@ -384,22 +390,19 @@ async def test_the_command_palette_lists_another_hosts_rows_read_only(
             assert not isinstance(app.screen, ConfirmScreen)
             assert "ackdeck wakes dismiss deploy --session builder" in notifications(app)[-1]
             assert [w.name for w in wakes.list_wakes(theirs, "builder").wakes] == ["deploy"]
-    finally:
-        beta.close()
 
 
 async def test_a_gone_hosts_processes_and_wakes_show_as_last_known(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server), ttl="1")
-    try:
+    with _two_hosts(tmp_path, _url(redis_server), ttl="1") as (mine, theirs, beta):
 
         def beta_gone() -> bool:
             server_now, pubs = beta.read()
             return not any(fleet_model.live(p, server_now) for p in pubs if p.host == "beta")
 
         eventually(beta_gone, what="beta to be past its TTL")
-        app = make_app(quiet_config(home=mine, fleet=beta.settings.url, host_id="alpha"))
+        app = _dashboard(mine, beta)
         async with app.run_test(size=(160, 40)) as pilot:
             await settle(pilot)
             ps, wk = app.main.query_one(ProcsTable), app.main.query_one(WakesTable)
@@ -407,8 +410,6 @@ async def test_a_gone_hosts_processes_and_wakes_show_as_last_known(
             assert _cells(ps, "build")[1] == "alpha"
             assert _cells(ps, "beta:build")[1] == "beta (last known)"
             assert _cells(wk, "beta:agent/build")[1] == "beta (last known)"
-    finally:
-        beta.close()
 
 
 async def test_an_unreachable_fleet_shows_this_hosts_processes_and_wakes(tmp_path: Path) -> None:
@@ -427,10 +428,9 @@ async def test_an_unreachable_fleet_shows_this_hosts_processes_and_wakes(tmp_pat
 async def test_the_fleets_panels_fit_80x24_and_wider_with_their_first_rows_quit_and_help(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    mine, theirs, beta = _two_hosts(tmp_path, _url(redis_server))
     room = tmp_path / "inbox.txt"
     room.write_text("hello\n")
-    try:
+    with _two_hosts(tmp_path, _url(redis_server)) as (mine, theirs, beta):
         config = quiet_config([room], home=mine, fleet=beta.settings.url, host_id="alpha")
         for size in ((80, 24), (100, 30), (120, 35), (200, 50)):
             app = make_app(config)
@@ -454,12 +454,10 @@ async def test_the_fleets_panels_fit_80x24_and_wider_with_their_first_rows_quit_
                     assert ["build", "alpha", "exited"] in rows, text  # the processes'
                     assert ["agent", "alpha", "build"] in rows, text  # the wakes'
                 assert "q Quit" in text and "? Help" in text, size
-    finally:
-        beta.close()
 
 
 def test_another_hosts_rows_this_version_cannot_show_are_left_out() -> None:
-    from ackdeck.core.service.fleet_rows import remote_runs, remote_wakes
+    from ackdeck.core.service.fleet.rows import remote_runs, remote_wakes
 
     run = {
         "host": "beta", "name": "build", "status": "exited", "exit_code": 1,

@@ -15,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.lineindex import LineIndex
 from ackdeck.tui.messages import FilesChanged, IndexBuilt

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ackdeck.core.inbox.policy import RoomPolicy
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import PromptScreen, TextScreen
 from ackdeck.tui.testing import FIXED_NOW, fixed_clock, quiet_config, screen_text, settle

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.absent import ABSENT_CELL
+from ackdeck.core.rooms.absent import ABSENT_CELL
 from ackdeck.tui.app import make_app
 from ackdeck.tui.scenes import Scene, apply_rates, full_scene
 from ackdeck.tui.testing import feed_change, fixed_clock, quiet_config, screen_text, settle

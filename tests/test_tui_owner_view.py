@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.service.refs import open_room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.config import (

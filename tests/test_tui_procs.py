@@ -1,5 +1,6 @@
 """Pilot tests of the processes and wakes panels and the output screen, on real monitored
-processes started through ackdeck.core.watch.procs (detached supervisors, real output.log files)."""
+processes started through ackdeck.core.monitors.procs (detached supervisors, real output.log
+files)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import os
 import signal
 from pathlib import Path
 
-from ackdeck.core.watch import output, procs, wakes
-from ackdeck.core.watch.runs import load_meta, supervisor_alive
+from ackdeck.core.monitors import output, procs, wakes
+from ackdeck.core.monitors.runs import load_meta, supervisor_alive
 from ackdeck.tui.app import make_app
 from ackdeck.tui.screens.modals import ConfirmScreen
 from ackdeck.tui.screens.output import OutputScreen

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from textual.widget import Widget
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import RoomRef
@@ -265,7 +265,7 @@ async def test_a_push_far_below_the_view_repaints_nothing_until_it_is_scrolled_t
 
 
 async def test_run_output_does_not_make_the_dashboard_recount_rooms(home: Path, tmp_path) -> None:
-    from ackdeck.core.watch import procs
+    from ackdeck.core.monitors import procs
 
     rooms = rooms_in(tmp_path, 3)
     app = make_app(quiet_config(rooms, home=home, watch=True), clock=fixed_clock)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.tui.app import make_app
 from ackdeck.tui.state import in_flight_total
 from ackdeck.tui.testing import fixed_clock, quiet_config, settle
@@ -35,7 +35,8 @@ async def test_a_read_by_another_process_shows_for_a_room_with_a_long_name(
         )
         await pilot.pause(0.2)  # let the watcher register its directories
         script = (
-            "import sys; from ackdeck.core.inbox.rooms import Room; Room(sys.argv[1]).read('agent')"
+            "import sys; from ackdeck.core.rooms.file.room import Room; "
+            "Room(sys.argv[1]).read('agent')"
         )
         subprocess.run([sys.executable, "-c", script, str(room)], check=True, cwd=REPO)
         await eventually_async(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.inbox.rooms import Room
+from ackdeck.core.rooms.file.room import Room
 from ackdeck.tui.browser import chromium_page, find_chromium, open_dashboard, web_server
 from ackdeck.tui.web import refusal, start_message
 from tests.helpers.wait import WAIT, eventually

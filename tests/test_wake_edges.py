@@ -7,8 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from ackdeck.core.watch import procs, wakes
-from ackdeck.core.watch.procs import MonitorSpec
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.monitors.procs import MonitorSpec
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.runs import PY, wait_status
 
@@ -36,7 +36,7 @@ def test_dropped_lines_not_all_read_still_wake(phome: Path, cli_env) -> None:
     code = "import sys\nfor i in range(200): sys.stdout.write('ERROR %d\\n' % i)\n"
     procs.start(phome, "many", [PY, "-c", code], monitors=[MonitorSpec("ERROR", cooldown_ms=0)])
     wait_status(phome, "many")
-    from ackdeck.core.watch import output
+    from ackdeck.core.monitors import output
 
     output.read_output(phome, "many", "default", deliver=lambda r: 100)
     res = wakes.drain(phome, "default", settle_timeout=2.0)
@@ -149,7 +149,7 @@ def test_kill_after_the_command_exited_reports_the_recorded_end(
     import signal
     import threading
 
-    from ackdeck.core.watch.runs import load_meta, supervisor_alive
+    from ackdeck.core.monitors.runs import load_meta, supervisor_alive
     from tests.helpers.runs import release, waiter
     from tests.helpers.wait import eventually
 
@@ -234,8 +234,8 @@ def test_a_lost_run_does_not_cut_a_line_its_child_is_still_writing(
     import os
     import signal
 
-    from ackdeck.core.watch import output
-    from ackdeck.core.watch.runs import load_meta, pid_alive
+    from ackdeck.core.monitors import output
+    from ackdeck.core.monitors.runs import load_meta, pid_alive
     from tests.helpers.runs import release
     from tests.helpers.wait import eventually
 
@@ -264,7 +264,7 @@ async def test_mcp_kill_of_an_ended_run_says_it_stopped_its_leftovers(
 ) -> None:
     # The tool promised "killing a process that already ended changes nothing" and answered
     # "was already exited" while it did stop the child the run had left running.
-    from ackdeck.core.watch.runs import pid_alive
+    from ackdeck.core.monitors.runs import pid_alive
     from tests.helpers.mcp import call, connect, text_of
     from tests.helpers.wait import eventually
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.agents.mcp_server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
 from ackdeck.core.errors import InvalidName
-from ackdeck.core.watch import procs, wakes
-from ackdeck.core.watch.runs import pid_alive
+from ackdeck.core.mcp.server import MAX_REPLY_TEXT, AgentDoor, DoorConfig
+from ackdeck.core.monitors import procs, wakes
+from ackdeck.core.monitors.runs import pid_alive
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.runs import PY, drain_lines, start_beside, wait_status
 from tests.helpers.wait import eventually
@@ -287,7 +287,7 @@ def test_a_second_monitor_flag_is_refused_with_one_line(
 def test_a_line_longer_than_the_fragment_bound_matches_when_written_in_pieces(
     phome: Path, tmp_path: Path
 ) -> None:
-    from ackdeck.core.watch.runs import load_monitors_state
+    from ackdeck.core.monitors.runs import load_monitors_state
 
     go1, go2 = tmp_path / "go1", tmp_path / "go2"
     code = (
@@ -327,7 +327,7 @@ def test_a_line_longer_than_the_fragment_bound_matches_when_written_in_pieces(
 def test_writers_are_found_through_a_symlinked_home_and_readers_do_not_count(
     tmp_path: Path,
 ) -> None:
-    from ackdeck.core.watch import holders
+    from ackdeck.core.monitors import holders
 
     real = tmp_path / "real"
     real.mkdir()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.errors import CorruptState
-from ackdeck.core.watch import shown, wakes
-from ackdeck.core.watch.monitors import MatchedLine
+from ackdeck.core.monitors import shown, wakes
+from ackdeck.core.monitors.monitors import MatchedLine
 from tests.helpers.cli import ackdeck, ackdeck_json
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,8 +153,8 @@ def test_concurrent_merges_from_many_processes_lose_nothing(home: Path) -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from ackdeck.core.watch import wakes\n"
-        "from ackdeck.core.watch.monitors import MatchedLine\n"
+        "from ackdeck.core.monitors import wakes\n"
+        "from ackdeck.core.monitors.monitors import MatchedLine\n"
         "w = int(sys.argv[2])\n"
         "for i in range(40):\n"
         "    wakes.merge(Path(sys.argv[1]), 's', 'p', run_id=f'r{w}', kind='match',\n"
@@ -179,7 +179,7 @@ def test_concurrent_drains_never_deliver_a_line_twice(home: Path) -> None:
         add(home, f"p{i:03d}", (0, 5, f"ERR {i}"))
     code = (
         "import json, sys\n"
-        "from ackdeck.core.watch import wakes\n"
+        "from ackdeck.core.monitors import wakes\n"
         "r = wakes.drain(sys.argv[1], 's')\n"
         "print(json.dumps([x.text for d in r.delivered for x in d.lines]))\n"
     )

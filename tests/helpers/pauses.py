@@ -1,5 +1,5 @@
 """A real `ackdeck` process held at a named step of its work (ACKDECK_TEST_PAUSE_AT, see
-`_pause` in core/inbox/rooms.py): it writes the step's name to a marker file and sleeps there,
+`_pause` in core/rooms/file/room.py): it writes the step's name to a marker file and sleeps there,
 so a test can act at exactly that point (append as a producer, SIGKILL it) and then look at
 what it left."""
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.helpers.cli import ACKDECK
@@ -61,3 +62,24 @@ def wait_for_step(proc: subprocess.Popen[bytes], marker: Path, step: str) -> Non
 def kill9(proc: subprocess.Popen[bytes]) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=10) == -signal.SIGKILL
+
+
+@contextmanager
+def paused(
+    env: dict[str, str], marker: Path, steps: Sequence[str], *args: str, stdout: int | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`start_paused`, and the process never outlives the test: killed with -9 if the test
+    leaves it running (a failed assertion, a hang)."""
+    proc = start_paused(env, marker, steps, *args, stdout=stdout)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+
+
+def killed_at(env: dict[str, str], marker: Path, step: str, *args: str) -> None:
+    """`ackdeck ARGS` killed with -9 at the named fault point `step` (a crash exactly there)."""
+    with paused(env, marker, [step], *args, stdout=subprocess.DEVNULL) as proc:
+        wait_for_step(proc, marker, step)
+        kill9(proc)

@@ -1,6 +1,6 @@
 """Helpers for the tests of runs: processes, their monitors and wakes.
 
-Processes are real: each test starts short commands through `core.watch.procs.start` (or the
+Processes are real: each test starts short commands through `core.monitors.procs.start` (or the
 CLI) and the `phome` fixture (tests/conftest.py) kills whatever is still running when the test
 ends. Synchronisation is by files the commands wait for (`go`), never by sleeping for a fixed
 time.
@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ackdeck.core.watch import procs, wakes
+from ackdeck.core.monitors import procs, wakes
 from tests.helpers.wait import eventually
 
 PY = sys.executable
@@ -29,7 +29,7 @@ def wait_status(home: Path, name: str, run_id: str | None = None) -> procs.RunIn
         what=f"{name} to end",
     )
     assert isinstance(info, procs.RunInfo)
-    from ackdeck.core.watch.runs import load_monitors_state, supervisor_alive
+    from ackdeck.core.monitors.runs import load_monitors_state, supervisor_alive
 
     # The supervisor writes the final status, then flushes; wait for it to let go.
     eventually(lambda: not supervisor_alive(info.run_dir), what="supervisor to finish")
@@ -57,7 +57,7 @@ def supervisor_imports(home: Path, tmp_path: Path, name: str) -> set[str]:
     """Every module a run's supervisor imports over a whole life (start, a scan with a match,
     the exit), from its -X importtime log (its stderr: supervisor.log). The caller sets
     PYTHONPROFILEIMPORTTIME=1 in the environment the supervisor inherits."""
-    from ackdeck.core.watch.runs import load_monitors_state
+    from ackdeck.core.monitors.runs import load_monitors_state
 
     go = tmp_path / "go"
     info = procs.start(
@@ -109,7 +109,7 @@ def run_and_cleanup(home: Path) -> Iterator[Path]:
 
 
 def _supervisor_pid(rdir: Path) -> int | None:
-    from ackdeck.core.watch.runs import load_meta, supervisor_alive
+    from ackdeck.core.monitors.runs import load_meta, supervisor_alive
 
     meta = load_meta(rdir)
     if meta is None or not supervisor_alive(rdir):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re2
 
-from ackdeck.core.watch.monitors import LineBuffer, LineMatcher, MatchedLine, clean
+from ackdeck.core.monitors.monitors import LineBuffer, LineMatcher, MatchedLine, clean
 
 
 def scan_pieces(
@@ -42,7 +42,7 @@ def scan_reused_buffer(pattern: str, pieces: list[bytes], exclude: bool) -> list
     size = max([len(p) for p in pieces] + [1])
     buf = bytearray(
         b"\x1b\r" * size + b"\x00"
-    )  # last byte NUL, like ackdeck.core.watch.tail's buffer
+    )  # last byte NUL, like ackdeck.core.monitors.tail's buffer
     lb = LineBuffer.at(0)
     m = LineMatcher(pattern, exclude)
     out: list[MatchedLine] = []

@@ -92,7 +92,7 @@ class RecordError(ValueError):
 
 
 class UnmodelledPattern(Exception):
-    """Internal to core/watch/literals.py: a pattern uses something its literal parser does not
+    """Internal to core/monitors/literals.py: a pattern uses something its literal parser does not
     model soundly, so it offers no literal prefilter. Never reaches a user."""
 
 

@@ -35,7 +35,7 @@ from ackdeck.core.errors import InvalidInput, InvalidName
 from ackdeck.core.service.refs import room_spec
 
 if TYPE_CHECKING:
-    from ackdeck.core.service.fleet_settings import FleetSettings
+    from ackdeck.core.service.fleet.settings import FleetSettings
 
 
 @dataclass
@@ -96,7 +96,7 @@ class DashConfig:
     def fleet_settings(self, env: Mapping[str, str] | None = None) -> FleetSettings | None:
         """The fleet the dashboard shows and publishes to: the command's flags', else the
         environment's, else this config's; None without one."""
-        from ackdeck.core.service.fleet_settings import resolve_fleet
+        from ackdeck.core.service.fleet.settings import resolve_fleet
 
         table = {k: v for k, v in (("fleet", self.fleet), ("host_id", self.host_id)) if v}
         url, host = self.fleet_flags
@@ -202,7 +202,7 @@ def _session_name(value: object) -> str:
 
 
 def _fleet_url(value: object) -> str:
-    from ackdeck.core.service.fleet_settings import parse_fleet_url
+    from ackdeck.core.service.fleet.settings import parse_fleet_url
 
     if not isinstance(value, str):
         raise ValueError("must be a redis:// URL (a string)")

@@ -74,7 +74,7 @@ def run_web(args: argparse.Namespace) -> int:
     # The fleet's flags reach each tab through its environment, where they win over the
     # config as the flags do here: a URL may carry a password, which a command line shows
     # to every user of the machine (`ps`).
-    from ackdeck.core.service.fleet_settings import FLEET_ENV, HOST_ENV
+    from ackdeck.core.service.fleet.settings import FLEET_ENV, HOST_ENV
 
     for env_name, value in ((FLEET_ENV, args.fleet), (HOST_ENV, args.host_id)):
         if value:

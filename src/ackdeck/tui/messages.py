@@ -125,9 +125,9 @@ class AgentsListed(Message):
     """The agents' presence (core/service/agents.py), listed by a worker thread."""
 
     agents: Any  # ackdeck.core.service.agents.Agents, or None without a home
-    fleet: Any = None  # ackdeck.core.service.fleet.FleetNote with a fleet set
+    fleet: Any = None  # ackdeck.core.service.fleet.hosts.FleetNote with a fleet set
     # Every other host's runs and wake records, from the same read of the fleet
-    # (core/service/fleet_rows.py RemoteRun, RemoteWake); empty without one or unreachable.
+    # (core/service/fleet/rows.py RemoteRun, RemoteWake); empty without one or unreachable.
     runs: list[Any] = field(default_factory=list)
     wakes: list[Any] = field(default_factory=list)
 

@@ -3,7 +3,7 @@
 A dashboard left open beside thousands of rooms must cost nothing while nothing happens and
 work in proportion to what changed. `RoomCounter` lives as long as the scanner (its process,
 or the app when counting in-process) and keeps, per room:
-- its `LineCounts` (core/inbox/line_counts.py): a status reads only the bytes appended since;
+- its `LineCounts` (core/rooms/line_counts.py): a status reads only the bytes appended since;
 - a fingerprint of the files a status depends on (the room, its ledger, its receipts
   directory: inode, size, mtime, ctime), so a sweep over every room (the safety net for events
   a watcher missed) recounts only rooms whose files changed;

@@ -27,7 +27,7 @@ from ackdeck.core.service.scan import scan_room as scan_view
 from .lineindex import display_name
 
 if TYPE_CHECKING:
-    from ackdeck.core.inbox.results import RoomStatus
+    from ackdeck.core.rooms.results import RoomStatus
 
 Clock = Callable[[], float]
 
@@ -85,8 +85,8 @@ class RoomList(Sequence[RoomRow]):
 class Snapshot:
     taken_at: float
     rooms: Sequence[RoomRow] = field(default_factory=list)
-    runs: list[Any] = field(default_factory=list)  # ackdeck.core.watch.procs.RunInfo
-    wakes: list[Any] = field(default_factory=list)  # ackdeck.core.watch.wakes.WakeRecord
+    runs: list[Any] = field(default_factory=list)  # ackdeck.core.monitors.procs.RunInfo
+    wakes: list[Any] = field(default_factory=list)  # ackdeck.core.monitors.wakes.WakeRecord
     errors: list[str] = field(default_factory=list)
 
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 from ackdeck.core.service.roomref import RoomRef
 
-# Run output (core/watch/runs.py output_path): followed by the output screen, not the tables;
+# Run output (core/monitors/runs.py output_path): followed by the output screen, not the tables;
 # the supervisor's own log is shown nowhere.
 OUTPUT_NAME = "output.log"
 UNSHOWN = frozenset({"supervisor.log"})
 
 
 def home_event(home: str, path: str) -> tuple[str, str | None]:
-    """What an event under the home is about (core/watch/runs.py's layout):
+    """What an event under the home is about (core/monitors/runs.py's layout):
     ("output", run dir) for run output, ("run", run dir) for a run's state (meta, monitors),
     ("wakes", None), ("none", None) for files no panel shows (temp files before their rename,
     the supervisor's log), ("home", None) for anything else (look at the whole home)."""

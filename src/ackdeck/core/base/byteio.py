@@ -115,7 +115,7 @@ def settled_size(fd: int, *, tries: int = 100) -> int:
 
     ext4, tmpfs, btrfs and xfs grow a file page by page while a write copies, so a plain
     fstat during an unlocked producer's append can end inside its line; copying up to there
-    tears the line (see core/inbox/ack.py). A size unchanged across wait_for_writes was not
+    tears the line (see core/rooms/file/ack.py). A size unchanged across wait_for_writes was not
     a half-done write. If it keeps changing, or nothing waits, the end of the last complete
     line is used instead: a write in progress cannot have finished a line it is still writing.
     """

@@ -64,7 +64,7 @@ def sha256_hex(data: bytes | bytearray | memoryview) -> str:
 
 
 # ----- line digests -----------------------------------------------------------------------
-# Bytes of one line's digest in a receipt (core/inbox/receipts.py): BLAKE2s cut to 128 bits.
+# Bytes of one line's digest in a receipt (core/rooms/file/receipts.py): BLAKE2s cut to 128 bits.
 # A receipt keeps these instead of the lines' text; an ack matches lines by them. 128 bits
 # keep even a crafted pair of colliding lines out of reach (a birthday search of 2^64), where
 # 64 bits would not; BLAKE2s is the cheapest cryptographic hash per short input here (a

@@ -3,9 +3,9 @@
 ACKDECK_TEST_PAUSE_AT=step[,step...] makes an acking process stop at those steps: it writes the
 step name to ACKDECK_TEST_PAUSE_FILE and sleeps until a test deletes that file (continue) or
 kills it (kill -9 at exactly that point). Read once at import; when unset, `pause` is one
-truthiness test of an empty frozenset. The steps are listed in core/inbox/ack.py; the
-fleet's wake exchange has two more, `fleet-batched` (core/watch/forwarding.py) and
-`fleet-imported` (core/service/fleet.py).
+truthiness test of an empty frozenset. The steps are listed in core/rooms/file/ack.py; the
+fleet's wake exchange has two more, `fleet-batched` (core/monitors/forwarding.py) and
+`fleet-imported` (core/service/fleet/hosts.py).
 """
 
 from __future__ import annotations

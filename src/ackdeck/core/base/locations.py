@@ -275,7 +275,7 @@ def handovers_dir(home: Path) -> Path:
 
 def handover_journal(home: Path, session: str) -> Path:
     """The journal of a hand-over of `session`'s lines to another session, while it runs
-    (core/service/reassign.py): what was chosen and which step was done, so a re-run after a
+    (core/service/handover.py): what was chosen and which step was done, so a re-run after a
     crash finishes it without pushing twice."""
     return handovers_dir(home) / f"{check_name(session)}.json"
 

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from ackdeck.core.service.fleet import FleetListing
-    from ackdeck.core.service.fleet_settings import FleetSettings
+    from ackdeck.core.service.fleet.hosts import FleetListing
+    from ackdeck.core.service.fleet.settings import FleetSettings
 
 
 def add_fleet_options(p: argparse.ArgumentParser, *, filter_hosts: bool = True) -> None:
@@ -49,7 +49,7 @@ def add_fleet_options(p: argparse.ArgumentParser, *, filter_hosts: bool = True) 
 def fleet_of(args: argparse.Namespace) -> FleetSettings | None:
     """The fleet the command works with (None: none set), its --host names checked."""
     from ackdeck.core.errors import InvalidInput
-    from ackdeck.core.service.fleet_settings import host_id, resolve_fleet
+    from ackdeck.core.service.fleet.settings import host_id, resolve_fleet
 
     settings = resolve_fleet(args.fleet, args.host_id)
     hosts = getattr(args, "host", None)
@@ -68,8 +68,8 @@ def wake_owner_of(args: argparse.Namespace, session: str) -> tuple[str, str | No
     another host of the fleet (a note, such as the fleet unreachable, said on stderr)."""
     from ackdeck.core.base.home import resolve_home
     from ackdeck.core.base.names import check_name
-    from ackdeck.core.service.fleet import wake_owner
-    from ackdeck.core.service.fleet_settings import this_host
+    from ackdeck.core.service.fleet.hosts import wake_owner
+    from ackdeck.core.service.fleet.settings import this_host
 
     settings = fleet_of(args)
     this = settings.host if settings is not None else this_host(args.host_id)
@@ -95,7 +95,7 @@ def fleet_rows(
 ) -> FleetListing:
     """Every host's rows of `kind` (this host's `local` ones first); the fleet unreachable is
     one line on stderr, and the listing goes on with this host's rows."""
-    from ackdeck.core.service.fleet import FleetLink, fleet_listing
+    from ackdeck.core.service.fleet.hosts import FleetLink, fleet_listing
 
     link = FleetLink(settings)
     try:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from ackdeck.core.agents import hooks
+from ackdeck.core import hooks
 from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import say
@@ -229,7 +229,7 @@ def _window(ms: int, flag: str) -> float:
 
 def _mcp(args: argparse.Namespace) -> int:
     # Imported here: the SDK is heavy and only this subcommand needs it.
-    from ackdeck.core.agents.mcp_server import DoorConfig, serve
+    from ackdeck.core.mcp.server import DoorConfig, serve
 
     window = _window(args.notice_window_ms, "--notice-window-ms")
     config = DoorConfig.make(
@@ -258,7 +258,7 @@ def _ackdeck_command(explicit: str | None) -> list[str]:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from ackdeck.core.agents import server_config
+    from ackdeck.core.mcp import server_config
 
     check_name(args.session)
     ackdeck = _ackdeck_command(args.ackdeck)
@@ -303,7 +303,7 @@ def _pair_server(server: list[str], mcp_config: str | None) -> None:
     (and warn when the project's .mcp.json runs another home, session or rooms)."""
     import shlex
 
-    from ackdeck.core.agents import server_config
+    from ackdeck.core.mcp import server_config
 
     line = shlex.join(server)
     if mcp_config is None:
@@ -424,8 +424,8 @@ def _home(args: argparse.Namespace) -> Path:
 def _nudge(args: argparse.Namespace) -> int:
     import anyio
 
-    from ackdeck.core.agents.nudge import make_nudger
     from ackdeck.core.base.home import resolve_home
+    from ackdeck.core.nudge import make_nudger
 
     window = _window(args.window_ms, "--window-ms")
     session = _agent_session(args, "nudge")

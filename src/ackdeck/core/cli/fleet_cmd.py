@@ -11,7 +11,7 @@ from ackdeck.core.cli._fleet import add_fleet_options, fleet_of
 from ackdeck.core.cli._output import emit_json, say
 
 if TYPE_CHECKING:
-    from ackdeck.core.service.fleet_settings import FleetSettings
+    from ackdeck.core.service.fleet.settings import FleetSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,7 +58,7 @@ def _settings(args: argparse.Namespace) -> FleetSettings:
 def _publish(args: argparse.Namespace) -> int:
     from ackdeck.core.base.home import resolve_home
     from ackdeck.core.errors import InvalidInput
-    from ackdeck.core.service.fleet import FleetLink, Publisher, exchange_wakes, publish_home
+    from ackdeck.core.service.fleet.hosts import FleetLink, Publisher, exchange_wakes, publish_home
 
     settings = _settings(args)
     if args.every is not None and not 0.05 <= args.every <= 3600:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ackdeck.core.service.agents import Agents
-    from ackdeck.core.service.fleet_settings import FleetSettings
+    from ackdeck.core.service.fleet.settings import FleetSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

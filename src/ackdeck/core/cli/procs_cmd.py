@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from ackdeck.core.service.fleet_settings import FleetSettings
+    from ackdeck.core.service.fleet.settings import FleetSettings
     from ackdeck.core.service.procs import OutputLines, Runs
     from ackdeck.core.service.wakes import Drained, Wakes
 

@@ -24,7 +24,7 @@ from ackdeck.core.presence.model import STATES, Facts, decide, threshold
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-    from ackdeck.core.inbox.results import RoomStatus
+    from ackdeck.core.rooms.results import RoomStatus
 
 
 class Agent(Struct):
@@ -147,7 +147,7 @@ def _room_statuses(rooms: list[str], clock: Callable[[], float]) -> dict[str, Ro
     """Each room's status, once; None for a room that cannot be read now (it is skipped in the
     counts, never an error: one broken room must not hide every agent)."""
     from ackdeck.core.base.digest import use_openssl
-    from ackdeck.core.inbox.ledger import HEAD_BYTES
+    from ackdeck.core.rooms.file.ledger import HEAD_BYTES
     from ackdeck.core.service.refs import parse_room
 
     use_openssl(len(rooms) * HEAD_BYTES)  # as `room status` decides over as many rooms

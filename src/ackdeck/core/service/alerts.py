@@ -26,11 +26,11 @@ from ackdeck.core.base.locks import locked
 from ackdeck.core.base.struct import Struct, derived
 from ackdeck.core.base.text import age_text
 from ackdeck.core.errors import AckdeckError, CorruptState
+from ackdeck.core.monitors.room_wakes import tell, wake_name
 from ackdeck.core.service.rooms import RoomState, status
-from ackdeck.core.watch.room_wakes import tell, wake_name
 
 if TYPE_CHECKING:
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.room_backend import RoomBackend
 
 
 class Overdue(Struct):
@@ -62,7 +62,7 @@ def check(
 ) -> Overdue:
     """Each room's status (with `overdue` over the rooms' own thresholds) and, for the rooms
     with an owner, the episode step: a wake when an episode starts. A room whose stored policy
-    is refused (core/inbox/policy.py: an owner that is a path, a count of 0) is the error, in
+    is refused (core/rooms/policy.py: an owner that is a path, a count of 0) is the error, in
     one line, before anything is written: status alone would read it as no policy at all."""
     for room, _label in rooms:
         try:

@@ -3,7 +3,7 @@
 
 The mailbox is a file Claude Code replaces whole (rename) on every write, so arrivals are
 noticed through its directory (`watch_dirs`), as a file room's are. Its lines, for display, are
-its entries rendered one per line (`core.inbox.claude_room.entry_line`), control messages as
+its entries rendered one per line (`core.rooms.claude_team.room.entry_line`), control messages as
 events; they are loaded whole (a mailbox is small: Claude Code prunes delivered entries).
 """
 
@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.inbox.claude_room import SCHEME, ClaudeMailboxRoom, entry_line
+from ackdeck.core.rooms.claude_team.room import SCHEME, ClaudeMailboxRoom, entry_line
 from ackdeck.core.service.lines import HeldLines, equal_prefix
 from ackdeck.core.service.roomref import RoomRef
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.room_backend import RoomBackend
 
     Clock = Callable[[], float]
     Home = str | os.PathLike[str] | None

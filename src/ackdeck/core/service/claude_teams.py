@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.struct import Struct
+from ackdeck.core.clients.claude_code.mailbox import MailEntry as MailEntry
+from ackdeck.core.clients.claude_code.mailbox import summarize as summarize  # for the doors
 from ackdeck.core.errors import AckdeckError, InvalidInput
-from ackdeck.core.inbox.claude_mailbox import MailEntry as MailEntry
-from ackdeck.core.inbox.claude_mailbox import summarize as summarize  # for the doors
-from ackdeck.core.inbox.claude_room import ClaudeMailboxRoom, spec_of
-from ackdeck.core.inbox.claude_room import entry_line as entry_line  # for the doors
+from ackdeck.core.rooms.claude_team.room import ClaudeMailboxRoom, spec_of
+from ackdeck.core.rooms.claude_team.room import entry_line as entry_line  # for the doors
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -34,10 +34,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
 
-    from ackdeck.core.inbox.policy import RoomPolicy
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.policy import RoomPolicy
+    from ackdeck.core.rooms.room_backend import RoomBackend
     from ackdeck.core.service.alerts import Overdue
-    from ackdeck.core.service.reassign import Handover
+    from ackdeck.core.service.handover import Handover
     from ackdeck.core.service.trace import Trace
     from ackdeck.core.service.wakes import DeliverWakes, Drained
 
@@ -174,7 +174,7 @@ class Deck:
         max_bytes: int | None = None,
     ) -> room_ops.Lines:
         """A page of complete lines (at most `max_bytes`; default
-        core.inbox.results.PAGE_BYTES), how many more wait, and a receipt of the page; with
+        core.rooms.results.PAGE_BYTES), how many more wait, and a receipt of the page; with
         `deliver`, recorded only once delivered (and `confirm`ed: see
         core.service.rooms.read)."""
         session = self._session()
@@ -252,7 +252,7 @@ class Deck:
     ) -> room_ops.Status:
         """Counters of `refs` (default: every room of the door), with the session's own counts;
         the door's default room is flagged `default`. `overdue` (seconds) overrides each
-        room's own threshold (core/inbox/policy.py)."""
+        room's own threshold (core/rooms/policy.py)."""
         targets = self.rooms if refs is None else refs
         opened = [(self.open(r), self.label(r)) for r in targets]
         try:
@@ -267,7 +267,7 @@ class Deck:
         for a room that cannot be read (an unreachable server, a refused path), so that one
         room never hides the others (a metrics scrape)."""
         from ackdeck.core.base.digest import use_openssl
-        from ackdeck.core.inbox.ledger import HEAD_BYTES
+        from ackdeck.core.rooms.file.ledger import HEAD_BYTES
 
         use_openssl(len(self.rooms) * HEAD_BYTES)  # what `status` decides over all its rooms
         default = self.label(self.rooms[0]) if self.rooms else None
@@ -318,8 +318,8 @@ class Deck:
         to_room: str | None = None,
     ) -> Handover:
         """Give `target` the lines `source` has not acked, exactly once
-        (core/service/reassign.py)."""
-        from ackdeck.core.service.reassign import hand_over
+        (core/service/handover.py)."""
+        from ackdeck.core.service.handover import hand_over
 
         return hand_over(
             self.home,
@@ -332,9 +332,9 @@ class Deck:
         )
 
     def policy(self, ref: RoomRef, update: Mapping[str, object] | None = None) -> RoomPolicy:
-        """The room's policy (core/inbox/policy.py), changed by `update` first if given."""
+        """The room's policy (core/rooms/policy.py), changed by `update` first if given."""
         from ackdeck.core.errors import CorruptState
-        from ackdeck.core.inbox.policy import RoomPolicy
+        from ackdeck.core.rooms.policy import RoomPolicy
 
         with self._opened(ref) as room:
             if not update:
@@ -375,27 +375,27 @@ class Deck:
     # ----- processes -----------------------------------------------------------------------------
     def run_dir(self, name: str) -> Path:
         """The directory of `name`'s latest run (what a door watches while it waits)."""
-        from ackdeck.core.watch.procs import get_run
+        from ackdeck.core.monitors.procs import get_run
 
         return get_run(self.home, name).run_dir
 
     def read_lease(self, run_dir: Path) -> AbstractContextManager[object]:
         """Held while an unfiltered read of `run_dir` waits: a drain settles (bounded) before
         it delivers what that read may still show the session."""
-        from ackdeck.core.watch import shown
+        from ackdeck.core.monitors import shown
 
         return shown.lease(run_dir, self._session())
 
     # ----- wakes --------------------------------------------------------------------------------
     def wakes_dir(self) -> Path:
         """Where the session's wake records live (what a door watches for new wakes)."""
-        from ackdeck.core.watch.wakes import session_dir
+        from ackdeck.core.monitors.wakes import session_dir
 
         return session_dir(self.home, self._session())
 
     def reconcile_lost(self) -> None:
         """The explicit step: report dead supervisors as monitor-lost wakes."""
-        from ackdeck.core.watch.reconcile import reconcile_lost
+        from ackdeck.core.monitors.reconcile import reconcile_lost
 
         reconcile_lost(self.home)
 

@@ -25,8 +25,8 @@ from ackdeck.core.base.names import check_name, room_path
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError, InvalidInput, RecordError
-from ackdeck.core.inbox import ledger as L
-from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
+from ackdeck.core.rooms.file import ledger as L
+from ackdeck.core.rooms.file.prev_inodes import PREV_GRACE_S
 
 Doc = dict[str, Any]
 
@@ -327,8 +327,8 @@ def _audit(side: Path, damaged: list[Doc]) -> list[Doc]:
 
 
 def inspect_room(room: str, *, clock: Callable[[], float] = time.time) -> Doc:
-    from ackdeck.core.inbox.policy import RoomPolicy
-    from ackdeck.core.inbox.room_spec import is_url
+    from ackdeck.core.rooms.policy import RoomPolicy
+    from ackdeck.core.rooms.room_spec import is_url
 
     if is_url(room):
         raise InvalidInput(
@@ -368,7 +368,7 @@ def inspect_room(room: str, *, clock: Callable[[], float] = time.time) -> Doc:
 
 # ----- a session ---------------------------------------------------------------------------
 def inspect_session(home: Path, session: str, *, clock: Callable[[], float] = time.time) -> Doc:
-    from ackdeck.core.watch.wakes import WakeRecord
+    from ackdeck.core.monitors.wakes import WakeRecord
 
     check_name(session)
     now = clock()
@@ -471,8 +471,8 @@ def find_run(home: Path, run_id: str) -> Path:
 
 
 def inspect_run(home: Path, run_id: str, *, clock: Callable[[], float] = time.time) -> Doc:
-    from ackdeck.core.watch.runs import MonitorsState, RunMeta, supervisor_alive
-    from ackdeck.core.watch.shown import ReadState, leases
+    from ackdeck.core.monitors.runs import MonitorsState, RunMeta, supervisor_alive
+    from ackdeck.core.monitors.shown import ReadState, leases
 
     now = clock()
     rdir = find_run(home, run_id)

@@ -31,7 +31,7 @@ from typing import Protocol
 
 from ackdeck.core.base.text import shown
 from ackdeck.core.errors import RoomUnavailable
-from ackdeck.core.inbox.sidecar import refuse_unless_regular
+from ackdeck.core.rooms.file.sidecar import refuse_unless_regular
 
 # Reads of this size keep the scan in C (bytes.split + itertools) instead of a Python loop per
 # line, while the transient list of parts stays small (256 KB: ~9 MB peak for 1,000,000 lines,

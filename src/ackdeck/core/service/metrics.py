@@ -202,7 +202,7 @@ def rooms_of_config(path: str | os.PathLike[str]) -> tuple[list[str], Path | Non
     raw = doc.get("rooms", [])
     if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
         raise InvalidInput(f"config {p}: rooms must be a list of paths or redis:// URLs")
-    from ackdeck.core.inbox.room_spec import is_url
+    from ackdeck.core.rooms.room_spec import is_url
 
     # os.path: 3,000 rooms listed cost 60 ms as Path objects.
     base = os.path.abspath(p.parent)

@@ -1,7 +1,7 @@
 """Process operations for every door: start, output, list, kill.
 
-Their results are the monitors' own values (core/watch/procs.py, core/watch/output.py), so this
-module imports those; the monitor engine behind them (RE2) loads when a pattern is compiled.
+Their results are the monitors' own values (core/monitors/procs.py, core/monitors/output.py), so
+this module imports those; the monitor engine behind them (RE2) loads when a pattern is compiled.
 No per-turn command imports this module (the hot-path contract in pyproject.toml).
 """
 
@@ -15,17 +15,17 @@ from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Internal, Struct, derived
 from ackdeck.core.errors import InvalidInput, ProcessError
+from ackdeck.core.monitors.reconcile import reconcile_lost
+from ackdeck.core.monitors.results import MonitorSpec, OutputResult, RunInfo
 from ackdeck.core.service.roomref import PagedRef
-from ackdeck.core.watch.reconcile import reconcile_lost
-from ackdeck.core.watch.results import MonitorSpec, OutputResult, RunInfo
 
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable
     from typing import Any
 
+    from ackdeck.core.monitors.patterns import Pattern
     from ackdeck.core.service.lines import LineIndex
-    from ackdeck.core.watch.patterns import Pattern
 
     HomeArg = str | os.PathLike[str] | Path | None
     Deliver = Callable[["OutputLines"], int]
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 def user_pattern(pattern: str, what: str) -> Pattern:
     """A user's regex (a monitor's, a filter's, the terminal nudge's prompt), compiled for
     cleaned line bytes in linear time (RE2), or refused with one line before anything starts."""
-    from ackdeck.core.watch.monitors import compile_pattern
+    from ackdeck.core.monitors.monitors import compile_pattern
 
     return compile_pattern(pattern, what)
 
@@ -48,14 +48,14 @@ MAX_GRACE = 60.0
 def compile_regex(pattern: str, what: str = "monitor") -> Pattern:
     """A user regex compiled for RE2 exactly as monitors are (same syntax, same one-line
     InvalidInput): the dashboard's `/regex/` filter and its marks of monitor matches."""
-    from ackdeck.core.watch.patterns import compile_pattern  # RE2: loaded only when used
+    from ackdeck.core.monitors.patterns import compile_pattern  # RE2: loaded only when used
 
     return compile_pattern(pattern, what)
 
 
 # ----- results ------------------------------------------------------------------------------
 # A run, its monitors and a read of its output are the monitors' own values
-# (core/watch/procs.py, core/watch/output.py); these names are the ones the doors use.
+# (core/monitors/procs.py, core/monitors/output.py); these names are the ones the doors use.
 # (Imported for type checkers only above: the monitor engine loads when an operation runs.)
 Run = RunInfo
 Monitor = MonitorSpec
@@ -102,7 +102,7 @@ def start(
     (`wake_host`: a session `NAME@HOST` on that host, see `fleet.wake_owner`). Refused while
     a run of `name` is alive, unless `replace` (which stops it first; with `replace_own_only`
     only if `session` started it)."""
-    from ackdeck.core.watch import procs
+    from ackdeck.core.monitors import procs
 
     check_name(name, "process")
     check_name(session)
@@ -150,7 +150,7 @@ def read_output(
     """New lines of `name` for `session`. `deliver` gets the lines about to be returned and
     answers how many of them, from the first, reached the reader: only those count as shown
     (and are in the result, whose `more` says lines were held back)."""
-    from ackdeck.core.watch.output import read_output as read
+    from ackdeck.core.monitors.output import read_output as read
 
     # Validated once, in core: the name, the session, the filter (RE2), `exclude` that needs a
     # filter, the timeout (ackdeck.core.base.timeouts).
@@ -183,7 +183,7 @@ class OutputLog(PagedRef):
     def __init__(self, run: RunInfo) -> None:
         from pathlib import Path
 
-        from ackdeck.core.watch.runs import output_path
+        from ackdeck.core.monitors.runs import output_path
 
         self.path = output_path(Path(run.run_dir))
         self.display = str(self.path)
@@ -201,7 +201,7 @@ def show_output(home: HomeArg, name: str, session: str, *, deliver: DeliverShown
     the run and the number of new lines and answers whether they reached the screen: only then
     are they recorded as shown to `session` (its own shown set: an agent's wake for the same
     lines is not suppressed). Returns the run."""
-    from ackdeck.core.watch.procs import get_run
+    from ackdeck.core.monitors.procs import get_run
 
     run = get_run(resolve_home(home), name)
 
@@ -217,7 +217,7 @@ def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = 
     run of each name and every older run still alive (never hidden while it runs). Dead
     supervisors are first reported as `lost`: the explicit reconcile step (the listing itself
     never writes)."""
-    from ackdeck.core.watch import procs
+    from ackdeck.core.monitors import procs
 
     h = resolve_home(home)
     if session is not None:
@@ -230,7 +230,7 @@ def list_runs(home: HomeArg, *, session: str | None = None, latest_only: bool = 
 def run_names(home: HomeArg) -> list[str]:
     """The names that have at least one run (what shell completion offers for NAME). A query:
     it reads directories and writes nothing, not even the lost-supervisor step."""
-    from ackdeck.core.watch.runs import run_dirs
+    from ackdeck.core.monitors.runs import run_dirs
 
     return sorted({d.parent.name for d in run_dirs(resolve_home(home))})
 
@@ -247,7 +247,7 @@ def kill(
     given), or else `name`'s live run (its newest one if there are several), or else its latest.
     With `session`, only that session's own runs may be killed (the MCP door: an agent stops
     what it started)."""
-    from ackdeck.core.watch import procs
+    from ackdeck.core.monitors import procs
 
     if isinstance(grace, bool) or not 0 <= grace <= MAX_GRACE:
         raise InvalidInput(f"grace must be between 0 and {MAX_GRACE:g} seconds")
@@ -266,7 +266,7 @@ def kill(
 
 
 def _target(h: Path, name: str | None, run_id: str | None) -> RunInfo:
-    from ackdeck.core.watch import procs
+    from ackdeck.core.monitors import procs
 
     if name is None and run_id is None:
         raise InvalidInput("name the process or its run id")
@@ -286,8 +286,8 @@ def kill_target(home: HomeArg, target: str) -> tuple[str | None, str | None]:
     """What one word on the command line names: (None, run_id) for the id of a run that is not
     also a process name, else (name, None) (a name wins: `kill NAME` stays what it always was,
     and an unknown word is reported as an unknown process)."""
-    from ackdeck.core.watch import procs
-    from ackdeck.core.watch.runs import run_dirs
+    from ackdeck.core.monitors import procs
+    from ackdeck.core.monitors.runs import run_dirs
 
     h = resolve_home(home)
     if run_dirs(h, check_name(target, "process")):

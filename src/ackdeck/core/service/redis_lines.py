@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ackdeck.core.inbox.redis_room import RedisRoom
+from ackdeck.core.rooms.redis.room import RedisRoom
 from ackdeck.core.service.lines import HeldLines, equal_prefix
 
 PAGE = 10_000  # entries per XRANGE: a page is about one round trip and a megabyte

@@ -7,8 +7,8 @@ import time
 from typing import TYPE_CHECKING
 
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.inbox.redis_room import RedisRoom
-from ackdeck.core.inbox.room_url import RedisAddress, parse_redis_url
+from ackdeck.core.rooms.redis.room import RedisRoom
+from ackdeck.core.rooms.room_url import RedisAddress, parse_redis_url
 from ackdeck.core.service.roomref import RoomRef
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Mapping
 
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.room_backend import RoomBackend
     from ackdeck.core.service.redis_lines import RedisLines
 
     Clock = Callable[[], float]

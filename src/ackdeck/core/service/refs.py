@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.inbox.room_spec import is_url
+from ackdeck.core.rooms.room_spec import is_url
 from ackdeck.core.service.roomref import FileRoomRef, RoomRef
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.room_backend import RoomBackend
 
 
 def parse_room(

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Iterable
 
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.room_backend import RoomBackend
     from ackdeck.core.service.lines import LineSource
 
     Clock = Callable[[], float]
@@ -135,7 +135,7 @@ class FileRoomRef(RoomRef):
     def open(
         self, *, clock: Clock = time.time, door: str = "api", home: Home = None
     ) -> RoomBackend:
-        from ackdeck.core.inbox.rooms import Room
+        from ackdeck.core.rooms.file.room import Room
 
         return Room(
             self.path, clock=clock, follow_symlinks=self.follow_symlinks, door=door, home=home
@@ -151,12 +151,12 @@ class FileRoomRef(RoomRef):
             raise InvalidInput(f"room {given!r} is a directory, not a notification file")
 
     def watch_dirs(self) -> list[Path]:
-        from ackdeck.core.inbox.sidecar import state_dirs
+        from ackdeck.core.rooms.file.sidecar import state_dirs
 
         return list(state_dirs(self.path))
 
     def watches(self, path: str) -> bool:
-        from ackdeck.core.inbox.sidecar import path_for
+        from ackdeck.core.rooms.file.sidecar import path_for
 
         p = Path(path)
         return p == self.path or path_for(self.path) in (p, *p.parents)

@@ -2,7 +2,7 @@
 
 Each takes an open room (`core.service.refs.open_room`, a file or a redis stream) and the
 label the door shows for it (`core.service.deck.Deck.label`), calls `Room`'s public API once,
-and returns the room's own value (core/inbox/results.py), labelled as the door names the room;
+and returns the room's own value (core/rooms/results.py), labelled as the door names the room;
 each value encodes itself (core/base/struct.py). The derived numbers live in those values: a
 session's `unread` and `in_flight` (`RoomStatus.counts_of`), ages, and a refused ack's
 `preserved` (the lines the room held when it refused, counted by the room under its lock).
@@ -14,26 +14,26 @@ from ackdeck.core.base.digest import use_openssl
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
-from ackdeck.core.inbox.absent import ABSENT_CELL as ABSENT_CELL  # for doors that show it
-from ackdeck.core.inbox.absent import absent_note as absent_note
-from ackdeck.core.inbox.ledger import HEAD_BYTES
-from ackdeck.core.inbox.line_counts import LineCounts as LineCounts  # for doors that count again
-from ackdeck.core.inbox.results import ACK as ACK  # the words naming the next step
-from ackdeck.core.inbox.results import PAGE_BYTES as PAGE_BYTES  # for doors that name it
-from ackdeck.core.inbox.results import READ as READ
-from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
-from ackdeck.core.inbox.results import age as age  # for doors that date other things alike
-from ackdeck.core.inbox.results import check_page as check_page
-from ackdeck.core.inbox.results import is_overdue as is_overdue
-from ackdeck.core.inbox.results import next_after_ack as next_after_ack
-from ackdeck.core.inbox.results import next_after_read as next_after_read
+from ackdeck.core.rooms.absent import ABSENT_CELL as ABSENT_CELL  # for doors that show it
+from ackdeck.core.rooms.absent import absent_note as absent_note
+from ackdeck.core.rooms.file.ledger import HEAD_BYTES
+from ackdeck.core.rooms.line_counts import LineCounts as LineCounts  # for doors that count again
+from ackdeck.core.rooms.results import ACK as ACK  # the words naming the next step
+from ackdeck.core.rooms.results import PAGE_BYTES as PAGE_BYTES  # for doors that name it
+from ackdeck.core.rooms.results import READ as READ
+from ackdeck.core.rooms.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.rooms.results import age as age  # for doors that date other things alike
+from ackdeck.core.rooms.results import check_page as check_page
+from ackdeck.core.rooms.results import is_overdue as is_overdue
+from ackdeck.core.rooms.results import next_after_ack as next_after_ack
+from ackdeck.core.rooms.results import next_after_read as next_after_read
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.room_backend import RoomBackend
 
     # Returns None (every line was delivered) or how many lines, from the first, were.
     Deliver = Callable[["Lines"], "int | None"]
@@ -68,7 +68,7 @@ REMOVED_UNACKED = (
 )
 
 
-# A read's page and an ack's outcome are the room's own values (core/inbox/results.py): the
+# A read's page and an ack's outcome are the room's own values (core/rooms/results.py): the
 # service fills the label the door shows, and every door encodes them as they are.
 Lines = ReadResult
 Acked = AckResult
@@ -92,8 +92,8 @@ def push(room: RoomBackend, label: str, line: str | bytes) -> Pushed:
 
 def poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:
     """The common poller line `[ts] [room] sender: body`, flattened to one line, for a
-    producer to push (core/inbox/rooms.py writes it; imported here only when asked)."""
-    from ackdeck.core.inbox.rooms import format_poller_line
+    producer to push (core/rooms/file/room.py writes it; imported here only when asked)."""
+    from ackdeck.core.rooms.file.room import format_poller_line
 
     return format_poller_line(room, sender, body, ts, utc=utc)
 
@@ -145,7 +145,7 @@ def read(
     read_id: str | None = None,
     max_bytes: int | None = None,
 ) -> Lines:
-    """A page of complete lines (at most `max_bytes`, default core.inbox.results.PAGE_BYTES;
+    """A page of complete lines (at most `max_bytes`, default core.rooms.results.PAGE_BYTES;
     one longer line whole), how many more wait, and a receipt for `session` of that page.
     With `deliver`, the receipt is stored only after it returned (recorded only once
     delivered); if it raises, nothing is. `confirm` gets the result as it will be recorded

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Sequence
 
-    from ackdeck.core.inbox.line_counts import LineCounts
-    from ackdeck.core.inbox.results import RoomStatus
+    from ackdeck.core.rooms.line_counts import LineCounts
+    from ackdeck.core.rooms.results import RoomStatus
     from ackdeck.core.service.roomref import RoomRef
 
 
@@ -39,8 +39,8 @@ class HomeScan(Struct):
     """The home's processes (the latest run of each name) and wake records (every session's),
     with one line per kind of damaged file skipped (kept on disk) or failed listing."""
 
-    runs: list[Any]  # core.watch.procs.RunInfo, as core.service.procs.Run wraps them
-    wakes: list[Any]  # core.watch.results.WakeRecord
+    runs: list[Any]  # core.monitors.procs.RunInfo, as core.service.procs.Run wraps them
+    wakes: list[Any]  # core.monitors.results.WakeRecord
     errors: list[str]
 
 
@@ -52,7 +52,7 @@ def consistent_status(ref: RoomRef, tries: int = 5, counts: LineCounts | None = 
     the arrivals sparkline jumps. The room's identity is compared before and after: if an ack
     landed in between, read again (a few times; a room acked non-stop gets the last reading).
     A room without a file identity (redis: one server-side read) is read once. `counts`:
-    the room's kept line counts (core/inbox/line_counts.py), for a caller that asks again and
+    the room's kept line counts (core/rooms/line_counts.py), for a caller that asks again and
     again (the dashboard's scanner): only bytes appended since its last look are read.
     """
     room = ref.open()
@@ -90,7 +90,7 @@ def scan_home(home: str | os.PathLike[str] | Path) -> HomeScan:
 def latest_runs(home: str | os.PathLike[str] | Path) -> tuple[list[Any], list[str]]:
     """(the latest run of each process, error lines), dead supervisors reported as lost
     first (the explicit step)."""
-    from ackdeck.core.watch import procs
+    from ackdeck.core.monitors import procs
 
     try:
         procs.reconcile(resolve_home(home))
@@ -102,7 +102,7 @@ def latest_runs(home: str | os.PathLike[str] | Path) -> tuple[list[Any], list[st
 
 def wake_records(home: str | os.PathLike[str] | Path) -> tuple[list[Any], list[str]]:
     """(every session's wake records, error lines); nothing is reconciled or merged."""
-    from ackdeck.core.watch import wakes
+    from ackdeck.core.monitors import wakes
 
     try:
         records, skipped = wakes.scan_wakes(home)
@@ -113,7 +113,7 @@ def wake_records(home: str | os.PathLike[str] | Path) -> tuple[list[Any], list[s
 
 def run_info(home: str | os.PathLike[str] | Path, name: str, run_id: str) -> Any | None:
     """One run (a RunInfo), or None when it is gone or half made (a full look settles it)."""
-    from ackdeck.core.watch import procs
+    from ackdeck.core.monitors import procs
 
     try:
         return procs.get_run(home, name, run_id)

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.inbox.journey import Hop, Journey
+from ackdeck.core.rooms.journey import Hop, Journey
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ackdeck.core.inbox.room_backend import RoomBackend
+    from ackdeck.core.rooms.room_backend import RoomBackend
 
 
 # A read that handed a line out, and a line's journey, are the room's own values
-# (core/inbox/journey.py); these names are the ones the doors use.
+# (core/rooms/journey.py); these names are the ones the doors use.
 ReadHop = Hop
 LineTrace = Journey
 

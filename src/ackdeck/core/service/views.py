@@ -114,8 +114,8 @@ def view_room(ref: RoomRef, session: str, label: str) -> RoomView:
 def view_wakes(home: Path, session: str) -> list[WakeView]:
     """The session's wake records, without reconciling or merging anything (queries do not
     write). Lines the session was shown are left out, as the drain's gate would drop them."""
-    from ackdeck.core.watch import gate, shown, wakes
-    from ackdeck.core.watch.runs import run_dir
+    from ackdeck.core.monitors import gate, shown, wakes
+    from ackdeck.core.monitors.runs import run_dir
 
     d = wakes.session_dir(home, session)
     try:

@@ -1,6 +1,7 @@
 """Wake operations for every door: list, drain, dismiss.
 
-A wake delivery has one JSON shape (`Drained`) and one text (`core.watch.wakes.format_wake_text`),
+A wake delivery has one JSON shape (`Drained`) and one text
+(`core.monitors.wakes.format_wake_text`),
 whichever door delivers it: `wakes drain --json`, MCP `wakes_drain`, the Stop hook.
 """
 
@@ -11,8 +12,8 @@ from pathlib import Path  # at run time: the MCP door resolves `Wakes.skipped`'s
 from ackdeck.core.base.home import resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct, derived
-from ackdeck.core.watch.reconcile import reconcile_lost
-from ackdeck.core.watch.results import Delivery, DrainResult, WakeRecord
+from ackdeck.core.monitors.reconcile import reconcile_lost
+from ackdeck.core.monitors.results import Delivery, DrainResult, WakeRecord
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 class Wakes(Struct):
     """Wake records (of one session, or of every session) as `wakes list` shows them; each
-    record shows its own JSON (core/watch/results.py: WakeRecord)."""
+    record shows its own JSON (core/monitors/results.py: WakeRecord)."""
 
     session: str | None  # only this session's records; None: every session's
     wakes: list[WakeRecord]
@@ -76,7 +77,7 @@ class Wakes(Struct):
         return "\n".join(out)
 
 
-# A delivered wake and a drain are the monitors' own values (core/watch/wakes.py); these
+# A delivered wake and a drain are the monitors' own values (core/monitors/wakes.py); these
 # names are the ones the doors use.
 Delivered = Delivery
 Drained = DrainResult
@@ -91,7 +92,7 @@ class Dismissed(Struct):
 def list_wakes(home: HomeArg, session: str | None = None) -> Wakes:
     """Wake records (of `session`, or of every session), without delivering anything. Dead
     supervisors are first reported as monitor-lost: the explicit reconcile step."""
-    from ackdeck.core.watch.wakes import scan_wakes
+    from ackdeck.core.monitors.wakes import scan_wakes
 
     h = resolve_home(home)
     if session is not None:
@@ -110,7 +111,7 @@ def drain(
 ) -> Drained:
     """Deliver what `session` was not shown, then ack exactly that. With `deliver`, nothing is
     acked unless it answers True (the reader got it)."""
-    from ackdeck.core.watch import wakes
+    from ackdeck.core.monitors import wakes
 
     h = resolve_home(home)
     check_name(session)
@@ -128,7 +129,7 @@ def drain(
 
 def dismiss(home: HomeArg, session: str, name: str) -> Dismissed:
     """Remove `session`'s record for `name` (a malformed one is kept: CorruptState)."""
-    from ackdeck.core.watch import wakes
+    from ackdeck.core.monitors import wakes
 
     check_name(session)
     check_name(name, "process")

@@ -515,8 +515,8 @@ class MainScreen(Screen[None]):
         records: one read of the fleet for the three panels."""
         from pathlib import Path
 
-        from ackdeck.core.service.fleet import FleetLink, Publisher, fleet_agents
-        from ackdeck.core.service.fleet_rows import remote_runs, remote_wakes
+        from ackdeck.core.service.fleet.hosts import FleetLink, Publisher, fleet_agents
+        from ackdeck.core.service.fleet.rows import remote_runs, remote_wakes
 
         if self._fleet_link is None:
             self._fleet_link = FleetLink(self._fleet)
@@ -700,7 +700,7 @@ class MainScreen(Screen[None]):
 
     def action_handover(self) -> None:
         """`h` on the Agents panel: ask which session takes over the highlighted agent's
-        unacked lines, then hand them over (core/service/reassign.py, as `ackdeck handover`)."""
+        unacked lines, then hand them over (core/service/handover.py, as `ackdeck handover`)."""
         source = self.query_one(AgentsTable).selected_key
         if source in (None, ALL_AGENTS):
             self.notify("highlight an agent first", severity="warning")

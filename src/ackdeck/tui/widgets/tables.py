@@ -917,7 +917,7 @@ _HOST_TIP = "the host it runs on (its id in the fleet); (last known): that host 
 
 class FleetProcsTable(ProcsTable):
     """The Processes panel with a fleet set: this host's runs, then every other host's
-    (core/service/fleet_rows.py RemoteRun), with a Host column; another host's are read-only."""
+    (core/service/fleet/rows.py RemoteRun), with a Host column; another host's are read-only."""
 
     COLUMNS = (
         ProcsTable.COLUMNS[0],
@@ -935,7 +935,7 @@ class FleetProcsTable(ProcsTable):
 
 class FleetWakesTable(WakesTable):
     """The Wakes panel with a fleet set: this host's wake records, then every other host's
-    (core/service/fleet_rows.py RemoteWake), with a Host column; another host's are
+    (core/service/fleet/rows.py RemoteWake), with a Host column; another host's are
     read-only."""
 
     COLUMNS = _shorter(

@@ -1,1 +1,0 @@
-"""The agents' door: the MCP server, hooks, notices and the terminal nudge."""

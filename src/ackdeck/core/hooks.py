@@ -1,0 +1,517 @@
+"""Agent hooks: wire ackdeck into a Claude-Code-style settings.json, and the texts they print.
+
+Five hooks, each a plain `ackdeck …` command (each also records the event in the session's
+presence log, core/presence, for `ackdeck agents`):
+- SessionStart  -> `ackdeck hooks bootstrap`: tells the agent how to read then ack (and never to
+  truncate a notification file); its stdout becomes context for the agent.
+- UserPromptSubmit -> `ackdeck hooks prompt`: lists unread room lines without acking them.
+- Stop          -> `ackdeck hooks stop`: delivers monitor wakes and tells the agent about room
+  lines that arrived during its turn (exit 2 + text); never blocks twice for nothing new.
+- Notification -> `ackdeck hooks notify`: records that the client waits for its owner (a
+  permission prompt, an idle prompt); prints nothing.
+- SessionEnd    -> `ackdeck hooks end`: records that the session ended; prints nothing.
+
+Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
+`stop_hook_active`, ...); a hook run by hand without input behaves the same.
+
+`merge_hooks` is the pure decision (what the settings become); `install` is the I/O around it:
+parse (a malformed file is left untouched), back up once, write atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+
+from ackdeck.core.base import atomic
+from ackdeck.core.base.names import check_name
+from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.text import counted, display
+from ackdeck.core.clients import claude_code
+from ackdeck.core.errors import AckdeckError, InvalidInput
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.instructions import rules
+from ackdeck.core.service.refs import display_of, parse_room
+
+# On the hot path (tests/test_layering.py): typing is for type checkers only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ackdeck.core.service.wakes import Drained
+
+EVENTS = claude_code.HOOK_EVENTS
+# Seconds before the agent runner gives up on a hook. The Stop hook may wait (bounded) for
+# in-flight output reads to settle before it decides what to deliver, so it gets more.
+TIMEOUTS = {
+    "SessionStart": 15,
+    "UserPromptSubmit": 15,
+    "Stop": 60,
+    "Notification": 15,
+    "SessionEnd": 15,
+}
+# Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
+# `wakes drain --hook`, is still recognised so that installing replaces it).
+_SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "SessionStart": (("hooks", "bootstrap"),),
+    "UserPromptSubmit": (("hooks", "prompt"),),
+    "Stop": (("hooks", "stop"), ("wakes", "drain")),
+    "Notification": (("hooks", "notify"),),
+    "SessionEnd": (("hooks", "end"),),
+}
+# How long a hook waits for its stdin JSON to start arriving; Claude Code writes it at once and
+# closes the pipe, a hand-run hook may have nothing there.
+STDIN_WAIT_S = 2.0
+BACKUP_SUFFIX = ".ackdeck-backup"
+PROMPT_MAX_CHARS = 300
+
+
+# ----- the commands ---------------------------------------------------------------------------
+def hook_commands(
+    ackdeck: Sequence[str],
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]] = (),
+    home: str | None = None,
+) -> dict[str, str | None]:
+    """The shell command for each event (None: no hook for that event)."""
+    check_name(session)
+    if not ackdeck:
+        raise InvalidInput("the ackdeck command must not be empty")
+    base = ackdeck_prefix(ackdeck, home)
+    # Absolute paths: hooks run in whatever directory the agent was started in. A redis URL is
+    # written without its password (never into settings.json): the hook reads it from
+    # ACKDECK_REDIS_PASSWORD in the agent's environment.
+    room_args = [a for r in rooms for a in ("--room", hook_room(r))]
+    import shlex  # installing hooks only: the per-turn hook commands never need it
+
+    return {
+        "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
+        # Without rooms there is nothing to list before each prompt.
+        "UserPromptSubmit": (
+            shlex.join([*base, "hooks", "prompt", "--session", session, *room_args])
+            if room_args
+            else None
+        ),
+        "Stop": shlex.join([*base, "hooks", "stop", "--session", session, *room_args]),
+        # Presence only (`ackdeck agents`): the client waits for its owner, the session ended.
+        "Notification": shlex.join([*base, "hooks", "notify", "--session", session]),
+        "SessionEnd": shlex.join([*base, "hooks", "end", "--session", session]),
+    }
+
+
+def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:
+    """How every door of one set-up starts ackdeck: the hooks and the MCP server a set-up
+    writes (`server_config.server_entry`) share it, so they share one home. A home in effect
+    at install time (--home or $ACKDECK_HOME) is written out, absolute: the client may start
+    its hooks and its servers with other environments (Codex passes its MCP servers only a few
+    variables, a desktop launcher none of the shell's), and the Stop hook must drain the wakes
+    the server's processes record."""
+    return [*ackdeck, *(["--home", os.path.abspath(home)] if home else [])]
+
+
+def hook_room(room: str | os.PathLike[str]) -> str:
+    """A room as a hook or a set-up's server names it: absolute, a redis URL without its
+    password."""
+    return parse_room(room, env={}).display
+
+
+def is_ackdeck_hook(event: str, command: object) -> bool:
+    """Whether `command` is the hook ackdeck installs for `event` (any session, room or path)."""
+    if not isinstance(command, str) or event not in _SIGNATURES:
+        return False
+    import shlex
+
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return False
+    runs_ackdeck = any(os.path.basename(t) == "ackdeck" or t == "ackdeck.core.cli" for t in tokens)
+    has_sig = any(
+        tuple(tokens[i : i + len(sig)]) == sig
+        for sig in _SIGNATURES[event]
+        for i in range(len(tokens))
+    )
+    return runs_ackdeck and has_sig
+
+
+def _group(event: str, command: str) -> dict[str, Any]:
+    # No matcher: SessionStart then also fires after resume/clear/compact, when the agent has
+    # lost the instructions; Notification and SessionEnd fire for every kind and reason (the
+    # presence decision tells them apart); the other two events take no matcher.
+    return {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUTS[event]}]}
+
+
+# ----- the pure merge ---------------------------------------------------------------------------
+def merge_hooks(settings: Mapping[str, Any], commands: Mapping[str, str | None]) -> dict[str, Any]:
+    """`settings` with ackdeck's hooks set to `commands`; every other key and hook is kept.
+
+    Idempotent: when the desired hook is already the only ackdeck hook of an event, that event
+    is left exactly as it is (position included).
+    """
+    import copy  # installing hooks only (copy imports weakref): not the per-turn commands
+
+    out = copy.deepcopy(dict(settings))
+    hooks = out.get("hooks")
+    if hooks is None:
+        hooks = {}
+    elif not isinstance(hooks, dict):
+        raise InvalidInput(f'"hooks" must be a JSON object, found {type(hooks).__name__}')
+    for event in EVENTS:
+        desired = commands.get(event)
+        groups = hooks.get(event)
+        if groups is None:
+            if desired:
+                hooks[event] = [_group(event, desired)]
+            continue
+        if not isinstance(groups, list):
+            raise InvalidInput(
+                f'"hooks.{event}" must be a JSON array, found {type(groups).__name__}'
+            )
+        ours = [
+            h
+            for g in groups
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"]
+            if isinstance(h, dict) and is_ackdeck_hook(event, h.get("command"))
+        ]
+        if desired and len(ours) == 1 and _group(event, desired) in groups:
+            continue
+        if not ours and not desired:
+            continue
+        kept: list[Any] = []
+        for g in groups:
+            if not (isinstance(g, dict) and isinstance(g.get("hooks"), list)):
+                kept.append(g)  # not a shape we understand: not ours to touch
+                continue
+            rest = [
+                h
+                for h in g["hooks"]
+                if not (isinstance(h, dict) and is_ackdeck_hook(event, h.get("command")))
+            ]
+            if len(rest) == len(g["hooks"]):
+                kept.append(g)
+            elif rest:
+                kept.append({**g, "hooks": rest})
+            # else: the group held only ackdeck hooks; drop it
+        if desired:
+            kept.append(_group(event, desired))
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if hooks or "hooks" in out:
+        out["hooks"] = hooks
+    return out
+
+
+# ----- the installer (I/O) ---------------------------------------------------------------------
+class InstallResult(Struct):
+    path: Path
+    changed: bool
+    created: bool
+    backup: Path | None  # the backup written by this run, if any
+
+
+def default_settings_path(project: str | os.PathLike[str] | None = None) -> Path:
+    """The project's `.claude/settings.json` (the current directory's by default): hooks are
+    per project, so two projects' agents on one machine never drain each other's wakes."""
+    return (
+        Path(os.path.abspath(project or os.curdir))
+        / claude_code.SETTINGS_DIR
+        / claude_code.SETTINGS_FILE
+    )
+
+
+def user_settings_path() -> Path:
+    return Path.home() / claude_code.SETTINGS_DIR / claude_code.SETTINGS_FILE
+
+
+def install(
+    settings_path: str | os.PathLike[str], commands: Mapping[str, str | None]
+) -> InstallResult:
+    """Write ackdeck's hooks into `settings_path`. Never touches a file it cannot parse."""
+    return update_json_file(settings_path, lambda current: merge_hooks(current, commands))
+
+
+def update_json_file(
+    settings_path: str | os.PathLike[str], change: Callable[[dict[str, Any]], dict[str, Any]]
+) -> InstallResult:
+    """Write `change(current)` into the JSON object file `settings_path` (a settings.json, an
+    .mcp.json): created if missing, backed up once, replaced atomically, left untouched when
+    it cannot be parsed or nothing changes."""
+    shown = Path(settings_path).expanduser()
+    # A symlinked settings file (dotfile managers) is updated in place of its target, so the
+    # link survives the atomic rename.
+    path = Path(os.path.realpath(shown))
+    raw, mode = _read_settings(path, shown)
+    current = _parse_settings(raw, shown) if raw is not None else {}
+    updated = change(current)
+    if raw is not None and updated == current:
+        return InstallResult(shown, False, False, None)
+    data = (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode()
+    backup: Path | None = None
+    try:
+        if raw is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            candidate = path.with_name(path.name + BACKUP_SUFFIX)
+            # Only the first change is backed up: later runs must not overwrite the pristine
+            # pre-ackdeck copy with an already-modified one.
+            if not candidate.exists():
+                atomic.atomic_write(candidate, raw, mode=mode)
+                backup = candidate
+        tmp = atomic.write_temp(path, [data], mode=mode)
+        # Agents rewrite their own settings too: if the file changed since we parsed it,
+        # renaming over it would drop their change. Refuse instead; a re-run merges cleanly.
+        if _current_bytes(path) != raw:
+            atomic.unlink_quietly(tmp)
+            raise InvalidInput(
+                f"{shown} changed while ackdeck was updating it; run the command again"
+            )
+        atomic.replace(tmp, path)
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot write {exc.filename or shown}: {exc.strerror or exc}; settings left unchanged"
+        ) from None
+    return InstallResult(shown, True, raw is None, backup)
+
+
+def _read_settings(path: Path, shown: Path) -> tuple[bytes | None, int]:
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise InvalidInput(f"{shown} is a directory, not a settings file")
+        with open(path, "rb") as f:
+            return f.read(), stat.S_IMODE(st.st_mode)
+    except FileNotFoundError:
+        # New file: settings may hold tokens in "env", so keep it private.
+        return None, 0o600
+    except PermissionError:
+        raise InvalidInput(f"cannot read {shown}: permission denied") from None
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
+    if not raw.strip():
+        return {}  # an empty file holds no settings to lose
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{shown} is not UTF-8 text; left untouched") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{shown} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
+            "left untouched"
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            f"{shown} must hold a JSON object, found {type(value).__name__}; left untouched"
+        )
+    return value
+
+
+# ----- what the hooks print ---------------------------------------------------------------------
+def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
+    """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say."""
+    deck = Deck(session=session)
+    parts: list[str] = []
+    for r in rooms:
+        try:
+            ref = deck.parse(r)
+            u = deck.unread(ref)
+        except (AckdeckError, OSError) as exc:
+            # One broken room must not hide the others or block the prompt.
+            parts.append(f"ackdeck: cannot check room {display_of(r)}: {exc}")
+            continue
+        if u.count == 0:
+            continue
+        shown = [_clip(display(x)) for x in u.lines]
+        more = u.count - len(shown)
+        parts.append(
+            f"ackdeck: {counted(u.count, 'unread line')} in room {u.room} (not acked yet):\n"
+            + "\n".join(f"  {x}" for x in shown)
+            + (f"\n  ... and {more} more" if more > 0 else "")
+            + f"\nRead them with room_list_new (room {ref.name!r}), act, then room_ack."
+        )
+    return "\n".join(parts)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= PROMPT_MAX_CHARS else line[: PROMPT_MAX_CHARS - 1] + "…"
+
+
+def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
+    """The SessionStart instructions. Names the consumed-only sequence and forbids truncation."""
+    deck = Deck(session=session)
+    lines = [
+        f"ackdeck: you are session {session!r}.",
+    ]
+    if rooms:
+        lines.append("Notification rooms (files other processes append to):")
+        for r in rooms:
+            try:
+                state = f"{deck.unread(deck.parse(r)).count} unread"
+            except (AckdeckError, OSError) as exc:
+                state = f"cannot check: {exc}"
+            lines.append(f"  - {display_of(r)} ({state})")
+    lines += rules(session)
+    return "\n".join(lines)
+
+
+# ----- hook input and the Stop hook -------------------------------------------------------------
+def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str, Any]:
+    """The JSON object Claude Code writes on a hook's stdin; {} when there is none (a terminal,
+    an empty or closed stdin, nothing within `wait` seconds, or not a JSON object).
+
+    Reads until EOF or until the bytes so far parse as one JSON value, so a runner that keeps
+    the pipe open after writing cannot hang the hook."""
+    import select
+    import sys
+
+    f = stream if stream is not None else sys.stdin
+    try:
+        if f is None or f.isatty():
+            return {}
+        fd = f.fileno()
+        raw = bytearray()
+        while True:
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            raw += chunk
+            end = len(raw)
+            while end and raw[end - 1] in b" \t\r\n":
+                end -= 1
+            if not end or raw[end - 1] != ord("}"):
+                # An object is complete only after its closing brace: parsing the whole
+                # buffer after every chunk made a large input quadratic.
+                continue
+            try:
+                value = json.loads(raw)
+                break
+            except ValueError:
+                continue  # incomplete so far
+    except (OSError, ValueError):
+        return {}
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def rooms_told_marker(
+    home: Path, session: str, rooms: Sequence[str | os.PathLike[str]]
+) -> Callable[[], None]:
+    """Take the rooms' state now, before a SessionStart or prompt hook builds its text; the
+    returned call records it as told once the text was written, so the Stop hook reports only
+    lines that arrived after it (during the agent's turn). Taken first, a line that lands while
+    the text is built is at worst told twice, never marked told unseen. Reads and acks nothing."""
+    from ackdeck.core.service.noticer import Noticer
+
+    if not rooms:
+        return _nothing
+    noticer = Noticer(
+        home, session, [r if isinstance(r, str) else Path(r) for r in rooms], "hooks", wakes=False
+    )
+    state = noticer.due()[1]
+    return lambda: noticer.commit(state)
+
+
+def _nothing() -> None:
+    return None
+
+
+class StopOutcome(Struct):
+    block: bool  # exit 2: the agent continues with `text`
+    text: str
+    # Records the room notices as told; call it once `text` was written.
+    commit: Callable[[], None] = _nothing
+    written: bool = False  # `emit` already wrote `text` (before the wakes were acked)
+
+
+def stop_hook(
+    home: Path,
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    payload: Mapping[str, Any],
+    *,
+    settle_timeout: float = 2.0,
+    emit: Callable[[str], bool] | None = None,
+) -> StopOutcome:
+    """Deliver pending wakes (the authoritative drain) and notice room lines that arrived
+    during the turn. Block only for something new: a wake just delivered, or room lines beyond
+    what a hook already told this session. So with `stop_hook_active` (the agent is already
+    continuing because of a Stop hook) a second block needs something that arrived since.
+
+    With `emit`, the text is written through it before the wakes are acked (recorded only
+    once delivered): if it answers False, nothing is acked and the wakes stay pending."""
+    from ackdeck.core.service.noticer import Noticer
+    from ackdeck.core.service.notices import Notice
+
+    # The drain reconciles first (a dead supervisor is delivered as a monitor-lost wake).
+    deck = Deck(home, session)
+    notices: list[Notice] = []
+    commit: Callable[[], None] = _nothing
+    if rooms:
+        noticer = Noticer(
+            home,
+            session,
+            [r if isinstance(r, str) else Path(r) for r in rooms],
+            "hooks",
+            wakes=False,
+        )
+        notices, state = noticer.due()
+        if notices and payload.get("stop_hook_active") and not noticer.can_record():
+            # The agent already continues because of a Stop hook, and what this one would tell
+            # cannot be recorded (a full or read-only HOME): it would block again at every
+            # stop, for ever (the loop stop_hook_active is there to prevent). The lines stay
+            # unread; the prompt hook lists them at the next prompt.
+            notices = []
+        commit = partial(noticer.commit, state)
+    room_parts = [
+        f"ackdeck: room {n.meta['room']} got new lines while you worked "
+        f"({n.meta['count']} unread, not read or acked by this hook). Read them with "
+        f"room_list_new (room {n.meta['room']!r}), act, then room_ack."
+        for n in notices
+    ]
+
+    def compose(wake_text: str) -> str:
+        parts = ([wake_text] if wake_text else []) + room_parts
+        if parts and payload.get("stop_hook_active"):
+            parts.append("(more arrived since the last stop; nothing earlier is repeated)")
+        return "\n".join(parts)
+
+    said: list[str] = []
+    unsaid: list[str] = []
+
+    def deliver(result: Drained) -> bool:
+        text = compose(result.text())
+        if emit is not None and not emit(text):
+            unsaid.append(text)
+            return False
+        said.append(text)
+        return True
+
+    drained = deck.drain(settle_timeout=settle_timeout, deliver=deliver if emit else None)
+    if said:
+        return StopOutcome(True, said[0], commit, written=True)
+    if unsaid:  # nothing was acked; the caller's own write will fail (or succeed) again
+        return StopOutcome(True, unsaid[0], commit)
+    text = compose(drained.text())
+    if not text:
+        return StopOutcome(False, "", commit)
+    return StopOutcome(True, text, commit)

@@ -1,0 +1,1 @@
+"""The MCP server: the agents' door over stdio (official `mcp` SDK)."""

@@ -1,0 +1,142 @@
+"""User patterns (monitor, exclude, output filter): compiled once, for RE2.
+
+Patterns come from agents and owners, so they run on RE2 (`google-re2`), which matches in time
+linear in the text whatever the pattern: `(a+)+$` cannot pin a supervisor. RE2's syntax is
+Perl's minus what needs backtracking; a pattern that uses such a construct (backreference,
+lookaround, atomic group, possessive quantifier, ...) is refused when it is compiled, with one
+line naming the construct, before anything starts.
+
+A `Pattern` matches the *cleaned* bytes of one line as UTF-8 text. It also holds what the chunk
+scanner (ackdeck.core.monitors.monitors) needs: the same pattern in multi-line mode, for searching
+many complete lines in one buffer, and the literals every match contains
+(core.monitors.literals)."""
+
+from __future__ import annotations
+
+import re
+
+from ackdeck.core.base.struct import Struct
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.monitors.literals import literal_prefix, required_literals
+
+# On the hot path (tests/test_layering.py): typing and dataclasses are for type
+# checkers only, or each monitored run's supervisor would carry them (dataclasses pulls in
+# inspect, ast and dis: ~1.3 MiB).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+Buf = bytes | bytearray | memoryview
+
+# Assertions whose meaning differs between "the line alone" and "the line inside a buffer of
+# lines": text anchors (\A, \z) and switching multi-line mode off. With them a buffer search
+# could miss a true match, so such patterns are only ever matched line by line. So is \C (any
+# byte, even a newline, whatever never_nl says), whose matches could run on to the buffer's
+# end. Over-matching (an escaped backslash before A) only costs speed.
+_CHUNK_UNSAFE = re.compile(r"\\[ACz]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+
+# RE2's parse errors that name a construct it deliberately lacks, mapped to a name a user knows.
+_PERL_OPERATORS = {
+    "(?=": "lookahead (?=...)",
+    "(?!": "negative lookahead (?!...)",
+    "(?<=": "lookbehind (?<=...)",
+    "(?<!": "negative lookbehind (?<!...)",
+    "(?>": "atomic group (?>...)",
+    "(?#": "comment group (?#...)",
+    "(?|": "branch reset group (?|...)",
+    "(?R": "recursion (?R)",
+    "(?&": "subroutine call (?&name)",
+}
+_ESCAPES = {
+    "\\Z": "\\Z (RE2 spells the end of text \\z)",
+    "\\G": "\\G (end of previous match)",
+    "\\K": "\\K (keep out)",
+    "\\R": "\\R (any line break)",
+    "\\X": "\\X (grapheme cluster)",
+}
+
+
+def _options(re2: Any, *, chunk: bool = False) -> Any:
+    opts = re2.Options()
+    opts.log_errors = False  # RE2 would print its own copy of every error on stderr
+    opts.never_capture = True  # groups are never read back: skip submatch tracking
+    # In a buffer of lines no match may cross a newline (a line alone never holds one), so a
+    # greedy `[^x]*` stops at its line's end instead of running on through the buffer.
+    opts.never_nl = chunk
+    return opts
+
+
+def _unsupported(pattern: str, message: str) -> str | None:
+    """The name of the non-RE2 construct behind an RE2 parse error, if it is one."""
+    kind, _, arg = message.partition(": ")
+    if kind == "invalid escape sequence":
+        if re.fullmatch(r"\\[1-9]", arg):
+            return f"backreference {arg}"
+        if arg in ("\\g", "\\k"):
+            return f"backreference {arg}<name>"
+        return _ESCAPES.get(arg)
+    if kind == "invalid perl operator":
+        if arg == "(?P":  # RE2 knows (?P<name>...) only
+            if "(?P=" in pattern:
+                return "named backreference (?P=name)"
+            return "recursion (?P>name)" if "(?P>" in pattern else None
+        if arg.startswith("(?") and len(arg) == 3 and arg[2].isalpha():
+            return f"flag (?{arg[2]}) (RE2 has flags i, m, s and U)"
+        return _PERL_OPERATORS.get(arg)
+    if kind == "bad repetition operator" and len(arg) == 2 and arg[1] == "+":
+        return f"possessive quantifier {arg}"
+    return None
+
+
+def _compile(source: bytes, what: str, pattern: str, *, chunk: bool = False) -> Any:
+    import re2  # here, not at the top: processes that never compile a pattern skip loading it
+
+    try:
+        return re2.compile(source, _options(re2, chunk=chunk))
+    except re2.error as exc:
+        raw = exc.args[0] if exc.args else ""
+        message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        message = " ".join(message.split())  # one line, whatever RE2 quoted
+        construct = _unsupported(pattern, message)
+        if construct is not None:
+            message = f"{construct} is not supported (ackdeck uses RE2 syntax: https://github.com/google/re2/wiki/Syntax)"
+        raise InvalidInput(f"invalid {what} regex {pattern!r}: {message}") from None
+
+
+class Pattern(Struct):
+    """A user regex compiled for RE2, with what the chunk scanner derives from it.
+
+    - `line`: matches the cleaned bytes of one line (`^`/`$` are the line's ends).
+    - `chunk`: the same pattern in multi-line mode, for a buffer of complete lines; on a line
+      inside such a buffer it answers exactly as `line` does on the line alone. None when the
+      pattern uses text anchors (see _CHUNK_UNSAFE).
+    - `literals`: byte strings such that every match contains one of them, for the scanner to
+      find candidates with; None when there are none.
+    - `prefix_literal`: the pattern's only literal is also how every match starts (`ERROR`,
+      `ERROR: .*failed`). RE2 finds such a literal by itself, faster than memmem does, so the
+      scanner only searches for it separately when a faster search (strstr) is at hand.
+    """
+
+    text: str
+    line: Any
+    chunk: Any | None
+    literals: tuple[bytes, ...] | None
+    prefix_literal: bool = False
+
+    def search(self, data: Buf, pos: int = 0, endpos: int | None = None) -> Any:
+        """The first match in data[pos:endpos] of one line's text, or None."""
+        return self.line.search(data, pos, len(data) if endpos is None else endpos)
+
+
+def compile_pattern(pattern: str, what: str = "monitor") -> Pattern:
+    """Compile a user regex for cleaned line bytes; a bad one is a one-line InvalidInput."""
+    if not isinstance(pattern, str) or pattern == "":
+        raise InvalidInput(f"invalid {what} regex: it must not be empty")
+    source = pattern.encode("utf-8", "surrogateescape")
+    line = _compile(source, what, pattern)
+    chunk = None
+    if not _CHUNK_UNSAFE.search(pattern):
+        chunk = _compile(b"(?m)" + source, what, pattern, chunk=True)
+    literals = required_literals(pattern)
+    prefix = literals is not None and len(literals) == 1 and literal_prefix(pattern) == literals[0]
+    return Pattern(pattern, line, chunk, literals, prefix)

@@ -1,0 +1,185 @@
+"""Per-(session, run) read state: cursor, exact shown byte ranges, and read leases.
+
+    RUN_DIR/reads/SESSION.json          ReadState (cursor, shown intervals, saw_end)
+    RUN_DIR/reads/SESSION.lock          flock serialising that session's reads of the run
+    RUN_DIR/reads/SESSION.lease.PID.X   one per in-flight read; its reader holds an flock on it
+
+A delivery settles before it gates: it waits, bounded, for the owner's in-flight reads so a line
+that a read is about to return is counted as shown. A lease's flock is released by the kernel
+when its reader dies, and a lease whose pid is gone is ignored, so a crashed reader never blocks.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.statefile import open_state, read_state
+from ackdeck.core.base.struct import Struct
+from ackdeck.core.errors import CorruptState, RecordError
+from ackdeck.core.monitors.gate import Intervals
+from ackdeck.core.monitors.runs import pid_alive
+
+LEASE_MARK = locations.LEASE_MARK
+
+
+class ReadState(Struct, kw_only=True):
+    session: str
+    run_id: str
+    # Bytes of output.log this session has consumed (returned or filtered out).
+    cursor: int = 0
+    # Merged [start, end) ranges of returned lines.
+    shown: list[tuple[int, int]] = []
+    # A read returned the final status after consuming everything.
+    saw_end: bool = False
+    reads: int = 0
+    updated_at: float = 0.0
+
+
+def reads_dir(rdir: Path) -> Path:
+    return locations.shown_dir(rdir)
+
+
+def state_path(rdir: Path, session: str) -> Path:
+    return locations.shown_state(rdir, session)
+
+
+def read_lock_path(rdir: Path, session: str) -> Path:
+    return locations.shown_lock(rdir, session)
+
+
+def load_state(rdir: Path, session: str) -> ReadState | None:
+    """The session's read state; None if missing *or unreadable* (callers fail open)."""
+    path = state_path(rdir, session)
+    try:
+        raw = read_state(path)  # a FIFO in its place must not block the read or the gate
+        return None if raw is None else ReadState.loads(raw)
+    except (OSError, CorruptState, RecordError, ValueError):
+        return None
+
+
+def state_is_corrupt(rdir: Path, session: str) -> bool:
+    path = state_path(rdir, session)
+    return os.path.lexists(path) and load_state(rdir, session) is None
+
+
+def store_state(rdir: Path, state: ReadState) -> None:
+    reads_dir(rdir).mkdir(mode=0o700, exist_ok=True)
+    atomic.atomic_write(state_path(rdir, state.session), state.dumps().encode(), fsync=False)
+
+
+def shown_intervals(rdir: Path, session: str) -> Intervals | None:
+    """What the gate needs: the shown ranges, or None (fail open) when there is no usable data."""
+    state = load_state(rdir, session)
+    return None if state is None else list(state.shown)
+
+
+@contextmanager
+def session_lock(rdir: Path, session: str) -> Iterator[None]:
+    reads_dir(rdir).mkdir(mode=0o700, exist_ok=True)
+    with locked(read_lock_path(rdir, session)):
+        yield
+
+
+@contextmanager
+def lease(rdir: Path, session: str) -> Iterator[Path]:
+    """Mark a read by this process as in flight for (session, run) until the block ends."""
+    d = reads_dir(rdir)
+    d.mkdir(mode=0o700, exist_ok=True)
+    final = locations.shown_lease(rdir, session, f"{os.getpid()}.{os.urandom(4).hex()}")
+    tmp = locations.lease_temp(final)
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        # Lock before the lease becomes visible (rename), so a drain never sees it unlocked.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.rename(tmp, final)
+        try:
+            yield final
+        finally:
+            # Unlink while still locked: a drain that then gets the lock sees the file gone.
+            atomic.unlink_quietly(final)
+    finally:
+        atomic.unlink_quietly(tmp)
+        os.close(fd)
+
+
+def leases(rdir: Path, session: str) -> list[Path]:
+    prefix = f"{session}{LEASE_MARK}"
+    try:
+        return [
+            Path(e.path)
+            for e in os.scandir(reads_dir(rdir))
+            if e.name.startswith(prefix) and _is_lease_tail(e.name[len(prefix) :])
+        ]
+    except FileNotFoundError:
+        return []
+
+
+def _is_lease_tail(tail: str) -> bool:
+    """`PID.XXXXXXXX` exactly: session "a.lease.7" has files starting with "a.lease." too
+    (a.lease.7.json, a.lease.7.lock), and they are not session "a"'s leases to remove."""
+    pid, dot, token = tail.partition(".")
+    return (
+        bool(dot)
+        and pid.isdigit()
+        and pid.isascii()
+        and len(token) == 8
+        and all(c in "0123456789abcdef" for c in token)
+    )
+
+
+def lease_pid(path: Path) -> int | None:
+    try:
+        return int(path.name.rsplit(".", 2)[-2])
+    except (ValueError, IndexError):
+        return None
+
+
+def settle(run_dirs: Iterable[Path], session: str, timeout: float) -> bool:
+    """Wait (bounded) until `session` has no live in-flight read in any of `run_dirs`.
+
+    Returns False if the timeout passed with a read still in flight. Leases of dead readers are
+    ignored (and removed); no busy spin: each live lease is waited on with a blocking flock
+    attempt in short slices.
+    """
+    deadline = time.monotonic() + max(0.0, timeout)
+    for rdir in run_dirs:
+        for path in leases(rdir, session):
+            if not _wait_lease(path, deadline):
+                return False
+    return True
+
+
+def _wait_lease(path: Path, deadline: float) -> bool:
+    pid = lease_pid(path)
+    if not pid_alive(pid):
+        atomic.unlink_quietly(path)  # its reader is gone; nothing can still be shown through it
+        return True
+    try:
+        fd = open_state(path)
+    except CorruptState:
+        return True  # not a lease ackdeck made (a FIFO there must not block the drain)
+    if fd is None:
+        return True
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.01)
+        # Got the lock: the read finished (its file is unlinked) or its holder died.
+        if path.exists() and not pid_alive(pid):
+            atomic.unlink_quietly(path)
+        return True
+    finally:
+        os.close(fd)

@@ -1,0 +1,251 @@
+"""The detached supervisor of one run.
+
+    python -m ackdeck.core.monitors.supervisor --home H --run-dir D --ready-fd N
+
+It forks once more so the caller can reap the launcher at once (no zombie, no controlling
+terminal), takes the run's supervisor lock for its whole life (that lock is how everyone else
+tells a live supervisor from a dead one), starts the command with stdout+stderr going straight
+into output.log, reports `{"ok": true, "pid": N}` on the ready pipe, then tails and scans the log
+until the command exits *and* no process still holds the log open for writing (children left
+running in the background keep writing it: they are watched too, core/monitors/holders.py), records
+the command's exit status (signals as 128+N) and flushes the monitors.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ackdeck.core.base.diskfull import Backoff
+from ackdeck.core.base.locks import locked
+from ackdeck.core.monitors import holders
+from ackdeck.core.monitors.runs import (
+    CHILD_PYTHONPATH,
+    UNSET_PYTHONPATH,
+    RunMeta,
+    kill_marker,
+    load_meta,
+    lock_path,
+    output_path,
+    store_meta,
+    supervisor_lock_path,
+)
+from ackdeck.core.monitors.tail import Tail
+
+# Memory: one supervisor lives per monitored run, so it imports only what it needs for its
+# whole life (docs/performance.md, "Supervisor memory"). No argparse (its formatter pulls in
+# shutil and the compression modules), no subprocess or threading: the command is started with
+# posix_spawn and waited for through a pidfd. tests/test_supervisor_footprint.py checks the list.
+
+Clock = Callable[[], float]
+POLL = 0.05  # seconds between looks at output.log while the command is quiet
+# Once the command has exited, how often to look for processes still writing its output.
+HOLDERS_EVERY = 0.25
+
+
+def child_env(rdir: Path) -> dict[str, str]:
+    """The caller's environment, minus what start() added to import this package, plus the
+    run's mark (so its process group is recognised even after the leader exited)."""
+    env = dict(os.environ)
+    env[holders.RUN_MARK] = holders.mark_value(rdir)
+    original = env.pop(CHILD_PYTHONPATH, None)
+    if original is not None:
+        if original == UNSET_PYTHONPATH:
+            env.pop("PYTHONPATH", None)
+        else:
+            env["PYTHONPATH"] = original
+    return env
+
+
+def exit_code_of(returncode: int) -> int:
+    """-N for "killed by signal N" (as Popen reports it) becomes the shell's 128+N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+class Child:
+    """The command's process, as much of subprocess.Popen as the supervisor uses: started with
+    posix_spawn, waited for through a pidfd (polled where the kernel has none)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None  # -N if killed by signal N, like Popen's
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # Linux < 5.3, or not Linux
+            self._pidfd = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                if self._pidfd is not None:
+                    os.close(self._pidfd)
+                    self._pidfd = None
+        return self.returncode
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait up to `timeout` seconds (None: for ever) for the exit; True once it exited."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            if self._pidfd is not None:
+                waiter = select.poll()  # poll, not select: any descriptor number works
+                waiter.register(self._pidfd, select.POLLIN)  # readable once the child exits
+                waiter.poll(None if left is None else max(0, int(left * 1000) + 1))
+            else:
+                time.sleep(POLL if left is None else min(POLL, left))
+        return True
+
+
+def spawn(meta: RunMeta, rdir: Path, log_fd: int) -> Child:
+    """Start the command as subprocess.Popen(argv, cwd=meta.cwd, stdin=DEVNULL, stdout=log,
+    stderr=log, start_new_session=True) would; OSError if it cannot be started."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    # posix_spawn has no chdir action before Python 3.13: the supervisor steps into the
+    # command's directory for the spawn (a missing one fails here, as Popen's cwd= did) and
+    # back into its run directory afterwards.
+    os.chdir(meta.cwd)
+    try:
+        pid = os.posix_spawnp(
+            meta.argv[0],
+            meta.argv,
+            child_env(rdir),
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, null, 0),
+                (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                (os.POSIX_SPAWN_DUP2, log_fd, 2),
+            ],
+            # Own session and process group: `kill` signals the whole tree, and terminal
+            # signals aimed at the caller never reach it.
+            setsid=True,
+            # Python ignores these; the command gets the defaults, as Popen's restore_signals.
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    finally:
+        os.close(null)
+        os.chdir(rdir)
+    return Child(pid)
+
+
+def launch(rdir: Path, ready: int, clock: Clock = time.time) -> Child | None:
+    """Take the supervisor lock, start the command, report on `ready`. None if it failed."""
+    os.set_inheritable(ready, False)  # the command must not hold the handshake pipe open
+    lock_fd = os.open(supervisor_lock_path(rdir), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held (fd kept open) until this process ends
+    meta = load_meta(rdir)
+    if meta is None:
+        _reply(ready, {"ok": False, "error": f"run directory {rdir} has no meta.json"})
+        return None
+    log_fd = os.open(output_path(rdir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        child = spawn(meta, rdir, log_fd)
+    except OSError as exc:
+        _reply(ready, {"ok": False, "error": f"cannot start {meta.argv[0]!r}: {exc.strerror}"})
+        return None
+    finally:
+        os.close(log_fd)
+    with locked(lock_path(rdir)):
+        meta = load_meta(rdir) or meta
+        store_meta(
+            rdir,
+            meta.replace(pid=child.pid, supervisor_pid=os.getpid(), started_at=clock()),
+        )
+    _reply(ready, {"ok": True, "pid": child.pid})
+    return child
+
+
+def _reply(fd: int, msg: dict[str, object]) -> None:
+    try:
+        os.write(fd, json.dumps(msg).encode())
+    finally:
+        os.close(fd)
+
+
+def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) -> int:
+    meta = load_meta(rdir)
+    assert meta is not None
+    tail = Tail(home, rdir, meta, clock=clock, patient=True)
+    log = output_path(rdir)
+    looked = 0.0  # monotonic time of the last look for processes still writing the output
+    while True:
+        exited = child.poll() is not None
+        if exited and time.monotonic() - looked >= HOLDERS_EVERY:
+            # The command exited; children it left behind may still write its output.
+            if not holders.writers(log, skip=os.getpid()):
+                break
+            looked = time.monotonic()
+        timeout: float | None = HOLDERS_EVERY if exited else None
+        if tail.holding():  # matches a full disk kept from their wake record
+            tail.retry_held()
+            timeout = min(timeout or POLL, max(tail.space.due_in(), 0.01))
+        if tail.active():  # else nothing to scan (no monitor, or max_events reached)
+            if tail.pump():
+                tail.flush_due()
+                continue
+            tail.flush_due()
+            timeout = HOLDERS_EVERY if exited else POLL
+            due = tail.next_due()
+            if due is not None:
+                timeout = min(timeout, max(0.0, due - clock()))
+        if exited:
+            time.sleep(timeout or 0.0)  # nothing more to wait for: sleep between looks
+        else:
+            child.wait(timeout)  # returns early when the command exits
+    assert child.returncode is not None
+    code = exit_code_of(child.returncode)
+    status = "killed" if child.returncode < 0 or kill_marker(rdir).exists() else "exited"
+    # Wakes first, status second: anyone who sees the final status (a test, a hook, the
+    # dashboard) also finds every match and the exit notice already in the wake store. The
+    # supervisor lock is still held, so nobody mistakes this moment for a crash.
+    # Out of space, both wait for it (the exit status exists only in this process).
+    tail.finish(kind="exited", status=status, exit_code=code)
+    ended = clock()
+
+    def record_end() -> None:
+        with locked(lock_path(rdir)):
+            current: RunMeta = load_meta(rdir) or meta
+            store_meta(
+                rdir,
+                current.replace(status=status, exit_code=code, ended_at=ended),
+            )
+
+    Backoff().until_written(record_end)
+    return 0
+
+
+def parse_args(argv: list[str]) -> tuple[Path, Path, int]:
+    """`--home H --run-dir D --ready-fd N`, as procs.start passes them (an internal command
+    line, so no argparse). Paths are made absolute: spawn() changes directory."""
+    usage = "usage: python -m ackdeck.core.monitors.supervisor --home H --run-dir D --ready-fd N"
+    if len(argv) % 2:
+        raise SystemExit(usage)
+    opts = dict(zip(argv[::2], argv[1::2], strict=True))
+    if sorted(opts) != ["--home", "--ready-fd", "--run-dir"] or not opts["--ready-fd"].isdigit():
+        raise SystemExit(usage)
+    home, rdir = (Path(os.path.abspath(opts[k])) for k in ("--home", "--run-dir"))
+    return home, rdir, int(opts["--ready-fd"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    home, rdir, ready = parse_args(sys.argv[1:] if argv is None else argv)
+    if os.fork() > 0:
+        os._exit(0)  # the launcher: start() reaps it immediately; we live on, reparented
+    child = launch(rdir, ready)
+    if child is None:
+        return 1
+    return supervise(home, rdir, child)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

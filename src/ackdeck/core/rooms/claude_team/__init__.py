@@ -1,0 +1,1 @@
+"""A Claude Code team mailbox as a room (`claude-team://TEAM/AGENT`)."""

@@ -1,0 +1,1 @@
+"""The file room: a notification file, its sidecar, ledger, receipts and ack."""

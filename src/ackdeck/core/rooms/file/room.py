@@ -1,0 +1,1135 @@
+"""Rooms: notification files with a consumed-only ack.
+
+Protocol (docs/concepts/exact-acks.md):
+- push appends under the *shared* sidecar lock; ack rewrites under the *exclusive* one;
+- read returns complete lines and records a receipt (the exact bytes) per session;
+- ack removes only the receipt's bytes still at the head, then sweeps the old inode for bytes
+  that unlocked producers (`printf >> file`) appended after the read. The old inode stays
+  hard-linked in the sidecar for a grace period, so late writers and an ack killed between
+  its rename and its sweep lose nothing either.
+
+The room's concepts each live in their own module; `Room` ties them together:
+- core/rooms/file/sidecar.py: the sidecar layout, its safety checks, the audit log, leftovers;
+- core/rooms/file/receipts.py: what each session read (schema, encoding, store, verification);
+- core/rooms/file/ack.py: the ack transaction, step by step (its crash-safety order);
+- core/rooms/file/push_handles.py: push's open descriptors and its one append;
+- core/rooms/file/ledger.py: the persisted state and the pure decisions on it;
+- core/rooms/file/prev_inodes.py: replaced inodes, where late unlocked writers end up.
+
+Bytes are the truth: nothing here decodes text.
+"""
+
+from __future__ import annotations
+
+import _thread  # threading's lock without importing threading (~1 ms per command)
+import errno
+import fcntl
+import os
+import stat
+import time
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.byteio import (
+    complete_end,
+    complete_prefix,
+    count_lines,
+    newline_census,
+    pread_all,
+    read_page,
+    split_lines,
+    tail_lines,
+    wait_for_writes,
+)
+from ackdeck.core.base.faults import pause
+from ackdeck.core.base.fileid import birth_ns
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.names import check_name, check_room_path
+from ackdeck.core.base.statefile import open_state
+from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
+from ackdeck.core.rooms import journey
+from ackdeck.core.rooms import policy as policy_mod
+from ackdeck.core.rooms.file import ages, deadletter, readlog, seen_marks
+from ackdeck.core.rooms.file import ledger as L
+from ackdeck.core.rooms.file import prev_inodes as prev_inodes
+from ackdeck.core.rooms.file.ack import AckSite, ack_locked
+from ackdeck.core.rooms.file.ack_stream import Digest
+from ackdeck.core.rooms.file.prev_inodes import PREV_GRACE_S
+from ackdeck.core.rooms.file.push_handles import PushHandles, append_line
+from ackdeck.core.rooms.file.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
+from ackdeck.core.rooms.file.receipts import Receipt, ReceiptHeader, ReceiptStore, sealed
+from ackdeck.core.rooms.file.sidecar import Sidecar, intent_entry, refuse_unless_regular
+from ackdeck.core.rooms.journey import Journey
+from ackdeck.core.rooms.line_counts import LineCounts
+from ackdeck.core.rooms.policy import RoomPolicy
+from ackdeck.core.rooms.results import (
+    PAGE_BYTES,
+    AckResult,
+    ReadResult,
+    RoomStatus,
+    SessionStatus,
+    ack_delivered,
+    check_page,
+)
+from ackdeck.core.rooms.room_errors import LEDGER_HINT, cold_ack, write_error
+
+__all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
+
+Clock = Callable[[], float]
+
+
+class Room:
+    """One notification file and its sidecar directory. Cheap to construct; after a push it
+    keeps two descriptors (the sidecar lock and the ledger) open until `close()`."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        grace: float = PREV_GRACE_S,
+        follow_symlinks: bool = False,
+        door: str = "api",
+        home: str | os.PathLike[str] | None = None,
+    ) -> None:
+        p = Path(check_room_path(path))  # pathlib would quietly drop a trailing `/`
+        if "\0" in str(p):
+            raise InvalidInput("room path contains a NUL byte")
+        self.path = p.absolute()
+        if follow_symlinks and self.path.is_symlink():
+            # The owner opted in: work on the target (an ack renames a new file over the
+            # path; over the link it would strand producers writing through the target).
+            # Without the opt-in every open uses O_NOFOLLOW and a symlinked room is refused.
+            self.path = Path(os.path.realpath(self.path))
+        self._side = Sidecar(self.path)
+        self.sidecar = self._side.path
+        self._receipts = ReceiptStore(self._side.receipts_dir)
+        self._clock = clock
+        self._grace = grace
+        self.door = door  # which door reads through this Room, for the read log
+        self._home = home  # where the owner's wakes go (None: $ACKDECK_HOME), resolved then
+        # Plain strings for the push hot path (pathlib joins cost more than the syscalls), and
+        # joined as strings (a status over 3,000 rooms makes 3,000 Rooms).
+        self._path_s = str(self.path)
+        self._sidecar_s = str(self.sidecar)
+        self._lock_s = os.path.join(self._sidecar_s, locations.ROOM_LOCK)
+        self._ledger_s = os.path.join(self._sidecar_s, locations.LEDGER)
+        self._journey_s = os.path.join(self._sidecar_s, locations.JOURNEY)
+        self._marks_s = os.path.join(self._journey_s, locations.SEEN_MARKS)
+        # Lock and ledger descriptors kept open across pushes (core/rooms/file/push_handles.py).
+        self._handles: PushHandles | None = None
+        self._push_mutex = _thread.allocate_lock()
+
+    # ----- sidecar layout -------------------------------------------------------------
+    # (core/rooms/file/sidecar.py; receipts: core/rooms/file/receipts.py)
+    @property
+    def lock_file(self) -> Path:
+        return self._side.lock_file
+
+    @property
+    def ledger_file(self) -> Path:
+        return self._side.ledger_file
+
+    @property
+    def audit_file(self) -> Path:
+        return self._side.audit_file
+
+    def receipt_file(self, session: str) -> Path:
+        return self._receipts.file(session)
+
+    # ----- state --------------------------------------------------------------------------
+    def _ledger(self, receipts: dict[str, ReceiptHeader] | None = None) -> L.Ledger:
+        return L.load_ledger(self._ledger_s, hint=LEDGER_HINT) or self._fresh_ledger(receipts)
+
+    def _fresh_ledger(self, receipts: dict[str, ReceiptHeader] | None = None) -> L.Ledger:
+        """The state to start from when there is no ledger (yet, or any more).
+
+        A receipt is always written after the ledger it refers to, so receipts without a ledger
+        mean it was lost or moved aside: start past every epoch and offset they name, so none
+        of them can authorise an ack against restarted offsets. `receipts`: their headers when
+        the caller already read them (after the ledger was found missing, or before looking).
+        """
+        found = self._receipts.headers() if receipts is None else receipts
+        return L.fresh_ledger(list(found.values()))
+
+    def _store(self, ledger: L.Ledger) -> None:
+        L.store_ledger(self.ledger_file, ledger)
+
+    @staticmethod
+    def _stat_fd(fd: int) -> L.FileStat:
+        """A stat whose mtime belongs to a finished write (the rewrite rule depends on it).
+
+        ext4 updates mtime at the start of a buffered write and the size as it copies, both
+        under the inode lock, so a stat during an unlocked producer's append can show the new
+        mtime with the old size, which looks like an in-place rewrite (xfs too).
+        wait_for_writes takes the lock the write holds (lseek(SEEK_HOLE) on ext4, tmpfs and
+        btrfs; a read on xfs), so it returns only after a write in progress at the first
+        fstat finished. If the size did not change across it, no append was in
+        progress and the first stat is settled; if it grew, the second one is used (a size
+        that differs from a seen one makes the mtime rule moot; see ledger.rewritten_since).
+        """
+        first = os.fstat(fd)
+        wait_for_writes(fd)  # where nothing waits (no SEEK_HOLE): the plain stat, as before
+        second = os.fstat(fd)
+        st = first if second.st_size == first.st_size else second
+        return L.stat_of(st, birth_ns(fd))
+
+    def _check_kind(self) -> None:
+        """Refuse a room that is not a regular file before anything is created beside it (no
+        `/dev/.null.ackdeck`, no sidecar next to a directory). Only a first, friendly check:
+        every open repeats it on the descriptor (O_NOFOLLOW, fstat), so a swap after this
+        check cannot redirect a write either."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        refuse_unless_regular(self.path, st.st_mode)
+
+    def _open(self) -> int | None:
+        try:
+            # O_NONBLOCK: opening a FIFO by mistake must not hang; no effect on regular files.
+            # O_NOFOLLOW: a room swapped for a symlink after any check is refused, not followed.
+            fd = os.open(self._path_s, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        except PermissionError:
+            raise RoomUnavailable(f"cannot read room {self.path}: permission denied") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                refuse_unless_regular(self.path, stat.S_IFLNK)
+            raise
+        try:
+            refuse_unless_regular(self.path, os.fstat(fd).st_mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _settled_ledger(
+        self,
+        fd: int,
+        *,
+        can_write: bool,
+        persist_growth: bool = True,
+        looked: tuple[L.FileStat, bytes] | None = None,
+    ) -> tuple[L.Ledger, L.FileStat, bool]:
+        """The ledger reconciled with the open file. Returns (ledger, file stat, changed).
+
+        Persists the change only when `can_write` (the exclusive lock is held). Reads persist
+        mere growth too (the high-water mark of what sessions have seen); an ack need not, as
+        it writes the identity of the file it leaves behind anyway. `looked`: the file's stat
+        and head when the caller already took them (`_look`).
+        """
+        numbered = self._numbered()  # before the stat: see _numbered
+        cur, head = looked or self._look(fd)
+        ledger = self._ledger()
+        verdict = L.classify(ledger, cur, head, numbered)
+        settled = L.settle(ledger, verdict, L.identity_of(cur, head), numbered)
+        if settled == ledger:
+            return ledger, cur, False
+        if can_write and (persist_growth or verdict != "grown"):
+            if verdict == "recovered" and ledger.pending is not None:
+                # Audit before the commit, as the ack itself does (core/rooms/file/ack.py).
+                self._side.audit_once(intent_entry(ledger, self._clock()))
+            self._store(settled)
+        return settled, cur, True
+
+    def _numbered(self) -> int:
+        """The furthest logical offset ackdeck numbered in this room: the newest first-seen
+        mark (every push leaves one, and every look that saw new lines). Taken before the
+        room's stat: a mark is written after its line, so a concurrent push can only make
+        the stat larger, never the mark ahead of it. 0 when the marks cannot be read (the
+        ledger's recorded size alone then decides, as before)."""
+        try:
+            return seen_marks.Marks(self._marks_s).newest_end()
+        except OSError:
+            return 0
+
+    def _look(self, fd: int) -> tuple[L.FileStat, bytes]:
+        """The open file's settled stat and its first bytes, as the ledger compares them."""
+        return self._stat_fd(fd), os.pread(fd, L.HEAD_BYTES, 0)
+
+    # ----- replaced inodes (late unlocked writers, see core/rooms/file/prev_inodes.py) ---
+    def _prevs_need_sweep(self, ledger: L.Ledger) -> bool:
+        return prev_inodes.need_sweep(self.sidecar, ledger, self._clock(), self._grace)
+
+    def _sweep_prevs(self, ledger: L.Ledger, *, only_newest: bool = False) -> tuple[L.Ledger, int]:
+        return prev_inodes.sweep(
+            self.path,
+            self.sidecar,
+            ledger,
+            now=self._clock(),
+            grace=self._grace,
+            store=self._store,
+            only_newest=only_newest,
+        )
+
+    def _maybe_sweep(self) -> None:
+        """Sweep replaced inodes if they hold late bytes (used by wait, which never acks)."""
+        if not self._side.ensure(create=False):
+            return
+        ledger = self._ledger()
+        if not ledger.prev or not self._prevs_need_sweep(ledger):
+            return
+        with self._side.lock(shared=False):
+            fd = self._open()
+            if fd is None:
+                return
+            try:
+                ledger, _, _ = self._settled_ledger(fd, can_write=True)
+                self._sweep_prevs(ledger)
+            finally:
+                os.close(fd)
+
+    # ----- read ---------------------------------------------------------------------------
+    def read(
+        self,
+        session: str,
+        *,
+        deliver: Callable[[ReadResult], int | None] | None = None,
+        reader: str | None = None,
+        confirm: Callable[[ReadResult], None] | None = None,
+        max_bytes: int | None = None,
+    ) -> ReadResult:
+        """The complete lines at the head of the room, a page of at most `max_bytes` (default
+        PAGE_BYTES; one longer line is returned whole), and how many more wait (`waiting`);
+        records the session's receipt of exactly that page (replacing the old).
+
+        Recorded only once delivered: the lines are snapshotted, handed to `deliver` (which
+        writes them to the reader and raises if it cannot), and only then is the receipt
+        stored. If `deliver` returns a number, only that many lines (from the first) were
+        delivered: the receipt and the result cover exactly those (an MCP reply has a size
+        limit). If `deliver` raises, nothing is recorded and the session's previous receipt
+        stays as it was. `reader` binds the receipt to one reader (an MCP server instance):
+        only an ack with the same `reader` may use it (see ack()). `confirm` gets exactly what
+        will be recorded (after `deliver`'s cut) just before it is; if it raises, nothing is
+        (an MCP reply is confirmed once the transport wrote it: a cancelled call records
+        nothing).
+        """
+        check_name(session)
+        self._side.check_dir()
+        self._check_kind()
+        limit = self._policy_or_none().max_deliveries
+        if limit is not None:
+            self._move_dead_letters(limit)
+        page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
+        try:
+            snap = self._snapshot(session, reader, page)
+        except OSError as exc:
+            raise write_error(self.path, exc, after="the room is unchanged; read again") from None
+        if snap is None:
+            result = ReadResult([], 0, 0, 0)
+            if deliver is not None:
+                deliver(result)
+            if confirm is not None:
+                confirm(result)
+            return result
+        result, header = snap
+        if deliver is not None:
+            taken = deliver(result)  # outside the lock: a slow pipe must not hold up acks
+            if taken is not None and header is not None and taken < len(result.lines):
+                result, header = _first_lines(result, header, taken)
+        if confirm is not None:
+            confirm(result)
+        if header is not None:
+            receipt = sealed(header, result.lines)  # the lines' digests, outside the lock
+            header = self._log_read(receipt.header)
+            pause("read-after-log")
+            try:
+                self._commit_receipt(Receipt(header, receipt.digests))
+            except OSError as exc:
+                raise write_error(
+                    self.receipt_file(session), exc, after="no receipt was recorded; read again"
+                ) from None
+            pause("read-after-receipt")
+            if readlog.needs_rotation(self._journey_s):
+                readlog.try_rotate(self._lock_s, self._side.journey_dir, header.start)
+        return result
+
+    def _log_read(self, header: ReceiptHeader) -> ReceiptHeader:
+        """Log a delivered read before its receipt is stored (so no receipt lacks its entry).
+        An empty read handed nothing out and is not logged. A log that cannot be written is
+        counted in the receipt (`unlogged`) and the read goes on."""
+        if header.lines == 0 or header.read_id is None:
+            return header.replace(read_id=None)  # nothing was handed out
+        entry = readlog.ReadEntry(
+            header.read_id,
+            header.read_at,
+            header.session,
+            header.reader,
+            self.door,
+            header.epoch,
+            header.start,
+            header.end,
+            header.lines,
+        )
+        if readlog.append(self._journey_s, entry):
+            return header
+        return header.replace(read_id=None, unlogged=1)
+
+    def _snapshot(
+        self, session: str, reader: str | None, page: int
+    ) -> tuple[ReadResult, ReceiptHeader | None] | None:
+        """The first page of complete lines now in the room, how many more wait, and the
+        receipt that would record the page (None when there is no room and no sidecar:
+        nothing to record)."""
+        if not self.path.exists() and not self._side.ensure(create=False):
+            return None
+        shared = True
+        while True:
+            with self._side.lock(shared=shared):
+                fd = self._open()
+                if fd is None:
+                    ledger = self._ledger()
+                    return ReadResult([], ledger.base, ledger.base, ledger.epoch), None
+                try:
+                    ledger, _, changed = self._settled_ledger(fd, can_write=not shared)
+                    if shared and (changed or self._prevs_need_sweep(ledger)):
+                        shared = False  # retry under the exclusive lock to record the change
+                        continue
+                    if not shared:
+                        ledger, _ = self._sweep_prevs(ledger)
+                    cur = self._stat_fd(fd)
+                    data, head, complete, waiting = _page(fd, cur.size, page)
+                    if changed or not shared:
+                        # Something arrived since ackdeck last looked: date it. (Unchanged,
+                        # the marks already reach the end: a repeated read costs nothing.)
+                        ages.observe(self._marks_s, ledger.base + complete, self._clock())
+                finally:
+                    os.close(fd)
+            # Hash in a thread (hashlib releases the GIL) while this one splits the lines.
+            digest = Digest(data)
+            lines = split_lines(data)
+            header = ReceiptHeader(
+                session=session,
+                epoch=ledger.epoch,
+                start=ledger.base,
+                end=ledger.base + len(data),
+                lines=len(lines),
+                sha256=digest.hexdigest(),
+                read_at=self._clock(),
+                seen=L.identity_of(cur, head),
+                reader=reader,
+                read_id=readlog.new_id(),
+            )
+            result = ReadResult(lines, header.start, header.end, header.epoch, data, waiting)
+            return result, header
+
+    def _commit_receipt(self, receipt: Receipt) -> None:
+        """Store the receipt of a delivered read. Under the shared lock, so an exclusive
+        operation's leftover cleanup never removes the temp of a receipt being written. If
+        the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
+        offsets, head bytes) decide what this receipt may still remove."""
+        header = receipt.header
+        with self._side.lock(shared=True):
+            try:
+                kept = self._receipts.header(header.session)
+            except CorruptState:
+                kept = None  # replaced by this read, as before
+            if kept is not None and _later_read(kept, header):
+                return
+            if kept is not None and kept.unlogged:
+                # A running count per session: this receipt replaces the one that held it.
+                header = header.replace(unlogged=kept.unlogged + header.unlogged)
+            self._receipts.store(Receipt(header, receipt.digests))
+
+    # ----- ack ----------------------------------------------------------------------------
+    def _absent_ack(self) -> AckResult:
+        return AckResult(
+            mode="noop",
+            acked=0,
+            preserved=0,
+            message=f"room {self.path} does not exist; nothing to ack",
+        )
+
+    def ack(
+        self,
+        session: str,
+        *,
+        all: bool = False,  # noqa: A002 - CLI flag name
+        reader: str | None = None,
+        deliver: Callable[[ReadResult], int | None] | None = None,
+        confirm: Callable[[ReadResult], None] | None = None,
+        max_bytes: int | None = None,
+    ) -> AckResult:
+        """Remove exactly what `session` consumed (or, with all=True, every complete line of
+        the first page: at most `max_bytes`, default PAGE_BYTES, or one longer line; the
+        rest stays, counted as preserved).
+
+        Only a receipt handed to the same `reader` (see read()) authorises the ack; any
+        other is refused like a cold ack, so a restarted MCP server never acks lines that
+        only its dead predecessor was given.
+
+        With all=True and `deliver`, the lines are delivered first and only what was
+        delivered is removed (a read and an ack of that receipt, under the hood): `ack --all
+        | head` cannot clear lines nobody saw. The result's mode is then "all". `confirm`, as
+        for read(), comes last before the read of those lines is recorded: if it raises,
+        nothing is removed.
+        """
+        page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
+        if all and deliver is not None:
+            return ack_delivered(
+                lambda: self.read(
+                    session, reader=reader, deliver=deliver, confirm=confirm, max_bytes=page
+                ),
+                lambda: self.ack(session, reader=reader),
+                "no complete lines to ack",
+            )
+        check_name(session)
+        self._side.check_dir()
+        self._check_kind()
+        has_sidecar = self._side.ensure(create=False)
+        if not self.path.exists() and not has_sidecar:
+            return self._absent_ack()
+        if not has_sidecar and not all:
+            # No sidecar, so no receipt: refuse without creating the sidecar, lock or ledger.
+            fd = self._open()
+            if fd is None:
+                return self._absent_ack()
+            try:
+                raise cold_ack(session, "no read", count_lines(fd, os.fstat(fd).st_size))
+            finally:
+                os.close(fd)
+        with self._side.lock(shared=False):
+            fd = self._open()
+            if fd is None:
+                return self._absent_ack()
+            try:
+                done = ack_locked(
+                    self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
+                )
+                self._journey_upkeep()
+                return done
+            except OSError as exc:
+                # Anything before the rename leaves the room as it was (temps are removed on
+                # the way out or by the next ack); later failures are converted in ack.py.
+                raise write_error(self.path, exc) from None
+            finally:
+                os.close(fd)
+
+    def _move_dead_letters(self, limit: int) -> None:
+        """Lines handed out `limit` times without an ack go to NAME.dead (deadletter.py)."""
+        if not self._side.ensure(create=False):
+            return
+        dead = Room(deadletter.dead_room_path(self.path), clock=self._clock, door=self.door)
+        try:
+            with self._side.lock(shared=False):
+                fd = self._open()
+                if fd is None:
+                    return
+                try:
+                    if not deadletter.prepare(fd, dead.path):
+                        return  # a dead-letter room that cannot take lines never blocks this one
+                    moved = deadletter.move_locked(
+                        self._ack_site(), fd, self._side.journey_dir, limit, dead._append
+                    )
+                except OSError as exc:
+                    raise write_error(self.path, exc) from None
+                finally:
+                    os.close(fd)
+        finally:
+            dead.close()
+        owner = self._policy_or_none().owner
+        if moved and owner is not None:
+            deadletter.tell_owner(self._home, owner, self.path, moved, limit, self._clock)
+
+    def _journey_upkeep(self) -> None:
+        """Keep the read log and the marks bounded (exclusive lock held). Never fails an ack
+        that already happened: a full disk only leaves them longer until the next one."""
+        try:
+            base = self._ledger().base
+            readlog.rotate(self._side.journey_dir, base)
+            seen_marks.Marks(self._marks_s).compact(base)
+        except OSError:
+            pass
+
+    def _ack_site(self) -> AckSite:
+        """What the ack may touch (core/rooms/file/ack.py); built per ack from this Room's parts."""
+        return AckSite(
+            path=self.path,
+            sidecar=self._side,
+            receipts=self._receipts,
+            settle=lambda fd: self._settled_ledger(fd, can_write=True, persist_growth=False)[:2],
+            store=self._store,
+            sweep_all=self._sweep_prevs,
+            sweep_newest=lambda ledger: self._sweep_prevs(ledger, only_newest=True),
+            clock=self._clock,
+            numbered=self._numbered,
+        )
+
+    # ----- push ---------------------------------------------------------------------------
+    def push(self, line: str | bytes) -> int:
+        """Append one line under the shared lock; return the logical offset where it starts.
+
+        A str is encoded as UTF-8 with surrogateescape, so bytes that came in through argv
+        (`room push r $'\\xff'`) are written exactly."""
+        try:
+            data = line.encode("utf-8", "surrogateescape") if isinstance(line, str) else bytes(line)
+        except UnicodeEncodeError:
+            raise InvalidInput("a pushed line must be valid text or bytes") from None
+        if not data:
+            # An empty notification carries nothing and only costs the reader a turn.
+            raise InvalidInput("a pushed line must not be empty")
+        if b"\n" in data:
+            raise InvalidInput("a pushed line must not contain a newline")
+        if b"\0" in data:
+            raise InvalidInput("a pushed line must not contain a NUL byte")
+        return self._append(data + b"\n")
+
+    def push_lines(self, lines: list[bytes]) -> int:
+        """Append several lines in one write (a hand-over, core/service/handover.py: a crash
+        leaves all of them in the room or none); return the logical offset of the first.
+        They are another room's lines, moved as they are: a blank line or a NUL a producer
+        wrote there is kept (push() refuses them from a person), a newline inside one never."""
+        for line in lines:
+            if b"\n" in line:
+                raise InvalidInput("a handed-over line cannot hold a newline")
+        if not lines:
+            raise InvalidInput("no lines to push")
+        return self._append(b"".join(line + b"\n" for line in lines))
+
+    def find_block(self, since: int, epoch: int, block: bytes) -> tuple[int | None, bool]:
+        """Where the complete lines `block` start in the room, at a line start at or after
+        logical offset `since` of `epoch` (a hand-over whose push reply was lost looks for
+        its push), or None; and whether that answer is certain: False when the room no longer
+        reaches back to `since` (lines from there on were acked, or the epoch changed), so
+        an absence proves nothing. Reads only."""
+        with self._consistent() as (fd, ledger):
+            reaches = ledger.epoch == epoch and ledger.base <= since
+            if fd is None:
+                return None, reaches
+            size = os.fstat(fd).st_size
+            start = since - ledger.base if reaches else 0
+            data = os.pread(fd, size - start, start) if size > start else b""
+            at = 0
+            while (at := data.find(block, at)) >= 0:
+                line_start = (
+                    data[at - 1 : at] == b"\n"
+                    if at
+                    else (start == 0 or os.pread(fd, 1, start - 1) == b"\n")
+                )
+                if line_start:
+                    return ledger.base + start + at, True
+                at += 1
+            return None, reaches
+
+    def note_handover(self, start: int, end: int, lines: int, sha256: str, text: str) -> None:
+        """Audit that a hand-over moved the lines in [start, end) out of this room or into
+        it (`text` says which: "handed over from S to T"), for `room trace`. Once: a re-run
+        after a crash finds the entry there and adds none."""
+        from ackdeck.core.rooms.file.sidecar import AuditEntry
+
+        self._side.ensure(create=True)
+        with self._side.lock(shared=False):
+            ledger = self._ledger()
+            entry = AuditEntry(
+                at=self._clock(),
+                session="handover",
+                mode="handover",
+                epoch=ledger.epoch,
+                start=start,
+                end=end,
+                acked=lines,
+                preserved=0,
+                sha256=sha256,
+                handover=text,
+            )
+            if not any(
+                doc.get("mode") == "handover" and (doc.get("start"), doc.get("end")) == (start, end)
+                for doc in journey.audit_entries(self._side.audit_file)
+            ):
+                self._side.audit(entry)
+
+    def forget(self, session: str, readers: Collection[str] = ()) -> bool:
+        """Stop counting `session` as a reader of this room: its receipt (the cursor of its
+        unread count, and what authorises its next ack) goes. For a reader that will not come
+        back, such as a finished hand-over's own; a later read by that name starts afresh.
+        Only when nothing of it could still be acked: its last read is acked or took no line,
+        or was handed to one of `readers` (the caller's own reads, which it will not ack).
+        Nothing is removed from the room either way. False when the receipt is kept."""
+        check_name(session)
+        if not self._side.ensure(create=False):
+            return False
+        with self._side.lock(shared=False):
+            header = self._receipts.header(session)
+            if header is None:
+                return False
+            if not (header.acked or header.lines == 0 or header.reader in readers):
+                return False
+            atomic.unlink_quietly(self._receipts.file(session))
+            return True
+
+    def _append(self, data: bytes) -> int:
+        """Append complete lines in one write under the shared lock (push, and the dead-letter
+        move, which carries another room's lines byte for byte)."""
+        # The hot path of every producer: the lock and ledger descriptors stay open across
+        # pushes (see core/rooms/file/push_handles.py). The mutex keeps threads sharing this Room
+        # from
+        # unlocking each other's flock on the shared descriptor.
+        with self._push_mutex:
+            for _ in range(8):
+                h = self._handles
+                if h is None or not h.usable():
+                    h = self._handles = self._open_handles()
+                lock = h.lock_fd
+                fcntl.flock(lock, fcntl.LOCK_SH)
+                try:
+                    base = h.current_base(self._ledger_s, self._fresh_ledger)
+                    if base is not None:
+                        # Before the append's stat (see _numbered).
+                        numbered = h.numbered(self._marks_s) - base
+                        got = append_line(self._path_s, data, lock, numbered)
+                        if got is not None:
+                            at = base + got
+                            pause("push-after-append")
+                            # The line's exact push time, for its age (a lost mark: see there).
+                            end, now = at + len(data), self._clock()
+                            if seen_marks.append(self._marks_s, end, now, seen_marks.PUSHED):
+                                h.noted(end)
+                            return at
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                if base is not None:
+                    # Truncated behind ackdeck's back: record the new epoch (exclusive lock),
+                    # then number the line in it.
+                    self._settle_epoch()
+                    continue
+                self._drop_handles()  # the sidecar or ledger was replaced: validate it again
+        raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
+
+    def _settle_epoch(self) -> None:
+        """Reconcile and store the ledger with the room as it is now (exclusive lock)."""
+        with self._side.lock(shared=False):
+            fd = self._open()
+            if fd is not None:
+                try:
+                    self._settled_ledger(fd, can_write=True)
+                finally:
+                    os.close(fd)
+
+    def _open_handles(self) -> PushHandles:
+        """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
+        under the exclusive lock like every ledger store)."""
+        self._side.check_dir()
+        self._check_kind()  # before the sidecar exists: no `/dev/.null.ackdeck`
+        self._side.ensure(create=True)
+        try:
+            lock = os.open(self._lock_s, os.O_RDWR | os.O_CREAT, 0o600)
+        except PermissionError as exc:
+            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
+        try:
+            found = open_state(self._ledger_s)  # refuses a FIFO or directory in its place
+            if found is None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                try:
+                    if not os.path.lexists(self._ledger_s):
+                        self._store(self._fresh_ledger())
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                found = open_state(self._ledger_s)
+                if found is None:
+                    raise RoomUnavailable(f"the ledger {self._ledger_s} vanished; push again")
+            ledger = found
+        except BaseException:
+            os.close(lock)
+            raise
+        return PushHandles(lock, ledger, os.fstat(ledger).st_ino)
+
+    def close(self) -> None:
+        """Close the descriptors kept for push (also done when the Room is collected)."""
+        with self._push_mutex:
+            self._drop_handles()
+
+    def _drop_handles(self) -> None:
+        h, self._handles = self._handles, None
+        if h is not None:
+            h.close()
+
+    # ----- status -------------------------------------------------------------------------
+    def exists(self) -> bool:
+        """Is something at the room's path? A missing room is an empty room (a producer creates
+        it); doors use this to say so. lexists: a symlink or FIFO there is not "missing", it is
+        refused by the operation that opens it."""
+        return os.path.lexists(self.path)
+
+    def status(self, counts: LineCounts | None = None) -> RoomStatus:
+        """Counters for the room and every session that has read it. Never writes the room;
+        beside it, it records first-seen marks (creating the sidecar of a room that holds lines
+        no ackdeck process has dated yet, where the directory allows it).
+
+        `counts`: this room's counts from the previous call, kept by a caller that asks again
+        and again (the dashboard); only bytes appended since are then read (see
+        core/rooms/line_counts.py). The result is the same either way.
+        """
+        has_sidecar = self._side.ensure(create=False)
+        if not has_sidecar and _holds_bytes(self.path):
+            try:
+                has_sidecar = self._side.ensure(create=True)
+            except RoomUnavailable:
+                pass  # a read-only directory: counts without ages
+        if has_sidecar:
+            # Open the file only once the lock is held: a file opened before it may be the
+            # inode an ack has just renamed away, which the ledger no longer describes (the
+            # snapshot would show a phantom new epoch with the old bytes counted twice).
+            with locked(self._lock_s, shared=True):
+                return self._status_of_path(has_sidecar, counts)
+        return self._status_of_path(has_sidecar, counts)
+
+    def _status_of_path(self, has_sidecar: bool, counts: LineCounts | None) -> RoomStatus:
+        fd = self._open()
+        if fd is None:
+            ledger = self._ledger() if has_sidecar else L.Ledger()
+            pol = self._policy_or_none()
+            return RoomStatus(
+                path=str(self.path),
+                exists=False,
+                pending=0,
+                partial_bytes=0,
+                acked_total=ledger.acked_total,
+                preserved_total=ledger.preserved_total,
+                pushed_total=ledger.base,
+                epoch=ledger.epoch,
+                last_ack_at=ledger.last_ack_at,
+                sessions={},
+                late_total=ledger.late_total,
+                held_open=sum(p.held_at is not None for p in ledger.prev),
+                checked_at=self._clock(),
+                dead_total=ledger.dead_total,
+                overdue_after=pol.overdue,
+                max_deliveries=pol.max_deliveries,
+                owner=pol.owner,
+            )
+        try:
+            return self._status_locked(fd, counts)
+        finally:
+            os.close(fd)
+
+    def _status_locked(self, fd: int, counts: LineCounts | None) -> RoomStatus:
+        numbered = self._numbered()  # before the stat: see _numbered
+        cur, head = self._look(fd)
+        # Headers only: counters never need the consumed bytes (maybe the whole room). Read
+        # once, before the ledger (a missing one starts from them): a read stores the ledger
+        # before its receipt, so receipts read first are never newer than the ledger.
+        receipts = self._receipts.headers()
+        # The ledger's counters as `_settled_ledger` settles them; a status never stores it, so
+        # it is not compared with the stored one (that only tells a writer to store) and the
+        # file's new identity (a hash of its head) is not made (settle_counters).
+        ledger = self._ledger(receipts)
+        verdict = L.classify(ledger, cur, head, numbered)
+        ledger = L.settle_counters(ledger, verdict, (cur.dev, cur.ino), numbered)
+        # Kept counts go with the stat they were checked against; a plain status also counts
+        # appends that landed after it, as it always has.
+        size = cur.size if counts is not None else os.fstat(fd).st_size
+        # Where each current-epoch session stopped reading, as a byte offset in the file.
+        cuts = {
+            n: max(0, h.end - ledger.base) for n, h in receipts.items() if h.epoch == ledger.epoch
+        }
+        if counts is None:
+            pending, complete_len, before = newline_census(fd, size, cuts.values())
+        else:
+            epoch = (ledger.epoch, ledger.base)
+            pending, complete_len, before = counts.census(fd, cur, head, epoch, list(cuts.values()))
+        now = self._clock()
+        journey = self._side.ensure(create=False)
+        if journey and verdict != "foreign":
+            # Not in a new epoch nobody has recorded yet: its numbering starts past the
+            # newest mark, so a mark made here would move the start of the very epoch it
+            # dates (its lines' ages stay unknown until a read or an ack records it).
+            ages.observe(self._marks_s, ledger.base + complete_len, now)
+        oldest, nobody, firsts = ages.file_ages(fd, ledger.base, complete_len, cuts, self._marks_s)
+        sessions: dict[str, SessionStatus] = {}
+        for name, h in receipts.items():
+            if name not in cuts:
+                # A stale read: everything is unread.
+                first = oldest if pending else None
+                sessions[name] = SessionStatus(0, pending, None, first)
+                continue
+            read = before[cuts[name]]
+            in_flight = 0 if h.acked else read
+            sessions[name] = SessionStatus(
+                in_flight,
+                pending - read,
+                h.read_at if in_flight else None,
+                firsts[name] if pending - read else None,
+            )
+        live = readlog.live_entries(self._journey_s, ledger.base) if journey and pending else []
+        pol = self._policy_or_none()
+        return RoomStatus(
+            path=str(self.path),
+            exists=True,
+            pending=pending,
+            partial_bytes=size - complete_len,
+            acked_total=ledger.acked_total,
+            preserved_total=ledger.preserved_total,
+            pushed_total=ledger.base + size,
+            epoch=ledger.epoch,
+            last_ack_at=ledger.last_ack_at,
+            sessions=sessions,
+            late_total=ledger.late_total,
+            held_open=sum(p.held_at is not None for p in ledger.prev),
+            checked_at=now,
+            oldest_pending_at=oldest if pending else None,
+            oldest_unread_at=nobody if pending > max(before.values(), default=0) else None,
+            deliveries=readlog.deliveries(live, ledger.epoch, ledger.base),
+            reads_unlogged=sum(h.unlogged for h in receipts.values()),
+            dead_total=ledger.dead_total,
+            overdue_after=pol.overdue,
+            max_deliveries=pol.max_deliveries,
+            owner=pol.owner,
+        )
+
+    def _policy_or_none(self) -> RoomPolicy:
+        try:
+            return self.policy()
+        except CorruptState:
+            return RoomPolicy()  # counters stay usable; `room policy` reports it
+
+    # ----- policy (core/rooms/policy.py) ------------------------------------------------------
+    def policy(self) -> RoomPolicy:
+        path = os.path.join(self._sidecar_s, locations.POLICY)
+        try:
+            with open(path, "rb") as f:
+                return policy_mod.decode(f.read(), path)
+        except (FileNotFoundError, NotADirectoryError):
+            return RoomPolicy()
+
+    def set_policy(self, policy: RoomPolicy) -> None:
+        self._side.check_dir()
+        self._check_kind()
+        with self._side.lock(shared=False):
+            data = policy_mod.encode(policy)
+            atomic.atomic_write(locations.policy(self.sidecar), data)
+
+    # ----- a line's journey (core/rooms/journey.py) -------------------------------------------
+    def trace(self, offset: int | str) -> Journey:
+        """The journey of the line that starts at logical `offset` (what push returned)."""
+        try:
+            at = int(offset)
+        except ValueError:
+            raise InvalidInput(f"offset {offset!r} is not a byte offset of a file room") from None
+        with self._consistent() as (fd, ledger):
+            return journey.trace_file(
+                fd,
+                ledger.base,
+                ledger.epoch,
+                self.sidecar,
+                self._side.journey_dir,
+                at,
+                self._unaudited(ledger),
+            )
+
+    def _unaudited(self, settled: L.Ledger) -> list[dict[str, object]]:
+        """The audit entry of an interrupted ack whose rename happened, when no exclusive
+        operation has recovered it yet (it may not be in the audit log): what a query that
+        writes nothing reads in its place. `settled`: the ledger as this query settled it."""
+        if not self._side.ensure(create=False):
+            return []
+        raw = self._ledger()
+        p = raw.pending
+        if p is None or (settled.epoch, settled.base) != (raw.epoch, p.base) or p.base == raw.base:
+            return []  # no intent, or its rename never happened
+        return [intent_entry(raw, self._clock()).to_json()]
+
+    def find(self, text: str | bytes) -> tuple[list[int | str], int]:
+        """The offsets of the lines now in the room that contain `text` (the newest
+        journey.MATCH_LIMIT), and how many do."""
+        needle = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+        with self._consistent() as (fd, ledger):
+            if fd is None:
+                return [], 0
+            found, total = journey.find_file(fd, ledger.base, needle)
+            return list(found), total
+
+    def wait_acked(
+        self,
+        offset: int | str,
+        timeout: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Journey | None:
+        """Block until the line at `offset` left the room: its journey then (acked, moved to
+        the dead-letter room, or neither: removed behind ackdeck's back, which no audit entry
+        records); None when `timeout` passed first (or `stop` said so).
+
+        Watches the sidecar directory: every ack appends its audit entry and stores the ledger
+        there. The watcher also wakes every step without events, which bounds the race between
+        a check and the watcher starting (as wait does)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        found = self._left(offset)
+        if found is not None or (deadline is not None and deadline <= time.monotonic()):
+            return found
+        for _ in _watch(self.sidecar, {"ledger", "audit.jsonl"}, timeout):
+            found = self._left(offset)
+            if found is not None:
+                return found
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            if stop is not None and stop():
+                return None
+        return None
+
+    def _left(self, offset: int | str) -> Journey | None:
+        """The line's journey if it left the room. Acked or dead only as the audit says (an
+        ack audits before it commits its base, core/rooms/file/ack.py): a line below the base with
+        no entry was removed by something else, and is reported as neither."""
+        try:
+            j = self.trace(offset)
+        except InvalidInput:
+            with self._consistent() as (_fd, ledger):
+                if int(offset) >= ledger.base:
+                    raise
+            return Journey(offset, False, None, None, False, [])
+        return None if j.present else j
+
+    @contextmanager
+    def _consistent(self) -> Iterator[tuple[int | None, L.Ledger]]:
+        """The room file open with the ledger that describes it (shared lock held when there
+        is a sidecar, as for status); writes nothing."""
+        has_sidecar = self._side.ensure(create=False)
+        with locked(self.lock_file, shared=True) if has_sidecar else nullcontext():
+            fd = self._open()
+            try:
+                if fd is None:
+                    yield None, self._ledger() if has_sidecar else L.Ledger()
+                else:
+                    yield fd, self._settled_ledger(fd, can_write=False)[0]
+            finally:
+                if fd is not None:
+                    os.close(fd)
+
+    def first_seen(self, start: int | str, length: int) -> float | None:
+        """When the line at logical offset `start` (`length` bytes and its newline) was first
+        seen, from the marks (a lower bound for an unlocked producer's line)."""
+        if not isinstance(start, int):
+            return None
+        end = start + length + 1
+        return seen_marks.Marks(self._marks_s).first_seen([end])[end]
+
+    def tail(self, count: int) -> list[bytes]:
+        """The newest `count` complete lines, oldest first. Display only: records no receipt,
+        takes no lock, and reads only the end of the file (a prompt hook on a big room)."""
+        if count <= 0:
+            return []
+        fd = self._open()
+        if fd is None:
+            return []
+        try:
+            return tail_lines(fd, os.fstat(fd).st_size, count)
+        finally:
+            os.close(fd)
+
+    # ----- wait ---------------------------------------------------------------------------
+    def wait(
+        self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
+    ) -> bool:
+        """Block until `session` has unread complete lines (True) or the timeout passes (False).
+
+        Watches the directory, not the file: an ack renames a new inode over the file and a
+        watch on the old one would go silent.
+        """
+        check_name(session)
+        self._side.check_dir()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._unread(session) > 0:
+            return True
+        if deadline is not None and deadline <= time.monotonic():
+            return False
+        # Any event for the room name is a reason to re-check. The watcher also wakes every
+        # step without events, which bounds the race between the first check above and
+        # the watcher starting, and lets late bytes in a replaced inode be swept.
+        for _ in _watch(self.path.parent, {self.path.name}, timeout):
+            if self._unread(session) > 0:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            if stop is not None and stop():
+                return False
+        return False
+
+    def _unread(self, session: str) -> int:
+        self._maybe_sweep()
+        st = self.status()
+        if session in st.sessions:
+            return st.sessions[session].unread
+        return st.pending
+
+
+def _watch(directory: Path, names: set[str], timeout: float | None) -> Iterator[object]:
+    """Events for `names` in `directory` (not recursive), and a tick at least every 250 ms
+    (shorter for a short timeout) without them, for a caller that re-checks on each."""
+    import watchfiles  # local: only the waits need the watcher
+
+    step_ms = 250 if timeout is None else max(10, min(250, int(timeout * 1000)))
+    return watchfiles.watch(
+        directory,
+        watch_filter=lambda _c, p: os.path.basename(p) in names,
+        debounce=20,
+        step=10,
+        rust_timeout=step_ms,
+        yield_on_timeout=True,
+        raise_interrupt=False,
+        recursive=False,
+    )
+
+
+def _holds_bytes(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
+
+
+def _later_read(kept: ReceiptHeader, header: ReceiptHeader) -> bool:
+    """Is `kept` the receipt of a read taken after `header`'s? Two reads of one session
+    overlap when one delivers to a slow pipe: the older snapshot, stored last, replaced the
+    newer receipt, so the ack left lines the newer read delivered (repeated without a crash).
+    In one epoch from one base the room only grows, so the larger end is the later read."""
+    return (
+        not kept.acked
+        and kept.reader == header.reader
+        and (kept.epoch, kept.start) == (header.epoch, header.start)
+        and kept.end > header.end
+    )
+
+
+def _page(fd: int, size: int, limit: int) -> tuple[bytes, bytes, int, int]:
+    """The read's page of the file open at `fd` (`size` bytes): (its complete lines, at most
+    `limit` bytes or one longer line; the file's head for its identity; the end of the last
+    complete line in the whole file; the complete lines after the page). A room that fits
+    the page is read once, as it always was; a bigger one is never held whole."""
+    if size <= limit:
+        content = pread_all(fd, size)
+        data = complete_prefix(content)
+        return data, content, len(data), 0
+    data = read_page(fd, size, limit)
+    head = data if len(data) >= L.HEAD_BYTES else os.pread(fd, L.HEAD_BYTES, 0)
+    complete = complete_end(fd, size)
+    waiting = newline_census(fd, complete, (), start=len(data))[0] if complete else 0
+    return data, head, complete, waiting
+
+
+def _first_lines(
+    result: ReadResult, header: ReceiptHeader, taken: int
+) -> tuple[ReadResult, ReceiptHeader]:
+    """The read cut to its first `taken` lines: what a door that delivered only those may ack
+    (the lines cut off wait, with those after the page)."""
+    size = sum(len(line) + 1 for line in result.lines[:taken])
+    data = result.data[:size]
+    header = header.replace(end=header.start + size, lines=taken, sha256=L.sha256(data))
+    waiting = result.waiting + len(result.lines) - taken
+    return (
+        ReadResult(result.lines[:taken], result.start, header.end, result.epoch, data, waiting),
+        header,
+    )
+
+
+def format_poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:
+    """The common poller line `[ts] [room] sender: body`, flattened to one line."""
+    stamp = time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ" if utc else "%Y-%m-%dT%H:%M:%S",
+        time.gmtime(ts) if utc else time.localtime(ts),
+    )
+    flat = " ".join(body.replace("\0", " ").splitlines())
+    return f"[{stamp}] [{room}] {sender}: {flat}"

@@ -1,0 +1,272 @@
+"""The sidecar: the directory `.NAME.ackdeck/` beside a room, holding its bookkeeping.
+
+Layout:
+  lock          flock target: push and read take it shared, ack and upkeep exclusive
+  ledger        the room's state (core/rooms/file/ledger.py)
+  audit.jsonl   one entry per ack (AuditEntry), and per hand-over of lines out or in
+  receipts/     one receipt per session (core/rooms/file/receipts.py)
+  journey/      the read log and first-seen marks (core/rooms/file/readlog.py, seen_marks.py)
+  prev-*        replaced room inodes kept for late writers (core/rooms/file/prev_inodes.py)
+
+It also holds the checks that keep ackdeck from writing through a borrowed target: the
+sidecar must be our own real directory, the room a regular file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.byteio import write_all
+from ackdeck.core.base.locks import locked
+from ackdeck.core.base.struct import Sparse, Struct
+from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
+from ackdeck.core.rooms.file import ledger as L
+from ackdeck.core.rooms.file.prev_inodes import PREV_PREFIX
+
+SUFFIX = locations.SIDECAR_SUFFIX
+# The names inside a sidecar (the layout above), as core/base/locations.py spells them.
+LOCK, LEDGER, AUDIT = locations.ROOM_LOCK, locations.LEDGER, locations.AUDIT
+RECEIPTS, JOURNEY = locations.RECEIPTS, locations.JOURNEY
+
+
+def path_for(room: Path) -> Path:
+    """The sidecar directory of the room at `room` (an absolute path, symlinks resolved as
+    the Room resolves them). A hashed stem for names too long to take the dot and suffix (a
+    250-byte room name)."""
+    return locations.sidecar(room)
+
+
+def state_dirs(room: Path) -> tuple[Path, Path, Path]:
+    """Where a room's state changes show up as directory entries: its own directory (pushes;
+    an ack renames a new inode over the file), its sidecar (ledger, audit) and the sidecar's
+    receipts (reads). A watcher that follows a room watches these, not recursively."""
+    side = Sidecar(room)
+    return room.parent, side.path, side.receipts_dir
+
+
+class AuditEntry(Struct, kw_only=True):
+    """One line of `audit.jsonl`: what an ack (or a recovered one) removed, or (mode
+    "handover") lines a hand-over moved out of this room or into it (`handover` says which)."""
+
+    at: float
+    session: str
+    mode: str
+    epoch: int
+    start: int  # logical offsets of the removed bytes
+    end: int
+    acked: int  # lines removed
+    preserved: int  # lines kept (arrived or unread)
+    sha256: str | None  # of the removed bytes; None when nothing was removed
+    dead: str | None = None  # mode "dead": the dead-letter room the lines were moved to
+    # Mode "handover": "handed over from S to T" (core/service/handover.py), for `room trace`
+    # of the lines in [start, end): in the room they left (acked there) and in the room they
+    # were pushed to. Sparse: entries written before the field existed keep their bytes.
+    handover: Sparse[str | None] = None
+
+
+# Bytes read from the end of the audit log to find its newest entry.
+_AUDIT_TAIL = 16 << 10
+
+
+def intent_entry(ledger: L.Ledger, at: float) -> AuditEntry:
+    """The audit entry of the ack whose intent `ledger.pending` is (its rename happened):
+    mode "dead" for a dead-letter move, else "recovered" (the ack's own mode is not kept).
+    `at`: when, if the intent does not say."""
+    p = ledger.pending
+    assert p is not None
+    return AuditEntry(
+        at=p.at if p.at is not None else at,
+        session=p.session,
+        mode="recovered" if p.dead is None else "dead",
+        epoch=ledger.epoch,
+        start=ledger.base,
+        end=p.base,
+        acked=p.acked,
+        preserved=0,
+        sha256=None,
+        dead=p.dead,
+    )
+
+
+def same_range(doc: dict[str, object] | None, entry: AuditEntry) -> bool:
+    """Does the audit entry `doc` record the removal `entry` records (same epoch and range)?
+    A hand-over's note of the same range is not the removal (it follows the ack it notes)."""
+    if doc is None or doc.get("mode") == "handover":
+        return False
+    return (doc.get("epoch"), doc.get("start"), doc.get("end")) == (
+        entry.epoch,
+        entry.start,
+        entry.end,
+    )
+
+
+class Sidecar:
+    """The sidecar of the room at `room` and the operations on its layout."""
+
+    def __init__(self, room: Path) -> None:
+        self.room = room
+        self.path = path_for(room)
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / LOCK
+
+    @property
+    def ledger_file(self) -> Path:
+        return self.path / LEDGER
+
+    @property
+    def audit_file(self) -> Path:
+        return self.path / AUDIT
+
+    @property
+    def receipts_dir(self) -> Path:
+        return self.path / RECEIPTS
+
+    @property
+    def journey_dir(self) -> Path:
+        """Its own directory, so a full filesystem for it alone is a real case to test."""
+        return self.path / JOURNEY
+
+    # ----- safety checks ----------------------------------------------------------------------
+    def check_dir(self) -> None:
+        if not self.room.parent.is_dir():
+            raise RoomUnavailable(f"room directory {self.room.parent} does not exist")
+
+    def ensure(self, *, create: bool) -> bool:
+        """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            if not create:
+                return False
+            self.check_dir()
+            try:
+                os.mkdir(self.path, 0o700)
+            except FileExistsError:
+                pass  # another process created it first; the checks below still apply
+            except OSError as exc:
+                raise RoomUnavailable(
+                    f"cannot create {self.path}: {exc.strerror} (is {self.room.parent} writable?)"
+                ) from None
+            try:
+                st = os.lstat(self.path)
+            except FileNotFoundError:
+                raise RoomUnavailable(f"sidecar {self.path} vanished while being created") from None
+        # A symlinked or foreign-owned sidecar could redirect our writes or feed us forged
+        # receipts, so refuse rather than follow it.
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafeSidecar(f"refusing sidecar {self.path}: it is a symlink")
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafeSidecar(f"refusing sidecar {self.path}: it is not a directory")
+        if st.st_uid != os.geteuid():
+            raise UnsafeSidecar(f"refusing sidecar {self.path}: owned by uid {st.st_uid}")
+        return True
+
+    @contextmanager
+    def lock(self, *, shared: bool) -> Iterator[None]:
+        """The room's lock (creating a checked sidecar first)."""
+        self.ensure(create=True)
+        try:
+            with locked(self.lock_file, shared=shared):
+                yield
+        except PermissionError as exc:
+            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
+
+    # ----- audit log --------------------------------------------------------------------------
+    def audit(self, entry: AuditEntry) -> None:
+        """Append one entry, under the exclusive lock: one O_APPEND write per entry, so
+        entries never interleave."""
+        fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            write_all(fd, (json.dumps(entry.to_json()) + "\n").encode())
+        finally:
+            os.close(fd)
+
+    def audit_once(self, entry: AuditEntry) -> None:
+        """Append `entry` unless it is the last one already (exclusive lock held): an
+        interrupted ack audits before it commits, so its recovery may find its entry there."""
+        if not same_range(self.last_audit(), entry):
+            self.audit(entry)
+
+    def last_audit(self) -> dict[str, object] | None:
+        """The newest entry of the audit log (None: none, or not readable as one)."""
+        try:
+            fd = os.open(self.audit_file, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            # An entry is a few hundred bytes; a dead-letter room's path can make it longer.
+            tail = os.pread(fd, min(size, _AUDIT_TAIL), max(0, size - _AUDIT_TAIL))
+        finally:
+            os.close(fd)
+        try:
+            doc = json.loads(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
+        except ValueError:
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    # ----- leftovers --------------------------------------------------------------------------
+    def remove_leftovers(self, ledger: L.Ledger) -> None:
+        """Remove temps and links left by crashed writers. Exclusive lock held, so every
+        writer of these names (acks, and reads writing receipts under the shared lock) is
+        idle."""
+        atomic.clean_stale_temps(self.room)
+        live = {p.name for p in ledger.prev}
+        for directory in (self.path, self.receipts_dir):
+            try:
+                entries = list(os.scandir(directory))
+            except FileNotFoundError:
+                continue
+            for entry in entries:
+                # Exact shapes only: a session may be named `prev-1` or `x.ackdeck-tmp-1`, and
+                # its receipt (`receipts/<session>.rcpt`) is not a leftover.
+                if atomic.is_temp_name(entry.name) or (
+                    directory == self.path
+                    and entry.name.startswith(PREV_PREFIX)
+                    and entry.name not in live
+                ):
+                    atomic.unlink_quietly(Path(entry.path))
+
+
+# ----- the room file itself ---------------------------------------------------------------------
+def refuse_unless_regular(path: Path | str, mode: int) -> None:
+    """Raise unless `mode` is a regular file's: a room is never a symlink (without the owner's
+    opt-in, resolved before this), a FIFO, a device or a directory."""
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISLNK(mode):
+        raise RoomUnavailable(
+            f"room {path} is a symlink; refusing to follow it (anyone who can write its "
+            "directory could point acks at another file). Use the target's path, or opt in "
+            "with --follow-symlinks (CLI only: the MCP server never follows one)"
+        )
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a special file"
+    )
+    raise RoomUnavailable(f"room {path} is {kind}, not a regular file")
+
+
+def same_inode(path: Path | str, st: os.stat_result) -> bool:
+    """Is `path` still the inode `st` describes? lstat: a symlink swapped in for the room is
+    not the room."""
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
