@@ -124,6 +124,26 @@ def test_an_unanswered_nudge_stalls_an_idle_session_and_a_read_answers_it() -> N
     assert fold("a", [*evs, ev(11, "nudge")]).nudges_unanswered == 2
 
 
+def test_evidence_counts_lines_and_nudges_as_people_write_them() -> None:
+    """ "1 line", "3 lines", "1 nudge": the Agents panel never says "line(s)" or "nudge(s)"."""
+    assert fold("a", [ev(0, "read", room="/x/inbox.txt", lines=1)]).activity_what == (
+        "read 1 line of inbox.txt"
+    )
+    assert fold("a", [ev(0, "ack", room="/x/inbox.txt", lines=3)]).activity_what == (
+        "acked 3 lines of inbox.txt"
+    )
+    assert (
+        fold("a", [ev(0, "read", room="/x/r", lines="junk")]).activity_what == "read ? lines of r"
+    )
+    p = state(
+        [ev(0, "stop"), ev(10, "nudge")],
+        10 + model.NUDGE_GRACE_S + 1,
+        unread=2,
+        oldest_unread_age=30,
+    )
+    assert "2 unread and 1 nudge unanswered" in p.evidence and "(s)" not in p.evidence
+
+
 def test_unknown_kinds_torn_lines_and_a_carry_fold_safely() -> None:
     f = fold("a", [{"ev": "prompt"}, ev(1, "from-the-future", x=1), ev(2, "prompt")])
     assert f.turn == "prompt" and f.turn_at == T0 + 2

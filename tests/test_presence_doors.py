@@ -192,3 +192,23 @@ async def test_the_mcp_server_is_the_sessions_presence_while_connected(
     assert row["state"] == "gone" and "disconnected" in row["evidence"]
     kinds = kinds_of(home)
     assert kinds == ["connect", "client", "read", "disconnect"]
+
+
+def test_a_long_session_name_widens_the_column_instead_of_shifting_its_row(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """`ackdeck agents` as text: a session named like a Claude Code teammate (longer than the
+    usual 20 columns) keeps every row's STATE, SINCE and UNREAD under their headings."""
+    room = tmp_path / "inbox.txt"
+    assert ackdeck(cli_env, "room", "push", str(room), "one").returncode == 0
+    long = "session-8f0477f7-team-lead-reviewer"
+    for session in ("agent", long):
+        out = ackdeck(cli_env, "room", "read", str(room), "--session", session)
+        assert out.returncode == 0, out.stderr
+    out = ackdeck(cli_env, "agents")
+    assert out.returncode == 0, out.stderr
+    header, *rows = out.stdout.splitlines()
+    assert sorted(r.split()[0] for r in rows) == sorted(["agent", long])
+    state_at = header.index("STATE")
+    for row in rows:
+        assert row[state_at - 1] == " " and row[state_at:].split()[0] == "working", (header, row)

@@ -13,7 +13,17 @@ from ackdeck.core.base.text import age_text, counted
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ackdeck.core.service.rooms import Acked, Lines, Pushed, RoomState, SessionCounts
+
+
+def column_width(cells: Sequence[str], floor: int = 20, ceiling: int = 64) -> int:
+    """The width of a text table's name column: its longest cell, so a long session name
+    (`session-8f0477f7/team-lead`) widens the column instead of pushing its own row's other
+    columns right; at least `floor` (the usual look), and a name past `ceiling` overflows its
+    own row only, so one absurd name cannot push every row off the screen."""
+    return max([floor, *(len(c) for c in cells if len(c) <= ceiling)])
 
 
 def lines(n: int) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ackdeck.core.base.text import age_text, safe
 from ackdeck.core.cli._fleet import add_fleet_options, cell, fleet_of, fleet_rows, number
 from ackdeck.core.cli._output import emit_json, say
+from ackdeck.core.cli._words import column_width
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -92,15 +93,17 @@ def _agents(args: argparse.Namespace) -> int:
         say("no agent sessions seen yet (their hooks, MCP server, reads or acks record them)")
         return 0
     now = listed.checked_at
+    names = [safe(a.session) for a in listed.agents]
+    w = column_width(names)
     say(
-        f"{'SESSION':<20} {'STATE':<8} {'SINCE':>7} {'UNREAD':>6} {'OLDEST':>7} {'WAKES':>5}  "
+        f"{'SESSION':<{w}} {'STATE':<8} {'SINCE':>7} {'UNREAD':>6} {'OLDEST':>7} {'WAKES':>5}  "
         "EVIDENCE"
     )
-    for a in listed.agents:
+    for a, name in zip(listed.agents, names, strict=True):
         since = age_text(now - a.since) if a.since is not None else "-"
         oldest = age_text(a.oldest_unread_age) if a.oldest_unread_age is not None else "-"
         say(
-            f"{safe(a.session):<20} {a.state:<8} {since:>7} {a.unread:>6} {oldest:>7} "
+            f"{name:<{w}} {a.state:<8} {since:>7} {a.unread:>6} {oldest:>7} "
             f"{a.pending_wakes:>5}  "
             + safe(a.evidence if a.pane is None else f"pane {a.pane}: {a.evidence}")
         )
@@ -132,14 +135,17 @@ def _fleet_agents(
         say("no agent sessions seen yet on any host of the fleet")
         return 0
     now = listed.checked_at
+    hosts = [cell(r.get("host")) for r in fleet.rows]
+    names = [cell(r.get("session")) for r in fleet.rows]
+    hw, w = column_width(hosts, 16), column_width(names)
     say(
-        f"{'HOST':<16} {'SESSION':<20} {'STATE':<8} {'SINCE':>7} {'UNREAD':>6} {'OLDEST':>7} "
+        f"{'HOST':<{hw}} {'SESSION':<{w}} {'STATE':<8} {'SINCE':>7} {'UNREAD':>6} {'OLDEST':>7} "
         f"{'WAKES':>5}  EVIDENCE"
     )
-    for r in fleet.rows:
+    for r, host, name in zip(fleet.rows, hosts, names, strict=True):
         since, oldest = number(r.get("since")), number(r.get("oldest_unread_age"))
         say(
-            f"{cell(r.get('host')):<16} {cell(r.get('session')):<20} {cell(r.get('state')):<8} "
+            f"{host:<{hw}} {name:<{w}} {cell(r.get('state')):<8} "
             f"{'-' if since is None else age_text(max(0.0, now - since)):>7} "
             f"{cell(r.get('unread')):>6} {'-' if oldest is None else age_text(oldest):>7} "
             f"{cell(r.get('pending_wakes')):>5}  {cell(r.get('evidence'))}"

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.text import counted
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -145,10 +146,13 @@ _PLACED = frozenset({"start", "connect", "disconnect", "client"})
 
 
 def _lines_of(e: Mapping[str, Any]) -> str:
-    """`N line(s) of NAME` of a read or ack event: the room's last path part (a file's name,
+    """`N lines of NAME` of a read or ack event: the room's last path part (a file's name,
     a redis room's name), short enough for a table cell; the event keeps the whole room."""
     room = str(e.get("room") or "?").rstrip("/").rsplit("/", 1)[-1]
-    return f"{e.get('lines', '?')} line(s) of {room}"
+    n = e.get("lines")
+    if isinstance(n, bool) or not isinstance(n, int):
+        return f"? lines of {room}"
+    return f"{counted(n, 'line')} of {room}"
 
 
 def _add_rooms(f: Facts, rooms: Iterable[object]) -> None:
@@ -271,7 +275,7 @@ def decide(
         return Presence(
             "stalled",
             f.last_nudge + NUDGE_GRACE_S,
-            f"{unread} unread and {f.nudges_unanswered} nudge(s) unanswered for "
+            f"{unread} unread and {counted(f.nudges_unanswered, 'nudge')} unanswered for "
             f"{now - f.last_nudge:.0f}s (no read followed){held}",
         )
     return base
