@@ -191,6 +191,13 @@ def _stream(server: RedisServer, fleet: str, host: str) -> int:
 SCRIPT = "echo FAIL one; echo fine; echo FAIL two"
 
 
+def _delivered_once(env: dict[str, str], session: str, expected: Counter[tuple[str, str]]) -> None:
+    """A drain of `session` on its host delivers exactly `expected`, each item once."""
+    got: Counter[tuple[str, str]] = Counter()
+    _drain(env, session, got)
+    assert got == expected
+
+
 def _expected(run_id: str) -> Counter[tuple[str, str]]:
     return Counter({(run_id, "FAIL one"): 1, (run_id, "FAIL two"): 1, (run_id, "exited"): 1})
 
@@ -386,9 +393,7 @@ def test_a_forward_whose_reply_was_lost_is_sent_again_and_added_once(
         assert len(proxy.dropped) == 1 and _stream(server, fleet, "beta") == 3
 
         _publish(beta)
-        got: Counter[tuple[str, str]] = Counter()
-        _drain(beta, "s", got)
-        assert got == _expected(run)
+        _delivered_once(beta, "s", _expected(run))
         _publish(alpha)  # confirmed by beta: done
         rec = _record_of(alpha, "s@beta", "build")
         assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 3
@@ -415,9 +420,7 @@ def test_a_host_killed_between_its_batch_and_the_send_sends_it_once(
     _publish(alpha)  # the batch, sent now
     assert _stream(server, fleet, "beta") == 3
     _publish(beta)
-    got: Counter[tuple[str, str]] = Counter()
-    _drain(beta, "s", got)
-    assert got == _expected(run)
+    _delivered_once(beta, "s", _expected(run))
 
 
 def test_a_host_killed_between_import_and_delete_imports_once(
@@ -438,9 +441,7 @@ def test_a_host_killed_between_import_and_delete_imports_once(
 
     assert "imported" not in _publish(beta)  # skipped by the record's mark, then deleted
     assert _stream(server, fleet, "beta") == 0
-    got: Counter[tuple[str, str]] = Counter()
-    _drain(beta, "s", got)
-    assert got == _expected(run)
+    _delivered_once(beta, "s", _expected(run))
 
 
 def test_a_redis_restart_between_forward_and_import_loses_and_repeats_nothing(
@@ -462,9 +463,7 @@ def test_a_redis_restart_between_forward_and_import_loses_and_repeats_nothing(
     server.start()
     assert _stream(server, fleet, "beta") == 0
     assert "imported" not in _publish(beta)
-    got: Counter[tuple[str, str]] = Counter()
-    _drain(beta, "s", got)
-    assert got == _expected(run)
+    _delivered_once(beta, "s", _expected(run))
 
 
 @pytest.mark.parametrize("when", ["before the import", "after the import"])
@@ -491,9 +490,7 @@ def test_a_redis_that_restarts_empty_gets_the_batch_again_and_nothing_twice(
         assert _stream(server, fleet, "beta") == 3
         said = _publish(beta)
         assert ("3 imported" in said) == (when == "before the import")
-        got: Counter[tuple[str, str]] = Counter()
-        _drain(beta, "s", got)
-        assert got == _expected(run)
+        _delivered_once(beta, "s", _expected(run))
         _publish(alpha)
         rec = _record_of(alpha, "s@beta", "build")
         assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 3
@@ -564,9 +561,9 @@ def test_a_batch_on_its_way_when_the_host_id_changed_is_confirmed_and_the_next_g
     _ended(renamed, second)
     assert "2 forwarded" in _publish(renamed)  # alpha's batch confirmed, then the next
     assert "2 imported" in _publish(beta)
-    got: Counter[tuple[str, str]] = Counter()
-    _drain(beta, "s", got)
-    assert got == _expected(first) + Counter({(second, "FAIL three"): 1, (second, "exited"): 1})
+    _delivered_once(
+        beta, "s", _expected(first) + Counter({(second, "FAIL three"): 1, (second, "exited"): 1})
+    )
     _publish(renamed)
     rec = _record_of(alpha, "s@beta", "build")
     assert rec is not None and "on_the_way" not in rec and rec["forwarded_total"] == 5
@@ -798,9 +795,7 @@ def test_a_host_in_its_own_network_namespace_gets_its_wakes(
             what="beta to reach the fleet over its veth again",
         )
         assert "3 imported" in done.stdout
-        got: Counter[tuple[str, str]] = Counter()
-        _drain(beta, "s", got)
-        assert got == _expected(run)
+        _delivered_once(beta, "s", _expected(run))
     finally:
         server.stop()
 
