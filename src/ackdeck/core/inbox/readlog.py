@@ -26,6 +26,7 @@ import json
 import os
 
 from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Struct
 
 TYPE_CHECKING = False
@@ -114,7 +115,7 @@ def decode(raw: bytes) -> list[ReadEntry]:
 
 def _entry(line: bytes) -> ReadEntry | None:
     try:
-        d = json.loads(line)
+        d = parse_json(line)
         e = ReadEntry(
             str(d["id"]),
             float(d["at"]),
