@@ -137,10 +137,13 @@ def load(directory: str | Path) -> list[ReadEntry]:
     entries: list[ReadEntry] = []
     for name in (OLD, LOG):
         try:
-            with open(os.path.join(directory, name), "rb") as f:
-                entries.extend(decode(f.read()))
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NONBLOCK)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        try:
+            entries.extend(_backwards(fd, 0, dead_margin=None))  # its data, never its holes
+        finally:
+            os.close(fd)
     seen: set[str] = set()
     unique = []
     for e in entries:
