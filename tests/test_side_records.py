@@ -38,7 +38,7 @@ def _read_ack_and_hooks_work(cli_env: dict[str, str], room: Path) -> None:
         assert out.returncode == 0, (args, out.stderr[-2000:])
         assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) <= 1, out.stderr
         if args[1] == "read":
-            assert out.stdout.splitlines() == ["hello"]
+            assert out.stdout.splitlines()[-1] == "hello"
     assert room.read_bytes() == b""  # the ack took effect
 
 
@@ -149,3 +149,25 @@ def test_presence_times_past_any_clock_and_damaged_carries_do_not_crash_agents(
     assert agent["session"] == "s1"
     out = ackdeck(cli_env, "metrics")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+@pytest.mark.parametrize("name", ["seen", "reads.jsonl"])
+def test_a_fifo_or_directory_in_place_of_a_rooms_journey_file_blocks_and_fails_nothing(
+    tmp_path: Path, cli_env: dict[str, str], name: str, kind: str
+) -> None:
+    """The first-seen marks and the read log (the room's journey/) are side records too: a
+    FIFO in their place blocked every push, read, ack and status for good (opened without
+    O_NONBLOCK), a directory failed the push. Now they are as if absent, and left in place."""
+    room = tmp_path / "r.txt"
+    assert ackdeck(cli_env, "room", "push", str(room), "first").returncode == 0
+    bad = locations.journey_dir(locations.sidecar(room)) / name
+    bad.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(bad)
+    else:
+        bad.mkdir()
+    _read_ack_and_hooks_work(cli_env, room)  # pushes "hello" after "first": both read, acked
+    out = ackdeck(cli_env, "room", "status", str(room), timeout=30)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert os.path.exists(bad) and not os.path.isfile(bad)  # left in place

@@ -24,6 +24,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.jsonfields import parse as parse_json
@@ -69,20 +70,21 @@ def new_id() -> str:
 
 def append(directory: str, entry: ReadEntry) -> bool:
     """Log one read; False (nothing raised) when the log cannot be written. A short write
-    (a full disk) leaves a fragment that read-back skips."""
+    (a full disk) leaves a fragment that read-back skips. O_NONBLOCK: a FIFO in the log's place
+    fails the open instead of blocking the read that logs."""
     data = encode(entry)
     try:
         try:
             fd = os.open(
                 os.path.join(directory, LOG),
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
                 0o600,
             )
         except FileNotFoundError:
             atomic.make_dir(directory)
             fd = os.open(
                 os.path.join(directory, LOG),
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
                 0o600,
             )
         try:
@@ -136,9 +138,8 @@ def load(directory: str | Path) -> list[ReadEntry]:
     """The logged reads, oldest first (the rotated part, then the current one), each once."""
     entries: list[ReadEntry] = []
     for name in (OLD, LOG):
-        try:
-            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NONBLOCK)
-        except (FileNotFoundError, NotADirectoryError):
+        fd = _open_log(os.path.join(directory, name), follow=True)
+        if fd is None:
             continue
         try:
             entries.extend(_backwards(fd, 0, dead_margin=None))  # its data, never its holes
@@ -160,10 +161,8 @@ def live_entries(directory: str | Path, base: int) -> list[ReadEntry]:
     of the log: it is read backwards until a few entries end at or before `base`, which keeps a
     status cheap on a long log (the cost grows with the oldest line's deliveries, never with
     the log's size: see `_backwards`)."""
-    path = os.path.join(directory, LOG)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except (FileNotFoundError, NotADirectoryError):
+    fd = _open_log(os.path.join(directory, LOG))
+    if fd is None:
         if not os.path.lexists(os.path.join(directory, OLD)):
             return []  # no read was logged yet (the common case of a room nobody read)
         return [e for e in load(directory) if e.end > base]  # mid-rotation: reads.1 only
@@ -172,6 +171,21 @@ def live_entries(directory: str | Path, base: int) -> list[ReadEntry]:
         return [e for e in _backwards(fd, base, dead_margin=8) if e.end > base]
     finally:
         os.close(fd)
+
+
+def _open_log(path: str, *, follow: bool = False) -> int | None:
+    """The log at `path` open for reading; None when it is missing or no regular file (a
+    FIFO would block the status that reads it, a directory fail it: the read log is a side
+    record, and without it a status only counts no deliveries)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 # Bytes of the log read per step backwards, and kept at most of one line: a whole entry is a
@@ -248,7 +262,9 @@ def rotate(directory: Path, base: int) -> None:
     live = os.path.join(directory, LOG)
     if not needs_rotation(str(directory)):
         return
-    fd = os.open(live, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    fd = _open_log(live)
+    if fd is None:
+        return  # gone, or no regular file: nothing to rotate
     try:
         current = _backwards(fd, base, dead_margin=None)  # its data only, never its holes
     finally:
