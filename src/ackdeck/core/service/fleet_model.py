@@ -127,7 +127,21 @@ def _bad_row(kind: str, row: dict[str, Any]) -> str | None:
         v = row.get(key)
         if v is not None and not _is_time(v):
             return f"{key} is not a time: {_short(v)}"
-    return _bad_value(row)
+    # The flat fields inline (a listing of 100,000 rows reads each once), nested ones walked.
+    if len(row) > MAX_ITEMS:
+        return f"holds an object of {len(row)} keys, past {MAX_ITEMS}"
+    for k, v in row.items():
+        if len(k) > MAX_TEXT:
+            return f"holds a key of {len(k)} characters, past {MAX_TEXT}"
+        t = type(v)
+        if t is str:
+            if len(v) > MAX_TEXT:
+                return f"holds a string of {len(v)} characters, past {MAX_TEXT}"
+        elif t is list or t is dict:
+            why = _bad_value(v)
+            if why is not None:
+                return why
+    return None
 
 
 def _bad_value(value: object) -> str | None:
