@@ -204,6 +204,59 @@ def test_a_torn_entry_is_skipped_and_the_whole_one_glued_on_it_is_recovered(
     assert r.status().deliveries == 2
 
 
+def _bytes_read() -> int:
+    """Bytes this process has read through read(2) and pread(2) so far (Linux's rchar)."""
+    with open("/proc/self/io") as f:
+        return next(int(v) for k, v in (line.split(":") for line in f) if k == "rchar")
+
+
+def test_a_sparse_read_log_costs_a_status_its_data_not_its_size(tmp_path: Path) -> None:
+    """Issue 42, class 5: `room status` (and `agents`, which asks it) read the log backwards,
+    decoding the whole tail again at each 64 KiB step: quadratic (81 s at 100 MB, minutes at
+    a gigabyte grown by `truncate -s`). Now each byte is read once and a sparse file's holes
+    not at all: the bytes a status reads do not grow with the hole."""
+    r = Room(tmp_path / "r.txt")
+    r.push("never acked")
+    for _ in range(3):
+        r.read("agent")
+    log = journey(r) / readlog.LOG
+    entry = json.loads(log.read_bytes().split(b"\n")[0])
+    os.truncate(log, 16 << 20)  # `truncate -s 16M`: a hole after the entries
+    with open(log, "ab") as f:  # and two reads logged after it (no read here: it would rotate)
+        f.write(
+            b"\n" + b"".join(readlog.encode(readlog.ReadEntry(**{**entry, "id": i})) for i in "ab")
+        )
+    before = _bytes_read()
+    assert r.status().deliveries == 5  # every read of the line, before and after the hole
+    assert _bytes_read() - before < 1 << 20
+
+
+def test_the_backwards_scan_finds_what_a_whole_read_finds_at_any_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan that reads the log from its end in steps decodes exactly what decoding the
+    whole log gives, whatever the step, for torn entries, glued ones and long lines."""
+    r = Room(tmp_path / "r.txt")
+    r.push("x")
+    for _ in range(5):
+        r.read("agent")
+    log = journey(r) / readlog.LOG
+    whole = log.read_bytes()
+    one = whole.split(b"\n")[0] + b"\n"
+    log.write_bytes(
+        whole + one[:30] + one + b"garbage without an entry " * 20 + b"\n" + one + one[:17]
+    )
+    expected = readlog.decode(log.read_bytes())
+    assert len(expected) == 7
+    for step in (1, 5, 64, 200, 1 << 16):
+        monkeypatch.setattr(readlog, "_STEP", step)
+        fd = os.open(log, os.O_RDONLY)
+        try:
+            assert readlog._backwards(fd, 0, dead_margin=None) == expected, step
+        finally:
+            os.close(fd)
+
+
 def test_marks_bisect_a_long_file_despite_concurrent_pushers_disorder(tmp_path: Path) -> None:
     path = tmp_path / "seen"
     recs = []

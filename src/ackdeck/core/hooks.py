@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from ackdeck.core.base import atomic
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted, display
@@ -305,13 +306,17 @@ def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
     if not raw.strip():
         return {}  # an empty file holds no settings to lose
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = parse_json(raw)
     except UnicodeDecodeError:
         raise InvalidInput(f"{shown} is not UTF-8 text; left untouched") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"{shown} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
             "left untouched"
+        ) from None
+    except ValueError as exc:  # NaN, a number out of range, nesting past jsonfields.DEPTH
+        raise InvalidInput(
+            f"{shown} is not JSON ackdeck can keep ({exc}); left untouched"
         ) from None
     if not isinstance(value, dict):
         raise InvalidInput(
@@ -400,14 +405,14 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
                 # buffer after every chunk made a large input quadratic.
                 continue
             try:
-                value = json.loads(raw)
+                value = parse_json(raw)
                 break
             except ValueError:
                 continue  # incomplete so far
     except (OSError, ValueError):
         return {}
     try:
-        value = json.loads(raw) if raw.strip() else {}
+        value = parse_json(raw) if raw.strip() else {}
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

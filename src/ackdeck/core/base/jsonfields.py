@@ -18,6 +18,14 @@ integral float (JSON may write one); `float` takes an int or a float; `str`, `bo
 and `dict` take only themselves; null only where a getter allows it. Unknown fields are
 ignored (a `from_dict` reads only its own), so files written by a newer version stay
 readable.
+
+Every JSON text ackdeck reads back from disk or from a peer (its state files, its logs, the
+mailboxes of other tools, the fleet's snapshots) is parsed by `parse`, never by `json.loads`
+itself: the standard decoder takes `NaN` and `Infinity` (and `1e999` as infinity), which no
+JSON writer emits and which crash the arithmetic and printing after it, and a text nested a
+few thousand deep raises RecursionError, not ValueError, so every `except ValueError` around
+a read let it through as a traceback. `parse` turns both into the ValueError a damaged file
+already gets, in the one place.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ __all__ = [
     "get_optional",
     "get_required",
     "loads",
+    "parse",
     "read_fields",
 ]
 
@@ -131,11 +140,95 @@ def read_fields(cls: type[Struct], d: dict[str, object]) -> dict[str, Any]:
     return out
 
 
+# Deepest nesting `parse` accepts. ackdeck's own records nest four deep at most (a ledger's
+# pending identity); a peer's snapshot or another tool's mailbox a few more. The bound keeps
+# what comes back shallow enough for any recursive walk after it (json.dumps, `encoded`, the
+# readers above), whatever the stack depth of the caller.
+DEPTH = 64
+# Integers beyond 64 bits: no offset, count or time ackdeck keeps comes near, and one that
+# large raises OverflowError (not ValueError) the moment it meets a float or a clock.
+_INT_DIGITS = 19
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf or nan: a number beyond a double's range, like 1e999
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > _INT_DIGITS:
+        raise ValueError(f"integer {text[:20]}... is out of range")
+    return int(text)
+
+
+# Numbers are checked one by one (a call into Python for each: twice the cost of the C decoder
+# alone, and `ackdeck agents` parses every presence log) only in a text where one could pass
+# the bounds: a run of 20 digits, or an exponent of 3 digits. Found with C-speed byte
+# operations (a regular expression costs as much as the checks it saves): every digit mapped
+# to 0 and E to e, then a search for the patterns. Letters in strings can match too: they
+# only cost the slower, exact path.
+_NUMBERS = bytes.maketrans(b"123456789E", b"000000000e")
+_MAYBE_BIG = (b"0" * 20, b"e000", b"e+000")
+# Only the brackets of a text, all as [ and ]: removing the innermost pairs DEPTH times
+# empties it unless the text nests deeper (or a string holds brackets: then it is walked).
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+# Made once: json.loads with any argument builds a decoder per call.
+_STRICT = json.JSONDecoder(parse_constant=_no_constant)
+_CHECKED = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite, parse_int=_int)
+
+
+def parse(raw: str | bytes | bytearray) -> Any:
+    """The value of a JSON text, strictly: ValueError (never RecursionError) for a text that
+    is not JSON, holds NaN/Infinity, a number beyond a float's range or an integer beyond 64
+    bits, or nests deeper than DEPTH. Linear in the text."""
+    # UnicodeError is a ValueError: a text that is not UTF-8 is as damaged as one not JSON.
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    text = raw if isinstance(raw, str) else data.decode()
+    numbers = data.translate(_NUMBERS)
+    checked = any(p in numbers for p in _MAYBE_BIG)
+    try:
+        value = (_CHECKED if checked else _STRICT).decode(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {DEPTH} levels") from None
+    if isinstance(value, list | dict) and not _shallow(data) and _too_deep(value):
+        raise ValueError(f"nested deeper than {DEPTH} levels")
+    return value
+
+
+def _shallow(data: bytes) -> bool:
+    """True when the brackets of `data` surely nest at most DEPTH deep (False: not sure)."""
+    pairs = data.translate(_BRACKETS, _NOT_BRACKETS)
+    for _ in range(DEPTH):
+        if not pairs:
+            return True
+        pairs = pairs.replace(b"[]", b"")
+    return not pairs
+
+
+def _too_deep(value: list[Any] | dict[str, Any]) -> bool:
+    """Is `value` nested deeper than DEPTH? Iterative, so the walk itself cannot overflow."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > DEPTH:
+            return True
+        items = v.values() if isinstance(v, dict) else v
+        stack.extend((x, depth + 1) for x in items if isinstance(x, list | dict))
+    return False
+
+
 def loads(cls: type[S], raw: str | bytes | bytearray) -> S:
     """`cls.from_dict` of a JSON text; RecordError naming the class and the first bad field."""
     try:
-        data = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        data = parse(raw)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, and parse's refusals
         raise RecordError(f"{cls.__name__}: invalid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise RecordError(f"{cls.__name__}: expected an object, got {type(data).__name__}")

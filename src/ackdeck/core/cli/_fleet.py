@@ -106,12 +106,17 @@ def fleet_rows(
         link.close()
     if listed.fleet.note:
         say(f"ackdeck: {listed.fleet.note}", file=sys.stderr)
+    for line in listed.fleet.dropped:
+        say(f"ackdeck: warning: fleet host {line}; its rows are left out", file=sys.stderr)
     return listed
 
 
 def cell(value: object) -> str:
-    """A value of a row another host published, as text (whatever type it holds)."""
-    return "-" if value is None or value == "" else str(value)
+    """A value of a row another host published, as text (whatever type it holds), its control
+    characters escaped: another host's text reaches this terminal."""
+    from ackdeck.core.base.text import safe
+
+    return "-" if value is None or value == "" else safe(str(value))
 
 
 def number(value: object) -> float | None:

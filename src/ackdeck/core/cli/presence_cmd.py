@@ -4,6 +4,7 @@ and what waits for it; `ackdeck handover`: give a stalled session's lines to ano
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.text import age_text, safe
@@ -84,6 +85,8 @@ def _agents(args: argparse.Namespace) -> int:
     settings = fleet_of(args)
     home = resolve_home(args.home)
     listed = list_agents(home, sessions=sessions, claude_teams=args.claude_teams)
+    for line in listed.skipped:
+        say(f"ackdeck: warning: {line}", file=sys.stderr)
     if settings is not None:
         return _fleet_agents(args, settings, home, listed, sessions)
     if args.json:

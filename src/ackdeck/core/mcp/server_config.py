@@ -136,11 +136,11 @@ def _room_or_itself(room: str) -> str:
 def project_config(project: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The project's `.mcp.json` (the current directory's), {} when it is missing or is no
     JSON object: only read to warn about a server that disagrees with the hooks."""
-    import json
+    from ackdeck.core.base.jsonfields import parse
 
     try:
         with open(os.path.join(project or os.curdir, PROJECT_FILE), "rb") as f:
-            value = json.loads(f.read().decode("utf-8"))
+            value = parse(f.read())
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

@@ -12,7 +12,6 @@ happen under the name's start lock, so two starts racing cannot both pass the ch
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.home import procs_dir, resolve_home, starts_dir
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.ranges import in_range
@@ -284,7 +284,7 @@ def _read_reply(fd: int) -> dict[str, object] | None:
             break
         data += chunk
     try:
-        reply = json.loads(data.decode() or "null")
+        reply = parse_json(data or b"null")
     except ValueError:
         return None
     return reply if isinstance(reply, dict) else None

@@ -309,12 +309,12 @@ def import_marks(home: Path, session: str) -> dict[str, int]:
     (the record's own `imported_batch` is the mark while it exists). A file that cannot be
     read as marks counts as none: at worst a batch resent after a dismiss is taken in again,
     which is what happened before marks were kept."""
-    import json
+    from ackdeck.core.base.jsonfields import parse
 
     try:
         raw = read_state(locations.wake_import_marks(home, session))
-        data = json.loads(raw) if raw is not None else {}
-    except (CorruptState, ValueError, UnicodeDecodeError):
+        data = parse(raw) if raw is not None else {}
+    except (CorruptState, ValueError):
         return {}
     if not isinstance(data, dict):
         return {}

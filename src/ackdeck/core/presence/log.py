@@ -10,8 +10,10 @@ event carries the folded facts (`carry`); the old log is kept once as SESSION.1.
 timeline. An event appended to the old log in that instant is folded into nothing: presence
 is a hint, never what an ack removes.
 
-Nothing here raises for an unwritable home: presence must never stop a read, an ack or a
-hook. `record` answers False instead.
+Nothing here raises for an unwritable home or a damaged log: presence must never stop a read,
+an ack or a hook (they record it after they took effect). `record` answers False instead. A
+log is read through `_read`: never through a symlink, never blocking on a FIFO, and bounded
+(READ_CAP) whatever its size, so a damaged or sparse log costs no more than a full one.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import time
 from pathlib import Path
 
 from ackdeck.core.base import locations
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.names import check_name
+from ackdeck.core.errors import CorruptState
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -33,6 +37,10 @@ if TYPE_CHECKING:
 
 LIMIT = 64 << 10  # bytes of log before it is folded into a carry and rotated
 TAIL = 64 << 10  # bytes of the rotated log read for a timeline
+# Bytes of a log read at most: its head (a rotated log's carry comes first) and its tail. A log
+# past LIMIT is folded at its next event, so only a log grown behind ackdeck's back (or a
+# rotation that failed every time) reaches this; what lies between is not read.
+READ_CAP = 16 * LIMIT
 
 
 def this_host() -> str:
@@ -46,7 +54,9 @@ def record(home: Path, session: str, kind: str, *, at: float | None = None, **fi
     event.update({k: v for k, v in fields.items() if v is not None})
     data = (json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
     path = locations.presence_log(home, check_name(session))
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    # O_NONBLOCK: a FIFO in the log's place fails the open (ENXIO) instead of blocking the
+    # read or ack that records the event; on a regular file it changes nothing.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         try:
             fd = os.open(path, flags, 0o600)
@@ -77,7 +87,7 @@ def rotate(home: Path, session: str) -> None:
         with locked(locations.presence_lock(home, session)):
             if path.stat().st_size <= LIMIT:
                 return
-            facts = fold(session, parse(path.read_bytes()))
+            facts = fold(session, parse(_read(path)))
             carry = {"t": round(time.time(), 3), "ev": "carry", "facts": facts.carry()}
             os.replace(path, locations.presence_log(home, session, old=True))
             line = json.dumps(carry, separators=(",", ":"), ensure_ascii=False) + "\n"
@@ -88,7 +98,7 @@ def rotate(home: Path, session: str) -> None:
             except FileNotFoundError:
                 late = b""
             atomic_write(path, line.encode() + late, mode=0o600)
-    except OSError:
+    except (OSError, CorruptState):  # NotRegular: a FIFO or a directory in the log's place
         return
 
 
@@ -103,8 +113,8 @@ def parse(raw: bytes) -> list[dict[str, Any]]:
     if not body:
         return []
     try:
-        whole = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
-    except ValueError:
+        whole = parse_json(b"[" + body.replace(b"\n", b",") + b"]")
+    except ValueError:  # a torn or foreign line, NaN, nesting: line by line below
         whole = None
     if isinstance(whole, list) and all(isinstance(v, dict) for v in whole):
         return whole
@@ -113,7 +123,7 @@ def parse(raw: bytes) -> list[dict[str, Any]]:
         if not line.startswith(b"{"):
             continue
         try:
-            value = json.loads(line)
+            value = parse_json(line)
         except ValueError:
             continue
         if isinstance(value, dict):
@@ -121,44 +131,91 @@ def parse(raw: bytes) -> list[dict[str, Any]]:
     return out
 
 
+def _read(path: Path, tail: int | None = None) -> bytes:
+    """A log's bytes (its last `tail` only, when given): all of them up to READ_CAP, else its
+    first and last READ_CAP / 2 (parse skips the line cut at the seam). OSError for a log
+    that is missing, CorruptState (NotRegular) for one that is not a regular file (a FIFO, a
+    directory, a symlink)."""
+    from ackdeck.core.base.statefile import open_state
+
+    fd = open_state(path)
+    if fd is None:
+        raise FileNotFoundError(path)
+    try:
+        size = os.fstat(fd).st_size
+        if tail is not None:
+            return os.pread(fd, min(size, tail), max(0, size - tail))
+        if size <= READ_CAP:
+            return os.pread(fd, size, 0)
+        half = READ_CAP // 2
+        return os.pread(fd, half, 0) + b"\n" + os.pread(fd, half, size - half)
+    finally:
+        os.close(fd)
+
+
 def events(home: Path, session: str) -> list[dict[str, Any]]:
     """The session's current log, oldest first ([] when it has none or it cannot be read)."""
     try:
-        return parse(locations.presence_log(home, session).read_bytes())
-    except OSError:
+        return parse(_read(locations.presence_log(home, session)))
+    except (OSError, CorruptState):
         return []
 
 
 def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, Any]]:
     """The session's last `limit` events, newest first, from the rotated log too when the
     current one is short; carries left out."""
+    from ackdeck.core.presence.model import is_time
+
     evs = [e for e in events(home, session) if e.get("ev") != "carry"]
     if len(evs) < limit:
         old = locations.presence_log(home, session, old=True)
         try:
-            with open(old, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                f.seek(max(0, size - TAIL))
-                older = parse(f.read())
-        except OSError:
+            older = parse(_read(old, tail=TAIL))
+        except (OSError, CorruptState):
             older = []
         evs = [e for e in older if e.get("ev") != "carry"] + evs
-    evs.sort(key=lambda e: e["t"] if isinstance(e.get("t"), int | float) else 0.0)
+    evs.sort(key=lambda e: e["t"] if is_time(e.get("t")) else 0.0)
     return list(reversed(evs[-limit:]))
 
 
 def sessions(home: Path) -> list[str]:
     """Every session with a presence log, sorted."""
+    return scan(home)[0]
+
+
+def scan(home: Path) -> tuple[list[str], list[str]]:
+    """Every session with a presence log, sorted, and one line for each other file in the
+    presence folder that looks like a log but cannot be one (a name no session can have, a
+    directory, a FIFO, a symlink): skipped and named, so one stray file never hides the
+    others (`ackdeck agents`, the metrics)."""
+    import stat
+
+    from ackdeck.core.errors import InvalidName
+
+    folder = locations.agents_dir(home)
     try:
-        names = os.listdir(locations.agents_dir(home))
+        entries = list(os.scandir(folder))
     except OSError:
-        return []
-    out = []
-    for n in names:
+        return [], []
+    out, strays = [], []
+    for e in entries:
+        n = e.name
         if n.startswith(".") or not n.endswith(".jsonl") or n.endswith(".1.jsonl"):
             continue
-        out.append(n[: -len(".jsonl")])
-    return sorted(out)
+        session = n[: -len(".jsonl")]
+        try:
+            check_name(session)
+            mode = e.stat(follow_symlinks=False).st_mode
+        except InvalidName:
+            strays.append(f"skipped {folder / n}: not a session's presence log (its name)")
+            continue
+        except OSError:
+            continue  # removed meanwhile
+        if not stat.S_ISREG(mode):
+            strays.append(f"skipped {folder / n}: not a regular file; left in place")
+            continue
+        out.append(session)
+    return sorted(out), sorted(strays)
 
 
 def signature(home: Path) -> frozenset[tuple[str, int, int]]:

@@ -111,14 +111,59 @@ class Facts:
 
     @classmethod
     def from_carry(cls, data: Mapping[str, Any], session: str) -> Facts:
+        """The facts a carry holds; a value of the wrong kind (a damaged or hand-edited
+        log) keeps the default, so every fact has the type the decision expects."""
         f = cls(session)
-        for k in cls.__slots__:
-            if k in data and k != "session":
-                setattr(f, k, data[k])
-        f.servers = dict(f.servers) if isinstance(f.servers, dict) else {}
-        f.waited = [float(x) for x in f.waited if isinstance(x, int | float)][-WINDOW:]
-        f.rooms = [str(r) for r in f.rooms] if isinstance(f.rooms, list) else []
+        for k, kind in _CARRIED.items():
+            v = data.get(k)
+            if kind is float:
+                if is_time(v) or v is None:
+                    setattr(f, k, v)
+            elif isinstance(v, kind) and (kind is bool or not isinstance(v, bool)):
+                setattr(f, k, v)
+        servers = data.get("servers")
+        if isinstance(servers, dict):
+            f.servers = {str(k): float(v) for k, v in servers.items() if is_time(v)}
+        waited = data.get("waited")
+        if isinstance(waited, list):
+            f.waited = [float(x) for x in waited if is_time(x) and x >= 0][-WINDOW:]
+        rooms = data.get("rooms")
+        if isinstance(rooms, list):
+            f.rooms = [r for r in rooms if isinstance(r, str) and r]
         return f
+
+
+# The carried facts of one plain kind (float: a time, finite and in range, or None).
+_CARRIED: dict[str, type] = {
+    "client": str,
+    "version": str,
+    "host": str,
+    "origin": str,
+    "first_at": float,
+    "last_at": float,
+    "turn": str,
+    "turn_at": float,
+    "turn_detail": str,
+    "servers_ever": bool,
+    "last_read": float,
+    "last_ack": float,
+    "last_nudge": float,
+    "nudges_unanswered": int,
+    "nudges_held": bool,
+    "activity_at": float,
+    "activity_what": str,
+    "gone_at": float,
+    "gone_why": str,
+}
+# Times (and waits) beyond this many seconds from the epoch, either way, are damage, not a
+# clock: year 5138. A log holding one (or NaN, which no JSON writer emits) must not reach
+# the clock arithmetic and date formatting that would overflow on it.
+TIME_BOUND = 1e11
+
+
+def is_time(v: object) -> bool:
+    """A number that can be a time or a duration here: finite, within TIME_BOUND."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and -TIME_BOUND < v < TIME_BOUND
 
 
 def fold(session: str, events: Iterable[Mapping[str, Any]]) -> Facts:
@@ -126,7 +171,7 @@ def fold(session: str, events: Iterable[Mapping[str, Any]]) -> Facts:
     go, but two processes' appends can cross). A `carry` event replaces everything before it;
     events of unknown kinds or without a time are skipped (a newer writer's, or torn)."""
     f = Facts(session)
-    timed = [(t, e) for e in events if isinstance(t := e.get("t"), int | float)]
+    timed = [(t, e) for e in events if is_time(t := e.get("t"))]
     if any(a[0] > b[0] for a, b in zip(timed, timed[1:], strict=False)):  # crossed: rare
         timed.sort(key=lambda te: te[0])  # stable: same-time events keep their order
     for t, e in timed:
@@ -202,7 +247,7 @@ def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
         f.last_read = t
         f.nudges_unanswered, f.nudges_held = 0, False
         w = e.get("waited")
-        if isinstance(w, int | float) and w >= 0:
+        if is_time(w) and w >= 0:
             f.waited = [*f.waited[-(WINDOW - 1) :], float(w)]
         f.activity_at, f.activity_what = t, f"read {_lines_of(e)}"
         # A room it reads is its room, whoever named it (an agent that only runs `ackdeck

@@ -6,11 +6,11 @@ needed (each of those files is appended whole or replaced by rename).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from ackdeck.core.base import locations
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Internal, Sparse, Struct, derived
 from ackdeck.core.base.text import age_text, counted
 from ackdeck.core.errors import InvalidInput
@@ -120,7 +120,7 @@ def audit_entries(path: Path) -> list[dict]:
     out = []
     for line in raw.split(b"\n"):
         try:
-            doc = json.loads(line)
+            doc = parse_json(line)
         except ValueError:
             continue
         if isinstance(doc, dict):

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Internal, Struct
 from ackdeck.core.errors import AckdeckError
 from ackdeck.core.presence import log
-from ackdeck.core.presence.model import STATES, Facts, decide, threshold
+from ackdeck.core.presence.model import STATES, Facts, decide, is_time, threshold
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -55,6 +55,9 @@ class Agent(Struct):
 class Agents(Struct):
     checked_at: float
     agents: list[Agent]
+    # Files in the presence folder that cannot be a session's log, one line each (a door
+    # says them as warnings; the listing goes on without them).
+    skipped: Internal[list[str]] = []
 
     def counts(self) -> dict[str, int]:
         """How many agents are in each state (every state listed, in STATES order)."""
@@ -78,7 +81,7 @@ def list_agents(
     """Every session with a presence log in `home` (or those named), sorted by name; with
     `claude_teams`, then every member of every Claude Code team (`$CLAUDE_CONFIG_DIR/teams`
     in `env`, else ~/.claude/teams), by team and name."""
-    names = sorted(set(sessions)) if sessions is not None else log.sessions(home)
+    names, skipped = (sorted(set(sessions)), []) if sessions is not None else log.scan(home)
     facts = [log.load(home, s) for s in names]
     statuses = _room_statuses(sorted({r for f in facts for r in f.rooms}), clock)
     now = clock()
@@ -86,7 +89,7 @@ def list_agents(
     rows = [_row(home, f, statuses, now, host) for f in facts]
     if claude_teams:
         rows += _team_rows(sessions, now, host, env)
-    return Agents(now, rows)
+    return Agents(now, rows, skipped)
 
 
 # A team member's state as the mailboxes tell it (core.service.claude_teams.members), in the
@@ -219,7 +222,7 @@ def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, object
 def timeline_line(event: dict[str, object]) -> str:
     """One presence event as a person reads it: its time, kind and details."""
     t = event.get("t")
-    when = time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, int | float) else "?"
+    when = time.strftime("%H:%M:%S", time.localtime(t)) if is_time(t) else "?"
     rest = "  ".join(
         f"{k}={v}" for k, v in event.items() if k not in ("t", "ev") and v not in (None, "")
     )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import alerts_dir, resolve_home
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.struct import Struct, derived
 from ackdeck.core.base.text import age_text
@@ -126,7 +127,7 @@ def _episode_step(
     state = locations.alert_state(home, owner, name)
     with locked(locations.alerts_lock(home, owner), shared=False):
         try:
-            since = json.loads(state.read_text()).get("since")
+            since = parse_json(state.read_bytes()).get("since")
         except (FileNotFoundError, ValueError, AttributeError):
             since = None
         if not active:

@@ -6,11 +6,11 @@ Read only: listing teams opens no mailbox for writing and sets no `read` flag.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.clients.claude_code.mailbox import MailEntry as MailEntry
 from ackdeck.core.clients.claude_code.mailbox import summarize as summarize  # for the doors
@@ -86,7 +86,7 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
     out: list[TeamMember] = []
     for team in _names(teams):
         try:
-            doc = json.loads(locations.claude_team_config(teams, team).read_bytes())
+            doc = parse_json(locations.claude_team_config(teams, team).read_bytes())
         except (OSError, ValueError):
             continue
         listed = doc.get("members") if isinstance(doc, dict) else None

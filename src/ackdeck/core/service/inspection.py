@@ -12,7 +12,6 @@ records read, tested on their own.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Any
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.digest import sha256_hex
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.names import check_name, room_path
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.text import counted
@@ -61,7 +61,7 @@ def _json(path: Path, damaged: list[Doc], record: Any = None) -> Doc | None:
     if raw is None:
         return None
     try:
-        doc = json.loads(raw)
+        doc = parse_json(raw)
         if not isinstance(doc, dict):
             raise ValueError(f"a JSON {type(doc).__name__}, not an object")
         if record is not None:
@@ -233,7 +233,7 @@ def _receipts(side: Path, state: L.Ledger | None, now: float, damaged: list[Doc]
             continue
         # The header is the file's first line, whatever follows it.
         try:
-            doc = json.loads(raw.split(b"\n", 1)[0])
+            doc = parse_json(raw.split(b"\n", 1)[0])
             if not isinstance(doc, dict):
                 raise ValueError("not an object")
         except ValueError as exc:
@@ -313,7 +313,7 @@ def _audit(side: Path, damaged: list[Doc]) -> list[Doc]:
         if not line.strip():
             continue
         try:
-            doc = json.loads(line)
+            doc = parse_json(line)
             if not isinstance(doc, dict):
                 raise ValueError
             out.append(doc)

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base.digest import sha256_hex
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import BadMailbox, InvalidInput
 
@@ -164,13 +165,15 @@ def load(raw: bytes, where: str) -> list[dict]:
     if not raw.strip():
         return []
     try:
-        doc = json.loads(raw)
+        doc = parse_json(raw)
     except UnicodeDecodeError:
         raise BadMailbox(f"{where}: not UTF-8 text; {EXPECTED}") from None
     except json.JSONDecodeError as exc:
         raise BadMailbox(
             f"{where}: not complete JSON (half-written? {exc.msg} at byte {exc.pos}); {EXPECTED}"
         ) from None
+    except ValueError as exc:  # NaN, a number out of range, nesting no mailbox has
+        raise BadMailbox(f"{where}: {exc}; {EXPECTED}") from None
     if not isinstance(doc, list):
         raise BadMailbox(f"{where}: the top level is {_kind(doc)}; {EXPECTED}")
     for n, entry in enumerate(doc):
@@ -200,7 +203,7 @@ def control(text: str) -> dict | None:
     if not text.lstrip().startswith("{"):
         return None
     try:
-        doc = json.loads(text)
+        doc = parse_json(text)
     except ValueError:
         return None
     if isinstance(doc, dict) and isinstance(doc.get("type"), str):

@@ -279,10 +279,10 @@ class ClaudeMailboxRoom:
 
 def members_of(teams: Path, team: str) -> list[str]:
     """The member names a team's config.json lists ([] when it cannot be read)."""
-    import json
+    from ackdeck.core.base.jsonfields import parse
 
     try:
-        doc = json.loads(locations.claude_team_config(teams, team).read_bytes())
+        doc = parse(locations.claude_team_config(teams, team).read_bytes())
     except (OSError, ValueError):
         return []
     members = doc.get("members") if isinstance(doc, dict) else None

@@ -121,11 +121,16 @@ class PushHandles:
                 fd = self._marks[0] = -1
         if fd < 0:
             try:
-                fd = os.open(marks_path, os.O_RDONLY | os.O_NOFOLLOW)
+                fd = os.open(marks_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except (FileNotFoundError, NotADirectoryError):
                 return 0
-            self._marks[0] = fd
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                # A FIFO or a directory in the marks' place (seen_marks.Marks._open): no marks,
+                # never a push that blocks or fails on them.
+                os.close(fd)
+                return 0
+            self._marks[0] = fd
         if st.st_size != self.marks_size:
             self.marks_size = st.st_size
             self.marks_best = seen_marks.newest_end_of(fd, st.st_size)

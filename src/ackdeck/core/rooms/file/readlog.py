@@ -24,8 +24,10 @@ import errno
 import fcntl
 import json
 import os
+import stat
 
 from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Struct
 
 TYPE_CHECKING = False
@@ -68,20 +70,21 @@ def new_id() -> str:
 
 def append(directory: str, entry: ReadEntry) -> bool:
     """Log one read; False (nothing raised) when the log cannot be written. A short write
-    (a full disk) leaves a fragment that read-back skips."""
+    (a full disk) leaves a fragment that read-back skips. O_NONBLOCK: a FIFO in the log's place
+    fails the open instead of blocking the read that logs."""
     data = encode(entry)
     try:
         try:
             fd = os.open(
                 os.path.join(directory, LOG),
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
                 0o600,
             )
         except FileNotFoundError:
             atomic.make_dir(directory)
             fd = os.open(
                 os.path.join(directory, LOG),
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
                 0o600,
             )
         try:
@@ -114,7 +117,7 @@ def decode(raw: bytes) -> list[ReadEntry]:
 
 def _entry(line: bytes) -> ReadEntry | None:
     try:
-        d = json.loads(line)
+        d = parse_json(line)
         e = ReadEntry(
             str(d["id"]),
             float(d["at"]),
@@ -135,11 +138,13 @@ def load(directory: str | Path) -> list[ReadEntry]:
     """The logged reads, oldest first (the rotated part, then the current one), each once."""
     entries: list[ReadEntry] = []
     for name in (OLD, LOG):
-        try:
-            with open(os.path.join(directory, name), "rb") as f:
-                entries.extend(decode(f.read()))
-        except (FileNotFoundError, NotADirectoryError):
+        fd = _open_log(os.path.join(directory, name), follow=True)
+        if fd is None:
             continue
+        try:
+            entries.extend(_backwards(fd, 0, dead_margin=None))  # its data, never its holes
+        finally:
+            os.close(fd)
     seen: set[str] = set()
     unique = []
     for e in entries:
@@ -153,29 +158,97 @@ def live_entries(directory: str | Path, base: int) -> list[ReadEntry]:
     """The logged reads that handed out lines still in the room (`end > base`), oldest first.
 
     Reads are logged in time order and a room's logical end only grows, so these are a suffix
-    of the log: it is read backwards in chunks until an entry ends at or before `base`, which
-    keeps a status cheap on a long log (the cost grows with the oldest line's deliveries)."""
-    path = os.path.join(directory, LOG)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except (FileNotFoundError, NotADirectoryError):
+    of the log: it is read backwards until a few entries end at or before `base`, which keeps a
+    status cheap on a long log (the cost grows with the oldest line's deliveries, never with
+    the log's size: see `_backwards`)."""
+    fd = _open_log(os.path.join(directory, LOG))
+    if fd is None:
         if not os.path.lexists(os.path.join(directory, OLD)):
             return []  # no read was logged yet (the common case of a room nobody read)
         return [e for e in load(directory) if e.end > base]  # mid-rotation: reads.1 only
     try:
-        pos = os.fstat(fd).st_size
-        tail = b""
-        while True:
-            step = min(pos, 1 << 16)
-            pos -= step
-            tail = os.pread(fd, step, pos) + tail
-            cut = tail.find(b"\n") + 1 if pos > 0 else 0
-            got = decode(tail[cut:])
-            # A margin of a few dead entries: concurrent readers append slightly out of order.
-            if pos == 0 or sum(e.end <= base for e in got) >= 8:
-                return [e for e in got if e.end > base]
+        # A margin of a few dead entries: concurrent readers append slightly out of order.
+        return [e for e in _backwards(fd, base, dead_margin=8) if e.end > base]
     finally:
         os.close(fd)
+
+
+def _open_log(path: str, *, follow: bool = False) -> int | None:
+    """The log at `path` open for reading; None when it is missing or no regular file (a
+    FIFO would block the status that reads it, a directory fail it: the read log is a side
+    record, and without it a status only counts no deliveries)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+# Bytes of the log read per step backwards, and kept at most of one line: a whole entry is a
+# few hundred bytes, so of a longer line (a torn entry a later one was glued onto, damage)
+# only its end can hold one (see `decode`).
+_STEP = 1 << 16
+_LINE = 1 << 16
+
+
+def _backwards(fd: int, base: int, dead_margin: int | None) -> list[ReadEntry]:
+    """The whole entries of the log open at `fd`, oldest first, read from its end backwards
+    until `dead_margin` entries ended at or before `base` (None: to its start).
+
+    Linear and bounded: each byte is read and decoded once (a version that decoded the whole
+    tail again at every step took 81 s over a 100 MB log), at most _LINE bytes of one line are
+    kept, and the holes of a sparse file are skipped, not read (they are NUL bytes, which no
+    entry holds): a log grown to a gigabyte by `truncate` costs what its data costs."""
+    found: list[list[ReadEntry]] = []  # per step, newest step first
+    dead = 0
+    head = b""  # the end of the line the bytes read so far begin inside, its newline included
+    for start, end in reversed(_data_extents(fd)):
+        pos = end
+        while pos > start:
+            step = min(pos - start, _STEP)
+            pos -= step
+            data = os.pread(fd, step, pos) + head
+            cut = data.find(b"\n") + 1 if pos > 0 else 0
+            if pos > 0 and cut == 0:
+                head = data[-_LINE:]  # inside one long line: only its end can hold an entry
+                continue
+            head = data[:cut][-_LINE:]
+            got = decode(data[cut:])
+            found.append(got)
+            dead += sum(e.end <= base for e in got)
+            if dead_margin is not None and dead >= dead_margin:
+                return [e for chunk in reversed(found) for e in chunk]
+    if head:
+        found.append(decode(head))
+    return [e for chunk in reversed(found) for e in chunk]
+
+
+def _data_extents(fd: int, limit: int = 1024) -> list[tuple[int, int]]:
+    """The [start, end) ranges of the file at `fd` that hold data, in order: all of it when
+    the filesystem cannot tell holes (or past `limit` ranges, the rest as one)."""
+    size = os.fstat(fd).st_size
+    out: list[tuple[int, int]] = []
+    at = 0
+    try:
+        while at < size and len(out) < limit:
+            try:
+                data = os.lseek(fd, at, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    return out  # only a hole from `at` on
+                raise
+            hole = min(os.lseek(fd, data, os.SEEK_HOLE), size)
+            out.append((data, hole))
+            at = hole
+    except (OSError, AttributeError):  # no SEEK_DATA here, or the filesystem refuses it
+        return [(0, size)] if size else []
+    if at < size and len(out) == limit:
+        out.append((at, size))
+    return out
 
 
 def deliveries(entries: Iterable[ReadEntry], epoch: int, start: int) -> int:
@@ -189,8 +262,13 @@ def rotate(directory: Path, base: int) -> None:
     live = os.path.join(directory, LOG)
     if not needs_rotation(str(directory)):
         return
-    with open(live, "rb") as f:
-        current = decode(f.read())
+    fd = _open_log(live)
+    if fd is None:
+        return  # gone, or no regular file: nothing to rotate
+    try:
+        current = _backwards(fd, base, dead_margin=None)  # its data only, never its holes
+    finally:
+        os.close(fd)
     keep = b"".join(encode(e) for e in current if e.end > base)
     tmp = atomic.write_temp(directory / LOG, [keep], mode=0o600, fsync=False)
     try:

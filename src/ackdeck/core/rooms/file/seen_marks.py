@@ -24,6 +24,7 @@ an age unknown or younger, never lose a line.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
@@ -54,7 +55,9 @@ def append(path: str, end: int, at: float, kind: bytes = SEEN) -> bool:
     """Append one mark (the room's lock held, shared or exclusive: a compaction renames the
     file under the exclusive one). False when it cannot be written (a full disk): an age
     becomes unknown or younger, and nothing else depends on it, so nothing is raised."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+    # O_NONBLOCK: a FIFO in the file's place fails the open (ENXIO) instead of blocking the
+    # push or read that marks; a directory fails it too (EISDIR). Either is "not written".
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
         try:
             fd = os.open(path, flags, 0o600)
@@ -76,10 +79,17 @@ class Marks:
         self.path = path
 
     def _open(self) -> int | None:
+        """The marks file open for reading; None when there is none, or when what is there is
+        no regular file (a FIFO would block every push and read, a directory fail them: the
+        marks are a side record, and no marks only makes ages unknown)."""
         try:
-            return os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return fd
 
     def newest_end(self) -> int:
         """The largest offset among the last records (0 without marks): cheap, the tail only."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
@@ -208,7 +209,7 @@ class Sidecar:
         finally:
             os.close(fd)
         try:
-            doc = json.loads(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
+            doc = parse_json(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
         except ValueError:
             return None
         return doc if isinstance(doc, dict) else None

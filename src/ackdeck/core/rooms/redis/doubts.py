@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState
 
@@ -55,7 +56,7 @@ class Doubts:
         if raw is None:
             return None
         try:
-            read = json.loads(raw)["read"]
+            read = parse_json(raw)["read"]
         except (ValueError, KeyError, TypeError):
             return UNKNOWN
         return read if isinstance(read, str) and read else UNKNOWN

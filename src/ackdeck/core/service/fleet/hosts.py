@@ -97,6 +97,9 @@ class FleetLink:
         self.commands = 0  # commands sent (the bench's figure); a script counts as one
         # The last publish replaced another home's snapshot under this host id (shared_id_note).
         self.shared = False
+        # The hosts the last read left out, one line each ("HOST: why"): their snapshot was
+        # not one this version can show (fleet_model.read_host).
+        self.dropped: list[str] = []
 
     def _redis(self) -> redis.Redis:
         if self._client is None:
@@ -161,8 +164,17 @@ class FleetLink:
                 pipe.hgetall(locations.fleet_host_key(fleet, h))
             got = pipe.execute() if hosts else []
             self.commands += 2 + len(hosts)
-            pubs = [fleet_model.decode(h, f) for h, f in zip(hosts, got, strict=True) if f]
-            return sec + usec / 1e6, [p for p in pubs if p is not None]
+            pubs, dropped = [], []
+            for h, f in zip(hosts, got, strict=True):
+                if not f:
+                    continue  # expired between the two round trips
+                pub, why = fleet_model.read_host(h, f)
+                if pub is not None:
+                    pubs.append(pub)
+                else:
+                    dropped.append(f"{h}: {why}")
+            self.dropped = dropped
+            return sec + usec / 1e6, pubs
 
         return self._call("read", call)
 
@@ -613,6 +625,9 @@ class FleetNote(Struct):
     # warning (another home publishes under this host id).
     note: str | None
     hosts: list[HostState]
+    # Hosts whose rows were left out, one line each ("HOST: why"): their snapshot was not one
+    # this version can show (a newer schema, NaN, nesting, a value out of its bounds).
+    dropped: list[str] = []
 
 
 class FleetListing(Struct):
@@ -656,7 +671,8 @@ def fleet_listing(
     if hosts is not None:
         states = [h for h in states if h.host in hosts]
     warn = f"warning: {link.shared_id_note()}" if link.shared else None
-    return FleetListing(_only(merged, hosts), FleetNote(s.url, s.host, True, warn, states))
+    note = FleetNote(s.url, s.host, True, warn, states, list(link.dropped))
+    return FleetListing(_only(merged, hosts), note)
 
 
 def fleet_agents(
@@ -693,7 +709,7 @@ def fleet_agents(
         kind: [r for p in others for r in fleet_model.host_rows(p, kind, server_now, local_now)]
         for kind in ("runs", "wakes")
     }
-    found = FleetNote(s.url, s.host, True, None, states)
+    found = FleetNote(s.url, s.host, True, None, states, list(link.dropped))
     return Agents(listed.checked_at, local + remote), found, rows
 
 

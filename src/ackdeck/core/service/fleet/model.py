@@ -63,20 +63,110 @@ def snapshot(host: str, clock: float, rows: Mapping[str, list[dict[str, Any]]]) 
     )
 
 
+# Bounds of what another host may publish: a snapshot is input from another machine (or from
+# anyone who can write to the fleet's Redis), so it is checked as it is read. No name, word,
+# path or evidence ackdeck writes comes near MAX_TEXT characters; no row holds a list near
+# MAX_ITEMS; times are epoch seconds and ages seconds, within TIME_BOUND (year 5138).
+MAX_PAYLOAD = 256 << 20  # bytes of one host's snapshot (100,000 rows fit in a tenth)
+MAX_TEXT = 4096
+MAX_ITEMS = 10_000
+TIME_BOUND = 1e11
+
+
 def decode(host: str, fields: Mapping[bytes, bytes]) -> Published | None:
-    """A host's hash (HGETALL), or None when it is not one this version can read (a newer
-    schema, a damaged value): such a host is left out of the listing, never an error."""
+    """A host's hash (HGETALL), or None when it is not one this version can read (see
+    `read_host`, which also says why)."""
+    return read_host(host, fields)[0]
+
+
+def read_host(host: str, fields: Mapping[bytes, bytes]) -> tuple[Published | None, str | None]:
+    """A host's hash (HGETALL) as a Published, or None and why it was left out: a newer
+    schema, or a snapshot that is not JSON this version accepts (NaN, nesting, a number out of
+    range: core/base/jsonfields.py), a value of the wrong type or out of range, a string or a
+    list past its bound. Such a host's rows are left out of every listing, and the listing
+    names it; nothing of it is ever an error, or printed."""
+    from ackdeck.core.base.jsonfields import parse
+
+    raw = fields.get(b"payload", b"")
+    if len(raw) > MAX_PAYLOAD:
+        return None, f"its snapshot is {len(raw)} bytes, past {MAX_PAYLOAD}"
     try:
-        payload = json.loads(fields[b"payload"])
+        payload = parse(raw)
         at = int(fields[b"at"]) / 1000
         ttl = float(fields[b"ttl"])
-        if not isinstance(payload, dict) or payload.get("v") != SCHEMA:
-            return None
-        clock = float(payload["clock"])
-        rows = {k: [r for r in payload.get(k, []) if isinstance(r, dict)] for k in KINDS}
-    except (KeyError, ValueError, TypeError):
-        return None
-    return Published(host, at, clock, ttl, rows)
+    except (KeyError, ValueError) as exc:  # parse and int/float give ValueError only
+        return None, f"its snapshot is not one this version reads ({_short(exc)})"
+    if not isinstance(payload, dict) or payload.get("v") != SCHEMA:
+        version = payload.get("v") if isinstance(payload, dict) else None
+        return None, f"its snapshot is of another schema ({_short(version)}, this reads {SCHEMA})"
+    clock = payload.get("clock")
+    if not _is_time(clock) or not _is_time(at) or not (_is_time(ttl) and ttl > 0):
+        return None, "its snapshot's clock, time or TTL is not a time"
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for kind in KINDS:
+        listed = payload.get(kind, [])
+        if not isinstance(listed, list):
+            return None, f"its {kind} are not a list"
+        kept = [r for r in listed if isinstance(r, dict)]
+        for i, row in enumerate(kept):
+            why = _bad_row(kind, row)
+            if why is not None:
+                return None, f"its {kind}[{i}] {why}"
+        rows[kind] = kept
+    return Published(host, at, float(clock), ttl, rows), None
+
+
+def _is_time(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and -TIME_BOUND < v < TIME_BOUND
+
+
+def _bad_row(kind: str, row: dict[str, Any]) -> str | None:
+    """Why one published row cannot be shown (None: it can): its times and ages must be
+    times (or absent, or null), every string and list within its bound, at any depth."""
+    for key in TIMES[kind] + AGES[kind]:
+        v = row.get(key)
+        if v is not None and not _is_time(v):
+            return f"{key} is not a time: {_short(v)}"
+    # The flat fields inline (a listing of 100,000 rows reads each once), nested ones walked.
+    if len(row) > MAX_ITEMS:
+        return f"holds an object of {len(row)} keys, past {MAX_ITEMS}"
+    for k, v in row.items():
+        if len(k) > MAX_TEXT:
+            return f"holds a key of {len(k)} characters, past {MAX_TEXT}"
+        t = type(v)
+        if t is str:
+            if len(v) > MAX_TEXT:
+                return f"holds a string of {len(v)} characters, past {MAX_TEXT}"
+        elif t is list or t is dict:
+            why = _bad_value(v)
+            if why is not None:
+                return why
+    return None
+
+
+def _bad_value(value: object) -> str | None:
+    # Iterative: parse bounded the depth; the walk needs no stack of its own either way.
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if len(v) > MAX_TEXT:
+                return f"holds a string of {len(v)} characters, past {MAX_TEXT}"
+        elif isinstance(v, list | dict):
+            if len(v) > MAX_ITEMS:
+                return f"holds a list of {len(v)} items, past {MAX_ITEMS}"
+            if isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            else:
+                stack.extend(v)
+    return None
+
+
+def _short(value: object) -> str:
+    """A value of a hostile snapshot as one short line: never its whole self."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def live(pub: Published, server_now: float) -> bool:
