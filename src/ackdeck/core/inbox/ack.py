@@ -348,16 +348,20 @@ class AckTransaction:
     def catch_up(self, tmp: Path) -> None:
         """Just before the rename: the temp takes the complete lines the old inode got since
         the copy (handover.py; a partial last line waits for the splice, which can tell
-        whether its writer let go). Nothing else happens between it and the rename: the
-        advanced offset is stored with the next store after it (a kill in between makes the
-        recovery carry these lines again: a duplicate, never a loss), the bytes are fsync'd
-        after it."""
+        whether its writer let go). The intent is stored again with the replaced inode's
+        offset past them before the rename: a kill right after the rename must not make the
+        recovery carry them out of that inode a second time (a producer that keeps its
+        descriptor writes its next lines there, and the sweeps take them from that offset).
+        A kill before the rename leaves the old file, and the intent's offsets are dropped
+        with it (ledger.settle). The bytes are fsync'd after the rename."""
         take = complete_prefix(handover.tail_of(self.fd, self._fd_offset))
         if not take:
             return
         self._tmp_out = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
         write_all(self._tmp_out, take)
         self._handed_over(len(take), take.count(b"\n"))
+        if self.link is not None:
+            self.site.store(self.pending)
 
     def _handed_over(self, n: int, lines: int) -> None:
         """`n` bytes (`lines` newlines) past the old inode's handed-over offset now follow in
