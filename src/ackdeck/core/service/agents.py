@@ -107,6 +107,7 @@ def _team_rows(
     state from the team's mailboxes, their mailbox as their room. ackdeck records no presence
     for them and judges no stall: Claude Code runs them, not ackdeck's hooks."""
     from ackdeck.core.presence.model import DEFAULT_S
+    from ackdeck.core.inbox.results import age
     from ackdeck.core.service.claude_teams import members
 
     wanted = None if sessions is None else set(sessions)
@@ -128,7 +129,7 @@ def _team_rows(
                 host=host,
                 rooms=[m.room],
                 unread=m.unread,
-                oldest_unread_age=None,
+                oldest_unread_age=age(m.oldest_unread_at, now) if m.unread else None,
                 pending_wakes=0,
                 last_read=None,
                 last_ack=None,
