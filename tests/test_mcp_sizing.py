@@ -138,7 +138,7 @@ async def _as_claude_code(home: Path, room: Path, tokens: int):  # noqa: ANN202 
 
 
 @pytest.mark.parametrize("tokens", [100, 200])
-async def test_a_small_max_mcp_output_tokens_is_never_exceeded_and_a_read_that_cannot_fit_records_nothing(
+async def test_a_small_max_mcp_output_tokens_is_a_ceiling_and_a_read_over_it_records_nothing(
     home: Path, tmp_path: Path, tokens: int
 ) -> None:
     # Claude Code withholds a result over MAX_MCP_OUTPUT_TOKENS (about 4 characters a token;

@@ -185,8 +185,10 @@ def test_kill9_at_each_ack_step_of_an_old_format_receipt_leaves_no_text_once_rec
     assert Room(path).status().acked_total == 2
 
 
-@pytest.mark.parametrize("write_at", ["before-size", "after-temp", "after-pending", "before-rename"])
-def test_a_held_open_producers_line_written_during_the_ack_is_delivered_once_after_a_kill_after_rename(
+@pytest.mark.parametrize(
+    "write_at", ["before-size", "after-temp", "after-pending", "before-rename"]
+)
+def test_a_held_open_producers_line_written_during_an_ack_killed_after_its_rename_arrives_once(
     tmp_path: Path, cli_env: dict[str, str], write_at: str
 ) -> None:
     # Issue 42, class 1: a producer that keeps its O_APPEND descriptor across writes writes a
