@@ -693,3 +693,36 @@ def test_a_killed_handover_of_a_shared_room_is_finished_before_another_session_t
     assert ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")["moved"] == 3
     assert ackdeck_json(cli_env, "handover", "--from", "s3", "--to", "s4")["moved"] == 0
     assert _lines(b) == LINES and _lines(c) == [] and _lines(a) == []
+
+
+def test_a_held_open_producers_line_during_a_handovers_ack_killed_after_its_rename_moves_once(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # Issue 42, class 1: a producer keeps its O_APPEND descriptor on s1's room and writes a
+    # line while the hand-over's ack copies the room; the ack's catch-up takes it, and the
+    # hand-over is killed right after the ack's rename. Its recovery carried the line out of
+    # the replaced inode again: twice in the room, so twice to the target on the re-run.
+    import os
+
+    a, b = stalled
+    held = os.open(a, os.O_WRONLY | os.O_APPEND)
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["after-temp", "after-rename"], "handover", "--from", "s1", "--to", "s2"
+    )
+    try:
+        wait_for_step(proc, marker, "after-temp")
+        os.write(held, b"during\n")
+        marker.unlink()
+        wait_for_step(proc, marker, "after-rename")
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    os.write(held, b"after\n")
+    os.close(held)
+    got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert got["resumed"] == "pushed"
+    both = Counter(_lines(a)) + Counter(_lines(b))
+    assert (both[b"during"], both[b"after"]) == (1, 1), (_lines(a), _lines(b))
+    assert Counter(_lines(b))[b"one"] == 1
