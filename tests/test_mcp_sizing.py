@@ -191,3 +191,27 @@ async def test_a_line_longer_than_the_budget_is_not_sent_and_not_recorded(
         status = (await call(client, "room_status")).structured_content
         assert status is not None and status["rooms"][0]["in_flight"] == 0
     assert room.read_bytes() == content
+
+
+async def test_process_output_whose_first_line_is_over_the_budget_says_so_and_shows_nothing(
+    home: Path, tmp_path: Path
+) -> None:
+    # The same ceiling for a process's output: a line over the budget was sent whole and
+    # marked shown (the gate then suppressed its wake) while Claude Code withheld the reply.
+    import sys
+
+    from tests.helpers.mcp import call, text_of
+
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    code = "print('L' * 5000); print('short')"
+    async with await _as_claude_code(home, room, 1_000) as client:
+        started = await call(
+            client, "process_start", {"name": "long", "argv": [sys.executable, "-c", code]}
+        )
+        assert not started.is_error, text_of(started)
+        for _ in range(2):  # nothing was marked shown: the second read finds the same line
+            got = await call(client, "process_output", {"name": "long", "timeout": 30})
+            assert got.is_error, got
+            assert "no line fits one reply" in text_of(got)
+            assert "3,000 characters" in text_of(got) and "nothing was recorded" in text_of(got)
