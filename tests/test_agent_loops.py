@@ -253,3 +253,27 @@ def test_tools_are_in_the_first_model_request(client: str, tmp_path: Path) -> No
 @pytest.mark.parametrize("client", ["claude", "codex"])
 def test_tools_are_in_the_first_model_request_every_time(client: str, tmp_path: Path) -> None:
     check_first_turns(client, tmp_path, SOAK_FIRST_TURN_RUNS)
+
+
+# ----- issue 42, class 7: a reply budget is a ceiling ---------------------------------------------
+def test_a_small_max_mcp_output_tokens_is_never_exceeded_and_what_was_withheld_is_not_recorded(
+    tmp_path: Path,
+) -> None:
+    # Claude Code shows its model nothing of a result over MAX_MCP_OUTPUT_TOKENS ("exceeds
+    # maximum allowed tokens"). At 200 tokens ackdeck's 1,000-character floor made the read
+    # bigger than that: the model got the error, and the ack that followed removed the lines.
+    # Now the server keeps under 3 characters a token; no line fits, and it says so.
+    clients.need_client("claude")
+    s = Setup(tmp_path).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(40)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    read, ack = call("claude", "room_list_new"), call("claude", "room_ack")
+    with ModelStub([*loading("claude"), read, ack, Say("done")]) as stub:
+        run = clients.claude(s, stub.url, PROMPT, extra_env={"MAX_MCP_OUTPUT_TOKENS": "200"})
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
+    view = stub.result_of(read)
+    assert "exceeds maximum allowed tokens" not in view, view[:500]
+    assert "no line fits one reply" in view and "MAX_MCP_OUTPUT_TOKENS=200" in view, view[:500]
+    left = s.room.read_text().splitlines()
+    assert left == lines  # nothing was recorded as read, so the ack removed nothing
+    assert "refused" in stub.result_of(ack)

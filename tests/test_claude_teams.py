@@ -131,9 +131,11 @@ def test_counters_mean_what_they_mean_elsewhere(teams: Path) -> None:
     assert clock is not None
     room = ClaudeMailboxRoom(teams, "demo", "team-lead", clock=lambda: clock)
     st = room.status()
-    assert (st.pending, st.acked_total, st.pushed_total) == (4, 0, 4)  # entries in the file
+    # 4 entries in the file; 3 wait for the agent (pending), the read one waits for nothing.
+    assert (st.pending, st.acked_total, st.pushed_total) == (3, 0, 4)
     agent = st.sessions["team-lead"]  # its one reader: 3 unread, 1 read
     assert (agent.unread, agent.in_flight) == (3, 0)
+    assert st.oldest_pending_at == st.oldest_unread_at
     assert st.checked_at is not None and st.oldest_unread_at is not None
     assert st.checked_at - st.oldest_unread_at == 11 * 60  # from the oldest unread timestamp
     assert agent.oldest_unread_at == st.oldest_unread_at
@@ -156,8 +158,8 @@ def test_room_status_and_trace_through_the_cli(env: dict[str, str], teams: Path)
     out = ackdeck(env, "room", "status", "claude-team://demo/team-lead", "--json")
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(out.stdout)["rooms"]
-    assert (row["pending"], row["acked_total"]) == (4, 0)
-    assert row["sessions"]["team-lead"]["unread"] == 3
+    assert (row["pending"], row["acked_total"], row["pushed_total"]) == (3, 0, 4)
+    assert row["sessions"]["team-lead"]["unread"] == row["unread"] == 3
     assert row["oldest_unread_age"] > 0
     out = ackdeck(
         env, "room", "status", "claude-team://demo/team-lead", "--session", "team-lead", "--json"
@@ -593,3 +595,52 @@ def test_team_members_are_agents(env: dict[str, str], teams: Path) -> None:
     none = ackdeck(env, "agents", "--no-claude-teams", "--json")
     assert json.loads(none.stdout)["agents"] == []
     assert {p: snapshot(p) for p in before} == before
+
+
+def _iso(at: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(at))
+
+
+def test_a_mailbox_with_6_of_10_read_counts_4_unread_with_one_age_in_every_door(
+    env: dict[str, str], teams: Path
+) -> None:
+    # Issue 42, class 6: `room status` said 10 unread at room level and 4 for the agent, the
+    # room's unread_age was the oldest entry's (a read one), and `ackdeck agents` gave the
+    # member no age at all. Claude Code delivers only unread entries (and prunes read ones
+    # when it next delivers), so 4 wait, and the oldest of those has waited the longest.
+    now = time.time()
+    docs = [
+        entry("team-lead", f"done {i}", _iso(now - 3600 + i), read=True, n=100 + i)
+        for i in range(6)
+    ] + [entry("team-lead", f"todo {i}", _iso(now - 600 + i), n=200 + i) for i in range(4)]
+    (teams / "demo" / "inboxes" / "worker.json").write_text(json.dumps(docs, indent=2))
+    oldest_unread = mb.parse_timestamp(docs[6]["timestamp"])
+    assert oldest_unread is not None
+    spec = "claude-team://demo/worker"
+
+    def status(*extra: str) -> dict:
+        out = ackdeck(env, "room", "status", spec, *extra, "--json")
+        assert out.returncode == 0, out.stderr
+        (row,) = json.loads(out.stdout)["rooms"]
+        return row
+
+    checked = time.time()
+    room, mine = status(), status("--session", "worker")
+    agents = ackdeck(env, "agents", "--json")
+    assert agents.returncode == 0, agents.stderr
+    (member,) = [a for a in json.loads(agents.stdout)["agents"] if a["session"] == "demo/worker"]
+    assert room["unread"] == mine["unread"] == member["unread"] == 4
+    assert room["sessions"]["worker"]["unread"] == 4
+    expected = checked - oldest_unread  # ~600 s; the read entries are ~3600 s old
+    slack = time.time() - checked + 5  # the three commands ran one after another
+    for age in (
+        room["unread_age"],
+        room["oldest_unread_age"],
+        mine["unread_age"],
+        member["oldest_unread_age"],
+    ):
+        assert age is not None and abs(age - expected) <= slack, (age, expected)
+    # What waits is what counts as pending: the read entries are done (pruned by Claude
+    # Code at its next delivery), and the oldest pending entry is the oldest unread.
+    assert room["pending"] == 4 and room["pushed_total"] == 10
+    assert abs(room["oldest_pending_age"] - expected) <= slack

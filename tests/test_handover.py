@@ -540,3 +540,152 @@ def test_hand_over_called_in_process_moves_pages_and_finishes_a_found_journal(
     assert again.resumed is not None and "pushed" in again.resumed
     assert _lines(a) == [] and _lines(b) == [*many, b"late"]
     assert load_journal(home, "s1") is None
+
+
+# Steps of the source room's ack (core/rooms/file/ack.py) at which the hand-over is killed: with
+# the room's inode linked into its sidecar (before the rename) and after the rename.
+ACK_STEPS = ["after-link", "after-pending", "before-rename", "after-rename", "after-commit"]
+
+
+@pytest.mark.parametrize("step", ACK_STEPS)
+def test_a_handover_killed_inside_its_source_ack_is_finished_by_a_rerun_once(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path, step: str
+) -> None:
+    # Issue 42, class 1: the re-run was refused ("a.txt has 2 hard links") because of the
+    # link the killed ack itself keeps in the sidecar, and the lines stayed in both rooms.
+    a, b = stalled
+    marker = tmp_path / "paused-at"
+    proc = start_paused(cli_env, marker, [step], "handover", "--from", "s1", "--to", "s2")
+    try:
+        wait_for_step(proc, marker, step)
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert got["resumed"] == "pushed"
+    assert (got["moved"], got["both"]) == (3, 0), got["notes"]
+    assert _lines(a) == []
+    assert _lines(b) == [b"s2's own", *LINES]
+    assert Room(a).status().acked_total == 3
+
+
+def _holds_open(pid: int, path: Path) -> bool:
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if Path(fd.readlink()) == path:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_two_sessions_sharing_a_room_handed_over_at_once_give_each_line_to_one_target(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    # Issue 42, class 1: s1 and s3 share a.txt; their hand-overs (to s2 and to s4) ran at the
+    # same moment under per-session locks, both read every line, and both targets got them.
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s3=["a.txt"], s2=["b.txt"], s4=["c.txt"])
+    a, b, c = rooms["s1"][0], rooms["s2"][0], rooms["s4"][0]
+    for line in LINES:
+        Room(a).push(line)
+    first_marker, second_marker = tmp_path / "first", tmp_path / "second"
+    step = "handover-after-journal"  # the lines are read and chosen, not pushed yet
+    first = start_paused(cli_env, first_marker, [step], "handover", "--from", "s1", "--to", "s2")
+    second = None
+    try:
+        wait_for_step(first, first_marker, step)
+        second = start_paused(
+            cli_env, second_marker, [step], "handover", "--from", "s3", "--to", "s4"
+        )
+        room_lock = locations.handover_room_lock(home, str(a))
+        # The second either waits for the room (it holds the room's lock file open, polling)
+        # or, under a per-session lock only, goes on to read the same lines.
+        eventually(
+            lambda: second_marker.exists() or _holds_open(second.pid, room_lock),
+            what="the second hand-over to wait for the room or choose its lines",
+        )
+        first_marker.unlink()
+        assert first.wait(timeout=60) == 0, first.stderr.read() if first.stderr else ""
+
+        def second_done() -> bool:
+            if second_marker.exists():
+                second_marker.unlink()
+            return second.poll() is not None
+
+        eventually(second_done, what="the second hand-over to finish")
+        assert second.returncode == 0, second.stderr.read() if second.stderr else ""
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                kill9(proc)
+    in_b, in_c = Counter(_lines(b)), Counter(_lines(c))
+    for line in LINES:
+        assert in_b[line] + in_c[line] == 1, (line, in_b, in_c)
+    assert _lines(a) == []
+
+
+def test_a_killed_handover_of_a_shared_room_is_finished_before_another_session_takes_it(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    # s1's hand-over was killed after its push: its lines are in s2's room and still in the
+    # shared room. s3's hand-over out of that room would give them to s4 as well: refused
+    # with one line naming the re-run that finishes s1's; after that re-run it moves nothing.
+    rooms = _agents(home, tmp_path, s1=["a.txt"], s3=["a.txt"], s2=["b.txt"], s4=["c.txt"])
+    a, b, c = rooms["s1"][0], rooms["s2"][0], rooms["s4"][0]
+    for line in LINES:
+        Room(a).push(line)
+    marker = tmp_path / "paused-at"
+    step = "handover-after-push"
+    proc = start_paused(cli_env, marker, [step], "handover", "--from", "s1", "--to", "s2")
+    try:
+        wait_for_step(proc, marker, step)
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    out = ackdeck(cli_env, "handover", "--from", "s3", "--to", "s4")
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and "ackdeck handover --from s1 --to s2" in lines[0], out.stderr
+    assert _lines(c) == []
+    assert ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")["moved"] == 3
+    assert ackdeck_json(cli_env, "handover", "--from", "s3", "--to", "s4")["moved"] == 0
+    assert _lines(b) == LINES and _lines(c) == [] and _lines(a) == []
+
+
+def test_a_held_open_producers_line_during_a_handovers_ack_killed_after_its_rename_moves_once(
+    cli_env: dict[str, str], stalled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # Issue 42, class 1: a producer keeps its O_APPEND descriptor on s1's room and writes a
+    # line while the hand-over's ack copies the room; the ack's catch-up takes it, and the
+    # hand-over is killed right after the ack's rename. Its recovery carried the line out of
+    # the replaced inode again: twice in the room, so twice to the target on the re-run.
+    import os
+
+    a, b = stalled
+    held = os.open(a, os.O_WRONLY | os.O_APPEND)
+    marker = tmp_path / "paused-at"
+    proc = start_paused(
+        cli_env, marker, ["after-temp", "after-rename"], "handover", "--from", "s1", "--to", "s2"
+    )
+    try:
+        wait_for_step(proc, marker, "after-temp")
+        os.write(held, b"during\n")
+        marker.unlink()
+        wait_for_step(proc, marker, "after-rename")
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            kill9(proc)
+    os.write(held, b"after\n")
+    os.close(held)
+    got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
+    assert got["resumed"] == "pushed"
+    both = Counter(_lines(a)) + Counter(_lines(b))
+    assert (both[b"during"], both[b"after"]) == (1, 1), (_lines(a), _lines(b))
+    assert Counter(_lines(b))[b"one"] == 1

@@ -119,3 +119,99 @@ def test_request_key_keeps_the_ids_type() -> None:
             request_id = 7
 
     assert request_key(Ctx()) == "7" and request_key(Ctx()) != json.dumps("7")
+
+
+# ----- issue 42, class 7: a reply budget is a ceiling -------------------------------------------
+async def _as_claude_code(home: Path, room: Path, tokens: int):  # noqa: ANN202 - a context
+    from mcp import Client
+    from mcp.types import Implementation
+
+    from tests.helpers.mcp import server_params
+
+    params = server_params(home, [room])
+    params.env = {**(params.env or {}), "MAX_MCP_OUTPUT_TOKENS": str(tokens)}
+    return Client(
+        params,
+        read_timeout_seconds=60,
+        client_info=Implementation(name="claude-code", version="2.1.328"),
+    )
+
+
+@pytest.mark.parametrize("tokens", [100, 200])
+async def test_a_small_max_mcp_output_tokens_is_a_ceiling_and_a_read_over_it_records_nothing(
+    home: Path, tmp_path: Path, tokens: int
+) -> None:
+    # Claude Code withholds a result over MAX_MCP_OUTPUT_TOKENS (about 4 characters a token;
+    # ackdeck budgets 3). A 1,000-character floor let a read carry more than that: Claude Code
+    # showed its model nothing, and ackdeck recorded the lines as read.
+    from tests.helpers.mcp import call, error_of, text_of
+
+    room = tmp_path / "inbox.txt"
+    content = b"".join(b"line %03d " % i + b"x" * 40 + b"\n" for i in range(100))
+    room.write_bytes(content)
+    ceiling = tokens * 3
+    async with await _as_claude_code(home, room, tokens) as client:
+        got = await call(client, "room_list_new")
+        if got.is_error:
+            err = error_of(got)
+            assert err["error"] == "NotDelivered"
+            assert f"MAX_MCP_OUTPUT_TOKENS={tokens}" in text_of(got)
+            assert f"{ceiling:,} characters" in text_of(got)
+            assert "nothing was recorded" in text_of(got)
+            assert js_length(text_of(got)) <= ceiling
+            # Nothing was read: no receipt to ack, every line still unread.
+            ack = await call(client, "room_ack")
+            assert ack.is_error and "refused" in text_of(ack)
+            status = (await call(client, "room_status")).structured_content
+            assert status is not None
+            row = status["rooms"][0]
+            assert (row["unread"], row["in_flight"]) == (100, 0), row
+        else:
+            assert js_length(shown(got.model_dump(by_alias=True))) <= ceiling
+    assert room.read_bytes() == content
+    assert got.is_error  # 300 or 600 characters: no line fits with the reply around it
+
+
+async def test_a_line_longer_than_the_budget_is_not_sent_and_not_recorded(
+    home: Path, tmp_path: Path
+) -> None:
+    # "A line is never cut" sent one line over the budget whole: Claude Code, under its
+    # MAX_MCP_OUTPUT_TOKENS, withheld it, and the read was recorded. Say so; record nothing.
+    from tests.helpers.mcp import call, text_of
+
+    room = tmp_path / "inbox.txt"
+    content = b"L" * 5_000 + b"\nshort\n"
+    room.write_bytes(content)
+    async with await _as_claude_code(home, room, 1_000) as client:
+        got = await call(client, "room_list_new")
+        assert got.is_error, got
+        assert "3,000 characters" in text_of(got) and "MAX_MCP_OUTPUT_TOKENS" in text_of(got)
+        acked = await call(client, "room_ack", {"all": True})
+        assert acked.is_error and "nothing was recorded" in text_of(acked)
+        status = (await call(client, "room_status")).structured_content
+        assert status is not None and status["rooms"][0]["in_flight"] == 0
+    assert room.read_bytes() == content
+
+
+async def test_process_output_whose_first_line_is_over_the_budget_says_so_and_shows_nothing(
+    home: Path, tmp_path: Path
+) -> None:
+    # The same ceiling for a process's output: a line over the budget was sent whole and
+    # marked shown (the gate then suppressed its wake) while Claude Code withheld the reply.
+    import sys
+
+    from tests.helpers.mcp import call, text_of
+
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    code = "print('L' * 5000); print('short')"
+    async with await _as_claude_code(home, room, 1_000) as client:
+        started = await call(
+            client, "process_start", {"name": "long", "argv": [sys.executable, "-c", code]}
+        )
+        assert not started.is_error, text_of(started)
+        for _ in range(2):  # nothing was marked shown: the second read finds the same line
+            got = await call(client, "process_output", {"name": "long", "timeout": 30})
+            assert got.is_error, got
+            assert "no line fits one reply" in text_of(got)
+            assert "3,000 characters" in text_of(got) and "nothing was recorded" in text_of(got)

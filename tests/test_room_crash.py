@@ -184,3 +184,38 @@ def test_kill9_at_each_ack_step_of_an_old_format_receipt_leaves_no_text_once_rec
     assert path.read_bytes() == b"late\n"
     assert b"secret" not in receipt.read_bytes()
     assert Room(path).status().acked_total == 2
+
+
+@pytest.mark.parametrize(
+    "write_at", ["before-size", "after-temp", "after-pending", "before-rename"]
+)
+def test_a_held_open_producers_line_written_during_an_ack_killed_after_its_rename_arrives_once(
+    tmp_path: Path, cli_env: dict[str, str], write_at: str
+) -> None:
+    # Issue 42, class 1: a producer that keeps its O_APPEND descriptor across writes writes a
+    # line while the ack is in flight; the ack's catch-up hands it to the new file, and the
+    # ack is killed right after its rename. The recovery carried it out of the replaced inode
+    # a second time (the catch-up's offset was not stored yet).
+    path = tmp_path / "inbox.txt"
+    path.write_bytes(b"a\nb\n")
+    Room(path).read("s")
+    held = os.open(path, os.O_WRONLY | os.O_APPEND)
+    marker = tmp_path / "paused-at"
+    proc = start_paused_ack(path, marker, [write_at, "after-rename"], cli_env)
+    try:
+        wait_for_step(proc, marker, write_at)
+        os.write(held, b"during\n")
+        marker.unlink()
+        wait_for_step(proc, marker, "after-rename")
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    os.write(held, b"after\n")  # the same writer, still on the replaced inode
+    os.close(held)
+    got = Room(path).read("s2").lines
+    assert Counter(got) == Counter([b"during", b"after"]), (write_at, got)
+    assert Counter(_lines(path.read_bytes())) == Counter([b"during", b"after"])
+    st = Room(path).status()
+    assert (st.acked_total, st.pending) == (2, 2)

@@ -140,3 +140,32 @@ def test_a_tail_is_spliced_at_its_byte_whatever_the_chunking() -> None:
         for size in (1, 2, 3, len(data) + 1):
             chunks = [data[i : i + size] for i in range(0, len(data), size)]
             assert b"".join(spliced(chunks, at, b"XY")) == data[:at] + b"XY" + data[at:]
+
+
+@pytest.mark.parametrize("tail", ["L1\\n", "L1"])
+def test_a_tail_spliced_by_an_ack_killed_right_after_the_splice_is_in_the_room_once(
+    tmp_path: Path, cli_env: dict[str, str], tail: str
+) -> None:
+    # Issue 42, class 1: the splice put the replaced inode's tail into the room by a rename,
+    # and a kill right after it made the recovery carry that tail out of the inode again (a
+    # duplicate line, or a duplicated half glued onto the next one).
+    from tests.helpers.pauses import kill9
+
+    path = _room_with_a_read(tmp_path)
+    marker = path.with_name("paused-at")
+    proc = start_paused_ack(path, marker, ["before-rename", "after-splice-rename"], cli_env)
+    try:
+        wait_for_step(proc, marker, "before-rename")
+        _half(path, tail)  # after the catch-up, into the inode being replaced
+        marker.unlink()
+        wait_for_step(proc, marker, "after-splice-rename")
+        kill9(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if not tail.endswith("\\n"):
+        _half(path, "\\n")  # the line's second half, through the path
+    _half(path, "L2\\n")
+    assert _settled_lines(path) == [b"b", b"L1", b"L2"]
+    assert Room(path).status().acked_total == 1

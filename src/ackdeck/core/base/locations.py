@@ -285,6 +285,18 @@ def handover_lock(home: Path, session: str) -> Path:
     return lock_file(handovers_dir(home), check_name(session), listed=True)
 
 
+def handover_room_lock(home: Path, room: str) -> Path:
+    """Held for the whole hand-over out of `room` (a room spec; a file room by its resolved
+    path), whichever session it hands over: two sessions sharing a room would otherwise both
+    read its lines and give them to two targets. A digest names it (any room name fits), after
+    a `+` no session name has (so it never meets a session's lock)."""
+    import hashlib  # off the per-turn path: only a hand-over names this lock
+
+    key = room if "://" in room else os.path.realpath(room)
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return lock_file(handovers_dir(home), f"room+{digest}", listed=True)
+
+
 def default_home(env: Mapping[str, str]) -> Path:
     """$ACKDECK_HOME, else ~/.ackdeck (not created: resolve_home does that)."""
     return Path(env.get("ACKDECK_HOME") or Path.home() / ".ackdeck")
@@ -535,6 +547,12 @@ FILES: tuple[Place, ...] = (
         "handover_journal",
     ),
     Place("home", "handovers/.SESSION.lock", "one hand-over of SESSION at a time", "handover_lock"),
+    Place(
+        "home",
+        "handovers/.room+DIGEST.lock",
+        "one hand-over out of a room at a time, whichever session shares it",
+        "handover_room_lock",
+    ),
     Place("home", "handovers/", "the journals of unfinished hand-overs", "handovers_dir"),
     Place(
         "home",

@@ -54,6 +54,8 @@ from ackdeck.core.mcp.sizing import (
     check_reply_chars,
     client_view,
     fit,
+    line_cost,
+    no_line_fits,
     shown_json,
 )
 from ackdeck.core.service import procs, rooms, wakes
@@ -164,7 +166,14 @@ class AgentDoor:
             fixed = self.view.size(empty.text)
         fixed += 400  # the counts and `next` say more once lines are cut; Codex's header
         marked = set(got.invalid_utf8) if self.view.view == STRUCTURED else set()
-        return fit(got.texts(), self.view, fixed, marked)
+        texts = got.texts()
+        n = fit(texts, self.view, fixed, marked)
+        if n == 0 and texts:
+            # Sent anyway, the reply would be withheld or cut by the client while the read
+            # (or ack-all) is recorded: fail the call instead, which records nothing.
+            need = fixed + line_cost(texts[0], 0, self.view, marked)
+            raise NotDelivered(no_line_fits(self.view, need))
+        return n
 
     def _reply(self, res: Result, text: str, body: Sequence[str] = (), **kw: Any) -> Reply:
         """A reply in the view its client shows the model: lines in the text only for a client

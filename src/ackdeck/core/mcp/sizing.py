@@ -41,6 +41,8 @@ class ClientView:
     view: str  # STRUCTURED | TEXT
     chars: int  # the largest result it shows whole, in `unit`s of that view
     unit: str = UTF16
+    # Where `chars` comes from, and how the owner raises it (no_line_fits says it).
+    why: str = "this server's budget; raise it with ackdeck mcp --reply-chars"
 
     def size(self, text: str) -> int:
         if self.unit == UTF8:
@@ -67,21 +69,32 @@ CHARS_PER_TOKEN = 3
 def client_view(
     name: str | None, override: int | None = None, env: Mapping[str, str] = os.environ
 ) -> ClientView:
-    """The view and budget for client `name` (`override`: `--reply-chars`)."""
+    """The view and budget for client `name` (`override`: `--reply-chars`).
+
+    A client's own ceiling wins over everything: Claude Code shows its model nothing of a
+    result over MAX_MCP_OUTPUT_TOKENS (the server inherits its environment), so neither
+    `--reply-chars` nor the 1,000-character floor of that option may lift the budget above
+    it, however small it is."""
     client = name or ""
     view, chars, unit = DEFAULT_VIEW, DEFAULT_CHARS, UTF16
     for prefix, known in KNOWN.items():
         if client.lower().startswith(prefix):
             view, chars, unit = known
             break
+    why = ClientView.why
+    if override is not None:
+        chars = override
+    chars = max(MIN_CHARS, chars)
     if client.lower().startswith(claude_code.CLIENT_NAME):
         # Claude Code honours MAX_MCP_OUTPUT_TOKENS (the server inherits its environment).
         tokens = _int(env.get(claude_code.MAX_OUTPUT_TOKENS_ENV))
-        if tokens is not None and tokens > 0:
-            chars = min(chars, tokens * CHARS_PER_TOKEN)
-    if override is not None:
-        chars = override
-    return ClientView(client, view, max(MIN_CHARS, chars), unit)
+        if tokens is not None and tokens > 0 and tokens * CHARS_PER_TOKEN < chars:
+            chars = tokens * CHARS_PER_TOKEN
+            why = (
+                f"MAX_MCP_OUTPUT_TOKENS={tokens} at {CHARS_PER_TOKEN} a token; raise it in "
+                "Claude Code's environment"
+            )
+    return ClientView(client, view, chars, unit, why)
 
 
 def _int(text: str | None) -> int | None:
@@ -108,20 +121,35 @@ def shown_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def line_cost(line: str, index: int, view: ClientView, marked: Collection[int] = ()) -> int:
+    """What line `index` adds to a reply, as `view` measures it. `marked`: the indexes the
+    structured content also lists (lines whose invalid UTF-8 was replaced: `invalid_utf8`),
+    each of which costs its number."""
+    if view.view == STRUCTURED:
+        size = view.size(shown_json(line)) + 1  # the quoted, escaped string and a comma
+        return size + (len(str(index)) + 1 if index in marked else 0)
+    return view.size(line) + 1
+
+
 def fit(lines: Sequence[str], view: ClientView, fixed: int, marked: Collection[int] = ()) -> int:
     """How many of `lines` (decoded, from the first) fit in one reply whose other content
-    takes `fixed` characters: always at least one, so a single long line still gets through
-    (a line is never cut). `marked`: the indexes the structured content also lists (lines
-    whose invalid UTF-8 was replaced: `invalid_utf8`), each of which costs its number."""
+    takes `fixed` characters. A line is never cut, and the budget is a ceiling: 0 when even
+    the first does not fit (the client would hide or withhold the reply; no_line_fits says
+    so instead)."""
     budget = view.chars - fixed
     size = 0
     for i, line in enumerate(lines):
-        if view.view == STRUCTURED:
-            size += view.size(shown_json(line)) + 1  # the quoted, escaped string and a comma
-            if i in marked:
-                size += len(str(i)) + 1
-        else:
-            size += view.size(line) + 1
-        if size > budget and i > 0:
+        size += line_cost(line, i, view, marked)
+        if size > budget:
             return i
     return len(lines)
+
+
+def no_line_fits(view: ClientView, need: int) -> str:
+    """The one line a door answers with when no line fits a reply (pure): what the reply
+    would take, the budget and where it comes from. Short: it is a reply under that budget."""
+    return (
+        f"no line fits one reply: the first takes {need:,} characters with the reply around "
+        f"it, over the {view.chars:,} characters this client shows whole ({view.why}); "
+        "nothing was recorded"
+    )

@@ -109,6 +109,7 @@ def _team_rows(
     """Claude Code team members as agents (origin "claude-team", session `TEAM/NAME`): their
     state from the team's mailboxes, their mailbox as their room. ackdeck records no presence
     for them and judges no stall: Claude Code runs them, not ackdeck's hooks."""
+    from ackdeck.core.rooms.results import age
     from ackdeck.core.presence.model import DEFAULT_S
     from ackdeck.core.service.claude_teams import members
 
@@ -131,7 +132,7 @@ def _team_rows(
                 host=host,
                 rooms=[m.room],
                 unread=m.unread,
-                oldest_unread_age=None,
+                oldest_unread_age=age(m.oldest_unread_at, now) if m.unread else None,
                 pending_wakes=0,
                 last_read=None,
                 last_ack=None,

@@ -90,7 +90,10 @@ class MailboxLines(HeldLines):
         self.room = room
 
     def _load(self) -> list[bytes]:
-        return [entry_line(e) for e in self.room.entries()]
+        # What waits for the agent, as the room's `pending` counts it (the Pending cell shows
+        # this panel's count): a read entry is never delivered again (Claude Code drops it at
+        # its next delivery), like an acked line. `team show` lists every entry.
+        return [entry_line(e) for e in self.room.entries() if not e.read]
 
     def first_page(self, cancelled: Cancelled | None = None) -> bool:
         self.lines.extend(self._load()[len(self.lines) :])

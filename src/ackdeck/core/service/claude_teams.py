@@ -70,6 +70,9 @@ class TeamMember(Struct):
     unread: int  # entries in its own mailbox it has not read
     problem: str | None = None  # a mailbox ackdeck could not read, in one line
     since: float | None = None  # when it sent the notice its state comes from
+    # When the oldest of its unread entries was sent (None: nothing unread, or not dated).
+    # With `unread`, from its mailbox's room status: what `room status` shows.
+    oldest_unread_at: float | None = None
 
 
 def _str(doc: dict, key: str) -> str | None:
@@ -95,7 +98,7 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
         # What each member sent, newest last, across the team's mailboxes.
         sent: dict[str, list[tuple[float, str, bool]]] = {}
         problems: dict[str, str] = {}
-        unread: dict[str, int] = {}
+        waiting: dict[str, tuple[int, float | None]] = {}
         for agent in _names(locations.claude_inboxes_dir(teams, team), suffix=".json"):
             room = ClaudeMailboxRoom(teams, team, agent)
             try:
@@ -103,7 +106,10 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
             except AckdeckError as exc:
                 problems[agent] = str(exc)
                 continue
-            unread[agent] = sum(not e.read for e in entries)
+            # The agent's counts as its room's status gives them to `room status`: one
+            # result, so the Agents panel and `agents` can never disagree with it.
+            st = room.status(entries=entries)
+            waiting[agent] = (st.counts_of(agent)[1], st.oldest_unread_at)
             for e in entries:
                 if e.event is not None and e.at is not None:
                     sent.setdefault(e.sender, []).append((e.at, e.event.kind, e.event.pending))
@@ -120,6 +126,7 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
                 state = "active"
             else:
                 state = "unknown"
+            unread, oldest = waiting.get(locations.claude_name(name), (0, None))
             out.append(
                 TeamMember(
                     team,
@@ -131,9 +138,10 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
                     _str(m, "cwd"),
                     spec_of(team, locations.claude_name(name)),
                     state,
-                    unread.get(locations.claude_name(name), 0),
+                    unread,
                     problems.get(locations.claude_name(name)),
                     since=notices[-1][0] if notices else None,
+                    oldest_unread_at=oldest,
                 )
             )
     return out

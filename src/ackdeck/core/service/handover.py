@@ -43,7 +43,7 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import load_record, store_record
 from ackdeck.core.base.struct import Struct, derived
 from ackdeck.core.base.text import counted
-from ackdeck.core.errors import ColdAck, InvalidInput
+from ackdeck.core.errors import AckdeckError, ColdAck, InvalidInput
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -169,10 +169,7 @@ def _check_rooms(
         raise InvalidInput(
             f"{source} and {target} share the room {src_spec} (as {dst_spec}): nothing to move"
         )
-    try:
-        links = os.stat(src_spec).st_nlink
-    except OSError:
-        links = 1
+    links = _other_names(src_spec)
     if links > 1:
         raise InvalidInput(
             f"{src_spec} has {links} hard links: its lines could not be acked after the push; "
@@ -183,6 +180,22 @@ def _check_rooms(
             f"--to-room {dst_spec} does not exist and is not a room of {target} (its rooms: "
             f"{', '.join(target_rooms)})"
         )
+
+
+def _other_names(spec: str) -> int:
+    """The names the room file at `spec` has, not counting ackdeck's own link in its sidecar
+    (an ack killed before its rename, a hand-over's own included, leaves one; the re-run that
+    finishes that hand-over must not be refused for it)."""
+    from pathlib import Path
+
+    from ackdeck.core.base.locations import sidecar
+    from ackdeck.core.rooms.file.prev_inodes import own_links
+
+    try:
+        st = os.stat(spec)
+    except OSError:
+        return 1
+    return st.st_nlink - own_links(sidecar(Path(os.path.realpath(spec))), st)
 
 
 def target_room(rooms: Sequence[str], wanted: str | None) -> str | None:
@@ -271,13 +284,43 @@ def hand_over(
         dst_spec = choose_room(target, target_rooms, None, "--to-room")
     _check_rooms(source, target, src_spec, dst_spec, target_rooms)
     os.makedirs(locations.handovers_dir(home), mode=0o700, exist_ok=True)
-    with locked(locations.handover_lock(home, source), timeout=LOCK_WAIT_S):
+    # One hand-over of a session at a time (its journal), and one out of a room at a time,
+    # whichever session shares it: a second would read the same lines before the first acks
+    # them and give them to its own target as well. Always in this order.
+    with (
+        locked(locations.handover_lock(home, source), timeout=LOCK_WAIT_S),
+        locked(locations.handover_room_lock(home, src_spec), timeout=LOCK_WAIT_S),
+    ):
+        _refuse_unfinished(home, source, src_spec)
         src, dst = _open(src_spec, clock, door, home), _open(dst_spec, clock, door, home)
         try:
             return _run(home, source, target, src, dst, src_spec, dst_spec, clock)
         finally:
             src.close()
             dst.close()
+
+
+def _refuse_unfinished(home: Path, source: str, src_spec: str) -> None:
+    """Refuse while another session's hand-over out of the same room is unfinished (killed):
+    its lines are still in the room, already pushed to its target, and this one would give
+    them to a second target. Its own re-run finishes it."""
+    try:
+        names = sorted(os.listdir(locations.handovers_dir(home)))
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(".json") or name == f"{source}.json":
+            continue
+        try:
+            other = load_journal(home, name[: -len(".json")])
+        except AckdeckError:
+            continue  # not a journal, or a damaged one: its own hand-over names it
+        if other is not None and other.from_room == src_spec and other.source != source:
+            raise InvalidInput(
+                f"an unfinished hand-over of {other.source}'s lines from {src_spec} to "
+                f"{other.target} holds lines of this room; finish it first: ackdeck handover "
+                f"--from {other.source} --to {other.target}"
+            )
 
 
 def _here(session: str, known: set[str]) -> str:

@@ -4,10 +4,13 @@ with it, through the room interface (core/rooms/room_backend.py) where its words
 - **Looking is not reading.** status, tail, find and trace only read the file; nothing ackdeck
   does while showing a mailbox changes it. `read` and `ack` are refused: the mailbox is read
   by its agent, and an entry's `read` flag is the agent's (Claude Code's) to set.
-- **status** counts in the room's own words: `pending` is every entry in the file (read ones
-  stay until newer Claude Code prunes them once delivered), the agent is the one reading
-  session, its `unread` the entries not yet read (`read` false or missing) and their age from
-  the oldest one's `timestamp`; nothing is ever acked by ackdeck (`acked_total` 0).
+- **status** counts in the room's own words, one set of numbers for the room and its agent
+  (the one reading session): what waits is the entries not yet read (`read` false or
+  missing), and only those: Claude Code 2.1.328 delivers only unread entries, removes each
+  once delivered, and drops the read ones with it, so a read entry still in the file waits for
+  nothing. So `pending`, the room's `unread` and the agent's `unread` are those entries, and
+  every age is the oldest one's (`timestamp`); `pushed_total` is every entry in the file;
+  nothing is ever acked by ackdeck (`acked_total` 0).
 - **push** appends one entry in Claude Code's shape under Claude Code's own lock
   (core/clients/claude_code/lock.py) and replaces the file atomically (temp, fsync, rename, fsync of
   the directory), so nothing Claude Code writes meanwhile is lost.
@@ -149,15 +152,17 @@ class ClaudeMailboxRoom:
     def exists(self) -> bool:
         return self.inbox.is_file()
 
-    def status(self, counts: LineCounts | None = None) -> RoomStatus:
+    def status(
+        self, counts: LineCounts | None = None, *, entries: list[mb.MailEntry] | None = None
+    ) -> RoomStatus:
+        """The mailbox's counts (see the module); `entries`: as entries() just returned them
+        (a caller that needs them too reads the file once)."""
         now = self._clock()
-        entries = self.entries()
-        s = mb.summarize(entries)
-        oldest = min((e.at for e in entries if e.at is not None), default=None)
+        s = mb.summarize(self.entries() if entries is None else entries)
         return RoomStatus(
             path=str(self.inbox),
             exists=self.exists(),
-            pending=s.total,
+            pending=s.unread,
             partial_bytes=0,
             acked_total=0,
             preserved_total=0,
@@ -169,7 +174,7 @@ class ClaudeMailboxRoom:
                 self.agent: SessionStatus(0, s.unread, None, s.oldest_unread_at),
             },
             checked_at=now,
-            oldest_pending_at=oldest,
+            oldest_pending_at=s.oldest_unread_at,
             oldest_unread_at=s.oldest_unread_at,
         )
 

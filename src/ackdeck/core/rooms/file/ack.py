@@ -348,16 +348,20 @@ class AckTransaction:
     def catch_up(self, tmp: Path) -> None:
         """Just before the rename: the temp takes the complete lines the old inode got since
         the copy (carry_over.py; a partial last line waits for the splice, which can tell
-        whether its writer let go). Nothing else happens between it and the rename: the
-        advanced offset is stored with the next store after it (a kill in between makes the
-        recovery carry these lines again: a duplicate, never a loss), the bytes are fsync'd
-        after it."""
+        whether its writer let go). The intent is stored again with the replaced inode's
+        offset past them before the rename: a kill right after the rename must not make the
+        recovery carry them out of that inode a second time (a producer that keeps its
+        descriptor writes its next lines there, and the sweeps take them from that offset).
+        A kill before the rename leaves the old file, and the intent's offsets are dropped
+        with it (ledger.settle). The bytes are fsync'd after the rename."""
         take = complete_prefix(carry_over.tail_of(self.fd, self._fd_offset))
         if not take:
             return
         self._tmp_out = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
         write_all(self._tmp_out, take)
         self._handed_over(len(take), take.count(b"\n"))
+        if self.link is not None:
+            self.site.store(self.pending)
 
     def _handed_over(self, n: int, lines: int) -> None:
         """`n` bytes (`lines` newlines) past the old inode's handed-over offset now follow in
@@ -434,9 +438,9 @@ class AckTransaction:
         replaced inode got a final tail after the catch-up (a producer's write landed between
         it and the rename), rewrite the new file with that tail where it belongs, right after
         what this ack put there (carry_over.py). True if it did; the inode it replaced is then
-        the one to check. The intent names the splice's output before its rename, so a kill
-        on either side of it is recovered as this ack (a kill right after it may carry the
-        tail a second time: a duplicate, never a loss)."""
+        the one to check. The intent names the splice's output before its rename, and where
+        the tail's inode stands once it happened (`spliced_tail`), so a kill on either side
+        of it is recovered as this ack, the tail carried exactly once."""
         if self.link is None:
             return False
         # Held first, then the tail: nobody can open the replaced inode any more, so once no
@@ -467,7 +471,7 @@ class AckTransaction:
                 if link is None:
                     atomic.unlink_quietly(tmp)
                     return False
-                self._splice_intent(tmp, nst, link, end)
+                self._splice_intent(tmp, nst, link, end, len(tail))
                 if not same_inode(path, nst):
                     self.site.store(before)
                     self.pending = before
@@ -481,6 +485,13 @@ class AckTransaction:
                 if late:
                     self._tmp_out = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
                     write_all(self._tmp_out, late)
+                    # Stored before the rename, as the ack's catch-up is: if the rename does
+                    # not happen, the file it replaces is still the room and this entry is
+                    # dropped (ledger.settle); if it does, these bytes are never carried again.
+                    prev = self.pending.prev
+                    newest = prev[-1].replace(offset=end + len(late))
+                    self.pending = self.pending.replace(prev=[*prev[:-1], newest])
+                    self.site.store(self.pending)
                 pause("before-splice-rename")
             except BaseException:
                 self._close_tmp_out()
@@ -511,19 +522,27 @@ class AckTransaction:
         self.st, self.link, self._fd_offset = nst, link, end + len(late)
         return True
 
-    def _splice_intent(self, tmp: Path, nst: os.stat_result, link: Path, offset: int) -> None:
+    def _splice_intent(
+        self, tmp: Path, nst: os.stat_result, link: Path, offset: int, tail: int
+    ) -> None:
         """Record the splice before its rename: its output (recognised like the ack's own),
-        and the inode it replaces, linked for late writers, handed over up to `offset`."""
+        the inode it replaces, linked for late writers, handed over up to `offset`, and the
+        inode its `tail` bytes came from as it is once the rename happened (recovery adopts
+        that only if it did)."""
         with open(tmp, "rb") as f:
             head = f.read(L.HEAD_BYTES)
         spliced = L.identity_of(L.stat_of(os.stat(tmp), birth_ns_path(tmp)), head)
         intent = self.pending.pending
         assert intent is not None
+        source = self.pending.prev[-1]  # the inode the last rename replaced: self.fd's
         entry = L.PrevInode(
             name=link.name, dev=nst.st_dev, ino=nst.st_ino, offset=offset, since=self.site.clock()
         )
         self.pending = self.pending.replace(
-            pending=intent.replace(spliced=spliced), prev=[*self.pending.prev, entry]
+            pending=intent.replace(
+                spliced=spliced, spliced_tail=source.replace(offset=source.offset + tail)
+            ),
+            prev=[*self.pending.prev, entry],
         )
         self.site.store(self.pending)
 

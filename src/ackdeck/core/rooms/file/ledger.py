@@ -96,6 +96,10 @@ class PendingRewrite(Struct, kw_only=True):
     # The file the ack put in the room's place by a second rename, to place a late tail
     # (core/rooms/file/carry_over.py): recognised as the ack's output like `identity`.
     spliced: Sparse[FileIdentity | None] = None
+    # The replaced inode that tail came from, as it is once that rename happened (its offset
+    # past the tail): recovery adopts it only when the room is `spliced`, so a kill right after
+    # the splice's rename does not carry the tail again, and one before it still carries it.
+    spliced_tail: Sparse[PrevInode | None] = None
 
 
 class Ledger(Struct, kw_only=True):
@@ -368,6 +372,10 @@ def settle_counters(
         ident = pending.identity
         if pending.spliced is not None and (pending.spliced.dev, pending.spliced.ino) == file:
             ident = pending.spliced
+            tail = pending.spliced_tail
+            if tail is not None:
+                key = (tail.name, tail.dev, tail.ino)
+                prev = [tail if (p.name, p.dev, p.ino) == key else p for p in prev]
         done = ledger.replace(identity=ident, base=pending.base, pending=None, prev=prev)
         if pending.dead is not None:
             return done.replace(dead_total=ledger.dead_total + pending.acked)

@@ -242,6 +242,27 @@ def late_bytes(link: Path, p: L.PrevInode, *, final: bool) -> bytes | None:
     return late if final else complete_prefix(late)
 
 
+def own_links(sidecar: Path, st: os.stat_result) -> int:
+    """How many of the room inode `st`'s names are ackdeck's own links in its `sidecar`: an
+    ack killed between its link and its rename leaves one to the live file, which the next
+    exclusive operation removes (so it is no other name to refuse the room for)."""
+    try:
+        entries = list(os.scandir(sidecar))
+    except OSError:
+        return 0
+    own = 0
+    for entry in entries:
+        if not entry.name.startswith(PREV_PREFIX):
+            continue
+        try:
+            est = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if (est.st_dev, est.st_ino) == (st.st_dev, st.st_ino):
+            own += 1
+    return own
+
+
 def link_old_inode(room: Path, sidecar: Path, st: os.stat_result) -> Path | None:
     """Hard-link the room's current inode into the sidecar; None if links are unsupported.
 
