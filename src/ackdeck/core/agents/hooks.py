@@ -33,8 +33,9 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted, display
 from ackdeck.core.errors import AckdeckError, InvalidInput
-from ackdeck.core.service.deck import Deck
-from ackdeck.core.service.refs import display_of, parse_room
+
+# The service (rooms, wakes) is imported by the hooks that look at rooms or wakes: `hooks
+# notify` and `hooks end` only record presence, and installing needs neither.
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -115,6 +116,8 @@ def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:
 def hook_room(room: str | os.PathLike[str]) -> str:
     """A room as a hook or a set-up's server names it: absolute, a redis URL without its
     password."""
+    from ackdeck.core.service.refs import parse_room
+
     return parse_room(room, env={}).display
 
 
@@ -318,6 +321,9 @@ def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
 # ----- what the hooks print ---------------------------------------------------------------------
 def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
     """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say."""
+    from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.refs import display_of
+
     deck = Deck(session=session)
     parts: list[str] = []
     for r in rooms:
@@ -347,6 +353,9 @@ def _clip(line: str) -> str:
 
 def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
     """The SessionStart instructions. Names the consumed-only sequence and forbids truncation."""
+    from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.refs import display_of
+
     deck = Deck(session=session)
     lines = [
         f"ackdeck: you are session {session!r}.",
@@ -456,6 +465,7 @@ def stop_hook(
     once delivered): if it answers False, nothing is acked and the wakes stay pending."""
     from ackdeck.core.agents.noticer import Noticer
     from ackdeck.core.agents.notices import Notice
+    from ackdeck.core.service.deck import Deck
 
     # The drain reconciles first (a dead supervisor is delivered as a monitor-lost wake).
     deck = Deck(home, session)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.struct import Internal, Sparse, Struct, derived
@@ -16,10 +17,6 @@ from ackdeck.core.base.text import age_text, counted
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.inbox import readlog, seen_marks
 from ackdeck.core.inbox.results import age
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
 
 # How many lines a text match traces at most (newest last); the rest are counted.
 MATCH_LIMIT = 20

@@ -44,24 +44,16 @@ from ackdeck.core.base.byteio import (
     wait_for_writes,
 )
 from ackdeck.core.base.faults import pause
-from ackdeck.core.base.fileid import birth_ns
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name, check_room_path
 from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
-from ackdeck.core.inbox import ages, deadletter, journey, readlog, seen_marks
 from ackdeck.core.inbox import ledger as L
-from ackdeck.core.inbox import policy as policy_mod
 from ackdeck.core.inbox import prev_inodes as prev_inodes
-from ackdeck.core.inbox.ack import AckSite, ack_locked
-from ackdeck.core.inbox.ack_stream import Digest
-from ackdeck.core.inbox.journey import Journey
-from ackdeck.core.inbox.line_counts import LineCounts
-from ackdeck.core.inbox.policy import RoomPolicy
+from ackdeck.core.inbox import seen_marks
 from ackdeck.core.inbox.prev_inodes import PREV_GRACE_S
 from ackdeck.core.inbox.push_handles import PushHandles, append_line
 from ackdeck.core.inbox.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
-from ackdeck.core.inbox.receipts import Receipt, ReceiptHeader, ReceiptStore, sealed
 from ackdeck.core.inbox.results import (
     PAGE_BYTES,
     AckResult,
@@ -72,6 +64,19 @@ from ackdeck.core.inbox.results import (
 )
 from ackdeck.core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error
 from ackdeck.core.inbox.sidecar import Sidecar, intent_entry, refuse_unless_regular
+
+# Every command opens a Room, and a push (the commonest, on every producer's every line) needs
+# only the ledger, the marks and the append: the modules of the other operations (the ack
+# transaction, receipts, the read log, ages, journeys, the dead-letter move, the policy, the
+# birth time through ctypes) are imported by the method that uses them, so a command loads
+# only its own (tests/test_layering.py counts them).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ackdeck.core.inbox.ack import AckSite
+    from ackdeck.core.inbox.journey import Journey
+    from ackdeck.core.inbox.line_counts import LineCounts
+    from ackdeck.core.inbox.policy import RoomPolicy
+    from ackdeck.core.inbox.receipts import Receipt, ReceiptHeader, ReceiptStore
 
 __all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
 
@@ -103,7 +108,7 @@ class Room:
             self.path = Path(os.path.realpath(self.path))
         self._side = Sidecar(self.path)
         self.sidecar = self._side.path
-        self._receipts = ReceiptStore(self._side.receipts_dir)
+        self._receipts_store: ReceiptStore | None = None  # see _receipts
         self._clock = clock
         self._grace = grace
         self.door = door  # which door reads through this Room, for the read log
@@ -119,6 +124,15 @@ class Room:
         # Lock and ledger descriptors kept open across pushes (core/inbox/push_handles.py).
         self._handles: PushHandles | None = None
         self._push_mutex = _thread.allocate_lock()
+
+    @property
+    def _receipts(self) -> ReceiptStore:
+        """What each session read (built on first use: a push never needs it)."""
+        if self._receipts_store is None:
+            from ackdeck.core.inbox.receipts import ReceiptStore
+
+            self._receipts_store = ReceiptStore(self._side.receipts_dir)
+        return self._receipts_store
 
     # ----- sidecar layout -------------------------------------------------------------
     # (core/inbox/sidecar.py; receipts: core/inbox/receipts.py)
@@ -168,6 +182,8 @@ class Room:
         progress and the first stat is settled; if it grew, the second one is used (a size
         that differs from a seen one makes the mtime rule moot; see ledger.rewritten_since).
         """
+        from ackdeck.core.base.fileid import birth_ns  # ctypes: not for a push
+
         first = os.fstat(fd)
         wait_for_writes(fd)  # where nothing waits (no SEEK_HOLE): the plain stat, as before
         second = os.fstat(fd)
@@ -332,6 +348,9 @@ class Room:
         if confirm is not None:
             confirm(result)
         if header is not None:
+            from ackdeck.core.inbox import readlog
+            from ackdeck.core.inbox.receipts import Receipt, sealed
+
             receipt = sealed(header, result.lines)  # the lines' digests, outside the lock
             header = self._log_read(receipt.header)
             pause("read-after-log")
@@ -352,6 +371,8 @@ class Room:
         counted in the receipt (`unlogged`) and the read goes on."""
         if header.lines == 0 or header.read_id is None:
             return header.replace(read_id=None)  # nothing was handed out
+        from ackdeck.core.inbox import readlog
+
         entry = readlog.ReadEntry(
             header.read_id,
             header.read_at,
@@ -373,6 +394,10 @@ class Room:
         """The first page of complete lines now in the room, how many more wait, and the
         receipt that would record the page (None when there is no room and no sidecar:
         nothing to record)."""
+        from ackdeck.core.inbox import ages, readlog
+        from ackdeck.core.inbox.ack_stream import Digest
+        from ackdeck.core.inbox.receipts import ReceiptHeader
+
         if not self.path.exists() and not self._side.ensure(create=False):
             return None
         shared = True
@@ -420,6 +445,8 @@ class Room:
         operation's leftover cleanup never removes the temp of a receipt being written. If
         the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
         offsets, head bytes) decide what this receipt may still remove."""
+        from ackdeck.core.inbox.receipts import Receipt
+
         header = receipt.header
         with self._side.lock(shared=True):
             try:
@@ -510,6 +537,8 @@ class Room:
                     preserved=0,
                     message=f"room {self.path} does not exist; nothing to ack",
                 )
+            from ackdeck.core.inbox.ack import ack_locked
+
             try:
                 done = ack_locked(
                     self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
@@ -525,6 +554,8 @@ class Room:
 
     def _move_dead_letters(self, limit: int) -> None:
         """Lines handed out `limit` times without an ack go to NAME.dead (deadletter.py)."""
+        from ackdeck.core.inbox import deadletter
+
         if not self._side.ensure(create=False):
             return
         dead = Room(deadletter.dead_room_path(self.path), clock=self._clock, door=self.door)
@@ -552,6 +583,8 @@ class Room:
     def _journey_upkeep(self) -> None:
         """Keep the read log and the marks bounded (exclusive lock held). Never fails an ack
         that already happened: a full disk only leaves them longer until the next one."""
+        from ackdeck.core.inbox import readlog
+
         try:
             base = self._ledger().base
             readlog.rotate(self._side.journey_dir, base)
@@ -561,6 +594,8 @@ class Room:
 
     def _ack_site(self) -> AckSite:
         """What the ack may touch (core/inbox/ack.py); built per ack from this Room's parts."""
+        from ackdeck.core.inbox.ack import AckSite
+
         return AckSite(
             path=self.path,
             sidecar=self._side,
@@ -633,6 +668,7 @@ class Room:
         """Audit that a hand-over moved the lines in [start, end) out of this room or into
         it (`text` says which: "handed over from S to T"), for `room trace`. Once: a re-run
         after a crash finds the entry there and adds none."""
+        from ackdeck.core.inbox import journey
         from ackdeck.core.inbox.sidecar import AuditEntry
 
         self._side.ensure(create=True)
@@ -820,6 +856,8 @@ class Room:
             os.close(fd)
 
     def _status_locked(self, fd: int, counts: LineCounts | None) -> RoomStatus:
+        from ackdeck.core.inbox import ages, readlog
+
         numbered = self._numbered()  # before the stat: see _numbered
         cur, head = self._look(fd)
         # Headers only: counters never need the consumed bytes (maybe the whole room). Read
@@ -897,20 +935,26 @@ class Room:
         try:
             return self.policy()
         except CorruptState:
+            from ackdeck.core.inbox.policy import RoomPolicy
+
             return RoomPolicy()  # counters stay usable; `room policy` reports it
 
     # ----- policy (core/inbox/policy.py) ------------------------------------------------------
     def policy(self) -> RoomPolicy:
+        from ackdeck.core.inbox import policy as policy_mod
+
         path = os.path.join(self._sidecar_s, locations.POLICY)
         try:
             with open(path, "rb") as f:
                 return policy_mod.decode(f.read(), path)
         except (FileNotFoundError, NotADirectoryError):
-            return RoomPolicy()
+            return policy_mod.RoomPolicy()
 
     def set_policy(self, policy: RoomPolicy) -> None:
         self._side.check_dir()
         self._check_kind()
+        from ackdeck.core.inbox import policy as policy_mod
+
         with self._side.lock(shared=False):
             data = policy_mod.encode(policy)
             atomic.atomic_write(locations.policy(self.sidecar), data)
@@ -922,6 +966,8 @@ class Room:
             at = int(offset)
         except ValueError:
             raise InvalidInput(f"offset {offset!r} is not a byte offset of a file room") from None
+        from ackdeck.core.inbox import journey
+
         with self._consistent() as (fd, ledger):
             return journey.trace_file(
                 fd,
@@ -948,6 +994,8 @@ class Room:
     def find(self, text: str | bytes) -> tuple[list[int | str], int]:
         """The offsets of the lines now in the room that contain `text` (the newest
         journey.MATCH_LIMIT), and how many do."""
+        from ackdeck.core.inbox import journey
+
         needle = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
         with self._consistent() as (fd, ledger):
             if fd is None:
@@ -992,6 +1040,8 @@ class Room:
             with self._consistent() as (_fd, ledger):
                 if int(offset) >= ledger.base:
                     raise
+            from ackdeck.core.inbox.journey import Journey
+
             return Journey(offset, False, None, None, False, [])
         return None if j.present else j
 
