@@ -163,6 +163,11 @@ class Room:
         of them can authorise an ack against restarted offsets. `receipts`: their headers when
         the caller already read them (after the ledger was found missing, or before looking).
         """
+        if receipts is None and self._receipts_store is None:
+            if not os.path.isdir(self._side.receipts_dir):
+                # No receipt can exist (a room's first push): the receipts' modules (and
+                # json) are not needed to find none.
+                return L.fresh_ledger([])
         found = self._receipts.headers() if receipts is None else receipts
         return L.fresh_ledger(list(found.values()))
 

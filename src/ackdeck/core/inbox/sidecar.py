@@ -14,7 +14,6 @@ sidecar must be our own real directory, the room a regular file.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -183,6 +182,8 @@ class Sidecar:
     def audit(self, entry: AuditEntry) -> None:
         """Append one entry, under the exclusive lock: one O_APPEND write per entry, so
         entries never interleave."""
+        import json  # here: an audit entry is written by an ack, never by a push
+
         fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             write_all(fd, (json.dumps(entry.to_json()) + "\n").encode())
@@ -208,6 +209,8 @@ class Sidecar:
         finally:
             os.close(fd)
         try:
+            import json
+
             doc = json.loads(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
         except ValueError:
             return None
