@@ -319,8 +319,18 @@ def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
 
 
 # ----- what the hooks print ---------------------------------------------------------------------
-def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
-    """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say."""
+def prompt_text(
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    unread: Mapping[str, int] | None = None,
+) -> str:
+    """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say.
+
+    `unread`: each room's unread count (by its display name) as `rooms_told_marker` just saw
+    it. A room it saw nothing unread in is not looked at again: most prompts have nothing to
+    list, and the second look (a status, a census of the file) only confirmed it. A line that
+    lands in between is not lost: the marker did not record it as told, so the Stop hook tells
+    it, and the next prompt lists it."""
     from ackdeck.core.service.deck import Deck
     from ackdeck.core.service.refs import display_of
 
@@ -329,6 +339,8 @@ def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
     for r in rooms:
         try:
             ref = deck.parse(r)
+            if unread is not None and unread.get(ref.display) == 0:
+                continue
             u = deck.unread(ref)
         except (AckdeckError, OSError) as exc:
             # One broken room must not hide the others or block the prompt.
@@ -351,8 +363,13 @@ def _clip(line: str) -> str:
     return line if len(line) <= PROMPT_MAX_CHARS else line[: PROMPT_MAX_CHARS - 1] + "…"
 
 
-def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
-    """The SessionStart instructions. Names the consumed-only sequence and forbids truncation."""
+def bootstrap_text(
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    unread: Mapping[str, int] | None = None,
+) -> str:
+    """The SessionStart instructions. Names the consumed-only sequence and forbids truncation.
+    `unread`: as for prompt_text (the counts `rooms_told_marker` saw are used as they are)."""
     from ackdeck.core.service.deck import Deck
     from ackdeck.core.service.refs import display_of
 
@@ -364,7 +381,10 @@ def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str
         lines.append("Notification rooms (files other processes append to):")
         for r in rooms:
             try:
-                state = f"{deck.unread(deck.parse(r)).count} unread"
+                ref = deck.parse(r)
+                seen = None if unread is None else unread.get(ref.display)
+                count = deck.unread(ref).count if seen is None else seen
+                state = f"{count} unread"
             except (AckdeckError, OSError) as exc:
                 state = f"cannot check: {exc}"
             lines.append(f"  - {display_of(r)} ({state})")
@@ -418,12 +438,17 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
 
 
 def rooms_told_marker(
-    home: Path, session: str, rooms: Sequence[str | os.PathLike[str]]
+    home: Path,
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    unread: dict[str, int] | None = None,
 ) -> Callable[[], None]:
     """Take the rooms' state now, before a SessionStart or prompt hook builds its text; the
     returned call records it as told once the text was written, so the Stop hook reports only
     lines that arrived after it (during the agent's turn). Taken first, a line that lands while
-    the text is built is at worst told twice, never marked told unseen. Reads and acks nothing."""
+    the text is built is at worst told twice, never marked told unseen. Reads and acks nothing.
+    `unread`, when given, gets each room's unread count as seen (by its display name), for the
+    text (prompt_text): a room that could not be looked at is left out."""
     from ackdeck.core.agents.noticer import Noticer
 
     if not rooms:
@@ -431,7 +456,9 @@ def rooms_told_marker(
     noticer = Noticer(
         home, session, [r if isinstance(r, str) else Path(r) for r in rooms], "hooks", wakes=False
     )
-    state = noticer.due()[1]
+    notices, state, views = noticer.due_with_views()
+    if unread is not None:
+        unread.update((v.path, v.unread) for v in views)
     return lambda: noticer.commit(state)
 
 
