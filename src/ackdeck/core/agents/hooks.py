@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
-from ackdeck.core.agents.instructions import rules
 from ackdeck.core.base import atomic
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
@@ -388,6 +387,8 @@ def bootstrap_text(
             except (AckdeckError, OSError) as exc:
                 state = f"cannot check: {exc}"
             lines.append(f"  - {display_of(r)} ({state})")
+    from ackdeck.core.agents.instructions import rules  # the bootstrap's text only
+
     lines += rules(session)
     return "\n".join(lines)
 

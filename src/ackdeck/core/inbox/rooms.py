@@ -861,7 +861,7 @@ class Room:
             os.close(fd)
 
     def _status_locked(self, fd: int, counts: LineCounts | None) -> RoomStatus:
-        from ackdeck.core.inbox import ages, readlog
+        from ackdeck.core.inbox import ages
 
         numbered = self._numbered()  # before the stat: see _numbered
         cur, head = self._look(fd)
@@ -910,7 +910,12 @@ class Room:
                 h.read_at if in_flight else None,
                 firsts[name] if pending - read else None,
             )
-        live = readlog.live_entries(self._journey_s, ledger.base) if journey and pending else []
+        deliveries = 0
+        if journey and pending:  # the read log says how often a waiting line was handed out
+            from ackdeck.core.inbox import readlog
+
+            live = readlog.live_entries(self._journey_s, ledger.base)
+            deliveries = readlog.deliveries(live, ledger.epoch, ledger.base)
         pol = self._policy_or_none()
         return RoomStatus(
             path=str(self.path),
@@ -928,7 +933,7 @@ class Room:
             checked_at=now,
             oldest_pending_at=oldest if pending else None,
             oldest_unread_at=nobody if pending > max(before.values(), default=0) else None,
-            deliveries=readlog.deliveries(live, ledger.epoch, ledger.base),
+            deliveries=deliveries,
             reads_unlogged=sum(h.unlogged for h in receipts.values()),
             dead_total=ledger.dead_total,
             overdue_after=pol.overdue,
