@@ -10,6 +10,12 @@ against the time from starting `python -c 'import mcp.server.mcpserver; print(..
 line (the SDK the server is built on; both clocks stop at the first output, not at exit):
 ackdeck's own overhead on top of importing the SDK must stay under 10%.
 
+The `modules` column counts the modules each command imports beyond `python -c pass` (from
+`-X importtime`, one run): deterministic, unlike the times, so it compares across machines and
+loads; tests/test_layering.py holds each per-turn command to a budget of them. The machine's
+load is printed before and after the rounds, and a run whose load went above ~0.5 per core is
+marked not comparable (a busy machine slows `python -c pass` too and flatters the ratios).
+
 Bytecode caches go to a temporary PYTHONPYCACHEPREFIX (written once by a warm-up round), so
 the numbers are what an installed ackdeck costs, not a recompile of every module per run, and
 the work tree stays clean even when PYTHONDONTWRITEBYTECODE is set.
@@ -26,6 +32,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from bench import load_average, load_line
 
 ROUNDS = int(os.environ.get("ACKDECK_BENCH_STARTUP_ROUNDS", "21"))
 TARGET = 1.5
@@ -46,6 +54,16 @@ def _timed(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> float:
     out = subprocess.DEVNULL
     subprocess.run(argv, input=stdin, env=env, stdout=out, stderr=out, check=False)
     return time.perf_counter() - t0
+
+
+def _module_count(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> int:
+    """How many modules `argv` (a Python program) imports, from its -X importtime log."""
+    env = dict(env, PYTHONPROFILEIMPORTTIME="1")
+    done = subprocess.run(
+        argv, input=stdin, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
+    lines = done.stderr.decode(errors="replace").splitlines()
+    return sum(1 for x in lines if x.startswith("import time:") and "imported package" not in x)
 
 
 def _until_first_line(argv: list[str], env: dict[str, str]) -> float:
@@ -108,6 +126,32 @@ def main() -> None:
             {"session_id": "x", "notification_type": "idle_prompt", "message": "waiting"}
         ).encode()
         end_stdin = json.dumps({"session_id": "x", "reason": "other"}).encode()
+        # What each row runs, for its module count (the ack row counts the ack itself).
+        argvs: dict[str, tuple[list[str], bytes]] = {
+            "python -c pass": ([py, "-c", "pass"], b""),
+            "room push": ([*ackdeck, "room", "push", r, "bench line"], b""),
+            "room read": ([*ackdeck, "room", "read", r, "--session", SESSION], b""),
+            "room ack": ([*ackdeck, "room", "ack", r, "--session", SESSION], b""),
+            "room status": ([*ackdeck, "room", "status", r], b""),
+            "wakes drain --hook": (
+                [*ackdeck, "wakes", "drain", "--hook", "--session", SESSION],
+                hook_stdin,
+            ),
+            "hooks prompt": (
+                [*ackdeck, "hooks", "prompt", "--session", SESSION, "--room", r],
+                hook_stdin,
+            ),
+            "hooks stop": (
+                [*ackdeck, "hooks", "stop", "--session", SESSION, "--room", r],
+                hook_stdin,
+            ),
+            "hooks bootstrap": (
+                [*ackdeck, "hooks", "bootstrap", "--session", SESSION, "--room", r],
+                b"",
+            ),
+            "hooks notify": ([*ackdeck, "hooks", "notify", "--session", SESSION], notify_stdin),
+            "hooks end": ([*ackdeck, "hooks", "end", "--session", SESSION], end_stdin),
+        }
         rows: dict[str, Callable[[], float]] = {
             "python -c pass": lambda: _timed([py, "-c", "pass"], env),
             "room push": lambda: _timed([*ackdeck, "room", "push", r, "bench line"], env),
@@ -147,26 +191,41 @@ def main() -> None:
         everything = {**rows, **mcp_rows}
         for fn in everything.values():  # warm-up: writes the bytecode caches
             fn()
+        modules = {name: _module_count(argv, env, stdin) for name, (argv, stdin) in argvs.items()}
+        print(load_line("before"), flush=True)
+        peak = load_average()[0]
         times: dict[str, list[float]] = {name: [] for name in everything}
         for _ in range(ROUNDS):
             for name, fn in everything.items():
                 times[name].append(fn())
+            peak = max(peak, load_average()[0])
 
     med = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
-    print(f"startup, median of {ROUNDS} interleaved runs (ms)")
-    print(f"{'command':<30}{'median':>8}{'ratio':>7}{'target':>9}  result")
+    print(load_line("after", peak))
+    print(f"startup, median of {ROUNDS} interleaved runs (ms); modules: imported beyond a bare")
+    print("interpreter (the bare one: all it imports), from -X importtime")
+    print(f"{'command':<30}{'median':>8}{'ratio':>7}{'target':>9}{'modules':>9}  result")
+    bare = modules["python -c pass"]
 
-    def row(label: str, ms: float, base: float, target: float | None, note: str = "") -> None:
+    def row(
+        label: str,
+        ms: float,
+        base: float,
+        target: float | None,
+        note: str = "",
+        count: int | None = None,
+    ) -> None:
         ratio = ms / base
         goal = f"<= {target:g}" if target else ""
         verdict = note or ("met" if target and ratio <= target else "missed")
-        print(f"{label:<30}{ms:>8.1f}{ratio:>7.2f}{goal:>9}  {verdict}")
+        shown = "" if count is None else str(count)
+        print(f"{label:<30}{ms:>8.1f}{ratio:>7.2f}{goal:>9}{shown:>9}  {verdict}")
 
     base = med["python -c pass"]
-    row("python -c pass", base, base, None, "baseline")
+    row("python -c pass", base, base, None, "baseline", bare)
     for name in rows:
         if name != "python -c pass":
-            row("ackdeck " + name, med[name], base, TARGET)
+            row("ackdeck " + name, med[name], base, TARGET, count=modules[name] - bare)
     sdk_ms = med[f"import {sdk}"]
     row(f"import {sdk}", sdk_ms, sdk_ms, None, "baseline (the SDK)")
     row("ackdeck mcp initialize", med["mcp initialize"], sdk_ms, MCP_TARGET)

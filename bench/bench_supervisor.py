@@ -1,9 +1,9 @@
 """Memory of a supervisor (one per monitored run) against a bare interpreter, in the same run.
 
-Starts a few real monitored runs (`sleep`) under a scratch home, waits until each supervisor
-has scanned its (empty) output once, and reads the supervisors' resident memory (VmRSS) from
-/proc. The baseline is `python -c 'import time; time.sleep(5)'` started with the same
-interpreter at the same time.
+Starts a few real monitored runs (`sleep`, a literal monitor; one more with a regex monitor)
+under a scratch home, waits until each supervisor has scanned its (empty) output once, and
+reads the supervisors' resident memory (VmRSS) from /proc. The baseline is
+`python -c 'import time; time.sleep(5)'` started with the same interpreter at the same time.
 
 Bytecode caches go to a temporary PYTHONPYCACHEPREFIX, written by a warm-up run, as in
 bench_startup: an installed ackdeck has them, and a supervisor compiling every module from
@@ -60,6 +60,11 @@ def main() -> None:
             procs.start(home, f"r{i}", ["sleep", "30"], monitors=[procs.MonitorSpec("ERROR")])
             for i in range(RUNS)
         ]
+        # A monitor that needs a regex engine: RE2 is loaded (a plain literal, like the five
+        # above, is searched with bytes.find and never loads it; issue 43).
+        regex = procs.start(
+            home, "regex", ["sleep", "30"], monitors=[procs.MonitorSpec("ERROR: .*failed")]
+        )
         try:
             sups = []
             for info in infos:
@@ -67,6 +72,9 @@ def main() -> None:
                 # Scanned once: every import the steady state needs has happened.
                 wait_for(lambda i=info: load_monitors_state(i.run_dir), "first scan")
                 sups.append(meta.supervisor_pid)
+            rmeta = wait_for(lambda: load_meta(regex.run_dir), "meta")
+            wait_for(lambda: load_monitors_state(regex.run_dir), "first scan")
+            regex_rss = rss_kib(rmeta.supervisor_pid)
             # The bare interpreter was started before the five supervisors: it is up by now.
             sup_rss = sorted(rss_kib(p) for p in sups)
             base = rss_kib(bare.pid)
@@ -75,7 +83,7 @@ def main() -> None:
             sup_anon = sorted(rss_kib(p, "RssAnon") for p in sups)
             base_anon = rss_kib(bare.pid, "RssAnon")
         finally:
-            for info in infos:
+            for info in [*infos, regex]:
                 procs.kill(home, info.name, grace=0.5)
             bare.kill()
             bare.wait()
@@ -88,6 +96,12 @@ def main() -> None:
             f"{median / 1024:.1f} MiB",
             f"{base / 1024:.1f} MiB bare `python -c 'import time; time.sleep(5)'`",
             f"{median / base:.2f}",
+        ),
+        (
+            "supervisor RSS, a regex monitor (RE2 loaded)",
+            f"{regex_rss / 1024:.1f} MiB",
+            f"{base / 1024:.1f} MiB bare",
+            f"{regex_rss / base:.2f}",
         ),
         (
             "supervisor private memory (RssAnon, median)",

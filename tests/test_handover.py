@@ -20,7 +20,7 @@ from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.service import presence
 from tests.helpers.cli import ackdeck, ackdeck_json, ackdeck_ok
-from tests.helpers.pauses import killed_at, paused, wait_for_step
+from tests.helpers.pauses import kill9, killed_at, paused, start_paused, wait_for_step
 from tests.helpers.wait import eventually
 
 STEPS = [

@@ -599,3 +599,23 @@ def test_hooks_still_work_when_the_notice_state_cannot_be_kept(
     again = run_hook_with(ours(data, "Stop")[0]["command"], cli_env, stop_payload(True))
     assert again.returncode == 0, again.stderr
     assert Room(room).status().pending == 2
+
+
+def test_a_line_landing_after_the_marker_saw_nothing_unread_is_told_at_the_stop(
+    tmp_path: Path,
+) -> None:
+    # The prompt hook looks at each room once (issue 43): a room the marker saw nothing unread
+    # in is not looked at again for the text. A line landing in between is not in the prompt's
+    # text, and not recorded as told either: the Stop hook tells it.
+    home = tmp_path / "home"
+    home.mkdir()
+    room = tmp_path / "inbox.txt"
+    room.write_bytes(b"")
+    unread: dict[str, int] = {}
+    told = hooks.rooms_told_marker(home, "s", [room], unread)
+    assert unread == {str(room): 0}
+    Room(room).push("[t2] ops: landed while the text was built")
+    assert hooks.prompt_text("s", [room], unread) == ""
+    told()
+    out = hooks.stop_hook(home, "s", [room], stop_payload(False), settle_timeout=0.0)
+    assert out.block and "1 unread" in out.text, out.text

@@ -213,8 +213,8 @@ def test_a_hostile_handover_journal_is_named_in_one_line_not_a_traceback(
     ids=["deep", "nan", "out-of-range"],
 )
 def test_a_hostile_policy_or_team_mailbox_is_refused_as_damaged_not_raised(text: str) -> None:
-    from ackdeck.core.errors import BadMailbox, CorruptState
     from ackdeck.core.clients.claude_code import mailbox as claude_mailbox
+    from ackdeck.core.errors import BadMailbox, CorruptState
     from ackdeck.core.rooms import policy
 
     with pytest.raises(CorruptState, match="corrupt room policy"):

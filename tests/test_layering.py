@@ -200,6 +200,7 @@ _HOT_PROBE = (
     # 3.11's typing registers `typing.io` and `typing.re` that way itself: not top-level.)
     "fake = sorted(n for n, m in list(sys.modules.items()) if '.' not in n\n"
     "              and n != '__main__' and getattr(m, '__spec__', None) is None)\n"
+    "print('all:' + ','.join(sorted(sys.modules)), file=sys.stderr)\n"
     "print('ackdeck:' + ','.join(sorted(n for n in sys.modules if n.startswith('ackdeck'))),"
     " file=sys.stderr)\n"
     "print('loaded:' + ','.join(sorted(n for n in sys.modules"
@@ -209,18 +210,21 @@ _HOT_PROBE = (
 )
 
 
-def _probe(args: list[str], tmp_path: Path, stdin: str = "") -> tuple[list[str], set[str]]:
-    """What one command loaded of HEAVY_FOR_A_TURN (and any stand-in), and ackdeck's modules."""
-    env = {
+def _probe_env(tmp_path: Path) -> dict[str, str]:
+    return {
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "ACKDECK_HOME": str(tmp_path / "home"),
         "ACKDECK_SESSION": "s1",
     }
+
+
+def _probe(args: list[str], tmp_path: Path, stdin: str = "") -> tuple[list[str], set[str]]:
+    """What one command loaded of HEAVY_FOR_A_TURN (and any stand-in), and ackdeck's modules."""
     out = subprocess.run(
         [sys.executable, "-c", _HOT_PROBE, *args],
         cwd=tmp_path,
-        env=env,
+        env=_probe_env(tmp_path),
         input=stdin,
         capture_output=True,
         text=True,
@@ -264,6 +268,162 @@ def test_per_turn_commands_on_a_file_room_load_nothing_heavy(
     commands = _per_turn_commands(tmp_path)
     loaded = {" ".join(args[:2]): _loaded_by(args, tmp_path, stdin) for args, stdin in commands}
     assert loaded == {name: [] for name in loaded}
+
+
+# The per-turn commands' import budget (issue 43): how many modules each imports beyond a bare
+# interpreter (`python -c pass` in the same venv), ackdeck's own and the rest (standard library,
+# third party), as measured when the budget was set. Module counts, not times: deterministic on
+# a loaded machine, where a timing ratio drifts (a slow `python -c pass` flatters it). The
+# check is two-sided: more than HEADROOM over names the modules that broke it; more than
+# HEADROOM under asks for the lower figure, so the headroom freed by a cut is not quietly
+# spent later. The standard library's share differs between Python versions: it is budgeted
+# for the versions it was measured on (the ackdeck share on every version).
+TURN_BUDGET_ACKDECK = {
+    "room push": 35,
+    "room read": 47,
+    "room ack": 47,
+    "room status": 41,
+    "wakes drain": 24,
+    "hooks prompt": 48,
+    "hooks stop": 54,
+    "hooks bootstrap": 49,
+    "hooks notify": 21,
+    "hooks end": 21,
+}
+TURN_BUDGET_OTHER = {
+    (3, 11): {
+        "room push": 42,
+        "room read": 50,
+        "room ack": 49,
+        "room status": 50,
+        "wakes drain": 38,
+        "hooks prompt": 50,
+        "hooks stop": 50,
+        "hooks bootstrap": 50,
+        "hooks notify": 42,
+        "hooks end": 42,
+    },
+}
+HEADROOM = 3
+
+
+def _importers(log: str) -> dict[str, str]:
+    """Who imported each module, from a `-X importtime` log: it lists a module after the ones
+    it imported, indented one level deeper (two spaces), so a line's children are the deeper
+    lines just before it. A module imported at the top level (by the command itself, or in a
+    function) has no entry."""
+    importer: dict[str, str] = {}
+    waiting: list[tuple[int, str]] = []
+    for line in log.splitlines():
+        fields = line.split("|")
+        if not line.startswith("import time:") or len(fields) != 3:
+            continue
+        name = fields[2].strip()
+        if name == "imported package":
+            continue
+        depth = (len(fields[2]) - len(fields[2].lstrip()) - 1) // 2
+        while waiting and waiting[-1][0] > depth:
+            importer[waiting.pop()[1]] = name
+        waiting.append((depth, name))
+    return importer
+
+
+def _command_imports(
+    args: list[str], tmp_path: Path, stdin: str = ""
+) -> tuple[set[str], dict[str, str]]:
+    """Every module one command had loaded at its exit, and who imported each."""
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", _HOT_PROBE, *args],
+        cwd=tmp_path,
+        env=_probe_env(tmp_path),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    found = [line for line in out.stderr.splitlines() if line.startswith("all:")]
+    assert found, out.stderr[-2000:]
+    return set(found[-1].removeprefix("all:").split(",")), _importers(out.stderr)
+
+
+def _bare_modules(tmp_path: Path) -> set[str]:
+    code = "import sys; print(','.join(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=_probe_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return set(out.stdout.strip().split(","))
+
+
+def _over_budget(
+    command: str, share: str, names: set[str], budget: int, importer: dict[str, str]
+) -> str | None:
+    """The complaint about one command's share of modules, or None when within the budget."""
+    if budget - HEADROOM <= len(names) <= budget + HEADROOM:
+        return None
+    if len(names) < budget - HEADROOM:
+        return (
+            f"{command}: {len(names)} {share} modules, well under the budget of {budget}: "
+            f"set it to {len(names)} in tests/test_layering.py (keep the cut)"
+        )
+    which = ", ".join(
+        f"{n} (imported by {importer.get(n, 'the command, or a function of it')})"
+        for n in sorted(names)
+    )
+    return (
+        f"{command}: {len(names)} {share} modules, over the budget of {budget} (+{HEADROOM}). "
+        f"Import the new ones only on the branch that uses them. All of them: {which}"
+    )
+
+
+def test_per_turn_commands_stay_within_their_module_budget(tmp_path: Path) -> None:
+    """Each per-turn command on a file room imports at most its budget of modules beyond a bare
+    interpreter, counted in a fresh interpreter (issue 43: `room push` had grown from 26 to
+    130 modules unnoticed, doubling the per-turn cost)."""
+    bare = _bare_modules(tmp_path)
+    other_budget = TURN_BUDGET_OTHER.get(sys.version_info[:2])
+    commands = _per_turn_commands(tmp_path)
+    # Every turn but a room's first finds it set up: its ledger is there (writing the first
+    # one takes json, once).
+    _probe(commands[0][0], tmp_path, commands[0][1])
+    complaints = []
+    for args, stdin in commands:
+        command = " ".join(args[:2])
+        loaded, importer = _command_imports(args, tmp_path, stdin)
+        new = loaded - bare
+        own = {n for n in new if n == "ackdeck" or n.startswith("ackdeck.")}
+        shares = [("ackdeck", own, TURN_BUDGET_ACKDECK[command])]
+        if other_budget is not None:
+            shares.append(("other", new - own, other_budget[command]))
+        for share, names, budget in shares:
+            complaint = _over_budget(command, share, names, budget, importer)
+            if complaint:
+                complaints.append(complaint)
+    assert not complaints, "\n".join(complaints)
+
+
+def test_the_budget_names_the_module_that_broke_it() -> None:
+    """The failure says which module was imported and by whom (from -X importtime's tree)."""
+    log = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:        10 |         10 |     json.decoder\n"
+        "import time:        20 |         30 |   json\n"
+        "import time:        40 |         70 | ackdeck.core.rooms.file.sidecar\n"
+    )
+    importer = _importers(log)
+    assert importer == {"json.decoder": "json", "json": "ackdeck.core.rooms.file.sidecar"}
+    names = {"json", "json.decoder", "ackdeck.core.rooms.file.sidecar"}
+    said = _over_budget("room push", "other", names, 3 - HEADROOM - 1, importer)
+    assert said is not None and "json (imported by ackdeck.core.rooms.file.sidecar)" in said
+    assert _over_budget("room push", "other", names, 3 - HEADROOM, importer) is None
+    assert _over_budget("room push", "other", names, 3 + HEADROOM, importer) is None
+    under = _over_budget("room push", "other", names, 3 + HEADROOM + 1, importer)
+    assert under is not None and "set it to 3" in under
 
 
 def test_a_redis_url_loads_the_redis_backend_only_then(tmp_path: Path) -> None:

@@ -180,3 +180,49 @@ def test_the_buffer_pattern_never_matches_across_a_newline(construct: str) -> No
     assert p.chunk is not None
     assert p.chunk.search(b"xa\nbx") is None
     assert compile_pattern(r"a\Cb").chunk is None  # \C ignores never_nl: line by line instead
+
+
+PLAIN_TEXT = st.text(alphabet="aAE R:-_#'\"/", min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    PLAIN_TEXT,
+    st.lists(st.sampled_from([*LINE_PARTS, b"R", b"E:", b"-a", b"#", b"'"]), max_size=60),
+    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+    st.booleans(),
+    st.integers(0, 70),
+    st.integers(0, 70),
+)
+def test_a_plain_literal_finds_what_re2_finds_without_loading_it(
+    pattern: str, parts: list[bytes], cuts: list[int], exclude: bool, pos: int, endpos: int
+) -> None:
+    # A literal monitor (the common case) is searched with bytes.find, so a supervisor need not
+    # map RE2 (issue 43: ~2.3 MiB of each). It must answer exactly as RE2 does: every search,
+    # at every pos/endpos, on invalid UTF-8 and control bytes, line by line and chunked.
+    p = compile_pattern(pattern)
+    assert type(p.line).__name__ == "Literal" and p.chunk is p.line
+    assert p.literals == (pattern.encode(),) and p.prefix_literal
+    data = b"".join(parts)
+    ref = re2.compile(pattern.encode())
+    for rx in (p.line, p.chunk):
+        got, want = rx.search(data, pos, endpos), ref.search(data, pos, endpos)
+        assert (got is None) == (want is None), (pattern, data, pos, endpos)
+        if got is not None:
+            assert (got.start(), got.end()) == (want.start(), want.end())
+    pieces, at, i = [], 0, 0
+    while at < len(data):
+        pieces.append(data[at : at + cuts[i % len(cuts)]])
+        at += cuts[i % len(cuts)]
+        i += 1
+    got_lines, _ = scan_pieces(pattern, pieces, exclude=exclude)
+    assert [(m.start, m.end) for m in got_lines] == naive(pattern, data, exclude)
+
+
+@pytest.mark.parametrize("pattern", ["a.b", "ERR(", r"\d", "a{2}", "x|y", "é", "^ERROR", "a\tb"])
+def test_a_pattern_with_anything_but_plain_characters_stays_on_re2(pattern: str) -> None:
+    try:
+        p = compile_pattern(pattern)
+    except InvalidInput:
+        return  # refused by RE2 itself, as before
+    assert type(p.line).__name__ != "Literal"

@@ -106,6 +106,18 @@ def test_a_supervisor_imports_only_what_it_needs(
     assert held == {}
 
 
+def test_a_literal_monitors_supervisor_never_maps_re2(
+    phome: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: RE2 (`_re2` and libstdc++, ~2.3 MiB) took a supervisor to 1.54x a bare
+    interpreter's memory. A plain literal monitor (`ERR`, the common case) is searched with
+    bytes.find, which finds the same lines (tests/test_patterns.py), so it never loads RE2."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    imported = supervisor_imports(phome, tmp_path, "literal")  # monitors "ERR", matches once
+    assert "ackdeck.core.monitors.monitors" in imported
+    assert sorted(m for m in imported if m == "re2" or m.startswith(("re2.", "_re2"))) == []
+
+
 def _tail_on(home: Path, data: bytes) -> tuple[Tail, Path]:
     now = time.time()
     rdir = run_dir(home, "job", new_run_id(now))

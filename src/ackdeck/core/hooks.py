@@ -34,9 +34,9 @@ from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted, display
 from ackdeck.core.clients import claude_code
 from ackdeck.core.errors import AckdeckError, InvalidInput
-from ackdeck.core.service.deck import Deck
-from ackdeck.core.service.instructions import rules
-from ackdeck.core.service.refs import display_of, parse_room
+
+# The service (rooms, wakes) is imported by the hooks that look at rooms or wakes: `hooks
+# notify` and `hooks end` only record presence, and installing needs neither.
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -117,6 +117,8 @@ def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:
 def hook_room(room: str | os.PathLike[str]) -> str:
     """A room as a hook or a set-up's server names it: absolute, a redis URL without its
     password."""
+    from ackdeck.core.service.refs import parse_room
+
     return parse_room(room, env={}).display
 
 
@@ -326,13 +328,28 @@ def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
 
 
 # ----- what the hooks print ---------------------------------------------------------------------
-def prompt_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
-    """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say."""
+def prompt_text(
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    unread: Mapping[str, int] | None = None,
+) -> str:
+    """Unread room lines for the UserPromptSubmit hook; empty when there is nothing to say.
+
+    `unread`: each room's unread count (by its display name) as `rooms_told_marker` just saw
+    it. A room it saw nothing unread in is not looked at again: most prompts have nothing to
+    list, and the second look (a status, a census of the file) only confirmed it. A line that
+    lands in between is not lost: the marker did not record it as told, so the Stop hook tells
+    it, and the next prompt lists it."""
+    from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.refs import display_of
+
     deck = Deck(session=session)
     parts: list[str] = []
     for r in rooms:
         try:
             ref = deck.parse(r)
+            if unread is not None and unread.get(ref.display) == 0:
+                continue
             u = deck.unread(ref)
         except (AckdeckError, OSError) as exc:
             # One broken room must not hide the others or block the prompt.
@@ -355,8 +372,16 @@ def _clip(line: str) -> str:
     return line if len(line) <= PROMPT_MAX_CHARS else line[: PROMPT_MAX_CHARS - 1] + "…"
 
 
-def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str:
-    """The SessionStart instructions. Names the consumed-only sequence and forbids truncation."""
+def bootstrap_text(
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    unread: Mapping[str, int] | None = None,
+) -> str:
+    """The SessionStart instructions. Names the consumed-only sequence and forbids truncation.
+    `unread`: as for prompt_text (the counts `rooms_told_marker` saw are used as they are)."""
+    from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.refs import display_of
+
     deck = Deck(session=session)
     lines = [
         f"ackdeck: you are session {session!r}.",
@@ -365,10 +390,15 @@ def bootstrap_text(session: str, rooms: Sequence[str | os.PathLike[str]]) -> str
         lines.append("Notification rooms (files other processes append to):")
         for r in rooms:
             try:
-                state = f"{deck.unread(deck.parse(r)).count} unread"
+                ref = deck.parse(r)
+                seen = None if unread is None else unread.get(ref.display)
+                count = deck.unread(ref).count if seen is None else seen
+                state = f"{count} unread"
             except (AckdeckError, OSError) as exc:
                 state = f"cannot check: {exc}"
             lines.append(f"  - {display_of(r)} ({state})")
+    from ackdeck.core.service.instructions import rules  # the bootstrap's text only
+
     lines += rules(session)
     return "\n".join(lines)
 
@@ -419,12 +449,17 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
 
 
 def rooms_told_marker(
-    home: Path, session: str, rooms: Sequence[str | os.PathLike[str]]
+    home: Path,
+    session: str,
+    rooms: Sequence[str | os.PathLike[str]],
+    unread: dict[str, int] | None = None,
 ) -> Callable[[], None]:
     """Take the rooms' state now, before a SessionStart or prompt hook builds its text; the
     returned call records it as told once the text was written, so the Stop hook reports only
     lines that arrived after it (during the agent's turn). Taken first, a line that lands while
-    the text is built is at worst told twice, never marked told unseen. Reads and acks nothing."""
+    the text is built is at worst told twice, never marked told unseen. Reads and acks nothing.
+    `unread`, when given, gets each room's unread count as seen (by its display name), for the
+    text (prompt_text): a room that could not be looked at is left out."""
     from ackdeck.core.service.noticer import Noticer
 
     if not rooms:
@@ -432,7 +467,9 @@ def rooms_told_marker(
     noticer = Noticer(
         home, session, [r if isinstance(r, str) else Path(r) for r in rooms], "hooks", wakes=False
     )
-    state = noticer.due()[1]
+    notices, state, views = noticer.due_with_views()
+    if unread is not None:
+        unread.update((v.path, v.unread) for v in views)
     return lambda: noticer.commit(state)
 
 
@@ -464,6 +501,7 @@ def stop_hook(
 
     With `emit`, the text is written through it before the wakes are acked (recorded only
     once delivered): if it answers False, nothing is acked and the wakes stay pending."""
+    from ackdeck.core.service.deck import Deck
     from ackdeck.core.service.noticer import Noticer
     from ackdeck.core.service.notices import Notice
 

@@ -14,15 +14,18 @@ import re
 # (U+009B is an 8-bit CSI, U+009D an OSC, U+0085 a next-line), the Unicode line separators
 # and the bidirectional overrides that make a line read as another one (U+202E).
 _BIDI = "\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+# Patterns, compiled on first use (re caches them): every command imports this module, and
+# most text is printable, which `safe` finds without them (compiling the four cost ~1 ms of
+# each per-turn command's start; issue 43).
 _UNSAFE = {
-    "\t": re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}]"),
-    "\t\n": re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]"),
-    "": re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]"),
+    "\t": f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}]",
+    "\t\n": f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]",
+    "": f"[\x00-\x1f\x7f-\x9f{_BIDI}]",
 }
 
 
 # What json.dumps(ensure_ascii=False) leaves raw of the above (it escapes C0 itself).
-_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}]")
+_JSON_RAW = f"[\x7f-\x9f{_BIDI}]"
 
 
 def _escaped(m: re.Match[str]) -> str:
@@ -39,7 +42,7 @@ def safe(text: str, *, keep: str = "\t") -> str:
     text typed as keys into a terminal (""), where a tab is a key too."""
     if text.isprintable():
         return text  # the common case, in C: every character escaped here is unprintable
-    return _UNSAFE[keep].sub(_escaped, text)
+    return re.compile(_UNSAFE[keep]).sub(_escaped, text)
 
 
 def json_safe(doc: str) -> str:
@@ -48,7 +51,7 @@ def json_safe(doc: str) -> str:
     same value for a program, nothing a terminal obeys for a person."""
     if doc.isascii():
         return doc
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
+    return re.compile(_JSON_RAW).sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
 
 
 def shown(raw: bytes) -> str:

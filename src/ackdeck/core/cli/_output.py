@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 
@@ -48,6 +47,8 @@ def json_text(value: Any) -> str:
     """`value` as the CLI's JSON: UTF-8 kept as is, but every character a terminal would obey
     written as a `\\uXXXX` escape (json.dumps escapes C0 already; DEL, C1 and the bidi
     controls it leaves raw). The same JSON value, safe on a person's terminal."""
+    import json  # here: only --json and hook replies write JSON, not a plain push or read
+
     from ackdeck.core.base.text import json_safe
 
     return json_safe(json.dumps(value, ensure_ascii=False))
@@ -69,6 +70,8 @@ class JsonParts:
         self._written: list[str] = []
 
     def part(self, values: Mapping[str, Any]) -> str:
+        import json
+
         pairs = []
         for key, value in values.items():
             if key not in self._shape or key in self._written:

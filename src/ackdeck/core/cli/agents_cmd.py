@@ -344,8 +344,9 @@ def _presence(
 def _bootstrap(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     _presence(args, "start", payload, args.room)
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room)
-    text = hooks.bootstrap_text(args.session, args.room)
+    unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread)
+    text = hooks.bootstrap_text(args.session, args.room, unread)
     if payload.get("source") in ("compact", "clear", "resume"):
         text = f"(ackdeck: reminder after {payload['source']})\n" + text
     say(text, flush=True)
@@ -355,8 +356,9 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
 def _prompt(args: argparse.Namespace) -> int:
     _presence(args, "prompt", hooks.read_hook_input())
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room)
-    text = hooks.prompt_text(args.session, args.room)
+    unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread)
+    text = hooks.prompt_text(args.session, args.room, unread)
     if text:
         say(text, flush=True)
     told()

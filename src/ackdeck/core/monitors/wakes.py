@@ -32,7 +32,6 @@ from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
-from ackdeck.core.monitors import gate, shown
 from ackdeck.core.monitors.results import (
     MAX_LINES,
     Delivery,
@@ -379,6 +378,10 @@ def _drain(
             delivered=[], superseded=0, pending=_pending_total(h, session), skipped=skipped
         )
 
+    # The gate and the shown sets are imported only now: a drain that finds nothing pending
+    # (a Stop hook on most turns) needs neither.
+    from ackdeck.core.monitors import shown
+
     # Settle: let in-flight reads of the owner finish so what they return counts as shown.
     involved = {(r.name, x.run_id) for _, r in snapshot for x in r.lines}
     involved |= {(r.name, n.run_id) for _, r in snapshot for n in r.notices}
@@ -445,6 +448,8 @@ def _minus(now: dict[str, int], taken: dict[str, int]) -> dict[str, int]:
 def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int]:
     """One delivery per run of the record with something left to say; and how many lines the
     gate suppressed because the owner was already shown them."""
+    from ackdeck.core.monitors import gate, shown
+
     by_run: dict[str, list[WakeLine]] = {}
     for x in rec.lines:
         by_run.setdefault(x.run_id, []).append(x)
@@ -501,6 +506,8 @@ def run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
 
 
 def _saw_end(home: Path, name: str, rid: str, session: str) -> bool | None:
+    from ackdeck.core.monitors import shown
+
     state = shown.load_state(run_dir(home, name, rid), session)
     return None if state is None else state.saw_end
 

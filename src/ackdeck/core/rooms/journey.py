@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.jsonfields import parse as parse_json
@@ -16,10 +17,6 @@ from ackdeck.core.base.text import age_text, counted
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.file import readlog, seen_marks
 from ackdeck.core.rooms.results import age
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
 
 # How many lines a text match traces at most (newest last); the rest are counted.
 MATCH_LIMIT = 20

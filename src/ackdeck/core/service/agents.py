@@ -109,8 +109,8 @@ def _team_rows(
     """Claude Code team members as agents (origin "claude-team", session `TEAM/NAME`): their
     state from the team's mailboxes, their mailbox as their room. ackdeck records no presence
     for them and judges no stall: Claude Code runs them, not ackdeck's hooks."""
-    from ackdeck.core.rooms.results import age
     from ackdeck.core.presence.model import DEFAULT_S
+    from ackdeck.core.rooms.results import age
     from ackdeck.core.service.claude_teams import members
 
     wanted = None if sessions is None else set(sessions)

@@ -143,8 +143,13 @@ class Noticer:
 
     def due(self) -> tuple[list[Notice], NoticeState]:
         """The notices due now and the state that records them; writes nothing."""
+        notices, state, _ = self.due_with_views()
+        return notices, state
+
+    def due_with_views(self) -> tuple[list[Notice], NoticeState, list[RoomView]]:
+        """`due`, and the rooms' views it was decided from (a hook's text reuses them)."""
         with self._held():
-            return self._decide()
+            return self._decide_with_views()
 
     def commit(self, state: NoticeState) -> None:
         """Record `state` once the door delivered its notices (commit what was delivered)."""
@@ -164,9 +169,13 @@ class Noticer:
 
     def _decide(self) -> tuple[list[Notice], NoticeState]:
         # Under the door's lock when it could be taken.
+        notices, state, _ = self._decide_with_views()
+        return notices, state
+
+    def _decide_with_views(self) -> tuple[list[Notice], NoticeState, list[RoomView]]:
         state = self._load()
         rooms, wakes = self.views()
-        return decide(state, rooms, wakes, self.session)
+        return (*decide(state, rooms, wakes, self.session), rooms)
 
     def _load(self) -> NoticeState:
         if self._unsaved and self._stored is not None:

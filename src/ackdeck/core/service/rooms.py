@@ -17,7 +17,6 @@ from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
 from ackdeck.core.rooms.absent import ABSENT_CELL as ABSENT_CELL  # for doors that show it
 from ackdeck.core.rooms.absent import absent_note as absent_note
 from ackdeck.core.rooms.file.ledger import HEAD_BYTES
-from ackdeck.core.rooms.line_counts import LineCounts as LineCounts  # for doors that count again
 from ackdeck.core.rooms.results import ACK as ACK  # the words naming the next step
 from ackdeck.core.rooms.results import PAGE_BYTES as PAGE_BYTES  # for doors that name it
 from ackdeck.core.rooms.results import READ as READ
@@ -33,12 +32,23 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from ackdeck.core.rooms.line_counts import LineCounts as LineCounts  # see __getattr__
     from ackdeck.core.rooms.room_backend import RoomBackend
 
     # Returns None (every line was delivered) or how many lines, from the first, were.
     Deliver = Callable[["Lines"], "int | None"]
     # Gets what will be recorded, last before it is; raising records nothing.
     Confirm = Callable[["Lines"], None]
+
+
+def __getattr__(name: str) -> object:
+    """`LineCounts`, for the doors that count a room again and again (the dashboard), imported
+    when first asked for: no per-turn command needs it (PEP 562)."""
+    if name == "LineCounts":
+        from ackdeck.core.rooms.line_counts import LineCounts
+
+        return LineCounts
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ----- results ------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
+from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.byteio import settled_size
@@ -25,11 +27,6 @@ from ackdeck.core.errors import AckdeckError
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import readlog
 from ackdeck.core.rooms.file.ack import AckSite, AckTransaction
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from pathlib import Path
 
 
 def dead_room_path(room: Path) -> Path:

@@ -36,7 +36,6 @@ from ackdeck.core.base.digest import LINE_DIGEST, line_digests
 from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
-from ackdeck.core.rooms.file.ack_stream import HeadCheck, hash_range
 from ackdeck.core.rooms.file.ledger import FileIdentity, sha256
 
 SUFFIX = locations.RECEIPT_SUFFIX
@@ -252,6 +251,8 @@ class ReceiptStore:
         if length != header.end - header.start or not self._intact(header):
             yield lambda: False
             return
+        from ackdeck.core.rooms.file.ack_stream import HeadCheck  # an ack's: a status never checks
+
         check = HeadCheck(fd, length, header.sha256)
         try:
             yield check.ok
@@ -262,6 +263,8 @@ class ReceiptStore:
         """Is `header` still the session's receipt (False if gone or replaced), with its body
         matching its checksum (CorruptState if not)? The body is streamed, never loaded: a
         receipt of the previous format holds a whole page of text."""
+        from ackdeck.core.rooms.file.ack_stream import hash_range
+
         path = self.file(header.session)
         rfd = open_state(path)
         if rfd is None:

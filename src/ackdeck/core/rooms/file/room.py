@@ -44,26 +44,17 @@ from ackdeck.core.base.byteio import (
     wait_for_writes,
 )
 from ackdeck.core.base.faults import pause
-from ackdeck.core.base.fileid import birth_ns
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name, check_room_path
 from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
-from ackdeck.core.rooms import journey
-from ackdeck.core.rooms import policy as policy_mod
-from ackdeck.core.rooms.file import ages, deadletter, readlog, seen_marks
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import prev_inodes as prev_inodes
-from ackdeck.core.rooms.file.ack import AckSite, ack_locked
-from ackdeck.core.rooms.file.ack_stream import Digest
+from ackdeck.core.rooms.file import seen_marks
 from ackdeck.core.rooms.file.prev_inodes import PREV_GRACE_S
 from ackdeck.core.rooms.file.push_handles import PushHandles, append_line
 from ackdeck.core.rooms.file.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
-from ackdeck.core.rooms.file.receipts import Receipt, ReceiptHeader, ReceiptStore, sealed
 from ackdeck.core.rooms.file.sidecar import Sidecar, intent_entry, refuse_unless_regular
-from ackdeck.core.rooms.journey import Journey
-from ackdeck.core.rooms.line_counts import LineCounts
-from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.core.rooms.results import (
     PAGE_BYTES,
     AckResult,
@@ -74,6 +65,19 @@ from ackdeck.core.rooms.results import (
     check_page,
 )
 from ackdeck.core.rooms.room_errors import LEDGER_HINT, cold_ack, write_error
+
+# Every command opens a Room, and a push (the commonest, on every producer's every line) needs
+# only the ledger, the marks and the append: the modules of the other operations (the ack
+# transaction, receipts, the read log, ages, journeys, the dead-letter move, the policy, the
+# birth time through ctypes) are imported by the method that uses them, so a command loads
+# only its own (tests/test_layering.py counts them).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ackdeck.core.rooms.file.ack import AckSite
+    from ackdeck.core.rooms.file.receipts import Receipt, ReceiptHeader, ReceiptStore
+    from ackdeck.core.rooms.journey import Journey
+    from ackdeck.core.rooms.line_counts import LineCounts
+    from ackdeck.core.rooms.policy import RoomPolicy
 
 __all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
 
@@ -105,7 +109,7 @@ class Room:
             self.path = Path(os.path.realpath(self.path))
         self._side = Sidecar(self.path)
         self.sidecar = self._side.path
-        self._receipts = ReceiptStore(self._side.receipts_dir)
+        self._receipts_store: ReceiptStore | None = None  # see _receipts
         self._clock = clock
         self._grace = grace
         self.door = door  # which door reads through this Room, for the read log
@@ -121,6 +125,15 @@ class Room:
         # Lock and ledger descriptors kept open across pushes (core/rooms/file/push_handles.py).
         self._handles: PushHandles | None = None
         self._push_mutex = _thread.allocate_lock()
+
+    @property
+    def _receipts(self) -> ReceiptStore:
+        """What each session read (built on first use: a push never needs it)."""
+        if self._receipts_store is None:
+            from ackdeck.core.rooms.file.receipts import ReceiptStore
+
+            self._receipts_store = ReceiptStore(self._side.receipts_dir)
+        return self._receipts_store
 
     # ----- sidecar layout -------------------------------------------------------------
     # (core/rooms/file/sidecar.py; receipts: core/rooms/file/receipts.py)
@@ -151,6 +164,11 @@ class Room:
         of them can authorise an ack against restarted offsets. `receipts`: their headers when
         the caller already read them (after the ledger was found missing, or before looking).
         """
+        if receipts is None and self._receipts_store is None:
+            if not os.path.isdir(self._side.receipts_dir):
+                # No receipt can exist (a room's first push): the receipts' modules (and
+                # json) are not needed to find none.
+                return L.fresh_ledger([])
         found = self._receipts.headers() if receipts is None else receipts
         return L.fresh_ledger(list(found.values()))
 
@@ -170,6 +188,8 @@ class Room:
         progress and the first stat is settled; if it grew, the second one is used (a size
         that differs from a seen one makes the mtime rule moot; see ledger.rewritten_since).
         """
+        from ackdeck.core.base.fileid import birth_ns  # ctypes: not for a push
+
         first = os.fstat(fd)
         wait_for_writes(fd)  # where nothing waits (no SEEK_HOLE): the plain stat, as before
         second = os.fstat(fd)
@@ -334,6 +354,9 @@ class Room:
         if confirm is not None:
             confirm(result)
         if header is not None:
+            from ackdeck.core.rooms.file import readlog
+            from ackdeck.core.rooms.file.receipts import Receipt, sealed
+
             receipt = sealed(header, result.lines)  # the lines' digests, outside the lock
             header = self._log_read(receipt.header)
             pause("read-after-log")
@@ -354,6 +377,8 @@ class Room:
         counted in the receipt (`unlogged`) and the read goes on."""
         if header.lines == 0 or header.read_id is None:
             return header.replace(read_id=None)  # nothing was handed out
+        from ackdeck.core.rooms.file import readlog
+
         entry = readlog.ReadEntry(
             header.read_id,
             header.read_at,
@@ -375,6 +400,10 @@ class Room:
         """The first page of complete lines now in the room, how many more wait, and the
         receipt that would record the page (None when there is no room and no sidecar:
         nothing to record)."""
+        from ackdeck.core.rooms.file import ages, readlog
+        from ackdeck.core.rooms.file.ack_stream import Digest
+        from ackdeck.core.rooms.file.receipts import ReceiptHeader
+
         if not self.path.exists() and not self._side.ensure(create=False):
             return None
         shared = True
@@ -422,6 +451,8 @@ class Room:
         operation's leftover cleanup never removes the temp of a receipt being written. If
         the room moved on meanwhile (another ack, a rewrite), the ack's own checks (epoch,
         offsets, head bytes) decide what this receipt may still remove."""
+        from ackdeck.core.rooms.file.receipts import Receipt
+
         header = receipt.header
         with self._side.lock(shared=True):
             try:
@@ -496,6 +527,8 @@ class Room:
             fd = self._open()
             if fd is None:
                 return self._absent_ack()
+            from ackdeck.core.rooms.file.ack import ack_locked
+
             try:
                 done = ack_locked(
                     self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
@@ -511,6 +544,8 @@ class Room:
 
     def _move_dead_letters(self, limit: int) -> None:
         """Lines handed out `limit` times without an ack go to NAME.dead (deadletter.py)."""
+        from ackdeck.core.rooms.file import deadletter
+
         if not self._side.ensure(create=False):
             return
         dead = Room(deadletter.dead_room_path(self.path), clock=self._clock, door=self.door)
@@ -538,6 +573,8 @@ class Room:
     def _journey_upkeep(self) -> None:
         """Keep the read log and the marks bounded (exclusive lock held). Never fails an ack
         that already happened: a full disk only leaves them longer until the next one."""
+        from ackdeck.core.rooms.file import readlog
+
         try:
             base = self._ledger().base
             readlog.rotate(self._side.journey_dir, base)
@@ -547,6 +584,8 @@ class Room:
 
     def _ack_site(self) -> AckSite:
         """What the ack may touch (core/rooms/file/ack.py); built per ack from this Room's parts."""
+        from ackdeck.core.rooms.file.ack import AckSite
+
         return AckSite(
             path=self.path,
             sidecar=self._side,
@@ -619,6 +658,7 @@ class Room:
         """Audit that a hand-over moved the lines in [start, end) out of this room or into
         it (`text` says which: "handed over from S to T"), for `room trace`. Once: a re-run
         after a crash finds the entry there and adds none."""
+        from ackdeck.core.rooms import journey
         from ackdeck.core.rooms.file.sidecar import AuditEntry
 
         self._side.ensure(create=True)
@@ -807,6 +847,8 @@ class Room:
             os.close(fd)
 
     def _status_locked(self, fd: int, counts: LineCounts | None) -> RoomStatus:
+        from ackdeck.core.rooms.file import ages
+
         numbered = self._numbered()  # before the stat: see _numbered
         cur, head = self._look(fd)
         # Headers only: counters never need the consumed bytes (maybe the whole room). Read
@@ -854,7 +896,12 @@ class Room:
                 h.read_at if in_flight else None,
                 firsts[name] if pending - read else None,
             )
-        live = readlog.live_entries(self._journey_s, ledger.base) if journey and pending else []
+        deliveries = 0
+        if journey and pending:  # the read log says how often a waiting line was handed out
+            from ackdeck.core.rooms.file import readlog
+
+            live = readlog.live_entries(self._journey_s, ledger.base)
+            deliveries = readlog.deliveries(live, ledger.epoch, ledger.base)
         pol = self._policy_or_none()
         return RoomStatus(
             path=str(self.path),
@@ -872,7 +919,7 @@ class Room:
             checked_at=now,
             oldest_pending_at=oldest if pending else None,
             oldest_unread_at=nobody if pending > max(before.values(), default=0) else None,
-            deliveries=readlog.deliveries(live, ledger.epoch, ledger.base),
+            deliveries=deliveries,
             reads_unlogged=sum(h.unlogged for h in receipts.values()),
             dead_total=ledger.dead_total,
             overdue_after=pol.overdue,
@@ -884,20 +931,26 @@ class Room:
         try:
             return self.policy()
         except CorruptState:
+            from ackdeck.core.rooms.policy import RoomPolicy
+
             return RoomPolicy()  # counters stay usable; `room policy` reports it
 
     # ----- policy (core/rooms/policy.py) ------------------------------------------------------
     def policy(self) -> RoomPolicy:
+        from ackdeck.core.rooms import policy as policy_mod
+
         path = os.path.join(self._sidecar_s, locations.POLICY)
         try:
             with open(path, "rb") as f:
                 return policy_mod.decode(f.read(), path)
         except (FileNotFoundError, NotADirectoryError):
-            return RoomPolicy()
+            return policy_mod.RoomPolicy()
 
     def set_policy(self, policy: RoomPolicy) -> None:
         self._side.check_dir()
         self._check_kind()
+        from ackdeck.core.rooms import policy as policy_mod
+
         with self._side.lock(shared=False):
             data = policy_mod.encode(policy)
             atomic.atomic_write(locations.policy(self.sidecar), data)
@@ -909,6 +962,8 @@ class Room:
             at = int(offset)
         except ValueError:
             raise InvalidInput(f"offset {offset!r} is not a byte offset of a file room") from None
+        from ackdeck.core.rooms import journey
+
         with self._consistent() as (fd, ledger):
             return journey.trace_file(
                 fd,
@@ -935,6 +990,8 @@ class Room:
     def find(self, text: str | bytes) -> tuple[list[int | str], int]:
         """The offsets of the lines now in the room that contain `text` (the newest
         journey.MATCH_LIMIT), and how many do."""
+        from ackdeck.core.rooms import journey
+
         needle = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
         with self._consistent() as (fd, ledger):
             if fd is None:
@@ -979,6 +1036,8 @@ class Room:
             with self._consistent() as (_fd, ledger):
                 if int(offset) >= ledger.base:
                     raise
+            from ackdeck.core.rooms.journey import Journey
+
             return Journey(offset, False, None, None, False, [])
         return None if j.present else j
 

@@ -14,7 +14,6 @@ sidecar must be our own real directory, the room a regular file.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -184,6 +183,8 @@ class Sidecar:
     def audit(self, entry: AuditEntry) -> None:
         """Append one entry, under the exclusive lock: one O_APPEND write per entry, so
         entries never interleave."""
+        import json  # here: an audit entry is written by an ack, never by a push
+
         fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             write_all(fd, (json.dumps(entry.to_json()) + "\n").encode())
