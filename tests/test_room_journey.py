@@ -231,6 +231,22 @@ def test_a_sparse_read_log_costs_a_status_its_data_not_its_size(tmp_path: Path) 
     assert _bytes_read() - before < 1 << 20
 
 
+def test_sparse_first_seen_marks_cost_a_status_their_data_not_their_size(tmp_path: Path) -> None:
+    """Issue 42, class 5: marks out of alignment (a torn record, or a `truncate -s` to a size
+    no record width divides) are read record by record; that read took the whole file into
+    memory (28 s for a status over a 1 GB sparse file). Now only its data is read, in steps."""
+    clock = Clock(1_000_000.0)
+    r = Room(tmp_path / "r.txt", clock=clock)
+    r.push("dated")
+    marks = journey(r) / seen_marks.NAME
+    os.truncate(marks, (16 << 20) + 1)  # a hole, and out of the records' alignment
+    clock.t += 30
+    before = _bytes_read()
+    st = r.status()
+    assert _bytes_read() - before < 1 << 20
+    assert st.oldest_pending_age == pytest.approx(30.0)  # still dated by the mark before the hole
+
+
 def test_the_backwards_scan_finds_what_a_whole_read_finds_at_any_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

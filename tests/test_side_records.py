@@ -171,3 +171,23 @@ def test_a_fifo_or_directory_in_place_of_a_rooms_journey_file_blocks_and_fails_n
     out = ackdeck(cli_env, "room", "status", str(room), timeout=30)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert os.path.exists(bad) and not os.path.isfile(bad)  # left in place
+
+
+def test_a_presence_log_grown_to_a_gigabyte_is_read_bounded(home: Path) -> None:
+    """`agents` read each presence log whole: one grown behind ackdeck's back (`truncate -s
+    1G`) cost a gigabyte of memory and time per listing. At most log.READ_CAP bytes are read
+    (its head, where a fold's summary is, and its tail), counted as the bytes this process
+    read (Linux's rchar), not timed."""
+    from ackdeck.core.presence import log
+    from ackdeck.core.service.agents import list_agents
+
+    assert log.record(home, "s1", "start", detail="startup")
+    os.truncate(locations.presence_log(home, "s1"), 1 << 30)
+    with open("/proc/self/io") as f:
+        before = next(int(v) for k, v in (line.split(":") for line in f) if k == "rchar")
+    listed = list_agents(home)
+    with open("/proc/self/io") as f:
+        after = next(int(v) for k, v in (line.split(":") for line in f) if k == "rchar")
+    assert [a.session for a in listed.agents] == ["s1"]
+    assert "SessionStart" in listed.agents[0].evidence  # the head's event is still read
+    assert after - before < 8 << 20  # READ_CAP is 1 MiB

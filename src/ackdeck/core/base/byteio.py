@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Iterator
 
@@ -196,3 +197,30 @@ def tail_lines(fd: int, size: int, count: int, *, chunk: int = 1 << 16) -> list[
     if pos > 0:
         lines = lines[1:]  # begins mid-line (or with an older line than wanted)
     return lines[-count:]
+
+
+def data_extents(fd: int, limit: int = 1024) -> list[tuple[int, int]]:
+    """The [start, end) ranges of the file at `fd` that hold data, in order, so a reader of a
+    kept log (the read log, the first-seen marks) skips the holes of a sparse file instead of
+    reading them: a log grown to a gigabyte by `truncate -s` costs what its data costs. All of
+    it as one range when the filesystem cannot tell holes (past `limit` ranges, the rest as
+    one)."""
+    size = os.fstat(fd).st_size
+    out: list[tuple[int, int]] = []
+    at = 0
+    try:
+        while at < size and len(out) < limit:
+            try:
+                data = os.lseek(fd, at, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    return out  # only a hole from `at` on
+                raise
+            hole = min(os.lseek(fd, data, os.SEEK_HOLE), size)
+            out.append((data, hole))
+            at = hole
+    except (OSError, AttributeError):  # no SEEK_DATA here, or the filesystem refuses it
+        return [(0, size)] if size else []
+    if at < size and len(out) == limit:
+        out.append((at, size))
+    return out

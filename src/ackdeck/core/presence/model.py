@@ -30,7 +30,7 @@ from ackdeck.core.base.text import counted
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from typing import Any
+    from typing import Any, TypeGuard
 
 STATES = ("working", "waiting", "idle", "stalled", "gone")
 # Activity (a read, an ack) without a turn around it counts as working this long.
@@ -161,7 +161,7 @@ _CARRIED: dict[str, type] = {
 TIME_BOUND = 1e11
 
 
-def is_time(v: object) -> bool:
+def is_time(v: object) -> TypeGuard[float]:
     """A number that can be a time or a duration here: finite, within TIME_BOUND."""
     return isinstance(v, int | float) and not isinstance(v, bool) and -TIME_BOUND < v < TIME_BOUND
 

@@ -27,6 +27,7 @@ import os
 import stat
 
 from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.byteio import data_extents
 from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Struct
 
@@ -206,7 +207,7 @@ def _backwards(fd: int, base: int, dead_margin: int | None) -> list[ReadEntry]:
     found: list[list[ReadEntry]] = []  # per step, newest step first
     dead = 0
     head = b""  # the end of the line the bytes read so far begin inside, its newline included
-    for start, end in reversed(_data_extents(fd)):
+    for start, end in reversed(data_extents(fd)):
         pos = end
         while pos > start:
             step = min(pos - start, _STEP)
@@ -225,30 +226,6 @@ def _backwards(fd: int, base: int, dead_margin: int | None) -> list[ReadEntry]:
     if head:
         found.append(decode(head))
     return [e for chunk in reversed(found) for e in chunk]
-
-
-def _data_extents(fd: int, limit: int = 1024) -> list[tuple[int, int]]:
-    """The [start, end) ranges of the file at `fd` that hold data, in order: all of it when
-    the filesystem cannot tell holes (or past `limit` ranges, the rest as one)."""
-    size = os.fstat(fd).st_size
-    out: list[tuple[int, int]] = []
-    at = 0
-    try:
-        while at < size and len(out) < limit:
-            try:
-                data = os.lseek(fd, at, os.SEEK_DATA)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:
-                    return out  # only a hole from `at` on
-                raise
-            hole = min(os.lseek(fd, data, os.SEEK_HOLE), size)
-            out.append((data, hole))
-            at = hole
-    except (OSError, AttributeError):  # no SEEK_DATA here, or the filesystem refuses it
-        return [(0, size)] if size else []
-    if at < size and len(out) == limit:
-        out.append((at, size))
-    return out
 
 
 def deliveries(entries: Iterable[ReadEntry], epoch: int, start: int) -> int:

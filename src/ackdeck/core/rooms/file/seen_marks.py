@@ -28,6 +28,7 @@ import stat
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.byteio import data_extents, pread_chunks
 
 NAME = locations.SEEN_MARKS
 WIDTH = 34  # 19 digits offset, kind, 13 digits milliseconds, newline
@@ -152,11 +153,24 @@ def newest_end_of(fd: int, size: int) -> int:
 
 
 def _all_records(fd: int, size: int) -> list[tuple[int, float, bool]]:
+    """Every record of a file out of alignment, line by line (a line's last WIDTH - 1 bytes:
+    a record a torn one was glued onto). In steps, over the file's data only: a sparse file's
+    holes are not read (NUL bytes hold no record), and no more than a step is held."""
     out = []
-    for line in os.pread(fd, size, 0).split(b"\n"):
+
+    def take(line: bytes) -> None:
         got = _parse(line[-(WIDTH - 1) :] + b"\n") if len(line) >= WIDTH - 1 else None
         if got is not None:
             out.append(got)
+
+    for start, end in data_extents(fd):
+        carry = b""
+        for chunk in pread_chunks(fd, start, min(end, size), size=1 << 20):
+            lines = (carry + chunk).split(b"\n")
+            carry = lines.pop()[-(WIDTH - 1) :]  # only a record's width of it can matter
+            for line in lines:
+                take(line)
+        take(carry)
     return out
 
 

@@ -671,8 +671,8 @@ def fleet_listing(
     if hosts is not None:
         states = [h for h in states if h.host in hosts]
     warn = f"warning: {link.shared_id_note()}" if link.shared else None
-    note = FleetNote(s.url, s.host, True, warn, states, list(link.dropped))
-    return FleetListing(_only(merged, hosts), note)
+    found = FleetNote(s.url, s.host, True, warn, states, list(link.dropped))
+    return FleetListing(_only(merged, hosts), found)
 
 
 def fleet_agents(

@@ -18,7 +18,7 @@ from ackdeck.core.base.struct import Struct
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from typing import Any
+    from typing import Any, TypeGuard
 
 SCHEMA = 1
 KINDS = ("agents", "runs", "wakes")
@@ -116,7 +116,7 @@ def read_host(host: str, fields: Mapping[bytes, bytes]) -> tuple[Published | Non
     return Published(host, at, float(clock), ttl, rows), None
 
 
-def _is_time(v: object) -> bool:
+def _is_time(v: object) -> TypeGuard[float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and -TIME_BOUND < v < TIME_BOUND
 
 
