@@ -184,6 +184,10 @@ class RedisRoom:
     """One room on a Redis server. Cheap to construct; connects on first use; `close()`
     releases the connections."""
 
+    # The ack script removes a receipt whole: a transcript's proof is not applied (the ack
+    # says it was an estimate; docs/concepts/proof.md).
+    PROVES_SHOWN = False
+
     def __init__(
         self,
         address: RedisAddress,
@@ -489,6 +493,7 @@ class RedisRoom:
         deliver: Callable[[ReadResult], int | None] | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
         max_bytes: int | None = None,
+        shown: Callable[[list[bytes]], int] | None = None,  # noqa: ARG002 - PROVES_SHOWN
     ) -> AckResult:
         """Remove exactly what `session` read (or, with all=True, the entries of the first
         page, as a read takes it, returned; the rest stays, counted as preserved).

@@ -53,7 +53,7 @@ from ackdeck.core.inbox import ages, deadletter, journey, readlog, seen_marks
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import policy as policy_mod
 from ackdeck.core.inbox import prev_inodes as prev_inodes
-from ackdeck.core.inbox.ack import AckSite, ack_locked
+from ackdeck.core.inbox.ack import AckSite, Shown, ack_locked
 from ackdeck.core.inbox.ack_stream import Digest
 from ackdeck.core.inbox.journey import Journey
 from ackdeck.core.inbox.line_counts import LineCounts
@@ -81,6 +81,9 @@ Clock = Callable[[], float]
 class Room:
     """One notification file and its sidecar directory. Cheap to construct; after a push it
     keeps two descriptors (the sidecar lock and the ledger) open until `close()`."""
+
+    # An ack can remove only the lines a client's transcript proves shown (`ack(shown=)`).
+    PROVES_SHOWN = True
 
     def __init__(
         self,
@@ -443,6 +446,7 @@ class Room:
         deliver: Callable[[ReadResult], int | None] | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
         max_bytes: int | None = None,
+        shown: Shown | None = None,
     ) -> AckResult:
         """Remove exactly what `session` consumed (or, with all=True, every complete line of
         the first page: at most `max_bytes`, default PAGE_BYTES, or one longer line; the
@@ -457,6 +461,9 @@ class Room:
         | head` cannot clear lines nobody saw. The result's mode is then "all". `confirm`, as
         for read(), comes last before the read of those lines is recorded: if it raises,
         nothing is removed.
+
+        `shown` (issue 41: the client's transcript) says how many of the read's lines, from
+        the first, its model was shown: only those are removed, the rest stay unread.
         """
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         if all and deliver is not None:
@@ -512,7 +519,13 @@ class Room:
                 )
             try:
                 done = ack_locked(
-                    self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
+                    self._ack_site(),
+                    fd,
+                    session,
+                    ack_all=all,
+                    reader=reader,
+                    page=page,
+                    shown=shown,
                 )
                 self._journey_upkeep()
                 return done

@@ -1,0 +1,193 @@
+"""Delivered is proven by the client's own record, not estimated (issue 41).
+
+Real Claude Code (`claude -p`) runs offline against the scripted model stand-in with ackdeck as
+its MCP server, as in tests/test_agent_loops.py. Each test makes Claude Code show its model
+less than ackdeck handed over, the ways a user's settings do: MAX_MCP_OUTPUT_TOKENS below the
+reply (Claude Code refuses it: the model gets an error text), a project PostToolUse hook that
+replaces ackdeck's output with a one-line summary (`updatedMCPToolOutput`), a large reply
+persisted behind a 2 KB preview. The ack must then remove exactly the lines the transcript
+shows the model received whole, as a prefix, and keep the rest unread; the line a producer
+appends between the read and the ack survives every time. When the transcript is deleted or
+garbled between the read and the ack, the ack is an estimate, says so and why, and loses
+nothing the model was not shown (it removes what was handed over, as before).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.helpers import agent_clients as clients
+from tests.helpers.model_stub import Call, ModelStub, Say
+
+PROMPT = "Handle the notifications waiting in your ackdeck inbox, then stop."
+LATE = "[ops] deploy-bot: arrived between the read and the ack"
+NAMES = "mcp__ackdeck__room_list_new,mcp__ackdeck__room_ack"
+
+
+@dataclass
+class ProofSetup(clients.Setup):
+    """A Claude Code session whose ackdeck server gets `server_args` (e.g. --reply-chars, a
+    budget an owner raised) and whose project may carry its own hooks."""
+
+    server_args: list[str] = field(default_factory=list)
+
+    def server(self) -> dict[str, object]:
+        entry = super().server()
+        return entry | {"args": [*entry["args"], *self.server_args]}  # type: ignore[misc]
+
+    def transcripts(self) -> list[Path]:
+        return sorted((self.user_home / ".claude" / "projects").glob("*/*.jsonl"))
+
+
+@dataclass
+class Outcome:
+    lines: list[str]
+    read_view: str  # what the model received for the read
+    ack: dict[str, object]  # room_ack's structured result, as the model received it
+    left: list[str]
+    errors: list[str]
+
+    @property
+    def removed(self) -> list[str]:
+        return [line for line in self.lines if line not in self.left]
+
+
+def run(
+    root: Path,
+    n: int,
+    *,
+    server_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    hook: str | None = None,
+    between: str | None = None,
+) -> Outcome:
+    """read -> (a producer appends LATE; `between` damages the transcript) -> ack -> stop."""
+    s = ProofSetup(root, server_args=list(server_args)).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(n)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    if hook is not None:  # a project PostToolUse hook replacing the read's output
+        script = s.root / "summary_hook.py"
+        out = {
+            "hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedMCPToolOutput": hook}
+        }
+        script.write_text(f"import sys, json\nsys.stdin.read()\nprint(json.dumps({out!r}))\n")
+        settings = {
+            "hooks": {
+                "PostToolUse": [
+                    {
+                        "matcher": "mcp__ackdeck__room_list_new",
+                        "hooks": [{"type": "command", "command": f"{sys.executable} {script}"}],
+                    }
+                ]
+            }
+        }
+        (s.workdir / ".claude").mkdir(exist_ok=True)
+        (s.workdir / ".claude" / "settings.json").write_text(json.dumps(settings))
+
+    def producer() -> None:
+        with open(s.room, "a") as f:
+            f.write(LATE + "\n")
+        if between is not None:
+            (transcript,) = s.transcripts()
+            if between == "deleted":
+                transcript.unlink()
+            else:  # garbled: every record replaced by bytes that are no JSON
+                transcript.write_bytes(b"\x00garbled\n" * (transcript.stat().st_size // 9 + 1))
+
+    read = Call("mcp__ackdeck__room_list_new", {})
+    ack = Call("mcp__ackdeck__room_ack", {}, before=producer)
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    with ModelStub([search, read, ack, Say("done")]) as stub:
+        done = clients.claude(s, stub.url, PROMPT, hooks=False, extra_env=env)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        read_view, ack_view = stub.result_of(read), stub.result_of(ack)
+    return Outcome(
+        lines, read_view, json.loads(ack_view), s.room.read_text().splitlines(), stub.errors
+    )
+
+
+def whole_prefix(view: str, lines: list[str]) -> list[str]:
+    """The lines, from the first, that appear whole in what the model received (as JSON
+    strings, or as text ending a line), independently of ackdeck's own matching."""
+    seen = []
+    for line in lines:
+        if json.dumps(line) in view or f" {line}\n" in f"{view}\n":
+            seen.append(line)
+        else:
+            break
+    return seen
+
+
+def test_a_reply_refused_under_max_mcp_output_tokens_acks_nothing(tmp_path: Path) -> None:
+    # The owner raised the reply budget; Claude Code refuses (does not cut) a result over its
+    # MAX_MCP_OUTPUT_TOKENS, so the model got an error text and none of the lines.
+    out = run(
+        tmp_path,
+        200,
+        server_args=("--reply-chars", "40000"),
+        env={"MAX_MCP_OUTPUT_TOKENS": "1000"},
+    )
+    assert out.errors == []
+    assert "[ops] bot: event 00000 ok" not in out.read_view, out.read_view[:300]
+    assert out.removed == [], f"acked {len(out.removed)} lines the model never saw"
+    assert out.left == [*out.lines, LATE]
+    assert out.ack["proof"] == "transcript" and out.ack["unshown"] == 200, out.ack
+    assert out.ack["acked"] == 0 and "room_list_new" in str(out.ack["next"])
+
+
+def test_a_hook_replacing_the_read_with_a_summary_acks_only_the_lines_in_it(
+    tmp_path: Path,
+) -> None:
+    summary = "50 new ops lines; first: [ops] bot: event 00000 ok"
+    out = run(tmp_path, 50, hook=summary)
+    assert out.errors == []
+    assert out.read_view == summary  # what the model was shown instead of ackdeck's reply
+    assert out.removed == ["[ops] bot: event 00000 ok"], len(out.removed)
+    assert out.left == [*out.lines[1:], LATE]
+    assert out.ack["proof"] == "transcript" and out.ack["unshown"] == 49, out.ack
+
+
+def test_a_read_persisted_behind_a_preview_acks_only_the_lines_whole_in_the_preview(
+    tmp_path: Path,
+) -> None:
+    # About 70 KB of structured JSON: Claude Code saves it to a file and shows a 2 KB preview.
+    out = run(tmp_path, 2000, server_args=("--reply-chars", "200000"))
+    assert out.errors == []
+    assert "<persisted-output>" in out.read_view, out.read_view[:300]
+    seen = whole_prefix(out.read_view, out.lines)
+    assert 0 < len(seen) < 100, len(seen)
+    assert out.removed == seen, (len(out.removed), len(seen))
+    assert out.left == [*out.lines[len(seen) :], LATE]
+    assert out.ack["proof"] == "transcript" and out.ack["unshown"] == 2000 - len(seen)
+
+
+def check_estimate(out: Outcome, why: str) -> None:
+    assert out.errors == []
+    # The model was shown the whole small read: the estimate removes it, the late line stays.
+    assert whole_prefix(out.read_view, out.lines) == out.lines
+    assert out.left == [LATE]
+    assert out.ack["proof"] == "estimate", out.ack
+    note = str(out.ack["proof_note"])
+    assert why in note and "\n" not in note, note
+
+
+def test_a_transcript_deleted_between_read_and_ack_makes_the_ack_an_estimate(
+    tmp_path: Path,
+) -> None:
+    check_estimate(run(tmp_path, 3, between="deleted"), "transcript")
+
+
+def test_a_transcript_garbled_between_read_and_ack_makes_the_ack_an_estimate(
+    tmp_path: Path,
+) -> None:
+    check_estimate(run(tmp_path, 3, between="garbled"), "transcript")
+
+
+def test_an_ordinary_read_and_ack_is_proven_by_the_transcript(tmp_path: Path) -> None:
+    out = run(tmp_path, 3)
+    assert out.errors == [] and out.left == [LATE]
+    assert '"proof":"transcript"' in out.read_view.replace(" ", ""), out.read_view
+    assert out.ack["proof"] == "transcript" and out.ack["proof_note"] is None
