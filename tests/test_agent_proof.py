@@ -70,9 +70,7 @@ def run(
     s.room.write_text("".join(f"{line}\n" for line in lines))
     if hook is not None:  # a project PostToolUse hook replacing the read's output
         script = s.root / "summary_hook.py"
-        out = {
-            "hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedMCPToolOutput": hook}
-        }
+        out = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedMCPToolOutput": hook}}
         script.write_text(f"import sys, json\nsys.stdin.read()\nprint(json.dumps({out!r}))\n")
         settings = {
             "hooks": {
@@ -114,7 +112,7 @@ def whole_prefix(view: str, lines: list[str]) -> list[str]:
     strings, or as text ending a line), independently of ackdeck's own matching."""
     seen = []
     for line in lines:
-        if json.dumps(line) in view or f" {line}\n" in f"{view}\n":
+        if json.dumps(line) in view or f"\n{line}\n" in f"\n{view}\n":
             seen.append(line)
         else:
             break
@@ -141,7 +139,7 @@ def test_a_reply_refused_under_max_mcp_output_tokens_acks_nothing(tmp_path: Path
 def test_a_hook_replacing_the_read_with_a_summary_acks_only_the_lines_in_it(
     tmp_path: Path,
 ) -> None:
-    summary = "50 new ops lines; first: [ops] bot: event 00000 ok"
+    summary = "50 new ops lines; the first:\n[ops] bot: event 00000 ok"
     out = run(tmp_path, 50, hook=summary)
     assert out.errors == []
     assert out.read_view == summary  # what the model was shown instead of ackdeck's reply
@@ -191,3 +189,72 @@ def test_an_ordinary_read_and_ack_is_proven_by_the_transcript(tmp_path: Path) ->
     assert out.errors == [] and out.left == [LATE]
     assert '"proof":"transcript"' in out.read_view.replace(" ", ""), out.read_view
     assert out.ack["proof"] == "transcript" and out.ack["proof_note"] is None
+
+
+# ----- the decision and the transcript reader, on real files ----------------------------------
+def test_a_repeated_line_counts_only_as_often_as_the_model_was_shown_it() -> None:
+    from ackdeck.core.agents.transcript import shown_prefix
+
+    cut = '{"lines":["same","same","oth'  # a preview cut inside the third line
+    assert shown_prefix(["same", "same", "same", "other"], cut) == 2
+    assert shown_prefix(["x ok", "ok"], "x ok\nnot ok") == 1  # "ok" is not a whole line
+    assert shown_prefix(["a"], None) == 0
+
+
+def _record(tool_use_id: str, text: str, original: str = "") -> str:
+    msg = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": tool_use_id, "content": text}],
+    }
+    return json.dumps({"type": "user", "message": msg, "toolUseResult": original}) + "\n"
+
+
+def test_a_later_content_replacement_is_what_the_model_was_shown(tmp_path: Path) -> None:
+    from ackdeck.core.agents.transcript import find_seen
+
+    t = tmp_path / "s.jsonl"
+    t.write_text(json.dumps({"type": "assistant"}) + "\n")
+    since = t.stat().st_size
+    rep = {"kind": "tool-result", "toolUseId": "toolu_1", "replacement": '{"lines":["a"'}
+    with open(t, "a") as f:
+        f.write(_record("toolu_1", '{"lines":["a","b"]}'))
+        f.write(json.dumps({"type": "content-replacement", "replacements": [rep]}) + "\n")
+    assert find_seen(t, tool_use_id="toolu_1", since=since).text == '{"lines":["a"'
+
+
+def test_an_ack_without_a_kept_offset_finds_its_read_from_the_transcripts_end(
+    tmp_path: Path,
+) -> None:
+    from ackdeck.core.agents import transcript as tr
+
+    t = tmp_path / "s.jsonl"
+    filler = json.dumps({"type": "assistant", "pad": "x" * 1000}) + "\n"
+    original = '{"lines":["a"],"read_id":"0123456789abcdef"}'
+    t.write_text(filler * 300 + _record("toolu_9", "summary", original) + filler * 300)
+    seen = tr.find_seen(t, tool_use_id=None, read_id="0123456789abcdef")
+    assert (seen.tool_use_id, seen.text) == ("toolu_9", "summary")  # never the original
+
+
+def test_a_result_that_never_reached_the_transcript_was_not_shown(tmp_path: Path) -> None:
+    from ackdeck.core.agents.transcript import find_seen
+
+    t = tmp_path / "s.jsonl"
+    t.write_text(_record("toolu_other", '{"lines":["a"]}'))
+    assert find_seen(t, tool_use_id="toolu_1", since=0, wait=0.05).text is None
+
+
+def test_a_proven_ack_after_another_session_acked_part_of_the_read(tmp_path: Path) -> None:
+    # A reads 4 lines; B reads and acks the first 2; A's model was shown 3: the ack removes
+    # only the third (the first two are gone already), the fourth stays unread for A.
+    from ackdeck.core.inbox.rooms import Room
+
+    path = tmp_path / "inbox.txt"
+    path.write_text("l1\nl2\nl3\nl4\n")
+    room = Room(path)
+    assert len(room.read("a").lines) == 4
+    assert len(room.read("b", max_bytes=6).lines) == 2
+    assert room.ack("b").acked == 2
+    res = room.ack("a", shown=lambda lines: 3 - (4 - len(lines)))
+    assert (res.acked, res.unshown) == (1, 1), res
+    assert path.read_text() == "l4\n"
+    assert [line.decode() for line in room.read("a").lines] == ["l4"]

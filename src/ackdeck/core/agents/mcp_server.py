@@ -491,6 +491,8 @@ def _acked_all(got: rooms.Lines) -> rooms.Acked:
         lines=got.lines,
         room=got.room,
         path=got.path,
+        proof=rooms.ESTIMATE,
+        proof_note=rooms.ACK_ALL,
     )
 
 

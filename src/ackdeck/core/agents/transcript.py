@@ -37,13 +37,13 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import display_lines
+from ackdeck.core.errors import NoProof
 
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
@@ -55,10 +55,6 @@ CHUNK = 1 << 16
 # before the model's next turn, so this bounds only a write that never comes.
 RECORD_WAIT = 5.0
 POLL = 0.02
-
-
-class NoProof(Exception):  # noqa: N818 - a reason, not a failure: the ack is an estimate
-    """The transcript cannot prove what was shown: the one-line reason an ack is an estimate."""
 
 
 class Seen(Struct):
@@ -308,8 +304,8 @@ def _same_file(fd: int, path: Path) -> bool:
 # ----- the decision --------------------------------------------------------------------------
 def shown_prefix(lines: list[str], seen: str | None) -> int:
     """How many of `lines`, from the first, appear whole and in order in `seen`: each as a
-    JSON string (ackdeck's structured content, also inside a persisted preview) or as the
-    text of a line (a text view, a hook's summary). The search for each line starts after the
+    JSON string (ackdeck's structured content, also inside a persisted preview) or as a
+    whole line of text (a text view, a hook's summary). The search for each line starts after the
     previous one's match, so a repeated line counts only as often as it was shown."""
     if not seen:
         return 0
@@ -340,10 +336,10 @@ def _forms(line: str) -> list[str]:
 
 
 def _text_bounded(seen: str, at: int, n: int) -> bool:
-    """A line as text is whole when it ends the text or a line of it, and starts one or
-    follows a space (a summary's "first: LINE")."""
+    """A line as text is whole only when it is a whole line of the text: plain text has no
+    other edge (a line "ok" is not shown by "not ok")."""
     end = at + n
-    return (end == len(seen) or seen[end] in "\r\n") and (at == 0 or seen[at - 1] in " \t\n")
+    return (end == len(seen) or seen[end] in "\r\n") and (at == 0 or seen[at - 1] == "\n")
 
 
 def shown_lines(seen: str | None) -> Callable[[list[bytes]], int]:
