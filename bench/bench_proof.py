@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         med = {m: statistics.median(v) for m, v in times.items()}
         mem_small, mem_big = _memory(tmp, SMALL), _memory(tmp, SIZE)
         os.sync()
-    print(f"ack of a 100-line read, transcript {size_mb:.0f} MB, median of {reps}")
+    print(f"a proven ack of a 100-line read, transcript {size_mb:.0f} MB, median of {reps}")
     print(f"{'ack':<38} {'median ms':>10} {'best ms':>9} {'ratio':>7}")
     base = med["plain"]
     rows = [
