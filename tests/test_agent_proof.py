@@ -258,3 +258,22 @@ def test_a_proven_ack_after_another_session_acked_part_of_the_read(tmp_path: Pat
     assert (res.acked, res.unshown) == (1, 1), res
     assert path.read_text() == "l4\n"
     assert [line.decode() for line in room.read("a").lines] == ["l4"]
+
+
+def test_a_cli_read_and_ack_from_the_agents_shell_say_why_they_are_estimates(
+    tmp_path: Path,
+) -> None:
+    # Inside Claude Code (its Bash tool), the CLI cannot find its own call in the transcript:
+    # it must say so rather than pass for proven, and still work as before.
+    from tests.helpers.cli import ackdeck, clean_env
+
+    room = tmp_path / "inbox.txt"
+    room.write_text("a\nb\n")
+    env = clean_env() | {"CLAUDE_CODE_SESSION_ID": "0b9c7d1e-session"}
+    home = ("--home", str(tmp_path / "home"))
+    read = ackdeck(env, *home, "room", "read", str(room), "--session", "s", "--json")
+    ack = ackdeck(env, *home, "room", "ack", str(room), "--session", "s", "--json")
+    for out in (read, ack):
+        doc = json.loads(out.stdout)
+        assert doc["proof"] == "estimate" and "Bash tool" in doc["proof_note"], doc
+    assert json.loads(ack.stdout)["acked"] == 2 and room.read_text() == ""

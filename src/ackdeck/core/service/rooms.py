@@ -254,6 +254,10 @@ NO_TRANSCRIPT = (
     "no client transcript is known (only Claude Code keeps one ackdeck reads: "
     "CLAUDE_CODE_SESSION_ID is not set)"
 )
+CLI_IN_CLAUDE = (
+    "run from the agent's shell: Claude Code's Bash tool may cut what its model is shown, and "
+    "the CLI cannot find its call in the transcript (use the MCP tools for a proven ack)"
+)
 ACK_ALL = "ack all removes the lines its own reply returns (an owner's explicit act)"
 NOT_PROVEN_HERE = "this room's backend removes a read whole: the transcript is not applied"
 
