@@ -107,6 +107,29 @@ def run(
     )
 
 
+def summary_hook(s: ProofSetup, keep: str) -> None:
+    """A project PostToolUse hook replacing room_list_new's output with a summary: the read's
+    id (taken from the output it is given) and `keep` on a line of its own."""
+    script = s.root / "summary_hook.py"
+    script.write_text(
+        "import json, re, sys\n"
+        "raw = sys.stdin.read()\n"
+        "rid = re.search(r'read_id[^0-9a-f]+([0-9a-f]{16})', raw).group(1)\n"
+        f"text = 'read_id ' + rid + '; the first line:\\n' + {keep!r}\n"
+        "out = {'hookEventName': 'PostToolUse', 'updatedMCPToolOutput': text}\n"
+        "print(json.dumps({'hookSpecificOutput': out}))\n"
+    )
+    command = f"{sys.executable} {script}"
+    hook = {
+        "matcher": "mcp__ackdeck__room_list_new",
+        "hooks": [{"type": "command", "command": command}],
+    }
+    (s.workdir / ".claude").mkdir(exist_ok=True)
+    (s.workdir / ".claude" / "settings.json").write_text(
+        json.dumps({"hooks": {"PostToolUse": [hook]}})
+    )
+
+
 def whole_prefix(view: str, lines: list[str]) -> list[str]:
     """The lines, from the first, that appear whole in what the model received (as JSON
     strings, or as text ending a line), independently of ackdeck's own matching."""
@@ -277,3 +300,39 @@ def test_a_cli_read_and_ack_from_the_agents_shell_say_why_they_are_estimates(
         doc = json.loads(out.stdout)
         assert doc["proof"] == "estimate" and "Bash tool" in doc["proof_note"], doc
     assert json.loads(ack.stdout)["acked"] == 2 and room.read_text() == ""
+
+
+def test_an_ack_by_read_id_in_a_resumed_session_is_proven_by_the_transcript(
+    tmp_path: Path,
+) -> None:
+    # Run 1 reads (a hook shows the model the read id and the first line only) and stops.
+    # Run 2 is `claude -p --resume` of that session: a new ackdeck server, which kept nothing,
+    # acks by the read id; the transcript (appended to by both runs) proves one line shown.
+    s = ProofSetup(tmp_path).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(20)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    summary_hook(s, lines[0])
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    read = Call("mcp__ackdeck__room_list_new", {})
+    with ModelStub([search, read, Say("later")]) as stub:
+        first = clients.claude(s, stub.url, PROMPT, hooks=False)
+        assert first.returncode == 0, first.stderr[-2000:]
+        view = stub.result_of(read)
+    assert lines[0] in view and lines[1] not in view, view
+    read_id = view.split()[1].rstrip(";")
+    session = json.loads(first.stdout)["session_id"]
+
+    def producer() -> None:
+        with open(s.room, "a") as f:
+            f.write(LATE + "\n")
+
+    ack = Call("mcp__ackdeck__room_ack", {"read_id": read_id}, before=producer)
+    with ModelStub([search, ack, Say("done")], ids="resumed") as stub:
+        second = clients.claude(
+            s, stub.url, "Ack what you read.", hooks=False, extra_args=["--resume", session]
+        )
+        assert second.returncode == 0, second.stderr[-2000:]
+        acked = json.loads(stub.result_of(ack))
+        assert stub.errors == []
+    assert acked["proof"] == "transcript" and acked["acked"] == 1, acked
+    assert s.room.read_text().splitlines() == [*lines[1:], LATE]

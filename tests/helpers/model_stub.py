@@ -67,8 +67,11 @@ class Request:
 
 
 class ModelStub:
-    def __init__(self, script: list[Step]) -> None:
+    def __init__(self, script: list[Step], ids: str = "call") -> None:
+        """`ids`: the prefix of the tool-call ids this stub hands out (`call_0`, ...); a
+        resumed session's second stub needs another, as a model never repeats an id."""
         self.script = list(script)
+        self._ids = ids
         self.requests: list[Request] = []
         self.errors: list[str] = []  # a `before` that raised: the test fails on it
         self._lock = threading.Lock()
@@ -155,7 +158,7 @@ class ModelStub:
             self._played += 1
         step = self.script[i] if i < len(self.script) else Say("done")
         if isinstance(step, Call | Search):
-            step.id = f"call_{i}"
+            step.id = f"{self._ids}_{i}"
         if step.before is not None:
             try:
                 step.before()
