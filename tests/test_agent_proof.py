@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.helpers import agent_clients as clients
-from tests.helpers.model_stub import Call, ModelStub, Say
+from tests.helpers.model_stub import Call, ModelStub, Say, Together
 
 PROMPT = "Handle the notifications waiting in your ackdeck inbox, then stop."
 LATE = "[ops] deploy-bot: arrived between the read and the ack"
@@ -336,3 +336,20 @@ def test_an_ack_by_read_id_in_a_resumed_session_is_proven_by_the_transcript(
         assert stub.errors == []
     assert acked["proof"] == "transcript" and acked["acked"] == 1, acked
     assert s.room.read_text().splitlines() == [*lines[1:], LATE]
+
+
+def test_an_ack_made_in_the_same_turn_as_its_read_acks_nothing(tmp_path: Path) -> None:
+    # The model calls room_list_new and room_ack in one message: it acked before it saw a
+    # single line (the read's result is recorded after the message making the ack).
+    s = ProofSetup(tmp_path).make()
+    lines = [f"line {i}" for i in range(5)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    read, ack = Call("mcp__ackdeck__room_list_new", {}), Call("mcp__ackdeck__room_ack", {})
+    with ModelStub([search, Together([read, ack]), Say("done")]) as stub:
+        done = clients.claude(s, stub.url, PROMPT, hooks=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert all(line in stub.result_of(read) for line in lines)  # it was handed over
+        acked = json.loads(stub.result_of(ack))
+    assert s.room.read_text().splitlines() == lines
+    assert (acked["acked"], acked["unshown"], acked["proof"]) == (0, 5, "transcript"), acked

@@ -243,6 +243,7 @@ class AgentDoor:
         all: bool = False,  # noqa: A002
         read_id: str | None = None,
         handoff: Handoff | None = None,
+        tool_use_id: str | None = None,
     ) -> Reply:
         r = self.deck.room(room)
         label = self.deck.label(r)
@@ -258,7 +259,7 @@ class AgentDoor:
         else:
             known = read_id or self._last_read.get(label)
             reader = _reader(known) if known else f"mcp:none:{self._instance}"
-            shown, estimate = self._shown(known)
+            shown, estimate = self._shown(known, tool_use_id)
             res = self.deck.ack(r, reader=reader, shown=shown, estimate=estimate)
             if known and res.mode != "refused":
                 self._last_read.pop(label, None)
@@ -272,16 +273,23 @@ class AgentDoor:
             return {"proof": rooms.ESTIMATE, "proof_note": rooms.NO_TRANSCRIPT}
         return {"proof": rooms.TRANSCRIPT, "proof_note": None}
 
-    def _shown(self, read_id: str | None) -> tuple[Callable[[list[bytes]], int] | None, str | None]:
+    def _shown(
+        self, read_id: str | None, asked_by: str | None = None
+    ) -> tuple[Callable[[list[bytes]], int] | None, str | None]:
         """(how many of the read's lines its model was shown, None: unknown) and the reason
         when unknown. The transcript is read from the size kept at the read (or from its end
-        for a read this server did not make), waiting, bounded, for the result's record."""
+        for a read this server did not make), waiting, bounded, for the result's record;
+        `asked_by`: the ack's own tool call (what the model saw precedes it)."""
         if self.transcript is None or read_id is None:
             return None, None
         tool_use_id, since = self._handed.get(read_id, (None, None))
         try:
             seen = transcript.find_seen(
-                self.transcript, tool_use_id=tool_use_id, read_id=read_id, since=since
+                self.transcript,
+                tool_use_id=tool_use_id,
+                read_id=read_id,
+                since=since,
+                asked_by=asked_by,
             )
         except transcript.NoProof as exc:
             return None, f"{exc}: the ack removes what was handed over"
@@ -602,7 +610,8 @@ def build_server(
             _arg("the read_id a room_list_new returned: ack exactly that read (any process)"),
         ] = None,
     ) -> Annotated[CallToolResult, AckOut]:
-        return await delivered(ctx, lambda h: door.room_ack(room, all, read_id, h))
+        use = tool_use_id(ctx)
+        return await delivered(ctx, lambda h: door.room_ack(room, all, read_id, h, use))
 
     @tool(
         "room_push",

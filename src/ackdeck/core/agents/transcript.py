@@ -19,8 +19,9 @@ Claude Code 2.1.328 (tests/test_agent_proof.py keeps them):
 - A later replacement is a `{type:"content-replacement", replacements:[{kind:"tool-result",
   toolUseId, replacement}]}` record: `replacement` is then what the model saw.
 - The record is appended after the result is returned and before the model's next turn: an
-  ack waits for it, bounded (RECORD_WAIT); a read whose result never reached the transcript
-  (an ack in the same turn as its read) was not shown.
+  ack waits for it, bounded (RECORD_WAIT). The model's message making the ack is recorded as
+  a `type:"assistant"` record holding that `tool_use` block: a read result not recorded before
+  it (an ack in the same turn as its read) was not shown when the model acked.
 
 Cost: the transcript of a long session grows to tens of MB. It is never read whole: from the
 size it had when the read was made (kept by the server) to its end, or backwards from its end
@@ -135,6 +136,18 @@ def result_in(
     return None
 
 
+def calls(record: dict[str, object], tool_use_id: str | None) -> bool:
+    """Is `record` the model's message making the call `tool_use_id`?"""
+    if record.get("type") != "assistant":
+        return False
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == tool_use_id
+        for b in content
+    )
+
+
 def replacement_in(record: dict[str, object], tool_use_id: str) -> str | None:
     """The text a content-replacement record put in place of `tool_use_id`'s result."""
     if record.get("type") != "content-replacement":
@@ -213,14 +226,21 @@ def find_seen(
     tool_use_id: str | None,
     read_id: str | None = None,
     since: int | None = None,
+    asked_by: str | None = None,
     wait: float = RECORD_WAIT,
     clock: Callable[[], float] = time.monotonic,
 ) -> Seen:
     """What the model was shown of the call `tool_use_id` (or, unknown, the read `read_id`),
     from the transcript at `path`: scanned forward from `since` (the size kept at the read),
     else backwards from the end. Waits up to `wait` for the record to be written. NoProof
-    when the transcript is missing, was cut below `since`, or the record is damaged."""
+    when the transcript is missing, was cut below `since`, or the record is damaged.
+
+    `asked_by`: the tool_use id of the call asking (the ack). The model made that call having
+    seen only what comes before it in the transcript: a read whose result is not recorded
+    before the message making the ack (an ack in the same turn as its read) was not shown,
+    and the scan stops there without waiting."""
     needles = _needles(tool_use_id, read_id)
+    stop = None if asked_by is None else asked_by.encode()
     if not needles:
         raise NoProof("the read names no tool call to look for in the transcript")
     try:
@@ -248,6 +268,8 @@ def find_seen(
                     got = result_in(_parse(line, path), tool_use_id, read_id)
                     if got is not None:
                         return _replaced(fd, path, Seen(got[0], got[1], after))
+                if stop is not None and stop in line and calls(_parse(line, path), asked_by):
+                    return Seen(tool_use_id, None, pos)
                 elif not (line.startswith(b"{") and line.endswith(b"}")):
                     raise NoProof(f"the transcript {path} is damaged (a record is not JSON)")
             if clock() >= deadline:
