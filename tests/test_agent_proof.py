@@ -63,6 +63,7 @@ def run(
     env: dict[str, str] | None = None,
     hook: str | None = None,
     between: str | None = None,
+    args: tuple[str, ...] = (),
 ) -> Outcome:
     """read -> (a producer appends LATE; `between` damages the transcript) -> ack -> stop."""
     s = ProofSetup(root, server_args=list(server_args)).make()
@@ -99,7 +100,9 @@ def run(
     ack = Call("mcp__ackdeck__room_ack", {}, before=producer)
     search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
     with ModelStub([search, read, ack, Say("done")]) as stub:
-        done = clients.claude(s, stub.url, PROMPT, hooks=False, extra_env=env)
+        done = clients.claude(
+            s, stub.url, PROMPT, hooks=False, extra_env=env, extra_args=list(args)
+        )
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
         read_view, ack_view = stub.result_of(read), stub.result_of(ack)
     return Outcome(
@@ -205,6 +208,14 @@ def test_a_transcript_garbled_between_read_and_ack_makes_the_ack_an_estimate(
     tmp_path: Path,
 ) -> None:
     check_estimate(run(tmp_path, 3, between="garbled"), "transcript")
+
+
+def test_a_session_claude_code_does_not_save_is_an_estimate_from_the_read_on(
+    tmp_path: Path,
+) -> None:
+    out = run(tmp_path, 3, args=("--no-session-persistence",))
+    check_estimate(out, "transcript")
+    assert '"proof":"estimate"' in out.read_view.replace(" ", ""), out.read_view
 
 
 def test_an_ordinary_read_and_ack_is_proven_by_the_transcript(tmp_path: Path) -> None:
@@ -353,3 +364,19 @@ def test_an_ack_made_in_the_same_turn_as_its_read_acks_nothing(tmp_path: Path) -
         acked = json.loads(stub.result_of(ack))
     assert s.room.read_text().splitlines() == lines
     assert (acked["acked"], acked["unshown"], acked["proof"]) == (0, 5, "transcript"), acked
+
+
+def test_a_fifo_where_the_transcript_should_be_is_no_proof_and_never_blocks(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    import pytest
+
+    from ackdeck.core.agents.transcript import find_seen
+    from ackdeck.core.errors import NoProof
+
+    t = tmp_path / "s.jsonl"
+    os.mkfifo(t)
+    with pytest.raises(NoProof, match="not a regular file"):
+        find_seen(t, tool_use_id="toolu_1", since=0)

@@ -271,6 +271,9 @@ class AgentDoor:
         client keeps one ackdeck can read, else by estimate (and why)."""
         if self.transcript is None:
             return {"proof": rooms.ESTIMATE, "proof_note": rooms.NO_TRANSCRIPT}
+        if transcript.size_of(self.transcript) is None:  # a session Claude Code does not save
+            why = f"the transcript {self.transcript} does not exist"
+            return {"proof": rooms.ESTIMATE, "proof_note": why}
         return {"proof": rooms.TRANSCRIPT, "proof_note": None}
 
     def _shown(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -244,13 +245,17 @@ def find_seen(
     if not needles:
         raise NoProof("the read names no tool call to look for in the transcript")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        # Non-blocking: a FIFO put where the transcript should be must not hang the ack.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise NoProof(f"the transcript {path} is missing") from None
     except OSError as exc:
         raise NoProof(f"the transcript {path} cannot be read ({exc.strerror})") from None
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NoProof(f"the transcript {path} is not a regular file")
+        size = st.st_size
         if since is not None and size < since:
             raise NoProof(f"the transcript {path} was cut since the read")
         if since is None:
