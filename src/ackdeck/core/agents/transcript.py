@@ -336,6 +336,10 @@ def shown_prefix(lines: list[str], seen: str | None) -> int:
     previous one's match, so a repeated line counts only as often as it was shown."""
     if not seen:
         return 0
+    # The usual case first: the read's lines whole, in order, as the compact JSON array of
+    # the structured content (one C-speed encoding and one search).
+    if json.dumps(lines, ensure_ascii=False, separators=(",", ":"))[1:-1] in seen:
+        return len(lines)
     pos = 0
     for i, line in enumerate(lines):
         found = [m for m in (_find(seen, form, pos, form is line) for form in _forms(line)) if m]
