@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ackdeck.core.agents import transcript
+from ackdeck.core.inbox.results import Shown
 from ackdeck.core.inbox.rooms import Room
 
 LINE = "[2026-12-07T04:00:00Z] [ops] bot: event {:05d} deployed, p99 41ms ok"
@@ -93,7 +94,7 @@ def _one(tmp: Path, t: Path, i: int, mode: str) -> float:
             since=since if mode == "kept" else None,
         )
         found[mode].append(time.perf_counter() - t0)
-        res = room.ack("agent", shown=transcript.shown_lines(seen.text))
+        res = room.ack("agent", shown=Shown(transcript.shown_lines(seen.text), t.name))
     dt = time.perf_counter() - t0
     assert res.acked == len(LINES), res
     room.close()

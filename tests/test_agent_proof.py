@@ -49,6 +49,7 @@ class Outcome:
     ack: dict[str, object]  # room_ack's structured result, as the model received it
     left: list[str]
     errors: list[str]
+    setup: ProofSetup
 
     @property
     def removed(self) -> list[str]:
@@ -106,7 +107,7 @@ def run(
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
         read_view, ack_view = stub.result_of(read), stub.result_of(ack)
     return Outcome(
-        lines, read_view, json.loads(ack_view), s.room.read_text().splitlines(), stub.errors
+        lines, read_view, json.loads(ack_view), s.room.read_text().splitlines(), stub.errors, s
     )
 
 
@@ -223,6 +224,17 @@ def test_an_ordinary_read_and_ack_is_proven_by_the_transcript(tmp_path: Path) ->
     assert out.errors == [] and out.left == [LATE]
     assert '"proof":"transcript"' in out.read_view.replace(" ", ""), out.read_view
     assert out.ack["proof"] == "transcript" and out.ack["proof_note"] is None
+    # `room trace` of the first line says which transcript showed it to the model.
+    from tests.helpers.cli import ackdeck, clean_env
+
+    s = out.setup
+    (transcript,) = s.transcripts()
+    args = ("--home", str(s.home), "room", "trace", str(s.room), "0")
+    trace = ackdeck(clean_env(), *args, "--json")
+    (journey,) = json.loads(trace.stdout)["lines"]
+    assert journey["proof"] == f"Claude Code transcript {transcript.name}", journey
+    text = ackdeck(clean_env(), *args).stdout
+    assert f"shown to its model per its Claude Code transcript {transcript.name}" in text, text
 
 
 # ----- the decision and the transcript reader, on real files ----------------------------------
@@ -280,6 +292,7 @@ def test_a_result_that_never_reached_the_transcript_was_not_shown(tmp_path: Path
 def test_a_proven_ack_after_another_session_acked_part_of_the_read(tmp_path: Path) -> None:
     # A reads 4 lines; B reads and acks the first 2; A's model was shown 3: the ack removes
     # only the third (the first two are gone already), the fourth stays unread for A.
+    from ackdeck.core.inbox.results import Shown
     from ackdeck.core.inbox.rooms import Room
 
     path = tmp_path / "inbox.txt"
@@ -288,7 +301,8 @@ def test_a_proven_ack_after_another_session_acked_part_of_the_read(tmp_path: Pat
     assert len(room.read("a").lines) == 4
     assert len(room.read("b", max_bytes=6).lines) == 2
     assert room.ack("b").acked == 2
-    res = room.ack("a", shown=lambda lines: 3 - (4 - len(lines)))
+    shown = Shown(lambda lines: 3 - (4 - len(lines)), "test record")
+    res = room.ack("a", shown=shown)
     assert (res.acked, res.unshown) == (1, 1), res
     assert path.read_text() == "l4\n"
     assert [line.decode() for line in room.read("a").lines] == ["l4"]

@@ -278,7 +278,7 @@ class AgentDoor:
 
     def _shown(
         self, read_id: str | None, asked_by: str | None = None
-    ) -> tuple[Callable[[list[bytes]], int] | None, str | None]:
+    ) -> tuple[rooms.Shown | None, str | None]:
         """(how many of the read's lines its model was shown, None: unknown) and the reason
         when unknown. The transcript is read from the size kept at the read (or from its end
         for a read this server did not make), waiting, bounded, for the result's record;
@@ -296,7 +296,8 @@ class AgentDoor:
             )
         except transcript.NoProof as exc:
             return None, f"{exc}: the ack removes what was handed over"
-        return transcript.shown_lines(seen.text), None
+        evidence = f"Claude Code transcript {self.transcript.name}"
+        return rooms.Shown(transcript.shown_lines(seen.text), evidence), None
 
     def _ack_all(self, r: RoomRef, label: str, handoff: Handoff | None) -> rooms.Acked:
         """ack-all removes only the lines its one reply carries, and only once that reply was

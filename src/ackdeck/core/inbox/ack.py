@@ -50,13 +50,9 @@ from ackdeck.core.inbox import handover, prev_inodes
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox.ack_stream import CountingCopy
 from ackdeck.core.inbox.receipts import Receipt, ReceiptHeader, ReceiptStore
-from ackdeck.core.inbox.results import PAGE_BYTES, UNSHOWN_WHY, AckResult
+from ackdeck.core.inbox.results import PAGE_BYTES, UNSHOWN_WHY, AckResult, Shown
 from ackdeck.core.inbox.room_errors import RENAMED, cold_ack, write_error
 from ackdeck.core.inbox.sidecar import AuditEntry, Sidecar, same_inode
-
-# How many of a read's lines, from the first, the reader's model was shown (issue 41): given
-# the read's lines still at the room's head (their bytes, without newlines).
-Shown = Callable[[list[bytes]], int]
 
 STALE_REPLACED = (
     "the room was replaced during the ack; nothing was removed. Read the room again, then ack"
@@ -137,6 +133,7 @@ def ack_locked(
             ledger = L.settle(ledger, "foreign", L.identity_of(cur, head), site.numbered())
             site.store(ledger)
     unshown = 0
+    evidence = None if shown is None else shown.evidence
     if shown is not None and header is not None:
         header, unshown = narrow(site, fd, header, ledger, shown)
         if header.acked:  # the model was shown none of what is left: nothing to remove
@@ -183,6 +180,7 @@ def ack_locked(
                     digest=header.sha256,
                     receipt=header,
                     verify=verify,
+                    proof=evidence,
                 ).run()
         else:
             # Another session acked the first part: match the rest line by line.
@@ -193,7 +191,7 @@ def ack_locked(
             checked = L.plan_ack(header, digests, ledger.epoch, ledger.base, head)
             acked, digest = head.count(b"\n"), L.sha256(head)
             done = (
-                remove(plan=plan, acked=acked, digest=digest, receipt=header).run()
+                remove(plan=plan, acked=acked, digest=digest, receipt=header, proof=evidence).run()
                 if checked == plan
                 else None
             )
@@ -244,7 +242,7 @@ def narrow(
     gone = header.lines - len(lines)  # the first lines, acked by another session already
     if not head.endswith(b"\n") or gone < 0:
         return header, 0
-    k = max(0, min(shown(lines), len(lines)))
+    k = max(0, min(shown.count(lines), len(lines)))
     if k == len(lines):
         return header, 0  # all shown: the ack's own checks verify the head, as always
     # A cut must be of the lines this session read: checked against the receipt's digests.
@@ -298,6 +296,7 @@ class AckTransaction:
         dropped_all: bytes | None = None,
         verify: Callable[[], bool] | None = None,
         dead: str | None = None,
+        proof: str | None = None,
     ) -> None:
         self.site = site
         self.fd = fd
@@ -313,6 +312,7 @@ class AckTransaction:
         # The dead-letter room the dropped lines were moved to (core/inbox/deadletter.py):
         # counted as dead, not acked, and audited as mode "dead".
         self.dead = dead
+        self.proof = proof  # the record proving the lines were shown (Shown.evidence)
         # Filled in by the steps.
         self.st = os.fstat(fd)  # the room inode being replaced
         self.copy = CountingCopy(fd, plan.drop, size)
@@ -629,6 +629,7 @@ class AckTransaction:
                 preserved=remaining,
                 sha256=self.digest,
                 dead=self.dead,
+                proof=self.proof,
             )
         )
 

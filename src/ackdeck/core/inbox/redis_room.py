@@ -55,6 +55,7 @@ from ackdeck.core.inbox.results import (
     ReadResult,
     RoomStatus,
     SessionStatus,
+    Shown,
     check_page,
 )
 from ackdeck.core.inbox.room_errors import cold_ack
@@ -493,7 +494,7 @@ class RedisRoom:
         deliver: Callable[[ReadResult], int | None] | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
         max_bytes: int | None = None,
-        shown: Callable[[list[bytes]], int] | None = None,  # noqa: ARG002 - PROVES_SHOWN
+        shown: Shown | None = None,  # noqa: ARG002 - see PROVES_SHOWN
     ) -> AckResult:
         """Remove exactly what `session` read (or, with all=True, the entries of the first
         page, as a read takes it, returned; the rest stays, counted as preserved).

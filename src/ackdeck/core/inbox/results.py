@@ -14,6 +14,8 @@ from ackdeck.core.errors import InvalidInput
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ackdeck.core.errors import ColdAck
 
 # A read returns a page: at most this many bytes of whole lines (a single longer line is
@@ -38,6 +40,18 @@ TRANSCRIPT = "transcript"  # read from the client's own record of what its model
 ESTIMATE = "estimate"  # what was handed over, sized to what the client shows its model whole
 # Why an ack left part of a read, in the words every door shows.
 UNSHOWN_WHY = "the client's transcript shows its model was not shown them"
+
+
+class Shown:
+    """What a client's own record proves of a read (issue 41): `count` gives how many of the
+    read's lines still at the room's head (their bytes), from the first, its model was shown;
+    `evidence` names the record (the audit keeps it, `room trace` shows it)."""
+
+    __slots__ = ("count", "evidence")
+
+    def __init__(self, count: Callable[[list[bytes]], int], evidence: str) -> None:
+        self.count = count
+        self.evidence = evidence
 
 
 # ----- what to do next: the same words in every door's JSON (tool names and commands) --------

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ackdeck.core.inbox.journey import Journey
     from ackdeck.core.inbox.line_counts import LineCounts
     from ackdeck.core.inbox.policy import RoomPolicy
-    from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus
+    from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, Shown
 
     Clock = Callable[[], float]
     # Returns None (every line was delivered) or how many lines, from the first, were.
@@ -57,7 +57,7 @@ class RoomBackend(Protocol):
         deliver: Deliver | None = None,
         confirm: Confirm | None = None,
         max_bytes: int | None = None,
-        shown: Callable[[list[bytes]], int] | None = None,
+        shown: Shown | None = None,
     ) -> AckResult: ...
     # `counts`: a file room's line counts kept by a caller that asks again and again (the
     # dashboard's scanner; core/inbox/line_counts.py); a redis room ignores them.

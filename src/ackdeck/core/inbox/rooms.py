@@ -53,7 +53,7 @@ from ackdeck.core.inbox import ages, deadletter, journey, readlog, seen_marks
 from ackdeck.core.inbox import ledger as L
 from ackdeck.core.inbox import policy as policy_mod
 from ackdeck.core.inbox import prev_inodes as prev_inodes
-from ackdeck.core.inbox.ack import AckSite, Shown, ack_locked
+from ackdeck.core.inbox.ack import AckSite, ack_locked
 from ackdeck.core.inbox.ack_stream import Digest
 from ackdeck.core.inbox.journey import Journey
 from ackdeck.core.inbox.line_counts import LineCounts
@@ -68,6 +68,7 @@ from ackdeck.core.inbox.results import (
     ReadResult,
     RoomStatus,
     SessionStatus,
+    Shown,
     check_page,
 )
 from ackdeck.core.inbox.room_errors import LEDGER_HINT, cold_ack, write_error

@@ -25,6 +25,7 @@ from ackdeck.core.inbox.results import READ as READ
 from ackdeck.core.inbox.results import TRANSCRIPT as TRANSCRIPT
 from ackdeck.core.inbox.results import UNSHOWN_WHY as UNSHOWN_WHY
 from ackdeck.core.inbox.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.inbox.results import Shown as Shown
 from ackdeck.core.inbox.results import age as age  # for doors that date other things alike
 from ackdeck.core.inbox.results import check_page as check_page
 from ackdeck.core.inbox.results import is_overdue as is_overdue
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
     Deliver = Callable[["Lines"], "int | None"]
     # Gets what will be recorded, last before it is; raising records nothing.
     Confirm = Callable[["Lines"], None]
-    # How many of a read's lines (still at the head), from the first, the model was shown.
-    Shown = Callable[[list[bytes]], int]
 
 
 # ----- results ------------------------------------------------------------------------------
