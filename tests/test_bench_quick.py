@@ -116,3 +116,17 @@ def test_the_agents_bench_prints_its_table_in_quick_mode() -> None:
     assert rows[2].startswith("agents x room status: ")
     for row in rows[:2]:
         assert all(math.isfinite(float(x)) for x in row.split()[-4:])
+
+
+def test_the_proof_bench_prints_its_table_in_quick_mode() -> None:
+    rows = [re.split(r"\s{2,}", line.strip()) for line in quick_table("proof", "ack  ", 300)]
+    table = [r for r in rows if len(r) == 4]
+    assert [r[0] for r in table] == [
+        "without proof (baseline)",
+        "proven, from the offset kept at read",
+        "proven, searched from the end",
+    ]
+    for row in table:
+        assert all(float(x.rstrip("x")) > 0 for x in row[1:]), row
+    heaps = [line for line in rows if "MB transcript" in line[0]]
+    assert len(heaps) == 2, rows

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ackdeck.core.service.rooms import NO_TRANSCRIPT
 from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
 from tests.helpers.paths import REPO
 
@@ -47,6 +48,9 @@ def test_append_between_read_and_ack_survives_through_cli(
         # The read's id (a CLI read is bound to no reader) and what to do next, in the JSON
         # too (issue 29: the structured result is the message).
         "read_id": None,
+        # A CLI read is judged delivered once written: an estimate, and why (issue 41).
+        "proof": "estimate",
+        "proof_note": NO_TRANSCRIPT,
         "next": "Act on the 2 lines, then call room_ack (CLI: ackdeck room ack): it removes "
         "exactly them and keeps anything that arrived since.",
     }
@@ -55,6 +59,7 @@ def test_append_between_read_and_ack_survives_through_cli(
     acked = ackdeck_json(cli_env, "room", "ack", room, "--session", "agent")
     assert (acked["mode"], acked["acked"], acked["preserved"]) == ("prefix", 2, 1)
     assert acked["lines"] is None  # only ack-all returns lines
+    assert (acked["proof"], acked["proof_note"], acked["unshown"]) == ("estimate", NO_TRANSCRIPT, 0)
     assert Path(room).read_bytes() == b"late one\n"
     got = ackdeck_json(cli_env, "room", "read", room, "--session", "agent")
     assert (got["lines"], got["start"], got["end"], got["epoch"]) == (["late one"], 13, 22, 0)

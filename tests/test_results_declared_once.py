@@ -108,10 +108,12 @@ def test_the_backend_interface_has_no_protocol_views_left() -> None:
 
 def test_streamed_json_parts_make_the_object_json_dumps_makes() -> None:
     whole = {"room": "r", "path": "/r", "lines": ["é", "b"], "mode": "all", "acked": 2,
-             "preserved": 0, "message": "m", "note": None, "next": None}  # fmt: skip
+             "preserved": 0, "message": "m", "note": None, "proof": "estimate",
+             "proof_note": "why", "unshown": 0, "next": None}  # fmt: skip
     parts = JsonParts(rooms.Acked.SHAPE)
     text = parts.part({k: whole[k] for k in ("room", "path", "lines")})
-    rest = ("mode", "acked", "preserved", "message", "note", "next")
+    rest = ("mode", "acked", "preserved", "message", "note", "proof", "proof_note", "unshown")
+    rest += ("next",)
     text += parts.part({k: whole[k] for k in rest})
     text += parts.end()
     assert text == json.dumps(whole, ensure_ascii=False) + "\n"

@@ -134,6 +134,7 @@ def claude(
     hooks: bool = True,
     max_turns: int = 12,
     extra_env: dict[str, str] | None = None,
+    extra_args: list[str] | None = None,
 ) -> Run:
     """The server is given with `--mcp-config`: `claude -p` waits for those servers before its
     first request, not for the project's `.mcp.json` or `claude mcp add` ones (a race)."""
@@ -183,6 +184,7 @@ def claude(
             "json",
             "--max-turns",
             str(max_turns),
+            *(extra_args or []),
         ],
         env,
         s.workdir,

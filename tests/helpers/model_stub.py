@@ -55,7 +55,16 @@ class Say:
     before: Callable[[], None] | None = None
 
 
-Step = Call | Search | Say
+@dataclass
+class Together:
+    """The model calls several tools in one turn (Anthropic only: one message, several
+    tool_use blocks). Each call gets its own id, as in `Call`."""
+
+    calls: list[Call]
+    before: Callable[[], None] | None = None
+
+
+Step = Call | Search | Say | Together
 
 
 @dataclass
@@ -67,8 +76,11 @@ class Request:
 
 
 class ModelStub:
-    def __init__(self, script: list[Step]) -> None:
+    def __init__(self, script: list[Step], ids: str = "call") -> None:
+        """`ids`: the prefix of the tool-call ids this stub hands out (`call_0`, ...); a
+        resumed session's second stub needs another, as a model never repeats an id."""
         self.script = list(script)
+        self._ids = ids
         self.requests: list[Request] = []
         self.errors: list[str] = []  # a `before` that raised: the test fails on it
         self._lock = threading.Lock()
@@ -155,7 +167,10 @@ class ModelStub:
             self._played += 1
         step = self.script[i] if i < len(self.script) else Say("done")
         if isinstance(step, Call | Search):
-            step.id = f"call_{i}"
+            step.id = f"{self._ids}_{i}"
+        if isinstance(step, Together):
+            for j, c in enumerate(step.calls):
+                c.id = f"{self._ids}_{i}_{j}"
         if step.before is not None:
             try:
                 step.before()
@@ -261,6 +276,21 @@ def anthropic_events(step: Step, model: str) -> Iterator[tuple[str, Any]]:
         "usage": usage,
     }
     yield "message_start", {"type": "message_start", "message": msg}
+    if isinstance(step, Together):
+        for i, c in enumerate(step.calls):
+            block = {"type": "tool_use", "id": c.id, "name": c.name, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(c.args)}
+            start = {"type": "content_block_start", "index": i, "content_block": block}
+            yield "content_block_start", start
+            yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}
+            yield "content_block_stop", {"type": "content_block_stop", "index": i}
+        delta_end = {"stop_reason": "tool_use", "stop_sequence": None}
+        yield (
+            "message_delta",
+            {"type": "message_delta", "delta": delta_end, "usage": {"output_tokens": 5}},
+        )
+        yield "message_stop", {"type": "message_stop"}
+        return
     if isinstance(step, Call):
         block = {"type": "tool_use", "id": step.id, "name": step.name, "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(step.args)}
@@ -327,7 +357,7 @@ def openai_events(step: Step) -> Iterator[tuple[str, Any]]:
             "type": "message",
             "role": "assistant",
             "id": "msg_stub",
-            "content": [{"type": "output_text", "text": step.text}],
+            "content": [{"type": "output_text", "text": getattr(step, "text", "?")}],
         }
     yield (
         "response.output_item.added",

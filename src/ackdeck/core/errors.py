@@ -118,3 +118,9 @@ class ReportLost(AckdeckError):
 
 class FleetUnreachable(AckdeckError):
     """The fleet's Redis did not answer (or refused): this host works alone meanwhile."""
+
+
+class NoProof(Exception):  # noqa: N818 - a reason, not a failure: the ack is an estimate
+    """A client's transcript cannot prove what its model was shown (missing, cut, damaged):
+    the one-line reason an ack is an estimate (core/clients/claude_code/transcript.py). Never
+    shown as an error: the ack goes on as an estimate and says why."""

@@ -332,6 +332,19 @@ def claude_inbox(teams: Path, team: str, agent: str) -> Path:
     return claude_inboxes_dir(teams, team) / f"{claude_name(agent)}.json"
 
 
+# Claude Code names a project's transcript directory after the project path, every character
+# but A-Z a-z 0-9 replaced by '-', cut at this many characters plus '-' and a hash when longer.
+CLAUDE_PROJECT_NAME_MAX = 200
+
+
+def claude_transcript(env: Mapping[str, str], project: str, session: str) -> Path:
+    """A Claude Code session's transcript, read only (core/clients/claude_code/transcript.py):
+    $CLAUDE_CONFIG_DIR/projects/<project, mangled>/<session>.jsonl, else under ~/.claude."""
+    config = env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
+    name = "".join(c if c.isascii() and c.isalnum() else "-" for c in project)
+    return Path(config) / "projects" / name / f"{session}.jsonl"
+
+
 def claude_inbox_lock(inbox: Path) -> Path:
     """Claude Code's lock on a mailbox: a directory, proper-lockfile's `FILE.lock`."""
     return inbox.with_name(inbox.name + ".lock")
@@ -592,6 +605,13 @@ FILES: tuple[Place, ...] = (
         "teams/TEAM/inboxes/AGENT.json.lock",
         "Claude Code's lock on it (a directory, proper-lockfile's protocol)",
         "claude_inbox_lock",
+    ),
+    Place(
+        "claude",
+        "projects/PROJECT/SESSION.jsonl",
+        "a session's transcript (read only, from the end: what its model was shown proves "
+        "an ack, docs/concepts/proof.md)",
+        "claude_transcript",
     ),
     Place(
         "run",

@@ -260,9 +260,23 @@ def _note(note: str | None) -> None:
         say(note, file=sys.stderr, flush=True)
 
 
+def _estimate() -> str | None:
+    """Why a CLI read or ack is an estimate, when it is run inside Claude Code (from the
+    agent's shell): its Bash tool may cut what the model is shown, and the CLI cannot name its
+    call in the transcript. None elsewhere (the service's words: no transcript known)."""
+    return rooms.CLI_IN_CLAUDE if os.environ.get("CLAUDE_CODE_SESSION_ID") else None
+
+
 def _read(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
-    deliver = _json_lines if args.json else _raw_lines
+    why = _estimate()
+
+    def deliver(result: rooms.Lines) -> None:
+        if not args.json:
+            _raw_lines(result)
+        else:
+            _json_lines(result if why is None else result.replace(proof_note=why))
+
     got = deck.read(room, deliver=deliver, max_bytes=args.max_bytes)
     if not args.json:
         from ackdeck.core.cli._words import waiting_sentence
@@ -327,7 +341,9 @@ def _ack(args: argparse.Namespace) -> int:
     try:
         if args.max_bytes is not None and not args.all:
             raise InvalidInput("--max-bytes goes with --all (an ack removes what was read)")
-        result = deck.ack(room, all=args.all, deliver=deliver, max_bytes=args.max_bytes)
+        result = deck.ack(
+            room, all=args.all, deliver=deliver, max_bytes=args.max_bytes, estimate=_estimate()
+        )
     except (AckdeckError, OSError):
         if head_written:
             # The ack failed after its lines were written (nothing was removed): close that

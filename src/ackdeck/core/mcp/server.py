@@ -19,7 +19,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from ackdeck.core.base.struct import Struct as Result
 from ackdeck.core.base.text import counted
 from ackdeck.core.base.timeouts import MAX_WAIT
+from ackdeck.core.clients.claude_code import transcript
 from ackdeck.core.errors import InvalidInput, NotDelivered
 from ackdeck.core.mcp.args import (
     accepted_arguments,
@@ -75,6 +76,8 @@ CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo"
 MAX_REPLY_TEXT = DEFAULT_CHARS
 # A read id: what room_list_new returns and room_ack may name (hex, as secrets makes it).
 READ_ID = re.compile(r"[0-9a-f]{16}")
+# The reads whose tool call a server remembers (an ack names one of its latest reads).
+READS_KEPT = 64
 
 
 # ----- configuration -----------------------------------------------------------------------
@@ -140,7 +143,13 @@ class AgentDoor:
     transport wrote it. Called without one (tests, the CLI-like direct use), a reply counts as
     delivered when it is returned."""
 
-    def __init__(self, config: DoorConfig, *, clock: Clock = time.time) -> None:
+    def __init__(
+        self,
+        config: DoorConfig,
+        *,
+        clock: Clock = time.time,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.config = config
         self.deck = config.deck(clock=clock)
         # Each read is bound to a reader made from its read id: room_ack with that id (from
@@ -150,6 +159,13 @@ class AgentDoor:
         self._last_read: dict[str, str] = {}  # room label -> read id of this server's last read
         self.view = client_view(None, config.reply_chars)
         self.deliveries = Deliveries()
+        # Where this session's client records what its model was shown (issue 41): Claude
+        # Code's transcript, from the environment it starts this server with; None: estimates.
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.transcript = transcript.locate(self.env)
+        # Per read id: the tool call that carried it and the transcript's size before its
+        # reply (the result's record follows). The newest READS_KEPT reads are kept.
+        self._handed: dict[str, tuple[str | None, int | None]] = {}
 
     def set_client(self, name: str | None) -> None:
         """Size replies for the client that connected (`initialize`'s clientInfo.name)."""
@@ -185,7 +201,12 @@ class AgentDoor:
         return reply(res, text, **kw)
 
     # -- rooms ---------------------------------------------------------------------------
-    def room_list_new(self, room: str | None = None, handoff: Handoff | None = None) -> Reply:
+    def room_list_new(
+        self,
+        room: str | None = None,
+        handoff: Handoff | None = None,
+        tool_use_id: str | None = None,
+    ) -> Reply:
         r = self.deck.room(room)
         label = self.deck.label(r)
         read_id = secrets.token_hex(8)
@@ -194,10 +215,15 @@ class AgentDoor:
             return self._fit(got, self._list_reply(got.emptied()))
 
         def confirm(got: rooms.Lines) -> None:
+            # The transcript's size before the reply goes out: its record comes after.
+            size = transcript.size_of(self.transcript)
             if handoff is not None and not handoff.offer(_result(self._list_reply(got))):
                 raise _not_written("room_list_new")
             if got.lines:
                 self._last_read[label] = read_id
+                self._handed[read_id] = (tool_use_id, size)
+                while len(self._handed) > READS_KEPT:
+                    del self._handed[next(iter(self._handed))]
 
         got = self.deck.read(
             r, reader=_reader(read_id), deliver=deliver, confirm=confirm, read_id=read_id
@@ -205,6 +231,7 @@ class AgentDoor:
         return self._list_reply(got)
 
     def _list_reply(self, got: rooms.Lines) -> Reply:
+        got = got.replace(**self._read_proof())
         if not got.lines:
             text = f"no new lines in {got.room} ({got.path}); nothing to ack"
             if got.note is not None:
@@ -225,6 +252,7 @@ class AgentDoor:
         all: bool = False,  # noqa: A002
         read_id: str | None = None,
         handoff: Handoff | None = None,
+        tool_use_id: str | None = None,
     ) -> Reply:
         r = self.deck.room(room)
         label = self.deck.label(r)
@@ -240,10 +268,45 @@ class AgentDoor:
         else:
             known = read_id or self._last_read.get(label)
             reader = _reader(known) if known else f"mcp:none:{self._instance}"
-            res = self.deck.ack(r, reader=reader)
+            shown, estimate = self._shown(known, tool_use_id)
+            res = self.deck.ack(r, reader=reader, shown=shown, estimate=estimate)
             if known and res.mode != "refused":
                 self._last_read.pop(label, None)
         return self._ack_reply(res, label, read_id)
+
+    # -- proof (issue 41): what the client's transcript shows its model was shown ----------
+    def _read_proof(self) -> dict[str, str | None]:
+        """How this server's reads will be judged delivered: by the transcript when the
+        client keeps one ackdeck can read, else by estimate (and why)."""
+        if self.transcript is None:
+            return {"proof": rooms.ESTIMATE, "proof_note": rooms.NO_TRANSCRIPT}
+        if transcript.size_of(self.transcript) is None:  # a session Claude Code does not save
+            why = f"the transcript {self.transcript} does not exist"
+            return {"proof": rooms.ESTIMATE, "proof_note": why}
+        return {"proof": rooms.TRANSCRIPT, "proof_note": None}
+
+    def _shown(
+        self, read_id: str | None, asked_by: str | None = None
+    ) -> tuple[rooms.Shown | None, str | None]:
+        """(how many of the read's lines its model was shown, None: unknown) and the reason
+        when unknown. The transcript is read from the size kept at the read (or from its end
+        for a read this server did not make), waiting, bounded, for the result's record;
+        `asked_by`: the ack's own tool call (what the model saw precedes it)."""
+        if self.transcript is None or read_id is None:
+            return None, None
+        tool_use_id, since = self._handed.get(read_id, (None, None))
+        try:
+            seen = transcript.find_seen(
+                self.transcript,
+                tool_use_id=tool_use_id,
+                read_id=read_id,
+                since=since,
+                asked_by=asked_by,
+            )
+        except transcript.NoProof as exc:
+            return None, f"{exc}: the ack removes what was handed over"
+        evidence = f"Claude Code transcript {self.transcript.name}"
+        return rooms.Shown(transcript.shown_lines(seen.text), evidence), None
 
     def _ack_all(self, r: RoomRef, label: str, handoff: Handoff | None) -> rooms.Acked:
         """ack-all removes only the lines its one reply carries, and only once that reply was
@@ -286,6 +349,11 @@ class AgentDoor:
         text = f"{res.mode}: {counts} in {label}."
         if res.mode == "noop":
             text = f"noop: {res.message} ({counts} in {label})."
+        elif res.unshown:
+            unshown = counted(res.unshown, "line")
+            text += f" {unshown} of the read stay unread: {rooms.UNSHOWN_WHY}."
+        why = "" if res.proof_note is None else f" ({res.proof_note})"
+        text += f" Proof: {res.proof}{why}."
         body: list[str] = []
         if res.lines:
             text += " The acked lines:"
@@ -444,6 +512,8 @@ def _acked_all(got: rooms.Lines) -> rooms.Acked:
         lines=got.lines,
         room=got.room,
         path=got.path,
+        proof=rooms.ESTIMATE,
+        proof_note=rooms.ACK_ALL,
     )
 
 
@@ -533,7 +603,8 @@ def build_server(
         ctx: Context,
         room: Annotated[str | None, room_arg] = None,
     ) -> Annotated[CallToolResult, ListNewOut]:
-        return await delivered(ctx, lambda h: door.room_list_new(room, h))
+        use = tool_use_id(ctx)
+        return await delivered(ctx, lambda h: door.room_list_new(room, h, use))
 
     @tool(
         "room_ack",
@@ -552,7 +623,8 @@ def build_server(
             _arg("the read_id a room_list_new returned: ack exactly that read (any process)"),
         ] = None,
     ) -> Annotated[CallToolResult, AckOut]:
-        return await delivered(ctx, lambda h: door.room_ack(room, all, read_id, h))
+        use = tool_use_id(ctx)
+        return await delivered(ctx, lambda h: door.room_ack(room, all, read_id, h, use))
 
     @tool(
         "room_push",
@@ -660,6 +732,25 @@ def build_server(
 
     register_manage_tools(server, door)
     return server
+
+
+def _meta_extra(ctx: Context | None) -> dict[str, Any]:
+    """The request's `_meta` keys beyond the protocol's own ({} when there are none)."""
+    try:
+        meta = ctx.request_context.meta  # type: ignore[union-attr]
+    except (AttributeError, LookupError, ValueError):
+        return {}
+    if meta is None:
+        return {}
+    extra: Any = meta if isinstance(meta, dict) else (getattr(meta, "model_extra", None) or {})
+    return extra if isinstance(extra, dict) else {}
+
+
+def tool_use_id(ctx: Context | None) -> str | None:
+    """The model's id of this call, as Claude Code names it in `_meta` (the key its
+    transcript's tool result carries): None from other clients."""
+    value = _meta_extra(ctx).get(transcript.TOOL_USE_META)
+    return value if isinstance(value, str) and 0 < len(value) <= 200 else None
 
 
 def client_name(ctx: Context | None) -> str | None:

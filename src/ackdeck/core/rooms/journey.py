@@ -57,6 +57,9 @@ class Journey(Struct):
     # "handed over from S to T" when a hand-over moved the line (core/service/handover.py):
     # in the room it left and in the room it was pushed to.
     handover: Sparse[str | None] = None
+    # The record that proved the acked line was shown to the reader's model (issue 41):
+    # "Claude Code transcript SESSION.jsonl"; None for an estimate (or an older entry).
+    proof: Sparse[str | None] = None
     now: Internal[float | None] = None  # the clock of the trace that shows it (its ages)
 
     @derived
@@ -94,7 +97,8 @@ class Journey(Struct):
             via = hop.door if hop.reader is None else f"{hop.door} ({hop.reader})"
             out.append(f"  {'read':<10} {_when(hop.at)} by {hop.session} via {via}")
         if self.acked_at is not None:
-            out.append(f"  {'acked':<10} {_when(self.acked_at)} by {self.acked_by}")
+            shown = "" if self.proof is None else f", shown to its model per its {self.proof}"
+            out.append(f"  {'acked':<10} {_when(self.acked_at)} by {self.acked_by}{shown}")
         if self.dead_at is not None:
             out.append(f"  {'dead':<10} {_when(self.dead_at)} moved to {self.dead_room}")
         if self.handover is not None:
@@ -213,8 +217,18 @@ def trace_file(
             handover=moved,
         )
     by = str(gone.get("session"))
+    proof = gone.get("proof")
     return Journey(
-        offset, False, None, pushed_at, pushed, hops, acked_at=at, acked_by=by, handover=moved
+        offset,
+        False,
+        None,
+        pushed_at,
+        pushed,
+        hops,
+        acked_at=at,
+        acked_by=by,
+        handover=moved,
+        proof=proof if isinstance(proof, str) else None,
     )
 
 

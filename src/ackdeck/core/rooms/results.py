@@ -35,6 +35,25 @@ def check_page(max_bytes: int) -> int:
     return max_bytes
 
 
+# ----- how "delivered" was judged (issue 41; docs/concepts/proof.md) ---------------------
+TRANSCRIPT = "transcript"  # read from the client's own record of what its model was shown
+ESTIMATE = "estimate"  # what was handed over, sized to what the client shows its model whole
+# Why an ack left part of a read, in the words every door shows.
+UNSHOWN_WHY = "the client's transcript shows its model was not shown them"
+
+
+class Shown:
+    """What a client's own record proves of a read (issue 41): `count` gives how many of the
+    read's lines still at the room's head (their bytes), from the first, its model was shown;
+    `evidence` names the record (the audit keeps it, `room trace` shows it)."""
+
+    __slots__ = ("count", "evidence")
+
+    def __init__(self, count: Callable[[list[bytes]], int], evidence: str) -> None:
+        self.count = count
+        self.evidence = evidence
+
+
 # ----- what to do next: the same words in every door's JSON (tool names and commands) --------
 READ = "room_list_new (CLI: ackdeck room read)"
 ACK = "room_ack (CLI: ackdeck room ack)"
@@ -96,6 +115,12 @@ class ReadResult(Struct):
     # The id an ack may name to ack exactly this read from any process of the session (the
     # MCP door's reads; None: the read is not bound to a reader, as the CLI's).
     read_id: str | None = None
+    # How "delivered" will be judged (issue 41): "transcript" when the client's own record of
+    # what its model was shown is known (Claude Code's transcript: the ack removes only the
+    # lines it shows), else "estimate" (the lines count as delivered once handed over, sized
+    # to what the client shows its model whole), with the reason in one line.
+    proof: str = ESTIMATE
+    proof_note: str | None = None
 
     @derived
     def next(self) -> str | None:
@@ -127,6 +152,13 @@ class AckResult(Struct, kw_only=True):
     # Set when the room refused (a cold ack): the door reports it as an error.
     refusal: Internal[ColdAck | None] = None
     note: str | None = None  # the room does not exist yet (core.rooms.absent)
+    # What the ack removed was judged by: "transcript" (the client's record of what its model
+    # was shown) or "estimate" (what was handed over), with the reason for an estimate.
+    proof: str = ESTIMATE
+    proof_note: str | None = None
+    # Lines of the read the transcript proves the model was NOT shown: kept, unread, and
+    # returned by the next read (counted in `preserved` too).
+    unshown: int = 0
 
     @derived
     def next(self) -> str | None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ackdeck.core.rooms.journey import Journey
     from ackdeck.core.rooms.line_counts import LineCounts
     from ackdeck.core.rooms.policy import RoomPolicy
-    from ackdeck.core.rooms.results import AckResult, ReadResult, RoomStatus
+    from ackdeck.core.rooms.results import AckResult, ReadResult, RoomStatus, Shown
 
     Clock = Callable[[], float]
     # Returns None (every line was delivered) or how many lines, from the first, were.
@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 class RoomBackend(Protocol):
     """What every door may do with a room."""
+
+    # Whether `ack(shown=...)` removes only the lines a client's transcript proves its model
+    # was shown (issue 41). A backend without it ignores `shown`: its acks are estimates.
+    PROVES_SHOWN: bool
 
     @property
     def path(self) -> Path | str: ...  # the file's path, or the URL without its password
@@ -53,6 +57,7 @@ class RoomBackend(Protocol):
         deliver: Deliver | None = None,
         confirm: Confirm | None = None,
         max_bytes: int | None = None,
+        shown: Shown | None = None,
     ) -> AckResult: ...
     # `counts`: a file room's line counts kept by a caller that asks again and again (the
     # dashboard's scanner; core/rooms/line_counts.py); a redis room ignores them.

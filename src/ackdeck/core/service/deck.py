@@ -202,8 +202,11 @@ class Deck:
         deliver: room_ops.Deliver | None = None,
         confirm: room_ops.Confirm | None = None,
         max_bytes: int | None = None,
+        shown: room_ops.Shown | None = None,
+        estimate: str | None = None,
     ) -> room_ops.Acked:
-        """Remove what the session read; with `all`, the first page (as `read` takes it)."""
+        """Remove what the session read; with `all`, the first page (as `read` takes it).
+        `shown` / `estimate`: what the client's transcript proves (room_ops.ack)."""
         session = self._session()
         with self._opened(ref) as room:
             res = room_ops.ack(
@@ -215,6 +218,8 @@ class Deck:
                 deliver=deliver,
                 confirm=confirm,
                 max_bytes=max_bytes,
+                shown=shown,
+                estimate=estimate,
             )
         if res.acked and self._records_presence():
             self._note(session, "ack", room=ref.display, lines=res.acked, mode=res.mode)

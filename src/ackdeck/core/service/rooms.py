@@ -17,10 +17,15 @@ from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
 from ackdeck.core.rooms.absent import ABSENT_CELL as ABSENT_CELL  # for doors that show it
 from ackdeck.core.rooms.absent import absent_note as absent_note
 from ackdeck.core.rooms.file.ledger import HEAD_BYTES
+from ackdeck.core.rooms.line_counts import LineCounts as LineCounts  # for doors that count again
 from ackdeck.core.rooms.results import ACK as ACK  # the words naming the next step
+from ackdeck.core.rooms.results import ESTIMATE as ESTIMATE
 from ackdeck.core.rooms.results import PAGE_BYTES as PAGE_BYTES  # for doors that name it
 from ackdeck.core.rooms.results import READ as READ
+from ackdeck.core.rooms.results import TRANSCRIPT as TRANSCRIPT
+from ackdeck.core.rooms.results import UNSHOWN_WHY as UNSHOWN_WHY
 from ackdeck.core.rooms.results import AckResult, ReadResult, RoomStatus, SessionStatus
+from ackdeck.core.rooms.results import Shown as Shown
 from ackdeck.core.rooms.results import age as age  # for doors that date other things alike
 from ackdeck.core.rooms.results import check_page as check_page
 from ackdeck.core.rooms.results import is_overdue as is_overdue
@@ -134,7 +139,11 @@ def wait_ack(
 def _lines(room: RoomBackend, label: str, view: ReadResult, read_id: str | None = None) -> Lines:
     note = absent(room, label) if not view.lines else None
     return view.replace(
-        room=label, path=str(room.path), note=note, read_id=read_id if view.lines else None
+        room=label,
+        path=str(room.path),
+        note=note,
+        read_id=read_id if view.lines else None,
+        proof_note=view.proof_note or NO_TRANSCRIPT,  # a door that knows better replaces it
     )
 
 
@@ -200,12 +209,21 @@ def ack(
     deliver: Deliver | None = None,
     confirm: Confirm | None = None,
     max_bytes: int | None = None,
+    shown: Shown | None = None,
+    estimate: str | None = None,
 ) -> Acked:
     """Remove exactly what `session` read (with `all`: the complete lines of the first page,
     as `read` takes it, handed to `deliver` first; the rest stays, counted as preserved).
     A cold ack is not raised: it comes back with mode `refused`, the lines kept as
-    `preserved`, and the error in `refusal`, so every door reports the same counts."""
+    `preserved`, and the error in `refusal`, so every door reports the same counts.
+
+    `shown` (issue 41): how many of the read's lines, from the first, the client's transcript
+    shows its model was shown; only those go, and the result says `proof: transcript`.
+    Without it the ack is an estimate, for the reason `estimate` gives (one line)."""
     path = str(room.path)
+    proof, note = (ESTIMATE, ACK_ALL) if all else proof_of(room, shown, estimate)
+    if proof != TRANSCRIPT:
+        shown = None
     hand_over = confirm_view = None
     if deliver is not None:
         hand_over = lambda view: deliver(_lines(room, label, view))  # noqa: E731
@@ -220,6 +238,7 @@ def ack(
             deliver=hand_over,
             confirm=confirm_view,
             max_bytes=max_bytes,
+            shown=shown,
         )
     except MemoryError:
         # Every step before the ack's rename leaves the room as it was (its temp removed).
@@ -233,9 +252,35 @@ def ack(
             room=label,
             path=path,
             refusal=exc,
+            proof=proof,
+            proof_note=note,
         )
-    note = absent(room, label) if not res.acked and not res.preserved else None
-    return res.replace(room=label, path=path, note=note)
+    absent_note = absent(room, label) if not res.acked and not res.preserved else None
+    return res.replace(room=label, path=path, note=absent_note, proof=proof, proof_note=note)
+
+
+# Why an ack or a read is an estimate, in the words every door shows (docs/concepts/proof.md).
+NO_TRANSCRIPT = (
+    "no client transcript is known (only Claude Code keeps one ackdeck reads: "
+    "CLAUDE_CODE_SESSION_ID is not set)"
+)
+CLI_IN_CLAUDE = (
+    "run from the agent's shell: Claude Code's Bash tool may cut what its model is shown, and "
+    "the CLI cannot find its call in the transcript (use the MCP tools for a proven ack)"
+)
+ACK_ALL = "ack all removes the lines its own reply returns (an owner's explicit act)"
+NOT_PROVEN_HERE = "this room's backend removes a read whole: the transcript is not applied"
+
+
+def proof_of(
+    room: RoomBackend, shown: Shown | None, estimate: str | None
+) -> tuple[str, str | None]:
+    """(proof, the reason for an estimate) of an ack of `room` given `shown` / `estimate`."""
+    if shown is None:
+        return ESTIMATE, estimate or NO_TRANSCRIPT
+    if not room.PROVES_SHOWN:
+        return ESTIMATE, NOT_PROVEN_HERE
+    return TRANSCRIPT, None
 
 
 def status(

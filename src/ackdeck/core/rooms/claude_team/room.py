@@ -80,6 +80,8 @@ def entry_line(e: mb.MailEntry) -> bytes:
 class ClaudeMailboxRoom:
     """One agent's mailbox in a Claude Code team."""
 
+    PROVES_SHOWN = False  # never acked by ackdeck
+
     def __init__(
         self,
         teams: Path,

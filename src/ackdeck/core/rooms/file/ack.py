@@ -40,6 +40,7 @@ from ackdeck.core.base.byteio import (
     split_lines,
     write_all,
 )
+from ackdeck.core.base.digest import LINE_DIGEST, line_digests
 from ackdeck.core.base.faults import pause
 from ackdeck.core.base.fileid import birth_ns_path
 from ackdeck.core.base.struct import Struct
@@ -48,9 +49,9 @@ from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.rooms.file import carry_over, prev_inodes
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file.ack_stream import CountingCopy
-from ackdeck.core.rooms.file.receipts import ReceiptHeader, ReceiptStore
+from ackdeck.core.rooms.file.receipts import Receipt, ReceiptHeader, ReceiptStore
 from ackdeck.core.rooms.file.sidecar import AuditEntry, Sidecar, same_inode
-from ackdeck.core.rooms.results import PAGE_BYTES, AckResult
+from ackdeck.core.rooms.results import PAGE_BYTES, UNSHOWN_WHY, AckResult, Shown
 from ackdeck.core.rooms.room_errors import RENAMED, cold_ack, write_error
 
 STALE_REPLACED = (
@@ -101,11 +102,14 @@ def ack_locked(
     ack_all: bool,
     reader: str | None,
     page: int = PAGE_BYTES,
+    shown: Shown | None = None,
 ) -> AckResult:
     """Ack for `session` (or, `ack_all`, the first page of complete lines: at most `page`
     bytes or one longer line, which it returns) in the room open at `fd`, with the
     exclusive lock held: decide what may go (refusals raise ColdAck), then run the
-    transaction. Only a receipt handed to the same `reader` authorises the ack."""
+    transaction. Only a receipt handed to the same `reader` authorises the ack. `shown`
+    (issue 41) says how many of the read's lines still at the head, from the first, the
+    reader's model was shown: the receipt is cut to those first, the rest stay unread."""
     # Upkeep any exclusive operation does, also before a refusal: finish an interrupted
     # ack and carry late lines out of replaced inodes (so the unread count includes them).
     # It never removes a line; the refusal itself records nothing.
@@ -128,6 +132,19 @@ def ack_locked(
             head = os.pread(fd, L.HEAD_BYTES, 0)
             ledger = L.settle(ledger, "foreign", L.identity_of(cur, head), site.numbered())
             site.store(ledger)
+    unshown = 0
+    evidence = None if shown is None else shown.evidence
+    if shown is not None and header is not None:
+        header, unshown = narrow(site, fd, header, ledger, shown)
+        if header.acked:  # the model was shown none of what is left: nothing to remove
+            preserved = count_lines(fd, os.fstat(fd).st_size)
+            return AckResult(
+                mode="prefix",
+                acked=0,
+                preserved=preserved,
+                unshown=unshown,
+                message=f"acked 0 lines: {UNSHOWN_WHY} ({counted(unshown, 'line')})",
+            )
     pause("before-size")
     # Not a plain fstat: it can end inside an unlocked producer's half-written line, whose
     # first part would then start a line in the new room and its rest follow later, after
@@ -163,6 +180,7 @@ def ack_locked(
                     digest=header.sha256,
                     receipt=header,
                     verify=verify,
+                    proof=evidence,
                 ).run()
         else:
             # Another session acked the first part: match the rest line by line.
@@ -173,11 +191,14 @@ def ack_locked(
             checked = L.plan_ack(header, digests, ledger.epoch, ledger.base, head)
             acked, digest = head.count(b"\n"), L.sha256(head)
             done = (
-                remove(plan=plan, acked=acked, digest=digest, receipt=header).run()
+                remove(plan=plan, acked=acked, digest=digest, receipt=header, proof=evidence).run()
                 if checked == plan
                 else None
             )
         if done is not None:
+            if unshown:
+                why = f"; {counted(unshown, 'line')} of the read stay unread: {UNSHOWN_WHY}"
+                done = done.replace(unshown=unshown, message=done.message + why)
             return done
         plan = L.HEAD_DIFFERS
     site.receipts.mark_acked(header)
@@ -203,6 +224,48 @@ def ack_locked(
             message=f"{plan.reason}; nothing was removed. Read the room again, then ack",
         )
     return AckResult(mode=plan.mode, acked=0, preserved=preserved, message=plan.reason)
+
+
+def narrow(
+    site: AckSite, fd: int, header: ReceiptHeader, ledger: L.Ledger, shown: Shown
+) -> tuple[ReceiptHeader, int]:
+    """The receipt `header` cut to the lines `shown` says the model saw, stored, and how many
+    of its lines still at the head were not shown. `shown` gets those lines (the bytes the
+    room holds now, checked against the receipt's digests). Whatever cannot be checked here
+    (another epoch, the head differs, a receipt replaced) is left as it was: the ack's own
+    checks then refuse it. None shown: the receipt becomes a cursor at the head (it
+    authorises nothing; the lines count as unread)."""
+    if ledger.epoch != header.epoch or not header.start <= ledger.base < header.end:
+        return header, 0
+    head = pread_all(fd, header.end - ledger.base)
+    lines = split_lines(head)
+    gone = header.lines - len(lines)  # the first lines, acked by another session already
+    if not head.endswith(b"\n") or gone < 0:
+        return header, 0
+    k = max(0, min(shown.count(lines), len(lines)))
+    if k == len(lines):
+        return header, 0  # all shown: the ack's own checks verify the head, as always
+    # A cut must be of the lines this session read: checked against the receipt's digests.
+    receipt = site.receipts.load(header.session)
+    if (
+        receipt is None
+        or receipt.header != header
+        or line_digests(lines) != receipt.digests[gone * LINE_DIGEST :]
+    ):
+        return header, 0
+    size = sum(len(line) + 1 for line in lines[:k])
+    digests = receipt.digests[: (gone + k) * LINE_DIGEST]
+    cut = header.replace(
+        end=ledger.base + size,
+        lines=gone + k,
+        sha256=L.sha256(head[:size]),
+        digests_sha256=L.sha256(digests),
+    )
+    site.receipts.store(Receipt(cut, digests))
+    if k == 0:
+        site.receipts.mark_acked(cut)
+        cut = cut.replace(acked=True)
+    return cut, len(lines) - k
 
 
 # ----- the transaction ------------------------------------------------------------------------
@@ -233,6 +296,7 @@ class AckTransaction:
         dropped_all: bytes | None = None,
         verify: Callable[[], bool] | None = None,
         dead: str | None = None,
+        proof: str | None = None,
     ) -> None:
         self.site = site
         self.fd = fd
@@ -248,6 +312,7 @@ class AckTransaction:
         # The dead-letter room the dropped lines were moved to (core/rooms/file/deadletter.py):
         # counted as dead, not acked, and audited as mode "dead".
         self.dead = dead
+        self.proof = proof  # the record proving the lines were shown (Shown.evidence)
         # Filled in by the steps.
         self.st = os.fstat(fd)  # the room inode being replaced
         self.copy = CountingCopy(fd, plan.drop, size)
@@ -583,6 +648,7 @@ class AckTransaction:
                 preserved=remaining,
                 sha256=self.digest,
                 dead=self.dead,
+                proof=self.proof,
             )
         )
 

@@ -61,6 +61,7 @@ from ackdeck.core.rooms.results import (
     ReadResult,
     RoomStatus,
     SessionStatus,
+    Shown,
     ack_delivered,
     check_page,
 )
@@ -87,6 +88,9 @@ Clock = Callable[[], float]
 class Room:
     """One notification file and its sidecar directory. Cheap to construct; after a push it
     keeps two descriptors (the sidecar lock and the ledger) open until `close()`."""
+
+    # An ack can remove only the lines a client's transcript proves shown (`ack(shown=)`).
+    PROVES_SHOWN = True
 
     def __init__(
         self,
@@ -484,6 +488,7 @@ class Room:
         deliver: Callable[[ReadResult], int | None] | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
         max_bytes: int | None = None,
+        shown: Shown | None = None,
     ) -> AckResult:
         """Remove exactly what `session` consumed (or, with all=True, every complete line of
         the first page: at most `max_bytes`, default PAGE_BYTES, or one longer line; the
@@ -498,6 +503,9 @@ class Room:
         | head` cannot clear lines nobody saw. The result's mode is then "all". `confirm`, as
         for read(), comes last before the read of those lines is recorded: if it raises,
         nothing is removed.
+
+        `shown` (issue 41: the client's transcript) says how many of the read's lines, from
+        the first, its model was shown: only those are removed, the rest stay unread.
         """
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         if all and deliver is not None:
@@ -531,7 +539,13 @@ class Room:
 
             try:
                 done = ack_locked(
-                    self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
+                    self._ack_site(),
+                    fd,
+                    session,
+                    ack_all=all,
+                    reader=reader,
+                    page=page,
+                    shown=shown,
                 )
                 self._journey_upkeep()
                 return done

@@ -68,6 +68,9 @@ class AuditEntry(Struct, kw_only=True):
     # of the lines in [start, end): in the room they left (acked there) and in the room they
     # were pushed to. Sparse: entries written before the field existed keep their bytes.
     handover: Sparse[str | None] = None
+    # An ack proven by the reader's client (issue 41): the record that showed the lines to
+    # its model ("Claude Code transcript SESSION.jsonl"), for `room trace`. Sparse as above.
+    proof: Sparse[str | None] = None
 
 
 # Bytes read from the end of the audit log to find its newest entry.

@@ -55,6 +55,7 @@ from ackdeck.core.rooms.results import (
     ReadResult,
     RoomStatus,
     SessionStatus,
+    Shown,
     ack_delivered,
     check_page,
 )
@@ -184,6 +185,10 @@ def client_for(a: RedisAddress, timeout: float) -> redis.Redis:
 class RedisRoom:
     """One room on a Redis server. Cheap to construct; connects on first use; `close()`
     releases the connections."""
+
+    # The ack script removes a receipt whole: a transcript's proof is not applied (the ack
+    # says it was an estimate; docs/concepts/proof.md).
+    PROVES_SHOWN = False
 
     def __init__(
         self,
@@ -490,6 +495,7 @@ class RedisRoom:
         deliver: Callable[[ReadResult], int | None] | None = None,
         confirm: Callable[[ReadResult], None] | None = None,
         max_bytes: int | None = None,
+        shown: Shown | None = None,  # noqa: ARG002 - see PROVES_SHOWN
     ) -> AckResult:
         """Remove exactly what `session` read (or, with all=True, the entries of the first
         page, as a read takes it, returned; the rest stays, counted as preserved).

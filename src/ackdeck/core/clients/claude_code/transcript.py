@@ -1,0 +1,383 @@
+"""Claude Code's transcript: its own record of what its model was shown (issue 41).
+
+Delivered is proven, not estimated: an ack made through Claude Code removes only the lines of
+a read that the transcript shows its model received whole. Facts, checked offline against
+Claude Code 2.1.328 (tests/test_agent_proof.py keeps them):
+
+- The `ackdeck mcp` process gets `CLAUDE_CODE_SESSION_ID` and `CLAUDE_PROJECT_DIR` in its
+  environment; the transcript is `$CLAUDE_CONFIG_DIR` (else `~/.claude`)
+  `/projects/<dir>/<session>.jsonl`, `<dir>` being the project directory with every character
+  but A-Z a-z 0-9 replaced by '-' (cut at 200 characters plus a hash when longer: then the
+  directory is found by its first 200 characters and the session's file in it).
+- Each `tools/call` carries the model's tool_use id in `_meta["claudecode/toolUseId"]`.
+- The tool result the model was shown is a `type:"user"` record whose `message.content[]`
+  holds `{type:"tool_result", tool_use_id, content}`; `content` (a string, or text blocks) is
+  byte for byte what the model API received: ackdeck's structured JSON, a `<persisted-output>`
+  preview of a large one, the error text of one refused under MAX_MCP_OUTPUT_TOKENS, or what
+  a PostToolUse hook's `updatedMCPToolOutput` replaced it with. The record's `toolUseResult`
+  keeps the original, which the model did NOT see: it is never used.
+- A later replacement is a `{type:"content-replacement", replacements:[{kind:"tool-result",
+  toolUseId, replacement}]}` record: `replacement` is then what the model saw.
+- The record is appended after the result is returned and before the model's next turn: an
+  ack waits for it, bounded (RECORD_WAIT). The model's message making the ack is recorded as
+  a `type:"assistant"` record holding that `tool_use` block: a read result not recorded before
+  it (an ack in the same turn as its read) was not shown when the model acked.
+
+Cost: the transcript of a long session grows to tens of MB. It is never read whole: from the
+size it had when the read was made (kept by the server) to its end, or backwards from its end
+in CHUNK pieces when no size was kept; lines that cannot hold the record are skipped without
+parsing. Memory is one chunk plus the longest record read.
+
+`shown_prefix` is the pure decision: how many of a read's lines, from the first, appear whole,
+in order, in the text the model saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ackdeck.core.base import locations
+from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.text import display_lines
+from ackdeck.core.errors import NoProof
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+
+SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
+PROJECT_ENV = "CLAUDE_PROJECT_DIR"
+TOOL_USE_META = "claudecode/toolUseId"  # in a tools/call request's _meta
+CHUNK = 1 << 16
+# How long an ack waits for its read's result to reach the transcript. Claude Code writes it
+# before the model's next turn, so this bounds only a write that never comes.
+RECORD_WAIT = 5.0
+POLL = 0.02
+
+
+class Seen(Struct):
+    """What the model was shown of one tool call: `text` (None: the result never reached the
+    transcript, so the model was shown nothing of it) and where the scan stopped."""
+
+    tool_use_id: str | None
+    text: str | None
+    scanned_to: int
+
+
+# ----- where the transcript is ---------------------------------------------------------------
+def locate(env: Mapping[str, str]) -> Path | None:
+    """The session's transcript from the environment Claude Code gives its MCP servers and
+    their children; None outside Claude Code. The file may not exist (yet)."""
+    session = env.get(SESSION_ENV)
+    project = env.get(PROJECT_ENV)
+    if not session or not project or "/" in session or session.startswith("."):
+        return None
+    exact = locations.claude_transcript(env, project, session)
+    if exact.exists() or len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
+        return exact
+    # A long project path: the directory ends with a hash of it; find it by its prefix.
+    prefix = exact.parent.name[: locations.CLAUDE_PROJECT_NAME_MAX] + "-"
+    try:
+        for d in exact.parent.parent.iterdir():
+            if d.name.startswith(prefix) and (d / exact.name).exists():
+                return d / exact.name
+    except OSError:
+        pass
+    return exact
+
+
+def size_of(path: Path | None) -> int | None:
+    """The transcript's size now (what a read keeps, to scan only what follows), or None."""
+    if path is None:
+        return None
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+# ----- what the model saw --------------------------------------------------------------------
+def _text(content: object) -> str | None:
+    """A tool_result's content as the model read it: a string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return None
+
+
+def result_in(
+    record: dict[str, object], tool_use_id: str | None, read_id: str | None
+) -> tuple[str, str] | None:
+    """(tool_use_id, text shown) if `record` is the tool result for `tool_use_id` (or, that
+    id unknown, the one whose shown text or original names `read_id`)."""
+    if record.get("type") != "user":
+        return None
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return None
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        tid = block.get("tool_use_id")
+        text = _text(block.get("content"))
+        if not isinstance(tid, str) or text is None:
+            continue
+        if tool_use_id is not None and tid == tool_use_id:
+            return tid, text
+        if tool_use_id is None and read_id is not None:
+            if read_id in text or read_id in json.dumps(record.get("toolUseResult")):
+                return tid, text
+    return None
+
+
+def calls(record: dict[str, object], tool_use_id: str | None) -> bool:
+    """Is `record` the model's message making the call `tool_use_id`?"""
+    if record.get("type") != "assistant":
+        return False
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == tool_use_id
+        for b in content
+    )
+
+
+def replacement_in(record: dict[str, object], tool_use_id: str) -> str | None:
+    """The text a content-replacement record put in place of `tool_use_id`'s result."""
+    if record.get("type") != "content-replacement":
+        return None
+    found = None
+    for r in record.get("replacements") or []:  # type: ignore[attr-defined]
+        if (
+            isinstance(r, dict)
+            and r.get("kind") == "tool-result"
+            and r.get("toolUseId") == tool_use_id
+            and isinstance(r.get("replacement"), str)
+        ):
+            found = r["replacement"]
+    return found
+
+
+def _parse(line: bytes, where: Path) -> dict[str, object]:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        raise NoProof(f"the transcript {where} is damaged (a record is not JSON)") from None
+    if not isinstance(record, dict):
+        raise NoProof(f"the transcript {where} is damaged (a record is not an object)")
+    return record
+
+
+def _forward(fd: int, start: int) -> Iterator[tuple[int, bytes]]:
+    """(offset after the line, line) for each complete line from `start` to the end."""
+    pos, rest = start, b""
+    while True:
+        chunk = os.pread(fd, CHUNK, pos)
+        if not chunk:
+            return
+        pos += len(chunk)
+        rest += chunk
+        at = start
+        *lines, rest = rest.split(b"\n")
+        for line in lines:
+            at += len(line) + 1
+            yield at, line
+        start = at
+
+
+def _backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """(offset of the line's start, line) for each complete line from `end` backwards."""
+    pos, rest = end, b""
+    # A last line without its newline is still being written: not a record yet.
+    tail = os.pread(fd, 1, end - 1) if end else b"\n"
+    skip_partial = tail != b"\n"
+    while pos > 0:
+        n = min(CHUNK, pos)
+        pos -= n
+        rest = os.pread(fd, n, pos) + rest
+        first, *lines = rest.split(b"\n")
+        at = pos + len(first) + 1
+        offsets = []
+        for line in lines:
+            offsets.append((at, line))
+            at += len(line) + 1
+        if skip_partial and offsets:
+            offsets.pop()
+            skip_partial = False
+        yield from reversed(offsets)
+        rest = first
+    if rest and not skip_partial:
+        yield 0, rest
+
+
+def _needles(tool_use_id: str | None, read_id: str | None) -> list[bytes]:
+    return [n.encode() for n in (tool_use_id, read_id) if n]
+
+
+def find_seen(
+    path: Path,
+    *,
+    tool_use_id: str | None,
+    read_id: str | None = None,
+    since: int | None = None,
+    asked_by: str | None = None,
+    wait: float = RECORD_WAIT,
+    clock: Callable[[], float] = time.monotonic,
+) -> Seen:
+    """What the model was shown of the call `tool_use_id` (or, unknown, the read `read_id`),
+    from the transcript at `path`: scanned forward from `since` (the size kept at the read),
+    else backwards from the end. Waits up to `wait` for the record to be written. NoProof
+    when the transcript is missing, was cut below `since`, or the record is damaged.
+
+    `asked_by`: the tool_use id of the call asking (the ack). The model made that call having
+    seen only what comes before it in the transcript: a read whose result is not recorded
+    before the message making the ack (an ack in the same turn as its read) was not shown,
+    and the scan stops there without waiting."""
+    needles = _needles(tool_use_id, read_id)
+    stop = None if asked_by is None else asked_by.encode()
+    if not needles:
+        raise NoProof("the read names no tool call to look for in the transcript")
+    try:
+        # Non-blocking: a FIFO put where the transcript should be must not hang the ack.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise NoProof(f"the transcript {path} is missing") from None
+    except OSError as exc:
+        raise NoProof(f"the transcript {path} cannot be read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NoProof(f"the transcript {path} is not a regular file")
+        size = st.st_size
+        if since is not None and size < since:
+            raise NoProof(f"the transcript {path} was cut since the read")
+        if since is None:
+            found = _search_back(fd, path, size, tool_use_id, read_id, needles)
+            if found is None:
+                raise NoProof(f"the transcript {path} has no result naming read {read_id}")
+            tid, text, after = found
+            return _replaced(fd, path, Seen(tid, text, after))
+        deadline = clock() + wait
+        pos = since
+        while True:
+            for after, line in _forward(fd, pos):
+                pos = after
+                if any(n in line for n in needles):
+                    got = result_in(_parse(line, path), tool_use_id, read_id)
+                    if got is not None:
+                        return _replaced(fd, path, Seen(got[0], got[1], after))
+                if stop is not None and stop in line and calls(_parse(line, path), asked_by):
+                    return Seen(tool_use_id, None, pos)
+                elif not (line.startswith(b"{") and line.endswith(b"}")):
+                    raise NoProof(f"the transcript {path} is damaged (a record is not JSON)")
+            if clock() >= deadline:
+                return Seen(tool_use_id, None, pos)
+            time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+            if os.fstat(fd).st_size < pos or not _same_file(fd, path):
+                raise NoProof(f"the transcript {path} was replaced since the read")
+    finally:
+        os.close(fd)
+
+
+def _search_back(
+    fd: int,
+    path: Path,
+    size: int,
+    tool_use_id: str | None,
+    read_id: str | None,
+    needles: list[bytes],
+) -> tuple[str, str, int] | None:
+    for start, line in _backward(fd, size):
+        if any(n in line for n in needles):
+            got = result_in(_parse(line, path), tool_use_id, read_id)
+            if got is not None:
+                return got[0], got[1], start + len(line) + 1
+    return None
+
+
+def _replaced(fd: int, path: Path, seen: Seen) -> Seen:
+    """`seen` with any later content-replacement of its tool result applied (the model was
+    shown the replacement from then on; what a read proves is the least it was shown whole,
+    and a replacement only ever shortens a result)."""
+    tid = seen.tool_use_id
+    if tid is None:
+        return seen
+    needle = tid.encode()
+    text, pos = seen.text, seen.scanned_to
+    for after, line in _forward(fd, pos):
+        pos = after
+        if needle in line and b"content-replacement" in line:
+            replaced = replacement_in(_parse(line, path), tid)
+            if replaced is not None:
+                text = replaced
+    return seen.replace(text=text, scanned_to=pos)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+# ----- the decision --------------------------------------------------------------------------
+def shown_prefix(lines: list[str], seen: str | None) -> int:
+    """How many of `lines`, from the first, appear whole and in order in `seen`: each as a
+    JSON string (ackdeck's structured content, also inside a persisted preview) or as a
+    whole line of text (a text view, a hook's summary). The search for each line starts after the
+    previous one's match, so a repeated line counts only as often as it was shown."""
+    if not seen:
+        return 0
+    # The usual case first: the read's lines whole, in order, as the compact JSON array of
+    # the structured content (one C-speed encoding and one search).
+    if json.dumps(lines, ensure_ascii=False, separators=(",", ":"))[1:-1] in seen:
+        return len(lines)
+    pos = 0
+    for i, line in enumerate(lines):
+        found = [m for m in (_find(seen, form, pos, form is line) for form in _forms(line)) if m]
+        if not found:
+            return i
+        pos = min(found)[1]
+    return len(lines)
+
+
+def _find(seen: str, form: str, pos: int, as_text: bool) -> tuple[int, int] | None:
+    """(start, end) of the first whole `form` in `seen` from `pos`, or None."""
+    at = seen.find(form, pos)
+    while at >= 0 and as_text and not _text_bounded(seen, at, len(form)):
+        at = seen.find(form, at + 1)
+    return None if at < 0 else (at, at + len(form))
+
+
+def _forms(line: str) -> list[str]:
+    forms = [json.dumps(line, ensure_ascii=False)]
+    if not line.isascii():
+        forms.append(json.dumps(line))
+    if line:
+        forms.append(line)
+    return forms
+
+
+def _text_bounded(seen: str, at: int, n: int) -> bool:
+    """A line as text is whole only when it is a whole line of the text: plain text has no
+    other edge (a line "ok" is not shown by "not ok")."""
+    end = at + n
+    return (end == len(seen) or seen[end] in "\r\n") and (at == 0 or seen[at - 1] == "\n")
+
+
+def shown_lines(seen: str | None) -> Callable[[list[bytes]], int]:
+    """`shown_prefix` over a read's lines as the room holds them (bytes, invalid UTF-8 shown
+    replaced, as every door shows them)."""
+
+    def count(lines: list[bytes]) -> int:
+        return shown_prefix(display_lines(lines)[0], seen)
+
+    return count

@@ -1,0 +1,396 @@
+"""Delivered is proven by the client's own record, not estimated (issue 41).
+
+Real Claude Code (`claude -p`) runs offline against the scripted model stand-in with ackdeck as
+its MCP server, as in tests/test_agent_loops.py. Each test makes Claude Code show its model
+less than ackdeck handed over, the ways a user's settings do: MAX_MCP_OUTPUT_TOKENS below the
+reply (Claude Code refuses it: the model gets an error text), a project PostToolUse hook that
+replaces ackdeck's output with a one-line summary (`updatedMCPToolOutput`), a large reply
+persisted behind a 2 KB preview. The ack must then remove exactly the lines the transcript
+shows the model received whole, as a prefix, and keep the rest unread; the line a producer
+appends between the read and the ack survives every time. When the transcript is deleted or
+garbled between the read and the ack, the ack is an estimate, says so and why, and loses
+nothing the model was not shown (it removes what was handed over, as before).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.helpers import agent_clients as clients
+from tests.helpers.model_stub import Call, ModelStub, Say, Together
+
+PROMPT = "Handle the notifications waiting in your ackdeck inbox, then stop."
+LATE = "[ops] deploy-bot: arrived between the read and the ack"
+NAMES = "mcp__ackdeck__room_list_new,mcp__ackdeck__room_ack"
+
+
+@dataclass
+class ProofSetup(clients.Setup):
+    """A Claude Code session whose ackdeck server gets `server_args` (e.g. --reply-chars, a
+    budget an owner raised) and whose project may carry its own hooks."""
+
+    server_args: list[str] = field(default_factory=list)
+
+    def server(self) -> dict[str, object]:
+        entry = super().server()
+        return entry | {"args": [*entry["args"], *self.server_args]}  # type: ignore[misc]
+
+    def transcripts(self) -> list[Path]:
+        return sorted((self.user_home / ".claude" / "projects").glob("*/*.jsonl"))
+
+
+@dataclass
+class Outcome:
+    lines: list[str]
+    read_view: str  # what the model received for the read
+    ack: dict[str, object]  # room_ack's structured result, as the model received it
+    left: list[str]
+    errors: list[str]
+    setup: ProofSetup
+
+    @property
+    def removed(self) -> list[str]:
+        return [line for line in self.lines if line not in self.left]
+
+
+def run(
+    root: Path,
+    n: int,
+    *,
+    server_args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    hook: str | None = None,
+    between: str | None = None,
+    args: tuple[str, ...] = (),
+) -> Outcome:
+    """read -> (a producer appends LATE; `between` damages the transcript) -> ack -> stop."""
+    s = ProofSetup(root, server_args=list(server_args)).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(n)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    if hook is not None:  # a project PostToolUse hook replacing the read's output
+        script = s.root / "summary_hook.py"
+        out = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedMCPToolOutput": hook}}
+        script.write_text(f"import sys, json\nsys.stdin.read()\nprint(json.dumps({out!r}))\n")
+        settings = {
+            "hooks": {
+                "PostToolUse": [
+                    {
+                        "matcher": "mcp__ackdeck__room_list_new",
+                        "hooks": [{"type": "command", "command": f"{sys.executable} {script}"}],
+                    }
+                ]
+            }
+        }
+        (s.workdir / ".claude").mkdir(exist_ok=True)
+        (s.workdir / ".claude" / "settings.json").write_text(json.dumps(settings))
+
+    def producer() -> None:
+        with open(s.room, "a") as f:
+            f.write(LATE + "\n")
+        if between is not None:
+            (transcript,) = s.transcripts()
+            if between == "deleted":
+                transcript.unlink()
+            else:  # garbled: every record replaced by bytes that are no JSON
+                transcript.write_bytes(b"\x00garbled\n" * (transcript.stat().st_size // 9 + 1))
+
+    read = Call("mcp__ackdeck__room_list_new", {})
+    ack = Call("mcp__ackdeck__room_ack", {}, before=producer)
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    with ModelStub([search, read, ack, Say("done")]) as stub:
+        done = clients.claude(
+            s, stub.url, PROMPT, hooks=False, extra_env=env, extra_args=list(args)
+        )
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        read_view, ack_view = stub.result_of(read), stub.result_of(ack)
+    return Outcome(
+        lines, read_view, json.loads(ack_view), s.room.read_text().splitlines(), stub.errors, s
+    )
+
+
+def summary_hook(s: ProofSetup, keep: str) -> None:
+    """A project PostToolUse hook replacing room_list_new's output with a summary: the read's
+    id (taken from the output it is given) and `keep` on a line of its own."""
+    script = s.root / "summary_hook.py"
+    script.write_text(
+        "import json, re, sys\n"
+        "raw = sys.stdin.read()\n"
+        "rid = re.search(r'read_id[^0-9a-f]+([0-9a-f]{16})', raw).group(1)\n"
+        f"text = 'read_id ' + rid + '; the first line:\\n' + {keep!r}\n"
+        "out = {'hookEventName': 'PostToolUse', 'updatedMCPToolOutput': text}\n"
+        "print(json.dumps({'hookSpecificOutput': out}))\n"
+    )
+    command = f"{sys.executable} {script}"
+    hook = {
+        "matcher": "mcp__ackdeck__room_list_new",
+        "hooks": [{"type": "command", "command": command}],
+    }
+    (s.workdir / ".claude").mkdir(exist_ok=True)
+    (s.workdir / ".claude" / "settings.json").write_text(
+        json.dumps({"hooks": {"PostToolUse": [hook]}})
+    )
+
+
+def whole_prefix(view: str, lines: list[str]) -> list[str]:
+    """The lines, from the first, that appear whole in what the model received (as JSON
+    strings, or as text ending a line), independently of ackdeck's own matching."""
+    seen = []
+    for line in lines:
+        if json.dumps(line) in view or f"\n{line}\n" in f"\n{view}\n":
+            seen.append(line)
+        else:
+            break
+    return seen
+
+
+def test_a_reply_refused_under_max_mcp_output_tokens_acks_nothing(tmp_path: Path) -> None:
+    # The owner raised the reply budget; Claude Code refuses (does not cut) a result over its
+    # MAX_MCP_OUTPUT_TOKENS, so the model got an error text and none of the lines.
+    out = run(
+        tmp_path,
+        200,
+        server_args=("--reply-chars", "40000"),
+        env={"MAX_MCP_OUTPUT_TOKENS": "1000"},
+    )
+    assert out.errors == []
+    assert "[ops] bot: event 00000 ok" not in out.read_view, out.read_view[:300]
+    assert out.removed == [], f"acked {len(out.removed)} lines the model never saw"
+    assert out.left == [*out.lines, LATE]
+    assert out.ack["proof"] == "transcript" and out.ack["unshown"] == 200, out.ack
+    assert out.ack["acked"] == 0 and "room_list_new" in str(out.ack["next"])
+
+
+def test_a_hook_replacing_the_read_with_a_summary_acks_only_the_lines_in_it(
+    tmp_path: Path,
+) -> None:
+    summary = "50 new ops lines; the first:\n[ops] bot: event 00000 ok"
+    out = run(tmp_path, 50, hook=summary)
+    assert out.errors == []
+    assert out.read_view == summary  # what the model was shown instead of ackdeck's reply
+    assert out.removed == ["[ops] bot: event 00000 ok"], len(out.removed)
+    assert out.left == [*out.lines[1:], LATE]
+    assert out.ack["proof"] == "transcript" and out.ack["unshown"] == 49, out.ack
+
+
+def test_a_read_persisted_behind_a_preview_acks_only_the_lines_whole_in_the_preview(
+    tmp_path: Path,
+) -> None:
+    # About 70 KB of structured JSON: Claude Code saves it to a file and shows a 2 KB preview.
+    out = run(tmp_path, 2000, server_args=("--reply-chars", "200000"))
+    assert out.errors == []
+    assert "<persisted-output>" in out.read_view, out.read_view[:300]
+    seen = whole_prefix(out.read_view, out.lines)
+    assert 0 < len(seen) < 100, len(seen)
+    assert out.removed == seen, (len(out.removed), len(seen))
+    assert out.left == [*out.lines[len(seen) :], LATE]
+    assert out.ack["proof"] == "transcript" and out.ack["unshown"] == 2000 - len(seen)
+
+
+def check_estimate(out: Outcome, why: str) -> None:
+    assert out.errors == []
+    # The model was shown the whole small read: the estimate removes it, the late line stays.
+    assert whole_prefix(out.read_view, out.lines) == out.lines
+    assert out.left == [LATE]
+    assert out.ack["proof"] == "estimate", out.ack
+    note = str(out.ack["proof_note"])
+    assert why in note and "\n" not in note, note
+
+
+def test_a_transcript_deleted_between_read_and_ack_makes_the_ack_an_estimate(
+    tmp_path: Path,
+) -> None:
+    check_estimate(run(tmp_path, 3, between="deleted"), "transcript")
+
+
+def test_a_transcript_garbled_between_read_and_ack_makes_the_ack_an_estimate(
+    tmp_path: Path,
+) -> None:
+    check_estimate(run(tmp_path, 3, between="garbled"), "transcript")
+
+
+def test_a_session_claude_code_does_not_save_is_an_estimate_from_the_read_on(
+    tmp_path: Path,
+) -> None:
+    out = run(tmp_path, 3, args=("--no-session-persistence",))
+    check_estimate(out, "transcript")
+    assert '"proof":"estimate"' in out.read_view.replace(" ", ""), out.read_view
+
+
+def test_an_ordinary_read_and_ack_is_proven_by_the_transcript(tmp_path: Path) -> None:
+    out = run(tmp_path, 3)
+    assert out.errors == [] and out.left == [LATE]
+    assert '"proof":"transcript"' in out.read_view.replace(" ", ""), out.read_view
+    assert out.ack["proof"] == "transcript" and out.ack["proof_note"] is None
+    # `room trace` of the first line says which transcript showed it to the model.
+    from tests.helpers.cli import ackdeck, clean_env
+
+    s = out.setup
+    (transcript,) = s.transcripts()
+    args = ("--home", str(s.home), "room", "trace", str(s.room), "0")
+    trace = ackdeck(clean_env(), *args, "--json")
+    (journey,) = json.loads(trace.stdout)["lines"]
+    assert journey["proof"] == f"Claude Code transcript {transcript.name}", journey
+    text = ackdeck(clean_env(), *args).stdout
+    assert f"shown to its model per its Claude Code transcript {transcript.name}" in text, text
+
+
+# ----- the decision and the transcript reader, on real files ----------------------------------
+def test_a_repeated_line_counts_only_as_often_as_the_model_was_shown_it() -> None:
+    from ackdeck.core.clients.claude_code.transcript import shown_prefix
+
+    cut = '{"lines":["same","same","oth'  # a preview cut inside the third line
+    assert shown_prefix(["same", "same", "same", "other"], cut) == 2
+    assert shown_prefix(["x ok", "ok"], "x ok\nnot ok") == 1  # "ok" is not a whole line
+    assert shown_prefix(["a"], None) == 0
+
+
+def _record(tool_use_id: str, text: str, original: str = "") -> str:
+    msg = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": tool_use_id, "content": text}],
+    }
+    return json.dumps({"type": "user", "message": msg, "toolUseResult": original}) + "\n"
+
+
+def test_a_later_content_replacement_is_what_the_model_was_shown(tmp_path: Path) -> None:
+    from ackdeck.core.clients.claude_code.transcript import find_seen
+
+    t = tmp_path / "s.jsonl"
+    t.write_text(json.dumps({"type": "assistant"}) + "\n")
+    since = t.stat().st_size
+    rep = {"kind": "tool-result", "toolUseId": "toolu_1", "replacement": '{"lines":["a"'}
+    with open(t, "a") as f:
+        f.write(_record("toolu_1", '{"lines":["a","b"]}'))
+        f.write(json.dumps({"type": "content-replacement", "replacements": [rep]}) + "\n")
+    assert find_seen(t, tool_use_id="toolu_1", since=since).text == '{"lines":["a"'
+
+
+def test_an_ack_without_a_kept_offset_finds_its_read_from_the_transcripts_end(
+    tmp_path: Path,
+) -> None:
+    from ackdeck.core.clients.claude_code import transcript as tr
+
+    t = tmp_path / "s.jsonl"
+    filler = json.dumps({"type": "assistant", "pad": "x" * 1000}) + "\n"
+    original = '{"lines":["a"],"read_id":"0123456789abcdef"}'
+    t.write_text(filler * 300 + _record("toolu_9", "summary", original) + filler * 300)
+    seen = tr.find_seen(t, tool_use_id=None, read_id="0123456789abcdef")
+    assert (seen.tool_use_id, seen.text) == ("toolu_9", "summary")  # never the original
+
+
+def test_a_result_that_never_reached_the_transcript_was_not_shown(tmp_path: Path) -> None:
+    from ackdeck.core.clients.claude_code.transcript import find_seen
+
+    t = tmp_path / "s.jsonl"
+    t.write_text(_record("toolu_other", '{"lines":["a"]}'))
+    assert find_seen(t, tool_use_id="toolu_1", since=0, wait=0.05).text is None
+
+
+def test_a_proven_ack_after_another_session_acked_part_of_the_read(tmp_path: Path) -> None:
+    # A reads 4 lines; B reads and acks the first 2; A's model was shown 3: the ack removes
+    # only the third (the first two are gone already), the fourth stays unread for A.
+    from ackdeck.core.rooms.file.room import Room
+    from ackdeck.core.rooms.results import Shown
+
+    path = tmp_path / "inbox.txt"
+    path.write_text("l1\nl2\nl3\nl4\n")
+    room = Room(path)
+    assert len(room.read("a").lines) == 4
+    assert len(room.read("b", max_bytes=6).lines) == 2
+    assert room.ack("b").acked == 2
+    shown = Shown(lambda lines: 3 - (4 - len(lines)), "test record")
+    res = room.ack("a", shown=shown)
+    assert (res.acked, res.unshown) == (1, 1), res
+    assert path.read_text() == "l4\n"
+    assert [line.decode() for line in room.read("a").lines] == ["l4"]
+
+
+def test_a_cli_read_and_ack_from_the_agents_shell_say_why_they_are_estimates(
+    tmp_path: Path,
+) -> None:
+    # Inside Claude Code (its Bash tool), the CLI cannot find its own call in the transcript:
+    # it must say so rather than pass for proven, and still work as before.
+    from tests.helpers.cli import ackdeck, clean_env
+
+    room = tmp_path / "inbox.txt"
+    room.write_text("a\nb\n")
+    env = clean_env() | {"CLAUDE_CODE_SESSION_ID": "0b9c7d1e-session"}
+    home = ("--home", str(tmp_path / "home"))
+    read = ackdeck(env, *home, "room", "read", str(room), "--session", "s", "--json")
+    ack = ackdeck(env, *home, "room", "ack", str(room), "--session", "s", "--json")
+    for out in (read, ack):
+        doc = json.loads(out.stdout)
+        assert doc["proof"] == "estimate" and "Bash tool" in doc["proof_note"], doc
+    assert json.loads(ack.stdout)["acked"] == 2 and room.read_text() == ""
+
+
+def test_an_ack_by_read_id_in_a_resumed_session_is_proven_by_the_transcript(
+    tmp_path: Path,
+) -> None:
+    # Run 1 reads (a hook shows the model the read id and the first line only) and stops.
+    # Run 2 is `claude -p --resume` of that session: a new ackdeck server, which kept nothing,
+    # acks by the read id; the transcript (appended to by both runs) proves one line shown.
+    s = ProofSetup(tmp_path).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(20)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    summary_hook(s, lines[0])
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    read = Call("mcp__ackdeck__room_list_new", {})
+    with ModelStub([search, read, Say("later")]) as stub:
+        first = clients.claude(s, stub.url, PROMPT, hooks=False)
+        assert first.returncode == 0, first.stderr[-2000:]
+        view = stub.result_of(read)
+    assert lines[0] in view and lines[1] not in view, view
+    read_id = view.split()[1].rstrip(";")
+    session = json.loads(first.stdout)["session_id"]
+
+    def producer() -> None:
+        with open(s.room, "a") as f:
+            f.write(LATE + "\n")
+
+    ack = Call("mcp__ackdeck__room_ack", {"read_id": read_id}, before=producer)
+    with ModelStub([search, ack, Say("done")], ids="resumed") as stub:
+        second = clients.claude(
+            s, stub.url, "Ack what you read.", hooks=False, extra_args=["--resume", session]
+        )
+        assert second.returncode == 0, second.stderr[-2000:]
+        acked = json.loads(stub.result_of(ack))
+        assert stub.errors == []
+    assert acked["proof"] == "transcript" and acked["acked"] == 1, acked
+    assert s.room.read_text().splitlines() == [*lines[1:], LATE]
+
+
+def test_an_ack_made_in_the_same_turn_as_its_read_acks_nothing(tmp_path: Path) -> None:
+    # The model calls room_list_new and room_ack in one message: it acked before it saw a
+    # single line (the read's result is recorded after the message making the ack).
+    s = ProofSetup(tmp_path).make()
+    lines = [f"line {i}" for i in range(5)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    read, ack = Call("mcp__ackdeck__room_list_new", {}), Call("mcp__ackdeck__room_ack", {})
+    with ModelStub([search, Together([read, ack]), Say("done")]) as stub:
+        done = clients.claude(s, stub.url, PROMPT, hooks=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert all(line in stub.result_of(read) for line in lines)  # it was handed over
+        acked = json.loads(stub.result_of(ack))
+    assert s.room.read_text().splitlines() == lines
+    assert (acked["acked"], acked["unshown"], acked["proof"]) == (0, 5, "transcript"), acked
+
+
+def test_a_fifo_where_the_transcript_should_be_is_no_proof_and_never_blocks(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    import pytest
+
+    from ackdeck.core.clients.claude_code.transcript import find_seen
+    from ackdeck.core.errors import NoProof
+
+    t = tmp_path / "s.jsonl"
+    os.mkfifo(t)
+    with pytest.raises(NoProof, match="not a regular file"):
+        find_seen(t, tool_use_id="toolu_1", since=0)
