@@ -116,3 +116,19 @@ def test_the_agents_bench_prints_its_table_in_quick_mode() -> None:
     assert rows[2].startswith("agents x room status: ")
     for row in rows[:2]:
         assert all(math.isfinite(float(x)) for x in row.split()[-4:])
+
+
+def test_the_turn_bench_prints_its_table_in_quick_mode() -> None:
+    """Real Claude Code against the model stand-in, with and without the hooks (issue 43); the
+    warm-up fails the bench if the hooks never ran."""
+    from tests.helpers.agent_clients import need_client
+
+    need_client("claude")
+    rows = quick_table("turn", "case ", timeout=600)
+    assert rows[0].startswith("claude -p, no hooks") and rows[1].startswith(
+        "claude -p, ackdeck hooks"
+    )
+    for row in rows[:2]:
+        median, ratio = re.split(r"\s{2,}", row.strip())[1:3]
+        assert math.isfinite(float(median)) and math.isfinite(float(ratio)), row
+    assert rows[2].startswith("hooks add ")
