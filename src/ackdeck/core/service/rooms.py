@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     Confirm = Callable[["Lines"], None]
 
 
-
 def __getattr__(name: str) -> object:
     """`LineCounts`, for the doors that count a room again and again (the dashboard), imported
     when first asked for: no per-turn command needs it (PEP 562)."""
