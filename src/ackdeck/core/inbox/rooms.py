@@ -399,6 +399,8 @@ class Room:
         """The first page of complete lines now in the room, how many more wait, and the
         receipt that would record the page (None when there is no room and no sidecar:
         nothing to record)."""
+        # Imported before the lock is taken (see ack()).
+        from ackdeck.core.base import fileid  # noqa: F401 (for _stat_fd)
         from ackdeck.core.inbox import ages, readlog
         from ackdeck.core.inbox.ack_stream import Digest
         from ackdeck.core.inbox.receipts import ReceiptHeader
@@ -533,6 +535,11 @@ class Room:
                 raise cold_ack(session, "no read", count_lines(fd, os.fstat(fd).st_size))
             finally:
                 os.close(fd)
+        # Imported before the lock is taken: a first import (the ack transaction, ctypes for
+        # the file's birth time) must not lengthen what producers wait for.
+        from ackdeck.core.base import fileid  # noqa: F401 (for _stat_fd)
+        from ackdeck.core.inbox.ack import ack_locked
+
         with self._side.lock(shared=False):
             fd = self._open()
             if fd is None:
@@ -542,8 +549,6 @@ class Room:
                     preserved=0,
                     message=f"room {self.path} does not exist; nothing to ack",
                 )
-            from ackdeck.core.inbox.ack import ack_locked
-
             try:
                 done = ack_locked(
                     self._ack_site(), fd, session, ack_all=all, reader=reader, page=page
@@ -817,6 +822,10 @@ class Room:
         and again (the dashboard); only bytes appended since are then read (see
         core/inbox/line_counts.py). The result is the same either way.
         """
+        # Imported before the lock is taken (see ack()).
+        from ackdeck.core.base import fileid  # noqa: F401 (for _stat_fd)
+        from ackdeck.core.inbox import ages  # noqa: F401 (for _status_locked)
+
         has_sidecar = self._side.ensure(create=False)
         if not has_sidecar and _holds_bytes(self.path):
             try:
