@@ -73,7 +73,8 @@ def _project(work: Path, name: str, hooks: bool, env: dict[str, str]) -> Path:
 
 
 def _env(work: Path, url: str) -> dict[str, str]:
-    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "TERM")
+    # PYTHONPATH too: the hooks then run another source tree's ackdeck (a before/after run).
+    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "TERM", "PYTHONPATH")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     user = work / "user"  # a throwaway HOME for the client
     env.update(

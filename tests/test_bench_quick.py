@@ -130,3 +130,19 @@ def test_the_proof_bench_prints_its_table_in_quick_mode() -> None:
         assert all(float(x.rstrip("x")) > 0 for x in row[1:]), row
     heaps = [line for line in rows if "MB transcript" in line[0]]
     assert len(heaps) == 2, rows
+
+
+def test_the_turn_bench_prints_its_table_in_quick_mode() -> None:
+    """Real Claude Code against the model stand-in, with and without the hooks (issue 43); the
+    warm-up fails the bench if the hooks never ran."""
+    from tests.helpers.agent_clients import need_client
+
+    need_client("claude")
+    rows = quick_table("turn", "case ", timeout=600)
+    assert rows[0].startswith("claude -p, no hooks") and rows[1].startswith(
+        "claude -p, ackdeck hooks"
+    )
+    for row in rows[:2]:
+        median, ratio = re.split(r"\s{2,}", row.strip())[1:3]
+        assert math.isfinite(float(median)) and math.isfinite(float(ratio)), row
+    assert rows[2].startswith("hooks add ")

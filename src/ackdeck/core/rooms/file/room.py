@@ -404,6 +404,8 @@ class Room:
         """The first page of complete lines now in the room, how many more wait, and the
         receipt that would record the page (None when there is no room and no sidecar:
         nothing to record)."""
+        # Imported before the lock is taken (see ack()).
+        from ackdeck.core.base import fileid  # noqa: F401 (for _stat_fd)
         from ackdeck.core.rooms.file import ages, readlog
         from ackdeck.core.rooms.file.ack_stream import Digest
         from ackdeck.core.rooms.file.receipts import ReceiptHeader
@@ -531,12 +533,15 @@ class Room:
                 raise cold_ack(session, "no read", count_lines(fd, os.fstat(fd).st_size))
             finally:
                 os.close(fd)
+        # Imported before the lock is taken: a first import (the ack transaction, ctypes for
+        # the file's birth time) must not lengthen what producers wait for.
+        from ackdeck.core.base import fileid  # noqa: F401 (for _stat_fd)
+        from ackdeck.core.rooms.file.ack import ack_locked
+
         with self._side.lock(shared=False):
             fd = self._open()
             if fd is None:
                 return self._absent_ack()
-            from ackdeck.core.rooms.file.ack import ack_locked
-
             try:
                 done = ack_locked(
                     self._ack_site(),
@@ -817,6 +822,10 @@ class Room:
         and again (the dashboard); only bytes appended since are then read (see
         core/rooms/line_counts.py). The result is the same either way.
         """
+        # Imported before the lock is taken (see ack()).
+        from ackdeck.core.base import fileid  # noqa: F401 (for _stat_fd)
+        from ackdeck.core.rooms.file import ages  # noqa: F401 (for _status_locked)
+
         has_sidecar = self._side.ensure(create=False)
         if not has_sidecar and _holds_bytes(self.path):
             try:
