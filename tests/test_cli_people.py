@@ -127,8 +127,9 @@ def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -
         "late\n",
         "acked 1 line of inbox.txt (every complete line)\n",
     )
-    # The JSON of an ack is unchanged apart from the new `note` (null: the room exists) and
-    # `next` (issue 29: null when nothing remains to read).
+    # The JSON of an ack is unchanged apart from the new `note` (null: the room exists),
+    # `next` (issue 29: null when nothing remains to read) and what the ack was judged by
+    # (issue 41: outside Claude Code, an estimate, saying why; nothing kept unshown).
     ackdeck_ok(cli_env, "room", "push", str(room), "x")
     ackdeck_ok(cli_env, "room", "read", str(room), "--session", "a")
     got = json.loads(
@@ -144,6 +145,10 @@ def test_ack_leads_with_what_happened(tmp_path: Path, cli_env: dict[str, str]) -
         "lines": None,
         "note": None,
         "next": None,
+        "proof": "estimate",
+        "proof_note": "no client transcript is known (only Claude Code keeps one ackdeck reads: "
+        "CLAUDE_CODE_SESSION_ID is not set)",
+        "unshown": 0,
     }
 
 

@@ -76,11 +76,14 @@ class Request:
 
 
 class ModelStub:
-    def __init__(self, script: list[Step], ids: str = "call") -> None:
+    def __init__(self, script: list[Step], ids: str = "call", chars_per_token: float = 4.0) -> None:
         """`ids`: the prefix of the tool-call ids this stub hands out (`call_0`, ...); a
-        resumed session's second stub needs another, as a model never repeats an id."""
+        resumed session's second stub needs another, as a model never repeats an id.
+        `chars_per_token`: how densely `count_tokens` says this model tokenises (4, as the
+        clients estimate; fewer for a model whose tokens are shorter than a client guessed)."""
         self.script = list(script)
         self._ids = ids
+        self._chars_per_token = chars_per_token
         self.requests: list[Request] = []
         self.errors: list[str] = []  # a `before` that raised: the test fails on it
         self._lock = threading.Lock()
@@ -182,8 +185,9 @@ class ModelStub:
         route = path.split("?")[0]
         if route.endswith("/count_tokens"):
             self._record("anthropic", path, body, False)
-            # about 4 characters a token, as the clients themselves estimate
-            h._json(200, {"input_tokens": max(1, len(json.dumps(body)) // 4)})
+            # about 4 characters a token, as the clients themselves estimate, unless told
+            tokens = int(len(json.dumps(body)) / self._chars_per_token)
+            h._json(200, {"input_tokens": max(1, tokens)})
         elif route.endswith("/v1/messages"):
             turn = bool(body.get("tools"))
             self._record("anthropic", path, body, turn)

@@ -17,7 +17,6 @@ from ackdeck.core.errors import ColdAck, NotDelivered, OutOfMemory
 from ackdeck.core.rooms.absent import ABSENT_CELL as ABSENT_CELL  # for doors that show it
 from ackdeck.core.rooms.absent import absent_note as absent_note
 from ackdeck.core.rooms.file.ledger import HEAD_BYTES
-from ackdeck.core.rooms.line_counts import LineCounts as LineCounts  # for doors that count again
 from ackdeck.core.rooms.results import ACK as ACK  # the words naming the next step
 from ackdeck.core.rooms.results import ESTIMATE as ESTIMATE
 from ackdeck.core.rooms.results import PAGE_BYTES as PAGE_BYTES  # for doors that name it

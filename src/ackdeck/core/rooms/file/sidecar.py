@@ -22,7 +22,6 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
-from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
@@ -212,6 +211,9 @@ class Sidecar:
             tail = os.pread(fd, min(size, _AUDIT_TAIL), max(0, size - _AUDIT_TAIL))
         finally:
             os.close(fd)
+        # Here, not at the top: a push never reads the audit log (json is off its path).
+        from ackdeck.core.base.jsonfields import parse as parse_json
+
         try:
             doc = parse_json(tail.rstrip(b"\n").rsplit(b"\n", 1)[-1])
         except ValueError:
