@@ -210,7 +210,10 @@ async def test_a_host_publishing_a_hostile_snapshot_is_left_out_of_the_dashboard
         publish_home(links[1], evil)
         fleet = url.rsplit("/", 1)[1]
         client = redis.Redis(port=redis_server.port)
-        hostile = '{"v":1,"host":"gamma","clock":NaN,"agents":[{"session":"mole","evidence":"'
+        hostile = (
+            '{"v":1,"host":"gamma","clock":NaN,'
+            '"agents":[{"session":"mole","state":"idle","evidence":"'
+        )
         client.hset(
             locations.fleet_host_key(fleet, "gamma"),
             "payload",
