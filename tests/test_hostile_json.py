@@ -51,7 +51,17 @@ def _infinity(doc: dict) -> str:
     return json.dumps({**doc, _number(doc): float("inf")})
 
 
-HOSTILE: dict[str, Callable[[dict], str]] = {"deep": _deep, "nan": _nan, "infinity": _infinity}
+def _huge(doc: dict) -> str:
+    """`doc` with a time no clock can show (finite: json.loads never refused it)."""
+    return json.dumps({**doc, _number(doc): 1e300})
+
+
+HOSTILE: dict[str, Callable[[dict], str]] = {
+    "deep": _deep,
+    "nan": _nan,
+    "infinity": _infinity,
+    "huge": _huge,
+}
 
 
 def _rewrite(path: Path, how: str) -> None:
@@ -198,7 +208,12 @@ def test_a_hostile_handover_journal_is_named_in_one_line_not_a_traceback(
 ) -> None:
     journal = locations.handover_journal(phome, "s1")
     journal.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"source": "s1", "target": "s2", "step": "chosen", "at": 1.5, "start": 0, "end": 4}
+    doc = {
+        "id": "h1", "source": "s1", "target": "s2", "from_room": str(room),
+        "to_room": str(tmp_path / "t.txt"), "state": "chosen", "at": 1.5, "epoch": 0,
+        "start": 0, "end": 4, "lines": 1, "in_flight": 1, "sha256": "00", "block": "",
+        "to_epoch": 0, "to_since": 0,
+    }  # fmt: skip
     journal.write_text(HOSTILE[how](doc))
     out = ackdeck(
         cli_env, "handover", "--from", "s1", "--to", "s2", "--to-room", str(tmp_path / "t.txt")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ackdeck.core.base import locations
 from ackdeck.core.rooms.file import readlog, seen_marks
 from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.rooms.redis.room import RedisRoom
@@ -245,6 +246,26 @@ def test_sparse_first_seen_marks_cost_a_status_their_data_not_their_size(tmp_pat
     st = r.status()
     assert _bytes_read() - before < 1 << 20
     assert st.oldest_pending_age == pytest.approx(30.0)  # still dated by the mark before the hole
+
+
+def test_a_trace_reads_sparse_logs_for_their_data_not_their_size(tmp_path: Path) -> None:
+    """Issue 42, class 5: `room trace` read the read log and the audit of acks whole (a
+    gigabyte grown by `truncate -s` was a gigabyte in memory). Now their data only, in steps;
+    the line's journey is the same."""
+    r = Room(tmp_path / "r.txt")
+    r.push("one")
+    r.read("agent")
+    r.ack("agent")
+    r.push("two")
+    r.read("agent")
+    for path in (locations.audit(r.sidecar), journey(r) / readlog.LOG):
+        assert path.exists(), path
+        os.truncate(path, path.stat().st_size + (16 << 20))  # a hole after its entries
+    before = _bytes_read()
+    gone, present = r.trace(0), r.trace(4)
+    assert _bytes_read() - before < 1 << 20
+    assert gone.acked_by == "agent" and [h.session for h in gone.reads] == ["agent"]
+    assert present.present and [h.session for h in present.reads] == ["agent"]
 
 
 def test_the_backwards_scan_finds_what_a_whole_read_finds_at_any_step(

@@ -189,6 +189,53 @@ def _woken(home: Path, name: str, session: str) -> None:
     eventually(done, what=f"{name} to end and wake {session}")
 
 
+async def test_a_host_publishing_a_hostile_snapshot_is_left_out_of_the_dashboard_and_said(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Issue 42, class 4: a snapshot with NaN and a 50 MB string (anyone who can write to the
+    fleet's Redis can publish one) took the dashboard's fleet read down. Now that host is left
+    out, the Agents panel says so in its title, and every other host is shown."""
+    import redis
+
+    from ackdeck.core.base import locations
+
+    url = f"redis://127.0.0.1:{redis_server.port}/0/tui-{os.urandom(4).hex()}"
+    mine, theirs, evil = tmp_path / "alpha", tmp_path / "beta", tmp_path / "gamma"
+    now = time.time()
+    log.record(mine, "agent", "prompt", at=now - 30)
+    log.record(theirs, "builder", "prompt", at=now - 10)
+    log.record(evil, "mole", "prompt", at=now - 10)
+    links = [
+        FleetLink(resolve_fleet(url, host, env={}, config={}))  # type: ignore[arg-type]
+        for host in ("beta", "gamma")
+    ]
+    try:
+        publish_home(links[0], theirs)
+        publish_home(links[1], evil)
+        fleet = url.rsplit("/", 1)[1]
+        client = redis.Redis(port=redis_server.port)
+        hostile = (
+            '{"v":1,"host":"gamma","clock":NaN,'
+            '"agents":[{"session":"mole","state":"idle","evidence":"'
+        )
+        client.hset(
+            locations.fleet_host_key(fleet, "gamma"),
+            "payload",
+            hostile.encode() + b"E" * (50 << 20) + b'"}],"runs":[],"wakes":[]}',
+        )
+        app = make_app(quiet_config(home=mine, fleet=url, host_id="alpha"))
+        async with app.run_test(size=(140, 30)) as pilot:
+            await settle(pilot)
+            table = app.main.query_one(AgentsTable)
+            await eventually_async(lambda: "builder@beta" in table._keys, what="beta's agent")
+            assert sorted(table._keys[1:]) == ["agent", "builder@beta"]
+            assert "1 fleet host(s) left out" in str(table.border_title)
+            assert "EEEE" not in screen_text(app)
+    finally:
+        for link in links:
+            link.close()
+
+
 @contextmanager
 def _two_hosts(
     tmp_path: Path, url: str, *, ttl: str = "30"

@@ -14,7 +14,8 @@ validated by pydantic, off the hot path.
 
 Rules (a damaged file is refused with RecordError, which the loader turns into CorruptState
 or a skip): a required field must be present; `int` takes an int, not a bool, and an
-integral float (JSON may write one); `float` takes an int or a float; `str`, `bool`, `list`
+integral float (JSON may write one); `float` takes an int or a float within FLOAT_BOUND
+(every float kept is a time or a duration); `str`, `bool`, `list`
 and `dict` take only themselves; null only where a getter allows it. Unknown fields are
 ignored (a `from_dict` reads only its own), so files written by a newer version stay
 readable.
@@ -67,10 +68,20 @@ _WANT = {
 }
 
 
+# Every float a state file keeps is a time (epoch seconds) or a duration: one past this many
+# seconds either way (year 5138) is damage, and would overflow the date formatting that
+# shows it (`ps`, `room trace`) instead of being refused here.
+FLOAT_BOUND = 1e11
+
+
 def check(kind: type[T], value: object, name: str) -> T:
     """`value` as `kind` (int, float, str, bool, list or dict), else RecordError naming `name`."""
     if isinstance(value, bool) and kind is not bool:
         pass  # a bool is an int to Python, never to a state file
+    elif (
+        kind is float and isinstance(value, int | float) and not -FLOAT_BOUND < value < FLOAT_BOUND
+    ):
+        raise RecordError(f"{name}: {value!r:.20} is out of range for a time")
     elif isinstance(value, kind):
         return value
     elif (kind is float and isinstance(value, int)) or (

@@ -71,7 +71,19 @@ def record(home: Path, session: str, kind: str, *, at: float | None = None, **fi
     except OSError:
         return False
     if size > LIMIT:
-        rotate(home, session)
+        try:
+            rotate(home, session)
+        except Exception as exc:  # noqa: BLE001 - see below
+            # The event is written and the read, ack or hook that recorded it took effect:
+            # a fold that fails on a log damaged in a way nobody foresaw must not turn that
+            # into an exit 1 with a traceback. Said once, on stderr; the log stays as it is,
+            # and the next event tries again.
+            import sys
+
+            print(
+                f"ackdeck: warning: presence log of {session} not folded: {exc!r:.200}",
+                file=sys.stderr,
+            )
     return True
 
 

@@ -7,10 +7,12 @@ needed (each of those files is appended whole or replaced by rename).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
 from ackdeck.core.base import locations
+from ackdeck.core.base.byteio import data_extents, pread_chunks
 from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Internal, Sparse, Struct, derived
 from ackdeck.core.base.text import age_text, counted
@@ -111,21 +113,42 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
+# Bytes of one audit line kept at most while reading (an entry is a few hundred bytes; a
+# longer line is damage, of which only the end could hold an entry glued on).
+_AUDIT_LINE = 1 << 16
+
+
 def audit_entries(path: Path) -> list[dict]:
-    """Every entry of a room's audit log that parses (as plain JSON objects)."""
+    """Every entry of a room's audit log that parses (as plain JSON objects). Read in steps
+    over the file's data only (a sparse file's holes are not read, core/base/byteio.py), so
+    a log grown by `truncate -s` costs a trace what its data costs."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
         return []
     out = []
-    for line in raw.split(b"\n"):
+
+    def take(line: bytes) -> None:
         try:
             doc = parse_json(line)
         except ValueError:
-            continue
+            return
         if isinstance(doc, dict):
             out.append(doc)
+
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []  # a FIFO or a directory in its place: no audit to show
+        for start, end in data_extents(fd):
+            carry = b""
+            for chunk in pread_chunks(fd, start, end, size=1 << 20):
+                lines = (carry + chunk).split(b"\n")
+                carry = lines.pop()[-_AUDIT_LINE:]
+                for line in lines:
+                    take(line)
+            take(carry)
+    finally:
+        os.close(fd)
     return out
 
 

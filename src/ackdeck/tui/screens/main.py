@@ -552,6 +552,10 @@ class MainScreen(Screen[None]):
         title = AgentsTable.title_for(listed)
         if message.fleet is not None and not message.fleet.reachable:
             title += " · fleet unreachable: this host only"
+        elif message.fleet is not None and message.fleet.dropped:
+            # A host whose snapshot cannot be shown (core/service/fleet_model.read_host) is
+            # left out; `ackdeck fleet hosts` names it and says why.
+            title += f" · {len(message.fleet.dropped)} fleet host(s) left out: see fleet hosts"
         table.set_border_title(title)
         if (message.runs, message.wakes) != (self._remote_runs, self._remote_wakes):
             self._remote_runs, self._remote_wakes = message.runs, message.wakes
