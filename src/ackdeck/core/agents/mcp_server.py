@@ -18,6 +18,7 @@ restarted server (or the CLI) continues exactly where the previous one stopped.
 import os
 import re
 import secrets
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -164,6 +165,7 @@ class AgentDoor:
         # Per read id: the tool call that carried it and the transcript's size before its
         # reply (the result's record follows). The newest READS_KEPT reads are kept.
         self._handed: dict[str, tuple[str | None, int | None]] = {}
+        self._handed_lock = threading.Lock()  # tools run in worker threads
 
     def set_client(self, name: str | None) -> None:
         """Size replies for the client that connected (`initialize`'s clientInfo.name)."""
@@ -212,9 +214,10 @@ class AgentDoor:
                 raise _not_written("room_list_new")
             if got.lines:
                 self._last_read[label] = read_id
-                self._handed[read_id] = (tool_use_id, size)
-                while len(self._handed) > READS_KEPT:
-                    del self._handed[next(iter(self._handed))]
+                with self._handed_lock:
+                    self._handed[read_id] = (tool_use_id, size)
+                    while len(self._handed) > READS_KEPT:
+                        del self._handed[next(iter(self._handed))]
 
         got = self.deck.read(
             r, reader=_reader(read_id), deliver=deliver, confirm=confirm, read_id=read_id
@@ -285,7 +288,8 @@ class AgentDoor:
         `asked_by`: the ack's own tool call (what the model saw precedes it)."""
         if self.transcript is None or read_id is None:
             return None, None
-        tool_use_id, since = self._handed.get(read_id, (None, None))
+        with self._handed_lock:
+            tool_use_id, since = self._handed.get(read_id, (None, None))
         try:
             seen = transcript.find_seen(
                 self.transcript,
