@@ -394,3 +394,15 @@ def test_a_fifo_where_the_transcript_should_be_is_no_proof_and_never_blocks(
     os.mkfifo(t)
     with pytest.raises(NoProof, match="not a regular file"):
         find_seen(t, tool_use_id="toolu_1", since=0)
+
+
+def test_a_project_path_longer_than_claude_codes_directory_names_is_still_proven(
+    tmp_path: Path,
+) -> None:
+    # Claude Code cuts a project's directory name at 200 characters and adds a hash: the
+    # server finds the session's transcript by the name's first 200 characters.
+    deep = tmp_path / ("a-long-project-folder-" * 10) / "and-deeper"
+    out = run(deep, 3)
+    (transcript,) = out.setup.transcripts()
+    assert len(transcript.parent.name) > 200, transcript.parent.name
+    assert out.left == [LATE] and out.ack["proof"] == "transcript", out.ack

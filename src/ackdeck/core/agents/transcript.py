@@ -77,17 +77,26 @@ def locate(env: Mapping[str, str]) -> Path | None:
     if not session or not project or "/" in session or session.startswith("."):
         return None
     exact = locations.claude_transcript(env, project, session)
-    if exact.exists() or len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
+    if len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
         return exact
     # A long project path: the directory ends with a hash of it; find it by its prefix.
     prefix = exact.parent.name[: locations.CLAUDE_PROJECT_NAME_MAX] + "-"
     try:
         for d in exact.parent.parent.iterdir():
-            if d.name.startswith(prefix) and (d / exact.name).exists():
+            if d.name.startswith(prefix) and exists(d / exact.name):
                 return d / exact.name
     except OSError:
         pass
     return exact
+
+
+def exists(path: Path) -> bool:
+    """Path.exists() that never raises (a name too long for the filesystem is not there)."""
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
 
 
 def size_of(path: Path | None) -> int | None:
