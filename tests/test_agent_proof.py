@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.helpers import agent_clients as clients
-from tests.helpers.model_stub import Call, ModelStub, Say, Together
+from tests.helpers.model_stub import Call, ModelStub, Say, Step, Together
 
 PROMPT = "Handle the notifications waiting in your ackdeck inbox, then stop."
 LATE = "[ops] deploy-bot: arrived between the read and the ack"
@@ -406,3 +406,36 @@ def test_a_project_path_longer_than_claude_codes_directory_names_is_still_proven
     (transcript,) = out.setup.transcripts()
     assert len(transcript.parent.name) > 200, transcript.parent.name
     assert out.left == [LATE] and out.ack["proof"] == "transcript", out.ack
+
+
+def test_after_a_refused_reply_the_next_reads_shrink_until_the_model_is_shown_lines(
+    tmp_path: Path,
+) -> None:
+    # A reply Claude Code refuses would be refused again at the same size: the server sizes
+    # the next reads by what the transcript proved (a quarter each time nothing was shown),
+    # so the agent gets on: each ack removes exactly the lines whole in what it was shown.
+    s = ProofSetup(tmp_path, server_args=["--reply-chars", "40000"]).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(200)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    reads = [Call("mcp__ackdeck__room_list_new", {}) for _ in range(4)]
+    acks = [Call("mcp__ackdeck__room_ack", {}) for _ in range(4)]
+    steps: list[Step] = [search]
+    for r, a in zip(reads, acks, strict=True):
+        steps += [r, a]
+    env = {"MAX_MCP_OUTPUT_TOKENS": "1000"}
+    with ModelStub([*steps, Say("done")]) as stub:
+        done = clients.claude(s, stub.url, PROMPT, hooks=False, extra_env=env, max_turns=20)
+        assert done.returncode == 0, done.stderr[-2000:]
+        views = [stub.result_of(r) for r in reads]
+        results = [json.loads(stub.result_of(a)) for a in acks]
+    first = results[0]
+    assert (first["acked"], first["unshown"]) == (0, 200), first  # refused: nothing shown
+    removed, rest = [], list(lines)
+    for view, res in zip(views, results, strict=True):
+        seen = whole_prefix(view, rest)
+        assert res["proof"] == "transcript" and res["acked"] == len(seen), (res, view[:200])
+        removed += seen
+        rest = rest[len(seen) :]
+    assert removed, [r["unshown"] for r in results]  # the agent got on
+    assert s.room.read_text().splitlines() == rest

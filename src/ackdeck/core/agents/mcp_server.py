@@ -167,6 +167,8 @@ class AgentDoor:
         # reply (the result's record follows). The newest READS_KEPT reads are kept.
         self._handed: dict[str, tuple[str | None, int | None]] = {}
         self._handed_lock = threading.Lock()  # tools run in worker threads
+        # Per room: at most this many lines a read, learnt from what transcripts proved shown.
+        self._caps: dict[str, int] = {}
 
     def set_client(self, name: str | None) -> None:
         """Size replies for the client that connected (`initialize`'s clientInfo.name)."""
@@ -206,7 +208,9 @@ class AgentDoor:
         read_id = secrets.token_hex(8)
 
         def deliver(got: rooms.Lines) -> int:
-            return self._fit(got, self._list_reply(got.emptied()))
+            n = self._fit(got, self._list_reply(got.emptied()))
+            cap = self._caps.get(label)
+            return n if cap is None else min(n, cap)
 
         def confirm(got: rooms.Lines) -> None:
             # The transcript's size before the reply goes out: its record comes after.
@@ -267,7 +271,22 @@ class AgentDoor:
             res = self.deck.ack(r, reader=reader, shown=shown, estimate=estimate)
             if known and res.mode != "refused":
                 self._last_read.pop(label, None)
+            if res.proof == rooms.TRANSCRIPT:
+                self._learn(label, res)
         return self._ack_reply(res, label, read_id)
+
+    def _learn(self, label: str, res: rooms.Acked) -> None:
+        """Size the next reads of `label` by what the transcript proved: the client showed
+        its model fewer lines than the estimate handed over (a lower MAX_MCP_OUTPUT_TOKENS, a
+        hook's summary, a persisted preview), so the same page would not be shown either.
+        The next read carries at most what was shown (a quarter of the read when nothing
+        was, down to one line); a read shown whole lifts the cap."""
+        if not res.unshown:
+            self._caps.pop(label, None)
+        elif res.acked:
+            self._caps[label] = res.acked
+        else:
+            self._caps[label] = max(1, (self._caps.get(label) or res.unshown) // 4)
 
     # -- proof (issue 41): what the client's transcript shows its model was shown ----------
     def transcript(self) -> Path | None:
