@@ -439,3 +439,20 @@ def test_after_a_refused_reply_the_next_reads_shrink_until_the_model_is_shown_li
         rest = rest[len(seen) :]
     assert removed, [r["unshown"] for r in results]  # the agent got on
     assert s.room.read_text().splitlines() == rest
+
+
+def test_an_ack_by_read_id_looks_back_a_bounded_distance_and_then_estimates(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from ackdeck.core.agents.transcript import find_seen
+    from ackdeck.core.errors import NoProof
+
+    t = tmp_path / "s.jsonl"
+    filler = json.dumps({"type": "assistant", "pad": "x" * 1000}) + "\n"
+    t.write_text(_record("toolu_9", '{"read_id":"0123456789abcdef"}') + filler * 2000)
+    with pytest.raises(NoProof, match="in its last 1 MB"):
+        find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=1 << 20)
+    seen = find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=4 << 20)
+    assert seen.tool_use_id == "toolu_9"
