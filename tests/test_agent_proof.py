@@ -325,6 +325,9 @@ def test_a_cli_read_and_ack_from_the_agents_shell_say_why_they_are_estimates(
         doc = json.loads(out.stdout)
         assert doc["proof"] == "estimate" and "Bash tool" in doc["proof_note"], doc
     assert json.loads(ack.stdout)["acked"] == 2 and room.read_text() == ""
+    # The line's journey (room trace, the dashboard's journey view) marks the ack an estimate.
+    trace = ackdeck(env, *home, "room", "trace", str(room), "0").stdout
+    assert "an estimate (no client record proved it shown)" in trace, trace
 
 
 def test_an_ack_by_read_id_in_a_resumed_session_is_proven_by_the_transcript(
