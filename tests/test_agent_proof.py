@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.helpers import agent_clients as clients
-from tests.helpers.model_stub import Call, ModelStub, Say, Together
+from tests.helpers.model_stub import Call, ModelStub, Say, Step, Together
 
 PROMPT = "Handle the notifications waiting in your ackdeck inbox, then stop."
 LATE = "[ops] deploy-bot: arrived between the read and the ack"
@@ -331,6 +331,9 @@ def test_a_cli_read_and_ack_from_the_agents_shell_say_why_they_are_estimates(
         doc = json.loads(out.stdout)
         assert doc["proof"] == "estimate" and "Bash tool" in doc["proof_note"], doc
     assert json.loads(ack.stdout)["acked"] == 2 and room.read_text() == ""
+    # The line's journey (room trace, the dashboard's journey view) marks the ack an estimate.
+    trace = ackdeck(env, *home, "room", "trace", str(room), "0").stdout
+    assert "an estimate (no client record proved it shown)" in trace, trace
 
 
 def test_an_ack_by_read_id_in_a_resumed_session_is_proven_by_the_transcript(
@@ -400,3 +403,65 @@ def test_a_fifo_where_the_transcript_should_be_is_no_proof_and_never_blocks(
     os.mkfifo(t)
     with pytest.raises(NoProof, match="not a regular file"):
         find_seen(t, tool_use_id="toolu_1", since=0)
+
+
+def test_a_project_path_longer_than_claude_codes_directory_names_is_still_proven(
+    tmp_path: Path,
+) -> None:
+    # Claude Code cuts a project's directory name at 200 characters and adds a hash: the
+    # server finds the session's transcript by the name's first 200 characters.
+    deep = tmp_path / ("a-long-project-folder-" * 10) / "and-deeper"
+    out = run(deep, 3)
+    (transcript,) = out.setup.transcripts()
+    assert len(transcript.parent.name) > 200, transcript.parent.name
+    assert out.left == [LATE] and out.ack["proof"] == "transcript", out.ack
+
+
+def test_after_a_refused_reply_the_next_reads_shrink_until_the_model_is_shown_lines(
+    tmp_path: Path,
+) -> None:
+    # A reply Claude Code refuses would be refused again at the same size: the server sizes
+    # the next reads by what the transcript proved (a quarter each time nothing was shown),
+    # so the agent gets on: each ack removes exactly the lines whole in what it was shown.
+    s = ProofSetup(tmp_path, server_args=["--reply-chars", "40000"]).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(200)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    reads = [Call("mcp__ackdeck__room_list_new", {}) for _ in range(4)]
+    acks = [Call("mcp__ackdeck__room_ack", {}) for _ in range(4)]
+    steps: list[Step] = [search]
+    for r, a in zip(reads, acks, strict=True):
+        steps += [r, a]
+    env = {"MAX_MCP_OUTPUT_TOKENS": "1000"}
+    with ModelStub([*steps, Say("done")]) as stub:
+        done = clients.claude(s, stub.url, PROMPT, hooks=False, extra_env=env, max_turns=20)
+        assert done.returncode == 0, done.stderr[-2000:]
+        views = [stub.result_of(r) for r in reads]
+        results = [json.loads(stub.result_of(a)) for a in acks]
+    first = results[0]
+    assert (first["acked"], first["unshown"]) == (0, 200), first  # refused: nothing shown
+    removed, rest = [], list(lines)
+    for view, res in zip(views, results, strict=True):
+        seen = whole_prefix(view, rest)
+        assert res["proof"] == "transcript" and res["acked"] == len(seen), (res, view[:200])
+        removed += seen
+        rest = rest[len(seen) :]
+    assert removed, [r["unshown"] for r in results]  # the agent got on
+    assert s.room.read_text().splitlines() == rest
+
+
+def test_an_ack_by_read_id_looks_back_a_bounded_distance_and_then_estimates(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from ackdeck.core.clients.claude_code.transcript import find_seen
+    from ackdeck.core.errors import NoProof
+
+    t = tmp_path / "s.jsonl"
+    filler = json.dumps({"type": "assistant", "pad": "x" * 1000}) + "\n"
+    t.write_text(_record("toolu_9", '{"read_id":"0123456789abcdef"}') + filler * 2000)
+    with pytest.raises(NoProof, match="in its last 1 MB"):
+        find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=1 << 20)
+    seen = find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=4 << 20)
+    assert seen.tool_use_id == "toolu_9"

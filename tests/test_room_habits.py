@@ -116,8 +116,8 @@ def test_json_ack_all_piped_into_head_removes_nothing(
     assert (got["mode"], got["acked"], got["preserved"]) == ("all", 20000, 0)
     assert got["lines"][0] == "note 1" and len(got["lines"]) == 20000
     assert set(got) == {
-        "room", "path", "mode", "acked", "preserved", "message", "lines", "note", "next",
-        "proof", "proof_note", "unshown",
+        "room", "path", "mode", "acked", "preserved", "message", "lines", "note", "proof",
+        "proof_note", "unshown", "next"
     }  # fmt: skip
     assert (tmp_path / "r").read_bytes() == b""
 

@@ -18,9 +18,11 @@ restarted server (or the CLI) continues exactly where the previous one stopped.
 import os
 import re
 import secrets
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -162,10 +164,13 @@ class AgentDoor:
         # Where this session's client records what its model was shown (issue 41): Claude
         # Code's transcript, from the environment it starts this server with; None: estimates.
         self.env: Mapping[str, str] = os.environ if env is None else env
-        self.transcript = transcript.locate(self.env)
+        self._transcript = transcript.locate(self.env)
         # Per read id: the tool call that carried it and the transcript's size before its
         # reply (the result's record follows). The newest READS_KEPT reads are kept.
         self._handed: dict[str, tuple[str | None, int | None]] = {}
+        self._handed_lock = threading.Lock()  # tools run in worker threads
+        # Per room: at most this many lines a read, learnt from what transcripts proved shown.
+        self._caps: dict[str, int] = {}
 
     def set_client(self, name: str | None) -> None:
         """Size replies for the client that connected (`initialize`'s clientInfo.name)."""
@@ -212,18 +217,21 @@ class AgentDoor:
         read_id = secrets.token_hex(8)
 
         def deliver(got: rooms.Lines) -> int:
-            return self._fit(got, self._list_reply(got.emptied()))
+            n = self._fit(got, self._list_reply(got.emptied()))
+            cap = self._caps.get(label)
+            return n if cap is None else min(n, cap)
 
         def confirm(got: rooms.Lines) -> None:
             # The transcript's size before the reply goes out: its record comes after.
-            size = transcript.size_of(self.transcript)
+            size = transcript.size_of(self.transcript())
             if handoff is not None and not handoff.offer(_result(self._list_reply(got))):
                 raise _not_written("room_list_new")
             if got.lines:
                 self._last_read[label] = read_id
-                self._handed[read_id] = (tool_use_id, size)
-                while len(self._handed) > READS_KEPT:
-                    del self._handed[next(iter(self._handed))]
+                with self._handed_lock:
+                    self._handed[read_id] = (tool_use_id, size)
+                    while len(self._handed) > READS_KEPT:
+                        del self._handed[next(iter(self._handed))]
 
         got = self.deck.read(
             r, reader=_reader(read_id), deliver=deliver, confirm=confirm, read_id=read_id
@@ -272,16 +280,40 @@ class AgentDoor:
             res = self.deck.ack(r, reader=reader, shown=shown, estimate=estimate)
             if known and res.mode != "refused":
                 self._last_read.pop(label, None)
+            if res.proof == rooms.TRANSCRIPT:
+                self._learn(label, res)
         return self._ack_reply(res, label, read_id)
 
+    def _learn(self, label: str, res: rooms.Acked) -> None:
+        """Size the next reads of `label` by what the transcript proved: the client showed
+        its model fewer lines than the estimate handed over (a lower MAX_MCP_OUTPUT_TOKENS, a
+        hook's summary, a persisted preview), so the same page would not be shown either.
+        The next read carries at most what was shown (a quarter of the read when nothing
+        was, down to one line); a read shown whole lifts the cap."""
+        if not res.unshown:
+            self._caps.pop(label, None)
+        elif res.acked:
+            self._caps[label] = res.acked
+        else:
+            self._caps[label] = max(1, (self._caps.get(label) or res.unshown) // 4)
+
     # -- proof (issue 41): what the client's transcript shows its model was shown ----------
+    def transcript(self) -> Path | None:
+        """The session's transcript (None outside Claude Code). Found again while it does not
+        exist: the server starts before Claude Code writes it, and a long project path's
+        directory (hash-suffixed) can only be found once it is there."""
+        if self._transcript is not None and not transcript.exists(self._transcript):
+            self._transcript = transcript.locate(self.env)
+        return self._transcript
+
     def _read_proof(self) -> dict[str, str | None]:
         """How this server's reads will be judged delivered: by the transcript when the
         client keeps one ackdeck can read, else by estimate (and why)."""
-        if self.transcript is None:
+        where = self.transcript()
+        if where is None:
             return {"proof": rooms.ESTIMATE, "proof_note": rooms.NO_TRANSCRIPT}
-        if transcript.size_of(self.transcript) is None:  # a session Claude Code does not save
-            why = f"the transcript {self.transcript} does not exist"
+        if transcript.size_of(where) is None:  # a session Claude Code does not save
+            why = f"the transcript {where} does not exist"
             return {"proof": rooms.ESTIMATE, "proof_note": why}
         return {"proof": rooms.TRANSCRIPT, "proof_note": None}
 
@@ -292,12 +324,14 @@ class AgentDoor:
         when unknown. The transcript is read from the size kept at the read (or from its end
         for a read this server did not make), waiting, bounded, for the result's record;
         `asked_by`: the ack's own tool call (what the model saw precedes it)."""
-        if self.transcript is None or read_id is None:
+        where = self.transcript()
+        if where is None or read_id is None:
             return None, None
-        tool_use_id, since = self._handed.get(read_id, (None, None))
+        with self._handed_lock:
+            tool_use_id, since = self._handed.get(read_id, (None, None))
         try:
             seen = transcript.find_seen(
-                self.transcript,
+                where,
                 tool_use_id=tool_use_id,
                 read_id=read_id,
                 since=since,
@@ -305,7 +339,7 @@ class AgentDoor:
             )
         except transcript.NoProof as exc:
             return None, f"{exc}: the ack removes what was handed over"
-        evidence = f"Claude Code transcript {self.transcript.name}"
+        evidence = f"Claude Code transcript {where.name}"
         return rooms.Shown(transcript.shown_lines(seen.text), evidence), None
 
     def _ack_all(self, r: RoomRef, label: str, handoff: Handoff | None) -> rooms.Acked:

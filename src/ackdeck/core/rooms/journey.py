@@ -99,7 +99,13 @@ class Journey(Struct):
             via = hop.door if hop.reader is None else f"{hop.door} ({hop.reader})"
             out.append(f"  {'read':<10} {_when(hop.at)} by {hop.session} via {via}")
         if self.acked_at is not None:
-            shown = "" if self.proof is None else f", shown to its model per its {self.proof}"
+            # How the ack knew the line was delivered (issue 41): the record that showed it to
+            # the reader's model, or an estimate (what was handed over), marked as such.
+            shown = (
+                ", an estimate (no client record proved it shown)"
+                if self.proof is None
+                else f", shown to its model per its {self.proof}"
+            )
             out.append(f"  {'acked':<10} {_when(self.acked_at)} by {self.acked_by}{shown}")
         if self.dead_at is not None:
             out.append(f"  {'dead':<10} {_when(self.dead_at)} moved to {self.dead_room}")

@@ -56,6 +56,9 @@ CHUNK = 1 << 16
 # How long an ack waits for its read's result to reach the transcript. Claude Code writes it
 # before the model's next turn, so this bounds only a write that never comes.
 RECORD_WAIT = 5.0
+# How far back from the end an ack by read id (with no size kept at its read) looks for the
+# read's result: a read that far back is old, and a miss must not cost the whole transcript.
+BACK_LIMIT = 32 << 20
 POLL = 0.02
 
 
@@ -77,17 +80,26 @@ def locate(env: Mapping[str, str]) -> Path | None:
     if not session or not project or "/" in session or session.startswith("."):
         return None
     exact = locations.claude_transcript(env, project, session)
-    if exact.exists() or len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
+    if len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
         return exact
     # A long project path: the directory ends with a hash of it; find it by its prefix.
     prefix = exact.parent.name[: locations.CLAUDE_PROJECT_NAME_MAX] + "-"
     try:
         for d in exact.parent.parent.iterdir():
-            if d.name.startswith(prefix) and (d / exact.name).exists():
+            if d.name.startswith(prefix) and exists(d / exact.name):
                 return d / exact.name
     except OSError:
         pass
     return exact
+
+
+def exists(path: Path) -> bool:
+    """Path.exists() that never raises (a name too long for the filesystem is not there)."""
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
 
 
 def size_of(path: Path | None) -> int | None:
@@ -229,6 +241,7 @@ def find_seen(
     since: int | None = None,
     asked_by: str | None = None,
     wait: float = RECORD_WAIT,
+    back_limit: int = BACK_LIMIT,
     clock: Callable[[], float] = time.monotonic,
 ) -> Seen:
     """What the model was shown of the call `tool_use_id` (or, unknown, the read `read_id`),
@@ -259,9 +272,12 @@ def find_seen(
         if since is not None and size < since:
             raise NoProof(f"the transcript {path} was cut since the read")
         if since is None:
-            found = _search_back(fd, path, size, tool_use_id, read_id, needles)
+            found = _search_back(fd, path, size, tool_use_id, read_id, needles, back_limit)
             if found is None:
-                raise NoProof(f"the transcript {path} has no result naming read {read_id}")
+                raise NoProof(
+                    f"the transcript {path} has no result naming read {read_id} in its last "
+                    f"{back_limit >> 20} MB"
+                )
             tid, text, after = found
             return _replaced(fd, path, Seen(tid, text, after))
         deadline = clock() + wait
@@ -293,8 +309,11 @@ def _search_back(
     tool_use_id: str | None,
     read_id: str | None,
     needles: list[bytes],
+    limit: int,
 ) -> tuple[str, str, int] | None:
     for start, line in _backward(fd, size):
+        if size - start > limit:
+            return None
         if any(n in line for n in needles):
             got = result_in(_parse(line, path), tool_use_id, read_id)
             if got is not None:
