@@ -294,6 +294,8 @@ def default_home(env: Mapping[str, str]) -> Path:
 CLAUDE_TEAMS = "teams"
 CLAUDE_TEAM_CONFIG = "config.json"
 CLAUDE_INBOXES = "inboxes"
+CLAUDE_SESSIONS = "sessions"
+CLAUDE_TASKS = "tasks"
 
 
 def claude_name(name: str) -> str:
@@ -302,10 +304,38 @@ def claude_name(name: str) -> str:
     return "".join(c if (c.isascii() and c.isalnum()) or c in "_-" else "-" for c in name)
 
 
+def _claude_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's own directory: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+
 def claude_teams_dir(env: Mapping[str, str]) -> Path:
     """Where Claude Code keeps its teams: $CLAUDE_CONFIG_DIR/teams, else ~/.claude/teams."""
-    config = env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
-    return Path(config) / CLAUDE_TEAMS
+    return _claude_dir(env) / CLAUDE_TEAMS
+
+
+def claude_sessions_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's registry of running sessions: $CLAUDE_CONFIG_DIR/sessions (one
+    `PID.json` each; core/clients/claude_code/sessions.py has its shape)."""
+    return _claude_dir(env) / CLAUDE_SESSIONS
+
+
+def claude_session_record(sessions: Path, pid: int) -> Path:
+    return sessions / f"{pid}.json"
+
+
+def claude_tasks_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's task lists: $CLAUDE_CONFIG_DIR/tasks/LIST/N.json."""
+    return _claude_dir(env) / CLAUDE_TASKS
+
+
+def claude_task(tasks: Path, task_list: str, task_id: str) -> Path:
+    return tasks / claude_name(task_list) / f"{claude_name(task_id)}.json"
+
+
+def claude_task_lock(task: Path) -> Path:
+    """Claude Code's per-task lock: proper-lockfile's `N.json.lock` directory."""
+    return task.with_name(task.name + ".lock")
 
 
 def claude_team_config(teams: Path, team: str) -> Path:
@@ -576,6 +606,30 @@ FILES: tuple[Place, ...] = (
         "claude_inbox_lock",
     ),
     Place(
+        "claude",
+        "sessions/PID.json",
+        "a running Claude Code session's registry record (read only: `ackdeck agents` shows "
+        "it as an agent; left behind by a killed session, then shown as gone)",
+        "claude_session_record",
+    ),
+    Place(
+        "claude", "sessions/", "Claude Code's registry of running sessions", "claude_sessions_dir"
+    ),
+    Place("claude", "tasks/", "Claude Code's task lists", "claude_tasks_dir"),
+    Place(
+        "claude",
+        "tasks/LIST/N.json",
+        "one task (`ackdeck tasks`): read; rewritten only by `ackdeck tasks release`, under "
+        "Claude Code's lock",
+        "claude_task",
+    ),
+    Place(
+        "claude",
+        "tasks/LIST/N.json.lock",
+        "Claude Code's lock on that task (a directory, proper-lockfile's protocol)",
+        "claude_task_lock",
+    ),
+    Place(
         "run",
         "reads/.SESSION.lease.PID.X.tmp",
         "a lease for an instant, before it is locked and renamed into view",
@@ -597,7 +651,7 @@ def reference_table() -> str:
         "run": "In each run's directory, `procs/NAME/RUN_ID/` in the home",
         "home": "In the home (`--home`, `ACKDECK_HOME`, `~/.ackdeck`)",
         "claude": "Claude Code's own files, in `$CLAUDE_CONFIG_DIR` or `~/.claude` (written only "
-        "by a push or a mark-read, under Claude Code's lock)",
+        "by a push, a mark-read or a task release, under Claude Code's lock)",
     }
     out: list[str] = []
     for root, title in roots.items():

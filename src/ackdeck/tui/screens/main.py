@@ -478,7 +478,7 @@ class MainScreen(Screen[None]):
             return
         from ackdeck.core.service.agents import logs_signature
 
-        sig = logs_signature(home)
+        sig = logs_signature(home, claude=bool(self.dash.config.claude_teams))
         if sig != self._agents_sig or time.monotonic() - self._agents_at >= self.AGENTS_AGE_S:
             self._agents_soon()
 
@@ -496,7 +496,7 @@ class MainScreen(Screen[None]):
             return
         from ackdeck.core.service.agents import logs_signature
 
-        self._agents_sig = logs_signature(home)
+        self._agents_sig = logs_signature(home, claude=bool(self.dash.config.claude_teams))
         try:
             listed = list_agents(
                 home, clock=self.dash.clock, claude_teams=bool(self.dash.config.claude_teams)

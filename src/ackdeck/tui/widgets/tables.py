@@ -21,6 +21,7 @@ from textual.geometry import Size
 from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
+from ackdeck.core.service.agents import evidence_line
 from ackdeck.core.service.rooms import ABSENT_CELL
 
 from ..state import (
@@ -852,7 +853,7 @@ class AgentsTable(KeyedTable):
                         _num(a.unread),
                         Cell(oldest, "", "right"),
                         _num(a.pending_wakes),
-                        safe(a.evidence if a.pane is None else f"pane {a.pane}: {a.evidence}"),
+                        safe(evidence_line(a)),
                     ],
                 )
             )
