@@ -296,6 +296,7 @@ CLAUDE_TEAM_CONFIG = "config.json"
 CLAUDE_INBOXES = "inboxes"
 CLAUDE_SESSIONS = "sessions"
 CLAUDE_TASKS = "tasks"
+CLAUDE_PROJECTS = "projects"
 
 
 def claude_name(name: str) -> str:
@@ -322,6 +323,22 @@ def claude_sessions_dir(env: Mapping[str, str]) -> Path:
 
 def claude_session_record(sessions: Path, pid: int) -> Path:
     return sessions / f"{pid}.json"
+
+
+def claude_projects_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's transcripts: $CLAUDE_CONFIG_DIR/projects/DIR/SESSION.jsonl (the lead),
+    DIR/SESSION/subagents/*.jsonl (its teammates). Read only."""
+    return _claude_dir(env) / CLAUDE_PROJECTS
+
+
+def claude_transcript(project: Path, session_id: str) -> Path:
+    """A session's transcript in one project directory of `claude_projects_dir`."""
+    return project / f"{session_id}.jsonl"
+
+
+def claude_subagents_dir(project: Path, session_id: str) -> Path:
+    """Its teammates' transcripts (`agent-aNAME-HEX.jsonl`, each with a `.meta.json`)."""
+    return project / session_id / "subagents"
 
 
 def claude_tasks_dir(env: Mapping[str, str]) -> Path:
@@ -616,6 +633,24 @@ FILES: tuple[Place, ...] = (
         "claude", "sessions/", "Claude Code's registry of running sessions", "claude_sessions_dir"
     ),
     Place("claude", "tasks/", "Claude Code's task lists", "claude_tasks_dir"),
+    Place(
+        "claude",
+        "projects/",
+        "Claude Code's transcripts (read only: `ackdeck tasks` reads their TaskUpdate calls)",
+        "claude_projects_dir",
+    ),
+    Place(
+        "claude",
+        "projects/DIR/SESSION.jsonl",
+        "a session's transcript (read only)",
+        "claude_transcript",
+    ),
+    Place(
+        "claude",
+        "projects/DIR/SESSION/subagents/",
+        "its teammates' transcripts and their .meta.json (read only)",
+        "claude_subagents_dir",
+    ),
     Place(
         "claude",
         "tasks/LIST/N.json",
