@@ -370,3 +370,65 @@ def test_release_racing_proper_lockfile_loses_no_claim(env: dict[str, str], clau
     assert doc["metadata"]["claims"] == count  # no claim lost to a release's write
     assert released > 0
     eventually(lambda: not Path(str(path) + ".lock").exists(), what="the lock released")
+
+
+async def test_the_tasks_screen_flags_first_and_releases_only_what_it_showed(
+    tmp_path: Path, claude: Path, lead: subprocess.Popen, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`T` on the Agents panel opens the tasks; a flagged task comes first; `R` then `y`
+    releases the highlighted one only if it is still as shown: changed meanwhile, nothing is
+    written and the owner is told what changed."""
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.screens.modals import ConfirmScreen
+    from ackdeck.tui.screens.tasks import TasksScreen
+    from ackdeck.tui.testing import quiet_config, screen_text, settle
+    from tests.helpers.wait import eventually_async
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    write_team(claude, lead.pid)
+    write_task(claude, task(1, "build", owner="team-lead", status="in_progress"))
+    path = write_task(claude, task(2, "[b]docs[/b]", owner="ghost", status="in_progress"))
+    home = tmp_path / "ackdeck"
+    home.mkdir()
+    app = make_app(quiet_config([], home=home, claude_teams=True))
+    async with app.run_test(size=(150, 32)) as pilot:
+        await settle(pilot)
+        await pilot.press("shift+tab")  # the Agents panel, whose footer offers T
+        await settle(pilot)
+        assert "Tasks" in screen_text(app)
+        await pilot.press("T")
+        await settle(pilot)
+        assert isinstance(app.screen, TasksScreen)
+        screen = app.screen
+        await eventually_async(lambda: bool(screen.rows), what="the tasks listed")
+        assert list(screen.rows) == [f"{LIST}/2", f"{LIST}/1"]  # flagged first
+        assert screen.rows[f"{LIST}/2"].flag == "owner-gone"
+        assert "[b]docs[/b]" in screen_text(app)  # shown as written, never as markup
+        # Changed after it was shown: the release writes nothing and says what changed.
+        write_task(claude, task(2, "[b]docs[/b]", owner="tester", status="in_progress"))
+        before = path.read_bytes()
+        await pilot.press("R")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        await eventually_async(
+            lambda: screen.rows[f"{LIST}/2"].owner == "tester", what="the tasks read again"
+        )
+        assert path.read_bytes() == before
+        assert any(
+            "its owner is now tester (shown: ghost)" in n.message for n in app._notifications
+        )
+        # Shown again, as it is now: released.
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        await eventually_async(
+            lambda: screen.rows[f"{LIST}/2"].owner is None, what="the release shown"
+        )
+        doc = json.loads(path.read_bytes())
+        assert "owner" not in doc and doc["status"] == "pending"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, TasksScreen)

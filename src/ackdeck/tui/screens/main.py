@@ -698,6 +698,12 @@ class MainScreen(Screen[None]):
             answered,  # type: ignore[arg-type]
         )
 
+    def action_tasks(self) -> None:
+        """Claude Code's task lists, on their own screen (tui/screens/tasks.py)."""
+        from .tasks import TasksScreen
+
+        self.app.push_screen(TasksScreen())
+
     def action_handover(self) -> None:
         """`h` on the Agents panel: ask which session takes over the highlighted agent's
         unacked lines, then hand them over (core/service/handover.py, as `ackdeck handover`)."""
