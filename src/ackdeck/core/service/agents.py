@@ -223,11 +223,13 @@ def _team_rows(
         if wanted is not None and session not in wanted:
             continue
         evidence = _TEAM_EVIDENCE[m.state] if m.problem is None else m.problem
+        if m.gone is not None:
+            evidence = f"{m.gone}; its mailboxes say: {evidence}"
         out.append(
             Agent(
                 session=session,
                 origin="claude-team",
-                state=_TEAM_STATES[m.state],
+                state="gone" if m.gone is not None else _TEAM_STATES[m.state],
                 since=m.since,
                 evidence=evidence,
                 client="claude-code",

@@ -182,14 +182,9 @@ def _team_of(
             if isinstance(m, dict) and isinstance(m.get("name"), str)
         ]
         sid = doc.get("leadSessionId") if isinstance(doc.get("leadSessionId"), str) else None
-        lead = doc.get("leadProcess")
-        if isinstance(lead, dict) and isinstance(lead.get("pid"), int):
-            start = lead.get("procStart") if isinstance(lead.get("procStart"), str) else None
-            now = reg.proc_start(lead["pid"])
-            if now is None or (start is not None and start != now):
-                why = f"its lead's process (pid {lead['pid']}) no longer runs"
-                return _Team("gone", why, members, sid)
-            return _Team("live", f"its lead's process (pid {lead['pid']}) runs", members, sid)
+        lead = reg.lead_liveness(doc.get("leadProcess"), reg.proc_start)
+        if lead is not None:
+            return _Team(lead[0], lead[1], members, sid)
         if record is not None:
             return _Team(record[1], record[2], members, sid)
         return _Team("unknown", "its team names no lead process", members, sid)

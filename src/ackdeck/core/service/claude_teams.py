@@ -70,6 +70,9 @@ class TeamMember(Struct):
     unread: int  # entries in its own mailbox it has not read
     problem: str | None = None  # a mailbox ackdeck could not read, in one line
     since: float | None = None  # when it sent the notice its state comes from
+    # Why it is gone (its team's lead process no longer runs: the team folder of a killed
+    # session stays behind), else None.
+    gone: str | None = None
 
 
 def _str(doc: dict, key: str) -> str | None:
@@ -92,6 +95,10 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
         listed = doc.get("members") if isinstance(doc, dict) else None
         if not isinstance(listed, list):
             continue
+        from ackdeck.core.clients.claude_code.sessions import lead_liveness, proc_start
+
+        lead = lead_liveness(doc.get("leadProcess"), proc_start)
+        gone = lead[1] if lead is not None and lead[0] == "gone" else None
         # What each member sent, newest last, across the team's mailboxes.
         sent: dict[str, list[tuple[float, str, bool]]] = {}
         problems: dict[str, str] = {}
@@ -134,6 +141,8 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
                     unread.get(locations.claude_name(name), 0),
                     problems.get(locations.claude_name(name)),
                     since=notices[-1][0] if notices else None,
+                    # A tmux teammate is a process of its own: it may outlive the lead.
+                    gone=gone if m.get("backendType") != "tmux" else None,
                 )
             )
     return out

@@ -34,6 +34,7 @@ from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import BadRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 MAX_BYTES = 256 << 10  # Claude Code reads no more of a record than this
@@ -214,3 +215,20 @@ def liveness(record: SessionRecord, here: str | None, start_now: str | None) -> 
             f"at {record.proc_start}); its registry file was left behind"
         )
     return "live", f"pid {record.pid} runs"
+
+
+def lead_liveness(lead: object, start_of: Callable[[int], str | None]) -> tuple[str, str] | None:
+    """Does a team's lead session still run? `lead` is its config's `leadProcess` (`{pid,
+    procStart, …}`, 2.1.328): ("live" | "gone", why), None when the config names no process.
+    In-process teammates live inside the lead's process: when it is gone, so are they. A team
+    whose session exits normally is deleted with it; one killed stays behind, stale."""
+    if not isinstance(lead, dict) or isinstance(lead.get("pid"), bool):
+        return None
+    pid = lead.get("pid")
+    if not isinstance(pid, int):
+        return None
+    start = lead.get("procStart") if isinstance(lead.get("procStart"), str) else None
+    now = start_of(pid)
+    if now is None or (start is not None and start != now):
+        return "gone", f"its lead's process (pid {pid}) no longer runs"
+    return "live", f"its lead's process (pid {pid}) runs"

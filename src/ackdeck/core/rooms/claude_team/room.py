@@ -171,6 +171,7 @@ class ClaudeMailboxRoom:
             checked_at=now,
             oldest_pending_at=oldest,
             oldest_unread_at=s.oldest_unread_at,
+            reader=self.agent,
         )
 
     def first_seen(self, start: int | str, length: int) -> float | None:
