@@ -432,3 +432,71 @@ async def test_the_tasks_screen_flags_first_and_releases_only_what_it_showed(
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, TasksScreen)
+
+
+def test_a_real_claude_code_task_held_by_a_killed_session_is_flagged_then_released(
+    tmp_path: Path,
+) -> None:
+    """A real interactive `claude` (2.1.328, task tools on) creates task 1 and claims it;
+    killed with -9 before giving it back, the task stays in_progress: `ackdeck tasks` flags
+    it (its session's process, a zombie until tmux reaps it, runs no more) and the release
+    gives it back in the shape Claude Code itself writes."""
+    from tests.helpers.claude_tmux import claude_in_tmux
+    from tests.helpers.model_stub import Call, ModelStub, Say
+
+    script = [
+        Call("ToolSearch", {"query": "select:TaskCreate,TaskUpdate", "max_results": 5}),
+        Call(
+            "TaskCreate", {"subject": "build", "description": "do build", "activeForm": "building"}
+        ),
+        Call("TaskUpdate", {"taskId": "1", "status": "in_progress", "owner": "team-lead"}),
+        Say("done"),
+    ]
+    with (
+        ModelStub(script) as stub,
+        claude_in_tmux(
+            tmp_path, stub.url, "make a task", extra_env={"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+        ) as cc,
+    ):
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path / "home"),
+            "ACKDECK_HOME": str(tmp_path / "a"),
+            "CLAUDE_CONFIG_DIR": str(cc.claude),
+            "PYTHONPATH": str(REPO / "src"),
+        }
+
+        def claimed() -> dict | None:
+            rows = tasks_of(env)
+            return rows["1"] if rows.get("1", {}).get("status") == "in_progress" else None
+
+        row = eventually(claimed, what="task 1 claimed by the real session")
+        assert row["owner"] == "team-lead" and row["flag"] is None
+        [record] = (cc.claude / "sessions").glob("*.json")
+        os.kill(int(record.stem), signal.SIGKILL)
+
+        def flagged() -> dict | None:
+            now = tasks_of(env)["1"]
+            return now if now["flag"] == "owner-gone" else None
+
+        row = eventually(flagged, what="the task flagged once its session was killed")
+        path = cc.claude / "tasks" / row["task_list"] / "1.json"
+        written_by_claude = json.loads(path.read_bytes())
+        out = ackdeck(
+            env,
+            "tasks",
+            "release",
+            row["task_list"],
+            "1",
+            "--seen",
+            row["version"],
+            "--owner",
+            "team-lead",
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        doc = json.loads(path.read_bytes())
+        assert doc == {k: v for k, v in written_by_claude.items() if k != "owner"} | {
+            "status": "pending"
+        }
+        assert path.read_bytes() == json.dumps(doc, indent=2).encode()  # JSON.stringify's
+        assert stub.errors == []

@@ -64,7 +64,9 @@ def _seed(home: Path, cwd: Path) -> None:
 
 
 @contextmanager
-def claude_in_tmux(root: Path, url: str, prompt: str) -> Iterator[Session]:
+def claude_in_tmux(
+    root: Path, url: str, prompt: str, *, extra_env: dict[str, str] | None = None
+) -> Iterator[Session]:
     """`claude PROMPT` running in a tmux pane; its server is killed (by its socket, which is
     this test's alone) at the end."""
     exe = need_client("claude")
@@ -83,6 +85,7 @@ def claude_in_tmux(root: Path, url: str, prompt: str) -> Iterator[Session]:
         "DISABLE_AUTOUPDATER": "1",
         "IS_SANDBOX": "1",  # bypass mode as root
         "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
+        **(extra_env or {}),
     }
     tmux = ["tmux", "-L", f"ackdeck-test-{uuid.uuid4().hex[:12]}"]
     argv = [*tmux, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(cwd)]

@@ -176,13 +176,17 @@ def read_record(path: Path) -> bytes | None:
 # ----- is the session's process still the one that wrote the record? ----------------------------
 def proc_start(pid: int) -> str | None:
     """The start time of process `pid` as Claude Code records it (field 22 of /proc/PID/stat),
-    None when no such process runs (or /proc cannot tell)."""
+    None when no such process runs (or /proc cannot tell). Unlike Claude Code's own check
+    (`kill(pid, 0)`), a zombie counts as not running: a session killed inside tmux stays a
+    zombie until tmux reaps it."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode("ascii", "replace")
     except OSError:
         return None
     fields = stat[stat.rfind(")") + 2 :].split(" ")
+    if fields[0] in ("Z", "X"):
+        return None  # a zombie (killed, not yet reaped by its parent) runs no more
     return fields[19] if len(fields) > 19 else None
 
 
