@@ -201,6 +201,7 @@ async def test_the_agents_panel_shows_a_session_and_its_death(
 
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_dir))
     sid = write_record(claude_dir, sleeper.pid, status="busy")
+    (claude_dir / "sessions" / "101.json").write_bytes(b'{"sessionId": ')  # torn: one notice
     home = tmp_path / "ackdeck"
     home.mkdir()
     app = make_app(quiet_config([], home=home, claude_teams=True))
@@ -210,11 +211,15 @@ async def test_the_agents_panel_shows_a_session_and_its_death(
         assert f"session-{sid[:8]}" in table._keys
         text = screen_text(app)
         assert "working" in text and f"'proj-90' pid {sleeper.pid} pane %7" in text
+        told = [n.message for n in app._notifications]
+        assert ["101.json: not complete JSON" in m for m in told] == [True]
         os.kill(sleeper.pid, signal.SIGKILL)
         sleeper.wait()
         app.main._list_agents()
         await settle(pilot)
         assert "1 gone" in str(table.border_title)
+        # A problem already told is not told again (a notice may have expired meanwhile).
+        assert sum("101.json" in n.message for n in app._notifications) <= 1
 
 
 def test_a_real_claude_code_session_is_an_agent_and_gone_after_kill_9(tmp_path: Path) -> None:
