@@ -500,3 +500,21 @@ def test_a_real_claude_code_task_held_by_a_killed_session_is_flagged_then_releas
         }
         assert path.read_bytes() == json.dumps(doc, indent=2).encode()  # JSON.stringify's
         assert stub.errors == []
+
+
+def test_two_agents_are_found_after_the_team_and_its_session_are_gone(
+    env: dict[str, str], claude: Path
+) -> None:
+    """No team folder and no registry record left (the session exited or its files were
+    cleaned): the transcripts are found by the list's ID8, and the race is still shown."""
+    write_task(claude, task(1, "build", owner="tester", status="in_progress"))
+    sub = claude / "projects" / "-w-proj" / SID / "subagents"
+    transcript(claude / "projects" / "-w-proj" / f"{SID}.jsonl", [])
+    for name in ("worker", "tester"):
+        transcript(
+            sub / f"agent-a{name}-0f.jsonl",
+            [{"taskId": "1", "status": "in_progress", "owner": name}],
+        )
+        (sub / f"agent-a{name}-0f.meta.json").write_text(json.dumps({"name": name}))
+    row = tasks_of(env)["1"]
+    assert row["flag"] == "two-agents" and sorted(row["workers"]) == ["tester", "worker"]

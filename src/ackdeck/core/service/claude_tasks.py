@@ -208,7 +208,8 @@ def _claims(env: Mapping[str, str], session_id: str | None, team: str) -> dict[s
     (`projects/DIR/SESSION/subagents/*.jsonl`, named by its `.meta.json`). An agent holds a
     task from a call that set it in_progress (or made it the owner) until one of its calls
     set it pending, completed or deleted, or gave it to another owner."""
-    if session_id is None:
+    short = team[len("session-") :] if team.startswith("session-") else None
+    if session_id is None and short is None:
         return {}
     projects = locations.claude_projects_dir(env)
     try:
@@ -217,21 +218,13 @@ def _claims(env: Mapping[str, str], session_id: str | None, team: str) -> dict[s
         return {}
     transcripts: list[tuple[str, Path]] = []
     for d in dirs:
-        lead = locations.claude_transcript(d, session_id)
-        if lead.is_file():
-            transcripts.append(("team-lead", lead))
-        sub = locations.claude_subagents_dir(d, session_id)
-        try:
-            names = sorted(os.listdir(sub))
-        except OSError:
-            continue
-        for n in names:
-            if not n.endswith(".jsonl"):
-                continue
-            name = _agent_name(sub / (n[: -len(".jsonl")] + ".meta.json"), team)
-            if name is not None:
-                transcripts.append((name, sub / n))
+        # The session's id: known from its team or registry record; else (both gone with the
+        # session) the transcript whose name starts with the list's ID8.
+        sids = [session_id] if session_id is not None else _sessions_starting(d, short or "")
+        for sid in sids:
+            transcripts += _transcripts_of(d, sid, team)
     holders: dict[str, dict[str, None]] = {}
+
     for agent, path in transcripts:
         for task_id, status, owner in _task_updates(path):
             held = holders.setdefault(task_id, {})
@@ -246,6 +239,39 @@ def _claims(env: Mapping[str, str], session_id: str | None, team: str) -> dict[s
             elif status == "in_progress" or owner == agent:
                 held[agent] = None
     return {t: list(h) for t, h in holders.items()}
+
+
+def _sessions_starting(project: Path, short: str) -> list[str]:
+    """Session ids with a transcript in `project` starting with `short` (8 hex digits)."""
+    if len(short) != 8:
+        return []
+    try:
+        names = os.listdir(project)
+    except OSError:
+        return []
+    return sorted(
+        n[: -len(".jsonl")] for n in names if n.startswith(short) and n.endswith(".jsonl")
+    )
+
+
+def _transcripts_of(project: Path, session_id: str, team: str) -> list[tuple[str, Path]]:
+    """The lead's transcript (as `team-lead`) and each teammate's of one session."""
+    out: list[tuple[str, Path]] = []
+    lead = locations.claude_transcript(project, session_id)
+    if lead.is_file():
+        out.append(("team-lead", lead))
+    sub = locations.claude_subagents_dir(project, session_id)
+    try:
+        names = sorted(os.listdir(sub))
+    except OSError:
+        return out
+    for n in names:
+        if not n.endswith(".jsonl"):
+            continue
+        name = _agent_name(sub / (n[: -len(".jsonl")] + ".meta.json"), team)
+        if name is not None:
+            out.append((name, sub / n))
+    return out
 
 
 def _agent_name(meta: Path, team: str) -> str | None:
