@@ -137,3 +137,6 @@ def test_a_killed_sessions_team_stays_behind_and_its_members_are_gone(
     assert after[f"{TEAM}/tester"] != "gone"
     text = ackdeck(env, "agents").stdout
     assert f"its lead's process (pid {lead.pid}) no longer runs" in text
+    team = ackdeck(env, "team", "list").stdout
+    assert f"{TEAM}/worker  gone  pane in-process" in team
+    assert f"{TEAM}/tester  unknown  pane %4" in team  # its own process: not judged

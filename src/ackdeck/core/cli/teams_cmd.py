@@ -64,8 +64,10 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         extra = f"  ({r.problem})" if r.problem else ""
+        if r.gone:
+            extra += f"  (gone: {r.gone})"
         say(
-            f"{r.team}/{r.name}  {r.state}  pane {r.pane or '-'}  {r.unread} unread  "
+            f"{r.team}/{r.name}  {'gone' if r.gone else r.state}  pane {r.pane or '-'}  {r.unread} unread  "
             f"{r.agent_type or ''} {r.model or ''}".rstrip()
             + extra
         )
