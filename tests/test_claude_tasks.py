@@ -314,10 +314,16 @@ def test_bad_task_files_and_names_are_one_line(env: dict[str, str], claude: Path
     notes = [line for line in out.stdout.splitlines() if line.startswith("note: ")]
     assert len(notes) == 2 and "2.json: not complete JSON" in notes[0]
     assert "3.json: not a regular file" in notes[1]
-    for args in (["../x", "1"], [LIST, "9"], [LIST, "2"]):
+    for args, said in (
+        (["../x", "1"], "not a task list"),
+        ([LIST, "9"], "9.json: no such task"),
+        ([LIST, "2"], "2.json: not complete JSON"),
+        ([LIST, "3"], "3.json: not a regular file"),
+    ):
         out = ackdeck(env, "tasks", "release", *args, "--seen", "x", "--owner", "")
         assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
-        assert "Traceback" not in out.stderr
+        assert said in out.stderr and "Traceback" not in out.stderr
+    assert not list((claude / "tasks" / LIST).glob("*.json.lock"))  # every lock given back
 
 
 def need_lockfile() -> str:

@@ -429,10 +429,13 @@ def release(
     if not path.exists():
         raise InvalidInput(f"{path}: no such task; nothing written")
     with MailboxLock(path, delays=TASK_RETRY_DELAYS_S) as lock:
-        raw = _read(path)
-        if raw is None:
-            raise RoomUnavailable(f"{path}: removed meanwhile; nothing written")
-        doc = tk.load(raw)
+        try:
+            raw = _read(path)
+            if raw is None:
+                raise RoomUnavailable(f"{path}: removed meanwhile; nothing written")
+            doc = tk.load(raw)
+        except BadRecord as exc:
+            raise BadRecord(f"{path}: {exc}; nothing written") from None
         now = tk.task_of(task_list, doc, _version(raw))
         refusal = tk.release_refusal(seen, owner, now)
         if refusal is not None:
