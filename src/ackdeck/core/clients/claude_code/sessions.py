@@ -17,8 +17,9 @@ from its bundled code:
 - Claude Code reads at most 256 KiB of a record, and judges a record live only when its pid
   runs AND that process started at `procStart`: a pid reused by another process is not the
   session. A record from another pid namespace or machine (`pidDomain` differs) cannot be
-  judged by pid. A session that exits normally removes its file; one killed (kill -9) leaves
-  it behind.
+  judged by pid. A session that exits normally (`/exit`) removes its file and its key file
+  (and its team folder; its task list folder stays); one killed (kill -9) leaves them all
+  behind (observed on 2.1.328).
 
 Pure parsing and the liveness decision here; the two looks at the process table (`proc_start`,
 `pid_domain`) are small reads of /proc.
