@@ -271,7 +271,7 @@ def test_release_only_if_unchanged_since_shown_else_one_line_saying_what_changed
     out = ackdeck(
         env, "tasks", "release", LIST, "1", "--seen", shown["version"], "--owner", shown["owner"]
     )
-    assert out.returncode == 1
+    assert out.returncode == 3
     assert out.stdout.strip() == (
         f"task 1 of {LIST}: changed since it was shown: its owner is now tester (shown: "
         "worker), status in_progress; nothing written"
@@ -301,7 +301,7 @@ def test_release_only_if_unchanged_since_shown_else_one_line_saying_what_changed
     again = ackdeck(
         env, "tasks", "release", LIST, "1", "--seen", tasks_of(env)["1"]["version"], "--owner", ""
     )
-    assert again.returncode == 1 and "pending already; nothing written" in again.stdout
+    assert again.returncode == 3 and "pending already; nothing written" in again.stdout
 
 
 def test_bad_task_files_and_names_are_one_line(env: dict[str, str], claude: Path) -> None:

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Under Claude Code's per-task lock, removes the owner and sets the status "
         "to pending, as Claude Code does for a teammate that shut down, only if the task is "
         "still the version `ackdeck tasks` showed (--seen) held by the owner it showed "
-        "(--owner); otherwise writes nothing and says what changed (exit 1).",
+        "(--owner); otherwise writes nothing and says what changed (exit 3).",
     )
     rel.add_argument("task_list", metavar="LIST", help="the task list (e.g. session-1a2b3c4d)")
     rel.add_argument("task_id", metavar="ID", help="the task's id")
@@ -83,4 +83,5 @@ def _release(args: argparse.Namespace) -> int:
         emit_json(done.to_json())
     else:
         say(safe(done.message))
-    return 0 if done.released else 1
+    # Refused, nothing written: 3, as a refused cold ack (docs/reference/exit-codes.md).
+    return 0 if done.released else 3
