@@ -369,22 +369,25 @@ def list_tasks(
         if not (tasks_dir / name).is_dir():
             continue
         team = _team_of(name, e, records)
-        notices = _member_notices(e, name) if team.members else {}
-        claims = _claims(e, team.session_id, name)
-        rows = []
+        found_tasks: list[tk.Task] = []
         for task_id in _task_ids(tasks_dir / name):
             path = locations.claude_task(tasks_dir, name, task_id)
             try:
                 found = _load_settled(path)
                 if found is None:
                     continue
-                task = tk.task_of(name, found[0], _version(found[1]))
+                found_tasks.append(tk.task_of(name, found[0], _version(found[1])))
             except BadRecord as exc:
                 problems.append(f"{path}: {exc}; skipped")
-                continue
             except OSError as exc:
                 problems.append(f"{path}: {exc.strerror or exc}; skipped")
-                continue
+        # Mailboxes and transcripts are read only for a list with unfinished work: the lists
+        # of old sessions (all done, or empty) cost a directory listing each.
+        open_work = any(t.status != "completed" for t in found_tasks)
+        notices = _member_notices(e, name) if team.members and open_work else {}
+        claims = _claims(e, team.session_id, name) if open_work else {}
+        rows = []
+        for task in found_tasks:
             workers = claims.get(task.id, []) if task.status != "completed" else []
             flag, why = flag_of(task, team, notices, workers)
             rows.append(
