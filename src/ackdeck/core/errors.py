@@ -22,6 +22,11 @@ class BadMailbox(InvalidInput):
     file and what was expected; nothing is written to it."""
 
 
+class BadRecord(InvalidInput):
+    """A file of another tool's (a Claude Code session registry record, a task) that is not
+    in the shape it writes, with the reason in one line; skipped, never written."""
+
+
 class RoomUnavailable(AckdeckError):
     """The room file or its directory cannot be read or written."""
 

@@ -306,6 +306,9 @@ def default_home(env: Mapping[str, str]) -> Path:
 CLAUDE_TEAMS = "teams"
 CLAUDE_TEAM_CONFIG = "config.json"
 CLAUDE_INBOXES = "inboxes"
+CLAUDE_SESSIONS = "sessions"
+CLAUDE_TASKS = "tasks"
+CLAUDE_PROJECTS = "projects"
 
 
 def claude_name(name: str) -> str:
@@ -314,10 +317,56 @@ def claude_name(name: str) -> str:
     return "".join(c if (c.isascii() and c.isalnum()) or c in "_-" else "-" for c in name)
 
 
+def _claude_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's own directory: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+
 def claude_teams_dir(env: Mapping[str, str]) -> Path:
     """Where Claude Code keeps its teams: $CLAUDE_CONFIG_DIR/teams, else ~/.claude/teams."""
-    config = env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
-    return Path(config) / CLAUDE_TEAMS
+    return _claude_dir(env) / CLAUDE_TEAMS
+
+
+def claude_sessions_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's registry of running sessions: $CLAUDE_CONFIG_DIR/sessions (one
+    `PID.json` each; core/clients/claude_code/sessions.py has its shape)."""
+    return _claude_dir(env) / CLAUDE_SESSIONS
+
+
+def claude_session_record(sessions: Path, pid: int) -> Path:
+    return sessions / f"{pid}.json"
+
+
+def claude_projects_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's transcripts: $CLAUDE_CONFIG_DIR/projects/DIR/SESSION.jsonl (the lead),
+    DIR/SESSION/subagents/*.jsonl (its teammates). Read only."""
+    return _claude_dir(env) / CLAUDE_PROJECTS
+
+
+def claude_transcript(project: Path, session_id: str) -> Path:
+    """A session's transcript in one project directory of `claude_projects_dir` (read only:
+    what its model was shown proves an ack, docs/concepts/proof.md; `ackdeck tasks` reads
+    its TaskUpdate calls)."""
+    return project / f"{session_id}.jsonl"
+
+
+def claude_subagents_dir(project: Path, session_id: str) -> Path:
+    """Its teammates' transcripts (`agent-aNAME-HEX.jsonl`, each with a `.meta.json`)."""
+    return project / session_id / "subagents"
+
+
+def claude_tasks_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's task lists: $CLAUDE_CONFIG_DIR/tasks/LIST/N.json."""
+    return _claude_dir(env) / CLAUDE_TASKS
+
+
+def claude_task(tasks: Path, task_list: str, task_id: str) -> Path:
+    return tasks / claude_name(task_list) / f"{claude_name(task_id)}.json"
+
+
+def claude_task_lock(task: Path) -> Path:
+    """Claude Code's per-task lock: proper-lockfile's `N.json.lock` directory."""
+    return task.with_name(task.name + ".lock")
 
 
 def claude_team_config(teams: Path, team: str) -> Path:
@@ -337,12 +386,12 @@ def claude_inbox(teams: Path, team: str, agent: str) -> Path:
 CLAUDE_PROJECT_NAME_MAX = 200
 
 
-def claude_transcript(env: Mapping[str, str], project: str, session: str) -> Path:
-    """A Claude Code session's transcript, read only (core/clients/claude_code/transcript.py):
-    $CLAUDE_CONFIG_DIR/projects/<project, mangled>/<session>.jsonl, else under ~/.claude."""
-    config = env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
+def claude_project_dir(env: Mapping[str, str], project: str) -> Path:
+    """Where Claude Code keeps the transcripts of sessions run in the directory `project`:
+    `claude_projects_dir` / the project's path with every character but A-Z a-z 0-9 made '-'
+    (core/clients/claude_code/transcript.py finds one cut for being too long)."""
     name = "".join(c if c.isascii() and c.isalnum() else "-" for c in project)
-    return Path(config) / "projects" / name / f"{session}.jsonl"
+    return claude_projects_dir(env) / name
 
 
 def claude_inbox_lock(inbox: Path) -> Path:
@@ -608,10 +657,53 @@ FILES: tuple[Place, ...] = (
     ),
     Place(
         "claude",
-        "projects/PROJECT/SESSION.jsonl",
-        "a session's transcript (read only, from the end: what its model was shown proves "
-        "an ack, docs/concepts/proof.md)",
+        "projects/DIR/",
+        "the transcripts of the sessions run in one project directory (DIR: its path, "
+        "every character but A-Z a-z 0-9 made '-')",
+        "claude_project_dir",
+    ),
+    Place(
+        "claude",
+        "projects/DIR/SESSION.jsonl",
+        "a session's transcript (read only: what its model was shown proves an ack, "
+        "docs/concepts/proof.md; `ackdeck tasks` reads its TaskUpdate calls)",
         "claude_transcript",
+    ),
+    Place(
+        "claude",
+        "sessions/PID.json",
+        "a running Claude Code session's registry record (read only: `ackdeck agents` shows "
+        "it as an agent; left behind by a killed session, then shown as gone)",
+        "claude_session_record",
+    ),
+    Place(
+        "claude", "sessions/", "Claude Code's registry of running sessions", "claude_sessions_dir"
+    ),
+    Place("claude", "tasks/", "Claude Code's task lists", "claude_tasks_dir"),
+    Place(
+        "claude",
+        "projects/",
+        "Claude Code's transcripts (read only: `ackdeck tasks` reads their TaskUpdate calls)",
+        "claude_projects_dir",
+    ),
+    Place(
+        "claude",
+        "projects/DIR/SESSION/subagents/",
+        "its teammates' transcripts and their .meta.json (read only)",
+        "claude_subagents_dir",
+    ),
+    Place(
+        "claude",
+        "tasks/LIST/N.json",
+        "one task (`ackdeck tasks`): read; rewritten only by `ackdeck tasks release`, under "
+        "Claude Code's lock",
+        "claude_task",
+    ),
+    Place(
+        "claude",
+        "tasks/LIST/N.json.lock",
+        "Claude Code's lock on that task (a directory, proper-lockfile's protocol)",
+        "claude_task_lock",
     ),
     Place(
         "run",
@@ -635,7 +727,7 @@ def reference_table() -> str:
         "run": "In each run's directory, `procs/NAME/RUN_ID/` in the home",
         "home": "In the home (`--home`, `ACKDECK_HOME`, `~/.ackdeck`)",
         "claude": "Claude Code's own files, in `$CLAUDE_CONFIG_DIR` or `~/.claude` (written only "
-        "by a push or a mark-read, under Claude Code's lock)",
+        "by a push, a mark-read or a task release, under Claude Code's lock)",
     }
     out: list[str] = []
     for root, title in roots.items():

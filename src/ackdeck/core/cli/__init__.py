@@ -47,6 +47,7 @@ BUILTIN_COMMANDS = {
     "agents": "presence_cmd",
     "handover": "presence_cmd",
     "fleet": "fleet_cmd",
+    "tasks": "tasks_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 
@@ -251,11 +252,13 @@ def _show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace]
 
 def _help_when_bare(parser: argparse.ArgumentParser) -> None:
     """`ackdeck` and `ackdeck room` (no subcommand) print their help and exit 1 instead of an
-    error about a missing argument."""
+    error about a missing argument; a group that acts on its own (`ackdeck tasks` lists)
+    keeps its handler."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             action.required = False
-            parser.set_defaults(handler=_show_help(parser))
+            if parser.get_default("handler") is None:
+                parser.set_defaults(handler=_show_help(parser))
             for child in set(action.choices.values()):
                 _help_when_bare(child)
 

@@ -26,8 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="One row per session ackdeck's hooks, MCP server, reads, acks or nudges "
         "have seen: its state, since when and why (the evidence), its client and host, its "
         "rooms' unread lines and how long the oldest waited, its pending wakes, its last read, "
-        "ack and nudge; then the members of Claude Code's agent teams, their state from the "
-        "team's mailboxes. Reads state only; changes nothing.",
+        "ack and nudge; then each Claude Code session in its registry (~/.claude/sessions: "
+        "its status, gone once its process no longer runs) and the members of Claude Code's "
+        "agent teams, their state from the team's mailboxes. Reads state only; changes "
+        "nothing.",
     )
     p.add_argument(
         "--session",
@@ -40,8 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--no-claude-teams",
         dest="claude_teams",
         action="store_false",
-        help="leave out the members of Claude Code's agent teams ($CLAUDE_CONFIG_DIR/teams or "
-        "~/.claude/teams), listed after the sessions by default",
+        help="leave out Claude Code's own sessions and the members of its agent teams "
+        "($CLAUDE_CONFIG_DIR or ~/.claude: sessions/, teams/), listed after ackdeck's sessions "
+        "by default",
     )
     p.add_argument("--json", action="store_true", help="the rows as JSON (as agents_list)")
     add_fleet_options(p)
@@ -79,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _agents(args: argparse.Namespace) -> int:
     from ackdeck.core.base.home import resolve_home
     from ackdeck.core.base.names import check_name
-    from ackdeck.core.service.agents import list_agents
+    from ackdeck.core.service.agents import evidence_line, list_agents
 
     sessions = None if args.session is None else [check_name(s) for s in args.session]
     settings = fleet_of(args)
@@ -92,6 +95,8 @@ def _agents(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(listed.to_json())
         return 0
+    for problem in listed.problems:
+        say(f"note: {safe(problem)}")
     if not listed.agents:
         say("no agent sessions seen yet (their hooks, MCP server, reads or acks record them)")
         return 0
@@ -107,8 +112,7 @@ def _agents(args: argparse.Namespace) -> int:
         oldest = age_text(a.oldest_unread_age) if a.oldest_unread_age is not None else "-"
         say(
             f"{name:<{w}} {a.state:<8} {since:>7} {a.unread:>6} {oldest:>7} "
-            f"{a.pending_wakes:>5}  "
-            + safe(a.evidence if a.pane is None else f"pane {a.pane}: {a.evidence}")
+            f"{a.pending_wakes:>5}  " + safe(evidence_line(a))
         )
     return 0
 

@@ -64,8 +64,11 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         extra = f"  ({r.problem})" if r.problem else ""
+        if r.gone:
+            extra += f"  (gone: {r.gone})"
+        state = "gone" if r.gone else r.state
         say(
-            f"{r.team}/{r.name}  {r.state}  pane {r.pane or '-'}  {r.unread} unread  "
+            f"{r.team}/{r.name}  {state}  pane {r.pane or '-'}  {r.unread} unread  "
             f"{r.agent_type or ''} {r.model or ''}".rstrip()
             + extra
         )

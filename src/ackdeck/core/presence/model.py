@@ -78,6 +78,7 @@ class Facts:
         "waited",
         "activity_at",
         "activity_what",
+        "claude_session",
         "gone_at",
         "gone_why",
     )
@@ -105,6 +106,8 @@ class Facts:
         self.activity_what = ""
         self.gone_at: float | None = None
         self.gone_why = ""
+        # Claude Code's session id, from its hooks' payloads (matched with its registry).
+        self.claude_session: str | None = None
 
     def carry(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -225,6 +228,8 @@ def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
             f.gone_at, f.gone_why = t, f"SessionEnd hook ({f.turn_detail or 'no reason given'})"
         else:
             f.gone_at = None
+        if isinstance(e.get("cc"), str):
+            f.claude_session = e["cc"]
         if kind == "start" and isinstance(e.get("client"), str) and not f.client:
             f.client = e["client"]
         return

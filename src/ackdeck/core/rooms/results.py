@@ -274,10 +274,16 @@ class RoomStatus(Struct, kw_only=True):
     owner: str | None = None
     dead_total: int = 0
     session: Internal[str | None] = None  # the asking session
+    # A room with one reader, whatever session asks (a Claude Code mailbox: its agent, the
+    # only one who reads it; an entry it read is not unread for anyone).
+    reader: Internal[str | None] = None
 
     def counts_of(self, session: str | None) -> tuple[int, int]:
         """`(in_flight, unread)` of `session`. A session without a receipt has nothing in
-        flight and every complete line unread; no session at all: (0, pending)."""
+        flight and every complete line unread; no session at all: (0, pending). A room with
+        one `reader` gives its counts to every asker."""
+        if self.reader is not None:
+            session = self.reader
         mine = self.sessions.get(session) if session is not None else None
         if mine is None:
             return 0, self.pending
@@ -288,6 +294,8 @@ class RoomStatus(Struct, kw_only=True):
         for an ack, and how long its oldest unread line has waited to be read. Without a
         receipt (or a session) nothing is in flight and the oldest line in the room is its
         oldest unread."""
+        if self.reader is not None:
+            session = self.reader
         mine = self.sessions.get(session) if session is not None else None
         if mine is None:
             return None, age(self.oldest_pending_at, self.checked_at)

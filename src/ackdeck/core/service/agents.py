@@ -50,6 +50,14 @@ class Agent(Struct):
     stall_basis: str  # how stall_after was found (learned from its reads, or the default)
     last_seen: float | None  # its newest event
     pane: str | None = None  # a Claude Code team member's tmux pane ("leader", "in-process")
+    # A Claude Code session: its pid, its name in the registry and its session id (also on an
+    # ackdeck row whose hooks reported that id).
+    pid: int | None = None
+    name: str | None = None
+    claude_session: str | None = None
+    # When two sources speak of one session and disagree (ackdeck's hooks, Claude Code's
+    # registry): what the other one says, in words.
+    disagrees: str | None = None
 
 
 class Agents(Struct):
@@ -58,6 +66,9 @@ class Agents(Struct):
     # Files in the presence folder that cannot be a session's log, one line each (a door
     # says them as warnings; the listing goes on without them).
     skipped: Internal[list[str]] = []
+    # Outside records that could not be read, one line each (a damaged Claude Code registry
+    # file): named, skipped, never fatal.
+    problems: list[str] = []
 
     def counts(self) -> dict[str, int]:
         """How many agents are in each state (every state listed, in STATES order)."""
@@ -87,9 +98,105 @@ def list_agents(
     now = clock()
     host = log.this_host()
     rows = [_row(home, f, statuses, now, host) for f in facts]
+    problems: list[str] = []
     if claude_teams:
+        found = _claude_session_rows(sessions, host, env)
+        problems = found.problems
+        rows = _cross_check(rows, found.rows)
         rows += _team_rows(sessions, now, host, env)
-    return Agents(now, rows, skipped)
+    return Agents(now, rows, skipped, problems)
+
+
+class _Found(Struct):
+    rows: list[Agent]
+    problems: list[str]
+
+
+def _claude_session_rows(
+    sessions: Iterable[str] | None, host: str, env: Mapping[str, str] | None
+) -> _Found:
+    """Each Claude Code session of its registry as an agent (origin "claude-code", session
+    `session-ID8` as Claude Code names its team and task list): its state from the registry's
+    `status` while its process runs (pid and start time), gone once it does not."""
+    from ackdeck.core.clients.claude_code.sessions import STATE_OF_STATUS
+    from ackdeck.core.presence.model import DEFAULT_S
+    from ackdeck.core.service.claude_sessions import registry
+
+    wanted = None if sessions is None else set(sessions)
+    found = registry(env)
+    out = []
+    for s in found.sessions:
+        r = s.record
+        if wanted is not None and s.short not in wanted:
+            continue
+        if s.alive == "gone":
+            state, evidence = "gone", s.why
+        else:
+            state = STATE_OF_STATUS.get(r.status or "", "idle")
+            evidence = f"Claude Code's registry says {r.status or 'nothing'}"
+            if r.waiting_for:
+                evidence += f" (for {r.waiting_for})"
+            evidence += f"; {s.why}"
+        out.append(
+            Agent(
+                session=s.short,
+                origin="claude-code",
+                state=state,
+                since=r.status_at if s.alive != "gone" else None,
+                evidence=evidence,
+                client="claude-code",
+                version=r.version,
+                host=host,
+                rooms=[],
+                unread=0,
+                oldest_unread_age=None,
+                pending_wakes=0,
+                last_read=None,
+                last_ack=None,
+                last_nudge=None,
+                nudges_unanswered=0,
+                stall_after=DEFAULT_S,
+                stall_basis="a Claude Code session seen in its registry: no stall is judged",
+                last_seen=r.updated_at,
+                pane=r.pane,
+                pid=r.pid,
+                name=r.name,
+                claude_session=r.session_id,
+            )
+        )
+    return _Found(out, found.problems)
+
+
+def agree(ackdeck_state: str, registry_state: str) -> bool:
+    """Do ackdeck's hooks and Claude Code's registry tell the same state? `stalled` is
+    ackdeck's own judgement of an idle or working session, so it agrees with either."""
+    if ackdeck_state == registry_state:
+        return True
+    return ackdeck_state == "stalled" and registry_state in ("idle", "working")
+
+
+def _cross_check(rows: list[Agent], claude: list[Agent]) -> list[Agent]:
+    """ackdeck's rows then Claude Code's, each of a session both know noting what the other
+    says when they disagree (both evidences shown, neither trusted over the other)."""
+    by_id = {a.claude_session: a for a in claude if a.claude_session}
+    out = []
+    for a in rows:
+        other = by_id.get(a.claude_session) if a.claude_session else None
+        if other is not None and not agree(a.state, other.state):
+            a = a.replace(
+                disagrees=f"Claude Code's registry ({other.session}, pid {other.pid}) says "
+                f"{other.state}: {other.evidence}"
+            )
+        out.append(a)
+    mine = {a.claude_session: a for a in rows if a.claude_session}
+    for c in claude:
+        own = mine.get(c.claude_session) if c.claude_session else None
+        if own is not None and not agree(own.state, c.state):
+            c = c.replace(
+                disagrees=f"ackdeck's hooks (session {own.session}) say {own.state}: {own.evidence}"
+            )
+        out.append(c)
+    return out
 
 
 # A team member's state as the mailboxes tell it (core.service.claude_teams.members), in the
@@ -120,11 +227,13 @@ def _team_rows(
         if wanted is not None and session not in wanted:
             continue
         evidence = _TEAM_EVIDENCE[m.state] if m.problem is None else m.problem
+        if m.gone is not None:
+            evidence = f"{m.gone}; its mailboxes say: {evidence}"
         out.append(
             Agent(
                 session=session,
                 origin="claude-team",
-                state=_TEAM_STATES[m.state],
+                state="gone" if m.gone is not None else _TEAM_STATES[m.state],
                 since=m.since,
                 evidence=evidence,
                 client="claude-code",
@@ -206,6 +315,7 @@ def _row(
         limit,
         basis,
         f.last_at,
+        claude_session=f.claude_session,
     )
 
 
@@ -230,8 +340,44 @@ def timeline_line(event: dict[str, object]) -> str:
     return f"{when}  {event.get('ev')}  {rest}".rstrip()
 
 
-def logs_signature(home: Path) -> frozenset[tuple[str, int, int]]:
+def logs_signature(home: Path, *, claude: bool = False) -> frozenset[tuple[str, int, int]]:
     """What the presence logs look like now (name, size, mtime of each): equal to an earlier
     one when no event was recorded since. A stat per session, no read: the dashboard asks it
-    every few seconds."""
-    return log.signature(home)
+    every few seconds. With `claude`, Claude Code's session registry too (a status it
+    rewrote; a session that died without a write is found by the periodic listing)."""
+    sig = log.signature(home)
+    if not claude:
+        return sig
+    import os
+
+    from ackdeck.core.base import locations
+
+    out = set(sig)
+    try:
+        entries = list(os.scandir(locations.claude_sessions_dir(os.environ)))
+    except OSError:
+        return sig
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        out.add(("claude:" + e.name, st.st_size, st.st_mtime_ns))
+    return frozenset(out)
+
+
+def evidence_line(a: Agent) -> str:
+    """An agent's evidence as every door shows it in one line: who (a Claude Code session's
+    name and pid, its pane), why, and what another source of the same session says when it
+    disagrees."""
+    who = []
+    if a.name is not None:
+        who.append(repr(a.name))
+    if a.pid is not None:
+        who.append(f"pid {a.pid}")
+    if a.pane is not None:
+        who.append(f"pane {a.pane}")
+    text = f"{' '.join(who)}: {a.evidence}" if who else a.evidence
+    if a.disagrees is not None:
+        text += f"; but {a.disagrees}"
+    return text

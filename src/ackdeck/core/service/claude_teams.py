@@ -73,6 +73,9 @@ class TeamMember(Struct):
     # When the oldest of its unread entries was sent (None: nothing unread, or not dated).
     # With `unread`, from its mailbox's room status: what `room status` shows.
     oldest_unread_at: float | None = None
+    # Why it is gone (its team's lead process no longer runs: the team folder of a killed
+    # session stays behind), else None.
+    gone: str | None = None
 
 
 def _str(doc: dict, key: str) -> str | None:
@@ -95,6 +98,10 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
         listed = doc.get("members") if isinstance(doc, dict) else None
         if not isinstance(listed, list):
             continue
+        from ackdeck.core.clients.claude_code.sessions import lead_liveness, proc_start
+
+        lead = lead_liveness(doc.get("leadProcess"), proc_start)
+        gone = lead[1] if lead is not None and lead[0] == "gone" else None
         # What each member sent, newest last, across the team's mailboxes.
         sent: dict[str, list[tuple[float, str, bool]]] = {}
         problems: dict[str, str] = {}
@@ -142,6 +149,8 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
                     problems.get(locations.claude_name(name)),
                     since=notices[-1][0] if notices else None,
                     oldest_unread_at=oldest,
+                    # A tmux teammate is a process of its own: it may outlive the lead.
+                    gone=gone if m.get("backendType") != "tmux" else None,
                 )
             )
     return out

@@ -42,6 +42,9 @@ def hook_event(
         detail = notification_detail(payload)
     elif kind == "end":
         detail = _word(payload.get("reason")) or "other"
+    # Claude Code's own id of the session: `ackdeck agents` matches it with the session's
+    # registry record, to show both evidences when they disagree.
+    fields["cc"] = _word(payload.get("session_id")) or None
     return log.record(home, session, kind, detail=detail, **fields)
 
 

@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
-from ackdeck.core.base.text import counted
+from ackdeck.core.base.text import counted, safe
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms as room_service
 from ackdeck.core.service.deck import Deck
@@ -188,6 +188,7 @@ class MainScreen(Screen[None]):
         self.agents: Any = None  # ackdeck.core.service.agents.Agents, once listed
         self.selected_agent: str | None = None  # None: every agent, nothing narrowed
         self._agent_rooms: set[str] | None = None  # the narrowed agent's rooms (absolute)
+        self._agent_problems: set[str] = set()  # the listing's problems already told
         self._agents_at = float("-inf")  # when the agents were last listed (monotonic)
         self._agents_sig: object = None  # the presence logs then (logs_signature)
         self._agents_pending = False  # a listing is already due (_agents_soon)
@@ -478,7 +479,7 @@ class MainScreen(Screen[None]):
             return
         from ackdeck.core.service.agents import logs_signature
 
-        sig = logs_signature(home)
+        sig = logs_signature(home, claude=bool(self.dash.config.claude_teams))
         if sig != self._agents_sig or time.monotonic() - self._agents_at >= self.AGENTS_AGE_S:
             self._agents_soon()
 
@@ -496,7 +497,7 @@ class MainScreen(Screen[None]):
             return
         from ackdeck.core.service.agents import logs_signature
 
-        self._agents_sig = logs_signature(home)
+        self._agents_sig = logs_signature(home, claude=bool(self.dash.config.claude_teams))
         try:
             listed = list_agents(
                 home, clock=self.dash.clock, claude_teams=bool(self.dash.config.claude_teams)
@@ -557,11 +558,22 @@ class MainScreen(Screen[None]):
             # left out; `ackdeck fleet hosts` names it and says why.
             title += f" · {len(message.fleet.dropped)} fleet host(s) left out: see fleet hosts"
         table.set_border_title(title)
+        self._say_new_problems([] if self.agents is None else self.agents.problems)
         if (message.runs, message.wakes) != (self._remote_runs, self._remote_wakes):
             self._remote_runs, self._remote_wakes = message.runs, message.wakes
             if self.snapshot is not None:
                 self._show_runs_and_wakes(self.snapshot)
         self._narrow_to(table.selected_key)
+
+    def _say_new_problems(self, problems: list[str]) -> None:
+        """A source of agents that could not be read (a damaged Claude Code registry file):
+        one notice per file, once, never a failure of the panel."""
+        new = [p for p in problems if p not in self._agent_problems]
+        self._agent_problems = set(problems)
+        for problem in new[:3]:
+            self.notify(safe(problem), title="Agents", severity="warning")
+        if len(new) > 3:
+            self.notify(f"{len(new) - 3} more: see `ackdeck agents`", severity="warning")
 
     @on(DataTable.RowHighlighted, "#agents")
     def _agent_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -701,6 +713,12 @@ class MainScreen(Screen[None]):
             ),
             answered,  # type: ignore[arg-type]
         )
+
+    def action_tasks(self) -> None:
+        """Claude Code's task lists, on their own screen (tui/screens/tasks.py)."""
+        from .tasks import TasksScreen
+
+        self.app.push_screen(TasksScreen())
 
     def action_handover(self) -> None:
         """`h` on the Agents panel: ask which session takes over the highlighted agent's

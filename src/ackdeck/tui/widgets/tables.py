@@ -21,6 +21,7 @@ from textual.geometry import Size
 from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
+from ackdeck.core.service.agents import evidence_line
 from ackdeck.core.service.rooms import ABSENT_CELL
 
 from ..state import (
@@ -790,7 +791,7 @@ class AgentsTable(KeyedTable):
     """One row per agent session (core/service/agents.py), after a first row for all of them.
     Highlighting an agent narrows the rooms, processes and wakes to it; enter opens its
     timeline; `h` hands the lines it has not acked over to another session (the screen's
-    action: it owns the service)."""
+    action: it owns the service); `T` opens Claude Code's task lists."""
 
     BINDINGS = [
         Binding(
@@ -799,6 +800,13 @@ class AgentsTable(KeyedTable):
             "Hand over",
             id="agent.handover",
             tooltip="Give the lines this agent has not acked to another session (asks which)",
+        ),
+        Binding(
+            "T",
+            "screen.tasks",
+            "Tasks",
+            id="agent.tasks",
+            tooltip="Claude Code's task lists: who holds what, flagged holders, release",
         ),
     ]
 
@@ -852,7 +860,7 @@ class AgentsTable(KeyedTable):
                         _num(a.unread),
                         Cell(oldest, "", "right"),
                         _num(a.pending_wakes),
-                        safe(a.evidence if a.pane is None else f"pane {a.pane}: {a.evidence}"),
+                        safe(evidence_line(a)),
                     ],
                 )
             )

@@ -5,6 +5,10 @@ Checked offline against `CHECKED` (docs/reference/agent-clients.md has the recip
 - `lock`: the proper-lockfile protocol Claude Code takes around a team mailbox rewrite;
 - `mailbox`: a team mailbox (`~/.claude/teams/TEAM/inboxes/AGENT.json`) as Claude Code reads
   and writes it, pure decisions;
+- `sessions`: its registry of running sessions (`~/.claude/sessions/PID.json`), and whether a
+  record's process still runs (pid and start time); a team's `leadProcess` likewise;
+- `tasks`: a task file (`~/.claude/tasks/LIST/N.json`), how Claude Code gives one back, and
+  when a release must be refused;
 - below: what it shows its model of an MCP tool result, its hook events and settings files,
   and its project MCP server file.
 

@@ -38,8 +38,18 @@ if TYPE_CHECKING:
 
 STALE_S = 10.0  # proper-lockfile's default `stale` (Claude Code passes none)
 UPDATE_S = STALE_S / 2  # its default `update`, for the record: ackdeck never holds this long
-# retries: 10, minTimeout: 5 ms, maxTimeout: 100 ms, factor 2 (proper-lockfile's `retry`).
-RETRY_DELAYS_S = tuple(min(100, 5 * 2**n) / 1000 for n in range(10))
+
+
+def retry_delays(retries: int) -> tuple[float, ...]:
+    """proper-lockfile's waits between `retries` retries, minTimeout 5 ms, maxTimeout 100 ms,
+    factor 2 (its `retry` options, as Claude Code passes them)."""
+    return tuple(min(100, 5 * 2**n) / 1000 for n in range(retries))
+
+
+RETRY_DELAYS_S = retry_delays(10)  # a mailbox: retries 10
+# A task (`tasks/LIST/N.json`): Claude Code locks the task file itself the same way, with
+# retries 30 (2.1.328's task store, `{retries: {retries: 30, minTimeout: 5, maxTimeout: 100}}`).
+TASK_RETRY_DELAYS_S = retry_delays(30)
 
 
 def _probe_mtime(lock_dir: Path) -> int:
@@ -60,12 +70,20 @@ def _is_stale(lock_dir: Path) -> bool | None:
 
 
 class MailboxLock:
-    """`with MailboxLock(inbox):` holds Claude Code's lock on one mailbox file."""
+    """`with MailboxLock(inbox):` holds Claude Code's lock on one mailbox file. The same
+    protocol guards a task file (`delays=TASK_RETRY_DELAYS_S`): `FILE.lock` beside it."""
 
-    def __init__(self, inbox: Path, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        inbox: Path,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        delays: tuple[float, ...] = RETRY_DELAYS_S,
+    ) -> None:
         self.inbox = inbox
         self.lock_dir = locations.claude_inbox_lock(inbox)
         self._sleep = sleep
+        self._delays = delays
         self._mark: tuple[int, int] | None = None  # (inode, mtime_ns) of the directory we made
         self._taken_at = 0.0
 
@@ -95,7 +113,7 @@ class MailboxLock:
         return True
 
     def acquire(self) -> None:
-        for delay in (*RETRY_DELAYS_S, None):
+        for delay in (*self._delays, None):
             if self._try(True):
                 return
             if delay is None:
@@ -103,7 +121,7 @@ class MailboxLock:
             self._sleep(delay)
         raise MailboxLocked(
             f"{self.inbox}: Claude Code's lock ({self.lock_dir.name}) stayed held through "
-            f"{len(RETRY_DELAYS_S)} retries; nothing written (try again)"
+            f"{len(self._delays)} retries; nothing written (try again)"
         )
 
     def _ours(self) -> bool:

@@ -79,7 +79,7 @@ def locate(env: Mapping[str, str]) -> Path | None:
     project = env.get(PROJECT_ENV)
     if not session or not project or "/" in session or session.startswith("."):
         return None
-    exact = locations.claude_transcript(env, project, session)
+    exact = locations.claude_transcript(locations.claude_project_dir(env, project), session)
     if len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
         return exact
     # A long project path: the directory ends with a hash of it; find it by its prefix.

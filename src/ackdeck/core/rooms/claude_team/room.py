@@ -178,6 +178,7 @@ class ClaudeMailboxRoom:
             checked_at=now,
             oldest_pending_at=s.oldest_unread_at,
             oldest_unread_at=s.oldest_unread_at,
+            reader=self.agent,
         )
 
     def first_seen(self, start: int | str, length: int) -> float | None:
