@@ -311,9 +311,11 @@ class Room:
         check_name(session)
         self._side.check_dir()
         self._check_kind()
-        limit = self._policy_or_none().max_deliveries
-        if limit is not None:
-            self._move_dead_letters(limit)
+        pol = self._policy_or_none()
+        # A queue room counts deliveries per claim (core/rooms/file/queue.py), not per read:
+        # a look at its lines must never move them to the dead-letter room.
+        if pol.max_deliveries is not None and not pol.queue:
+            self._move_dead_letters(pol.max_deliveries)
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         try:
             snap = self._snapshot(session, reader, page)
@@ -483,6 +485,12 @@ class Room:
         has_sidecar = self._side.ensure(create=False)
         if not self.path.exists() and not has_sidecar:
             return self._absent_ack()
+        if has_sidecar and self._policy_or_none().queue:
+            # An ack drops the head, claimed lines and all: their holders' work would be lost.
+            raise InvalidInput(
+                f"room {self.path} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
+                "(nothing was removed)"
+            )
         if not has_sidecar and not all:
             # No sidecar, so no receipt: refuse without creating the sidecar, lock or ledger.
             fd = self._open()
@@ -534,6 +542,24 @@ class Room:
         owner = self._policy_or_none().owner
         if moved and owner is not None:
             deadletter.tell_owner(self._home, owner, self.path, moved, limit, self._clock)
+
+    @contextmanager
+    def exclusively(self) -> Iterator[tuple[int | None, AckSite]]:
+        """The room open (None: missing) under its exclusive lock, with what an ack may touch:
+        the work queue's claims and completions run inside it (core/rooms/file/queue.py)."""
+        self._side.check_dir()
+        self._check_kind()
+        with self._side.lock(shared=False):
+            fd = self._open()
+            try:
+                yield fd, self._ack_site()
+            finally:
+                if fd is not None:
+                    os.close(fd)
+
+    def append_dead(self, data: bytes) -> int:
+        """Append complete lines as a push does (the dead-letter room's side of a move)."""
+        return self._append(data)
 
     def _journey_upkeep(self) -> None:
         """Keep the read log and the marks bounded (exclusive lock held). Never fails an ack
