@@ -47,6 +47,10 @@ BUILTIN_COMMANDS = {
     "agents": "presence_cmd",
     "handover": "presence_cmd",
     "fleet": "fleet_cmd",
+    "claim": "queue_cmd",
+    "done": "queue_cmd",
+    "extend": "queue_cmd",
+    "release": "queue_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 

@@ -44,6 +44,7 @@ from ackdeck.core.rooms.room_errors import write_error
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any
 
     from ackdeck.core.rooms.file.ack import AckSite
     from ackdeck.core.rooms.file.room import Room
@@ -129,7 +130,7 @@ class State:
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
 
-    def get(self, key: str) -> object:
+    def get(self, key: str) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
@@ -238,7 +239,7 @@ class FileQueue:
                 state.put("frontier", ledger.base)
             elif state.get("epoch") != ledger.epoch:
                 state.reset(ledger.epoch, ledger.base)
-            frontier = int(state.get("frontier") or 0)  # type: ignore[call-overload]
+            frontier = int(state.get("frontier") or 0)
             if frontier < ledger.base:
                 state.put("frontier", ledger.base)
             state.forget_before(ledger.base)
@@ -291,7 +292,7 @@ class FileQueue:
                     else:
                         got = Q.claimed(task, state.issue(task.offset), session, now, seconds)
                 if got is None:
-                    frontier = int(state.get("frontier"))  # type: ignore[call-overload]
+                    frontier = int(state.get("frontier"))
                     line = line_at(fd, frontier - ledger.base, size)
                     if line is None:
                         ok = True

@@ -471,6 +471,13 @@ class Room:
         nothing is removed.
         """
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
+        self._side.check_dir()
+        if self._policy_or_none().queue:
+            # An ack drops the head, claimed lines and all: their holders' work would be lost.
+            raise InvalidInput(
+                f"room {self.path} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
+                "(nothing was removed)"
+            )
         if all and deliver is not None:
             return ack_delivered(
                 lambda: self.read(
@@ -485,12 +492,6 @@ class Room:
         has_sidecar = self._side.ensure(create=False)
         if not self.path.exists() and not has_sidecar:
             return self._absent_ack()
-        if has_sidecar and self._policy_or_none().queue:
-            # An ack drops the head, claimed lines and all: their holders' work would be lost.
-            raise InvalidInput(
-                f"room {self.path} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
-                "(nothing was removed)"
-            )
         if not has_sidecar and not all:
             # No sidecar, so no receipt: refuse without creating the sidecar, lock or ledger.
             fd = self._open()
