@@ -257,3 +257,29 @@ def test_claim_killed_before_its_commit_hands_out_nothing(
         kill9(proc)
     got = json.loads(ackdeck(cli_env, "claim", str(room), "--session", "t", "--json").stdout)
     assert (got["line"], got["deliveries"]) == ("a\n", 1)
+
+
+def test_claim_killed_after_the_dead_letter_append_never_lets_the_holder_complete_it(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    room = queue_room(tmp_path, b"poison\n", b"fine\n")
+    Room(room).set_policy(RoomPolicy(queue=True, max_deliveries=1))
+    first = json.loads(
+        ackdeck(cli_env, "claim", str(room), "--session", "s", "--lease", "0.2s", "--json").stdout
+    )
+    marker = tmp_path / "paused"
+    step = "queue-after-dead-append"
+    with paused(cli_env, marker, [step], "claim", str(room), "--session", "t") as proc:
+        # Paused only once the lease ended and the claim moved the line: no fixed sleep.
+        wait_for_step(proc, marker, step)
+        kill9(proc)
+    # The line is in the dead-letter room and dying: its old holder cannot complete it.
+    out = ackdeck(cli_env, "done", str(room), first["token"])
+    assert out.returncode == 4 and "dead-letter room" in out.stderr
+    nxt = json.loads(ackdeck(cli_env, "claim", str(room), "--session", "t", "--json").stdout)
+    assert nxt["line"] == "fine\n"
+    assert room.read_bytes() == b"fine\n"
+    # In the dead-letter room once, or twice when the kill came after its append (the
+    # recovery appends again rather than risk losing it); never in neither.
+    dead = room.with_name("tasks.txt.dead").read_bytes()
+    assert dead in (b"poison\n", b"poison\npoison\n")

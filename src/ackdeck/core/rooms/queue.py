@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 DEFAULT_LEASE = 600.0  # seconds: ten minutes of work before the line is handed out again
 MAX_LEASE = 7200.0  # seconds: two hours; longer work renews with extend
 OPEN, DONE, DEAD = "open", "done", "dead"
+# On its way to the dead-letter room: never handed out or completed again.
+DYING = "dying"
 OPS = ("done", "extend", "release")
 
 
@@ -53,7 +55,7 @@ class Task(Struct, kw_only=True):
     holder: str  # the session that holds (or last held) the lease
     until: float  # when the lease ends (0: released)
     deliveries: int  # how many times it was claimed
-    state: str = OPEN  # open, done (finished by its holder) or dead (dead-lettered)
+    state: str = OPEN  # open, done (finished by its holder), dying or dead (dead-lettered)
 
 
 # ----- the fencing token ------------------------------------------------------------------
@@ -137,7 +139,7 @@ def check_token(
             f"token superseded: the lease ended and the line was claimed again "
             f"(by {task.holder}, token {task.token})",
         )
-    if task.state == DEAD:
+    if task.state in (DEAD, DYING):
         return Verdict(False, "refused", "the line went to the dead-letter room")
     if task.state == DONE:
         if op == "done":
@@ -166,7 +168,7 @@ def head_run(base: int, tasks: Iterable[Task]) -> tuple[str, str, int] | None:
     for t in tasks:
         if t.offset < at:
             continue  # left the room already
-        if t.offset != at or t.state == OPEN:
+        if t.offset != at or t.state not in (DONE, DEAD):
             break
         if kind is None:
             kind, holder = t.state, t.holder

@@ -13,8 +13,10 @@ FULL) makes each step durable before the lock is released:
 
 - **claim**: the ack's upkeep first (finish an interrupted ack, carry late lines of
   unlocked producers); then the oldest open task whose lease ended, else the complete line
-  at the frontier. A task past max_deliveries is appended to the dead-letter room first and
-  marked dead after, so a kill -9 between the two leaves it in both rooms, never in neither.
+  at the frontier. A task past max_deliveries is marked dying (committed: no holder can
+  complete it any more), appended to the dead-letter room, then marked dead; a kill -9 in
+  between leaves it dying, and the next operation appends it (again, if the kill came after
+  the append: a duplicate in the dead-letter room, never a loss) and marks it dead.
 - **done** marks the task done in one transaction: that commit is the completion. The run
   of finished lines at the head of the room then leaves it through the ack's own
   transaction (core/rooms/file/ack.py: temp, rename, ledger, audit), one run per holder and
@@ -44,6 +46,7 @@ from ackdeck.core.rooms.room_errors import write_error
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
     from typing import Any
 
     from ackdeck.core.rooms.file.ack import AckSite
@@ -168,6 +171,10 @@ class State:
         ).fetchone()
         return None if row is None else _task(row)
 
+    def dying(self) -> list[Q.Task]:
+        rows = self.db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE state = 'dying'")
+        return [_task(r) for r in rows.fetchall()]
+
     def head(self, base: int) -> Iterator[Q.Task]:
         """The tasks from logical `base` on, in offset order (fetched in batches)."""
         at = base
@@ -225,7 +232,7 @@ class FileQueue:
                 f"`ackdeck room policy {self.room.path} --queue on`"
             )
 
-    def _open(self, site: AckSite, fd: int) -> tuple[State, L.Ledger]:
+    def _open(self, site: AckSite, fd: int) -> tuple[State, L.Ledger, int]:
         """The ack's upkeep, then the state checked against the room's epoch and base."""
         ledger, _ = site.settle(fd)
         site.sidecar.remove_leftovers(ledger)
@@ -243,11 +250,15 @@ class FileQueue:
             if frontier < ledger.base:
                 state.put("frontier", ledger.base)
             state.forget_before(ledger.base)
+            buried = self._bury_dying(state, fd, ledger.base)
+            # The upkeep stands on its own: a refusal after it must not undo it.
+            state.commit()
+            state.begin()
         except BaseException:
             state.rollback()
             state.close()
             raise
-        return state, ledger
+        return state, ledger, buried
 
     @staticmethod
     def _close(state: State, ok: bool) -> None:
@@ -265,11 +276,10 @@ class FileQueue:
         self._check_queue()
         pol = self.room.policy()
         dead_room = deadletter.dead_room_path(self.room.path)
-        moved = 0
         with self.room.exclusively() as (fd, site):
             if fd is None:
                 return self._nothing(seconds, 0, "the room does not exist yet")
-            state, ledger = self._open(site, fd)
+            state, ledger, moved = self._open(site, fd)
             ok = False
             try:
                 qid = str(state.get("queue_id"))
@@ -284,30 +294,36 @@ class FileQueue:
                     if line is None:
                         # Not the line it was (cannot happen without a new epoch): forget it.
                         state.db.execute("DELETE FROM tasks WHERE offset = ?", (task.offset,))
-                    elif Q.goes_dead(task, pol.max_deliveries) and self._to_dead(
-                        fd, dead_room, line
+                    elif Q.goes_dead(task, pol.max_deliveries) and deadletter.prepare(
+                        fd, dead_room
                     ):
-                        state.save(task.replace(state=Q.DEAD))
-                        moved += 1
+                        # Dying first, committed: from here no holder can complete it (a done
+                        # of a line also in the dead-letter room would be one task twice).
+                        state.save(task.replace(state=Q.DYING))
+                        state.commit()
+                        state.begin()
+                        moved += self._bury(state, fd, dead_room, line, task)
                     else:
                         got = Q.claimed(task, state.issue(task.offset), session, now, seconds)
                 if got is None:
                     frontier = int(state.get("frontier"))
                     line = line_at(fd, frontier - ledger.base, size)
-                    if line is None:
-                        ok = True
-                        return self._nothing(seconds, moved, "no unclaimed line waits")
-                    token = state.issue(frontier)
-                    got = Q.first_claim(
-                        frontier, len(line), L.sha256(line), token, session, now, seconds
-                    )
-                    state.put("frontier", frontier + len(line))
-                state.save(got)
+                    if line is not None:
+                        token = state.issue(frontier)
+                        got = Q.first_claim(
+                            frontier, len(line), L.sha256(line), token, session, now, seconds
+                        )
+                        state.put("frontier", frontier + len(line))
+                if got is not None:
+                    state.save(got)
+                # Finished lines at the head (dead-lettered now or by an earlier operation that
+                # could not remove them) leave after the commit.
+                finished = Q.head_run(ledger.base, state.head(ledger.base)) is not None
                 pause("queue-before-claim-commit")
                 ok = True
             finally:
                 self._close(state, ok)
-            if moved:
+            if finished:
                 self._compact(fd, site)
         if moved and pol.owner is not None:
             deadletter.tell_owner(
@@ -318,6 +334,8 @@ class FileQueue:
                 pol.max_deliveries or 0,
                 self.clock,
             )
+        if got is None:
+            return self._nothing(seconds, moved, "no unclaimed line waits")
         token_s = Q.token_text(got.token, qid)
         return Q.Claim(
             room="",
@@ -361,22 +379,33 @@ class FileQueue:
             return None
         return line
 
-    def _to_dead(self, fd: int, dead_room: os.PathLike[str], line: bytes) -> bool:
-        """Append the line to the dead-letter room; False if that room cannot take it (the
-        line is then handed out again: a dead-letter room never blocks the queue)."""
+    def _bury(self, state: State, fd: int, dead_room: Path, line: bytes, task: Q.Task) -> int:
+        """Append a dying task's line to the dead-letter room, then mark it dead (1), or leave
+        it dying for the next operation (0) when that room cannot take it now. A kill between
+        the append and the mark appends it again: a duplicate there, never a loss."""
         from ackdeck.core.rooms.file.room import Room
 
-        if not deadletter.prepare(fd, dead_room):  # type: ignore[arg-type]
-            return False
         dead = Room(dead_room, clock=self.clock, door=self.room.door)
         try:
             dead.append_dead(line)
         except (AckdeckError, OSError):
-            return False
+            return 0
         finally:
             dead.close()
         pause("queue-after-dead-append")
-        return True
+        state.save(task.replace(state=Q.DEAD))
+        return 1
+
+    def _bury_dying(self, state: State, fd: int, base: int) -> int:
+        """Finish what a killed claim left dying (exclusive lock held, in a transaction)."""
+        dead_room = deadletter.dead_room_path(self.room.path)
+        moved = 0
+        size = settled_size(fd)
+        for task in state.dying():
+            line = self._line_of(fd, base, size, task)
+            if line is not None and deadletter.prepare(fd, dead_room):
+                moved += self._bury(state, fd, dead_room, line, task)
+        return moved
 
     # ----- done, extend, release -------------------------------------------------------------
     def update(self, token_text: str, op: str, lease: float | None = None) -> Q.TaskUpdate:
@@ -391,7 +420,7 @@ class FileQueue:
         with self.room.exclusively() as (fd, site):
             if fd is None:
                 raise Q.TokenRefused(f"token {token_text} refused: room {self.room.path} is gone")
-            state, ledger = self._open(site, fd)
+            state, ledger, buried = self._open(site, fd)
             ok = False
             try:
                 if str(state.get("queue_id")) != qid:
@@ -414,7 +443,7 @@ class FileQueue:
             finally:
                 self._close(state, ok)
             pause("queue-after-update-commit")
-            if op == "done":
+            if op == "done" or buried:
                 removed = self._compact(fd, site)
         return self._updated(token_text, op, verdict.mode, task, removed, seconds)
 
