@@ -163,7 +163,7 @@ def test_agents_killed_at_random_complete_every_task_once_or_dead_letter_it(
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     tasks = [f"task-{i}" for i in range(40)]
-    room = queue_room(tmp_path / "tasks.txt", [t.encode() + b"\n" for t in tasks], max_deliveries=4)
+    room = queue_room(tmp_path / "tasks.txt", [t.encode() + b"\n" for t in tasks], max_deliveries=2)
     log = tmp_path / "agents.log"
     agents = Agents(room, log, lease=0.4, overrun=0.15)
     names = [f"agent-{i}" for i in range(4)]
