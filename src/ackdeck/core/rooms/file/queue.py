@@ -41,6 +41,7 @@ from ackdeck.core.rooms import queue as Q
 from ackdeck.core.rooms.file import deadletter
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file.ack import AckTransaction
+from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.core.rooms.room_errors import write_error
 
 TYPE_CHECKING = False
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     deliveries INTEGER NOT NULL, state TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tasks_lease_end ON tasks(until) WHERE state = 'open';
 CREATE TABLE IF NOT EXISTS tokens (token INTEGER PRIMARY KEY, offset INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS tokens_offset ON tokens(offset);
 """
 _COLUMNS = "offset, length, sha256, token, holder, until, deliveries, state"
 _CHUNK = 1 << 16
@@ -111,8 +113,12 @@ class State:
             raise RoomUnavailable(f"cannot open the queue state {path}: {exc}") from None
         self.path = path
         try:
-            self.db.execute("PRAGMA synchronous = FULL")  # a done survives a power cut too
-            self.db.executescript(_SCHEMA)
+            # FULL: each commit is on disk before the lock is released (a done survives a
+            # power cut too); WAL: one fsync per commit, and it is set once, in the file.
+            self.db.execute("PRAGMA synchronous = FULL")
+            if self.db.execute("PRAGMA user_version").fetchone()[0] == 0:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.executescript(_SCHEMA + "PRAGMA user_version = 1;")
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise CorruptState(
@@ -177,17 +183,17 @@ class State:
 
     def head(self, base: int) -> Iterator[Q.Task]:
         """The tasks from logical `base` on, in offset order (fetched in batches)."""
-        at = base
+        at, batch = base, 1  # most heads are decided by their first task: fetch it alone
         while True:
             rows = self.db.execute(
                 f"SELECT {_COLUMNS} FROM tasks WHERE offset >= ? ORDER BY offset LIMIT ?",
-                (at, _RUN_BATCH),
+                (at, batch),
             ).fetchall()
             for r in rows:
                 yield _task(r)
-            if len(rows) < _RUN_BATCH:
+            if len(rows) < batch:
                 return
-            at = rows[-1][0] + 1
+            at, batch = rows[-1][0] + 1, min(batch * 4, _RUN_BATCH)
 
     def forget_before(self, base: int) -> None:
         """Tasks (and their tokens) of lines that left the room."""
@@ -240,6 +246,7 @@ class FileQueue:
         state = State(self.state_file)
         try:
             state.begin()
+            changes = state.db.total_changes
             if state.get("queue_id") is None:
                 state.put("queue_id", secrets.token_hex(4))
                 state.put("epoch", ledger.epoch)
@@ -251,9 +258,10 @@ class FileQueue:
                 state.put("frontier", ledger.base)
             state.forget_before(ledger.base)
             buried = self._bury_dying(state, fd, ledger.base)
-            # The upkeep stands on its own: a refusal after it must not undo it.
-            state.commit()
-            state.begin()
+            if state.db.total_changes != changes:
+                # The upkeep stands on its own: a refusal after it must not undo it.
+                state.commit()
+                state.begin()
         except BaseException:
             state.rollback()
             state.close()
@@ -261,70 +269,29 @@ class FileQueue:
         return state, ledger, buried
 
     @staticmethod
-    def _close(state: State, ok: bool) -> None:
-        try:
-            if ok:
-                state.commit()
-            else:
-                state.rollback()
-        finally:
-            state.close()
+    def _end(state: State, ok: bool) -> None:
+        if ok:
+            state.commit()
+        else:
+            state.rollback()
 
     # ----- claim ---------------------------------------------------------------------------
     def claim(self, session: str, lease: float | None = None) -> Q.Claim:
         seconds = Q.check_lease(lease)
         self._check_queue()
         pol = self.room.policy()
-        dead_room = deadletter.dead_room_path(self.room.path)
         with self.room.exclusively() as (fd, site):
             if fd is None:
                 return self._nothing(seconds, 0, "the room does not exist yet")
             state, ledger, moved = self._open(site, fd)
-            ok = False
             try:
-                qid = str(state.get("queue_id"))
-                now = self.clock()
-                size = settled_size(fd)
-                got: Q.Task | None = None
-                while got is None:
-                    task = state.oldest_claimable(now)
-                    if task is None:
-                        break
-                    line = self._line_of(fd, ledger.base, size, task)
-                    if line is None:
-                        # Not the line it was (cannot happen without a new epoch): forget it.
-                        state.db.execute("DELETE FROM tasks WHERE offset = ?", (task.offset,))
-                    elif Q.goes_dead(task, pol.max_deliveries) and deadletter.prepare(
-                        fd, dead_room
-                    ):
-                        # Dying first, committed: from here no holder can complete it (a done
-                        # of a line also in the dead-letter room would be one task twice).
-                        state.save(task.replace(state=Q.DYING))
-                        state.commit()
-                        state.begin()
-                        moved += self._bury(state, fd, dead_room, line, task)
-                    else:
-                        got = Q.claimed(task, state.issue(task.offset), session, now, seconds)
-                if got is None:
-                    frontier = int(state.get("frontier"))
-                    line = line_at(fd, frontier - ledger.base, size)
-                    if line is not None:
-                        token = state.issue(frontier)
-                        got = Q.first_claim(
-                            frontier, len(line), L.sha256(line), token, session, now, seconds
-                        )
-                        state.put("frontier", frontier + len(line))
-                if got is not None:
-                    state.save(got)
-                # Finished lines at the head (dead-lettered now or by an earlier operation that
-                # could not remove them) leave after the commit.
-                finished = Q.head_run(ledger.base, state.head(ledger.base)) is not None
-                pause("queue-before-claim-commit")
-                ok = True
+                got, line, qid, finished, moved = self._claim_in(
+                    state, fd, ledger, session, seconds, pol, moved
+                )
+                if finished:
+                    self._compact(fd, site, state)
             finally:
-                self._close(state, ok)
-            if finished:
-                self._compact(fd, site)
+                state.close()
         if moved and pol.owner is not None:
             deadletter.tell_owner(
                 self.room._home,
@@ -336,6 +303,68 @@ class FileQueue:
             )
         if got is None:
             return self._nothing(seconds, moved, "no unclaimed line waits")
+        return self._claimed(got, line, qid, seconds, moved)
+
+    def _claim_in(
+        self,
+        state: State,
+        fd: int,
+        ledger: L.Ledger,
+        session: str,
+        seconds: float,
+        pol: RoomPolicy,
+        moved: int,
+    ) -> tuple[Q.Task | None, bytes | None, str, bool, int]:
+        """The claim's transaction: (the task handed out or None, its line, the queue id,
+        whether finished lines wait at the head, how many lines were dead-lettered)."""
+        dead_room = deadletter.dead_room_path(self.room.path)
+        line: bytes | None = None
+        got: Q.Task | None = None
+        ok = False
+        try:
+            qid = str(state.get("queue_id"))
+            now = self.clock()
+            size = settled_size(fd)
+            while got is None:
+                task = state.oldest_claimable(now)
+                if task is None:
+                    break
+                line = self._line_of(fd, ledger.base, size, task)
+                if line is None:
+                    # Not the line it was (cannot happen without a new epoch): forget it.
+                    state.db.execute("DELETE FROM tasks WHERE offset = ?", (task.offset,))
+                elif Q.goes_dead(task, pol.max_deliveries) and deadletter.prepare(fd, dead_room):
+                    # Dying first, committed: from here no holder can complete it (a done of
+                    # a line also in the dead-letter room would be one task twice).
+                    state.save(task.replace(state=Q.DYING))
+                    state.commit()
+                    state.begin()
+                    moved += self._bury(state, fd, dead_room, line, task)
+                else:
+                    got = Q.claimed(task, state.issue(task.offset), session, now, seconds)
+            if got is None:
+                frontier = int(state.get("frontier"))
+                line = line_at(fd, frontier - ledger.base, size)
+                if line is not None:
+                    token = state.issue(frontier)
+                    got = Q.first_claim(
+                        frontier, len(line), L.sha256(line), token, session, now, seconds
+                    )
+                    state.put("frontier", frontier + len(line))
+            if got is not None:
+                state.save(got)
+            # Finished lines at the head (dead-lettered now, or by an earlier operation that
+            # could not remove them) leave after the commit.
+            finished = Q.head_run(ledger.base, state.head(ledger.base)) is not None
+            pause("queue-before-claim-commit")
+            ok = True
+        finally:
+            self._end(state, ok)
+        return got, line, qid, finished, moved
+
+    def _claimed(
+        self, got: Q.Task, line: bytes | None, qid: str, seconds: float, moved: int
+    ) -> Q.Claim:
         token_s = Q.token_text(got.token, qid)
         return Q.Claim(
             room="",
@@ -421,30 +450,33 @@ class FileQueue:
             if fd is None:
                 raise Q.TokenRefused(f"token {token_text} refused: room {self.room.path} is gone")
             state, ledger, buried = self._open(site, fd)
-            ok = False
             try:
-                if str(state.get("queue_id")) != qid:
-                    raise Q.TokenRefused(
-                        f"token {token_text} refused: it was issued by another queue state "
-                        "(the queue was started afresh); claim again"
-                    )
-                now = self.clock()
-                task = state.task_of_token(number)
-                verdict = Q.check_token(task, number, op, now, fencing=self.fencing)
-                if not verdict.ok or task is None:
-                    raise Q.TokenRefused(
-                        f"token {token_text} refused: {verdict.reason}; nothing changed"
-                    )
-                if verdict.mode != "noop":
-                    task = Q.applied(task, op, now, seconds)
-                    state.save(task)
-                pause("queue-before-update-commit")
-                ok = True
+                ok = False
+                try:
+                    if str(state.get("queue_id")) != qid:
+                        raise Q.TokenRefused(
+                            f"token {token_text} refused: it was issued by another queue "
+                            "state (the queue was started afresh); claim again"
+                        )
+                    now = self.clock()
+                    task = state.task_of_token(number)
+                    verdict = Q.check_token(task, number, op, now, fencing=self.fencing)
+                    if not verdict.ok or task is None:
+                        raise Q.TokenRefused(
+                            f"token {token_text} refused: {verdict.reason}; nothing changed"
+                        )
+                    if verdict.mode != "noop":
+                        task = Q.applied(task, op, now, seconds)
+                        state.save(task)
+                    pause("queue-before-update-commit")
+                    ok = True
+                finally:
+                    self._end(state, ok)
+                pause("queue-after-update-commit")
+                if op == "done" or buried:
+                    removed = self._compact(fd, site, state)
             finally:
-                self._close(state, ok)
-            pause("queue-after-update-commit")
-            if op == "done" or buried:
-                removed = self._compact(fd, site)
+                state.close()
         return self._updated(token_text, op, verdict.mode, task, removed, seconds)
 
     def _updated(
@@ -472,24 +504,21 @@ class FileQueue:
         )
 
     # ----- the head leaves the room ----------------------------------------------------------
-    def _compact(self, fd: int, site: AckSite) -> int:
+    def _compact(self, fd: int, site: AckSite, state: State) -> int:
         """Drop the finished lines at the head through the ack's transaction, one run per
         kind and holder; how many left. Never fails the completion that already happened."""
         removed = 0
         try:
             while True:
                 ledger, _ = site.settle(fd)
-                state = State(self.state_file)
-                try:
-                    run = Q.head_run(ledger.base, state.head(ledger.base))
-                finally:
-                    state.close()
+                run = Q.head_run(ledger.base, state.head(ledger.base))
                 if run is None:
                     return removed
                 kind, holder, drop = run
                 head = os.pread(fd, drop, 0)
                 if len(head) != drop or not head.endswith(b"\n"):
                     return removed
+                dead = str(deadletter.dead_room_path(self.room.path)) if kind == Q.DEAD else None
                 done = AckTransaction(
                     site,
                     fd=fd,
@@ -499,29 +528,27 @@ class FileQueue:
                     plan=L.AckPlan("prefix", drop),
                     acked=head.count(b"\n"),
                     digest=L.sha256(head),
-                    dead=str(deadletter.dead_room_path(self.room.path)) if kind == Q.DEAD else None,
+                    dead=dead,
                 ).run()
                 if done is None or done.mode != "prefix":
                     return removed
                 removed += head.count(b"\n")
                 pause("queue-after-compact")
-                state = State(self.state_file)
-                try:
-                    state.begin()
-                    state.forget_before(ledger.base + drop)
-                    state.commit()
-                finally:
-                    state.close()
+                state.begin()
+                state.forget_before(ledger.base + drop)
+                state.commit()
                 # The room file was replaced: later runs read the new one.
                 new_fd = self.room._open()
                 if new_fd is None:
                     return removed
                 os.dup2(new_fd, fd)
                 os.close(new_fd)
-        except (AckdeckError, OSError, sqlite3.Error) as exc:
-            if isinstance(exc, OSError):
-                raise write_error(self.room.path, exc) from None
-            return removed
+        except OSError as exc:
+            state.rollback()
+            raise write_error(self.room.path, exc) from None
+        except (AckdeckError, sqlite3.Error):
+            state.rollback()
+            return removed  # the next operation removes them
 
     # ----- a look -----------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
