@@ -43,17 +43,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lease", type=_lease, default=None, help=_LEASE_HELP)
     p.set_defaults(handler=_claim)
 
-    for op, text in (
-        ("done", "finish the claimed line: it leaves the queue (exactly once)"),
-        ("extend", "renew the claim's lease"),
-        ("release", "give the line back: claimable again at once"),
-    ):
-        p = sub.add_parser(op, help=f"{text}; refused (exit 4) if the token was superseded")
-        _room(p)
-        p.add_argument("token", metavar="TOKEN", help="the token the claim printed")
-        if op == "extend":
-            p.add_argument("--lease", type=_lease, default=None, help=_LEASE_HELP)
-        p.set_defaults(handler=_update, op=op)
+    _refused = "; refused (exit 4) if the token was superseded"
+    p = sub.add_parser(
+        "done", help="finish the claimed line: it leaves the queue (exactly once)" + _refused
+    )
+    _token(p, "done")
+    p = sub.add_parser("extend", help="renew the claim's lease" + _refused)
+    _token(p, "extend")
+    p.add_argument("--lease", type=_lease, default=None, help=_LEASE_HELP)
+    p = sub.add_parser("release", help="give the line back: claimable again at once" + _refused)
+    _token(p, "release")
+
+
+def _token(p: argparse.ArgumentParser, op: str) -> None:
+    _room(p)
+    p.add_argument("token", metavar="TOKEN", help="the token the claim printed")
+    p.set_defaults(handler=_update, op=op)
 
 
 def _deck(args: argparse.Namespace, *, session: bool) -> Deck:
