@@ -24,7 +24,8 @@ The rules, one place each:
 from __future__ import annotations
 
 from ackdeck.core.base.struct import Struct
-from ackdeck.core.errors import AckdeckError, InvalidInput
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.errors import TokenRefused as TokenRefused  # each kind's queue raises it
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,13 +37,6 @@ OPEN, DONE, DEAD = "open", "done", "dead"
 # On its way to the dead-letter room: never handed out or completed again.
 DYING = "dying"
 OPS = ("done", "extend", "release")
-
-
-class TokenRefused(AckdeckError):
-    """done / extend / release with a token that is not the line's current lease (superseded
-    by a later claim, unknown, or its line finished). Nothing was changed."""
-
-    exit_code = 4
 
 
 class Task(Struct, kw_only=True):
