@@ -23,11 +23,12 @@ The rules, one place each:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.errors import TokenRefused as TokenRefused  # each kind's queue raises it
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

@@ -9,12 +9,13 @@ is not built yet.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.queue import DEFAULT_LEASE, MAX_LEASE, OPS, Claim, TaskUpdate, TokenRefused
 
 __all__ = ["DEFAULT_LEASE", "MAX_LEASE", "Claimed", "TokenRefused", "Updated", "claim", "update"]
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ackdeck.core.rooms.file.queue import FileQueue
     from ackdeck.core.rooms.room_backend import RoomBackend

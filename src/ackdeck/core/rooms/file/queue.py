@@ -8,8 +8,8 @@ oldest expired lease and the next never-claimed line in a time that does not gro
 number of claimed lines, which an index gives and a rewritten JSON file does not.
 
 Every operation runs under the room's exclusive lock (the ack's), so claims, completions
-and the ack never interleave, and SQLite's own transaction (rollback journal, synchronous
-FULL) makes each step durable before the lock is released:
+and the ack never interleave, and SQLite's own transaction (WAL, synchronous FULL) makes
+each step durable before the lock is released:
 
 - **claim**: the ack's upkeep first (finish an interrupted ack, carry late lines of
   unlocked producers); then the oldest open task whose lease ended, else the complete line
@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.byteio import settled_size
@@ -44,7 +45,6 @@ from ackdeck.core.rooms.file.ack import AckTransaction
 from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.core.rooms.room_errors import write_error
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
