@@ -5,6 +5,7 @@ kill -9 at every step of a completion, and a room rewritten behind ackdeck's bac
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from ackdeck.core.service.queue import TokenRefused
 from tests.helpers.cli import ackdeck
 from tests.helpers.clock import Clock
 from tests.helpers.pauses import kill9, paused, wait_for_step
+from tests.helpers.wait import eventually
 
 LEASE = 60.0
 
@@ -180,8 +182,6 @@ def test_cli_claim_done_and_a_superseded_token_is_one_line_exit_4(
     first = json.loads(out.stdout)
     assert first["claimed"] and first["line"] == "review a.py\n" and first["lease_seconds"] == 1
     # Another session waits until the lease ends (no fixed sleep: claim until it is given).
-    from tests.helpers.wait import eventually
-
     def reclaimed() -> dict[str, object] | None:
         got = json.loads(ackdeck(cli_env, "claim", str(room), "--session", "s2", "--json").stdout)
         return got if got["claimed"] else None
@@ -269,8 +269,9 @@ def test_claim_killed_after_the_dead_letter_append_never_lets_the_holder_complet
     )
     marker = tmp_path / "paused"
     step = "queue-after-dead-append"
+    # The next claim must find the lease ended (else it takes `fine`): wait for the clock.
+    eventually(lambda: time.time() > first["lease_until"], what="the lease to end")
     with paused(cli_env, marker, [step], "claim", str(room), "--session", "t") as proc:
-        # Paused only once the lease ended and the claim moved the line: no fixed sleep.
         wait_for_step(proc, marker, step)
         kill9(proc)
     # The line is in the dead-letter room and dying: its old holder cannot complete it.
