@@ -116,3 +116,11 @@ def test_the_agents_bench_prints_its_table_in_quick_mode() -> None:
     assert rows[2].startswith("agents x room status: ")
     for row in rows[:2]:
         assert all(math.isfinite(float(x)) for x in row.split()[-4:])
+
+
+def test_the_queue_bench_prints_its_table_in_quick_mode() -> None:
+    rows = quick_table("queue", "operation ", timeout=600)
+    text = "\n".join(rows)
+    for what in ("claim+done, 0 lines", "flock + append + fsync", "lines held", "ratio"):
+        assert what in text, text
+    assert re.search(r"ratio \(must stay near 1\)\s+\d+\.\d\d", text), text
