@@ -181,6 +181,7 @@ def test_cli_claim_done_and_a_superseded_token_is_one_line_exit_4(
     out = ackdeck(cli_env, "claim", str(room), "--session", "s1", "--lease", "1s", "--json")
     first = json.loads(out.stdout)
     assert first["claimed"] and first["line"] == "review a.py\n" and first["lease_seconds"] == 1
+
     # Another session waits until the lease ends (no fixed sleep: claim until it is given).
     def reclaimed() -> dict[str, object] | None:
         got = json.loads(ackdeck(cli_env, "claim", str(room), "--session", "s2", "--json").stdout)
@@ -284,3 +285,27 @@ def test_claim_killed_after_the_dead_letter_append_never_lets_the_holder_complet
     # recovery appends again rather than risk losing it); never in neither.
     dead = room.with_name("tasks.txt.dead").read_bytes()
     assert dead in (b"poison\n", b"poison\npoison\n")
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "pages", "directory"])
+def test_a_damaged_queue_state_is_one_line_and_kept(
+    tmp_path: Path, cli_env: dict[str, str], damage: str
+) -> None:
+    room = queue_room(tmp_path, b"a\n", b"b\n")
+    ackdeck(cli_env, "claim", str(room), "--session", "s")
+    state = room.with_name(f".{room.name}.ackdeck") / "queue.sqlite"
+    whole = state.read_bytes()
+    state.unlink()
+    if damage == "garbage":
+        state.write_bytes(b"not a database at all\n" * 10)
+    elif damage == "truncated":
+        state.write_bytes(whole[: len(whole) // 2])
+    elif damage == "pages":  # its header and schema intact, its tables' pages not
+        state.write_bytes(whole[:4096] + b"\xa5" * (len(whole) - 4096))
+    else:
+        state.mkdir()
+    for args in (["claim", str(room), "--session", "t"], ["done", str(room), "1-abcd"]):
+        out = ackdeck(cli_env, *args)
+        assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+        assert "queue state" in out.stderr and "Traceback" not in out.stderr
+    assert state.exists() and room.read_bytes() == b"a\nb\n"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
@@ -226,6 +227,20 @@ class FileQueue:
     def state_file(self) -> str:
         return str(locations.queue_state(self.room.sidecar))
 
+    @contextmanager
+    def _state_errors(self) -> Iterator[None]:
+        """A queue state SQLite cannot use (damaged, a full disk) is one line, not a
+        traceback; the transaction it interrupted was rolled back by SQLite."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise CorruptState(
+                f"queue state {self.state_file} cannot be used ({exc}); if it is damaged, "
+                "move it aside to start the queue afresh (every line becomes claimable again)"
+            ) from None
+        except sqlite3.Error as exc:
+            raise RoomUnavailable(f"queue state {self.state_file}: {exc}") from None
+
     def _policy(self) -> RoomPolicy:
         """The room's policy, refused unless it makes the room a queue."""
         pol = self.room.policy()
@@ -275,6 +290,10 @@ class FileQueue:
 
     # ----- claim ---------------------------------------------------------------------------
     def claim(self, session: str, lease: float | None = None) -> Q.Claim:
+        with self._state_errors():
+            return self._claim(session, lease)
+
+    def _claim(self, session: str, lease: float | None) -> Q.Claim:
         seconds = Q.check_lease(lease)
         pol = self._policy()
         with self.room.exclusively() as (fd, site):
@@ -437,6 +456,10 @@ class FileQueue:
     def update(self, token_text: str, op: str, lease: float | None = None) -> Q.TaskUpdate:
         """Done, extend or release with `token_text`; refused (TokenRefused, one line) unless
         it is the line's current lease."""
+        with self._state_errors():
+            return self._update(token_text, op, lease)
+
+    def _update(self, token_text: str, op: str, lease: float | None) -> Q.TaskUpdate:
         if op not in Q.OPS:
             raise InvalidInput(f"invalid operation {op!r}: one of {', '.join(Q.OPS)}")
         number, qid = Q.parse_token(token_text)
