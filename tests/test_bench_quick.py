@@ -146,3 +146,11 @@ def test_the_turn_bench_prints_its_table_in_quick_mode() -> None:
         median, ratio = re.split(r"\s{2,}", row.strip())[1:3]
         assert math.isfinite(float(median)) and math.isfinite(float(ratio)), row
     assert rows[2].startswith("hooks add ")
+
+
+def test_the_queue_bench_prints_its_table_in_quick_mode() -> None:
+    rows = quick_table("queue", "operation ", timeout=600)
+    text = "\n".join(rows)
+    for what in ("claim+done, 0 lines", "flock + append + fsync", "lines held", "ratio"):
+        assert what in text, text
+    assert re.search(r"ratio \(must stay near 1\)\s+\d+\.\d\d", text), text

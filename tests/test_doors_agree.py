@@ -22,7 +22,7 @@ import pytest
 
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.monitors import wakes as wake_records
-from ackdeck.core.service import procs, rooms, wakes
+from ackdeck.core.service import procs, queue, rooms, wakes
 from tests.helpers.cli import ackdeck, clean_env, with_json
 from tests.helpers.mcp import call, connect, error_of
 from tests.helpers.runs import run_and_cleanup
@@ -35,6 +35,7 @@ VARIES = {"run_id", "pid", "started_at", "ended_at", "last_ack_at", "read_rest"}
 # Ages are wall-clock too: both doors must give one (or both None), not the same seconds.
 VARIES |= {"in_flight_age", "unread_age", "oldest_pending_age", "oldest_unread_age"}
 VARIES |= {"checked_at", "oldest_pending_at", "oldest_unread_at", "read_at"}  # their clock
+VARIES |= {"lease_until"}  # a claim's lease ends by the clock
 # What only one door has: the MCP door binds each read to an id that any process of the
 # session may ack it by (issue 29); a CLI read is bound to no reader, so its read_id is None.
 # The key is in both; its value is the door's.
@@ -202,6 +203,90 @@ async def test_room_operations_give_the_same_json_on_both_doors(tmp_path: Path) 
     assert by_cli[3][1]["lines"] == ["first", "second"]
     assert by_cli[6][1]["lines"] == ["late \ufffd"] and by_cli[6][1]["invalid_utf8"] == [0]
     assert [c["error"] for _, c in by_cli[-2:]] == ["InvalidInput", "InvalidInput"]
+
+
+# ----- a queue room ------------------------------------------------------------------------------
+# Each step: CLI words, MCP tool and arguments, the result class (None: an error), with
+# `{1}` / `{2}` standing for the token of the first / second claim of the same run.
+QUEUE_STEPS: list[tuple[list[str], str, dict[str, Any], type[Struct] | None]] = [
+    (["claim", "{room}", "--session", SESSION], "task_claim", {}, queue.Claimed),
+    (["claim", "{room}", "--session", SESSION], "task_claim", {}, queue.Claimed),
+    (["extend", "{room}", "{1}", "--lease", "90"], "task_extend", {"token": "{1}", "lease": 90.0},
+     queue.Updated),
+    (["release", "{room}", "{2}"], "task_release", {"token": "{2}"}, queue.Updated),
+    (["done", "{room}", "{1}"], "task_done", {"token": "{1}"}, queue.Updated),
+    (["done", "{room}", "{1}"], "task_done", {"token": "{1}"}, None),  # its line left
+    (["release", "{room}", "{2}"], "task_release", {"token": "{2}"}, queue.Updated),  # again
+    (["done", "{room}", "nonsense"], "task_done", {"token": "nonsense"}, None),
+    (["claim", "{room}", "--session", SESSION], "task_claim", {}, queue.Claimed),  # b again
+    (["claim", "{room}", "--session", SESSION], "task_claim", {}, queue.Claimed),  # nothing
+]  # fmt: skip
+
+
+def queue_room_for_doors(root: Path) -> Path:
+    room = fresh_rooms(root)
+    room.write_bytes(b"a\nb\n")
+    out = ackdeck(clean_env(), "room", "policy", str(room), "--queue", "on")
+    assert out.returncode == 0, out.stderr
+    return room
+
+
+def fill(value: Any, tokens: list[str], room: Path) -> Any:
+    if isinstance(value, list):
+        return [fill(v, tokens, room) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, tokens, room) for k, v in value.items()}
+    if isinstance(value, str):
+        value = value.replace("{room}", str(room))
+        for i, t in enumerate(tokens, 1):
+            value = value.replace(f"{{{i}}}", t)
+    return value
+
+
+def tokens_named(value: Any, tokens: list[str]) -> Any:
+    """The JSON with each run's tokens written as `{1}`, `{2}` (their queue ids differ)."""
+    if isinstance(value, dict):
+        return {k: tokens_named(v, tokens) for k, v in value.items()}
+    if isinstance(value, str):
+        for i, t in enumerate(tokens, 1):
+            value = value.replace(t, f"{{{i}}}")
+    return value
+
+
+async def test_queue_operations_give_the_same_json_on_both_doors(tmp_path: Path) -> None:
+    root, home = tmp_path / "rooms", tmp_path / "home"
+    runs: list[list[tuple[bool, Any]]] = []
+    for door in ("cli", "mcp"):
+        room = queue_room_for_doors(root)
+        tokens: list[str] = []
+        got: list[tuple[bool, Any]] = []
+        client_cm = connect(home, [room], SESSION) if door == "mcp" else None
+        client = await client_cm.__aenter__() if client_cm is not None else None
+        try:
+            for args, tool, targs, shape in QUEUE_STEPS:
+                if client is None:
+                    code, data = cli_json(home, fill(args, tokens, room), tmp_path)
+                    failed = code != 0
+                else:
+                    res = await call(client, tool, fill(targs, tokens, room))
+                    failed, data = bool(res.is_error), json_of(res)
+                check_shape(data, shape)
+                if data.get("claimed") and data["token"] not in tokens:
+                    tokens.append(data["token"])
+                got.append((failed, tokens_named(data, tokens)))
+        finally:
+            if client_cm is not None:
+                await client_cm.__aexit__(None, None, None)
+        runs.append(got)
+    cli, mcp = runs
+    for step, (c, m) in enumerate(zip(cli, mcp, strict=True)):
+        assert c[0] == m[0], (QUEUE_STEPS[step], c, m)
+        assert normal(c[1]) == normal(m[1]), QUEUE_STEPS[step]
+    assert [c[1].get("line") for c in cli[:2]] == ["a\n", "b\n"]
+    assert cli[4][1]["removed"] == 1
+    assert cli[5][1]["error"] == "TokenRefused" and cli[7][1]["error"] == "InvalidInput"
+    assert (cli[8][1]["line"], cli[8][1]["deliveries"]) == ("b\n", 2)
+    assert cli[9][1]["claimed"] is False
 
 
 # ----- processes and wakes ----------------------------------------------------------------------

@@ -31,6 +31,11 @@ TOOLS = {
     "wakes_list",
     # issue 32: every agent session's presence
     "agents_list",
+    # issue 45: a queue room's tasks
+    "task_claim",
+    "task_done",
+    "task_extend",
+    "task_release",
 }
 
 

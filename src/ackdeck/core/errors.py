@@ -60,6 +60,15 @@ class ColdAck(AckdeckError):
         self.why = why  # what was missing ("no read", "another reader"), for a door's words
 
 
+class TokenRefused(AckdeckError):
+    """done / extend / release of a queue room's task with a token that is not the line's
+    current lease (superseded by a later claim, unknown, or its line finished): nothing was
+    changed. Its own exit code, so a script can tell "drop this work, it is someone else's
+    now" from other errors (core/rooms/queue.py)."""
+
+    exit_code = 4
+
+
 class ProcessError(AckdeckError):
     """A monitored process could not be started, found or signalled."""
 

@@ -36,6 +36,7 @@ ROOM_LOCK = "lock"
 LEDGER = "ledger"
 AUDIT = "audit.jsonl"
 POLICY = "policy.json"
+QUEUE_STATE = "queue.sqlite"
 RECEIPTS = "receipts"
 RECEIPT_SUFFIX = ".rcpt"
 JOURNEY = "journey"
@@ -92,6 +93,10 @@ def audit(side: Path) -> Path:
 
 def policy(side: Path) -> Path:
     return side / POLICY
+
+
+def queue_state(side: Path) -> Path:
+    return side / QUEUE_STATE
 
 
 def receipts_dir(side: Path) -> Path:
@@ -499,6 +504,12 @@ FILES: tuple[Place, ...] = (
     ),
     Place(
         "room", "policy.json", "`room policy`: overdue threshold, owner, max deliveries", "policy"
+    ),
+    Place(
+        "room",
+        "queue.sqlite",
+        "a queue room's claims: each claimed line's lease, token and deliveries (SQLite)",
+        "queue_state",
     ),
     Place("room", "receipts/", "one receipt per session", "receipts_dir"),
     Place(

@@ -48,6 +48,10 @@ BUILTIN_COMMANDS = {
     "handover": "presence_cmd",
     "fleet": "fleet_cmd",
     "tasks": "tasks_cmd",
+    "claim": "queue_cmd",
+    "done": "queue_cmd",
+    "extend": "queue_cmd",
+    "release": "queue_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
 

@@ -139,6 +139,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="move a line handed out N times without an ack to NAME.dead (or off)",
     )
     p.add_argument("--owner", metavar="SESSION", help="the session woken by alerts (or off)")
+    p.add_argument(
+        "--queue",
+        choices=("on", "off"),
+        help="a work queue: each line claimed by one session (`ackdeck claim`), or off",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_policy)
 
@@ -482,11 +487,17 @@ def _policy(args: argparse.Namespace) -> int:
     if args.owner is not None:
         owner = None if args.owner.lower() in ("off", "none") else check_name(args.owner)
         update["owner"] = owner
+    if args.queue is not None:
+        update["queue"] = args.queue == "on"
     pol = deck.policy(ref, update)
     if args.json:
         emit_json({"room": deck.label(ref), "path": ref.display, **pol.to_json()})
         return 0
     over = age_text(pol.overdue) if pol.overdue is not None else "off"
     most = pol.max_deliveries if pol.max_deliveries is not None else "off"
-    say(f"{ref.display}: overdue after {over}; max deliveries {most}; owner {pol.owner or 'none'}")
+    kind = "; a work queue" if pol.queue else ""
+    say(
+        f"{ref.display}: overdue after {over}; max deliveries {most}; "
+        f"owner {pol.owner or 'none'}{kind}"
+    )
     return 0

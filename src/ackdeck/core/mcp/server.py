@@ -46,6 +46,7 @@ from ackdeck.core.mcp.args import (
 from ackdeck.core.mcp.delivery import Deliveries, Handoff, call_delivered, request_key
 from ackdeck.core.mcp.manage import register as register_manage_tools
 from ackdeck.core.mcp.manage import tool_registrar, wait_ack_reply, wait_output
+from ackdeck.core.mcp.queue_tools import register as register_queue_tools
 from ackdeck.core.mcp.reply import Reply, guard_async, output_model, reply
 from ackdeck.core.mcp.reply import arg as _arg
 from ackdeck.core.mcp.reply import guard as _guard
@@ -765,6 +766,7 @@ def build_server(
         return await delivered(ctx, door.wakes_drain)
 
     register_manage_tools(server, door)
+    register_queue_tools(server, door)
     return server
 
 

@@ -13,7 +13,7 @@ import json
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.names import check_name
-from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, RecordError
 
 FILE = locations.POLICY
@@ -27,6 +27,10 @@ class RoomPolicy(Struct, kw_only=True):
     max_deliveries: int | None = None  # deliveries before the dead-letter room (None: never)
     # the session told about overdue rooms and dead letters (a wake store's directory name)
     owner: str | None = None
+    # A work queue (core/rooms/queue.py): each line claimed by one session under a lease,
+    # finished with `done`; max_deliveries then counts claims, not reads. A sparse key: a
+    # policy.json written before it existed reads back the same.
+    queue: Sparse[bool | None] = None
 
     def __init__(
         self,
@@ -34,6 +38,7 @@ class RoomPolicy(Struct, kw_only=True):
         overdue: float | None = None,
         max_deliveries: int | None = None,
         owner: str | None = None,
+        queue: bool | None = None,
     ) -> None:
         # Checked here, whoever builds one (a door's options, policy.json, the redis hash):
         # `max_deliveries: 0` moved lines never read, and an owner `../../x` became a path.
@@ -41,6 +46,7 @@ class RoomPolicy(Struct, kw_only=True):
             overdue=check_overdue(overdue),
             max_deliveries=check_deliveries(max_deliveries),
             owner=None if owner is None else check_name(owner, "owner"),
+            queue=True if queue else None,
         )
 
     def replace(self, **changes: object) -> RoomPolicy:

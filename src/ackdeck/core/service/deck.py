@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ackdeck.core.rooms.room_backend import RoomBackend
     from ackdeck.core.service.alerts import Overdue
     from ackdeck.core.service.handover import Handover
+    from ackdeck.core.service.queue import Claimed, Updated
     from ackdeck.core.service.trace import Trace
     from ackdeck.core.service.wakes import DeliverWakes, Drained
 
@@ -313,6 +314,20 @@ class Deck:
 
         with self._opened(ref) as room:
             return trace(room, self.label(ref), offset=offset, match=match, clock=self._clock)
+
+    def claim(self, ref: RoomRef, *, lease: float | None = None) -> Claimed:
+        """Claim the oldest claimable line of the queue room `ref` (core/service/queue.py)."""
+        from ackdeck.core.service import queue
+
+        with self._opened(ref) as room:
+            return queue.claim(room, self.label(ref), self._session(), lease)
+
+    def task(self, ref: RoomRef, token: str, op: str, *, lease: float | None = None) -> Updated:
+        """done, extend or release the claim `token` of the queue room `ref`."""
+        from ackdeck.core.service import queue
+
+        with self._opened(ref) as room:
+            return queue.update(room, self.label(ref), token, op, lease)
 
     def handover(
         self,

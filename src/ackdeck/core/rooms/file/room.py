@@ -335,9 +335,11 @@ class Room:
         check_name(session)
         self._side.check_dir()
         self._check_kind()
-        limit = self._policy_or_none().max_deliveries
-        if limit is not None:
-            self._move_dead_letters(limit)
+        pol = self._policy_or_none()
+        # A queue room counts deliveries per claim (core/rooms/file/queue.py), not per read:
+        # a look at its lines must never move them to the dead-letter room.
+        if pol.max_deliveries is not None and not pol.queue:
+            self._move_dead_letters(pol.max_deliveries)
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         try:
             snap = self._snapshot(session, reader, page)
@@ -510,6 +512,13 @@ class Room:
         the first, its model was shown: only those are removed, the rest stay unread.
         """
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
+        self._side.check_dir()
+        if self._policy_or_none().queue:
+            # An ack drops the head, claimed lines and all: their holders' work would be lost.
+            raise InvalidInput(
+                f"room {self.path} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
+                "(nothing was removed)"
+            )
         if all and deliver is not None:
             return ack_delivered(
                 lambda: self.read(
@@ -588,6 +597,24 @@ class Room:
         owner = self._policy_or_none().owner
         if moved and owner is not None:
             deadletter.tell_owner(self._home, owner, self.path, moved, limit, self._clock)
+
+    @contextmanager
+    def exclusively(self) -> Iterator[tuple[int | None, AckSite]]:
+        """The room open (None: missing) under its exclusive lock, with what an ack may touch:
+        the work queue's claims and completions run inside it (core/rooms/file/queue.py)."""
+        self._side.check_dir()
+        self._check_kind()
+        with self._side.lock(shared=False):
+            fd = self._open()
+            try:
+                yield fd, self._ack_site()
+            finally:
+                if fd is not None:
+                    os.close(fd)
+
+    def append_dead(self, data: bytes) -> int:
+        """Append complete lines as a push does (the dead-letter room's side of a move)."""
+        return self._append(data)
 
     def _journey_upkeep(self) -> None:
         """Keep the read log and the marks bounded (exclusive lock held). Never fails an ack

@@ -1,0 +1,48 @@
+"""Work-queue operations for every door: claim, done, extend, release (core/rooms/queue.py
+says what they mean; core/rooms/file/queue.py does them on a file room).
+
+Each opens the room the door named, calls the queue once and returns the queue's own result
+(`Claim`, `TaskUpdate`), labelled as the door names the room; CLI --json and MCP structured
+content are that value's JSON. A redis room is refused in one line: its consumer-group queue
+is not built yet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ackdeck.core.errors import InvalidInput
+from ackdeck.core.rooms.queue import DEFAULT_LEASE, MAX_LEASE, OPS, Claim, TaskUpdate, TokenRefused
+
+__all__ = ["DEFAULT_LEASE", "MAX_LEASE", "Claimed", "TokenRefused", "Updated", "claim", "update"]
+
+if TYPE_CHECKING:
+    from ackdeck.core.rooms.file.queue import FileQueue
+    from ackdeck.core.rooms.room_backend import RoomBackend
+
+Claimed = Claim
+Updated = TaskUpdate
+
+
+def file_queue(room: RoomBackend) -> FileQueue:
+    from ackdeck.core.rooms.file.queue import FileQueue
+    from ackdeck.core.rooms.file.room import Room
+
+    if not isinstance(room, Room):
+        raise InvalidInput(
+            f"room {room.path} is not a file room: work queues are on file rooms for now "
+            "(a redis consumer-group queue is not built yet)"
+        )
+    return FileQueue(room)
+
+
+def claim(room: RoomBackend, label: str, session: str, lease: float | None = None) -> Claim:
+    return file_queue(room).claim(session, lease).replace(room=label)
+
+
+def update(
+    room: RoomBackend, label: str, token: str, op: str, lease: float | None = None
+) -> TaskUpdate:
+    if op not in OPS:
+        raise InvalidInput(f"invalid operation {op!r}: one of {', '.join(OPS)}")
+    return file_queue(room).update(token, op, lease).replace(room=label)

@@ -1,0 +1,58 @@
+"""An agent working a queue room, as a real process (tests/test_queue_races.py):
+
+    python -m tests.helpers.queue_agent ROOM SESSION LOG LEASE OVERRUN [--no-fencing]
+
+It claims a task, appends `start TASK TOKEN` to LOG, works (a random time under half the
+lease and 0.1 s; with probability OVERRUN one and a half leases, so its lease ends and the line is
+claimed again meanwhile), calls done and appends `done TASK TOKEN` once done was accepted.
+It stops when nothing is claimable and the file LOG.stop exists. `--no-fencing` runs the
+queue without its fencing check, to show what the check prevents.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+
+from ackdeck.core.rooms.file.queue import FileQueue
+from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.rooms.queue import TokenRefused
+
+
+def note(log: str, text: str) -> None:
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, text.encode() + b"\n")  # one write: lines from several agents never mix
+    finally:
+        os.close(fd)
+
+
+def main() -> None:
+    room, session, log, lease_s, overrun_s = sys.argv[1:6]
+    lease, overrun = float(lease_s), float(overrun_s)
+    queue = FileQueue(Room(room), fencing="--no-fencing" not in sys.argv)
+    while True:
+        got = queue.claim(session, lease)
+        if not got.claimed:
+            if os.path.exists(log + ".stop"):
+                return
+            time.sleep(0.01)  # a worker's poll for new work, not a test's synchronisation
+            continue
+        assert got.line is not None and got.token is not None
+        task = got.line.decode().strip()
+        note(log, f"start {task} {got.token}")
+        short = random.uniform(0, min(lease / 2, 0.1))
+        work = lease * 1.5 if random.random() < overrun else short
+        time.sleep(work)
+        try:
+            queue.update(got.token, "done")
+        except TokenRefused:
+            note(log, f"refused {task} {got.token}")
+            continue
+        note(log, f"done {task} {got.token}")
+
+
+if __name__ == "__main__":
+    main()
