@@ -433,13 +433,15 @@ def test_after_a_refused_reply_the_next_reads_shrink_until_the_model_is_shown_li
     for r, a in zip(reads, acks, strict=True):
         steps += [r, a]
     env = {"MAX_MCP_OUTPUT_TOKENS": "1000"}
-    with ModelStub([*steps, Say("done")]) as stub:
+    # A model that tokenises densely (count_tokens: 1.5 characters a token): the first reply,
+    # sized at ackdeck's 3 characters a token, is refused.
+    with ModelStub([*steps, Say("done")], chars_per_token=1.5) as stub:
         done = clients.claude(s, stub.url, PROMPT, hooks=False, extra_env=env, max_turns=20)
         assert done.returncode == 0, done.stderr[-2000:]
         views = [stub.result_of(r) for r in reads]
         results = [json.loads(stub.result_of(a)) for a in acks]
     first = results[0]
-    assert (first["acked"], first["unshown"]) == (0, 200), first  # refused: nothing shown
+    assert first["acked"] == 0 and first["unshown"] > 0, (first, views[0][:300])  # refused
     removed, rest = [], list(lines)
     for view, res in zip(views, results, strict=True):
         seen = whole_prefix(view, rest)

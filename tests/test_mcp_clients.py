@@ -82,6 +82,12 @@ def plan(room: Path) -> list[Step]:
         # issue 32: every session's presence (this very server's session is connected)
         Step("agents_list", {}, says="agent: "),
         Step("agents_list", {"x": 1}, True, "unknown argument for agents_list: 'x'"),
+        # issue 45: the work-queue tools refuse in one line a room that is not a queue, and a
+        # token no claim returned (their success paths: tests/test_queue_rooms.py)
+        Step("task_claim", {}, True, "is not a queue; make it one with"),
+        Step("task_done", {"token": "1-abc"}, True, "is not a queue"),
+        Step("task_extend", {"token": "nonsense"}, True, "invalid token 'nonsense'"),
+        Step("task_release", {"token": "1-abc", "x": 1}, True, "unknown argument for task_release"),
     ]
 
 
@@ -257,7 +263,7 @@ def test_the_inspector_cli_lists_every_tool_with_plain_input_schemas(
     out = inspector(home, room_in(tmp_path), "--method", "tools/list")
     assert out.returncode == 0, out.stderr
     tools = {t["name"]: t for t in json.loads(out.stdout)["tools"]}
-    assert len(tools) == 11
+    assert len(tools) == 15  # 11, and the work queue's task_claim, _done, _extend, _release
     for name, t in tools.items():
         schema = t["inputSchema"]
         assert schema["title"] == f"{name} arguments"

@@ -279,6 +279,8 @@ def find_seen(
                     f"{back_limit >> 20} MB"
                 )
             tid, text, after = found
+            if not _asked_after(fd, path, after, asked_by, clock() + wait, clock):
+                return Seen(tid, None, after)
             return _replaced(fd, path, Seen(tid, text, after))
         deadline = clock() + wait
         pos = since
@@ -288,6 +290,8 @@ def find_seen(
                 if any(n in line for n in needles):
                     got = result_in(_parse(line, path), tool_use_id, read_id)
                     if got is not None:
+                        if not _asked_after(fd, path, after, asked_by, deadline, clock):
+                            return Seen(got[0], None, after)
                         return _replaced(fd, path, Seen(got[0], got[1], after))
                 if stop is not None and stop in line and calls(_parse(line, path), asked_by):
                     return Seen(tool_use_id, None, pos)
@@ -300,6 +304,34 @@ def find_seen(
                 raise NoProof(f"the transcript {path} was replaced since the read")
     finally:
         os.close(fd)
+
+
+def _asked_after(
+    fd: int,
+    path: Path,
+    pos: int,
+    asked_by: str | None,
+    deadline: float,
+    clock: Callable[[], float],
+) -> bool:
+    """Did the model make the asking call (`asked_by`, the ack) after the record ending at
+    `pos` (the read's result)? Only then had it seen that result. Claude Code records the
+    message holding a call before it runs the call, so the ack's own message is there by now,
+    after the result when the model acked in a later turn; in the same turn as its read it
+    comes before (a run of both calls may record the read's result before the ack runs, so
+    finding the result is not enough). Waits, bounded, for a late write; not found: not seen
+    (the lines stay and are read again). True when the asking call is not known (a CLI ack)."""
+    if asked_by is None:
+        return True
+    needle = asked_by.encode()
+    while True:
+        for after, line in _forward(fd, pos):
+            pos = after
+            if needle in line and calls(_parse(line, path), asked_by):
+                return True
+        if clock() >= deadline:
+            return False
+        time.sleep(POLL)  # a poll of a file another program appends to, bounded above
 
 
 def _search_back(
