@@ -555,13 +555,7 @@ def test_a_handover_killed_inside_its_source_ack_is_finished_by_a_rerun_once(
     # link the killed ack itself keeps in the sidecar, and the lines stayed in both rooms.
     a, b = stalled
     marker = tmp_path / "paused-at"
-    proc = start_paused(cli_env, marker, [step], "handover", "--from", "s1", "--to", "s2")
-    try:
-        wait_for_step(proc, marker, step)
-        kill9(proc)
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
+    killed_at(cli_env, marker, step, "handover", "--from", "s1", "--to", "s2")
     got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")
     assert got["resumed"] == "pushed"
     assert (got["moved"], got["both"]) == (3, 0), got["notes"]
@@ -641,13 +635,7 @@ def test_a_killed_handover_of_a_shared_room_is_finished_before_another_session_t
         Room(a).push(line)
     marker = tmp_path / "paused-at"
     step = "handover-after-push"
-    proc = start_paused(cli_env, marker, [step], "handover", "--from", "s1", "--to", "s2")
-    try:
-        wait_for_step(proc, marker, step)
-        kill9(proc)
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
+    killed_at(cli_env, marker, step, "handover", "--from", "s1", "--to", "s2")
     out = ackdeck(cli_env, "handover", "--from", "s3", "--to", "s4")
     assert out.returncode == 1
     lines = out.stderr.splitlines()
@@ -670,18 +658,14 @@ def test_a_held_open_producers_line_during_a_handovers_ack_killed_after_its_rena
     a, b = stalled
     held = os.open(a, os.O_WRONLY | os.O_APPEND)
     marker = tmp_path / "paused-at"
-    proc = start_paused(
+    with paused(
         cli_env, marker, ["after-temp", "after-rename"], "handover", "--from", "s1", "--to", "s2"
-    )
-    try:
+    ) as proc:
         wait_for_step(proc, marker, "after-temp")
         os.write(held, b"during\n")
         marker.unlink()
         wait_for_step(proc, marker, "after-rename")
         kill9(proc)
-    finally:
-        if proc.poll() is None:
-            kill9(proc)
     os.write(held, b"after\n")
     os.close(held)
     got = ackdeck_json(cli_env, "handover", "--from", "s1", "--to", "s2")

@@ -30,16 +30,10 @@ if TYPE_CHECKING:
 TRANSCRIPT_TAIL = 8 << 20
 
 
-class TaskRow(Struct):
-    task_list: str
-    id: str
-    subject: str
-    description: str
-    status: str
-    owner: str | None
-    blocks: list[str]
-    blocked_by: list[str]
-    version: str  # `ackdeck tasks release … --seen VERSION`: released only if still this
+class TaskRow(tk.Task):
+    """A task as Claude Code keeps it (its `version`: `ackdeck tasks release … --seen
+    VERSION` releases it only if still this), and what ackdeck sees of its holder."""
+
     # "owner-gone" | "owner-stalled" | "two-agents" (None: nothing to look at), and why.
     flag: str | None
     why: str | None
@@ -75,27 +69,8 @@ def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def _read(path: Path) -> bytes | None:
-    """A file's bytes (None: it is not there); never follows a symlink or blocks on a FIFO."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP
-            raise BadRecord("a symlink (not followed)") from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadRecord("not a regular file")
-        chunks, size = [], 0
-        while size <= tk.MAX_BYTES and (chunk := os.read(fd, 1 << 20)):
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    """A task file's bytes (None: it is not there), as a registry record is read."""
+    return reg.read_record(path, tk.MAX_BYTES)
 
 
 def _task_ids(directory: Path) -> list[str]:

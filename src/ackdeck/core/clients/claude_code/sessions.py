@@ -148,10 +148,12 @@ def parse_record(pid: int, raw: bytes) -> SessionRecord:
     )
 
 
-def read_record(path: Path) -> bytes | None:
-    """A registry file's bytes, at most MAX_BYTES + 1 (None: it is gone). Never follows a
-    symlink and never blocks on a FIFO; raises BadRecord for anything but a regular file and
-    OSError when it cannot be read."""
+def read_record(path: Path, limit: int = MAX_BYTES) -> bytes | None:
+    """A file of Claude Code's (a registry record, a task) as bytes, at most `limit` + 1 (None:
+    it is gone), so a caller can tell one over its limit. Never follows a symlink and never
+    blocks on a FIFO; raises BadRecord for anything but a regular file and OSError when it
+    cannot be read."""
+    import errno
     import stat
 
     try:
@@ -159,14 +161,14 @@ def read_record(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP: a symlink
+        if exc.errno == errno.ELOOP:  # a symlink
             raise BadRecord("a symlink (not followed)") from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise BadRecord("not a regular file")
         chunks, size = [], 0
-        while size <= MAX_BYTES and (chunk := os.read(fd, MAX_BYTES + 1 - size)):
+        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
             chunks.append(chunk)
             size += len(chunk)
         return b"".join(chunks)
