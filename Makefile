@@ -25,7 +25,7 @@ find_python = $(or $(shell ls -d $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) 2
 # workers never share state. `make test PYTEST_WORKERS=` runs it in one process.
 PYTEST_WORKERS ?= -n 2
 
-.PHONY: wheel-cache npm-cache demo docs docs-serve test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
+.PHONY: wheel-cache npm-cache test-clients-newest demo docs docs-serve test test-newest $(PYTHONS:%=test-%) soak bench lint screenshots clean redis-server
 
 # Outside parts the tests drive for real, from Debian's packages (command:package): redis-server
 # (redis rooms), tmux (the terminal nudge), mkfs.xfs and mkfs.btrfs (room identity and append
@@ -85,6 +85,22 @@ $(NPM_CACHE)/.installed: Makefile
 		$(NPM_PACKAGES) && touch $@ || echo "could not install $(NPM_PACKAGES):" \
 		"the TypeScript MCP client tests will skip"
 npm-cache: $(NPM_CACHE)/.installed
+
+# The agent-loop tests (the agent loops, each client's limits, proof from the transcript)
+# against the newest published Claude Code, Codex and Gemini CLI, installed into their own
+# cache (issue 41): run it when a client releases, before bumping NPM_PACKAGES. Not in CI: a
+# client's release must not turn a submission red. Prints each client's version first; a
+# failing limits test names the size that moved (docs/reference/agent-clients.md has the table).
+NPM_NEWEST := .cache/npm-newest
+NEWEST_CLIENTS := @anthropic-ai/claude-code@latest @openai/codex@latest @google/gemini-cli@latest
+test-clients-newest: $(STAMP)
+	mkdir -p $(NPM_NEWEST) && npm install --silent --no-audit --no-fund --prefix $(NPM_NEWEST) \
+		$(NEWEST_CLIENTS)
+	@for p in $(NEWEST_CLIENTS:%@latest=%); do \
+	  printf '%s %s\n' "$$p" "$$(node -p "require('./$(NPM_NEWEST)/node_modules/$$p/package.json').version")"; \
+	done
+	ACKDECK_NPM_DIR=$(NPM_NEWEST) $(BIN)/python -m pytest -q -rs tests/test_agent_loops.py \
+		tests/test_agent_client_limits.py tests/test_agent_proof.py
 
 define other_python
 .venv$(subst .,,$(1))/.installed: pyproject.toml

@@ -22,7 +22,10 @@ import pytest
 
 from tests.helpers.paths import PATHS, REPO
 
-NPM_BIN = REPO / ".cache" / "npm" / "node_modules" / ".bin"
+# The clients `make npm-cache` pins; `make test-clients-newest` points ACKDECK_NPM_DIR at the
+# newest published ones instead.
+NPM_DIR = REPO / (os.environ.get("ACKDECK_NPM_DIR") or ".cache/npm")  # relative: to the repo
+NPM_BIN = NPM_DIR / "node_modules" / ".bin"
 CLIENTS = {
     "claude": "@anthropic-ai/claude-code",
     "codex": "@openai/codex",
@@ -40,7 +43,7 @@ def need_client(name: str) -> Path:
     if shutil.which("node") is None:
         pytest.skip(f"node is not installed: the {name} agent-loop tests need it")
     if not exe.exists():
-        pytest.skip(f".cache/npm has no {CLIENTS[name]}: run `make npm-cache`")
+        pytest.skip(f"{NPM_DIR} has no {CLIENTS[name]}: run `make npm-cache`")
     return exe
 
 
