@@ -261,6 +261,31 @@ def _record(tool_use_id: str, text: str, original: str = "") -> str:
     return json.dumps({"type": "user", "message": msg, "toolUseResult": original}) + "\n"
 
 
+def _call(tool_use_id: str, message_id: str) -> str:
+    """One block of a model response as Claude Code records it: each block a record of its
+    own, every block of one response with the response's id."""
+    block = {"type": "tool_use", "id": tool_use_id, "name": "mcp__ackdeck__x", "input": {}}
+    msg = {"id": message_id, "role": "assistant", "content": [block]}
+    return json.dumps({"type": "assistant", "message": msg}) + "\n"
+
+
+def test_an_ack_in_the_same_response_as_its_read_recorded_after_the_result_saw_nothing(
+    tmp_path: Path,
+) -> None:
+    # Claude Code records a response's blocks one by one and may run the read (and record
+    # its result) before the ack's block is written: the ack's call then follows the result
+    # in the transcript although the model made it in the same response, unseen.
+    from ackdeck.core.clients.claude_code.transcript import find_seen
+
+    t = tmp_path / "s.jsonl"
+    same = _call("read", "msg_1") + _record("read", "line 0\n") + _call("ack", "msg_1")
+    t.write_text(same)
+    assert find_seen(t, tool_use_id="read", since=0, asked_by="ack", wait=0).text is None
+    # The ack in a later response (another id) was made having seen the result.
+    t.write_text(_call("read", "msg_1") + _record("read", "line 0\n") + _call("ack", "msg_2"))
+    assert find_seen(t, tool_use_id="read", since=0, asked_by="ack", wait=0).text == "line 0\n"
+
+
 def test_a_later_content_replacement_is_what_the_model_was_shown(tmp_path: Path) -> None:
     from ackdeck.core.clients.claude_code.transcript import find_seen
 

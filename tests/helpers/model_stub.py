@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -267,10 +268,16 @@ def tool_names(body: dict[str, Any]) -> set[str]:
 
 
 # ----- Anthropic Messages ----------------------------------------------------------------------
+def _message_id() -> str:
+    """A new id for each response, as the real APIs give (Claude Code records it with every
+    content block of the response: blocks with one id came in one turn)."""
+    return f"msg_stub_{uuid.uuid4().hex[:12]}"
+
+
 def anthropic_events(step: Step, model: str) -> Iterator[tuple[str, Any]]:
     usage = {"input_tokens": 10, "output_tokens": 1}
     msg = {
-        "id": "msg_stub",
+        "id": _message_id(),
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -323,7 +330,7 @@ def anthropic_message(step: Step, model: str) -> dict[str, Any]:
     else:
         content = [{"type": "text", "text": step.text if isinstance(step, Say) else "?"}]
     return {
-        "id": "msg_stub",
+        "id": _message_id(),
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -360,7 +367,7 @@ def openai_events(step: Step) -> Iterator[tuple[str, Any]]:
         item = {
             "type": "message",
             "role": "assistant",
-            "id": "msg_stub",
+            "id": _message_id(),
             "content": [{"type": "output_text", "text": getattr(step, "text", "?")}],
         }
     yield (

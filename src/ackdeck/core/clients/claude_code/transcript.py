@@ -56,6 +56,8 @@ CHUNK = 1 << 16
 # How long an ack waits for its read's result to reach the transcript. Claude Code writes it
 # before the model's next turn, so this bounds only a write that never comes.
 RECORD_WAIT = 5.0
+# How far before a read's result its own call is looked for (the same turn's records).
+CALL_LOOKBACK = 4 << 20
 # How far back from the end an ack by read id (with no size kept at its read) looks for the
 # read's result: a read that far back is old, and a miss must not cost the whole transcript.
 BACK_LIMIT = 32 << 20
@@ -279,7 +281,7 @@ def find_seen(
                     f"{back_limit >> 20} MB"
                 )
             tid, text, after = found
-            if not _asked_after(fd, path, after, asked_by, clock() + wait, clock):
+            if not _asked_after(fd, path, after, asked_by, clock() + wait, clock, tid):
                 return Seen(tid, None, after)
             return _replaced(fd, path, Seen(tid, text, after))
         deadline = clock() + wait
@@ -290,7 +292,7 @@ def find_seen(
                 if any(n in line for n in needles):
                     got = result_in(_parse(line, path), tool_use_id, read_id)
                     if got is not None:
-                        if not _asked_after(fd, path, after, asked_by, deadline, clock):
+                        if not _asked_after(fd, path, after, asked_by, deadline, clock, got[0]):
                             return Seen(got[0], None, after)
                         return _replaced(fd, path, Seen(got[0], got[1], after))
                 if stop is not None and stop in line and calls(_parse(line, path), asked_by):
@@ -313,6 +315,7 @@ def _asked_after(
     asked_by: str | None,
     deadline: float,
     clock: Callable[[], float],
+    read_call: str | None = None,
 ) -> bool:
     """Did the model make the asking call (`asked_by`, the ack) after the record ending at
     `pos` (the read's result)? Only then had it seen that result. Claude Code records the
@@ -323,15 +326,44 @@ def _asked_after(
     (the lines stay and are read again). True when the asking call is not known (a CLI ack)."""
     if asked_by is None:
         return True
-    needle = asked_by.encode()
+    result_end, needle = pos, asked_by.encode()
     while True:
         for after, line in _forward(fd, pos):
             pos = after
-            if needle in line and calls(_parse(line, path), asked_by):
-                return True
+            if needle in line and calls(record := _parse(line, path), asked_by):
+                # Claude Code records each block of a response apart and may run (and record)
+                # the read before the ack's block is written: a call in the same response as
+                # the read (the same message id) was made before its result was seen.
+                made_in = _message_id(record)
+                return made_in is None or made_in != _read_message_id(
+                    fd, path, result_end, read_call
+                )
         if clock() >= deadline:
             return False
         time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+
+
+def _message_id(record: dict[str, object]) -> str | None:
+    """The model response an assistant record is a block of (None: not known)."""
+    message = record.get("message")
+    mid = message.get("id") if isinstance(message, dict) else None
+    return mid if isinstance(mid, str) and mid else None
+
+
+def _read_message_id(fd: int, path: Path, end: int, read_call: str | None) -> str | None:
+    """The response holding the read's own call, found backwards from its result (it comes
+    shortly before; at most CALL_LOOKBACK bytes are read)."""
+    if read_call is None:
+        return None
+    needle = read_call.encode()
+    for start, line in _backward(fd, end):
+        if end - start > CALL_LOOKBACK:
+            return None
+        if needle in line and b'"tool_use"' in line:
+            record = _parse(line, path)
+            if calls(record, read_call):
+                return _message_id(record)
+    return None
 
 
 def _search_back(
