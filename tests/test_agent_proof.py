@@ -176,7 +176,7 @@ def test_a_hook_replacing_the_read_with_a_summary_acks_only_the_lines_in_it(
     out = run(tmp_path, 50, hook=summary)
     assert out.errors == []
     assert out.read_view == summary  # what the model was shown instead of ackdeck's reply
-    assert out.removed == ["[ops] bot: event 00000 ok"], len(out.removed)
+    assert out.removed == ["[ops] bot: event 00000 ok"], (len(out.removed), out.ack)
     assert out.left == [*out.lines[1:], LATE]
     assert out.ack["proof"] == "transcript" and out.ack["unshown"] == 49, out.ack
 
