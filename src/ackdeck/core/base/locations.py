@@ -222,6 +222,23 @@ def wake_import_marks(home: Path, session: str) -> Path:
     return wake_session_dir(home, session) / ".imported.json"
 
 
+def team_wake_target(home: Path, session: str) -> Path:
+    """The Claude Code mailbox a mailbox session's wakes go to (core/monitors/team_wakes.py);
+    a leading dot, so the session's listing of records skips it."""
+    return wake_session_dir(home, session) / ".claude-mailbox.json"
+
+
+def team_wake_sent(home: Path, session: str) -> Path:
+    """The wake items already written to that mailbox, and the write in progress."""
+    return wake_session_dir(home, session) / ".claude-sent.json"
+
+
+def team_wake_temp(inbox: Path, msg_id: str) -> Path:
+    """The new mailbox, written beside it before the rename: named by the message's id, so
+    that after a crash its presence tells whether the rename happened."""
+    return inbox.with_name(f".{inbox.name}.{msg_id}.ackdeck-wake")
+
+
 def notices_dir(home: Path, session: str) -> Path:
     return home / "notices" / check_name(session)
 

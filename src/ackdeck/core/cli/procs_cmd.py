@@ -174,7 +174,11 @@ def _run(args: argparse.Namespace) -> int:
     from ackdeck.core.service import procs  # lazy: keeps every other command's start-up fast
 
     session, host = session_of(args.session), None
-    if args.monitor is not None:  # only a monitor wakes anyone: only then is the owner's host
+    if session.startswith("claude-team://"):  # a teammate's mailbox: its run writes the wakes
+        from ackdeck.core.service import team_wakes
+
+        session = team_wakes.bind(args.home, session)
+    elif args.monitor is not None:  # only a monitor wakes anyone: only then is the owner's host
         from ackdeck.core.cli._fleet import wake_owner_of  # looked up (a fleet round trip)
 
         session, host = wake_owner_of(args, session)
@@ -468,9 +472,17 @@ def _wakes_drain(args: argparse.Namespace) -> int:
             return False
         return not args.hook or _write_stderr(text.encode(), failed)
 
-    res = wakes.drain(
-        args.home, session_of(args.session), settle_timeout=args.settle, deliver=deliver
-    )
+    session = session_of(args.session)
+    if session.startswith("claude-team://"):  # into the teammate's mailbox, not to stdout
+        from ackdeck.core.service import team_wakes
+
+        res = team_wakes.drain(args.home, session)
+        if args.json:
+            emit_json(res.to_json())
+        else:
+            say(f"{session}: {len(res.delivered)} wake(s) written to the mailbox")
+        return 0
+    res = wakes.drain(args.home, session, settle_timeout=args.settle, deliver=deliver)
     _skipped(res.skipped)
     if failed:
         raise failed[0]

@@ -175,6 +175,9 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
     assert meta is not None
     tail = Tail(home, rdir, meta, clock=clock, patient=True)
     log = output_path(rdir)
+    # A run that wakes a Claude Code teammate delivers its wakes itself, into the mailbox
+    # (core/monitors/team_wakes.py): no hook of the teammate's drains them.
+    mailbox = _MailboxWakes(home, meta.session, clock) if _is_mailbox(meta.session) else None
     looked = 0.0  # monotonic time of the last look for processes still writing the output
     while True:
         exited = child.poll() is not None
@@ -187,6 +190,10 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
         if tail.holding():  # matches a full disk kept from their wake record
             tail.retry_held()
             timeout = min(timeout or POLL, max(tail.space.due_in(), 0.01))
+        if mailbox is not None:
+            mailbox.after(tail.merges)
+            if mailbox.failed_at is not None:
+                timeout = min(timeout or POLL, POLL)
         if tail.active():  # else nothing to scan (no monitor, or max_events reached)
             if tail.pump():
                 tail.flush_due()
@@ -208,6 +215,8 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
     # supervisor lock is still held, so nobody mistakes this moment for a crash.
     # Out of space, both wait for it (the exit status exists only in this process).
     tail.finish(kind="exited", status=status, exit_code=code)
+    if mailbox is not None:
+        mailbox.finish(tail.merges)
     ended = clock()
 
     def record_end() -> None:
@@ -219,7 +228,57 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
             )
 
     Backoff().until_written(record_end)
+    if mailbox is not None:
+        mailbox.linger()
     return 0
+
+
+def _is_mailbox(session: str) -> bool:
+    return session.startswith("claude-team.")  # team_wakes.SESSION_PREFIX, without its import
+
+
+class _MailboxWakes:
+    """Writes a teammate's wakes into its mailbox after each merge; a failed write (the
+    mailbox locked past Claude Code's retries, a bad file) is tried again a second later and
+    the wakes stay pending meanwhile. team_wakes is imported only by such a run."""
+
+    RETRY_S = 1.0
+    GIVE_UP_S = 600.0  # after the run ended: how long its supervisor keeps trying the mailbox
+
+    def __init__(self, home: Path, session: str, clock: Clock) -> None:
+        self.home, self.session, self.clock = home, session, clock
+        self.done_at = 0  # tail.merges when everything merged was last delivered
+        self.failed_at: float | None = None
+
+    def after(self, merges: int) -> None:
+        if merges == self.done_at and self.failed_at is None:
+            return
+        if self.failed_at is not None and time.monotonic() - self.failed_at < self.RETRY_S:
+            return
+        from ackdeck.core.errors import AckdeckError
+        from ackdeck.core.monitors import team_wakes
+
+        try:
+            team_wakes.drain(self.home, self.session, clock=self.clock)
+        except (AckdeckError, OSError) as exc:
+            print(f"ackdeck supervisor: wake for {self.session} not delivered: {exc}", flush=True)
+            self.failed_at = time.monotonic()
+            return
+        self.done_at, self.failed_at = merges, None
+
+    def finish(self, merges: int) -> None:
+        """Deliver what the end merged (the exit notice and the last lines)."""
+        self.failed_at = None
+        self.after(merges + 1)
+
+    def linger(self) -> None:
+        """After the run's status is recorded: keep trying a mailbox that would not take the
+        last wake (Claude Code holding it, a damaged file) for up to GIVE_UP_S; after that the
+        wake stays pending for `ackdeck wakes drain --session claude-team://TEAM/AGENT`."""
+        end = time.monotonic() + self.GIVE_UP_S
+        while self.failed_at is not None and time.monotonic() < end:
+            time.sleep(self.RETRY_S)
+            self.after(self.done_at + 1)
 
 
 def parse_args(argv: list[str]) -> tuple[Path, Path, int]:

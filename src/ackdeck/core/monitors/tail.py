@@ -67,6 +67,7 @@ class Tail:
         self.skip_before = [c.resume_offset for c in counters]
         self.unmerged = [0] * n
         self.held: list[list[MatchedLine]] = [[] for _ in range(n)]  # waiting for disk space
+        self.merges = 0  # wake merges so far: a teammate's mailbox is written after each
         self.space = Backoff()
         self.done = state.done
         self._fd: int | None = None
@@ -215,6 +216,7 @@ class Tail:
             return
         self.held[i] = []
         self.unmerged[i] = 0
+        self.merges += 1
         self.space.succeeded()
 
     def holding(self) -> bool:
