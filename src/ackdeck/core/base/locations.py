@@ -391,6 +391,20 @@ def claude_task_lock(task: Path) -> Path:
     return task.with_name(task.name + ".lock")
 
 
+def claude_tasks_queues_dir(home: Path) -> Path:
+    """ackdeck's own leases on Claude Code task lists used as queues (`claude-tasks://LIST`):
+    never in Claude Code's files, which get only an owner and a status."""
+    return home / "claude-tasks"
+
+
+def claude_tasks_queue(home: Path, task_list: str) -> Path:
+    return claude_tasks_queues_dir(home) / f"{claude_name(task_list)}.json"
+
+
+def claude_tasks_queue_lock(home: Path, task_list: str) -> Path:
+    return lock_file(claude_tasks_queues_dir(home), claude_name(task_list))
+
+
 def claude_team_config(teams: Path, team: str) -> Path:
     return teams / claude_name(team) / CLAUDE_TEAM_CONFIG
 

@@ -37,7 +37,15 @@ def file_queue(room: RoomBackend) -> FileQueue:
 
 
 def claim(room: RoomBackend, label: str, session: str, lease: float | None = None) -> Claim:
+    if _claude_tasks(room):  # claude-tasks://LIST: Claude Code's task list as the queue
+        return room.claim(session, lease).replace(room=label)  # type: ignore[attr-defined]
     return file_queue(room).claim(session, lease).replace(room=label)
+
+
+def _claude_tasks(room: object) -> bool:
+    from ackdeck.core.rooms.claude_tasks.queue import ClaudeTasksQueue
+
+    return isinstance(room, ClaudeTasksQueue)
 
 
 def update(
@@ -45,4 +53,6 @@ def update(
 ) -> TaskUpdate:
     if op not in OPS:
         raise InvalidInput(f"invalid operation {op!r}: one of {', '.join(OPS)}")
+    if _claude_tasks(room):
+        return room.update(token, op, lease).replace(room=label)  # type: ignore[attr-defined]
     return file_queue(room).update(token, op, lease).replace(room=label)

@@ -36,6 +36,10 @@ def parse_room(
         from ackdeck.core.service.claude_team_ref import ClaudeTeamRoomRef
 
         return ClaudeTeamRoomRef.parse(spec, env)
+    if isinstance(spec, str) and spec.startswith("claude-tasks://"):
+        from ackdeck.core.service.claude_tasks_ref import ClaudeTasksRoomRef
+
+        return ClaudeTasksRoomRef.parse(spec, env)
     if is_url(spec):
         from ackdeck.core.service.redis_ref import RedisRoomRef
 

@@ -120,3 +120,28 @@ def release_refusal(seen: str, owner: str | None, now: Task) -> str | None:
     if now.owner is None and now.status == "pending":
         return "it has no owner and is pending already"
     return None
+
+
+def claimed(doc: dict, owner: str) -> dict:
+    """The task taken by `owner`: owner set and status in_progress, as Claude Code's own claim
+    writes them; every other key kept in its place."""
+    out = dict(doc)
+    out["owner"] = owner
+    out["status"] = "in_progress"
+    return out
+
+
+def completed(doc: dict) -> dict:
+    """The task finished, as its owner's TaskUpdate{status: completed} writes it (the owner
+    kept)."""
+    return {**doc, "status": "completed"}
+
+
+def claimable(doc: dict, done_ids: set[str]) -> bool:
+    """May a queue hand this task out: pending, nobody's, and nothing it waits on unfinished
+    (`done_ids`: the list's completed tasks)."""
+    return (
+        doc.get("status") == "pending"
+        and not doc.get("owner")
+        and all(b in done_ids for b in doc.get("blockedBy") or [])
+    )

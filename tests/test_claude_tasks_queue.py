@@ -1,0 +1,288 @@
+"""A Claude Code task list as a queue room (`claude-tasks://LIST`, issue 45 item 2): claims
+under Claude Code's per-task lock (raced here by npm's proper-lockfile itself, and by Claude
+Code's blind TaskUpdate), leases kept in ackdeck's own state, a claim that is not ackdeck's
+shown and never overwritten. Task files are written as Claude Code 2.1.328 writes them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ackdeck.core.base import locations
+from ackdeck.core.errors import TokenRefused
+from ackdeck.core.rooms.claude_tasks.queue import ClaudeTasksQueue
+from tests.helpers.cli import ACKDECK, ackdeck, ackdeck_json
+from tests.helpers.paths import PATHS
+from tests.helpers.proper_lockfile import SCRIPTS, WAIT, held, let_go, need_node, next_line
+from tests.helpers.proper_lockfile import node_env as lock_env
+from tests.helpers.wait import eventually
+
+LIST = "session-abcd1234"
+ROOM = f"claude-tasks://{LIST}"
+
+
+def task(n: int, *, owner: str | None = None, status: str = "pending", after: str = "") -> dict:
+    doc: dict = {
+        "id": str(n),
+        "subject": f"task {n}",
+        "description": f"do task {n}",
+        "activeForm": f"doing task {n}",
+        "status": status,
+        "blocks": [],
+        "blockedBy": [after] if after else [],
+    }
+    if owner is not None:
+        doc["owner"] = owner
+    return doc
+
+
+@pytest.fixture
+def claude(tmp_path: Path) -> Path:
+    d = tmp_path / "claude"
+    (d / "tasks" / LIST).mkdir(parents=True)
+    (d / "tasks" / LIST / ".lock").touch()
+    return d
+
+
+def write(claude: Path, doc: dict) -> Path:
+    path = claude / "tasks" / LIST / f"{doc['id']}.json"
+    path.write_text(json.dumps(doc, indent=2))  # JSON.stringify(task, null, 2)
+    return path
+
+
+def path_of(claude: Path, n: int) -> Path:
+    return claude / "tasks" / LIST / f"{n}.json"
+
+
+def doc_of(claude: Path, n: int) -> dict:
+    return json.loads(path_of(claude, n).read_bytes())
+
+
+@pytest.fixture
+def env(tmp_path: Path, claude: Path) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")},
+        "HOME": str(tmp_path / "home"),
+        "ACKDECK_HOME": str(tmp_path / "ackdeck"),
+        "CLAUDE_CONFIG_DIR": str(claude),
+        "PYTHONPATH": PATHS,
+    }
+
+
+def claim(env: dict[str, str], session: str, *extra: str) -> dict:
+    return ackdeck_json(env, "claim", ROOM, "--session", session, *extra)
+
+
+def test_a_claim_writes_only_owner_and_status_and_keeps_the_lease_in_ackdecks_state(
+    env: dict[str, str], claude: Path
+) -> None:
+    write(claude, task(1))
+    write(claude, task(2, after="1"))  # blocked until 1 is completed
+    got = claim(env, "worker", "--lease", "90s")
+    assert got["claimed"] and got["offset"] == 1 and got["deliveries"] == 1
+    assert doc_of(claude, 1) == task(1, owner="worker", status="in_progress")
+    assert path_of(claude, 1).read_bytes() == json.dumps(doc_of(claude, 1), indent=2).encode()
+    state = json.loads(locations.claude_tasks_queue(Path(env["ACKDECK_HOME"]), LIST).read_bytes())
+    assert [(t["offset"], t["holder"], t["token"]) for t in state["tasks"]] == [(1, "worker", 1)]
+    assert claim(env, "tester")["claimed"] is False  # 2 waits on 1
+    done = ackdeck_json(env, "done", ROOM, got["token"])
+    assert done["mode"] == "done"
+    assert doc_of(claude, 1) == task(1, owner="worker", status="completed")
+    again = ackdeck_json(env, "done", ROOM, got["token"])  # a lost reply retried: a no-op
+    assert again["mode"] == "noop"
+    second = claim(env, "tester")
+    assert second["claimed"] and second["offset"] == 2
+    rel = ackdeck_json(env, "release", ROOM, second["token"])
+    assert rel["mode"] == "released"
+    assert doc_of(claude, 2) == task(2, after="1")  # as Claude Code gives a task back
+    out = ackdeck(env, "done", ROOM, second["token"])
+    assert out.returncode == 4 and "refused" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_a_claim_made_through_claude_code_is_shown_and_never_overwritten(
+    env: dict[str, str], claude: Path
+) -> None:
+    theirs = write(claude, task(1, owner="tester", status="in_progress"))
+    before = theirs.read_bytes()
+    write(claude, task(2))
+    got = claim(env, "worker")
+    assert got["offset"] == 2
+    assert "task 1 by tester" in got["message"]
+    nothing = claim(env, "other")
+    assert nothing["claimed"] is False and "task 1 by tester" in nothing["message"]
+    assert theirs.read_bytes() == before
+
+
+def test_a_task_claude_code_has_locked_is_skipped_and_claimed_once_it_lets_go(
+    env: dict[str, str], claude: Path
+) -> None:
+    """node holds Claude Code's lock on task 1 (proper-lockfile on 1.json): the claim waits
+    through Claude Code's 30 retries, writes nothing to 1, takes 2; after node lets go, 1."""
+    one = write(claude, task(1))
+    write(claude, task(2))
+    before = one.read_bytes()
+    with held(one) as holder:
+        got = claim(env, "worker")
+        assert got["offset"] == 2
+        assert "task 1 locked by Claude Code right now" in got["message"]
+        assert one.read_bytes() == before
+        let_go(holder)
+    assert claim(env, "worker")["offset"] == 1
+    assert not locations.claude_task_lock(one).exists()
+
+
+def test_an_expired_lease_gives_the_task_back_and_fences_its_old_holder(
+    tmp_path: Path, claude: Path
+) -> None:
+    write(claude, task(1))
+    now = [1000.0]
+    q = ClaudeTasksQueue(tmp_path / "a", claude / "tasks", LIST, clock=lambda: now[0])
+    first = q.claim("worker", 60)
+    now[0] += 61  # the worker stalled past its lease
+    second = q.claim("tester", 60)
+    assert second.claimed and second.offset == 1 and second.deliveries == 2
+    assert "lease expired; given back" in second.message
+    assert doc_of(claude, 1)["owner"] == "tester"
+    for op in ("done", "extend", "release"):
+        with pytest.raises(TokenRefused, match="superseded"):
+            q.update(str(first.token), op)
+    assert doc_of(claude, 1)["owner"] == "tester"
+    assert q.update(str(second.token), "done").mode == "done"
+
+
+def test_an_expired_lease_on_a_task_changed_since_is_left_as_it_is(
+    tmp_path: Path, claude: Path
+) -> None:
+    """After our claim a teammate's TaskUpdate took the task (a blind write, as Claude Code's
+    is): the lease's end gives nothing back, and no later claim overwrites the teammate's."""
+    write(claude, task(1))
+    now = [1000.0]
+    q = ClaudeTasksQueue(tmp_path / "a", claude / "tasks", LIST, clock=lambda: now[0])
+    mine = q.claim("worker", 60)
+    taken = write(claude, task(1, owner="teammate", status="in_progress"))
+    before = taken.read_bytes()
+    now[0] += 61
+    got = q.claim("tester", 60)
+    assert got.claimed is False
+    assert "changed since our claim (owner teammate, status in_progress), left as it is" in (
+        got.message
+    )
+    assert "task 1 by teammate" in got.message
+    with pytest.raises(TokenRefused):
+        q.update(str(mine.token), "release")
+    assert taken.read_bytes() == before
+
+
+def test_release_and_done_after_claude_codes_blind_claim_are_refused_and_leave_it(
+    tmp_path: Path, claude: Path
+) -> None:
+    """We hold task 1; a teammate's TaskUpdate (Claude Code's own path: its per-task lock,
+    then a blind merge of owner and status, run here by node) takes it. Our release must not
+    give the teammate's claim away, nor our done complete it."""
+    node = need_node()
+    write(claude, task(1))
+    q = ClaudeTasksQueue(tmp_path / "a", claude / "tasks", LIST)
+    mine = q.claim("worker", 60)
+    subprocess.run(
+        [node, str(SCRIPTS / "task_claimer.js"), str(path_of(claude, 1)), "1", "teammate"],
+        env=lock_env(), check=True, capture_output=True, timeout=WAIT,
+    )  # fmt: skip
+    theirs = path_of(claude, 1).read_bytes()
+    with pytest.raises(TokenRefused, match="changed since our claim .owner teammate"):
+        q.update(str(mine.token), "release")
+    assert path_of(claude, 1).read_bytes() == theirs
+    with pytest.raises(TokenRefused):  # the lease was dropped with the refusal
+        q.update(str(mine.token), "done")
+    assert path_of(claude, 1).read_bytes() == theirs
+    assert doc_of(claude, 1)["owner"] == "teammate"
+
+
+def test_claude_codes_blind_claims_racing_ours_lose_no_write_and_are_never_overwritten(
+    env: dict[str, str], claude: Path, tmp_path: Path
+) -> None:
+    """node claims task 1 over and over the way Claude Code's TaskUpdate does (under the
+    per-task lock, merging over whatever it reads: a blind write) while ackdeck claims and
+    releases it as fast as it can. Every node write survives (its count is whole), and once
+    the teammate holds the task no ackdeck claim or release succeeds: ackdeck never
+    overwrites a claim that is not its own."""
+    node = need_node()
+    write(claude, task(1))
+    count = 200
+    q = ClaudeTasksQueue(tmp_path / "a", claude / "tasks", LIST)
+    racer = subprocess.Popen(
+        [node, str(SCRIPTS / "task_claimer.js"), str(path_of(claude, 1)), str(count), "teammate"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=lock_env(),
+    )
+    ours = refused = 0
+    try:
+        while racer.poll() is None or ours + refused == 0:
+            got = q.claim("worker", 60)
+            if not got.claimed:
+                refused += 1
+                continue
+            ours += 1
+            assert got.line is not None and b'"owner": "worker"' in got.line
+            try:
+                q.update(str(got.token), "release")
+            except TokenRefused as exc:
+                assert "changed since our claim" in str(exc)
+                refused += 1
+        next_line(racer, "started")
+        next_line(racer, "done")
+    finally:
+        if racer.poll() is None:
+            racer.kill()
+            racer.wait()
+    assert racer.wait(WAIT) == 0
+    final = doc_of(claude, 1)
+    assert final["metadata"]["claims"] == count  # no write of node's was lost
+    assert final["owner"] == "teammate" and final["status"] == "in_progress"
+    # From the teammate's first claim on, ackdeck only ever refused.
+    after = q.claim("worker", 60)
+    assert after.claimed is False and "task 1 by teammate" in after.message
+    print(f"race: {count} node claims; ackdeck claimed {ours}x, refused {refused}x")
+
+
+def test_a_claimer_killed_between_its_lease_and_the_task_write_leaves_it_claimable(
+    env: dict[str, str], claude: Path, tmp_path: Path
+) -> None:
+    """kill -9 after the lease was recorded, before Claude Code's file was written: the file
+    is untouched; once that lease ends, the task is handed out (a redelivery, never a loss,
+    and never a task owned with no lease)."""
+    one = write(claude, task(1))
+    before = one.read_bytes()
+    marker = tmp_path / "paused"
+    paused_env = {
+        **env,
+        "ACKDECK_TEST_PAUSE_AT": "claude-task-claim",
+        "ACKDECK_TEST_PAUSE_FILE": str(marker),
+    }
+    proc = subprocess.Popen(
+        [*ACKDECK, "claim", ROOM, "--session", "worker", "--lease", "1s"],
+        env=paused_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        eventually(lambda: marker.exists(), timeout=WAIT, what="the claim paused")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert one.read_bytes() == before
+    lock = locations.claude_task_lock(one)
+    if lock.exists():  # it died holding Claude Code's lock: abandoned, stale after 10 s
+        os.utime(lock, (0, 0))
+    got = eventually(
+        lambda: (c := claim(env, "tester"))["claimed"] and c, timeout=WAIT, what="the lease's end"
+    )
+    assert got["offset"] == 1 and got["deliveries"] == 2
+    assert doc_of(claude, 1)["owner"] == "tester"
