@@ -286,3 +286,35 @@ def test_a_claimer_killed_between_its_lease_and_the_task_write_leaves_it_claimab
     )
     assert got["offset"] == 1 and got["deliveries"] == 2
     assert doc_of(claude, 1)["owner"] == "tester"
+
+
+async def test_the_agents_door_claims_and_finishes_a_claude_code_task(
+    env: dict[str, str], claude: Path, tmp_path: Path
+) -> None:
+    """task_claim and task_done over MCP (the official SDK's client, a real `ackdeck mcp`)
+    on a task list: the same tools, the same results as on a file queue."""
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    from tests.helpers.paths import REPO
+
+    write(claude, task(1))
+    args = ["-m", "ackdeck.core.cli", "--home", env["ACKDECK_HOME"], "mcp", "--session"]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*args, "worker", "--room", ROOM],
+        env={k: env[k] for k in ("PYTHONPATH", "HOME", "CLAUDE_CONFIG_DIR")},
+        cwd=str(REPO),
+    )
+    async with Client(params, read_timeout_seconds=60) as client:
+        got = await client.call_tool("task_claim", {"lease": 120})
+        assert not got.is_error, got
+        assert got.structured_content is not None
+        claimed = got.structured_content
+        assert claimed["claimed"] and claimed["offset"] == 1
+        assert doc_of(claude, 1)["owner"] == "worker"
+        done = await client.call_tool("task_done", {"token": claimed["token"]})
+        assert not done.is_error and done.structured_content is not None
+        assert done.structured_content["mode"] == "done"
+    assert doc_of(claude, 1)["status"] == "completed"
