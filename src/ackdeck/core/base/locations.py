@@ -625,6 +625,38 @@ FILES: tuple[Place, ...] = (
     ),
     Place(
         "home",
+        "wakes/claude-team.TEAM.AGENT/.claude-mailbox.json",
+        "where the wakes of `run --session claude-team://TEAM/AGENT` go (the teammate's mailbox)",
+        "team_wake_target",
+    ),
+    Place(
+        "home",
+        "wakes/claude-team.TEAM.AGENT/.claude-sent.json",
+        "the wake items already written to that mailbox, and the write in progress (its "
+        "msg_id), so a kill -9 never writes a wake twice",
+        "team_wake_sent",
+    ),
+    Place(
+        "home",
+        "claude-tasks/",
+        "ackdeck's leases on Claude Code task lists used as queues (`claude-tasks://LIST`)",
+        "claude_tasks_queues_dir",
+    ),
+    Place(
+        "home",
+        "claude-tasks/LIST.json",
+        "one list's leases: token, holder, end, deliveries, the version the claim wrote (never "
+        "in Claude Code's files)",
+        "claude_tasks_queue",
+    ),
+    Place(
+        "home",
+        "claude-tasks/LIST.lock",
+        "flock for each claim, done, extend, release",
+        "claude_tasks_queue_lock",
+    ),
+    Place(
+        "home",
         "notices/SESSION/DOOR.json",
         "what the channel, the nudge and the hooks already told",
         "notice_state",
@@ -737,8 +769,8 @@ FILES: tuple[Place, ...] = (
     Place(
         "claude",
         "tasks/LIST/N.json",
-        "one task (`ackdeck tasks`): read; rewritten only by `ackdeck tasks release`, under "
-        "Claude Code's lock",
+        "one task (`ackdeck tasks`): read; rewritten only by `ackdeck tasks release` and a "
+        "`claude-tasks://LIST` queue's claim, done and release, under Claude Code's lock",
         "claude_task",
     ),
     Place(
@@ -746,6 +778,13 @@ FILES: tuple[Place, ...] = (
         "tasks/LIST/N.json.lock",
         "Claude Code's lock on that task (a directory, proper-lockfile's protocol)",
         "claude_task_lock",
+    ),
+    Place(
+        "claude",
+        "teams/TEAM/inboxes/.AGENT.json.MSG_ID.ackdeck-wake",
+        "a monitor's wake being written into a teammate's mailbox, for an instant (renamed "
+        "over it; after a kill -9 its presence says the rename never happened)",
+        "team_wake_temp",
     ),
     Place(
         "run",
