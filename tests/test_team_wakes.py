@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -139,6 +140,58 @@ def test_each_flush_is_its_own_entry_and_nothing_is_written_twice(
     assert "ERR one" in texts[0] and "ERR two" not in texts[0]
     assert "ERR two" in texts[1] and "ERR one" not in texts[1]
     assert len({d["msg_id"] for d in wakes_of(inbox)}) == 2
+
+
+def test_wakes_racing_claude_codes_own_writes_lose_and_duplicate_nothing(
+    env: dict[str, str], inbox: Path, tmp_path: Path
+) -> None:
+    """node writes 1,000 entries through proper-lockfile (pruning into a log, as newer Claude
+    Code prunes) while a run's supervisor writes a wake for each of 60 matched lines spread
+    over the same time: every node entry and every matched line is there exactly once."""
+    from tests.helpers.proper_lockfile import SCRIPTS, need_node, node_env
+
+    node = need_node()
+    count, lines = 1000, 60
+    log = tmp_path / "pruned.jsonl"
+    go = tmp_path / "go"
+    script = (
+        f"while [ ! -e {go} ]; do sleep 0.01; done; "
+        f"i=0; while [ $i -lt {lines} ]; do echo ERR $i; i=$((i+1)); sleep 0.02; done"
+    )
+    got = run(env, "job", script)
+    writer = subprocess.Popen(
+        [node, str(SCRIPTS / "race_writer.js"), str(inbox), str(log), str(count), "50"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=node_env(),
+    )
+    try:
+        eventually(lambda: b'"node 0"' in inbox.read_bytes() or log.exists(), what="node writing")
+        go.touch()
+        out, _ = writer.communicate(timeout=WAIT)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    assert out.startswith(f"done {count}"), out
+    eventually(lambda: ended(env, "job", got["run_id"]), timeout=WAIT, what="the run's end")
+    eventually(lambda: pending(env) == 0, timeout=WAIT, what="every wake written")
+    pruned = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+    every = pruned + entries(inbox)
+    nodes = [d["text"] for d in every if d["from"] == "node"]
+    assert sorted(nodes) == sorted(f"node {n}" for n in range(count))
+    ours = [d for d in every if d["from"] == team_wakes.SENDER]
+    matched = [x.strip() for d in ours for x in d["text"].splitlines() if x.startswith("  ERR")]
+    assert sorted(matched) == sorted(f"ERR {n}" for n in range(lines))
+    assert len({d["msg_id"] for d in ours}) == len(ours)
+    # The two sides really interleaved (one after the other would prove nothing).
+    order = [d["from"] for d in every]
+    switches = sum(a != b for a, b in zip(order, order[1:], strict=False))
+    assert switches >= 3, switches
+    print(
+        f"race: {count} node entries, {len(ours)} wake entries for {lines} lines, "
+        f"{switches} alternations; node: {out.strip()}"
+    )
 
 
 def _killed_at(env: dict[str, str], tmp_path: Path, step: str) -> str:
