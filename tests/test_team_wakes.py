@@ -96,7 +96,7 @@ def ended(env: dict[str, str], name: str, run_id: str) -> bool:
 
 
 def pending(env: dict[str, str]) -> int:
-    listed = ackdeck_json(env, "wakes", "list", "--session", SESSION)
+    listed = ackdeck_json(env, "wakes", "list", "--session", SPEC)  # its mailbox names it
     return int(listed["pending"])
 
 

@@ -392,7 +392,7 @@ def _wakes_list(args: argparse.Namespace) -> int:
     from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
     settings = fleet_of(args)
-    listed = wakes.list_wakes(args.home, args.session)
+    listed = wakes.list_wakes(args.home, _wake_session(args.session))
     _skipped(listed.skipped)
     if settings is not None:
         return _fleet_wakes(args, settings, listed)
@@ -511,10 +511,21 @@ def _write_stderr(data: bytes, failed: list[OSError]) -> bool:
     return True
 
 
+def _wake_session(given: str | None) -> str | None:
+    """A teammate's mailbox (`claude-team://TEAM/AGENT`) names the session its wakes are kept
+    under; any other session is itself."""
+    if given is None or not given.startswith("claude-team://"):
+        return given
+    from ackdeck.core.service import team_wakes
+
+    return team_wakes.mailbox_session(given)
+
+
 def _wakes_dismiss(args: argparse.Namespace) -> int:
     from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
-    done = wakes.dismiss(args.home, session_of(args.session), args.name)
+    session = _wake_session(session_of(args.session)) or session_of(args.session)
+    done = wakes.dismiss(args.home, session, args.name)
     if args.json:
         what = f"dismissed the wake {done.name!r} of session {done.session!r}"
         report(what if done.dismissed else "nothing dismissed", lambda: emit_json(done.to_json()))

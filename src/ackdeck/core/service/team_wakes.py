@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     HomeArg = str | os.PathLike[str] | Path | None
 
 is_mailbox = team_wakes.is_mailbox
+# `claude-team://TEAM/AGENT` -> the session its wakes are kept under (`wakes list`, `dismiss`).
+mailbox_session = team_wakes.mailbox_session
 
 
 def bind(home: HomeArg, spec: str) -> str:
