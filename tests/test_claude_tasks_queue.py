@@ -105,6 +105,28 @@ def test_a_claim_writes_only_owner_and_status_and_keeps_the_lease_in_ackdecks_st
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
 
 
+def test_what_only_an_inbox_does_is_one_line_on_a_task_list(
+    env: dict[str, str], claude: Path
+) -> None:
+    before = write(claude, task(1)).read_bytes()
+    for args in (
+        ("room", "status", ROOM),
+        ("room", "read", ROOM, "--session", "s"),
+        ("room", "ack", ROOM, "--session", "s"),
+        ("room", "push", ROOM, "a task"),
+        ("room", "trace", ROOM, "1"),
+        ("room", "wait", ROOM, "--session", "s", "--timeout", "1"),
+        ("claim", "claude-tasks://../x", "--session", "s"),
+        ("done", ROOM, "not-a-token"),
+        ("done", ROOM, "1-ffffffffT1"),
+    ):
+        out = ackdeck(env, *args)
+        assert out.returncode != 0, args
+        assert len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+        assert "Traceback" not in out.stderr
+    assert path_of(claude, 1).read_bytes() == before
+
+
 def test_a_claim_made_through_claude_code_is_shown_and_never_overwritten(
     env: dict[str, str], claude: Path
 ) -> None:

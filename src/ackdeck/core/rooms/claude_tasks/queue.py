@@ -121,13 +121,64 @@ class ClaudeTasksQueue:
         self.spec = spec or f"{SCHEME}{task_list}"
         self._clock = clock
 
-    # The room interface the doors use around an operation.
+    # ----- the room interface (core/rooms/room_backend.py) -----------------------------------
+    # A task list is a queue only: its tasks are created and changed by Claude Code's own tools,
+    # and shown by `ackdeck tasks`. Everything an inbox does is refused in one line.
+    PROVES_SHOWN = False
+
     @property
     def path(self) -> Path:
         return self.dir
 
     def close(self) -> None:
         pass
+
+    def exists(self) -> bool:
+        return self.dir.is_dir()
+
+    def _refused(self, what: str) -> InvalidInput:
+        return InvalidInput(
+            f"{self.spec} is a Claude Code task list used as a queue: it cannot be {what} (use "
+            "`ackdeck claim`, `done`, `extend`, `release`; `ackdeck tasks` shows every task)"
+        )
+
+    def push(self, line: str | bytes) -> int:
+        raise self._refused("pushed to (tasks are created with Claude Code's TaskCreate)")
+
+    def read(self, session: str, **_kw: object) -> object:
+        raise self._refused("read")
+
+    def ack(self, session: str, **_kw: object) -> object:
+        raise self._refused("acked")
+
+    def status(self, counts: object = None) -> object:
+        raise self._refused("shown by room status")
+
+    def tail(self, count: int) -> list[bytes]:
+        raise self._refused("tailed")
+
+    def first_seen(self, start: int | str, length: int) -> float | None:
+        return None
+
+    def trace(self, offset: int | str) -> object:
+        raise self._refused("traced")
+
+    def find(self, text: str | bytes) -> tuple[list[int | str], int]:
+        raise self._refused("searched")
+
+    def wait_acked(
+        self, offset: int | str, timeout: float | None = None, stop: object = None
+    ) -> object:
+        raise self._refused("waited on")
+
+    def policy(self) -> object:
+        raise self._refused("given a policy")
+
+    def set_policy(self, policy: object) -> None:
+        raise self._refused("given a policy")
+
+    def wait(self, session: str, timeout: float | None = None, stop: object = None) -> bool:
+        raise self._refused("waited on")
 
     # ----- state ------------------------------------------------------------------------------
     def _state_lock(self) -> Path:
