@@ -171,6 +171,11 @@ def test_an_expired_lease_gives_the_task_back_and_fences_its_old_holder(
     assert second.claimed and second.offset == 1 and second.deliveries == 2
     assert "lease expired; given back" in second.message
     assert doc_of(claude, 1)["owner"] == "tester"
+    renewed = q.update(str(second.token), "extend", 300)
+    assert renewed.mode == "extended" and renewed.lease_until == now[0] + 300
+    now[0] += 120  # past the first 60 s, within the renewal: still the tester's
+    assert q.claim("worker", 60).claimed is False
+    assert doc_of(claude, 1)["owner"] == "tester"
     for op in ("done", "extend", "release"):
         with pytest.raises(TokenRefused, match="superseded"):
             q.update(str(first.token), op)

@@ -249,6 +249,7 @@ class _MailboxWakes:
         self.home, self.session, self.clock = home, session, clock
         self.done_at = 0  # tail.merges when everything merged was last delivered
         self.failed_at: float | None = None
+        self.said = ""  # the last failure written to the supervisor's log
 
     def after(self, merges: int) -> None:
         if merges == self.done_at and self.failed_at is None:
@@ -261,10 +262,13 @@ class _MailboxWakes:
         try:
             team_wakes.drain(self.home, self.session, clock=self.clock)
         except (AckdeckError, OSError) as exc:
-            print(f"ackdeck supervisor: wake for {self.session} not delivered: {exc}", flush=True)
+            line = f"ackdeck supervisor: wake for {self.session} not delivered: {exc}"
+            if line != self.said:  # once per cause, not once a second
+                print(line, flush=True)
+                self.said = line
             self.failed_at = time.monotonic()
             return
-        self.done_at, self.failed_at = merges, None
+        self.done_at, self.failed_at, self.said = merges, None, ""
 
     def finish(self, merges: int) -> None:
         """Deliver what the end merged (the exit notice and the last lines)."""
