@@ -30,8 +30,9 @@ from tests.helpers.wait import eventually
 TEAM, AGENT = "session-abcd1234", "worker"
 SPEC = f"claude-team://{TEAM}/{AGENT}"
 SESSION = f"claude-team.{TEAM}.{AGENT}"
-# Claude Code 2.1.328's entry, key for key (issue 44; shared/AGENT-LOOPS.md).
-SHAPE = ["from", "text", "timestamp", "summary", "color", "msgV", "msg_id", "type", "read"]
+# Claude Code 2.1.328's entry, key for key and in its order (issue 44; a SendMessage's entry
+# with a summary, seen in a real team's mailbox, has the same order without `color`).
+SHAPE = ["from", "text", "summary", "timestamp", "color", "msgV", "msg_id", "type", "read"]
 WAIT = 120.0
 
 

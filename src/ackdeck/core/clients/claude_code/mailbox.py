@@ -356,13 +356,14 @@ def new_entry(
     msg_id: str | None = None,
     color: str | None = None,
 ) -> dict:
-    """An entry in the shape Claude Code 2.1.328 writes (same keys, same order): the message,
-    then its version and id, its type, unread. `msg_id`: one the caller derived (a retry
-    writes the same id), else a fresh UUID."""
+    """An entry in the shape Claude Code 2.1.328 writes (same keys, same order, seen in a
+    SendMessage's entry: from, text, summary, timestamp, color, msgV, msg_id, type, read): the
+    message, then its version and id, its type, unread. `msg_id`: one the caller derived (a
+    retry writes the same id), else a fresh UUID."""
     doc: dict = {"from": check_sender(sender), "text": check_text(text)}
-    doc["timestamp"] = now_timestamp(now)
     if summary:
         doc["summary"] = summary
+    doc["timestamp"] = now_timestamp(now)
     if color:
         doc["color"] = color
     doc.update(msgV=MSG_VERSION, msg_id=msg_id or str(uuid.uuid4()), type="message", read=False)
