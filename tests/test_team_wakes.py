@@ -250,6 +250,8 @@ def test_supervisor_killed_after_the_write_never_writes_the_wake_again(
     out = ackdeck_ok(env, "wakes", "drain", "--session", SPEC, "--json")
     again = [d for d in wakes_of(inbox) if "ERR one" in d["text"]]
     assert again == [], again
+    written = json.loads(out.stdout)["delivered"]  # what this drain put in the mailbox
+    assert [x for d in written for x in d["lines"]] == [], written
     assert pending(env) == 0, out.stdout
     # What the dead supervisor left to say (its monitor lost) is still delivered, once.
     assert [d["text"] for d in wakes_of(inbox) if "monitor lost" in d["text"]] != []

@@ -206,13 +206,18 @@ def target_of(home: Path, session: str) -> Target | None:
 
 
 def deliverer(
-    home: Path, session: str, *, clock: Callable[[], float] = time.time
+    home: Path,
+    session: str,
+    *,
+    clock: Callable[[], float] = time.time,
+    wrote: list[DrainResult] | None = None,
 ) -> Callable[[DrainResult], bool] | None:
-    """The drain's `deliver` for a mailbox session (None: not one)."""
+    """The drain's `deliver` for a mailbox session (None: not one). `wrote` collects what was
+    written now (a drain's own result also counts what an earlier write had put there)."""
     target = target_of(home, session)
     if target is None:
         return None
-    return lambda res: write(home, session, target, res, clock=clock)
+    return lambda res: write(home, session, target, res, clock=clock, wrote=wrote)
 
 
 def drain(home: Path, session: str, *, clock: Callable[[], float] = time.time) -> DrainResult:
@@ -233,6 +238,7 @@ def write(
     res: DrainResult,
     *,
     clock: Callable[[], float] = time.time,
+    wrote: list[DrainResult] | None = None,
 ) -> bool:
     """Put `res` in the mailbox as one message, under Claude Code's lock, each item at most
     once (see the module). True: every item of `res` is in the mailbox (now or before)."""
@@ -280,6 +286,8 @@ def write(
         atomic.fsync_dir(inbox.parent)
         faults.pause("team-wake-written")
         store_record(sent_path, Sent(items=kept(sent.items, keys), intent=None), fsync=True)
+    if wrote is not None:
+        wrote.append(todo)
     return True
 
 

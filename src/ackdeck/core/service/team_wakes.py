@@ -35,8 +35,12 @@ def drain(home: HomeArg, spec: str) -> DrainResult:
 
     h = resolve_home(home)
     session = team_wakes.mailbox_session(spec)
-    hand = team_wakes.deliverer(h, session)
+    wrote: list[DrainResult] = []
+    hand = team_wakes.deliverer(h, session, wrote=wrote)
     if hand is None:
         raise InvalidInput(f"{spec}: no run sends its wakes there (`ackdeck run --session {spec}`)")
     done = drain_session(h, session, settle_timeout=0.2, deliver=hand)
-    return done.replace(session=spec)
+    # What went into the mailbox now: an item an interrupted write had put there is acked by
+    # this drain but not written again, so it is not reported as written.
+    now = [d for w in wrote for d in w.delivered]
+    return done.replace(session=spec, delivered=now)
