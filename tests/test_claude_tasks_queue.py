@@ -345,3 +345,65 @@ async def test_the_agents_door_claims_and_finishes_a_claude_code_task(
         assert not done.is_error and done.structured_content is not None
         assert done.structured_content["mode"] == "done"
     assert doc_of(claude, 1)["status"] == "completed"
+
+
+def test_real_claude_code_sees_the_queue_claim_and_completion_and_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    """Real interactive Claude Code (2.1.328, task tools on, offline in tmux): its lead creates
+    tasks 1 and 2 and takes 1 with TaskUpdate. `ackdeck claim` names 1 as the lead's and takes
+    2; `done` completes it; Claude Code's own TaskGet then reports task 2 completed (it reads
+    what ackdeck wrote), and task 1 is still the lead's, byte for byte."""
+    from tests.helpers.claude_tmux import claude_in_tmux
+    from tests.helpers.model_stub import Call, Say
+    from tests.helpers.team_stub import LEAD, TeamStub
+
+    look = Call("TaskGet", {"taskId": "2"})
+    script = [
+        Call("ToolSearch", {"query": "select:TaskCreate,TaskUpdate,TaskGet", "max_results": 5}),
+        Call("TaskCreate", {"subject": "build", "description": "do build", "activeForm": "b"}),
+        Call("TaskCreate", {"subject": "test", "description": "do test", "activeForm": "t"}),
+        Call("TaskUpdate", {"taskId": "1", "status": "in_progress", "owner": "team-lead"}),
+        Say("made"),
+        look,
+        Say("checked"),
+    ]
+    with (
+        TeamStub({LEAD: script}) as stub,
+        claude_in_tmux(
+            tmp_path, stub.url, "make tasks", extra_env={"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+        ) as cc,
+    ):
+        lists = eventually(
+            lambda: [d for d in (cc.claude / "tasks").glob("session-*") if (d / "2.json").exists()],
+            timeout=WAIT,
+            what="Claude Code's two tasks",
+        )
+        one = lists[0] / "1.json"
+        eventually(
+            lambda: json.loads(one.read_bytes()).get("owner") == "team-lead",
+            timeout=WAIT,
+            what="task 1 taken by the lead",
+        )
+        eventually(lambda: stub.played.get(LEAD, 0) >= 5, timeout=WAIT, what="the lead idle")
+        lead_holds = one.read_bytes()
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")},
+            "ACKDECK_HOME": str(tmp_path / "ackdeck"),
+            "CLAUDE_CONFIG_DIR": str(cc.claude),
+            "PYTHONPATH": PATHS,
+        }
+        room = f"claude-tasks://{lists[0].name}"
+        got = ackdeck_json(env, "claim", room, "--session", "worker")
+        assert got["claimed"] and got["offset"] == 2, got
+        assert "task 1 by team-lead" in got["message"]
+        assert ackdeck_json(env, "done", room, got["token"])["mode"] == "done"
+        # The owner asks the lead to look: typed, then sent once it shows on the screen.
+        subprocess.run([*cc.tmux, "send-keys", "-l", "check task 2"], check=True)
+        eventually(lambda: "check task 2" in cc.screen(), timeout=WAIT, what="the typed line")
+        subprocess.run([*cc.tmux, "send-keys", "Enter"], check=True)
+        eventually(lambda: stub.played.get(LEAD, 0) >= 7, timeout=WAIT, what="the lead's look")
+        seen = stub.result_of(look)
+        assert "Task #2: test" in seen and "Status: completed" in seen, seen
+        assert one.read_bytes() == lead_holds
+        assert stub.errors == []
