@@ -127,6 +127,33 @@ def test_what_only_an_inbox_does_is_one_line_on_a_task_list(
     assert path_of(claude, 1).read_bytes() == before
 
 
+def test_a_16_way_claim_race_on_one_task_has_exactly_one_winner(
+    env: dict[str, str], claude: Path
+) -> None:
+    """16 `ackdeck claim` processes started at once on a list with one task: exactly one
+    claims it, the file names that one, and the others say nothing was claimable."""
+    write(claude, task(1))
+    procs = [
+        subprocess.Popen(
+            [*ACKDECK, "claim", ROOM, "--session", f"agent{n}", "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(16)
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=WAIT)
+        assert p.returncode == 0, err
+        results.append(json.loads(out))
+    winners = [r for r in results if r["claimed"]]
+    assert len(winners) == 1, winners
+    assert doc_of(claude, 1)["owner"] == json.loads(winners[0]["line"])["owner"]
+    assert all("nothing to claim" in r["message"] for r in results if not r["claimed"])
+
+
 def test_a_claim_made_through_claude_code_is_shown_and_never_overwritten(
     env: dict[str, str], claude: Path
 ) -> None:
