@@ -434,3 +434,33 @@ def test_real_claude_code_sees_the_queue_claim_and_completion_and_keeps_its_own(
         assert "Task #2: test" in seen and "Status: completed" in seen, seen
         assert one.read_bytes() == lead_holds
         assert stub.errors == []
+
+
+def test_ackdeck_tasks_shows_a_queue_holder_as_working_until_its_lease_ends(
+    env: dict[str, str], claude: Path, tmp_path: Path
+) -> None:
+    """`ackdeck tasks` flags a holder that is no member of the list's team as gone; a holder
+    with a live ackdeck lease is working (the lease's end shown), and one whose lease ended is
+    stalled, not gone."""
+    from ackdeck.core.service.claude_tasks import list_tasks
+
+    team = claude / "teams" / LIST
+    team.mkdir(parents=True)
+    members = [{"agentId": f"team-lead@{LIST}", "name": "team-lead"}]
+    (team / "config.json").write_text(json.dumps({"name": LIST, "members": members}))
+    write(claude, task(1))
+    home = Path(env["ACKDECK_HOME"])
+    got = ClaudeTasksQueue(home, claude / "tasks", LIST).claim("worker", 600)
+    assert got.claimed and got.lease_until is not None
+    until = got.lease_until
+
+    def row(at: float) -> dict:
+        found = list_tasks(env, clock=lambda: at, home=home)
+        return found.lists[0].tasks[0].to_json()
+
+    assert row(until - 60)["flag"] is None and "lease ends in 60 s" in row(until - 60)["why"]
+    out = ackdeck_json(env, "tasks")  # the CLI reads the same leases (its clock: now)
+    assert out["lists"][0]["tasks"][0]["flag"] is None, out
+    ended = row(until + 30)
+    assert ended["flag"] == "owner-stalled" and "lease ended 30 s ago" in ended["why"]
+    assert list_tasks(env, clock=lambda: until - 60).lists[0].tasks[0].flag == "owner-gone"

@@ -5,6 +5,7 @@ Claude Code's own lock, only if it is still what was shown (docs/how-to/claude-t
 from __future__ import annotations
 
 import argparse
+import os
 
 from ackdeck.core.base.text import safe
 from ackdeck.core.cli._output import emit_json, say
@@ -44,9 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ackdeck.core.base.locations import default_home
     from ackdeck.core.service.claude_tasks import list_tasks
 
-    found = list_tasks()
+    # A look: ackdeck's home is read for its queue leases, never created.
+    home = Path(args.home) if args.home else default_home(os.environ)
+    found = list_tasks(home=home)
     if args.json:
         emit_json(found.to_json())
         return 0

@@ -326,9 +326,14 @@ def flag_of(
 
 
 def list_tasks(
-    env: Mapping[str, str] | None = None, *, clock: Callable[[], float] = time.time
+    env: Mapping[str, str] | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    home: Path | None = None,
 ) -> Tasks:
-    """Every task of every list, by list then id (numeric ids in order)."""
+    """Every task of every list, by list then id (numeric ids in order). `home`: ackdeck's,
+    whose leases (a `claude-tasks://LIST` queue) say a task's holder is working, not gone."""
+    from ackdeck.core.rooms.claude_tasks.queue import lease_flag, leases
     from ackdeck.core.service.claude_sessions import registry
 
     e = _env(env)
@@ -361,10 +366,14 @@ def list_tasks(
         open_work = any(t.status != "completed" for t in found_tasks)
         notices = _member_notices(e, name) if team.members and open_work else {}
         claims = _claims(e, team.session_id, name) if open_work else {}
+        held = leases(home, name) if home is not None and open_work else {}
         rows = []
         for task in found_tasks:
             workers = claims.get(task.id, []) if task.status != "completed" else []
             flag, why = flag_of(task, team, notices, workers)
+            leased = lease_flag(task.owner, held.get(task.id), clock())
+            if leased is not None and flag != "two-agents" and task.status != "completed":
+                flag, why = leased[0] or None, leased[1]
             rows.append(
                 TaskRow(
                     name,

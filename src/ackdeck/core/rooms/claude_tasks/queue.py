@@ -450,3 +450,30 @@ def _joined(head: str, *parts: list[str]) -> str:
     if not rest:
         return head
     return head + "; " + "; ".join(rest)
+
+
+def leases(home: Path, task_list: str) -> dict[str, Task]:
+    """ackdeck's open leases on `task_list`'s tasks, by task id, as last stored (a look: no
+    lock, nothing written; a state file that cannot be read shows none)."""
+    from ackdeck.core.errors import AckdeckError
+
+    try:
+        rec = load_record(locations.claude_tasks_queue(home, task_list), QueueState)
+    except (AckdeckError, OSError):
+        return {}
+    if rec is None:
+        return {}
+    return {str(t.offset): t for t in rec.tasks if t.state == Q.OPEN and t.until > 0}
+
+
+def lease_flag(owner: str | None, lease: Task | None, now: float) -> tuple[str, str] | None:
+    """What a task's ackdeck lease says of its owner (None: no lease of the owner's): a live
+    lease is why a holder that is no team member is not gone; an ended one is stalled work."""
+    if lease is None or owner is None or lease.holder != owner:
+        return None
+    if lease.until > now:
+        return "", f"claimed through ackdeck's queue; its lease ends in {lease.until - now:.0f} s"
+    return "owner-stalled", (
+        f"{owner}'s ackdeck lease ended {now - lease.until:.0f} s ago; the next claim gives it "
+        "back if it is unchanged"
+    )
