@@ -67,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         action=_Once,
         help=f"owner session of wakes ({SESSION_HELP}); NAME@HOST: a session on another "
-        "host of the fleet, where its wakes are forwarded",
+        "host of the fleet, where its wakes are forwarded; claude-team://TEAM/AGENT: a Claude "
+        "Code teammate, each wake written into its mailbox",
     )
     p.add_argument(
         "--monitor",
