@@ -464,3 +464,36 @@ def test_ackdeck_tasks_shows_a_queue_holder_as_working_until_its_lease_ends(
     ended = row(until + 30)
     assert ended["flag"] == "owner-stalled" and "lease ended 30 s ago" in ended["why"]
     assert list_tasks(env, clock=lambda: until - 60).lists[0].tasks[0].flag == "owner-gone"
+
+
+async def test_the_tasks_screen_shows_a_queue_holder_as_working(
+    tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dashboard's Tasks screen reads the same leases: the queue's holder (no team member)
+    is not flagged gone; a holder without a lease still is."""
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.screens.tasks import TasksScreen
+    from ackdeck.tui.testing import quiet_config, settle
+    from tests.helpers.wait import eventually_async
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    team = claude / "teams" / LIST
+    team.mkdir(parents=True)
+    members = [{"agentId": f"team-lead@{LIST}", "name": "team-lead"}]
+    (team / "config.json").write_text(json.dumps({"name": LIST, "members": members}))
+    write(claude, task(1))
+    write(claude, task(2, owner="ghost", status="in_progress"))
+    home = tmp_path / "ackdeck"
+    home.mkdir()
+    assert ClaudeTasksQueue(home, claude / "tasks", LIST).claim("worker", 600).offset == 1
+    app = make_app(quiet_config([], home=home, claude_teams=True))
+    async with app.run_test(size=(150, 32)) as pilot:
+        await settle(pilot)
+        app.push_screen(TasksScreen())
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TasksScreen)
+        await eventually_async(lambda: bool(screen.rows), what="the tasks listed")
+        assert screen.rows[f"{LIST}/2"].flag == "owner-gone"
+        assert screen.rows[f"{LIST}/1"].flag is None
+        assert "lease ends in" in (screen.rows[f"{LIST}/1"].why or "")

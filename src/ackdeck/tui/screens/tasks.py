@@ -90,10 +90,17 @@ class TasksScreen(Screen[None]):
 
     @work(thread=True, group="tasks-list", exclusive=True, exit_on_error=False)
     def _list(self) -> None:
+        import os
+        from pathlib import Path
+
+        from ackdeck.core.base.locations import default_home
         from ackdeck.core.service.claude_tasks import list_tasks
 
+        # ackdeck's queue leases say a holder is working (read, never created).
+        given = self.dash.config.home
+        home = Path(os.fspath(given)) if given is not None else default_home(os.environ)
         try:
-            self.post_message(TasksListed(list_tasks(clock=self.dash.clock)))
+            self.post_message(TasksListed(list_tasks(clock=self.dash.clock, home=home)))
         except (AckdeckError, OSError) as exc:
             self.post_message(TasksListed(None, str(exc)))
 
