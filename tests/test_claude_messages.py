@@ -1,0 +1,296 @@
+"""Each message's fate between Claude Code's agents (issue 44, items 1, 2, 7 and 8).
+
+The real-client tests run interactive `claude` (2.1.328) in tmux, offline, against a scripted
+model that plays one script per agent (tests/helpers/model_stub.py `TeamStub`, routed by the
+`x-claude-code-agent-id` header only a teammate's requests carry). The fixture tests write
+transcripts in the shape those runs recorded, for what a real client cannot be made to do on
+demand (a huge history, a torn record).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ackdeck.core.clients.claude_code import messages as cm
+from ackdeck.core.service import message_fates as mf
+from tests.helpers.cli import ackdeck
+from tests.helpers.wait import eventually
+
+REPO = Path(__file__).resolve().parent.parent
+CLIENT_WAIT = 120.0  # a real client's turns on a loaded machine: only a hang reaches this
+
+
+def env_for(root: Path, claude: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(root / "home"),
+        "ACKDECK_HOME": str(root / "ackdeck"),
+        "CLAUDE_CONFIG_DIR": str(claude),
+        "PYTHONPATH": str(REPO / "src"),
+    }
+
+
+def messages(env: dict[str, str], *args: str) -> dict[str, Any]:
+    out = ackdeck(env, "messages", "--json", *args)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def by_text(env: dict[str, str]) -> dict[str, dict]:
+    return {m["text"]: m for m in messages(env)["messages"]}
+
+
+def lead_steps(second: str | None = None):  # type: ignore[no-untyped-def]
+    """The lead: load SendMessage, spawn `worker`, send it MSG-ONE; when the user types
+    `again`, send `second`; anything else (a teammate's idle notice) is answered in words."""
+    from tests.helpers.model_stub import Call, Say, last_user_text
+
+    first = [
+        Call("ToolSearch", {"query": "select:SendMessage", "max_results": 5}),
+        Call(
+            "Agent",
+            {
+                "description": "helper",
+                "prompt": "You are worker. Wait for messages.",
+                "name": "worker",
+                "subagent_type": "general-purpose",
+            },
+        ),
+        Call("SendMessage", {"to": "worker", "summary": "first", "message": "MSG-ONE"}),
+    ]
+    sent_second = []
+
+    def step(i: int, body: dict) -> Any:
+        if i < len(first):
+            return first[i]
+        if second and "again" in last_user_text(body) and not sent_second:
+            sent_second.append(1)
+            return Call("SendMessage", {"to": "worker", "summary": "second", "message": second})
+        return Say(f"lead {i}")
+
+    return step
+
+
+# ----- the pure parts ------------------------------------------------------------------------
+def _rec(kind: str, content: Any, at: str, mid: str | None = None) -> bytes:
+    msg: dict = {"role": kind, "content": content}
+    if mid:
+        msg["id"] = mid
+    return json.dumps({"type": kind, "timestamp": at, "message": msg}).encode() + b"\n"
+
+
+def _carry(sender: str, text: str, at: str) -> bytes:
+    body = f'<teammate-message teammate_id="{sender}" summary="s">\n{text}\n</teammate-message>'
+    return _rec("user", body, at)
+
+
+def test_a_message_in_a_request_without_an_answer_is_not_delivered() -> None:
+    """Claude Code writes the request's user record before the model answers: in the
+    transcript alone is not delivered; the answer after it is."""
+    s = cm.Scanned.empty(1)
+    data = _carry("team-lead", "HELLO", "2026-12-07T01:00:00.000Z")
+    s = cm.feed(s, data, 0)
+    (c,) = s.carried
+    assert c.answered_at is None and c.sender == "team-lead" and c.text == "HELLO"
+    more = _rec("assistant", [{"type": "text", "text": "ok"}], "2026-12-07T01:00:01.000Z", "m1")
+    s = cm.feed(s, more, len(data))
+    assert s.carried[0].answered_at == "2026-12-07T01:00:01.000Z" and s.carried[0].turn == 1
+    sent = cm.Sent("t1", "worker", "s", "HELLO", "2026-12-07T00:59:59.000Z", 0, 1, "id1", True)
+    gone = mf.decide(sent, [c], in_inbox=False, recipient="gone", sent_age=99)
+    assert gone.fate == "lost"
+    live = mf.decide(sent, [c], in_inbox=False, recipient="live", sent_age=99)
+    assert live.fate == "waiting" and "running" in live.why
+    assert mf.decide(sent, s.carried, in_inbox=False, recipient="gone", sent_age=9).fate == (
+        "delivered"
+    )
+
+
+def test_a_torn_last_line_is_read_again_not_skipped() -> None:
+    """A record half written when looked at is left for the next look, whole."""
+    line = _carry("team-lead", "HELLO", "2026-12-07T01:00:00.000Z")
+    s = cm.feed(cm.Scanned.empty(1), line[:20], 0)
+    assert s.offset == 0 and s.carried == []
+    s = cm.feed(s, line, 0)
+    assert s.offset == len(line) and len(s.carried) == 1
+
+
+def test_one_text_sent_twice_is_two_messages_and_a_third_carry_is_a_duplicate() -> None:
+    at = [f"2026-12-07T01:00:0{i}.000Z" for i in range(6)]
+    sends = [cm.Sent(f"t{i}", "w", None, "X", at[i * 2], 0, 1, f"m{i}", True) for i in range(2)]
+    carried = [
+        cm.Carried("team", "team-lead", None, "X", at[1], 0, 1, at[1], 1),
+        cm.Carried("team", "team-lead", None, "X", at[3], 0, 1, at[3], 2),
+        cm.Carried("team", "team-lead", None, "X", at[4], 0, 1, at[4], 3),
+    ]
+    first, second = mf.carries_of(sends, carried, "team-lead")
+    assert len(first) == 1 and len(second) == 2
+    d = mf.decide(sends[1], second, in_inbox=False, recipient="live", sent_age=1)
+    assert d.fate == "duplicated" and "2 completed turns" in d.why
+
+
+# ----- real Claude Code, offline, in tmux ----------------------------------------------------
+def test_a_real_team_exchanges_messages_all_delivered_with_both_transcripts(
+    tmp_path: Path,
+) -> None:
+    """The lead sends MSG-ONE; the teammate answers it and sends REPLY-ONE back: both are
+    delivered, each with the sender's SendMessage line and the recipient's request line."""
+    from tests.helpers.claude_tmux import claude_in_tmux
+    from tests.helpers.model_stub import Call, Say, TeamStub
+
+    worker = [
+        Say("ready"),
+        Call("ToolSearch", {"query": "select:SendMessage", "max_results": 5}),
+        Call("SendMessage", {"to": "team-lead", "summary": "reply", "message": "REPLY-ONE"}),
+    ]
+    with (
+        TeamStub({"team-lead": lead_steps(), "worker": worker}) as stub,
+        claude_in_tmux(tmp_path, stub.url, "start the team") as cc,
+    ):
+        env = env_for(tmp_path, cc.claude)
+
+        def both_delivered() -> dict | None:
+            rows = by_text(env)
+            done = [rows.get(t, {}).get("fate") for t in ("MSG-ONE", "REPLY-ONE")]
+            return rows if done == ["delivered", "delivered"] else None
+
+        rows = eventually(both_delivered, timeout=CLIENT_WAIT, what="both messages delivered")
+        one, reply = rows["MSG-ONE"], rows["REPLY-ONE"]
+        assert (one["sender"], one["to"], reply["sender"], reply["to"]) == (
+            "team-lead", "worker", "worker", "team-lead",
+        )  # fmt: skip
+        assert one["turns"] == 1 and one["turn"] >= 1 and one["delivered_at"] >= one["sent_at"]
+        assert "/subagents/agent-aworker-" in one["carried"][0]["path"]
+        assert reply["carried"][0]["path"].endswith(f"{reply['session']}.jsonl")
+        out = ackdeck(env, "messages", "--evidence", one["id"][:8])
+        assert out.returncode == 0, out.stderr
+        assert '"name":"SendMessage"' in out.stdout  # the sender's line
+        assert 'summary=\\"first\\">\\nMSG-ONE\\n</teammate-message>' in out.stdout
+        assert stub.errors == []
+
+
+def test_a_message_whose_turn_never_completes_is_lost_after_kill_9_and_redelivered_once(
+    tmp_path: Path,
+) -> None:
+    """MSG-TWO is taken from the worker's inbox and sent to the model, which never answers;
+    the session is killed with -9. Before: waiting (its turn runs). After: lost, the team
+    folder and registry left behind and the recipient gone. `messages redeliver` pushes it
+    into the worker's inbox of a new session, where it reaches the model; a re-run pushes
+    nothing."""
+    from tests.helpers.claude_tmux import claude_again, claude_in_tmux, type_line
+    from tests.helpers.model_stub import Say, TeamStub, last_user_text
+
+    def hold(agent: str, body: dict) -> bool:
+        return agent == "worker" and "MSG-TWO" in last_user_text(body)
+
+    scripts = {"team-lead": lead_steps("MSG-TWO"), "worker": [Say("ready"), Say("got it")]}
+    with (
+        TeamStub(scripts, hold=hold) as stub,
+        claude_in_tmux(tmp_path, stub.url, "start the team") as cc,
+    ):
+        env = env_for(tmp_path, cc.claude)
+        eventually(
+            lambda: by_text(env).get("MSG-ONE", {}).get("fate") == "delivered",
+            timeout=CLIENT_WAIT,
+            what="MSG-ONE delivered",
+        )
+        type_line(cc, "again")
+        eventually(lambda: stub.held, timeout=CLIENT_WAIT, what="the request carrying MSG-TWO")
+        two = eventually(
+            lambda: by_text(env).get("MSG-TWO"), timeout=CLIENT_WAIT, what="MSG-TWO listed"
+        )
+        assert two["fate"] == "waiting" and "running" in two["why"], two
+        inbox = cc.claude / "teams" / two["team"] / "inboxes" / "worker.json"
+        assert two["id"] not in inbox.read_text()  # consumed before the request went out
+        [record] = (cc.claude / "sessions").glob("*.json")
+        os.kill(int(record.stem), signal.SIGKILL)
+        lost = eventually(
+            lambda: (m := by_text(env)["MSG-TWO"])["fate"] == "lost" and m,
+            timeout=CLIENT_WAIT,
+            what="MSG-TWO lost once the session was killed",
+        )
+        assert lost["recipient"] == "gone" and lost["carried"][0]["answered_at"] is None
+        assert record.exists() and (cc.claude / "teams" / two["team"]).is_dir()  # stale
+        assert by_text(env)["MSG-ONE"]["fate"] == "delivered"
+        out = ackdeck(env, "messages", "redeliver", two["id"])
+        assert out.returncode != 0 and "no running team" in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+
+        # A new session with a teammate of that name: the re-delivery goes to it.
+        second = {
+            "team-lead": _spawn_only(),
+            "worker": [Say("ready again"), Say("got MSG-TWO")],
+        }
+        with (
+            TeamStub(second, ids="again") as stub2,
+            claude_again(cc, stub2.url, "start again") as cc2,
+        ):
+            new_team = eventually(
+                lambda: _live_team_with_worker(cc2.claude, two["team"]),
+                timeout=CLIENT_WAIT,
+                what="the new session's team with its worker",
+            )
+            out = ackdeck(env, "messages", "redeliver", two["id"][:8], "--json")
+            assert out.returncode == 0, out.stderr
+            done = json.loads(out.stdout)
+            assert done["team"] == new_team and not done["already"]
+
+            def redelivered() -> dict | None:
+                m = by_text(env)["MSG-TWO"]
+                r = m["redelivery"]
+                return m if r is not None and r["fate"] == "delivered" else None
+
+            m = eventually(redelivered, timeout=CLIENT_WAIT, what="the re-delivery answered")
+            assert m["fate"] == "lost" and m["redelivery"]["team"] == new_team
+            got = [
+                last_user_text(b)
+                for b in stub2.turns_of("worker")
+                if "MSG-TWO" in last_user_text(b)
+            ]
+            assert got and f'summary="re-delivery of {two["id"]}"' in got[0]
+            again = ackdeck(env, "messages", "redeliver", two["id"], "--json")
+            assert again.returncode == 0 and json.loads(again.stdout)["already"] is True
+            inbox2 = cc2.claude / "teams" / new_team / "inboxes" / "worker.json"
+            assert inbox2.read_text().count("re-delivery of") <= 1
+            assert stub2.errors == []
+        assert stub.errors == []
+
+
+def _spawn_only() -> list:
+    from tests.helpers.model_stub import Call
+
+    return [
+        Call(
+            "Agent",
+            {
+                "description": "helper",
+                "prompt": "You are worker. Wait for messages.",
+                "name": "worker",
+                "subagent_type": "general-purpose",
+            },
+        )
+    ]
+
+
+def _live_team_with_worker(claude: Path, old: str) -> str | None:
+    for config in (claude / "teams").glob("*/config.json"):
+        team = config.parent.name
+        if team == old:
+            continue
+        doc = json.loads(config.read_text())
+        if any(m.get("name") == "worker" for m in doc.get("members", [])):
+            return team
+    return None
+
+
+@pytest.mark.parametrize("bad", ["", "zzzz"])
+def test_redeliver_of_an_unknown_id_is_one_line(tmp_path: Path, bad: str) -> None:
+    env = env_for(tmp_path, tmp_path / "claude")
+    out = ackdeck(env, "messages", "redeliver", bad)
+    assert out.returncode != 0 and "no message" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
