@@ -467,8 +467,9 @@ class TeamStub(ModelStub):
     """A scripted model for a Claude Code team: each agent (by `agent_of`) plays its own
     script, so the lead's steps are never taken by a teammate's turn. A script is a list of
     steps, or a function of (the agent's turn number, the request body) giving the step.
-    `hold`: called with (agent, request body) for each turn; True keeps that request unanswered until the stub
-    shuts down (a model that never answers: the turn runs, then the process is killed).
+    `hold`: called with (agent, request body) for each turn; True keeps that request
+    unanswered until the stub shuts down (a model that never answers: the turn runs, then
+    the process is killed).
     Every turn is kept in `by_agent` as (agent, body), in arrival order."""
 
     def __init__(
