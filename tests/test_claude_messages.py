@@ -201,8 +201,11 @@ def test_a_message_whose_turn_never_completes_is_lost_after_kill_9_and_redeliver
         )
         type_line(cc, "again")
         eventually(lambda: stub.held, timeout=CLIENT_WAIT, what="the request carrying MSG-TWO")
+        # The request went out; its user record reaches the transcript moments later.
         two = eventually(
-            lambda: by_text(env).get("MSG-TWO"), timeout=CLIENT_WAIT, what="MSG-TWO listed"
+            lambda: (m := by_text(env).get("MSG-TWO")) and m["carried"] and m,
+            timeout=CLIENT_WAIT,
+            what="MSG-TWO in the worker's transcript",
         )
         assert two["fate"] == "waiting" and "running" in two["why"], two
         inbox = cc.claude / "teams" / two["team"] / "inboxes" / "worker.json"
@@ -294,3 +297,101 @@ def test_redeliver_of_an_unknown_id_is_one_line(tmp_path: Path, bad: str) -> Non
     out = ackdeck(env, "messages", "redeliver", bad)
     assert out.returncode != 0 and "no message" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_a_message_put_back_in_the_inbox_after_delivery_is_duplicated_in_two_turns(
+    tmp_path: Path,
+) -> None:
+    """One message (one send, one msg_id) that reaches the model in two completed turns, as
+    when an entry is written again after Claude Code consumed it (#92244 reports up to four):
+    duplicated, with both requests as evidence. The entry is the one Claude Code wrote: the
+    worker is kept busy until it sits in the inbox, copied, and written back once it is gone."""
+    from ackdeck.core.clients.claude_code.lock import MailboxLock
+    from tests.helpers.claude_tmux import claude_in_tmux
+    from tests.helpers.model_stub import Say, TeamStub
+
+    seen: dict[str, Any] = {}
+
+    def keep_the_entry() -> None:
+        def entry() -> dict | None:
+            for inbox in seen["claude"].glob("teams/*/inboxes/worker.json"):
+                for doc in json.loads(inbox.read_text() or "[]"):
+                    if doc.get("text") == "MSG-ONE":
+                        seen["inbox"] = inbox
+                        return doc
+            return None
+
+        seen["entry"] = eventually(entry, timeout=CLIENT_WAIT, what="MSG-ONE in the inbox")
+
+    worker = [Say("ready", before=keep_the_entry), Say("got it"), Say("got it again")]
+    with TeamStub({"team-lead": lead_steps(), "worker": worker}) as stub:
+        seen["claude"] = tmp_path / "user" / ".claude"
+        with claude_in_tmux(tmp_path, stub.url, "start the team") as cc:
+            env = env_for(tmp_path, cc.claude)
+            one = eventually(
+                lambda: (m := by_text(env).get("MSG-ONE")) and m["fate"] == "delivered" and m,
+                timeout=CLIENT_WAIT,
+                what="MSG-ONE delivered once",
+            )
+            inbox = seen["inbox"]
+            with MailboxLock(inbox):
+                docs = json.loads(inbox.read_text() or "[]")
+                assert all(d.get("msg_id") != one["id"] for d in docs)  # removed on delivery
+                inbox.write_text(json.dumps([*docs, seen["entry"]], indent=2))
+            dup = eventually(
+                lambda: (m := by_text(env)["MSG-ONE"])["fate"] == "duplicated" and m,
+                timeout=CLIENT_WAIT,
+                what="MSG-ONE in a second completed turn",
+            )
+            assert (
+                dup["turns"] == 2 and dup["id"] == one["id"] and "2 completed turns" in dup["why"]
+            )
+            turns = [c["turn"] for c in dup["carried"]]
+            assert len(set(turns)) == 2 and all(c["answered_at"] for c in dup["carried"])
+            counts = messages(env)["counts"]
+            assert counts["duplicated"] == 1
+        assert stub.errors == []
+
+
+def test_a_cross_session_message_is_found_in_the_other_sessions_transcript(
+    tmp_path: Path,
+) -> None:
+    """Session B sends CROSS-ONE to session A by A's registry name (over Claude Code's Unix
+    socket: no inbox file): delivered, found in A's main transcript as a
+    `<cross-session-message from-name="B">`."""
+    from tests.helpers.claude_tmux import claude_again, claude_in_tmux
+    from tests.helpers.model_stub import Call, Say, TeamStub
+
+    with (
+        TeamStub({"team-lead": [Say("A ready")]}, ids="a") as sa,
+        claude_in_tmux(tmp_path, sa.url, "be A") as a,
+    ):
+        env = env_for(tmp_path, a.claude)
+
+        def a_named() -> dict | None:
+            for p in (a.claude / "sessions").glob("*.json"):
+                doc = json.loads(p.read_text() or "{}")
+                if doc.get("name"):
+                    return doc
+            return None
+
+        rec = eventually(a_named, timeout=CLIENT_WAIT, what="session A in the registry")
+
+        def b(i: int, body: dict) -> Any:
+            if i == 0:
+                return Call("ToolSearch", {"query": "select:SendMessage", "max_results": 5})
+            if i == 1:
+                return Call("SendMessage", {"to": rec["name"], "summary": "hi", "message": "X-1"})
+            return Say(f"B {i}")
+
+        with TeamStub({"team-lead": b}, ids="b") as sb, claude_again(a, sb.url, "be B"):
+            m = eventually(
+                lambda: (x := by_text(env).get("X-1")) and x["fate"] == "delivered" and x,
+                timeout=CLIENT_WAIT,
+                what="the cross-session message delivered",
+            )
+            assert m["kind"] == "cross-session" and m["to"] == rec["name"]
+            assert m["to_session"] == rec["sessionId"]
+            assert m["carried"][0]["path"].endswith(f"{rec['sessionId']}.jsonl")
+            assert sb.errors == []
+        assert sa.errors == []

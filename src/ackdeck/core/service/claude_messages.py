@@ -76,6 +76,8 @@ class Message(Struct):
     sent: Where
     carried: list[Where]
     redelivery: Redelivery | None = None
+    kind: str = "team"  # team | cross-session
+    to_session: str | None = None  # a cross-session message's recipient session, when known
 
 
 class Messages(Struct):
@@ -300,6 +302,7 @@ def list_messages(
     teams: dict[str, _Team] = {}
     journal = _journal(h)
     clock = now()
+    names = {r.session_id: r.name for r in records if r.name}
     out: list[Message] = []
     for (sid, agent), found in by_agent.items():
         for t, scanned in found:
@@ -315,17 +318,33 @@ def list_messages(
             for s in sends:
                 by_to.setdefault(s.to, []).append(s)
             for to, group in by_to.items():
-                recipient = by_agent.get((sid, to), [])
+                # A teammate's name wins (Claude Code: "the bare name always wins"); else a
+                # session's name, a message across sessions to its main conversation.
+                cross = (sid, to) not in by_agent and to not in tm.members
+                if cross:
+                    r_sid = _session_named(to, records) or _cross_recipient(group, by_agent, sid)
+                    recipient = by_agent.get((r_sid, LEAD), []) if r_sid else []
+                    r_alive = _alive(r_sid, records)
+                    sender: str | None = names.get(sid)
+                else:
+                    r_sid, recipient, r_alive, sender = sid, by_agent.get((sid, to), []), "", agent
                 carried = [c for _, sc in recipient for c in sc.carried]
                 r_path = str(recipient[0][0].path) if recipient else ""
-                for s, carries in zip(group, mf.carries_of(group, carried, agent), strict=True):
-                    inbox = None if tm.inboxes is None else tm.inboxes.get(to, set())
+                kind = "cross-session" if cross else "team"
+                for s, carries in zip(
+                    group, mf.carries_of(group, carried, sender, kind), strict=True
+                ):
+                    if cross:
+                        inbox = None  # held in the receiving process: no file to look at
+                    else:
+                        inbox = None if tm.inboxes is None else tm.inboxes.get(to, set())
+                    alive = r_alive if cross else tm.alive
                     sent_at = parse_timestamp(s.at)
                     fate = mf.decide(
                         s,
                         carries,
                         in_inbox=None if inbox is None else (s.msg_id in inbox),
-                        recipient=tm.alive,
+                        recipient=alive,
                         sent_age=None if sent_at is None else clock - sent_at,
                     )
                     mid = s.msg_id or s.tool_use_id
@@ -346,13 +365,15 @@ def list_messages(
                             delivered_at=first.answered_at if first else None,
                             turn=first.turn if first else None,
                             turns=len(fate.turns),
-                            recipient=tm.alive,
+                            recipient=alive,
                             sent=Where(str(t.path), s.offset, s.length, s.at),
                             carried=[
                                 Where(r_path, c.offset, c.length, c.at, c.answered_at, c.turn)
                                 for c in [*fate.turns, *fate.unanswered]
                             ],
                             redelivery=None if red is None else _redelivery(red, by_agent, s),
+                            kind=kind,
+                            to_session=r_sid if cross else None,
                         )
                     )
     out.sort(key=lambda m: (mf.order_key(m.fate), m.sent_at, m.id))
@@ -360,6 +381,42 @@ def list_messages(
     for m in out:
         counts[m.fate] += 1
     return Messages(out, counts, read, [])
+
+
+def _session_named(to: str, records: list[reg.SessionRecord]) -> str | None:
+    """The running (or left behind) session a cross-session `to` names: its registry name,
+    with or without the ` [ref]` a listing shows."""
+    name = to.split(" [", 1)[0]
+    hits = [r.session_id for r in records if r.name == name]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _cross_recipient(
+    group: list[cm.Sent],
+    by_agent: dict[tuple[str, str], list[tuple[_Transcript, cm.Scanned]]],
+    sender_sid: str,
+) -> str | None:
+    """The session whose main conversation got a cross-session message with this text, when
+    the registry no longer names it (the session exited): found by its transcript."""
+    for (sid, agent), found in by_agent.items():
+        if agent != LEAD or sid == sender_sid:
+            continue
+        for _, sc in found:
+            for c in sc.carried:
+                if c.kind == "cross-session" and any(
+                    c.text.strip() == s.text.strip() and c.at >= s.at for s in group
+                ):
+                    return sid
+    return None
+
+
+def _alive(sid: str | None, records: list[reg.SessionRecord]) -> str:
+    """Does the session `sid` run? By its registry record (a session that exited normally
+    has none: gone)."""
+    record = next((r for r in records if r.session_id == sid), None)
+    if record is None:
+        return "gone"
+    return reg.liveness(record, reg.pid_domain(), reg.proc_start(record.pid))[0]
 
 
 def _session_matches(sid: str, wanted: str) -> bool:

@@ -32,12 +32,16 @@ class Fate(Struct):
     unanswered: list[Carried]  # requests that carried it and got no answer (yet)
 
 
-def carries_of(sends: list[Sent], carried: list[Carried], sender: str) -> list[list[Carried]]:
+def carries_of(
+    sends: list[Sent], carried: list[Carried], sender: str | None, kind: str = "team"
+) -> list[list[Carried]]:
     """For each of `sends` (one sender's messages to one recipient, oldest first), the
-    recipient's requests that carried it: same sender, same text, at or after the send and
-    before the next send of the same text (so a text sent twice is two messages)."""
+    recipient's requests that carried it: same kind (team or cross-session), same sender
+    (None: a cross-session sender whose session name is no longer known), same text, at or
+    after the send and before the next send of the same text (so a text sent twice is two
+    messages)."""
     out: list[list[Carried]] = [[] for _ in sends]
-    mine = [c for c in carried if c.sender == sender]
+    mine = [c for c in carried if c.kind == kind and (sender is None or c.sender == sender)]
     for i, s in enumerate(sends):
         later = [t.at for t in sends[i + 1 :] if t.text == s.text]
         until = later[0] if later else None
