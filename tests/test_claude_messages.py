@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,129 @@ def test_one_text_sent_twice_is_two_messages_and_a_third_carry_is_a_duplicate() 
     assert len(first) == 1 and len(second) == 2
     d = mf.decide(sends[1], second, in_inbox=False, recipient="live", sent_age=1)
     assert d.fate == "duplicated" and "2 completed turns" in d.why
+
+
+# ----- transcripts in the shape 2.1.328 recorded ----------------------------------------------
+SID = "3047c9c5-2c21-411d-a7de-20e7e71ff1db"
+
+
+def _line(doc: dict) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+
+
+def send_records(tool_id: str, to: str, text: str, msg_id: str, at: str, mid: str) -> bytes:
+    """A SendMessage call and its result, as the sender's transcript holds them."""
+    call = {"type": "tool_use", "id": tool_id, "name": "SendMessage",
+            "input": {"to": to, "summary": text.lower(), "message": text}}  # fmt: skip
+    result = {"success": True, "message": f"Message sent to {to}'s inbox", "msg_id": msg_id}
+    return _line(
+        {
+            "type": "assistant",
+            "timestamp": at,
+            "message": {"id": mid, "role": "assistant", "content": [call]},
+        }  # fmt: skip
+    ) + _line(
+        {
+            "type": "user",
+            "timestamp": at,
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": tool_id,
+                        "type": "tool_result",
+                        "content": [{"type": "text", "text": json.dumps(result)}],
+                    }
+                ],
+            },
+        }  # fmt: skip
+    )
+
+
+def carry_records(sender: str, text: str, at: str, answer: str | None) -> bytes:
+    body = (
+        f'<teammate-message teammate_id="{sender}" summary="{text.lower()}">\n{text}\n'
+        "</teammate-message>"
+    )
+    out = _line({"type": "user", "timestamp": at, "message": {"role": "user", "content": body}})
+    out += _line({"type": "api-request", "timestamp": at})
+    if answer is not None:
+        out += _line(
+            {
+                "type": "assistant",
+                "timestamp": answer,
+                "message": {
+                    "id": f"msg_{answer}",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "ok"}],
+                },
+            }  # fmt: skip
+        )
+    return out
+
+
+def write_team_session(claude: Path, sid: str = SID, *, pid: int = 999_999) -> Path:
+    """A lead that sent MSG-A (answered) and MSG-B (carried, never answered) to `worker`,
+    its process (pid) gone: MSG-A delivered, MSG-B lost."""
+    project = claude / "projects" / "-w-proj"
+    sub = project / sid / "subagents"
+    sub.mkdir(parents=True)
+    (project / f"{sid}.jsonl").write_bytes(
+        send_records("t1", "worker", "MSG-A", "id-a", "2026-12-07T05:00:00.000Z", "m1")
+        + send_records("t2", "worker", "MSG-B", "id-b", "2026-12-07T05:00:10.000Z", "m2")
+    )
+    (sub / "agent-aworker-0f.jsonl").write_bytes(
+        carry_records("team-lead", "MSG-A", "2026-12-07T05:00:01.000Z", "2026-12-07T05:00:02.000Z")
+        + carry_records("team-lead", "MSG-B", "2026-12-07T05:00:11.000Z", None)
+    )
+    (sub / "agent-aworker-0f.meta.json").write_text(
+        json.dumps({"name": "worker", "teamName": f"session-{sid[:8]}"})
+    )
+    team = claude / "teams" / f"session-{sid[:8]}"
+    (team / "inboxes").mkdir(parents=True)
+    members = [{"name": "team-lead"}, {"name": "worker"}]
+    (team / "config.json").write_text(
+        json.dumps(
+            {
+                "name": team.name,
+                "leadSessionId": sid,
+                "members": members,
+                "leadProcess": {"pid": pid, "procStart": "1"},
+            }
+        )  # fmt: skip
+    )
+    (team / "inboxes" / "worker.json").write_text("[]")
+    return project / f"{sid}.jsonl"
+
+
+def test_the_mcp_tool_gives_the_same_json_as_the_cli(tmp_path: Path) -> None:
+    import anyio
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    claude = tmp_path / "claude"
+    write_team_session(claude)
+    env = env_for(tmp_path, claude)
+    cli = messages(env)
+    assert [(m["text"], m["fate"]) for m in cli["messages"]] == [
+        ("MSG-B", "lost"),
+        ("MSG-A", "delivered"),
+    ]
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ackdeck.core.cli", "mcp", "--session", "agent", "--room", str(room)],
+        env={k: env[k] for k in ("PYTHONPATH", "HOME", "ACKDECK_HOME", "CLAUDE_CONFIG_DIR")},
+    )
+
+    async def call() -> dict:
+        async with Client(params, read_timeout_seconds=60) as client:
+            got = await client.call_tool("messages_list", {})
+            return dict(got.structured_content or {})
+
+    mcp = anyio.run(call)
+    assert mcp["messages"] == cli["messages"] and mcp["counts"] == cli["counts"]
 
 
 # ----- real Claude Code, offline, in tmux ----------------------------------------------------
@@ -395,3 +519,15 @@ def test_a_cross_session_message_is_found_in_the_other_sessions_transcript(
             assert m["carried"][0]["path"].endswith(f"{rec['sessionId']}.jsonl")
             assert sb.errors == []
         assert sa.errors == []
+
+
+def test_metrics_count_the_messages_by_fate_as_the_cli_does(tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    write_team_session(claude)
+    env = env_for(tmp_path, claude)
+    out = ackdeck(env, "metrics")
+    assert out.returncode == 0, out.stderr
+    assert 'ackdeck_claude_messages{fate="lost"} 1.0' in out.stdout
+    assert 'ackdeck_claude_messages{fate="delivered"} 1.0' in out.stdout
+    assert 'ackdeck_claude_messages{fate="duplicated"} 0.0' in out.stdout
+    assert messages(env)["counts"]["lost"] == 1
