@@ -531,3 +531,81 @@ def test_metrics_count_the_messages_by_fate_as_the_cli_does(tmp_path: Path) -> N
     assert 'ackdeck_claude_messages{fate="delivered"} 1.0' in out.stdout
     assert 'ackdeck_claude_messages{fate="duplicated"} 0.0' in out.stdout
     assert messages(env)["counts"]["lost"] == 1
+
+
+def _proc_start(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[19]
+
+
+def live_team_with_worker(claude: Path, sid: str, pid: int) -> Path:
+    """A running session's team (its lead's process: `pid`) with a member `worker`."""
+    team = claude / "teams" / f"session-{sid[:8]}"
+    (team / "inboxes").mkdir(parents=True)
+    (team / "config.json").write_text(
+        json.dumps(
+            {
+                "name": team.name,
+                "leadSessionId": sid,
+                "members": [{"name": "team-lead"}, {"name": "worker"}],
+                "leadProcess": {"pid": pid, "procStart": _proc_start(pid)},
+            }
+        )  # fmt: skip
+    )
+    inbox = team / "inboxes" / "worker.json"
+    inbox.write_text("[]")
+    return inbox
+
+
+async def test_the_messages_screen_shows_lost_first_its_evidence_and_redelivers_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`M` on the Agents panel: the lost message first; enter shows both transcript lines;
+    `R` then `y` pushes it into the running team's worker inbox; a second `R` pushes nothing."""
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.screens.messages import MessagesScreen
+    from ackdeck.tui.screens.modals import ConfirmScreen, TextScreen
+    from ackdeck.tui.testing import quiet_config, screen_text, settle
+    from tests.helpers.wait import eventually_async
+
+    claude = tmp_path / "claude"
+    write_team_session(claude)
+    inbox = live_team_with_worker(claude, "77777777-0000-4000-8000-000000000000", os.getpid())
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    home = tmp_path / "ackdeck"
+    home.mkdir()
+    app = make_app(quiet_config([], home=home, claude_teams=True))
+    async with app.run_test(size=(160, 32)) as pilot:
+        await settle(pilot)
+        await pilot.press("shift+tab")  # the Agents panel, whose footer offers M
+        await settle(pilot)
+        await pilot.press("M")
+        await settle(pilot)
+        assert isinstance(app.screen, MessagesScreen)
+        screen = app.screen
+        await eventually_async(lambda: bool(screen.rows), what="the messages listed")
+        assert [m.text for m in screen.rows.values()] == ["MSG-B", "MSG-A"]  # lost first
+        assert "1 lost, 1 delivered" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TextScreen)
+        shown = app.screen._body  # the whole text (the screen wraps and scrolls it)
+        assert '"name":"SendMessage"' in shown and "no answer" in shown
+        assert shown.count("MSG-B") >= 2  # the send's line and the request's line
+        await pilot.press("escape")
+        await settle(pilot)
+        for _ in range(2):
+            await pilot.press("R")
+            await settle(pilot)
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+            await settle(pilot)
+            await eventually_async(
+                lambda: screen.rows["id-b"].redelivery is not None, what="the re-delivery shown"
+            )
+        docs = json.loads(inbox.read_text())
+        assert [(d["from"], d["text"], d["summary"]) for d in docs] == [
+            ("ackdeck", "MSG-B", "re-delivery of id-b")
+        ]
+        told = [n.message for n in app._notifications]
+        assert any("already re-delivered" in m for m in told)
