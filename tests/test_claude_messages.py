@@ -609,3 +609,64 @@ async def test_the_messages_screen_shows_lost_first_its_evidence_and_redelivers_
         ]
         told = [n.message for n in app._notifications]
         assert any("already re-delivered" in m for m in told)
+
+
+# ----- cost: kept offsets ---------------------------------------------------------------------
+def test_a_second_look_reads_only_what_was_appended(tmp_path: Path) -> None:
+    """The kept offsets: a look after one record more reads that record's bytes, not the
+    transcripts again; nothing new reads nothing."""
+    from ackdeck.core.service.claude_messages import list_messages
+
+    claude = tmp_path / "claude"
+    lead = write_team_session(claude)
+    env, home = env_for(tmp_path, claude), tmp_path / "ackdeck"
+    total = sum(p.stat().st_size for p in (claude / "projects").rglob("*.jsonl"))
+    first = list_messages(env, home)
+    assert first.read_bytes == total
+    assert list_messages(env, home).read_bytes == 0
+    more = send_records("t3", "worker", "MSG-C", "id-c", "2026-12-07T05:01:00.000Z", "m3")
+    with open(lead, "ab") as f:
+        f.write(more)
+    again = list_messages(env, home)
+    assert again.read_bytes == len(more)
+    assert {m.text for m in again.messages} == {"MSG-A", "MSG-B", "MSG-C"}
+
+
+def test_a_transcript_rewritten_in_place_is_read_again_whole_not_from_the_kept_offset(
+    tmp_path: Path,
+) -> None:
+    """A transcript replaced by another of the same size or longer (a restore, a copy over
+    it) is not continued from the kept offset: what lies before it changed, so it is read
+    whole and the old messages are forgotten."""
+    from ackdeck.core.service.claude_messages import list_messages
+
+    claude = tmp_path / "claude"
+    lead = write_team_session(claude)
+    env, home = env_for(tmp_path, claude), tmp_path / "ackdeck"
+    assert {m.text for m in list_messages(env, home).messages} == {"MSG-A", "MSG-B"}
+    data = lead.read_bytes()
+    swapped = data.replace(b"MSG-A", b"MSG-X").replace(b"MSG-B", b"MSG-Y")
+    with open(lead, "r+b") as f:  # same inode, same size: only the bytes differ
+        f.write(
+            swapped
+            + send_records("t9", "worker", "MSG-Z", "id-z", "2026-12-07T06:00:00.000Z", "m9")
+        )
+    found = list_messages(env, home)
+    assert {m.text for m in found.messages} == {"MSG-X", "MSG-Y", "MSG-Z"}
+    assert found.read_bytes == lead.stat().st_size
+
+
+def test_a_half_written_last_record_is_read_once_complete(tmp_path: Path) -> None:
+    from ackdeck.core.service.claude_messages import list_messages
+
+    claude = tmp_path / "claude"
+    lead = write_team_session(claude)
+    env, home = env_for(tmp_path, claude), tmp_path / "ackdeck"
+    list_messages(env, home)
+    more = send_records("t3", "worker", "MSG-C", "id-c", "2026-12-07T05:01:00.000Z", "m3")
+    with open(lead, "ab") as f:
+        f.write(more[:40])
+    assert "MSG-C" not in {m.text for m in list_messages(env, home).messages}
+    with open(lead, "ab") as f:
+        f.write(more[40:])
+    assert "MSG-C" in {m.text for m in list_messages(env, home).messages}

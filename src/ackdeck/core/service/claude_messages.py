@@ -170,7 +170,8 @@ class ScanCache:
             if kept is not None and kept.offset:
                 n = min(cm.TAIL_CHECK, kept.offset)
                 before = os.pread(fd, n, kept.offset - n)
-                if not cm.kept_still_holds(kept, st.st_ino, st.st_size, before):
+                head = os.pread(fd, kept.head_len, 0)
+                if not cm.kept_still_holds(kept, st.st_ino, st.st_size, before, head):
                     kept = None
             if kept is None:
                 kept = cm.Scanned.empty(st.st_ino)

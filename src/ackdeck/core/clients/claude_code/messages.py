@@ -81,11 +81,13 @@ class Scanned(Struct):
 
     ino: int
     offset: int
-    tail: str  # sha-free check: the last bytes before `offset`, to see a rewrite
+    tail: str  # the last bytes before `offset` (latin-1), to see a rewrite
     turns: int  # model responses seen (distinct message ids)
     last_response: str | None
     sent: list[Sent]
     carried: list[Carried]
+    head: str = ""  # a digest of the first `head_len` bytes: a file copied over differs there
+    head_len: int = 0
 
     @classmethod
     def empty(cls, ino: int) -> Scanned:
@@ -93,6 +95,14 @@ class Scanned(Struct):
 
 
 TAIL_CHECK = 64  # bytes before the kept offset compared on the next look
+HEAD_CHECK = 4096  # bytes from the start compared on the next look (a transcript's first
+# records name its session: another transcript put in its place differs there)
+
+
+def head_digest(data: bytes) -> str:
+    from ackdeck.core.base.digest import sha256_hex
+
+    return sha256_hex(data)
 
 
 def blocks(text: str) -> list[tuple[str, str, str | None, str]]:
@@ -230,7 +240,14 @@ def feed(state: Scanned, data: bytes, start: int) -> Scanned:
                 carried.append(Carried(k, sender, summary, body, at, offset, len(line)))
     consumed = data[: end + 1]
     tail = (state.tail.encode("latin-1") + consumed)[-TAIL_CHECK:].decode("latin-1")
+    head, head_len = state.head, state.head_len
+    if start == 0:
+        # Known from the first look: up to HEAD_CHECK bytes of complete records.
+        head_len = min(HEAD_CHECK, end + 1)
+        head = head_digest(data[:head_len])
     return state.replace(
+        head=head,
+        head_len=head_len,
         offset=start + end + 1,
         tail=tail,
         turns=turns,
@@ -240,9 +257,14 @@ def feed(state: Scanned, data: bytes, start: int) -> Scanned:
     )
 
 
-def kept_still_holds(state: Scanned, ino: int, size: int, before: bytes) -> bool:
-    """Is the transcript still the one `state` scanned (same inode, not shorter, the bytes
-    before the kept offset unchanged)? Otherwise it is read again from its start."""
+def kept_still_holds(
+    state: Scanned, ino: int, size: int, before: bytes, head: bytes | None = None
+) -> bool:
+    """Is the transcript still the one `state` scanned (same inode, not shorter, its first
+    `head_len` bytes and the bytes before the kept offset unchanged)? Otherwise it is read
+    again from its start."""
     if ino != state.ino or size < state.offset:
+        return False
+    if head is not None and state.head_len and head_digest(head) != state.head:
         return False
     return before == state.tail.encode("latin-1")
