@@ -670,3 +670,38 @@ def test_a_half_written_last_record_is_read_once_complete(tmp_path: Path) -> Non
     with open(lead, "ab") as f:
         f.write(more[40:])
     assert "MSG-C" in {m.text for m in list_messages(env, home).messages}
+
+
+def test_a_message_whose_request_the_api_refuses_is_lost_not_delivered_while_its_session_runs(
+    tmp_path: Path,
+) -> None:
+    """Claude Code ends a refused request with a synthetic assistant record (`API Error:
+    400 …`): that is no answer. MSG-TWO is lost with the error as its reason, though the
+    recipient's process still runs; MSG-ONE stays delivered."""
+    from tests.helpers.claude_tmux import claude_in_tmux, type_line
+    from tests.helpers.model_stub import Say, TeamStub, last_user_text
+
+    def fail(agent: str, body: dict) -> bool:
+        return agent == "worker" and "MSG-TWO" in last_user_text(body)
+
+    scripts = {"team-lead": lead_steps("MSG-TWO"), "worker": [Say("ready"), Say("got it")]}
+    with (
+        TeamStub(scripts, fail=fail) as stub,
+        claude_in_tmux(tmp_path, stub.url, "start the team") as cc,
+    ):
+        env = env_for(tmp_path, cc.claude)
+        eventually(
+            lambda: by_text(env).get("MSG-ONE", {}).get("fate") == "delivered",
+            timeout=CLIENT_WAIT,
+            what="MSG-ONE delivered",
+        )
+        type_line(cc, "again")
+        two = eventually(
+            lambda: (m := by_text(env).get("MSG-TWO")) and m["fate"] == "lost" and m,
+            timeout=CLIENT_WAIT,
+            what="MSG-TWO lost after its request was refused",
+        )
+        assert "API Error: 400" in two["why"] and two["recipient"] == "live"
+        assert two["carried"] and two["carried"][0]["answered_at"] is None
+        assert by_text(env)["MSG-ONE"]["fate"] == "delivered"
+        assert stub.errors == []

@@ -470,6 +470,7 @@ class TeamStub(ModelStub):
     `hold`: called with (agent, request body) for each turn; True keeps that request
     unanswered until the stub shuts down (a model that never answers: the turn runs, then
     the process is killed).
+    `fail`: likewise; True answers that request with an API error (400) instead.
     Every turn is kept in `by_agent` as (agent, body), in arrival order."""
 
     def __init__(
@@ -478,8 +479,10 @@ class TeamStub(ModelStub):
         *,
         ids: str = "call",
         hold: Callable[[str, dict[str, Any]], bool] | None = None,
+        fail: Callable[[str, dict[str, Any]], bool] | None = None,
     ) -> None:
         super().__init__([], ids=ids)
+        self._fail = fail
         self.scripts = {k: v if callable(v) else list(v) for k, v in scripts.items()}
         self.by_agent: list[tuple[str, dict[str, Any]]] = []
         self.held: list[tuple[str, dict[str, Any]]] = []
@@ -505,6 +508,11 @@ class TeamStub(ModelStub):
             self.by_agent.append((agent, body))
             i = self._counts.get(agent, 0)
             self._counts[agent] = i + 1
+        if self._fail is not None and self._fail(agent, body):
+            # A request the API refuses (400, not retried): the turn ends without an answer.
+            error = {"type": "invalid_request_error", "message": "stub: refused"}
+            h._json(400, {"type": "error", "error": error})
+            return
         if self._hold is not None and self._hold(agent, body):
             with self._lock:
                 self.held.append((agent, body))

@@ -8,8 +8,9 @@
   running (the recipient's process runs); or consumed from the inbox moments ago and not yet
   written to the transcript (Claude Code removes a teammate's entry ~90 ms before its
   request), for at most IN_TRANSIT seconds.
-- `lost`: consumed from the inbox, and no turn with it in its input completed: the request
-  never got an answer and the process is gone, or it never reached a request at all.
+- `lost`: consumed from the inbox, and no turn with it in its input completed: its request
+  failed (an API error), or never got an answer and the process is gone, or it never reached
+  a request at all.
 - `sending`: the call is recorded but not its result yet (the sender's turn runs).
 """
 
@@ -77,6 +78,14 @@ def decide(
         return Fate("sending", "the SendMessage call has no result yet", [], open_)
     if in_inbox:
         return Fate("waiting", "in the recipient's inbox", [], open_)
+    failed = [c.failed for c in open_ if c.failed is not None]
+    if failed:
+        # The request ended without an answer. The message stays in the recipient's
+        # conversation: a later turn that completes would still deliver it (the fate is as of
+        # now).
+        return Fate(
+            "lost", f"its request failed ({failed[-1]}); no turn with it completed", [], open_
+        )
     if open_:
         if recipient == "live":
             return Fate("waiting", "its turn is running (request sent, no answer yet)", [], open_)

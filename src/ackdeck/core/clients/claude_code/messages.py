@@ -19,6 +19,9 @@ Observed offline on Claude Code 2.1.328 (tests/test_claude_messages.py keeps the
   record after it; only then did a turn that had the message in its input complete.
 - Each model response has its own `message.id`; Claude Code records each content block of a
   response as its own `assistant` record with that id: turns are counted by distinct ids.
+- A request the API refuses ends with a synthetic `assistant` record (`isApiErrorMessage:
+  true`, model `<synthetic>`, text `API Error: …`): not an answer, not a turn. The message
+  stays in the conversation, so the next request that completes had it in its input.
 
 The scanner is pure over bytes (`feed`): it keeps the offset of the last complete line, each
 message sent (with its result once recorded), each message carried to this transcript's model
@@ -74,6 +77,7 @@ class Carried(Struct):
     length: int
     answered_at: str | None = None  # the first assistant record after it
     turn: int | None = None  # that answer's model response, counted from 1 in the transcript
+    failed: str | None = None  # the API error its request ended with, while unanswered
 
 
 class Scanned(Struct):
@@ -187,6 +191,21 @@ def _result(record: dict, pending: dict[str, int]) -> list[tuple[int, str | None
     return out
 
 
+def _api_error(record: dict) -> bool:
+    """Claude Code's stand-in for an answer that never came (a refused or failed request)."""
+    if record.get("isApiErrorMessage") is True:
+        return True
+    message = record.get("message")
+    return isinstance(message, dict) and message.get("model") == "<synthetic>"
+
+
+def _error_text(record: dict) -> str:
+    for b in _content(record):
+        if isinstance(b, dict) and isinstance(b.get("text"), str):
+            return str(b["text"])[:200]
+    return "API error"
+
+
 def feed(state: Scanned, data: bytes, start: int) -> Scanned:
     """`state` after the complete lines of `data` (the transcript's bytes from `start`, which
     is `state.offset`). A last line without its newline is still being written: left for the
@@ -215,6 +234,12 @@ def feed(state: Scanned, data: bytes, start: int) -> Scanned:
         if not isinstance(record, dict):
             continue
         kind = record.get("type")
+        if kind == "assistant" and _api_error(record):
+            why = _error_text(record)
+            for i in unanswered:
+                if carried[i].failed is None:
+                    carried[i] = carried[i].replace(failed=why)
+            continue
         if kind == "assistant":
             message = record.get("message")
             mid = _str(message.get("id")) if isinstance(message, dict) else None
