@@ -705,3 +705,77 @@ def test_a_message_whose_request_the_api_refuses_is_lost_not_delivered_while_its
         assert two["carried"] and two["carried"][0]["answered_at"] is None
         assert by_text(env)["MSG-ONE"]["fate"] == "delivered"
         assert stub.errors == []
+
+
+# ----- re-delivery: never twice --------------------------------------------------------------
+def _lost_and_a_live_team(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    claude = tmp_path / "claude"
+    write_team_session(claude)
+    inbox = live_team_with_worker(claude, "77777777-0000-4000-8000-000000000000", os.getpid())
+    return env_for(tmp_path, claude), inbox
+
+
+def test_two_owners_redelivering_at_once_push_it_once(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.helpers.cli import ACKDECK
+
+    env, inbox = _lost_and_a_live_team(tmp_path)
+    procs = [
+        subprocess.Popen(
+            [*ACKDECK, "messages", "redeliver", "id-b", "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(4)
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        results.append(json.loads(out))
+    assert sorted(r["already"] for r in results) == [False, True, True, True]
+    docs = json.loads(inbox.read_text())
+    assert [d["summary"] for d in docs] == ["re-delivery of id-b"]
+
+
+def test_a_redelivery_killed_after_its_push_is_not_pushed_again_on_the_re_run(
+    tmp_path: Path,
+) -> None:
+    """Killed with -9 between the push and the journal's record of it: the re-run finds the
+    entry by its marker in the inbox and pushes nothing."""
+    from tests.helpers.pauses import kill9, paused, wait_for_step
+
+    env, inbox = _lost_and_a_live_team(tmp_path)
+    marker = tmp_path / "paused"
+    step = "redeliver-after-push"
+    with paused(env, marker, [step], "messages", "redeliver", "id-b") as proc:
+        wait_for_step(proc, marker, step)
+        kill9(proc)
+    assert [d["summary"] for d in json.loads(inbox.read_text())] == ["re-delivery of id-b"]
+    out = ackdeck(env, "messages", "redeliver", "id-b", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["already"] is True
+    assert [d["summary"] for d in json.loads(inbox.read_text())] == ["re-delivery of id-b"]
+    row = next(m for m in messages(env)["messages"] if m["id"] == "id-b")
+    assert row["redelivery"]["team"] == inbox.parent.parent.name
+
+
+def test_a_damaged_journal_refuses_the_push_in_one_line(tmp_path: Path) -> None:
+    env, inbox = _lost_and_a_live_team(tmp_path)
+    journal = tmp_path / "ackdeck" / "claude-messages" / "redeliveries.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text('{"id-b": {"team"')
+    out = ackdeck(env, "messages", "redeliver", "id-b")
+    assert out.returncode != 0 and "journal is damaged" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert json.loads(inbox.read_text()) == []
+
+
+def test_a_message_not_lost_is_not_redelivered(tmp_path: Path) -> None:
+    env, inbox = _lost_and_a_live_team(tmp_path)
+    out = ackdeck(env, "messages", "redeliver", "id-a")
+    assert out.returncode == 3 and "it is delivered" in out.stdout
+    assert json.loads(inbox.read_text()) == []

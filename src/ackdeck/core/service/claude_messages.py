@@ -26,7 +26,8 @@ from ackdeck.core.base.struct import Struct
 from ackdeck.core.clients.claude_code import messages as cm
 from ackdeck.core.clients.claude_code import sessions as reg
 from ackdeck.core.clients.claude_code.mailbox import parse_timestamp
-from ackdeck.core.errors import InvalidInput
+from ackdeck.core.base.faults import pause
+from ackdeck.core.errors import CorruptState, InvalidInput
 from ackdeck.core.service import message_fates as mf
 
 if TYPE_CHECKING:
@@ -272,9 +273,19 @@ def _records(env: Mapping[str, str]) -> list[reg.SessionRecord]:
 
 
 # ----- the look ------------------------------------------------------------------------------
-def _journal(home: Path) -> dict[str, dict]:
-    doc = _json(locations.messages_journal(home))
-    return doc if isinstance(doc, dict) else {}
+def _journal(home: Path, *, strict: bool = False) -> dict[str, dict]:
+    """The re-deliveries done, by message id. `strict` (before a push): a journal that
+    exists but cannot be read refuses the push (it may record this very message)."""
+    path = locations.messages_journal(home)
+    doc = _json(path)
+    if isinstance(doc, dict):
+        return doc
+    if strict and path.exists():
+        raise CorruptState(
+            f"{path}: the re-delivery journal is damaged (not a JSON object); it may record "
+            "this message, so nothing is pushed: move it aside after checking the inboxes"
+        )
+    return {}
 
 
 def list_messages(
@@ -514,7 +525,7 @@ def redeliver(
     teams_dir = locations.claude_teams_dir(e)
     locations.messages_dir(h).mkdir(parents=True, exist_ok=True)
     with locked(locations.messages_lock(h)):
-        journal = _journal(h)
+        journal = _journal(h, strict=True)
         prior = journal.get(m.id)
         if prior is not None and prior.get("msg_id"):
             return RedeliverResult(
@@ -548,6 +559,7 @@ def redeliver(
             _store_journal(h, journal)  # the intent first: a crash after the push is seen
             room = ClaudeMailboxRoom(teams_dir, target, m.to, sender=REDELIVERY_SENDER)
         msg_id = room.push(m.text if len(m.text) < TEXT_SHOWN else _full_text(m), summary=marker)
+        pause("redeliver-after-push")  # a crash here: the re-run finds the marker, pushes none
         journal[m.id] = {**journal[m.id], "msg_id": msg_id}
         _store_journal(h, journal)
     return RedeliverResult(
