@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.atomic import atomic_write
+from ackdeck.core.base.faults import pause
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.clients.claude_code import messages as cm
 from ackdeck.core.clients.claude_code import sessions as reg
 from ackdeck.core.clients.claude_code.mailbox import parse_timestamp
-from ackdeck.core.base.faults import pause
 from ackdeck.core.errors import CorruptState, InvalidInput
 from ackdeck.core.service import message_fates as mf
 
