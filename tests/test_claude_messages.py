@@ -343,6 +343,9 @@ def test_a_message_whose_turn_never_completes_is_lost_after_kill_9_and_redeliver
         )
         assert lost["recipient"] == "gone" and lost["carried"][0]["answered_at"] is None
         assert record.exists() and (cc.claude / "teams" / two["team"]).is_dir()  # stale
+        out = ackdeck(env, "agents", "--json")
+        (session,) = [a for a in json.loads(out.stdout)["agents"] if a["origin"] == "claude-code"]
+        assert session["state"] == "gone"  # its registry record is left behind, not live
         assert by_text(env)["MSG-ONE"]["fate"] == "delivered"
         out = ackdeck(env, "messages", "redeliver", two["id"])
         assert out.returncode != 0 and "no running team" in out.stderr
@@ -374,6 +377,9 @@ def test_a_message_whose_turn_never_completes_is_lost_after_kill_9_and_redeliver
 
             m = eventually(redelivered, timeout=CLIENT_WAIT, what="the re-delivery answered")
             assert m["fate"] == "lost" and m["redelivery"]["team"] == new_team
+            shown = ackdeck(env, "messages", "--evidence", two["id"]).stdout
+            assert f"re-delivered to worker in {new_team}" in shown
+            assert f'teammate_id=\\"ackdeck\\" summary=\\"re-delivery of {two["id"]}' in shown
             got = [
                 last_user_text(b)
                 for b in stub2.turns_of("worker")

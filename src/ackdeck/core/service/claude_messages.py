@@ -57,6 +57,7 @@ class Redelivery(Struct):
     at: float
     msg_id: str | None  # the pushed entry's (None: the push's outcome is not known yet)
     fate: str | None = None  # delivered | waiting, by the new recipient's transcript
+    carried: Where | None = None  # the new recipient's request that carried it
 
 
 class Message(Struct):
@@ -444,7 +445,7 @@ def _redelivery(
     from `ackdeck` with the marker as its summary and the message's text."""
     team, to = str(red.get("team")), str(red.get("to"))
     marker = str(red.get("marker"))
-    fate = "waiting"
+    fate, where = "waiting", None
     for (_sid, agent), found in by_agent.items():
         if agent != to:
             continue
@@ -453,6 +454,7 @@ def _redelivery(
                 continue
             for c in sc.carried:
                 if c.sender == REDELIVERY_SENDER and c.summary == marker:
+                    where = Where(str(t.path), c.offset, c.length, c.at, c.answered_at, c.turn)
                     fate = "delivered" if c.answered_at is not None else fate
     at = red.get("at")
     msg_id = red.get("msg_id")
@@ -463,6 +465,7 @@ def _redelivery(
         float(at) if isinstance(at, int | float) else 0.0,
         msg_id if isinstance(msg_id, str) else None,
         fate,
+        where,
     )
 
 
@@ -484,6 +487,11 @@ def evidence(m: Message) -> list[tuple[str, str]]:
     for c in m.carried:
         how = f"answered {c.answered_at} (turn {c.turn})" if c.answered_at else "no answer"
         out.append((f"carried: {c.path} @{c.offset}, {how}", _line(c)))
+    r = m.redelivery
+    if r is not None and r.carried is not None:
+        c = r.carried
+        how = f"answered {c.answered_at} (turn {c.turn})" if c.answered_at else "no answer"
+        out.append((f"re-delivered to {r.to} in {r.team}: {c.path} @{c.offset}, {how}", _line(c)))
     return out
 
 

@@ -191,6 +191,17 @@ def _result(record: dict, pending: dict[str, int]) -> list[tuple[int, str | None
     return out
 
 
+def _protocol(text: str) -> bool:
+    """A block Claude Code itself sent (idle notices, permission frames: a JSON object with a
+    protocol `type`): kept out of the scan, which a long session would fill with them."""
+    if not text.startswith("{"):
+        return False
+    from ackdeck.core.clients.claude_code.mailbox import PROTOCOL_TYPES, control
+
+    doc = control(text)
+    return doc is not None and doc.get("type") in PROTOCOL_TYPES
+
+
 def _api_error(record: dict) -> bool:
     """Claude Code's stand-in for an answer that never came (a refused or failed request)."""
     if record.get("isApiErrorMessage") is True:
@@ -260,6 +271,8 @@ def feed(state: Scanned, data: bytes, start: int) -> Scanned:
                 pending.pop(sent[i].tool_use_id, None)
             text = _user_text(record) if carries else None
             for k, sender, summary, body in blocks(text or ""):
+                if _protocol(body):
+                    continue  # an idle notice and the like: Claude Code's, never a SendMessage
                 at = _str(record.get("timestamp")) or ""
                 unanswered.append(len(carried))
                 carried.append(Carried(k, sender, summary, body, at, offset, len(line)))
