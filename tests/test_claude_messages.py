@@ -112,6 +112,16 @@ def test_a_message_in_a_request_without_an_answer_is_not_delivered() -> None:
     )
 
 
+def test_a_send_whose_sender_died_mid_call_is_lost_not_sending_for_ever() -> None:
+    """A SendMessage recorded without its result: sending while its session runs; once the
+    session is gone and no request of the recipient has it, lost."""
+    sent = cm.Sent("t1", "worker", None, "HELLO", "2026-12-07T01:00:00.000Z", 0, 1)
+    alive = mf.decide(sent, [], in_inbox=None, recipient="live", sent_age=5, sender="live")
+    assert alive.fate == "sending"
+    dead = mf.decide(sent, [], in_inbox=None, recipient="gone", sent_age=500, sender="gone")
+    assert dead.fate == "lost" and "never returned" in dead.why
+
+
 def test_a_torn_last_line_is_read_again_not_skipped() -> None:
     """A record half written when looked at is left for the next look, whole."""
     line = _carry("team-lead", "HELLO", "2026-12-07T01:00:00.000Z")
@@ -785,3 +795,15 @@ def test_a_message_not_lost_is_not_redelivered(tmp_path: Path) -> None:
     out = ackdeck(env, "messages", "redeliver", "id-a")
     assert out.returncode == 3 and "it is delivered" in out.stdout
     assert json.loads(inbox.read_text()) == []
+
+
+def test_a_fifo_in_place_of_the_scan_cache_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    write_team_session(claude)
+    env = env_for(tmp_path, claude)
+    cache = tmp_path / "ackdeck" / "claude-messages" / "scan.json"
+    cache.parent.mkdir(parents=True)
+    os.mkfifo(cache)
+    out = ackdeck(env, "messages")
+    assert out.returncode != 0 and "is a FIFO" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from ackdeck.core.base import locations
 from ackdeck.core.base.atomic import atomic_write
 from ackdeck.core.base.faults import pause
 from ackdeck.core.base.locks import locked
+from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.clients.claude_code import messages as cm
 from ackdeck.core.clients.claude_code import sessions as reg
@@ -134,9 +136,20 @@ def _transcripts(projects: Path) -> list[_Transcript]:
 
 
 def _json(path: Path) -> object:
+    """One of Claude Code's small JSON files (config, meta, inbox); None if unreadable."""
     try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        return json.loads(read_state(path, limit=64 << 20) or b"null")
+    except (OSError, ValueError, RecursionError, CorruptState):
+        return None
+
+
+def _own_json(path: Path) -> object:
+    """One of ackdeck's own state files here; None when missing or not JSON. Something not a
+    regular file in its place (a FIFO would hang the read) raises CorruptState: one line."""
+    raw = read_state(path)
+    try:
+        return None if raw is None else json.loads(raw)
+    except (ValueError, RecursionError):
         return None
 
 
@@ -148,7 +161,7 @@ class ScanCache:
         self.home = home
         self.scans: dict[str, cm.Scanned] = {}
         self.changed = False
-        doc = _json(self.path)
+        doc = _own_json(self.path)
         if isinstance(doc, dict):
             for k, v in doc.items():
                 try:
@@ -164,9 +177,7 @@ class ScanCache:
             return None, 0
         try:
             st = os.fstat(fd)
-            import stat as _stat
-
-            if not _stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(st.st_mode):
                 return None, 0
             kept = self.scans.get(str(path))
             if kept is not None and kept.offset:
@@ -278,7 +289,7 @@ def _journal(home: Path, *, strict: bool = False) -> dict[str, dict]:
     """The re-deliveries done, by message id. `strict` (before a push): a journal that
     exists but cannot be read refuses the push (it may record this very message)."""
     path = locations.messages_journal(home)
-    doc = _json(path)
+    doc = _own_json(path)
     if isinstance(doc, dict):
         return doc
     if strict and path.exists():
@@ -359,6 +370,7 @@ def list_messages(
                         in_inbox=None if inbox is None else (s.msg_id in inbox),
                         recipient=alive,
                         sent_age=None if sent_at is None else clock - sent_at,
+                        sender=_alive(sid, records) if cross else tm.alive,
                     )
                     mid = s.msg_id or s.tool_use_id
                     first = fate.turns[0] if fate.turns else None

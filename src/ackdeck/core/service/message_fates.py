@@ -61,11 +61,12 @@ def decide(
     in_inbox: bool | None,
     recipient: str,
     sent_age: float | None,
+    sender: str = "live",
 ) -> Fate:
     """The fate of `send` given the requests that carried it, whether its entry is still in
     the recipient's inbox (None: the inbox is gone or unreadable), and whether the
-    recipient's process runs (`recipient`: live | gone | unknown). `sent_age`: seconds since
-    it was sent (None: unknown, taken as old)."""
+    recipient's process runs (`recipient`: live | gone | unknown), and the sender's
+    (`sender`). `sent_age`: seconds since it was sent (None: unknown, taken as old)."""
     answered = [c for c in carried if c.answered_at is not None]
     open_ = [c for c in carried if c.answered_at is None]
     if len(answered) > 1:
@@ -74,8 +75,18 @@ def decide(
     if answered:
         c = answered[0]
         return Fate("delivered", f"answered at {c.answered_at} (turn {c.turn})", answered, open_)
-    if send.ok is None:
+    if send.ok is None and sender == "live":
         return Fate("sending", "the SendMessage call has no result yet", [], open_)
+    if send.ok is None and not open_:
+        # Its sender died mid-call: whether it reached the inbox is unknown (no msg_id), and
+        # no request of the recipient has it.
+        return Fate(
+            "lost",
+            f"the sender's process is {sender}: its SendMessage never returned, and the "
+            "message is in no request of the recipient",
+            [],
+            [],
+        )
     if in_inbox:
         return Fate("waiting", "in the recipient's inbox", [], open_)
     failed = [c.failed for c in open_ if c.failed is not None]
