@@ -303,6 +303,8 @@ def test_a_real_team_exchanges_messages_all_delivered_with_both_transcripts(
         assert reply["carried"][0]["path"].endswith(f"{reply['session']}.jsonl")
         out = ackdeck(env, "messages", "--evidence", one["id"][:8])
         assert out.returncode == 0, out.stderr
+        # Every turn was routed by the teammate header, and the system prompt agreed.
+        assert stub.unsure == [] and len(stub.turns_of("worker")) >= 2
         assert '"name":"SendMessage"' in out.stdout  # the sender's line
         assert 'summary=\\"first\\">\\nMSG-ONE\\n</teammate-message>' in out.stdout
         assert stub.errors == []

@@ -486,6 +486,8 @@ class TeamStub(ModelStub):
         self.scripts = {k: v if callable(v) else list(v) for k, v in scripts.items()}
         self.by_agent: list[tuple[str, dict[str, Any]]] = []
         self.held: list[tuple[str, dict[str, Any]]] = []
+        # Turns whose header and system prompt disagreed (see agent_of): a test asserts none.
+        self.unsure: list[tuple[str, bool]] = []
         self._hold = hold
         self._release = threading.Event()
         self._counts: dict[str, int] = {}
@@ -503,6 +505,10 @@ class TeamStub(ModelStub):
             super()._serve(h, path, body)  # side queries, token counts: no script step
             return
         agent = agent_of(h.headers, body)
+        teammate_prompt = TEAMMATE_PROMPT in json.dumps(body.get("system", ""))
+        if (agent != "team-lead") != teammate_prompt or agent == "teammate":
+            # The header and the system prompt disagree on who asks: routing is unsure.
+            self.unsure.append((agent, teammate_prompt))
         self._record("anthropic", path, body, True)
         with self._lock:
             self.by_agent.append((agent, body))
