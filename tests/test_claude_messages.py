@@ -809,3 +809,25 @@ def test_a_fifo_in_place_of_the_scan_cache_is_one_line_not_a_hang(tmp_path: Path
     out = ackdeck(env, "messages")
     assert out.returncode != 0 and "is a FIFO" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_team_and_session_narrow_the_list_and_a_bad_team_name_is_one_line(
+    tmp_path: Path,
+) -> None:
+    claude = tmp_path / "claude"
+    write_team_session(claude)
+    other = "88888888-0000-4000-8000-000000000000"
+    project = claude / "projects" / "-w-proj"
+    (project / f"{other}.jsonl").write_bytes(
+        send_records("t1", "worker", "MSG-O", "id-o", "2026-12-07T05:00:00.000Z", "m1")
+    )
+    env = env_for(tmp_path, claude)
+    assert {m["text"] for m in messages(env)["messages"]} == {"MSG-A", "MSG-B", "MSG-O"}
+    assert {m["text"] for m in messages(env, "--team", "session-88888888")["messages"]} == {"MSG-O"}
+    assert {m["text"] for m in messages(env, "--session", SID[:6])["messages"]} == {
+        "MSG-A",
+        "MSG-B",
+    }
+    out = ackdeck(env, "messages", "redeliver", "id-b", "--team", "../etc")
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in out.stderr
