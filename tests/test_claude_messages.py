@@ -831,3 +831,22 @@ def test_team_and_session_narrow_the_list_and_a_bad_team_name_is_one_line(
     out = ackdeck(env, "messages", "redeliver", "id-b", "--team", "../etc")
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
     assert "Traceback" not in out.stderr
+
+
+def test_a_long_lost_message_is_redelivered_whole_not_as_its_shown_prefix(tmp_path: Path) -> None:
+    """A row shows the first 400 characters of a message; the re-delivery pushes all of it."""
+    claude = tmp_path / "claude"
+    lead = write_team_session(claude)
+    long = "L" * 1000 + " end"
+    data = lead.read_bytes().replace(b"MSG-B", long.encode())
+    lead.write_bytes(data)
+    sub = next((claude / "projects").rglob("agent-aworker-0f.jsonl"))
+    sub.write_bytes(sub.read_bytes().replace(b"MSG-B", long.encode()))
+    inbox = live_team_with_worker(claude, "77777777-0000-4000-8000-000000000000", os.getpid())
+    env = env_for(tmp_path, claude)
+    row = next(m for m in messages(env)["messages"] if m["id"] == "id-b")
+    assert row["fate"] == "lost" and len(row["text"]) == 400
+    out = ackdeck(env, "messages", "redeliver", "id-b")
+    assert out.returncode == 0, out.stderr
+    (entry,) = json.loads(inbox.read_text())
+    assert entry["text"] == long
