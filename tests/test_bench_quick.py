@@ -154,3 +154,16 @@ def test_the_queue_bench_prints_its_table_in_quick_mode() -> None:
     for what in ("claim+done, 0 lines", "flock + append + fsync", "lines held", "ratio"):
         assert what in text, text
     assert re.search(r"ratio \(must stay near 1\)\s+\d+\.\d\d", text), text
+
+
+def test_the_messages_bench_prints_its_table_in_quick_mode() -> None:
+    rows = [re.split(r"\s{2,}", line.strip()) for line in quick_table("messages", "look ", 300)]
+    assert [r[0] for r in rows] == [
+        "first look (no kept offsets)",
+        "kept offsets, nothing new",
+        "kept offsets, 5 sessions grew",
+        "tails alone (8 MB each, baseline)",
+    ]
+    for row in rows:
+        assert all(math.isfinite(float(x.rstrip("x"))) for x in row[1:]), row
+    assert float(rows[1][2]) == 0.0  # nothing new: nothing read

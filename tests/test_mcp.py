@@ -31,6 +31,8 @@ TOOLS = {
     "wakes_list",
     # issue 32: every agent session's presence
     "agents_list",
+    # issue 44: each Claude Code message's fate
+    "messages_list",
     # issue 45: a queue room's tasks
     "task_claim",
     "task_done",

@@ -263,7 +263,8 @@ def test_the_inspector_cli_lists_every_tool_with_plain_input_schemas(
     out = inspector(home, room_in(tmp_path), "--method", "tools/list")
     assert out.returncode == 0, out.stderr
     tools = {t["name"]: t for t in json.loads(out.stdout)["tools"]}
-    assert len(tools) == 15  # 11, and the work queue's task_claim, _done, _extend, _release
+    # 11, the work queue's task_claim, _done, _extend, _release, and messages_list (issue 44)
+    assert len(tools) == 16
     for name, t in tools.items():
         schema = t["inputSchema"]
         assert schema["title"] == f"{name} arguments"

@@ -47,6 +47,7 @@ HINTS = {
     "wakes_list": (True, None, None, False),
     "wakes_drain": (False, False, False, False),
     "agents_list": (True, None, None, False),
+    "messages_list": (True, None, None, False),
     "task_claim": (False, False, False, False),
     "task_done": (False, True, True, False),
     "task_extend": (False, False, False, False),

@@ -97,3 +97,42 @@ def claude_in_tmux(
         yield Session(tmux, home, home / ".claude", cwd)
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+@contextmanager
+def claude_again(
+    first: Session, url: str, prompt: str, *, extra_env: dict[str, str] | None = None
+) -> Iterator[Session]:
+    """Another interactive `claude PROMPT` with the same HOME and working directory as
+    `first` (a new session after the first was killed: its files stay), in its own tmux
+    server, killed at the end."""
+    exe = need_client("claude")
+    env = {
+        "HOME": str(first.home),
+        "PATH": os.environ["PATH"],
+        "TERM": "xterm-256color",
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "DISABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",
+        "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1",
+        **(extra_env or {}),
+    }
+    tmux = ["tmux", "-L", f"ackdeck-test-{uuid.uuid4().hex[:12]}"]
+    argv = [*tmux, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(first.cwd)]
+    for k, v in env.items():
+        argv += ["-e", f"{k}={v}"]
+    argv += [str(exe), "--permission-mode", "bypassPermissions", prompt]
+    subprocess.run(argv, check=True, env={**os.environ, "TMUX": ""})
+    try:
+        yield Session(tmux, first.home, first.claude, first.cwd)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def type_line(session: Session, text: str) -> None:
+    """Type `text` and Enter into the session's pane (a prompt for its lead)."""
+    subprocess.run([*session.tmux, "send-keys", "-l", text], check=True)
+    subprocess.run([*session.tmux, "send-keys", "Enter"], check=True)

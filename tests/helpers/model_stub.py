@@ -441,3 +441,108 @@ def gemini_json_answer(body: dict[str, Any]) -> dict[str, Any]:
         ],
         "usageMetadata": _GEMINI_USAGE,
     }
+
+
+# ----- a team: one script per agent ------------------------------------------------------------
+AGENT_HEADER = "x-claude-code-agent-id"  # `NAME@TEAM` on an in-process teammate's requests
+TEAMMATE_PROMPT = "# Agent Teammate Communication"  # in every teammate's system prompt
+
+
+def agent_of(headers: Any, body: dict[str, Any]) -> str:
+    """Who in a Claude Code team (2.1.328) made a request: the teammate's name from the
+    `x-claude-code-agent-id` header (`worker@session-…`), "team-lead" for the lead's own
+    requests. Observed offline: the header is on every request of an in-process teammate and
+    never on the lead's; both carry the same session-id header, and the teammate's name is
+    nowhere in its system prompt, which only says it is a teammate (kept as a fallback:
+    "teammate" when the header is missing but the prompt says so)."""
+    agent = headers.get(AGENT_HEADER) if headers is not None else None
+    if agent:
+        return str(agent).split("@", 1)[0]
+    if TEAMMATE_PROMPT in json.dumps(body.get("system", "")):
+        return "teammate"
+    return "team-lead"
+
+
+class TeamStub(ModelStub):
+    """A scripted model for a Claude Code team: each agent (by `agent_of`) plays its own
+    script, so the lead's steps are never taken by a teammate's turn. A script is a list of
+    steps, or a function of (the agent's turn number, the request body) giving the step.
+    `hold`: called with (agent, request body) for each turn; True keeps that request
+    unanswered until the stub shuts down (a model that never answers: the turn runs, then
+    the process is killed).
+    `fail`: likewise; True answers that request with an API error (400) instead.
+    Every turn is kept in `by_agent` as (agent, body), in arrival order."""
+
+    def __init__(
+        self,
+        scripts: dict[str, list[Step] | Callable[[int, dict[str, Any]], Step]],
+        *,
+        ids: str = "call",
+        hold: Callable[[str, dict[str, Any]], bool] | None = None,
+        fail: Callable[[str, dict[str, Any]], bool] | None = None,
+    ) -> None:
+        super().__init__([], ids=ids)
+        self._fail = fail
+        self.scripts = {k: v if callable(v) else list(v) for k, v in scripts.items()}
+        self.by_agent: list[tuple[str, dict[str, Any]]] = []
+        self.held: list[tuple[str, dict[str, Any]]] = []
+        # Turns whose header and system prompt disagreed (see agent_of): a test asserts none.
+        self.unsure: list[tuple[str, bool]] = []
+        self._hold = hold
+        self._release = threading.Event()
+        self._counts: dict[str, int] = {}
+
+    def __exit__(self, *exc: object) -> None:
+        self._release.set()
+        super().__exit__(*exc)
+
+    def turns_of(self, agent: str) -> list[dict[str, Any]]:
+        return [b for a, b in self.by_agent if a == agent]
+
+    def _serve(self, h: Any, path: str, body: dict[str, Any]) -> None:
+        route = path.split("?")[0]
+        if not (route.endswith("/v1/messages") and body.get("tools")):
+            super()._serve(h, path, body)  # side queries, token counts: no script step
+            return
+        agent = agent_of(h.headers, body)
+        teammate_prompt = TEAMMATE_PROMPT in json.dumps(body.get("system", ""))
+        if (agent != "team-lead") != teammate_prompt or agent == "teammate":
+            # The header and the system prompt disagree on who asks: routing is unsure.
+            self.unsure.append((agent, teammate_prompt))
+        self._record("anthropic", path, body, True)
+        with self._lock:
+            self.by_agent.append((agent, body))
+            i = self._counts.get(agent, 0)
+            self._counts[agent] = i + 1
+        if self._fail is not None and self._fail(agent, body):
+            # A request the API refuses (400, not retried): the turn ends without an answer.
+            error = {"type": "invalid_request_error", "message": "stub: refused"}
+            h._json(400, {"type": "error", "error": error})
+            return
+        if self._hold is not None and self._hold(agent, body):
+            with self._lock:
+                self.held.append((agent, body))
+            self._release.wait()  # never answered while the test runs
+            return
+        script = self.scripts.get(agent, [])
+        if callable(script):
+            step = script(i, body)
+        else:
+            step = script[i] if i < len(script) else Say("done")
+        if isinstance(step, Call | Search):
+            step.id = f"{self._ids}_{agent}_{i}"
+        if step.before is not None:
+            try:
+                step.before()
+            except Exception as e:  # noqa: BLE001 - reported to the test, which fails on it
+                self.errors.append(f"{agent} step {i}: {e!r}")
+        h.sse(list(anthropic_events(step, body.get("model", "stub"))))
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The text of a request's last user message (what just arrived: a prompt, a teammate's
+    message, a tool result)."""
+    for msg in reversed(body.get("messages", [])):
+        if msg.get("role") == "user":
+            return _text(msg.get("content", ""))
+    return ""

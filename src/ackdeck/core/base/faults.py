@@ -5,7 +5,8 @@ step name to ACKDECK_TEST_PAUSE_FILE and sleeps until a test deletes that file (
 kills it (kill -9 at exactly that point). Read once at import; when unset, `pause` is one
 truthiness test of an empty frozenset. The steps are listed in core/rooms/file/ack.py; the
 fleet's wake exchange has two more, `fleet-batched` (core/monitors/forwarding.py) and
-`fleet-imported` (core/service/fleet/hosts.py).
+`fleet-imported` (core/service/fleet/hosts.py); a message's re-delivery one,
+`redeliver-after-push` (core/service/claude_messages.py).
 """
 
 from __future__ import annotations

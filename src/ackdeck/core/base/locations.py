@@ -319,6 +319,28 @@ def handover_room_lock(home: Path, room: str) -> Path:
     return lock_file(handovers_dir(home), f"room+{digest}", listed=True)
 
 
+def messages_dir(home: Path) -> Path:
+    return home / "claude-messages"
+
+
+def messages_scan(home: Path) -> Path:
+    """What `ackdeck messages` last read of each Claude Code transcript (its offset, inode,
+    the bytes before it, and the messages found), so the next look reads only what was
+    appended (issue 44, item 8). A cache: removed, the next look reads every transcript."""
+    return messages_dir(home) / "scan.json"
+
+
+def messages_journal(home: Path) -> Path:
+    """Each re-delivery of a lost message (`ackdeck messages redeliver`): the target inbox,
+    the entry's marker and when, so a re-run finds it already done and never pushes twice."""
+    return messages_dir(home) / "redeliveries.json"
+
+
+def messages_lock(home: Path) -> Path:
+    """Held to update the scan cache or the re-delivery journal (one writer at a time)."""
+    return lock_file(messages_dir(home))
+
+
 def default_home(env: Mapping[str, str]) -> Path:
     """$ACKDECK_HOME, else ~/.ackdeck (not created: resolve_home does that)."""
     return Path(env.get("ACKDECK_HOME") or Path.home() / ".ackdeck")
@@ -703,6 +725,21 @@ FILES: tuple[Place, ...] = (
         "a redis read whose reply may have been lost (refuses a blind ack)",
         "redis_doubt",
     ),
+    Place(
+        "home",
+        "claude-messages/scan.json",
+        "what `ackdeck messages` last read of each Claude Code transcript (offset, inode, the "
+        "messages found): the next look reads only what was appended; a cache",
+        "messages_scan",
+    ),
+    Place(
+        "home",
+        "claude-messages/redeliveries.json",
+        "each lost message re-delivered (`ackdeck messages redeliver`): never twice",
+        "messages_journal",
+    ),
+    Place("home", "claude-messages/lock", "flock for each change of those two", "messages_lock"),
+    Place("home", "claude-messages/", "the messages' scan cache and journal", "messages_dir"),
     Place(
         "claude",
         "teams/",

@@ -48,6 +48,7 @@ BUILTIN_COMMANDS = {
     "handover": "presence_cmd",
     "fleet": "fleet_cmd",
     "tasks": "tasks_cmd",
+    "messages": "messages_cmd",
     "claim": "queue_cmd",
     "done": "queue_cmd",
     "extend": "queue_cmd",

@@ -75,6 +75,7 @@ TOOL_META: dict[str, dict[str, Any]] = {
     "wakes_list": _hints("List pending wakes", read_only=True),
     "wakes_drain": _hints("Deliver pending wakes", destructive=False, idempotent=False),
     "agents_list": _hints("List agent sessions and their state", read_only=True),
+    "messages_list": _hints("List agents' messages and their fate", read_only=True),
     "task_claim": _hints("Claim a queue task", destructive=False, idempotent=False),
     "task_done": _hints("Finish a claimed task", destructive=True, idempotent=True),
     "task_extend": _hints("Renew a task's lease", destructive=False, idempotent=False),

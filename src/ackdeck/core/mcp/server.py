@@ -64,6 +64,7 @@ from ackdeck.core.mcp.sizing import (
 )
 from ackdeck.core.service import procs, rooms, wakes
 from ackdeck.core.service.agents import Agents
+from ackdeck.core.service.claude_messages import Messages
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.instructions import mcp_instructions
 from ackdeck.core.service.roomref import RoomRef
@@ -132,6 +133,7 @@ ProcessStartOut = output_model(procs.Run)
 OutputOut = output_model(procs.OutputLines)
 DrainOut = output_model(wakes.Drained)
 AgentsOut = output_model(Agents)
+MessagesOut = output_model(Messages)
 
 
 # ----- the tools, independent of the SDK -------------------------------------------------------
@@ -438,6 +440,20 @@ class AgentDoor:
         )
         return reply(listed, text or "no agent sessions seen yet")
 
+    def messages_list(self, team: str | None = None, session: str | None = None) -> Reply:
+        """Every message Claude Code's agents sent each other and its fate, lost and
+        duplicated first (as `ackdeck messages --json`)."""
+        from ackdeck.core.base.text import safe
+        from ackdeck.core.service.claude_messages import list_messages
+
+        found = list_messages(home=self.deck.home, team=team, session=session)
+        text = "\n".join(
+            f"{m.fate} {m.id[:8]} {m.sender} -> {m.to}: {safe(m.summary or m.text[:60])} "
+            f"({safe(m.why)})"
+            for m in found.messages
+        )
+        return reply(found, text or "no messages in Claude Code's transcripts")
+
     # -- processes and wakes ---------------------------------------------------------------
     def process_start(
         self,
@@ -708,6 +724,18 @@ def build_server(
     )
     def agents_list() -> Annotated[CallToolResult, AgentsOut]:
         return _guard(door.agents_list)
+
+    @tool(
+        "messages_list",
+        "Every message Claude Code's agents sent each other (SendMessage, team and "
+        "cross-session) and its fate from both transcripts: delivered (when, which turn), "
+        "waiting, lost, duplicated; lost and duplicated first. Reads only.",
+    )
+    def messages_list(
+        team: Annotated[str | None, _arg("only this team's (session-ID8)")] = None,
+        session: Annotated[str | None, _arg("only this sender session's (id or prefix)")] = None,
+    ) -> Annotated[CallToolResult, MessagesOut]:
+        return _guard(lambda: door.messages_list(team, session))
 
     @tool(
         "process_start",

@@ -135,6 +135,22 @@ def _run_metrics(f: _Families, home: Path) -> None:
         delivered.add_metric([w.session, w.name], w.delivered_total)
         superseded.add_metric([w.session, w.name], w.superseded_total)
     _agent_metrics(f, home)
+    _message_metrics(f, home)
+
+
+def _message_metrics(f: _Families, home: Path) -> None:
+    """How many of Claude Code's messages between agents are in each fate (`ackdeck
+    messages`): an alert can say `ackdeck_claude_messages{fate="lost"} > 0`. Each scrape
+    reads only what the transcripts gained since the last look."""
+    from ackdeck.core.service.claude_messages import list_messages
+    from ackdeck.core.service.message_fates import FATES
+
+    fates = f.gauge(
+        "ackdeck_claude_messages", "Claude Code's messages between agents, by fate", ["fate"]
+    )
+    found = list_messages(home=home)
+    for fate in FATES:
+        fates.add_metric([fate], found.counts.get(fate, 0))
 
 
 def _agent_metrics(f: _Families, home: Path) -> None:

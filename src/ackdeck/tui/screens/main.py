@@ -720,6 +720,13 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(TasksScreen())
 
+    def action_messages(self) -> None:
+        """Claude Code's messages between agents, on their own screen
+        (tui/screens/messages.py)."""
+        from .messages import MessagesScreen
+
+        self.app.push_screen(MessagesScreen())
+
     def action_handover(self) -> None:
         """`h` on the Agents panel: ask which session takes over the highlighted agent's
         unacked lines, then hand them over (core/service/handover.py, as `ackdeck handover`)."""

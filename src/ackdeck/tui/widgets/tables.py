@@ -791,7 +791,7 @@ class AgentsTable(KeyedTable):
     """One row per agent session (core/service/agents.py), after a first row for all of them.
     Highlighting an agent narrows the rooms, processes and wakes to it; enter opens its
     timeline; `h` hands the lines it has not acked over to another session (the screen's
-    action: it owns the service); `T` opens Claude Code's task lists."""
+    action: it owns the service); `T` opens Claude Code's task lists, `M` their messages."""
 
     BINDINGS = [
         Binding(
@@ -807,6 +807,13 @@ class AgentsTable(KeyedTable):
             "Tasks",
             id="agent.tasks",
             tooltip="Claude Code's task lists: who holds what, flagged holders, release",
+        ),
+        Binding(
+            "M",
+            "screen.messages",
+            "Messages",
+            id="agent.messages",
+            tooltip="Claude Code's messages between agents: each one's fate, re-deliver a lost one",
         ),
     ]
 
