@@ -383,7 +383,7 @@ def test_real_claude_code_sees_the_queue_claim_and_completion_and_keeps_its_own(
     what ackdeck wrote), and task 1 is still the lead's, byte for byte."""
     from tests.helpers.claude_tmux import claude_in_tmux
     from tests.helpers.model_stub import Call, Say
-    from tests.helpers.team_stub import LEAD, TeamStub
+    from tests.helpers.model_stub import LEAD, TeamStub
 
     look = Call("TaskGet", {"taskId": "2"})
     script = [

@@ -446,6 +446,7 @@ def gemini_json_answer(body: dict[str, Any]) -> dict[str, Any]:
 # ----- a team: one script per agent ------------------------------------------------------------
 AGENT_HEADER = "x-claude-code-agent-id"  # `NAME@TEAM` on an in-process teammate's requests
 TEAMMATE_PROMPT = "# Agent Teammate Communication"  # in every teammate's system prompt
+LEAD = "team-lead"  # what `agent_of` names the lead's own requests
 
 
 def agent_of(headers: Any, body: dict[str, Any]) -> str:
@@ -498,6 +499,12 @@ class TeamStub(ModelStub):
 
     def turns_of(self, agent: str) -> list[dict[str, Any]]:
         return [b for a, b in self.by_agent if a == agent]
+
+    @property
+    def played(self) -> dict[str, int]:
+        """How many turns each agent has asked for so far."""
+        with self._lock:
+            return dict(self._counts)
 
     def _serve(self, h: Any, path: str, body: dict[str, Any]) -> None:
         route = path.split("?")[0]
