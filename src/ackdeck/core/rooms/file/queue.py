@@ -70,8 +70,31 @@ _CHUNK = 1 << 16
 _RUN_BATCH = 256  # finished tasks looked at per query while compacting the head
 
 
+class _Damaged(ValueError):
+    """A value in the queue state that ackdeck never writes (a hand edit, another program):
+    named in one line by FileQueue, never a traceback nor a wrong claim."""
+
+
+_STATES = frozenset({Q.OPEN, Q.DONE, Q.DYING, Q.DEAD})
+
+
+def _count(value: object, what: str, least: int = 0) -> int:
+    """`value` if it is an integer of at least `least` (SQLite keeps any type in any column)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _Damaged(f"{what} is {repr(value)[:40]}, not a whole number from {least}")
+    return value
+
+
 def _task(row: tuple) -> Q.Task:
     offset, length, sha, token, holder, until, deliveries, state = row
+    _count(offset, "a task's offset")
+    _count(length, f"the length of the task at {offset}", 1)
+    _count(token, f"the token of the task at {offset}", 1)
+    _count(deliveries, f"the deliveries of the task at {offset}")
+    if not isinstance(sha, str) or not isinstance(holder, str) or state not in _STATES:
+        raise _Damaged(f"the task at {offset} has a digest, holder or state ackdeck never wrote")
+    if isinstance(until, bool) or not isinstance(until, int | float) or until != until:
+        raise _Damaged(f"the lease end of the task at {offset} is {repr(until)[:40]}")
     return Q.Task(
         offset=offset,
         length=length,
@@ -146,6 +169,18 @@ class State:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
+    def number(self, key: str, default: int) -> int:
+        """The whole number kept under `key` (`default` when none is): a text or a float
+        there (`frontier` 1e300 stalled the queue silently) is damage, named in one line."""
+        value = self.get(key)
+        return default if value is None else _count(value, key)
+
+    def queue_id(self) -> str:
+        value = self.get("queue_id")
+        if not isinstance(value, str) or not value.isalnum():  # a token is NUMBER-ID
+            raise _Damaged(f"queue_id is {repr(value)[:40]}, not letters and digits")
+        return value
+
     def put(self, key: str, value: object) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
@@ -165,7 +200,7 @@ class State:
 
     def issue(self, offset: int) -> int:
         """A new fencing number, for the task at `offset` (monotonic per room, persisted)."""
-        token = int(self.get("next_token") or 1)
+        token = self.number("next_token", 1) or 1
         self.put("next_token", token + 1)
         self.db.execute("INSERT INTO tokens VALUES (?, ?)", (token, offset))
         return token
@@ -233,7 +268,18 @@ class FileQueue:
         traceback; the transaction it interrupted was rolled back by SQLite."""
         try:
             yield
+        except _Damaged as exc:
+            raise CorruptState(
+                f"queue state {self.state_file} holds what ackdeck never writes: {exc}; move "
+                "it aside to start the queue afresh (every line becomes claimable again)"
+            ) from None
         except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+                # Not damage: moving the state aside would hand every claimed line out again.
+                raise RoomUnavailable(
+                    f"queue state {self.state_file}: the disk is full; nothing changed, try "
+                    "again once there is space"
+                ) from None
             raise CorruptState(
                 f"queue state {self.state_file} cannot be used ({exc}); if it is damaged, "
                 "move it aside to start the queue afresh (every line becomes claimable again)"
@@ -266,7 +312,8 @@ class FileQueue:
                 state.put("frontier", ledger.base)
             elif state.get("epoch") != ledger.epoch:
                 state.reset(ledger.epoch, ledger.base)
-            frontier = int(state.get("frontier") or 0)
+            state.queue_id()  # checked before any token is made of it
+            frontier = state.number("frontier", 0)
             if frontier < ledger.base:
                 state.put("frontier", ledger.base)
             state.forget_before(ledger.base)
@@ -338,7 +385,7 @@ class FileQueue:
         got: Q.Task | None = None
         ok = False
         try:
-            qid = str(state.get("queue_id"))
+            qid = state.queue_id()
             now = self.clock()
             size = settled_size(fd)
             while got is None:
@@ -359,7 +406,7 @@ class FileQueue:
                 else:
                     got = Q.claimed(task, state.issue(task.offset), session, now, seconds)
             if got is None:
-                frontier = int(state.get("frontier"))
+                frontier = state.number("frontier", ledger.base)
                 line = line_at(fd, frontier - ledger.base, size)
                 if line is not None:
                     token = state.issue(frontier)
@@ -473,7 +520,7 @@ class FileQueue:
             try:
                 ok = False
                 try:
-                    if str(state.get("queue_id")) != qid:
+                    if state.queue_id() != qid:
                         raise Q.TokenRefused(
                             f"token {token_text} refused: it was issued by another queue "
                             "state (the queue was started afresh); claim again"

@@ -1,0 +1,80 @@
+"""Issue 42, round 4's classes rerun on queue rooms (issue 45): the queue's SQLite state is a
+file in the room's sidecar, so any value in it may be one ackdeck never wrote (a hand edit,
+another program, a restore from elsewhere). SQLite keeps any type in any column: a text
+`frontier` or `next_token` ended claims in a ValueError traceback, a float `frontier` 1e300
+stalled the queue silently ("no unclaimed line waits" with lines waiting), a negative one
+handed a held line to a second holder. Each is now named in one line, nothing changes.
+
+And a full disk under the state is said to be one (it advised moving the state aside, which
+hands every claimed line out again), nothing lost. Real rooms, real `ackdeck` processes, a
+real full tmpfs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import ackdeck
+from tests.helpers.mounts import fill, mounted
+from tests.test_queue_rooms import queue_room
+
+DAMAGE = {
+    "text-next-token": "UPDATE meta SET value = 'abc' WHERE key = 'next_token'",
+    "text-frontier": "UPDATE meta SET value = 'x' WHERE key = 'frontier'",
+    "huge-frontier": "UPDATE meta SET value = 1e300 WHERE key = 'frontier'",
+    "negative-frontier": "UPDATE meta SET value = -100 WHERE key = 'frontier'",
+    "queue-id": "UPDATE meta SET value = 'a-b' WHERE key = 'queue_id'",
+    "task-state": "UPDATE tasks SET state = 'weird'",
+    "task-lease-end": "UPDATE tasks SET until = 'soon'",
+    "task-length": "UPDATE tasks SET length = -5",
+    "task-digest": "UPDATE tasks SET sha256 = x'00'",
+}
+
+
+def state_of(room: Path) -> Path:
+    return room.with_name(f".{room.name}.ackdeck") / "queue.sqlite"
+
+
+@pytest.mark.parametrize("sql", DAMAGE.values(), ids=DAMAGE.keys())
+def test_a_queue_state_value_ackdeck_never_writes_is_one_line_never_a_wrong_claim(
+    tmp_path: Path, cli_env: dict[str, str], sql: str
+) -> None:
+    room = queue_room(tmp_path, b"a\n", b"b\n", b"c\n")
+    out = ackdeck(cli_env, "claim", str(room), "--session", "s1", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["line"] == "a\n", out.stderr
+    db = sqlite3.connect(state_of(room))
+    db.execute(sql)
+    db.commit()
+    db.close()
+    out = ackdeck(cli_env, "claim", str(room), "--session", "s2")
+    # Never a traceback, and never "a" (s1 holds it) nor "nothing waits" (b and c wait).
+    assert out.returncode == 1 and out.stdout == "", out.stdout
+    assert out.stderr.count("\n") == 1 and str(state_of(room)) in out.stderr, out.stderr
+    assert "move it aside" in out.stderr
+    assert room.read_bytes() == b"a\nb\nc\n"
+
+
+def test_a_full_disk_under_the_queue_state_says_so_and_loses_nothing(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    with mounted(mnt, "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs"):
+        room = queue_room(mnt, b"a\n", b"b\n", b"c\n")
+        out = ackdeck(cli_env, "claim", str(room), "--session", "s1", "--json")
+        token = json.loads(out.stdout)["token"]
+        filler = fill(mnt)
+        for args in (["claim", str(room), "--session", "s2"], ["done", str(room), token]):
+            out = ackdeck(cli_env, *args)
+            assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+            assert "the disk is full" in out.stderr and "move it aside" not in out.stderr
+        assert room.read_bytes() == b"a\nb\nc\n"
+        filler.unlink()
+        out = ackdeck(cli_env, "claim", str(room), "--session", "s2", "--json")
+        assert json.loads(out.stdout)["line"] == "b\n", out.stderr  # a is still s1's
+        out = ackdeck(cli_env, "done", str(room), token)
+        assert out.returncode == 0, out.stderr
+        assert room.read_bytes() == b"b\nc\n"
