@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,29 @@ def test_a_full_disk_under_the_queue_state_says_so_and_loses_nothing(
         out = ackdeck(cli_env, "done", str(room), token)
         assert out.returncode == 0, out.stderr
         assert room.read_bytes() == b"b\nc\n"
+
+
+def _read_through(path: Path) -> float:
+    """Seconds to read `path` once in 64 KiB chunks: what a linear pass costs here now."""
+    began = time.monotonic()
+    with open(path, "rb", buffering=0) as f:
+        while f.read(1 << 16):
+            pass
+    return time.monotonic() - began
+
+
+def test_a_claim_of_a_line_of_tens_of_mb_costs_time_linear_in_it(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # A task is a line of any size (a producer's `>>`); the claim grew one bytes object a
+    # chunk at a time: 14 s for a 50 MB line.
+    room = queue_room(tmp_path, b"y" * (40 << 20) + b"\n", b"small\n")
+    linear = _read_through(room)
+    began = time.monotonic()
+    out = ackdeck(cli_env, "claim", str(room), "--session", "s", "--json")
+    took = time.monotonic() - began
+    assert out.returncode == 0 and len(json.loads(out.stdout)["line"]) == (40 << 20) + 1
+    # Start-up, JSON and a busy machine cost some multiple of one read.
+    assert took < 20 * linear + 4.0, (took, linear)
+    out = ackdeck(cli_env, "claim", str(room), "--session", "s")  # the text is the task, whole
+    assert out.stdout.splitlines()[1] == "small"

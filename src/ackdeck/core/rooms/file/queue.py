@@ -113,8 +113,10 @@ def _row(t: Q.Task) -> tuple:
 
 def line_at(fd: int, at: int, size: int) -> bytes | None:
     """The complete line starting at byte `at` of the file open at `fd` (`size` bytes
-    settled), or None when no newline ends it yet (a write in progress is never a task)."""
-    out = b""
+    settled), or None when no newline ends it yet (a write in progress is never a task).
+    Linear in the line: its chunks are joined once (growing one bytes object chunk by chunk
+    took 14 s to claim a 50 MB line)."""
+    pieces: list[bytes] = []
     pos = at
     while pos < size:
         got = os.pread(fd, min(_CHUNK, size - pos), pos)
@@ -122,8 +124,9 @@ def line_at(fd: int, at: int, size: int) -> bytes | None:
             return None
         nl = got.find(b"\n")
         if nl >= 0:
-            return out + got[: nl + 1]
-        out += got
+            pieces.append(got[: nl + 1])
+            return b"".join(pieces)
+        pieces.append(got)
         pos += len(got)
     return None
 
