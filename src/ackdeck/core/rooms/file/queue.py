@@ -70,31 +70,36 @@ _CHUNK = 1 << 16
 _RUN_BATCH = 256  # finished tasks looked at per query while compacting the head
 
 
-class _Damaged(ValueError):
-    """A value in the queue state that ackdeck never writes (a hand edit, another program):
-    named in one line by FileQueue, never a traceback nor a wrong claim."""
-
-
 _STATES = frozenset({Q.OPEN, Q.DONE, Q.DYING, Q.DEAD})
 
 
-def _count(value: object, what: str, least: int = 0) -> int:
+def _damaged(where: str, why: str) -> CorruptState:
+    """A value in the queue state that ackdeck never writes (a hand edit, another program):
+    one line naming the file, never a traceback nor a wrong claim."""
+    return CorruptState(
+        f"queue state {where} holds what ackdeck never writes: {why}; move it aside to start "
+        "the queue afresh (every line becomes claimable again)"
+    )
+
+
+def _count(value: object, what: str, where: str, least: int = 0) -> int:
     """`value` if it is an integer of at least `least` (SQLite keeps any type in any column)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise _Damaged(f"{what} is {repr(value)[:40]}, not a whole number from {least}")
+        raise _damaged(where, f"{what} is {repr(value)[:40]}, not a whole number from {least}")
     return value
 
 
-def _task(row: tuple) -> Q.Task:
+def _task(row: tuple, where: str) -> Q.Task:
     offset, length, sha, token, holder, until, deliveries, state = row
-    _count(offset, "a task's offset")
-    _count(length, f"the length of the task at {offset}", 1)
-    _count(token, f"the token of the task at {offset}", 1)
-    _count(deliveries, f"the deliveries of the task at {offset}")
+    _count(offset, "a task's offset", where)
+    _count(length, f"the length of the task at {offset}", where, 1)
+    _count(token, f"the token of the task at {offset}", where, 1)
+    _count(deliveries, f"the deliveries of the task at {offset}", where)
     if not isinstance(sha, str) or not isinstance(holder, str) or state not in _STATES:
-        raise _Damaged(f"the task at {offset} has a digest, holder or state ackdeck never wrote")
+        why = f"the task at {offset} has a digest, holder or state ackdeck never wrote"
+        raise _damaged(where, why)
     if isinstance(until, bool) or not isinstance(until, int | float) or until != until:
-        raise _Damaged(f"the lease end of the task at {offset} is {repr(until)[:40]}")
+        raise _damaged(where, f"the lease end of the task at {offset} is {repr(until)[:40]}")
     return Q.Task(
         offset=offset,
         length=length,
@@ -176,12 +181,12 @@ class State:
         """The whole number kept under `key` (`default` when none is): a text or a float
         there (`frontier` 1e300 stalled the queue silently) is damage, named in one line."""
         value = self.get(key)
-        return default if value is None else _count(value, key)
+        return default if value is None else _count(value, key, self.path)
 
     def queue_id(self) -> str:
         value = self.get("queue_id")
         if not isinstance(value, str) or not value.isalnum():  # a token is NUMBER-ID
-            raise _Damaged(f"queue_id is {repr(value)[:40]}, not letters and digits")
+            raise _damaged(self.path, f"queue_id is {repr(value)[:40]}, not letters and digits")
         return value
 
     def put(self, key: str, value: object) -> None:
@@ -190,7 +195,7 @@ class State:
     def task(self, offset: int) -> Q.Task | None:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE offset = ?", (offset,))
         got = row.fetchone()
-        return None if got is None else _task(got)
+        return None if got is None else _task(got, self.path)
 
     def task_of_token(self, token: int) -> Q.Task | None:
         row = self.db.execute("SELECT offset FROM tokens WHERE token = ?", (token,)).fetchone()
@@ -216,14 +221,14 @@ class State:
             "ORDER BY offset LIMIT 1",
             (now,),
         ).fetchone()
-        return None if row is None else _task(row)
+        return None if row is None else _task(row, self.path)
 
     def dying(self) -> list[Q.Task]:
         # Through the partial index: every operation asks, and almost always none is dying.
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM tasks INDEXED BY tasks_dying WHERE state = 'dying'"
         )
-        return [_task(r) for r in rows.fetchall()]
+        return [_task(r, self.path) for r in rows.fetchall()]
 
     def head(self, base: int) -> Iterator[Q.Task]:
         """The tasks from logical `base` on, in offset order (fetched in batches)."""
@@ -234,7 +239,7 @@ class State:
                 (at, batch),
             ).fetchall()
             for r in rows:
-                yield _task(r)
+                yield _task(r, self.path)
             if len(rows) < batch:
                 return
             at, batch = rows[-1][0] + 1, min(batch * 4, _RUN_BATCH)
@@ -271,11 +276,6 @@ class FileQueue:
         traceback; the transaction it interrupted was rolled back by SQLite."""
         try:
             yield
-        except _Damaged as exc:
-            raise CorruptState(
-                f"queue state {self.state_file} holds what ackdeck never writes: {exc}; move "
-                "it aside to start the queue afresh (every line becomes claimable again)"
-            ) from None
         except sqlite3.DatabaseError as exc:
             if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
                 # Not damage: moving the state aside would hand every claimed line out again.
