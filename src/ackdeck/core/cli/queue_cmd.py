@@ -74,7 +74,7 @@ def _claim(args: argparse.Namespace) -> int:
     elif got.claimed:
         assert got.line is not None
         say(f"token {got.token} (delivery {got.deliveries}, lease {got.lease_seconds:g} s)")
-        say(display(got.line).rstrip("\n"))
+        say(display(got.line).rstrip("\n"), whole=True)  # the task itself: never cut
         say(f"next: {got.next}")
     else:
         say(f"{deck.label(deck.rooms[0])}: {got.message}")
