@@ -105,3 +105,21 @@ def test_a_claim_of_a_line_of_tens_of_mb_costs_time_linear_in_it(
     assert took < 20 * linear + 4.0, (took, linear)
     out = ackdeck(cli_env, "claim", str(room), "--session", "s")  # the text is the task, whole
     assert out.stdout.splitlines()[1] == "small"
+
+
+def test_a_handover_out_of_a_queue_room_is_refused_before_it_copies_a_line(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # It pushed every line to the target, then its ack of the queue was refused: each line
+    # was then both a task in the queue (one of them claimed) and a line in the target.
+    room = queue_room(tmp_path, b"a\n", b"b\n", b"c\n")
+    target = tmp_path / "t.txt"
+    assert ackdeck(cli_env, "room", "read", str(room), "--session", "s1").returncode == 0
+    assert ackdeck(cli_env, "claim", str(room), "--session", "s1").returncode == 0
+    out = ackdeck(
+        cli_env, "handover", "--from", "s1", "--to", "s2", "--from-room", str(room),
+        "--to-room", str(target),
+    )  # fmt: skip
+    assert room.read_bytes() == b"a\nb\nc\n" and not target.exists(), target.read_bytes()
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert "is a work queue" in out.stderr and "Traceback" not in out.stderr
