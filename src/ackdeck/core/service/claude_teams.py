@@ -93,7 +93,9 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
         from ackdeck.core.clients.claude_code.sessions import read_small_json
 
         doc = read_small_json(locations.claude_team_config(teams, team))
-        listed = doc.get("members") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict):
+            continue
+        listed = doc.get("members")
         if not isinstance(listed, list):
             continue
         from ackdeck.core.clients.claude_code.sessions import lead_liveness, proc_start
