@@ -123,3 +123,24 @@ def test_a_handover_out_of_a_queue_room_is_refused_before_it_copies_a_line(
     assert room.read_bytes() == b"a\nb\nc\n" and not target.exists(), target.read_bytes()
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "is a work queue" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("stdout", ["/dev/full", "closed"])
+def test_a_claim_that_never_reached_its_claimant_is_neither_a_lease_nor_a_delivery(
+    tmp_path: Path, cli_env: dict[str, str], stdout: str
+) -> None:
+    # The claim was committed before its output failed: the line was held for a whole lease
+    # by nobody, and counted as delivered, so with max_deliveries 1 the next claim sent it to
+    # the dead-letter room though no one had ever seen it.
+    room = queue_room(tmp_path, b"a\n", b"b\n")
+    out = ackdeck(cli_env, "room", "policy", str(room), "--max-deliveries", "1")
+    assert out.returncode == 0, out.stderr
+    failed = ackdeck(cli_env, "claim", str(room), "--session", "s1", "--json", stdout=stdout)
+    out = ackdeck(cli_env, "claim", str(room), "--session", "s2", "--json")
+    got = json.loads(out.stdout)
+    assert (got["line"], got["deliveries"], got["dead_lettered"]) == ("a\n", 1, 0), got
+    assert not room.with_name(room.name + ".dead").exists()
+    assert failed.returncode == 1 and failed.stderr.count("\n") == 1, failed.stderr
+    assert "nothing was claimed" in failed.stderr and "Traceback" not in failed.stderr
+    # The failed claim's token is never issued again: part of it may have reached someone.
+    assert not got["token"].startswith("1-")

@@ -17,6 +17,8 @@ from ackdeck.core.rooms.queue import DEFAULT_LEASE, MAX_LEASE, OPS, Claim, TaskU
 __all__ = ["DEFAULT_LEASE", "MAX_LEASE", "Claimed", "TokenRefused", "Updated", "claim", "update"]
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ackdeck.core.rooms.file.queue import FileQueue
     from ackdeck.core.rooms.room_backend import RoomBackend
 
@@ -36,8 +38,16 @@ def file_queue(room: RoomBackend) -> FileQueue:
     return FileQueue(room)
 
 
-def claim(room: RoomBackend, label: str, session: str, lease: float | None = None) -> Claim:
-    return file_queue(room).claim(session, lease).replace(room=label)
+def claim(
+    room: RoomBackend,
+    label: str,
+    session: str,
+    lease: float | None = None,
+    deliver: Callable[[Claim], None] | None = None,
+) -> Claim:
+    """`deliver`: the door's write of the claim, before it is committed (FileQueue.claim)."""
+    hand = None if deliver is None else (lambda got: deliver(got.replace(room=label)))
+    return file_queue(room).claim(session, lease, hand).replace(room=label)
 
 
 def update(

@@ -339,11 +339,22 @@ class FileQueue:
             state.rollback()
 
     # ----- claim ---------------------------------------------------------------------------
-    def claim(self, session: str, lease: float | None = None) -> Q.Claim:
+    def claim(
+        self,
+        session: str,
+        lease: float | None = None,
+        deliver: Callable[[Q.Claim], None] | None = None,
+    ) -> Q.Claim:
+        """Hand out the oldest claimable line. `deliver` (a door's write of the claim) runs
+        before the claim is committed; if it raises, nothing was claimed: a claim that never
+        reached its claimant (a full disk, a closed pipe) is neither a lease nobody holds nor
+        a delivery (which, past max_deliveries, sent a line nobody saw to the dead letters)."""
         with self._state_errors():
-            return self._claim(session, lease)
+            return self._claim(session, lease, deliver)
 
-    def _claim(self, session: str, lease: float | None) -> Q.Claim:
+    def _claim(
+        self, session: str, lease: float | None, deliver: Callable[[Q.Claim], None] | None
+    ) -> Q.Claim:
         seconds = Q.check_lease(lease)
         pol = self._policy()
         with self.room.exclusively() as (fd, site):
@@ -352,7 +363,7 @@ class FileQueue:
             state, ledger, moved = self._open(site, fd)
             try:
                 got, line, qid, finished, moved = self._claim_in(
-                    state, fd, ledger, session, seconds, pol, moved
+                    state, fd, ledger, session, seconds, pol, moved, deliver
                 )
                 if finished:
                     self._compact(fd, site, state)
@@ -380,6 +391,7 @@ class FileQueue:
         seconds: float,
         pol: RoomPolicy,
         moved: int,
+        deliver: Callable[[Q.Claim], None] | None = None,
     ) -> tuple[Q.Task | None, bytes | None, str, bool, int]:
         """The claim's transaction: (the task handed out or None, its line, the queue id,
         whether finished lines wait at the head, how many lines were dead-lettered)."""
@@ -387,6 +399,7 @@ class FileQueue:
         line: bytes | None = None
         got: Q.Task | None = None
         ok = False
+        burn: int | None = None  # a token whose claim failed to reach its claimant
         try:
             qid = state.queue_id()
             now = self.clock()
@@ -423,9 +436,19 @@ class FileQueue:
             # could not remove them) leave after the commit.
             finished = Q.head_run(ledger.base, state.head(ledger.base)) is not None
             pause("queue-before-claim-commit")
+            if got is not None and deliver is not None:
+                burn = got.token
+                deliver(self._claimed(got, line, qid, seconds, moved))  # raises: rolled back
+                burn = None
             ok = True
         finally:
             self._end(state, ok)
+            if burn is not None:
+                # Part of it may have reached the claimant (a pipe closed mid-write): its
+                # token is never issued again, so it can never act on another's lease.
+                state.begin()
+                state.put("next_token", burn + 1)
+                state.commit()
         return got, line, qid, finished, moved
 
     def _claimed(
