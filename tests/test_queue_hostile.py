@@ -11,6 +11,7 @@ real full tmpfs."""
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 import time
@@ -18,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from ackdeck.core.service.deck import Deck
+from ackdeck.core.service.queue import Claimed, TokenRefused
 from tests.helpers.cli import ackdeck
+from tests.helpers.clock import Clock
 from tests.helpers.mounts import fill, mounted
 from tests.test_queue_rooms import queue_room
 
@@ -144,3 +148,29 @@ def test_a_claim_that_never_reached_its_claimant_is_neither_a_lease_nor_a_delive
     assert "nothing was claimed" in failed.stderr and "Traceback" not in failed.stderr
     # The failed claim's token is never issued again: part of it may have reached someone.
     assert not got["token"].startswith("1-")
+
+
+def test_a_reclaim_that_never_reached_its_claimant_leaves_the_task_as_it_was(
+    tmp_path: Path, home: Path
+) -> None:
+    """A door whose write fails (the CLI's to a full disk) raises from `deliver`: the task
+    is its earlier holder's again, its delivery not counted, the failed token refused."""
+    room = queue_room(tmp_path, b"x\n")
+    clock = Clock()
+    one, two = (Deck(home, s, [room], clock=clock) for s in ("one", "two"))
+    first = one.claim(one.rooms[0], lease=5)
+    clock.t += 100  # its lease ended; nobody claimed it again yet
+    seen: list[str] = []
+
+    def full_disk(got: Claimed) -> None:
+        assert got.token is not None
+        seen.append(got.token)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError):
+        two.claim(two.rooms[0], lease=5, deliver=full_disk)
+    with pytest.raises(TokenRefused):
+        two.task(two.rooms[0], seen[0], "release")
+    again = two.claim(two.rooms[0], lease=5)
+    assert (again.line, again.deliveries) == (b"x\n", 2)  # one's claim, then this one
+    assert again.token not in (first.token, seen[0])

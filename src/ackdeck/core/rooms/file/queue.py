@@ -346,9 +346,12 @@ class FileQueue:
         deliver: Callable[[Q.Claim], None] | None = None,
     ) -> Q.Claim:
         """Hand out the oldest claimable line. `deliver` (a door's write of the claim) runs
-        before the claim is committed; if it raises, nothing was claimed: a claim that never
-        reached its claimant (a full disk, a closed pipe) is neither a lease nobody holds nor
-        a delivery (which, past max_deliveries, sent a line nobody saw to the dead letters)."""
+        once the claim is committed, the room's lock still held; if it raises, the claim is
+        undone (the task as it was, its token never issued again: part of the claim may have
+        reached someone): a claim that never reached its claimant (a full disk, a closed
+        pipe) is neither a lease nobody holds nor a delivery (which, past max_deliveries, sent
+        a line nobody saw to the dead-letter room). A kill -9 before the undo leaves the claim
+        committed, as without `deliver`: its lease ends and the line is claimed again."""
         with self._state_errors():
             return self._claim(session, lease, deliver)
 
@@ -362,9 +365,15 @@ class FileQueue:
                 return self._nothing(seconds, 0, "the room does not exist yet")
             state, ledger, moved = self._open(site, fd)
             try:
-                got, line, qid, finished, moved = self._claim_in(
-                    state, fd, ledger, session, seconds, pol, moved, deliver
+                got, line, qid, finished, moved, undo = self._claim_in(
+                    state, fd, ledger, session, seconds, pol, moved
                 )
+                if got is not None and deliver is not None:
+                    try:
+                        deliver(self._claimed(got, line, qid, seconds, moved))
+                    except BaseException:
+                        self._unclaim(state, got, undo)
+                        raise
                 if finished:
                     self._compact(fd, site, state)
             finally:
@@ -391,15 +400,15 @@ class FileQueue:
         seconds: float,
         pol: RoomPolicy,
         moved: int,
-        deliver: Callable[[Q.Claim], None] | None = None,
-    ) -> tuple[Q.Task | None, bytes | None, str, bool, int]:
+    ) -> tuple[Q.Task | None, bytes | None, str, bool, int, Q.Task | int | None]:
         """The claim's transaction: (the task handed out or None, its line, the queue id,
-        whether finished lines wait at the head, how many lines were dead-lettered)."""
+        whether finished lines wait at the head, how many lines were dead-lettered, what
+        undoes the claim: the task as it was before, or the frontier before a first claim)."""
         dead_room = deadletter.dead_room_path(self.room.path)
         line: bytes | None = None
         got: Q.Task | None = None
         ok = False
-        burn: int | None = None  # a token whose claim failed to reach its claimant
+        undo: Q.Task | int | None = None
         try:
             qid = state.queue_id()
             now = self.clock()
@@ -421,6 +430,7 @@ class FileQueue:
                     moved += self._bury(state, fd, dead_room, line, task)
                 else:
                     got = Q.claimed(task, state.issue(task.offset), session, now, seconds)
+                    undo = task
             if got is None:
                 frontier = state.number("frontier", ledger.base)
                 line = line_at(fd, frontier - ledger.base, size)
@@ -430,26 +440,31 @@ class FileQueue:
                         frontier, len(line), L.sha256(line), token, session, now, seconds
                     )
                     state.put("frontier", frontier + len(line))
+                    undo = frontier
             if got is not None:
                 state.save(got)
             # Finished lines at the head (dead-lettered now, or by an earlier operation that
             # could not remove them) leave after the commit.
             finished = Q.head_run(ledger.base, state.head(ledger.base)) is not None
             pause("queue-before-claim-commit")
-            if got is not None and deliver is not None:
-                burn = got.token
-                deliver(self._claimed(got, line, qid, seconds, moved))  # raises: rolled back
-                burn = None
             ok = True
         finally:
             self._end(state, ok)
-            if burn is not None:
-                # Part of it may have reached the claimant (a pipe closed mid-write): its
-                # token is never issued again, so it can never act on another's lease.
-                state.begin()
-                state.put("next_token", burn + 1)
-                state.commit()
-        return got, line, qid, finished, moved
+        return got, line, qid, finished, moved, undo
+
+    @staticmethod
+    def _unclaim(state: State, got: Q.Task, undo: Q.Task | int | None) -> None:
+        """Undo a committed claim its claimant never received (the room's lock still held
+        since, so nothing else changed): the task as it was, or no task and the frontier
+        back. `next_token` stays past its token, and the token's row stays: a claimant that
+        saw part of the claim is refused, never taken for a later holder."""
+        state.begin()
+        if isinstance(undo, Q.Task):
+            state.save(undo)
+        else:
+            state.db.execute("DELETE FROM tasks WHERE offset = ?", (got.offset,))
+            state.put("frontier", got.offset if undo is None else undo)
+        state.commit()
 
     def _claimed(
         self, got: Q.Task, line: bytes | None, qid: str, seconds: float, moved: int
