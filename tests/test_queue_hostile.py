@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -174,3 +175,24 @@ def test_a_reclaim_that_never_reached_its_claimant_leaves_the_task_as_it_was(
     again = two.claim(two.rooms[0], lease=5)
     assert (again.line, again.deliveries) == (b"x\n", 2)  # one's claim, then this one
     assert again.token not in (first.token, seen[0])
+
+
+@pytest.mark.parametrize("kind", ["symlink", "directory", "fifo"])
+def test_a_claim_on_a_path_that_is_no_room_says_what_it_is_not_to_make_it_a_queue(
+    tmp_path: Path, cli_env: dict[str, str], kind: str
+) -> None:
+    # "not a queue; make it one with `room policy PATH --queue on`", which then refused it.
+    room = queue_room(tmp_path, b"a\n")
+    path = tmp_path / "other"
+    if kind == "symlink":
+        path.symlink_to(room)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    for args in (["claim", str(path), "--session", "s"], ["done", str(path), "1-abcd"]):
+        out = ackdeck(cli_env, *args)
+        assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+        assert "--queue on" not in out.stderr and f"is a {kind.replace('fifo', 'FIFO')}" in (
+            out.stderr
+        )

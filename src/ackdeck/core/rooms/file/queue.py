@@ -294,6 +294,9 @@ class FileQueue:
         """The room's policy, refused unless it makes the room a queue."""
         pol = self.room.policy()
         if not pol.queue:
+            # A symlink, a directory or a FIFO reads as "no policy": say what it is, not to
+            # make it a queue (`room policy` refuses it too).
+            self.room._check_kind()
             raise InvalidInput(
                 f"room {self.room.path} is not a queue; make it one with "
                 f"`ackdeck room policy {self.room.path} --queue on`"
