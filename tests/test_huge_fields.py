@@ -29,11 +29,12 @@ HUGE = 50_000_000  # characters
 
 def test_safe_cuts_each_line_over_the_limit_with_a_marker_and_keeps_the_rest() -> None:
     long = "x" * (LINE_CHARS + 10)
-    assert safe(long) == "x" * LINE_CHARS + " …[10 more characters not shown]"
+    cut = safe(long)
+    assert cut.endswith(" …[74 more characters not shown]") and len(cut) <= LINE_CHARS
+    assert cut.startswith("x" * (LINE_CHARS - 74)) and safe(cut) == cut  # never cut twice
     # Several lines ackdeck composed: each is cut alone, the short ones stay whole.
     got = safe(f"head\n{long}\ntail", keep="\t\n").split("\n")
-    assert got[0] == "head" and got[2] == "tail"
-    assert got[1].endswith("[10 more characters not shown]")
+    assert got == ["head", cut, "tail"]
     # The limit counts the producer's characters; its escapes are still shown escaped.
     assert safe("\x1b" * (LINE_CHARS + 1)).startswith("\\x1b" * 3)
     assert len(safe("\x1b" * (LINE_CHARS + 1))) < 5 * LINE_CHARS
@@ -105,3 +106,25 @@ def test_a_long_line_read_on_a_terminal_is_never_cut() -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+async def test_the_dashboard_shows_a_huge_hostile_run_status_escaped_and_cut(
+    run_p: Path, cli_env: dict[str, str]
+) -> None:
+    """A run's status reaches the Processes panel as a styled Text, not a string: its escapes
+    went to the terminal raw, and at 50 MB the dashboard did not settle in a minute (every
+    width measured it whole)."""
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.testing import fixed_clock, quiet_config, screen_text, settle
+    from tests.test_text_for_people import ESCAPED, HOSTILE, obeyed
+
+    meta = next((run_p / "procs" / "p").glob("*/meta.json"))
+    doc = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**doc, "status": HOSTILE + "S" * HUGE}))
+    app = make_app(quiet_config([], home=run_p), clock=fixed_clock)
+    async with app.run_test(size=(200, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")  # the Processes panel
+        await settle(pilot)
+        text = screen_text(app)
+        assert obeyed(text) == [] and ESCAPED[:12] in text, text

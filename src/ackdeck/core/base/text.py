@@ -41,10 +41,16 @@ def _escaped(m: re.Match[str]) -> str:
 LINE_CHARS = 4000
 
 
+_MARKER_ROOM = 64  # characters kept for the marker: a cut line is `limit` long at most
+
+
 def _cut(line: str, limit: int) -> str:
+    """`line`, or its head and a marker, `limit` characters at most: so a cut line is never
+    cut again (`safe` of `safe` is the same text)."""
     if len(line) <= limit:
         return line
-    return f"{line[:limit]} …[{len(line) - limit:,} more characters not shown]"
+    keep = max(0, limit - _MARKER_ROOM)
+    return f"{line[:keep]} …[{len(line) - keep:,} more characters not shown]"
 
 
 def safe(text: str, *, keep: str = "\t", limit: int | None = LINE_CHARS) -> str:
