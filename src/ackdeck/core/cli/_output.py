@@ -15,16 +15,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def say(*parts: object, file: Any = None, flush: bool = False, whole: bool = False) -> None:
+def say(*parts: object, file: Any = None, flush: bool = False) -> None:
     """print() for text people read (reports, errors, traces, hook text): every control or
     escape character in it, a producer's or a file name's, is shown escaped (`text.safe`), so
     a line cannot set the terminal's title or clear its screen, and a line longer than
     `text.LINE_CHARS` is cut with a marker (a field from a file is no 50 MB row). Newlines and
-    tabs stay. `whole`: never cut (a line handed over as work, which its reader acts on)."""
-    from ackdeck.core.base.text import LINE_CHARS, safe
+    tabs stay."""
+    from ackdeck.core.base.text import safe
 
-    text = " ".join(str(p) for p in parts)
-    print(safe(text, keep="\t\n", limit=None if whole else LINE_CHARS), file=file, flush=flush)
+    print(safe(" ".join(str(p) for p in parts), keep="\t\n"), file=file, flush=flush)
 
 
 def stdout_fd() -> int:
