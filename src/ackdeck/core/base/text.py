@@ -33,13 +33,40 @@ def _escaped(m: re.Match[str]) -> str:
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
 
-def safe(text: str, *, keep: str = "\t") -> str:
+# A line of text for people is cut after this many characters, with a marker saying how many
+# more there were: a field read from a file (a wake's line, a task's subject, a run's command,
+# any string a hand edit made 50 MB) reaches a table row or a one-line message through `safe`,
+# and a person's terminal must not receive megabytes for it. JSON output keeps the exact value
+# (docs/concepts/decisions.md, "Text for people is bounded, JSON is exact").
+LINE_CHARS = 4000
+
+
+_MARKER_ROOM = 64  # characters kept for the marker: a cut line is `limit` long at most
+
+
+def _cut(line: str, limit: int) -> str:
+    """`line`, or its head and a marker, `limit` characters at most: so a cut line is never
+    cut again (`safe` of `safe` is the same text)."""
+    if len(line) <= limit:
+        return line
+    keep = max(0, limit - _MARKER_ROOM)
+    return f"{line[:keep]} …[{len(line) - keep:,} more characters not shown]"
+
+
+def safe(text: str, *, keep: str = "\t", limit: int | None = LINE_CHARS) -> str:
     """`text` safe to print for people: every control or escape character a producer put in
-    it is shown escaped (`\\x1b`, `\\u202e`) instead of driving the terminal. The one place
-    ackdeck makes text safe for a person's eyes (CLI text, trace, dashboard, notices, hooks);
-    JSON and MCP structured content carry the exact text. `keep`: what stays as it is: a tab
-    (the default), also newlines for several lines ackdeck composed ("\\t\\n"), nothing for
-    text typed as keys into a terminal (""), where a tab is a key too."""
+    it is shown escaped (`\\x1b`, `\\u202e`) instead of driving the terminal, and each line
+    longer than `limit` characters is cut with a marker (None: never cut, for lines a program
+    reads whole). The one place ackdeck makes text safe for a person's eyes (CLI text, trace,
+    dashboard, notices, hooks); JSON and MCP structured content carry the exact text. `keep`:
+    what stays as it is: a tab (the default), also newlines for several lines ackdeck composed
+    ("\\t\\n"), nothing for text typed as keys into a terminal (""), where a tab is a key too."""
+    if limit is not None and len(text) > limit:
+        # Cut before escaping, so the limit counts the producer's characters, not escapes.
+        if "\n" in keep:
+            text = "\n".join(_cut(line, limit) for line in text.split("\n"))
+        else:
+            text = _cut(text, limit)
     if text.isprintable():
         return text  # the common case, in C: every character escaped here is unprintable
     return re.compile(_UNSAFE[keep]).sub(_escaped, text)

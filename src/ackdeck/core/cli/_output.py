@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 def say(*parts: object, file: Any = None, flush: bool = False) -> None:
     """print() for text people read (reports, errors, traces, hook text): every control or
     escape character in it, a producer's or a file name's, is shown escaped (`text.safe`), so
-    a line cannot set the terminal's title or clear its screen. Newlines and tabs stay."""
+    a line cannot set the terminal's title or clear its screen, and a line longer than
+    `text.LINE_CHARS` is cut with a marker (a field from a file is no 50 MB row). Newlines and
+    tabs stay."""
     from ackdeck.core.base.text import safe
 
     print(safe(" ".join(str(p) for p in parts), keep="\t\n"), file=file, flush=flush)
@@ -40,7 +42,8 @@ def for_terminal(data: bytes, fd: int) -> bytes:
         return data
     from ackdeck.core.base.text import display, safe
 
-    return safe(display(data), keep="\t\n").encode("utf-8")
+    # Never cut: these are the lines a read hands over (and may ack), not a report about them.
+    return safe(display(data), keep="\t\n", limit=None).encode("utf-8")
 
 
 def json_text(value: Any) -> str:

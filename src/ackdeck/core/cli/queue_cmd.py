@@ -6,11 +6,16 @@ exit 4, so a script can tell "drop this work, it is someone else's now" from oth
 from __future__ import annotations
 
 import argparse
+import errno
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.text import display
 from ackdeck.core.cli import SESSION_HELP, session_of
-from ackdeck.core.cli._output import emit_json, say
+from ackdeck.core.cli._output import emit_json, json_text, say
 from ackdeck.core.service.deck import Deck
+
+if TYPE_CHECKING:
+    from ackdeck.core.service.queue import Claimed
 
 _LEASE_HELP = "the lease in seconds or with a unit (90s, 10m, 1h); default 10m, at most 2h"
 
@@ -68,17 +73,58 @@ def _deck(args: argparse.Namespace, *, session: bool) -> Deck:
 
 def _claim(args: argparse.Namespace) -> int:
     deck = _deck(args, session=True)
-    got = deck.claim(deck.rooms[0], lease=args.lease)
+
+    def deliver(got: Claimed) -> None:
+        # Called before the claim is committed: if the claimant cannot be given it, it is
+        # rolled back (a claim written to a full disk counted as a delivery and, past
+        # max_deliveries, sent a line nobody saw to the dead-letter room).
+        _hand(json_text(got.to_json()) + "\n" if args.json else _claim_text(got))
+
+    got = deck.claim(deck.rooms[0], lease=args.lease, deliver=deliver)
+    if got.claimed:
+        return 0
     if args.json:
         emit_json(got.to_json())
-    elif got.claimed:
-        assert got.line is not None
-        say(f"token {got.token} (delivery {got.deliveries}, lease {got.lease_seconds:g} s)")
-        say(display(got.line).rstrip("\n"))
-        say(f"next: {got.next}")
     else:
         say(f"{deck.label(deck.rooms[0])}: {got.message}")
     return 0
+
+
+def _claim_text(got: Claimed) -> str:
+    from ackdeck.core.base.text import safe
+
+    assert got.line is not None
+    return (
+        safe(
+            f"token {got.token} (delivery {got.deliveries}, lease {got.lease_seconds:g} s)\n",
+            keep="\t\n",
+        )
+        # The task itself: escaped for a terminal as every line for people, never cut.
+        + safe(display(got.line).rstrip("\n"), keep="\t\n", limit=None)
+        + safe(f"\nnext: {got.next}\n", keep="\t\n")
+    )
+
+
+def _hand(text: str) -> None:
+    """Write a claim to stdout whole, or raise NotDelivered (one line; nothing claimed)."""
+    import sys
+
+    from ackdeck.core.base.byteio import write_all
+    from ackdeck.core.cli import ClosedStream
+    from ackdeck.core.cli._output import _quiet_stdout
+    from ackdeck.core.errors import NotDelivered
+
+    try:
+        if sys.stdout is None or isinstance(sys.stdout, ClosedStream):
+            raise OSError(errno.EBADF, "stdout is closed")
+        sys.stdout.flush()
+        write_all(sys.stdout.fileno(), text.encode("utf-8", "surrogateescape"))
+    except OSError as exc:
+        _quiet_stdout()
+        why = "broken pipe" if isinstance(exc, BrokenPipeError) else (exc.strerror or str(exc))
+        raise NotDelivered(
+            f"could not write the claim to stdout ({why}); nothing was claimed: claim again"
+        ) from None
 
 
 def _update(args: argparse.Namespace) -> int:

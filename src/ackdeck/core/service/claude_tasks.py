@@ -142,10 +142,7 @@ def _team_of(
     """The team or session a list belongs to, and whether its process still runs: the team's
     `leadProcess` (pid and start time), else the session registry record of `session-ID8`."""
     teams = locations.claude_teams_dir(env)
-    try:
-        doc = json.loads(locations.claude_team_config(teams, task_list).read_bytes())
-    except (OSError, ValueError, RecursionError):
-        doc = None
+    doc = reg.read_small_json(locations.claude_team_config(teams, task_list))
     short = task_list[len("session-") :] if task_list.startswith("session-") else None
     record = next(
         (x for x in records if short is not None and x[0].session_id.startswith(short)), None
@@ -232,6 +229,10 @@ def _sessions_starting(project: Path, short: str) -> list[str]:
 def _transcripts_of(project: Path, session_id: str, team: str) -> list[tuple[str, Path]]:
     """The lead's transcript (as `team-lead`) and each teammate's of one session."""
     out: list[tuple[str, Path]] = []
+    if locations.claude_name(session_id) != session_id:
+        # Read from a team's config or a registry record, both writable by others: a session
+        # id is a UUID, and one like `../../x` must not name a file outside the project.
+        return out
     lead = locations.claude_transcript(project, session_id)
     if lead.is_file():
         out.append(("team-lead", lead))
@@ -250,10 +251,7 @@ def _transcripts_of(project: Path, session_id: str, team: str) -> list[tuple[str
 
 
 def _agent_name(meta: Path, team: str) -> str | None:
-    try:
-        doc = json.loads(meta.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
+    doc = reg.read_small_json(meta)
     if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
         return None
     if isinstance(doc.get("teamName"), str) and doc["teamName"] != team:
@@ -263,13 +261,23 @@ def _agent_name(meta: Path, team: str) -> str | None:
 
 def _task_updates(path: Path) -> list[tuple[str, str | None, str | None]]:
     """(taskId, status, owner) of each TaskUpdate call in a transcript, oldest first."""
+    import stat
+
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(0, size - TRANSCRIPT_TAIL))
-            data = f.read()
+        # Non-blocking, and only a regular file: a FIFO named like a transcript must not hang.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return []
+        start = max(0, st.st_size - TRANSCRIPT_TAIL)
+        data = os.pread(fd, st.st_size - start, start)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
     out = []
     for line in data.split(b"\n"):
         if b'"TaskUpdate"' not in line:

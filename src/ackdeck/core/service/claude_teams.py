@@ -10,7 +10,6 @@ import os
 from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
-from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.clients.claude_code.mailbox import MailEntry as MailEntry
 from ackdeck.core.clients.claude_code.mailbox import summarize as summarize  # for the doors
@@ -91,11 +90,12 @@ def members(env: Mapping[str, str] | None = None) -> list[TeamMember]:
     teams = teams_dir(env)
     out: list[TeamMember] = []
     for team in _names(teams):
-        try:
-            doc = parse_json(locations.claude_team_config(teams, team).read_bytes())
-        except (OSError, ValueError):
+        from ackdeck.core.clients.claude_code.sessions import read_small_json
+
+        doc = read_small_json(locations.claude_team_config(teams, team))
+        if not isinstance(doc, dict):
             continue
-        listed = doc.get("members") if isinstance(doc, dict) else None
+        listed = doc.get("members")
         if not isinstance(listed, list):
             continue
         from ackdeck.core.clients.claude_code.sessions import lead_liveness, proc_start

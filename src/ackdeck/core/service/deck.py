@@ -315,12 +315,19 @@ class Deck:
         with self._opened(ref) as room:
             return trace(room, self.label(ref), offset=offset, match=match, clock=self._clock)
 
-    def claim(self, ref: RoomRef, *, lease: float | None = None) -> Claimed:
-        """Claim the oldest claimable line of the queue room `ref` (core/service/queue.py)."""
+    def claim(
+        self,
+        ref: RoomRef,
+        *,
+        lease: float | None = None,
+        deliver: Callable[[Claimed], None] | None = None,
+    ) -> Claimed:
+        """Claim the oldest claimable line of the queue room `ref` (core/service/queue.py);
+        `deliver` writes it to the claimant before the claim is committed."""
         from ackdeck.core.service import queue
 
         with self._opened(ref) as room:
-            return queue.claim(room, self.label(ref), self._session(), lease)
+            return queue.claim(room, self.label(ref), self._session(), lease, deliver)
 
     def task(self, ref: RoomRef, token: str, op: str, *, lease: float | None = None) -> Updated:
         """done, extend or release the claim `token` of the queue room `ref`."""

@@ -294,6 +294,13 @@ def hand_over(
         _refuse_unfinished(home, source, src_spec)
         src, dst = _open(src_spec, clock, door, home), _open(dst_spec, clock, door, home)
         try:
+            if src.policy().queue:
+                # Its lines leave only by `done` (its ack is refused): the push would have
+                # put every line in the target too, each then delivered twice.
+                raise InvalidInput(
+                    f"{src_spec} is a work queue: its lines go to one claimer at a time; "
+                    "give a claimed line back with `ackdeck release ROOM TOKEN` (nothing moved)"
+                )
             return _run(home, source, target, src, dst, src_spec, dst_spec, clock)
         finally:
             src.close()

@@ -17,6 +17,8 @@ from ackdeck.core.rooms.queue import DEFAULT_LEASE, MAX_LEASE, OPS, Claim, TaskU
 __all__ = ["DEFAULT_LEASE", "MAX_LEASE", "Claimed", "TokenRefused", "Updated", "claim", "update"]
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ackdeck.core.rooms.file.queue import FileQueue
     from ackdeck.core.rooms.room_backend import RoomBackend
 
@@ -36,10 +38,23 @@ def file_queue(room: RoomBackend) -> FileQueue:
     return FileQueue(room)
 
 
-def claim(room: RoomBackend, label: str, session: str, lease: float | None = None) -> Claim:
+def claim(
+    room: RoomBackend,
+    label: str,
+    session: str,
+    lease: float | None = None,
+    deliver: Callable[[Claim], None] | None = None,
+) -> Claim:
+    """`deliver`: the door's write of the claim, before it is committed (FileQueue.claim).
+    A Claude Code task list commits its claim under Claude Code's lock first, so there the
+    write follows the claim (one that fails leaves the lease to run out)."""
     if _claude_tasks(room):  # claude-tasks://LIST: Claude Code's task list as the queue
-        return room.claim(session, lease).replace(room=label)  # type: ignore[attr-defined]
-    return file_queue(room).claim(session, lease).replace(room=label)
+        got = room.claim(session, lease).replace(room=label)  # type: ignore[attr-defined]
+        if deliver is not None and got.claimed:
+            deliver(got)
+        return got
+    hand = None if deliver is None else (lambda got: deliver(got.replace(room=label)))
+    return file_queue(room).claim(session, lease, hand).replace(room=label)
 
 
 def _claude_tasks(room: object) -> bool:

@@ -119,7 +119,27 @@ def fit_widths(natural: Sequence[int], minimum: Sequence[int], available: int) -
 
 
 def _plain(cell: Any) -> str:
-    return cell.plain if isinstance(cell, Text | Cell) else str(cell)
+    """The cell's text as the table shows it (`_shown`): what its width is measured on."""
+    return safe(cell.plain if isinstance(cell, Text | Cell) else str(cell))
+
+
+def _shown(cell: Any) -> Any:
+    """A cell as people see it: its text escaped and bounded (`text.safe`), whichever form
+    it came in. Strings also become Cells (DataTable reads a string as markup); a Text or
+    Cell that needs no change is kept with its spans. A run's status and a room's label
+    reach here as Text or Cell: a hand-written one showed its escapes raw, and one of 50 MB
+    kept the dashboard from settling for over a minute (each width measured it)."""
+    if isinstance(cell, str):
+        return Cell(safe(cell))
+    if isinstance(cell, Text | Cell):
+        plain = cell.plain
+        shown = safe(plain)
+        if shown is plain:
+            return cell
+        if isinstance(cell, Cell):
+            return Cell(shown, cell[1], cell[2])
+        return Text(shown, style=cell.style, justify=cell.justify)  # its spans: ackdeck's
+    return cell
 
 
 def _cut(cell: Any, width: int) -> Any:
@@ -253,7 +273,7 @@ class KeyedTable(DataTable[Any], QuietBorders):
         # from producers: shown escaped, and as written (a Cell: DataTable reads a string as
         # markup, so a pattern `[/x]` or a message with `[/b]` stopped the dashboard with a
         # MarkupError, and `[@click=...]` or `[link=...]` became live).
-        cells = [Cell(safe(c)) if isinstance(c, str) else c for c in row]
+        cells = [_shown(c) for c in row]
         return [_cut(c, w) for c, w in zip(cells, self._layout[1], strict=True)]
 
     def on_resize(self) -> None:

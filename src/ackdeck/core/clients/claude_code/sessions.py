@@ -176,6 +176,26 @@ def read_record(path: Path, limit: int = MAX_BYTES) -> bytes | None:
         os.close(fd)
 
 
+SMALL_JSON_MAX = 1 << 20  # a team's config.json, a teammate's .meta.json: a few KB each
+
+
+def read_small_json(path: Path, limit: int = SMALL_JSON_MAX) -> object | None:
+    """A small JSON file of Claude Code's (a team's config.json, a teammate's .meta.json),
+    read as `read_record` reads (never a FIFO's wait, never through a symlink) and parsed
+    strictly (core/base/jsonfields.py); None when it is not there or not usable: over `limit`,
+    not a regular file, unreadable, damaged. A config put in place as a FIFO hung `ackdeck
+    tasks`, `agents` and the team rooms on the open."""
+    from ackdeck.core.base.jsonfields import parse
+
+    try:
+        raw = read_record(path, limit)
+        if raw is None or len(raw) > limit:
+            return None
+        return parse(raw)
+    except (OSError, ValueError, BadRecord):
+        return None
+
+
 # ----- is the session's process still the one that wrote the record? ----------------------------
 def proc_start(pid: int) -> str | None:
     """The start time of process `pid` as Claude Code records it (field 22 of /proc/PID/stat),

@@ -168,7 +168,8 @@ def replacement_in(record: dict[str, object], tool_use_id: str) -> str | None:
     if record.get("type") != "content-replacement":
         return None
     found = None
-    for r in record.get("replacements") or []:  # type: ignore[attr-defined]
+    listed = record.get("replacements")
+    for r in listed if isinstance(listed, list) else []:  # any other type replaces nothing
         if (
             isinstance(r, dict)
             and r.get("kind") == "tool-result"
@@ -182,7 +183,7 @@ def replacement_in(record: dict[str, object], tool_use_id: str) -> str | None:
 def _parse(line: bytes, where: Path) -> dict[str, object]:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the decoder's limit: damaged too
         raise NoProof(f"the transcript {where} is damaged (a record is not JSON)") from None
     if not isinstance(record, dict):
         raise NoProof(f"the transcript {where} is damaged (a record is not an object)")
@@ -190,33 +191,48 @@ def _parse(line: bytes, where: Path) -> dict[str, object]:
 
 
 def _forward(fd: int, start: int) -> Iterator[tuple[int, bytes]]:
-    """(offset after the line, line) for each complete line from `start` to the end."""
-    pos, rest = start, b""
+    """(offset after the line, line) for each complete line from `start` to the end.
+
+    Linear in the bytes read: each chunk is split alone and a line longer than a chunk is
+    kept in pieces, joined once (re-splitting the growing line at every chunk took 33 s over
+    one 50 MB record, a large tool result)."""
+    pos, at = start, start
+    pieces: list[bytes] = []  # the line in progress, when it began in an earlier chunk
     while True:
         chunk = os.pread(fd, CHUNK, pos)
         if not chunk:
             return
         pos += len(chunk)
-        rest += chunk
-        at = start
-        *lines, rest = rest.split(b"\n")
+        *lines, rest = chunk.split(b"\n")
         for line in lines:
+            if pieces:
+                line = b"".join((*pieces, line))
+                pieces = []
             at += len(line) + 1
             yield at, line
-        start = at
+        if rest:
+            pieces.append(rest)
 
 
 def _backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """(offset of the line's start, line) for each complete line from `end` backwards."""
-    pos, rest = end, b""
+    """(offset of the line's start, line) for each complete line from `end` backwards.
+    Linear in the bytes read, as `_forward` (no re-prepending of a long line's tail)."""
+    pos = end
+    pieces: list[bytes] = []  # the earliest line so far, when it ends in a later chunk: last first
     # A last line without its newline is still being written: not a record yet.
     tail = os.pread(fd, 1, end - 1) if end else b"\n"
     skip_partial = tail != b"\n"
     while pos > 0:
         n = min(CHUNK, pos)
         pos -= n
-        rest = os.pread(fd, n, pos) + rest
-        first, *lines = rest.split(b"\n")
+        chunk = os.pread(fd, n, pos)
+        first, *lines = chunk.split(b"\n")
+        if not lines:
+            pieces.append(chunk)
+            continue
+        if pieces:
+            lines[-1] = b"".join((lines[-1], *reversed(pieces)))
+        pieces = [first]
         at = pos + len(first) + 1
         offsets = []
         for line in lines:
@@ -226,7 +242,7 @@ def _backward(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
             offsets.pop()
             skip_partial = False
         yield from reversed(offsets)
-        rest = first
+    rest = b"".join(reversed(pieces))
     if rest and not skip_partial:
         yield 0, rest
 

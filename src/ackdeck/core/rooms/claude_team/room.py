@@ -287,12 +287,9 @@ class ClaudeMailboxRoom:
 
 def members_of(teams: Path, team: str) -> list[str]:
     """The member names a team's config.json lists ([] when it cannot be read)."""
-    from ackdeck.core.base.jsonfields import parse
+    from ackdeck.core.clients.claude_code.sessions import read_small_json
 
-    try:
-        doc = parse(locations.claude_team_config(teams, team).read_bytes())
-    except (OSError, ValueError):
-        return []
+    doc = read_small_json(locations.claude_team_config(teams, team))
     members = doc.get("members") if isinstance(doc, dict) else None
     if not isinstance(members, list):
         return []

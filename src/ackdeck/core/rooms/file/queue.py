@@ -70,8 +70,36 @@ _CHUNK = 1 << 16
 _RUN_BATCH = 256  # finished tasks looked at per query while compacting the head
 
 
-def _task(row: tuple) -> Q.Task:
+_STATES = frozenset({Q.OPEN, Q.DONE, Q.DYING, Q.DEAD})
+
+
+def _damaged(where: str, why: str) -> CorruptState:
+    """A value in the queue state that ackdeck never writes (a hand edit, another program):
+    one line naming the file, never a traceback nor a wrong claim."""
+    return CorruptState(
+        f"queue state {where} holds what ackdeck never writes: {why}; move it aside to start "
+        "the queue afresh (every line becomes claimable again)"
+    )
+
+
+def _count(value: object, what: str, where: str, least: int = 0) -> int:
+    """`value` if it is an integer of at least `least` (SQLite keeps any type in any column)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _damaged(where, f"{what} is {repr(value)[:40]}, not a whole number from {least}")
+    return value
+
+
+def _task(row: tuple, where: str) -> Q.Task:
     offset, length, sha, token, holder, until, deliveries, state = row
+    _count(offset, "a task's offset", where)
+    _count(length, f"the length of the task at {offset}", where, 1)
+    _count(token, f"the token of the task at {offset}", where, 1)
+    _count(deliveries, f"the deliveries of the task at {offset}", where)
+    if not isinstance(sha, str) or not isinstance(holder, str) or state not in _STATES:
+        why = f"the task at {offset} has a digest, holder or state ackdeck never wrote"
+        raise _damaged(where, why)
+    if isinstance(until, bool) or not isinstance(until, int | float) or until != until:
+        raise _damaged(where, f"the lease end of the task at {offset} is {repr(until)[:40]}")
     return Q.Task(
         offset=offset,
         length=length,
@@ -90,8 +118,10 @@ def _row(t: Q.Task) -> tuple:
 
 def line_at(fd: int, at: int, size: int) -> bytes | None:
     """The complete line starting at byte `at` of the file open at `fd` (`size` bytes
-    settled), or None when no newline ends it yet (a write in progress is never a task)."""
-    out = b""
+    settled), or None when no newline ends it yet (a write in progress is never a task).
+    Linear in the line: its chunks are joined once (growing one bytes object chunk by chunk
+    took 14 s to claim a 50 MB line)."""
+    pieces: list[bytes] = []
     pos = at
     while pos < size:
         got = os.pread(fd, min(_CHUNK, size - pos), pos)
@@ -99,8 +129,9 @@ def line_at(fd: int, at: int, size: int) -> bytes | None:
             return None
         nl = got.find(b"\n")
         if nl >= 0:
-            return out + got[: nl + 1]
-        out += got
+            pieces.append(got[: nl + 1])
+            return b"".join(pieces)
+        pieces.append(got)
         pos += len(got)
     return None
 
@@ -146,13 +177,25 @@ class State:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
+    def number(self, key: str, default: int) -> int:
+        """The whole number kept under `key` (`default` when none is): a text or a float
+        there (`frontier` 1e300 stalled the queue silently) is damage, named in one line."""
+        value = self.get(key)
+        return default if value is None else _count(value, key, self.path)
+
+    def queue_id(self) -> str:
+        value = self.get("queue_id")
+        if not isinstance(value, str) or not value.isalnum():  # a token is NUMBER-ID
+            raise _damaged(self.path, f"queue_id is {repr(value)[:40]}, not letters and digits")
+        return value
+
     def put(self, key: str, value: object) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def task(self, offset: int) -> Q.Task | None:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE offset = ?", (offset,))
         got = row.fetchone()
-        return None if got is None else _task(got)
+        return None if got is None else _task(got, self.path)
 
     def task_of_token(self, token: int) -> Q.Task | None:
         row = self.db.execute("SELECT offset FROM tokens WHERE token = ?", (token,)).fetchone()
@@ -165,7 +208,7 @@ class State:
 
     def issue(self, offset: int) -> int:
         """A new fencing number, for the task at `offset` (monotonic per room, persisted)."""
-        token = int(self.get("next_token") or 1)
+        token = self.number("next_token", 1) or 1
         self.put("next_token", token + 1)
         self.db.execute("INSERT INTO tokens VALUES (?, ?)", (token, offset))
         return token
@@ -178,14 +221,14 @@ class State:
             "ORDER BY offset LIMIT 1",
             (now,),
         ).fetchone()
-        return None if row is None else _task(row)
+        return None if row is None else _task(row, self.path)
 
     def dying(self) -> list[Q.Task]:
         # Through the partial index: every operation asks, and almost always none is dying.
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM tasks INDEXED BY tasks_dying WHERE state = 'dying'"
         )
-        return [_task(r) for r in rows.fetchall()]
+        return [_task(r, self.path) for r in rows.fetchall()]
 
     def head(self, base: int) -> Iterator[Q.Task]:
         """The tasks from logical `base` on, in offset order (fetched in batches)."""
@@ -196,7 +239,7 @@ class State:
                 (at, batch),
             ).fetchall()
             for r in rows:
-                yield _task(r)
+                yield _task(r, self.path)
             if len(rows) < batch:
                 return
             at, batch = rows[-1][0] + 1, min(batch * 4, _RUN_BATCH)
@@ -234,6 +277,12 @@ class FileQueue:
         try:
             yield
         except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+                # Not damage: moving the state aside would hand every claimed line out again.
+                raise RoomUnavailable(
+                    f"queue state {self.state_file}: the disk is full; nothing changed, try "
+                    "again once there is space"
+                ) from None
             raise CorruptState(
                 f"queue state {self.state_file} cannot be used ({exc}); if it is damaged, "
                 "move it aside to start the queue afresh (every line becomes claimable again)"
@@ -245,6 +294,9 @@ class FileQueue:
         """The room's policy, refused unless it makes the room a queue."""
         pol = self.room.policy()
         if not pol.queue:
+            # A symlink, a directory or a FIFO reads as "no policy": say what it is, not to
+            # make it a queue (`room policy` refuses it too).
+            self.room._check_kind()
             raise InvalidInput(
                 f"room {self.room.path} is not a queue; make it one with "
                 f"`ackdeck room policy {self.room.path} --queue on`"
@@ -266,7 +318,8 @@ class FileQueue:
                 state.put("frontier", ledger.base)
             elif state.get("epoch") != ledger.epoch:
                 state.reset(ledger.epoch, ledger.base)
-            frontier = int(state.get("frontier") or 0)
+            state.queue_id()  # checked before any token is made of it
+            frontier = state.number("frontier", 0)
             if frontier < ledger.base:
                 state.put("frontier", ledger.base)
             state.forget_before(ledger.base)
@@ -289,11 +342,25 @@ class FileQueue:
             state.rollback()
 
     # ----- claim ---------------------------------------------------------------------------
-    def claim(self, session: str, lease: float | None = None) -> Q.Claim:
+    def claim(
+        self,
+        session: str,
+        lease: float | None = None,
+        deliver: Callable[[Q.Claim], None] | None = None,
+    ) -> Q.Claim:
+        """Hand out the oldest claimable line. `deliver` (a door's write of the claim) runs
+        once the claim is committed, the room's lock still held; if it raises, the claim is
+        undone (the task as it was, its token never issued again: part of the claim may have
+        reached someone): a claim that never reached its claimant (a full disk, a closed
+        pipe) is neither a lease nobody holds nor a delivery (which, past max_deliveries, sent
+        a line nobody saw to the dead-letter room). A kill -9 before the undo leaves the claim
+        committed, as without `deliver`: its lease ends and the line is claimed again."""
         with self._state_errors():
-            return self._claim(session, lease)
+            return self._claim(session, lease, deliver)
 
-    def _claim(self, session: str, lease: float | None) -> Q.Claim:
+    def _claim(
+        self, session: str, lease: float | None, deliver: Callable[[Q.Claim], None] | None
+    ) -> Q.Claim:
         seconds = Q.check_lease(lease)
         pol = self._policy()
         with self.room.exclusively() as (fd, site):
@@ -301,9 +368,15 @@ class FileQueue:
                 return self._nothing(seconds, 0, "the room does not exist yet")
             state, ledger, moved = self._open(site, fd)
             try:
-                got, line, qid, finished, moved = self._claim_in(
+                got, line, qid, finished, moved, undo = self._claim_in(
                     state, fd, ledger, session, seconds, pol, moved
                 )
+                if got is not None and deliver is not None:
+                    try:
+                        deliver(self._claimed(got, line, qid, seconds, moved))
+                    except BaseException:
+                        self._unclaim(state, got, undo)
+                        raise
                 if finished:
                     self._compact(fd, site, state)
             finally:
@@ -330,15 +403,17 @@ class FileQueue:
         seconds: float,
         pol: RoomPolicy,
         moved: int,
-    ) -> tuple[Q.Task | None, bytes | None, str, bool, int]:
+    ) -> tuple[Q.Task | None, bytes | None, str, bool, int, Q.Task | int | None]:
         """The claim's transaction: (the task handed out or None, its line, the queue id,
-        whether finished lines wait at the head, how many lines were dead-lettered)."""
+        whether finished lines wait at the head, how many lines were dead-lettered, what
+        undoes the claim: the task as it was before, or the frontier before a first claim)."""
         dead_room = deadletter.dead_room_path(self.room.path)
         line: bytes | None = None
         got: Q.Task | None = None
         ok = False
+        undo: Q.Task | int | None = None
         try:
-            qid = str(state.get("queue_id"))
+            qid = state.queue_id()
             now = self.clock()
             size = settled_size(fd)
             while got is None:
@@ -358,8 +433,9 @@ class FileQueue:
                     moved += self._bury(state, fd, dead_room, line, task)
                 else:
                     got = Q.claimed(task, state.issue(task.offset), session, now, seconds)
+                    undo = task
             if got is None:
-                frontier = int(state.get("frontier"))
+                frontier = state.number("frontier", ledger.base)
                 line = line_at(fd, frontier - ledger.base, size)
                 if line is not None:
                     token = state.issue(frontier)
@@ -367,6 +443,7 @@ class FileQueue:
                         frontier, len(line), L.sha256(line), token, session, now, seconds
                     )
                     state.put("frontier", frontier + len(line))
+                    undo = frontier
             if got is not None:
                 state.save(got)
             # Finished lines at the head (dead-lettered now, or by an earlier operation that
@@ -376,7 +453,21 @@ class FileQueue:
             ok = True
         finally:
             self._end(state, ok)
-        return got, line, qid, finished, moved
+        return got, line, qid, finished, moved, undo
+
+    @staticmethod
+    def _unclaim(state: State, got: Q.Task, undo: Q.Task | int | None) -> None:
+        """Undo a committed claim its claimant never received (the room's lock still held
+        since, so nothing else changed): the task as it was, or no task and the frontier
+        back. `next_token` stays past its token, and the token's row stays: a claimant that
+        saw part of the claim is refused, never taken for a later holder."""
+        state.begin()
+        if isinstance(undo, Q.Task):
+            state.save(undo)
+        else:
+            state.db.execute("DELETE FROM tasks WHERE offset = ?", (got.offset,))
+            state.put("frontier", got.offset if undo is None else undo)
+        state.commit()
 
     def _claimed(
         self, got: Q.Task, line: bytes | None, qid: str, seconds: float, moved: int
@@ -473,7 +564,7 @@ class FileQueue:
             try:
                 ok = False
                 try:
-                    if str(state.get("queue_id")) != qid:
+                    if state.queue_id() != qid:
                         raise Q.TokenRefused(
                             f"token {token_text} refused: it was issued by another queue "
                             "state (the queue was started afresh); claim again"

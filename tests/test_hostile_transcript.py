@@ -1,0 +1,107 @@
+"""Issue 42, round 4's classes rerun on the transcript proof reader (issue 41): Claude Code's
+transcript is a file ackdeck does not write, so it is hostile input. A record nested past the
+decoder's limit, or of a shape Claude Code never writes, makes the proof unknown (NoProof: the
+ack is an estimate and says why), never an exception out of `room_ack`; a record of tens of MB
+(a large tool result) costs a scan linear in its size, forward and backwards.
+
+Held already, kept here as guards: a FIFO (tests/test_agent_proof.py), NaN and Infinity in a
+record (no text is taken from them), a record cut mid-write (not shown, waited for)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ackdeck.core.clients.claude_code import transcript as tr
+from ackdeck.core.errors import NoProof
+
+
+def result(tool_use_id: str, content: object) -> str:
+    """A tool result record as Claude Code writes it (one line of the transcript)."""
+    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    return json.dumps({"type": "user", "message": {"role": "user", "content": [block]}})
+
+
+def write(path: Path, *records: str) -> Path:
+    path.write_text("".join(r + "\n" for r in records))
+    return path
+
+
+@pytest.mark.parametrize("since", [0, None], ids=["from-the-read", "from-the-end"])
+def test_a_record_nested_past_the_decoders_limit_is_no_proof_not_a_recursion_error(
+    tmp_path: Path, since: int | None
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    t = write(
+        tmp_path / "t.jsonl",
+        result("toolu_0", "before"),
+        # It names the read's tool call, so the reader must parse it.
+        '{"type": "user", "tool_use_id": "toolu_1", "x": ' + deep + "}",
+    )
+    with pytest.raises(NoProof, match="is damaged"):
+        tr.find_seen(t, tool_use_id="toolu_1", read_id="toolu_1", since=since, wait=0)
+
+
+@pytest.mark.parametrize("replacements", [5, 1.5, True, "toolu_1", {"toolu_1": "x"}])
+def test_a_content_replacement_of_a_shape_claude_code_never_writes_replaces_nothing(
+    tmp_path: Path, replacements: object
+) -> None:
+    t = write(
+        tmp_path / "t.jsonl",
+        result("toolu_1", '{"lines":["a"]}'),
+        json.dumps({"type": "content-replacement", "replacements": replacements, "x": "toolu_1"}),
+    )
+    assert tr.find_seen(t, tool_use_id="toolu_1", since=0, wait=0).text == '{"lines":["a"]}'
+
+
+def test_nan_infinity_and_a_record_cut_mid_write_show_nothing_and_never_raise(
+    tmp_path: Path,
+) -> None:
+    t = tmp_path / "t.jsonl"
+    t.write_text(
+        result("toolu_0", "x")
+        + "\n"
+        + '{"type": "user", "message": {"content": [{"type": "tool_result", '
+        '"tool_use_id": "toolu_1", "content": [NaN, {"type": "text", "text": Infinity}]}]}}\n'
+        + result("toolu_2", "cut")[:-10]  # Claude Code killed while writing it
+    )
+    assert tr.find_seen(t, tool_use_id="toolu_1", since=0, wait=0).text == ""
+    assert tr.find_seen(t, tool_use_id="toolu_2", since=0, wait=0.05).text is None
+
+
+def _read_through(path: Path) -> float:
+    """Seconds to read `path` once in the reader's chunks: what a linear scan costs here."""
+    began = time.monotonic()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = 0
+        while chunk := os.pread(fd, tr.CHUNK, pos):
+            chunk.split(b"\n")
+            pos += len(chunk)
+    finally:
+        os.close(fd)
+    return time.monotonic() - began
+
+
+def test_a_record_of_tens_of_mb_is_scanned_in_linear_time_forward_and_backwards(
+    tmp_path: Path,
+) -> None:
+    # A large tool result is one record of one line. Splitting the growing line again at
+    # every 64 KiB chunk cost 33 s forward over 50 MB and 2.7 s backwards over 20 MB.
+    big = result("toolu_big", "x" * (30 << 20))
+    t = write(tmp_path / "t.jsonl", big, result("toolu_1", "hello"))
+    linear = _read_through(t)
+    began = time.monotonic()
+    assert tr.find_seen(t, tool_use_id="toolu_1", since=0, wait=0).text == "hello"
+    forward = time.monotonic() - began
+    began = time.monotonic()
+    seen = tr.find_seen(t, tool_use_id="toolu_big", since=None, wait=0)
+    backward = time.monotonic() - began
+    assert seen.text is not None and len(seen.text) == 30 << 20
+    # Parsing the record (backwards) and a busy machine cost some multiple of one read.
+    bound = 20 * linear + 2.0
+    assert forward < bound and backward < bound, (forward, backward, linear)
