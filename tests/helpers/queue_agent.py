@@ -6,7 +6,8 @@ It claims a task, appends `start TASK TOKEN` to LOG, works (a random time under 
 lease and 0.1 s; with probability OVERRUN one and a half leases, so its lease ends and the line is
 claimed again meanwhile), calls done and appends `done TASK TOKEN` once done was accepted.
 It stops when nothing is claimable and the file LOG.stop exists. `--no-fencing` runs the
-queue without its fencing check, to show what the check prevents.
+queue without its fencing check, to show what the check prevents. ROOM is a file path or a
+redis:// URL.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import random
 import sys
 import time
 
-from ackdeck.core.rooms.file.queue import FileQueue
-from ackdeck.core.rooms.file.room import Room
 from ackdeck.core.rooms.queue import TokenRefused
+from tests.helpers.queues import open_queue
 
 
 def note(log: str, text: str) -> None:
@@ -32,7 +32,7 @@ def note(log: str, text: str) -> None:
 def main() -> None:
     room, session, log, lease_s, overrun_s = sys.argv[1:6]
     lease, overrun = float(lease_s), float(overrun_s)
-    queue = FileQueue(Room(room), fencing="--no-fencing" not in sys.argv)
+    queue = open_queue(room, fencing="--no-fencing" not in sys.argv)
     while True:
         got = queue.claim(session, lease)
         if not got.claimed:

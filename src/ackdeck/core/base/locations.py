@@ -420,6 +420,24 @@ def redis_push_key(name: str, push_id: str) -> str:
     return f"{redis_room_key(name)}:push:{push_id}"
 
 
+def redis_queue_keys(name: str) -> list[str]:
+    """A redis queue room's own keys (core/rooms/redis/queue.py): the queue hash (its id, the
+    next fencing number, each claimed entry's task and each live token), the lease ends (a
+    sorted set by end), and the entries whose lease ended, unclaimed (by entry ID)."""
+    key = redis_room_key(name)
+    return [f"{key}:queue", f"{key}:leases", f"{key}:ready"]
+
+
+def redis_queue_op_key(name: str, op_id: str) -> str:
+    """A queue operation's reply for a retry after a lost reply (expires)."""
+    return f"{redis_room_key(name)}:qop:{op_id}"
+
+
+def redis_queue_done_key(name: str, token: int) -> str:
+    """That a token's task was done (expires): its retried done is a no-op."""
+    return f"{redis_room_key(name)}:qdone:{token}"
+
+
 # ----- the fleet (docs/how-to/fleet.md) ----------------------------------------------------
 # Every key of one fleet carries its name as a hash tag, so a host's publish (one script over
 # the registry and its own hash) touches one cluster slot.

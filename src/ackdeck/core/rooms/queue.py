@@ -183,7 +183,8 @@ class Claim(Struct, kw_only=True):
     path: str
     claimed: bool
     token: str | None = None  # pass it to done / extend / release
-    offset: int | None = None
+    offset: int | None = None  # a file room's line: its logical offset
+    entry: str | None = None  # a redis room's line: its entry ID
     line: bytes | None = None  # the task (its JSON: the text, invalid UTF-8 replaced)
     deliveries: int | None = None  # this claim included
     lease_until: float | None = None  # when the lease ends unless extended
@@ -201,6 +202,7 @@ class TaskUpdate(Struct, kw_only=True):
     token: str
     mode: str  # done, noop, extended, released
     offset: int | None = None
+    entry: str | None = None  # a redis room's line: its entry ID
     lease_until: float | None = None  # extend: the lease's new end
     removed: int = 0  # finished lines that left the room with this call
     message: str = ""

@@ -3,8 +3,8 @@ says what they mean; core/rooms/file/queue.py does them on a file room).
 
 Each opens the room the door named, calls the queue once and returns the queue's own result
 (`Claim`, `TaskUpdate`), labelled as the door names the room; CLI --json and MCP structured
-content are that value's JSON. A redis room is refused in one line: its consumer-group queue
-is not built yet.
+content are that value's JSON. A file room's queue is core/rooms/file/queue.py, a redis
+room's core/rooms/redis/queue.py (a consumer group): the same rules, the same results.
 """
 
 from __future__ import annotations
@@ -18,22 +18,28 @@ __all__ = ["DEFAULT_LEASE", "MAX_LEASE", "Claimed", "TokenRefused", "Updated", "
 
 if TYPE_CHECKING:
     from ackdeck.core.rooms.file.queue import FileQueue
+    from ackdeck.core.rooms.redis.queue import RedisQueue
     from ackdeck.core.rooms.room_backend import RoomBackend
 
 Claimed = Claim
 Updated = TaskUpdate
 
 
-def file_queue(room: RoomBackend) -> FileQueue:
-    from ackdeck.core.rooms.file.queue import FileQueue
+def file_queue(room: RoomBackend) -> FileQueue | RedisQueue:
+    """The queue of `room`, whatever its kind (the name predates redis queues)."""
     from ackdeck.core.rooms.file.room import Room
 
-    if not isinstance(room, Room):
-        raise InvalidInput(
-            f"room {room.path} is not a file room: work queues are on file rooms for now "
-            "(a redis consumer-group queue is not built yet)"
-        )
-    return FileQueue(room)
+    if isinstance(room, Room):
+        from ackdeck.core.rooms.file.queue import FileQueue
+
+        return FileQueue(room)
+    if isinstance(room.path, str):  # a redis room: its module is loaded already
+        from ackdeck.core.rooms.redis.queue import RedisQueue
+        from ackdeck.core.rooms.redis.room import RedisRoom
+
+        if isinstance(room, RedisRoom):
+            return RedisQueue(room)
+    raise InvalidInput(f"room {room.path} cannot be a work queue (a file or a redis room can)")
 
 
 def claim(room: RoomBackend, label: str, session: str, lease: float | None = None) -> Claim:

@@ -349,9 +349,10 @@ class RedisRoom:
         `reader` binds the receipt to one reader."""
         check_name(session)
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
-        limit = self._policy_for_read().max_deliveries
-        if limit is not None:
-            self._move_dead_letters(limit)
+        pol = self._policy_for_read()
+        # A queue room counts claims, not reads: a look at it never dead-letters anything.
+        if pol.max_deliveries is not None and not pol.queue:
+            self._move_dead_letters(pol.max_deliveries)
         read_id = new_id()
         epoch, added, length, entries = self._again(
             "read",
@@ -533,6 +534,11 @@ class RedisRoom:
             )
             got = self._again("ack", call, lost)
         mode_b, acked, preserved, epoch, entries, unread = got
+        if mode_b == b"queue":
+            raise InvalidInput(
+                f"room {self.path} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
+                "(nothing was removed)"
+            )
         if doubt:
             doubts.clear(session, doubt)  # the server has fenced that read off
         mode = cast("AckMode", mode_b.decode())
