@@ -47,6 +47,7 @@ applying it twice (a claim retried does not hand out a second line).
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -97,17 +98,13 @@ local function open_queue(fresh)
   redis.call('HSET', QH, 'id', fresh, 'next', 0)
   return fresh, qid ~= false and qid ~= nil
 end
--- The policy's queue flag and max_deliveries (the meta hash's `policy`, JSON).
+-- The policy's queue flag and max_deliveries (the meta hash's `policy`: JSON that
+-- core/rooms/policy.py wrote, so two patterns read it; decoding it cost every claim more).
 local function policy()
   local raw = redis.call('HGET', META, 'policy')
   if not raw then return false, nil end
-  local ok, p = pcall(cjson.decode, raw)
-  if not ok or type(p) ~= 'table' then
-    error({err = 'CORRUPT policy in the room\'s meta hash'})
-  end
-  local maxd = p.max_deliveries
-  if type(maxd) ~= 'number' then maxd = nil end
-  return p.queue == true, maxd
+  local queue = string.find(raw, '"queue"%s*:%s*true') ~= nil
+  return queue, tonumber(string.match(raw, '"max_deliveries"%s*:%s*(%d+)'))
 end
 -- An entry leaves the stream as ackdeck's removal (counted in `removed`, so the room's epoch
 -- holds), and the queue forgets its task and tokens.
@@ -122,11 +119,13 @@ local function forget(id, t)
   redis.call('ZREM', READY, member(id))
   return n
 end
-local function audit(now, session, mode, id, extra)
+-- The audit entry of an entry that left (done or dead): with its claims (each holder, when,
+-- its token and lease end), so `room trace` shows each claim, expiry and completion.
+local function audit(now, session, mode, id, t, extra)
   local epoch = redis.call('HGET', META, 'epoch') or '0'
   redis.call('XADD', AUDIT, 'MAXLEN', '~', '10000', '*', 'at', now, 'session', session,
     'mode', mode, 'epoch', epoch, 'first', id, 'last', id, 'acked', 1, 'preserved',
-    redis.call('XLEN', S), 'sha1', '', unpack(extra or {}))
+    redis.call('XLEN', S), 'sha1', '', 'claims', cjson.encode(t.h or {}), unpack(extra or {}))
 end
 """
 
@@ -172,7 +171,7 @@ while true do
       if #e > 0 then redis.call('XADD', KEYS[8], '*', unpack(e[1][2])) end
       forget(cand, ct)
       redis.call('HINCRBY', META, 'dead', 1)
-      audit(now, 'ackdeck-dead-letter', 'dead', cand, {'dead', ARGV[5]})
+      audit(now, 'ackdeck-dead-letter', 'dead', cand, ct, {'dead', ARGV[5]})
       moved = moved + 1
     else
       local e = redis.call('XCLAIM', S, GROUP, session, 0, cand)
@@ -189,7 +188,7 @@ if not id then
   local r = redis.call('XREADGROUP', 'GROUP', GROUP, session, 'COUNT', 1, 'STREAMS', S, '>')
   if r and r[1] and #r[1][2] > 0 then
     id, fields = r[1][2][1][1], r[1][2][1][2]
-    t = {deliveries = 0, tokens = {}}
+    t = {deliveries = 0, tokens = {}, h = {}}
   end
 end
 if not id then
@@ -199,11 +198,12 @@ local token = redis.call('HINCRBY', QH, 'next', 1)
 t.token, t.holder, t.ends = token, session, fmt(tonumber(now) + lease)
 t.deliveries = t.deliveries + 1
 t.tokens[#t.tokens + 1] = token
+-- The claim's record, kept with the task (an audit entry per claim cost every claim a
+-- stream write): its done or dead-letter audit entry carries them all.
+if not t.h then t.h = {} end
+t.h[#t.h + 1] = {session, now, token, t.ends}
 redis.call('HSET', QH, 't:' .. id, cjson.encode(t), 'k:' .. token, id)
 redis.call('ZADD', LEASES, t.ends, id)
-redis.call('XADD', AUDIT, 'MAXLEN', '~', '10000', '*', 'at', now, 'session', session,
-  'mode', 'claim', 'epoch', redis.call('HGET', META, 'epoch') or '0', 'first', id,
-  'last', id, 'token', token, 'deliveries', t.deliveries, 'until', t.ends)
 local out = {'claimed', qid, id, fields, token, t.deliveries, t.ends, moved}
 redis.call('SET', OPKEY, cjson.encode({'claimed', qid, id, {}, token, t.deliveries, t.ends,
   moved}), 'EX', ARGV[6])
@@ -256,7 +256,7 @@ end
 if op == 'done' then
   local removed = forget(id, t)
   redis.call('SET', KEYS[8], id, 'EX', ARGV[8])
-  audit(now, t.holder, 'done', id, {'token', n})
+  audit(now, t.holder, 'done', id, t, {'token', n})
   return reply({'done', id, '', removed, ''})
 end
 if op == 'extend' then
@@ -268,10 +268,9 @@ else
   redis.call('ZREM', LEASES, id)
   redis.call('ZADD', READY, 0, member(id))
 end
+if op == 'release' then t.h[#t.h][4] = now end  -- its lease ended now, given back
+if op == 'extend' and t.h then t.h[#t.h][4] = t.ends end
 redis.call('HSET', QH, 't:' .. id, cjson.encode(t))
-redis.call('XADD', AUDIT, 'MAXLEN', '~', '10000', '*', 'at', now, 'session', t.holder,
-  'mode', op, 'epoch', redis.call('HGET', META, 'epoch') or '0', 'first', id, 'last', id,
-  'token', n, 'until', t.ends)
 if op == 'extend' then return reply({'extended', id, t.ends, 0, ''}) end
 return reply({'released', id, '', 0, ''})
 """
@@ -295,11 +294,26 @@ class RedisQueue:
         self._scripts: dict[str, Any] = {}
 
     def _script(self, name: str) -> Any:
-        script = self._scripts.get(name)
-        if script is None:
+        """A callable running script `name` with (keys, args): one EVALSHA (redis-py's Script
+        object cost each call more than the bare command), loading it once if the server
+        does not know it (restarted or flushed; nothing ran, so sending it again is safe)."""
+        run = self._scripts.get(name)
+        if run is None:
+            import redis
+
             source = CLAIM if name == "claim" else UPDATE
-            script = self._scripts[name] = self.room._redis().register_script(source)
-        return script
+            client = self.room._redis()
+            sha = hashlib.sha1(source.encode()).hexdigest()
+
+            def run(keys: list[str], args: list[Any]) -> Any:
+                try:
+                    return client.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+                except redis.exceptions.NoScriptError:
+                    client.script_load(source)
+                    return client.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+
+            self._scripts[name] = run
+        return run
 
     def _not_queue(self) -> InvalidInput:
         return InvalidInput(
@@ -326,7 +340,7 @@ class RedisQueue:
         def call() -> Any:
             # The clock is read for each attempt: a retry's lease starts when it is sent.
             args = [session, repr(self.room._clock()), repr(seconds), secrets.token_hex(4)]
-            return script(keys=keys, args=[*args, dead_path, OP_WINDOW_S])
+            return script(keys, [*args, dead_path, OP_WINDOW_S])
 
         lost = _unknown(
             f"whether a line was claimed is unknown (claim {op_id}, retried {{tries}} times); "
@@ -407,7 +421,7 @@ class RedisQueue:
         def call() -> Any:
             args = [op, str(number), qid, repr(self.room._clock()), repr(seconds)]
             args += ["1" if self.fencing else "0", secrets.token_hex(4), OP_WINDOW_S]
-            return script(keys=keys, args=args)
+            return script(keys, args)
 
         lost = _unknown(
             f"whether the {op} happened is unknown ({op} {op_id}, retried {{tries}} times): "
