@@ -247,6 +247,20 @@ def alerts_lock(home: Path, owner: str) -> Path:
     return lock_file(alerts_dir(home, owner), listed=True)
 
 
+def claims_root(home: Path) -> Path:
+    return home / "claims"
+
+
+def claims_dir(home: Path, session: str) -> Path:
+    """The queue claims a session holds and has not finished (core/service/claims.py): what
+    its Stop hook reminds it of. Absent for a session that never claimed."""
+    return claims_root(home) / check_name(session)
+
+
+def claim_mark(home: Path, session: str, token: str) -> Path:
+    return claims_dir(home, session) / f"{token}.json"
+
+
 def redis_doubts_dir(home: Path) -> Path:
     return home / "redis-doubts"
 
@@ -651,6 +665,12 @@ FILES: tuple[Place, ...] = (
         "a random id of this home, published with its snapshot: two homes publishing under one "
         "host id are told apart and warned",
         "fleet_home_id",
+    ),
+    Place(
+        "home",
+        "claims/SESSION/TOKEN.json",
+        "a queue claim the session holds and has not finished (its Stop hook reminds it)",
+        "claim_mark",
     ),
     Place(
         "home",

@@ -317,17 +317,30 @@ class Deck:
 
     def claim(self, ref: RoomRef, *, lease: float | None = None) -> Claimed:
         """Claim the oldest claimable line of the queue room `ref` (core/service/queue.py)."""
-        from ackdeck.core.service import queue
+        from ackdeck.core.service import claims, queue
 
         with self._opened(ref) as room:
-            return queue.claim(room, self.label(ref), self._session(), lease)
+            got = queue.claim(room, self.label(ref), self._session(), lease)
+        # What the session's Stop hook reminds it of until done or release (service/claims.py).
+        claims.remember(self.home, self._session(), self.label(ref), got, self._clock())
+        return got
 
     def task(self, ref: RoomRef, token: str, op: str, *, lease: float | None = None) -> Updated:
         """done, extend or release the claim `token` of the queue room `ref`."""
-        from ackdeck.core.service import queue
+        from ackdeck.core.service import claims, queue
 
         with self._opened(ref) as room:
-            return queue.update(room, self.label(ref), token, op, lease)
+            try:
+                got = queue.update(room, self.label(ref), token, op, lease)
+            except queue.TokenRefused:
+                # Not this session's lease any more (superseded, finished, gone): no reminder.
+                claims.forget(self.home, self.session, token)
+                raise
+        if got.mode == "extended":
+            claims.moved(self.home, self.session, token, got.lease_until)
+        else:
+            claims.forget(self.home, self.session, token)
+        return got
 
     def handover(
         self,
