@@ -71,3 +71,75 @@ def test_a_refused_token_ends_its_reminder(rooms: QueueRooms, cli_env: dict[str,
     assert out.returncode == 4
     assert stop(cli_env, room, "agent", False).returncode == 0
     assert stop(cli_env, room, "b", False).returncode == 2  # b holds it now
+
+
+# ----- room trace, the queue's view and metrics -------------------------------------------------
+def test_room_trace_shows_each_claim_expiry_release_and_completion(
+    rooms: QueueRooms, home: Path
+) -> None:
+    from ackdeck.core.service.deck import Deck
+    from tests.helpers.clock import Clock
+
+    room = rooms.make("tasks.txt", [b"a\n", b"b\n"])
+    clock = Clock()
+    one, two = Deck(home, "one", [room], clock=clock), Deck(home, "two", [room], clock=clock)
+    a = one.claim(one.rooms[0], lease=10)
+    clock.t += 11  # one's lease ends
+    a2 = two.claim(two.rooms[0], lease=10)
+    b = one.claim(one.rooms[0], lease=10)
+    assert a2.token is not None and b.token is not None
+    one.task(one.rooms[0], b.token, "release")
+    where_a = a.offset if rooms.kind == "file" else a.entry
+    where_b = b.offset if rooms.kind == "file" else b.entry
+    held = one.trace(one.rooms[0], offset=where_a).lines[0]
+    assert held.claims is not None
+    assert [(c.session, c.end) for c in held.claims] == [("one", "expired"), ("two", "holding")]
+    assert held.summary.startswith("claimed by two; the lease ends in")
+    two.task(two.rooms[0], a2.token, "done")
+    gone = one.trace(one.rooms[0], offset=where_a).lines[0]
+    assert gone.claims is not None
+    assert [(c.session, c.token, c.end) for c in gone.claims] == [
+        ("one", 1, "expired"),
+        ("two", 2, "done"),
+    ]
+    assert gone.summary == "done by two (claimed 2 times)"
+    text = "\n".join(gone.report())
+    assert "claimed" in text and "expired" in text and "done       by two" in text
+    released = one.trace(one.rooms[0], offset=where_b).lines[0]
+    assert released.claims is not None
+    assert [(c.session, c.end) for c in released.claims] == [("one", "released")]
+    assert released.summary == "claimable again (released by one)"
+
+
+def test_the_queue_view_and_metrics_count_claimed_expired_and_dead(
+    rooms: QueueRooms, home: Path
+) -> None:
+    from ackdeck.core.service import metrics
+    from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.queue import file_queue
+    from tests.helpers.clock import Clock
+
+    room = rooms.make("tasks.txt", [b"a\n", b"b\n", b"c\n", b"d\n"], max_deliveries=1)
+    clock = Clock()
+    d = Deck(home, "s", [room], clock=clock)
+    d.claim(d.rooms[0], lease=5)  # a: will expire
+    clock.t += 6
+    d.claim(d.rooms[0], lease=60)  # a expired once already (max 1): dead; b handed out
+    d.claim(d.rooms[0], lease=5)  # c
+    clock.t += 6  # c's lease ends; b's runs
+    view = file_queue(d.open(d.rooms[0])).view()
+    assert (view.claimed, view.expired, view.dead) == (1, 1, 1)
+    assert [(h.holder, h.deliveries) for h in view.held] == [("s", 1), ("s", 1)]
+    assert view.held[0].claimed_at is not None and view.held[0].until > clock.t
+    # The exporter reads the real clock, decades past this test's: both leases have ended.
+    text = metrics.exposition([room], None).decode()
+    got = {
+        line.split("{")[0]: line.rsplit(" ", 1)[1]
+        for line in text.splitlines()
+        if line.startswith("ackdeck_queue_")
+    }
+    assert got == {
+        "ackdeck_queue_claimed_lines": "0.0",
+        "ackdeck_queue_expired_lines": "2.0",
+        "ackdeck_queue_dead_lines_total": "1.0",
+    }, text

@@ -207,3 +207,24 @@ class TaskUpdate(Struct, kw_only=True):
     removed: int = 0  # finished lines that left the room with this call
     message: str = ""
     next: str | None = None
+
+
+class Held(Struct, kw_only=True):
+    """A claimed line as a look at the queue shows it (the dashboard, metrics)."""
+
+    offset: int | None = None  # a file room's line
+    entry: str | None = None  # a redis room's line
+    holder: str
+    token: str
+    claimed_at: float | None  # when this lease began (None: not recorded)
+    until: float  # when it ends (or ended: then it is claimable again; 0: released)
+    deliveries: int
+
+
+class QueueView(Struct, kw_only=True):
+    """What a queue holds now."""
+
+    claimed: int  # lines whose lease runs
+    expired: int  # lines whose lease ended (or was released) and nobody claimed again yet
+    dead: int  # lines moved to the dead-letter room, ever
+    held: list[Held]  # the oldest claimed lines, running or ended

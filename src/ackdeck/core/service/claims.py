@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.atomic import atomic_write, unlink_quietly
 from ackdeck.core.errors import AckdeckError
+
+TYPE_CHECKING = False  # typing stays unimported on the per-turn path (the Stop hook)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -114,7 +115,7 @@ def held(home: Path, session: str) -> list[dict[str, object]]:
             continue
         if isinstance(mark, dict) and isinstance(mark.get("token"), str):
             out.append(mark)
-    out.sort(key=lambda m: float(m.get("claimed_at") or 0))  # type: ignore[arg-type]
+    out.sort(key=lambda m: float(m.get("claimed_at") or 0))
     return out
 
 

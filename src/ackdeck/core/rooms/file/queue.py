@@ -65,6 +65,15 @@ CREATE INDEX IF NOT EXISTS tasks_dying ON tasks(offset) WHERE state = 'dying';
 CREATE TABLE IF NOT EXISTS tokens (token INTEGER PRIMARY KEY, offset INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS tokens_offset ON tokens(offset);
 """
+# Version 2: each claim's record (who, when, its lease end and how it ended: released, done,
+# dead), kept after its line left for `room trace` (CLAIMS_KEPT of them, newest).
+_CLAIMS = """
+CREATE TABLE IF NOT EXISTS claims (
+    token INTEGER PRIMARY KEY, offset INTEGER NOT NULL, holder TEXT NOT NULL,
+    at REAL NOT NULL, until REAL NOT NULL, ended TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS claims_offset ON claims(offset);
+"""
+CLAIMS_KEPT = 100_000
 _COLUMNS = "offset, length, sha256, token, holder, until, deliveries, state"
 _CHUNK = 1 << 16
 _RUN_BATCH = 256  # finished tasks looked at per query while compacting the head
@@ -120,8 +129,14 @@ class State:
             # last connection checkpoints on close, and every operation is one connection)
             # and would add two more files to the sidecar.
             self.db.execute("PRAGMA synchronous = FULL")
-            if self.db.execute("PRAGMA user_version").fetchone()[0] == 0:
-                self.db.executescript(_SCHEMA + "PRAGMA user_version = 1;")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version < 2:
+                self.db.executescript(
+                    "BEGIN IMMEDIATE;"
+                    + (_SCHEMA if version == 0 else "")
+                    + _CLAIMS
+                    + "PRAGMA user_version = 2; COMMIT;"
+                )
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise CorruptState(
@@ -201,6 +216,23 @@ class State:
                 return
             at, batch = rows[-1][0] + 1, min(batch * 4, _RUN_BATCH)
 
+    def claimed_by(self, task: Q.Task, now: float) -> None:
+        """Record the claim `task` now is (its token, holder and lease)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, '')",
+            (task.token, task.offset, task.holder, now, task.until),
+        )
+        if task.token % 1024 == 0:  # now and then, the oldest records beyond CLAIMS_KEPT
+            self.db.execute("DELETE FROM claims WHERE token <= ?", (task.token - CLAIMS_KEPT,))
+
+    def claim_ended(self, token: int, end: str, until: float | None = None) -> None:
+        if until is None:
+            self.db.execute("UPDATE claims SET ended = ? WHERE token = ?", (end, token))
+        else:
+            self.db.execute(
+                "UPDATE claims SET ended = ?, until = ? WHERE token = ?", (end, until, token)
+            )
+
     def forget_before(self, base: int) -> None:
         """Tasks (and their tokens) of lines that left the room."""
         self.db.execute("DELETE FROM tasks WHERE offset < ?", (base,))
@@ -210,6 +242,7 @@ class State:
         """The room was rewritten behind ackdeck's back: every lease is dropped."""
         self.db.execute("DELETE FROM tasks")
         self.db.execute("DELETE FROM tokens")
+        self.db.execute("DELETE FROM claims")  # offsets name other lines in a new epoch
         self.put("epoch", epoch)
         self.put("frontier", base)
 
@@ -369,6 +402,7 @@ class FileQueue:
                     state.put("frontier", frontier + len(line))
             if got is not None:
                 state.save(got)
+                state.claimed_by(got, now)
             # Finished lines at the head (dead-lettered now, or by an earlier operation that
             # could not remove them) leave after the commit.
             finished = Q.head_run(ledger.base, state.head(ledger.base)) is not None
@@ -439,6 +473,7 @@ class FileQueue:
             dead.close()
         pause("queue-after-dead-append")
         state.save(task.replace(state=Q.DEAD))
+        state.claim_ended(task.token, "dead")
         return 1
 
     def _bury_dying(self, state: State, fd: int, base: int) -> int:
@@ -488,6 +523,11 @@ class FileQueue:
                     if verdict.mode != "noop":
                         task = Q.applied(task, op, now, seconds)
                         state.save(task)
+                        if op == "extend":
+                            state.claim_ended(task.token, "", task.until)
+                        else:  # released: its lease ended now; done: it ended so
+                            ended = "done" if op == "done" else "released"
+                            state.claim_ended(task.token, ended, now if ended != "done" else None)
                     pause("queue-before-update-commit")
                     ok = True
                 finally:
@@ -569,3 +609,73 @@ class FileQueue:
         except (AckdeckError, sqlite3.Error):
             state.rollback()
             return removed  # the next operation removes them
+
+    # ----- looks (read-only: no lock, no upkeep, nothing written) ----------------------------
+    def _reader(self) -> sqlite3.Connection | None:
+        """The state open read-only (None: no queue state yet, or one without the tables a
+        look needs: written before version 2, until the next claim upgrades it)."""
+        path = self.state_file
+        if not os.path.isfile(path):
+            return None
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+            if db.execute("PRAGMA user_version").fetchone()[0] < 2:
+                db.close()
+                return None
+        except sqlite3.Error as exc:
+            raise CorruptState(f"queue state {path} cannot be read ({exc})") from None
+        return db
+
+    def history(self, offset: int) -> list[tuple[str, float, int, float, str]]:
+        """The claims of the line at logical `offset`, oldest first (for `room trace`):
+        (holder, at, token, lease end, how it ended: released, done, dead or "")."""
+        with self._state_errors():
+            db = self._reader()
+            if db is None:
+                return []
+            try:
+                rows = db.execute(
+                    "SELECT holder, at, token, until, ended FROM claims WHERE offset = ? "
+                    "ORDER BY token",
+                    (offset,),
+                ).fetchall()
+            finally:
+                db.close()
+        return [(h, float(at), int(t), float(u), str(e)) for h, at, t, u, e in rows]
+
+    def view(self, limit: int = 100) -> Q.QueueView:
+        """What the queue holds now: leases running and ended, dead letters, and the
+        `limit` oldest claimed lines with their holders (for the dashboard and metrics)."""
+        now = self.clock()
+        dead = self.room.status().dead_total
+        with self._state_errors():
+            db = self._reader()
+            if db is None:
+                return Q.QueueView(claimed=0, expired=0, dead=dead, held=[])
+            try:
+                qid = db.execute("SELECT value FROM meta WHERE key = 'queue_id'").fetchone()
+                claimed, expired = db.execute(
+                    "SELECT COALESCE(SUM(until > ?), 0), COALESCE(SUM(until <= ?), 0) "
+                    "FROM tasks WHERE state = 'open'",
+                    (now, now),
+                ).fetchone()
+                rows = db.execute(
+                    "SELECT t.offset, t.holder, t.token, t.until, t.deliveries, c.at "
+                    "FROM tasks t LEFT JOIN claims c ON c.token = t.token "
+                    "WHERE t.state = 'open' ORDER BY t.offset LIMIT ?",
+                    (limit,),
+                ).fetchall()
+            finally:
+                db.close()
+        held = [
+            Q.Held(
+                offset=o,
+                holder=h,
+                token=Q.token_text(t, str(qid[0]) if qid else ""),
+                claimed_at=at,
+                until=u,
+                deliveries=d,
+            )
+            for o, h, t, u, d, at in rows
+        ]
+        return Q.QueueView(claimed=int(claimed), expired=int(expired), dead=dead, held=held)

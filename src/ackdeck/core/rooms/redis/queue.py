@@ -48,6 +48,7 @@ applying it twice (a claim retried does not hand out a second line).
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +168,7 @@ while true do
   local ct = task_of(cand)
   if ct ~= nil then
     if maxd and ct.deliveries >= maxd then
+      ct.h[#ct.h + 1] = {'ackdeck-dead-letter', now, 0, now, 'dead'}
       local e = redis.call('XRANGE', S, cand, cand)
       if #e > 0 then redis.call('XADD', KEYS[8], '*', unpack(e[1][2])) end
       forget(cand, ct)
@@ -201,7 +203,7 @@ t.tokens[#t.tokens + 1] = token
 -- The claim's record, kept with the task (an audit entry per claim cost every claim a
 -- stream write): its done or dead-letter audit entry carries them all.
 if not t.h then t.h = {} end
-t.h[#t.h + 1] = {session, now, token, t.ends}
+t.h[#t.h + 1] = {session, now, token, t.ends, ''}
 redis.call('HSET', QH, 't:' .. id, cjson.encode(t), 'k:' .. token, id)
 redis.call('ZADD', LEASES, t.ends, id)
 local out = {'claimed', qid, id, fields, token, t.deliveries, t.ends, moved}
@@ -254,6 +256,7 @@ if ARGV[6] == '1' and tonumber(n) ~= t.token then
     .. 'again (by ' .. t.holder .. ', token ' .. t.token .. ')'}
 end
 if op == 'done' then
+  t.h[#t.h][5] = 'done'
   local removed = forget(id, t)
   redis.call('SET', KEYS[8], id, 'EX', ARGV[8])
   audit(now, t.holder, 'done', id, t, {'token', n})
@@ -268,8 +271,8 @@ else
   redis.call('ZREM', LEASES, id)
   redis.call('ZADD', READY, 0, member(id))
 end
-if op == 'release' then t.h[#t.h][4] = now end  -- its lease ended now, given back
-if op == 'extend' and t.h then t.h[#t.h][4] = t.ends end
+if op == 'release' then t.h[#t.h][4] = now; t.h[#t.h][5] = 'released' end
+if op == 'extend' then t.h[#t.h][4] = t.ends end
 redis.call('HSET', QH, 't:' .. id, cjson.encode(t))
 if op == 'extend' then return reply({'extended', id, t.ends, 0, ''}) end
 return reply({'released', id, '', 0, ''})
@@ -419,7 +422,7 @@ class RedisQueue:
         script = self._script("update")
 
         def call() -> Any:
-            args = [op, str(number), qid, repr(self.room._clock()), repr(seconds)]
+            args: list[Any] = [op, str(number), qid, repr(self.room._clock()), repr(seconds)]
             args += ["1" if self.fencing else "0", secrets.token_hex(4), OP_WINDOW_S]
             return script(keys, args)
 
@@ -460,4 +463,82 @@ class RedisQueue:
             removed=int(removed),
             message=msg + where,
             next=nxt,
+        )
+
+    # ----- looks (read-only) -------------------------------------------------------------------
+    def history(self, entry: str) -> list[tuple[str, float, int, float, str]]:
+        """The claims of entry `entry`, oldest first (for `room trace`): (holder, at, token,
+        lease end, how it ended: released, done, dead or ""). From its task while it is in
+        the queue, else from the audit entry of its done or dead-letter move."""
+        qh = self._keys[3]
+        with self.room._errors("trace"):
+            client = self.room._redis()
+            raw = client.hget(qh, f"t:{entry}")
+            claims: Any = None
+            if raw is not None:
+                claims = json.loads(raw).get("h")
+            else:
+                audit: Any = client.xrevrange(self._keys[2], count=10_000) or []
+                for _, fields in audit:
+                    f = (
+                        fields
+                        if isinstance(fields, dict)
+                        else dict(zip(fields[::2], fields[1::2], strict=False))
+                    )
+                    if f.get(b"first") == entry.encode() and b"claims" in f:
+                        claims = json.loads(f[b"claims"])
+                        break
+        out: list[tuple[str, float, int, float, str]] = []
+        for c in claims if isinstance(claims, list) else []:
+            if c[0] == "ackdeck-dead-letter":
+                if out:  # the last claim's lease ended in the dead-letter room
+                    out[-1] = (*out[-1][:4], "dead")
+                continue
+            out.append(
+                (str(c[0]), float(c[1]), int(c[2]), float(c[3]), str(c[4] if len(c) > 4 else ""))
+            )
+        return out
+
+    def view(self, limit: int = 100) -> Q.QueueView:
+        """What the queue holds now (as FileQueue.view)."""
+        now = repr(self.room._clock())
+        qh, leases, ready = self._keys[3:6]
+        with self.room._errors("status"):
+            client = self.room._redis()
+            pipe = client.pipeline(transaction=True)
+            pipe.hget(qh, "id")
+            pipe.zcount(leases, f"({now}", "+inf")
+            pipe.zcount(leases, "-inf", now)
+            pipe.zcard(ready)
+            pipe.hget(self._keys[1], "dead")
+            if limit > 0:  # (ZRANGE 0 -1 would be all of them)
+                pipe.zrange(leases, 0, limit - 1)
+                pipe.zrange(ready, 0, limit - 1)
+            qid, running, ended, waiting, dead, *found = pipe.execute()
+            ids, readies = found if found else ([], [])
+            entries = [x.decode() for x in ids]
+            entries += [x.decode().split("|", 1)[1] for x in readies]
+            tasks = client.hmget(qh, [f"t:{e}" for e in entries]) if entries else []
+        held = []
+        for e, raw in zip(entries, tasks, strict=True):
+            if raw is None:
+                continue
+            t = json.loads(raw)
+            h = t.get("h") or []
+            held.append(
+                Q.Held(
+                    entry=e,
+                    holder=t["holder"],
+                    token=Q.token_text(int(t["token"]), _s(qid or b"")),
+                    claimed_at=float(h[-1][1]) if h else None,
+                    until=float(t["ends"]),
+                    deliveries=int(t["deliveries"]),
+                )
+            )
+        held.sort(key=lambda x: tuple(int(p) for p in (x.entry or "0-0").split("-")))
+        return Q.QueueView(
+            claimed=int(running),
+            expired=int(ended) + int(waiting),
+            dead=int(dead or 0),
+            held=held[:limit],
         )

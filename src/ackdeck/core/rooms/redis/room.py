@@ -669,7 +669,8 @@ class RedisRoom:
         if not got:
             for _, raw in audit:
                 f = _fields(raw)
-                if f.get(b"mode") in (b"prefix", b"all", b"dead") and holds(f):
+                # `done`: a queue room's completion (core/rooms/redis/queue.py)
+                if f.get(b"mode") in (b"prefix", b"all", b"dead", b"done") and holds(f):
                     gone = f
             if gone is None:
                 raise InvalidInput(f"no entry {entry_id} in this room, and no ack removed it")
