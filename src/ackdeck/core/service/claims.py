@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.atomic import atomic_write, unlink_quietly
 from ackdeck.core.errors import AckdeckError
-
-TYPE_CHECKING = False  # typing stays unimported on the per-turn path (the Stop hook)
 
 if TYPE_CHECKING:
     from pathlib import Path
