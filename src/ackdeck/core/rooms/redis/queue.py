@@ -166,7 +166,11 @@ while true do
   local cand = string.match(first[1], '|(.+)$')
   redis.call('ZREM', READY, first[1])
   local ct = task_of(cand)
-  if ct ~= nil then
+  if ct ~= nil and tonumber(ct.ends) > tonumber(now) then
+    -- Judged ended by an earlier claim, but this claimer's clock says it runs (stepped
+    -- back, or behind): not ended after all, as a file queue judges it at each claim.
+    redis.call('ZADD', LEASES, ct.ends, cand)
+  elseif ct ~= nil then
     if maxd and ct.deliveries >= maxd then
       ct.h[#ct.h + 1] = {'ackdeck-dead-letter', now, 0, now, 'dead'}
       local e = redis.call('XRANGE', S, cand, cand)
