@@ -143,3 +143,55 @@ def test_the_queue_view_and_metrics_count_claimed_expired_and_dead(
         "ackdeck_queue_expired_lines": "2.0",
         "ackdeck_queue_dead_lines_total": "1.0",
     }, text
+
+
+# ----- the dashboard ----------------------------------------------------------------------------
+async def test_the_dashboard_shows_a_queue_and_the_owner_releases_a_claim(
+    tmp_path: Path, home: Path
+) -> None:
+    """`Q` on a queue room: counts of unclaimed, claimed, expired and dead lines and each claim
+    with its holder; `R` then `y` gives the highlighted claim back (its holder is refused)."""
+    from ackdeck.core.rooms.file.room import Room
+    from ackdeck.core.rooms.policy import RoomPolicy
+    from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.queue import TokenRefused
+    from ackdeck.tui.app import make_app
+    from ackdeck.tui.screens.modals import ConfirmScreen
+    from ackdeck.tui.screens.queue import QueueScreen
+    from ackdeck.tui.testing import quiet_config, screen_text, settle
+    from tests.helpers.wait import eventually_async
+
+    room = tmp_path / "tasks.txt"
+    room.write_bytes(b"a\n[b]b[/b]\nc\n")
+    Room(room).set_policy(RoomPolicy(queue=True))
+    worker = Deck(home, "worker-1", [room])
+    held = worker.claim(worker.rooms[0], lease=600)
+    assert held.token is not None
+    app = make_app(quiet_config([room], home=home))
+    async with app.run_test(size=(150, 32)) as pilot:
+        await settle(pilot)
+        await pilot.press("Q")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueScreen)
+        screen = app.screen
+        await eventually_async(lambda: bool(screen.rows), what="the queue looked at")
+        assert list(screen.rows) == [held.token]
+        text = screen_text(app)
+        assert "2 unclaimed · 1 claimed · 0 expired or released · 0 dead-lettered" in text
+        assert "worker-1" in text
+        await pilot.press("R")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        await eventually_async(
+            lambda: "1 expired or released" in screen_text(app), what="the release shown"
+        )
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, QueueScreen)
+    # Given back, then claimed again: the first holder's done is refused.
+    again = Deck(home, "worker-2", [room]).claim(worker.rooms[0])
+    assert (again.line, again.deliveries) == (b"a\n", 2)
+    with pytest.raises(TokenRefused):
+        worker.task(worker.rooms[0], held.token, "done")

@@ -228,3 +228,4 @@ class QueueView(Struct, kw_only=True):
     expired: int  # lines whose lease ended (or was released) and nobody claimed again yet
     dead: int  # lines moved to the dead-letter room, ever
     held: list[Held]  # the oldest claimed lines, running or ended
+    unclaimed: int = 0  # complete lines in the room nobody ever claimed

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ackdeck.core.rooms.room_backend import RoomBackend
     from ackdeck.core.service.alerts import Overdue
     from ackdeck.core.service.handover import Handover
-    from ackdeck.core.service.queue import Claimed, Updated
+    from ackdeck.core.service.queue import Claimed, QueueView, Updated
     from ackdeck.core.service.trace import Trace
     from ackdeck.core.service.wakes import DeliverWakes, Drained
 
@@ -341,6 +341,13 @@ class Deck:
         else:
             claims.forget(self.home, self.session, token)
         return got
+
+    def queue_view(self, ref: RoomRef, *, limit: int = 100) -> QueueView:
+        """What the queue room `ref` holds now: counts and the oldest claimed lines."""
+        from ackdeck.core.service import queue
+
+        with self._opened(ref) as room:
+            return queue.view(room, limit)
 
     def handover(
         self,

@@ -12,9 +12,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ackdeck.core.errors import InvalidInput
-from ackdeck.core.rooms.queue import DEFAULT_LEASE, MAX_LEASE, OPS, Claim, TaskUpdate, TokenRefused
+from ackdeck.core.rooms.queue import (
+    DEFAULT_LEASE,
+    MAX_LEASE,
+    OPS,
+    Claim,
+    QueueView,
+    TaskUpdate,
+    TokenRefused,
+)
 
-__all__ = ["DEFAULT_LEASE", "MAX_LEASE", "Claimed", "TokenRefused", "Updated", "claim", "update"]
+__all__ = [
+    "DEFAULT_LEASE",
+    "MAX_LEASE",
+    "Claimed",
+    "QueueView",
+    "TokenRefused",
+    "Updated",
+    "claim",
+    "update",
+    "view",
+]
 
 if TYPE_CHECKING:
     from ackdeck.core.rooms.file.queue import FileQueue
@@ -52,3 +70,13 @@ def update(
     if op not in OPS:
         raise InvalidInput(f"invalid operation {op!r}: one of {', '.join(OPS)}")
     return file_queue(room).update(token, op, lease).replace(room=label)
+
+
+def view(room: RoomBackend, limit: int = 100) -> QueueView:
+    """What the queue room holds now (the dashboard's queue screen, metrics)."""
+    if not room.policy().queue:
+        raise InvalidInput(
+            f"room {room.path} is not a queue; make it one with "
+            f"`ackdeck room policy {room.path} --queue on`"
+        )
+    return file_queue(room).view(limit)

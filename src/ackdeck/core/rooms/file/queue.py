@@ -647,13 +647,19 @@ class FileQueue:
         """What the queue holds now: leases running and ended, dead letters, and the
         `limit` oldest claimed lines with their holders (for the dashboard and metrics)."""
         now = self.clock()
-        dead = self.room.status().dead_total
+        status = self.room.status()
+        dead = status.dead_total
         with self._state_errors():
             db = self._reader()
             if db is None:
-                return Q.QueueView(claimed=0, expired=0, dead=dead, held=[])
+                return Q.QueueView(
+                    claimed=0, expired=0, dead=dead, held=[], unclaimed=status.pending
+                )
             try:
                 qid = db.execute("SELECT value FROM meta WHERE key = 'queue_id'").fetchone()
+                # Every task row is a line claimed at least once (those that left the room
+                # are forgotten by the next operation: until then counted here, a look).
+                (tasks,) = db.execute("SELECT COUNT(*) FROM tasks").fetchone()
                 claimed, expired = db.execute(
                     "SELECT COALESCE(SUM(until > ?), 0), COALESCE(SUM(until <= ?), 0) "
                     "FROM tasks WHERE state = 'open'",
@@ -678,4 +684,10 @@ class FileQueue:
             )
             for o, h, t, u, d, at in rows
         ]
-        return Q.QueueView(claimed=int(claimed), expired=int(expired), dead=dead, held=held)
+        return Q.QueueView(
+            claimed=int(claimed),
+            expired=int(expired),
+            dead=dead,
+            held=held,
+            unclaimed=max(0, status.pending - int(tasks)),
+        )

@@ -515,10 +515,11 @@ class RedisQueue:
             pipe.zcount(leases, "-inf", now)
             pipe.zcard(ready)
             pipe.hget(self._keys[1], "dead")
+            pipe.xlen(self._keys[0])
             if limit > 0:  # (ZRANGE 0 -1 would be all of them)
                 pipe.zrange(leases, 0, limit - 1)
                 pipe.zrange(ready, 0, limit - 1)
-            qid, running, ended, waiting, dead, *found = pipe.execute()
+            qid, running, ended, waiting, dead, length, *found = pipe.execute()
             ids, readies = found if found else ([], [])
             entries = [x.decode() for x in ids]
             entries += [x.decode().split("|", 1)[1] for x in readies]
@@ -545,4 +546,5 @@ class RedisQueue:
             expired=int(ended) + int(waiting),
             dead=int(dead or 0),
             held=held[:limit],
+            unclaimed=max(0, int(length) - int(running) - int(ended) - int(waiting)),
         )
