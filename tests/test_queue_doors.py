@@ -1,6 +1,8 @@
-"""The work queue through the doors around the agent: its Stop hook reminds it of a claim it
-holds unfinished (cheaply: nothing is looked at for a session that never claimed), on a file
-room and on a redis room, through the real CLI."""
+"""The work queue through the doors around the agent and its owner, on a file room and on a
+redis room: the Stop hook reminds an agent of a claim it holds unfinished (cheaply: nothing is
+looked at for a session that never claimed), `room trace` shows each claim, expiry and
+completion, the queue's view and metrics count it, the owner dead-letters a line, and the
+dashboard shows a queue and acts on it."""
 
 from __future__ import annotations
 
@@ -145,12 +147,39 @@ def test_the_queue_view_and_metrics_count_claimed_expired_and_dead(
     }, text
 
 
+def test_the_owner_dead_letters_a_claimed_line_and_its_holder_is_refused(
+    rooms: QueueRooms, home: Path
+) -> None:
+    from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.queue import TokenRefused
+    from tests.helpers.clock import Clock
+
+    room = rooms.make("tasks.txt", [b"poison\n", b"fine\n"])
+    clock = Clock()
+    worker, owner = Deck(home, "worker", [room], clock=clock), Deck(home, "owner", [room])
+    got = worker.claim(worker.rooms[0], lease=60)
+    assert got.token is not None
+    moved = owner.dead_letter(owner.rooms[0], got.token)
+    assert moved.mode == "dead" and moved.removed == 1
+    assert rooms.dead(room) == [b"poison\n"] and rooms.lines(room) == [b"fine\n"]
+    with pytest.raises(TokenRefused):
+        worker.task(worker.rooms[0], got.token, "done")
+    with pytest.raises(TokenRefused):  # once only: the token names no task now
+        owner.dead_letter(owner.rooms[0], got.token)
+    assert rooms.dead(room) == [b"poison\n"]
+    assert worker.claim(worker.rooms[0]).line == b"fine\n"
+    where = got.offset if rooms.kind == "file" else got.entry
+    gone = worker.trace(worker.rooms[0], offset=where).lines[0]
+    assert gone.claims is not None and gone.claims[-1].end == "dead"
+
+
 # ----- the dashboard ----------------------------------------------------------------------------
-async def test_the_dashboard_shows_a_queue_and_the_owner_releases_a_claim(
+async def test_the_dashboard_shows_a_queue_and_the_owner_releases_or_dead_letters_a_claim(
     tmp_path: Path, home: Path
 ) -> None:
     """`Q` on a queue room: counts of unclaimed, claimed, expired and dead lines and each claim
-    with its holder; `R` then `y` gives the highlighted claim back (its holder is refused)."""
+    with its holder; `R` then `y` gives the highlighted claim back (its holder is refused);
+    `D` then `y` moves the highlighted claim's line to the dead-letter room."""
     from ackdeck.core.rooms.file.room import Room
     from ackdeck.core.rooms.policy import RoomPolicy
     from ackdeck.core.service.deck import Deck
@@ -187,11 +216,26 @@ async def test_the_dashboard_shows_a_queue_and_the_owner_releases_a_claim(
         await eventually_async(
             lambda: "1 expired or released" in screen_text(app), what="the release shown"
         )
+        # Claimed again by another worker, then dead-lettered by the owner with D.
+        other = Deck(home, "worker-3", [room]).claim(worker.rooms[0])
+        assert other.line == b"a\n" and other.token is not None
+        await pilot.press("l")
+        await eventually_async(lambda: other.token in screen.rows, what="the new claim shown")
+        table = screen.query_one("#queue-table")
+        table.move_cursor(row=table.get_row_index(other.token))
+        await pilot.press("D")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        await eventually_async(
+            lambda: "1 dead-lettered" in screen_text(app), what="the dead letter shown"
+        )
+        assert room.with_name("tasks.txt.dead").read_bytes() == b"a\n"
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, QueueScreen)
-    # Given back, then claimed again: the first holder's done is refused.
-    again = Deck(home, "worker-2", [room]).claim(worker.rooms[0])
-    assert (again.line, again.deliveries) == (b"a\n", 2)
+    assert room.read_bytes() == b"[b]b[/b]\nc\n"
+    # The first holder's line was given back, claimed again and dead-lettered: refused.
     with pytest.raises(TokenRefused):
         worker.task(worker.rooms[0], held.token, "done")

@@ -140,7 +140,8 @@ def check_token(
         if op == "done":
             return Verdict(True, "noop", "already done with this token")
         return Verdict(False, "refused", "the task is done already")
-    mode = {"done": "done", "extend": "extended", "release": "released"}[op]
+    # "dead": the owner moves the line to the dead-letter room (with the token it was shown)
+    mode = {"done": "done", "extend": "extended", "release": "released", "dead": "dead"}[op]
     return Verdict(True, mode)
 
 

@@ -342,6 +342,15 @@ class Deck:
             claims.forget(self.home, self.session, token)
         return got
 
+    def dead_letter(self, ref: RoomRef, token: str) -> Updated:
+        """The owner moves the line claimed with `token` to the queue's dead-letter room."""
+        from ackdeck.core.service import claims, queue
+
+        with self._opened(ref) as room:
+            got = queue.dead_letter(room, self.label(ref), token)
+        claims.forget(self.home, None, token)  # its holder's reminder: nothing to finish now
+        return got
+
     def queue_view(self, ref: RoomRef, *, limit: int = 100) -> QueueView:
         """What the queue room `ref` holds now: counts and the oldest claimed lines."""
         from ackdeck.core.service import queue

@@ -30,6 +30,7 @@ __all__ = [
     "TokenRefused",
     "Updated",
     "claim",
+    "dead_letter",
     "update",
     "view",
 ]
@@ -80,3 +81,8 @@ def view(room: RoomBackend, limit: int = 100) -> QueueView:
             f"`ackdeck room policy {room.path} --queue on`"
         )
     return file_queue(room).view(limit)
+
+
+def dead_letter(room: RoomBackend, label: str, token: str) -> TaskUpdate:
+    """The owner moves the line claimed with `token` to the dead-letter room."""
+    return file_queue(room).dead_letter(token).replace(room=label)

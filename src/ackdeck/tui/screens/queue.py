@@ -1,7 +1,8 @@
 """A queue room on its own screen (`Q` on a room): how many lines wait unclaimed, how many
 leases run, have ended and went to the dead-letter room, and each claimed line with its
 holder, the lease's age and when it ends; `R` gives the highlighted claim back, as `ackdeck
-release ROOM TOKEN` does (core/service/queue.py; the holder's token is then refused).
+release ROOM TOKEN` does (core/service/queue.py; the holder's token is then refused); `D`
+moves its line to the dead-letter room (a line no agent can finish).
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ class QueueScreen(Screen[None]):
             id="queue.release",
             tooltip="Give the highlighted claim back: claimable at once, its holder's token "
             "refused (asks first)",
+        ),
+        Binding(
+            "D",
+            "dead_letter",
+            "Dead-letter",
+            id="queue.dead_letter",
+            tooltip="Move the highlighted claim's line to the dead-letter room: no agent can "
+            "finish it (asks first)",
         ),
         Binding("l", "look", "Look again", id="queue.look", tooltip="Look at the queue again"),
     ]
@@ -170,15 +179,35 @@ class QueueScreen(Screen[None]):
 
         self.app.push_screen(ConfirmScreen("Release claim", escape(body), yes="Release"), answered)
 
+    def action_dead_letter(self) -> None:
+        key = self.selected_key
+        if key is None:
+            self.notify("no claim selected", severity="warning")
+            return
+        h = self.rows[key]
+        body = (
+            f"The claim {h.token} of {safe(h.holder)} (delivery {h.deliveries}).\n\n"
+            "Move its line to the dead-letter room? Its holder's done is then refused."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._release(h.token, dead=True)
+
+        self.app.push_screen(
+            ConfirmScreen("Dead-letter line", escape(body), yes="Dead-letter"), answered
+        )
+
     @work(thread=True, group="queue-release", exit_on_error=False)
-    def _release(self, token: str) -> None:
+    def _release(self, token: str, dead: bool = False) -> None:
         deck = self._deck()
         try:
-            done = deck.task(deck.parse(self.room), token, "release")
+            ref = deck.parse(self.room)
+            done = deck.dead_letter(ref, token) if dead else deck.task(ref, token, "release")
         except (AckdeckError, OSError) as exc:
             self.post_message(ClaimReleased(str(exc), False))
             return
-        self.post_message(ClaimReleased(done.message, done.mode == "released"))
+        self.post_message(ClaimReleased(done.message, done.mode in ("released", "dead")))
 
     def on_claim_released(self, message: ClaimReleased) -> None:
         self.notify(

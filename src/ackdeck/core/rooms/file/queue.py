@@ -691,3 +691,62 @@ class FileQueue:
             held=held,
             unclaimed=max(0, status.pending - int(tasks)),
         )
+
+    # ----- the owner's dead letter ----------------------------------------------------------
+    def dead_letter(self, token_text: str) -> Q.TaskUpdate:
+        """Move the line claimed with `token_text` (its current lease, running or ended) to
+        the dead-letter room: the owner's act on a line no agent can finish. Dying first,
+        committed (its holder can no longer complete it), appended, then dead, as a claim
+        past max_deliveries does; refused (TokenRefused) unless the token is current."""
+        with self._state_errors():
+            number, qid = Q.parse_token(token_text)
+            self._policy()
+            dead_room = deadletter.dead_room_path(self.room.path)
+            with self.room.exclusively() as (fd, site):
+                if fd is None:
+                    raise Q.TokenRefused(f"token {token_text} refused: the room is gone")
+                state, ledger, _ = self._open(site, fd)
+                try:
+                    ok = False
+                    try:
+                        if str(state.get("queue_id")) != qid:
+                            raise Q.TokenRefused(
+                                f"token {token_text} refused: it was issued by another queue "
+                                "state; nothing changed"
+                            )
+                        task = state.task_of_token(number)
+                        verdict = Q.check_token(task, number, "dead", self.clock())
+                        if not verdict.ok or task is None:
+                            raise Q.TokenRefused(
+                                f"token {token_text} refused: {verdict.reason}; nothing changed"
+                            )
+                        line = self._line_of(fd, ledger.base, settled_size(fd), task)
+                        if line is None or not deadletter.prepare(fd, dead_room):
+                            raise RoomUnavailable(
+                                f"the dead-letter room {dead_room} cannot take the line; "
+                                "nothing changed"
+                            )
+                        state.save(task.replace(state=Q.DYING))
+                        state.commit()
+                        state.begin()
+                        moved = self._bury(state, fd, dead_room, line, task)
+                        ok = True
+                    finally:
+                        self._end(state, ok)
+                    removed = self._compact(fd, site, state)
+                finally:
+                    state.close()
+        return Q.TaskUpdate(
+            room="",
+            path=str(self.room.path),
+            token=token_text,
+            mode="dead",
+            offset=task.offset,
+            removed=removed,
+            message=(
+                f"moved the line at offset {task.offset} to the dead-letter room {dead_room}"
+                if moved
+                else f"the line at offset {task.offset} is dying: the next operation moves it"
+            ),
+            next="claim the next task",
+        )

@@ -217,9 +217,10 @@ return out
 """
 )
 
-# ARGV: op (done, extend, release), token number, the token's queue id, now, lease (s),
-# fencing ('1' on, '0' only for the test that shows what it prevents), a fresh queue id,
-# window (s). KEYS 8: the token's done mark.
+# ARGV: op (done, extend, release, or dead: the owner's), token number, the token's queue id,
+# now, lease (s), fencing ('1' on, '0' only for the test that shows what it prevents), a
+# fresh queue id, window (s), the dead-letter room's name. KEYS 8: the token's done mark,
+# 9: the dead-letter room's stream.
 # Returns {mode (done, noop, extended, released, refused, not-queue, gone), entry ID, lease end,
 # removed, reason}.
 UPDATE = (
@@ -258,6 +259,16 @@ end
 if ARGV[6] == '1' and tonumber(n) ~= t.token then
   return {'refused', id, '', 0, 'token superseded: the lease ended and the line was claimed '
     .. 'again (by ' .. t.holder .. ', token ' .. t.token .. ')'}
+end
+if op == 'dead' then
+  -- The owner's dead letter: the line moves to the dead-letter room, its holder refused.
+  t.h[#t.h][5] = 'dead'
+  local e = redis.call('XRANGE', S, id, id)
+  if #e > 0 then redis.call('XADD', KEYS[9], '*', unpack(e[1][2])) end
+  forget(id, t)
+  redis.call('HINCRBY', META, 'dead', 1)
+  audit(now, 'ackdeck-dead-letter', 'dead', id, t, {'dead', ARGV[9]})
+  return reply({'dead', id, '', 1, ''})
 end
 if op == 'done' then
   t.h[#t.h][5] = 'done'
@@ -413,22 +424,24 @@ class RedisQueue:
     def update(self, token_text: str, op: str, lease: float | None = None) -> Q.TaskUpdate:
         """Done, extend or release with `token_text`; refused (TokenRefused, one line) unless
         it is the entry's current lease."""
-        if op not in Q.OPS:
+        if op not in (*Q.OPS, "dead"):
             raise InvalidInput(f"invalid operation {op!r}: one of {', '.join(Q.OPS)}")
         number, qid = Q.parse_token(token_text)
         seconds = Q.check_lease(lease)
         op_id = new_id()
+        dead = f"{self._name}.dead"
         keys = [
             *self._keys,
             locations.redis_queue_op_key(self._name, op_id),
             locations.redis_queue_done_key(self._name, number),
+            locations.redis_room_key(dead),
         ]
         script = self._script("update")
 
         def call() -> Any:
             args: list[Any] = [op, str(number), qid, repr(self.room._clock()), repr(seconds)]
             args += ["1" if self.fencing else "0", secrets.token_hex(4), OP_WINDOW_S]
-            return script(keys, args)
+            return script(keys, [*args, f"{self.room.path}.dead"])
 
         lost = _unknown(
             f"whether the {op} happened is unknown ({op} {op_id}, retried {{tries}} times): "
@@ -447,7 +460,10 @@ class RedisQueue:
             )
         if mode == "refused":
             raise Q.TokenRefused(f"token {token_text} refused: {reason}; nothing changed")
-        if mode in ("done", "noop"):
+        if mode == "dead":
+            msg = f"moved to the dead-letter room {self.room.path}.dead"
+            nxt = "claim the next task"
+        elif mode in ("done", "noop"):
             msg = "done" if mode == "done" else "done already (this token's own done)"
             nxt = "claim the next task"
         elif mode == "extended":
@@ -548,3 +564,8 @@ class RedisQueue:
             held=held[:limit],
             unclaimed=max(0, int(length) - int(running) - int(ended) - int(waiting)),
         )
+
+    def dead_letter(self, token_text: str) -> Q.TaskUpdate:
+        """Move the entry claimed with `token_text` (its current lease) to the dead-letter
+        room: the owner's act on a line no agent can finish (as FileQueue.dead_letter)."""
+        return self.update(token_text, "dead")
