@@ -218,3 +218,28 @@ def test_cli_claim_done_and_a_superseded_token_is_one_line_exit_4(
     assert rooms.lines(room) == []
     out = ackdeck(cli_env, "done", room, "nonsense")
     assert out.returncode != 0 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_done_next_finishes_a_task_and_claims_the_next_in_one_call(
+    rooms: QueueRooms, cli_env: dict[str, str]
+) -> None:
+    room = rooms.make("tasks.txt", [b"a\n", b"b\n"])
+    first = json.loads(ackdeck(cli_env, "claim", room, "--session", "w", "--json").stdout)
+    out = ackdeck(cli_env, "done", room, first["token"], "--next", "--session", "w", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["done"]["mode"] == "done"
+    assert (got["claim"]["line"], got["claim"]["deliveries"]) == ("b\n", 1)
+    assert rooms.lines(room) == [b"b\n"]
+    # The last one: done, and nothing more to claim.
+    out = ackdeck(cli_env, "done", room, got["claim"]["token"], "--next", "--session", "w")
+    assert out.returncode == 0 and "no unclaimed line waits" in out.stdout, out
+    assert rooms.lines(room) == [] and rooms.completed(room) == 2
+    # A token this queue never issued: refused in one line, exit 4, and nothing is claimed.
+    rooms.append(room, b"c\n")
+    out = ackdeck(cli_env, "done", room, "1-abcd1234", "--next", "--session", "w")
+    assert out.returncode == 4 and out.stderr.count("\n") == 1
+    assert (
+        json.loads(ackdeck(cli_env, "claim", room, "--session", "v", "--json").stdout)["deliveries"]
+        == 1
+    )

@@ -48,6 +48,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "done", help="finish the claimed line: it leaves the queue (exactly once)" + _refused
     )
     _token(p, "done")
+    p.add_argument(
+        "--next",
+        action="store_true",
+        help="then claim the next line for --session (one round trip on a redis room)",
+    )
+    p.add_argument(
+        "--session", default=None, help=f"with --next: the claiming session ({SESSION_HELP})"
+    )
+    p.add_argument("--lease", type=_lease, default=None, help=f"with --next: {_LEASE_HELP}")
     p = sub.add_parser("extend", help="renew the claim's lease" + _refused)
     _token(p, "extend")
     p.add_argument("--lease", type=_lease, default=None, help=_LEASE_HELP)
@@ -82,10 +91,29 @@ def _claim(args: argparse.Namespace) -> int:
 
 
 def _update(args: argparse.Namespace) -> int:
+    if getattr(args, "next", False):
+        return _done_next(args)
     deck = _deck(args, session=False)
     got = deck.task(deck.rooms[0], args.token, args.op, lease=getattr(args, "lease", None))
     if args.json:
         emit_json(got.to_json())
     else:
         say(f"{deck.label(deck.rooms[0])}: {got.message}; next: {got.next}")
+    return 0
+
+
+def _done_next(args: argparse.Namespace) -> int:
+    deck = _deck(args, session=True)
+    done, got = deck.done_next(deck.rooms[0], args.token, lease=args.lease)
+    if args.json:
+        emit_json({"done": done.to_json(), "claim": got.to_json()})
+        return 0
+    say(f"{deck.label(deck.rooms[0])}: {done.message}")
+    if got.claimed:
+        assert got.line is not None
+        say(f"token {got.token} (delivery {got.deliveries}, lease {got.lease_seconds:g} s)")
+        say(display(got.line).rstrip("\n"))
+        say(f"next: {got.next}")
+    else:
+        say(f"{deck.label(deck.rooms[0])}: {got.message}")
     return 0

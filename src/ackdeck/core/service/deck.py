@@ -342,6 +342,23 @@ class Deck:
             claims.forget(self.home, self.session, token)
         return got
 
+    def done_next(
+        self, ref: RoomRef, token: str, *, lease: float | None = None
+    ) -> tuple[Updated, Claimed]:
+        """Done with `token`, then claim the next line of `ref` for this session."""
+        from ackdeck.core.service import claims, queue
+
+        session = self._session()
+        with self._opened(ref) as room:
+            try:
+                done, got = queue.done_next(room, self.label(ref), token, session, lease)
+            except queue.TokenRefused:
+                claims.forget(self.home, session, token)
+                raise
+        claims.forget(self.home, session, token)
+        claims.remember(self.home, session, self.label(ref), got, self._clock())
+        return done, got
+
     def dead_letter(self, ref: RoomRef, token: str) -> Updated:
         """The owner moves the line claimed with `token` to the queue's dead-letter room."""
         from ackdeck.core.service import claims, queue

@@ -31,6 +31,7 @@ __all__ = [
     "Updated",
     "claim",
     "dead_letter",
+    "done_next",
     "update",
     "view",
 ]
@@ -86,3 +87,12 @@ def view(room: RoomBackend, limit: int = 100) -> QueueView:
 def dead_letter(room: RoomBackend, label: str, token: str) -> TaskUpdate:
     """The owner moves the line claimed with `token` to the dead-letter room."""
     return file_queue(room).dead_letter(token).replace(room=label)
+
+
+def done_next(
+    room: RoomBackend, label: str, token: str, session: str, lease: float | None = None
+) -> tuple[TaskUpdate, Claim]:
+    """Done with `token`, then claim the next task for `session` (one round trip on redis)."""
+    done, got = file_queue(room).done_next(token, session, lease)
+    assert got is not None
+    return done.replace(room=label), got.replace(room=label)

@@ -750,3 +750,12 @@ class FileQueue:
             ),
             next="claim the next task",
         )
+
+    def done_next(
+        self, token_text: str, session: str, lease: float | None = None
+    ) -> tuple[Q.TaskUpdate, Q.Claim | None]:
+        """Done with `token_text`, then a claim for `session` (the redis queue does both in
+        one script; here they are two operations, each under the room's lock)."""
+        Q.check_lease(lease)
+        done = self.update(token_text, "done")
+        return done, self.claim(session, lease)

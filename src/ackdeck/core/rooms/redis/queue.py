@@ -59,6 +59,8 @@ from ackdeck.core.rooms import queue as Q
 from ackdeck.core.rooms.redis.room import _unknown, entry_line, new_id
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ackdeck.core.rooms.redis.room import RedisRoom
 
 GROUP = "ackdeck-queue"
@@ -134,9 +136,7 @@ end
 # KEYS 8: the dead-letter room's stream.
 # Returns {mode ('claimed', 'none', 'not-queue', 'replay'), queue id, entry ID, fields,
 # token, deliveries, lease end, moved to the dead-letter room}.
-CLAIM = (
-    _PRELUDE
-    + r"""
+_CLAIM_BODY = r"""
 local session, now, lease = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local seen = redis.call('GET', OPKEY)
 if seen then
@@ -215,7 +215,7 @@ redis.call('SET', OPKEY, cjson.encode({'claimed', qid, id, {}, token, t.deliveri
   moved}), 'EX', ARGV[6])
 return out
 """
-)
+CLAIM = _PRELUDE + _CLAIM_BODY
 
 # ARGV: op (done, extend, release, or dead: the owner's), token number, the token's queue id,
 # now, lease (s), fencing ('1' on, '0' only for the test that shows what it prevents), a
@@ -223,9 +223,7 @@ return out
 # 9: the dead-letter room's stream.
 # Returns {mode (done, noop, extended, released, refused, not-queue, gone), entry ID, lease end,
 # removed, reason}.
-UPDATE = (
-    _PRELUDE
-    + r"""
+_UPDATE_BODY = r"""
 local op, n, tq, now, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local seen = redis.call('GET', OPKEY)
 if seen then return cjson.decode(seen) end
@@ -292,6 +290,28 @@ redis.call('HSET', QH, 't:' .. id, cjson.encode(t))
 if op == 'extend' then return reply({'extended', id, t.ends, 0, ''}) end
 return reply({'released', id, '', 0, ''})
 """
+UPDATE = _PRELUDE + _UPDATE_BODY
+
+# A done, then a claim, in one script (one round trip per task for a worker's loop, as
+# JetStream's ack-next): KEYS 1-9 and ARGV 1-9 as UPDATE's, then KEYS 10 the claim's op key and
+# ARGV 10-15 as CLAIM's. Returns {the update's reply, the claim's reply or {} when the done
+# was refused}.
+NEXT = (
+    _PRELUDE
+    + "local function update_op(KEYS, ARGV)\nlocal OPKEY = KEYS[7]\n"
+    + _UPDATE_BODY
+    + "\nend\nlocal function claim_op(KEYS, ARGV)\nlocal OPKEY = KEYS[7]\n"
+    + _CLAIM_BODY
+    + r"""
+end
+local KU, AU, KC, AC = {}, {}, {}, {}
+for i = 1, 9 do KU[i] = KEYS[i]; AU[i] = ARGV[i] end
+for i = 1, 6 do KC[i] = KEYS[i]; AC[i] = ARGV[9 + i] end
+KC[7], KC[8] = KEYS[10], KEYS[9]
+local u = update_op(KU, AU)
+if u[1] ~= 'done' and u[1] ~= 'noop' then return {u, {}} end
+return {u, claim_op(KC, AC)}
+"""
 )
 
 
@@ -319,7 +339,7 @@ class RedisQueue:
         if run is None:
             import redis
 
-            source = CLAIM if name == "claim" else UPDATE
+            source = {"claim": CLAIM, "update": UPDATE, "next": NEXT}[name]
             client = self.room._redis()
             sha = hashlib.sha1(source.encode()).hexdigest()
 
@@ -346,27 +366,37 @@ class RedisQueue:
         check_name(session)
         seconds = Q.check_lease(lease)
         op_id = new_id()
-        dead = f"{self._name}.dead"
-        keys = [
-            *self._keys,
-            locations.redis_queue_op_key(self._name, op_id),
-            locations.redis_room_key(dead),
-        ]
-        dead_path = self.room.path + ".dead" if isinstance(self.room.path, str) else dead
+        key, args = self._claim_request(session, seconds, op_id)
         script = self._script("claim")
 
         def call() -> Any:
-            # The clock is read for each attempt: a retry's lease starts when it is sent.
-            args = [session, repr(self.room._clock()), repr(seconds), secrets.token_hex(4)]
-            return script(keys, [*args, dead_path, OP_WINDOW_S])
+            return script([*self._keys, key, self._dead_key()], args())
 
         lost = _unknown(
             f"whether a line was claimed is unknown (claim {op_id}, retried {{tries}} times); "
             "if one was, its lease ends and it is handed out again"
         )
-        mode_b, qid_b, id_b, fields, token, deliveries, until_b, moved = self.room._again(
-            "claim", call, lost
-        )
+        return self._claimed(self.room._again("claim", call, lost), seconds)
+
+    def _dead_key(self) -> str:
+        return locations.redis_room_key(f"{self._name}.dead")
+
+    def _claim_request(
+        self, session: str, seconds: float, op_id: str
+    ) -> tuple[str, Callable[[], list[Any]]]:
+        """A claim's op key, and its arguments (the clock is read for each attempt: a retry's
+        lease starts when it is sent)."""
+
+        def args() -> list[Any]:
+            now = repr(self.room._clock())
+            return [session, now, repr(seconds), secrets.token_hex(4), f"{self.room.path}.dead",
+                    OP_WINDOW_S]  # fmt: skip
+
+        return locations.redis_queue_op_key(self._name, op_id), args
+
+    def _claimed(self, got: Any, seconds: float) -> Q.Claim:
+        """The claim script's reply as the doors show it."""
+        mode_b, qid_b, id_b, fields, token, deliveries, until_b, moved = got
         mode, moved = _s(mode_b), int(moved)
         if mode == "not-queue":
             raise self._not_queue()
@@ -426,28 +456,66 @@ class RedisQueue:
         it is the entry's current lease."""
         if op not in (*Q.OPS, "dead"):
             raise InvalidInput(f"invalid operation {op!r}: one of {', '.join(Q.OPS)}")
-        number, qid = Q.parse_token(token_text)
         seconds = Q.check_lease(lease)
         op_id = new_id()
-        dead = f"{self._name}.dead"
-        keys = [
-            *self._keys,
-            locations.redis_queue_op_key(self._name, op_id),
-            locations.redis_queue_done_key(self._name, number),
-            locations.redis_room_key(dead),
-        ]
+        keys, args = self._update_request(token_text, op, seconds, op_id)
         script = self._script("update")
 
         def call() -> Any:
-            args: list[Any] = [op, str(number), qid, repr(self.room._clock()), repr(seconds)]
-            args += ["1" if self.fencing else "0", secrets.token_hex(4), OP_WINDOW_S]
-            return script(keys, [*args, f"{self.room.path}.dead"])
+            return script(keys, args())
 
         lost = _unknown(
             f"whether the {op} happened is unknown ({op} {op_id}, retried {{tries}} times): "
             f"`{op} {token_text}` again says (a done already made is a no-op)"
         )
-        got = self.room._again(op, call, lost)
+        return self._updated(self.room._again(op, call, lost), token_text, op, seconds)
+
+    def _update_request(
+        self, token_text: str, op: str, seconds: float, op_id: str
+    ) -> tuple[list[str], Callable[[], list[Any]]]:
+        number, qid = Q.parse_token(token_text)
+        keys = [
+            *self._keys,
+            locations.redis_queue_op_key(self._name, op_id),
+            locations.redis_queue_done_key(self._name, number),
+            self._dead_key(),
+        ]
+
+        def args() -> list[Any]:
+            out: list[Any] = [op, str(number), qid, repr(self.room._clock()), repr(seconds)]
+            out += ["1" if self.fencing else "0", secrets.token_hex(4), OP_WINDOW_S]
+            return [*out, f"{self.room.path}.dead"]
+
+        return keys, args
+
+    def done_next(
+        self, token_text: str, session: str, lease: float | None = None
+    ) -> tuple[Q.TaskUpdate, Q.Claim | None]:
+        """Done with `token_text`, then a claim for `session`, in one script (one round trip
+        per task for a worker's loop). The claim is None when the done was refused (raised)."""
+        from ackdeck.core.base.names import check_name
+
+        check_name(session)
+        seconds = Q.check_lease(lease)
+        Q.parse_token(token_text)
+        done_id, claim_id = new_id(), new_id()
+        keys, done_args = self._update_request(token_text, "done", Q.DEFAULT_LEASE, done_id)
+        claim_key, claim_args = self._claim_request(session, seconds, claim_id)
+        script = self._script("next")
+
+        def call() -> Any:
+            return script([*keys, claim_key], [*done_args(), *claim_args()])
+
+        lost = _unknown(
+            f"whether the done and the next claim happened is unknown (done {done_id}, claim "
+            f"{claim_id}, retried {{tries}} times): `done {token_text}` again says"
+        )
+        done_reply, claim_reply = self.room._again("done", call, lost)
+        done = self._updated(done_reply, token_text, "done", Q.DEFAULT_LEASE)
+        return done, self._claimed(claim_reply, seconds)
+
+    def _updated(self, got: Any, token_text: str, op: str, seconds: float) -> Q.TaskUpdate:
+        """The update script's reply as the doors show it (a refusal raised)."""
         mode, entry, until_s, removed, reason = (_s(x) for x in got)
         if mode == "not-queue":
             raise self._not_queue()
