@@ -1,7 +1,7 @@
 """A queue room on its own screen (`Q` on a room): how many lines wait unclaimed, how many
 leases run, have ended and went to the dead-letter room, and each claimed line with its
 holder, the lease's age and when it ends; `R` gives the highlighted claim back, as `ackdeck
-release ROOM TOKEN` does (core/service/queue.py; the holder's token is then refused); `D`
+release ROOM TOKEN` does (core/service/queue.py; once claimed again, the holder is refused); `D`
 moves its line to the dead-letter room (a line no agent can finish).
 """
 
@@ -61,8 +61,8 @@ class QueueScreen(Screen[None]):
             "release",
             "Release",
             id="queue.release",
-            tooltip="Give the highlighted claim back: claimable at once, its holder's token "
-            "refused (asks first)",
+            tooltip="Give the highlighted claim back: claimable at once; once claimed again, "
+            "its holder's token is refused (asks first)",
         ),
         Binding(
             "D",
@@ -169,8 +169,8 @@ class QueueScreen(Screen[None]):
         h = self.rows[key]
         body = (
             f"The claim {h.token} of {safe(h.holder)} (delivery {h.deliveries}).\n\n"
-            "Give the line back? It is claimable at once; its holder's done, extend and "
-            "release are then refused."
+            "Give the line back? It is claimable at once; once another session claims it, "
+            "its holder's done, extend and release are refused."
         )
 
         def answered(yes: bool | None) -> None:
