@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import random
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import here_env
-from tests.helpers.paths import REPO
-from tests.helpers.queues import QueueRooms
+from tests.helpers.queues import Agents, QueueRooms, log_of, stale_dones, start
 from tests.helpers.wait import eventually
 
 
@@ -30,18 +25,6 @@ from tests.helpers.wait import eventually
 def rooms(request: pytest.FixtureRequest, tmp_path: Path) -> QueueRooms:
     server = request.getfixturevalue("redis_server") if request.param == "redis" else None
     return QueueRooms(request.param, tmp_path, server)
-
-
-def start(module: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", f"tests.helpers.{module}", *args],
-        cwd=REPO,
-        env=here_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 # ----- claim races ------------------------------------------------------------------------------
@@ -80,75 +63,6 @@ def test_claim_race_has_exactly_one_winner_every_time(
 
 
 # ----- agents killed at random -------------------------------------------------------------------
-class Agents:
-    """N agent processes (tests/helpers/queue_agent.py) on one room, one log."""
-
-    def __init__(self, room: str, log: Path, lease: float, overrun: float, *extra: str):
-        self.room, self.log, self.lease, self.overrun, self.extra = (
-            room, log, lease, overrun, extra
-        )  # fmt: skip
-        self.procs: dict[str, subprocess.Popen[str]] = {}
-
-    def start(self, name: str) -> None:
-        self.procs[name] = start(
-            "queue_agent",
-            self.room,
-            name,
-            str(self.log),
-            str(self.lease),
-            str(self.overrun),
-            *self.extra,
-        )
-
-    def kill9(self, name: str) -> None:
-        p = self.procs[name]
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=10)
-
-    def stop(self) -> None:
-        Path(str(self.log) + ".stop").touch()
-        for name, p in self.procs.items():
-            try:
-                _, err = p.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-                raise AssertionError(f"agent {name} did not stop") from None
-            assert p.returncode == 0, err
-
-    def kill_all(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-
-
-def log_of(log: Path) -> dict[str, collections.Counter[str]]:
-    """For each event (start, done, refused): task -> how many times."""
-    events: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    if log.exists():
-        for line in log.read_text().splitlines():
-            kind, task, _token = line.split()
-            events[kind][task] += 1
-    return events
-
-
-def stale_dones(log: Path) -> list[str]:
-    """Dones accepted for a lease that a later claim of the same task had superseded (with
-    fencing, once a task was claimed again its older tokens can never complete it)."""
-    newest: dict[str, int] = {}
-    dones: list[tuple[str, int]] = []
-    for line in log.read_text().splitlines():
-        kind, task, token = line.split()
-        number = int(token.split("-")[0])
-        if kind == "start":
-            newest[task] = max(newest.get(task, 0), number)
-        elif kind == "done":
-            dones.append((task, number))
-    return [f"{task} {n}" for task, n in dones if n < newest[task]]
-
-
 def test_agents_killed_at_random_complete_every_task_once_or_dead_letter_it(
     tmp_path: Path, rooms: QueueRooms
 ) -> None:

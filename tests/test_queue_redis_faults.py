@@ -208,3 +208,55 @@ def test_a_stream_deleted_and_recreated_starts_the_queue_afresh(
     got = d.claim(d.rooms[0])
     assert (got.line, got.deliveries) == (b"new one\n", 1)
     assert stream(redis_server.port, name) == [b"new one"]
+
+
+def test_agents_through_a_redis_kill_and_restart_with_persistence_complete_every_task_once(
+    tmp_path: Path,
+) -> None:
+    """Four agent processes work a redis queue; the server is killed with -9 mid-work and
+    restarted on its files (AOF, fsync on every write). Every task is done exactly once (one
+    `done` audit entry per entry), none is lost, and no superseded holder completed one."""
+    from tests.helpers.queues import Agents, log_of, stale_dones
+    from tests.helpers.wait import eventually
+
+    server = RedisServer(tmp_path / "redis", persist=True)
+    server.start()
+    tasks = [f"task-{i}" for i in range(300)]
+    log = tmp_path / "agents.log"
+    agents = Agents(server.url("tasks"), log, 3.0, 0.0, env={"ACKDECK_REDIS_TIMEOUT": "1"})
+    try:
+        make_queue(server.url("tasks"), *tasks)
+        for n in ("a", "b", "c", "d"):
+            agents.start(n)
+        eventually(
+            lambda: sum(log_of(log)["done"].values()) >= 20, what="some tasks done", timeout=120
+        )
+        server.kill9()
+        server.start()
+        waiting = len(stream(server.port, "tasks"))
+        # Tasks wait after the restart (the kill came mid-work, not after it).
+        assert waiting > 0, "every task was done before the kill: the test proved nothing"
+        eventually(lambda: stream(server.port, "tasks") == [], what="every task", timeout=180)
+        agents.stop()
+    finally:
+        agents.kill_all()
+        direct = redis.Redis(port=server.port)
+        try:
+            entries = direct.xrange("ackdeck:room:{tasks}:audit")
+        finally:
+            direct.close()
+        server.stop()
+    events = log_of(log)
+    done = [f[b"first"] for _, f in entries if f[b"mode"] == b"done"]
+    assert len(done) == len(set(done)) == len(tasks), events  # each entry done once, all done
+    assert not [f for _, f in entries if f[b"mode"] == b"dead"]
+    assert all(n == 1 for n in events["done"].values()), events["done"]
+    assert not stale_dones(log)
+    # A done the restart cut off was sent again: made once (done), or said noop when the
+    # first attempt had been made; the log names every task as done or noop.
+    assert set(events["done"]) | set(events["noop"]) == set(tasks)
+    print(
+        f"{waiting} of {len(tasks)} tasks waited after the restart; "
+        f"{sum(events['noop'].values())} dones said noop, {sum(events['refused'].values())} "
+        "stale dones refused"
+    )

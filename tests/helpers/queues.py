@@ -5,11 +5,18 @@ A spec is what the doors take: a file path or a `redis://` URL."""
 
 from __future__ import annotations
 
+import collections
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.rooms.policy import RoomPolicy
 from ackdeck.core.service.refs import parse_room
+from tests.helpers.cli import here_env
+from tests.helpers.paths import REPO
 
 if TYPE_CHECKING:
     from ackdeck.core.rooms.file.queue import FileQueue
@@ -106,3 +113,95 @@ class QueueRooms:
         import redis
 
         return redis.Redis(port=self.server.port, socket_timeout=10)
+
+
+# ----- agent processes (tests/helpers/queue_agent.py, queue_racer.py) ----------------------------
+def start(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", f"tests.helpers.{module}", *args],
+        cwd=REPO,
+        env=here_env(**(env or {})),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+class Agents:
+    """N agent processes (tests/helpers/queue_agent.py) on one room, one log."""
+
+    def __init__(
+        self,
+        room: str,
+        log: Path,
+        lease: float,
+        overrun: float,
+        *extra: str,
+        env: dict[str, str] | None = None,
+    ):
+        self.room, self.log, self.lease, self.overrun, self.extra = (
+            room, log, lease, overrun, extra
+        )  # fmt: skip
+        self.env = env
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+
+    def start(self, name: str) -> None:
+        self.procs[name] = start(
+            "queue_agent",
+            self.room,
+            name,
+            str(self.log),
+            str(self.lease),
+            str(self.overrun),
+            *self.extra,
+            env=self.env,
+        )
+
+    def kill9(self, name: str) -> None:
+        p = self.procs[name]
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+
+    def stop(self) -> None:
+        Path(str(self.log) + ".stop").touch()
+        for name, p in self.procs.items():
+            try:
+                _, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                raise AssertionError(f"agent {name} did not stop") from None
+            assert p.returncode == 0, err
+
+    def kill_all(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def log_of(log: Path) -> dict[str, collections.Counter[str]]:
+    """For each event (start, done, refused): task -> how many times."""
+    events: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    if log.exists():
+        for line in log.read_text().splitlines():
+            kind, task, _token = line.split()
+            events[kind][task] += 1
+    return events
+
+
+def stale_dones(log: Path) -> list[str]:
+    """Dones accepted for a lease that a later claim of the same task had superseded (with
+    fencing, once a task was claimed again its older tokens can never complete it)."""
+    newest: dict[str, int] = {}
+    dones: list[tuple[str, int]] = []
+    for line in log.read_text().splitlines():
+        kind, task, token = line.split()
+        number = int(token.split("-")[0])
+        if kind == "start":
+            newest[task] = max(newest.get(task, 0), number)
+        elif kind == "done":
+            dones.append((task, number))
+    return [f"{task} {n}" for task, n in dones if n < newest[task]]
