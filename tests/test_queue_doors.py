@@ -239,3 +239,33 @@ async def test_the_dashboard_shows_a_queue_and_the_owner_releases_or_dead_letter
     # The first holder's line was given back, claimed again and dead-lettered: refused.
     with pytest.raises(TokenRefused):
         worker.task(worker.rooms[0], held.token, "done")
+
+
+# ----- the agents' door on a redis queue --------------------------------------------------------
+async def test_the_mcp_task_tools_work_a_redis_queue(redis_server: object, tmp_path: Path) -> None:
+    """The official SDK client through a real `ackdeck mcp` on a redis queue room: a claim
+    (its structured content names the entry), an extend, a done; a superseded token is an
+    error result in one line; the reminder mark follows the claim and its done."""
+    from tests.helpers.mcp import call, connect, error_of, text_of
+
+    rooms = QueueRooms("redis", tmp_path, redis_server)
+    room = rooms.make("tasks", [b"fix a\n", b"fix b\n"])
+    home = tmp_path / "home"
+    home.mkdir()
+    async with connect(home, [room], "agent") as client:  # type: ignore[list-item]
+        got = await call(client, "task_claim", {"lease": 30})
+        assert not got.is_error, text_of(got)
+        claim = got.structured_content
+        assert claim is not None and claim["claimed"] and claim["line"] == "fix a\n"
+        assert claim["entry"] and claim["offset"] is None
+        assert "task_done" in text_of(got) and claim["token"] in text_of(got)
+        assert (home / "claims" / "agent" / f"{claim['token']}.json").exists()
+        ext = await call(client, "task_extend", {"token": claim["token"], "lease": 60})
+        assert not ext.is_error and ext.structured_content["mode"] == "extended"  # type: ignore[index]
+        done = await call(client, "task_done", {"token": claim["token"]})
+        assert not done.is_error and done.structured_content["removed"] == 1  # type: ignore[index]
+        assert not (home / "claims" / "agent" / f"{claim['token']}.json").exists()
+        bad = await call(client, "task_release", {"token": "1-abcd1234"})
+        assert bad.is_error and "\n" not in text_of(bad)
+        assert error_of(bad)["error"] == "TokenRefused"
+    assert rooms.lines(room) == [b"fix b\n"] and rooms.completed(room) == 1
