@@ -161,7 +161,7 @@ def test_a_retried_done_never_completes_twice(rooms: QueueRooms, home: Path) -> 
 
 
 def test_a_queue_refuses_the_inbox_ack_and_reads_never_dead_letter(
-    rooms: QueueRooms, home: Path
+    rooms: QueueRooms, home: Path, cli_env: dict[str, str]
 ) -> None:
     room = rooms.make("tasks.txt", [b"a\n"], max_deliveries=1)
     d = deck(home, room, "s", Clock())
@@ -170,6 +170,9 @@ def test_a_queue_refuses_the_inbox_ack_and_reads_never_dead_letter(
     with pytest.raises(InvalidInput, match="is a queue"):
         d.ack(d.rooms[0], all=True)
     assert rooms.lines(room) == [b"a\n"] and rooms.dead(room) == []
+    # From the CLI: one line, and the lines an `ack --all` would remove are not printed.
+    out = ackdeck(cli_env, "room", "ack", room, "--all", "--session", "s")
+    assert out.returncode == 1 and out.stdout == "" and "is a queue" in out.stderr
     got = d.claim(d.rooms[0])
     assert (got.line, got.deliveries, got.dead_lettered) == (b"a\n", 1, 0)
 

@@ -506,6 +506,13 @@ class RedisRoom:
         check_name(session)
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         if all and deliver is not None:
+            if self._policy_for_read().queue:
+                # Refused before the read that would deliver the lines (the ack script refuses
+                # a queue room too, after it): nothing printed, nothing removed.
+                raise InvalidInput(
+                    f"room {self.path} is a queue: finish a task with `ackdeck done ROOM "
+                    "TOKEN` (nothing was removed)"
+                )
             return ack_delivered(
                 lambda: self.read(
                     session, reader=reader, deliver=deliver, confirm=confirm, max_bytes=page
