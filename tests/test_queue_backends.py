@@ -231,11 +231,12 @@ def test_done_next_finishes_a_task_and_claims_the_next_in_one_call(
     out = ackdeck(cli_env, "done", room, first["token"], "--next", "--session", "w", "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
-    assert got["done"]["mode"] == "done"
-    assert (got["claim"]["line"], got["claim"]["deliveries"]) == ("b\n", 1)
+    assert got["mode"] == "done"
+    assert (got["claimed_next"]["line"], got["claimed_next"]["deliveries"]) == ("b\n", 1)
     assert rooms.lines(room) == [b"b\n"]
     # The last one: done, and nothing more to claim.
-    out = ackdeck(cli_env, "done", room, got["claim"]["token"], "--next", "--session", "w")
+    token = got["claimed_next"]["token"]
+    out = ackdeck(cli_env, "done", room, token, "--next", "--session", "w")
     assert out.returncode == 0 and "no unclaimed line waits" in out.stdout, out
     assert rooms.lines(room) == [] and rooms.completed(room) == 2
     # A token this queue never issued: refused in one line, exit 4, and nothing is claimed.

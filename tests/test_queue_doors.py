@@ -244,8 +244,9 @@ async def test_the_dashboard_shows_a_queue_and_the_owner_releases_or_dead_letter
 # ----- the agents' door on a redis queue --------------------------------------------------------
 async def test_the_mcp_task_tools_work_a_redis_queue(redis_server: object, tmp_path: Path) -> None:
     """The official SDK client through a real `ackdeck mcp` on a redis queue room: a claim
-    (its structured content names the entry), an extend, a done; a superseded token is an
-    error result in one line; the reminder mark follows the claim and its done."""
+    (its structured content names the entry), an extend, a done, a done with `next: true`
+    (the next claim in the same call); a refused token is an error result in one line; the
+    reminder mark follows the claim and its done."""
     from tests.helpers.mcp import call, connect, error_of, text_of
 
     rooms = QueueRooms("redis", tmp_path, redis_server)
@@ -265,7 +266,18 @@ async def test_the_mcp_task_tools_work_a_redis_queue(redis_server: object, tmp_p
         done = await call(client, "task_done", {"token": claim["token"]})
         assert not done.is_error and done.structured_content["removed"] == 1  # type: ignore[index]
         assert not (home / "claims" / "agent" / f"{claim['token']}.json").exists()
+        # The worker's loop in one call: done, then the next claim (claimed_next).
+        b = await call(client, "task_claim", {})
+        assert b.structured_content is not None and b.structured_content["line"] == "fix b\n"
+        rooms.append(room, b"fix c\n")
+        loop = await call(
+            client, "task_done", {"token": b.structured_content["token"], "next": True}
+        )
+        assert not loop.is_error, text_of(loop)
+        nxt = loop.structured_content["claimed_next"]  # type: ignore[index]
+        assert (nxt["line"], nxt["deliveries"]) == ("fix c\n", 1)
+        assert nxt["token"] in text_of(loop) and "fix c" in text_of(loop)
         bad = await call(client, "task_release", {"token": "1-abcd1234"})
         assert bad.is_error and "\n" not in text_of(bad)
         assert error_of(bad)["error"] == "TokenRefused"
-    assert rooms.lines(room) == [b"fix b\n"] and rooms.completed(room) == 1
+    assert rooms.lines(room) == [b"fix c\n"] and rooms.completed(room) == 2

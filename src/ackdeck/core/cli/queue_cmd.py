@@ -104,9 +104,11 @@ def _update(args: argparse.Namespace) -> int:
 
 def _done_next(args: argparse.Namespace) -> int:
     deck = _deck(args, session=True)
-    done, got = deck.done_next(deck.rooms[0], args.token, lease=args.lease)
+    done = deck.done_next(deck.rooms[0], args.token, lease=args.lease)
+    got = done.claimed_next
+    assert got is not None
     if args.json:
-        emit_json({"done": done.to_json(), "claim": got.to_json()})
+        emit_json(done.to_json())
         return 0
     say(f"{deck.label(deck.rooms[0])}: {done.message}")
     if got.claimed:

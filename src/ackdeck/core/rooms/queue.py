@@ -208,6 +208,8 @@ class TaskUpdate(Struct, kw_only=True):
     removed: int = 0  # finished lines that left the room with this call
     message: str = ""
     next: str | None = None
+    # `done --next` (MCP `task_done` with `next: true`): the claim made after the done.
+    claimed_next: Claim | None = None
 
 
 class Held(Struct, kw_only=True):

@@ -342,10 +342,9 @@ class Deck:
             claims.forget(self.home, self.session, token)
         return got
 
-    def done_next(
-        self, ref: RoomRef, token: str, *, lease: float | None = None
-    ) -> tuple[Updated, Claimed]:
-        """Done with `token`, then claim the next line of `ref` for this session."""
+    def done_next(self, ref: RoomRef, token: str, *, lease: float | None = None) -> Updated:
+        """Done with `token`, then claim the next line of `ref` for this session: the done's
+        result, with the claim in `claimed_next`."""
         from ackdeck.core.service import claims, queue
 
         session = self._session()
@@ -357,7 +356,7 @@ class Deck:
                 raise
         claims.forget(self.home, session, token)
         claims.remember(self.home, session, self.label(ref), got, self._clock())
-        return done, got
+        return done.replace(claimed_next=got)
 
     def dead_letter(self, ref: RoomRef, token: str) -> Updated:
         """The owner moves the line claimed with `token` to the queue's dead-letter room."""
