@@ -173,6 +173,20 @@ def test_the_owner_dead_letters_a_claimed_line_and_its_holder_is_refused(
     assert gone.claims is not None and gone.claims[-1].end == "dead"
 
 
+def test_release_dead_on_the_cli_dead_letters_the_line_in_one_line(
+    rooms: QueueRooms, cli_env: dict[str, str]
+) -> None:
+    room = rooms.make("tasks.txt", [b"poison\n", b"fine\n"])
+    got = json.loads(ackdeck(cli_env, "claim", room, "--session", "w", "--json").stdout)
+    out = ackdeck(cli_env, "release", room, got["token"], "--dead", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["mode"] == "dead"
+    assert rooms.dead(room) == [b"poison\n"] and rooms.lines(room) == [b"fine\n"]
+    again = ackdeck(cli_env, "release", room, got["token"], "--dead")
+    assert again.returncode == 4 and again.stderr.count("\n") == 1
+    assert stop(cli_env, room, "w", False).returncode == 0  # no reminder of a dead line
+
+
 # ----- the dashboard ----------------------------------------------------------------------------
 async def test_the_dashboard_shows_a_queue_and_the_owner_releases_or_dead_letters_a_claim(
     tmp_path: Path, home: Path

@@ -62,6 +62,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lease", type=_lease, default=None, help=_LEASE_HELP)
     p = sub.add_parser("release", help="give the line back: claimable again at once" + _refused)
     _token(p, "release")
+    p.add_argument(
+        "--dead",
+        action="store_true",
+        help="the owner's act: move the line to the dead-letter room instead (no agent can "
+        "finish it; its holder is refused)",
+    )
 
 
 def _token(p: argparse.ArgumentParser, op: str) -> None:
@@ -94,7 +100,10 @@ def _update(args: argparse.Namespace) -> int:
     if getattr(args, "next", False):
         return _done_next(args)
     deck = _deck(args, session=False)
-    got = deck.task(deck.rooms[0], args.token, args.op, lease=getattr(args, "lease", None))
+    if getattr(args, "dead", False):
+        got = deck.dead_letter(deck.rooms[0], args.token)
+    else:
+        got = deck.task(deck.rooms[0], args.token, args.op, lease=getattr(args, "lease", None))
     if args.json:
         emit_json(got.to_json())
     else:
