@@ -7,6 +7,10 @@
 - claim latency with 10,000 lines claimed and not done: the claims at the start against the
   claims once 10,000 leases are held (the expired-lease lookup goes through an index on the
   lease's end, the next line is at the frontier: it must not grow).
+- on a redis room (core/rooms/redis/queue.py, a real redis-server without persistence, so no
+  fsync in any timing): claim+done (two scripts) against a bare XREADGROUP + XACK through the
+  same client (target <= 1.5x), in alternating rounds; and the claim latency with 10,000
+  entries claimed, as above.
 
 Medians of the timed operations, in a temp directory; the machine is shared and noisy.
 """
@@ -19,6 +23,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from ackdeck.core.rooms.file.queue import FileQueue
 from ackdeck.core.rooms.file.room import Room
@@ -81,6 +86,137 @@ def claim_latency(d: Path, held: int) -> tuple[float, float, float, float]:
     return m(wall[:100]), m(wall[-100:]), m(cpu[:100]), m(cpu[-100:])
 
 
+# ----- redis -------------------------------------------------------------------------------------
+def _redis_queue(url: str, lines: int) -> object:
+    from ackdeck.core.rooms.redis.queue import RedisQueue
+    from ackdeck.core.service.refs import open_room
+
+    room = open_room(url)
+    room.set_policy(RoomPolicy(queue=True))
+    client = room._redis()  # type: ignore[attr-defined]
+    pipe = client.pipeline(transaction=False)
+    for _ in range(lines):
+        pipe.xadd(room.key, {b"line": LINE.rstrip(b"\n")})  # type: ignore[attr-defined]
+    pipe.execute()
+    return RedisQueue(room)  # type: ignore[arg-type]
+
+
+def redis_claim_done(url: str, n: int, rounds: int) -> tuple[float, float, float, float]:
+    """Median claim+done through RedisQueue, bare XREADGROUP + XACK + XDEL (a done removes
+    the entry) and bare XREADGROUP + XACK, through the same client, `rounds` alternating
+    rounds of n each; and a worker's loop of `done --next` (done, then the next claim, in
+    one script)."""
+    from ackdeck.core.base.locations import redis_room_key
+
+    q: Any = _redis_queue(url, 2 * n * rounds + 1)
+    client = q.room._redis()
+    bare_key = redis_room_key("bare-" + url.rsplit("/", 1)[1])
+    client.xgroup_create(bare_key, "bare", id="0", mkstream=True)
+    pipe = client.pipeline(transaction=False)
+    for _ in range(2 * n * rounds):
+        pipe.xadd(bare_key, {b"line": LINE.rstrip(b"\n")})
+    pipe.execute()
+    ours, bare, bare_ack, loop = [], [], [], []
+    held = q.claim("bench-loop", 600)  # the worker loop's first claim, before the timing
+    for _ in range(rounds):
+        for _ in range(n):  # a worker's loop: `done --next`, one script per task
+            t0 = time.perf_counter()
+            _, held = q.done_next(held.token, "bench-loop", 600)
+            loop.append(time.perf_counter() - t0)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            got = q.claim("bench", 600)
+            q.update(got.token, "done")
+            ours.append(time.perf_counter() - t0)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            r = client.xreadgroup("bare", "bench", {bare_key: ">"}, count=1)
+            entry_id = r[0][1][0][0]
+            client.xack(bare_key, "bare", entry_id)
+            client.xdel(bare_key, entry_id)
+            bare.append(time.perf_counter() - t0)
+        for _ in range(n):  # the brief's baseline: the entry stays in the stream
+            t0 = time.perf_counter()
+            r = client.xreadgroup("bare", "bench", {bare_key: ">"}, count=1)
+            client.xack(bare_key, "bare", r[0][1][0][0])
+            bare_ack.append(time.perf_counter() - t0)
+    m = statistics.median
+    return m(ours), m(bare), m(bare_ack), m(loop)
+
+
+def redis_claim_latency(url: str, held: int) -> tuple[float, float, float, float]:
+    """As claim_latency, on a redis queue: the client's wall time and the server's CPU time
+    per claim (INFO commandstats of EVALSHA, so the client's own noise is left out)."""
+    q: Any = _redis_queue(url, held + 200)
+    client = q.room._redis()
+
+    def server_usec() -> tuple[int, int]:
+        got = client.info("commandstats").get("cmdstat_evalsha", {"calls": 0, "usec": 0})
+        return int(got["calls"]), int(got["usec"])
+
+    def claims(k: int) -> tuple[float, float]:
+        c0, u0 = server_usec()
+        wall = []
+        for _ in range(k):
+            t0 = time.perf_counter()
+            assert q.claim("bench", 600).claimed
+            wall.append(time.perf_counter() - t0)
+        c1, u1 = server_usec()
+        return statistics.median(wall), (u1 - u0) / max(1, c1 - c0) / 1e6
+
+    first, first_srv = claims(100)
+    for _ in range(held - 100):
+        q.claim("bench", 600)
+    last, last_srv = claims(100)
+    return first, last, first_srv, last_srv
+
+
+def redis_main(quick: bool) -> None:
+    import shutil
+
+    if shutil.which("redis-server") is None:
+        print("redis: skipped (redis-server is not installed)")
+        return
+    from tests.helpers.redis_server import RedisServer, new_room_name
+
+    n, rounds = (50, 3) if quick else (200, 5)
+    held = 2_000 if quick else 10_000
+    with tempfile.TemporaryDirectory(prefix="ackdeck-bench-queue-redis-") as tmp:
+        server = RedisServer(Path(tmp), persist=False)
+        server.start()
+        try:
+            ours, bare, bare_ack, loop = redis_claim_done(server.url(new_room_name()), n, rounds)
+            first, last, first_srv, last_srv = redis_claim_latency(
+                server.url(new_room_name()), held
+            )
+        finally:
+            server.stop()
+    print()
+    ratio = ours / bare
+    verdict = "met" if ratio <= 1.5 else "MISSED"
+    print(f"{'redis':<44}{'median':>11}{'x bare':>9}")
+    print(f"{'claim+done (2 scripts)':<44}{ours * 1e3:>9.3f}ms{ratio:>9.2f}  <= 1.5 {verdict}")
+    print(f"{'baseline: XREADGROUP + XACK + XDEL':<44}{bare * 1e3:>9.3f}ms")
+    ratio = ours / bare_ack
+    verdict = "met" if ratio <= 1.5 else "MISSED"
+    print(f"{'claim+done against XREADGROUP + XACK':<44}{'':>11}{ratio:>9.2f}  <= 1.5 {verdict}")
+    print(f"{'baseline: XREADGROUP + XACK (entry kept)':<44}{bare_ack * 1e3:>9.3f}ms")
+    ratio = loop / bare_ack
+    verdict = "met" if ratio <= 1.5 else "MISSED"
+    print(
+        f"{'worker loop: done --next (one script)':<44}{loop * 1e3:>9.3f}ms{ratio:>9.2f}"
+        f"  <= 1.5 {verdict} (x XREADGROUP + XACK)"
+    )
+    print()
+    print(f"{'redis claim latency':<44}{'median':>11}{'server':>11}")
+    print(f"{'first 100 claims (nothing held)':<44}{first * 1e3:>9.2f}ms{first_srv * 1e6:>9.0f}us")
+    print(
+        f"{f'100 claims with {held:,} entries held':<44}{last * 1e3:>9.2f}ms"
+        f"{last_srv * 1e6:>9.0f}us"
+    )
+    print(f"{'ratio (must stay near 1)':<44}{last / first:>11.2f}{last_srv / first_srv:>11.2f}")
+
+
 def main(flags: list[str] | None = None) -> None:
     quick = "--quick" in (flags or [])
     n = 50 if quick else 300
@@ -111,3 +247,4 @@ def main(flags: list[str] | None = None) -> None:
             f"{last_cpu * 1e3:>9.2f}ms"
         )
         print(f"{'ratio (must stay near 1)':<44}{last / first:>11.2f}{last_cpu / first_cpu:>11.2f}")
+    redis_main(quick)

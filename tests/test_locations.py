@@ -113,6 +113,8 @@ def test_every_named_file_is_in_the_reference() -> None:
         "notices_dir",
         "alerts_dir",
         "redis_doubts_dir",
+        "claims_dir",
+        "claims_root",
         "shown_dir",
         "lock_file",
         "default_home",

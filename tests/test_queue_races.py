@@ -1,4 +1,5 @@
-"""Work-queue rooms under real concurrency (core/rooms/file/queue.py): claim races, agents
+"""Work-queue rooms under real concurrency, each test on a file room (core/rooms/file/queue.py)
+and on a redis room (core/rooms/redis/queue.py, a real redis-server): claim races, agents
 killed with -9 at random points while their leases run out, and a producer that knows
 nothing of ackdeck appending with `>>` while agents claim. Every task is completed exactly
 once or lands in the dead-letter room; none is lost; none is completed twice, and none by a
@@ -9,48 +10,28 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import random
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from ackdeck.core.rooms.file.room import Room
-from ackdeck.core.rooms.policy import RoomPolicy
-from tests.helpers.cli import here_env
-from tests.helpers.paths import REPO
+from tests.helpers.queues import Agents, QueueRooms, log_of, stale_dones, start
 from tests.helpers.wait import eventually
 
 
-def queue_room(path: Path, lines: list[bytes], *, max_deliveries: int | None = None) -> Path:
-    path.write_bytes(b"".join(lines))
-    r = Room(path)
-    r.set_policy(RoomPolicy(queue=True, max_deliveries=max_deliveries))
-    r.close()
-    return path
-
-
-def start(module: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", f"tests.helpers.{module}", *args],
-        cwd=REPO,
-        env=here_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+@pytest.fixture(params=["file", "redis"])
+def rooms(request: pytest.FixtureRequest, tmp_path: Path) -> QueueRooms:
+    server = request.getfixturevalue("redis_server") if request.param == "redis" else None
+    return QueueRooms(request.param, tmp_path, server)
 
 
 # ----- claim races ------------------------------------------------------------------------------
-def race(tmp_path: Path, ways: int, round_: int) -> list[dict[str, object]]:
-    room = queue_room(tmp_path / f"race-{ways}-{round_}.txt", [b"the one task\n"])
-    gate = tmp_path / f"gate-{ways}-{round_}"
-    racers = [start("queue_racer", str(room), f"r{i}", str(gate)) for i in range(ways)]
+def race(rooms: QueueRooms, ways: int, round_: int) -> list[dict[str, object]]:
+    room = rooms.make(f"race-{ways}-{round_}.txt", [b"the one task\n"])
+    gate = rooms.tmp_path / f"gate-{ways}-{round_}"
+    racers = [start("queue_racer", room, f"r{i}", str(gate)) for i in range(ways)]
     try:
         for p in racers:
             assert p.stdout is not None
@@ -71,10 +52,10 @@ def race(tmp_path: Path, ways: int, round_: int) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize(("ways", "rounds"), [(2, 20), (16, 4)])
 def test_claim_race_has_exactly_one_winner_every_time(
-    tmp_path: Path, ways: int, rounds: int
+    rooms: QueueRooms, ways: int, rounds: int
 ) -> None:
     for round_ in range(rounds):
-        got = race(tmp_path, ways, round_)
+        got = race(rooms, ways, round_)
         winners = [g for g in got if g["claimed"]]
         assert len(winners) == 1, (round_, got)
         assert winners[0]["line"] == "the one task\n" and winners[0]["deliveries"] == 1
@@ -82,88 +63,13 @@ def test_claim_race_has_exactly_one_winner_every_time(
 
 
 # ----- agents killed at random -------------------------------------------------------------------
-class Agents:
-    """N agent processes (tests/helpers/queue_agent.py) on one room, one log."""
-
-    def __init__(self, room: Path, log: Path, lease: float, overrun: float, *extra: str):
-        self.room, self.log, self.lease, self.overrun, self.extra = (
-            room, log, lease, overrun, extra
-        )  # fmt: skip
-        self.procs: dict[str, subprocess.Popen[str]] = {}
-
-    def start(self, name: str) -> None:
-        self.procs[name] = start(
-            "queue_agent",
-            str(self.room),
-            name,
-            str(self.log),
-            str(self.lease),
-            str(self.overrun),
-            *self.extra,
-        )
-
-    def kill9(self, name: str) -> None:
-        p = self.procs[name]
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=10)
-
-    def stop(self) -> None:
-        Path(str(self.log) + ".stop").touch()
-        for name, p in self.procs.items():
-            try:
-                _, err = p.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-                raise AssertionError(f"agent {name} did not stop") from None
-            assert p.returncode == 0, err
-
-    def kill_all(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-
-
-def log_of(log: Path) -> dict[str, collections.Counter[str]]:
-    """For each event (start, done, refused): task -> how many times."""
-    events: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    if log.exists():
-        for line in log.read_text().splitlines():
-            kind, task, _token = line.split()
-            events[kind][task] += 1
-    return events
-
-
-def stale_dones(log: Path) -> list[str]:
-    """Dones accepted for a lease that a later claim of the same task had superseded (with
-    fencing, once a task was claimed again its older tokens can never complete it)."""
-    newest: dict[str, int] = {}
-    dones: list[tuple[str, int]] = []
-    for line in log.read_text().splitlines():
-        kind, task, token = line.split()
-        number = int(token.split("-")[0])
-        if kind == "start":
-            newest[task] = max(newest.get(task, 0), number)
-        elif kind == "done":
-            dones.append((task, number))
-    return [f"{task} {n}" for task, n in dones if n < newest[task]]
-
-
-def audited_lines(room: Path) -> int:
-    side = room.with_name(f".{room.name}.ackdeck")
-    entries = [json.loads(x) for x in (side / "audit.jsonl").read_text().splitlines()]
-    return sum(int(e["acked"]) for e in entries if e["mode"] in ("prefix", "recovered"))
-
-
 def test_agents_killed_at_random_complete_every_task_once_or_dead_letter_it(
-    tmp_path: Path,
+    tmp_path: Path, rooms: QueueRooms
 ) -> None:
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     tasks = [f"task-{i}" for i in range(40)]
-    room = queue_room(tmp_path / "tasks.txt", [t.encode() + b"\n" for t in tasks], max_deliveries=2)
+    room = rooms.make("tasks.txt", [t.encode() + b"\n" for t in tasks], max_deliveries=2)
     log = tmp_path / "agents.log"
     agents = Agents(room, log, lease=0.4, overrun=0.15)
     names = [f"agent-{i}" for i in range(4)]
@@ -179,13 +85,12 @@ def test_agents_killed_at_random_complete_every_task_once_or_dead_letter_it(
             agents.kill9(victim)
             kills += 1
             agents.start(victim)
-        eventually(lambda: room.read_bytes() == b"", timeout=180, what=f"all tasks (seed {seed})")
+        eventually(lambda: rooms.lines(room) == [], timeout=180, what=f"all tasks (seed {seed})")
         agents.stop()
     finally:
         agents.kill_all()
     events = log_of(log)
-    dead_path = room.with_name("tasks.txt.dead")
-    dead = set(dead_path.read_text().split()) if dead_path.exists() else set()
+    dead = {x.decode().strip() for x in rooms.dead(room)}
     # None done twice: no task's done was accepted under two leases.
     assert all(n == 1 for n in events["done"].values()), (seed, events["done"])
     # Each done was its task's newest lease: no superseded holder completed anything.
@@ -193,26 +98,36 @@ def test_agents_killed_at_random_complete_every_task_once_or_dead_letter_it(
     # A dead-lettered task is never completed.
     assert not dead & set(events["done"]), (seed, dead)
     # None lost: every task is done or dead. A task whose agent was killed right after its
-    # done committed has no `done` in the log, but left the room through an ack: counted.
-    assert audited_lines(room) + len(dead) == len(tasks), (seed, dead, events["done"])
+    # done committed has no `done` in the log, but left the room audited as done: counted.
+    assert rooms.completed(room) + len(dead) == len(tasks), (seed, dead, events["done"])
     assert set(events["done"]) | dead <= set(tasks)
     print(f"seed {seed}: {kills} kills, {len(events['done'])} done logged, {len(dead)} dead, "
           f"{sum(events['refused'].values())} stale dones refused")  # fmt: skip
 
 
-def test_plain_append_producer_racing_claims_loses_no_task(tmp_path: Path) -> None:
-    room = queue_room(tmp_path / "tasks.txt", [])
+def test_plain_append_producer_racing_claims_loses_no_task(
+    tmp_path: Path, rooms: QueueRooms
+) -> None:
+    room = rooms.make("tasks.txt", [])
     log = tmp_path / "agents.log"
     agents = Agents(room, log, lease=30.0, overrun=0.0)
-    # A shell poller: `printf >> file`, reopening the path for each line, no lock.
-    producer = subprocess.Popen(
-        ["sh", "-c", f'for i in $(seq 1 150); do printf "task-%d\\n" "$i" >> "{room}"; done'],
-    )
+    if rooms.kind == "file":
+        # A shell poller: `printf >> file`, reopening the path for each line, no lock.
+        script = f'for i in $(seq 1 150); do printf "task-%d\\n" "$i" >> "{room}"; done'
+    else:
+        # Its redis twin: redis-cli XADD, a producer that knows nothing of ackdeck.
+        key = rooms._key(room)
+        port = rooms.server.port
+        script = (
+            f'for i in $(seq 1 150); do redis-cli -p {port} XADD "{key}" "*" line "task-$i" '
+            ">/dev/null; done"
+        )
+    producer = subprocess.Popen(["sh", "-c", script])
     try:
         for n in ("a", "b", "c"):
             agents.start(n)
         assert producer.wait(timeout=120) == 0
-        eventually(lambda: room.read_bytes() == b"", timeout=120, what="every task done")
+        eventually(lambda: rooms.lines(room) == [], timeout=120, what="every task done")
         agents.stop()
     finally:
         agents.kill_all()
@@ -224,17 +139,19 @@ def test_plain_append_producer_racing_claims_loses_no_task(tmp_path: Path) -> No
     assert not events["refused"]
 
 
-def test_without_the_fencing_check_superseded_holders_complete_tasks(tmp_path: Path) -> None:
+def test_without_the_fencing_check_superseded_holders_complete_tasks(
+    tmp_path: Path, rooms: QueueRooms
+) -> None:
     # The agents above, half of them outliving their leases, with the check switched off:
     # a holder whose line was claimed again still completes it. This is what fencing buys.
     tasks = [f"task-{i}" for i in range(30)]
-    room = queue_room(tmp_path / "tasks.txt", [t.encode() + b"\n" for t in tasks])
+    room = rooms.make("tasks.txt", [t.encode() + b"\n" for t in tasks])
     log = tmp_path / "agents.log"
     agents = Agents(room, log, 0.2, 0.5, "--no-fencing")
     try:
         for n in ("a", "b", "c", "d"):
             agents.start(n)
-        eventually(lambda: room.read_bytes() == b"", timeout=180, what="every task done")
+        eventually(lambda: rooms.lines(room) == [], timeout=180, what="every task done")
         agents.stop()
     finally:
         agents.kill_all()

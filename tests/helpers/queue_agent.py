@@ -4,9 +4,12 @@
 
 It claims a task, appends `start TASK TOKEN` to LOG, works (a random time under half the
 lease and 0.1 s; with probability OVERRUN one and a half leases, so its lease ends and the line is
-claimed again meanwhile), calls done and appends `done TASK TOKEN` once done was accepted.
+claimed again meanwhile), calls done and appends `done TASK TOKEN` once done was accepted
+(`noop` when a done it sent before a lost reply or a server restart had been made). A server
+that is down (a redis restart) is waited for: claims and dones are sent again.
 It stops when nothing is claimable and the file LOG.stop exists. `--no-fencing` runs the
-queue without its fencing check, to show what the check prevents.
+queue without its fencing check, to show what the check prevents. ROOM is a file path or a
+redis:// URL.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import random
 import sys
 import time
 
-from ackdeck.core.rooms.file.queue import FileQueue
-from ackdeck.core.rooms.file.room import Room
+from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.rooms.queue import TokenRefused
+from tests.helpers.queues import open_queue
 
 
 def note(log: str, text: str) -> None:
@@ -32,9 +35,13 @@ def note(log: str, text: str) -> None:
 def main() -> None:
     room, session, log, lease_s, overrun_s = sys.argv[1:6]
     lease, overrun = float(lease_s), float(overrun_s)
-    queue = FileQueue(Room(room), fencing="--no-fencing" not in sys.argv)
+    queue = open_queue(room, fencing="--no-fencing" not in sys.argv)
     while True:
-        got = queue.claim(session, lease)
+        try:
+            got = queue.claim(session, lease)
+        except RoomUnavailable:  # the server is down (a restart): a worker tries again
+            time.sleep(0.05)
+            continue
         if not got.claimed:
             if os.path.exists(log + ".stop"):
                 return
@@ -46,12 +53,18 @@ def main() -> None:
         short = random.uniform(0, min(lease / 2, 0.1))
         work = lease * 1.5 if random.random() < overrun else short
         time.sleep(work)
-        try:
-            queue.update(got.token, "done")
-        except TokenRefused:
-            note(log, f"refused {task} {got.token}")
-            continue
-        note(log, f"done {task} {got.token}")
+        while True:
+            try:
+                mode = queue.update(got.token, "done").mode
+            except TokenRefused:
+                mode = "refused"
+            except RoomUnavailable:
+                # The server is down, or the outcome is unknown: the same done again (a done
+                # already made says noop, one never made is made now).
+                time.sleep(0.05)
+                continue
+            break
+        note(log, f"{mode} {task} {got.token}")  # done, noop (made before a lost reply), refused
 
 
 if __name__ == "__main__":

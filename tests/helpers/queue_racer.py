@@ -2,6 +2,8 @@
 
     python -m tests.helpers.queue_racer ROOM SESSION GATE
 
+ROOM is a file path or a redis:// URL.
+
 It opens everything a claim needs, prints `ready`, waits for the file GATE to exist (so all
 contenders claim at the same moment, none favoured by its start-up), claims once and prints
 the claim's JSON."""
@@ -13,13 +15,12 @@ import os
 import sys
 import time
 
-from ackdeck.core.rooms.file.queue import FileQueue
-from ackdeck.core.rooms.file.room import Room
+from tests.helpers.queues import open_queue
 
 
 def main() -> None:
     room, session, gate = sys.argv[1:4]
-    queue = FileQueue(Room(room))
+    queue = open_queue(room)
     print("ready", flush=True)
     while not os.path.exists(gate):
         time.sleep(0.001)  # the start line of the race: as short as the scheduler allows

@@ -477,6 +477,23 @@ def _nothing() -> None:
     return None
 
 
+def _held_claims(home: Path, session: str, payload: Mapping[str, Any]) -> list[str]:
+    """A reminder of the queue claims `session` holds unfinished (core/service/claims.py).
+    Cheap first: one stat of its claims directory, which a session that never claimed lacks;
+    the module is imported only past it. Not again while the agent already continues because
+    of a Stop hook (stop_hook_active): the reminder would block every stop, for ever."""
+    import time
+
+    from ackdeck.core.base import locations
+
+    if payload.get("stop_hook_active") or not os.path.isdir(locations.claims_dir(home, session)):
+        return []
+    from ackdeck.core.service import claims
+
+    text = claims.reminder(home, session, time.time())
+    return [text] if text else []
+
+
 class StopOutcome(Struct):
     block: bool  # exit 2: the agent continues with `text`
     text: str
@@ -525,7 +542,8 @@ def stop_hook(
             # unread; the prompt hook lists them at the next prompt.
             notices = []
         commit = partial(noticer.commit, state)
-    room_parts = [
+    lease_parts = _held_claims(home, session, payload)
+    room_parts = lease_parts + [
         f"ackdeck: room {n.meta['room']} got new lines while you worked "
         f"({n.meta['count']} unread, not read or acked by this hook). Read them with "
         f"room_list_new (room {n.meta['room']!r}), act, then room_ack."

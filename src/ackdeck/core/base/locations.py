@@ -264,6 +264,20 @@ def alerts_lock(home: Path, owner: str) -> Path:
     return lock_file(alerts_dir(home, owner), listed=True)
 
 
+def claims_root(home: Path) -> Path:
+    return home / "claims"
+
+
+def claims_dir(home: Path, session: str) -> Path:
+    """The queue claims a session holds and has not finished (core/service/claims.py): what
+    its Stop hook reminds it of. Absent for a session that never claimed."""
+    return claims_root(home) / check_name(session)
+
+
+def claim_mark(home: Path, session: str, token: str) -> Path:
+    return claims_dir(home, session) / f"{token}.json"
+
+
 def redis_doubts_dir(home: Path) -> Path:
     return home / "redis-doubts"
 
@@ -471,6 +485,24 @@ def redis_room_keys(name: str) -> list[str]:
 
 def redis_push_key(name: str, push_id: str) -> str:
     return f"{redis_room_key(name)}:push:{push_id}"
+
+
+def redis_queue_keys(name: str) -> list[str]:
+    """A redis queue room's own keys (core/rooms/redis/queue.py): the queue hash (its id, the
+    next fencing number, each claimed entry's task and each live token), the lease ends (a
+    sorted set by end), and the entries whose lease ended, unclaimed (by entry ID)."""
+    key = redis_room_key(name)
+    return [f"{key}:queue", f"{key}:leases", f"{key}:ready"]
+
+
+def redis_queue_op_key(name: str, op_id: str) -> str:
+    """A queue operation's reply for a retry after a lost reply (expires)."""
+    return f"{redis_room_key(name)}:qop:{op_id}"
+
+
+def redis_queue_done_key(name: str, token: int) -> str:
+    """That a token's task was done (expires): its retried done is a no-op."""
+    return f"{redis_room_key(name)}:qdone:{token}"
 
 
 # ----- the fleet (docs/how-to/fleet.md) ----------------------------------------------------
@@ -718,6 +750,12 @@ FILES: tuple[Place, ...] = (
         "a random id of this home, published with its snapshot: two homes publishing under one "
         "host id are told apart and warned",
         "fleet_home_id",
+    ),
+    Place(
+        "home",
+        "claims/SESSION/TOKEN.json",
+        "a queue claim the session holds and has not finished (its Stop hook reminds it)",
+        "claim_mark",
     ),
     Place(
         "home",

@@ -53,11 +53,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "done", help="finish the claimed line: it leaves the queue (exactly once)" + _refused
     )
     _token(p, "done")
+    p.add_argument(
+        "--next",
+        action="store_true",
+        help="then claim the next line for --session (one round trip on a redis room)",
+    )
+    p.add_argument(
+        "--session", default=None, help=f"with --next: the claiming session ({SESSION_HELP})"
+    )
+    p.add_argument("--lease", type=_lease, default=None, help=f"with --next: {_LEASE_HELP}")
     p = sub.add_parser("extend", help="renew the claim's lease" + _refused)
     _token(p, "extend")
     p.add_argument("--lease", type=_lease, default=None, help=_LEASE_HELP)
     p = sub.add_parser("release", help="give the line back: claimable again at once" + _refused)
     _token(p, "release")
+    p.add_argument(
+        "--dead",
+        action="store_true",
+        help="the owner's act: move the line to the dead-letter room instead (no agent can "
+        "finish it; its holder is refused)",
+    )
 
 
 def _token(p: argparse.ArgumentParser, op: str) -> None:
@@ -128,10 +143,34 @@ def _hand(text: str) -> None:
 
 
 def _update(args: argparse.Namespace) -> int:
+    if getattr(args, "next", False):
+        return _done_next(args)
     deck = _deck(args, session=False)
-    got = deck.task(deck.rooms[0], args.token, args.op, lease=getattr(args, "lease", None))
+    if getattr(args, "dead", False):
+        got = deck.dead_letter(deck.rooms[0], args.token)
+    else:
+        got = deck.task(deck.rooms[0], args.token, args.op, lease=getattr(args, "lease", None))
     if args.json:
         emit_json(got.to_json())
     else:
         say(f"{deck.label(deck.rooms[0])}: {got.message}; next: {got.next}")
+    return 0
+
+
+def _done_next(args: argparse.Namespace) -> int:
+    deck = _deck(args, session=True)
+    done = deck.done_next(deck.rooms[0], args.token, lease=args.lease)
+    got = done.claimed_next
+    assert got is not None
+    if args.json:
+        emit_json(done.to_json())
+        return 0
+    say(f"{deck.label(deck.rooms[0])}: {done.message}")
+    if got.claimed:
+        assert got.line is not None
+        say(f"token {got.token} (delivery {got.deliveries}, lease {got.lease_seconds:g} s)")
+        say(display(got.line).rstrip("\n"))
+        say(f"next: {got.next}")
+    else:
+        say(f"{deck.label(deck.rooms[0])}: {got.message}")
     return 0

@@ -56,6 +56,23 @@ def task_update(
     )
 
 
+def task_done_next(door: "AgentDoor", room: str | None, token: str, lease: float | None) -> Reply:
+    """task_done with `next: true`: the done, then the next claim, in one call."""
+    got = door.deck.done_next(door.deck.room(room), token, lease=lease)
+    nxt = got.claimed_next
+    assert nxt is not None
+    if not nxt.claimed:
+        return reply(got, f"{got.room}: {got.message}. Then: {nxt.message}. Next: {nxt.next}.")
+    assert nxt.line is not None
+    text = (
+        f"{got.room}: {got.message}. Then claimed (token {nxt.token}, delivery "
+        f"{nxt.deliveries}):\n{nxt.line.decode('utf-8', 'replace').rstrip(chr(10))}\n"
+        f"{_ends(nxt.lease_until, time.time()).strip()}\nNext: task_done with token "
+        f"{nxt.token} (and next: true) when finished."
+    )
+    return reply(got, text)
+
+
 def register(server: MCPServer, door: "AgentDoor") -> None:
     tool = tool_registrar(server)
     room_arg = _arg("a configured queue room (basename or path); default: the first")
@@ -80,11 +97,19 @@ def register(server: MCPServer, door: "AgentDoor") -> None:
     @tool(
         "task_done",
         "Finish a claimed task: its line leaves the queue, exactly once. Refused (nothing "
-        "changes) if the token was superseded by a later claim.",
+        "changes) if the token was superseded by a later claim. With next: true, the next "
+        "line is claimed in the same call (in claimed_next).",
     )
     def task_done_tool(
-        token: Annotated[str, token_arg], room: Annotated[str | None, room_arg] = None
+        token: Annotated[str, token_arg],
+        room: Annotated[str | None, room_arg] = None,
+        next: Annotated[  # noqa: A002 - the tool's argument, as the CLI's --next
+            bool, _arg("then claim the next line in the same call (its claim in claimed_next)")
+        ] = False,
+        lease: Annotated[float | None, lease_arg] = None,
     ) -> Annotated[CallToolResult, UpdateOut]:
+        if next:
+            return guard(lambda: task_done_next(door, room, token, lease))
         return guard(lambda: task_update(door, room, token, "done", None))
 
     @tool(

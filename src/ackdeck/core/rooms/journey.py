@@ -33,6 +33,33 @@ class Hop(Struct):
     at: float
 
 
+class ClaimHop(Struct):
+    """One claim of a queue room's line (core/rooms/queue.py) and how its lease ended."""
+
+    session: str
+    at: float
+    token: int
+    until: float  # when the lease ended or ends (a release: when it was given back)
+    # holding, ended (ran out, not claimed again yet), expired (ran out, claimed again),
+    # released, done, dead
+    end: str
+
+
+def claim_hops(raw: list[tuple[str, float, int, float, str]], now: float) -> list[ClaimHop]:
+    """The claims of one line, oldest first, as (session, at, token, until, recorded end:
+    released, done, dead or "" while none), each with how its lease ended."""
+    out = []
+    for i, (session, at, token, until, ended) in enumerate(raw):
+        if ended:
+            end = ended
+        elif i + 1 < len(raw):
+            end = "expired"  # a later claim: the lease had run out
+        else:
+            end = "ended" if until <= now else "holding"
+        out.append(ClaimHop(session, at, token, until, end))
+    return out
+
+
 class Journey(Struct):
     offset: int | str  # the line's start (a byte offset, or a redis entry ID)
     present: bool  # still in the room
@@ -62,6 +89,8 @@ class Journey(Struct):
     # The record that proved the acked line was shown to the reader's model (issue 41):
     # "Claude Code transcript SESSION.jsonl"; None for an estimate (or an older entry).
     proof: Sparse[str | None] = None
+    # A queue room's line: each claim and how its lease ended (the service's trace adds them).
+    claims: Sparse[list[ClaimHop] | None] = None
     now: Internal[float | None] = None  # the clock of the trace that shows it (its ages)
 
     @derived
@@ -70,6 +99,16 @@ class Journey(Struct):
         return said if self.handover is None else f"{said}; {self.handover}"
 
     def _verdict(self) -> str:
+        if self.claims:  # a queue room's line: its last claim says where it is
+            claim = self.claims[-1]
+            if claim.end == "done":
+                return f"done by {claim.session} (claimed {counted(len(self.claims), 'time')})"
+            if claim.end == "holding":
+                left = claim.until - (self.now if self.now is not None else claim.until)
+                return f"claimed by {claim.session}; the lease ends in {age_text(left)}"
+            if claim.end in ("ended", "released"):
+                how = "released by" if claim.end == "released" else "lease ended for"
+                return f"claimable again ({how} {claim.session})"
         if self.dead_at is not None:
             return (
                 f"moved to the dead-letter room {self.dead_room} after {len(self.reads)} "
@@ -98,7 +137,21 @@ class Journey(Struct):
         for hop in self.reads:
             via = hop.door if hop.reader is None else f"{hop.door} ({hop.reader})"
             out.append(f"  {'read':<10} {_when(hop.at)} by {hop.session} via {via}")
-        if self.acked_at is not None:
+        for c in self.claims or []:
+            out.append(f"  {'claimed':<10} {_when(c.at)} by {c.session} (token {c.token})")
+            if c.end == "expired":
+                out.append(f"  {'expired':<10} {_when(c.until)} (claimed again after)")
+            elif c.end == "ended":
+                out.append(f"  {'expired':<10} {_when(c.until)} (claimable again)")
+            elif c.end == "holding":
+                out.append(f"  {'holding':<10} lease ends {_when(c.until)}")
+            elif c.end == "released":
+                out.append(f"  {'released':<10} {_when(c.until)} by {c.session}")
+            elif c.end == "done":
+                out.append(f"  {'done':<10} by {c.session}")
+        if self.acked_at is not None and self.claims:
+            out.append(f"  {'left':<10} {_when(self.acked_at)} the room (done by {self.acked_by})")
+        elif self.acked_at is not None:
             # How the ack knew the line was delivered (issue 41): the record that showed it to
             # the reader's model, or an estimate (what was handed over), marked as such.
             shown = (

@@ -140,7 +140,8 @@ def check_token(
         if op == "done":
             return Verdict(True, "noop", "already done with this token")
         return Verdict(False, "refused", "the task is done already")
-    mode = {"done": "done", "extend": "extended", "release": "released"}[op]
+    # "dead": the owner moves the line to the dead-letter room (with the token it was shown)
+    mode = {"done": "done", "extend": "extended", "release": "released", "dead": "dead"}[op]
     return Verdict(True, mode)
 
 
@@ -183,7 +184,8 @@ class Claim(Struct, kw_only=True):
     path: str
     claimed: bool
     token: str | None = None  # pass it to done / extend / release
-    offset: int | None = None
+    offset: int | None = None  # a file room's line: its logical offset
+    entry: str | None = None  # a redis room's line: its entry ID
     line: bytes | None = None  # the task (its JSON: the text, invalid UTF-8 replaced)
     deliveries: int | None = None  # this claim included
     lease_until: float | None = None  # when the lease ends unless extended
@@ -201,7 +203,32 @@ class TaskUpdate(Struct, kw_only=True):
     token: str
     mode: str  # done, noop, extended, released
     offset: int | None = None
+    entry: str | None = None  # a redis room's line: its entry ID
     lease_until: float | None = None  # extend: the lease's new end
     removed: int = 0  # finished lines that left the room with this call
     message: str = ""
     next: str | None = None
+    # `done --next` (MCP `task_done` with `next: true`): the claim made after the done.
+    claimed_next: Claim | None = None
+
+
+class Held(Struct, kw_only=True):
+    """A claimed line as a look at the queue shows it (the dashboard, metrics)."""
+
+    offset: int | None = None  # a file room's line
+    entry: str | None = None  # a redis room's line
+    holder: str
+    token: str
+    claimed_at: float | None  # when this lease began (None: not recorded)
+    until: float  # when it ends (or ended: then it is claimable again; 0: released)
+    deliveries: int
+
+
+class QueueView(Struct, kw_only=True):
+    """What a queue holds now."""
+
+    claimed: int  # lines whose lease runs
+    expired: int  # lines whose lease ended (or was released) and nobody claimed again yet
+    dead: int  # lines moved to the dead-letter room, ever
+    held: list[Held]  # the oldest claimed lines, running or ended
+    unclaimed: int = 0  # complete lines in the room nobody ever claimed

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ackdeck.core.rooms.room_backend import RoomBackend
     from ackdeck.core.service.alerts import Overdue
     from ackdeck.core.service.handover import Handover
-    from ackdeck.core.service.queue import Claimed, Updated
+    from ackdeck.core.service.queue import Claimed, QueueView, Updated
     from ackdeck.core.service.trace import Trace
     from ackdeck.core.service.wakes import DeliverWakes, Drained
 
@@ -324,17 +324,62 @@ class Deck:
     ) -> Claimed:
         """Claim the oldest claimable line of the queue room `ref` (core/service/queue.py);
         `deliver` writes it to the claimant before the claim is committed."""
-        from ackdeck.core.service import queue
+        from ackdeck.core.service import claims, queue
 
         with self._opened(ref) as room:
-            return queue.claim(room, self.label(ref), self._session(), lease, deliver)
+            got = queue.claim(room, self.label(ref), self._session(), lease, deliver)
+        # What the session's Stop hook reminds it of until done or release (service/claims.py).
+        claims.remember(self.home, self._session(), self.label(ref), got, self._clock())
+        return got
 
     def task(self, ref: RoomRef, token: str, op: str, *, lease: float | None = None) -> Updated:
         """done, extend or release the claim `token` of the queue room `ref`."""
+        from ackdeck.core.service import claims, queue
+
+        with self._opened(ref) as room:
+            try:
+                got = queue.update(room, self.label(ref), token, op, lease)
+            except queue.TokenRefused:
+                # Not this session's lease any more (superseded, finished, gone): no reminder.
+                claims.forget(self.home, self.session, token)
+                raise
+        if got.mode == "extended":
+            claims.moved(self.home, self.session, token, got.lease_until)
+        else:
+            claims.forget(self.home, self.session, token)
+        return got
+
+    def done_next(self, ref: RoomRef, token: str, *, lease: float | None = None) -> Updated:
+        """Done with `token`, then claim the next line of `ref` for this session: the done's
+        result, with the claim in `claimed_next`."""
+        from ackdeck.core.service import claims, queue
+
+        session = self._session()
+        with self._opened(ref) as room:
+            try:
+                done, got = queue.done_next(room, self.label(ref), token, session, lease)
+            except queue.TokenRefused:
+                claims.forget(self.home, session, token)
+                raise
+        claims.forget(self.home, session, token)
+        claims.remember(self.home, session, self.label(ref), got, self._clock())
+        return done.replace(claimed_next=got)
+
+    def dead_letter(self, ref: RoomRef, token: str) -> Updated:
+        """The owner moves the line claimed with `token` to the queue's dead-letter room."""
+        from ackdeck.core.service import claims, queue
+
+        with self._opened(ref) as room:
+            got = queue.dead_letter(room, self.label(ref), token)
+        claims.forget(self.home, None, token)  # its holder's reminder: nothing to finish now
+        return got
+
+    def queue_view(self, ref: RoomRef, *, limit: int = 100) -> QueueView:
+        """What the queue room `ref` holds now: counts and the oldest claimed lines."""
         from ackdeck.core.service import queue
 
         with self._opened(ref) as room:
-            return queue.update(room, self.label(ref), token, op, lease)
+            return queue.view(room, limit)
 
     def handover(
         self,

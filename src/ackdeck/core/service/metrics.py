@@ -112,6 +112,38 @@ def _room_metrics(f: _Families, deck: Deck) -> None:
                 unread_age.add_metric([label, name], s.unread_age)
 
 
+def _queue_metrics(f: _Families, deck: Deck) -> None:
+    """Per queue room (core/rooms/queue.py): leases running, leases ended and not claimed
+    again, lines dead-lettered. A room that cannot be looked at is left out (ackdeck_room_up
+    says so)."""
+    from ackdeck.core.errors import AckdeckError
+    from ackdeck.core.service.queue import file_queue
+
+    R = ["room"]
+    claimed = f.gauge("ackdeck_queue_claimed_lines", "queue lines whose lease runs", R)
+    expired = f.gauge(
+        "ackdeck_queue_expired_lines",
+        "queue lines whose lease ended (or was released), not claimed again yet",
+        R,
+    )
+    dead = f.counter("ackdeck_queue_dead_lines", "queue lines moved to the dead-letter room", R)
+    for ref in deck.rooms:
+        label = deck.label(ref)
+        try:
+            room = deck.open(ref)
+            try:
+                if not room.policy().queue:
+                    continue
+                view = file_queue(room).view(limit=0)
+            finally:
+                room.close()
+        except AckdeckError:
+            continue
+        claimed.add_metric([label], view.claimed)
+        expired.add_metric([label], view.expired)
+        dead.add_metric([label], view.dead)
+
+
 def _run_metrics(f: _Families, home: Path) -> None:
     from ackdeck.core.service import procs, wakes
 
@@ -189,6 +221,7 @@ class AckdeckCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         f = _Families()
         _room_metrics(f, self.deck)
+        _queue_metrics(f, self.deck)
         if self.home is not None:
             _run_metrics(f, self.home)
         yield from f.all

@@ -63,4 +63,25 @@ def trace(
         found, matched = room.find(match)
         journeys = [room.trace(at) for at in found]
     now = clock()
+    journeys = _with_claims(room, journeys, now)
     return Trace(label, str(room.path), matched, [j.replace(now=now) for j in journeys])
+
+
+def _with_claims(room: RoomBackend, journeys: list[Journey], now: float) -> list[Journey]:
+    """A queue room's lines with each claim, expiry and completion (core/rooms/queue.py)."""
+    from ackdeck.core.errors import AckdeckError
+    from ackdeck.core.rooms.journey import claim_hops
+
+    try:
+        if not journeys or not room.policy().queue:
+            return journeys
+    except AckdeckError:
+        return journeys  # a policy that cannot be read: the trace as for any room
+    from ackdeck.core.service.queue import file_queue
+
+    q = file_queue(room)
+    out = []
+    for j in journeys:
+        raw = q.history(j.offset)  # type: ignore[arg-type]
+        out.append(j.replace(claims=claim_hops(raw, now)) if raw else j)
+    return out

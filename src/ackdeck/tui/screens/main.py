@@ -125,6 +125,14 @@ class MainScreen(Screen[None]):
             tooltip="A line's journey: pushed, each read (who, door, when), acked",
         ),
         Binding(
+            "Q",
+            "queue",
+            "Queue",
+            show=False,  # in the help and the palette: the footer is full at 80 columns
+            id="room.queue",
+            tooltip="A queue room's claims: unclaimed, claimed by whom, expired, dead; release",
+        ),
+        Binding(
             "slash",
             "filter",
             "Filter",
@@ -713,6 +721,15 @@ class MainScreen(Screen[None]):
             ),
             answered,  # type: ignore[arg-type]
         )
+
+    def action_queue(self) -> None:
+        """The selected queue room's claims, on their own screen (tui/screens/queue.py)."""
+        if self.selected_room is None:
+            self.notify("select a queue room first", severity="warning")
+            return
+        from .queue import QueueScreen
+
+        self.app.push_screen(QueueScreen(self.selected_room))
 
     def action_tasks(self) -> None:
         """Claude Code's task lists, on their own screen (tui/screens/tasks.py)."""

@@ -65,6 +65,15 @@ CREATE INDEX IF NOT EXISTS tasks_dying ON tasks(offset) WHERE state = 'dying';
 CREATE TABLE IF NOT EXISTS tokens (token INTEGER PRIMARY KEY, offset INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS tokens_offset ON tokens(offset);
 """
+# Version 2: each claim's record (who, when, its lease end and how it ended: released, done,
+# dead), kept after its line left for `room trace` (CLAIMS_KEPT of them, newest).
+_CLAIMS = """
+CREATE TABLE IF NOT EXISTS claims (
+    token INTEGER PRIMARY KEY, offset INTEGER NOT NULL, holder TEXT NOT NULL,
+    at REAL NOT NULL, until REAL NOT NULL, ended TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS claims_offset ON claims(offset);
+"""
+CLAIMS_KEPT = 100_000
 _COLUMNS = "offset, length, sha256, token, holder, until, deliveries, state"
 _CHUNK = 1 << 16
 _RUN_BATCH = 256  # finished tasks looked at per query while compacting the head
@@ -151,8 +160,14 @@ class State:
             # last connection checkpoints on close, and every operation is one connection)
             # and would add two more files to the sidecar.
             self.db.execute("PRAGMA synchronous = FULL")
-            if self.db.execute("PRAGMA user_version").fetchone()[0] == 0:
-                self.db.executescript(_SCHEMA + "PRAGMA user_version = 1;")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version < 2:
+                self.db.executescript(
+                    "BEGIN IMMEDIATE;"
+                    + (_SCHEMA if version == 0 else "")
+                    + _CLAIMS
+                    + "PRAGMA user_version = 2; COMMIT;"
+                )
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise CorruptState(
@@ -244,6 +259,23 @@ class State:
                 return
             at, batch = rows[-1][0] + 1, min(batch * 4, _RUN_BATCH)
 
+    def claimed_by(self, task: Q.Task, now: float) -> None:
+        """Record the claim `task` now is (its token, holder and lease)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, '')",
+            (task.token, task.offset, task.holder, now, task.until),
+        )
+        if task.token % 1024 == 0:  # now and then, the oldest records beyond CLAIMS_KEPT
+            self.db.execute("DELETE FROM claims WHERE token <= ?", (task.token - CLAIMS_KEPT,))
+
+    def claim_ended(self, token: int, end: str, until: float | None = None) -> None:
+        if until is None:
+            self.db.execute("UPDATE claims SET ended = ? WHERE token = ?", (end, token))
+        else:
+            self.db.execute(
+                "UPDATE claims SET ended = ?, until = ? WHERE token = ?", (end, until, token)
+            )
+
     def forget_before(self, base: int) -> None:
         """Tasks (and their tokens) of lines that left the room."""
         self.db.execute("DELETE FROM tasks WHERE offset < ?", (base,))
@@ -253,6 +285,7 @@ class State:
         """The room was rewritten behind ackdeck's back: every lease is dropped."""
         self.db.execute("DELETE FROM tasks")
         self.db.execute("DELETE FROM tokens")
+        self.db.execute("DELETE FROM claims")  # offsets name other lines in a new epoch
         self.put("epoch", epoch)
         self.put("frontier", base)
 
@@ -446,6 +479,7 @@ class FileQueue:
                     undo = frontier
             if got is not None:
                 state.save(got)
+                state.claimed_by(got, now)
             # Finished lines at the head (dead-lettered now, or by an earlier operation that
             # could not remove them) leave after the commit.
             finished = Q.head_run(ledger.base, state.head(ledger.base)) is not None
@@ -530,6 +564,7 @@ class FileQueue:
             dead.close()
         pause("queue-after-dead-append")
         state.save(task.replace(state=Q.DEAD))
+        state.claim_ended(task.token, "dead")
         return 1
 
     def _bury_dying(self, state: State, fd: int, base: int) -> int:
@@ -579,6 +614,11 @@ class FileQueue:
                     if verdict.mode != "noop":
                         task = Q.applied(task, op, now, seconds)
                         state.save(task)
+                        if op == "extend":
+                            state.claim_ended(task.token, "", task.until)
+                        else:  # released: its lease ended now; done: it ended so
+                            ended = "done" if op == "done" else "released"
+                            state.claim_ended(task.token, ended, now if ended != "done" else None)
                     pause("queue-before-update-commit")
                     ok = True
                 finally:
@@ -660,3 +700,153 @@ class FileQueue:
         except (AckdeckError, sqlite3.Error):
             state.rollback()
             return removed  # the next operation removes them
+
+    # ----- looks (read-only: no lock, no upkeep, nothing written) ----------------------------
+    def _reader(self) -> sqlite3.Connection | None:
+        """The state open read-only (None: no queue state yet, or one without the tables a
+        look needs: written before version 2, until the next claim upgrades it)."""
+        path = self.state_file
+        if not os.path.isfile(path):
+            return None
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+            if db.execute("PRAGMA user_version").fetchone()[0] < 2:
+                db.close()
+                return None
+        except sqlite3.Error as exc:
+            raise CorruptState(f"queue state {path} cannot be read ({exc})") from None
+        return db
+
+    def history(self, offset: int) -> list[tuple[str, float, int, float, str]]:
+        """The claims of the line at logical `offset`, oldest first (for `room trace`):
+        (holder, at, token, lease end, how it ended: released, done, dead or "")."""
+        with self._state_errors():
+            db = self._reader()
+            if db is None:
+                return []
+            try:
+                rows = db.execute(
+                    "SELECT holder, at, token, until, ended FROM claims WHERE offset = ? "
+                    "ORDER BY token",
+                    (offset,),
+                ).fetchall()
+            finally:
+                db.close()
+        return [(h, float(at), int(t), float(u), str(e)) for h, at, t, u, e in rows]
+
+    def view(self, limit: int = 100) -> Q.QueueView:
+        """What the queue holds now: leases running and ended, dead letters, and the
+        `limit` oldest claimed lines with their holders (for the dashboard and metrics)."""
+        now = self.clock()
+        status = self.room.status()
+        dead = status.dead_total
+        with self._state_errors():
+            db = self._reader()
+            if db is None:
+                return Q.QueueView(
+                    claimed=0, expired=0, dead=dead, held=[], unclaimed=status.pending
+                )
+            try:
+                qid = db.execute("SELECT value FROM meta WHERE key = 'queue_id'").fetchone()
+                # Every task row is a line claimed at least once (those that left the room
+                # are forgotten by the next operation: until then counted here, a look).
+                (tasks,) = db.execute("SELECT COUNT(*) FROM tasks").fetchone()
+                claimed, expired = db.execute(
+                    "SELECT COALESCE(SUM(until > ?), 0), COALESCE(SUM(until <= ?), 0) "
+                    "FROM tasks WHERE state = 'open'",
+                    (now, now),
+                ).fetchone()
+                rows = db.execute(
+                    "SELECT t.offset, t.holder, t.token, t.until, t.deliveries, c.at "
+                    "FROM tasks t LEFT JOIN claims c ON c.token = t.token "
+                    "WHERE t.state = 'open' ORDER BY t.offset LIMIT ?",
+                    (limit,),
+                ).fetchall()
+            finally:
+                db.close()
+        held = [
+            Q.Held(
+                offset=o,
+                holder=h,
+                token=Q.token_text(t, str(qid[0]) if qid else ""),
+                claimed_at=at,
+                until=u,
+                deliveries=d,
+            )
+            for o, h, t, u, d, at in rows
+        ]
+        return Q.QueueView(
+            claimed=int(claimed),
+            expired=int(expired),
+            dead=dead,
+            held=held,
+            unclaimed=max(0, status.pending - int(tasks)),
+        )
+
+    # ----- the owner's dead letter ----------------------------------------------------------
+    def dead_letter(self, token_text: str) -> Q.TaskUpdate:
+        """Move the line claimed with `token_text` (its current lease, running or ended) to
+        the dead-letter room: the owner's act on a line no agent can finish. Dying first,
+        committed (its holder can no longer complete it), appended, then dead, as a claim
+        past max_deliveries does; refused (TokenRefused) unless the token is current."""
+        with self._state_errors():
+            number, qid = Q.parse_token(token_text)
+            self._policy()
+            dead_room = deadletter.dead_room_path(self.room.path)
+            with self.room.exclusively() as (fd, site):
+                if fd is None:
+                    raise Q.TokenRefused(f"token {token_text} refused: the room is gone")
+                state, ledger, _ = self._open(site, fd)
+                try:
+                    ok = False
+                    try:
+                        if str(state.get("queue_id")) != qid:
+                            raise Q.TokenRefused(
+                                f"token {token_text} refused: it was issued by another queue "
+                                "state; nothing changed"
+                            )
+                        task = state.task_of_token(number)
+                        verdict = Q.check_token(task, number, "dead", self.clock())
+                        if not verdict.ok or task is None:
+                            raise Q.TokenRefused(
+                                f"token {token_text} refused: {verdict.reason}; nothing changed"
+                            )
+                        line = self._line_of(fd, ledger.base, settled_size(fd), task)
+                        if line is None or not deadletter.prepare(fd, dead_room):
+                            raise RoomUnavailable(
+                                f"the dead-letter room {dead_room} cannot take the line; "
+                                "nothing changed"
+                            )
+                        state.save(task.replace(state=Q.DYING))
+                        state.commit()
+                        state.begin()
+                        moved = self._bury(state, fd, dead_room, line, task)
+                        ok = True
+                    finally:
+                        self._end(state, ok)
+                    removed = self._compact(fd, site, state)
+                finally:
+                    state.close()
+        return Q.TaskUpdate(
+            room="",
+            path=str(self.room.path),
+            token=token_text,
+            mode="dead",
+            offset=task.offset,
+            removed=removed,
+            message=(
+                f"moved the line at offset {task.offset} to the dead-letter room {dead_room}"
+                if moved
+                else f"the line at offset {task.offset} is dying: the next operation moves it"
+            ),
+            next="claim the next task",
+        )
+
+    def done_next(
+        self, token_text: str, session: str, lease: float | None = None
+    ) -> tuple[Q.TaskUpdate, Q.Claim | None]:
+        """Done with `token_text`, then a claim for `session` (the redis queue does both in
+        one script; here they are two operations, each under the room's lock)."""
+        Q.check_lease(lease)
+        done = self.update(token_text, "done")
+        return done, self.claim(session, lease)

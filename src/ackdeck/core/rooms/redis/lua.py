@@ -279,6 +279,16 @@ local s = stream_state(KEYS[1])
 local m, raw = load_meta(KEYS[2], 'r:' .. session)
 local dirty = settle(s, m)
 witness(KEYS[1], s)
+-- A queue room (core/rooms/redis/queue.py) is never acked: an ack drops the oldest entries,
+-- claimed ones and all, and their holders' work would be lost.
+local pol = redis.call('HGET', KEYS[2], 'policy')
+if pol then
+  local ok, p = pcall(cjson.decode, pol)
+  if ok and type(p) == 'table' and p.queue == true then
+    if dirty then store_meta(KEYS[2], m) end
+    return {'queue', 0, 0, m.epoch, {}, 0}
+  end
+end
 local doubt, ack_id = ARGV[5] or '', ARGV[6] or ''
 if ack_id ~= '' and raw then
   local ok, done = pcall(cjson.decode, raw)

@@ -349,9 +349,10 @@ class RedisRoom:
         `reader` binds the receipt to one reader."""
         check_name(session)
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
-        limit = self._policy_for_read().max_deliveries
-        if limit is not None:
-            self._move_dead_letters(limit)
+        pol = self._policy_for_read()
+        # A queue room counts claims, not reads: a look at it never dead-letters anything.
+        if pol.max_deliveries is not None and not pol.queue:
+            self._move_dead_letters(pol.max_deliveries)
         read_id = new_id()
         epoch, added, length, entries = self._again(
             "read",
@@ -505,6 +506,13 @@ class RedisRoom:
         check_name(session)
         page = PAGE_BYTES if max_bytes is None else check_page(max_bytes)
         if all and deliver is not None:
+            if self._policy_for_read().queue:
+                # Refused before the read that would deliver the lines (the ack script refuses
+                # a queue room too, after it): nothing printed, nothing removed.
+                raise InvalidInput(
+                    f"room {self.path} is a queue: finish a task with `ackdeck done ROOM "
+                    "TOKEN` (nothing was removed)"
+                )
             return ack_delivered(
                 lambda: self.read(
                     session, reader=reader, deliver=deliver, confirm=confirm, max_bytes=page
@@ -533,6 +541,11 @@ class RedisRoom:
             )
             got = self._again("ack", call, lost)
         mode_b, acked, preserved, epoch, entries, unread = got
+        if mode_b == b"queue":
+            raise InvalidInput(
+                f"room {self.path} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
+                "(nothing was removed)"
+            )
         if doubt:
             doubts.clear(session, doubt)  # the server has fenced that read off
         mode = cast("AckMode", mode_b.decode())
@@ -663,7 +676,8 @@ class RedisRoom:
         if not got:
             for _, raw in audit:
                 f = _fields(raw)
-                if f.get(b"mode") in (b"prefix", b"all", b"dead") and holds(f):
+                # `done`: a queue room's completion (core/rooms/redis/queue.py)
+                if f.get(b"mode") in (b"prefix", b"all", b"dead", b"done") and holds(f):
                     gone = f
             if gone is None:
                 raise InvalidInput(f"no entry {entry_id} in this room, and no ack removed it")

@@ -1,0 +1,216 @@
+"""A queue room on its own screen (`Q` on a room): how many lines wait unclaimed, how many
+leases run, have ended and went to the dead-letter room, and each claimed line with its
+holder, the lease's age and when it ends; `R` gives the highlighted claim back, as `ackdeck
+release ROOM TOKEN` does (core/service/queue.py; once claimed again, the holder is refused); `D`
+moves its line to the dead-letter room (a line no agent can finish).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.markup import escape
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from ackdeck.core.base.text import age_text, safe
+from ackdeck.core.errors import AckdeckError
+
+from ..host import HEADER_ICON, Host, host_of
+from ..widgets.header import DeckHeader
+from .modals import ConfirmScreen
+
+
+@dataclass
+class QueueLooked(Message):
+    """The queue as core saw it (a QueueView), or why it could not be looked at."""
+
+    view: Any
+    now: float
+    error: str | None = None
+
+
+@dataclass
+class ClaimReleased(Message):
+    """A release the owner asked for finished: what core said."""
+
+    message: str
+    released: bool
+
+
+def lease_words(held: Any, now: float) -> tuple[str, str]:
+    """(the lease's age, when it ends or ended) as the screen shows them."""
+    age = "-" if held.claimed_at is None else age_text(max(0.0, now - held.claimed_at))
+    if held.until == 0:
+        return age, "released"
+    left = held.until - now
+    return age, (f"in {age_text(left)}" if left > 0 else f"ended {age_text(-left)} ago")
+
+
+class QueueScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,q", "close", "Back", id="queue.close", tooltip="Back to the main screen"),
+        Binding(
+            "R",
+            "release",
+            "Release",
+            id="queue.release",
+            tooltip="Give the highlighted claim back: claimable at once; once claimed again, "
+            "its holder's token is refused (asks first)",
+        ),
+        Binding(
+            "D",
+            "dead_letter",
+            "Dead-letter",
+            id="queue.dead_letter",
+            tooltip="Move the highlighted claim's line to the dead-letter room: no agent can "
+            "finish it (asks first)",
+        ),
+        Binding("l", "look", "Look again", id="queue.look", tooltip="Look at the queue again"),
+    ]
+
+    def __init__(self, room: str) -> None:
+        super().__init__()
+        self.room = room  # the room as the main screen names it (its key)
+        self.rows: dict[str, Any] = {}  # row key (the token) -> Held as shown
+
+    @property
+    def dash(self) -> Host:
+        return host_of(self)
+
+    def compose(self) -> ComposeResult:
+        yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
+        yield Static("looking at the queue…", id="queue-info")
+        table: DataTable[Any] = DataTable(id="queue-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("Line", "Holder", "Token", "Lease age", "Ends", "Deliveries")
+        yield table
+        yield Footer(show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.sub_title = f"queue {self.room}"
+        self.action_look()
+
+    def _deck(self) -> Any:
+        from ackdeck.core.service.deck import Deck
+
+        config = self.dash.config
+        return Deck(config.home, config.session, door="dashboard", clock=self.dash.clock)
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
+
+    def action_look(self) -> None:
+        self._look()
+
+    @work(thread=True, group="queue-look", exclusive=True, exit_on_error=False)
+    def _look(self) -> None:
+        deck = self._deck()
+        try:
+            view = deck.queue_view(deck.parse(self.room))
+        except (AckdeckError, OSError) as exc:
+            self.post_message(QueueLooked(None, self.dash.clock(), str(exc)))
+            return
+        self.post_message(QueueLooked(view, self.dash.clock()))
+
+    def on_queue_looked(self, message: QueueLooked) -> None:
+        info = self.query_one("#queue-info", Static)
+        if message.error is not None or message.view is None:
+            info.update(Text(f"⚠ {safe(message.error or '')}"))
+            return
+        v = message.view
+        table = self.query_one("#queue-table", DataTable)
+        selected = self.selected_key
+        self.rows = {h.token: h for h in v.held}
+        table.clear()
+        for token, h in self.rows.items():
+            age, ends = lease_words(h, message.now)
+            where = str(h.offset) if h.entry is None else h.entry
+            ended = h.until <= message.now
+            table.add_row(
+                Text(where),
+                Text(safe(h.holder)),
+                Text(token),
+                age,
+                Text(ends, style="yellow" if ended else ""),
+                str(h.deliveries),
+                key=token,
+            )
+        if selected in self.rows:  # selection by identity, across a new look
+            table.move_cursor(row=table.get_row_index(selected))
+        info.update(
+            Text(
+                f"{v.unclaimed} unclaimed · {v.claimed} claimed · {v.expired} expired or "
+                f"released · {v.dead} dead-lettered"
+            )
+        )
+
+    @property
+    def selected_key(self) -> str | None:
+        table = self.query_one("#queue-table", DataTable)
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # noqa: BLE001 - no row under the cursor (an empty table)
+            return None
+        return key if key in self.rows else None
+
+    def action_release(self) -> None:
+        key = self.selected_key
+        if key is None:
+            self.notify("no claim selected", severity="warning")
+            return
+        h = self.rows[key]
+        body = (
+            f"The claim {h.token} of {safe(h.holder)} (delivery {h.deliveries}).\n\n"
+            "Give the line back? It is claimable at once; once another session claims it, "
+            "its holder's done, extend and release are refused."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._release(h.token)
+
+        self.app.push_screen(ConfirmScreen("Release claim", escape(body), yes="Release"), answered)
+
+    def action_dead_letter(self) -> None:
+        key = self.selected_key
+        if key is None:
+            self.notify("no claim selected", severity="warning")
+            return
+        h = self.rows[key]
+        body = (
+            f"The claim {h.token} of {safe(h.holder)} (delivery {h.deliveries}).\n\n"
+            "Move its line to the dead-letter room? Its holder's done is then refused."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._release(h.token, dead=True)
+
+        self.app.push_screen(
+            ConfirmScreen("Dead-letter line", escape(body), yes="Dead-letter"), answered
+        )
+
+    @work(thread=True, group="queue-release", exit_on_error=False)
+    def _release(self, token: str, dead: bool = False) -> None:
+        deck = self._deck()
+        try:
+            ref = deck.parse(self.room)
+            done = deck.dead_letter(ref, token) if dead else deck.task(ref, token, "release")
+        except (AckdeckError, OSError) as exc:
+            self.post_message(ClaimReleased(str(exc), False))
+            return
+        self.post_message(ClaimReleased(done.message, done.mode in ("released", "dead")))
+
+    def on_claim_released(self, message: ClaimReleased) -> None:
+        self.notify(
+            safe(message.message), severity="information" if message.released else "warning"
+        )
+        self.action_look()
