@@ -382,8 +382,7 @@ def test_real_claude_code_sees_the_queue_claim_and_completion_and_keeps_its_own(
     2; `done` completes it; Claude Code's own TaskGet then reports task 2 completed (it reads
     what ackdeck wrote), and task 1 is still the lead's, byte for byte."""
     from tests.helpers.claude_tmux import claude_in_tmux
-    from tests.helpers.model_stub import Call, Say
-    from tests.helpers.model_stub import LEAD, TeamStub
+    from tests.helpers.model_stub import LEAD, Call, Say, TeamStub
 
     look = Call("TaskGet", {"taskId": "2"})
     script = [

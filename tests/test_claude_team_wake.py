@@ -31,8 +31,7 @@ def _blocks(body: dict) -> list[str]:
 
 def test_a_monitor_match_wakes_an_idle_in_process_teammate_once(tmp_path: Path) -> None:
     from tests.helpers.claude_tmux import claude_in_tmux
-    from tests.helpers.model_stub import Call, Say
-    from tests.helpers.model_stub import LEAD, TeamStub
+    from tests.helpers.model_stub import LEAD, Call, Say, TeamStub
 
     spawn = {
         "description": "worker",

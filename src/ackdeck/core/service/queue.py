@@ -10,7 +10,7 @@ room's core/rooms/redis/queue.py (a consumer group): the same rules, the same re
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.queue import (
@@ -77,6 +77,7 @@ def claim(
     Claude Code task list commit their claim first (one script; Claude Code's lock), so there
     the write follows, and a claim that could not be handed over is released at once: the line
     is claimable again, its delivery counted, nothing lost."""
+    queue: Any
     if _claude_tasks(room):  # claude-tasks://LIST: Claude Code's task list as the queue
         queue = room
     else:
@@ -86,7 +87,7 @@ def claim(
         if isinstance(queue, FileQueue):
             hand = None if deliver is None else (lambda got: deliver(got.replace(room=label)))
             return queue.claim(session, lease, hand).replace(room=label)
-    got = queue.claim(session, lease).replace(room=label)  # type: ignore[attr-defined]
+    got = queue.claim(session, lease).replace(room=label)
     if deliver is not None and got.claimed:
         try:
             deliver(got)
@@ -95,7 +96,7 @@ def claim(
             # The door's own failure is what the claimant is told; a release that fails too
             # leaves the lease to run out, which hands the line out again all the same.
             with contextlib.suppress(Exception):
-                queue.update(got.token, "release")  # type: ignore[attr-defined]
+                queue.update(got.token, "release")
             raise
     return got
 
