@@ -3,7 +3,9 @@ with a `register(subparsers)` function; handlers return an exit code.
 
 Start-up time matters (hooks and producer scripts run ackdeck on every turn), so `main` imports
 and builds only the parser of the command named on the command line; `--help`, no command or
-an unknown one build them all.
+an unknown one build them all. The per-turn commands in their plain forms (hooks and producer
+scripts write them on every turn) build no parser at all: `_fast.py` parses them without
+argparse, and hands anything else to argparse (`_parsers.py`).
 
 Commands from other packages (the dashboard's `tui` and `demo`) are entry points in the group
 `ackdeck.commands`: the entry point's name is the command, its value a function that adds that

@@ -1,5 +1,5 @@
 """The argparse side of the `ackdeck` command: ackdeck's parser class (one-line errors, exit 1,
-"did you mean"), its formatter, `--version`, and the one custom action (`_Once`).
+"did you mean"), its formatter, `--version`, and the one custom action (`Once`).
 
 Apart from `ackdeck.core.cli` itself so that the per-turn commands, which `_fast.py` parses
 without argparse, import none of it (argparse with gettext and locale costs a turn ~3 ms,
