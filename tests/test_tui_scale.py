@@ -526,3 +526,32 @@ async def test_a_slow_sweep_does_not_put_off_the_next_pushs_recount(
         assert delays == [app_module.SCAN_DELAY]
         table = app.main.query_one(RoomsTable)
         assert table._rows[table._keys.index(str(rooms[1]))][1].plain == "3"
+
+
+async def test_the_dashboard_freezes_its_start_up_objects_so_a_full_collection_cannot_stall_a_push(
+    tmp_path: Path,
+) -> None:
+    """Issue 43: at 1,000 rooms a full garbage collection of the dashboard's process walked
+    every object alive since start-up (Textual's, the table's rows and cells) and took up to
+    150-180 ms of the UI thread, some of them in the middle of a push's repaint. `ackdeck tui`
+    freezes what is alive once its first look is on screen; an app a test runs in its own
+    process leaves that process's collector alone."""
+    import gc
+
+    rooms = rooms_in(tmp_path, 3)
+    assert gc.get_freeze_count() == 0
+    try:
+        quiet = make_app(quiet_config(rooms), clock=fixed_clock)
+        async with quiet.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, timeout=WAIT)
+        assert gc.get_freeze_count() == 0
+        app = make_app(quiet_config(rooms), clock=fixed_clock, freeze_gc=True)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, timeout=WAIT)
+            await eventually_async(
+                lambda: gc.get_freeze_count() > 0,
+                what="the start-up objects frozen after the first look",
+                pilot=pilot,
+            )
+    finally:
+        gc.unfreeze()  # this is the test process: leave its collector as it was
