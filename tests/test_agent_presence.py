@@ -15,6 +15,7 @@ hooks' own stdin JSON in tests/test_presence_doors.py.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -77,6 +78,28 @@ def test_a_turn_is_working_its_end_idle_and_the_exit_gone(tmp_path: Path) -> Non
     assert "end" in kinds or "disconnect" in kinds, kinds
     state, evidence = state_of(s)
     assert state == "gone", evidence
+
+
+def test_the_async_session_end_hook_still_records_the_end_after_claude_p_exits(
+    tmp_path: Path,
+) -> None:
+    """Issue 43: SessionEnd is installed `"async": true` (Claude Code does not wait for it), and
+    `claude -p` exits right after starting it: the hook must still run to its end and record
+    the session's end (Claude Code starts async hooks detached from itself)."""
+    clients.need_client("claude")
+    s = Setup(tmp_path).make()
+    with ModelStub([Say("done")]) as stub:
+        run = clients.claude(s, stub.url, "Say done.")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
+    settings = json.loads((s.workdir / ".claude" / "settings.json").read_text())
+    (group,) = settings["hooks"]["SessionEnd"]
+    assert group["hooks"][0]["async"] is True
+    eventually(
+        lambda: "end" in [e["ev"] for e in log.events(s.home, s.session)],
+        timeout=GONE_BOUND_S,
+        what="the SessionEnd hook's `end` event",
+        every=0.05,
+    )
 
 
 def test_a_client_killed_mid_turn_is_gone_within_the_bound(tmp_path: Path) -> None:

@@ -57,6 +57,29 @@ def test_missing_file_is_created_with_all_three_hooks(tmp_path: Path) -> None:
     assert not (settings.parent / "settings.json.ackdeck-backup").exists()
 
 
+def test_only_the_presence_hooks_run_async_so_no_output_the_agent_needs_is_lost(
+    tmp_path: Path,
+) -> None:
+    """Issue 43: Notification and SessionEnd only record presence, so Claude Code may run them
+    in the background (`"async": true`) instead of making every session wait for one more
+    ackdeck start-up; the hooks whose output the agent reads (or that block the stop) must
+    stay synchronous. An install made before this is brought up to date, once."""
+    settings = tmp_path / "settings.json"
+    older = hooks.merge_hooks({}, commands(tmp_path))
+    for event in ("Notification", "SessionEnd"):
+        for group in older["hooks"][event]:
+            for hook in group["hooks"]:
+                hook.pop("async", None)
+    settings.write_text(json.dumps(older))
+    assert hooks.install(settings, commands(tmp_path)).changed
+    data = json.loads(settings.read_text())
+    asynchronous = {e for e in hooks.EVENTS if ours(data, e)[0].get("async") is True}
+    assert asynchronous == {"Notification", "SessionEnd"}
+    assert not any("async" in ours(data, e)[0] for e in ("SessionStart", "Stop"))
+    assert "async" not in ours(data, "UserPromptSubmit")[0]
+    assert not hooks.install(settings, commands(tmp_path)).changed
+
+
 def test_existing_file_keeps_unrelated_keys_and_other_hooks(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     original = {

@@ -486,3 +486,72 @@ async def test_ages_move_on_when_due_without_a_tick_every_second(tmp_path: Path)
         assert age() == "just now" or time.time() - written >= 10  # (a slow start)
         await eventually_async(lambda: age() == "10s ago", what="the age '10s ago'", pilot=pilot)
         assert app._ticks == 0  # no sweep ran: the ages' own timer did it
+
+
+async def test_a_slow_sweep_does_not_put_off_the_next_pushs_recount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: at 1,000 rooms the dashboard's worst push-to-row latency was 0.59-0.75 s
+    (median 0.11 s). The safety net's sweep looks at every room's fingerprint, which takes a
+    while at that scale, and the next file event's recount was put off by twice the last
+    look's length: a back-off meant for a flooded room counted in full, not for a sweep."""
+    from ackdeck.tui import app as app_module
+
+    rooms = rooms_in(tmp_path, 3)
+    app = make_app(quiet_config(rooms), clock=fixed_clock)
+    real_scan_at = app_module.scan_at
+
+    def slow_sweep(counter: RoomCounter, req: ScanRequest, emit: object) -> None:
+        if req.sweep:
+            time.sleep(0.3)  # a sweep over many rooms on a busy disk (not a synchronisation)
+        real_scan_at(counter, req, emit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(app_module, "scan_at", slow_sweep)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        app._sweep()  # the safety net's tick (watch = false: every tick sweeps the rooms)
+        await settle(pilot, timeout=WAIT)
+        delays: list[float] = []
+        real_set_timer = app.set_timer
+
+        def spy(delay: float, callback: object = None, **kw: object) -> object:
+            if callback == app._delayed_scan:
+                delays.append(delay)
+            return real_set_timer(delay, callback, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(app, "set_timer", spy)
+        Room(rooms[1]).push("news")
+        app._changed({str(rooms[1])})  # what the watcher posts for that room
+        await settle(pilot, timeout=WAIT)
+        assert delays == [app_module.SCAN_DELAY]
+        table = app.main.query_one(RoomsTable)
+        assert table._rows[table._keys.index(str(rooms[1]))][1].plain == "3"
+
+
+async def test_the_dashboard_freezes_its_start_up_objects_so_a_full_collection_cannot_stall_a_push(
+    tmp_path: Path,
+) -> None:
+    """Issue 43: at 1,000 rooms a full garbage collection of the dashboard's process walked
+    every object alive since start-up (Textual's, the table's rows and cells) and took up to
+    150-180 ms of the UI thread, some of them in the middle of a push's repaint. `ackdeck tui`
+    freezes what is alive once its first look is on screen; an app a test runs in its own
+    process leaves that process's collector alone."""
+    import gc
+
+    rooms = rooms_in(tmp_path, 3)
+    assert gc.get_freeze_count() == 0
+    try:
+        quiet = make_app(quiet_config(rooms), clock=fixed_clock)
+        async with quiet.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, timeout=WAIT)
+        assert gc.get_freeze_count() == 0
+        app = make_app(quiet_config(rooms), clock=fixed_clock, freeze_gc=True)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, timeout=WAIT)
+            await eventually_async(
+                lambda: gc.get_freeze_count() > 0,
+                what="the start-up objects frozen after the first look",
+                pilot=pilot,
+            )
+    finally:
+        gc.unfreeze()  # this is the test process: leave its collector as it was

@@ -55,6 +55,12 @@ TIMEOUTS = {
     "Notification": 15,
     "SessionEnd": 15,
 }
+# The hooks whose output nobody reads (presence only: `hooks notify`, `hooks end`) are installed
+# `"async": true`: Claude Code then starts them in the background ("runs in background without
+# blocking", 2.1.x; detached, so a SessionEnd hook outlives a `claude -p` that exits at once)
+# and does not wait for them, which takes one ackdeck start-up off the end of every session
+# (issue 43). The other three print what the agent must see, or block the stop: never async.
+ASYNC_EVENTS = frozenset({"Notification", "SessionEnd"})
 # Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
 # `wakes drain --hook`, is still recognised so that installing replaces it).
 _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -145,7 +151,10 @@ def _group(event: str, command: str) -> dict[str, Any]:
     # No matcher: SessionStart then also fires after resume/clear/compact, when the agent has
     # lost the instructions; Notification and SessionEnd fire for every kind and reason (the
     # presence decision tells them apart); the other two events take no matcher.
-    return {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUTS[event]}]}
+    hook: dict[str, Any] = {"type": "command", "command": command, "timeout": TIMEOUTS[event]}
+    if event in ASYNC_EVENTS:
+        hook["async"] = True
+    return {"hooks": [hook]}
 
 
 # ----- the pure merge ---------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def run_tui(args: argparse.Namespace) -> int:
     # The theme picked in the palette is remembered in the config that was read, else in
     # the default config's place.
     settings = config_file(args) or settings_path(os.environ)
-    make_app(dashboard_config(args), settings=settings).run()
+    make_app(dashboard_config(args), settings=settings, freeze_gc=True).run()
     return 0
 
 

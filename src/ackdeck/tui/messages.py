@@ -50,6 +50,9 @@ class StateScanned(Message):
     seconds: float = 0.0  # how long the scan took (slow scans are spaced out)
     errors: list[str] = field(default_factory=list)  # about the scanner itself
     rooms: list[Path | str] | None = None  # the rooms it counted (room directories change)
+    # A look at every room's fingerprint (the safety net's sweep, the first look): slow at
+    # thousands of rooms, and its length says nothing about how long the next event's takes.
+    swept: bool = False
 
 
 @dataclass

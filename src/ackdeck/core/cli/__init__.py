@@ -3,7 +3,9 @@ with a `register(subparsers)` function; handlers return an exit code.
 
 Start-up time matters (hooks and producer scripts run ackdeck on every turn), so `main` imports
 and builds only the parser of the command named on the command line; `--help`, no command or
-an unknown one build them all.
+an unknown one build them all. The per-turn commands in their plain forms (hooks and producer
+scripts write them on every turn) build no parser at all: `_fast.py` parses them without
+argparse, and hands anything else to argparse (`_parsers.py`).
 
 Commands from other packages (the dashboard's `tui` and `demo`) are entry points in the group
 `ackdeck.commands`: the entry point's name is the command, its value a function that adds that
@@ -12,18 +14,22 @@ one command to the subparsers. core never imports them itself, so it never depen
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 
-from ackdeck.core.errors import AckdeckError, NotDelivered, ReportLost, UsageError
+from ackdeck.core.errors import AckdeckError, NotDelivered, ReportLost
 
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
+# On the hot path (tests/test_layering.py): typing is for type checkers only, and argparse
+# (_parsers.py) is loaded only when a parser is built: the per-turn commands are parsed
+# without it (_fast.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any, NoReturn
+
+    from ackdeck.core.cli._fast import Args
 
     Register = Callable[[Any], None]  # takes the subparsers action
 
@@ -55,122 +61,6 @@ BUILTIN_COMMANDS = {
     "release": "queue_cmd",
 }
 ENTRY_POINT_GROUP = "ackdeck.commands"
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter without `import shutil` (zlib, bz2, lzma): argparse builds one per
-    `add_argument` to check metavars, and every hook invocation would pay for it."""
-
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-    ) -> None:
-        if width is None:
-            width = _columns() - 2
-        super().__init__(prog, indent_increment, max_help_position, width)
-
-
-def _columns() -> int:
-    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal, else 80."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
-        return 80
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with ackdeck's error contract: one line on stderr and exit 1.
-
-    argparse's default (a usage block and exit 2) would break scripts that read one line, and
-    exit 2 means "a wake was delivered" to `wakes drain --hook`: a mistyped Stop hook must not
-    look like a wake.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-        self.narrowing: _Narrowing | None = None  # set on the parsers of the command words
-
-    def add_subparsers(self, **kwargs: Any) -> Any:
-        action = super().add_subparsers(**kwargs)
-        narrowing = self.narrowing
-        if narrowing is None or narrowing.depth >= len(narrowing.path):
-            return action
-        return _NarrowedSubparsers(action, narrowing)
-
-    def error(self, message: str) -> NoReturn:
-        where = self.prog.removeprefix("ackdeck").strip()
-        prefix = f"{where}: " if where else ""
-        raise UsageError(f"{prefix}{message} (see --help)")
-
-    def _check_value(self, action: argparse.Action, value: Any) -> None:
-        """A mistyped command or choice names the closest ones (`rooom`: did you mean room?)."""
-        if action.choices is None or value in action.choices:
-            return
-        from ackdeck.core.base.suggest import did_you_mean  # only on this error path
-
-        choices = [str(c) for c in action.choices]
-        raise argparse.ArgumentError(
-            action,
-            f"invalid choice: {value!r}{did_you_mean(str(value), choices)} "
-            f"(choose from {', '.join(map(repr, choices))})",
-        )
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        """As argparse, and each argument no parser knew remembers the innermost parser it
-        reached (a subcommand's), so the error can name that command and its nearest option;
-        argparse itself reports them all from the top parser."""
-        ns, extras = super().parse_known_args(args, namespace)
-        if extras:
-            unknown = ns.__dict__.setdefault(_UNKNOWN, {})
-            for arg in extras:
-                unknown.setdefault(arg, self)
-        return ns, extras
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
-        ns, extras = self.parse_known_args(args, namespace)
-        if extras:
-            arg = extras[0]
-            parser = vars(ns).get(_UNKNOWN, {}).get(arg, self)
-            parser.error(_unknown_argument(parser, arg))
-        vars(ns).pop(_UNKNOWN, None)
-        return ns
-
-
-_UNKNOWN = "_ackdeck_unknown"  # namespace key: unknown argument -> the parser it reached
-
-
-def _unknown_argument(parser: argparse.ArgumentParser, arg: str) -> str:
-    """`unknown option --sesion; did you mean --session?` (or an unexpected word)."""
-    from ackdeck.core.base.suggest import did_you_mean  # only on this error path
-
-    if arg.startswith("-") and arg != "-":
-        name = arg.split("=", 1)[0]
-        options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
-        return f"unknown option {name}{did_you_mean(name, options)}"
-    return f"unexpected argument {arg!r}"
-
-
-class _Version(argparse.Action):
-    """`--version`: the package metadata's version, read only when asked for (importlib.metadata
-    costs every command several milliseconds)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        kwargs.update(nargs=0, default=argparse.SUPPRESS)
-        super().__init__(option_strings, argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser: Any, *_args: Any, **_kwargs: Any) -> None:
-        from ackdeck.core.version import package_version
-
-        print(f"ackdeck {package_version()}")
-        parser.exit()
 
 
 class _Narrowing:
@@ -259,6 +149,8 @@ def _help_when_bare(parser: argparse.ArgumentParser) -> None:
     """`ackdeck` and `ackdeck room` (no subcommand) print their help and exit 1 instead of an
     error about a missing argument; a group that acts on its own (`ackdeck tasks` lists)
     keeps its handler."""
+    import argparse  # loaded already: the parser is built
+
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             action.required = False
@@ -304,6 +196,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def _build_parser(
     argv: Sequence[str] | None, narrowing: _Narrowing | None
 ) -> argparse.ArgumentParser:
+    from ackdeck.core.cli._parsers import _Parser, _Version
+
     parser = _Parser(
         prog="ackdeck",
         description="Consumed-only acks for agent inboxes, a wake gate for process monitors, "
@@ -426,14 +320,19 @@ def _json_asked(argv: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
     _closed_streams_fail()
-    parser = build_parser(argv)
-    try:
-        args = parser.parse_args(argv)
-    except AckdeckError as exc:
-        # UsageError, or a value core's own rule refused (--timeout: InvalidInput with the
-        # message MCP gives for the same value).
-        _fail(argparse.Namespace(json=_json_asked(argv)), exc)
-        return exc.exit_code
+    from ackdeck.core.cli._fast import parse_turn
+
+    args: Any = parse_turn(argv)  # a per-turn command in a plain form, parsed without argparse
+    if args is None:  # anything else, and any error, help or doubt: argparse says it
+        try:
+            args = build_parser(argv).parse_args(argv)
+        except AckdeckError as exc:
+            # UsageError, or a value core's own rule refused (--timeout: InvalidInput with the
+            # message MCP gives for the same value).
+            from ackdeck.core.cli._fast import Args
+
+            _fail(Args(json=_json_asked(argv)), exc)
+            return exc.exit_code
     try:
         code = args.handler(args)
     except ReportLost as exc:
@@ -461,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(code or 0)
 
 
-def _fail(args: argparse.Namespace, exc: AckdeckError | OSError) -> None:
+def _fail(args: argparse.Namespace | Args, exc: AckdeckError | OSError) -> None:
     """One line on stderr; with --json also the error shape on stdout (`{"error": KIND,
     "message": LINE}`, what MCP returns as structured content for the same error)."""
     from ackdeck.core.cli._output import emit_json

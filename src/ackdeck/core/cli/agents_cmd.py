@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -13,6 +12,11 @@ from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import say
 from ackdeck.core.errors import AckdeckError, InvalidInput
+
+# On the hot path (the hooks): argparse only for type checkers, and while a parser is built.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:

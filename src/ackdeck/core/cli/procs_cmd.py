@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import sys
@@ -23,6 +22,7 @@ from ackdeck.core.cli._output import (
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from pathlib import Path
     from typing import Any
 
@@ -31,27 +31,10 @@ if TYPE_CHECKING:
     from ackdeck.core.service.wakes import Drained, Wakes
 
 
-class _Once(argparse.Action):
-    """An option that may be given once: a repeat is refused instead of silently replacing the
-    first value (`--monitor ERROR --monitor WARN` used to watch only WARN)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        if getattr(namespace, f"_seen_{self.dest}", False):
-            hint = " (one monitor per run: combine them, e.g. --monitor 'ERROR|WARN')"
-            raise argparse.ArgumentError(
-                self, "given twice" + (hint if self.dest == "monitor" else "")
-            )
-        setattr(namespace, f"_seen_{self.dest}", True)
-        setattr(namespace, self.dest, values)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
+    # argparse (with _Once) only while a parser is built: `wakes drain` is parsed without it.
+    from ackdeck.core.cli._parsers import Once as _Once
+
     p = sub.add_parser(
         "run",
         help="start a command under a detached supervisor (returns at once)",
@@ -165,6 +148,8 @@ def _fleet_options(p: argparse.ArgumentParser, *, filter_hosts: bool = True) -> 
     """The fleet's options on `run`, `ps` and `wakes list`, imported only when their parser is
     built: the other commands of this module (`wakes drain` runs on every turn) get a
     stand-in."""
+    import argparse  # loaded already: a parser is being built
+
     if isinstance(p, argparse.ArgumentParser):
         from ackdeck.core.cli._fleet import add_fleet_options
 

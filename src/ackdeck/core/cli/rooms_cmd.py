@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
 import os
@@ -33,6 +32,7 @@ from ackdeck.core.service.rooms import REMOVED_UNACKED, not_delivered
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Iterator
 
     from ackdeck.core.service.roomref import RoomRef
