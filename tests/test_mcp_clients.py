@@ -88,6 +88,9 @@ def plan(room: Path) -> list[Step]:
         Step("task_done", {"token": "1-abc"}, True, "is not a queue"),
         Step("task_extend", {"token": "nonsense"}, True, "invalid token 'nonsense'"),
         Step("task_release", {"token": "1-abc", "x": 1}, True, "unknown argument for task_release"),
+        # issue 44: what Claude Code's agents sent each other (this home has no team)
+        Step("messages_list", {}, says="no messages in Claude Code's transcripts"),
+        Step("messages_list", {"x": 1}, True, "unknown argument for messages_list: 'x'"),
     ]
 
 
@@ -143,9 +146,11 @@ def server_command(home: Path, room: Path) -> list[str]:
     ]
 
 
-def server_env() -> dict[str, str]:
+def server_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACKDECK_")}
     env["PYTHONPATH"] = PATHS
+    # messages_list reads Claude Code's transcripts: the test's own (none), never the user's.
+    env["CLAUDE_CONFIG_DIR"] = str(home / "claude")
     return env
 
 
@@ -160,7 +165,9 @@ async def test_every_tool_through_the_python_sdk_client(phome: Path, tmp_path: P
     room = room_in(tmp_path)
     steps = plan(room)
     cmd = server_command(phome, room)
-    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=server_env(), cwd=str(REPO))
+    params = StdioServerParameters(
+        command=cmd[0], args=cmd[1:], env=server_env(phome), cwd=str(REPO)
+    )
     results: list[dict[str, Any]] = []
     async with Client(params, read_timeout_seconds=120) as client:
         info = client.server_info
@@ -192,7 +199,7 @@ def need_node(what: Path) -> str:
 
 def drive_ts(node: str, home: Path, room: Path, steps: list[dict[str, Any]]) -> dict[str, Any]:
     cmd = server_command(home, room)
-    doc = {"command": cmd[0], "args": cmd[1:], "env": server_env(), "cwd": str(REPO)}
+    doc = {"command": cmd[0], "args": cmd[1:], "env": server_env(home), "cwd": str(REPO)}
     out = subprocess.run(
         [node, str(REPO / "tests" / "mcp_ts" / "drive.mjs"), str(TS_SDK)],
         input=json.dumps({**doc, "steps": steps}),
@@ -245,7 +252,7 @@ def test_read_external_push_ack_keeps_the_late_line_through_the_typescript_sdk(
 def inspector(home: Path, room: Path, *args: str) -> subprocess.CompletedProcess[str]:
     need_node(INSPECTOR)
     # As a user runs it: the session and the home from the environment (issue 19, item 4).
-    env = server_env() | {"ACKDECK_HOME": str(home), "ACKDECK_SESSION": SESSION}
+    env = server_env(home) | {"ACKDECK_HOME": str(home), "ACKDECK_SESSION": SESSION}
     cmd = [sys.executable, "-m", "ackdeck.core.cli", "mcp", "--room", str(room)]
     return subprocess.run(
         [str(INSPECTOR), "--cli", *cmd, *args],
@@ -331,11 +338,12 @@ def claude(home: Path, project: Path, *args: str) -> subprocess.CompletedProcess
     """Claude Code's own CLI, offline: a throwaway HOME (its config lands there, nothing
     outside the test's directories is written) and its non-essential traffic off."""
     need_node(CLAUDE)
-    env = server_env() | {
-        "HOME": str(home),
+    env = server_env(home) | {
+        "HOME": str(home),  # and its config under it, as a user's (not CLAUDE_CONFIG_DIR)
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
+    env.pop("CLAUDE_CONFIG_DIR")
     return subprocess.run(
         [str(CLAUDE), *args], env=env, cwd=project, capture_output=True, text=True, timeout=300
     )

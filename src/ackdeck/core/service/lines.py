@@ -29,7 +29,7 @@ from operator import add
 from pathlib import Path
 from typing import Protocol
 
-from ackdeck.core.base.text import shown
+from ackdeck.core.base.text import display, safe
 from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.rooms.file.sidecar import refuse_unless_regular
 
@@ -54,8 +54,9 @@ def _never() -> bool:
 
 def display_text(raw: bytes) -> str:
     """Bytes are the truth; they are decoded (with replacement) only to be shown, with every
-    control and escape character shown escaped (core/base/text.py) and tabs expanded."""
-    return shown(raw).expandtabs(4)
+    control and escape character shown escaped (core/base/text.py) and tabs expanded. Not cut
+    by `safe`'s line limit: the panel bounds a line itself (SHOWN_MAX, with its length)."""
+    return safe(display(raw), limit=None).expandtabs(4)
 
 
 def shown_text(head: bytes, length: int) -> str:
