@@ -492,3 +492,53 @@ def test_an_ack_by_read_id_looks_back_a_bounded_distance_and_then_estimates(
         find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=1 << 20)
     seen = find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=4 << 20)
     assert seen.tool_use_id == "toolu_9"
+
+
+def test_two_large_reads_in_one_turn_each_ack_only_what_its_own_result_showed(
+    tmp_path: Path,
+) -> None:
+    # The model reads two rooms in one response; both replies are large, and Claude Code
+    # treats them apart: the first (87 KB, over its 50,000-character threshold) is persisted
+    # behind a 2 KB preview, the second (46 KB) is shown whole. Each ack (made later, in one
+    # response) must be judged by its own read's result: the preview's few lines for the
+    # first, every line for the second. The estimate would remove all the first read handed
+    # over. (Claude Code 2.1.328's per-message budget, which would replace one of several
+    # results together over 200,000 characters by a `content-replacement`, is behind a
+    # server-side flag that is off offline; its record is read as
+    # test_a_later_content_replacement_is_what_the_model_was_shown checks.)
+    second = tmp_path / "rooms" / "second.txt"
+    s = ProofSetup(tmp_path, server_args=["--reply-chars", "90000", "--room", str(second)]).make()
+    big = [f"[ops] big-bot: event {i:05d} ok, padded to be read in pages" for i in range(6000)]
+    wide = [f"[ci] wide-bot: job {i:04d} passed, padded to forty-odd chars" for i in range(700)]
+    s.room.write_text("".join(f"{line}\n" for line in big))
+    second.write_text("".join(f"{line}\n" for line in wide))
+
+    def producer() -> None:
+        for room in (s.room, second):
+            with open(room, "a") as f:
+                f.write(LATE + "\n")
+
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    reads = [Call("mcp__ackdeck__room_list_new", {"room": str(r)}) for r in (s.room, second)]
+    acks = [Call("mcp__ackdeck__room_ack", {"room": str(r)}) for r in (s.room, second)]
+    steps: list[Step] = [search, Together(reads), Together(acks, before=producer), Say("done")]
+    with ModelStub(steps) as stub:
+        done = clients.claude(s, stub.url, PROMPT, hooks=False)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        assert stub.errors == []
+        views = [stub.result_of(r) for r in reads]
+        results = [json.loads(stub.result_of(a)) for a in acks]
+    assert "<persisted-output>" in views[0], views[0][:300]
+    assert "<persisted-output>" not in views[1] and len(views[1]) > 40_000, views[1][:300]
+    # What the first read handed over: the persisted original (the model saw its preview).
+    (persisted,) = s.user_home.glob(".claude/projects/*/*/tool-results/*")
+    handed = json.loads(persisted.read_text())["count"]
+    shown = whole_prefix(views[0], big)
+    assert 0 < len(shown) < 100 < handed, (len(shown), handed)  # the estimate: all handed
+    assert whole_prefix(views[1], wide) == wide
+    assert results[0]["acked"] == len(shown), results[0]
+    assert results[0]["unshown"] == handed - len(shown), results[0]
+    assert (results[1]["acked"], results[1]["unshown"]) == (len(wide), 0), results[1]
+    assert all(r["proof"] == "transcript" for r in results), results
+    assert s.room.read_text().splitlines() == [*big[len(shown) :], LATE]
+    assert second.read_text().splitlines() == [LATE]
