@@ -542,3 +542,66 @@ def test_two_large_reads_in_one_turn_each_ack_only_what_its_own_result_showed(
     assert all(r["proof"] == "transcript" for r in results), results
     assert s.room.read_text().splitlines() == [*big[len(shown) :], LATE]
     assert second.read_text().splitlines() == [LATE]
+
+
+# ----- `ackdeck room ack` from the agent's shell (its Bash tool) after an MCP read -----------
+def shell_ack(
+    s: ProofSetup, *, together: bool, keep: str | None
+) -> tuple[str, str, dict[str, object]]:
+    """The model reads through MCP (a hook showing it `keep` only, if given), then acks with
+    `ackdeck room ack --json` in its Bash tool, in a later response or (`together`) in the
+    same one as the read. Returns (what the read showed, Bash's output, the ack's JSON)."""
+    if keep is not None:
+        summary_hook(s, keep)
+    cli = " ".join([*s.ackdeck(), "--home", str(s.home), "room", "ack", str(s.room)])
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    read = Call("mcp__ackdeck__room_list_new", {})
+    bash = Call("Bash", {"command": f"{cli} --session {s.session} --json", "description": "ack"})
+    steps: list[Step] = [search, Together([read, bash]) if together else read]
+    if not together:
+        steps.append(bash)
+    with ModelStub([*steps, Say("done")]) as stub:
+        bash_too = ["--allowedTools", "Bash"]
+        done = clients.claude(s, stub.url, PROMPT, hooks=False, extra_args=bash_too)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        assert stub.errors == []
+        view, out = stub.result_of(read), stub.result_of(bash)
+    # Claude Code puts "Exit code N" before the output of a command that failed (a refusal).
+    return view, out, json.JSONDecoder().raw_decode(out[out.index("{") :])[0]
+
+
+def test_a_shell_ack_after_an_mcp_read_acks_only_what_the_transcript_shows(
+    tmp_path: Path,
+) -> None:
+    # Claude Code gives its Bash tool CLAUDE_CODE_SESSION_ID (not CLAUDE_PROJECT_DIR): the
+    # CLI finds the session's transcript by that id, and the read by the id its receipt is
+    # bound to. A hook showed the model the first line only: the shell's ack removes it alone
+    # (it used to be refused: the read went to the MCP server's reader).
+    s = ProofSetup(tmp_path).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(20)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    view, out, acked = shell_ack(s, together=False, keep=lines[0])
+    assert lines[0] in view and lines[1] not in view, view
+    assert (acked["acked"], acked["unshown"], acked["proof"]) == (1, 19, "transcript"), out
+    assert s.room.read_text().splitlines() == lines[1:]
+    # The ack's audit names the transcript, as an MCP ack's does.
+    (transcript,) = s.transcripts()
+    from tests.helpers.cli import ackdeck, clean_env
+
+    args = ("--home", str(s.home), "room", "trace", str(s.room), "0", "--json")
+    trace = ackdeck(clean_env(), *args).stdout
+    (journey,) = json.loads(trace)["lines"]
+    assert journey["proof"] == f"Claude Code transcript {transcript.name}", journey
+
+
+def test_a_shell_ack_in_the_same_response_as_its_mcp_read_acks_nothing(tmp_path: Path) -> None:
+    # The model runs the read and the shell's ack in one response: it acked before it saw a
+    # line, whatever order Claude Code records the two in. Nothing goes.
+    s = ProofSetup(tmp_path).make()
+    lines = [f"line {i}" for i in range(5)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    view, out, acked = shell_ack(s, together=True, keep=None)
+    assert all(line in view for line in lines), view  # it was handed over
+    # Nothing acked: proven unseen, or refused when the read's result was not recorded yet.
+    assert acked["acked"] == 0, out
+    assert s.room.read_text().splitlines() == lines

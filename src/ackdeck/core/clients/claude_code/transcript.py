@@ -79,8 +79,12 @@ def locate(env: Mapping[str, str]) -> Path | None:
     their children; None outside Claude Code. The file may not exist (yet)."""
     session = env.get(SESSION_ENV)
     project = env.get(PROJECT_ENV)
-    if not session or not project or "/" in session or session.startswith("."):
+    if not session or "/" in session or session.startswith("."):
         return None
+    if not project:
+        # Claude Code's Bash tool gets the session id but not the project directory (checked
+        # on 2.1.328): the session's file is found by its id among the projects' directories.
+        return _by_session(env, session)
     exact = locations.claude_transcript(locations.claude_project_dir(env, project), session)
     if len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
         return exact
@@ -93,6 +97,19 @@ def locate(env: Mapping[str, str]) -> Path | None:
     except OSError:
         pass
     return exact
+
+
+def _by_session(env: Mapping[str, str], session: str) -> Path | None:
+    """`<projects>/*/<session>.jsonl`: a session id is unique, so one project has it. A
+    listing of the projects' directory and a stat in each (no file is read)."""
+    try:
+        dirs = list(os.scandir(locations.claude_projects_dir(env)))
+    except OSError:
+        return None
+    for d in dirs:
+        if exists(found := locations.claude_transcript(Path(d.path), session)):
+            return found
+    return None
 
 
 def exists(path: Path) -> bool:
@@ -242,6 +259,7 @@ def find_seen(
     read_id: str | None = None,
     since: int | None = None,
     asked_by: str | None = None,
+    from_shell: bool = False,
     wait: float = RECORD_WAIT,
     back_limit: int = BACK_LIMIT,
     clock: Callable[[], float] = time.monotonic,
@@ -254,7 +272,12 @@ def find_seen(
     `asked_by`: the tool_use id of the call asking (the ack). The model made that call having
     seen only what comes before it in the transcript: a read whose result is not recorded
     before the message making the ack (an ack in the same turn as its read) was not shown,
-    and the scan stops there without waiting."""
+    and the scan stops there without waiting.
+
+    `from_shell`: the ack runs in the agent's shell (its Bash tool), whose call is not known
+    by id: the read counts as shown only when a call still running (the ack's own: it has no
+    result yet) was made after the read's result, in another response (`_shell_call_after`).
+    Only with no `since` (an ack by read id)."""
     needles = _needles(tool_use_id, read_id)
     stop = None if asked_by is None else asked_by.encode()
     if not needles:
@@ -281,7 +304,10 @@ def find_seen(
                     f"{back_limit >> 20} MB"
                 )
             tid, text, after = found
-            if not _asked_after(fd, path, after, asked_by, clock() + wait, clock, tid):
+            if from_shell:
+                if not _shell_call_after(fd, path, after, tid, clock() + wait, clock):
+                    return Seen(tid, None, after)
+            elif not _asked_after(fd, path, after, asked_by, clock() + wait, clock, tid):
                 return Seen(tid, None, after)
             return _replaced(fd, path, Seen(tid, text, after))
         deadline = clock() + wait
@@ -338,6 +364,47 @@ def _asked_after(
                 return made_in is None or made_in != _read_message_id(
                     fd, path, result_end, read_call
                 )
+        if clock() >= deadline:
+            return False
+        time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+
+
+def _shell_call_after(
+    fd: int,
+    path: Path,
+    pos: int,
+    read_call: str | None,
+    deadline: float,
+    clock: Callable[[], float],
+) -> bool:
+    """Was the call running now (the shell command acking, whose id no one tells it) made
+    after the read's result ending at `pos`, in a later response than the read's? Claude
+    Code records a call's message around the time it runs it (its writes are queued: seen
+    on 2.1.328 to land after the command started, so this waits for it, bounded) and its
+    result when it ends: the calls after `pos` still without a result include the one
+    running the ack. A later response cannot exist while a call of the read's response is
+    still running: any such call means the ack was made with the read, unseen. None
+    running by the deadline: not shown (the lines stay and are read again)."""
+    running: dict[str, str | None] = {}  # tool_use id -> its response's id
+    result_end = pos
+    while True:
+        for after, line in _forward(fd, pos):
+            pos = after
+            if b'"tool_use"' not in line and b'"tool_result"' not in line:
+                continue
+            record = _parse(line, path)
+            message = record.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and record.get("type") == "assistant":
+                    running[str(block.get("id"))] = _message_id(record)
+                elif block.get("type") == "tool_result":
+                    running.pop(str(block.get("tool_use_id")), None)
+        if running:
+            read_in = _read_message_id(fd, path, result_end, read_call)
+            return read_in is None or read_in not in running.values()
         if clock() >= deadline:
             return False
         time.sleep(POLL)  # a poll of a file another program appends to, bounded above
