@@ -234,7 +234,11 @@ class Deck:
                 estimate=estimate,
             )
         if res.acked and self._records_presence():
-            self._note(session, "ack", room=ref.display, lines=res.acked, mode=res.mode)
+            # Whether the client's record proved the lines shown (issue 41): the Agents panel
+            # and the timeline mark an estimate.
+            self._note(
+                session, "ack", room=ref.display, lines=res.acked, mode=res.mode, proof=res.proof
+            )
         return res
 
     # ----- presence (core/presence): what the session's reads and acks say about it ------------
