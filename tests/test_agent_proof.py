@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import agent_clients as clients
 from tests.helpers.model_stub import Call, ModelStub, Say, Step, Together
 
@@ -605,3 +607,99 @@ def test_a_shell_ack_in_the_same_response_as_its_mcp_read_acks_nothing(tmp_path:
     # Nothing acked: proven unseen, or refused when the read's result was not recorded yet.
     assert acked["acked"] == 0, out
     assert s.room.read_text().splitlines() == lines
+
+
+# ----- the hooks' deliveries: what Claude Code records of them (facts for their proof) ---------
+def wake_run(s: ProofSetup, steps: list[Step], max_turns: int = 12) -> tuple[ModelStub, str]:
+    """A session with ackdeck's hooks: before the model's first answer a monitored process
+    prints an alert (a pending wake, which the Stop hook hands over). Returns the stub (what
+    the model received) and the alert."""
+    from tests.helpers.cli import ackdeck_ok, clean_env
+    from tests.helpers.wait import eventually
+
+    alert = "ALERT-disk-full-on-db1"
+    home = ("--home", str(s.home))
+
+    def wake() -> None:
+        run = ("run", "alarm", "--session", s.session, "--monitor", "ALERT", "--cooldown-ms", "50")
+        ackdeck_ok(clean_env(), *home, *run, "--", "sh", "-c", f"echo {alert}")
+        eventually(
+            lambda: alert in ackdeck_ok(clean_env(), *home, "wakes", "list", "--json").stdout,
+            what="the monitor's wake",
+        )
+
+    steps[0].before = wake
+    stub = ModelStub(steps)
+    with stub:
+        clients.claude(s, stub.url, PROMPT, hooks=True, max_turns=max_turns)
+        assert stub.errors == []
+    return stub, alert
+
+
+def transcript_records(s: ProofSetup) -> list[dict[str, object]]:
+    (transcript,) = s.transcripts()
+    return [json.loads(line) for line in transcript.read_text().splitlines()]
+
+
+def test_the_stop_hooks_wake_is_recorded_in_the_transcript_as_the_model_received_it(
+    tmp_path: Path,
+) -> None:
+    # What a proof of the hooks' deliveries would read (Claude Code 2.1.328): the Stop hook's
+    # text (exit 2) is a `type:"user"` record "Stop hook feedback:\n[COMMAND]: TEXT", byte for
+    # byte the message the model's next request carries, followed by the model's answer; the
+    # UserPromptSubmit hook's output is an `attachment` record of type `hook_success`.
+    s = ProofSetup(tmp_path).make()
+    s.room.write_text("an old line\n")
+    stub, alert = wake_run(s, [Say("first"), Say("second")])
+    feedback = [
+        r
+        for r in transcript_records(s)
+        if r.get("type") == "user" and "Stop hook feedback:" in json.dumps(r)
+    ]
+    assert feedback, "no Stop hook feedback in the transcript"
+    text = feedback[0]["message"]["content"]  # type: ignore[index]
+    assert isinstance(text, str) and text.startswith("Stop hook feedback:\n[") and alert in text
+    received = [
+        block["text"]
+        for body in stub.turns()[1:]
+        for block in body["messages"][-1]["content"]
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    assert text in received, received
+    records = transcript_records(s)
+    after = records[records.index(feedback[0]) :]
+    assert any(r.get("type") == "assistant" for r in after)  # the model answered it
+    prompt_hooks = [
+        r["attachment"]
+        for r in records
+        if r.get("type") == "attachment"
+        and r["attachment"].get("type") == "hook_success"  # type: ignore[union-attr]
+        and r["attachment"].get("hookEvent") == "UserPromptSubmit"  # type: ignore[union-attr]
+    ]
+    assert prompt_hooks and "an old line" in str(prompt_hooks[0]["content"]), prompt_hooks
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 41, not done: the Stop hook's wake counts as delivered on handing over",
+)
+def test_a_stop_hooks_wake_recorded_but_never_sent_to_the_model_is_not_delivered(
+    tmp_path: Path,
+) -> None:
+    # `claude -p --max-turns 1`: the model's one answer ends the turn, the Stop hook hands the
+    # wake over (exit 2) and Claude Code records it in the transcript, then stops at the turn
+    # limit without asking the model again. The model never saw the alert, yet the wake is
+    # counted delivered on handing over (an estimate) and is not delivered again: lost. The
+    # transcript tells it apart (no answer follows the feedback record); the hooks do not
+    # read it yet (docs/concepts/proof.md, "What is not done yet"): strict xfail until then.
+    from tests.helpers.cli import ackdeck_ok, clean_env
+
+    s = ProofSetup(tmp_path).make()
+    stub, alert = wake_run(s, [Say("first"), Say("second")], max_turns=1)
+    assert len(stub.turns()) == 1 and all(alert not in json.dumps(b) for b in stub.turns())
+    records = transcript_records(s)
+    (feedback,) = [r for r in records if r.get("type") == "user" and alert in json.dumps(r)]
+    assert not any(r.get("type") == "assistant" for r in records[records.index(feedback) :])
+    listed = ackdeck_ok(clean_env(), "--home", str(s.home), "wakes", "list", "--json").stdout
+    (wake,) = json.loads(listed)["wakes"]
+    assert wake["pending"] > 0, wake
