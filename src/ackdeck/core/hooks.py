@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
@@ -477,6 +477,14 @@ def _nothing() -> None:
     return None
 
 
+# Before an earlier hand-over of wakes the transcript did not prove shown, handed over again
+# (core/clients/claude_code/handed.py).
+AGAIN = (
+    "ackdeck: handed over at an earlier stop but never shown to you (your client recorded "
+    "it without asking you), so here again:"
+)
+
+
 class StopOutcome(Struct):
     block: bool  # exit 2: the agent continues with `text`
     text: str
@@ -532,11 +540,40 @@ def stop_hook(
         for n in notices
     ]
 
+    # Claude Code names its transcript: the wakes handed over are kept until it proves them
+    # shown, and an earlier hand-over it does not prove is handed over again (issue 41).
+    where = payload.get("transcript_path")
+    where = where if isinstance(where, str) and where else None
+    earlier = None
+    if where is not None and os.path.lexists(locations.wake_handed(home, session)):
+        from ackdeck.core.clients.claude_code import handed
+
+        # Continuing a turn, the model just answered: its record may still be on its way.
+        wait = handed.ANSWER_WAIT if payload.get("stop_hook_active") else 0.0
+        earlier = handed.unproven(home, session, wait=wait)
+        if earlier is not None and payload.get("stop_hook_active") and not room_parts:
+            # Handed over at the stop this turn continued from, and the model answered, yet
+            # not proven (its record holds the text otherwise): never block again for it alone.
+            earlier = None
+
+    def wakes_part(wake_text: str) -> str:
+        again = [] if earlier is None else [f"{AGAIN}\n{earlier.text}"]
+        return "\n".join(again + ([wake_text] if wake_text else []))
+
     def compose(wake_text: str) -> str:
-        parts = ([wake_text] if wake_text else []) + room_parts
+        wakes_text = wakes_part(wake_text)
+        parts = ([wakes_text] if wakes_text else []) + room_parts
         if parts and payload.get("stop_hook_active"):
             parts.append("(more arrived since the last stop; nothing earlier is repeated)")
         return "\n".join(parts)
+
+    def keep(wake_text: str) -> None:
+        """Keep what was just handed over of the wakes, to check it reached the model."""
+        wakes_text = wakes_part(wake_text)
+        if where is not None and wakes_text:
+            from ackdeck.core.clients.claude_code import handed
+
+            handed.hand_over(home, session, where, wakes_text, earlier)
 
     said: list[str] = []
     unsaid: list[str] = []
@@ -546,6 +583,7 @@ def stop_hook(
         if emit is not None and not emit(text):
             unsaid.append(text)
             return False
+        keep(result.text())  # before the wakes are acked
         said.append(text)
         return True
 
@@ -557,4 +595,9 @@ def stop_hook(
     text = compose(drained.text())
     if not text:
         return StopOutcome(False, "", commit)
-    return StopOutcome(True, text, commit)
+
+    def commit_and_keep() -> None:  # once the caller wrote `text`
+        commit()
+        keep(drained.text())
+
+    return StopOutcome(True, text, commit_and_keep)

@@ -222,6 +222,12 @@ def wake_import_marks(home: Path, session: str) -> Path:
     return wake_session_dir(home, session) / ".imported.json"
 
 
+def wake_handed(home: Path, session: str) -> Path:
+    # The Stop hook's last hand-over not yet proven shown (core/clients/claude_code/handed.py);
+    # a leading dot: the session's listing of records skips it.
+    return wake_session_dir(home, session) / ".handed.json"
+
+
 def notices_dir(home: Path, session: str) -> Path:
     return home / "notices" / check_name(session)
 

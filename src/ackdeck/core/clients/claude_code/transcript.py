@@ -478,6 +478,60 @@ def _same_file(fd: int, path: Path) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+# ----- a hook's text: recorded, then answered --------------------------------------------------
+FEEDBACK = b"hook feedback"  # in the user record of a Stop hook's text ("Stop hook feedback:")
+
+
+def feedback_answered(
+    path: Path,
+    since: int,
+    text: str,
+    *,
+    wait: float = 0.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> bool:
+    """Did the model answer a Stop hook's `text` handed over when the transcript at `path` was
+    `since` bytes long? Claude Code records the text as a `type:"user"` record ("Stop hook
+    feedback:\n[COMMAND]: TEXT") *before* it asks the model, and may never ask (a turn limit
+    reached): only the model's answer after that record (an `assistant` record) proves it was
+    shown. False too when the transcript is missing, cut or damaged (the text is handed over
+    again: a repeat, never a loss). Reads from `since` only, waiting up to `wait` for the
+    records (Claude Code queues its writes: the answer that just ended a turn may land after
+    the Stop hook started)."""
+    want = text.strip()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < since:
+            return False
+        recorded, pos, deadline = False, since, clock() + wait
+        while True:
+            for after, line in _forward(fd, pos):
+                pos = after
+                if not recorded and FEEDBACK in line:
+                    try:
+                        record = _parse(line, path)
+                    except NoProof:
+                        return False
+                    message = record.get("message")
+                    content = _text(message.get("content") if isinstance(message, dict) else None)
+                    recorded = record.get("type") == "user" and want in (content or "")
+                elif recorded and b'"assistant"' in line:
+                    try:
+                        if _parse(line, path).get("type") == "assistant":
+                            return True
+                    except NoProof:
+                        return False
+            if clock() >= deadline:
+                return False
+            time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+    finally:
+        os.close(fd)
+
+
 # ----- the decision --------------------------------------------------------------------------
 def shown_prefix(lines: list[str], seen: str | None) -> int:
     """How many of `lines`, from the first, appear whole and in order in `seen`: each as a
