@@ -706,3 +706,34 @@ def test_a_stop_hooks_wake_recorded_but_never_sent_to_the_model_is_handed_over_a
         assert done.returncode == 0, done.stderr[-2000:]
         assert all(alert not in json.dumps(b) for b in later.turns())
     assert not locations.wake_handed(s.home, s.session).exists()
+
+
+def test_a_cancelled_read_shows_the_model_no_line_and_its_ack_removes_none(
+    tmp_path: Path,
+) -> None:
+    # A call Claude Code cancels (the user interrupts it, or the turn ends to deliver a
+    # message) is recorded with one of its fixed texts in place of the result (2.1.328's
+    # strings), while ackdeck may already have handed the read over: the ack removes nothing
+    # (the estimate would remove every line handed over).
+    from ackdeck.core.clients.claude_code.transcript import find_seen, shown_lines
+    from ackdeck.core.rooms.file.room import Room
+    from ackdeck.core.rooms.results import Shown
+
+    cancelled = (
+        "[Request interrupted by user for tool use]",
+        "[Tool call did not complete: the turn was ended to deliver the message that follows. "
+        "Nothing refused it; re-run it if still needed.]",
+    )
+    for i, text in enumerate(cancelled):
+        path = tmp_path / f"inbox{i}.txt"
+        path.write_text("l1\nl2\n")
+        room = Room(path)
+        got = room.read("a")
+        original = json.dumps({"lines": ["l1", "l2"], "read_id": "0123456789abcdef"})
+        t = tmp_path / f"s{i}.jsonl"
+        t.write_text(_call("read", "msg_1") + _record("read", text, original))
+        seen = find_seen(t, tool_use_id="read", since=0, asked_by=None, wait=0)
+        assert seen.text == text and len(got.lines) == 2
+        res = room.ack("a", shown=Shown(shown_lines(seen.text), "test record"))
+        assert (res.acked, res.unshown) == (0, 2), res
+        assert path.read_text() == "l1\nl2\n"

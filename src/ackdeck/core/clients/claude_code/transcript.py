@@ -38,16 +38,16 @@ import json
 import os
 import stat
 import time
+
+# Not typing: this module is imported on the per-turn path (a shell's `room ack`, the Stop
+# hook after a hand-over), which must not load it (tests/test_layering.py).
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import display_lines
 from ackdeck.core.errors import NoProof
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
 
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 PROJECT_ENV = "CLAUDE_PROJECT_DIR"
