@@ -737,3 +737,37 @@ def test_a_cancelled_read_shows_the_model_no_line_and_its_ack_removes_none(
         res = room.ack("a", shown=Shown(shown_lines(seen.text), "test record"))
         assert (res.acked, res.unshown) == (0, 2), res
         assert path.read_text() == "l1\nl2\n"
+
+
+def test_a_stop_hook_text_never_recorded_whole_is_not_repeated_at_every_stop(
+    tmp_path: Path,
+) -> None:
+    # A client that records the hook's text cut (or never) would make every stop hand it over
+    # again: it is handed over at most MAX_TRIES times. And the record alone is no proof: only
+    # the model's answer after it.
+    from ackdeck.core.clients.claude_code import handed
+
+    home, t = tmp_path / "home", tmp_path / "s.jsonl"
+    t.write_text("")
+    text = "ackdeck: 1 process wake\n  ALERT-disk-full"
+    feedback = {
+        "type": "user",
+        "message": {"role": "user", "content": f"Stop hook feedback:\n[x]: {text}\n"},
+    }
+    answer = {"type": "assistant", "message": {"id": "msg_9", "role": "assistant", "content": []}}
+    handed.hand_over(home, "agent", str(t), text, None)
+    with open(t, "a") as f:
+        f.write(json.dumps(feedback) + "\n")
+    earlier = handed.unproven(home, "agent")
+    assert earlier is not None and earlier.tries == 1  # recorded, never answered
+    handed.hand_over(home, "agent", str(t), text, earlier)  # again, at the next stop
+    earlier = handed.unproven(home, "agent")
+    assert earlier is not None and earlier.tries == 2
+    handed.hand_over(home, "agent", str(t), text, earlier)
+    assert handed.MAX_TRIES == 3 and handed.unproven(home, "agent") is None  # not a 4th time
+    # Answered: proven, forgotten.
+    handed.hand_over(home, "agent", str(t), text, None)
+    with open(t, "a") as f:
+        f.write(json.dumps(feedback) + "\n" + json.dumps(answer) + "\n")
+    assert handed.unproven(home, "agent") is None
+    assert not (home / "wakes" / "agent" / ".handed.json").exists()
