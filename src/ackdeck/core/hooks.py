@@ -563,7 +563,7 @@ def stop_hook(
     def compose(wake_text: str) -> str:
         wakes_text = wakes_part(wake_text)
         parts = ([wakes_text] if wakes_text else []) + room_parts
-        if parts and payload.get("stop_hook_active"):
+        if parts and payload.get("stop_hook_active") and earlier is None:
             parts.append("(more arrived since the last stop; nothing earlier is repeated)")
         return "\n".join(parts)
 
