@@ -683,9 +683,9 @@ def test_a_stop_hooks_wake_recorded_but_never_sent_to_the_model_is_handed_over_a
     # `claude -p --max-turns 1`: the model's one answer ends the turn, the Stop hook hands the
     # wake over (exit 2) and Claude Code records it in the transcript, then stops at the turn
     # limit without asking the model again. The wake was acked on handing over: it used to be
-    # lost. The transcript has no answer after its record, so the session's next Stop hook
+    # lost. The transcript has no answer after its record, so the session's next prompt hook
     # (another `claude -p` of the same agent) hands it over again; once the model answered
-    # it, it is forgotten.
+    # it, it is forgotten: its stop does not repeat it.
     from ackdeck.core.base import locations
 
     s = ProofSetup(tmp_path).make()
@@ -698,8 +698,8 @@ def test_a_stop_hooks_wake_recorded_but_never_sent_to_the_model_is_handed_over_a
         done = clients.claude(s, again.url, "Anything new?", hooks=True)
         assert done.returncode == 0, done.stderr[-2000:]
         bodies = [json.dumps(b) for b in again.turns()]
-    assert len(bodies) == 2 and alert not in bodies[0] and alert in bodies[1], bodies[-1][-800:]
-    assert "never shown to you" in bodies[1]
+    assert alert in bodies[0] and "never shown to you" in bodies[0], bodies[0][-800:]
+    assert len(bodies) == 1, bodies[-1][-800:]  # answered: the stop did not hand it over again
     # The model answered it: proven, forgotten; the next session is not told it again.
     with ModelStub([Say("nothing to do"), Say("again?")]) as later:
         done = clients.claude(s, later.url, "Anything new?", hooks=True)

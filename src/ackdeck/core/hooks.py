@@ -485,6 +485,29 @@ AGAIN = (
 )
 
 
+def prompt_again(
+    home: Path, session: str, payload: Mapping[str, Any]
+) -> tuple[str, Callable[[], None]]:
+    """For the UserPromptSubmit hook: an earlier Stop hook's hand-over of wakes that Claude
+    Code's transcript does not prove shown (core/clients/claude_code/handed.py), as text to
+    put before the prompt's context, and the call that keeps it as handed over again once
+    that text was written; ("", nothing) when there is none. A new session learns of a wake
+    lost to its predecessor's turn limit at its first prompt, not at its first stop."""
+    where = payload.get("transcript_path")
+    if not isinstance(where, str) or not where:
+        return "", _nothing
+    if not os.path.lexists(locations.wake_handed(home, session)):
+        return "", _nothing
+    from ackdeck.core.clients.claude_code import handed
+
+    earlier = handed.unproven(home, session)
+    if earlier is None:
+        return "", _nothing
+    return f"{AGAIN}\n{earlier.text}", partial(
+        handed.hand_over, home, session, where, earlier.text, earlier
+    )
+
+
 class StopOutcome(Struct):
     block: bool  # exit 2: the agent continues with `text`
     text: str
@@ -548,9 +571,8 @@ def stop_hook(
     if where is not None and os.path.lexists(locations.wake_handed(home, session)):
         from ackdeck.core.clients.claude_code import handed
 
-        # Continuing a turn, the model just answered: its record may still be on its way.
-        wait = handed.ANSWER_WAIT if payload.get("stop_hook_active") else 0.0
-        earlier = handed.unproven(home, session, wait=wait)
+        # The model just answered (what ends a turn): its record may still be on its way.
+        earlier = handed.unproven(home, session, wait=handed.ANSWER_WAIT)
         if earlier is not None and payload.get("stop_hook_active") and not room_parts:
             # Handed over at the stop this turn continued from, and the model answered, yet
             # not proven (its record holds the text otherwise): never block again for it alone.

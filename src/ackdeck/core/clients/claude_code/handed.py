@@ -7,8 +7,9 @@ feedback is recorded and never sent (checked on 2.1.328). The hook cannot see th
 is written after it exits), so it keeps what it handed over here, with where the transcript
 ended then; the session's next Stop hook looks for the model's answer after that record
 (`transcript.feedback_answered`) and, not finding it, hands the text over again, in whichever
-session of the same ackdeck session stops next. A text is kept until proven, or handed over
-MAX_TRIES times (a client that never records it whole must not make every stop repeat it).
+session of the same ackdeck session stops next; the UserPromptSubmit hook hands it over
+again too, at the next prompt (a new session learns of it before it works). A text is kept
+until proven, or handed over MAX_TRIES times (a client that never records it whole must not make every stop repeat it).
 
 Only the wakes' text is kept: room lines the hook tells of stay unread in their room.
 """
@@ -33,8 +34,9 @@ class Handed(Struct):
     tries: int = 1
 
 
-# How long a Stop hook that continues a turn waits for the answer to the last hand-over to
-# be written (Claude Code queues its writes); only then, and only after a hand-over.
+# How long a Stop hook waits for the model's answer to the last hand-over to be written
+# (Claude Code queues its writes: the answer ending the turn may land after the hook starts);
+# only after a hand-over, and only while it is not found.
 ANSWER_WAIT = 2.0
 
 

@@ -480,6 +480,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 # ----- a hook's text: recorded, then answered --------------------------------------------------
 FEEDBACK = b"hook feedback"  # in the user record of a Stop hook's text ("Stop hook feedback:")
+HOOK_CONTEXT = b'"hook_success"'  # the attachment record of a prompt hook's output
 
 
 def feedback_answered(
@@ -490,11 +491,12 @@ def feedback_answered(
     wait: float = 0.0,
     clock: Callable[[], float] = time.monotonic,
 ) -> bool:
-    """Did the model answer a Stop hook's `text` handed over when the transcript at `path` was
-    `since` bytes long? Claude Code records the text as a `type:"user"` record ("Stop hook
-    feedback:\n[COMMAND]: TEXT") *before* it asks the model, and may never ask (a turn limit
-    reached): only the model's answer after that record (an `assistant` record) proves it was
-    shown. False too when the transcript is missing, cut or damaged (the text is handed over
+    """Did the model answer a hook's `text` handed over when the transcript at `path` was
+    `since` bytes long? Claude Code records a Stop hook's text as a `type:"user"` record ("Stop
+    hook feedback:\n[COMMAND]: TEXT"), a UserPromptSubmit hook's as an `attachment` record
+    `{type:"hook_success", content}`, *before* it asks the model, and may never ask (a turn
+    limit reached): only the model's answer after that record (an `assistant` record) proves
+    it was shown. False too when the transcript is missing, cut or damaged (the text is handed over
     again: a repeat, never a loss). Reads from `since` only, waiting up to `wait` for the
     records (Claude Code queues its writes: the answer that just ended a turn may land after
     the Stop hook started)."""
@@ -511,14 +513,12 @@ def feedback_answered(
         while True:
             for after, line in _forward(fd, pos):
                 pos = after
-                if not recorded and FEEDBACK in line:
+                if not recorded and (FEEDBACK in line or HOOK_CONTEXT in line):
                     try:
                         record = _parse(line, path)
                     except NoProof:
                         return False
-                    message = record.get("message")
-                    content = _text(message.get("content") if isinstance(message, dict) else None)
-                    recorded = record.get("type") == "user" and want in (content or "")
+                    recorded = want in (_hook_text(record) or "")
                 elif recorded and b'"assistant"' in line:
                     try:
                         if _parse(line, path).get("type") == "assistant":
@@ -530,6 +530,20 @@ def feedback_answered(
             time.sleep(POLL)  # a poll of a file another program appends to, bounded above
     finally:
         os.close(fd)
+
+
+def _hook_text(record: dict[str, object]) -> str | None:
+    """What a hook's record gave the model: a Stop hook's feedback (a user message) or a
+    prompt hook's context (a hook_success attachment)."""
+    if record.get("type") == "user":
+        message = record.get("message")
+        return _text(message.get("content") if isinstance(message, dict) else None)
+    attachment = record.get("attachment")
+    if record.get("type") == "attachment" and isinstance(attachment, dict):
+        if attachment.get("type") == "hook_success":
+            content = attachment.get("content")
+            return content if isinstance(content, str) else None
+    return None
 
 
 # ----- the decision --------------------------------------------------------------------------
