@@ -771,3 +771,22 @@ def test_a_stop_hook_text_never_recorded_whole_is_not_repeated_at_every_stop(
         f.write(json.dumps(feedback) + "\n" + json.dumps(answer) + "\n")
     assert handed.unproven(home, "agent") is None
     assert not (home / "wakes" / "agent" / ".handed.json").exists()
+
+
+def test_the_shells_environment_finds_the_transcript_by_the_session_id_alone(
+    tmp_path: Path,
+) -> None:
+    # Claude Code gives a Bash command CLAUDE_CODE_SESSION_ID but not CLAUDE_PROJECT_DIR
+    # (2.1.328): the session's file is found among the projects' directories by its id.
+    from ackdeck.core.clients.claude_code.transcript import locate
+
+    projects = tmp_path / "claude" / "projects"
+    for name in ("-work-other", "-work-mine"):
+        (projects / name).mkdir(parents=True)
+    (projects / "-work-other" / "other-session.jsonl").write_text("")
+    mine = projects / "-work-mine" / "6f1c-session.jsonl"
+    mine.write_text("")
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CLAUDE_CODE_SESSION_ID": "6f1c-session"}
+    assert locate(env) == mine
+    assert locate(env | {"CLAUDE_CODE_SESSION_ID": "gone-session"}) is None
+    assert locate(env | {"CLAUDE_CODE_SESSION_ID": "../escape"}) is None
