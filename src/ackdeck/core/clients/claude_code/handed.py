@@ -9,7 +9,8 @@ ended then; the session's next Stop hook looks for the model's answer after that
 (`transcript.feedback_answered`) and, not finding it, hands the text over again, in whichever
 session of the same ackdeck session stops next; the UserPromptSubmit hook hands it over
 again too, at the next prompt (a new session learns of it before it works). A text is kept
-until proven, or handed over MAX_TRIES times (a client that never records it whole must not make every stop repeat it).
+until proven, or handed over MAX_TRIES times (a client that never records it whole must not
+make every stop repeat it).
 
 Only the wakes' text is kept: room lines the hook tells of stay unread in their room.
 """
