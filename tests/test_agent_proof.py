@@ -608,7 +608,9 @@ def test_a_shell_ack_in_the_same_response_as_its_mcp_read_acks_nothing(tmp_path:
 
 
 # ----- the hooks' deliveries: what Claude Code records of them (facts for their proof) ---------
-def wake_run(s: ProofSetup, steps: list[Step], max_turns: int = 12) -> tuple[ModelStub, str]:
+def wake_run(
+    s: ProofSetup, steps: list[Step], max_turns: int = 12, args: tuple[str, ...] = ()
+) -> tuple[ModelStub, str]:
     """A session with ackdeck's hooks: before the model's first answer a monitored process
     prints an alert (a pending wake, which the Stop hook hands over). Returns the stub (what
     the model received) and the alert."""
@@ -629,7 +631,7 @@ def wake_run(s: ProofSetup, steps: list[Step], max_turns: int = 12) -> tuple[Mod
     steps[0].before = wake
     stub = ModelStub(steps)
     with stub:
-        clients.claude(s, stub.url, PROMPT, hooks=True, max_turns=max_turns)
+        clients.claude(s, stub.url, PROMPT, hooks=True, max_turns=max_turns, extra_args=list(args))
         assert stub.errors == []
     return stub, alert
 
@@ -755,18 +757,18 @@ def test_a_stop_hook_text_never_recorded_whole_is_not_repeated_at_every_stop(
         "message": {"role": "user", "content": f"Stop hook feedback:\n[x]: {text}\n"},
     }
     answer = {"type": "assistant", "message": {"id": "msg_9", "role": "assistant", "content": []}}
-    handed.hand_over(home, "agent", str(t), text, None)
+    handed.hand_over(home, "agent", str(t), text, None, at_stop=True)
     with open(t, "a") as f:
         f.write(json.dumps(feedback) + "\n")
     earlier = handed.unproven(home, "agent")
     assert earlier is not None and earlier.tries == 1  # recorded, never answered
-    handed.hand_over(home, "agent", str(t), text, earlier)  # again, at the next stop
+    handed.hand_over(home, "agent", str(t), text, earlier, at_stop=True)  # again, at the next stop
     earlier = handed.unproven(home, "agent")
     assert earlier is not None and earlier.tries == 2
-    handed.hand_over(home, "agent", str(t), text, earlier)
+    handed.hand_over(home, "agent", str(t), text, earlier, at_stop=True)
     assert handed.MAX_TRIES == 3 and handed.unproven(home, "agent") is None  # not a 4th time
     # Answered: proven, forgotten.
-    handed.hand_over(home, "agent", str(t), text, None)
+    handed.hand_over(home, "agent", str(t), text, None, at_stop=True)
     with open(t, "a") as f:
         f.write(json.dumps(feedback) + "\n" + json.dumps(answer) + "\n")
     assert handed.unproven(home, "agent") is None
@@ -790,3 +792,19 @@ def test_the_shells_environment_finds_the_transcript_by_the_session_id_alone(
     assert locate(env) == mine
     assert locate(env | {"CLAUDE_CODE_SESSION_ID": "gone-session"}) is None
     assert locate(env | {"CLAUDE_CODE_SESSION_ID": "../escape"}) is None
+
+
+def test_a_session_claude_code_does_not_save_is_told_a_wake_once(tmp_path: Path) -> None:
+    # `claude -p --no-session-persistence` keeps no transcript: nothing could prove the Stop
+    # hook's wake shown, and handing it over again at every prompt would not either. It is
+    # handed over once, as before (an estimate), and the next session is not told it again.
+    from ackdeck.core.base import locations
+
+    s = ProofSetup(tmp_path).make()
+    stub, alert = wake_run(s, [Say("first"), Say("second")], args=("--no-session-persistence",))
+    assert sum(alert in json.dumps(b["messages"][-1]) for b in stub.turns()) == 1
+    assert not locations.wake_handed(s.home, s.session).exists()
+    with ModelStub([Say("nothing to do"), Say("again?")]) as later:
+        done = clients.claude(s, later.url, "Anything new?", hooks=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert all(alert not in json.dumps(b) for b in later.turns())

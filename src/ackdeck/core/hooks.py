@@ -504,7 +504,7 @@ def prompt_again(
     if earlier is None:
         return "", _nothing
     return f"{AGAIN}\n{earlier.text}", partial(
-        handed.hand_over, home, session, where, earlier.text, earlier
+        handed.hand_over, home, session, where, earlier.text, earlier, at_stop=False
     )
 
 
@@ -595,7 +595,7 @@ def stop_hook(
         if where is not None and wakes_text:
             from ackdeck.core.clients.claude_code import handed
 
-            handed.hand_over(home, session, where, wakes_text, earlier)
+            handed.hand_over(home, session, where, wakes_text, earlier, at_stop=True)
 
     said: list[str] = []
     unsaid: list[str] = []

@@ -65,16 +65,29 @@ def unproven(home: Path, session: str, *, wait: float = 0.0) -> Handed | None:
 
 
 def hand_over(
-    home: Path, session: str, transcript_path: str, text: str, earlier: Handed | None
+    home: Path,
+    session: str,
+    transcript_path: str,
+    text: str,
+    earlier: Handed | None,
+    *,
+    at_stop: bool,
 ) -> None:
     """Keep `text` as handed over now into `transcript_path` (its size now: the record of the
-    text follows). `earlier`: the unproven hand-over `text` repeats (its tries count on)."""
+    text follows). `earlier`: the unproven hand-over `text` repeats (its tries count on).
+    `at_stop`: by the Stop hook, when a session that saves its transcript has one (a prompt
+    hook may run before it is written); a session without one then (`claude -p
+    --no-session-persistence`) keeps none: nothing could prove the text shown, and repeating
+    it would not either. The hand-over stays an estimate there, as before."""
+    path = locations.wake_handed(home, session)
     try:
         since = os.stat(transcript_path).st_size
     except OSError:
-        since = 0  # not written yet: the whole file follows the hand-over
+        if at_stop:
+            atomic.unlink_quietly(path)
+            return
+        since = 0  # a new session's first prompt: the whole file will follow
     tries = 1 if earlier is None else earlier.tries + 1
-    path = locations.wake_handed(home, session)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         store_record(path, Handed(transcript_path, since, text, tries))
