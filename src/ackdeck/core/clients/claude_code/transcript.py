@@ -384,7 +384,8 @@ def _shell_call_after(
     result when it ends: the calls after `pos` still without a result include the one
     running the ack. A later response cannot exist while a call of the read's response is
     still running: any such call means the ack was made with the read, unseen. None
-    running by the deadline: not shown (the lines stay and are read again)."""
+    running by the deadline, or the read's own call not found: not shown (the lines stay
+    and are read again)."""
     running: dict[str, str | None] = {}  # tool_use id -> its response's id
     result_end = pos
     while True:
@@ -403,8 +404,10 @@ def _shell_call_after(
                 elif block.get("type") == "tool_result":
                     running.pop(str(block.get("tool_use_id")), None)
         if running:
+            # The read's own call comes just before its result; not found, which response
+            # made the ack cannot be told: not shown (the lines stay and are read again).
             read_in = _read_message_id(fd, path, result_end, read_call)
-            return read_in is None or read_in not in running.values()
+            return read_in is not None and read_in not in running.values()
         if clock() >= deadline:
             return False
         time.sleep(POLL)  # a poll of a file another program appends to, bounded above
