@@ -808,3 +808,21 @@ def test_a_session_claude_code_does_not_save_is_told_a_wake_once(tmp_path: Path)
         done = clients.claude(s, later.url, "Anything new?", hooks=True)
         assert done.returncode == 0, done.stderr[-2000:]
         assert all(alert not in json.dumps(b) for b in later.turns())
+
+
+def test_an_ack_in_the_same_response_as_its_read_whose_call_is_recorded_late_saw_nothing(
+    tmp_path: Path,
+) -> None:
+    # Claude Code queues its writes and records a response's blocks apart: the read's own
+    # call may land after its result. The ack in that same response then follows both, and
+    # the read's call, looked for only before its result, was not found: the ack passed for
+    # one made in a later response and removed lines its model never saw (now and then, under
+    # load). The read's call is looked for after its result too.
+    from ackdeck.core.clients.claude_code.transcript import find_seen
+
+    t = tmp_path / "s.jsonl"
+    t.write_text(_record("read", "line 0\n") + _call("read", "msg_1") + _call("ack", "msg_1"))
+    assert find_seen(t, tool_use_id="read", since=0, asked_by="ack", wait=0).text is None
+    # In a later response, the same order of records was made having seen the result.
+    t.write_text(_record("read", "line 0\n") + _call("read", "msg_1") + _call("ack", "msg_2"))
+    assert find_seen(t, tool_use_id="read", since=0, asked_by="ack", wait=0).text == "line 0\n"

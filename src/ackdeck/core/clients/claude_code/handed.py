@@ -38,7 +38,7 @@ class Handed(Struct):
 # How long a Stop hook waits for the model's answer to the last hand-over to be written
 # (Claude Code queues its writes: the answer ending the turn may land after the hook starts);
 # only after a hand-over, and only while it is not found.
-ANSWER_WAIT = 2.0
+ANSWER_WAIT = 5.0
 
 
 def unproven(home: Path, session: str, *, wait: float = 0.0) -> Handed | None:

@@ -298,6 +298,10 @@ def find_seen(
             raise NoProof(f"the transcript {path} was cut since the read")
         if since is None:
             found = _search_back(fd, path, size, tool_use_id, read_id, needles, back_limit)
+            if found is None:  # not written yet (Claude Code queues its writes): what follows
+                found = _search_on(
+                    fd, path, size, tool_use_id, read_id, needles, clock() + wait, clock
+                )
             if found is None:
                 raise NoProof(
                     f"the transcript {path} has no result naming read {read_id} in its last "
@@ -361,9 +365,10 @@ def _asked_after(
                 # the read before the ack's block is written: a call in the same response as
                 # the read (the same message id) was made before its result was seen.
                 made_in = _message_id(record)
-                return made_in is None or made_in != _read_message_id(
-                    fd, path, result_end, read_call
-                )
+                read_in = _read_message_id(fd, path, result_end, read_call)
+                if read_call is not None and read_in is None:
+                    return False  # the read's own call not found: which response, unknown
+                return made_in is None or made_in != read_in
         if clock() >= deadline:
             return False
         time.sleep(POLL)  # a poll of a file another program appends to, bounded above
@@ -421,14 +426,23 @@ def _message_id(record: dict[str, object]) -> str | None:
 
 
 def _read_message_id(fd: int, path: Path, end: int, read_call: str | None) -> str | None:
-    """The response holding the read's own call, found backwards from its result (it comes
-    shortly before; at most CALL_LOOKBACK bytes are read)."""
+    """The response holding the read's own call, found backwards from its result (it usually
+    comes shortly before), else forwards from it: Claude Code queues its writes and records
+    a response's blocks apart, so the call's record may land after its result. At most
+    CALL_LOOKBACK bytes are read each way; None: not found."""
     if read_call is None:
         return None
     needle = read_call.encode()
     for start, line in _backward(fd, end):
         if end - start > CALL_LOOKBACK:
-            return None
+            break
+        if needle in line and b'"tool_use"' in line:
+            record = _parse(line, path)
+            if calls(record, read_call):
+                return _message_id(record)
+    for after, line in _forward(fd, end):
+        if after - end > CALL_LOOKBACK:
+            break
         if needle in line and b'"tool_use"' in line:
             record = _parse(line, path)
             if calls(record, read_call):
@@ -452,6 +466,29 @@ def _search_back(
             got = result_in(_parse(line, path), tool_use_id, read_id)
             if got is not None:
                 return got[0], got[1], start + len(line) + 1
+    return None
+
+
+def _search_on(
+    fd: int,
+    path: Path,
+    pos: int,
+    tool_use_id: str | None,
+    read_id: str | None,
+    needles: list[bytes],
+    deadline: float,
+    clock: Callable[[], float],
+) -> tuple[str, str, int] | None:
+    """`_search_back`'s miss, waited for: the records appended from `pos` on, until
+    `deadline` (each look reads only what was appended since the last)."""
+    while clock() < deadline:
+        time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+        for after, line in _forward(fd, pos):
+            pos = after
+            if any(n in line for n in needles):
+                got = result_in(_parse(line, path), tool_use_id, read_id)
+                if got is not None:
+                    return got[0], got[1], after
     return None
 
 
