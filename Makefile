@@ -90,7 +90,8 @@ npm-cache: $(NPM_CACHE)/.installed
 # against the newest published Claude Code, Codex and Gemini CLI, installed into their own
 # cache (issue 41): run it when a client releases, before bumping NPM_PACKAGES. Not in CI: a
 # client's release must not turn a submission red. Prints each client's version first; a
-# failing limits test names the size that moved (docs/reference/agent-clients.md has the table).
+# failing limits test names the size that moved; then the largest read each client showed whole
+# is written into docs/reference/agent-clients.md (bench/client_table.py): commit that table.
 NPM_NEWEST := .cache/npm-newest
 NEWEST_CLIENTS := @anthropic-ai/claude-code@latest @openai/codex@latest @google/gemini-cli@latest
 test-clients-newest: $(STAMP)
@@ -99,8 +100,11 @@ test-clients-newest: $(STAMP)
 	@for p in $(NEWEST_CLIENTS:%@latest=%); do \
 	  printf '%s %s\n' "$$p" "$$(node -p "require('./$(NPM_NEWEST)/node_modules/$$p/package.json').version")"; \
 	done
-	ACKDECK_NPM_DIR=$(NPM_NEWEST) $(BIN)/python -m pytest -q -rs tests/test_agent_loops.py \
-		tests/test_agent_client_limits.py tests/test_agent_proof.py
+	rm -f $(NPM_NEWEST)/client-report.jsonl
+	ACKDECK_NPM_DIR=$(NPM_NEWEST) ACKDECK_CLIENT_REPORT=$(NPM_NEWEST)/client-report.jsonl \
+		$(BIN)/python -m pytest -q -rs tests/test_agent_loops.py \
+		tests/test_agent_client_limits.py tests/test_agent_proof.py; rc=$$?; \
+	$(BIN)/python -m bench.client_table $(NPM_NEWEST)/client-report.jsonl && exit $$rc
 
 define other_python
 .venv$(subst .,,$(1))/.installed: pyproject.toml

@@ -8,7 +8,9 @@ transcript as Claude Code does, then times the ack alone:
 - with proof, from the kept offset: the MCP server kept the transcript's size at the read,
   so it reads only what follows (`find_seen(since=...)`), then `Room.ack(shown=...)`;
 - with proof, from the end: an ack by read id from a process that kept no offset (a backward
-  search for the read's record).
+  search for the read's record);
+- with proof, from the agent's shell: `ackdeck room ack` in Claude Code's Bash tool (the same
+  backward search, then the calls still running after the read's result: the Bash call's).
 
 Target: proven / unproven <= 1.2. Memory: the Python heap's peak (tracemalloc) while finding
 what was shown, on a 5 MB and a 50 MB transcript: it must not grow with the transcript.
@@ -53,6 +55,13 @@ def _result(tool_use_id: str, lines: list[str], read_id: str) -> bytes:
     return (json.dumps({"type": "user", "message": msg, "toolUseResult": shown}) + "\n").encode()
 
 
+def _bash_call(tool_use_id: str) -> bytes:
+    """The model's Bash call running the ack, in a later response than the read's."""
+    block = {"type": "tool_use", "id": tool_use_id, "name": "Bash", "input": {"command": "ack"}}
+    msg = {"id": f"msg_{tool_use_id}", "role": "assistant", "content": [block]}
+    return (json.dumps({"type": "assistant", "message": msg}) + "\n").encode()
+
+
 def _make_transcript(path: Path, size: int) -> None:
     block = _filler(1 << 20)
     with open(path, "wb") as f:
@@ -64,7 +73,7 @@ def _make_transcript(path: Path, size: int) -> None:
 
 # The time of finding what was shown alone, per mode (the proof's own cost, without the
 # ack's fsyncs, whose noise on a shared machine dwarfs it).
-found: dict[str, list[float]] = {"kept": [], "end": []}
+found: dict[str, list[float]] = {"kept": [], "end": [], "shell": []}
 
 
 def _one(tmp: Path, t: Path, i: int, mode: str) -> float:
@@ -77,8 +86,12 @@ def _one(tmp: Path, t: Path, i: int, mode: str) -> float:
     since = t.stat().st_size
     tid, read_id = f"toolu_{mode}_{i:04d}", f"{i:016x}"
     with open(t, "ab") as f:
+        if mode == "shell":  # the read's own call, in its response (the shell's ack checks it)
+            f.write(_bash_call(tid).replace(b'"Bash"', b'"mcp__ackdeck__room_list_new"'))
         f.write(_result(tid, LINES, read_id))
         f.write(_filler(4096))  # a turn or two after it
+        if mode == "shell":
+            f.write(_bash_call(f"toolu_bash_{i:04d}"))
         f.flush()
         # The ack's fsyncs would otherwise also write these dirty pages back (ext4 orders data
         # before its journal commit), in whichever mode's turn: noise, not the proof's cost.
@@ -92,6 +105,7 @@ def _one(tmp: Path, t: Path, i: int, mode: str) -> float:
             tool_use_id=tid if mode == "kept" else None,
             read_id=read_id,
             since=since if mode == "kept" else None,
+            from_shell=mode == "shell",
         )
         found[mode].append(time.perf_counter() - t0)
         res = room.ack("agent", shown=Shown(transcript.shown_lines(seen.text), t.name))
@@ -130,12 +144,13 @@ def main(argv: list[str] | None = None) -> None:
         t = tmp / "session.jsonl"
         _make_transcript(t, SIZE)
         size_mb = t.stat().st_size / (1 << 20)
-        times = {m: [] for m in ("plain", "kept", "end")}  # type: dict[str, list[float]]
+        times = {m: [] for m in ("plain", "kept", "end", "shell")}  # type: dict[str, list[float]]
         modes = list(times)
         for i in range(reps):
             # Interleaved, each first in turn: the machine's noise (other fsyncs, page cache
-            # writeback of the transcript just appended) falls on the three alike.
-            for mode in modes[i % 3 :] + modes[: i % 3]:
+            # writeback of the transcript just appended) falls on the modes alike.
+            k = i % len(modes)
+            for mode in modes[k:] + modes[:k]:
                 times[mode].append(_one(tmp, t, i, mode))
         med = {m: statistics.median(v) for m, v in times.items()}
         mem_small, mem_big = _memory(tmp, SMALL), _memory(tmp, SIZE)
@@ -146,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         ("without proof (baseline)", "plain"),
         ("proven, from the offset kept at read", "kept"),
         ("proven, searched from the end", "end"),
+        ("proven, from the agent's shell", "shell"),
     ]
     for label, m in rows:
         print(
@@ -154,6 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     for label, m in (
         ("  of which finding what was shown", "kept"),
         ("  of which searching back", "end"),
+        ("  of which searching back, shell call", "shell"),
     ):
         f = found[m]
         print(f"{label:<38} {statistics.median(f) * 1e3:>10.2f} {min(f) * 1e3:>9.2f} {'':>7}")

@@ -492,3 +492,337 @@ def test_an_ack_by_read_id_looks_back_a_bounded_distance_and_then_estimates(
         find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=1 << 20)
     seen = find_seen(t, tool_use_id=None, read_id="0123456789abcdef", back_limit=4 << 20)
     assert seen.tool_use_id == "toolu_9"
+
+
+def test_two_large_reads_in_one_turn_each_ack_only_what_its_own_result_showed(
+    tmp_path: Path,
+) -> None:
+    # The model reads two rooms in one response; both replies are large, and Claude Code
+    # treats them apart: the first (87 KB, over its 50,000-character threshold) is persisted
+    # behind a 2 KB preview, the second (46 KB) is shown whole. Each ack (made later, in one
+    # response) must be judged by its own read's result: the preview's few lines for the
+    # first, every line for the second. The estimate would remove all the first read handed
+    # over. (Claude Code 2.1.328's per-message budget, which would replace one of several
+    # results together over 200,000 characters by a `content-replacement`, is behind a
+    # server-side flag that is off offline; its record is read as
+    # test_a_later_content_replacement_is_what_the_model_was_shown checks.)
+    second = tmp_path / "rooms" / "second.txt"
+    s = ProofSetup(tmp_path, server_args=["--reply-chars", "90000", "--room", str(second)]).make()
+    big = [f"[ops] big-bot: event {i:05d} ok, padded to be read in pages" for i in range(6000)]
+    wide = [f"[ci] wide-bot: job {i:04d} passed, padded to forty-odd chars" for i in range(700)]
+    s.room.write_text("".join(f"{line}\n" for line in big))
+    second.write_text("".join(f"{line}\n" for line in wide))
+
+    def producer() -> None:
+        for room in (s.room, second):
+            with open(room, "a") as f:
+                f.write(LATE + "\n")
+
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    reads = [Call("mcp__ackdeck__room_list_new", {"room": str(r)}) for r in (s.room, second)]
+    acks = [Call("mcp__ackdeck__room_ack", {"room": str(r)}) for r in (s.room, second)]
+    steps: list[Step] = [search, Together(reads), Together(acks, before=producer), Say("done")]
+    with ModelStub(steps) as stub:
+        done = clients.claude(s, stub.url, PROMPT, hooks=False)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        assert stub.errors == []
+        views = [stub.result_of(r) for r in reads]
+        results = [json.loads(stub.result_of(a)) for a in acks]
+    assert "<persisted-output>" in views[0], views[0][:300]
+    assert "<persisted-output>" not in views[1] and len(views[1]) > 40_000, views[1][:300]
+    # What the first read handed over: the persisted original (the model saw its preview).
+    (persisted,) = s.user_home.glob(".claude/projects/*/*/tool-results/*")
+    handed = json.loads(persisted.read_text())["count"]
+    shown = whole_prefix(views[0], big)
+    assert 0 < len(shown) < 100 < handed, (len(shown), handed)  # the estimate: all handed
+    assert whole_prefix(views[1], wide) == wide
+    assert results[0]["acked"] == len(shown), results[0]
+    assert results[0]["unshown"] == handed - len(shown), results[0]
+    assert (results[1]["acked"], results[1]["unshown"]) == (len(wide), 0), results[1]
+    assert all(r["proof"] == "transcript" for r in results), results
+    assert s.room.read_text().splitlines() == [*big[len(shown) :], LATE]
+    assert second.read_text().splitlines() == [LATE]
+
+
+# ----- `ackdeck room ack` from the agent's shell (its Bash tool) after an MCP read -----------
+def shell_ack(
+    s: ProofSetup, *, together: bool, keep: str | None
+) -> tuple[str, str, dict[str, object]]:
+    """The model reads through MCP (a hook showing it `keep` only, if given), then acks with
+    `ackdeck room ack --json` in its Bash tool, in a later response or (`together`) in the
+    same one as the read. Returns (what the read showed, Bash's output, the ack's JSON)."""
+    if keep is not None:
+        summary_hook(s, keep)
+    cli = " ".join([*s.ackdeck(), "--home", str(s.home), "room", "ack", str(s.room)])
+    search = Call("ToolSearch", {"query": f"select:{NAMES}", "max_results": 5})
+    read = Call("mcp__ackdeck__room_list_new", {})
+    bash = Call("Bash", {"command": f"{cli} --session {s.session} --json", "description": "ack"})
+    steps: list[Step] = [search, Together([read, bash]) if together else read]
+    if not together:
+        steps.append(bash)
+    with ModelStub([*steps, Say("done")]) as stub:
+        bash_too = ["--allowedTools", "Bash"]
+        done = clients.claude(s, stub.url, PROMPT, hooks=False, extra_args=bash_too)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+        assert stub.errors == []
+        view, out = stub.result_of(read), stub.result_of(bash)
+    # Claude Code puts "Exit code N" before the output of a command that failed (a refusal).
+    return view, out, json.JSONDecoder().raw_decode(out[out.index("{") :])[0]
+
+
+def test_a_shell_ack_after_an_mcp_read_acks_only_what_the_transcript_shows(
+    tmp_path: Path,
+) -> None:
+    # Claude Code gives its Bash tool CLAUDE_CODE_SESSION_ID (not CLAUDE_PROJECT_DIR): the
+    # CLI finds the session's transcript by that id, and the read by the id its receipt is
+    # bound to. A hook showed the model the first line only: the shell's ack removes it alone
+    # (it used to be refused: the read went to the MCP server's reader).
+    s = ProofSetup(tmp_path).make()
+    lines = [f"[ops] bot: event {i:05d} ok" for i in range(20)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    view, out, acked = shell_ack(s, together=False, keep=lines[0])
+    assert lines[0] in view and lines[1] not in view, view
+    assert (acked["acked"], acked["unshown"], acked["proof"]) == (1, 19, "transcript"), out
+    assert s.room.read_text().splitlines() == lines[1:]
+    # The ack's audit names the transcript, as an MCP ack's does.
+    (transcript,) = s.transcripts()
+    from tests.helpers.cli import ackdeck, clean_env
+
+    args = ("--home", str(s.home), "room", "trace", str(s.room), "0", "--json")
+    trace = ackdeck(clean_env(), *args).stdout
+    (journey,) = json.loads(trace)["lines"]
+    assert journey["proof"] == f"Claude Code transcript {transcript.name}", journey
+
+
+def test_a_shell_ack_in_the_same_response_as_its_mcp_read_acks_nothing(tmp_path: Path) -> None:
+    # The model runs the read and the shell's ack in one response: it acked before it saw a
+    # line, whatever order Claude Code records the two in. Nothing goes.
+    s = ProofSetup(tmp_path).make()
+    lines = [f"line {i}" for i in range(5)]
+    s.room.write_text("".join(f"{line}\n" for line in lines))
+    view, out, acked = shell_ack(s, together=True, keep=None)
+    assert all(line in view for line in lines), view  # it was handed over
+    # Nothing acked: proven unseen, or refused when the read's result was not recorded yet.
+    assert acked["acked"] == 0, out
+    assert s.room.read_text().splitlines() == lines
+
+
+# ----- the hooks' deliveries: what Claude Code records of them (facts for their proof) ---------
+def wake_run(
+    s: ProofSetup, steps: list[Step], max_turns: int = 12, args: tuple[str, ...] = ()
+) -> tuple[ModelStub, str]:
+    """A session with ackdeck's hooks: before the model's first answer a monitored process
+    prints an alert (a pending wake, which the Stop hook hands over). Returns the stub (what
+    the model received) and the alert."""
+    from tests.helpers.cli import ackdeck_ok, clean_env
+    from tests.helpers.wait import eventually
+
+    alert = "ALERT-disk-full-on-db1"
+    home = ("--home", str(s.home))
+
+    def wake() -> None:
+        run = ("run", "alarm", "--session", s.session, "--monitor", "ALERT", "--cooldown-ms", "50")
+        ackdeck_ok(clean_env(), *home, *run, "--", "sh", "-c", f"echo {alert}")
+        eventually(
+            lambda: alert in ackdeck_ok(clean_env(), *home, "wakes", "list", "--json").stdout,
+            what="the monitor's wake",
+        )
+
+    steps[0].before = wake
+    stub = ModelStub(steps)
+    with stub:
+        clients.claude(s, stub.url, PROMPT, hooks=True, max_turns=max_turns, extra_args=list(args))
+        assert stub.errors == []
+    return stub, alert
+
+
+def transcript_records(s: ProofSetup) -> list[dict[str, object]]:
+    (transcript,) = s.transcripts()
+    return [json.loads(line) for line in transcript.read_text().splitlines()]
+
+
+def test_the_stop_hooks_wake_is_recorded_in_the_transcript_as_the_model_received_it(
+    tmp_path: Path,
+) -> None:
+    # What a proof of the hooks' deliveries would read (Claude Code 2.1.328): the Stop hook's
+    # text (exit 2) is a `type:"user"` record "Stop hook feedback:\n[COMMAND]: TEXT", byte for
+    # byte the message the model's next request carries, followed by the model's answer; the
+    # UserPromptSubmit hook's output is an `attachment` record of type `hook_success`.
+    s = ProofSetup(tmp_path).make()
+    s.room.write_text("an old line\n")
+    stub, alert = wake_run(s, [Say("first"), Say("second")])
+    feedback = [
+        r
+        for r in transcript_records(s)
+        if r.get("type") == "user" and "Stop hook feedback:" in json.dumps(r)
+    ]
+    assert feedback, "no Stop hook feedback in the transcript"
+    text = feedback[0]["message"]["content"]  # type: ignore[index]
+    assert isinstance(text, str) and text.startswith("Stop hook feedback:\n[") and alert in text
+    received = [
+        block["text"]
+        for body in stub.turns()[1:]
+        for block in body["messages"][-1]["content"]
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    assert text in received, received
+    records = transcript_records(s)
+    after = records[records.index(feedback[0]) :]
+    assert any(r.get("type") == "assistant" for r in after)  # the model answered it
+    prompt_hooks = [
+        r["attachment"]
+        for r in records
+        if r.get("type") == "attachment"
+        and r["attachment"].get("type") == "hook_success"  # type: ignore[union-attr]
+        and r["attachment"].get("hookEvent") == "UserPromptSubmit"  # type: ignore[union-attr]
+    ]
+    assert prompt_hooks and "an old line" in str(prompt_hooks[0]["content"]), prompt_hooks
+
+
+def test_a_stop_hooks_wake_recorded_but_never_sent_to_the_model_is_handed_over_again(
+    tmp_path: Path,
+) -> None:
+    # `claude -p --max-turns 1`: the model's one answer ends the turn, the Stop hook hands the
+    # wake over (exit 2) and Claude Code records it in the transcript, then stops at the turn
+    # limit without asking the model again. The wake was acked on handing over: it used to be
+    # lost. The transcript has no answer after its record, so the session's next prompt hook
+    # (another `claude -p` of the same agent) hands it over again; once the model answered
+    # it, it is forgotten: its stop does not repeat it.
+    from ackdeck.core.base import locations
+
+    s = ProofSetup(tmp_path).make()
+    stub, alert = wake_run(s, [Say("first"), Say("second")], max_turns=1)
+    assert len(stub.turns()) == 1 and all(alert not in json.dumps(b) for b in stub.turns())
+    records = transcript_records(s)
+    (feedback,) = [r for r in records if r.get("type") == "user" and alert in json.dumps(r)]
+    assert not any(r.get("type") == "assistant" for r in records[records.index(feedback) :])
+    with ModelStub([Say("nothing to do"), Say("seen")]) as again:
+        done = clients.claude(s, again.url, "Anything new?", hooks=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        bodies = [json.dumps(b) for b in again.turns()]
+    assert alert in bodies[0] and "never shown to you" in bodies[0], bodies[0][-800:]
+    assert len(bodies) == 1, bodies[-1][-800:]  # answered: the stop did not hand it over again
+    # The model answered it: proven, forgotten; the next session is not told it again.
+    with ModelStub([Say("nothing to do"), Say("again?")]) as later:
+        done = clients.claude(s, later.url, "Anything new?", hooks=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert all(alert not in json.dumps(b) for b in later.turns())
+    assert not locations.wake_handed(s.home, s.session).exists()
+
+
+def test_a_cancelled_read_shows_the_model_no_line_and_its_ack_removes_none(
+    tmp_path: Path,
+) -> None:
+    # A call Claude Code cancels (the user interrupts it, or the turn ends to deliver a
+    # message) is recorded with one of its fixed texts in place of the result (2.1.328's
+    # strings), while ackdeck may already have handed the read over: the ack removes nothing
+    # (the estimate would remove every line handed over).
+    from ackdeck.core.clients.claude_code.transcript import find_seen, shown_lines
+    from ackdeck.core.rooms.file.room import Room
+    from ackdeck.core.rooms.results import Shown
+
+    cancelled = (
+        "[Request interrupted by user for tool use]",
+        "[Tool call did not complete: the turn was ended to deliver the message that follows. "
+        "Nothing refused it; re-run it if still needed.]",
+    )
+    for i, text in enumerate(cancelled):
+        path = tmp_path / f"inbox{i}.txt"
+        path.write_text("l1\nl2\n")
+        room = Room(path)
+        got = room.read("a")
+        original = json.dumps({"lines": ["l1", "l2"], "read_id": "0123456789abcdef"})
+        t = tmp_path / f"s{i}.jsonl"
+        t.write_text(_call("read", "msg_1") + _record("read", text, original))
+        seen = find_seen(t, tool_use_id="read", since=0, asked_by=None, wait=0)
+        assert seen.text == text and len(got.lines) == 2
+        res = room.ack("a", shown=Shown(shown_lines(seen.text), "test record"))
+        assert (res.acked, res.unshown) == (0, 2), res
+        assert path.read_text() == "l1\nl2\n"
+
+
+def test_a_stop_hook_text_never_recorded_whole_is_not_repeated_at_every_stop(
+    tmp_path: Path,
+) -> None:
+    # A client that records the hook's text cut (or never) would make every stop hand it over
+    # again: it is handed over at most MAX_TRIES times. And the record alone is no proof: only
+    # the model's answer after it.
+    from ackdeck.core.clients.claude_code import handed
+
+    home, t = tmp_path / "home", tmp_path / "s.jsonl"
+    t.write_text("")
+    text = "ackdeck: 1 process wake\n  ALERT-disk-full"
+    feedback = {
+        "type": "user",
+        "message": {"role": "user", "content": f"Stop hook feedback:\n[x]: {text}\n"},
+    }
+    answer = {"type": "assistant", "message": {"id": "msg_9", "role": "assistant", "content": []}}
+    handed.hand_over(home, "agent", str(t), text, None, at_stop=True)
+    with open(t, "a") as f:
+        f.write(json.dumps(feedback) + "\n")
+    earlier = handed.unproven(home, "agent")
+    assert earlier is not None and earlier.tries == 1  # recorded, never answered
+    handed.hand_over(home, "agent", str(t), text, earlier, at_stop=True)  # again, at the next stop
+    earlier = handed.unproven(home, "agent")
+    assert earlier is not None and earlier.tries == 2
+    handed.hand_over(home, "agent", str(t), text, earlier, at_stop=True)
+    assert handed.MAX_TRIES == 3 and handed.unproven(home, "agent") is None  # not a 4th time
+    # Answered: proven, forgotten.
+    handed.hand_over(home, "agent", str(t), text, None, at_stop=True)
+    with open(t, "a") as f:
+        f.write(json.dumps(feedback) + "\n" + json.dumps(answer) + "\n")
+    assert handed.unproven(home, "agent") is None
+    assert not (home / "wakes" / "agent" / ".handed.json").exists()
+
+
+def test_the_shells_environment_finds_the_transcript_by_the_session_id_alone(
+    tmp_path: Path,
+) -> None:
+    # Claude Code gives a Bash command CLAUDE_CODE_SESSION_ID but not CLAUDE_PROJECT_DIR
+    # (2.1.328): the session's file is found among the projects' directories by its id.
+    from ackdeck.core.clients.claude_code.transcript import locate
+
+    projects = tmp_path / "claude" / "projects"
+    for name in ("-work-other", "-work-mine"):
+        (projects / name).mkdir(parents=True)
+    (projects / "-work-other" / "other-session.jsonl").write_text("")
+    mine = projects / "-work-mine" / "6f1c-session.jsonl"
+    mine.write_text("")
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CLAUDE_CODE_SESSION_ID": "6f1c-session"}
+    assert locate(env) == mine
+    assert locate(env | {"CLAUDE_CODE_SESSION_ID": "gone-session"}) is None
+    assert locate(env | {"CLAUDE_CODE_SESSION_ID": "../escape"}) is None
+
+
+def test_a_session_claude_code_does_not_save_is_told_a_wake_once(tmp_path: Path) -> None:
+    # `claude -p --no-session-persistence` keeps no transcript: nothing could prove the Stop
+    # hook's wake shown, and handing it over again at every prompt would not either. It is
+    # handed over once, as before (an estimate), and the next session is not told it again.
+    from ackdeck.core.base import locations
+
+    s = ProofSetup(tmp_path).make()
+    stub, alert = wake_run(s, [Say("first"), Say("second")], args=("--no-session-persistence",))
+    assert sum(alert in json.dumps(b["messages"][-1]) for b in stub.turns()) == 1
+    assert not locations.wake_handed(s.home, s.session).exists()
+    with ModelStub([Say("nothing to do"), Say("again?")]) as later:
+        done = clients.claude(s, later.url, "Anything new?", hooks=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert all(alert not in json.dumps(b) for b in later.turns())
+
+
+def test_an_ack_in_the_same_response_as_its_read_whose_call_is_recorded_late_saw_nothing(
+    tmp_path: Path,
+) -> None:
+    # Claude Code queues its writes and records a response's blocks apart: the read's own
+    # call may land after its result. The ack in that same response then follows both, and
+    # the read's call, looked for only before its result, was not found: the ack passed for
+    # one made in a later response and removed lines its model never saw (now and then, under
+    # load). The read's call is looked for after its result too.
+    from ackdeck.core.clients.claude_code.transcript import find_seen
+
+    t = tmp_path / "s.jsonl"
+    t.write_text(_record("read", "line 0\n") + _call("read", "msg_1") + _call("ack", "msg_1"))
+    assert find_seen(t, tool_use_id="read", since=0, asked_by="ack", wait=0).text is None
+    # In a later response, the same order of records was made having seen the result.
+    t.write_text(_record("read", "line 0\n") + _call("read", "msg_1") + _call("ack", "msg_2"))
+    assert find_seen(t, tool_use_id="read", since=0, asked_by="ack", wait=0).text == "line 0\n"

@@ -125,6 +125,7 @@ def test_the_proof_bench_prints_its_table_in_quick_mode() -> None:
         "without proof (baseline)",
         "proven, from the offset kept at read",
         "proven, searched from the end",
+        "proven, from the agent's shell",
     ]
     for row in table:
         assert all(float(x.rstrip("x")) > 0 for x in row[1:]), row

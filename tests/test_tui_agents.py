@@ -92,3 +92,30 @@ async def test_evidence_from_a_hook_is_shown_as_written_never_as_markup(tmp_path
         await settle(pilot)
         assert f"permission_prompt: {said}" in screen_text(app)
     assert app.return_code in (None, 0)
+
+
+def test_an_ack_no_client_record_proved_is_marked_an_estimate_in_the_agents_panel(
+    tmp_path: Path,
+) -> None:
+    # Two agents ack the same way, one proven by its client's transcript, one not (no client
+    # record: what was handed over): the Agents panel's Why and the timeline tell them apart.
+    from ackdeck.core.rooms.results import Shown
+    from ackdeck.core.service.agents import list_agents, timeline, timeline_line
+    from ackdeck.core.service.deck import Deck
+
+    home, room = tmp_path / "home", tmp_path / "inbox.txt"
+    room.write_text("a\nb\n")
+    for session, shown in (("guessed", None), ("proven", Shown(len, "test record"))):
+        deck = Deck(home, session, [str(room)])
+        ref = deck.rooms[0]
+        assert len(deck.read(ref).lines) == 2
+        assert deck.ack(ref, shown=shown).acked == 2
+        deck.push(ref, "a")
+        deck.push(ref, "b")
+    listed = list_agents(home)
+    rows = dict(AgentsTable.rows_for(listed.agents, listed.checked_at))
+    why = {s: str(rows[s][-1]) for s in ("guessed", "proven")}
+    assert "acked 2 lines of inbox.txt (estimate)" in why["guessed"], why
+    assert "acked 2 lines of inbox.txt" in why["proven"] and "estimate" not in why["proven"], why
+    (ack,) = [e for e in timeline(home, "guessed") if e["ev"] == "ack"]
+    assert "proof=estimate" in timeline_line(ack)

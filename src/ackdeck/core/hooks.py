@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
-from ackdeck.core.base import atomic
+from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct
@@ -503,6 +503,37 @@ def _held_claims(home: Path, session: str, payload: Mapping[str, Any]) -> list[s
     return [text] if text else []
 
 
+# Before an earlier hand-over of wakes the transcript did not prove shown, handed over again
+# (core/clients/claude_code/handed.py).
+AGAIN = (
+    "ackdeck: handed over at an earlier stop but never shown to you (your client recorded "
+    "it without asking you), so here again:"
+)
+
+
+def prompt_again(
+    home: Path, session: str, payload: Mapping[str, Any]
+) -> tuple[str, Callable[[], None]]:
+    """For the UserPromptSubmit hook: an earlier Stop hook's hand-over of wakes that Claude
+    Code's transcript does not prove shown (core/clients/claude_code/handed.py), as text to
+    put before the prompt's context, and the call that keeps it as handed over again once
+    that text was written; ("", nothing) when there is none. A new session learns of a wake
+    lost to its predecessor's turn limit at its first prompt, not at its first stop."""
+    where = payload.get("transcript_path")
+    if not isinstance(where, str) or not where:
+        return "", _nothing
+    if not os.path.lexists(locations.wake_handed(home, session)):
+        return "", _nothing
+    from ackdeck.core.clients.claude_code import handed
+
+    earlier = handed.unproven(home, session)
+    if earlier is None:
+        return "", _nothing
+    return f"{AGAIN}\n{earlier.text}", partial(
+        handed.hand_over, home, session, where, earlier.text, earlier, at_stop=False
+    )
+
+
 class StopOutcome(Struct):
     block: bool  # exit 2: the agent continues with `text`
     text: str
@@ -559,11 +590,39 @@ def stop_hook(
         for n in notices
     ]
 
+    # Claude Code names its transcript: the wakes handed over are kept until it proves them
+    # shown, and an earlier hand-over it does not prove is handed over again (issue 41).
+    where = payload.get("transcript_path")
+    where = where if isinstance(where, str) and where else None
+    earlier = None
+    if where is not None and os.path.lexists(locations.wake_handed(home, session)):
+        from ackdeck.core.clients.claude_code import handed
+
+        # The model just answered (what ends a turn): its record may still be on its way.
+        earlier = handed.unproven(home, session, wait=handed.ANSWER_WAIT)
+        if earlier is not None and payload.get("stop_hook_active") and not room_parts:
+            # Handed over at the stop this turn continued from, and the model answered, yet
+            # not proven (its record holds the text otherwise): never block again for it alone.
+            earlier = None
+
+    def wakes_part(wake_text: str) -> str:
+        again = [] if earlier is None else [f"{AGAIN}\n{earlier.text}"]
+        return "\n".join(again + ([wake_text] if wake_text else []))
+
     def compose(wake_text: str) -> str:
-        parts = ([wake_text] if wake_text else []) + room_parts
-        if parts and payload.get("stop_hook_active"):
+        wakes_text = wakes_part(wake_text)
+        parts = ([wakes_text] if wakes_text else []) + room_parts
+        if parts and payload.get("stop_hook_active") and earlier is None:
             parts.append("(more arrived since the last stop; nothing earlier is repeated)")
         return "\n".join(parts)
+
+    def keep(wake_text: str) -> None:
+        """Keep what was just handed over of the wakes, to check it reached the model."""
+        wakes_text = wakes_part(wake_text)
+        if where is not None and wakes_text:
+            from ackdeck.core.clients.claude_code import handed
+
+            handed.hand_over(home, session, where, wakes_text, earlier, at_stop=True)
 
     said: list[str] = []
     unsaid: list[str] = []
@@ -573,6 +632,7 @@ def stop_hook(
         if emit is not None and not emit(text):
             unsaid.append(text)
             return False
+        keep(result.text())  # before the wakes are acked
         said.append(text)
         return True
 
@@ -584,4 +644,9 @@ def stop_hook(
     text = compose(drained.text())
     if not text:
         return StopOutcome(False, "", commit)
-    return StopOutcome(True, text, commit)
+
+    def commit_and_keep() -> None:  # once the caller wrote `text`
+        commit()
+        keep(drained.text())
+
+    return StopOutcome(True, text, commit_and_keep)

@@ -239,6 +239,12 @@ def team_wake_temp(inbox: Path, msg_id: str) -> Path:
     return inbox.with_name(f".{inbox.name}.{msg_id}.ackdeck-wake")
 
 
+def wake_handed(home: Path, session: str) -> Path:
+    # The Stop hook's last hand-over not yet proven shown (core/clients/claude_code/handed.py);
+    # a leading dot: the session's listing of records skips it.
+    return wake_session_dir(home, session) / ".handed.json"
+
+
 def notices_dir(home: Path, session: str) -> Path:
     return home / "notices" / check_name(session)
 

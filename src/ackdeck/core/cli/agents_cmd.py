@@ -359,12 +359,17 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
 
 def _prompt(args: argparse.Namespace) -> int:
-    _presence(args, "prompt", hooks.read_hook_input())
+    payload = hooks.read_hook_input()
+    _presence(args, "prompt", payload)
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
     told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread)
     text = hooks.prompt_text(args.session, args.room, unread)
+    # A wake an earlier stop handed over that the model was never shown (issue 41).
+    again, keep = hooks.prompt_again(_home(args), args.session, payload)
+    text = "\n".join(t for t in (again, text) if t)
     if text:
         say(text, flush=True)
+        keep()
     told()
     return 0
 

@@ -272,6 +272,34 @@ def _estimate() -> str | None:
     return rooms.CLI_IN_CLAUDE if os.environ.get("CLAUDE_CODE_SESSION_ID") else None
 
 
+def _shell_ack_proof(
+    deck: Deck, room: RoomRef
+) -> tuple[str | None, rooms.Shown | None, str | None]:
+    """(reader, shown, why an estimate) of a `room ack` (not --all) run in Claude Code's Bash
+    tool after the agent's MCP read (room_list_new): that read's receipt is bound to the
+    server's reader (`mcp:READ_ID`), and the CLI may ack it for the transcript's proof of
+    what the model was shown (docs/concepts/proof.md). Anything else is as before: a CLI
+    read is an estimate; an MCP read with no proof is refused (reader None), saying why."""
+    why = _estimate()
+    if why is None:
+        return None, None, None
+    reader = deck.last_reader(room)
+    if reader is None or not reader.startswith("mcp:"):
+        return None, None, why
+    # Per turn only in this case: the transcript reader is imported where it runs.
+    from ackdeck.core.clients.claude_code import transcript
+
+    where = transcript.locate(os.environ)
+    if where is None:
+        return None, None, rooms.SHELL_NO_TRANSCRIPT
+    try:
+        seen = transcript.find_seen(where, tool_use_id=None, read_id=reader[4:], from_shell=True)
+    except transcript.NoProof as exc:
+        return None, None, f"{exc}: the MCP read is not acked from the shell without it"
+    evidence = f"Claude Code transcript {where.name}"
+    return reader, rooms.Shown(transcript.shown_lines(seen.text), evidence), None
+
+
 def _read(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
     why = _estimate()
@@ -346,8 +374,15 @@ def _ack(args: argparse.Namespace) -> int:
     try:
         if args.max_bytes is not None and not args.all:
             raise InvalidInput("--max-bytes goes with --all (an ack removes what was read)")
+        reader, shown, why = (None, None, _estimate()) if args.all else _shell_ack_proof(deck, room)
         result = deck.ack(
-            room, all=args.all, deliver=deliver, max_bytes=args.max_bytes, estimate=_estimate()
+            room,
+            all=args.all,
+            reader=reader,
+            deliver=deliver,
+            max_bytes=args.max_bytes,
+            shown=shown,
+            estimate=why,
         )
     except (AckdeckError, OSError):
         if head_written:

@@ -261,7 +261,9 @@ def _apply(f: Facts, kind: str, t: float, e: Mapping[str, Any]) -> None:
     elif kind == "ack":
         f.gone_at = None
         f.last_ack = t
-        f.activity_at, f.activity_what = t, f"acked {_lines_of(e)}"
+        # An ack no client record proved shown says so (issue 41; older events have no proof).
+        estimate = " (estimate)" if e.get("proof") == "estimate" else ""
+        f.activity_at, f.activity_what = t, f"acked {_lines_of(e)}{estimate}"
         _add_rooms(f, [e.get("room")])
     elif kind == "nudge":
         f.last_nudge = t

@@ -194,6 +194,17 @@ class Deck:
                 self._note_read(room, ref, session, got)
             return got
 
+    def last_reader(self, ref: RoomRef) -> str | None:
+        """The reader the session's unacked read of `ref` went to (None: none known; only
+        file rooms bind a read to a reader this way). A peek: the ack checks it again."""
+        session = self._session()
+        with self._opened(ref) as room:
+            peek = getattr(room, "last_reader", None)
+            try:
+                return None if peek is None else peek(session)
+            except AckdeckError:
+                return None  # a damaged receipt: the ack itself reports it
+
     def ack(
         self,
         ref: RoomRef,
@@ -223,7 +234,11 @@ class Deck:
                 estimate=estimate,
             )
         if res.acked and self._records_presence():
-            self._note(session, "ack", room=ref.display, lines=res.acked, mode=res.mode)
+            # Whether the client's record proved the lines shown (issue 41): the Agents panel
+            # and the timeline mark an estimate.
+            self._note(
+                session, "ack", room=ref.display, lines=res.acked, mode=res.mode, proof=res.proof
+            )
         return res
 
     # ----- presence (core/presence): what the session's reads and acks say about it ------------

@@ -264,8 +264,13 @@ NO_TRANSCRIPT = (
     "CLAUDE_CODE_SESSION_ID is not set)"
 )
 CLI_IN_CLAUDE = (
-    "run from the agent's shell: Claude Code's Bash tool may cut what its model is shown, and "
-    "the CLI cannot find its call in the transcript (use the MCP tools for a proven ack)"
+    "read from the agent's shell: Claude Code's Bash tool may cut what its model is shown, and "
+    "ackdeck does not match a command's output to its read (read with the MCP tool "
+    "room_list_new for a proven ack, also from the shell)"
+)
+SHELL_NO_TRANSCRIPT = (
+    "the session's Claude Code transcript was not found (CLAUDE_CODE_SESSION_ID names none "
+    "under the projects directory): the MCP read is not acked from the shell without it"
 )
 ACK_ALL = "ack all removes the lines its own reply returns (an owner's explicit act)"
 NOT_PROVEN_HERE = "this room's backend removes a read whole: the transcript is not applied"

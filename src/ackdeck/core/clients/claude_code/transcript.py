@@ -38,16 +38,16 @@ import json
 import os
 import stat
 import time
+
+# Not typing: this module is imported on the per-turn path (a shell's `room ack`, the Stop
+# hook after a hand-over), which must not load it (tests/test_layering.py).
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import display_lines
 from ackdeck.core.errors import NoProof
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
 
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 PROJECT_ENV = "CLAUDE_PROJECT_DIR"
@@ -79,8 +79,12 @@ def locate(env: Mapping[str, str]) -> Path | None:
     their children; None outside Claude Code. The file may not exist (yet)."""
     session = env.get(SESSION_ENV)
     project = env.get(PROJECT_ENV)
-    if not session or not project or "/" in session or session.startswith("."):
+    if not session or "/" in session or session.startswith("."):
         return None
+    if not project:
+        # Claude Code's Bash tool gets the session id but not the project directory (checked
+        # on 2.1.328): the session's file is found by its id among the projects' directories.
+        return _by_session(env, session)
     exact = locations.claude_transcript(locations.claude_project_dir(env, project), session)
     if len(exact.parent.name) <= locations.CLAUDE_PROJECT_NAME_MAX:
         return exact
@@ -93,6 +97,19 @@ def locate(env: Mapping[str, str]) -> Path | None:
     except OSError:
         pass
     return exact
+
+
+def _by_session(env: Mapping[str, str], session: str) -> Path | None:
+    """`<projects>/*/<session>.jsonl`: a session id is unique, so one project has it. A
+    listing of the projects' directory and a stat in each (no file is read)."""
+    try:
+        dirs = list(os.scandir(locations.claude_projects_dir(env)))
+    except OSError:
+        return None
+    for d in dirs:
+        if exists(found := locations.claude_transcript(Path(d.path), session)):
+            return found
+    return None
 
 
 def exists(path: Path) -> bool:
@@ -258,6 +275,7 @@ def find_seen(
     read_id: str | None = None,
     since: int | None = None,
     asked_by: str | None = None,
+    from_shell: bool = False,
     wait: float = RECORD_WAIT,
     back_limit: int = BACK_LIMIT,
     clock: Callable[[], float] = time.monotonic,
@@ -270,7 +288,12 @@ def find_seen(
     `asked_by`: the tool_use id of the call asking (the ack). The model made that call having
     seen only what comes before it in the transcript: a read whose result is not recorded
     before the message making the ack (an ack in the same turn as its read) was not shown,
-    and the scan stops there without waiting."""
+    and the scan stops there without waiting.
+
+    `from_shell`: the ack runs in the agent's shell (its Bash tool), whose call is not known
+    by id: the read counts as shown only when a call still running (the ack's own: it has no
+    result yet) was made after the read's result, in another response (`_shell_call_after`).
+    Only with no `since` (an ack by read id)."""
     needles = _needles(tool_use_id, read_id)
     stop = None if asked_by is None else asked_by.encode()
     if not needles:
@@ -291,13 +314,20 @@ def find_seen(
             raise NoProof(f"the transcript {path} was cut since the read")
         if since is None:
             found = _search_back(fd, path, size, tool_use_id, read_id, needles, back_limit)
+            if found is None:  # not written yet (Claude Code queues its writes): what follows
+                found = _search_on(
+                    fd, path, size, tool_use_id, read_id, needles, clock() + wait, clock
+                )
             if found is None:
                 raise NoProof(
                     f"the transcript {path} has no result naming read {read_id} in its last "
                     f"{back_limit >> 20} MB"
                 )
             tid, text, after = found
-            if not _asked_after(fd, path, after, asked_by, clock() + wait, clock, tid):
+            if from_shell:
+                if not _shell_call_after(fd, path, after, tid, clock() + wait, clock):
+                    return Seen(tid, None, after)
+            elif not _asked_after(fd, path, after, asked_by, clock() + wait, clock, tid):
                 return Seen(tid, None, after)
             return _replaced(fd, path, Seen(tid, text, after))
         deadline = clock() + wait
@@ -351,9 +381,54 @@ def _asked_after(
                 # the read before the ack's block is written: a call in the same response as
                 # the read (the same message id) was made before its result was seen.
                 made_in = _message_id(record)
-                return made_in is None or made_in != _read_message_id(
-                    fd, path, result_end, read_call
-                )
+                read_in = _read_message_id(fd, path, result_end, read_call)
+                if read_call is not None and read_in is None:
+                    return False  # the read's own call not found: which response, unknown
+                return made_in is None or made_in != read_in
+        if clock() >= deadline:
+            return False
+        time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+
+
+def _shell_call_after(
+    fd: int,
+    path: Path,
+    pos: int,
+    read_call: str | None,
+    deadline: float,
+    clock: Callable[[], float],
+) -> bool:
+    """Was the call running now (the shell command acking, whose id no one tells it) made
+    after the read's result ending at `pos`, in a later response than the read's? Claude
+    Code records a call's message around the time it runs it (its writes are queued: seen
+    on 2.1.328 to land after the command started, so this waits for it, bounded) and its
+    result when it ends: the calls after `pos` still without a result include the one
+    running the ack. A later response cannot exist while a call of the read's response is
+    still running: any such call means the ack was made with the read, unseen. None
+    running by the deadline, or the read's own call not found: not shown (the lines stay
+    and are read again)."""
+    running: dict[str, str | None] = {}  # tool_use id -> its response's id
+    result_end = pos
+    while True:
+        for after, line in _forward(fd, pos):
+            pos = after
+            if b'"tool_use"' not in line and b'"tool_result"' not in line:
+                continue
+            record = _parse(line, path)
+            message = record.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and record.get("type") == "assistant":
+                    running[str(block.get("id"))] = _message_id(record)
+                elif block.get("type") == "tool_result":
+                    running.pop(str(block.get("tool_use_id")), None)
+        if running:
+            # The read's own call comes just before its result; not found, which response
+            # made the ack cannot be told: not shown (the lines stay and are read again).
+            read_in = _read_message_id(fd, path, result_end, read_call)
+            return read_in is not None and read_in not in running.values()
         if clock() >= deadline:
             return False
         time.sleep(POLL)  # a poll of a file another program appends to, bounded above
@@ -367,14 +442,23 @@ def _message_id(record: dict[str, object]) -> str | None:
 
 
 def _read_message_id(fd: int, path: Path, end: int, read_call: str | None) -> str | None:
-    """The response holding the read's own call, found backwards from its result (it comes
-    shortly before; at most CALL_LOOKBACK bytes are read)."""
+    """The response holding the read's own call, found backwards from its result (it usually
+    comes shortly before), else forwards from it: Claude Code queues its writes and records
+    a response's blocks apart, so the call's record may land after its result. At most
+    CALL_LOOKBACK bytes are read each way; None: not found."""
     if read_call is None:
         return None
     needle = read_call.encode()
     for start, line in _backward(fd, end):
         if end - start > CALL_LOOKBACK:
-            return None
+            break
+        if needle in line and b'"tool_use"' in line:
+            record = _parse(line, path)
+            if calls(record, read_call):
+                return _message_id(record)
+    for after, line in _forward(fd, end):
+        if after - end > CALL_LOOKBACK:
+            break
         if needle in line and b'"tool_use"' in line:
             record = _parse(line, path)
             if calls(record, read_call):
@@ -398,6 +482,29 @@ def _search_back(
             got = result_in(_parse(line, path), tool_use_id, read_id)
             if got is not None:
                 return got[0], got[1], start + len(line) + 1
+    return None
+
+
+def _search_on(
+    fd: int,
+    path: Path,
+    pos: int,
+    tool_use_id: str | None,
+    read_id: str | None,
+    needles: list[bytes],
+    deadline: float,
+    clock: Callable[[], float],
+) -> tuple[str, str, int] | None:
+    """`_search_back`'s miss, waited for: the records appended from `pos` on, until
+    `deadline` (each look reads only what was appended since the last)."""
+    while clock() < deadline:
+        time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+        for after, line in _forward(fd, pos):
+            pos = after
+            if any(n in line for n in needles):
+                got = result_in(_parse(line, path), tool_use_id, read_id)
+                if got is not None:
+                    return got[0], got[1], after
     return None
 
 
@@ -425,6 +532,74 @@ def _same_file(fd: int, path: Path) -> bool:
     except OSError:
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+# ----- a hook's text: recorded, then answered --------------------------------------------------
+FEEDBACK = b"hook feedback"  # in the user record of a Stop hook's text ("Stop hook feedback:")
+HOOK_CONTEXT = b'"hook_success"'  # the attachment record of a prompt hook's output
+
+
+def feedback_answered(
+    path: Path,
+    since: int,
+    text: str,
+    *,
+    wait: float = 0.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> bool:
+    """Did the model answer a hook's `text` handed over when the transcript at `path` was
+    `since` bytes long? Claude Code records a Stop hook's text as a `type:"user"` record ("Stop
+    hook feedback:\n[COMMAND]: TEXT"), a UserPromptSubmit hook's as an `attachment` record
+    `{type:"hook_success", content}`, *before* it asks the model, and may never ask (a turn
+    limit reached): only the model's answer after that record (an `assistant` record) proves
+    it was shown. False too when the transcript is missing, cut or damaged (the text is handed over
+    again: a repeat, never a loss). Reads from `since` only, waiting up to `wait` for the
+    records (Claude Code queues its writes: the answer that just ended a turn may land after
+    the Stop hook started)."""
+    want = text.strip()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < since:
+            return False
+        recorded, pos, deadline = False, since, clock() + wait
+        while True:
+            for after, line in _forward(fd, pos):
+                pos = after
+                if not recorded and (FEEDBACK in line or HOOK_CONTEXT in line):
+                    try:
+                        record = _parse(line, path)
+                    except NoProof:
+                        return False
+                    recorded = want in (_hook_text(record) or "")
+                elif recorded and b'"assistant"' in line:
+                    try:
+                        if _parse(line, path).get("type") == "assistant":
+                            return True
+                    except NoProof:
+                        return False
+            if clock() >= deadline:
+                return False
+            time.sleep(POLL)  # a poll of a file another program appends to, bounded above
+    finally:
+        os.close(fd)
+
+
+def _hook_text(record: dict[str, object]) -> str | None:
+    """What a hook's record gave the model: a Stop hook's feedback (a user message) or a
+    prompt hook's context (a hook_success attachment)."""
+    if record.get("type") == "user":
+        message = record.get("message")
+        return _text(message.get("content") if isinstance(message, dict) else None)
+    attachment = record.get("attachment")
+    if record.get("type") == "attachment" and isinstance(attachment, dict):
+        if attachment.get("type") == "hook_success":
+            content = attachment.get("content")
+            return content if isinstance(content, str) else None
+    return None
 
 
 # ----- the decision --------------------------------------------------------------------------

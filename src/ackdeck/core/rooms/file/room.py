@@ -156,6 +156,13 @@ class Room:
     def receipt_file(self, session: str) -> Path:
         return self._receipts.file(session)
 
+    def last_reader(self, session: str) -> str | None:
+        """The reader `session`'s unacked read was handed to (None: none, or a CLI read),
+        peeked without the lock: an ack naming it is checked again under the lock (issue 41:
+        the CLI run from an agent's shell acks the agent's MCP read once proven shown)."""
+        header = self._receipts.header(session)
+        return None if header is None or header.acked or not header.lines else header.reader
+
     # ----- state --------------------------------------------------------------------------
     def _ledger(self, receipts: dict[str, ReceiptHeader] | None = None) -> L.Ledger:
         return L.load_ledger(self._ledger_s, hint=LEDGER_HINT) or self._fresh_ledger(receipts)
