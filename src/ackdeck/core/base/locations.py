@@ -698,6 +698,13 @@ FILES: tuple[Place, ...] = (
     ),
     Place(
         "home",
+        "wakes/SESSION/.handed.json",
+        "the Stop hook's last hand-over of wakes to Claude Code not yet proven shown by its "
+        "transcript, handed over again until it is (core/clients/claude_code/handed.py)",
+        "wake_handed",
+    ),
+    Place(
+        "home",
         "claude-tasks/",
         "ackdeck's leases on Claude Code task lists used as queues (`claude-tasks://LIST`)",
         "claude_tasks_queues_dir",
