@@ -295,3 +295,37 @@ async def test_the_mcp_task_tools_work_a_redis_queue(redis_server: object, tmp_p
         assert bad.is_error and "\n" not in text_of(bad)
         assert error_of(bad)["error"] == "TokenRefused"
     assert rooms.lines(room) == [b"fix c\n"] and rooms.completed(room) == 2
+
+
+# ----- what the hooks and notices tell an agent about a queue room ------------------------------
+def test_the_hooks_and_notices_tell_an_agent_to_claim_a_queue_rooms_lines_not_to_read_them(
+    rooms: QueueRooms, cli_env: dict[str, str]
+) -> None:
+    # A queue refuses the inbox's ack: an agent told "room_list_new ... room_ack" about a queue
+    # room is told a call that fails. Every door that tells of new lines names task_claim.
+    from ackdeck.core.service.notices import nudge_line, room_notice
+    from ackdeck.core.service.views import RoomView
+
+    room = rooms.make("tasks.txt", [b"fix test_parser\n"])
+    payload = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "x", "prompt": "go"})
+    told = ackdeck(cli_env, "hooks", "prompt", "--session", "agent", "--room", room, input=payload)
+    assert told.returncode == 0, told.stderr
+    assert "task_claim" in told.stdout and "task_done" in told.stdout, told.stdout
+    assert "room_list_new" not in told.stdout and "room_ack" not in told.stdout
+    # The Stop hook, when lines arrived while the agent worked.
+    inbox_stop = {"hook_event_name": "Stop", "stop_hook_active": False, "session_id": "x"}
+    rooms.append(room, b"review a.py\n")
+    out = ackdeck(
+        cli_env, "hooks", "stop", "--session", "agent", "--room", room,
+        input=json.dumps(inbox_stop),
+    )  # fmt: skip
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "task_claim" in out.stderr and "room_list_new" not in out.stderr
+    # The notice and the terminal nudge (the channel's and the nudge's text).
+    view = RoomView(room, "tasks.txt", True, 0, 10, 2, "review a.py", queue=True)
+    notice = room_notice(view, "agent")
+    assert "task_claim (room 'tasks.txt')" in notice.content and "room_ack" not in notice.content
+    assert "task_claim" in nudge_line([notice]) and "room_ack" not in nudge_line([notice])
+    # A plain room is told as before.
+    plain = room_notice(RoomView("inbox.txt", "inbox.txt", True, 0, 1, 1, "x"), "agent")
+    assert "room_list_new (room 'inbox.txt')" in plain.content and "task_claim" not in plain.content

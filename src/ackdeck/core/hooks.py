@@ -350,6 +350,7 @@ def prompt_text(
     lands in between is not lost: the marker did not record it as told, so the Stop hook tells
     it, and the next prompt lists it."""
     from ackdeck.core.service.deck import Deck
+    from ackdeck.core.service.notices import take_lines
     from ackdeck.core.service.refs import display_of
 
     deck = Deck(session=session)
@@ -372,7 +373,7 @@ def prompt_text(
             f"ackdeck: {counted(u.count, 'unread line')} in room {u.room} (not acked yet):\n"
             + "\n".join(f"  {x}" for x in shown)
             + (f"\n  ... and {more} more" if more > 0 else "")
-            + f"\nRead them with room_list_new (room {ref.name!r}), act, then room_ack."
+            + f"\n{take_lines(ref.name, u.queue)}."
         )
     return "\n".join(parts)
 
@@ -560,7 +561,7 @@ def stop_hook(
     once delivered): if it answers False, nothing is acked and the wakes stay pending."""
     from ackdeck.core.service.deck import Deck
     from ackdeck.core.service.noticer import Noticer
-    from ackdeck.core.service.notices import Notice
+    from ackdeck.core.service.notices import Notice, take_lines
 
     # The drain reconciles first (a dead supervisor is delivered as a monitor-lost wake).
     deck = Deck(home, session)
@@ -585,8 +586,8 @@ def stop_hook(
     lease_parts = _held_claims(home, session, payload)
     room_parts = lease_parts + [
         f"ackdeck: room {n.meta['room']} got new lines while you worked "
-        f"({n.meta['count']} unread, not read or acked by this hook). Read them with "
-        f"room_list_new (room {n.meta['room']!r}), act, then room_ack."
+        f"({n.meta['count']} unread, not read or acked by this hook). "
+        f"{take_lines(n.meta['room'], 'queue' in n.meta)}."
         for n in notices
     ]
 

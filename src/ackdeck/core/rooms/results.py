@@ -273,6 +273,7 @@ class RoomStatus(Struct, kw_only=True):
     max_deliveries: int | None = None
     owner: str | None = None
     dead_total: int = 0
+    queue: bool = False  # a work queue: each line is claimed by one session (rooms/queue.py)
     session: Internal[str | None] = None  # the asking session
     # A room with one reader, whatever session asks (a Claude Code mailbox: its agent, the
     # only one who reads it; an entry it read is not unread for anyone).

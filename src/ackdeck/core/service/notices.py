@@ -135,15 +135,24 @@ def recreated(mark: RoomMark, view: RoomView) -> bool:
     )
 
 
+def take_lines(room: str, queue: bool) -> str:
+    """What an agent calls to take a room's lines: a read and an ack, or, on a work queue, a
+    claim of one line and its done (a queue refuses the inbox's ack)."""
+    if queue:
+        return f"Claim one with task_claim (room {room!r}), do it, then task_done with its token"
+    return f"Read them with room_list_new (room {room!r}), act, then room_ack"
+
+
 def room_notice(view: RoomView, session: str) -> Notice:
     n = view.unread
     text = f"ackdeck: {n} unread line{'s' if n != 1 else ''} in room {safe(view.label, keep='')}"
     if view.preview:
         text += f" (newest: {clip(view.preview, PREVIEW_CHARS)})"
+    text += f". {take_lines(view.label, view.queue)}. "
     text += (
-        f". Call room_list_new (room {view.label!r}), act on the lines, then room_ack. "
-        "This notice read and acked nothing."
+        "This notice read and acked nothing." if not view.queue else "This notice claimed nothing."
     )
+
     return Notice(
         text,
         {
@@ -152,7 +161,8 @@ def room_notice(view: RoomView, session: str) -> Notice:
             "path": view.path,
             "count": str(n),
             "session": session,
-        },
+        }
+        | ({"queue": "1"} if view.queue else {}),
     )
 
 
@@ -190,7 +200,12 @@ def nudge_line(notices: Sequence[Notice]) -> str:
         bits.append(
             "new room lines in "
             + ", ".join(f"{n.meta['room']} ({n.meta['count']})" for n in rooms)
-            + ": room_list_new then room_ack"
+            + (": room_list_new then room_ack" if any("queue" not in n.meta for n in rooms) else "")
+            + (
+                "; queues: task_claim then task_done"
+                if any("queue" in n.meta for n in rooms)
+                else ""
+            )
         )
     if wakes:
         bits.append("wakes for " + ", ".join(n.meta["process"] for n in wakes) + ": wakes_drain")

@@ -30,6 +30,7 @@ class Unread(Struct):
     count: int
     lines: list[bytes]  # the oldest unread lines, at most PEEK_MAX_LINES
     error: str | None = None
+    queue: bool = False  # a work queue: its lines are claimed, not read (rooms/queue.py)
 
 
 class RoomView(Struct):
@@ -48,6 +49,7 @@ class RoomView(Struct):
     file: tuple[int, int, int | None] | None = None
     acked_total: int = 0
     last_ack_at: float | None = None
+    queue: bool = False  # a work queue: its lines are claimed, not read (rooms/queue.py)
 
 
 class WakeView(Struct):
@@ -71,13 +73,14 @@ def peek_unread(ref: RoomRef, session: str) -> Unread:
     """
     room = ref.open()
     try:
-        count = room.status().counts_of(session)[1]
+        st = room.status()
+        count = st.counts_of(session)[1]
         if count <= 0:
-            return Unread(ref.display, 0, [])
+            return Unread(ref.display, 0, [], queue=st.queue)
         newest = room.tail(count)  # the newest lines, without a read (the room's own end)
     finally:
         room.close()
-    return Unread(ref.display, len(newest), newest[:PEEK_MAX_LINES])
+    return Unread(ref.display, len(newest), newest[:PEEK_MAX_LINES], queue=st.queue)
 
 
 def view_room(ref: RoomRef, session: str, label: str) -> RoomView:
@@ -108,6 +111,7 @@ def view_room(ref: RoomRef, session: str, label: str) -> RoomView:
         file=file,
         acked_total=st.acked_total,
         last_ack_at=st.last_ack_at,
+        queue=st.queue,
     )
 
 

@@ -897,6 +897,7 @@ class Room:
                 overdue_after=pol.overdue,
                 max_deliveries=pol.max_deliveries,
                 owner=pol.owner,
+                queue=bool(pol.queue),
             )
         try:
             return self._status_locked(fd, counts)
@@ -982,6 +983,7 @@ class Room:
             overdue_after=pol.overdue,
             max_deliveries=pol.max_deliveries,
             owner=pol.owner,
+            queue=bool(pol.queue),
         )
 
     def _policy_or_none(self) -> RoomPolicy:

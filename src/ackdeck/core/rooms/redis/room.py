@@ -631,6 +631,7 @@ class RedisRoom:
             overdue_after=pol.overdue,
             max_deliveries=pol.max_deliveries,
             owner=pol.owner,
+            queue=bool(pol.queue),
             dead_total=int(dead or 0),
         )
         return status, last_id.decode()
