@@ -850,3 +850,121 @@ def test_a_long_lost_message_is_redelivered_whole_not_as_its_shown_prefix(tmp_pa
     assert out.returncode == 0, out.stderr
     (entry,) = json.loads(inbox.read_text())
     assert entry["text"] == long
+
+
+# ----- a SendMessage to "*" (a broadcast) ------------------------------------------------------
+def broadcast_records(tool_id: str, at: str, mid: str, *, result: bool) -> bytes:
+    """A SendMessage to "*" as 2.1.328 records it (observed in
+    test_a_real_broadcast_is_refused_so_only_the_per_recipient_send_is_a_message): the call,
+    with the `recipient`, `recipient_kind` and `content` Claude Code adds, and (`result`) the
+    refusal its validateInput returns before any inbox is written."""
+    args = {"to": "*", "summary": "all", "message": "MSG-ALL", "type": "message",
+            "recipient": "*", "recipient_kind": "name", "content": "MSG-ALL"}  # fmt: skip
+    call = {"type": "tool_use", "id": tool_id, "name": "SendMessage", "input": args}
+    out = _line(
+        {
+            "type": "assistant",
+            "timestamp": at,
+            "message": {"id": mid, "type": "message", "role": "assistant", "content": [call]},
+        }  # fmt: skip
+    )
+    if result:
+        why = 'broadcast (to: "*") is no longer supported \u2014 send a message per recipient'
+        refusal = {"type": "tool_result", "content": f"<tool_use_error>{why}</tool_use_error>",
+                   "is_error": True, "tool_use_id": tool_id}  # fmt: skip
+        out += _line(
+            {
+                "type": "user",
+                "timestamp": at,
+                "message": {"role": "user", "content": [refusal]},
+                "toolUseResult": f"Error: {why}",
+            }  # fmt: skip
+        )
+    return out
+
+
+def test_a_broadcast_refused_or_cut_off_mid_call_is_no_message_to_star(tmp_path: Path) -> None:
+    """2.1.328 refuses `to: "*"` before writing any inbox, so a broadcast reaches nobody:
+    refused, or its sender killed before the refusal was recorded, it is no message (not a
+    cross-session message to a session named "*", lost for ever), and no "*" row is offered
+    for re-delivery."""
+    claude = tmp_path / "claude"
+    lead = write_team_session(claude)
+    with lead.open("ab") as f:
+        f.write(broadcast_records("t3", "2026-12-07T05:00:20.000Z", "m3", result=True))
+        f.write(broadcast_records("t4", "2026-12-07T05:00:30.000Z", "m4", result=False))
+    env = env_for(tmp_path, claude)
+    listed = messages(env)
+    assert [(m["to"], m["text"]) for m in listed["messages"]] == [
+        ("worker", "MSG-B"),
+        ("worker", "MSG-A"),
+    ]
+    assert listed["counts"]["lost"] == 1  # MSG-B alone
+    out = ackdeck(env, "messages", "redeliver", "t4")
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1
+    assert "no message 't4'" in out.stderr
+
+
+def test_a_real_broadcast_is_refused_so_only_the_per_recipient_send_is_a_message(
+    tmp_path: Path,
+) -> None:
+    """Claude Code 2.1.328 refuses `to: "*"` before anything is written (its validateInput:
+    'broadcast (to: "*") is no longer supported'): no inbox gets an entry, no teammate's model
+    sees it. The lead then sends to the worker by name: that send is the one message."""
+    from tests.helpers.claude_tmux import claude_in_tmux
+    from tests.helpers.model_stub import Call, Say, TeamStub
+
+    steps = [
+        Call("ToolSearch", {"query": "select:SendMessage", "max_results": 5}),
+        Call(
+            "Agent",
+            {
+                "description": "helper",
+                "prompt": "You are worker. Wait for messages.",
+                "name": "worker",
+                "subagent_type": "general-purpose",
+            },
+        ),
+        Call("SendMessage", {"to": "*", "summary": "all", "message": "MSG-ALL"}),
+        Call("SendMessage", {"to": "worker", "summary": "each", "message": "MSG-EACH"}),
+    ]
+
+    def lead(i: int, body: dict) -> Any:
+        return steps[i] if i < len(steps) else Say(f"lead {i}")
+
+    with (
+        TeamStub({"team-lead": lead, "worker": [Say("ready"), Say("got it")]}) as stub,
+        claude_in_tmux(tmp_path, stub.url, "start the team") as cc,
+    ):
+        env = env_for(tmp_path, cc.claude)
+        each = eventually(
+            lambda: (m := by_text(env).get("MSG-EACH")) and m["fate"] == "delivered" and m,
+            timeout=CLIENT_WAIT,
+            what="MSG-EACH delivered",
+        )
+        # Complete lines only: the lead may be writing its next record as this reads.
+        lines = Path(each["sent"]["path"]).read_bytes().split(b"\n")[:-1]
+        records = [json.loads(ln) for ln in lines]
+        calls = [
+            b
+            for r in records
+            if r.get("type") == "assistant"
+            for b in r["message"]["content"]
+            if b.get("type") == "tool_use" and b.get("input", {}).get("to") == "*"
+        ]
+        assert [c["input"]["recipient"] for c in calls] == ["*"]
+        (refusal,) = [
+            b
+            for r in records
+            if r.get("type") == "user" and isinstance(r["message"]["content"], list)
+            for b in r["message"]["content"]
+            if b.get("type") == "tool_result" and b.get("tool_use_id") == calls[0]["id"]
+        ]
+        assert refusal["is_error"] is True and "no longer supported" in refusal["content"]
+        # No inbox got it: the worker's model never saw MSG-ALL, and no send is listed for it.
+        worker_turns = [json.dumps(b) for b in stub.turns_of("worker")]
+        assert worker_turns and not any("MSG-ALL" in t for t in worker_turns)
+        listed = messages(env)
+        assert [m["text"] for m in listed["messages"]] == ["MSG-EACH"]
+        assert listed["counts"]["lost"] == 0
+        assert stub.errors == []

@@ -334,7 +334,7 @@ def list_messages(
                 continue
             if session is not None and not _session_matches(sid, session):
                 continue
-            sends = [s for s in scanned.sent if s.ok is not False]
+            sends = [s for s in scanned.sent if mf.is_message(s)]
             if not sends:
                 continue
             tm = teams.get(t.team) or teams.setdefault(t.team, _team(e, t.team, records))

@@ -12,6 +12,9 @@
   failed (an API error), or never got an answer and the process is gone, or it never reached
   a request at all.
 - `sending`: the call is recorded but not its result yet (the sender's turn runs).
+
+A send Claude Code refused, and any broadcast (`to: "*"`, refused by 2.1.328), is no message
+(`is_message`): it has no fate.
 """
 
 from __future__ import annotations
@@ -31,6 +34,18 @@ class Fate(Struct):
     why: str
     turns: list[Carried]  # the answered requests that carried it (delivered, duplicated)
     unanswered: list[Carried]  # requests that carried it and got no answer (yet)
+
+
+BROADCAST = "*"  # SendMessage's `to` for every teammate at once
+
+
+def is_message(send: Sent) -> bool:
+    """Can `send` have reached anyone? Not when Claude Code refused it (its result says so),
+    and never a broadcast (`to: "*"`): 2.1.328 refuses that in validateInput, before any inbox
+    is written ('broadcast (to: "*") is no longer supported'), so a broadcast whose refusal is
+    not recorded (its sender killed mid-call) reached nobody either, and is not a message to
+    a session named "*" to be found lost."""
+    return send.ok is not False and send.to != BROADCAST  # exactly, as Claude Code compares
 
 
 def carries_of(

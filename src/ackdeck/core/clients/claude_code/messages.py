@@ -9,6 +9,9 @@ Observed offline on Claude Code 2.1.328 (tests/test_claude_messages.py keeps the
   `tool_result`, is the JSON text `{"success": true, "message": "Message sent to worker's
   inbox", "msg_id": UUID, "routing": {"sender", "target", ...}}`: the msg_id is the one the
   entry carries in the recipient's inbox.
+- A SendMessage to "*" (a broadcast) is refused before anything is written: its result is
+  `<tool_use_error>broadcast (to: "*") is no longer supported — send a message per
+  recipient</tool_use_error>` (`is_error`); no inbox gets an entry (`message_fates.is_message`).
 - The recipient's transcript (the lead's `projects/DIR/SESSION.jsonl`, a teammate's
   `projects/DIR/SESSION/subagents/agent-a<name>-<hex>.jsonl`) gets a `user` record whose text
   holds `<teammate-message teammate_id="SENDER" summary="…">\\nTEXT\\n</teammate-message>`
