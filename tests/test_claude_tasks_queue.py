@@ -496,3 +496,29 @@ async def test_the_tasks_screen_shows_a_queue_holder_as_working(
         assert screen.rows[f"{LIST}/2"].flag == "owner-gone"
         assert screen.rows[f"{LIST}/1"].flag is None
         assert "lease ends in" in (screen.rows[f"{LIST}/1"].why or "")
+
+
+def test_the_service_claims_and_finishes_a_task_in_this_process(
+    tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The doors' own path (service/deck.py -> claude_tasks_ref), without a subprocess: a claim
+    # handed over through the door's delivery step, a task file no one may misread, done.
+    from ackdeck.core.service.deck import Deck
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    write(claude, task(1))
+    write(claude, task(2, owner="tester", status="in_progress"))
+    deck = Deck(tmp_path / "ackdeck", "agent", [ROOM], door="cli")
+    (ref,) = deck.rooms
+    assert deck.label(ref) == LIST  # as the doors name a room: its short name
+    handed: list[str] = []
+    got = deck.claim(ref, lease=60, deliver=lambda c: handed.append(c.token or ""))
+    assert got.claimed and handed == [got.token] and got.token is not None
+    assert doc_of(claude, 1)["owner"] == "agent" and doc_of(claude, 1)["status"] == "in_progress"
+    assert doc_of(claude, 2)["owner"] == "tester"  # a claim not ackdeck's: never touched
+    none_left = deck.claim(ref)
+    assert not none_left.claimed and "tester" in none_left.message
+    done = deck.task(ref, got.token, "done")
+    assert done.mode == "done" and doc_of(claude, 1)["status"] == "completed"
+    with pytest.raises(TokenRefused):
+        deck.task(ref, got.token, "release")  # finished: its token gives nothing back

@@ -329,3 +329,35 @@ def test_the_hooks_and_notices_tell_an_agent_to_claim_a_queue_rooms_lines_not_to
     # A plain room is told as before.
     plain = room_notice(RoomView("inbox.txt", "inbox.txt", True, 0, 1, 1, "x"), "agent")
     assert "room_list_new (room 'inbox.txt')" in plain.content and "task_claim" not in plain.content
+
+
+def test_the_reminders_marks_follow_claim_extend_done_and_skip_damaged_marks(
+    tmp_path: Path,
+) -> None:
+    # The marks the Stop hook reads (service/claims.py), kept by the service's claim, extend
+    # and done in this process; a damaged mark (any JSON: nested, NaN) is skipped, never fatal.
+    from ackdeck.core.base import locations
+    from ackdeck.core.service import claims
+    from ackdeck.core.service.deck import Deck
+
+    rooms = QueueRooms("file", tmp_path)
+    room = rooms.make("tasks.txt", [b"fix test_parser\n", b"review a.py\n"])
+    home = tmp_path / "home"
+    now = [1_800_000_000.0]
+    deck = Deck(home, "agent", [room], door="cli", clock=lambda: now[0])
+    got = deck.claim(deck.rooms[0], lease=60)
+    assert got.claimed and got.token is not None
+    (mark,) = claims.held(home, "agent")
+    assert mark["token"] == got.token and mark["line"] == "fix test_parser"
+    text = claims.reminder(home, "agent", now[0] + 10)
+    assert got.token in text and "lease ends in 50 s" in text
+    deck.task(deck.rooms[0], got.token, "extend", lease=600)
+    assert "lease ends in 590 s" in claims.reminder(home, "agent", now[0] + 10)
+    # Damaged marks beside it: skipped by the reminder, left on disk for a person to see.
+    d = locations.claims_dir(home, "agent")
+    (d / "nested.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (d / "nan.json").write_bytes(b'{"token": "1-x", "until": NaN}')
+    assert claims.reminder(home, "agent", now[0]).count("you hold a task") == 1
+    deck.task(deck.rooms[0], got.token, "done")
+    assert claims.reminder(home, "agent", now[0]) == ""
+    assert claims.held(home, "other") == [] and claims.reminder(home, "other", now[0]) == ""

@@ -319,3 +319,50 @@ def test_items_already_sent_are_left_out_and_the_same_items_get_the_same_id() ->
     assert team_wakes.msg_id_of("s", keys) == team_wakes.msg_id_of("s", keys[::-1])
     assert team_wakes.msg_id_of("s", keys) != team_wakes.msg_id_of("s", keys[1:])
     assert team_wakes.mailbox_session(SPEC) == SESSION
+
+
+# ----- the writer, in this process (the supervisor's own calls, without a supervisor) --------
+def test_the_writer_puts_each_item_in_the_mailbox_once_and_finishes_an_interrupted_write(
+    tmp_path: Path, inbox: Path, env: dict[str, str]
+) -> None:
+    from ackdeck.core.base.statefile import store_record
+    from ackdeck.core.errors import InvalidInput
+
+    home = tmp_path / "ackdeck"
+    assert team_wakes.bind(home, SPEC, env) == SESSION
+    with pytest.raises(InvalidInput, match="no member 'nobody'"):
+        team_wakes.bind(home, f"claude-team://{TEAM}/nobody", env)
+    assert team_wakes.deliverer(home, "agent") is None  # not a mailbox session
+    hand = team_wakes.deliverer(home, SESSION, clock=lambda: 1_800_000_000.0)
+    assert hand is not None
+    first = _drained((0, 8), (8, 16))
+    assert hand(first) is True
+    (wake,) = wakes_of(inbox)
+    assert list(wake) == SHAPE and "ERR 0" in wake["text"] and "ERR 8" in wake["text"]
+    assert entries(inbox)[0]["text"] == "start on the parser"  # Claude Code's entry kept
+    assert hand(first) is True and len(wakes_of(inbox)) == 1  # sent already: not again
+
+    sent_path = locations.team_wake_sent(home, SESSION)
+    sent = team_wakes.load_record(sent_path, team_wakes.Sent)
+    assert sent is not None and sent.intent is None
+    # Killed after its temp file and intent, before the rename: the temp is still there, so
+    # the items were not written; the next write puts them in, once.
+    second = _drained((16, 24))
+    keys = [k for d in second.delivered for k in team_wakes.item_keys(d)]
+    msg_id = team_wakes.msg_id_of(SESSION, keys)
+    store_record(sent_path, sent.replace(intent=team_wakes.Intent(msg_id=msg_id, items=keys)))
+    temp = locations.team_wake_temp(inbox, msg_id)
+    temp.write_bytes(b"[]")
+    assert hand(second) is True
+    assert not temp.exists()
+    assert [w["text"].count("ERR 16") for w in wakes_of(inbox)] == [0, 1]
+    # Killed after the rename, before the end was recorded: no temp file left, so the items
+    # count as written and are never written again.
+    third = _drained((24, 32))
+    keys = [k for d in third.delivered for k in team_wakes.item_keys(d)]
+    msg_id = team_wakes.msg_id_of(SESSION, keys)
+    sent = team_wakes.load_record(sent_path, team_wakes.Sent)
+    assert sent is not None
+    store_record(sent_path, sent.replace(intent=team_wakes.Intent(msg_id=msg_id, items=keys)))
+    assert hand(third) is True
+    assert len(wakes_of(inbox)) == 2 and not any("ERR 24" in w["text"] for w in wakes_of(inbox))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.atomic import atomic_write, unlink_quietly
+from ackdeck.core.base.jsonfields import parse
 from ackdeck.core.errors import AckdeckError
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def moved(home: Path, session: str | None, token: str, until: float | None) -> N
 
 def _move(path: Path, until: float | None) -> None:
     try:
-        mark = json.loads(path.read_bytes())
+        mark = parse(path.read_bytes())
         mark["until"] = until
         atomic_write(path, json.dumps(mark).encode(), fsync=False)
     except (OSError, ValueError, TypeError):
@@ -109,7 +110,8 @@ def held(home: Path, session: str) -> list[dict[str, object]]:
         if not name.endswith(".json"):
             continue
         try:
-            mark = json.loads((d / name).read_bytes())
+            # ackdeck's own file, still hostile input (issue 42): nested, NaN, not JSON.
+            mark = parse((d / name).read_bytes())
         except (OSError, ValueError):
             continue
         if isinstance(mark, dict) and isinstance(mark.get("token"), str):
