@@ -12,18 +12,15 @@ from typing import Any
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.markup import escape
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
 from ackdeck.core.errors import AckdeckError
 
-from ..host import HEADER_ICON, Host, host_of
-from ..widgets.header import DeckHeader
+from .listing import ListingScreen
 from .modals import ConfirmScreen, TextScreen
 
 _STYLE = {"lost": "bold red", "duplicated": "bold yellow", "waiting": "cyan"}
@@ -45,7 +42,7 @@ class MessageRedelivered(Message):
     done: bool
 
 
-class MessagesScreen(Screen[None]):
+class MessagesScreen(ListingScreen):
     BINDINGS = [
         Binding(
             "escape,q", "close", "Back", id="messages.close", tooltip="Back to the main screen"
@@ -71,36 +68,14 @@ class MessagesScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: dict[str, Any] = {}  # message id -> Message as shown
-
-    @property
-    def dash(self) -> Host:
-        return host_of(self)
-
-    def compose(self) -> ComposeResult:
-        yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
-        yield Static("reading the transcripts…", id="messages-info")
-        table: DataTable[Any] = DataTable(
-            id="messages-table", cursor_type="row", zebra_stripes=True
-        )
-        table.add_columns("Fate", "Team", "From", "To", "Sent", "Turn", "Message")
-        yield table
-        yield Footer(show_command_palette=False)
-
-    def on_mount(self) -> None:
-        self.sub_title = "Claude Code's messages between agents"
-        self.action_look()
-
-    def action_close(self) -> None:
-        self.app.pop_screen()
-
-    def action_look(self) -> None:
-        self._list()
+    NAME = "messages"
+    COLUMNS = ("Fate", "Team", "From", "To", "Sent", "Turn", "Message")
+    LOOKING = "reading the transcripts…"
+    WHAT = "message"
+    SUB_TITLE = "Claude Code's messages between agents"
 
     @work(thread=True, group="messages-list", exclusive=True, exit_on_error=False)
-    def _list(self) -> None:
+    def _look(self) -> None:
         from ackdeck.core.service.claude_messages import list_messages
 
         try:
@@ -110,21 +85,17 @@ class MessagesScreen(Screen[None]):
             self.post_message(MessagesListed(None, str(exc)))
 
     def on_messages_listed(self, message: MessagesListed) -> None:
-        info = self.query_one("#messages-info", Static)
         if message.error is not None or message.found is None:
-            info.update(Text(f"⚠ {message.error}"))
+            self.failed(message.error)
             return
         found = message.found
-        table = self.query_one("#messages-table", DataTable)
-        selected = self.selected_key
-        self.rows = {m.id: m for m in found.messages}  # core's order: lost, duplicated first
-        table.clear()
-        for key, m in self.rows.items():
+
+        def cells(_key: str, m: Any) -> list[Any]:
             fate = m.fate + (f" ×{m.turns}" if m.fate == "duplicated" else "")
             if m.redelivery is not None:
                 fate += f" (re-delivered: {m.redelivery.fate})"
             # Text cells: agents wrote these words; a str cell would be read as markup.
-            table.add_row(
+            return [
                 Text(fate, style=_STYLE.get(m.fate, "")),
                 Text(safe(m.team)),
                 Text(safe(m.sender)),
@@ -132,24 +103,13 @@ class MessagesScreen(Screen[None]):
                 Text(safe(m.sent_at)),
                 Text("-" if m.turn is None else str(m.turn)),
                 Text(safe(m.summary or m.text[:80])),
-                key=key,
-            )
-        if selected in self.rows:  # selection by identity, across a new look
-            table.move_cursor(row=table.get_row_index(selected))
-        words = [", ".join(f"{n} {f}" for f, n in found.counts.items() if n) or "no messages"]
-        info.update(Text(safe(" · ".join(words))))
-        self._show_why()
+            ]
 
-    @property
-    def selected_key(self) -> str | None:
-        table = self.query_one("#messages-table", DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor (an empty table)
-            return None
-        return key if key in self.rows else None
+        # core's order: lost, duplicated first
+        self.show({m.id: m for m in found.messages}, cells)
+        words = [", ".join(f"{n} {f}" for f, n in found.counts.items() if n) or "no messages"]
+        self.info.update(Text(safe(" · ".join(words))))
+        self._show_why()
 
     def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
         self._show_why()
@@ -165,22 +125,18 @@ class MessagesScreen(Screen[None]):
     def action_evidence(self) -> None:
         from ackdeck.core.service.claude_messages import evidence
 
-        key = self.selected_key
-        if key is None:
-            self.notify("no message selected", severity="warning")
+        m = self.selected()
+        if m is None:
             return
-        m = self.rows[key]
         body = [f"{m.fate}: {m.why}", ""]
         for where, line in evidence(m):
             body += [where, line, ""]
         self.app.push_screen(TextScreen(f"Message {m.id}", "\n".join(body)))
 
     def action_redeliver(self) -> None:
-        key = self.selected_key
-        if key is None:
-            self.notify("no message selected", severity="warning")
+        m = self.selected()
+        if m is None:
             return
-        m = self.rows[key]
         if m.fate != "lost":
             self.notify(
                 f"{m.id[:8]} is {m.fate}, not lost: nothing to re-deliver", severity="warning"

@@ -12,18 +12,14 @@ from typing import Any
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.markup import escape
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
 
 from ackdeck.core.base.text import age_text, safe
 from ackdeck.core.errors import AckdeckError
 
-from ..host import HEADER_ICON, Host, host_of
-from ..widgets.header import DeckHeader
+from .listing import ListingScreen
 from .modals import ConfirmScreen
 
 
@@ -53,7 +49,7 @@ def lease_words(held: Any, now: float) -> tuple[str, str]:
     return age, (f"in {age_text(left)}" if left > 0 else f"ended {age_text(-left)} ago")
 
 
-class QueueScreen(Screen[None]):
+class QueueScreen(ListingScreen):
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="queue.close", tooltip="Back to the main screen"),
         Binding(
@@ -75,38 +71,21 @@ class QueueScreen(Screen[None]):
         Binding("l", "look", "Look again", id="queue.look", tooltip="Look at the queue again"),
     ]
 
+    NAME = "queue"
+    COLUMNS = ("Line", "Holder", "Token", "Lease age", "Ends", "Deliveries")
+    LOOKING = "looking at the queue…"
+    WHAT = "claim"
+
     def __init__(self, room: str) -> None:
         super().__init__()
         self.room = room  # the room as the main screen names it (its key)
-        self.rows: dict[str, Any] = {}  # row key (the token) -> Held as shown
-
-    @property
-    def dash(self) -> Host:
-        return host_of(self)
-
-    def compose(self) -> ComposeResult:
-        yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
-        yield Static("looking at the queue…", id="queue-info")
-        table: DataTable[Any] = DataTable(id="queue-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("Line", "Holder", "Token", "Lease age", "Ends", "Deliveries")
-        yield table
-        yield Footer(show_command_palette=False)
-
-    def on_mount(self) -> None:
-        self.sub_title = f"queue {self.room}"
-        self.action_look()
+        self.sub_title = f"queue {room}"
 
     def _deck(self) -> Any:
         from ackdeck.core.service.deck import Deck
 
         config = self.dash.config
         return Deck(config.home, config.session, door="dashboard", clock=self.dash.clock)
-
-    def action_close(self) -> None:
-        self.app.pop_screen()
-
-    def action_look(self) -> None:
-        self._look()
 
     @work(thread=True, group="queue-look", exclusive=True, exit_on_error=False)
     def _look(self) -> None:
@@ -119,54 +98,36 @@ class QueueScreen(Screen[None]):
         self.post_message(QueueLooked(view, self.dash.clock()))
 
     def on_queue_looked(self, message: QueueLooked) -> None:
-        info = self.query_one("#queue-info", Static)
         if message.error is not None or message.view is None:
-            info.update(Text(f"⚠ {safe(message.error or '')}"))
+            self.failed(message.error)
             return
         v = message.view
-        table = self.query_one("#queue-table", DataTable)
-        selected = self.selected_key
-        self.rows = {h.token: h for h in v.held}
-        table.clear()
-        for token, h in self.rows.items():
+
+        def cells(token: str, h: Any) -> list[Any]:
             age, ends = lease_words(h, message.now)
             where = str(h.offset) if h.entry is None else h.entry
             ended = h.until <= message.now
-            table.add_row(
+            return [
                 Text(where),
                 Text(safe(h.holder)),
                 Text(token),
                 age,
                 Text(ends, style="yellow" if ended else ""),
                 str(h.deliveries),
-                key=token,
-            )
-        if selected in self.rows:  # selection by identity, across a new look
-            table.move_cursor(row=table.get_row_index(selected))
-        info.update(
+            ]
+
+        self.show({h.token: h for h in v.held}, cells)
+        self.info.update(
             Text(
                 f"{v.unclaimed} unclaimed · {v.claimed} claimed · {v.expired} expired or "
                 f"released · {v.dead} dead-lettered"
             )
         )
 
-    @property
-    def selected_key(self) -> str | None:
-        table = self.query_one("#queue-table", DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor (an empty table)
-            return None
-        return key if key in self.rows else None
-
     def action_release(self) -> None:
-        key = self.selected_key
-        if key is None:
-            self.notify("no claim selected", severity="warning")
+        h = self.selected()
+        if h is None:
             return
-        h = self.rows[key]
         body = (
             f"The claim {h.token} of {safe(h.holder)} (delivery {h.deliveries}).\n\n"
             "Give the line back? It is claimable at once; once another session claims it, "
@@ -180,11 +141,9 @@ class QueueScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen("Release claim", escape(body), yes="Release"), answered)
 
     def action_dead_letter(self) -> None:
-        key = self.selected_key
-        if key is None:
-            self.notify("no claim selected", severity="warning")
+        h = self.selected()
+        if h is None:
             return
-        h = self.rows[key]
         body = (
             f"The claim {h.token} of {safe(h.holder)} (delivery {h.deliveries}).\n\n"
             "Move its line to the dead-letter room? Its holder's done is then refused."

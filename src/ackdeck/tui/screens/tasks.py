@@ -11,18 +11,15 @@ from typing import Any
 
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.markup import escape
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable
 
 from ackdeck.core.base.text import safe
 from ackdeck.core.errors import AckdeckError
 
-from ..host import HEADER_ICON, Host, host_of
-from ..widgets.header import DeckHeader
+from .listing import ListingScreen
 from .modals import ConfirmScreen
 
 
@@ -48,7 +45,7 @@ def row_order(task: Any) -> tuple[int, str, int, str]:
     return (task.flag is None, task.task_list, numeric, task.id)
 
 
-class TasksScreen(Screen[None]):
+class TasksScreen(ListingScreen):
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="tasks.close", tooltip="Back to the main screen"),
         Binding(
@@ -62,34 +59,14 @@ class TasksScreen(Screen[None]):
         Binding("l", "look", "Look again", id="tasks.look", tooltip="Read the task lists again"),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: dict[str, Any] = {}  # row key -> TaskRow as shown
-
-    @property
-    def dash(self) -> Host:
-        return host_of(self)
-
-    def compose(self) -> ComposeResult:
-        yield DeckHeader(show_clock=self.dash.config.show_clock, icon=HEADER_ICON)
-        yield Static("reading the task lists…", id="tasks-info")
-        table: DataTable[Any] = DataTable(id="tasks-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("List", "Id", "Status", "Owner", "Blocked by", "Flag", "Subject")
-        yield table
-        yield Footer(show_command_palette=False)
-
-    def on_mount(self) -> None:
-        self.sub_title = "Claude Code's task lists"
-        self.action_look()
-
-    def action_close(self) -> None:
-        self.app.pop_screen()
-
-    def action_look(self) -> None:
-        self._list()
+    NAME = "tasks"
+    COLUMNS = ("List", "Id", "Status", "Owner", "Blocked by", "Flag", "Subject")
+    LOOKING = "reading the task lists…"
+    WHAT = "task"
+    SUB_TITLE = "Claude Code's task lists"
 
     @work(thread=True, group="tasks-list", exclusive=True, exit_on_error=False)
-    def _list(self) -> None:
+    def _look(self) -> None:
         import os
         from pathlib import Path
 
@@ -105,20 +82,16 @@ class TasksScreen(Screen[None]):
             self.post_message(TasksListed(None, str(exc)))
 
     def on_tasks_listed(self, message: TasksListed) -> None:
-        info = self.query_one("#tasks-info", Static)
         if message.error is not None or message.tasks is None:
-            info.update(Text(f"⚠ {message.error}"))
+            self.failed(message.error)
             return
         found = message.tasks
-        table = self.query_one("#tasks-table", DataTable)
-        selected = self.selected_key
         rows = sorted((t for lst in found.lists for t in lst.tasks), key=row_order)
-        self.rows = {f"{t.task_list}/{t.id}": t for t in rows}
-        table.clear()
-        for key, t in self.rows.items():
+
+        def cells(_key: str, t: Any) -> list[Any]:
             flag = Text(t.flag, style="bold red") if t.flag else Text("")
             # Text cells: agents wrote these words; a str cell would be read as markup.
-            table.add_row(
+            return [
                 Text(safe(t.task_list)),
                 Text(safe(t.id)),
                 t.status,
@@ -126,28 +99,16 @@ class TasksScreen(Screen[None]):
                 Text(safe(",".join(t.blocked_by) or "-")),
                 flag,
                 Text(safe(t.subject)),
-                key=key,
-            )
-        if selected in self.rows:  # selection by identity, across a new look
-            table.move_cursor(row=table.get_row_index(selected))
+            ]
+
+        self.show({f"{t.task_list}/{t.id}": t for t in rows}, cells)
         lists = len(found.lists)
         words = [f"{len(rows)} tasks in {lists} list{'s' if lists != 1 else ''}"]
         if found.flagged():
             words.append(f"{found.flagged()} flagged")
         words += [f"note: {p}" for p in found.problems]
-        info.update(Text(safe(" · ".join(words))))
+        self.info.update(Text(safe(" · ".join(words))))
         self._show_why()
-
-    @property
-    def selected_key(self) -> str | None:
-        table = self.query_one("#tasks-table", DataTable)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor (an empty table)
-            return None
-        return key if key in self.rows else None
 
     def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
         self._show_why()
@@ -160,11 +121,9 @@ class TasksScreen(Screen[None]):
         )
 
     def action_release(self) -> None:
-        key = self.selected_key
-        if key is None:
-            self.notify("no task selected", severity="warning")
+        t = self.selected()
+        if t is None:
             return
-        t = self.rows[key]
         body = (
             f"Task {t.id} of {t.task_list}: {t.subject}\n"
             f"owner {t.owner or 'none'}, {t.status}"
