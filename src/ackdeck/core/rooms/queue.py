@@ -232,3 +232,20 @@ class QueueView(Struct, kw_only=True):
     dead: int  # lines moved to the dead-letter room, ever
     held: list[Held]  # the oldest claimed lines, running or ended
     unclaimed: int = 0  # complete lines in the room nobody ever claimed
+
+
+def nothing_claimed(path: str, seconds: float, moved: int, why: str) -> Claim:
+    """A claim that found no line for its claimant (`why`), after moving `moved` lines past
+    their deliveries to the dead-letter room: the same result from every kind of queue."""
+    from ackdeck.core.base.text import counted
+
+    extra = f"; moved {counted(moved, 'line')} to the dead-letter room" if moved else ""
+    return Claim(
+        room="",
+        path=path,
+        claimed=False,
+        lease_seconds=seconds,
+        dead_lettered=moved,
+        message=why + extra,
+        next="claim again later (or `room wait` for new lines)",
+    )

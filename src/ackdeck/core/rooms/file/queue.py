@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 from ackdeck.core.base import locations
 from ackdeck.core.base.byteio import settled_size
 from ackdeck.core.base.faults import pause
-from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError, CorruptState, InvalidInput, RoomUnavailable
 from ackdeck.core.rooms import queue as Q
 from ackdeck.core.rooms.file import deadletter
@@ -527,16 +526,7 @@ class FileQueue:
         )
 
     def _nothing(self, seconds: float, moved: int, why: str) -> Q.Claim:
-        extra = f"; moved {counted(moved, 'line')} to the dead-letter room" if moved else ""
-        return Q.Claim(
-            room="",
-            path=str(self.room.path),
-            claimed=False,
-            lease_seconds=seconds,
-            dead_lettered=moved,
-            message=why + extra,
-            next="claim again later (or `room wait` for new lines)",
-        )
+        return Q.nothing_claimed(str(self.room.path), seconds, moved, why)
 
     @staticmethod
     def _line_of(fd: int, base: int, size: int, task: Q.Task) -> bytes | None:

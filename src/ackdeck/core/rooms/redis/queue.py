@@ -403,16 +403,7 @@ class RedisQueue:
         if moved:
             self._tell_owner(moved)
         if mode == "none":
-            extra = f"; moved {counted(moved, 'line')} to the dead-letter room" if moved else ""
-            return Q.Claim(
-                room="",
-                path=str(self.room.path),
-                claimed=False,
-                lease_seconds=seconds,
-                dead_lettered=moved,
-                message="no unclaimed line waits" + extra,
-                next="claim again later (or `room wait` for new lines)",
-            )
+            return Q.nothing_claimed(str(self.room.path), seconds, moved, "no unclaimed line waits")
         entry = _s(id_b)
         token_s = Q.token_text(int(token), _s(qid_b))
         until = float(_s(until_b))
