@@ -27,12 +27,10 @@ from ackdeck.core.errors import InvalidInput, MailboxLocked
 from ackdeck.core.rooms.claude_team.room import ClaudeMailboxRoom
 from ackdeck.core.service.refs import parse_room
 from tests.helpers.cli import ackdeck
+from tests.helpers.proper_lockfile import SCRIPTS, WAIT, need_node, node_env
 from tests.helpers.wait import eventually
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPTS = Path(__file__).resolve().parent / "claude_teams"
-NPM = Path(os.environ.get("ACKDECK_NPM_MODULES") or REPO / ".cache" / "npm" / "node_modules")
-WAIT = 120.0  # only a real hang reaches this
 
 
 def perm_request(rid: str, tool: str = "Bash") -> str:
@@ -298,23 +296,10 @@ def test_the_file_is_written_as_json_stringify_writes_it(teams: Path) -> None:
     assert ours == theirs
 
 
-def need_lockfile() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node not found: the proper-lockfile interop tests skip")
-    if not (NPM / "proper-lockfile").is_dir():
-        pytest.skip(f"{NPM} has no proper-lockfile: run `make npm-cache`")
-    return node
-
-
-def node_env() -> dict[str, str]:
-    return {**os.environ, "NODE_PATH": str(NPM)}
-
-
 def test_race_with_proper_lockfile_loses_and_duplicates_nothing(teams: Path) -> None:
     """Thousands of entries from each side: node through proper-lockfile (appending, and
     pruning as newer Claude Code does, into a log), ackdeck through its push."""
-    node = need_lockfile()
+    node = need_node()
     count = 2000
     inbox = locations.claude_inbox(teams, "demo", "worker")
     inbox.write_text("[]")
@@ -387,7 +372,7 @@ def read_line(proc: subprocess.Popen[str], want: str) -> None:
 def test_a_holder_past_its_staleness_keeps_its_lock(teams: Path) -> None:
     """proper-lockfile refreshes a held lock's mtime: past `stale` it is still not stale, so a
     push waits through its retries and writes nothing, then succeeds once it is released."""
-    node = need_lockfile()
+    node = need_node()
     inbox = locations.claude_inbox(teams, "demo", "worker")
     before = snapshot(inbox)
     holder = subprocess.Popen(
