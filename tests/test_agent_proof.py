@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tests.helpers import agent_clients as clients
 from tests.helpers.model_stub import Call, ModelStub, Say, Step, Together
+from tests.helpers.wait import eventually
 
 PROMPT = "Handle the notifications waiting in your ackdeck inbox, then stop."
 LATE = "[ops] deploy-bot: arrived between the read and the ack"
@@ -93,7 +94,15 @@ def run(
         with open(s.room, "a") as f:
             f.write(LATE + "\n")
         if between is not None:
-            (transcript,) = s.transcripts()
+            # Claude Code queues its transcript writes: the read's result may reach the file
+            # after the model was asked for the ack. Damage the record once it is there; a
+            # record written after the damage is the client's true word, not this test's case.
+            (transcript,) = eventually(s.transcripts, what="the session's transcript")
+            eventually(
+                lambda: b'"tool_result"' in transcript.read_bytes()
+                and b"read_id" in transcript.read_bytes(),
+                what="the read's result in the transcript",
+            )
             if between == "deleted":
                 transcript.unlink()
             else:  # garbled: every record replaced by bytes that are no JSON
