@@ -53,8 +53,9 @@ SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 PROJECT_ENV = "CLAUDE_PROJECT_DIR"
 TOOL_USE_META = "claudecode/toolUseId"  # in a tools/call request's _meta
 CHUNK = 1 << 16
-# How long an ack waits for its read's result to reach the transcript. Claude Code writes it
-# before the model's next turn, so this bounds only a write that never comes.
+# How long an ack waits for its read's result to reach the transcript. Claude Code queues its
+# transcript writes: on a busy machine the result can land just after the model's next request
+# (seen in CI), rarely later, so this bounds a write that is late or never comes.
 RECORD_WAIT = 5.0
 # How far before a read's result its own call is looked for (the same turn's records).
 CALL_LOOKBACK = 4 << 20
