@@ -99,8 +99,10 @@ def run(
             # record written after the damage is the client's true word, not this test's case.
             (transcript,) = eventually(s.transcripts, what="the session's transcript")
             eventually(
-                lambda: b'"tool_result"' in transcript.read_bytes()
-                and b"read_id" in transcript.read_bytes(),
+                lambda: (
+                    b'"tool_result"' in transcript.read_bytes()
+                    and b"read_id" in transcript.read_bytes()
+                ),
                 what="the read's result in the transcript",
             )
             if between == "deleted":
@@ -653,9 +655,10 @@ def transcript_records(s: ProofSetup) -> list[dict[str, object]]:
 def test_the_stop_hooks_wake_is_recorded_in_the_transcript_as_the_model_received_it(
     tmp_path: Path,
 ) -> None:
-    # What a proof of the hooks' deliveries would read (Claude Code 2.1.328): the Stop hook's
-    # text (exit 2) is a `type:"user"` record "Stop hook feedback:\n[COMMAND]: TEXT", byte for
-    # byte the message the model's next request carries, followed by the model's answer; the
+    # What a proof of the hooks' deliveries would read (Claude Code 2.1.328 and 2.1.332): the
+    # Stop hook's text (exit 2) is a `type:"user"` record "Stop hook feedback:\n[COMMAND]: TEXT",
+    # byte for byte in the message the model's next request carries, followed by the model's
+    # answer; the
     # UserPromptSubmit hook's output is an `attachment` record of type `hook_success`.
     s = ProofSetup(tmp_path).make()
     s.room.write_text("an old line\n")
@@ -674,7 +677,14 @@ def test_the_stop_hooks_wake_is_recorded_in_the_transcript_as_the_model_received
         for block in body["messages"][-1]["content"]
         if isinstance(block, dict) and block.get("type") == "text"
     ]
-    assert text in received, received
+    # 2.1.328 sends the record's text as it is; 2.1.332 sends it whole inside a
+    # `<system-reminder>` that first says it is a hook's output (docs/concepts/proof.md). Either
+    # way the record holds every byte of the hook's text the model received.
+    wrapped = ("<system-reminder>\n", "\n</system-reminder>")
+    assert any(
+        r == text or (r.startswith(wrapped[0]) and r.endswith(wrapped[1]) and text in r)
+        for r in received
+    ), received
     records = transcript_records(s)
     after = records[records.index(feedback[0]) :]
     assert any(r.get("type") == "assistant" for r in after)  # the model answered it
