@@ -179,8 +179,8 @@ def redis_claim_done(url: str, n: int, rounds: int) -> dict[str, float]:
             "[]", "bench", op, repr(600.0), q._dead_name,
         )  # fmt: skip
 
-    out: dict[str, list[float]] = {k: [] for k in
-                                   ("ours", "bare", "bare_ack", "loop", "floor", "writes")}  # fmt: skip
+    names = ("ours", "bare", "bare_ack", "loop", "floor", "writes")
+    out: dict[str, list[float]] = {k: [] for k in names}
     ours, bare, bare_ack, loop = out["ours"], out["bare"], out["bare_ack"], out["loop"]
     held = q.claim("bench-loop", 600)  # the worker loop's first claim, before the timing
     for _ in range(rounds):

@@ -468,7 +468,7 @@ class RedisQueue:
         lease starts when it is sent; only a retry looks for its op's stored reply). The
         lease's end is added here, in Python, so the script formats no number; the op's ID
         names a fresh queue id should one be needed."""
-        sent = []
+        sent: list[float] = []
 
         def args() -> list[Any]:
             now = self.room._clock()
@@ -547,9 +547,9 @@ class RedisQueue:
 
     def _update_request(
         self, token_text: str, op: str, seconds: float, op_id: str
-    ) -> tuple[list[str], Callable[[], list[Any]]]:
+    ) -> tuple[list[str | bytes], Callable[[], list[Any]]]:
         number, qid = Q.parse_token(token_text)
-        keys = [
+        keys: list[str | bytes] = [
             *self._sent_keys,
             locations.redis_queue_op_key(self._name, op_id),
             locations.redis_queue_done_key(self._name, number),
