@@ -736,3 +736,29 @@ def test_done_next_on_a_task_list_finishes_one_task_and_claims_the_next(
     assert out["mode"] == "done" and out["claimed_next"]["offset"] == 2
     assert doc_of(claude, 1)["status"] == "completed"
     assert doc_of(claude, 2) == task(2, owner="worker", status="in_progress")
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"queue_id": "x" * 1_000_000, "next_token": 1, "tasks": []},
+        {"queue_id": "ab12", "next_token": 0, "tasks": []},
+        {"queue_id": "ab12", "next_token": 1, "tasks": [], "max_deliveries": 0},
+        {"queue_id": "ab12", "next_token": 1, "tasks": [], "owner": "../x"},
+    ],
+    ids=["huge-queue-id", "token-zero", "max-deliveries-zero", "owner-a-path"],
+)
+def test_a_queue_state_value_ackdeck_never_writes_is_one_line_and_no_claim(
+    env: dict[str, str], claude: Path, state: dict
+) -> None:
+    """A hand-edited (or damaged) state file: a claim must not hand out a token nobody can use
+    (a megabyte long, or numbered 0) nor act on a policy nobody could have set."""
+    before = write(claude, task(1)).read_bytes()
+    path = locations.claude_tasks_queue(Path(env["ACKDECK_HOME"]), LIST)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(state))
+    out = ackdeck(env, "claim", ROOM, "--session", "s")
+    assert out.returncode == 1 and out.stdout == "", out.stdout[:200]
+    assert out.stderr.count("\n") == 1 and "move it aside" in out.stderr, out.stderr[:300]
+    assert len(out.stderr) < 500
+    assert path_of(claude, 1).read_bytes() == before

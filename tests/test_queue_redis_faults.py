@@ -260,3 +260,79 @@ def test_agents_through_a_redis_kill_and_restart_with_persistence_complete_every
         f"{sum(events['noop'].values())} dones said noop, {sum(events['refused'].values())} "
         "stale dones refused"
     )
+
+
+# ----- state ackdeck never writes ---------------------------------------------------------------
+def test_a_damaged_task_record_is_one_line_and_its_mend_hands_the_entry_out_again(
+    redis_server: RedisServer, home: Path
+) -> None:
+    from ackdeck.core.errors import CorruptState
+
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a", "b")
+    clock = Clock()
+    d = Deck(home, "s", [url], clock=clock)
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.line == b"a\n" and got.token is not None
+    direct = redis.Redis(port=redis_server.port)
+    qh = f"ackdeck:room:{{{name}}}:queue"
+    direct.hset(qh, f"t:{got.entry}", b'{"token": 1, "h": "not a list"')
+    for op in ("done", "extend", "release"):
+        with pytest.raises(CorruptState, match="is not what ackdeck writes") as err:
+            d.task(d.rooms[0], got.token, op)
+        assert "\n" not in str(err.value) and f"HDEL {qh} t:{got.entry}" in str(err.value)
+    assert d.claim(d.rooms[0], lease=60).line == b"b\n"  # the rest of the queue works
+    # The mend the error names: the entry is handed out again once its lease ends (before,
+    # a ready entry without its task left the queue's sets and stayed pending for ever).
+    direct.hdel(qh, f"t:{got.entry}")
+    clock.t += 61
+    again = d.claim(d.rooms[0], lease=60)
+    assert (again.entry, again.line, again.deliveries) == (got.entry, b"a\n", 1)
+    assert again.token is not None
+    assert d.task(d.rooms[0], again.token, "done").mode == "done"
+    assert stream(redis_server.port, name) == [b"b"]
+    direct.close()
+
+
+def test_members_of_the_lease_and_ready_sets_that_are_no_entry_are_dropped_not_fatal(
+    redis_server: RedisServer, home: Path
+) -> None:
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a")
+    d = Deck(home, "s", [url], clock=Clock())
+    d.claim(d.rooms[0], lease=60)  # the queue's keys exist
+    direct = redis.Redis(port=redis_server.port)
+    direct.zadd(f"ackdeck:room:{{{name}}}:leases", {"junk": 0})
+    direct.zadd(f"ackdeck:room:{{{name}}}:ready", {"garbage": 0})
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.claimed is False and got.message.startswith("no unclaimed line waits")
+    assert direct.zcard(f"ackdeck:room:{{{name}}}:ready") == 0
+    direct.close()
+
+
+def test_a_damaged_next_token_refuses_the_claim_before_it_takes_a_line(
+    redis_server: RedisServer, home: Path
+) -> None:
+    from ackdeck.core.errors import CorruptState
+
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a", "b")
+    d = Deck(home, "s", [url], clock=Clock())
+    first = d.claim(d.rooms[0], lease=60)
+    assert first.line == b"a\n" and first.token is not None
+    direct = redis.Redis(port=redis_server.port)
+    qh = f"ackdeck:room:{{{name}}}:queue"
+    direct.hset(qh, "next", "not a number")
+    with pytest.raises(CorruptState, match="next token") as err:
+        d.claim(d.rooms[0], lease=60)
+    assert "\n" not in str(err.value)
+    # Nothing was taken: b was not handed to the group (before, XREADGROUP ran, then the
+    # token failed, and b stayed pending with no task for ever).
+    assert direct.xpending(f"ackdeck:room:{{{name}}}", "ackdeck-queue")["pending"] == 1
+    direct.hset(qh, "next", 100)  # the mend the error names
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.line == b"b\n" and got.token is not None and got.token.startswith("101-")
+    direct.close()

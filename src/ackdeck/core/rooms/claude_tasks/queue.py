@@ -58,13 +58,22 @@ from typing import TYPE_CHECKING
 from ackdeck.core.base import atomic, faults, locations
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.locks import locked
+from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import load_record, store_record
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted
 from ackdeck.core.clients.claude_code import tasks as tk
 from ackdeck.core.clients.claude_code.lock import TASK_RETRY_DELAYS_S, MailboxLock
-from ackdeck.core.errors import AckdeckError, BadRecord, InvalidInput, MailboxLocked, TokenRefused
+from ackdeck.core.errors import (
+    AckdeckError,
+    BadRecord,
+    CorruptState,
+    InvalidInput,
+    MailboxLocked,
+    TokenRefused,
+)
 from ackdeck.core.rooms import queue as Q
+from ackdeck.core.rooms.policy import check_deliveries
 from ackdeck.core.rooms.queue import Task
 
 if TYPE_CHECKING:
@@ -299,14 +308,28 @@ class ClaudeTasksQueue:
         return locations.claude_tasks_queue_lock(self.home, self.task_list)
 
     def _load(self) -> _Leases:
-        path = locations.claude_tasks_queue(self.home, self.task_list)
-        rec = load_record(path, QueueState) or QueueState(queue_id=secrets.token_hex(4))
-        return _Leases(rec)
+        return _Leases(self._read_state() or QueueState(queue_id=secrets.token_hex(4)))
 
     def _peek(self) -> QueueState:
         """The state as last stored (a look: no lock, nothing written)."""
+        return self._read_state() or QueueState(queue_id="")
+
+    def _read_state(self) -> QueueState | None:
+        """The stored state, refused in one line (CorruptState) when it holds what ackdeck
+        never writes: a token made of a 30 MB queue id, or a negative next token, would be
+        handed to agents that can never use it."""
         path = locations.claude_tasks_queue(self.home, self.task_list)
-        return load_record(path, QueueState) or QueueState(queue_id="")
+        mend = (
+            "; move it aside to start the queue afresh (its leases and tokens are forgotten; "
+            "Claude Code's tasks stay as they are)"
+        )
+        rec = load_record(path, QueueState, hint=mend)
+        if rec is None:
+            return None
+        why = _unwritten(rec)
+        if why is not None:
+            raise CorruptState(f"corrupt state file {path} ({why}); it was left in place{mend}")
+        return rec
 
     @property
     def dead_room(self) -> Path:
@@ -707,6 +730,26 @@ def _token(number: int, state: _Leases, task_id: str) -> str:
     """`17-3f9a2c1dt5`: the fencing number, the queue state's id, `t`, the task's id (the
     state's id is hex, so the `t` parts them)."""
     return Q.token_text(number, f"{state.queue_id}t{task_id}")
+
+
+def _unwritten(rec: QueueState) -> str | None:
+    """What in `rec` ackdeck never writes (None: nothing)."""
+    if not (rec.queue_id.isalnum() and len(rec.queue_id) <= 32):
+        return "queue_id: not a short id of letters and digits"
+    if not 1 <= rec.next_token < 10**18:
+        return "next_token: not a token number"
+    if rec.dead_total < 0:
+        return "dead_total: negative"
+    for t in rec.tasks:
+        if t.offset < 0 or not 1 <= t.token < 10**18 or t.deliveries < 0:
+            return f"task {t.offset}: not a lease ackdeck writes"
+    try:
+        check_deliveries(rec.max_deliveries)
+        if rec.owner is not None:
+            check_name(rec.owner, "owner")
+    except AckdeckError as exc:
+        return str(exc)
+    return None
 
 
 def _one_line(text: str) -> str:

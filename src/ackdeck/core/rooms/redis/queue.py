@@ -84,10 +84,34 @@ end
 local function fmt(x) return string.format('%.17g', x) end
 -- A fresh queue id, should the queue start afresh: the first 32 bits of the op's random ID.
 local function fresh_id(op_id) return string.sub(op_id, 1, 8) end
+-- A state value ackdeck never writes is refused before this call writes anything about it
+-- (a script's writes are not rolled back when it fails): one line naming it and the mend.
+local function damaged(what, mend)
+  error('QDAMAGED ' .. what .. ' is not what ackdeck writes; nothing changed for it; ' .. mend)
+end
 local function task_of(id)
   local raw = redis.call('HGET', QH, 't:' .. id)
   if not raw then return nil end
-  return cjson.decode(raw)
+  local ok, t = pcall(cjson.decode, raw)
+  if not ok or type(t) ~= 'table' or type(t.token) ~= 'number' or type(t.holder) ~= 'string'
+      or type(t.deliveries) ~= 'number' or type(t.tokens) ~= 'table' or type(t.h) ~= 'table'
+      or type(t.h[#t.h]) ~= 'table' or tonumber(t.ends) == nil then
+    damaged('the task of entry ' .. id .. ' (field t:' .. id .. ' of ' .. QH .. ')',
+      '`redis-cli HDEL ' .. QH .. ' t:' .. id .. '` hands the entry out again once its lease '
+      .. 'ends (its deliveries counted afresh)')
+  end
+  return t
+end
+-- The queue id and the next fencing number, checked (a token carries the id).
+local function queue_head()
+  local got = redis.call('HMGET', QH, 'id', 'next')
+  local qid, nxt = got[1], got[2]
+  if qid and (#qid > 32 or not string.match(qid, '^%w+$') or not tonumber(nxt)) then
+    damaged('the queue id or next token of ' .. QH, '`redis-cli HSET ' .. QH .. ' id NEWID next '
+      .. 'N` mends it (NEWID letters and digits, N above every token issued: older tokens are '
+      .. 'refused, every task is kept)')
+  end
+  return qid
 end
 -- The queue's id, creating the group (and the stream) when missing. A group that is gone
 -- while the queue hash has an id means the stream was deleted or recreated (or the server
@@ -165,15 +189,16 @@ if ARGV[6] == '1' then
 end
 local queue, maxd = policy()
 if not queue then return {'not-queue - - 0 0 - 0'} end
-local qid = redis.call('HGET', QH, 'id')
+local qid = queue_head()
 if not qid then qid = open_queue(fresh_id(ARGV[4])) end
--- Leases that ended become ready, each once per expiry.
+-- Leases that ended become ready, each once per expiry (a member that is no entry ID is not
+-- ackdeck's: dropped).
 while true do
   local due = redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, 100)
   if #due == 0 then break end
   for _, id in ipairs(due) do
     redis.call('ZREM', LEASES, id)
-    redis.call('ZADD', READY, 0, member(id))
+    if string.match(id, '^%d+%-%d+$') then redis.call('ZADD', READY, 0, member(id)) end
   end
 end
 local moved = 0
@@ -189,31 +214,33 @@ while true do
     checked = true
     qid = open_queue(fresh_id(ARGV[4]))
   else
-    local cand = string.match(first[1], '|(.+)$')
+    local cand = string.match(first[1], '|(%d+%-%d+)$')
+    local ct = cand and task_of(cand)  -- a damaged task fails here, before any write of it
     redis.call('ZREM', READY, first[1])
-    local ct = task_of(cand)
-    if ct ~= nil and tonumber(ct.ends) > tonumber(now) then
+    if not cand then
+      -- A member ackdeck never writes: dropped.
+    elseif ct and tonumber(ct.ends) > tonumber(now) then
       -- Judged ended by an earlier claim, but this claimer's clock says it runs (stepped
       -- back, or behind): not ended after all, as a file queue judges it at each claim.
       redis.call('ZADD', LEASES, ct.ends, cand)
-    elseif ct ~= nil then
-      if maxd and ct.deliveries >= maxd then
-        ct.h[#ct.h + 1] = {'ackdeck-dead-letter', now, 0, now, 'dead'}
-        local e = redis.call('XRANGE', S, cand, cand)
-        if #e > 0 then redis.call('XADD', KEYS[8], '*', unpack(e[1][2])) end
-        forget(cand, ct)
-        redis.call('HINCRBY', META, 'dead', 1)
-        audit(now, 'ackdeck-dead-letter', 'dead', cand, ct, {'dead', ARGV[5]})
-        moved = moved + 1
-      else
-        local e = redis.call('XCLAIM', S, GROUP, session, 0, cand)
-        if #e > 0 and e[1] then
-          id, fields, t = cand, e[1][2], ct
-          break
-        end
-        -- Deleted behind ackdeck's back (XDEL): nothing to hand out, forget it.
-        forget(cand, ct)
+    elseif ct and maxd and ct.deliveries >= maxd then
+      ct.h[#ct.h + 1] = {'ackdeck-dead-letter', now, 0, now, 'dead'}
+      local e = redis.call('XRANGE', S, cand, cand)
+      if #e > 0 then redis.call('XADD', KEYS[8], '*', unpack(e[1][2])) end
+      forget(cand, ct)
+      redis.call('HINCRBY', META, 'dead', 1)
+      audit(now, 'ackdeck-dead-letter', 'dead', cand, ct, {'dead', ARGV[5]})
+      moved = moved + 1
+    else
+      -- Handed out again; with no task (its record deleted to mend it) as a task afresh:
+      -- never left pending with nobody to claim it.
+      local e = redis.call('XCLAIM', S, GROUP, session, 0, cand)
+      if #e > 0 and e[1] then
+        id, fields, t = cand, e[1][2], ct or {deliveries = 0, tokens = {}, h = {}}
+        break
       end
+      -- Deleted behind ackdeck's back (XDEL): nothing to hand out, forget it.
+      forget(cand, ct or {})
     end
   end
 end

@@ -302,6 +302,10 @@ class RedisRoom:
                 raise RoomUnavailable(
                     f"{room}: {detail}; refusing to touch it (use another room name)"
                 ) from None
+            if "QDAMAGED" in msg:  # a queue's state (core/rooms/redis/queue.py)
+                raise CorruptState(
+                    f"{room}: {msg.split('QDAMAGED', 1)[1].split(' script:')[0].strip()}"
+                ) from None
             if "CORRUPT" in msg:
                 raise CorruptState(
                     f"{room}: {msg.split('CORRUPT', 1)[1].split(' script:')[0].strip()} "
