@@ -22,8 +22,10 @@ Each operation is one Lua script, atomic on the server:
   dead-letter room (XADD there, XACK + XDEL here, in the same script); else XREADGROUP `>`
   hands out the next entry nobody ever claimed. A new fencing number comes from HINCRBY.
 - **done**: the fencing check, then XACK + XDEL: the entry leaves the stream at once (a
-  stream deletes from the middle; a file only drops its head). A key remembers for
-  OP_WINDOW_S that the token's task was done, so a retried done (its reply lost) is a no-op.
+  stream deletes from the middle; a file only drops its head). A key (the done mark)
+  remembers for OP_WINDOW_S that the token's task was done, and by which operation: the same
+  done sent again after a lost reply says `done`, as its first attempt did; another done
+  with the token is a no-op.
 - **extend / release**: the fencing check, then a new lease end (release: ready at once).
 
 Why not XAUTOCLAIM: it judges every pending entry by one idle time, but each claim here
@@ -35,14 +37,25 @@ ID order, so a claim would cost more the more entries are claimed; the lease set
 Removals count in the room's `removed` counter (core/rooms/redis/lua.py), so the room's epoch
 holds: XDEL by ackdeck is not someone else's deletion. A stream deleted or recreated loses
 its consumer group; the next operation sees that and starts the queue afresh (a new queue id:
-every older token is refused, every entry now in the stream is claimable).
+every older token is refused, every entry now in the stream is claimable). A claim finds it
+by XREADGROUP's NOGROUP (or before handing out an ended lease again), a done by XACK acking
+nothing, extend and release by creating the group: a failing XGROUP CREATE in every claim
+and done cost each more than the check it made.
+
+Speed (docs/performance.md): claim+done is two script calls, against three bare commands;
+what the scripts add is kept to the writes the guarantees need plus a few reads. Replies are
+one string (each array item costs redis-py more to read than the script to write), numbers
+are formatted by the client (the lease's end), and only a retry looks for its stored reply.
+State ackdeck never writes (a task that is not its JSON, a queue id or next token of someone
+else's) is refused before the script writes anything of it, in one line naming the mend.
 
 Leases are judged on the claimer's clock (the room's clock, `time.time` unless a test injects
 one), as in a file queue: see docs/concepts/work-queues.md for why, and what a step does.
 
 Every write carries an operation ID: after a lost reply the client sends the same script
 again (RedisRoom._again) and the server returns the first attempt's result instead of
-applying it twice (a claim retried does not hand out a second line).
+applying it twice (a claim retried does not hand out a second line; a done's result is its
+done mark).
 """
 
 from __future__ import annotations
