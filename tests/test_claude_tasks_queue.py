@@ -762,3 +762,25 @@ def test_a_queue_state_value_ackdeck_never_writes_is_one_line_and_no_claim(
     assert out.stderr.count("\n") == 1 and "move it aside" in out.stderr, out.stderr[:300]
     assert len(out.stderr) < 500
     assert path_of(claude, 1).read_bytes() == before
+
+
+def test_the_owners_dead_letter_waits_for_claude_codes_lock_and_changes_nothing_while_held(
+    env: dict[str, str], claude: Path
+) -> None:
+    """node holds Claude Code's lock on the claimed task (proper-lockfile on 1.json): the
+    owner's dead letter, which gives the task back first, refuses in one line after Claude
+    Code's retries, with nothing written anywhere; once node lets go, it goes through."""
+    one = write(claude, task(1))
+    got = claim(env, "worker")
+    claimed = one.read_bytes()
+    with held(one) as holder:
+        out = ackdeck(env, "release", ROOM, got["token"], "--dead")
+        assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert "Traceback" not in out.stderr and "lock" in out.stderr
+        assert one.read_bytes() == claimed and dead_lines(env) == []
+        let_go(holder)
+    # Nothing changed: the worker's lease still holds, and the owner's retry goes through.
+    assert ackdeck_json(env, "extend", ROOM, got["token"])["mode"] == "extended"
+    dead = ackdeck_json(env, "release", ROOM, got["token"], "--dead")
+    assert dead["mode"] == "dead" and doc_of(claude, 1) == task(1)
+    assert len(dead_lines(env)) == 1
