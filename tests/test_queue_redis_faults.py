@@ -26,7 +26,7 @@ from tests.helpers.redis_server import RedisServer, new_room_name
 
 SHA = {
     n: hashlib.sha1(getattr(redis_queue, n).encode()).hexdigest().encode()
-    for n in ("CLAIM", "UPDATE")
+    for n in ("CLAIM", "UPDATE", "NEXT")
 }
 
 
@@ -66,7 +66,7 @@ def env(home: Path) -> dict[str, str]:
 @pytest.fixture
 def proxy(redis_server: RedisServer) -> Iterator[ReplyDropper]:
     direct = redis.Redis(port=redis_server.port)
-    for n in ("CLAIM", "UPDATE"):
+    for n in ("CLAIM", "UPDATE", "NEXT"):
         direct.script_load(getattr(redis_queue, n))
     direct.close()
     p = ReplyDropper(redis_server.port)
@@ -119,6 +119,32 @@ def test_a_done_whose_reply_was_lost_completes_once_and_says_done(
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["mode"] == "done"  # the first attempt's answer
     assert stream(redis_server.port, name) == [b"b"]
+    assert audit_modes(redis_server.port, name).count(b"done") == 1
+
+
+def test_a_done_next_whose_reply_was_lost_finishes_once_and_claims_one_line(
+    redis_server: RedisServer, proxy: ReplyDropper, env: dict[str, str]
+) -> None:
+    # The done and the next claim in one script: its retry must answer both from the first
+    # attempt (the done by its done mark, the claim by its op's stored reply), never finish a
+    # second time nor hand out a second line.
+    name = new_room_name()
+    make_queue(redis_server.url(name), "a", "b", "c")
+    got = json.loads(
+        ackdeck(env, "claim", redis_server.url(name), "--session", "s", "--json").stdout
+    )
+    proxy.drop_next(_script("NEXT"))
+    out = ackdeck(env, "done", proxy.url(name), got["token"], "--next", "--session", "s", "--json")
+    assert len(proxy.dropped) == 1
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout)
+    assert done["mode"] == "done" and done["claimed_next"]["line"] == "b\n"
+    assert done["claimed_next"]["deliveries"] == 1
+    other = json.loads(
+        ackdeck(env, "claim", redis_server.url(name), "--session", "t", "--json").stdout
+    )
+    assert other["line"] == "c\n"  # b was handed out once, to s
+    assert stream(redis_server.port, name) == [b"b", b"c"]
     assert audit_modes(redis_server.port, name).count(b"done") == 1
 
 
