@@ -362,3 +362,22 @@ def test_a_damaged_next_token_refuses_the_claim_before_it_takes_a_line(
     got = d.claim(d.rooms[0], lease=60)
     assert got.line == b"b\n" and got.token is not None and got.token.startswith("101-")
     direct.close()
+
+
+def test_a_done_mark_an_older_ackdeck_wrote_still_makes_a_repeated_done_a_noop(
+    redis_server: RedisServer, home: Path
+) -> None:
+    # Until this version a done mark held the entry alone; one written just before an upgrade
+    # still answers a done sent again with its token (within the marks' 600 s).
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a")
+    d = Deck(home, "s", [url], clock=Clock())
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.token is not None and got.entry is not None
+    assert d.task(d.rooms[0], got.token, "done").mode == "done"
+    number = got.token.split("-")[0]
+    direct = redis.Redis(port=redis_server.port)
+    direct.set(f"ackdeck:room:{{{name}}}:qdone:{number}", got.entry, ex=600)
+    direct.close()
+    assert d.task(d.rooms[0], got.token, "done").mode == "noop"

@@ -324,7 +324,10 @@ if op == 'done' then
     local mark = redis.call('GET', KEYS[8])
     if mark then
       local mop, mq, removed, entry = string.match(mark, '^(%S+) (%S+) (%S+) (%S+)$')
-      if mq == tq then
+      if not mop then
+        -- An older ackdeck's mark (the entry alone): done, by some op of that version.
+        return res('noop', nil, nil, 0, 'already done with this token')
+      elseif mq == tq then
         if mop == op_id then return res('done', entry, nil, removed) end
         return res('noop', nil, nil, 0, 'already done with this token')
       end
