@@ -352,7 +352,7 @@ if op == 'done' then
   t.h[#t.h][5] = 'done'
   local removed = forget(id, t, true)
   redis.call('SET', KEYS[8], table.concat({op_id, tq, removed, id}, ' '), 'EX', WINDOW)
-  audit(now, t.holder, 'done', id, t, {'token', n}, m[2])
+  audit(now, t.holder, 'done', id, t, {'token', n}, m[2] or '0')
   return res('done', id, nil, removed)
 end
 local seen = redis.call('GET', OPKEY)
