@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -114,7 +115,7 @@ def test_what_only_an_inbox_does_is_one_line_on_a_task_list(
         ("room", "read", ROOM, "--session", "s"),
         ("room", "ack", ROOM, "--session", "s"),
         ("room", "push", ROOM, "a task"),
-        ("room", "trace", ROOM, "1"),
+        ("room", "trace", ROOM, "x1"),  # not a task id (a task's trace: its own test)
         ("room", "wait", ROOM, "--session", "s", "--timeout", "1"),
         ("claim", "claude-tasks://../x", "--session", "s"),
         ("done", ROOM, "not-a-token"),
@@ -522,3 +523,264 @@ def test_the_service_claims_and_finishes_a_task_in_this_process(
     assert done.mode == "done" and doc_of(claude, 1)["status"] == "completed"
     with pytest.raises(TokenRefused):
         deck.task(ref, got.token, "release")  # finished: its token gives nothing back
+
+
+# ----- dead letters, trace, metrics (what the file and redis queues have) ----------------------
+def dead_lines(env: dict[str, str]) -> list[bytes]:
+    dead = locations.claude_tasks_dead_room(Path(env["ACKDECK_HOME"]), LIST)
+    return dead.read_bytes().splitlines() if dead.exists() else []
+
+
+def test_a_task_claimed_max_deliveries_times_goes_to_the_dead_letter_room_left_as_it_is(
+    env: dict[str, str], claude: Path
+) -> None:
+    write(claude, task(1))
+    write(claude, task(2))
+    out = ackdeck(env, "room", "policy", ROOM, "--max-deliveries", "2", "--owner", "boss")
+    assert out.returncode == 0, out.stderr
+    now = [1000.0]
+    home = Path(env["ACKDECK_HOME"])
+    q = ClaudeTasksQueue(home, claude / "tasks", LIST, clock=lambda: now[0])
+    assert q.claim("a", 60).offset == 1
+    now[0] += 61
+    second = q.claim("b", 60)
+    assert (second.offset, second.deliveries) == (1, 2)
+    now[0] += 61  # delivered twice, never done: not handed out a third time
+    third = q.claim("c", 600)
+    assert third.claimed and third.offset == 2 and third.dead_lettered == 1
+    assert f"task 1 moved to the dead-letter room {q.dead_room}" in third.message
+    # Left as Claude Code has it: given back at the lease's end (our claim's bytes were still
+    # there), as Claude Code gives back a departed teammate's task; never claimed again.
+    assert doc_of(claude, 1) == task(1)
+    line = f"{ROOM} task 1: task 1 (claimed 2 times without a done, last by b; left in Claude "
+    assert dead_lines(env) == [(line + "Code's list as it is)").encode()]
+    assert q.claim("d", 60).claimed is False
+    for op in ("done", "extend", "release"):
+        with pytest.raises(TokenRefused, match="dead-letter room"):
+            q.update(str(second.token), op)
+    assert doc_of(claude, 1) == task(1) and len(dead_lines(env)) == 1
+    # The owner was told, as for a file or redis queue's dead letter.
+    wakes = ackdeck_json(env, "wakes", "list", "--session", "boss")
+    assert "dead-letter room" in json.dumps(wakes), wakes
+
+
+def test_a_task_changed_since_our_claim_goes_to_the_dead_letter_room_unwritten(
+    env: dict[str, str], claude: Path
+) -> None:
+    """A teammate's blind TaskUpdate took the task after our claim, then handed it back with
+    its own edits: the task is dead-lettered (delivered max_deliveries times by us) and its
+    file is never written by ackdeck: the teammate's bytes stay."""
+    write(claude, task(1))
+    assert ackdeck(env, "room", "policy", ROOM, "--max-deliveries", "1").returncode == 0
+    now = [1000.0]
+    q = ClaudeTasksQueue(Path(env["ACKDECK_HOME"]), claude / "tasks", LIST, clock=lambda: now[0])
+    assert q.claim("a", 60).claimed
+    write(claude, task(1, owner="teammate", status="in_progress"))
+    now[0] += 61
+    assert q.claim("b", 60).claimed is False  # the teammate's: shown, left as it is
+    edited = {**task(1), "description": "do task 1, the teammate's way"}
+    theirs = write(claude, edited).read_bytes()
+    got = q.claim("b", 60)
+    assert got.claimed is False and got.dead_lettered == 1
+    assert path_of(claude, 1).read_bytes() == theirs
+    assert dead_lines(env) == [
+        f"{ROOM} task 1: task 1 (claimed 1 time without a done, last by a; left in Claude "
+        "Code's list as it is)".encode()
+    ]
+
+
+def test_a_kill_between_the_dead_letter_line_and_its_mark_writes_the_line_again_never_none(
+    env: dict[str, str], claude: Path, tmp_path: Path
+) -> None:
+    write(claude, task(1))
+    assert ackdeck(env, "room", "policy", ROOM, "--max-deliveries", "1").returncode == 0
+    got = claim(env, "a", "--lease", "1s")
+    assert got["claimed"]
+    eventually(lambda: time.time() > got["lease_until"], timeout=WAIT, what="the lease's end")
+    marker = tmp_path / "paused"
+    paused_env = {
+        **env,
+        "ACKDECK_TEST_PAUSE_AT": "claude-task-after-dead-append",
+        "ACKDECK_TEST_PAUSE_FILE": str(marker),
+    }
+    proc = subprocess.Popen(
+        [*ACKDECK, "claim", ROOM, "--session", "b"],
+        env=paused_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        eventually(lambda: marker.exists(), timeout=WAIT, what="the dead letter paused")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert len(dead_lines(env)) == 1  # the line is there; the task not yet marked dead
+    again = claim(env, "c")
+    assert again["claimed"] is False and again["dead_lettered"] == 1
+    # The next claim wrote it again: a duplicate in the dead-letter room, never a loss, and
+    # the task was never handed out past max_deliveries.
+    lines = dead_lines(env)
+    assert len(lines) == 2 and lines[0] == lines[1] and b"task 1: task 1" in lines[0]
+    assert claim(env, "d")["claimed"] is False and len(dead_lines(env)) == 2
+    assert doc_of(claude, 1) == task(1)
+
+
+def test_room_trace_shows_each_claim_expiry_release_and_completion_of_a_task(
+    env: dict[str, str], claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackdeck.core.service.deck import Deck
+    from tests.helpers.clock import Clock
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    write(claude, task(1))
+    write(claude, task(2, after="1"))
+    clock = Clock()
+    d = Deck(Path(env["ACKDECK_HOME"]), "a", [ROOM], clock=clock)
+    (ref,) = d.rooms
+    assert d.claim(ref, lease=10).offset == 1
+    clock.t += 11  # a's lease ends
+    b = Deck(Path(env["ACKDECK_HOME"]), "b", [ROOM], clock=clock).claim(ref, lease=10)
+    assert b.token is not None
+    held = d.trace(ref, offset=1).lines[0]
+    assert [(c.session, c.end) for c in held.claims or []] == [("a", "expired"), ("b", "holding")]
+    assert held.summary.startswith("claimed by b; the lease ends in")
+    d.task(ref, b.token, "release")
+    c = Deck(Path(env["ACKDECK_HOME"]), "c", [ROOM], clock=clock).claim(ref, lease=10)
+    assert c.token is not None and c.offset == 1
+    d.task(ref, c.token, "done")
+    done = d.trace(ref, offset=1).lines[0]
+    assert [(h.session, h.token, h.end) for h in done.claims or []] == [
+        ("a", 1, "expired"),
+        ("b", 2, "released"),
+        ("c", 3, "done"),
+    ]
+    assert done.summary == "done by c (claimed 3 times)" and done.text == b"task 1"
+    assert not done.present  # completed in Claude Code's list
+    text = "\n".join(done.report())
+    assert "expired" in text and "released" in text and "done       by c" in text
+    assert d.trace(ref, offset=2).lines[0].summary == "never claimed through the queue"
+    # The CLI door: the same journey, one process.
+    out = ackdeck_json(env, "room", "trace", ROOM, "1")
+    assert [h["end"] for h in out["lines"][0]["claims"]] == ["expired", "released", "done"]
+
+
+def test_the_queue_view_and_metrics_count_a_task_lists_claims_expiries_and_dead_letters(
+    env: dict[str, str], claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackdeck.core.service import metrics
+    from ackdeck.core.service.queue import file_queue
+    from tests.helpers.clock import Clock
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    for n in (1, 2, 3, 4):
+        write(claude, task(n))
+    home = Path(env["ACKDECK_HOME"])
+    clock = Clock()
+    q = ClaudeTasksQueue(home, claude / "tasks", LIST, clock=clock)
+    from ackdeck.core.rooms.policy import RoomPolicy
+
+    q.set_policy(RoomPolicy(queue=True, max_deliveries=1))
+    assert q.claim("s", 5).offset == 1  # will expire
+    clock.t += 6
+    assert q.claim("s", 60).offset == 2  # 1 was delivered once (max 1): dead; 2 handed out
+    assert q.claim("s", 5).offset == 3
+    clock.t += 6  # 3's lease ends; 2's runs
+    view = file_queue(q).view()
+    assert (view.claimed, view.expired, view.dead, view.unclaimed) == (1, 1, 1, 1)
+    assert [(h.offset, h.holder, h.deliveries) for h in view.held] == [(2, "s", 1), (3, "s", 1)]
+    assert view.held[0].claimed_at is not None and view.held[0].until > clock.t
+    assert doc_of(claude, 3)["owner"] == "s"  # a look gives nothing back
+    # The exporter reads the real clock, decades past this test's: both leases have ended.
+    text = metrics.exposition([ROOM], home).decode()
+    got = {
+        line.split("{")[0]: line.rsplit(" ", 1)[1]
+        for line in text.splitlines()
+        if line.startswith("ackdeck_queue_")
+    }
+    assert got == {
+        "ackdeck_queue_claimed_lines": "0.0",
+        "ackdeck_queue_expired_lines": "2.0",
+        "ackdeck_queue_dead_lines_total": "1.0",
+    }, text
+
+
+def test_the_owner_dead_letters_a_claimed_task_and_its_holder_is_refused(
+    env: dict[str, str], claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ackdeck.core.service.deck import Deck
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    write(claude, task(1))
+    home = Path(env["ACKDECK_HOME"])
+    worker, owner = Deck(home, "worker", [ROOM]), Deck(home, "owner", [ROOM])
+    got = worker.claim(worker.rooms[0], lease=600)
+    assert got.token is not None and doc_of(claude, 1)["owner"] == "worker"
+    dead = owner.dead_letter(owner.rooms[0], got.token)
+    assert dead.mode == "dead" and "moved to the dead-letter room" in dead.message
+    # Given back first (still our claim's bytes), then never handed out by the queue again.
+    assert doc_of(claude, 1) == task(1)
+    assert len(dead_lines(env)) == 1 and b"last by worker" in dead_lines(env)[0]
+    with pytest.raises(TokenRefused, match="dead-letter room"):
+        worker.task(worker.rooms[0], got.token, "done")
+    assert worker.claim(worker.rooms[0]).claimed is False
+
+
+def test_done_next_on_a_task_list_finishes_one_task_and_claims_the_next(
+    env: dict[str, str], claude: Path
+) -> None:
+    write(claude, task(1))
+    write(claude, task(2))
+    got = claim(env, "worker")
+    out = ackdeck_json(env, "done", ROOM, got["token"], "--next", "--session", "worker")
+    assert out["mode"] == "done" and out["claimed_next"]["offset"] == 2
+    assert doc_of(claude, 1)["status"] == "completed"
+    assert doc_of(claude, 2) == task(2, owner="worker", status="in_progress")
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"queue_id": "x" * 1_000_000, "next_token": 1, "tasks": []},
+        {"queue_id": "ab12", "next_token": 0, "tasks": []},
+        {"queue_id": "ab12", "next_token": 1, "tasks": [], "max_deliveries": 0},
+        {"queue_id": "ab12", "next_token": 1, "tasks": [], "owner": "../x"},
+    ],
+    ids=["huge-queue-id", "token-zero", "max-deliveries-zero", "owner-a-path"],
+)
+def test_a_queue_state_value_ackdeck_never_writes_is_one_line_and_no_claim(
+    env: dict[str, str], claude: Path, state: dict
+) -> None:
+    """A hand-edited (or damaged) state file: a claim must not hand out a token nobody can use
+    (a megabyte long, or numbered 0) nor act on a policy nobody could have set."""
+    before = write(claude, task(1)).read_bytes()
+    path = locations.claude_tasks_queue(Path(env["ACKDECK_HOME"]), LIST)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(state))
+    out = ackdeck(env, "claim", ROOM, "--session", "s")
+    assert out.returncode == 1 and out.stdout == "", out.stdout[:200]
+    assert out.stderr.count("\n") == 1 and "move it aside" in out.stderr, out.stderr[:300]
+    assert len(out.stderr) < 500
+    assert path_of(claude, 1).read_bytes() == before
+
+
+def test_the_owners_dead_letter_waits_for_claude_codes_lock_and_changes_nothing_while_held(
+    env: dict[str, str], claude: Path
+) -> None:
+    """node holds Claude Code's lock on the claimed task (proper-lockfile on 1.json): the
+    owner's dead letter, which gives the task back first, refuses in one line after Claude
+    Code's retries, with nothing written anywhere; once node lets go, it goes through."""
+    one = write(claude, task(1))
+    got = claim(env, "worker")
+    claimed = one.read_bytes()
+    with held(one) as holder:
+        out = ackdeck(env, "release", ROOM, got["token"], "--dead")
+        assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert "Traceback" not in out.stderr and "lock" in out.stderr
+        assert one.read_bytes() == claimed and dead_lines(env) == []
+        let_go(holder)
+    # Nothing changed: the worker's lease still holds, and the owner's retry goes through.
+    assert ackdeck_json(env, "extend", ROOM, got["token"])["mode"] == "extended"
+    dead = ackdeck_json(env, "release", ROOM, got["token"], "--dead")
+    assert dead["mode"] == "dead" and doc_of(claude, 1) == task(1)
+    assert len(dead_lines(env)) == 1

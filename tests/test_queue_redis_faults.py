@@ -26,7 +26,7 @@ from tests.helpers.redis_server import RedisServer, new_room_name
 
 SHA = {
     n: hashlib.sha1(getattr(redis_queue, n).encode()).hexdigest().encode()
-    for n in ("CLAIM", "UPDATE")
+    for n in ("CLAIM", "UPDATE", "NEXT")
 }
 
 
@@ -66,7 +66,7 @@ def env(home: Path) -> dict[str, str]:
 @pytest.fixture
 def proxy(redis_server: RedisServer) -> Iterator[ReplyDropper]:
     direct = redis.Redis(port=redis_server.port)
-    for n in ("CLAIM", "UPDATE"):
+    for n in ("CLAIM", "UPDATE", "NEXT"):
         direct.script_load(getattr(redis_queue, n))
     direct.close()
     p = ReplyDropper(redis_server.port)
@@ -119,6 +119,32 @@ def test_a_done_whose_reply_was_lost_completes_once_and_says_done(
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["mode"] == "done"  # the first attempt's answer
     assert stream(redis_server.port, name) == [b"b"]
+    assert audit_modes(redis_server.port, name).count(b"done") == 1
+
+
+def test_a_done_next_whose_reply_was_lost_finishes_once_and_claims_one_line(
+    redis_server: RedisServer, proxy: ReplyDropper, env: dict[str, str]
+) -> None:
+    # The done and the next claim in one script: its retry must answer both from the first
+    # attempt (the done by its done mark, the claim by its op's stored reply), never finish a
+    # second time nor hand out a second line.
+    name = new_room_name()
+    make_queue(redis_server.url(name), "a", "b", "c")
+    got = json.loads(
+        ackdeck(env, "claim", redis_server.url(name), "--session", "s", "--json").stdout
+    )
+    proxy.drop_next(_script("NEXT"))
+    out = ackdeck(env, "done", proxy.url(name), got["token"], "--next", "--session", "s", "--json")
+    assert len(proxy.dropped) == 1
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout)
+    assert done["mode"] == "done" and done["claimed_next"]["line"] == "b\n"
+    assert done["claimed_next"]["deliveries"] == 1
+    other = json.loads(
+        ackdeck(env, "claim", redis_server.url(name), "--session", "t", "--json").stdout
+    )
+    assert other["line"] == "c\n"  # b was handed out once, to s
+    assert stream(redis_server.port, name) == [b"b", b"c"]
     assert audit_modes(redis_server.port, name).count(b"done") == 1
 
 
@@ -260,3 +286,98 @@ def test_agents_through_a_redis_kill_and_restart_with_persistence_complete_every
         f"{sum(events['noop'].values())} dones said noop, {sum(events['refused'].values())} "
         "stale dones refused"
     )
+
+
+# ----- state ackdeck never writes ---------------------------------------------------------------
+def test_a_damaged_task_record_is_one_line_and_its_mend_hands_the_entry_out_again(
+    redis_server: RedisServer, home: Path
+) -> None:
+    from ackdeck.core.errors import CorruptState
+
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a", "b")
+    clock = Clock()
+    d = Deck(home, "s", [url], clock=clock)
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.line == b"a\n" and got.token is not None
+    direct = redis.Redis(port=redis_server.port)
+    qh = f"ackdeck:room:{{{name}}}:queue"
+    direct.hset(qh, f"t:{got.entry}", b'{"token": 1, "h": "not a list"')
+    for op in ("done", "extend", "release"):
+        with pytest.raises(CorruptState, match="is not what ackdeck writes") as err:
+            d.task(d.rooms[0], got.token, op)
+        assert "\n" not in str(err.value) and f"HDEL {qh} t:{got.entry}" in str(err.value)
+    assert d.claim(d.rooms[0], lease=60).line == b"b\n"  # the rest of the queue works
+    # The mend the error names: the entry is handed out again once its lease ends (before,
+    # a ready entry without its task left the queue's sets and stayed pending for ever).
+    direct.hdel(qh, f"t:{got.entry}")
+    clock.t += 61
+    again = d.claim(d.rooms[0], lease=60)
+    assert (again.entry, again.line, again.deliveries) == (got.entry, b"a\n", 1)
+    assert again.token is not None
+    assert d.task(d.rooms[0], again.token, "done").mode == "done"
+    assert stream(redis_server.port, name) == [b"b"]
+    direct.close()
+
+
+def test_members_of_the_lease_and_ready_sets_that_are_no_entry_are_dropped_not_fatal(
+    redis_server: RedisServer, home: Path
+) -> None:
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a")
+    d = Deck(home, "s", [url], clock=Clock())
+    d.claim(d.rooms[0], lease=60)  # the queue's keys exist
+    direct = redis.Redis(port=redis_server.port)
+    direct.zadd(f"ackdeck:room:{{{name}}}:leases", {"junk": 0})
+    direct.zadd(f"ackdeck:room:{{{name}}}:ready", {"garbage": 0})
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.claimed is False and got.message.startswith("no unclaimed line waits")
+    assert direct.zcard(f"ackdeck:room:{{{name}}}:ready") == 0
+    direct.close()
+
+
+def test_a_damaged_next_token_refuses_the_claim_before_it_takes_a_line(
+    redis_server: RedisServer, home: Path
+) -> None:
+    from ackdeck.core.errors import CorruptState
+
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a", "b")
+    d = Deck(home, "s", [url], clock=Clock())
+    first = d.claim(d.rooms[0], lease=60)
+    assert first.line == b"a\n" and first.token is not None
+    direct = redis.Redis(port=redis_server.port)
+    qh = f"ackdeck:room:{{{name}}}:queue"
+    direct.hset(qh, "next", "not a number")
+    with pytest.raises(CorruptState, match="next token") as err:
+        d.claim(d.rooms[0], lease=60)
+    assert "\n" not in str(err.value)
+    # Nothing was taken: b was not handed to the group (before, XREADGROUP ran, then the
+    # token failed, and b stayed pending with no task for ever).
+    assert direct.xpending(f"ackdeck:room:{{{name}}}", "ackdeck-queue")["pending"] == 1
+    direct.hset(qh, "next", 100)  # the mend the error names
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.line == b"b\n" and got.token is not None and got.token.startswith("101-")
+    direct.close()
+
+
+def test_a_done_mark_an_older_ackdeck_wrote_still_makes_a_repeated_done_a_noop(
+    redis_server: RedisServer, home: Path
+) -> None:
+    # Until this version a done mark held the entry alone; one written just before an upgrade
+    # still answers a done sent again with its token (within the marks' 600 s).
+    name = new_room_name()
+    url = redis_server.url(name)
+    make_queue(url, "a")
+    d = Deck(home, "s", [url], clock=Clock())
+    got = d.claim(d.rooms[0], lease=60)
+    assert got.token is not None and got.entry is not None
+    assert d.task(d.rooms[0], got.token, "done").mode == "done"
+    number = got.token.split("-")[0]
+    direct = redis.Redis(port=redis_server.port)
+    direct.set(f"ackdeck:room:{{{name}}}:qdone:{number}", got.entry, ex=600)
+    direct.close()
+    assert d.task(d.rooms[0], got.token, "done").mode == "noop"

@@ -447,6 +447,12 @@ def claude_tasks_queue_lock(home: Path, task_list: str) -> Path:
     return lock_file(claude_tasks_queues_dir(home), claude_name(task_list))
 
 
+def claude_tasks_dead_room(home: Path, task_list: str) -> Path:
+    """The dead-letter room of a task list used as a queue: a file room of ackdeck's own (the
+    list is Claude Code's), a line per task given up on."""
+    return claude_tasks_queues_dir(home) / f"{claude_name(task_list)}.dead"
+
+
 def claude_team_config(teams: Path, team: str) -> Path:
     return teams / claude_name(team) / CLAUDE_TEAM_CONFIG
 
@@ -721,6 +727,13 @@ FILES: tuple[Place, ...] = (
         "claude-tasks/LIST.lock",
         "flock for each claim, done, extend, release",
         "claude_tasks_queue_lock",
+    ),
+    Place(
+        "home",
+        "claude-tasks/LIST.dead",
+        "the list's dead-letter room (a file room): a line per task claimed max_deliveries "
+        "times without a done, the task itself left in Claude Code's list as it is",
+        "claude_tasks_dead_room",
     ),
     Place(
         "home",

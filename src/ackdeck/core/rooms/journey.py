@@ -109,6 +109,14 @@ class Journey(Struct):
             if claim.end in ("ended", "released"):
                 how = "released by" if claim.end == "released" else "lease ended for"
                 return f"claimable again ({how} {claim.session})"
+            if claim.end == "dead" and self.dead_room is not None:
+                return (
+                    f"moved to the dead-letter room {self.dead_room} after "
+                    f"{counted(len(self.claims), 'claim')} without a done (last by "
+                    f"{claim.session})"
+                )
+        elif self.claims is not None and not self.reads:
+            return "never claimed through the queue"  # a task list's task (it has no reads)
         if self.dead_at is not None:
             return (
                 f"moved to the dead-letter room {self.dead_room} after {len(self.reads)} "

@@ -215,7 +215,8 @@ class AckdeckCollector(Collector):
         # The rooms are parsed and labelled once, as `room status` labels them (counting the
         # short names in one pass: comparing each room with every other made a scrape over
         # 10,000 rooms take 95 s); an invalid one is refused here, before anything is served.
-        self.deck = Deck(None, None, specs)
+        # Opened with `home`: a Claude Code task list's queue state lives there.
+        self.deck = Deck(home, None, specs)
         self.home = home
 
     def collect(self) -> Iterator[Metric]:

@@ -40,6 +40,7 @@ __all__ = [
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ackdeck.core.rooms.claude_tasks.queue import ClaudeTasksQueue
     from ackdeck.core.rooms.file.queue import FileQueue
     from ackdeck.core.rooms.redis.queue import RedisQueue
     from ackdeck.core.rooms.room_backend import RoomBackend
@@ -48,10 +49,13 @@ Claimed = Claim
 Updated = TaskUpdate
 
 
-def file_queue(room: RoomBackend) -> FileQueue | RedisQueue:
-    """The queue of `room`, whatever its kind (the name predates redis queues)."""
+def file_queue(room: RoomBackend) -> FileQueue | RedisQueue | ClaudeTasksQueue:
+    """The queue of `room`, whatever its kind (the name predates redis queues; a Claude Code
+    task list is its own queue)."""
     from ackdeck.core.rooms.file.room import Room
 
+    if _claude_tasks(room):
+        return room  # type: ignore[return-value]
     if isinstance(room, Room):
         from ackdeck.core.rooms.file.queue import FileQueue
 

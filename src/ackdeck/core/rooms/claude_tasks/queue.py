@@ -26,9 +26,25 @@ is found unchanged-by-us and simply stays (or becomes) claimable. done and relea
 task first, then the state; a crash in between leaves a lease whose file moved on, dropped
 when it ends. A task is never handed out while a live lease of ours holds it.
 
+**Dead letters** (`room policy claude-tasks://LIST --max-deliveries N`, kept in ackdeck's
+state: a task list is always a queue and has no policy file of Claude Code's): a task whose
+lease ended after N deliveries is not handed out again. Its file is left as Claude Code has
+it (given back at the lease's end when it was still our claim's bytes, else as whoever
+changed it left it: never overwritten); ackdeck marks it dead, so it never hands it out
+again, and one line naming it (the list, the task's id and subject, the claims, the last
+holder) goes to the dead-letter room `$ACKDECK_HOME/claude-tasks/LIST.dead`, a file room.
+The line is appended before the task is marked dead: a kill -9 between the two appends it
+again at the next claim (a duplicate there, never a loss). Claude Code's own teammates may
+still take the task with TaskUpdate: the dead letter is ackdeck's queue giving up on it, as
+a redis or file queue's is; the owner (the policy's `owner`) gets a wake.
+
+**Trace** (`room trace claude-tasks://LIST N`): each claim of task N (holder, when, token),
+how its lease ended (ran out, released, done, dead), from the claims ackdeck keeps in its
+state (the newest CLAIMS_KEPT of the list).
+
 Differences from a file queue, by nature: a lease that expired is given back to Claude Code at
 once (its teammates may take it), so a late `done` of that token is refused rather than
-counted; there is no dead-letter room (a task's deliveries are counted and shown).
+counted.
 """
 
 from __future__ import annotations
@@ -42,27 +58,60 @@ from typing import TYPE_CHECKING
 from ackdeck.core.base import atomic, faults, locations
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.locks import locked
+from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import load_record, store_record
 from ackdeck.core.base.struct import Struct
+from ackdeck.core.base.text import counted
 from ackdeck.core.clients.claude_code import tasks as tk
 from ackdeck.core.clients.claude_code.lock import TASK_RETRY_DELAYS_S, MailboxLock
-from ackdeck.core.errors import BadRecord, InvalidInput, MailboxLocked, TokenRefused
+from ackdeck.core.errors import (
+    AckdeckError,
+    BadRecord,
+    CorruptState,
+    InvalidInput,
+    MailboxLocked,
+    TokenRefused,
+)
 from ackdeck.core.rooms import queue as Q
+from ackdeck.core.rooms.policy import check_deliveries
 from ackdeck.core.rooms.queue import Task
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ackdeck.core.rooms.journey import Journey
+    from ackdeck.core.rooms.policy import RoomPolicy
+
 SCHEME = "claude-tasks://"
+# Claims kept for `room trace` (the newest; a task list holds tens of tasks, claimed a few
+# times each).
+CLAIMS_KEPT = 2000
+
+
+class ClaimRecord(Struct, kw_only=True):
+    """One claim of a task and how its lease ended (for `room trace`)."""
+
+    task: int
+    session: str
+    at: float
+    token: int
+    until: float  # when the lease ends or ended (released, dead: when that happened)
+    end: str = ""  # released, done, dead; "" while it runs or after it ran out
 
 
 class QueueState(Struct, kw_only=True):
     """ackdeck's leases on one task list. A lease is a queue Task whose `offset` is the task's
-    id and whose `sha256` is the version of the file its claim wrote."""
+    id and whose `sha256` is the version of the file its claim wrote. The policy's
+    max_deliveries and owner live here too (`room policy`: Claude Code's list has no place
+    for them)."""
 
     queue_id: str
     next_token: int = 1
     tasks: list[Task] = []
+    max_deliveries: int | None = None
+    owner: str | None = None
+    dead_total: int = 0  # tasks ever moved to the dead-letter room
+    claims: list[ClaimRecord] = []
 
 
 class _Leases:
@@ -72,9 +121,31 @@ class _Leases:
         self.queue_id = rec.queue_id
         self.next_token = rec.next_token
         self.tasks = list(rec.tasks)
+        self.max_deliveries = rec.max_deliveries
+        self.owner = rec.owner
+        self.dead_total = rec.dead_total
+        self.claims = list(rec.claims)
 
     def record(self) -> QueueState:
-        return QueueState(queue_id=self.queue_id, next_token=self.next_token, tasks=self.tasks)
+        return QueueState(
+            queue_id=self.queue_id,
+            next_token=self.next_token,
+            tasks=self.tasks,
+            max_deliveries=self.max_deliveries,
+            owner=self.owner,
+            dead_total=self.dead_total,
+            claims=self.claims[-CLAIMS_KEPT:],
+        )
+
+    def claim_ended(self, token: int, end: str, until: float | None = None) -> None:
+        """The claim record of `token` ended as `end` (released, done, dead), at `until`."""
+        self.claims = [
+            c.replace(end=end, until=c.until if until is None else until) if c.token == token else c
+            for c in self.claims
+        ]
+
+    def claim_extended(self, token: int, until: float) -> None:
+        self.claims = [c.replace(until=until) if c.token == token else c for c in self.claims]
 
 
 def version_of(raw: bytes) -> str:
@@ -160,8 +231,43 @@ class ClaudeTasksQueue:
     def first_seen(self, start: int | str, length: int) -> float | None:
         return None
 
-    def trace(self, offset: int | str) -> object:
-        raise self._refused("traced")
+    def trace(self, offset: int | str) -> Journey:
+        """Task `offset`'s journey through the queue: its subject, whether it is still open in
+        Claude Code's list, and (the service adds them from `history`) each claim and how its
+        lease ended. Reads only."""
+        from ackdeck.core.rooms.journey import Journey
+
+        task_id = str(offset).strip()
+        if not task_id.isdigit() or len(task_id) > 18:
+            raise InvalidInput(
+                f"{str(offset)[:60]!r} is not a task id (a number, as `ackdeck tasks` shows)"
+            )
+        raw = _read(self._task_path(task_id))
+        doc = None if raw is None else _load_or_none(raw)
+        rec = self._peek()
+        claims = [c for c in rec.claims if c.task == int(task_id)]
+        if raw is None and not claims:
+            raise InvalidInput(f"{self.spec}: no task {task_id} (and no claim of it kept)")
+        dead = claims[-1] if claims and claims[-1].end == "dead" else None
+        return Journey(
+            offset=int(task_id),
+            present=doc is not None and doc.get("status") != "completed",
+            text=None if doc is None else _one_line(str(doc.get("subject", ""))).encode(),
+            pushed_at=None,
+            pushed=False,
+            reads=[],
+            claims=[],  # each claim, added by the service's trace (`history`)
+            dead_at=None if dead is None else dead.until,
+            dead_room=None if dead is None else str(self.dead_room),
+        )
+
+    def history(self, offset: int | str) -> list[tuple[str, float, int, float, str]]:
+        """The claims of task `offset`, oldest first (for `room trace`): (holder, at, token,
+        lease end, how it ended: released, done, dead or "")."""
+        n = int(offset)
+        return [
+            (c.session, c.at, c.token, c.until, c.end) for c in self._peek().claims if c.task == n
+        ]
 
     def find(self, text: str | bytes) -> tuple[list[int | str], int]:
         raise self._refused("searched")
@@ -171,11 +277,26 @@ class ClaudeTasksQueue:
     ) -> object:
         raise self._refused("waited on")
 
-    def policy(self) -> object:
-        raise self._refused("given a policy")
+    def policy(self) -> RoomPolicy:
+        """Always a queue; max_deliveries and owner as `room policy` set them (ackdeck's
+        state)."""
+        from ackdeck.core.rooms.policy import RoomPolicy
 
-    def set_policy(self, policy: object) -> None:
-        raise self._refused("given a policy")
+        rec = self._peek()
+        return RoomPolicy(queue=True, max_deliveries=rec.max_deliveries, owner=rec.owner)
+
+    def set_policy(self, policy: RoomPolicy) -> None:
+        if not policy.queue:
+            raise InvalidInput(f"{self.spec} is a Claude Code task list: always a queue")
+        if policy.overdue is not None:
+            raise InvalidInput(
+                f"{self.spec}: --overdue does not apply to a task list (no line waits in it; "
+                "`ackdeck tasks` shows each task's age)"
+            )
+        with locked(self._state_lock()):
+            state = self._load()
+            state.max_deliveries, state.owner = policy.max_deliveries, policy.owner
+            self._store(state)
 
     def wait(self, session: str, timeout: float | None = None, stop: object = None) -> bool:
         raise self._refused("waited on")
@@ -187,9 +308,32 @@ class ClaudeTasksQueue:
         return locations.claude_tasks_queue_lock(self.home, self.task_list)
 
     def _load(self) -> _Leases:
+        return _Leases(self._read_state() or QueueState(queue_id=secrets.token_hex(4)))
+
+    def _peek(self) -> QueueState:
+        """The state as last stored (a look: no lock, nothing written)."""
+        return self._read_state() or QueueState(queue_id="")
+
+    def _read_state(self) -> QueueState | None:
+        """The stored state, refused in one line (CorruptState) when it holds what ackdeck
+        never writes: a token made of a 30 MB queue id, or a negative next token, would be
+        handed to agents that can never use it."""
         path = locations.claude_tasks_queue(self.home, self.task_list)
-        rec = load_record(path, QueueState) or QueueState(queue_id=secrets.token_hex(4))
-        return _Leases(rec)
+        mend = (
+            "; move it aside to start the queue afresh (its leases and tokens are forgotten; "
+            "Claude Code's tasks stay as they are)"
+        )
+        rec = load_record(path, QueueState, hint=mend)
+        if rec is None:
+            return None
+        why = _unwritten(rec)
+        if why is not None:
+            raise CorruptState(f"corrupt state file {path} ({why}); it was left in place{mend}")
+        return rec
+
+    @property
+    def dead_room(self) -> Path:
+        return locations.claude_tasks_dead_room(self.home, self.task_list)
 
     def _store(self, state: _Leases) -> None:
         path = locations.claude_tasks_queue(self.home, self.task_list)
@@ -273,7 +417,8 @@ class ClaudeTasksQueue:
                 except BadRecord as exc:
                     problems.append(f"task {task_id}: {exc}")
             done_ids = {i for i, (d, _) in docs.items() if d.get("status") == "completed"}
-            others = []
+            others: list[str] = []
+            buried: list[str] = []
             for task_id, (doc, _raw) in docs.items():
                 who = held_by_other(doc, mine.get(task_id), now)
                 if who is not None:
@@ -282,7 +427,15 @@ class ClaudeTasksQueue:
                 ours = mine.get(task_id)
                 if ours is not None and ours.state == Q.OPEN and ours.until > now:
                     continue  # a live lease of ours (its claim may not have reached the file)
+                if ours is not None and ours.state == Q.DEAD:
+                    continue  # dead-lettered: ackdeck never hands it out again
                 if not tk.claimable(doc, done_ids):
+                    continue
+                dies = ours is not None and Q.goes_dead(ours, state.max_deliveries)
+                if ours is not None and ours.state == Q.OPEN and dies:
+                    # Delivered max_deliveries times: to the dead-letter room, not out again.
+                    if self._bury(state, ours, doc, now):
+                        buried.append(task_id)
                     continue
                 try:
                     got = self._claim_one(state, task_id, session, now, seconds, done_ids)
@@ -290,16 +443,72 @@ class ClaudeTasksQueue:
                     others.append(f"task {task_id} locked by Claude Code right now")
                     continue
                 if got is not None:
-                    return got.replace(message=_joined(got.message, notes, others))
+                    self._tell_owner(state, buried)
+                    dead = self._buried_notes(buried)
+                    return got.replace(
+                        message=_joined(got.message, notes, dead, others),
+                        dead_lettered=len(buried),
+                    )
             self._store(state)
+        self._tell_owner(state, buried)
         what = "nothing to claim: no task is pending, unowned and unblocked"
         return Q.Claim(
             room=self.spec,
             path=str(self.dir),
             claimed=False,
-            message=_joined(what, notes, others, problems),
+            dead_lettered=len(buried),
+            message=_joined(what, notes, self._buried_notes(buried), others, problems),
             next="claim again later (tasks are added with Claude Code's TaskCreate)",
         )
+
+    # ----- dead letters ------------------------------------------------------------------------
+    def _bury(self, state: _Leases, task: Q.Task, doc: dict, now: float) -> bool:
+        """Append a line naming `task` to the dead-letter room, then mark it dead (True); or
+        leave it for the next claim (False) when that room cannot take the line now. The
+        task's file is not touched (it is as Claude Code has it)."""
+        from ackdeck.core.rooms.file.room import Room
+
+        subject = _one_line(str(doc.get("subject", "")))[:200]
+        line = (
+            f"{self.spec} task {task.offset}: {subject} (claimed "
+            f"{counted(task.deliveries, 'time')} without a done, last by {task.holder}; left "
+            "in Claude Code's list as it is)"
+        )
+        dead = Room(self.dead_room, clock=self._clock)
+        try:
+            dead.push(line)
+        except (AckdeckError, OSError):
+            return False
+        finally:
+            dead.close()
+        faults.pause("claude-task-after-dead-append")
+        state.tasks[:] = [
+            t.replace(state=Q.DEAD, until=0.0) if t.offset == task.offset else t
+            for t in state.tasks
+        ]
+        state.dead_total += 1
+        state.claim_ended(task.token, "dead", now)
+        self._store(state)
+        return True
+
+    def _buried_notes(self, buried: list[str]) -> list[str]:
+        if not buried:
+            return []
+        ids = ", ".join(buried)
+        return [f"task {ids} moved to the dead-letter room {self.dead_room}"]
+
+    def _tell_owner(self, state: _Leases, buried: list[str]) -> None:
+        if not buried or state.owner is None:
+            return
+        from ackdeck.core.monitors.room_wakes import tell
+
+        text = (
+            f"{self.spec}: {counted(len(buried), 'task')} claimed "
+            f"{counted(state.max_deliveries or 0, 'time')} without a done moved to the "
+            f"dead-letter room {self.dead_room}"
+        )
+        tell(self.home, state.owner, self.task_list, self.spec, "dead", text, count=len(buried),
+             clock=self._clock)  # fmt: skip
 
     def _claim_one(
         self,
@@ -329,6 +538,11 @@ class ClaudeTasksQueue:
                 mark = Q.claimed(old, token, session, now, seconds).replace(sha256=version_of(new))
             state.next_token = token + 1
             state.tasks[:] = [t for t in state.tasks if str(t.offset) != task_id] + [mark]
+            state.claims.append(
+                ClaimRecord(
+                    task=int(task_id), session=session, at=now, token=token, until=mark.until
+                )  # fmt: skip
+            )
             # The lease first: a crash before the file's write leaves a lease the file never
             # matched, which ends harmlessly; never a claimed task without its lease.
             self._store(state)
@@ -392,6 +606,7 @@ class ClaudeTasksQueue:
                         f"{owner or 'none'}, status {status}); left as it is, lease dropped"
                     )
                 self._rewrite(path, lock, tk.dump(tk.released(doc)))
+                state.claim_ended(task.token, "released", now)
                 self._set(state, Q.applied(task, op, now, seconds))
                 return f"{where} given back: owner {task.holder} removed, status pending"
             if owner != task.holder or status != "in_progress":
@@ -402,10 +617,89 @@ class ClaudeTasksQueue:
                 )
             if op == "done":
                 self._rewrite(path, lock, tk.dump(tk.completed(doc)))
+                state.claim_ended(task.token, "done")
                 self._set(state, Q.applied(task, op, now, seconds))
                 return f"{where} completed"
-            self._set(state, Q.applied(task, op, now, seconds))
+            renewed = Q.applied(task, op, now, seconds)
+            state.claim_extended(task.token, renewed.until)
+            self._set(state, renewed)
             return f"{where}: lease renewed"
+
+    # ----- the owner's acts and looks ----------------------------------------------------------
+    def done_next(
+        self, token: str, session: str, lease: float | None = None
+    ) -> tuple[Q.TaskUpdate, Q.Claim]:
+        """Done with `token`, then a claim for `session` (two steps here: each under the
+        state's lock, as each alone)."""
+        done = self.update(token, "done")
+        return done, self.claim(session, lease)
+
+    def dead_letter(self, token: str) -> Q.TaskUpdate:
+        """The owner moves the task claimed with `token` (its current lease) to the
+        dead-letter room: given back first if its file is still our claim's bytes (as a
+        release), else left as it is; then dead, as after max_deliveries."""
+        number, queue_id = Q.parse_token(token)
+        base, _, task_id = queue_id.partition("t")
+        with locked(self._state_lock()):
+            state = self._load()
+            now = self._clock()
+            if base != state.queue_id or not task_id.isdigit():
+                raise TokenRefused(f"{self.spec}: token {token} is not this queue's")
+            task = next((t for t in state.tasks if t.offset == int(task_id)), None)
+            verdict = Q.check_token(task, number, "dead", now)
+            if not verdict.ok:
+                raise TokenRefused(f"{self.spec}: dead letter refused: {verdict.reason}")
+            assert task is not None
+            note = self._give_back(task, "moved to the dead-letter room") if task.until else ""
+            raw = _read(self._task_path(task_id))
+            doc = (None if raw is None else _load_or_none(raw)) or {}
+            if not self._bury(state, task, doc, now):
+                raise AckdeckError(
+                    f"{self.spec}: the dead-letter room {self.dead_room} cannot take a line "
+                    "now; nothing changed"
+                )
+            moved = f"task {task_id} moved to the dead-letter room {self.dead_room}"
+            return self._result(token, task, "dead", _joined(moved, [note] if note else []))
+
+    def view(self, limit: int = 100) -> Q.QueueView:
+        """What the queue holds now (a look: nothing given back, nothing written): leases
+        running and ended, tasks dead-lettered ever, and the tasks a claim could take."""
+        rec = self._peek()
+        now = self._clock()
+        mine = {str(t.offset): t for t in rec.tasks}
+        docs = {}
+        for task_id in self._ids():
+            raw = _read(self._task_path(task_id))
+            doc = None if raw is None else _load_or_none(raw)
+            if doc is not None:
+                docs[task_id] = doc
+        done_ids = {i for i, d in docs.items() if d.get("status") == "completed"}
+        unclaimed = sum(
+            1
+            for i, d in docs.items()
+            if tk.claimable(d, done_ids)
+            and (mine.get(i) is None or mine[i].state not in (Q.OPEN, Q.DEAD))
+        )
+        open_ = sorted((t for t in rec.tasks if t.state == Q.OPEN), key=lambda t: t.offset)
+        began = {c.token: c.at for c in rec.claims}
+        held = [
+            Q.Held(
+                offset=t.offset,
+                holder=t.holder,
+                token=Q.token_text(t.token, f"{rec.queue_id}t{t.offset}"),
+                claimed_at=began.get(t.token),
+                until=t.until,
+                deliveries=t.deliveries,
+            )
+            for t in open_[: max(0, limit)]
+        ]
+        return Q.QueueView(
+            claimed=sum(1 for t in open_ if t.until > now),
+            expired=sum(1 for t in open_ if t.until <= now),
+            dead=rec.dead_total,
+            held=held,
+            unclaimed=unclaimed,
+        )
 
     def _set(self, state: _Leases, task: Q.Task) -> None:
         state.tasks[:] = [task if t.offset == task.offset else t for t in state.tasks]
@@ -436,6 +730,31 @@ def _token(number: int, state: _Leases, task_id: str) -> str:
     """`17-3f9a2c1dt5`: the fencing number, the queue state's id, `t`, the task's id (the
     state's id is hex, so the `t` parts them)."""
     return Q.token_text(number, f"{state.queue_id}t{task_id}")
+
+
+def _unwritten(rec: QueueState) -> str | None:
+    """What in `rec` ackdeck never writes (None: nothing)."""
+    if not (rec.queue_id.isalnum() and len(rec.queue_id) <= 32):
+        return "queue_id: not a short id of letters and digits"
+    if not 1 <= rec.next_token < 10**18:
+        return "next_token: not a token number"
+    if rec.dead_total < 0:
+        return "dead_total: negative"
+    for t in rec.tasks:
+        if t.offset < 0 or not 1 <= t.token < 10**18 or t.deliveries < 0:
+            return f"task {t.offset}: not a lease ackdeck writes"
+    try:
+        check_deliveries(rec.max_deliveries)
+        if rec.owner is not None:
+            check_name(rec.owner, "owner")
+    except AckdeckError as exc:
+        return str(exc)
+    return None
+
+
+def _one_line(text: str) -> str:
+    """A task's subject as one line (a dead letter, a trace): newlines and NULs as spaces."""
+    return " ".join(text.replace("\0", " ").split())
 
 
 def _load_or_none(raw: bytes) -> dict | None:

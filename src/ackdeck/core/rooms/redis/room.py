@@ -236,11 +236,23 @@ class RedisRoom:
         the socket timeout allows (at least MIN_RETRIES times). When every attempt failed,
         `lost(sent, tries)` says what that means (sent: some attempt may have reached the
         server, as opposed to every one failing to connect)."""
-        sent = False
-        tries = 0
+        # The first attempt outside `_errors` (a generator context manager: entered on every
+        # call it cost a queue's claim and done each time); a failure goes through it.
         started = time.monotonic()
-        last: BaseException | None = None
-        while True:
+        try:
+            return call()
+        except redis.RedisError as exc:
+            if isinstance(exc, redis.AuthenticationError) or not isinstance(
+                exc, redis.ConnectionError | redis.TimeoutError
+            ):
+                with self._errors(what):
+                    raise
+            sent = not _never_sent(exc)
+            last: BaseException = exc
+        tries = 0
+        while tries < MIN_RETRIES or time.monotonic() - started < self.timeout:
+            time.sleep(min(RETRY_MAX_WAIT, RETRY_FIRST_WAIT * 2**tries))
+            tries += 1
             with self._errors(what):
                 try:
                     return call()
@@ -249,10 +261,6 @@ class RedisRoom:
                 except (redis.ConnectionError, redis.TimeoutError) as exc:
                     sent = sent or not _never_sent(exc)
                     last = exc
-            if tries >= MIN_RETRIES and time.monotonic() - started >= self.timeout:
-                break
-            time.sleep(min(RETRY_MAX_WAIT, RETRY_FIRST_WAIT * 2**tries))
-            tries += 1
         with self._errors(what, lost=lambda: lost(sent, tries)):
             raise last
         raise AssertionError("unreachable")
@@ -293,6 +301,10 @@ class RedisRoom:
                     detail = f"key {self.key} holds another type, not a stream"
                 raise RoomUnavailable(
                     f"{room}: {detail}; refusing to touch it (use another room name)"
+                ) from None
+            if "QDAMAGED" in msg:  # a queue's state (core/rooms/redis/queue.py)
+                raise CorruptState(
+                    f"{room}: {msg.split('QDAMAGED', 1)[1].split(' script:')[0].strip()}"
                 ) from None
             if "CORRUPT" in msg:
                 raise CorruptState(
