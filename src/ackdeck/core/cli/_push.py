@@ -16,33 +16,29 @@ import os
 import sys
 
 from ackdeck.core.cli._output import on_a_terminal
-from ackdeck.core.rooms.room_spec import is_url
+from ackdeck.core.service.push import names_a_file_room, push_to_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
-
-    from ackdeck.core.cli._fast import Args
+    import argparse  # or core/cli/_fast.py's Args, which has the same attributes
 
 
-def push(args: argparse.Namespace | Args) -> int:
+def push(args: argparse.Namespace) -> int:
     if (
         args.json
         or args.wait_ack
         or args.session is not None
         or args.timeout is not None
-        or is_url(args.room)
+        or not names_a_file_room(args.room)
         or on_a_terminal()  # a person: say where the line went
     ):
         return _through_the_deck(args)
-    from ackdeck.core.service.push import push_to_file
-
     # The exact bytes of the argument (argv is decoded with surrogateescape).
     push_to_file(args.room, os.fsencode(args.text), follow_symlinks=args.follow_symlinks)
     return 0
 
 
-def _through_the_deck(args: argparse.Namespace | Args) -> int:
+def _through_the_deck(args: argparse.Namespace) -> int:
     from ackdeck.core.base.text import safe
     from ackdeck.core.base.timeouts import EXIT_TIMEOUT
     from ackdeck.core.cli._output import emit_json, emit_text, report, say

@@ -17,13 +17,19 @@ import time
 
 from ackdeck.core.rooms.file.append import Appender, line_bytes
 from ackdeck.core.rooms.file.sidecar_checks import room_target
-from ackdeck.core.rooms.room_spec import file_room_path
+from ackdeck.core.rooms.room_spec import file_room_path, is_url
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ackdeck.core.rooms.file.room import Room
+
+
+def names_a_file_room(spec: str) -> bool:
+    """Does `spec` name a file room (a path), as `refs.parse_room` tells one from the rest?
+    Every other kind is a URL (`redis://`, `claude-team://`, `claude-tasks://`)."""
+    return not is_url(spec)
 
 
 def push_to_file(
@@ -34,7 +40,7 @@ def push_to_file(
     clock: Callable[[], float] = time.time,
 ) -> int:
     """Append `line` to the file room `spec` names (a path, never a URL: the caller checked
-    `room_spec.is_url`); return the logical offset where it starts, as `Deck.push` would."""
+    `names_a_file_room`); return the logical offset where it starts, as `Deck.push` would."""
     path = room_target(file_room_path(spec), follow_symlinks)  # the reference, then the Room
     data = line_bytes(line)
     built: list[Room] = []

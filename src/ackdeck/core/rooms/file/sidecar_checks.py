@@ -45,7 +45,7 @@ def refuse_unless_regular(path: Path | str, mode: int) -> None:
     raise RoomUnavailable(f"room {path} is {kind}, not a regular file")
 
 
-def same_inode(path: Path | str, st: os.stat_result) -> bool:
+def same_inode(path: str | os.PathLike[str], st: os.stat_result) -> bool:
     """Is `path` still the inode `st` describes? lstat: a symlink swapped in for the room is
     not the room."""
     try:
