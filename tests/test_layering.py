@@ -298,7 +298,7 @@ TURN_BUDGET_ACKDECK = {
 }
 TURN_BUDGET_OTHER = {
     (3, 11): {
-        "room push": 9,
+        "room push": 4,
         "room read": 46,
         "room ack": 45,
         "room status": 46,

@@ -54,7 +54,8 @@ def push_to_file(
             built.append(Room(path, clock=clock, door="cli"))
         return built[0]
 
-    appender = Appender(path, clock=clock, slow=room)
+    # Closed below, always: no finalizer needed (core/rooms/file/push_handles.py).
+    appender = Appender(path, clock=clock, slow=room, finalize=False)
     try:
         return appender.append(data)
     finally:

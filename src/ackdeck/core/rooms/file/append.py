@@ -57,9 +57,17 @@ def line_bytes(line: str | bytes) -> bytes:
 class Appender:
     """The append of one room at `room` (absolute, as sidecar_checks.room_target gives it).
     Keeps the lock and ledger descriptors open across appends (push_handles.py) until
-    `close()`; safe to share between threads."""
+    `close()`; safe to share between threads. `finalize`: close them when the handles are
+    collected, should `close()` never be called (False: the owner always calls it)."""
 
-    def __init__(self, room: str, *, clock: Callable[[], float], slow: Callable[[], Room]) -> None:
+    def __init__(
+        self,
+        room: str,
+        *,
+        clock: Callable[[], float],
+        slow: Callable[[], Room],
+        finalize: bool = True,
+    ) -> None:
         self.room = room
         self.sidecar = locations.sidecar_str(room)
         self.lock_path = locations.room_lock_str(self.sidecar)
@@ -67,6 +75,7 @@ class Appender:
         self.marks_path = locations.seen_marks_str(self.sidecar)
         self._clock = clock
         self._slow = slow
+        self._finalize = finalize
         self.handles: PushHandles | None = None
         # Threads sharing this object must not unlock each other's flock on the shared
         # descriptor.
@@ -134,7 +143,7 @@ class Appender:
         except BaseException:
             os.close(lock)
             raise
-        return PushHandles(lock, ledger, os.fstat(ledger).st_ino)
+        return PushHandles(lock, ledger, os.fstat(ledger).st_ino, finalize=self._finalize)
 
     def close(self) -> None:
         """Close the descriptors kept for appends (also done when the handles are collected)."""

@@ -63,10 +63,13 @@ class PushHandles:
         "marks_size",
         "marks_best",
         "_closer",
+        "_open",
         "__weakref__",
     )
 
-    def __init__(self, lock_fd: int, ledger_fd: int, ledger_ino: int) -> None:
+    def __init__(
+        self, lock_fd: int, ledger_fd: int, ledger_ino: int, *, finalize: bool = True
+    ) -> None:
         self.lock_fd = lock_fd
         self.ledger_fd = ledger_fd
         self.ledger_ino = ledger_ino
@@ -85,9 +88,14 @@ class PushHandles:
         # Closes all when this object is collected (or at exit) if close() was not called.
         # In a forked child that closes only the child's copies: a flock lasts until every
         # descriptor of its open file description is closed, so the parent's lock stays.
-        import weakref  # here: only pushes make handles, every room command loads this module
+        # Without `finalize` the owner closes them itself, always (a one-shot CLI push, in a
+        # `finally`): weakref and its imports are a tenth of a bare interpreter.
+        self._open = True
+        self._closer = None
+        if finalize:
+            import weakref  # here: only pushes make handles, every room command loads this
 
-        self._closer = weakref.finalize(self, _close_all, ledger_fd, lock_fd, self._marks)
+            self._closer = weakref.finalize(self, _close_all, ledger_fd, lock_fd, self._marks)
 
     def usable(self) -> bool:
         return self.generation == _generation[0]
@@ -155,7 +163,12 @@ class PushHandles:
             self.marks_best = max(self.marks_best, end)
 
     def close(self) -> None:
-        self._closer()  # runs once; releases any flock still held through the lock descriptor
+        """Close the descriptors, once; releases any flock still held through the lock one."""
+        if self._closer is not None:
+            self._closer()  # runs once
+        elif self._open:
+            _close_all(self.ledger_fd, self.lock_fd, self._marks)
+        self._open = False
 
 
 def _close_all(ledger_fd: int, lock_fd: int, marks: list[int]) -> None:
