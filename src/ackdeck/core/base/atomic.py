@@ -8,10 +8,15 @@ clean up temps left by a crashed one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from pathlib import Path
 
 from ackdeck.core.base.digest import sha256_hex
+
+# On the push path (tests/test_push_path.py, for fitting_name): pathlib and collections.abc
+# are for type checkers only here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
 
 TEMP_MARK = ".ackdeck-tmp-"
 
@@ -120,12 +125,12 @@ def clean_stale_temps(path: Path) -> int:
         return 0
     for entry in entries:
         if entry.name.startswith(prefix):
-            unlink_quietly(Path(entry.path))
+            unlink_quietly(entry.path)
             removed += 1
     return removed
 
 
-def unlink_quietly(path: Path) -> None:
+def unlink_quietly(path: Path | str) -> None:
     """Remove `path` if it is there; a file already gone is what the caller wanted."""
     try:
         os.unlink(path)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable, Iterator
+
+# On the push path (tests/test_push_path.py): collections.abc for type checkers only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 CHUNK = 4 << 20
 

@@ -13,8 +13,6 @@ hashes each room's 4 KiB head (13.6 us with the builtin, 2.6 us with OpenSSL).
 
 from __future__ import annotations
 
-import functools
-import operator
 import sys
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -70,11 +68,14 @@ def sha256_hex(data: bytes | bytearray | memoryview) -> str:
 # 64 bits would not; BLAKE2s is the cheapest cryptographic hash per short input here (a
 # receipt costs one call per line), and CPython's own `_blake2` loads without OpenSSL.
 LINE_DIGEST = 16
-_DIGEST = operator.methodcaller("digest")
 
 
 def line_digests(lines: Iterable[bytes]) -> bytes:
     """The LINE_DIGEST-byte digests of `lines` (each without its newline), concatenated."""
+    # Imported here: a push hashes its ledger slot (sha256_hex) but never a line.
+    import functools
+    import operator
+
     try:
         from _blake2 import blake2s
     except ImportError:  # a build without CPython's own hashes
@@ -82,4 +83,4 @@ def line_digests(lines: Iterable[bytes]) -> bytes:
 
     one = functools.partial(blake2s, digest_size=LINE_DIGEST)
     # map() keeps the loop in C: about one BLAKE2s call's cost per line, nothing more.
-    return b"".join(map(_DIGEST, map(one, lines)))
+    return b"".join(map(operator.methodcaller("digest"), map(one, lines)))

@@ -12,8 +12,6 @@ fleet's wake exchange has two more, `fleet-batched` (core/monitors/forwarding.py
 from __future__ import annotations
 
 import os
-import time
-from pathlib import Path
 
 _PAUSE_AT = frozenset(s for s in os.environ.get("ACKDECK_TEST_PAUSE_AT", "").split(",") if s)
 _PAUSE_FILE = os.environ.get("ACKDECK_TEST_PAUSE_FILE", "")
@@ -25,6 +23,9 @@ def pause(step: str) -> None:
 
 
 def _pause_here(step: str) -> None:
+    import time  # here, as pathlib: only a test's paused process gets this far
+    from pathlib import Path
+
     marker = Path(_PAUSE_FILE)
     tmp = marker.with_name(marker.name + ".tmp")
     tmp.write_text(step)

@@ -15,20 +15,24 @@ user is orphaned and two versions running side by side during an upgrade take th
 
 `FILES` describes every name for a person: the configuration reference's list of files is
 generated from it (docs/hooks/gen_ref.py) and a test checks that each function here has an
-entry. This module imports nothing heavy: the per-turn commands go through it.
+entry. This module imports nothing heavy: the per-turn commands go through it. Not even
+pathlib (with `re`, `urllib.parse`, `ipaddress`, ~2x a bare interpreter): a push names its
+files with the `*_str` functions below, plain strings; the Path functions beside them use
+the same names and rule (`sidecar` and `sidecar_str` share `_sidecar_name`), so the two
+cannot drift. Path is imported where a function here builds one from nothing.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ackdeck.core.base.atomic import fitting_name
 from ackdeck.core.base.names import check_name
 
-TYPE_CHECKING = False  # typing stays unimported on the per-turn path
+TYPE_CHECKING = False  # typing (and pathlib) stay unimported on the per-turn path
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
 # ----- the names (kept as they were on disk before this module) ------------------------------
 SIDECAR_SUFFIX = ".ackdeck"
@@ -62,8 +66,12 @@ class Place:
 def lock_file(directory: Path, what: str = "", *, listed: bool = False) -> Path:
     """The one naming rule for locks: `WHAT.lock` guards WHAT, `lock` the whole directory;
     a leading dot in a directory listed for its records."""
+    return directory / _lock_name(what, listed)
+
+
+def _lock_name(what: str, listed: bool) -> str:
     name = f"{what}.lock" if what else "lock"
-    return directory / (f".{name}" if listed else name)
+    return f".{name}" if listed else name
 
 
 def corrupt_aside(path: Path, now: float) -> Path:
@@ -75,8 +83,12 @@ def corrupt_aside(path: Path, now: float) -> Path:
 def sidecar(room: Path) -> Path:
     """The sidecar directory of the room at `room` (absolute, symlinks resolved as the Room
     resolves them). A hashed stem for names too long to take the dot and suffix."""
-    stem = fitting_name(room.name, len(".") + len(SIDECAR_SUFFIX))
-    return room.with_name(f".{stem}{SIDECAR_SUFFIX}")
+    return room.with_name(_sidecar_name(room.name))
+
+
+def _sidecar_name(room_name: str) -> str:
+    stem = fitting_name(room_name, len(".") + len(SIDECAR_SUFFIX))
+    return f".{stem}{SIDECAR_SUFFIX}"
 
 
 def room_lock(side: Path) -> Path:
@@ -85,6 +97,25 @@ def room_lock(side: Path) -> Path:
 
 def ledger(side: Path) -> Path:
     return side / LEDGER
+
+
+# The same names as plain strings, for the push path (core/rooms/file/append.py), which
+# builds no Path: `room` absolute, as Room keeps it.
+def sidecar_str(room: str) -> str:
+    head, name = os.path.split(room)
+    return os.path.join(head, _sidecar_name(name))
+
+
+def room_lock_str(side: str) -> str:
+    return os.path.join(side, _lock_name("", False))
+
+
+def ledger_str(side: str) -> str:
+    return os.path.join(side, LEDGER)
+
+
+def seen_marks_str(side: str) -> str:
+    return os.path.join(side, JOURNEY, SEEN_MARKS)
 
 
 def audit(side: Path) -> Path:
@@ -363,6 +394,8 @@ def messages_lock(home: Path) -> Path:
 
 def default_home(env: Mapping[str, str]) -> Path:
     """$ACKDECK_HOME, else ~/.ackdeck (not created: resolve_home does that)."""
+    from pathlib import Path
+
     return Path(env.get("ACKDECK_HOME") or Path.home() / ".ackdeck")
 
 
@@ -383,6 +416,8 @@ def claude_name(name: str) -> str:
 
 def _claude_dir(env: Mapping[str, str]) -> Path:
     """Claude Code's own directory: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    from pathlib import Path
+
     return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
 
 
@@ -557,12 +592,14 @@ def fleet_wake_sent_key(fleet: str, host: str, item: str) -> str:
 
 
 # ----- the configuration file ---------------------------------------------------------------
-CONFIG_NAME = Path("ackdeck") / "config.toml"
+CONFIG_NAME = os.path.join("ackdeck", "config.toml")  # joined onto a config_dirs() Path
 
 
 def config_dirs(env: Mapping[str, str]) -> list[Path]:
     """Where the default config may be, in order: $XDG_CONFIG_HOME (when absolute, as the
     XDG spec says), then ~/.config."""
+    from pathlib import Path
+
     out = []
     xdg = env.get("XDG_CONFIG_HOME", "")
     if xdg and os.path.isabs(xdg):

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 
 from ackdeck.core.errors import InvalidInput, InvalidName
 
-# Letters, digits and `._@-`; never `/`, NUL, or a name made only of dots.
-_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+# On the push path (tests/test_push_path.py): no `re`, no pathlib at import.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# Letters, digits and `._@-`, 1-128 of them; never `/`, NUL, or a name made only of dots.
+# Checked with str methods: `re` alone costs a per-turn command half a bare interpreter.
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@-")
+_NAME_MAX = 128
 
 
 def room_path(path: str | os.PathLike[str], dirs: dict[str, str] | None = None) -> Path:
@@ -21,13 +26,20 @@ def room_path(path: str | os.PathLike[str], dirs: dict[str, str] | None = None) 
     `dirs`: directories already resolved for the other rooms one caller names at once (a
     `room status` of 3,000 rooms in one directory resolves it once, not 3,000 times).
     """
+    from pathlib import Path
+
+    return Path(room_path_str(path, dirs))
+
+
+def room_path_str(path: str | os.PathLike[str], dirs: dict[str, str] | None = None) -> str:
+    """`room_path` as a plain string (the push path builds no Path): the one definition."""
     head, name = os.path.split(os.path.join(os.getcwd(), check_room_path(path)))
     if dirs is None:
-        return Path(os.path.realpath(head), name)
+        return os.path.join(os.path.realpath(head), name)
     real = dirs.get(head)
     if real is None:
         real = dirs[head] = os.path.realpath(head)
-    return Path(real, name)
+    return os.path.join(real, name)
 
 
 def check_room_path(path: str | os.PathLike[str]) -> str:
@@ -42,7 +54,12 @@ def check_room_path(path: str | os.PathLike[str]) -> str:
 
 def check_name(value: str, what: str = "session") -> str:
     """Return `value` if it is safe to use as a single path component, else raise."""
-    if not isinstance(value, str) or not _NAME.fullmatch(value) or set(value) == {"."}:
+    if (
+        not isinstance(value, str)
+        or not 0 < len(value) <= _NAME_MAX
+        or not _NAME_CHARS.issuperset(value)
+        or value.strip(".") == ""
+    ):
         shown = repr(value)[:60]
         raise InvalidName(
             f"invalid {what} name {shown}: use 1-128 of A-Z a-z 0-9 . _ @ - (no '/', '..' or NUL)"

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from ackdeck.core.base import atomic
-from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, NotRegular, RecordError
 
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
+# On the hot path (tests/test_layering.py): typing is for type checkers only; on the push
+# path (open_state, tests/test_push_path.py) pathlib and the records' Struct too.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import TypeVar
+
+    from ackdeck.core.base.struct import Struct
 
     R = TypeVar("R", bound=Struct)
 

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
-from importlib import import_module
 
 from ackdeck.core.errors import AckdeckError, NotDelivered, ReportLost
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only, and argparse
 # (_parsers.py) is loaded only when a parser is built: the per-turn commands are parsed
-# without it (_fast.py).
+# without it (_fast.py). collections.abc and importlib too (the push path,
+# tests/test_push_path.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Sequence
     from typing import Any, NoReturn
 
     from ackdeck.core.cli._fast import Args
@@ -196,6 +196,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def _build_parser(
     argv: Sequence[str] | None, narrowing: _Narrowing | None
 ) -> argparse.ArgumentParser:
+    from importlib import import_module
+
     from ackdeck.core.cli._parsers import _Parser, _Version
 
     parser = _Parser(

@@ -150,3 +150,11 @@ def _quiet_stdout() -> None:
         os.close(devnull)
     except OSError:
         pass
+
+
+def on_a_terminal() -> bool:
+    """Is stdout a terminal (a person typed the command)? False when it is closed or gone."""
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False

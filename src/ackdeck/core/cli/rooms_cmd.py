@@ -10,7 +10,7 @@ import sys
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import encoded
-from ackdeck.core.base.text import age_text, counted, safe
+from ackdeck.core.base.text import age_text, counted
 from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import SESSION_HELP, ClosedStream, session_of
 from ackdeck.core.cli._output import (
@@ -27,7 +27,7 @@ from ackdeck.core.cli._output import (
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms
 from ackdeck.core.service.deck import Deck
-from ackdeck.core.service.rooms import REMOVED_UNACKED, not_delivered
+from ackdeck.core.service.rooms import not_delivered
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -52,6 +52,9 @@ def _deck(args: argparse.Namespace, *, session: bool = True) -> tuple[Deck, Room
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # Here: only argparse's path needs it named (core/cli/_fast.py names it for the rest).
+    from ackdeck.core.cli._push import push
+
     room = sub.add_parser("room", help="read, ack, push and watch a room (notification file)")
     rsub = room.add_subparsers(dest="room_command", metavar="ACTION", required=True)
 
@@ -75,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--timeout", type=timeout_arg, default=None, help="with --wait-ack: seconds, 0-600"
     )
-    p.set_defaults(handler=_push)
+    p.set_defaults(handler=push)  # core/cli/_push.py: a producer's push skips the Deck
 
     p = rsub.add_parser(
         "read",
@@ -200,63 +203,6 @@ def _size(value: str) -> int:
     if not digits.isdigit():
         raise InvalidInput(f"--max-bytes {value!r}: give bytes, or a size like 512K or 4M")
     return check_page(int(digits) * scale)
-
-
-def _push(args: argparse.Namespace) -> int:
-    deck, room = _deck(args, session=False)
-    # The exact bytes of the argument (argv is decoded with surrogateescape).
-    pushed = deck.push(room, os.fsencode(args.text))
-    if not args.wait_ack:
-        if args.session is not None or args.timeout is not None:
-            raise InvalidInput("--session and --timeout go with --wait-ack")
-        done = f"pushed 1 line to {args.room}"
-        if args.json:
-            report(done, lambda: emit_json(pushed.to_json()))
-        elif _on_a_terminal():
-            # A person typed it: say where the line went. A script's pipe or file stays quiet.
-            from ackdeck.core.cli._words import pushed_sentence
-
-            report(done, lambda: emit_text(safe(pushed_sentence(pushed)) + "\n"))
-        return 0
-    done = f"pushed 1 line to {args.room} at offset {pushed.offset}"
-    try:
-        got = deck.wait_ack(room, pushed, session=args.session, timeout=args.timeout)
-    except (AckdeckError, OSError):
-        # The push happened: say so before the error of the wait (a retry would push twice).
-        say(f"ackdeck: {done}; waiting for its ack failed:", file=sys.stderr)
-        raise
-    if args.json:
-        report(done, lambda: emit_json(got.to_json()))
-    if got.timed_out:
-        say(f"ackdeck: {done}; not acked within {args.timeout:g} s", file=sys.stderr)
-        return EXIT_TIMEOUT
-    if got.dead_room is not None:
-        say(f"ackdeck: {done}; moved to the dead-letter room {got.dead_room}", file=sys.stderr)
-        return 1
-    if got.removed:
-        say(f"ackdeck: {done}; {REMOVED_UNACKED}", file=sys.stderr)
-        return 1
-    if args.session is not None and got.acked_by != args.session:
-        say(f"ackdeck: {done}; acked by {got.acked_by}, not {args.session}", file=sys.stderr)
-        return 1
-    if not args.json:
-        by = got.acked_by or "an unknown session"
-        when = "" if got.acked_at is None else f" at {_when(got.acked_at)}"
-        report(done, lambda: say(f"offset {got.offset} acked by {by}{when}"))
-    return 0
-
-
-def _when(at: float) -> str:
-    import time
-
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
-
-
-def _on_a_terminal() -> bool:
-    try:
-        return sys.stdout is not None and sys.stdout.isatty()
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def _note(note: str | None) -> None:

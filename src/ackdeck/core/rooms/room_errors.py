@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import errno
-from pathlib import Path
 
-from ackdeck.core.base.text import counted
 from ackdeck.core.errors import AckdeckError, ColdAck, RoomUnavailable
+
+# On the push path (tests/test_push_path.py): pathlib and text (with `re`) are imported by
+# the error that needs them, never by a push that succeeds.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LEDGER_HINT = (
     "; move it aside to start a new epoch: every receipt from before becomes stale (nothing is "
@@ -19,8 +23,10 @@ RENAMED = (
 )
 
 
-def write_error(path: Path, exc: OSError, after: str = UNCHANGED) -> AckdeckError:
-    where = Path(exc.filename) if isinstance(exc.filename, str) else path
+def write_error(path: Path | str, exc: OSError, after: str = UNCHANGED) -> AckdeckError:
+    from pathlib import Path
+
+    where = Path(exc.filename) if isinstance(exc.filename, str) else Path(path)
     if exc.errno == errno.ENOSPC:
         return RoomUnavailable(f"no space left on device writing {where}; {after}")
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -31,6 +37,8 @@ def write_error(path: Path, exc: OSError, after: str = UNCHANGED) -> AckdeckErro
 def cold_ack(session: str, why: str, unread: int) -> ColdAck:
     # Door-neutral words (the JSON `message` is the same in every door); each door adds its
     # own remedy in its own terms (a CLI flag, an MCP tool argument).
+    from ackdeck.core.base.text import counted
+
     return ColdAck(
         f"refused: {why} by session {session!r} ({counted(unread, 'unread line')}); "
         "read the room first, then ack (or ack all); nothing was removed",

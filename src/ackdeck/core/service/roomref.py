@@ -20,8 +20,8 @@ import os
 import time
 from pathlib import Path
 
-from ackdeck.core.base.names import room_path
 from ackdeck.core.errors import InvalidInput
+from ackdeck.core.rooms.room_spec import file_room_path
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -124,10 +124,7 @@ class FileRoomRef(RoomRef):
         follow_symlinks: bool = False,
         dirs: dict[str, str] | None = None,
     ) -> None:
-        text = os.fspath(path)
-        if "\0" in text:
-            raise InvalidInput("room path contains a NUL byte")
-        self.path = room_path(text, dirs)  # dirs: see room_path
+        self.path = Path(file_room_path(path, dirs))  # dirs: see names.room_path
         self.display = str(self.path)
         self.name = self.path.name
         self.follow_symlinks = follow_symlinks

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ackdeck.core.base.digest import LINE_DIGEST, line_digests, sha256_hex
 from ackdeck.core.base.statefile import open_state
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import CorruptState, RecordError
+from ackdeck.core.rooms.file import ledger_slots
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -136,34 +136,12 @@ if TYPE_CHECKING:
 # slots; each store writes the slot NOT holding the latest state with one pwrite, so a kill
 # (or a torn write after a power cut) leaves the previous state intact in the other slot. A
 # store is only ever made under the room's exclusive lock, and readers hold the shared lock.
-LEDGER_SLOT = 8192
-_SLOT_MAGIC = b"ackdeck-ledger 1 "
-
-
-def slot_header(slot: bytes) -> tuple[int, int, bytes, int] | None:
-    """(seq, body length, digest, body offset) of a slot, unverified; None if not a slot."""
-    if not slot.startswith(_SLOT_MAGIC):
-        return None
-    fields = slot[len(_SLOT_MAGIC) : len(_SLOT_MAGIC) + 120].split(b" ", 3)
-    if len(fields) < 4 or not fields[0].isdigit() or not fields[1].isdigit():
-        return None
-    offset = len(_SLOT_MAGIC) + len(fields[0]) + len(fields[1]) + len(fields[2]) + 3
-    return int(fields[0]), int(fields[1]), fields[2], offset
-
-
-def _latest_slot(raw: bytes) -> tuple[int, bytes] | None:
-    """The valid slot with the highest sequence number: (seq, JSON body)."""
-    found = []
-    for i in (0, 1):
-        slot = raw[i * LEDGER_SLOT : (i + 1) * LEDGER_SLOT]
-        h = slot_header(slot)
-        if h is not None:
-            found.append((h, slot))
-    for (seq, length, digest, offset), slot in sorted(found, key=lambda x: -x[0][0]):
-        body = slot[offset : offset + length]
-        if len(body) == length and sha256_hex(body).encode() == digest:
-            return seq, body
-    return None
+# The slots themselves (their layout, the latest valid one, `base` for a push) are in
+# core/rooms/file/ledger_slots.py, which a push imports without this module.
+LEDGER_SLOT = ledger_slots.LEDGER_SLOT
+_SLOT_MAGIC = ledger_slots.SLOT_MAGIC
+slot_header = ledger_slots.slot_header
+_latest_slot = ledger_slots.latest_slot
 
 
 def load_ledger(path: str | Path, *, hint: str = "") -> Ledger | None:
@@ -187,9 +165,6 @@ def load_ledger(path: str | Path, *, hint: str = "") -> Ledger | None:
         raise CorruptState(
             f"corrupt state file {path} ({first}); it was left in place{hint}"
         ) from None
-
-
-_BASE = re.compile(rb'\{"version":\d+,"base":(\d+),')
 
 
 def load_base(
@@ -225,11 +200,10 @@ def load_base(
     finally:
         os.close(fd)
     latest = _latest_slot(raw)
-    m = _BASE.match(latest[1]) if latest is not None else None
-    if latest is None or m is None:
+    base = ledger_slots.base_in(latest[1]) if latest is not None else None
+    if latest is None or base is None:
         ledger = load_ledger(path, hint=hint)  # the slow path names the problem precisely
         return ledger.base if ledger is not None else fresh()
-    base = int(m.group(1))
     if cache is not None:
         cache.clear()
         cache[(ino, latest[0])] = base

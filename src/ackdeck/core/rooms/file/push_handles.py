@@ -22,17 +22,22 @@ import errno
 import fcntl
 import os
 import stat
-from collections.abc import Callable
-from pathlib import Path
 
-from ackdeck.core.base.text import counted
-from ackdeck.core.rooms.file import ledger as L
-from ackdeck.core.rooms.file import seen_marks
-from ackdeck.core.rooms.file.sidecar import refuse_unless_regular, same_inode
+from ackdeck.core.rooms.file import ledger_slots, seen_marks
+from ackdeck.core.rooms.file.sidecar_checks import refuse_unless_regular, same_inode
 from ackdeck.core.rooms.room_errors import LEDGER_HINT, UNCHANGED, write_error
 
+# On the push path (tests/test_push_path.py): no pathlib, no ledger records (ledger.py is
+# imported only when the slots do not give `base` at once), collections.abc for type
+# checkers only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ackdeck.core.rooms.file import ledger as L
+
 # Covers slot 0 and the header (with the sequence number) of slot 1.
-SLOTS_SPAN = L.LEDGER_SLOT + 128
+SLOTS_SPAN = ledger_slots.LEDGER_SLOT + 128
 
 _generation = [0]
 
@@ -58,10 +63,13 @@ class PushHandles:
         "marks_size",
         "marks_best",
         "_closer",
+        "_open",
         "__weakref__",
     )
 
-    def __init__(self, lock_fd: int, ledger_fd: int, ledger_ino: int) -> None:
+    def __init__(
+        self, lock_fd: int, ledger_fd: int, ledger_ino: int, *, finalize: bool = True
+    ) -> None:
         self.lock_fd = lock_fd
         self.ledger_fd = ledger_fd
         self.ledger_ino = ledger_ino
@@ -80,9 +88,14 @@ class PushHandles:
         # Closes all when this object is collected (or at exit) if close() was not called.
         # In a forked child that closes only the child's copies: a flock lasts until every
         # descriptor of its open file description is closed, so the parent's lock stays.
-        import weakref  # here: only pushes make handles, every room command loads this module
+        # Without `finalize` the owner closes them itself, always (a one-shot CLI push, in a
+        # `finally`): weakref and its imports are a tenth of a bare interpreter.
+        self._open = True
+        self._closer = None
+        if finalize:
+            import weakref  # here: only pushes make handles, every room command loads this
 
-        self._closer = weakref.finalize(self, _close_all, ledger_fd, lock_fd, self._marks)
+            self._closer = weakref.finalize(self, _close_all, ledger_fd, lock_fd, self._marks)
 
     def usable(self) -> bool:
         return self.generation == _generation[0]
@@ -103,7 +116,14 @@ class PushHandles:
         # retrying producer would duplicate the line.
         slots = os.pread(self.ledger_fd, SLOTS_SPAN, 0)
         if slots != self.slots:
-            self.base = L.load_base(ledger_path, hint=LEDGER_HINT, fresh=lambda: fresh().base)
+            base = ledger_slots.read_base(ledger_path)
+            if base is None:
+                # No ledger state yet, or one the slots alone cannot read: the full model
+                # decides (a fresh base, or the one-line error naming what is wrong).
+                from ackdeck.core.rooms.file import ledger as L
+
+                base = L.load_base(ledger_path, hint=LEDGER_HINT, fresh=lambda: fresh().base)
+            self.base = base
             self.slots = slots
         return self.base
 
@@ -143,7 +163,12 @@ class PushHandles:
             self.marks_best = max(self.marks_best, end)
 
     def close(self) -> None:
-        self._closer()  # runs once; releases any flock still held through the lock descriptor
+        """Close the descriptors, once; releases any flock still held through the lock one."""
+        if self._closer is not None:
+            self._closer()  # runs once
+        elif self._open:
+            _close_all(self.ledger_fd, self.lock_fd, self._marks)
+        self._open = False
 
 
 def _close_all(ledger_fd: int, lock_fd: int, marks: list[int]) -> None:
@@ -174,7 +199,7 @@ def append_line(path: str, data: bytes, lock: int, numbered: int = 0) -> int | N
             refuse_unless_regular(path, stat.S_IFLNK)
         if exc.errno == errno.ENXIO:
             refuse_unless_regular(path, stat.S_IFIFO)
-        raise write_error(Path(path), exc) from None
+        raise write_error(path, exc) from None
     try:
         st = os.fstat(fd)
         refuse_unless_regular(path, st.st_mode)
@@ -183,26 +208,28 @@ def append_line(path: str, data: bytes, lock: int, numbered: int = 0) -> int | N
         try:
             n = os.write(fd, data)
         except OSError as exc:
-            raise write_error(Path(path), exc) from None  # nothing was written
+            raise write_error(path, exc) from None  # nothing was written
         end = os.lseek(fd, 0, os.SEEK_CUR)
         if n != len(data):
             # Not retried: a second O_APPEND write could land after another pusher's line and
             # split ours in two.
-            left = remove_fragment(Path(path), fd, lock, data[:n], end)
-            raise write_error(
-                Path(path), OSError(errno.ENOSPC, "short write"), after=left
-            ) from None
+            left = remove_fragment(path, fd, lock, data[:n], end)
+            raise write_error(path, OSError(errno.ENOSPC, "short write"), after=left) from None
         return end - len(data)
     finally:
         os.close(fd)
 
 
-def remove_fragment(path: Path, fd: int, lock: int, fragment: bytes, end: int) -> str:
+def remove_fragment(
+    path: str | os.PathLike[str], fd: int, lock: int, fragment: bytes, end: int
+) -> str:
     """Undo the first `len(fragment)` bytes of a line whose write stopped short at `end`.
 
     Says exactly what the room holds afterwards (the tail of the one-line error). Takes the
     exclusive lock (flock converts ours) so no locked pusher or ack moves the file meanwhile.
     """
+    from ackdeck.core.base.text import counted  # the error's words (and `re`): not a push's
+
     n = len(fragment)
     fcntl.flock(lock, fcntl.LOCK_EX)
     st = os.fstat(fd)

@@ -12,7 +12,8 @@ The room's concepts each live in their own module; `Room` ties them together:
 - core/rooms/file/sidecar.py: the sidecar layout, its safety checks, the audit log, leftovers;
 - core/rooms/file/receipts.py: what each session read (schema, encoding, store, verification);
 - core/rooms/file/ack.py: the ack transaction, step by step (its crash-safety order);
-- core/rooms/file/push_handles.py: push's open descriptors and its one append;
+- core/rooms/file/append.py: push's append (what the CLI's push runs without this module),
+  over push_handles.py: the descriptors it keeps open and its one write;
 - core/rooms/file/ledger.py: the persisted state and the pure decisions on it;
 - core/rooms/file/prev_inodes.py: replaced inodes, where late unlocked writers end up.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import _thread  # threading's lock without importing threading (~1 ms per command)
 import errno
-import fcntl
 import os
 import stat
 import time
@@ -46,15 +46,14 @@ from ackdeck.core.base.byteio import (
 from ackdeck.core.base.faults import pause
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name, check_room_path
-from ackdeck.core.base.statefile import open_state
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import prev_inodes as prev_inodes
 from ackdeck.core.rooms.file import seen_marks
 from ackdeck.core.rooms.file.prev_inodes import PREV_GRACE_S
-from ackdeck.core.rooms.file.push_handles import PushHandles, append_line
 from ackdeck.core.rooms.file.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
-from ackdeck.core.rooms.file.sidecar import Sidecar, intent_entry, refuse_unless_regular
+from ackdeck.core.rooms.file.sidecar import Sidecar, intent_entry
+from ackdeck.core.rooms.file.sidecar_checks import check_kind, refuse_unless_regular, room_target
 from ackdeck.core.rooms.results import (
     PAGE_BYTES,
     AckResult,
@@ -75,6 +74,8 @@ from ackdeck.core.rooms.room_errors import LEDGER_HINT, cold_ack, write_error
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ackdeck.core.rooms.file.ack import AckSite
+    from ackdeck.core.rooms.file.append import Appender
+    from ackdeck.core.rooms.file.push_handles import PushHandles
     from ackdeck.core.rooms.file.receipts import Receipt, ReceiptHeader, ReceiptStore
     from ackdeck.core.rooms.journey import Journey
     from ackdeck.core.rooms.line_counts import LineCounts
@@ -105,12 +106,8 @@ class Room:
         p = Path(check_room_path(path))  # pathlib would quietly drop a trailing `/`
         if "\0" in str(p):
             raise InvalidInput("room path contains a NUL byte")
-        self.path = p.absolute()
-        if follow_symlinks and self.path.is_symlink():
-            # The owner opted in: work on the target (an ack renames a new file over the
-            # path; over the link it would strand producers writing through the target).
-            # Without the opt-in every open uses O_NOFOLLOW and a symlinked room is refused.
-            self.path = Path(os.path.realpath(self.path))
+        # With the owner's opt-in, a symlink's target (sidecar_checks.room_target).
+        self.path = Path(room_target(str(p.absolute()), follow_symlinks))
         self._side = Sidecar(self.path)
         self.sidecar = self._side.path
         self._receipts_store: ReceiptStore | None = None  # see _receipts
@@ -118,17 +115,29 @@ class Room:
         self._grace = grace
         self.door = door  # which door reads through this Room, for the read log
         self._home = home  # where the owner's wakes go (None: $ACKDECK_HOME), resolved then
-        # Plain strings for the push hot path (pathlib joins cost more than the syscalls), and
-        # joined as strings (a status over 3,000 rooms makes 3,000 Rooms).
+        # The push's append works on plain strings (core/rooms/file/append.py: the CLI's
+        # push runs it without this module) and keeps the lock and ledger descriptors open
+        # across pushes. The other operations' names are plain strings too (a status over
+        # 3,000 rooms makes 3,000 Rooms), named as the append names them.
+        self._appender_made: Appender | None = None  # built by the first push
         self._path_s = str(self.path)
-        self._sidecar_s = str(self.sidecar)
-        self._lock_s = os.path.join(self._sidecar_s, locations.ROOM_LOCK)
-        self._ledger_s = os.path.join(self._sidecar_s, locations.LEDGER)
+        self._sidecar_s = locations.sidecar_str(self._path_s)
+        self._lock_s = locations.room_lock_str(self._sidecar_s)
+        self._ledger_s = locations.ledger_str(self._sidecar_s)
         self._journey_s = os.path.join(self._sidecar_s, locations.JOURNEY)
-        self._marks_s = os.path.join(self._journey_s, locations.SEEN_MARKS)
-        # Lock and ledger descriptors kept open across pushes (core/rooms/file/push_handles.py).
-        self._handles: PushHandles | None = None
-        self._push_mutex = _thread.allocate_lock()
+        self._marks_s = locations.seen_marks_str(self._sidecar_s)
+        self._appender_mutex = _thread.allocate_lock()
+
+    @property
+    def _appender(self) -> Appender:
+        """The push's append (core/rooms/file/append.py), built by the first push: a read, an
+        ack or a status never loads it."""
+        with self._appender_mutex:
+            if self._appender_made is None:
+                from ackdeck.core.rooms.file.append import Appender
+
+                self._appender_made = Appender(self._path_s, clock=self._clock, slow=lambda: self)
+            return self._appender_made
 
     @property
     def _receipts(self) -> ReceiptStore:
@@ -208,15 +217,9 @@ class Room:
         return L.stat_of(st, birth_ns(fd))
 
     def _check_kind(self) -> None:
-        """Refuse a room that is not a regular file before anything is created beside it (no
-        `/dev/.null.ackdeck`, no sidecar next to a directory). Only a first, friendly check:
-        every open repeats it on the descriptor (O_NOFOLLOW, fstat), so a swap after this
-        check cannot redirect a write either."""
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return
-        refuse_unless_regular(self.path, st.st_mode)
+        """Refuse a room that is not a regular file before anything is created beside it
+        (sidecar_checks.check_kind)."""
+        check_kind(self._path_s)
 
     def _open(self) -> int | None:
         try:
@@ -656,19 +659,10 @@ class Room:
         """Append one line under the shared lock; return the logical offset where it starts.
 
         A str is encoded as UTF-8 with surrogateescape, so bytes that came in through argv
-        (`room push r $'\\xff'`) are written exactly."""
-        try:
-            data = line.encode("utf-8", "surrogateescape") if isinstance(line, str) else bytes(line)
-        except UnicodeEncodeError:
-            raise InvalidInput("a pushed line must be valid text or bytes") from None
-        if not data:
-            # An empty notification carries nothing and only costs the reader a turn.
-            raise InvalidInput("a pushed line must not be empty")
-        if b"\n" in data:
-            raise InvalidInput("a pushed line must not contain a newline")
-        if b"\0" in data:
-            raise InvalidInput("a pushed line must not contain a NUL byte")
-        return self._append(data + b"\n")
+        (`room push r $'\\xff'`) are written exactly (append.line_bytes)."""
+        from ackdeck.core.rooms.file.append import line_bytes
+
+        return self._append(line_bytes(line))
 
     def push_lines(self, lines: list[bytes]) -> int:
         """Append several lines in one write (a hand-over, core/service/handover.py: a crash
@@ -756,41 +750,14 @@ class Room:
 
     def _append(self, data: bytes) -> int:
         """Append complete lines in one write under the shared lock (push, and the dead-letter
-        move, which carries another room's lines byte for byte)."""
-        # The hot path of every producer: the lock and ledger descriptors stay open across
-        # pushes (see core/rooms/file/push_handles.py). The mutex keeps threads sharing this Room
-        # from
-        # unlocking each other's flock on the shared descriptor.
-        with self._push_mutex:
-            for _ in range(8):
-                h = self._handles
-                if h is None or not h.usable():
-                    h = self._handles = self._open_handles()
-                lock = h.lock_fd
-                fcntl.flock(lock, fcntl.LOCK_SH)
-                try:
-                    base = h.current_base(self._ledger_s, self._fresh_ledger)
-                    if base is not None:
-                        # Before the append's stat (see _numbered).
-                        numbered = h.numbered(self._marks_s) - base
-                        got = append_line(self._path_s, data, lock, numbered)
-                        if got is not None:
-                            at = base + got
-                            pause("push-after-append")
-                            # The line's exact push time, for its age (a lost mark: see there).
-                            end, now = at + len(data), self._clock()
-                            if seen_marks.append(self._marks_s, end, now, seen_marks.PUSHED):
-                                h.noted(end)
-                            return at
-                finally:
-                    fcntl.flock(lock, fcntl.LOCK_UN)
-                if base is not None:
-                    # Truncated behind ackdeck's back: record the new epoch (exclusive lock),
-                    # then number the line in it.
-                    self._settle_epoch()
-                    continue
-                self._drop_handles()  # the sidecar or ledger was replaced: validate it again
-        raise RoomUnavailable(f"the sidecar {self.sidecar} keeps changing; push again")
+        move, which carries another room's lines byte for byte): core/rooms/file/append.py."""
+        return self._appender.append(data)
+
+    @property
+    def _handles(self) -> PushHandles | None:
+        """The descriptors kept open across pushes (the append's)."""
+        made = self._appender_made
+        return None if made is None else made.handles
 
     def _settle_epoch(self) -> None:
         """Reconcile and store the ledger with the room as it is now (exclusive lock)."""
@@ -802,43 +769,10 @@ class Room:
                 finally:
                     os.close(fd)
 
-    def _open_handles(self) -> PushHandles:
-        """Validate the sidecar and open its lock and ledger (creating the ledger on first use,
-        under the exclusive lock like every ledger store)."""
-        self._side.check_dir()
-        self._check_kind()  # before the sidecar exists: no `/dev/.null.ackdeck`
-        self._side.ensure(create=True)
-        try:
-            lock = os.open(self._lock_s, os.O_RDWR | os.O_CREAT, 0o600)
-        except PermissionError as exc:
-            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
-        try:
-            found = open_state(self._ledger_s)  # refuses a FIFO or directory in its place
-            if found is None:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                try:
-                    if not os.path.lexists(self._ledger_s):
-                        self._store(self._fresh_ledger())
-                finally:
-                    fcntl.flock(lock, fcntl.LOCK_UN)
-                found = open_state(self._ledger_s)
-                if found is None:
-                    raise RoomUnavailable(f"the ledger {self._ledger_s} vanished; push again")
-            ledger = found
-        except BaseException:
-            os.close(lock)
-            raise
-        return PushHandles(lock, ledger, os.fstat(ledger).st_ino)
-
     def close(self) -> None:
         """Close the descriptors kept for push (also done when the Room is collected)."""
-        with self._push_mutex:
-            self._drop_handles()
-
-    def _drop_handles(self) -> None:
-        h, self._handles = self._handles, None
-        if h is not None:
-            h.close()
+        if self._appender_made is not None:
+            self._appender_made.close()
 
     # ----- status -------------------------------------------------------------------------
     def exists(self) -> bool:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import data_extents, pread_chunks
@@ -137,6 +136,8 @@ class Marks:
         if len(recs) - len(keep) < len(recs) // 2 and size % WIDTH == 0:
             return
         data = b"".join(record(o, t, PUSHED if p else SEEN) for o, t, p in keep)
+        from pathlib import Path  # an ack's compaction; never a push (no pathlib there)
+
         atomic.atomic_write(Path(self.path), data, fsync=False)
 
 

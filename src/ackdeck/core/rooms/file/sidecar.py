@@ -8,14 +8,14 @@ Layout:
   journey/      the read log and first-seen marks (core/rooms/file/readlog.py, seen_marks.py)
   prev-*        replaced room inodes kept for late writers (core/rooms/file/prev_inodes.py)
 
-It also holds the checks that keep ackdeck from writing through a borrowed target: the
-sidecar must be our own real directory, the room a regular file.
+The checks that keep ackdeck from writing through a borrowed target (the sidecar must be our
+own real directory, the room a regular file) are in sidecar_checks.py, which push imports
+without this module; they are imported here for everyone else.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,9 +24,15 @@ from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.struct import Sparse, Struct
-from ackdeck.core.errors import RoomUnavailable, UnsafeSidecar
+from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file.prev_inodes import PREV_PREFIX
+from ackdeck.core.rooms.file.sidecar_checks import (  # noqa: F401 (the room's own checks)
+    check_room_dir,
+    ensure_sidecar,
+    refuse_unless_regular,
+    same_inode,
+)
 
 SUFFIX = locations.SIDECAR_SUFFIX
 # The names inside a sidecar (the layout above), as core/base/locations.py spells them.
@@ -136,40 +142,13 @@ class Sidecar:
         """Its own directory, so a full filesystem for it alone is a real case to test."""
         return self.path / JOURNEY
 
-    # ----- safety checks ----------------------------------------------------------------------
+    # ----- safety checks (core/rooms/file/sidecar_checks.py, on str paths for push) -----------
     def check_dir(self) -> None:
-        if not self.room.parent.is_dir():
-            raise RoomUnavailable(f"room directory {self.room.parent} does not exist")
+        check_room_dir(str(self.room))
 
     def ensure(self, *, create: bool) -> bool:
         """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            if not create:
-                return False
-            self.check_dir()
-            try:
-                os.mkdir(self.path, 0o700)
-            except FileExistsError:
-                pass  # another process created it first; the checks below still apply
-            except OSError as exc:
-                raise RoomUnavailable(
-                    f"cannot create {self.path}: {exc.strerror} (is {self.room.parent} writable?)"
-                ) from None
-            try:
-                st = os.lstat(self.path)
-            except FileNotFoundError:
-                raise RoomUnavailable(f"sidecar {self.path} vanished while being created") from None
-        # A symlinked or foreign-owned sidecar could redirect our writes or feed us forged
-        # receipts, so refuse rather than follow it.
-        if stat.S_ISLNK(st.st_mode):
-            raise UnsafeSidecar(f"refusing sidecar {self.path}: it is a symlink")
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafeSidecar(f"refusing sidecar {self.path}: it is not a directory")
-        if st.st_uid != os.geteuid():
-            raise UnsafeSidecar(f"refusing sidecar {self.path}: owned by uid {st.st_uid}")
-        return True
+        return ensure_sidecar(str(self.room), str(self.path), create=create)
 
     @contextmanager
     def lock(self, *, shared: bool) -> Iterator[None]:
@@ -241,39 +220,3 @@ class Sidecar:
                     and entry.name not in live
                 ):
                     atomic.unlink_quietly(Path(entry.path))
-
-
-# ----- the room file itself ---------------------------------------------------------------------
-def refuse_unless_regular(path: Path | str, mode: int) -> None:
-    """Raise unless `mode` is a regular file's: a room is never a symlink (without the owner's
-    opt-in, resolved before this), a FIFO, a device or a directory."""
-    if stat.S_ISREG(mode):
-        return
-    if stat.S_ISLNK(mode):
-        raise RoomUnavailable(
-            f"room {path} is a symlink; refusing to follow it (anyone who can write its "
-            "directory could point acks at another file). Use the target's path, or opt in "
-            "with --follow-symlinks (CLI only: the MCP server never follows one)"
-        )
-    kind = (
-        "a directory"
-        if stat.S_ISDIR(mode)
-        else "a FIFO"
-        if stat.S_ISFIFO(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a special file"
-    )
-    raise RoomUnavailable(f"room {path} is {kind}, not a regular file")
-
-
-def same_inode(path: Path | str, st: os.stat_result) -> bool:
-    """Is `path` still the inode `st` describes? lstat: a symlink swapped in for the room is
-    not the room."""
-    try:
-        now = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
