@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from ackdeck.core import hooks
+from ackdeck.core.base import locations
 from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import say
@@ -17,6 +18,8 @@ from ackdeck.core.errors import AckdeckError, InvalidInput
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+
+    from ackdeck.core.service.quiet import Probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -161,6 +164,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = hsub.add_parser("prompt", help="print unread room lines (never acks); silent if none")
     _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
+    p.add_argument(
+        "--gate",
+        default=None,
+        metavar="KEY",
+        help="started by the installed gate (a sh prelude; records no presence, the async "
+        "`hooks presence` does): write or remove its stamp KEY",
+    )
     p.set_defaults(handler=_prompt)
 
     p = hsub.add_parser(
@@ -176,6 +186,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--settle", type=float, default=2.0, metavar="SECS", help="as for wakes drain (2)"
     )
+    p.add_argument(
+        "--gate",
+        default=None,
+        metavar="KEY",
+        help="started by the installed gate (a sh prelude; records no presence, the async "
+        "`hooks presence` does): write or remove its stamp KEY",
+    )
     p.set_defaults(handler=_stop)
 
     p = hsub.add_parser(
@@ -186,6 +203,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _session_of_hook(p)
     p.set_defaults(handler=_notify)
+
+    p = hsub.add_parser(
+        "presence",
+        help="record a turn's start or end (`ackdeck agents`): the async hook beside a gated "
+        "prompt or Stop hook",
+        description="Reads the hook JSON on stdin and records EVENT (prompt or stop) in the "
+        "session's presence, at the time this process started (an async hook may run late); "
+        "prints nothing.",
+    )
+    p.add_argument("event", metavar="EVENT", help="prompt or stop")
+    _session_of_hook(p)
+    p.set_defaults(handler=_presence_hook)
 
     p = hsub.add_parser(
         "end",
@@ -287,7 +316,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _said_installed(
-    result: hooks.InstallResult, commands: dict[str, str | None], session: str
+    result: hooks.InstallResult, commands: dict[str, str | list[str] | None], session: str
 ) -> None:
     if not result.changed:
         say(f"{result.path}: ackdeck hooks already installed; nothing changed")
@@ -298,8 +327,8 @@ def _said_installed(
         say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
-        if command:
-            say(f"  {event}: {command}")
+        for each in [command] if isinstance(command, str) else command or []:
+            say(f"  {event}: {each}")
 
 
 def _pair_server(server: list[str], mcp_config: str | None) -> None:
@@ -360,9 +389,13 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
 def _prompt(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
-    _presence(args, "prompt", payload)
+    gate = getattr(args, "gate", None)
+    if gate is None:  # a gated hook's turn is recorded by its async `hooks presence`
+        _presence(args, "prompt", payload)
+    stamp = _probe(args, "prompt", gate)  # before anything is looked at
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread)
+    queues: set[str] = set()
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
     text = hooks.prompt_text(args.session, args.room, unread)
     # A wake an earlier stop handed over that the model was never shown (issue 41).
     again, keep = hooks.prompt_again(_home(args), args.session, payload)
@@ -371,21 +404,45 @@ def _prompt(args: argparse.Namespace) -> int:
         say(text, flush=True)
         keep()
     told()
+    if stamp is not None:
+        quiet = (
+            not text
+            and len(unread) == len(args.room)
+            and not any(unread.values())
+            and not queues
+            and not os.path.lexists(locations.wake_handed(_home(args), args.session))
+        )
+        stamp.settle(quiet, args.room)
     return 0
+
+
+def _probe(args: argparse.Namespace, door: str, gate: str | None) -> Probe | None:
+    """The gate's stamp in the making (core/service/quiet.py), or None without a gate."""
+    if gate is None:
+        return None
+    from ackdeck.core.service import quiet
+
+    return quiet.probe(_home(args), check_name(args.session), door, gate, args.room)
 
 
 def _stop(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     check_name(args.session)
+    gate = getattr(args, "gate", None)
+    stamp = _probe(args, "stop", gate)  # before anything is looked at
     outcome = hooks.stop_hook(
         _home(args), args.session, args.room, payload, settle_timeout=args.settle, emit=_emit
     )
+    if stamp is not None:
+        stamp.settle(outcome.quiet, args.room)
     if not outcome.block:
         outcome.commit()
-        _presence(args, "stop", payload)
+        if gate is None:  # a gated hook's stop is recorded by its async `hooks presence`
+            _presence(args, "stop", payload)
         return 0
     if not outcome.written and not _emit(outcome.text):
-        _presence(args, "stop", payload)
+        if gate is None:
+            _presence(args, "stop", payload)
         return 1  # nothing reached the agent: the room notices are not recorded as told
     outcome.commit()
     from ackdeck.core.service import presence
@@ -396,6 +453,24 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _notify(args: argparse.Namespace) -> int:
     _presence(args, "notify", hooks.read_hook_input())
+    return 0
+
+
+def _presence_hook(args: argparse.Namespace) -> int:
+    """The async hook beside a gated prompt or Stop hook: the turn, at the time Claude Code
+    started this process (Claude Code does not wait for it; a late run must not record a
+    prompt after the stop that followed it)."""
+    if args.event not in ("prompt", "stop"):
+        raise InvalidInput(f"hooks presence: EVENT must be prompt or stop, not {args.event!r}")
+    from ackdeck.core.service import presence
+
+    presence.hook_event(
+        _home(args),
+        check_name(args.session),
+        args.event,
+        hooks.read_hook_input(),
+        at=presence.process_started_at(),
+    )
     return 0
 
 
