@@ -104,12 +104,16 @@ def hook_commands(
     room_args = [a for r in shown for a in ("--room", r)]
     import shlex  # installing hooks only: the per-turn hook commands never need it
 
+    gate_home = _pinned_home(base)
+
     def turn(door: str, *extra: str) -> str | list[str]:
         argv = [*base, "hooks", door, "--session", session, *room_args, *extra]
-        if not all(os.path.isabs(r) for r in shown):
-            return shlex.join(argv)  # a redis room: nothing a prelude can follow
+        if not all(os.path.isabs(r) for r in shown) or gate_home is False:
+            # A redis room: nothing a prelude can follow. A command that starts with a
+            # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it.
+            return shlex.join(argv)
         return [
-            gate_command(door, argv, home, session, shown),
+            gate_command(door, argv, gate_home or None, session, shown),
             shlex.join([*base, "hooks", "presence", door, "--session", session]),
         ]
 
@@ -190,8 +194,28 @@ def gate_command(
     return (
         f'{where}; d={notices}; s="$d"/{stamp}; '
         f"if {' && '.join(test)}; then exit 0; fi; "
+        # The hook writes a stamp only where this gate looks: a wrapper that sets another
+        # home than the gate's then never gets one (core/service/quiet.py GATE_HOME).
+        f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
         f"exec {shlex.join([*argv, '--gate', key])}"
     )
+
+
+def _pinned_home(base: Sequence[str]) -> str | bool | None:
+    """The home a hook command names (its last `--home`, as argparse takes it), None when it
+    names none (the environment's then), False when the gate cannot run it (it starts with
+    a variable assignment)."""
+    import re
+
+    if base and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", base[0]):
+        return False
+    home: str | None = None
+    for i, word in enumerate(base):
+        if word == "--home" and i + 1 < len(base):
+            home = base[i + 1]
+        elif word.startswith("--home="):
+            home = word[len("--home=") :]
+    return os.path.abspath(os.path.expanduser(home)) if home else None
 
 
 def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:

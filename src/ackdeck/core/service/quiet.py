@@ -39,6 +39,8 @@ from pathlib import Path
 from ackdeck.core.base import locations
 
 DOORS = ("prompt", "stop")
+# Set by the gate to the home it looked in (core/hooks.py `gate_command`).
+GATE_HOME = "ACKDECK_GATE_HOME"
 # How far before the look a stamp is set: longer than any single write of a line takes from
 # stamping its file's mtime to making its bytes visible.
 MARGIN_NS = 1_000_000_000
@@ -97,8 +99,10 @@ def probe(
     if gate_key is None:
         return None
     stamp = locations.quiet_stamp(home, session, door, gate_key)
-    if gate_key != key(rooms):
-        _unlink(stamp)  # a gate that names other rooms than its command: never skip
+    if gate_key != key(rooms) or os.environ.get(GATE_HOME) != str(home):
+        # A gate that names other rooms than its command, or that looked in another home
+        # than this hook's (a wrapper setting its own): its stamps would prove nothing.
+        _unlink(stamp)
         return None
     temp = stamp.with_name(f".{stamp.name}.{os.getpid()}")
     try:
