@@ -450,3 +450,57 @@ def test_a_gate_names_the_home_its_command_pins() -> None:
     cmds = hooks.hook_commands(["ackdeck", "--home", "/srv/deck"], SESSION, ["/r/inbox.txt"])
     stop = cmds["Stop"]
     assert isinstance(stop, list) and stop[0].startswith("h=/srv/deck;")
+
+
+# ----- through real Claude Code ----------------------------------------------------------------
+def _date_back(root: Path) -> None:
+    """As Deck.date_back, for a whole agent set-up (the client's HOME included)."""
+    back = PAST_S * 1_000_000_000
+    untils = {p for p in root.rglob("quiet-*.until")}
+    for path in [root, *root.rglob("*")]:
+        if os.path.islink(path):
+            continue
+        st = os.stat(path)
+        shift = back if path not in untils else -back
+        os.utime(path, ns=(st.st_atime_ns - shift, st.st_mtime_ns - shift))
+
+
+def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting_line(
+    tmp_path: Path,
+) -> None:
+    """Claude Code 2.1.x runs the gate with `/bin/sh -c` (checked in its bundle and here):
+    a quiet turn leaves both stamps as they were (no ackdeck behind either gate) while the
+    async `hooks presence` still records the turn; a line appended with a plain `>>` before
+    the next turn reaches the model through the prompt hook."""
+    from tests.helpers import agent_clients as clients
+    from tests.helpers.agent_clients import Setup
+    from tests.helpers.model_stub import ModelStub
+
+    clients.need_client("claude")
+    s = Setup(tmp_path).make()
+    key = quiet.key([str(s.room)])
+    stamps = [locations.quiet_stamp(s.home, s.session, d, key) for d in quiet.DOORS]
+    with ModelStub([]) as stub:  # every turn is answered "done"
+        for _ in range(4):  # the first turns create what later turns compare (a wake folder)
+            before = [_identity(p) for p in stamps]
+            done = clients.claude(s, stub.url, "Say done.", max_turns=1)
+            assert done.returncode == 0, done.stderr[-2000:]
+            if None not in before and [_identity(p) for p in stamps] == before:
+                break
+            _date_back(s.root)
+        else:
+            raise AssertionError("the gated hooks never settled on their stamps")
+        started = os.stat(s.root).st_mtime  # dated back: any presence event is later
+
+        def turn_recorded() -> bool:
+            from ackdeck.core.presence import log
+
+            kinds = [e["ev"] for e in log.events(s.home, s.session) if e["t"] > started]
+            return "prompt" in kinds and kinds[-1] in ("stop", "end")
+
+        eventually(turn_recorded, what="the async presence hooks to record the quiet turn")
+
+        plain_push(s.room, "[t1] ops: deploy the fix", s.base_env())
+        done = clients.claude(s, stub.url, "Say done.", max_turns=1)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "deploy the fix" in json.dumps(stub.turns()[-1])

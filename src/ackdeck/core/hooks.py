@@ -113,7 +113,9 @@ def hook_commands(
             # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it.
             return shlex.join(argv)
         return [
-            gate_command(door, argv, gate_home or None, session, shown),
+            gate_command(
+                door, argv, gate_home if isinstance(gate_home, str) else None, session, shown
+            ),
             shlex.join([*base, "hooks", "presence", door, "--session", session]),
         ]
 
