@@ -55,21 +55,20 @@ TIMEOUTS = {
     "Notification": 15,
     "SessionEnd": 15,
 }
-# The hooks whose output nobody reads (presence only: `hooks notify`, `hooks end`, and the
-# `hooks presence` beside a gated prompt or Stop hook) are installed `"async": true`: Claude
-# Code then starts them in the background ("runs in background without blocking", 2.1.x;
-# detached, so a SessionEnd hook outlives a `claude -p` that exits at once) and does not wait
-# for them (issue 43). The hooks that print what the agent must see, or block the stop, are
-# never async.
+# The hooks whose output nobody reads (presence only: `hooks notify`, `hooks end`) are installed
+# `"async": true`: Claude Code then starts them in the background ("runs in background without
+# blocking", 2.1.x; detached, so a SessionEnd hook outlives a `claude -p` that exits at once)
+# and does not wait for them (issue 43). The other three print what the agent must see, or
+# block the stop: never async (a gated one records its turn's presence itself, gate_command).
 ASYNC_EVENTS = frozenset({"Notification", "SessionEnd"})
-_PRESENCE_ONLY = frozenset({("hooks", "notify"), ("hooks", "end"), ("hooks", "presence")})
+_PRESENCE_ONLY = frozenset({("hooks", "notify"), ("hooks", "end")})
 # Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
 # `wakes drain --hook`, is still recognised so that installing replaces it; a gated hook is
 # recognised by the command its prelude `exec`s).
 _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
     "SessionStart": (("hooks", "bootstrap"),),
-    "UserPromptSubmit": (("hooks", "prompt"), ("hooks", "presence")),
-    "Stop": (("hooks", "stop"), ("wakes", "drain"), ("hooks", "presence")),
+    "UserPromptSubmit": (("hooks", "prompt"),),
+    "Stop": (("hooks", "stop"), ("wakes", "drain")),
     "Notification": (("hooks", "notify"),),
     "SessionEnd": (("hooks", "end"),),
 }
@@ -86,13 +85,13 @@ def hook_commands(
     session: str,
     rooms: Sequence[str | os.PathLike[str]] = (),
     home: str | None = None,
-) -> dict[str, str | list[str] | None]:
-    """The shell command(s) for each event (None: no hook for that event; a list: hooks run
-    side by side, the presence ones async).
+) -> dict[str, str | None]:
+    """The shell command for each event (None: no hook for that event).
 
     The prompt and Stop hooks are gated (`gate_command`, core/service/quiet.py) when every
     room is a file: a sh prelude decides without starting Python whether the hook may have
-    something to say, and an async `hooks presence` records the turn for `ackdeck agents`."""
+    something to say, and starts `hooks presence` in the background to record the turn for
+    `ackdeck agents`."""
     check_name(session)
     if not ackdeck:
         raise InvalidInput("the ackdeck command must not be empty")
@@ -106,18 +105,15 @@ def hook_commands(
 
     gate_home = _pinned_home(base)
 
-    def turn(door: str, *extra: str) -> str | list[str]:
+    def turn(door: str, *extra: str) -> str:
         argv = [*base, "hooks", door, "--session", session, *room_args, *extra]
         if not all(os.path.isabs(r) for r in shown) or gate_home is False:
             # A redis room: nothing a prelude can follow. A command that starts with a
             # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it.
             return shlex.join(argv)
-        return [
-            gate_command(
-                door, argv, gate_home if isinstance(gate_home, str) else None, session, shown
-            ),
-            shlex.join([*base, "hooks", "presence", door, "--session", session]),
-        ]
+        presence = [*base, "hooks", "presence", door, "--session", session]
+        home_of_gate = gate_home if isinstance(gate_home, str) else None
+        return gate_command(door, argv, home_of_gate, session, shown, presence)
 
     return {
         "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
@@ -131,7 +127,12 @@ def hook_commands(
 
 
 def gate_command(
-    door: str, argv: Sequence[str], home: str | None, session: str, rooms: Sequence[str]
+    door: str,
+    argv: Sequence[str],
+    home: str | None,
+    session: str,
+    rooms: Sequence[str],
+    presence: Sequence[str] = (),
 ) -> str:
     """The gated hook: a POSIX sh program of builtins only (Claude Code runs a hook command
     with `/bin/sh -c`; dash or bash) that exits 0 when the stamp of `door`
@@ -193,8 +194,15 @@ def gate_command(
         test.append(absent(under(loc.wake_handed(h, session))))
     notices = under(loc.notices_dir(h, session))
     stamp = q(loc.quiet_stamp(h, session, door, key).name)
+    # The turn's presence (`ackdeck agents`), recorded by `presence` started in the
+    # background: orphaned once the gate exits, it costs the turn one fork. Not an async hook
+    # of its own: Claude Code (2.1.x) cancels the async hooks still running when `claude -p`
+    # ends its turn and waits for a cancelled hook's process tree to die (1.2-1.4 s measured,
+    # and the event lost). Without the hook's stdin (the hook behind the gate reads it): the
+    # event's time is the process's start (core/service/presence.py `process_started_at`).
+    record = f"{shlex.join(presence)} </dev/null >/dev/null 2>&1 & " if presence else ""
     return (
-        f'{where}; d={notices}; s="$d"/{stamp}; '
+        f'{record}{where}; d={notices}; s="$d"/{stamp}; '
         f"if {' && '.join(test)}; then exit 0; fi; "
         # The hook writes a stamp only where this gate looks: a wrapper that sets another
         # home than the gate's then never gets one (core/service/quiet.py GATE_HOME).

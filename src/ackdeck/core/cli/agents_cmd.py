@@ -168,8 +168,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--gate",
         default=None,
         metavar="KEY",
-        help="started by the installed gate (a sh prelude; records no presence, the async "
-        "`hooks presence` does): write or remove its stamp KEY",
+        help="started by the installed gate (a sh prelude that also starts `hooks presence`: "
+        "this records none): write or remove its stamp KEY",
     )
     p.set_defaults(handler=_prompt)
 
@@ -190,8 +190,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--gate",
         default=None,
         metavar="KEY",
-        help="started by the installed gate (a sh prelude; records no presence, the async "
-        "`hooks presence` does): write or remove its stamp KEY",
+        help="started by the installed gate (a sh prelude that also starts `hooks presence`: "
+        "this records none): write or remove its stamp KEY",
     )
     p.set_defaults(handler=_stop)
 
@@ -206,11 +206,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = hsub.add_parser(
         "presence",
-        help="record a turn's start or end (`ackdeck agents`): the async hook beside a gated "
-        "prompt or Stop hook",
-        description="Reads the hook JSON on stdin and records EVENT (prompt or stop) in the "
-        "session's presence, at the time this process started (an async hook may run late); "
-        "prints nothing.",
+        help="record a turn's start or end (`ackdeck agents`): what a gated prompt or Stop "
+        "hook starts in the background",
+        description="Reads the hook JSON on stdin, if any, and records EVENT (prompt or stop) "
+        "in the session's presence, at the time this process started (it runs in the "
+        "background, possibly late); prints nothing.",
     )
     p.add_argument("event", metavar="EVENT", help="prompt or stop")
     _session_of_hook(p)
@@ -316,7 +316,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _said_installed(
-    result: hooks.InstallResult, commands: dict[str, str | list[str] | None], session: str
+    result: hooks.InstallResult, commands: dict[str, str | None], session: str
 ) -> None:
     if not result.changed:
         say(f"{result.path}: ackdeck hooks already installed; nothing changed")
@@ -327,8 +327,8 @@ def _said_installed(
         say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
-        for each in [command] if isinstance(command, str) else command or []:
-            say(f"  {event}: {each}")
+        if command:
+            say(f"  {event}: {command}")
 
 
 def _pair_server(server: list[str], mcp_config: str | None) -> None:
@@ -390,7 +390,7 @@ def _bootstrap(args: argparse.Namespace) -> int:
 def _prompt(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     gate = getattr(args, "gate", None)
-    if gate is None:  # a gated hook's turn is recorded by its async `hooks presence`
+    if gate is None:  # a gated hook's turn is recorded by the `hooks presence` it started
         _presence(args, "prompt", payload)
     stamp = _probe(args, "prompt", gate)  # before anything is looked at
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
@@ -437,7 +437,7 @@ def _stop(args: argparse.Namespace) -> int:
         stamp.settle(outcome.quiet, args.room)
     if not outcome.block:
         outcome.commit()
-        if gate is None:  # a gated hook's stop is recorded by its async `hooks presence`
+        if gate is None:  # a gated hook's stop is recorded by the `hooks presence` it started
             _presence(args, "stop", payload)
         return 0
     if not outcome.written and not _emit(outcome.text):
@@ -457,9 +457,9 @@ def _notify(args: argparse.Namespace) -> int:
 
 
 def _presence_hook(args: argparse.Namespace) -> int:
-    """The async hook beside a gated prompt or Stop hook: the turn, at the time Claude Code
-    started this process (Claude Code does not wait for it; a late run must not record a
-    prompt after the stop that followed it)."""
+    """Started in the background by a gated prompt or Stop hook: the turn, at the time this
+    process started (nobody waits for it; a late run must not record a prompt after the stop
+    that followed it)."""
     if args.event not in ("prompt", "stop"):
         raise InvalidInput(f"hooks presence: EVENT must be prompt or stop, not {args.event!r}")
     from ackdeck.core.service import presence
