@@ -77,14 +77,13 @@ def test_only_the_presence_hooks_run_async_so_no_output_the_agent_needs_is_lost(
     data = json.loads(settings.read_text())
     asynchronous = {e for e in hooks.EVENTS if all(h.get("async") for h in ours(data, e))}
     assert asynchronous == {"Notification", "SessionEnd"}
-    # The prompt and Stop hooks are gated (issue 43): Claude Code waits for the gate (which
-    # runs the hook when it may have something to say, and records the turn's presence in
-    # the background itself).
+    # The prompt and Stop hooks are gated (issue 43): Claude Code waits for the gate, which
+    # runs the hook when it may have something to say (a skipped turn marks its presence).
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         (hook,) = ours(data, event)
         assert "async" not in hook
-    for event in ("UserPromptSubmit", "Stop"):
-        assert " hooks presence " in ours(data, event)[0]["command"]
+    for event, door in (("UserPromptSubmit", "prompt"), ("Stop", "stop")):
+        assert f"/agents/.agent.{door}; exit 0; fi" in ours(data, event)[0]["command"]
     assert not hooks.install(settings, commands(tmp_path)).changed
 
 

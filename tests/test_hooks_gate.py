@@ -449,7 +449,7 @@ def test_a_redis_room_or_an_assignment_in_the_command_installs_no_gate() -> None
 def test_a_gate_names_the_home_its_command_pins() -> None:
     cmds = hooks.hook_commands(["ackdeck", "--home", "/srv/deck"], SESSION, ["/r/inbox.txt"])
     stop = cmds["Stop"]
-    assert stop is not None and " & h=/srv/deck;" in stop
+    assert stop is not None and stop.startswith("h=/srv/deck;")
 
 
 # ----- through real Claude Code ----------------------------------------------------------------
@@ -504,3 +504,22 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
         done = clients.claude(s, stub.url, "Say done.", max_turns=1)
         assert done.returncode == 0, done.stderr[-2000:]
         assert "deploy the fix" in json.dumps(stub.turns()[-1])
+
+
+def test_a_skipped_turn_still_shows_in_ackdeck_agents(deck: Deck) -> None:
+    """A gate that skips marks the turn (a mark's mtime, no Python): `ackdeck agents` shows
+    the session working after its prompt and idle after its stop, as a hook run would."""
+
+    def state() -> str:
+        out = ackdeck(deck.env, "agents", "--json")
+        assert out.returncode == 0, out.stderr
+        (row,) = [a for a in json.loads(out.stdout)["agents"] if a["session"] == SESSION]
+        return str(row["state"])
+
+    deck.quiet()
+    assert not deck.ran("prompt")
+    assert state() == "working"
+    assert not deck.ran("stop")
+    assert state() == "idle"
+    assert not deck.ran("prompt")
+    assert state() == "working"

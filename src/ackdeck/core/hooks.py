@@ -59,7 +59,7 @@ TIMEOUTS = {
 # `"async": true`: Claude Code then starts them in the background ("runs in background without
 # blocking", 2.1.x; detached, so a SessionEnd hook outlives a `claude -p` that exits at once)
 # and does not wait for them (issue 43). The other three print what the agent must see, or
-# block the stop: never async (a gated one records its turn's presence itself, gate_command).
+# block the stop: never async (a skipped gated one marks its turn's presence, gate_command).
 ASYNC_EVENTS = frozenset({"Notification", "SessionEnd"})
 _PRESENCE_ONLY = frozenset({("hooks", "notify"), ("hooks", "end")})
 # Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
@@ -90,8 +90,7 @@ def hook_commands(
 
     The prompt and Stop hooks are gated (`gate_command`, core/service/quiet.py) when every
     room is a file: a sh prelude decides without starting Python whether the hook may have
-    something to say, and starts `hooks presence` in the background to record the turn for
-    `ackdeck agents`."""
+    something to say (a skipped turn marks its presence for `ackdeck agents` itself)."""
     check_name(session)
     if not ackdeck:
         raise InvalidInput("the ackdeck command must not be empty")
@@ -111,9 +110,8 @@ def hook_commands(
             # A redis room: nothing a prelude can follow. A command that starts with a
             # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it.
             return shlex.join(argv)
-        presence = [*base, "hooks", "presence", door, "--session", session]
         home_of_gate = gate_home if isinstance(gate_home, str) else None
-        return gate_command(door, argv, home_of_gate, session, shown, presence)
+        return gate_command(door, argv, home_of_gate, session, shown)
 
     return {
         "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
@@ -132,7 +130,6 @@ def gate_command(
     home: str | None,
     session: str,
     rooms: Sequence[str],
-    presence: Sequence[str] = (),
 ) -> str:
     """The gated hook: a POSIX sh program of builtins only (Claude Code runs a hook command
     with `/bin/sh -c`; dash or bash) that exits 0 when the stamp of `door`
@@ -194,16 +191,17 @@ def gate_command(
         test.append(absent(under(loc.wake_handed(h, session))))
     notices = under(loc.notices_dir(h, session))
     stamp = q(loc.quiet_stamp(h, session, door, key).name)
-    # The turn's presence (`ackdeck agents`), recorded by `presence` started in the
-    # background: orphaned once the gate exits, it costs the turn one fork. Not an async hook
-    # of its own: Claude Code (2.1.x) cancels the async hooks still running when `claude -p`
-    # ends its turn and waits for a cancelled hook's process tree to die (1.2-1.4 s measured,
-    # and the event lost). Without the hook's stdin (the hook behind the gate reads it): the
-    # event's time is the process's start (core/service/presence.py `process_started_at`).
-    record = f"{shlex.join(presence)} </dev/null >/dev/null 2>&1 & " if presence else ""
+    # A skipped turn's presence (`ackdeck agents`): the mtime of a mark the gate truncates,
+    # without a fork (core/presence/log.py `marks`); the hook behind the gate records its own
+    # with the other events' clock. Neither an async hook nor a background process: Claude
+    # Code (2.1.x) cancels the async hooks still running when `claude -p` ends its turn and
+    # waits 1.2-1.4 s for a cancelled hook's process tree (the event lost too), and a Python
+    # per turn in the background still takes a core from the agent. A mark's time is the
+    # filesystem's (coarse) clock, but a skip means nothing was read or acked since the stamp.
+    mark = under(loc.presence_mark(h, session, door))
     return (
-        f'{record}{where}; d={notices}; s="$d"/{stamp}; '
-        f"if {' && '.join(test)}; then exit 0; fi; "
+        f'{where}; d={notices}; s="$d"/{stamp}; '
+        f"if {' && '.join(test)}; then true 2>/dev/null >{mark}; exit 0; fi; "
         # The hook writes a stamp only where this gate looks: a wrapper that sets another
         # home than the gate's then never gets one (core/service/quiet.py GATE_HOME).
         f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '

@@ -322,6 +322,12 @@ def presence_log(home: Path, session: str, *, old: bool = False) -> Path:
     return agents_dir(home) / f"{check_name(session)}{'.1' if old else ''}.jsonl"
 
 
+def presence_mark(home: Path, session: str, kind: str) -> Path:
+    """Truncated by a gated hook at each turn event (`prompt`, `stop`): its mtime is when the
+    latest one happened (core/presence/log.py `marks`)."""
+    return agents_dir(home) / f".{check_name(session)}.{kind}"
+
+
 def presence_lock(home: Path, session: str) -> Path:
     """Taken only to rotate a session's presence log (appends take no lock)."""
     return lock_file(agents_dir(home), check_name(session), listed=True)
@@ -758,6 +764,12 @@ FILES: tuple[Place, ...] = (
         "quiet_until",
     ),
     Place("home", "notices/SESSION/.now", "the gate's clock reading, as its mtime", "quiet_now"),
+    Place(
+        "home",
+        "agents/.SESSION.KIND",
+        "the time of SESSION's latest prompt or stop, as its mtime (a gated hook's presence)",
+        "presence_mark",
+    ),
     Place(
         "home", "alerts/OWNER/NAME.json", "an overdue episode of a room OWNER owns", "alert_state"
     ),

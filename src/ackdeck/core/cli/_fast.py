@@ -135,13 +135,6 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--settle": _SETTLE, "--gate": _GATE},
     ),
-    ("hooks", "presence"): (
-        "hooks_command",
-        "agents_cmd",
-        "_presence_hook",
-        (("event", "1"),),
-        {"--session": _HOOK_SESSION},
-    ),
     ("hooks", "notify"): (
         "hooks_command",
         "agents_cmd",

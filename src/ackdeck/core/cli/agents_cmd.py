@@ -168,8 +168,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--gate",
         default=None,
         metavar="KEY",
-        help="started by the installed gate (a sh prelude that also starts `hooks presence`: "
-        "this records none): write or remove its stamp KEY",
+        help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
     )
     p.set_defaults(handler=_prompt)
 
@@ -190,8 +189,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--gate",
         default=None,
         metavar="KEY",
-        help="started by the installed gate (a sh prelude that also starts `hooks presence`: "
-        "this records none): write or remove its stamp KEY",
+        help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
     )
     p.set_defaults(handler=_stop)
 
@@ -203,18 +201,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _session_of_hook(p)
     p.set_defaults(handler=_notify)
-
-    p = hsub.add_parser(
-        "presence",
-        help="record a turn's start or end (`ackdeck agents`): what a gated prompt or Stop "
-        "hook starts in the background",
-        description="Reads the hook JSON on stdin, if any, and records EVENT (prompt or stop) "
-        "in the session's presence, at the time this process started (it runs in the "
-        "background, possibly late); prints nothing.",
-    )
-    p.add_argument("event", metavar="EVENT", help="prompt or stop")
-    _session_of_hook(p)
-    p.set_defaults(handler=_presence_hook)
 
     p = hsub.add_parser(
         "end",
@@ -389,10 +375,8 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
 def _prompt(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
-    gate = getattr(args, "gate", None)
-    if gate is None:  # a gated hook's turn is recorded by the `hooks presence` it started
-        _presence(args, "prompt", payload)
-    stamp = _probe(args, "prompt", gate)  # before anything is looked at
+    _presence(args, "prompt", payload)
+    stamp = _probe(args, "prompt", getattr(args, "gate", None))  # before anything is looked at
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
     queues: set[str] = set()
     told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
@@ -428,8 +412,7 @@ def _probe(args: argparse.Namespace, door: str, gate: str | None) -> Probe | Non
 def _stop(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     check_name(args.session)
-    gate = getattr(args, "gate", None)
-    stamp = _probe(args, "stop", gate)  # before anything is looked at
+    stamp = _probe(args, "stop", getattr(args, "gate", None))  # before anything is looked at
     outcome = hooks.stop_hook(
         _home(args), args.session, args.room, payload, settle_timeout=args.settle, emit=_emit
     )
@@ -437,12 +420,10 @@ def _stop(args: argparse.Namespace) -> int:
         stamp.settle(outcome.quiet, args.room)
     if not outcome.block:
         outcome.commit()
-        if gate is None:  # a gated hook's stop is recorded by the `hooks presence` it started
-            _presence(args, "stop", payload)
+        _presence(args, "stop", payload)
         return 0
     if not outcome.written and not _emit(outcome.text):
-        if gate is None:
-            _presence(args, "stop", payload)
+        _presence(args, "stop", payload)
         return 1  # nothing reached the agent: the room notices are not recorded as told
     outcome.commit()
     from ackdeck.core.service import presence
@@ -453,24 +434,6 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _notify(args: argparse.Namespace) -> int:
     _presence(args, "notify", hooks.read_hook_input())
-    return 0
-
-
-def _presence_hook(args: argparse.Namespace) -> int:
-    """Started in the background by a gated prompt or Stop hook: the turn, at the time this
-    process started (nobody waits for it; a late run must not record a prompt after the stop
-    that followed it)."""
-    if args.event not in ("prompt", "stop"):
-        raise InvalidInput(f"hooks presence: EVENT must be prompt or stop, not {args.event!r}")
-    from ackdeck.core.service import presence
-
-    presence.hook_event(
-        _home(args),
-        check_name(args.session),
-        args.event,
-        hooks.read_hook_input(),
-        at=presence.process_started_at(),
-    )
     return 0
 
 

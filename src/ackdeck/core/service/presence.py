@@ -6,8 +6,6 @@ must never stop the hook, read or ack that records it."""
 
 from __future__ import annotations
 
-import os
-
 from ackdeck.core.presence import log
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -32,15 +30,9 @@ def record(home: Path, session: str, kind: str, **fields: Any) -> bool:
 
 
 def hook_event(
-    home: Path,
-    session: str,
-    kind: str,
-    payload: Mapping[str, Any],
-    rooms: Sequence[str] = (),
-    at: float | None = None,
+    home: Path, session: str, kind: str, payload: Mapping[str, Any], rooms: Sequence[str] = ()
 ) -> bool:
-    """Record the hook event `kind` (start, prompt, stop, notify, end) from its stdin JSON,
-    at `at` (default: now)."""
+    """Record the hook event `kind` (start, prompt, stop, notify, end) from its stdin JSON."""
     detail: str | None = None
     fields: dict[str, Any] = {}
     if kind == "start":
@@ -53,27 +45,7 @@ def hook_event(
     # Claude Code's own id of the session: `ackdeck agents` matches it with the session's
     # registry record, to show both evidences when they disagree.
     fields["cc"] = _word(payload.get("session_id")) or None
-    return log.record(home, session, kind, at=at, detail=detail, **fields)
-
-
-def process_started_at() -> float | None:
-    """When this process started, as a wall-clock time (None where /proc cannot say).
-
-    An async hook (`hooks presence`) may run well after the event that started it: Claude
-    Code does not wait for it, and a loaded machine delays a Python start by tens of ms. The
-    presence fold orders events by their times, so a prompt recorded at the time its hook ran
-    could land after the stop that followed it. The kernel's start time of the process
-    (/proc/self/stat, clock ticks since boot) is the time Claude Code spawned the hook."""
-    import time
-
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        ticks = int(fields[19])  # field 22, starttime; fields[0] is field 3 (state)
-        started = ticks / os.sysconf("SC_CLK_TCK")
-        return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - started)
-    except (OSError, ValueError, IndexError, AttributeError):
-        return None
+    return log.record(home, session, kind, detail=detail, **fields)
 
 
 def room_names(rooms: Sequence[str]) -> list[str]:
