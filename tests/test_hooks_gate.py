@@ -470,7 +470,7 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
 ) -> None:
     """Claude Code 2.1.x runs the gate with `/bin/sh -c` (checked in its bundle and here):
     a quiet turn leaves both stamps as they were (no ackdeck behind either gate) while the
-    async `hooks presence` still records the turn; a line appended with a plain `>>` before
+    gates still mark the turn for `ackdeck agents`; a line appended with a plain `>>` before
     the next turn reaches the model through the prompt hook."""
     from tests.helpers import agent_clients as clients
     from tests.helpers.agent_clients import Setup
@@ -498,7 +498,7 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
             kinds = [e["ev"] for e in log.events(s.home, s.session) if e["t"] > started]
             return "prompt" in kinds and "stop" in kinds
 
-        eventually(turn_recorded, what="the async presence hooks to record the quiet turn")
+        eventually(turn_recorded, what="the gates to mark the quiet turn")
 
         plain_push(s.room, "[t1] ops: deploy the fix", s.base_env())
         done = clients.claude(s, stub.url, "Say done.", max_turns=1)
