@@ -11,6 +11,9 @@ presence log, core/presence, for `ackdeck agents`):
   permission prompt, an idle prompt); prints nothing.
 - SessionEnd    -> `ackdeck hooks end`: records that the session ended; prints nothing.
 
+The prompt and Stop hooks are installed behind a gate (`gate_command`, core/service/quiet.py):
+a sh program of builtins that starts ackdeck only when the hook may have something to say.
+
 Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
 `stop_hook_active`, ...); a hook run by hand without input behaves the same.
 

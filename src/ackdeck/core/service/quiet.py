@@ -36,7 +36,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ackdeck.core.base import locations
+from ackdeck.core.base import atomic, locations
 
 DOORS = ("prompt", "stop")
 # Set by the gate to the home it looked in (core/hooks.py `gate_command`).
@@ -104,7 +104,7 @@ def probe(
         # than this hook's (a wrapper setting its own): its stamps would prove nothing.
         _unlink(stamp)
         return None
-    temp = stamp.with_name(f".{stamp.name}.{os.getpid()}")
+    temp = atomic.temp_path_for(stamp)
     try:
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
@@ -138,7 +138,7 @@ def _followable(home: Path, rooms: Sequence[str]) -> bool:
 
 
 def _touch(path: Path, at_ns: int) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}")
+    temp = atomic.temp_path_for(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     os.close(fd)
     os.utime(temp, ns=(at_ns, at_ns))
