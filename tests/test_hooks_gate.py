@@ -469,7 +469,7 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
     tmp_path: Path,
 ) -> None:
     """Claude Code 2.1.x runs the gate with `/bin/sh -c` (checked in its bundle and here):
-    a quiet turn leaves both stamps as they were (no ackdeck behind either gate) while the
+    a quiet turn leaves the three stamps as they were (no ackdeck behind any gate) while the
     gates still mark the turn for `ackdeck agents`; a line appended with a plain `>>` before
     the next turn reaches the model through the prompt hook."""
     from tests.helpers import agent_clients as clients
@@ -479,7 +479,8 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
     clients.need_client("claude")
     s = Setup(tmp_path).make()
     key = quiet.key([str(s.room)])
-    stamps = [locations.quiet_stamp(s.home, s.session, d, key) for d in quiet.DOORS]
+    doors = (*quiet.DOORS, "bootstrap")
+    stamps = [locations.quiet_stamp(s.home, s.session, quiet.stamp_door(d), key) for d in doors]
     with ModelStub([]) as stub:  # every turn is answered "done"
         for _ in range(4):  # the first turns create what later turns compare (a wake folder)
             before = [_identity(p) for p in stamps]
@@ -496,7 +497,7 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
             from ackdeck.core.presence import log
 
             kinds = [e["ev"] for e in log.events(s.home, s.session) if e["t"] > started]
-            return "prompt" in kinds and "stop" in kinds
+            return {"start", "prompt", "stop"} <= set(kinds)
 
         eventually(turn_recorded, what="the gates to mark the quiet turn")
 
@@ -523,3 +524,72 @@ def test_a_skipped_turn_still_shows_in_ackdeck_agents(deck: Deck) -> None:
     assert state() == "idle"
     assert not deck.ran("prompt")
     assert state() == "working"
+
+
+# ----- the session-start hook ------------------------------------------------------------------
+def _start(deck: Deck, source: str = "startup") -> subprocess.CompletedProcess[str]:
+    """The gated session-start hook with the one line of JSON Claude Code writes (compact)."""
+    cmds = hooks.hook_commands(ACKDECK, SESSION, [deck.room])
+    start = cmds["SessionStart"]
+    assert start is not None
+    line = json.dumps(
+        {"session_id": "3f1c0d6e-5b7a", "hook_event_name": "SessionStart", "source": source},
+        separators=(",", ":"),
+    )
+    return subprocess.run(
+        ["/bin/sh", "-c", start],
+        capture_output=True,
+        text=True,
+        cwd=deck.root,
+        env=deck.env,
+        timeout=60,
+        input=line + "\n",
+    )
+
+
+def _bootstrap_stamp(deck: Deck) -> Path:
+    return locations.quiet_stamp(deck.home, SESSION, quiet.stamp_door("bootstrap"), deck.key)
+
+
+def _settled_start(deck: Deck) -> str:
+    """Run the session-start gate until it serves the text from its stamp; that text."""
+    said = _start(deck).stdout
+    for _ in range(3):
+        deck.date_back()
+        before = _identity(_bootstrap_stamp(deck))
+        done = _start(deck)
+        assert done.returncode == 0 and done.stdout == said, done
+        if before is not None and _identity(_bootstrap_stamp(deck)) == before:
+            return said
+    raise AssertionError("the session-start gate never settled on its stamp")
+
+
+def test_a_quiet_session_start_prints_the_hooks_own_text_without_starting_ackdeck(
+    deck: Deck,
+) -> None:
+    said = _settled_start(deck)
+    assert f"you are session {SESSION!r}" in said and "(0 unread)" in said
+    before = _identity(_bootstrap_stamp(deck))
+    assert _start(deck).stdout == said  # byte for byte what the hook printed
+    assert _identity(_bootstrap_stamp(deck)) == before
+    # `ackdeck agents` still sees the start, with Claude Code's session id.
+    from ackdeck.core.presence import log
+
+    facts = log.load(deck.home, SESSION)
+    assert facts.turn == "start" and facts.claude_session == "3f1c0d6e-5b7a"
+
+
+@pytest.mark.parametrize("push", PUSHES)
+def test_a_line_waiting_at_session_start_is_counted_by_the_hook(deck: Deck, push: str) -> None:
+    _settled_start(deck)
+    PUSHES[push](deck.room, "[t1] ops: waiting at start", deck.env)
+    done = _start(deck)
+    assert done.returncode == 0 and "(1 unread)" in done.stdout
+
+
+@pytest.mark.parametrize("source", ["compact", "clear", "resume"])
+def test_a_start_after_compaction_is_never_served_from_the_stamp(deck: Deck, source: str) -> None:
+    """Only a `startup` has the stamp's text; the others say the context was reset."""
+    _settled_start(deck)
+    done = _start(deck, source)
+    assert done.returncode == 0 and f"(ackdeck: reminder after {source})" in done.stdout

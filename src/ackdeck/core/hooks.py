@@ -117,7 +117,7 @@ def hook_commands(
         return gate_command(door, argv, home_of_gate, session, shown)
 
     return {
-        "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
+        "SessionStart": turn("bootstrap"),
         # Without rooms there is nothing to list before each prompt.
         "UserPromptSubmit": turn("prompt") if room_args else None,
         "Stop": turn("stop"),
@@ -193,7 +193,7 @@ def gate_command(
     elif door == "prompt":
         test.append(absent(under(loc.wake_handed(h, session))))
     notices = under(loc.notices_dir(h, session))
-    stamp = q(loc.quiet_stamp(h, session, door, key).name)
+    stamp = q(loc.quiet_stamp(h, session, quiet.stamp_door(door), key).name)
     # A skipped turn's presence (`ackdeck agents`): the mtime of a mark the gate truncates,
     # without a fork (core/presence/log.py `marks`); the hook behind the gate records its own
     # with the other events' clock. Neither an async hook nor a background process: Claude
@@ -201,14 +201,52 @@ def gate_command(
     # waits 1.2-1.4 s for a cancelled hook's process tree (the event lost too), and a Python
     # per turn in the background still takes a core from the agent. A mark's time is the
     # filesystem's (coarse) clock, but a skip means nothing was read or acked since the stamp.
-    mark = under(loc.presence_mark(h, session, door))
+    mark = under(loc.presence_mark(h, session, "start" if door == "bootstrap" else door))
+    run = shlex.join([*argv, "--gate", key])
+    if door == "bootstrap":
+        return _bootstrap_gate(where, notices, stamp, test, mark, run)
     return (
         f'{where}; d={notices}; s="$d"/{stamp}; '
         f"if {' && '.join(test)}; then true 2>/dev/null >{mark}; exit 0; fi; "
         # The hook writes a stamp only where this gate looks: a wrapper that sets another
         # home than the gate's then never gets one (core/service/quiet.py GATE_HOME).
         f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
-        f"exec {shlex.join([*argv, '--gate', key])}"
+        f"exec {run}"
+    )
+
+
+# The line a here-document of the session-start gate ends with (the hook's JSON before it).
+_INPUT_END = "ackdeck_hook_input"
+
+
+def _bootstrap_gate(
+    where: str, notices: str, stamp: str, test: list[str], mark: str, run: str
+) -> str:
+    """The session-start gate. Its text depends on the hook's input (`source`: a reminder
+    after compact, clear or resume), so the gate reads the one line of JSON Claude Code
+    writes (2.1.x: one line, newline-ended, compact: checked through the real client) and
+    serves only a `startup` from the stamp, printing the text the hook wrote beside it
+    (quiet_text) line by line with builtins. Otherwise the hook runs, the JSON handed on in a
+    here-document. A skipped start marks the session's presence with Claude Code's session
+    id (the mark's content, core/presence/log.py `marks`)."""
+    starts = (  # compact JSON as Claude Code writes it; spaced as Python's json.dumps
+        "case $p in *'\"source\":\"startup\"'*|*'\"source\": \"startup\"'*) true;; "
+        "*) false;; esac"
+    )
+    id_of = (
+        "case $p in *'\"session_id\":\"'*) c=${p#*'\"session_id\":\"'}; c=${c%%'\"'*};; "
+        "*'\"session_id\": \"'*) c=${p#*'\"session_id\": \"'}; c=${c%%'\"'*};; "
+        "*) c=;; esac"
+    )
+    show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'
+    return (
+        # A terminal (a hook run by hand) is not read: ackdeck looks at it as before.
+        "p=; if ! [ -t 0 ]; then IFS= read -r p || :; fi; "
+        f'{where}; d={notices}; s="$d"/{stamp}; '
+        f'if {starts} && {" && ".join(test)} && [ -f "$s.txt" ]; then {id_of}; '
+        f"printf '%s\\n' \"$c\" 2>/dev/null >{mark}; {show}; exit 0; fi; "
+        f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
+        f"exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
     )
 
 

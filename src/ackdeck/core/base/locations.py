@@ -264,6 +264,11 @@ def quiet_until(stamp: Path) -> Path:
     return stamp.with_name(stamp.name + ".until")
 
 
+def quiet_text(stamp: Path) -> Path:
+    """The session-start text the gate prints while the stamp holds (`bootstrap` only)."""
+    return stamp.with_name(stamp.name + ".txt")
+
+
 def quiet_now(home: Path, session: str) -> Path:
     """Truncated by each gate to read the clock (its mtime is now) without a fork."""
     return notices_dir(home, session) / ".now"
@@ -764,6 +769,12 @@ FILES: tuple[Place, ...] = (
         "quiet_until",
     ),
     Place("home", "notices/SESSION/.now", "the gate's clock reading, as its mtime", "quiet_now"),
+    Place(
+        "home",
+        "notices/SESSION/quiet-bootstrap-VERSION-KEY.txt",
+        "the session-start text the gate prints while its stamp holds",
+        "quiet_text",
+    ),
     Place(
         "home",
         "agents/.SESSION.KIND",

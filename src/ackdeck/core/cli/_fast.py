@@ -119,7 +119,7 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
         "agents_cmd",
         "_bootstrap",
         (),
-        {"--session": _HOOK_SESSION, "--room": _ROOMS},
+        {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "prompt"): (
         "hooks_command",

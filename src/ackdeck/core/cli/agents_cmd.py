@@ -159,6 +159,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = hsub.add_parser("bootstrap", help="print the session-start instructions for an agent")
     _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
+    p.add_argument(
+        "--gate",
+        default=None,
+        metavar="KEY",
+        help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
+    )
     p.set_defaults(handler=_bootstrap)
 
     p = hsub.add_parser("prompt", help="print unread room lines (never acks); silent if none")
@@ -363,13 +369,24 @@ def _presence(
 def _bootstrap(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     _presence(args, "start", payload, args.room)
+    stamp = _probe(args, "bootstrap", getattr(args, "gate", None))  # before the look
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread)
+    queues: set[str] = set()
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
     text = hooks.bootstrap_text(args.session, args.room, unread)
     if payload.get("source") in ("compact", "clear", "resume"):
         text = f"(ackdeck: reminder after {payload['source']})\n" + text
     say(text, flush=True)
     told()
+    if stamp is not None:
+        # The gate serves only a `startup` from the stamp, with this very text.
+        quiet = (
+            payload.get("source") == "startup"
+            and len(unread) == len(args.room)
+            and not any(unread.values())
+            and not queues
+        )
+        stamp.settle(quiet, args.room, text=text + "\n")
     return 0
 
 

@@ -168,13 +168,14 @@ def _read(path: Path, tail: int | None = None) -> bytes:
 
 # The turn events a gated hook records by the mtime of a mark file instead of a log line
 # (core/hooks.py `gate_command`: no Python starts for a turn with nothing to say).
-MARKED = ("prompt", "stop")
+MARKED = ("start", "prompt", "stop")
 
 
 def marks(home: Path, session: str) -> list[dict[str, Any]]:
-    """The latest `prompt` and `stop` a gated hook marked, as events at their marks' mtimes
-    (the gate truncates the mark, which stamps it with the time, without a fork). Only the
-    latest of each is known: enough for the state, which follows the newest turn event."""
+    """The latest `start`, `prompt` and `stop` a gated hook marked, as events at their marks'
+    mtimes (the gate truncates the mark, which stamps it with the time, without a fork; a
+    start mark holds Claude Code's session id). Only the latest of each is known: enough for
+    the state, which follows the newest turn event."""
     import stat
 
     out = []
@@ -183,9 +184,32 @@ def marks(home: Path, session: str) -> list[dict[str, Any]]:
             st = os.stat(locations.presence_mark(home, session, kind), follow_symlinks=False)
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode):
-            out.append({"t": st.st_mtime_ns / 1e9, "ev": kind, "marked": True})
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        event: dict[str, Any] = {"t": st.st_mtime_ns / 1e9, "ev": kind, "marked": True}
+        if kind == "start":  # a skipped start: a `startup`, and Claude Code's session id
+            event["detail"] = "startup"
+            cc = _mark_word(locations.presence_mark(home, session, kind))
+            if cc:
+                event["cc"] = cc
+        out.append(event)
     return out
+
+
+def _mark_word(path: Path) -> str | None:
+    """The word a start mark holds (Claude Code's session id), read bounded; None if none."""
+    try:
+        # Never blocking on a FIFO put in the mark's place, never through a symlink.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            raw = os.read(fd, 128)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    word = raw.decode(errors="replace").strip()
+    ok = word and len(word) <= 64 and all(c.isalnum() or c in "-_." for c in word)
+    return word if ok else None
 
 
 def events(home: Path, session: str) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 
-DOORS = ("prompt", "stop")
+DOORS = ("prompt", "stop")  # the per-turn doors; "bootstrap" is gated too (stamp_door)
 # Set by the gate to the home it looked in (core/hooks.py `gate_command`).
 GATE_HOME = "ACKDECK_GATE_HOME"
 # How far before the look a stamp is set: longer than any single write of a line takes from
@@ -71,12 +71,16 @@ class Probe:
     def __init__(self, home: Path, stamp: Path, temp: Path, taken_ns: int) -> None:
         self.home, self.stamp, self.temp, self.taken_ns = home, stamp, temp, taken_ns
 
-    def settle(self, quiet: bool, rooms: Sequence[str]) -> bool:
+    def settle(self, quiet: bool, rooms: Sequence[str], text: str | None = None) -> bool:
         """Put the stamp in place when the hook had nothing to say and the rooms can be
         followed by their mtimes; otherwise remove any stamp (the gate then runs ackdeck).
-        Answers whether a stamp was written. Never raises: a stamp is only a shortcut."""
+        `text`: what the gate prints in the hook's place while the stamp holds (the
+        session-start hook's), written before the stamp. Answers whether a stamp was
+        written. Never raises: a stamp is only a shortcut."""
         try:
             if quiet and _followable(self.home, rooms):
+                if text is not None:
+                    atomic.atomic_write(locations.quiet_text(self.stamp), text.encode())
                 at = self.taken_ns - MARGIN_NS
                 os.utime(self.temp, ns=(at, at))
                 until = locations.quiet_until(self.stamp)
@@ -91,6 +95,17 @@ class Probe:
         return False
 
 
+def stamp_door(door: str) -> str:
+    """The door's name in its stamp: the session-start one carries the version, since the gate
+    prints the text the hook wrote (an upgrade then never prints an older version's text; the
+    gate an older install wrote finds no stamp until `hooks install` runs again)."""
+    if door != "bootstrap":
+        return door
+    from ackdeck.core.version import package_version
+
+    return f"{door}-{package_version()}"
+
+
 def probe(
     home: Path, session: str, door: str, gate_key: str | None, rooms: Sequence[str]
 ) -> Probe | None:
@@ -98,7 +113,7 @@ def probe(
     a gate (`gate_key` None), the key is not its rooms', or the probe cannot be written."""
     if gate_key is None:
         return None
-    stamp = locations.quiet_stamp(home, session, door, gate_key)
+    stamp = locations.quiet_stamp(home, session, stamp_door(door), gate_key)
     if gate_key != key(rooms) or os.environ.get(GATE_HOME) != str(home):
         # A gate that names other rooms than its command, or that looked in another home
         # than this hook's (a wrapper setting its own): its stamps would prove nothing.
