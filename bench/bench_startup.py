@@ -5,12 +5,12 @@ producer script starts it), next to `python -c pass` in the same venv measured i
 rounds: the commands run round-robin with the baseline, so a busy machine slows both alike.
 Target: each command <= 1.5x `python -c pass`.
 
-The `gated …` rows run the prompt and Stop hooks as `hooks install` writes them and Claude Code
-runs them (`/bin/sh -c COMMAND`, the hook JSON on stdin): a sh gate that starts ackdeck only
-when the hook may have something to say (issue 43, core/service/quiet.py). "quiet": nothing
-changed since the hook last had nothing to say, so no Python starts; "a line waits": the
-prompt hook runs behind its gate and lists it; "runs ackdeck": a home with a run, whose
-supervisor the Stop hook must check, so it always runs.
+The `gated …` rows run the session-start, prompt and Stop hooks as `hooks install` writes
+them and Claude Code runs them (`/bin/sh -c COMMAND`, the hook JSON on stdin): a sh gate that
+starts ackdeck only when the hook may have something to say (issue 43, core/service/quiet.py).
+"quiet": nothing changed since the hook last had nothing to say, so no Python starts; "a line
+waits": the hook runs behind its gate and lists or counts it; "runs ackdeck": a home with a
+run, whose supervisor the Stop hook must check, so it always runs.
 
 The `mcp initialize` row is the time from starting `ackdeck mcp` to its answer to `initialize`,
 against the time from starting `python -c 'import mcp.server.mcpserver; print(...)'` to its
@@ -134,6 +134,9 @@ def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tup
     from ackdeck.core.service import quiet
 
     stdin = json.dumps({"session_id": "x", "prompt": "hi", "stop_hook_active": False}).encode()
+    start = (
+        json.dumps({"session_id": "x", "source": "startup"}, separators=(",", ":")) + "\n"
+    ).encode()  # one line, compact, as Claude Code writes it
     qroom, qhome = work / "quiet" / "inbox.txt", work / "quiet-home"
     qroom.parent.mkdir()
     qroom.touch()
@@ -144,20 +147,23 @@ def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tup
     b = hooks.hook_commands([*ackdeck, "--home", str(bhome)], SESSION, [broom])
     (locations.procs_dir(bhome) / "build").mkdir(parents=True)
     gates = {
+        "gated bootstrap, quiet": (q["SessionStart"], start),
         "gated prompt, quiet": (q["UserPromptSubmit"], stdin),
         "gated stop, quiet": (q["Stop"], stdin),
         "gated prompt, a line waits": (b["UserPromptSubmit"], stdin),
         "gated stop, runs ackdeck": (b["Stop"], stdin),
+        "gated bootstrap, a line waits": (b["SessionStart"], start),
     }
     key = quiet.key([str(qroom)])
-    stamps = [locations.quiet_stamp(qhome, SESSION, d, key) for d in quiet.DOORS]
+    doors = (*quiet.DOORS, "bootstrap")
+    stamps = [locations.quiet_stamp(qhome, SESSION, d, key) for d in doors]
 
     def identity() -> list[tuple[int, int] | None]:
         return [(p.stat().st_ino, p.stat().st_mtime_ns) if p.exists() else None for p in stamps]
 
     for _ in range(4):
         before = identity()
-        for name in ("gated prompt, quiet", "gated stop, quiet"):
+        for name in ("gated bootstrap, quiet", "gated prompt, quiet", "gated stop, quiet"):
             cmd, data = gates[name]
             assert cmd is not None
             subprocess.run(["/bin/sh", "-c", cmd], input=data, env=env, capture_output=True)

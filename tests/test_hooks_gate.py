@@ -480,7 +480,7 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
     s = Setup(tmp_path).make()
     key = quiet.key([str(s.room)])
     doors = (*quiet.DOORS, "bootstrap")
-    stamps = [locations.quiet_stamp(s.home, s.session, quiet.stamp_door(d), key) for d in doors]
+    stamps = [locations.quiet_stamp(s.home, s.session, d, key) for d in doors]
     with ModelStub([]) as stub:  # every turn is answered "done"
         for _ in range(4):  # the first turns create what later turns compare (a wake folder)
             before = [_identity(p) for p in stamps]
@@ -548,7 +548,7 @@ def _start(deck: Deck, source: str = "startup") -> subprocess.CompletedProcess[s
 
 
 def _bootstrap_stamp(deck: Deck) -> Path:
-    return locations.quiet_stamp(deck.home, SESSION, quiet.stamp_door("bootstrap"), deck.key)
+    return locations.quiet_stamp(deck.home, SESSION, "bootstrap", deck.key)
 
 
 def _settled_start(deck: Deck) -> str:

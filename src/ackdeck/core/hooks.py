@@ -192,8 +192,14 @@ def gate_command(
         ]
     elif door == "prompt":
         test.append(absent(under(loc.wake_handed(h, session))))
+    else:  # bootstrap: the text the stamp serves was written by this code; an upgrade or an
+        # edit rewrites these files, and the stamp then proves nothing (run ackdeck again)
+        from ackdeck.core.service import instructions
+
+        for source in (os.path.abspath(__file__), os.path.abspath(instructions.__file__)):
+            test += [f"[ -f {q(source)} ]", f'[ "$s" -nt {q(source)} ]']
     notices = under(loc.notices_dir(h, session))
-    stamp = q(loc.quiet_stamp(h, session, quiet.stamp_door(door), key).name)
+    stamp = q(loc.quiet_stamp(h, session, door, key).name)
     # A skipped turn's presence (`ackdeck agents`): the mtime of a mark the gate truncates,
     # without a fork (core/presence/log.py `marks`); the hook behind the gate records its own
     # with the other events' clock. Neither an async hook nor a background process: Claude
@@ -230,12 +236,11 @@ def _bootstrap_gate(
     here-document. A skipped start marks the session's presence with Claude Code's session
     id (the mark's content, core/presence/log.py `marks`)."""
     starts = (  # compact JSON as Claude Code writes it; spaced as Python's json.dumps
-        "case $p in *'\"source\":\"startup\"'*|*'\"source\": \"startup\"'*) true;; "
-        "*) false;; esac"
+        'case $p in *\'"source":"startup"\'*|*\'"source": "startup"\'*) true;; *) false;; esac'
     )
     id_of = (
-        "case $p in *'\"session_id\":\"'*) c=${p#*'\"session_id\":\"'}; c=${c%%'\"'*};; "
-        "*'\"session_id\": \"'*) c=${p#*'\"session_id\": \"'}; c=${c%%'\"'*};; "
+        'case $p in *\'"session_id":"\'*) c=${p#*\'"session_id":"\'}; c=${c%%\'"\'*};; '
+        '*\'"session_id": "\'*) c=${p#*\'"session_id": "\'}; c=${c%%\'"\'*};; '
         "*) c=;; esac"
     )
     show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'

@@ -771,7 +771,7 @@ FILES: tuple[Place, ...] = (
     Place("home", "notices/SESSION/.now", "the gate's clock reading, as its mtime", "quiet_now"),
     Place(
         "home",
-        "notices/SESSION/quiet-bootstrap-VERSION-KEY.txt",
+        "notices/SESSION/quiet-bootstrap-KEY.txt",
         "the session-start text the gate prints while its stamp holds",
         "quiet_text",
     ),

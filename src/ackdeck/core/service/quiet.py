@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 
-DOORS = ("prompt", "stop")  # the per-turn doors; "bootstrap" is gated too (stamp_door)
+DOORS = ("prompt", "stop")  # the per-turn doors; "bootstrap" (session start) is gated too
 # Set by the gate to the home it looked in (core/hooks.py `gate_command`).
 GATE_HOME = "ACKDECK_GATE_HOME"
 # How far before the look a stamp is set: longer than any single write of a line takes from
@@ -95,17 +95,6 @@ class Probe:
         return False
 
 
-def stamp_door(door: str) -> str:
-    """The door's name in its stamp: the session-start one carries the version, since the gate
-    prints the text the hook wrote (an upgrade then never prints an older version's text; the
-    gate an older install wrote finds no stamp until `hooks install` runs again)."""
-    if door != "bootstrap":
-        return door
-    from ackdeck.core.version import package_version
-
-    return f"{door}-{package_version()}"
-
-
 def probe(
     home: Path, session: str, door: str, gate_key: str | None, rooms: Sequence[str]
 ) -> Probe | None:
@@ -113,7 +102,7 @@ def probe(
     a gate (`gate_key` None), the key is not its rooms', or the probe cannot be written."""
     if gate_key is None:
         return None
-    stamp = locations.quiet_stamp(home, session, stamp_door(door), gate_key)
+    stamp = locations.quiet_stamp(home, session, door, gate_key)
     if gate_key != key(rooms) or os.environ.get(GATE_HOME) != str(home):
         # A gate that names other rooms than its command, or that looked in another home
         # than this hook's (a wrapper setting its own): its stamps would prove nothing.
