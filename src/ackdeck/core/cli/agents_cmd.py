@@ -319,7 +319,12 @@ def _said_installed(
         say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
-        if command:
+        if command and "; exec " in command:  # a gate: what it runs, not its sh program
+            runs = command.rsplit("; exec ", 1)[1].split(" <<", 1)[0]
+            say(
+                f"  {event}: {runs}  (behind its gate: started only when it may have something to say)"
+            )
+        elif command:
             say(f"  {event}: {command}")
 
 
