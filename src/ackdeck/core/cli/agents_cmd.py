@@ -321,9 +321,7 @@ def _said_installed(
         command = commands.get(event)
         if command and "; exec " in command:  # a gate: what it runs, not its sh program
             runs = command.rsplit("; exec ", 1)[1].split(" <<", 1)[0]
-            say(
-                f"  {event}: {runs}  (behind its gate: started only when it may have something to say)"
-            )
+            say(f"  {event}: {runs}  (behind its gate)")
         elif command:
             say(f"  {event}: {command}")
 
