@@ -593,3 +593,22 @@ def test_a_start_after_compaction_is_never_served_from_the_stamp(deck: Deck, sou
     _settled_start(deck)
     done = _start(deck, source)
     assert done.returncode == 0 and f"(ackdeck: reminder after {source})" in done.stdout
+
+
+def test_a_start_stamp_older_than_the_code_that_wrote_its_text_is_not_served(
+    deck: Deck, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgrade (or an edit) rewrites the modules that write the session-start text: a stamp
+    older than them serves an outdated text, so the gate runs ackdeck."""
+    from ackdeck.core.service import instructions
+
+    copy = deck.root / "instructions.py"
+    copy.write_bytes(Path(instructions.__file__).read_bytes())
+    monkeypatch.setattr(instructions, "__file__", str(copy))  # what the gate compares
+    deck.date_back()
+    said = _settled_start(deck)
+    before = _identity(_bootstrap_stamp(deck))
+    copy.touch()  # the upgrade
+    deck.clock_past_stamps()
+    assert _start(deck).stdout == said
+    assert _identity(_bootstrap_stamp(deck)) != before  # ackdeck ran and wrote its text again
