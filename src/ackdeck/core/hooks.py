@@ -11,8 +11,9 @@ presence log, core/presence, for `ackdeck agents`):
   permission prompt, an idle prompt); prints nothing.
 - SessionEnd    -> `ackdeck hooks end`: records that the session ended; prints nothing.
 
-The prompt and Stop hooks are installed behind a gate (`gate_command`, core/service/quiet.py):
-a sh program of builtins that starts ackdeck only when the hook may have something to say.
+The session-start, prompt and Stop hooks are installed behind a gate (`gate_command`,
+core/service/quiet.py): a sh program of builtins that starts ackdeck only when the hook may
+have something to say.
 
 Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
 `stop_hook_active`, ...); a hook run by hand without input behaves the same.
@@ -91,8 +92,8 @@ def hook_commands(
 ) -> dict[str, str | None]:
     """The shell command for each event (None: no hook for that event).
 
-    The prompt and Stop hooks are gated (`gate_command`, core/service/quiet.py) when every
-    room is a file: a sh prelude decides without starting Python whether the hook may have
+    The session-start, prompt and Stop hooks are gated (`gate_command`, core/service/quiet.py)
+    when every room is a file: a sh prelude decides without starting Python whether the hook may have
     something to say (a skipped turn marks its presence for `ackdeck agents` itself)."""
     check_name(session)
     if not ackdeck:
