@@ -93,8 +93,8 @@ def hook_commands(
     """The shell command for each event (None: no hook for that event).
 
     The session-start, prompt and Stop hooks are gated (`gate_command`, core/service/quiet.py)
-    when every room is a file: a sh prelude decides without starting Python whether the hook may have
-    something to say (a skipped turn marks its presence for `ackdeck agents` itself)."""
+    when every room is a file: a sh prelude decides without starting Python whether the hook
+    may have something to say (a skipped turn marks its presence for `ackdeck agents`)."""
     check_name(session)
     if not ackdeck:
         raise InvalidInput("the ackdeck command must not be empty")
