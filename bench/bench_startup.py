@@ -114,16 +114,16 @@ def _mcp_initialize(argv: list[str], env: dict[str, str]) -> float:
 
 
 def _date_back(*trees: Path) -> None:
-    """Date every file of `trees` 30 s back, keeping their order (a stamp's `.until`, a time
-    to come, forward): as a session quiet for a while, so the gate's stamps hold."""
+    """Date every file of `trees` 30 s back but the gates' stamps (`quiet-*`): as a session
+    quiet for a while, so the stamps hold (a stamp dated back could fall behind the code that
+    wrote the session-start text, which the gate takes as an upgrade)."""
     back = 30_000_000_000
     for tree in trees:
         for path in [tree, *tree.rglob("*")]:
-            if path.is_symlink():
+            if path.is_symlink() or path.name.startswith("quiet-"):
                 continue
             st = path.stat()
-            shift = -back if path.name.endswith(".until") else back
-            os.utime(path, ns=(st.st_atime_ns - shift, st.st_mtime_ns - shift))
+            os.utime(path, ns=(st.st_atime_ns - back, st.st_mtime_ns - back))
 
 
 def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tuple[str, bytes]]:

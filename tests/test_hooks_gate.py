@@ -63,19 +63,10 @@ class Deck:
         )
 
     def date_back(self) -> None:
-        """Date every file of the test PAST_S back, keeping their order: as if the session
-        had been quiet for a while (the stamp is set MARGIN_NS before its look, so files a
-        hook touched a moment ago are never older than it)."""
-        back = PAST_S * 1_000_000_000
-        for path in [self.root, *self.root.rglob("*")]:
-            st = os.stat(path, follow_symlinks=False)
-            if not os.path.islink(path):
-                os.utime(path, ns=(st.st_atime_ns - back, st.st_mtime_ns - back))
-        for door in quiet.DOORS:  # the expiry stays ahead (it is a time to come)
-            until = locations.quiet_until(self.stamp(door))
-            if until.exists():
-                st = until.stat()
-                os.utime(until, ns=(st.st_atime_ns + back, st.st_mtime_ns + back))
+        """Date every file of the test but the gates' own PAST_S back: as if the session had
+        been quiet for a while (the stamp is set MARGIN_NS before its look, so files a hook
+        touched a moment ago are never older than it)."""
+        _date_back(self.root)
 
     def quiet(self) -> None:
         """Run both gated hooks until each has written a stamp the gate skips on."""
@@ -454,15 +445,16 @@ def test_a_gate_names_the_home_its_command_pins() -> None:
 
 # ----- through real Claude Code ----------------------------------------------------------------
 def _date_back(root: Path) -> None:
-    """As Deck.date_back, for a whole agent set-up (the client's HOME included)."""
+    """Date every file under `root` PAST_S back but the gates' stamps (`quiet-*`, with their
+    expiry and text), which stay at the time they were taken: a stamp dated back could fall
+    behind the code that wrote the session-start text (a checkout seconds old), which the
+    gate rightly takes as an upgrade."""
     back = PAST_S * 1_000_000_000
-    untils = {p for p in root.rglob("quiet-*.until")}
     for path in [root, *root.rglob("*")]:
-        if os.path.islink(path):
+        if os.path.islink(path) or path.name.startswith("quiet-"):
             continue
         st = os.stat(path)
-        shift = back if path not in untils else -back
-        os.utime(path, ns=(st.st_atime_ns - shift, st.st_mtime_ns - shift))
+        os.utime(path, ns=(st.st_atime_ns - back, st.st_mtime_ns - back))
 
 
 def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting_line(
