@@ -5,6 +5,13 @@ producer script starts it), next to `python -c pass` in the same venv measured i
 rounds: the commands run round-robin with the baseline, so a busy machine slows both alike.
 Target: each command <= 1.5x `python -c pass`.
 
+The `gated …` rows run the session-start, prompt and Stop hooks as `hooks install` writes
+them and Claude Code runs them (`/bin/sh -c COMMAND`, the hook JSON on stdin): a sh gate that
+starts ackdeck only when the hook may have something to say (issue 43, core/service/quiet.py).
+"quiet": nothing changed since the hook last had nothing to say, so no Python starts; "a line
+waits": the hook runs behind its gate and lists or counts it; "runs ackdeck": a home with a
+run, whose supervisor the Stop hook must check, so it always runs.
+
 The `mcp initialize` row is the time from starting `ackdeck mcp` to its answer to `initialize`,
 against the time from starting `python -c 'import mcp.server.mcpserver; print(...)'` to its
 line (the SDK the server is built on; both clocks stop at the first output, not at exit):
@@ -106,6 +113,66 @@ def _mcp_initialize(argv: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
+def _date_back(*trees: Path) -> None:
+    """Date every file of `trees` 30 s back but the gates' stamps (`quiet-*`): as a session
+    quiet for a while, so the stamps hold (a stamp dated back could fall behind the code that
+    wrote the session-start text, which the gate takes as an upgrade)."""
+    back = 30_000_000_000
+    for tree in trees:
+        for path in [tree, *tree.rglob("*")]:
+            if path.is_symlink() or path.name.startswith("quiet-"):
+                continue
+            st = path.stat()
+            os.utime(path, ns=(st.st_atime_ns - back, st.st_mtime_ns - back))
+
+
+def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tuple[str, bytes]]:
+    """The installed prompt and Stop hooks (as `hooks install` writes them) of a quiet session,
+    settled on their stamps; of a session with a line waiting; of a home with a run."""
+    from ackdeck.core import hooks
+    from ackdeck.core.base import locations
+    from ackdeck.core.service import quiet
+
+    stdin = json.dumps({"session_id": "x", "prompt": "hi", "stop_hook_active": False}).encode()
+    start = (
+        json.dumps({"session_id": "x", "source": "startup"}, separators=(",", ":")) + "\n"
+    ).encode()  # one line, compact, as Claude Code writes it
+    qroom, qhome = work / "quiet" / "inbox.txt", work / "quiet-home"
+    qroom.parent.mkdir()
+    qroom.touch()
+    q = hooks.hook_commands([*ackdeck, "--home", str(qhome)], SESSION, [qroom])
+    broom, bhome = work / "busy" / "inbox.txt", work / "busy-home"
+    broom.parent.mkdir()
+    broom.write_bytes(b"[ts] [ops] bot: waiting\n")
+    b = hooks.hook_commands([*ackdeck, "--home", str(bhome)], SESSION, [broom])
+    (locations.procs_dir(bhome) / "build").mkdir(parents=True)
+    gates = {
+        "gated bootstrap, quiet": (q["SessionStart"], start),
+        "gated prompt, quiet": (q["UserPromptSubmit"], stdin),
+        "gated stop, quiet": (q["Stop"], stdin),
+        "gated prompt, a line waits": (b["UserPromptSubmit"], stdin),
+        "gated stop, runs ackdeck": (b["Stop"], stdin),
+        "gated bootstrap, a line waits": (b["SessionStart"], start),
+    }
+    key = quiet.key([str(qroom)])
+    doors = (*quiet.DOORS, "bootstrap")
+    stamps = [locations.quiet_stamp(qhome, SESSION, d, key) for d in doors]
+
+    def identity() -> list[tuple[int, int] | None]:
+        return [(p.stat().st_ino, p.stat().st_mtime_ns) if p.exists() else None for p in stamps]
+
+    for _ in range(4):
+        before = identity()
+        for name in ("gated bootstrap, quiet", "gated prompt, quiet", "gated stop, quiet"):
+            cmd, data = gates[name]
+            assert cmd is not None
+            subprocess.run(["/bin/sh", "-c", cmd], input=data, env=env, capture_output=True)
+        if None not in before and identity() == before:
+            return {k: (v, d) for k, (v, d) in gates.items() if v is not None}
+        _date_back(qroom.parent, qhome)
+    raise RuntimeError("the quiet gates never settled on their stamps")
+
+
 def main() -> None:
     py = sys.executable
     script = Path(py).parent / "ackdeck"  # the console script users and hooks run
@@ -179,6 +246,8 @@ def main() -> None:
                 [*ackdeck, "hooks", "end", "--session", SESSION], env, end_stdin
             ),
         }
+        for name, (cmd, data) in _gates(ackdeck, work, env).items():
+            rows[name] = lambda cmd=cmd, data=data: _timed(["/bin/sh", "-c", cmd], env, data)
         sdk = "mcp.server.mcpserver"
         mcp_rows: dict[str, Callable[[], float]] = {
             f"import {sdk}": lambda: _until_first_line(
@@ -224,7 +293,9 @@ def main() -> None:
     base = med["python -c pass"]
     row("python -c pass", base, base, None, "baseline", bare)
     for name in rows:
-        if name != "python -c pass":
+        if name.startswith("gated "):  # the installed command: sh, and Python only if needed
+            row(name, med[name], base, TARGET)
+        elif name != "python -c pass":
             row("ackdeck " + name, med[name], base, TARGET, count=modules[name] - bare)
     sdk_ms = med[f"import {sdk}"]
     row(f"import {sdk}", sdk_ms, sdk_ms, None, "baseline (the SDK)")

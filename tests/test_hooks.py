@@ -16,7 +16,7 @@ from ackdeck.core.errors import ColdAck, InvalidInput
 from ackdeck.core.monitors import procs, wakes
 from ackdeck.core.rooms.file.room import Room
 from tests.helpers.cli import ACKDECK, ackdeck
-from tests.helpers.hooks import install_hooks, installed_hooks
+from tests.helpers.hooks import execs, install_hooks, installed_hooks, waited_for
 from tests.helpers.paths import REPO
 from tests.helpers.wait import eventually
 
@@ -48,10 +48,12 @@ def test_missing_file_is_created_with_all_three_hooks(tmp_path: Path) -> None:
         assert hook["type"] == "command" and hook["timeout"] > 0
     # Issue 13: the Stop hook reads its stdin JSON and also reports room lines that arrived
     # during the turn, so it is `hooks stop` with the rooms (it replaces `wakes drain --hook`).
-    stop = shlex.split(ours(data, "Stop")[0]["command"])
-    assert stop[-5:-2] == ["stop", "--session", "agent"]
-    assert stop[-2:] == ["--room", str(tmp_path / "inbox.txt")]
-    assert "--room" in shlex.split(ours(data, "UserPromptSubmit")[0]["command"])
+    # Issue 43: behind its gate, which passes the key of its stamp.
+    stop = execs(waited_for(data, "Stop")["command"])
+    assert stop[-7:-4] == ["stop", "--session", "agent"]
+    assert stop[-4:-2] == ["--room", str(tmp_path / "inbox.txt")]
+    assert stop[-2] == "--gate"
+    assert "--room" in execs(waited_for(data, "UserPromptSubmit")["command"])
     # Settings can hold tokens: a file ackdeck creates is private.
     assert settings.stat().st_mode & 0o777 == 0o600
     assert not (settings.parent / "settings.json.ackdeck-backup").exists()
@@ -73,10 +75,15 @@ def test_only_the_presence_hooks_run_async_so_no_output_the_agent_needs_is_lost(
     settings.write_text(json.dumps(older))
     assert hooks.install(settings, commands(tmp_path)).changed
     data = json.loads(settings.read_text())
-    asynchronous = {e for e in hooks.EVENTS if ours(data, e)[0].get("async") is True}
+    asynchronous = {e for e in hooks.EVENTS if all(h.get("async") for h in ours(data, e))}
     assert asynchronous == {"Notification", "SessionEnd"}
-    assert not any("async" in ours(data, e)[0] for e in ("SessionStart", "Stop"))
-    assert "async" not in ours(data, "UserPromptSubmit")[0]
+    # The prompt and Stop hooks are gated (issue 43): Claude Code waits for the gate, which
+    # runs the hook when it may have something to say (a skipped turn marks its presence).
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        (hook,) = ours(data, event)
+        assert "async" not in hook
+    for event, door in (("UserPromptSubmit", "prompt"), ("Stop", "stop")):
+        assert f"/agents/.agent.{door}; exit 0; fi" in ours(data, event)[0]["command"]
     assert not hooks.install(settings, commands(tmp_path)).changed
 
 
@@ -108,7 +115,9 @@ def test_existing_file_keeps_unrelated_keys_and_other_hooks(tmp_path: Path) -> N
     assert data["hooks"]["PreToolUse"] == original["hooks"]["PreToolUse"]
     # The user's own Stop hook stays first; ackdeck's is added beside it.
     assert data["hooks"]["Stop"][0] == original["hooks"]["Stop"][0]
-    assert len(ours(data, "Stop")) == 1 and len(data["hooks"]["Stop"]) == 2
+    assert (
+        len(data["hooks"]["Stop"]) == 2 and ours(data, "Stop") == data["hooks"]["Stop"][1]["hooks"]
+    )
     assert settings.stat().st_mode & 0o777 == 0o640
     assert leftovers(tmp_path) == []
 
@@ -137,7 +146,7 @@ def test_installing_twice_changes_nothing_and_keeps_one_pristine_backup(tmp_path
     assert third.changed and third.backup is None
     for event in hooks.EVENTS:
         (hook,) = ours(data, event)
-        assert "other" in shlex.split(hook["command"])
+        assert "other" in execs(hook["command"])
     assert data["theme"] == "dark"
     assert backup.read_bytes() == raw
 
@@ -487,8 +496,10 @@ def test_installing_replaces_the_older_wakes_drain_stop_hook(tmp_path: Path) -> 
     }
     settings.write_text(json.dumps(old))
     hooks.install(settings, commands(tmp_path))
-    (stop,) = ours(json.loads(settings.read_text()), "Stop")
+    data = json.loads(settings.read_text())
+    stop = waited_for(data, "Stop")
     assert "hooks stop" in stop["command"] and "wakes drain" not in stop["command"]
+    assert len(data["hooks"]["Stop"]) == 1
 
 
 def test_hook_input_is_read_even_when_the_runner_keeps_stdin_open() -> None:
@@ -521,7 +532,7 @@ def test_hook_commands_name_the_room_the_kernel_resolves(tmp_path: Path) -> None
     cmds = hooks.hook_commands(["ackdeck"], "agent", [spelled])
     prompt = cmds["UserPromptSubmit"]
     assert prompt is not None
-    room = shlex.split(prompt)[-1]
+    room = execs(prompt)[-3]
     assert os.path.samefile(os.path.dirname(room), tmp_path / "elsewhere")
     assert Path(room).name == "inbox.txt"
 

@@ -52,33 +52,40 @@ def agents(env: dict[str, str]) -> dict[str, dict[str, Any]]:
     return {a["session"]: a for a in json.loads(out.stdout)["agents"]}
 
 
-def install(tmp_path: Path, env: dict[str, str], room: Path) -> dict[str, str]:
+def install(tmp_path: Path, env: dict[str, str], room: Path) -> dict[str, list[dict[str, Any]]]:
     data = installed_hooks(env, tmp_path / "proj" / ".claude" / "settings.json", room)
     commands = {}
     for event in hooks.EVENTS:
         (group,) = data["hooks"][event]
-        (hook,) = group["hooks"]
-        commands[event] = hook["command"]
+        commands[event] = group["hooks"]
     return commands
 
 
-def run_hook(command: str, env: dict[str, str], event: str, **extra: Any) -> int:
-    """Run a hook as Claude Code does: the command through a shell, its JSON on stdin."""
+def run_hook(
+    event_hooks: list[dict[str, Any]], env: dict[str, str], event: str, **extra: Any
+) -> int:
+    """Run an event's hooks as Claude Code does: each command through a shell, its JSON on
+    stdin (an async one, which Claude Code runs in the background, here to its end too); the
+    exit code of the one Claude Code waits for."""
     payload = {**BASE, **PAYLOADS[event], **extra}
-    done = subprocess.run(
-        command,
-        shell=True,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=60,
-        input=json.dumps(payload),
-    )
-    assert done.returncode in (0, 2), done.stderr
-    if event in ("Notification", "SessionEnd"):
-        assert done.stdout == "" and done.stderr == ""  # presence only: nothing for the agent
-    return done.returncode
+    code = 0
+    for hook in event_hooks:
+        done = subprocess.run(
+            hook["command"],
+            shell=True,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=60,
+            input=json.dumps(payload),
+        )
+        assert done.returncode in (0, 2), done.stderr
+        if hook.get("async"):
+            assert done.stdout == "" and done.stderr == ""  # presence only: nothing for the agent
+        else:
+            code = done.returncode
+    return code
 
 
 def test_install_adds_the_notification_and_session_end_hooks(tmp_path: Path) -> None:

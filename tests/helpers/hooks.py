@@ -41,3 +41,23 @@ def installed_hooks(
     assert out.returncode == 0, out.stderr
     data: dict[str, Any] = json.loads(settings.read_text())
     return data
+
+
+def waited_for(settings: Mapping[str, Any], event: str) -> dict[str, Any]:
+    """The one ackdeck hook of `event` Claude Code waits for (not `"async"`): a gated prompt
+    or Stop hook has an async `hooks presence` beside it."""
+    from ackdeck.core import hooks
+
+    (hook,) = [
+        h
+        for g in settings["hooks"].get(event, [])
+        for h in g["hooks"]
+        if hooks.is_ackdeck_hook(event, h.get("command")) and not h.get("async")
+    ]
+    return hook
+
+
+def execs(command: str) -> list[str]:
+    """The ackdeck command line a hook runs: what a gated hook's prelude `exec`s, or the
+    command itself."""
+    return shlex.split(command.rsplit("; exec ", 1)[-1])

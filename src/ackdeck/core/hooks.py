@@ -11,6 +11,10 @@ presence log, core/presence, for `ackdeck agents`):
   permission prompt, an idle prompt); prints nothing.
 - SessionEnd    -> `ackdeck hooks end`: records that the session ended; prints nothing.
 
+The session-start, prompt and Stop hooks are installed behind a gate (`gate_command`,
+core/service/quiet.py): a sh program of builtins that starts ackdeck only when the hook may
+have something to say.
+
 Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
 `stop_hook_active`, ...); a hook run by hand without input behaves the same.
 
@@ -58,11 +62,13 @@ TIMEOUTS = {
 # The hooks whose output nobody reads (presence only: `hooks notify`, `hooks end`) are installed
 # `"async": true`: Claude Code then starts them in the background ("runs in background without
 # blocking", 2.1.x; detached, so a SessionEnd hook outlives a `claude -p` that exits at once)
-# and does not wait for them, which takes one ackdeck start-up off the end of every session
-# (issue 43). The other three print what the agent must see, or block the stop: never async.
+# and does not wait for them (issue 43). The other three print what the agent must see, or
+# block the stop: never async (a skipped gated one marks its turn's presence, gate_command).
 ASYNC_EVENTS = frozenset({"Notification", "SessionEnd"})
+_PRESENCE_ONLY = frozenset({("hooks", "notify"), ("hooks", "end")})
 # Subcommand tokens that identify ackdeck's own hook for each event (the older Stop hook,
-# `wakes drain --hook`, is still recognised so that installing replaces it).
+# `wakes drain --hook`, is still recognised so that installing replaces it; a gated hook is
+# recognised by the command its prelude `exec`s).
 _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
     "SessionStart": (("hooks", "bootstrap"),),
     "UserPromptSubmit": (("hooks", "prompt"),),
@@ -84,7 +90,11 @@ def hook_commands(
     rooms: Sequence[str | os.PathLike[str]] = (),
     home: str | None = None,
 ) -> dict[str, str | None]:
-    """The shell command for each event (None: no hook for that event)."""
+    """The shell command for each event (None: no hook for that event).
+
+    The session-start, prompt and Stop hooks are gated (`gate_command`, core/service/quiet.py)
+    when every room is a file: a sh prelude decides without starting Python whether the hook
+    may have something to say (a skipped turn marks its presence for `ackdeck agents`)."""
     check_name(session)
     if not ackdeck:
         raise InvalidInput("the ackdeck command must not be empty")
@@ -92,22 +102,175 @@ def hook_commands(
     # Absolute paths: hooks run in whatever directory the agent was started in. A redis URL is
     # written without its password (never into settings.json): the hook reads it from
     # ACKDECK_REDIS_PASSWORD in the agent's environment.
-    room_args = [a for r in rooms for a in ("--room", hook_room(r))]
+    shown = [hook_room(r) for r in rooms]
+    room_args = [a for r in shown for a in ("--room", r)]
     import shlex  # installing hooks only: the per-turn hook commands never need it
 
+    gate_home = _pinned_home(base)
+
+    def turn(door: str, *extra: str) -> str:
+        argv = [*base, "hooks", door, "--session", session, *room_args, *extra]
+        if not all(os.path.isabs(r) for r in shown) or gate_home is False:
+            # A redis room: nothing a prelude can follow. A command that starts with a
+            # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it.
+            return shlex.join(argv)
+        home_of_gate = gate_home if isinstance(gate_home, str) else None
+        return gate_command(door, argv, home_of_gate, session, shown)
+
     return {
-        "SessionStart": shlex.join([*base, "hooks", "bootstrap", "--session", session, *room_args]),
+        "SessionStart": turn("bootstrap"),
         # Without rooms there is nothing to list before each prompt.
-        "UserPromptSubmit": (
-            shlex.join([*base, "hooks", "prompt", "--session", session, *room_args])
-            if room_args
-            else None
-        ),
-        "Stop": shlex.join([*base, "hooks", "stop", "--session", session, *room_args]),
+        "UserPromptSubmit": turn("prompt") if room_args else None,
+        "Stop": turn("stop"),
         # Presence only (`ackdeck agents`): the client waits for its owner, the session ended.
         "Notification": shlex.join([*base, "hooks", "notify", "--session", session]),
         "SessionEnd": shlex.join([*base, "hooks", "end", "--session", session]),
     }
+
+
+def gate_command(
+    door: str,
+    argv: Sequence[str],
+    home: str | None,
+    session: str,
+    rooms: Sequence[str],
+) -> str:
+    """The gated hook: a POSIX sh program of builtins only (Claude Code runs a hook command
+    with `/bin/sh -c`; dash or bash) that exits 0 when the stamp of `door`
+    (core/service/quiet.py) proves nothing changed since the hook last had nothing to say,
+    and `exec`s `argv --gate KEY` otherwise. Every comparison is conservative: a missing
+    stamp, equal mtimes, a clock reading not newer than the stamp, an expired stamp, a
+    missing room, a home it cannot name like ackdeck does: run ackdeck. `test -nt` compares
+    nanoseconds in dash and bash (seconds in older shells: equal seconds are not newer)."""
+    import shlex
+
+    from ackdeck.core.base import locations as loc
+    from ackdeck.core.service import quiet
+
+    q = shlex.quote
+    key = quiet.key(rooms)
+    if home:
+        where = f"h={q(os.path.abspath(home))}"
+    else:  # as resolve_home: $ACKDECK_HOME, else ~/.ackdeck; anything else: run ackdeck
+        where = (
+            "case ${ACKDECK_HOME:-} in /*) h=$ACKDECK_HOME;; ?*) h=;; "
+            "*) case ${HOME:-} in /*) h=$HOME/.ackdeck;; *) h=;; esac;; esac"
+        )
+    h = Path("/H")  # the names under the home, as locations spells them
+
+    def under(p: Path) -> str:
+        return '"$h"' + q(str(p)[len("/H") :])
+
+    def older(p: str) -> str:  # the stamp is newer than p, or p is not there at all
+        return f'{{ [ "$s" -nt {p} ] || {{ ! [ -e {p} ] && ! [ -h {p} ]; }}; }}'
+
+    def absent(p: str) -> str:
+        return f"! [ -e {p} ] && ! [ -h {p} ]"
+
+    test = [
+        '[ -n "$h" ]',
+        '[ -f "$s" ]',
+        '[ -f "$s.until" ]',
+        # The clock, read without a fork: a stamp from the future (a clock stepped back) or
+        # past its expiry proves nothing.
+        'true 2>/dev/null >"$d/.now"',
+        '[ "$d/.now" -nt "$s" ]',
+        '[ "$s.until" -nt "$d/.now" ]',
+    ]
+    for r in rooms:
+        room, parent, side, receipts = (q(p) for p in quiet.watched(r))
+        test += [f"[ -f {room} ]", f'[ "$s" -nt {room} ]', f'[ "$s" -nt {parent} ]']
+        test += [older(side), older(receipts)]
+    if door == "stop":
+        test += [
+            older(under(loc.wake_session_dir(h, session))),
+            absent(under(loc.wake_handed(h, session))),
+            absent(under(loc.claims_dir(h, session))),
+            # Any run: its supervisor may have died, which only the drain's reconcile turns
+            # into a monitor-lost wake (no file changes when a process dies).
+            f"set -- {under(loc.procs_dir(h))}/*",
+            absent('"$1"'),
+        ]
+    elif door == "prompt":
+        test.append(absent(under(loc.wake_handed(h, session))))
+    else:  # bootstrap: the text the stamp serves was written by this code; an upgrade or an
+        # edit rewrites these files, and the stamp then proves nothing (run ackdeck again)
+        from ackdeck.core.service import instructions
+
+        for source in (os.path.abspath(__file__), os.path.abspath(instructions.__file__)):
+            test += [f"[ -f {q(source)} ]", f'[ "$s" -nt {q(source)} ]']
+    notices = under(loc.notices_dir(h, session))
+    stamp = q(loc.quiet_stamp(h, session, door, key).name)
+    # A skipped turn's presence (`ackdeck agents`): the mtime of a mark the gate truncates,
+    # without a fork (core/presence/log.py `marks`); the hook behind the gate records its own
+    # with the other events' clock. Neither an async hook nor a background process: Claude
+    # Code (2.1.x) cancels the async hooks still running when `claude -p` ends its turn and
+    # waits 1.2-1.4 s for a cancelled hook's process tree (the event lost too), and a Python
+    # per turn in the background still takes a core from the agent. A mark's time is the
+    # filesystem's (coarse) clock, but a skip means nothing was read or acked since the stamp.
+    mark = under(loc.presence_mark(h, session, "start" if door == "bootstrap" else door))
+    run = shlex.join([*argv, "--gate", key])
+    if door == "bootstrap":
+        return _bootstrap_gate(where, notices, stamp, test, mark, run)
+    return (
+        f'{where}; d={notices}; s="$d"/{stamp}; '
+        f"if {' && '.join(test)}; then true 2>/dev/null >{mark}; exit 0; fi; "
+        # The hook writes a stamp only where this gate looks: a wrapper that sets another
+        # home than the gate's then never gets one (core/service/quiet.py GATE_HOME).
+        f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
+        f"exec {run}"
+    )
+
+
+# The line a here-document of the session-start gate ends with (the hook's JSON before it).
+_INPUT_END = "ackdeck_hook_input"
+
+
+def _bootstrap_gate(
+    where: str, notices: str, stamp: str, test: list[str], mark: str, run: str
+) -> str:
+    """The session-start gate. Its text depends on the hook's input (`source`: a reminder
+    after compact, clear or resume), so the gate reads the one line of JSON Claude Code
+    writes (2.1.x: one line, newline-ended, compact: checked through the real client) and
+    serves only a `startup` from the stamp, printing the text the hook wrote beside it
+    (quiet_text) line by line with builtins. Otherwise the hook runs, the JSON handed on in a
+    here-document. A skipped start marks the session's presence with Claude Code's session
+    id (the mark's content, core/presence/log.py `marks`)."""
+    starts = (  # compact JSON as Claude Code writes it; spaced as Python's json.dumps
+        'case $p in *\'"source":"startup"\'*|*\'"source": "startup"\'*) true;; *) false;; esac'
+    )
+    id_of = (
+        'case $p in *\'"session_id":"\'*) c=${p#*\'"session_id":"\'}; c=${c%%\'"\'*};; '
+        '*\'"session_id": "\'*) c=${p#*\'"session_id": "\'}; c=${c%%\'"\'*};; '
+        "*) c=;; esac"
+    )
+    show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'
+    return (
+        # A terminal (a hook run by hand) is not read: ackdeck looks at it as before.
+        "p=; if ! [ -t 0 ]; then IFS= read -r p || :; fi; "
+        f'{where}; d={notices}; s="$d"/{stamp}; '
+        f'if {starts} && {" && ".join(test)} && [ -f "$s.txt" ]; then {id_of}; '
+        f"printf '%s\\n' \"$c\" 2>/dev/null >{mark}; {show}; exit 0; fi; "
+        f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
+        f"exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
+    )
+
+
+def _pinned_home(base: Sequence[str]) -> str | bool | None:
+    """The home a hook command names (its last `--home`, as argparse takes it), None when it
+    names none (the environment's then), False when the gate cannot run it (it starts with
+    a variable assignment)."""
+    import re
+
+    if base and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", base[0]):
+        return False
+    home: str | None = None
+    for i, word in enumerate(base):
+        if word == "--home" and i + 1 < len(base):
+            home = base[i + 1]
+        elif word.startswith("--home="):
+            home = word[len("--home=") :]
+    return os.path.abspath(os.path.expanduser(home)) if home else None
 
 
 def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:
@@ -147,18 +310,32 @@ def is_ackdeck_hook(event: str, command: object) -> bool:
     return runs_ackdeck and has_sig
 
 
-def _group(event: str, command: str) -> dict[str, Any]:
+def _commands(desired: str | Sequence[str]) -> list[str]:
+    return [desired] if isinstance(desired, str) else list(desired)
+
+
+def _presence_only(command: str) -> bool:
+    words = command.split()
+    return any(tuple(words[i : i + 2]) in _PRESENCE_ONLY for i in range(len(words)))
+
+
+def _group(event: str, desired: str | Sequence[str]) -> dict[str, Any]:
     # No matcher: SessionStart then also fires after resume/clear/compact, when the agent has
     # lost the instructions; Notification and SessionEnd fire for every kind and reason (the
     # presence decision tells them apart); the other two events take no matcher.
-    hook: dict[str, Any] = {"type": "command", "command": command, "timeout": TIMEOUTS[event]}
-    if event in ASYNC_EVENTS:
-        hook["async"] = True
-    return {"hooks": [hook]}
+    out = []
+    for command in _commands(desired):
+        hook: dict[str, Any] = {"type": "command", "command": command, "timeout": TIMEOUTS[event]}
+        if _presence_only(command):
+            hook["async"] = True
+        out.append(hook)
+    return {"hooks": out}
 
 
 # ----- the pure merge ---------------------------------------------------------------------------
-def merge_hooks(settings: Mapping[str, Any], commands: Mapping[str, str | None]) -> dict[str, Any]:
+def merge_hooks(
+    settings: Mapping[str, Any], commands: Mapping[str, str | Sequence[str] | None]
+) -> dict[str, Any]:
     """`settings` with ackdeck's hooks set to `commands`; every other key and hook is kept.
 
     Idempotent: when the desired hook is already the only ackdeck hook of an event, that event
@@ -190,7 +367,7 @@ def merge_hooks(settings: Mapping[str, Any], commands: Mapping[str, str | None])
             for h in g["hooks"]
             if isinstance(h, dict) and is_ackdeck_hook(event, h.get("command"))
         ]
-        if desired and len(ours) == 1 and _group(event, desired) in groups:
+        if desired and len(ours) == len(_commands(desired)) and _group(event, desired) in groups:
             continue
         if not ours and not desired:
             continue
@@ -243,7 +420,7 @@ def user_settings_path() -> Path:
 
 
 def install(
-    settings_path: str | os.PathLike[str], commands: Mapping[str, str | None]
+    settings_path: str | os.PathLike[str], commands: Mapping[str, str | Sequence[str] | None]
 ) -> InstallResult:
     """Write ackdeck's hooks into `settings_path`. Never touches a file it cannot parse."""
     return update_json_file(settings_path, lambda current: merge_hooks(current, commands))
@@ -463,13 +640,16 @@ def rooms_told_marker(
     session: str,
     rooms: Sequence[str | os.PathLike[str]],
     unread: dict[str, int] | None = None,
+    queues: set[str] | None = None,
 ) -> Callable[[], None]:
     """Take the rooms' state now, before a SessionStart or prompt hook builds its text; the
     returned call records it as told once the text was written, so the Stop hook reports only
     lines that arrived after it (during the agent's turn). Taken first, a line that lands while
     the text is built is at worst told twice, never marked told unseen. Reads and acks nothing.
     `unread`, when given, gets each room's unread count as seen (by its display name), for the
-    text (prompt_text): a room that could not be looked at is left out."""
+    text (prompt_text): a room that could not be looked at is left out. `queues`, when given,
+    gets the display names of the work-queue rooms among them (the gate never skips for
+    those: a claim's lease expires without any file changing)."""
     from ackdeck.core.service.noticer import Noticer
 
     if not rooms:
@@ -480,6 +660,8 @@ def rooms_told_marker(
     notices, state, views = noticer.due_with_views()
     if unread is not None:
         unread.update((v.path, v.unread) for v in views)
+    if queues is not None:
+        queues.update(v.path for v in views if v.queue)
     return lambda: noticer.commit(state)
 
 
@@ -541,6 +723,10 @@ class StopOutcome(Struct):
     # Records the room notices as told; call it once `text` was written.
     commit: Callable[[], None] = _nothing
     written: bool = False  # `emit` already wrote `text` (before the wakes were acked)
+    # Nothing to say and nothing that could say it later unseen: no room notice or queue
+    # room, every room looked at, no wake delivered, pending or malformed, no claim reminder
+    # and no hand-over to check. The gate's stamp may then be written (core/service/quiet.py).
+    quiet: bool = False
 
 
 def stop_hook(
@@ -566,6 +752,7 @@ def stop_hook(
     # The drain reconciles first (a dead supervisor is delivered as a monitor-lost wake).
     deck = Deck(home, session)
     notices: list[Notice] = []
+    rooms_quiet = True
     commit: Callable[[], None] = _nothing
     if rooms:
         noticer = Noticer(
@@ -575,7 +762,8 @@ def stop_hook(
             "hooks",
             wakes=False,
         )
-        notices, state = noticer.due()
+        notices, state, views = noticer.due_with_views()
+        rooms_quiet = not notices and len(views) == len(rooms) and not any(v.queue for v in views)
         if notices and payload.get("stop_hook_active") and not noticer.can_record():
             # The agent already continues because of a Stop hook, and what this one would tell
             # cannot be recorded (a full or read-only HOME): it would block again at every
@@ -596,7 +784,8 @@ def stop_hook(
     where = payload.get("transcript_path")
     where = where if isinstance(where, str) and where else None
     earlier = None
-    if where is not None and os.path.lexists(locations.wake_handed(home, session)):
+    handed_file = os.path.lexists(locations.wake_handed(home, session))
+    if where is not None and handed_file:
         from ackdeck.core.clients.claude_code import handed
 
         # The model just answered (what ends a turn): its record may still be on its way.
@@ -644,7 +833,15 @@ def stop_hook(
         return StopOutcome(True, unsaid[0], commit)
     text = compose(drained.text())
     if not text:
-        return StopOutcome(False, "", commit)
+        quiet = (
+            rooms_quiet
+            and not lease_parts
+            and not handed_file
+            and not drained.delivered
+            and not drained.pending
+            and not drained.skipped
+        )
+        return StopOutcome(False, "", commit, quiet=quiet)
 
     def commit_and_keep() -> None:  # once the caller wrote `text`
         commit()

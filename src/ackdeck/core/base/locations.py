@@ -284,6 +284,27 @@ def notice_state(home: Path, session: str, door: str) -> Path:
     return notices_dir(home, session) / f"{door}.json"
 
 
+def quiet_stamp(home: Path, session: str, door: str, key: str) -> Path:
+    """The hook gate's stamp (core/service/quiet.py): its mtime is when `door` last found
+    nothing to say for `session` and the rooms `key` names."""
+    return notices_dir(home, session) / f"quiet-{door}-{key}"
+
+
+def quiet_until(stamp: Path) -> Path:
+    """How long the stamp holds: its mtime is the stamp's expiry."""
+    return stamp.with_name(stamp.name + ".until")
+
+
+def quiet_text(stamp: Path) -> Path:
+    """The session-start text the gate prints while the stamp holds (`bootstrap` only)."""
+    return stamp.with_name(stamp.name + ".txt")
+
+
+def quiet_now(home: Path, session: str) -> Path:
+    """Truncated by each gate to read the clock (its mtime is now) without a fork."""
+    return notices_dir(home, session) / ".now"
+
+
 def notice_lock(home: Path, session: str, door: str) -> Path:
     return lock_file(notices_dir(home, session), door, listed=True)
 
@@ -335,6 +356,12 @@ def presence_log(home: Path, session: str, *, old: bool = False) -> Path:
     """A session's presence events (core/presence/log.py), appended by its hooks, its MCP
     server, its reads, acks and nudges; `old` is the one rotated copy."""
     return agents_dir(home) / f"{check_name(session)}{'.1' if old else ''}.jsonl"
+
+
+def presence_mark(home: Path, session: str, kind: str) -> Path:
+    """Truncated by a gated hook at each turn event (`prompt`, `stop`): its mtime is when the
+    latest one happened (core/presence/log.py `marks`)."""
+    return agents_dir(home) / f".{check_name(session)}.{kind}"
 
 
 def presence_lock(home: Path, session: str) -> Path:
@@ -779,6 +806,31 @@ FILES: tuple[Place, ...] = (
         "notice_state",
     ),
     Place("home", "notices/SESSION/.DOOR.lock", "one notifier per door and session", "notice_lock"),
+    Place(
+        "home",
+        "notices/SESSION/quiet-DOOR-KEY",
+        "the hook gate's stamp: its mtime is when DOOR last had nothing to say",
+        "quiet_stamp",
+    ),
+    Place(
+        "home",
+        "notices/SESSION/quiet-DOOR-KEY.until",
+        "the stamp's expiry, as its mtime",
+        "quiet_until",
+    ),
+    Place("home", "notices/SESSION/.now", "the gate's clock reading, as its mtime", "quiet_now"),
+    Place(
+        "home",
+        "notices/SESSION/quiet-bootstrap-KEY.txt",
+        "the session-start text the gate prints while its stamp holds",
+        "quiet_text",
+    ),
+    Place(
+        "home",
+        "agents/.SESSION.KIND",
+        "the time of SESSION's latest prompt or stop, as its mtime (a gated hook's presence)",
+        "presence_mark",
+    ),
     Place(
         "home", "alerts/OWNER/NAME.json", "an overdue episode of a room OWNER owns", "alert_state"
     ),

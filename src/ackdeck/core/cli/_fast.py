@@ -46,6 +46,7 @@ _ROOMS = ("room", _APPEND, None, None)  # default: a fresh list each time
 _SETTLE = ("settle", _VALUE, 2.0, float)
 _MAX_BYTES = ("max_bytes", _VALUE, None, "rooms_cmd._size")
 _HOOK_SESSION = ("session", _VALUE, "<session_of>", None)
+_GATE = ("gate", _VALUE, None, None)
 
 # (command, subcommand) -> (the command-word attribute, module, handler, positionals as
 # (dest, "1" or "+"), options by their flag: (dest, kind, default, converter)). A converter
@@ -118,21 +119,21 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
         "agents_cmd",
         "_bootstrap",
         (),
-        {"--session": _HOOK_SESSION, "--room": _ROOMS},
+        {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "prompt"): (
         "hooks_command",
         "agents_cmd",
         "_prompt",
         (),
-        {"--session": _HOOK_SESSION, "--room": _ROOMS},
+        {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "stop"): (
         "hooks_command",
         "agents_cmd",
         "_stop",
         (),
-        {"--session": _HOOK_SESSION, "--room": _ROOMS, "--settle": _SETTLE},
+        {"--session": _HOOK_SESSION, "--room": _ROOMS, "--settle": _SETTLE, "--gate": _GATE},
     ),
     ("hooks", "notify"): (
         "hooks_command",

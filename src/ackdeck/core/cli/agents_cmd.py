@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from ackdeck.core import hooks
+from ackdeck.core.base import locations
 from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import say
@@ -17,6 +18,8 @@ from ackdeck.core.errors import AckdeckError, InvalidInput
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+
+    from ackdeck.core.service.quiet import Probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -156,11 +159,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = hsub.add_parser("bootstrap", help="print the session-start instructions for an agent")
     _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
+    p.add_argument(
+        "--gate",
+        default=None,
+        metavar="KEY",
+        help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
+    )
     p.set_defaults(handler=_bootstrap)
 
     p = hsub.add_parser("prompt", help="print unread room lines (never acks); silent if none")
     _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
+    p.add_argument(
+        "--gate",
+        default=None,
+        metavar="KEY",
+        help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
+    )
     p.set_defaults(handler=_prompt)
 
     p = hsub.add_parser(
@@ -175,6 +190,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--room", action="append", default=[], metavar="PATH")
     p.add_argument(
         "--settle", type=float, default=2.0, metavar="SECS", help="as for wakes drain (2)"
+    )
+    p.add_argument(
+        "--gate",
+        default=None,
+        metavar="KEY",
+        help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
     )
     p.set_defaults(handler=_stop)
 
@@ -298,7 +319,10 @@ def _said_installed(
         say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
-        if command:
+        if command and "; exec " in command:  # a gate: what it runs, not its sh program
+            runs = command.rsplit("; exec ", 1)[1].split(" <<", 1)[0]
+            say(f"  {event}: {runs}  (behind its gate)")
+        elif command:
             say(f"  {event}: {command}")
 
 
@@ -348,21 +372,34 @@ def _presence(
 def _bootstrap(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     _presence(args, "start", payload, args.room)
+    stamp = _probe(args, "bootstrap", getattr(args, "gate", None))  # before the look
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread)
+    queues: set[str] = set()
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
     text = hooks.bootstrap_text(args.session, args.room, unread)
     if payload.get("source") in ("compact", "clear", "resume"):
         text = f"(ackdeck: reminder after {payload['source']})\n" + text
     say(text, flush=True)
     told()
+    if stamp is not None:
+        # The gate serves only a `startup` from the stamp, with this very text.
+        quiet = (
+            payload.get("source") == "startup"
+            and len(unread) == len(args.room)
+            and not any(unread.values())
+            and not queues
+        )
+        stamp.settle(quiet, args.room, text=text + "\n")
     return 0
 
 
 def _prompt(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     _presence(args, "prompt", payload)
+    stamp = _probe(args, "prompt", getattr(args, "gate", None))  # before anything is looked at
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread)
+    queues: set[str] = set()
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
     text = hooks.prompt_text(args.session, args.room, unread)
     # A wake an earlier stop handed over that the model was never shown (issue 41).
     again, keep = hooks.prompt_again(_home(args), args.session, payload)
@@ -371,15 +408,36 @@ def _prompt(args: argparse.Namespace) -> int:
         say(text, flush=True)
         keep()
     told()
+    if stamp is not None:
+        quiet = (
+            not text
+            and len(unread) == len(args.room)
+            and not any(unread.values())
+            and not queues
+            and not os.path.lexists(locations.wake_handed(_home(args), args.session))
+        )
+        stamp.settle(quiet, args.room)
     return 0
+
+
+def _probe(args: argparse.Namespace, door: str, gate: str | None) -> Probe | None:
+    """The gate's stamp in the making (core/service/quiet.py), or None without a gate."""
+    if gate is None:
+        return None
+    from ackdeck.core.service import quiet
+
+    return quiet.probe(_home(args), check_name(args.session), door, gate, args.room)
 
 
 def _stop(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
     check_name(args.session)
+    stamp = _probe(args, "stop", getattr(args, "gate", None))  # before anything is looked at
     outcome = hooks.stop_hook(
         _home(args), args.session, args.room, payload, settle_timeout=args.settle, emit=_emit
     )
+    if stamp is not None:
+        stamp.settle(outcome.quiet, args.room)
     if not outcome.block:
         outcome.commit()
         _presence(args, "stop", payload)

@@ -99,7 +99,8 @@ def rotate(home: Path, session: str) -> None:
         with locked(locations.presence_lock(home, session)):
             if path.stat().st_size <= LIMIT:
                 return
-            facts = fold(session, parse(_read(path)))
+            # The marks too: a carry replaces every event before it, marks included.
+            facts = fold(session, _merged(parse(_read(path)), marks(home, session)))
             carry = {"t": round(time.time(), 3), "ev": "carry", "facts": facts.carry()}
             os.replace(path, locations.presence_log(home, session, old=True))
             line = json.dumps(carry, separators=(",", ":"), ensure_ascii=False) + "\n"
@@ -165,12 +166,70 @@ def _read(path: Path, tail: int | None = None) -> bytes:
         os.close(fd)
 
 
-def events(home: Path, session: str) -> list[dict[str, Any]]:
-    """The session's current log, oldest first ([] when it has none or it cannot be read)."""
+# The turn events a gated hook records by the mtime of a mark file instead of a log line
+# (core/hooks.py `gate_command`: no Python starts for a turn with nothing to say).
+MARKED = ("start", "prompt", "stop")
+
+
+def marks(home: Path, session: str) -> list[dict[str, Any]]:
+    """The latest `start`, `prompt` and `stop` a gated hook marked, as events at their marks'
+    mtimes (the gate truncates the mark, which stamps it with the time, without a fork; a
+    start mark holds Claude Code's session id). Only the latest of each is known: enough for
+    the state, which follows the newest turn event."""
+    import stat
+
+    out = []
+    for kind in MARKED:
+        try:
+            st = os.stat(locations.presence_mark(home, session, kind), follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        event: dict[str, Any] = {"t": st.st_mtime_ns / 1e9, "ev": kind, "marked": True}
+        if kind == "start":  # a skipped start: a `startup`, and Claude Code's session id
+            event["detail"] = "startup"
+            cc = _mark_word(locations.presence_mark(home, session, kind))
+            if cc:
+                event["cc"] = cc
+        out.append(event)
+    return out
+
+
+def _mark_word(path: Path) -> str | None:
+    """The word a start mark holds (Claude Code's session id), read bounded; None if none."""
     try:
-        return parse(_read(locations.presence_log(home, session)))
+        # Never blocking on a FIFO put in the mark's place, never through a symlink.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            raw = os.read(fd, 128)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    word = raw.decode(errors="replace").strip()
+    ok = word and len(word) <= 64 and all(c.isalnum() or c in "-_." for c in word)
+    return word if ok else None
+
+
+def events(home: Path, session: str) -> list[dict[str, Any]]:
+    """The session's current log and its marks (`marks`), oldest first ([] when it has none
+    or they cannot be read)."""
+    try:
+        logged = parse(_read(locations.presence_log(home, session)))
     except (OSError, CorruptState):
-        return []
+        logged = []
+    return _merged(logged, marks(home, session))
+
+
+def _merged(logged: list[dict[str, Any]], marked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log's events with the marks among them in time order (fold orders a log that is
+    not, but a timeline reads this order)."""
+    if not marked:
+        return logged
+    from ackdeck.core.presence.model import is_time
+
+    return sorted(logged + marked, key=lambda e: e["t"] if is_time(e.get("t")) else 0.0)
 
 
 def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, Any]]:
