@@ -528,6 +528,77 @@ async def test_a_slow_sweep_does_not_put_off_the_next_pushs_recount(
         assert table._rows[table._keys.index(str(rooms[1]))][1].plain == "3"
 
 
+async def _next_recount_delay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_count: object
+) -> list[float]:
+    """The waits before the recounts of two pushes into two of three rooms, each looked at
+    as the watcher would have it; counting the first push's room runs `slow_count` (a
+    simulation of a busy machine or a costly room, not a synchronisation). Returns the wait
+    chosen after that look, for the second push."""
+    from ackdeck.tui import room_counts
+
+    rooms = rooms_in(tmp_path, 3)
+    app = make_app(quiet_config(rooms), clock=fixed_clock)
+    real_scan_room = room_counts.scan_room
+
+    def counted(path: Path | str, label: str, counts: object = None) -> object:
+        if str(path) == str(rooms[1]):
+            slow_count()  # type: ignore[operator]
+        return real_scan_room(path, label, counts)  # type: ignore[arg-type]
+
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, timeout=WAIT)
+        monkeypatch.setattr(room_counts, "scan_room", counted)
+        Room(rooms[1]).push("news")
+        app._changed({str(rooms[1])})  # what the watcher posts for that room
+        await settle(pilot, timeout=WAIT)
+        delays: list[float] = []
+        real_set_timer = app.set_timer
+
+        def spy(delay: float, callback: object = None, **kw: object) -> object:
+            if callback == app._delayed_scan:
+                delays.append(delay)
+            return real_set_timer(delay, callback, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(app, "set_timer", spy)
+        Room(rooms[2]).push("more news")
+        app._changed({str(rooms[2])})
+        await settle(pilot, timeout=WAIT)
+        table = app.main.query_one(RoomsTable)
+        assert table._rows[table._keys.index(str(rooms[2]))][1].plain == "4"
+    return delays
+
+
+async def test_a_look_that_waited_for_a_core_does_not_put_off_the_next_pushs_recount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: the wait before a push's recount was twice the last look's wall time. On a
+    busy machine a one-room look waits for a core (the scanner's turn, the reply's), so one
+    slow look put the next push's row off by twice the machine's contention, however little
+    counting it needed: the worst push-to-row latency grew with the load. The wait now
+    follows the look's CPU time, which waiting for a core does not add to."""
+    from ackdeck.tui import app as app_module
+
+    delays = await _next_recount_delay(tmp_path, monkeypatch, lambda: time.sleep(0.3))
+    assert delays == [app_module.SCAN_DELAY]
+
+
+async def test_a_look_that_counted_long_still_spaces_the_next_recount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the wait is for stays: a look that used the CPU for long (a flooded room counted
+    in full) is followed by a wait of twice that, so counting takes at most about a third of
+    a core while a flood goes on and new lines stay snappy."""
+
+    def count_long() -> None:
+        end = time.thread_time() + 0.2  # 0.2 s of this thread's CPU, however long it takes
+        while time.thread_time() < end:
+            pass
+
+    delays = await _next_recount_delay(tmp_path, monkeypatch, count_long)
+    assert len(delays) == 1 and 0.4 <= delays[0] <= 1.0
+
+
 async def test_the_dashboard_freezes_its_start_up_objects_so_a_full_collection_cannot_stall_a_push(
     tmp_path: Path,
 ) -> None:

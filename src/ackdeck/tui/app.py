@@ -100,7 +100,7 @@ class AckdeckApp(App[None]):
         self.snapshot: Snapshot | None = None
         self._scans = Coalescer(self._scan)
         self._scan_soon = False
-        self._last_scan_seconds = 0.0
+        self._last_scan_cpu = 0.0  # CPU seconds of the last look that was not a sweep
         self._looked = False  # the first look (every room counted) has finished
         self._ticks = 0  # sweeps so far
         self._ages_timer: Timer | None = None
@@ -283,7 +283,6 @@ class AckdeckApp(App[None]):
 
     @work(thread=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
-        started = time.perf_counter()
         now = self.clock()
         taken = self._changes.take()
         first = self.snapshot is None
@@ -307,8 +306,7 @@ class AckdeckApp(App[None]):
         errors: list[str] = []
 
         def emit(part: ScanDelta) -> None:
-            seconds = time.perf_counter() - started
-            self.post_message(StateScanned(part, seconds, errors, rooms, swept=req.sweep))
+            self.post_message(StateScanned(part, errors, rooms, swept=req.sweep))
 
         if self._scanner is None and self.config.scan_process and not self._shut_down:
             try:
@@ -363,8 +361,12 @@ class AckdeckApp(App[None]):
             # their length says nothing about the next event's look. Counted, a sweep over
             # 1,000 rooms put the next push's recount off by twice its length, the dashboard's
             # worst push-to-row latency: 0.59-0.75 s against a median of 0.11 s, issue 43.)
+            # The back-off is the look's CPU time in the counting process, not its wall
+            # time: on a busy machine a one-room look waits for a core (the scanner's turn,
+            # the reply's), and doubling that wait put off the next push's recount by twice
+            # the machine's contention, however little counting it needed (issue 43).
             if self._looked and not message.swept:
-                self._last_scan_seconds = message.seconds
+                self._last_scan_cpu = part.cpu
             elif not self._looked and self._freeze_gc:
                 self.call_after_refresh(_freeze_start_up)
             self._looked = True
@@ -394,9 +396,10 @@ class AckdeckApp(App[None]):
             self._ensure_watching(force=True)
         if not self._scan_soon:
             self._scan_soon = True
-            # A slow scan (a flooded room is counted in full) waits longer, so during a flood
-            # counting takes at most about a third of the time and new lines stay snappy.
-            delay = min(1.0, max(SCAN_DELAY, 2 * self._last_scan_seconds))
+            # A costly look (a flooded room counted in full) is followed by a longer wait, so
+            # during a flood counting takes at most about a third of a core and new lines stay
+            # snappy (its cost is its CPU time: see on_state_scanned).
+            delay = min(1.0, max(SCAN_DELAY, 2 * self._last_scan_cpu))
             self.set_timer(delay, self._delayed_scan)
 
     def _sweep(self) -> None:
