@@ -52,7 +52,10 @@ Clock = Callable[[], float]
 DEBOUNCE_MS = 30
 ROOMS_STEP_MS = 25
 HOME_STEP_MS = 250
-SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
+# Looks at the counters after file events are at least this far apart (a flood of events is
+# one look per SCAN_DELAY, not one per event); an event in the room whose lines are shown
+# waits this long after it, so the lines panel's read of the new lines goes first.
+SCAN_DELAY = 0.05
 # The safety net: every SWEEP_TICKS ticks the home while a run is running (a supervisor that
 # died leaves no file event: its run becomes lost); at every ROOM_SWEEPS-th of those the home
 # and every room's fingerprint (for an event inotify never delivered: a full queue, a network
@@ -63,6 +66,22 @@ ROOM_SWEEPS = 3
 # an age shows at most this late (ages step in tens of seconds at the finest).
 AGES_EVERY = 5.0
 THEME_SETTLE_S = 1.0  # a theme shown this long in the palette's list is the one picked
+
+
+def recount_wait(cpu: float, since: float, *, lines_first: bool) -> float:
+    """Seconds to wait, after a file event, before the counters look again. `cpu`: the CPU
+    time of the last look (not a sweep); `since`: seconds since it ended; `lines_first`: the
+    event is about the room whose lines are shown.
+
+    Looks are spaced by SCAN_DELAY, or twice the last one's CPU time when that is longer (a
+    flooded room counted in full: counting then takes at most about a third of a core, and
+    new lines stay snappy), capped at a second. The spacing runs from the end of the last
+    look, not from the event: a push after a quiet moment is counted at once, while a flood
+    of events still makes one look per spacing. (A delay after every event cost each push
+    SCAN_DELAY, half of the median push-to-row latency at 1,000 rooms; issue 43.) An event
+    in the shown room waits the whole spacing: its lines panel reads the new lines first."""
+    spacing = min(1.0, max(SCAN_DELAY, 2 * cpu))
+    return spacing if lines_first else max(0.0, spacing - since)
 
 
 class AckdeckApp(App[None]):
@@ -101,6 +120,7 @@ class AckdeckApp(App[None]):
         self._scans = Coalescer(self._scan)
         self._scan_soon = False
         self._last_scan_cpu = 0.0  # CPU seconds of the last look that was not a sweep
+        self._look_ended = float("-inf")  # when the last look's final part was shown (monotonic)
         self._looked = False  # the first look (every room counted) has finished
         self._ticks = 0  # sweeps so far
         self._ages_timer: Timer | None = None
@@ -370,6 +390,7 @@ class AckdeckApp(App[None]):
             elif not self._looked and self._freeze_gc:
                 self.call_after_refresh(_freeze_start_up)
             self._looked = True
+            self._look_ended = time.monotonic()
         changed = {r.key for r in part.rows}
         full = old is None or listed  # a new room list: every row is placed again
         self._main.apply_snapshot(snap, None if full else changed, rows)
@@ -380,8 +401,8 @@ class AckdeckApp(App[None]):
 
     def on_files_changed(self, message: FilesChanged) -> None:
         # New lines first: the line views pick up appends at once (a small pread), while the
-        # counters rescan a moment later, since counting a flooded room takes longer and would
-        # compete with them for the interpreter.
+        # counters look again once `recount_wait` says (a look that counts a flooded room
+        # takes longer and would compete with them for the interpreter).
         if self._main.closed:
             return  # closing: the watcher and scan threads may still post for a moment
         if not message.known:
@@ -390,17 +411,19 @@ class AckdeckApp(App[None]):
             self.screen.files_changed()
         if not message.rooms_or_home:
             return  # run output only: no table shows it
-        if self._changes.take_for_lines(self._main.selected_room):
+        sync, lines_first = self._changes.take_for_lines(self._main.selected_room)
+        if sync:
             self._main.files_changed()
         if message.rewatch:
             self._ensure_watching(force=True)
         if not self._scan_soon:
-            self._scan_soon = True
-            # A costly look (a flooded room counted in full) is followed by a longer wait, so
-            # during a flood counting takes at most about a third of a core and new lines stay
-            # snappy (its cost is its CPU time: see on_state_scanned).
-            delay = min(1.0, max(SCAN_DELAY, 2 * self._last_scan_cpu))
-            self.set_timer(delay, self._delayed_scan)
+            since = time.monotonic() - self._look_ended
+            wait = recount_wait(self._last_scan_cpu, since, lines_first=lines_first)
+            if wait > 0:
+                self._scan_soon = True
+                self.set_timer(wait, self._delayed_scan)
+            else:
+                self._scans.request()  # at once (one look runs, one more may be queued)
 
     def _sweep(self) -> None:
         # The safety net (nothing else runs while nothing happens): the home at every sweep
