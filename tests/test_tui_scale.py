@@ -657,6 +657,65 @@ async def test_a_push_after_a_quiet_moment_is_recounted_at_once(
         assert table._rows[table._keys.index(str(rooms[2]))][1].plain == "4"
 
 
+async def test_a_push_into_one_of_1000_watched_rooms_is_counted_at_once_and_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43, end to end on real files and the real watch: at 1,000 rooms a push into one
+    room, after a quiet moment, starts a look as soon as the watcher reports it (no timer
+    first: every push waited 50 ms before), and that look counts that room alone; its row
+    shows the new count without any sweep (the ticks are off)."""
+    from ackdeck.tui import app as app_module
+
+    rooms = []
+    for i in range(1000):
+        p = tmp_path / f"room-{i:04d}.txt"
+        p.write_bytes(b"line\n" * (i % 7 + 1))
+        rooms.append(p)
+    Room(rooms[2]).push("made its sidecar")  # a new sidecar would make the watch start again
+    app = make_app(quiet_config(rooms, watch=True), clock=fixed_clock)
+    looks: list[tuple[ScanRequest, int]] = []  # each look, and the timers set before it
+    delays: list[float] = []
+    real_scan_at = app_module.scan_at
+
+    def spy_scan(counter: RoomCounter, req: ScanRequest, emit: object) -> None:
+        looks.append((req, len(delays)))
+        real_scan_at(counter, req, emit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(app_module, "scan_at", spy_scan)
+    async with app.run_test(size=(140, 40)) as pilot:
+        # The first look, then the one the watch asks for once it is in place.
+        await eventually_async(
+            lambda: sum(req.sweep for req, _ in looks) >= 2, what="the watch in place", pilot=pilot
+        )
+        await settle(pilot, timeout=WAIT)
+        looked = time.monotonic()  # every look has ended by now
+        await eventually_async(
+            lambda: time.monotonic() - looked > app_module.SCAN_DELAY,
+            what="a quiet moment",
+            pilot=pilot,
+        )
+        real_set_timer = app.set_timer
+
+        def spy(delay: float, callback: object = None, **kw: object) -> object:
+            if callback == app._delayed_scan:
+                delays.append(delay)
+            return real_set_timer(delay, callback, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(app, "set_timer", spy)
+        before = len(looks)
+        key = str(rooms[2])
+        assert app.main.selected_room != key
+        Room(rooms[2]).push("news")  # 3 lines, the push before this one, and this one
+        table = app.main.query_one(RoomsTable)
+        await eventually_async(
+            lambda: table._rows[table._keys.index(key)][1].plain == "5",
+            what="the room's new count in its row",
+            pilot=pilot,
+        )
+        first, timers_before = looks[before]
+        assert (first.keys, first.sweep, timers_before) == (frozenset({key}), False, 0)
+
+
 async def test_the_dashboard_freezes_its_start_up_objects_so_a_full_collection_cannot_stall_a_push(
     tmp_path: Path,
 ) -> None:
