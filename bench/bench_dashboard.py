@@ -20,6 +20,15 @@ uses it), and 300 rooms beside 30 monitored runs printing. The dashboard runs as
   this alone, with CPU time and Python's own floor).
 - memory: the tree's peak RSS; per room = growth from the middle to the largest case.
 
+- worst append -> row at 1,000 rooms, in tries (issue 43): 10 tries; in each the dashboard's
+  cursor goes to a random room (the palette's "Show room"), then 60 lines are pushed, each into
+  a random room whose row is on screen (not the highlighted one, whose count is the lines
+  panel's), 0.2-0.6 s apart, each timed until that room's new count reaches the terminal. A try
+  lasts ~30 s, so the safety net's sweep over every room falls inside. Printed per try: the
+  worst and the median, pass when the worst is <= 0.5 s; then the tries passed, the median
+  and the worst of every push, and the load average before and after. `--tries` runs only
+  this part (`--quick`: 100 rooms, 2 tries of 5 pushes).
+
 `--focus` (`--repeat=N`, default 3) measures only the two issue-22 targets that need repeats on
 a shared machine: memory per room in each process (the UI's and the scanner's peak RSS, growth
 from 300 to 3,000 rooms) and key -> screen at 300 and 3,000 rooms while 10 producers push; the
@@ -39,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import load_average, load_line
 from bench.bench_tui import REPO, WORK, PtyApp, _toolong, process_tree
 
 SIZE = (35, 120)
@@ -59,6 +69,20 @@ class Mode:
 
 FULL = Mode((1, 300, 3000), (1000, 10000), 20.0, 20, 30, 30, 3, 1_000_000)
 QUICK = Mode((1, 20, 100), (100, 1000), 2.0, 4, 5, 3, 1, 20_000)
+
+
+@dataclass
+class Tries:
+    rooms: int
+    tries: int
+    pushes: int  # per try
+    gap: tuple[float, float] = (0.2, 0.6)  # seconds between pushes (uniform)
+    limit: float = 0.5  # a try passes when its worst push is at most this long
+
+
+FULL_TRIES = Tries(1000, 10, 60)
+QUICK_TRIES = Tries(100, 2, 5)
+NEAR = 6  # the pushes go into the rows just above the highlighted one (all on screen)
 
 
 @dataclass
@@ -291,11 +315,129 @@ def _toolong_idle(room: Path, mode: Mode) -> float | None:
     return cpu
 
 
+def _tries_lines(i: int) -> int:
+    """Lines of room `i` in the tries: any two rooms within 20 rows of each other (a screen
+    of them) differ by at least 50, so a room's new count is never a neighbour's, even after
+    50 pushes into one room."""
+    return 1000 + (i % 20) * 100 + (i // 20) % 50
+
+
+def _build_tries(root: Path, n: int) -> list[Path]:
+    root.mkdir(parents=True, exist_ok=True)
+    rooms = []
+    for i in range(n):
+        p = root / f"room-{i:04d}.txt"
+        line = b"[07:00:00] [r%04d] poller: event #%%07d\n" % i
+        p.write_bytes(b"".join(line % j for j in range(_tries_lines(i))))
+        rooms.append(p)
+    return rooms
+
+
+def _go_to(app: PtyApp, room: int, highlighted: int) -> bool:
+    """Highlight room `room` as an owner would: to the top (g), then the palette's "Show
+    room"; True once the lines panel shows its lines. From the top the table scrolls down to
+    it, so it is the bottom row on screen and the NEAR rooms above it are on screen too."""
+    mark = len(app.buf)
+    app.send(b"g")
+    if highlighted != 0:  # (already at the top: nothing is drawn again)
+        app.read_until(b"[r0000]", 10.0, mark)
+    app.drain(0.3)
+    app.send(b"\x10")  # ctrl+p
+    app.read_until(b"Search", 10.0, len(app.buf))
+    app.drain(0.3)
+    app.send(f"Show room room-{room:04d}.txt".encode())
+    app.drain(1.0)  # the palette's search runs as the text is typed
+    mark = len(app.buf)
+    app.send(b"\r")
+    return app.read_until(f"[r{room:04d}]".encode(), 10.0, mark) is not None
+
+
+def push_tries(base: Path, spec: Tries, seed: int = 43) -> list[list[float]]:
+    """The pushes' latencies (s) of each try; a push never seen within 10 s counts as inf."""
+    rnd = random.Random(seed)
+    rooms = _build_tries(base / f"tries-{spec.rooms}", spec.rooms)
+    home = base / f"home-tries-{spec.rooms}"
+    home.mkdir(exist_ok=True)
+    counts = [_tries_lines(i) for i in range(spec.rooms)]
+    app = PtyApp(_ours(_config(base / f"dash-tries-{spec.rooms}.toml", rooms, home)))
+    out: list[list[float]] = []
+    highlighted = 0  # the first room is highlighted at start
+    try:
+        app.read_until(b"[r0000]", 120)
+        app.read_until(f"{counts[1]:,}".encode(), 120)  # the first count is on screen
+        app.drain(5.0)  # the first count and its follow-ups settle
+        from ackdeck.core.rooms.file.room import Room
+
+        for _ in range(spec.tries):
+            started = time.perf_counter()
+            at = rnd.randrange(NEAR + 1, spec.rooms)
+            if not _go_to(app, at, highlighted):
+                raise RuntimeError(f"the palette did not highlight room {at}")
+            highlighted = at
+            app.drain(1.0)
+            lat: list[float] = []
+            for n in range(spec.pushes):
+                i = rnd.randrange(at - NEAR, at)
+                counts[i] += 1
+                mark = len(app.buf)
+                room = Room(rooms[i])
+                t0 = time.perf_counter()
+                room.push(f"probe push {n}")
+                t1 = app.read_until(f"{counts[i]:,}".encode(), 10.0, mark)
+                room.close()
+                lat.append(float("inf") if t1 is None else t1 - t0)
+                app.drain(rnd.uniform(*spec.gap))
+            out.append(lat)
+            print(f"  try {len(out)}: around room {at}, worst {max(lat) * 1000:.0f} ms, "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+    finally:
+        app.stop()
+    return out
+
+
+def report_tries(spec: Tries, tries: list[list[float]], before: str, after: str) -> None:
+    print(f"worst append -> row at {spec.rooms:,} rooms: {len(tries)} tries of {spec.pushes} "
+          "pushes, each into a random room on screen; pass: worst <= "
+          f"{spec.limit:g} s")  # fmt: skip
+    head = ("try", "worst (ms)", "median (ms)", "result")
+    rows = [
+        (str(k), f"{max(lat) * 1000:.0f}", f"{statistics.median(lat) * 1000:.0f}",
+         "pass" if max(lat) <= spec.limit else "FAIL")
+        for k, lat in enumerate(tries, 1)
+    ]  # fmt: skip
+    every = [x for lat in tries for x in lat]
+    passed = sum(max(lat) <= spec.limit for lat in tries)
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    mid, p95, worst = statistics.median(every), _pct(every, 0.95), max(every)
+    print(f"passed {passed} of {len(tries)}; every push: median {mid * 1000:.0f} ms, "
+          f"p95 {p95 * 1000:.0f} ms, worst {worst * 1000:.0f} ms")  # fmt: skip
+    print(before)
+    print(after)
+
+
+def tries_only(spec: Tries) -> None:
+    WORK.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-dash-", dir=WORK) as tmp:
+        before = load_line("before")
+        peak = load_average()[0]
+        tries = push_tries(Path(tmp), spec)
+        after = load_line("after", max(peak, load_average()[0]))
+        report_tries(spec, tries, before, after)
+
+
 def run(mode: Mode) -> list[Result]:
     WORK.mkdir(parents=True, exist_ok=True)
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="bench-dash-", dir=WORK) as tmp:
         base = Path(tmp)
+        spec = QUICK_TRIES if mode is QUICK else FULL_TRIES
+        before = load_line("before")
+        tries = push_tries(base, spec)
+        # Printed first: the main table is the last thing printed (the quick test reads it).
+        report_tries(spec, tries, before, load_line("after"))
         for n in mode.cases:
             results.append(_case(base, n, mode))
         mid = mode.cases[1]
@@ -413,6 +555,9 @@ def main(argv: list[str] | None = None) -> None:
     if "--focus" in argv:
         repeat = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--repeat=")), 3)
         focus(repeat)
+        return
+    if "--tries" in argv:
+        tries_only(QUICK_TRIES if "--quick" in argv else FULL_TRIES)
         return
     run(QUICK if "--quick" in argv else FULL)
 

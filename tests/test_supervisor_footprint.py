@@ -78,6 +78,8 @@ def test_a_relative_command_runs_from_its_cwd(phome: Path, tmp_path: Path) -> No
 # "Supervisor memory"): each costs every monitored run memory for its whole life.
 NOT_IN_SUPERVISOR = {
     "argparse": "its formatter pulls in shutil and the compression modules",
+    "runpy": "started with python -c, not -m: runpy and importlib.util (~0.1 MiB)",
+    "importlib.util": "see runpy",
     "subprocess": "the command is started with posix_spawn",
     "threading": "the command is waited for through a pidfd",
     "dataclasses": "imports inspect, ast and dis (~1.3 MiB)",

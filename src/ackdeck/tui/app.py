@@ -52,7 +52,10 @@ Clock = Callable[[], float]
 DEBOUNCE_MS = 30
 ROOMS_STEP_MS = 25
 HOME_STEP_MS = 250
-SCAN_DELAY = 0.05  # seconds between a file event and the counters' rescan
+# Looks at the counters after file events are at least this far apart (a flood of events is
+# one look per SCAN_DELAY, not one per event); an event in the room whose lines are shown
+# waits this long after it, so the lines panel's read of the new lines goes first.
+SCAN_DELAY = 0.05
 # The safety net: every SWEEP_TICKS ticks the home while a run is running (a supervisor that
 # died leaves no file event: its run becomes lost); at every ROOM_SWEEPS-th of those the home
 # and every room's fingerprint (for an event inotify never delivered: a full queue, a network
@@ -63,6 +66,22 @@ ROOM_SWEEPS = 3
 # an age shows at most this late (ages step in tens of seconds at the finest).
 AGES_EVERY = 5.0
 THEME_SETTLE_S = 1.0  # a theme shown this long in the palette's list is the one picked
+
+
+def recount_wait(cpu: float, since: float, *, lines_first: bool) -> float:
+    """Seconds to wait, after a file event, before the counters look again. `cpu`: the CPU
+    time of the last look (not a sweep); `since`: seconds since it ended; `lines_first`: the
+    event is about the room whose lines are shown.
+
+    Looks are spaced by SCAN_DELAY, or twice the last one's CPU time when that is longer (a
+    flooded room counted in full: counting then takes at most about a third of a core, and
+    new lines stay snappy), capped at a second. The spacing runs from the end of the last
+    look, not from the event: a push after a quiet moment is counted at once, while a flood
+    of events still makes one look per spacing. (A delay after every event cost each push
+    SCAN_DELAY, half of the median push-to-row latency at 1,000 rooms; issue 43.) An event
+    in the shown room waits the whole spacing: its lines panel reads the new lines first."""
+    spacing = min(1.0, max(SCAN_DELAY, 2 * cpu))
+    return spacing if lines_first else max(0.0, spacing - since)
 
 
 class AckdeckApp(App[None]):
@@ -100,7 +119,8 @@ class AckdeckApp(App[None]):
         self.snapshot: Snapshot | None = None
         self._scans = Coalescer(self._scan)
         self._scan_soon = False
-        self._last_scan_seconds = 0.0
+        self._last_scan_cpu = 0.0  # CPU seconds of the last look that was not a sweep
+        self._look_ended = float("-inf")  # when the last look's final part was shown (monotonic)
         self._looked = False  # the first look (every room counted) has finished
         self._ticks = 0  # sweeps so far
         self._ages_timer: Timer | None = None
@@ -283,7 +303,6 @@ class AckdeckApp(App[None]):
 
     @work(thread=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
-        started = time.perf_counter()
         now = self.clock()
         taken = self._changes.take()
         first = self.snapshot is None
@@ -307,8 +326,7 @@ class AckdeckApp(App[None]):
         errors: list[str] = []
 
         def emit(part: ScanDelta) -> None:
-            seconds = time.perf_counter() - started
-            self.post_message(StateScanned(part, seconds, errors, rooms, swept=req.sweep))
+            self.post_message(StateScanned(part, errors, rooms, swept=req.sweep))
 
         if self._scanner is None and self.config.scan_process and not self._shut_down:
             try:
@@ -363,11 +381,16 @@ class AckdeckApp(App[None]):
             # their length says nothing about the next event's look. Counted, a sweep over
             # 1,000 rooms put the next push's recount off by twice its length, the dashboard's
             # worst push-to-row latency: 0.59-0.75 s against a median of 0.11 s, issue 43.)
+            # The back-off is the look's CPU time in the counting process, not its wall
+            # time: on a busy machine a one-room look waits for a core (the scanner's turn,
+            # the reply's), and doubling that wait put off the next push's recount by twice
+            # the machine's contention, however little counting it needed (issue 43).
             if self._looked and not message.swept:
-                self._last_scan_seconds = message.seconds
+                self._last_scan_cpu = part.cpu
             elif not self._looked and self._freeze_gc:
                 self.call_after_refresh(_freeze_start_up)
             self._looked = True
+            self._look_ended = time.monotonic()
         changed = {r.key for r in part.rows}
         full = old is None or listed  # a new room list: every row is placed again
         self._main.apply_snapshot(snap, None if full else changed, rows)
@@ -378,8 +401,8 @@ class AckdeckApp(App[None]):
 
     def on_files_changed(self, message: FilesChanged) -> None:
         # New lines first: the line views pick up appends at once (a small pread), while the
-        # counters rescan a moment later, since counting a flooded room takes longer and would
-        # compete with them for the interpreter.
+        # counters look again once `recount_wait` says (a look that counts a flooded room
+        # takes longer and would compete with them for the interpreter).
         if self._main.closed:
             return  # closing: the watcher and scan threads may still post for a moment
         if not message.known:
@@ -388,16 +411,19 @@ class AckdeckApp(App[None]):
             self.screen.files_changed()
         if not message.rooms_or_home:
             return  # run output only: no table shows it
-        if self._changes.take_for_lines(self._main.selected_room):
+        sync, lines_first = self._changes.take_for_lines(self._main.selected_room)
+        if sync:
             self._main.files_changed()
         if message.rewatch:
             self._ensure_watching(force=True)
         if not self._scan_soon:
-            self._scan_soon = True
-            # A slow scan (a flooded room is counted in full) waits longer, so during a flood
-            # counting takes at most about a third of the time and new lines stay snappy.
-            delay = min(1.0, max(SCAN_DELAY, 2 * self._last_scan_seconds))
-            self.set_timer(delay, self._delayed_scan)
+            since = time.monotonic() - self._look_ended
+            wait = recount_wait(self._last_scan_cpu, since, lines_first=lines_first)
+            if wait > 0:
+                self._scan_soon = True
+                self.set_timer(wait, self._delayed_scan)
+            else:
+                self._scans.request()  # at once (one look runs, one more may be queued)
 
     def _sweep(self) -> None:
         # The safety net (nothing else runs while nothing happens): the home at every sweep

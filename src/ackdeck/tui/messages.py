@@ -47,7 +47,6 @@ class StateScanned(Message):
     """A look (or a part of a long first one) came back from the scanner."""
 
     delta: ScanDelta
-    seconds: float = 0.0  # how long the scan took (slow scans are spaced out)
     errors: list[str] = field(default_factory=list)  # about the scanner itself
     rooms: list[Path | str] | None = None  # the rooms it counted (room directories change)
     # A look at every room's fingerprint (the safety net's sweep, the first look): slow at

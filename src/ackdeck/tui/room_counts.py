@@ -75,6 +75,10 @@ class ScanDelta:
     errors: list[str] | None = None
     final: bool = True
     recounted: int = 0  # rooms whose status was taken (the bench and tests read it)
+    # CPU seconds the look took in the process that counted (thread time: the counting
+    # itself, never the wait for a core on a busy machine); the dashboard spaces its looks
+    # by it (app.py, on_files_changed). Set on the final part.
+    cpu: float = 0.0
 
 
 def _stamp(path: str) -> tuple[bytes, int]:
@@ -134,6 +138,7 @@ class RoomCounter:
 
     def scan(self, req: ScanRequest, emit: Callable[[ScanDelta], None]) -> None:
         """Count what `req` asks for and `emit` the changed rows (in parts if slow)."""
+        cpu = time.thread_time()
         relabel: set[str] = set()
         if req.rooms is not None:
             before = self._labels[1]
@@ -188,7 +193,8 @@ class RoomCounter:
                 changed, recounted = [], 0
                 part_at = time.monotonic() + PART_S
         runs, wakes, errors = self._home(req)
-        emit(ScanDelta(req.now, changed, runs, wakes, errors, True, recounted))
+        used = time.thread_time() - cpu
+        emit(ScanDelta(req.now, changed, runs, wakes, errors, True, recounted, used))
 
     def _home(
         self, req: ScanRequest

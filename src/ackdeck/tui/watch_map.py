@@ -152,12 +152,15 @@ class Changes:
             self._run_dirs.update(run_dirs)
             self._wakes |= wakes
 
-    def take_for_lines(self, key: str | None) -> bool:
-        """Did `key` (or anything unknown) change since the UI last asked?"""
+    def take_for_lines(self, key: str | None) -> tuple[bool, bool]:
+        """(did `key` or anything unknown change since the UI last asked, did a watcher name
+        `key` itself). An unknown change (a look every room gets: a sweep, an owner action)
+        makes the lines panel read again, yet is no new line of its room."""
         with self._lock:
-            hit = self._ui_unknown or (key is not None and key in self._ui_keys)
+            named = key is not None and key in self._ui_keys
+            hit = self._ui_unknown or named
             self._ui_keys, self._ui_unknown = set(), False
-        return hit
+        return hit, named
 
     def take(self) -> Taken:
         with self._lock:

@@ -2,8 +2,9 @@
 
 Each start of NAME is a new run (`procs/NAME/RUN_ID/`, see core/monitors/runs.py). `start` validates
 everything it can (names, regexes, cwd, that the command exists) before anything is created, then
-spawns `python -m core.monitors.supervisor`, which detaches, takes the run's supervisor lock, starts
-the command with stdout+stderr going straight into `output.log`, and reports back over a pipe.
+spawns the supervisor (core/monitors/supervisor.py, through `python -c SUPERVISOR_MAIN`), which
+detaches, takes the run's supervisor lock, starts the command with stdout+stderr going straight
+into `output.log`, and reports back over a pipe.
 
 A name has at most one live run: a start while one lives is refused (it would be orphaned, out of
 reach of `kill NAME`), or with `replace` stops it first. The check and the new run's creation
@@ -223,6 +224,13 @@ def _start_run(
     return get_run(h, name, run_id)
 
 
+# The supervisor's entry, run with -c rather than `-m ackdeck.core.monitors.supervisor`: -m
+# goes through runpy, which imports importlib.util, importlib.machinery and runpy itself for
+# the supervisor's whole life (~0.1 MiB of each monitored run; docs/performance.md,
+# "Supervisor memory"), and runs the module as __main__, a second copy of it.
+SUPERVISOR_MAIN = "from ackdeck.core.monitors.supervisor import main; raise SystemExit(main())"
+
+
 def _spawn_supervisor(home: Path, rdir: Path) -> None:
     env = dict(os.environ)
     env[CHILD_PYTHONPATH] = env.get("PYTHONPATH", UNSET_PYTHONPATH)
@@ -231,7 +239,7 @@ def _spawn_supervisor(home: Path, rdir: Path) -> None:
     try:
         with open(locations.supervisor_log(rdir), "ab") as log:
             launcher = subprocess.Popen(
-                [sys.executable, "-m", "ackdeck.core.monitors.supervisor", "--home", str(home)]
+                [sys.executable, "-c", SUPERVISOR_MAIN, "--home", str(home)]
                 + ["--run-dir", str(rdir), "--ready-fd", str(w)],
                 pass_fds=(w,),
                 stdin=subprocess.DEVNULL,

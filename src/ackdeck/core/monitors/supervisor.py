@@ -2,6 +2,9 @@
 
     python -m ackdeck.core.monitors.supervisor --home H --run-dir D --ready-fd N
 
+(procs.start runs `main` through `python -c`, not -m: runpy would stay imported for the
+supervisor's whole life.)
+
 It forks once more so the caller can reap the launcher at once (no zombie, no controlling
 terminal), takes the run's supervisor lock for its whole life (that lock is how everyone else
 tells a live supervisor from a dead one), starts the command with stdout+stderr going straight
