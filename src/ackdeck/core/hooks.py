@@ -245,9 +245,17 @@ def _bootstrap_gate(
         "*) c=;; esac"
     )
     show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'
+    # The JSON up to its end: a first line that is a whole object (Claude Code's), else up to
+    # a line that is only `}` (how an indenting encoder ends the outer object) or EOF. One
+    # line was read before, and a JSON over several lines reached the hook as `{` (no input:
+    # the reminder after compact lost). Read again here, each line keeps its newline.
+    take = (
+        "while IFS= read -r l; do case ${p:+more}$l in '{'*'}'|'more}') p=$p$l; l=; break;; "
+        'esac; p="$p$l\n"; l=; done; p=$p$l'
+    )
     return (
         # A terminal (a hook run by hand) is not read: ackdeck looks at it as before.
-        "p=; if ! [ -t 0 ]; then IFS= read -r p || :; fi; "
+        f"p=; l=; if ! [ -t 0 ]; then {take}; fi; "
         f'{where}; d={notices}; s="$d"/{stamp}; '
         f'if {starts} && {" && ".join(test)} && [ -f "$s.txt" ]; then {id_of}; '
         f"printf '%s\\n' \"$c\" 2>/dev/null >{mark}; {show}; exit 0; fi; "

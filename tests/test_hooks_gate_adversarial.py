@@ -1,0 +1,145 @@
+"""The hook gate (issue 43) tried as a careless user and a hostile environment would: the
+real `ackdeck hooks install` output run through dash (`/bin/sh -c`, as Claude Code runs it)
+and bash (`bash -c`), real files and real ackdeck processes. Each test pins a case where the
+gate skipped a hook that had something to say, or served a session-start text that was not
+the hook's, or broke the user's hook."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ackdeck.core.base import locations
+from tests.helpers.hooks import execs, installed_hooks, waited_for
+from tests.test_hooks_gate import PAST_S
+
+SESSION = "agent"
+SHELLS = {"dash": ["/bin/sh", "-c"], "bash": ["bash", "-c"]}
+DOORS = {"bootstrap": "SessionStart", "prompt": "UserPromptSubmit", "stop": "Stop"}
+
+
+def _line(source: str = "startup") -> str:
+    """The one line of JSON Claude Code writes on a hook's stdin (compact, newline-ended)."""
+    payload = {"session_id": "3f1c0d6e", "hook_event_name": "SessionStart", "source": source}
+    return json.dumps(payload, separators=(",", ":")) + "\n"
+
+
+class Installed:
+    """One session's gated hooks as `ackdeck hooks install` wrote them into a settings file."""
+
+    def __init__(
+        self, root: Path, env: dict[str, str], room: Path, commands: dict[str, str] | None = None
+    ) -> None:
+        """`commands`: each door's command as given (else `hooks install` writes them)."""
+        self.root, self.env, self.room = root, env, room
+        self.home = Path(env["ACKDECK_HOME"])
+        if commands is None:
+            settings = installed_hooks(env, root / "settings.json", room, SESSION)
+            commands = {d: waited_for(settings, e)["command"] for d, e in DOORS.items()}
+        self.commands = commands
+        argv = execs(self.commands["stop"])
+        self.key = argv[argv.index("--gate") + 1]
+
+    def stamp(self, door: str) -> Path:
+        return locations.quiet_stamp(self.home, SESSION, door, self.key)
+
+    def run(
+        self, door: str, shell: str = "dash", stdin: str | bytes | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        if stdin is None:
+            stdin = _line() if door == "bootstrap" else json.dumps({"stop_hook_active": False})
+        done = subprocess.run(
+            [*SHELLS[shell], self.commands[door]],
+            capture_output=True,
+            cwd=self.root,
+            env=self.env,
+            timeout=60,
+            input=stdin.encode() if isinstance(stdin, str) else stdin,
+        )
+        return subprocess.CompletedProcess(
+            done.args,
+            done.returncode,
+            done.stdout.decode(errors="replace"),
+            done.stderr.decode(errors="replace"),
+        )
+
+    def settle(self, door: str, shell: str = "dash") -> str:
+        """Run `door` until its gate skips on a stamp; what it printed."""
+        for _ in range(4):
+            done = self.run(door, shell)
+            assert done.returncode == 0, done
+            _date_back(self.root)
+            before = _identity(self.stamp(door))
+            again = self.run(door, shell)
+            if before is not None and _identity(self.stamp(door)) == before:
+                assert again.stdout == done.stdout
+                return again.stdout
+        raise AssertionError(f"the {door} gate never settled on a stamp")
+
+    def skips(
+        self, door: str, shell: str = "dash", stdin: str | bytes | None = None
+    ) -> tuple[bool, subprocess.CompletedProcess[str]]:
+        """Run `door`; whether its gate skipped (a hook run replaces or removes the stamp)."""
+        before = _identity(self.stamp(door))
+        done = self.run(door, shell, stdin)
+        return before is not None and _identity(self.stamp(door)) == before, done
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def _date_back(root: Path, seconds: int = PAST_S) -> None:
+    """Date every file under root back (as a quiet while would), but the gates' stamps."""
+    back = seconds * 1_000_000_000
+    for path in [root, *root.rglob("*")]:
+        if os.path.islink(path) or path.name.startswith("quiet-"):
+            continue
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns - back, st.st_mtime_ns - back))
+
+
+@pytest.fixture
+def installed(tmp_path: Path, cli_env: dict[str, str]) -> Installed:
+    room = tmp_path / "rooms" / "inbox.txt"
+    room.parent.mkdir()
+    room.touch()
+    return Installed(tmp_path, cli_env, room)
+
+
+# ----- the session-start gate's input ----------------------------------------------------------
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("source", ["compact", "clear", "resume"])
+def test_a_start_whose_json_spans_several_lines_still_gets_its_reminder(
+    installed: Installed, shell: str, source: str
+) -> None:
+    """The gate read one line and handed only that on: a pretty-printed JSON (a client or a
+    wrapper that indents it) reached the hook as `{`, which it took for no input, so the
+    reminder after compact, clear or resume was lost. Claude Code writes one line; the hook
+    behind the gate read any JSON before the gate."""
+    installed.settle("bootstrap", shell)
+    pretty = json.dumps({"session_id": "3f1c0d6e", "source": source}, indent=2) + "\n"
+    done = installed.run("bootstrap", shell, pretty)
+    assert done.returncode == 0, done
+    assert f"(ackdeck: reminder after {source})" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_pretty_printed_startup_is_served_from_the_stamp_and_marks_its_session(
+    installed: Installed, shell: str
+) -> None:
+    said = installed.settle("bootstrap", shell)
+    pretty = json.dumps({"session_id": "9a8b7c", "source": "startup"}, indent=2) + "\n"
+    skipped, done = installed.skips("bootstrap", shell, pretty)
+    assert skipped and done.stdout == said, done
+    mark = locations.presence_mark(installed.home, SESSION, "start")
+    assert mark.read_text() == "9a8b7c\n"
+
