@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from ackdeck.core.base import locations
+from tests.helpers.cli import ACKDECK
 from tests.helpers.hooks import execs, installed_hooks, waited_for
 from tests.test_hooks_gate import PAST_S
 
@@ -143,3 +145,45 @@ def test_a_pretty_printed_startup_is_served_from_the_stamp_and_marks_its_session
     mark = locations.presence_mark(installed.home, SESSION, "start")
     assert mark.read_text() == "9a8b7c\n"
 
+
+# ----- an upgrade that keeps the files' mtimes -------------------------------------------------
+def _replaced_keeping_mtime(path: Path, at_ns: int) -> None:
+    """An installer that puts a new file in place with the mtime it came with (dpkg keeps the
+    package's build time; uv and conda hard-link a cache unpacked days ago): written beside,
+    dated, renamed over the old one."""
+    new = path.with_name(path.name + ".new")
+    new.write_bytes(path.read_bytes() + b"\n# the next version\n")
+    os.utime(new, ns=(at_ns, at_ns))
+    os.replace(new, path)
+
+
+@pytest.mark.parametrize("module", ["hooks", "instructions"])
+def test_an_upgrade_that_keeps_older_mtimes_is_not_served_the_older_text(
+    tmp_path: Path, cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, module: str
+) -> None:
+    """The gate compared the stamp with the mtimes of hooks.py and instructions.py only: a
+    new version put in place with an mtime older than the stamp (its build time) served the
+    text the older version wrote. The directory that holds them changes as it happens."""
+    from ackdeck.core import hooks
+    from ackdeck.core.service import instructions
+
+    pkg = tmp_path / "site-packages" / "ackdeck"
+    copies = {}
+    for name, mod in (("hooks", hooks), ("instructions", instructions)):
+        copy = pkg / name / Path(mod.__file__ or "").name  # each in its own package folder
+        copy.parent.mkdir(parents=True)
+        shutil.copy(mod.__file__ or "", copy)
+        monkeypatch.setattr(mod, "__file__", str(copy))  # what the gate compares
+        copies[name] = copy
+    room = tmp_path / "rooms" / "inbox.txt"
+    room.parent.mkdir()
+    room.touch()
+    _date_back(tmp_path)
+    cmds = hooks.hook_commands(ACKDECK, SESSION, [room])  # the installer, with the copies
+    inst = Installed(tmp_path, cli_env, room, {d: cmds[e] or "" for d, e in DOORS.items()})
+    inst.settle("bootstrap")
+    stamp = inst.stamp("bootstrap").stat().st_mtime_ns
+    _replaced_keeping_mtime(copies[module], stamp - 3600 * 1_000_000_000)  # built an hour ago
+    skipped, done = inst.skips("bootstrap")
+    assert done.returncode == 0, done
+    assert not skipped  # ackdeck ran: the text is the new version's

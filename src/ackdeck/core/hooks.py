@@ -197,8 +197,16 @@ def gate_command(
         # edit rewrites these files, and the stamp then proves nothing (run ackdeck again)
         from ackdeck.core.service import instructions
 
+        # and their folders: an installer may put a file in place with the mtime it came
+        # with (dpkg's build time, a cache uv or conda hard-links from), but adding, renaming
+        # or removing a file dates the folder it is in.
         for source in (os.path.abspath(__file__), os.path.abspath(instructions.__file__)):
-            test += [f"[ -f {q(source)} ]", f'[ "$s" -nt {q(source)} ]']
+            folder = os.path.dirname(source)
+            test += [
+                f"[ -f {q(source)} ]",
+                f'[ "$s" -nt {q(source)} ]',
+                f'[ "$s" -nt {q(folder)} ]',
+            ]
     notices = under(loc.notices_dir(h, session))
     stamp = q(loc.quiet_stamp(h, session, door, key).name)
     # A skipped turn's presence (`ackdeck agents`): the mtime of a mark the gate truncates,
