@@ -187,3 +187,38 @@ def test_an_upgrade_that_keeps_older_mtimes_is_not_served_the_older_text(
     skipped, done = inst.skips("bootstrap")
     assert done.returncode == 0, done
     assert not skipped  # ackdeck ran: the text is the new version's
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_runner_that_keeps_stdin_open_without_a_newline_does_not_hang_the_start(
+    installed: Installed, shell: str
+) -> None:
+    """The gate read its input before anything else, and `read` waits for a newline or EOF:
+    a runner that wrote its JSON without a newline and kept the pipe open (or wrote nothing)
+    hung the session-start hook until the client killed it. Without a stamp that holds there
+    is nothing to serve, so the input goes to ackdeck untouched, which waits at most
+    hooks.STDIN_WAIT_S for it."""
+    from ackdeck.core import hooks
+
+    for written in (b'{"session_id":"3f1c0d6e","source":"startup"}', b""):
+        proc = subprocess.Popen(
+            [*SHELLS[shell], installed.commands["bootstrap"]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=installed.root,
+            env=installed.env,
+        )
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(written)
+            proc.stdin.flush()
+            # stdin stays open: the hook must end on its own (its output fits in the pipe).
+            code = proc.wait(timeout=30 + hooks.STDIN_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("the session-start hook hung on an open stdin") from None
+        finally:
+            out, err = proc.communicate()
+        assert code == 0, err
+        assert b"you are session 'agent'" in out

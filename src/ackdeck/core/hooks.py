@@ -238,12 +238,14 @@ def _bootstrap_gate(
     where: str, notices: str, stamp: str, test: list[str], mark: str, run: str
 ) -> str:
     """The session-start gate. Its text depends on the hook's input (`source`: a reminder
-    after compact, clear or resume), so the gate reads the one line of JSON Claude Code
-    writes (2.1.x: one line, newline-ended, compact: checked through the real client) and
-    serves only a `startup` from the stamp, printing the text the hook wrote beside it
-    (quiet_text) line by line with builtins. Otherwise the hook runs, the JSON handed on in a
-    here-document. A skipped start marks the session's presence with Claude Code's session
-    id (the mark's content, core/presence/log.py `marks`)."""
+    after compact, clear or resume), so when the stamp holds, the gate reads the JSON Claude
+    Code writes (2.1.x: one line, newline-ended, compact: checked through the real client)
+    and serves only a `startup`, printing the text the hook wrote beside the stamp
+    (quiet_text) line by line with builtins; otherwise the hook runs, the JSON it read handed
+    on in a here-document. Without a stamp that holds, the gate reads nothing: the input goes
+    to ackdeck untouched (`read` waits for a newline or EOF; ackdeck waits a bounded time,
+    read_hook_input). A skipped start marks the session's presence with Claude Code's
+    session id (the mark's content, core/presence/log.py `marks`)."""
     starts = (  # compact JSON as Claude Code writes it; spaced as Python's json.dumps
         'case $p in *\'"source":"startup"\'*|*\'"source": "startup"\'*) true;; *) false;; esac'
     )
@@ -253,22 +255,24 @@ def _bootstrap_gate(
         "*) c=;; esac"
     )
     show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'
-    # The JSON up to its end: a first line that is a whole object (Claude Code's), else up to
-    # a line that is only `}` (how an indenting encoder ends the outer object) or EOF. One
-    # line was read before, and a JSON over several lines reached the hook as `{` (no input:
-    # the reminder after compact lost). Read again here, each line keeps its newline.
+    # The JSON to its end: a first line that is a whole object (Claude Code's), else up to a
+    # line that is only `}` (how an indenting encoder ends the outer object) or EOF; each
+    # line keeps its newline (a JSON over several lines must reach the hook whole).
     take = (
         "while IFS= read -r l; do case ${p:+more}$l in '{'*'}'|'more}') p=$p$l; l=; break;; "
         'esac; p="$p$l\n"; l=; done; p=$p$l'
     )
+    # The hook writes a stamp only where this gate looks (core/service/quiet.py GATE_HOME).
+    handed = 'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
     return (
+        f'{where}; d={notices}; s="$d"/{stamp}; '
+        f'if {" && ".join(test)} && [ -f "$s.txt" ]; then '
         # A terminal (a hook run by hand) is not read: ackdeck looks at it as before.
         f"p=; l=; if ! [ -t 0 ]; then {take}; fi; "
-        f'{where}; d={notices}; s="$d"/{stamp}; '
-        f'if {starts} && {" && ".join(test)} && [ -f "$s.txt" ]; then {id_of}; '
+        f"if {starts}; then {id_of}; "
         f"printf '%s\\n' \"$c\" 2>/dev/null >{mark}; {show}; exit 0; fi; "
-        f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
-        f"exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
+        f"{handed}exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
+        f"fi; {handed}exec {run}"
     )
 
 
