@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.base import locations
-from tests.helpers.cli import ACKDECK
+from tests.helpers.cli import ACKDECK, ackdeck, clean_env
 from tests.helpers.hooks import execs, installed_hooks, waited_for
 from tests.test_hooks_gate import PAST_S
 
@@ -222,3 +223,69 @@ def test_a_runner_that_keeps_stdin_open_without_a_newline_does_not_hang_the_star
             out, err = proc.communicate()
         assert code == 0, err
         assert b"you are session 'agent'" in out
+
+
+
+# ----- the home the gate looks in --------------------------------------------------------------
+def test_a_relative_home_in_the_ackdeck_command_is_not_gated_on_another_projects_stamp(
+    tmp_path: Path,
+) -> None:
+    """`--ackdeck "ackdeck --home .deck"`: ackdeck finds that home from the directory the
+    hook runs in, the gate named it from the directory the installer ran in. A user-wide
+    install used by two projects then skipped the Stop hook in the second project on the
+    first one's stamp, with a wake pending in the second project's home."""
+    from ackdeck.core.monitors import wakes
+
+    env = clean_env()
+    room = tmp_path / "rooms" / "inbox.txt"
+    room.parent.mkdir()
+    room.touch()
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    settings = tmp_path / "settings.json"
+    out = ackdeck(
+        env,
+        "hooks",
+        "install",
+        "--settings",
+        str(settings),
+        "--session",
+        SESSION,
+        "--room",
+        str(room),
+        "--ackdeck",
+        shlex.join([*ACKDECK, "--home", ".deck"]),
+        cwd=first,
+    )
+    assert out.returncode == 0, out.stderr
+    stop = waited_for(json.loads(settings.read_text()), "Stop")["command"]
+
+    def gate(where: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["/bin/sh", "-c", stop],
+            capture_output=True,
+            text=True,
+            cwd=where,
+            env=env,
+            timeout=60,
+            input=json.dumps({"stop_hook_active": False}),
+        )
+
+    for _ in range(3):  # the first project's Stop hook settles on a stamp
+        assert gate(first).returncode == 0
+        _date_back(tmp_path)
+    wakes.merge(
+        second / ".deck",
+        SESSION,
+        "build",
+        run_id="run1",
+        kind="exited",
+        filter=None,
+        exclude=False,
+        status="exited",
+        exit_code=1,
+    )
+    _date_back(second)
+    done = gate(second)
+    assert done.returncode == 2 and "exit code 1" in done.stderr, done

@@ -112,7 +112,8 @@ def hook_commands(
         argv = [*base, "hooks", door, "--session", session, *room_args, *extra]
         if not all(os.path.isabs(r) for r in shown) or gate_home is False:
             # A redis room: nothing a prelude can follow. A command that starts with a
-            # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it.
+            # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it. A
+            # relative home: only the hook's directory says which it is (_pinned_home).
             return shlex.join(argv)
         home_of_gate = gate_home if isinstance(gate_home, str) else None
         return gate_command(door, argv, home_of_gate, session, shown)
@@ -279,7 +280,9 @@ def _bootstrap_gate(
 def _pinned_home(base: Sequence[str]) -> str | bool | None:
     """The home a hook command names (its last `--home`, as argparse takes it), None when it
     names none (the environment's then), False when the gate cannot run it (it starts with
-    a variable assignment)."""
+    a variable assignment) or cannot know it (a relative or `~` home: ackdeck finds it from
+    the directory and HOME the hook runs with, which a gate written now cannot know; the
+    installer writes its own --home absolute)."""
     import re
 
     if base and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", base[0]):
@@ -290,7 +293,9 @@ def _pinned_home(base: Sequence[str]) -> str | bool | None:
             home = base[i + 1]
         elif word.startswith("--home="):
             home = word[len("--home=") :]
-    return os.path.abspath(os.path.expanduser(home)) if home else None
+    if home and not os.path.isabs(home):
+        return False
+    return os.path.normpath(home) if home else None
 
 
 def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:
