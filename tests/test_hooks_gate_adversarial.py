@@ -225,7 +225,6 @@ def test_a_runner_that_keeps_stdin_open_without_a_newline_does_not_hang_the_star
         assert b"you are session 'agent'" in out
 
 
-
 # ----- the home the gate looks in --------------------------------------------------------------
 def test_a_relative_home_in_the_ackdeck_command_is_not_gated_on_another_projects_stamp(
     tmp_path: Path,
