@@ -288,3 +288,24 @@ def test_a_relative_home_in_the_ackdeck_command_is_not_gated_on_another_projects
     _date_back(second)
     done = gate(second)
     assert done.returncode == 2 and "exit code 1" in done.stderr, done
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("door", DOORS)
+def test_a_home_spelled_with_a_trailing_slash_still_gets_its_stamp(
+    tmp_path: Path, shell: str, door: str
+) -> None:
+    """No ACKDECK_HOME and `HOME=/home/me/`: the gate looks in `/home/me//.ackdeck`, ackdeck
+    in `/home/me/.ackdeck`, the same folder; the hook took the two spellings for two homes
+    and never wrote a stamp (every turn started ackdeck)."""
+    user = tmp_path / "user"
+    user.mkdir()
+    env = {**clean_env(), "HOME": f"{user}/", "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    room = tmp_path / "rooms" / "inbox.txt"
+    room.parent.mkdir()
+    room.touch()
+    settings = installed_hooks(env, tmp_path / "settings.json", room, SESSION)
+    commands = {d: waited_for(settings, e)["command"] for d, e in DOORS.items()}
+    inst = Installed(tmp_path, {**env, "ACKDECK_HOME": ""}, room, commands)
+    inst.home = user / ".ackdeck"
+    inst.settle(door, shell)
