@@ -309,3 +309,40 @@ def test_a_home_spelled_with_a_trailing_slash_still_gets_its_stamp(
     inst = Installed(tmp_path, {**env, "ACKDECK_HOME": ""}, room, commands)
     inst.home = user / ".ackdeck"
     inst.settle(door, shell)
+
+
+# ----- through real Claude Code ----------------------------------------------------------------
+def test_a_real_claude_resume_after_a_quiet_start_gets_the_reminder_not_the_stamp(
+    tmp_path: Path,
+) -> None:
+    """Claude Code's own JSON through the gate: once the start is served from the stamp
+    (ackdeck's text, no Python), `claude -p --resume` starts with `source: resume`, and the
+    model is told the context was reset rather than handed the stamp's startup text."""
+    from tests.helpers import agent_clients as clients
+    from tests.helpers.agent_clients import Setup
+    from tests.helpers.model_stub import ModelStub
+
+    clients.need_client("claude")
+    s = Setup(tmp_path).make()
+    with ModelStub([]) as stub:  # every turn is answered "done"
+        stamp = None
+        for _ in range(4):  # until a start is served from the stamp (it stays as it was)
+            done = clients.claude(s, stub.url, "Say done.", max_turns=1)
+            assert done.returncode == 0, done.stderr[-2000:]
+            stamps = list(
+                locations.notices_dir(s.home, s.session).glob("quiet-bootstrap-*[0-9a-f]")
+            )
+            now = _identity(stamps[0]) if stamps else None
+            if now is not None and now == stamp:
+                break
+            stamp = now
+            _date_back(s.root)
+        else:
+            raise AssertionError("the session-start gate never settled on its stamp")
+        assert "reminder after" not in json.dumps(stub.turns()[-1])
+        claude_session = json.loads(done.stdout)["session_id"]
+        done = clients.claude(
+            s, stub.url, "Say done.", max_turns=1, extra_args=["--resume", claude_session]
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "(ackdeck: reminder after resume)" in json.dumps(stub.turns()[-1])
