@@ -346,3 +346,4 @@ def test_a_real_claude_resume_after_a_quiet_start_gets_the_reminder_not_the_stam
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert "(ackdeck: reminder after resume)" in json.dumps(stub.turns()[-1])
+
