@@ -347,3 +347,48 @@ def test_a_real_claude_resume_after_a_quiet_start_gets_the_reminder_not_the_stam
         assert done.returncode == 0, done.stderr[-2000:]
         assert "(ackdeck: reminder after resume)" in json.dumps(stub.turns()[-1])
 
+
+# ----- the command line itself -----------------------------------------------------------------
+def test_many_long_room_paths_never_make_a_hook_command_too_long_to_start(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """The gate names each room's path eight times (the room, its folder, its sidecar and
+    receipts, each tested twice): 40 rooms under a 1000-character folder made a gated
+    command of 420-470 KB, past what Linux takes as one argument (MAX_ARG_STRLEN, 128 KiB), so
+    `/bin/sh -c COMMAND` could not even start ("Argument list too long"): every turn's hook
+    failed. The same hooks without the gate are ~42 KB (installed so now)."""
+    deep = tmp_path
+    while len(str(deep)) < 1000:
+        deep = deep / ("d" * 200)
+    deep.mkdir(parents=True)
+    rooms = [deep / f"room{i:02}.txt" for i in range(40)]
+    for r in rooms:
+        r.touch()
+    room_args = [a for r in rooms for a in ("--room", str(r))]
+    settings = tmp_path / "settings.json"
+    out = ackdeck(
+        cli_env,
+        "hooks",
+        "install",
+        "--settings",
+        str(settings),
+        "--session",
+        SESSION,
+        *room_args,
+        "--ackdeck",
+        shlex.join(ACKDECK),
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(settings.read_text())
+    for door, event in DOORS.items():
+        command = waited_for(data, event)["command"]
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=cli_env,
+            timeout=60,
+            input=_line() if door == "bootstrap" else "{}",
+        )
+        assert done.returncode == 0, (door, done.stderr[-500:])

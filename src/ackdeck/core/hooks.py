@@ -80,6 +80,10 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
 # closes the pipe, a hand-run hook may have nothing there.
 STDIN_WAIT_S = 2.0
 BACKUP_SUFFIX = ".ackdeck-backup"
+# The longest gated command installed; longer, the hook is installed without its gate. Linux
+# takes at most 128 KiB as one argument (MAX_ARG_STRLEN, NUL included), and Claude Code passes
+# the whole command to `/bin/sh -c` as one; the margin leaves room for a wrapper's words.
+GATE_MAX_BYTES = 100_000
 PROMPT_MAX_CHARS = 300
 
 
@@ -116,7 +120,14 @@ def hook_commands(
             # relative home: only the hook's directory says which it is (_pinned_home).
             return shlex.join(argv)
         home_of_gate = gate_home if isinstance(gate_home, str) else None
-        return gate_command(door, argv, home_of_gate, session, shown)
+        gated = gate_command(door, argv, home_of_gate, session, shown)
+        # Many long room paths (the gate names each path eight times): a command past what
+        # Linux takes as one argument could not even be started by `/bin/sh -c`.
+        return (
+            gated
+            if len(gated.encode(errors="surrogateescape")) <= GATE_MAX_BYTES
+            else (shlex.join(argv))
+        )
 
     return {
         "SessionStart": turn("bootstrap"),
