@@ -51,7 +51,11 @@ class Installed:
         return locations.quiet_stamp(self.home, SESSION, door, self.key)
 
     def run(
-        self, door: str, shell: str = "dash", stdin: str | bytes | None = None
+        self,
+        door: str,
+        shell: str = "dash",
+        stdin: str | bytes | None = None,
+        timeout: float = 60,
     ) -> subprocess.CompletedProcess[str]:
         if stdin is None:
             stdin = _line() if door == "bootstrap" else json.dumps({"stop_hook_active": False})
@@ -60,7 +64,7 @@ class Installed:
             capture_output=True,
             cwd=self.root,
             env=self.env,
-            timeout=60,
+            timeout=timeout,
             input=stdin.encode() if isinstance(stdin, str) else stdin,
         )
         return subprocess.CompletedProcess(
@@ -392,3 +396,50 @@ def test_many_long_room_paths_never_make_a_hook_command_too_long_to_start(
             input=_line() if door == "bootstrap" else "{}",
         )
         assert done.returncode == 0, (door, done.stderr[-500:])
+
+
+# ----- ackdeck's own files in a hostile state ---------------------------------------------------
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("door", DOORS)
+@pytest.mark.parametrize("place", ["the presence mark", "the clock file"])
+def test_a_fifo_where_the_gate_writes_does_not_hang_the_hook(
+    installed: Installed, shell: str, door: str, place: str
+) -> None:
+    """The gate truncates two files of its own (the turn's presence mark, the clock file it
+    reads the time from): a FIFO put in either place blocked the open for writing until a
+    reader came, so the hook hung until the client killed it (presence's reader already
+    refuses to block on one). It neither writes through a FIFO nor through a symlink (which
+    would truncate whatever it points to)."""
+    installed.settle(door, shell)
+    kind = "start" if door == "bootstrap" else door
+    path = {
+        "the presence mark": locations.presence_mark(installed.home, SESSION, kind),
+        "the clock file": locations.quiet_now(installed.home, SESSION),
+    }[place]
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    try:
+        done = installed.run(door, shell, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the {door} hook hung on a FIFO at {place}") from None
+    assert done.returncode == 0, done
+
+
+@pytest.mark.parametrize("door", DOORS)
+@pytest.mark.parametrize("place", ["the presence mark", "the clock file"])
+def test_a_symlink_where_the_gate_writes_never_truncates_its_target(
+    installed: Installed, door: str, place: str
+) -> None:
+    installed.settle(door)
+    kind = "start" if door == "bootstrap" else door
+    path = {
+        "the presence mark": locations.presence_mark(installed.home, SESSION, kind),
+        "the clock file": locations.quiet_now(installed.home, SESSION),
+    }[place]
+    precious = installed.root / "precious.txt"
+    precious.write_text("[t1] ops: keep me\n")
+    path.unlink(missing_ok=True)
+    os.symlink(precious, path)
+    done = installed.run(door)
+    assert done.returncode == 0, done
+    assert precious.read_text() == "[t1] ops: keep me\n"

@@ -185,6 +185,10 @@ def gate_command(
         '[ -f "$s.until" ]',
         # The clock, read without a fork: a stamp from the future (a clock stepped back) or
         # past its expiry proves nothing.
+        # Its own files are written neither through a FIFO (the open would wait for a
+        # reader: the hook hung) nor through a symlink (it would truncate the target).
+        '! [ -h "$d/.now" ]',
+        '! [ -p "$d/.now" ]',
         'true 2>/dev/null >"$d/.now"',
         '[ "$d/.now" -nt "$s" ]',
         '[ "$s.until" -nt "$d/.now" ]',
@@ -234,7 +238,8 @@ def gate_command(
         return _bootstrap_gate(where, notices, stamp, test, mark, run)
     return (
         f'{where}; d={notices}; s="$d"/{stamp}; '
-        f"if {' && '.join(test)}; then true 2>/dev/null >{mark}; exit 0; fi; "
+        f"if {' && '.join(test)}; then [ -h {mark} ] || [ -p {mark} ] || "
+        f"true 2>/dev/null >{mark}; exit 0; fi; "
         # The hook writes a stamp only where this gate looks: a wrapper that sets another
         # home than the gate's then never gets one (core/service/quiet.py GATE_HOME).
         f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
@@ -282,7 +287,8 @@ def _bootstrap_gate(
         # A terminal (a hook run by hand) is not read: ackdeck looks at it as before.
         f"p=; l=; if ! [ -t 0 ]; then {take}; fi; "
         f"if {starts}; then {id_of}; "
-        f"printf '%s\\n' \"$c\" 2>/dev/null >{mark}; {show}; exit 0; fi; "
+        f"[ -h {mark} ] || [ -p {mark} ] || printf '%s\\n' \"$c\" 2>/dev/null >{mark}; "
+        f"{show}; exit 0; fi; "
         f"{handed}exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
         f"fi; {handed}exec {run}"
     )
