@@ -1,8 +1,9 @@
 """The hook gate (issue 43) tried as a careless user and a hostile environment would: the
 real `ackdeck hooks install` output run through dash (`/bin/sh -c`, as Claude Code runs it)
-and bash (`bash -c`), real files and real ackdeck processes. Each test pins a case where the
-gate skipped a hook that had something to say, or served a session-start text that was not
-the hook's, or broke the user's hook."""
+and bash (`bash -c`), real files and real ackdeck processes. Each test but the real-client
+check pins a case that failed before its fix: the gate skipped a hook that had something to
+say, served a session-start text that was not the hook's, or broke the user's hook. The cases
+tried that held, and what mtimes cannot show, are in docs/how-to/hooks.md."""
 
 from __future__ import annotations
 
@@ -430,6 +431,8 @@ def test_a_fifo_where_the_gate_writes_does_not_hang_the_hook(
 def test_a_symlink_where_the_gate_writes_never_truncates_its_target(
     installed: Installed, door: str, place: str
 ) -> None:
+    """A symlink in place of the mark or the clock file: truncating it emptied the file it
+    named (a room, had someone linked one there)."""
     installed.settle(door)
     kind = "start" if door == "bootstrap" else door
     path = {
