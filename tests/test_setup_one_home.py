@@ -19,6 +19,7 @@ import pytest
 
 from ackdeck.core.mcp import server_config
 from tests.helpers.cli import ackdeck
+from tests.helpers.hooks import execs
 from tests.helpers.paths import REPO
 
 # Where each page tells a Claude Code user how to set up: from its heading to the next client's.
@@ -81,7 +82,7 @@ def test_a_set_up_as_written_gives_hooks_and_server_one_home(
     served = facts([server["command"], *server["args"]])
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         (group,) = settings["hooks"][event]
-        hooked = facts(shlex.split(group["hooks"][0]["command"]))
+        hooked = facts(execs(group["hooks"][0]["command"]))  # what a gate runs
         assert hooked == served, (event, hooked, served)
     # The home the user runs with is the one both name, not merely the same absence of one.
     assert served["home"] == env["ACKDECK_HOME"]

@@ -80,6 +80,10 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
 # closes the pipe, a hand-run hook may have nothing there.
 STDIN_WAIT_S = 2.0
 BACKUP_SUFFIX = ".ackdeck-backup"
+# The longest gated command installed; longer, the hook is installed without its gate. Linux
+# takes at most 128 KiB as one argument (MAX_ARG_STRLEN, NUL included), and Claude Code passes
+# the whole command to `/bin/sh -c` as one; the margin leaves room for a wrapper's words.
+GATE_MAX_BYTES = 100_000
 PROMPT_MAX_CHARS = 300
 
 
@@ -112,10 +116,18 @@ def hook_commands(
         argv = [*base, "hooks", door, "--session", session, *room_args, *extra]
         if not all(os.path.isabs(r) for r in shown) or gate_home is False:
             # A redis room: nothing a prelude can follow. A command that starts with a
-            # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it.
+            # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it. A
+            # relative home: only the hook's directory says which it is (_pinned_home).
             return shlex.join(argv)
         home_of_gate = gate_home if isinstance(gate_home, str) else None
-        return gate_command(door, argv, home_of_gate, session, shown)
+        gated = gate_command(door, argv, home_of_gate, session, shown)
+        # Many long room paths (the gate names each path eight times): a command past what
+        # Linux takes as one argument could not even be started by `/bin/sh -c`.
+        return (
+            gated
+            if len(gated.encode(errors="surrogateescape")) <= GATE_MAX_BYTES
+            else (shlex.join(argv))
+        )
 
     return {
         "SessionStart": turn("bootstrap"),
@@ -173,6 +185,10 @@ def gate_command(
         '[ -f "$s.until" ]',
         # The clock, read without a fork: a stamp from the future (a clock stepped back) or
         # past its expiry proves nothing.
+        # Its own files are written neither through a FIFO (the open would wait for a
+        # reader: the hook hung) nor through a symlink (it would truncate the target).
+        '! [ -h "$d/.now" ]',
+        '! [ -p "$d/.now" ]',
         'true 2>/dev/null >"$d/.now"',
         '[ "$d/.now" -nt "$s" ]',
         '[ "$s.until" -nt "$d/.now" ]',
@@ -197,8 +213,16 @@ def gate_command(
         # edit rewrites these files, and the stamp then proves nothing (run ackdeck again)
         from ackdeck.core.service import instructions
 
+        # and their folders: an installer may put a file in place with the mtime it came
+        # with (dpkg's build time, a cache uv or conda hard-links from), but adding, renaming
+        # or removing a file dates the folder it is in.
         for source in (os.path.abspath(__file__), os.path.abspath(instructions.__file__)):
-            test += [f"[ -f {q(source)} ]", f'[ "$s" -nt {q(source)} ]']
+            folder = os.path.dirname(source)
+            test += [
+                f"[ -f {q(source)} ]",
+                f'[ "$s" -nt {q(source)} ]',
+                f'[ "$s" -nt {q(folder)} ]',
+            ]
     notices = under(loc.notices_dir(h, session))
     stamp = q(loc.quiet_stamp(h, session, door, key).name)
     # A skipped turn's presence (`ackdeck agents`): the mtime of a mark the gate truncates,
@@ -214,7 +238,8 @@ def gate_command(
         return _bootstrap_gate(where, notices, stamp, test, mark, run)
     return (
         f'{where}; d={notices}; s="$d"/{stamp}; '
-        f"if {' && '.join(test)}; then true 2>/dev/null >{mark}; exit 0; fi; "
+        f"if {' && '.join(test)}; then [ -h {mark} ] || [ -p {mark} ] || "
+        f"true 2>/dev/null >{mark}; exit 0; fi; "
         # The hook writes a stamp only where this gate looks: a wrapper that sets another
         # home than the gate's then never gets one (core/service/quiet.py GATE_HOME).
         f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
@@ -230,12 +255,14 @@ def _bootstrap_gate(
     where: str, notices: str, stamp: str, test: list[str], mark: str, run: str
 ) -> str:
     """The session-start gate. Its text depends on the hook's input (`source`: a reminder
-    after compact, clear or resume), so the gate reads the one line of JSON Claude Code
-    writes (2.1.x: one line, newline-ended, compact: checked through the real client) and
-    serves only a `startup` from the stamp, printing the text the hook wrote beside it
-    (quiet_text) line by line with builtins. Otherwise the hook runs, the JSON handed on in a
-    here-document. A skipped start marks the session's presence with Claude Code's session
-    id (the mark's content, core/presence/log.py `marks`)."""
+    after compact, clear or resume), so when the stamp holds, the gate reads the JSON Claude
+    Code writes (2.1.x: one line, newline-ended, compact: checked through the real client)
+    and serves only a `startup`, printing the text the hook wrote beside the stamp
+    (quiet_text) line by line with builtins; otherwise the hook runs, the JSON it read handed
+    on in a here-document. Without a stamp that holds, the gate reads nothing: the input goes
+    to ackdeck untouched (`read` waits for a newline or EOF; ackdeck waits a bounded time,
+    read_hook_input). A skipped start marks the session's presence with Claude Code's
+    session id (the mark's content, core/presence/log.py `marks`)."""
     starts = (  # compact JSON as Claude Code writes it; spaced as Python's json.dumps
         'case $p in *\'"source":"startup"\'*|*\'"source": "startup"\'*) true;; *) false;; esac'
     )
@@ -245,21 +272,34 @@ def _bootstrap_gate(
         "*) c=;; esac"
     )
     show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'
+    # The JSON to its end: a first line that is a whole object (Claude Code's), else up to a
+    # line that is only `}` (how an indenting encoder ends the outer object) or EOF; each
+    # line keeps its newline (a JSON over several lines must reach the hook whole).
+    take = (
+        "while IFS= read -r l; do case ${p:+more}$l in '{'*'}'|'more}') p=$p$l; l=; break;; "
+        'esac; p="$p$l\n"; l=; done; p=$p$l'
+    )
+    # The hook writes a stamp only where this gate looks (core/service/quiet.py GATE_HOME).
+    handed = 'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
     return (
-        # A terminal (a hook run by hand) is not read: ackdeck looks at it as before.
-        "p=; if ! [ -t 0 ]; then IFS= read -r p || :; fi; "
         f'{where}; d={notices}; s="$d"/{stamp}; '
-        f'if {starts} && {" && ".join(test)} && [ -f "$s.txt" ]; then {id_of}; '
-        f"printf '%s\\n' \"$c\" 2>/dev/null >{mark}; {show}; exit 0; fi; "
-        f'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
-        f"exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
+        f'if {" && ".join(test)} && [ -f "$s.txt" ]; then '
+        # A terminal (a hook run by hand) is not read: ackdeck looks at it as before.
+        f"p=; l=; if ! [ -t 0 ]; then {take}; fi; "
+        f"if {starts}; then {id_of}; "
+        f"[ -h {mark} ] || [ -p {mark} ] || printf '%s\\n' \"$c\" 2>/dev/null >{mark}; "
+        f"{show}; exit 0; fi; "
+        f"{handed}exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
+        f"fi; {handed}exec {run}"
     )
 
 
 def _pinned_home(base: Sequence[str]) -> str | bool | None:
     """The home a hook command names (its last `--home`, as argparse takes it), None when it
     names none (the environment's then), False when the gate cannot run it (it starts with
-    a variable assignment)."""
+    a variable assignment) or cannot know it (a relative or `~` home: ackdeck finds it from
+    the directory and HOME the hook runs with, which a gate written now cannot know; the
+    installer writes its own --home absolute)."""
     import re
 
     if base and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", base[0]):
@@ -270,7 +310,9 @@ def _pinned_home(base: Sequence[str]) -> str | bool | None:
             home = base[i + 1]
         elif word.startswith("--home="):
             home = word[len("--home=") :]
-    return os.path.abspath(os.path.expanduser(home)) if home else None
+    if home and not os.path.isabs(home):
+        return False
+    return os.path.normpath(home) if home else None
 
 
 def ackdeck_prefix(ackdeck: Sequence[str], home: str | None) -> list[str]:

@@ -103,7 +103,10 @@ def probe(
     if gate_key is None:
         return None
     stamp = locations.quiet_stamp(home, session, door, gate_key)
-    if gate_key != key(rooms) or os.environ.get(GATE_HOME) != str(home):
+    gate_home = os.environ.get(GATE_HOME)
+    # Spelled as resolve_home spells the home (`HOME=/home/me/` gives the gate
+    # `/home/me//.ackdeck`): the same folder, not another home.
+    if gate_key != key(rooms) or gate_home is None or str(Path(gate_home)) != str(home):
         # A gate that names other rooms than its command, or that looked in another home
         # than this hook's (a wrapper setting its own): its stamps would prove nothing.
         _unlink(stamp)
