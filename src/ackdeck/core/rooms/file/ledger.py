@@ -146,13 +146,9 @@ _latest_slot = ledger_slots.latest_slot
 
 def load_ledger(path: str | Path, *, hint: str = "") -> Ledger | None:
     """The latest valid ledger state; None if there is none yet. Garbage raises, file kept."""
-    fd = open_state(path)  # a FIFO or directory in its place is refused, never waited on
-    if fd is None:
+    raw = ledger_slots.read_slots(path)
+    if raw is None:
         return None
-    try:
-        raw = os.pread(fd, 2 * LEDGER_SLOT, 0)
-    finally:
-        os.close(fd)
     latest = _latest_slot(raw)
     if latest is None:
         if not raw.strip(b"\0"):

@@ -15,6 +15,10 @@ import os
 from ackdeck.core.base.digest import sha256_hex
 from ackdeck.core.base.statefile import open_state
 
+TYPE_CHECKING = False  # pathlib stays unimported on the push path (tests/test_push_path.py)
+if TYPE_CHECKING:
+    from pathlib import Path
+
 # One file with two fixed slots; each store writes the slot NOT holding the latest state with
 # one pwrite (see ledger.py), so a kill or a torn write leaves the other intact.
 LEDGER_SLOT = 8192
@@ -60,16 +64,24 @@ def base_in(body: bytes) -> int | None:
     return int(digits) if comma and digits.isdigit() else None
 
 
+def read_slots(path: str | Path) -> bytes | None:
+    """Both slots of the ledger at `path` as stored; None when there is no ledger. A FIFO or
+    directory in its place is refused (statefile.open_state), never waited on."""
+    fd = open_state(path)
+    if fd is None:
+        return None
+    try:
+        return os.pread(fd, 2 * LEDGER_SLOT, 0)
+    finally:
+        os.close(fd)
+
+
 def read_base(path: str) -> int | None:
     """The ledger's `base` from its latest valid slot, or None when this cannot tell it (no
     ledger, no valid slot, another body): ledger.load_base then decides, slowly and exactly.
     Bytes only: ASCII digits, as a store writes them (bytes.isdigit takes no other)."""
-    fd = open_state(path)  # a FIFO or directory in its place is refused, never waited on
-    if fd is None:
+    raw = read_slots(path)
+    if raw is None:
         return None
-    try:
-        raw = os.pread(fd, 2 * LEDGER_SLOT, 0)
-    finally:
-        os.close(fd)
     latest = latest_slot(raw)
     return None if latest is None else base_in(latest[1])
