@@ -105,3 +105,64 @@ def test_a_record_of_tens_of_mb_is_scanned_in_linear_time_forward_and_backwards(
     # Parsing the record (backwards) and a busy machine cost some multiple of one read.
     bound = 20 * linear + 2.0
     assert forward < bound and backward < bound, (forward, backward, linear)
+
+
+def call(tool_use_id: str, message_id: str) -> str:
+    """The model's message making a call, as Claude Code records it."""
+    block = {"type": "tool_use", "id": tool_use_id, "name": "mcp__ackdeck__x", "input": {}}
+    return json.dumps(
+        {
+            "type": "assistant",
+            "message": {"id": message_id, "role": "assistant", "content": [block]},
+        }
+    )
+
+
+# A transcript garbled, or deleted and written anew, between a read and its ack (seen in CI:
+# Claude Code queues its writes, so the read's result can land after the damage). Each used to
+# be taken for proof that the model was NOT shown the read, and the ack removed nothing while
+# saying the transcript showed it; the proof is unknown: an estimate that says why.
+def test_an_ack_finding_the_reads_result_but_not_its_call_has_no_proof(tmp_path: Path) -> None:
+    # The read's call lost to the garbling; its result and the ack's call written after it.
+    t = tmp_path / "t.jsonl"
+    garbled = "\x00garbled\n" * 50
+    t.write_text(garbled + result("read", "line 0\n") + "\n" + call("ack", "m2") + "\n")
+    for since, why in ((None, "not its call"), (0, "not JSON")):
+        with pytest.raises(NoProof, match=why):
+            tr.find_seen(t, tool_use_id="read", read_id="r1", since=since, asked_by="ack", wait=0)
+    # Damage between the result and the end, passed by the search from the end: said so.
+    t.write_text(call("read", "m1") + "\n" + result("read", "line 0\n") + "\n" + garbled)
+    with pytest.raises(NoProof, match="not JSON"):
+        tr.find_seen(t, tool_use_id="read", read_id="r1", since=None, asked_by="ack", wait=0)
+    # Missing without a trace of damage (records cut away): unknown too, not unseen.
+    write(t, result("read", "line 0\n"), call("ack", "m2"))
+    with pytest.raises(NoProof, match="not its call"):
+        tr.find_seen(t, tool_use_id="read", read_id="r1", since=None, asked_by="ack", wait=0)
+
+
+def test_a_transcript_written_anew_since_the_read_has_no_proof(tmp_path: Path) -> None:
+    t = write(tmp_path / "t.jsonl", json.dumps({"type": "system", "uuid": "a" * 36}))
+    mark = tr.mark_of(t)
+    assert mark is not None
+    since, before = mark
+    # Deleted; Claude Code's next writes make a new file, as long, without the old records.
+    t.unlink()
+    write(
+        t,
+        json.dumps({"type": "system", "uuid": "b" * 36}),
+        call("read", "m1"),
+        result("read", "line 0\n"),
+        call("ack", "m2"),
+    )
+    with pytest.raises(NoProof, match="rewritten since the read"):
+        tr.find_seen(t, tool_use_id="read", since=since, before=before, asked_by="ack", wait=0)
+    # The same file grown by appends keeps the bytes before the mark: proven.
+    t.unlink()
+    write(t, json.dumps({"type": "system", "uuid": "a" * 36}))
+    with open(t, "a") as f:
+        f.write(
+            call("read", "m1") + "\n" + result("read", "line 0\n") + "\n" + call("ack", "m2") + "\n"
+        )
+    seen = tr.find_seen(t, tool_use_id="read", since=since, before=before, asked_by="ack", wait=0)
+    assert seen.text == "line 0\n"
+    assert tr.mark_of(tmp_path / "none.jsonl") is None

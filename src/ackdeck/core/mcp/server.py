@@ -168,9 +168,10 @@ class AgentDoor:
         # Code's transcript, from the environment it starts this server with; None: estimates.
         self.env: Mapping[str, str] = os.environ if env is None else env
         self._transcript = transcript.locate(self.env)
-        # Per read id: the tool call that carried it and the transcript's size before its
-        # reply (the result's record follows). The newest READS_KEPT reads are kept.
-        self._handed: dict[str, tuple[str | None, int | None]] = {}
+        # Per read id: the tool call that carried it and the transcript's mark before its
+        # reply (transcript.mark_of: the result's record follows). The newest READS_KEPT reads
+        # are kept.
+        self._handed: dict[str, tuple[str | None, tuple[int, bytes] | None]] = {}
         self._handed_lock = threading.Lock()  # tools run in worker threads
         # Per room: at most this many lines a read, learnt from what transcripts proved shown.
         self._caps: dict[str, int] = {}
@@ -225,14 +226,14 @@ class AgentDoor:
             return n if cap is None else min(n, cap)
 
         def confirm(got: rooms.Lines) -> None:
-            # The transcript's size before the reply goes out: its record comes after.
-            size = transcript.size_of(self.transcript())
+            # The transcript's mark before the reply goes out: its record comes after.
+            mark = transcript.mark_of(self.transcript())
             if handoff is not None and not handoff.offer(_result(self._list_reply(got))):
                 raise _not_written("room_list_new")
             if got.lines:
                 self._last_read[label] = read_id
                 with self._handed_lock:
-                    self._handed[read_id] = (tool_use_id, size)
+                    self._handed[read_id] = (tool_use_id, mark)
                     while len(self._handed) > READS_KEPT:
                         del self._handed[next(iter(self._handed))]
 
@@ -316,7 +317,8 @@ class AgentDoor:
         if where is None:
             return {"proof": rooms.ESTIMATE, "proof_note": rooms.NO_TRANSCRIPT}
         if transcript.size_of(where) is None:  # a session Claude Code does not save
-            why = f"the transcript {where} does not exist"
+            # Or not yet: Claude Code queues its writes (the ack looks again).
+            why = f"the transcript {where} does not exist (yet)"
             return {"proof": rooms.ESTIMATE, "proof_note": why}
         return {"proof": rooms.TRANSCRIPT, "proof_note": None}
 
@@ -331,13 +333,15 @@ class AgentDoor:
         if where is None or read_id is None:
             return None, None
         with self._handed_lock:
-            tool_use_id, since = self._handed.get(read_id, (None, None))
+            tool_use_id, mark = self._handed.get(read_id, (None, None))
+        since, before = (None, None) if mark is None else mark
         try:
             seen = transcript.find_seen(
                 where,
                 tool_use_id=tool_use_id,
                 read_id=read_id,
                 since=since,
+                before=before,
                 asked_by=asked_by,
             )
         except transcript.NoProof as exc:

@@ -63,6 +63,9 @@ CALL_LOOKBACK = 4 << 20
 # read's result: a read that far back is old, and a miss must not cost the whole transcript.
 BACK_LIMIT = 32 << 20
 POLL = 0.02
+# The bytes before a read's mark that its ack checks are unchanged (see mark_of): the end of
+# the record before it, with its uuids, which a rewritten file does not hold at that offset.
+MARK_BYTES = 256
 
 
 class Seen(Struct):
@@ -123,13 +126,37 @@ def exists(path: Path) -> bool:
 
 
 def size_of(path: Path | None) -> int | None:
-    """The transcript's size now (what a read keeps, to scan only what follows), or None."""
+    """The transcript's size now, or None (it does not exist)."""
     if path is None:
         return None
     try:
         return os.stat(path).st_size
     except OSError:
         return None
+
+
+def mark_of(path: Path | None) -> tuple[int, bytes] | None:
+    """What a read keeps of the transcript, to scan only what follows at its ack: its size
+    now and its last MARK_BYTES bytes before that (the ack checks they are still there: a
+    transcript deleted and written anew, or overwritten, since the read does not hold the
+    read's records where they were). None: no transcript (yet; Claude Code queues its
+    writes, so a session's first records may reach the file after its first read)."""
+    if path is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        start = max(0, st.st_size - MARK_BYTES)
+        return st.st_size, os.pread(fd, st.st_size - start, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 # ----- what the model saw --------------------------------------------------------------------
@@ -275,6 +302,7 @@ def find_seen(
     tool_use_id: str | None,
     read_id: str | None = None,
     since: int | None = None,
+    before: bytes | None = None,
     asked_by: str | None = None,
     from_shell: bool = False,
     wait: float = RECORD_WAIT,
@@ -284,7 +312,8 @@ def find_seen(
     """What the model was shown of the call `tool_use_id` (or, unknown, the read `read_id`),
     from the transcript at `path`: scanned forward from `since` (the size kept at the read),
     else backwards from the end. Waits up to `wait` for the record to be written. NoProof
-    when the transcript is missing, was cut below `since`, or the record is damaged.
+    when the transcript is missing, was cut below `since` or rewritten before it (`before`:
+    its bytes just before `since` at the read, mark_of), or a record is damaged.
 
     `asked_by`: the tool_use id of the call asking (the ack). The model made that call having
     seen only what comes before it in the transcript: a read whose result is not recorded
@@ -313,6 +342,12 @@ def find_seen(
         size = st.st_size
         if since is not None and size < since:
             raise NoProof(f"the transcript {path} was cut since the read")
+        if (
+            since is not None
+            and before
+            and os.pread(fd, len(before), since - len(before)) != before
+        ):
+            raise NoProof(f"the transcript {path} was rewritten since the read")
         if since is None:
             found = _search_back(fd, path, size, tool_use_id, read_id, needles, back_limit)
             if found is None:  # not written yet (Claude Code queues its writes): what follows
@@ -370,7 +405,8 @@ def _asked_after(
     after the result when the model acked in a later turn; in the same turn as its read it
     comes before (a run of both calls may record the read's result before the ack runs, so
     finding the result is not enough). Waits, bounded, for a late write; not found: not seen
-    (the lines stay and are read again). True when the asking call is not known (a CLI ack)."""
+    (the lines stay and are read again). The ack's call found but not the read's: NoProof
+    (records are missing). True when the asking call is not known (a CLI ack)."""
     if asked_by is None:
         return True
     result_end, needle = pos, asked_by.encode()
@@ -384,7 +420,13 @@ def _asked_after(
                 made_in = _message_id(record)
                 read_in = _read_message_id(fd, path, result_end, read_call)
                 if read_call is not None and read_in is None:
-                    return False  # the read's own call not found: which response, unknown
+                    # Claude Code records a call before its result, or just after it: with
+                    # the ack's call there, the read's missing means records are: which
+                    # response made the ack cannot be told, nor that the model did not see.
+                    raise NoProof(
+                        f"the transcript {path} holds the read's result but not its call "
+                        "(records are missing)"
+                    )
                 return made_in is None or made_in != read_in
         if clock() >= deadline:
             return False
@@ -406,8 +448,8 @@ def _shell_call_after(
     result when it ends: the calls after `pos` still without a result include the one
     running the ack. A later response cannot exist while a call of the read's response is
     still running: any such call means the ack was made with the read, unseen. None
-    running by the deadline, or the read's own call not found: not shown (the lines stay
-    and are read again)."""
+    running by the deadline: not shown (the lines stay and are read again). The read's own
+    call not found: NoProof (records are missing)."""
     running: dict[str, str | None] = {}  # tool_use id -> its response's id
     result_end = pos
     while True:
@@ -426,10 +468,15 @@ def _shell_call_after(
                 elif block.get("type") == "tool_result":
                     running.pop(str(block.get("tool_use_id")), None)
         if running:
-            # The read's own call comes just before its result; not found, which response
-            # made the ack cannot be told: not shown (the lines stay and are read again).
+            # The read's own call comes just before its result; not found, records are
+            # missing and which response made the ack cannot be told (as _asked_after).
             read_in = _read_message_id(fd, path, result_end, read_call)
-            return read_in is not None and read_in not in running.values()
+            if read_in is None:
+                raise NoProof(
+                    f"the transcript {path} holds the read's result but not its call "
+                    "(records are missing)"
+                )
+            return read_in not in running.values()
         if clock() >= deadline:
             return False
         time.sleep(POLL)  # a poll of a file another program appends to, bounded above
@@ -483,6 +530,11 @@ def _search_back(
             got = result_in(_parse(line, path), tool_use_id, read_id)
             if got is not None:
                 return got[0], got[1], start + len(line) + 1
+        elif line and not (line.startswith(b"{") and line.endswith(b"}")):
+            # As forward (b"" is past the last newline): a damaged record after the read's
+            # result says the file is not what Claude Code wrote, so neither is the absence
+            # of a later call in it.
+            raise NoProof(f"the transcript {path} is damaged (a record is not JSON)")
     return None
 
 
