@@ -169,3 +169,36 @@ def test_a_tail_spliced_by_an_ack_killed_right_after_the_splice_is_in_the_room_o
     _half(path, "L2\\n")
     assert _settled_lines(path) == [b"b", b"L1", b"L2"]
     assert Room(path).status().acked_total == 1
+
+
+def test_a_line_being_written_into_the_new_file_during_the_splice_is_never_torn(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # Seen in CI (tests/test_room_windows.py, two producers appending 8 KB lines, 2 of 19,772
+    # torn): a producer opened the new file after the ack's rename and was inside its write
+    # when the splice copied that file, partial last line included. Its rest went into the
+    # file the splice replaced, and the sweeps carried it after another producer's line: one
+    # line glued to another, and a stray rest. A write in progress is a writer holding its
+    # descriptor with part of its line out; here it is held across two writes.
+    path = _room_with_a_read(tmp_path)
+    marker = path.with_name("paused-at")
+    proc = start_paused_ack(path, marker, ["before-rename", "after-rename"], cli_env)
+    held = None
+    try:
+        wait_for_step(proc, marker, "before-rename")
+        _half(path, "X1\\n")  # into the inode being replaced, after the catch-up: a splice
+        marker.unlink()
+        wait_for_step(proc, marker, "after-rename")
+        held = open(path, "ab", buffering=0)  # noqa: SIM115 (closed below)
+        held.write(b"H1")  # the new file, its line half out when the splice copies it
+        marker.unlink()
+        _finish(proc, marker)
+        _half(path, "Y1\\n")  # another producer, through the path
+        held.write(b"\n")
+    finally:
+        if held is not None:
+            held.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert sorted(_settled_lines(path)) == [b"H1", b"X1", b"Y1", b"b"]

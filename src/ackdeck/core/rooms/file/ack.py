@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.byteio import (
+    complete_end,
     complete_prefix,
     count_lines,
     pread_all,
@@ -525,7 +526,12 @@ class AckTransaction:
         keep = False
         try:
             nst = os.fstat(nfd)
-            end = os.fstat(nfd).st_size  # a write cut here goes on past it: the next splice
+            # Whole lines only past what this ack put there: a partial last line may be a
+            # write in progress, or a writer holding its descriptor, whose rest lands in this
+            # inode once the splice replaced it (and the sweeps would carry it after other
+            # lines: torn, seen in CI). Left here, the next splice places it once no writer
+            # holds the inode, or the sweeps carry it whole.
+            end = max(self.placed, complete_end(nfd, nst.st_size))
             chunks = carry_over.spliced(pread_chunks(nfd, 0, end), self.placed, tail)
             tmp = atomic.write_temp(
                 path, chunks, mode=stat.S_IMODE(nst.st_mode), owner=(nst.st_uid, nst.st_gid)
@@ -543,10 +549,8 @@ class AckTransaction:
                     atomic.unlink_quietly(link)
                     atomic.unlink_quietly(tmp)
                     return False
-                # Catch-up, partial line included: a writer that kept its descriptor holds
-                # the inode this ack replaced first (then no splice runs), so a line started
-                # here goes on through the path, right after it.
-                late = carry_over.tail_of(nfd, end)
+                # Catch-up, whole lines only (as the ack's own, and for the reason above).
+                late = complete_prefix(carry_over.tail_of(nfd, end))
                 if late:
                     self._tmp_out = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
                     write_all(self._tmp_out, late)
