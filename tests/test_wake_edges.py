@@ -299,3 +299,56 @@ def test_a_nul_argument_or_a_file_as_cwd_is_refused_before_any_run_exists(
         procs.start(phome, "cwdfile", [PY, "-c", "pass"], cwd=str(a_file))
     assert not (phome / "procs" / "nul").exists()
     assert not (phome / "procs" / "cwdfile").exists()
+
+
+# ----- a Stop hook's drain with nothing to deliver (issue 43) -----------------------------------
+def test_a_drain_with_nothing_pending_says_nothing_and_one_with_a_wake_still_delivers(
+    phome: Path, cli_env: dict[str, str]
+) -> None:
+    # Nothing at all, then only the drain's locks in the session's folder (a full drain,
+    # --json, made them): quiet, exit 0 (core/service/pending.py lists two folders).
+    quiet = ackdeck(cli_env, "wakes", "drain", "--hook")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    assert ackdeck(cli_env, "wakes", "drain", "--json").returncode == 0
+    assert all(p.name.startswith(".") for p in (phome / "wakes" / "default").iterdir())
+    quiet = ackdeck(cli_env, "wakes", "drain", "--hook")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    # A record: delivered as before (exit 2, the text on stderr for the agent).
+    procs.start(
+        phome, "boom", ["sh", "-c", "echo ERROR x; exit 3"], monitors=[MonitorSpec("ERROR")]
+    )
+    wait_status(phome, "boom")
+    told = ackdeck(cli_env, "wakes", "drain", "--hook")
+    assert told.returncode == 2 and "ERROR x" in told.stderr, told
+    # Bad input is still refused with nothing to deliver.
+    for bad in (["--settle", "nan"], ["--settle", "61"], ["--session", "../x"]):
+        refused = ackdeck(cli_env, "wakes", "drain", "--hook", *bad)
+        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused
+
+
+def test_a_drain_with_no_wake_record_still_tells_a_dead_supervisor(
+    phome: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # No wake record exists when a supervisor dies holding a match in its cooldown: only the
+    # drain's reconcile turns the run into a monitor-lost wake. A drain that skipped on an
+    # empty wake folder alone would never tell it.
+    import os
+    import signal
+
+    from ackdeck.core.monitors.runs import load_meta, supervisor_alive
+    from tests.helpers.runs import release, waiter
+    from tests.helpers.wait import eventually
+
+    go = tmp_path / "go"
+    info = procs.start(
+        phome, "srv", waiter(go, "ERR held\n"), monitors=[MonitorSpec("ERR", cooldown_ms=60_000)]
+    )
+    eventually(lambda: (info.run_dir / "output.log").read_bytes(), what="the first line")
+    meta = load_meta(info.run_dir)
+    assert meta is not None and meta.supervisor_pid
+    os.kill(meta.supervisor_pid, signal.SIGKILL)
+    eventually(lambda: not supervisor_alive(info.run_dir), what="the supervisor to be gone")
+    release(go)
+    assert not any((phome / "wakes").glob("*/*.json"))
+    told = ackdeck(cli_env, "wakes", "drain", "--hook")
+    assert told.returncode == 2 and "monitor lost" in told.stderr and "ERR held" in told.stderr

@@ -5,14 +5,19 @@ redis-doubts/) is named in core/base/locations.py, the one module that names eve
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
 
+TYPE_CHECKING = False  # pathlib is imported where a Path is built: not by home_str's callers
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 def resolve_home(home: str | os.PathLike[str] | None) -> Path:
     """None -> $ACKDECK_HOME or ~/.ackdeck; created 0700 if missing; returned absolute."""
+    from pathlib import Path
+
     if home is None or str(home) == "":
         home = os.environ.get("ACKDECK_HOME") or Path.home() / ".ackdeck"
     path = Path(home).expanduser().absolute()
@@ -28,6 +33,17 @@ def resolve_home(home: str | os.PathLike[str] | None) -> Path:
     if not path.is_dir():
         raise InvalidInput(f"home {path} is not a directory")
     return path
+
+
+def home_str(home: str | None) -> str:
+    """The home resolve_home names, as a plain string, neither created nor checked (the
+    per-turn `wakes drain` lists two folders in it without pathlib: core/service/pending.py).
+    The same rule: `home`, else $ACKDECK_HOME, else ~/.ackdeck; `~` expanded; made absolute
+    against the working directory without resolving `..` (as Path.absolute)."""
+    if home is None or home == "":
+        home = os.environ.get("ACKDECK_HOME") or os.path.join(os.path.expanduser("~"), ".ackdeck")
+    home = os.path.expanduser(home)
+    return home if os.path.isabs(home) else os.path.join(os.getcwd(), home)
 
 
 # Re-exported for the callers that already import them from here; named in locations.

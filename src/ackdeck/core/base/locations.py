@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 # ----- the names (kept as they were on disk before this module) ------------------------------
 SIDECAR_SUFFIX = ".ackdeck"
+PROCS = "procs"  # in the home: one folder per run name
+WAKES = "wakes"  # in the home: one folder per session
 ROOM_LOCK = "lock"
 LEDGER = "ledger"
 AUDIT = "audit.jsonl"
@@ -160,7 +162,12 @@ def dead_room(room: Path) -> Path:
 
 # ----- the home --------------------------------------------------------------------------
 def procs_dir(home: Path) -> Path:
-    return home / "procs"
+    return home / PROCS
+
+
+def procs_dir_str(home: str) -> str:
+    """procs_dir as a plain string (the per-turn `wakes drain`, core/service/pending.py)."""
+    return os.path.join(home, PROCS)
 
 
 def process_dir(home: Path, name: str) -> Path:
@@ -229,11 +236,16 @@ def start_lock(home: Path, name: str) -> Path:
 
 
 def wakes_dir(home: Path) -> Path:
-    return home / "wakes"
+    return home / WAKES
 
 
 def wake_session_dir(home: Path, session: str) -> Path:
     return wakes_dir(home) / check_name(session)
+
+
+def wake_session_dir_str(home: str, session: str) -> str:
+    """wake_session_dir as a plain string (core/service/pending.py)."""
+    return os.path.join(home, WAKES, check_name(session))
 
 
 def wake_record(home: Path, session: str, name: str) -> Path:

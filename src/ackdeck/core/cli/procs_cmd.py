@@ -7,7 +7,6 @@ import os
 import sys
 import time
 
-from ackdeck.core.base.text import safe
 from ackdeck.core.cli import SESSION_HELP, session_of
 from ackdeck.core.cli._output import (
     emit_json,
@@ -443,6 +442,15 @@ def _fleet_wakes(args: argparse.Namespace, settings: FleetSettings, listed: Wake
 
 
 def _wakes_drain(args: argparse.Namespace) -> int:
+    session = session_of(args.session)
+    # A bad --settle is refused by the drain even with nothing to deliver (NaN fails here).
+    if not args.json and 0 <= args.settle <= 60 and "://" not in session:
+        from ackdeck.core.service.pending import nothing_to_drain
+
+        # Most turns of a Stop hook's drain: nothing to deliver, and no modules to load for it.
+        if nothing_to_drain(args.home, session):
+            return 0
+    from ackdeck.core.base.text import safe  # `re`: only for a drain with something to say
     from ackdeck.core.service import wakes  # lazy: keeps every other command's start-up fast
 
     failed: list[OSError] = []
@@ -458,7 +466,6 @@ def _wakes_drain(args: argparse.Namespace) -> int:
             return False
         return not args.hook or _write_stderr(text.encode(), failed)
 
-    session = session_of(args.session)
     if session.startswith("claude-team://"):  # into the teammate's mailbox, not to stdout
         from ackdeck.core.service import team_wakes
 
