@@ -151,6 +151,53 @@ def test_a_restart_after_a_gated_end_shows_the_session_live_again(
     assert _logged(_home(cli_env)) == ["start", "start"]
 
 
+SHELLS = {"dash": ["/bin/sh", "-c"], "bash": ["bash", "-c"]}
+# A payload whose text a shell could mangle: `$`, backquotes, backslashes, quotes, a `%`.
+AWKWARD = {**END, "cwd": "/srv/$HOME/`id`/a\\nb/'q'/\"d\"/100%s"}
+ENCODINGS = {
+    "one compact line": lambda v: json.dumps(v, separators=(",", ":")) + "\n",
+    "no newline": lambda v: json.dumps(v),
+    "indented": lambda v: json.dumps(v, indent=2) + "\n",
+}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_the_hooks_json_reaches_the_mark_or_ackdeck_unaltered(
+    tmp_path: Path, cli_env: dict[str, str], shell: str, encoding: str
+) -> None:
+    """Read with `read -r` and written with `printf '%s'` (no escape is interpreted), or,
+    with something else at the mark, handed to `ackdeck hooks end` in a here-document (its
+    body is expanded once: `$p`)."""
+    room = tmp_path / "inbox.txt"
+    room.touch()
+    hook = _end_hook(_settings(tmp_path, cli_env, room))
+    _start(cli_env, room, CC)
+    mark = locations.presence_mark(_home(cli_env), SESSION, "end")
+
+    def end() -> None:
+        done = subprocess.run(
+            [*SHELLS[shell], hook["command"]],
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=HANG_BOUND_S,
+            input=ENCODINGS[encoding](AWKWARD),
+        )
+        assert done.returncode == 0 and done.stdout == done.stderr == "", done
+
+    end()
+    assert json.loads(mark.read_text()) == AWKWARD
+    assert _logged(_home(cli_env)) == ["start"]
+    assert oct(mark.stat().st_mode & 0o777) == oct(0o600)  # it holds the project's paths
+    mark.unlink()
+    mark.mkdir()  # something else at the mark: ackdeck records the end
+    end()
+    (logged,) = [e for e in log.events(_home(cli_env), SESSION) if e["ev"] == "end"]
+    assert "marked" not in logged
+    assert (logged["cc"], logged["detail"]) == (CC, "prompt_input_exit")
+
+
 # ----- an end mark among events within its clock's grain -----------------------------------
 def _mark_end(home: Path, at_ns: int, cc: str) -> None:
     """An end mark as the gate leaves it, its mtime set to `at_ns` (a whole second: a
