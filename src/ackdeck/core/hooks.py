@@ -13,7 +13,9 @@ presence log, core/presence, for `ackdeck agents`):
 
 The session-start, prompt and Stop hooks are installed behind a gate (`gate_command`,
 core/service/quiet.py): a sh program of builtins that starts ackdeck only when the hook may
-have something to say.
+have something to say. The SessionEnd hook is one too (`presence_gate`): it leaves the hook's
+JSON in the session's end mark, read as the event `hooks end` records, and starts ackdeck
+only where that mark cannot be written.
 
 Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
 `stop_hook_active`, ...); a hook run by hand without input behaves the same.
