@@ -10,7 +10,9 @@ them and Claude Code runs them (`/bin/sh -c COMMAND`, the hook JSON on stdin): a
 starts ackdeck only when the hook may have something to say (issue 43, core/service/quiet.py).
 "quiet": nothing changed since the hook last had nothing to say, so no Python starts; "a line
 waits": the hook runs behind its gate and lists or counts it; "runs ackdeck": a home with a
-run, whose supervisor the Stop hook must check, so it always runs.
+run, whose supervisor the Stop hook must check, so it always runs. "gated end": the SessionEnd
+hook as installed, a sh program that writes the hook's JSON into the session's end mark and
+starts no Python (beside `ackdeck hooks end`, which it replaces).
 
 The `mcp initialize` row is the time from starting `ackdeck mcp` to its answer to `initialize`,
 against the time from starting `python -c 'import mcp.server.mcpserver; print(...)'` to its
@@ -137,6 +139,9 @@ def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tup
     start = (
         json.dumps({"session_id": "x", "source": "startup"}, separators=(",", ":")) + "\n"
     ).encode()  # one line, compact, as Claude Code writes it
+    end = (
+        json.dumps({"session_id": "x", "reason": "other"}, separators=(",", ":")) + "\n"
+    ).encode()
     qroom, qhome = work / "quiet" / "inbox.txt", work / "quiet-home"
     qroom.parent.mkdir()
     qroom.touch()
@@ -153,6 +158,8 @@ def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tup
         "gated prompt, a line waits": (b["UserPromptSubmit"], stdin),
         "gated stop, runs ackdeck": (b["Stop"], stdin),
         "gated bootstrap, a line waits": (b["SessionStart"], start),
+        # The quiet session's presence folder exists (its first start ran ackdeck): a mark.
+        "gated end": (q["SessionEnd"], end),
     }
     key = quiet.key([str(qroom)])
     doors = (*quiet.DOORS, "bootstrap")

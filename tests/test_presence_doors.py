@@ -6,25 +6,23 @@ tool `agents_list` show one result."""
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from ackdeck.core import hooks
-from ackdeck.core.base import locations
 from ackdeck.core.presence import log
 from tests.helpers.cli import ACKDECK, ackdeck
-from tests.helpers.hooks import installed_hooks
+from tests.helpers.hooks import execs, installed_hooks
 from tests.helpers.mcp import call, connect
 from tests.helpers.paths import REPO
 
 
 def kinds_of(home: Path, session: str = "agent") -> list[str]:
-    """The kinds of the session's presence events, oldest first."""
-    text = locations.presence_log(home, session).read_text()
-    return [json.loads(x)["ev"] for x in text.splitlines()]
+    """The kinds of the session's presence events, oldest first (its log and the marks its
+    gated hooks left: the SessionEnd hook's end is a mark)."""
+    return [e["ev"] for e in log.events(home, session)]
 
 
 BASE = {
@@ -94,8 +92,8 @@ def test_install_adds_the_notification_and_session_end_hooks(tmp_path: Path) -> 
     data = json.loads(settings.read_text())
     notify = data["hooks"]["Notification"][0]["hooks"][0]["command"]
     end = data["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
-    assert shlex.split(notify)[-4:] == ["hooks", "notify", "--session", "agent"]
-    assert shlex.split(end)[-4:] == ["hooks", "end", "--session", "agent"]
+    assert execs(notify)[-4:] == ["hooks", "notify", "--session", "agent"]
+    assert execs(end)[-4:] == ["hooks", "end", "--session", "agent"]
     # Installing again changes nothing; a user's own Notification hook is kept beside ours.
     again = hooks.install(settings, hooks.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"]))
     assert not again.changed

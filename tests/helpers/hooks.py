@@ -58,6 +58,6 @@ def waited_for(settings: Mapping[str, Any], event: str) -> dict[str, Any]:
 
 
 def execs(command: str) -> list[str]:
-    """The ackdeck command line a hook runs: what a gated hook's prelude `exec`s, or the
-    command itself."""
-    return shlex.split(command.rsplit("; exec ", 1)[-1])
+    """The ackdeck command line a hook runs: what a gated hook's prelude `exec`s (without the
+    here-document that hands on its JSON), or the command itself."""
+    return shlex.split(command.rsplit("; exec ", 1)[-1].split(" <<", 1)[0])

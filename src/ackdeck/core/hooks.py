@@ -13,7 +13,9 @@ presence log, core/presence, for `ackdeck agents`):
 
 The session-start, prompt and Stop hooks are installed behind a gate (`gate_command`,
 core/service/quiet.py): a sh program of builtins that starts ackdeck only when the hook may
-have something to say.
+have something to say. The SessionEnd hook is one too (`presence_gate`): it leaves the hook's
+JSON in the session's end mark, read as the event `hooks end` records, and starts ackdeck
+only where that mark cannot be written.
 
 Every hook reads the JSON Claude Code passes on stdin (`session_id`, `source`,
 `stop_hook_active`, ...); a hook run by hand without input behaves the same.
@@ -112,6 +114,12 @@ def hook_commands(
 
     gate_home = _pinned_home(base)
 
+    def presence(kind: str) -> str:
+        argv = [*base, "hooks", kind, "--session", session]
+        if gate_home is False:  # as for `turn`: a gate could not run or name it
+            return shlex.join(argv)
+        return presence_gate(kind, argv, gate_home if isinstance(gate_home, str) else None, session)
+
     def turn(door: str, *extra: str) -> str:
         argv = [*base, "hooks", door, "--session", session, *room_args, *extra]
         if not all(os.path.isabs(r) for r in shown) or gate_home is False:
@@ -135,8 +143,10 @@ def hook_commands(
         "UserPromptSubmit": turn("prompt") if room_args else None,
         "Stop": turn("stop"),
         # Presence only (`ackdeck agents`): the client waits for its owner, the session ended.
+        # Not gated: an interactive session notifies many times, and a mark keeps only the
+        # latest (the timeline would lose the others); `claude -p` never notifies.
         "Notification": shlex.join([*base, "hooks", "notify", "--session", session]),
-        "SessionEnd": shlex.join([*base, "hooks", "end", "--session", session]),
+        "SessionEnd": presence("end"),
     }
 
 
@@ -161,13 +171,7 @@ def gate_command(
 
     q = shlex.quote
     key = quiet.key(rooms)
-    if home:
-        where = f"h={q(os.path.abspath(home))}"
-    else:  # as resolve_home: $ACKDECK_HOME, else ~/.ackdeck; anything else: run ackdeck
-        where = (
-            "case ${ACKDECK_HOME:-} in /*) h=$ACKDECK_HOME;; ?*) h=;; "
-            "*) case ${HOME:-} in /*) h=$HOME/.ackdeck;; *) h=;; esac;; esac"
-        )
+    where = _gate_home(home)
     h = Path("/H")  # the names under the home, as locations spells them
 
     def under(p: Path) -> str:
@@ -247,8 +251,62 @@ def gate_command(
     )
 
 
+def _gate_home(home: str | None) -> str:
+    """The sh that sets `h` to the home a gate looks in: the one its command pins, else as
+    resolve_home finds it ($ACKDECK_HOME, else ~/.ackdeck); anything else leaves `h` empty
+    (the gate then runs ackdeck, which names the home its own way)."""
+    import shlex
+
+    if home:
+        return f"h={shlex.quote(os.path.abspath(home))}"
+    return (
+        "case ${ACKDECK_HOME:-} in /*) h=$ACKDECK_HOME;; ?*) h=;; "
+        "*) case ${HOME:-} in /*) h=$HOME/.ackdeck;; *) h=;; esac;; esac"
+    )
+
+
 # The line a here-document of the session-start gate ends with (the hook's JSON before it).
 _INPUT_END = "ackdeck_hook_input"
+# The hook's JSON into `p`, with builtins: a first line that is a whole object (Claude
+# Code's, 2.1.x: one compact line, newline-ended), else up to a line that is only `}` (how an
+# indenting encoder ends the outer object) or EOF; each line keeps its newline (a JSON over
+# several lines must reach the hook whole).
+_TAKE = (
+    "while IFS= read -r l; do case ${p:+more}$l in '{'*'}'|'more}') p=$p$l; l=; break;; "
+    'esac; p="$p$l\n"; l=; done; p=$p$l'
+)
+
+
+def presence_gate(kind: str, argv: Sequence[str], home: str | None, session: str) -> str:
+    """The Notification or SessionEnd hook (`kind`: notify, end) as a POSIX sh program of
+    builtins that starts no Python: it writes the hook's stdin JSON into the session's mark
+    (agents/.SESSION.KIND), which presence reads as the event `argv` (`hooks notify` /
+    `hooks end`) would have recorded (core/presence/log.py `marks`): both jobs are presence
+    only. ackdeck runs instead, the JSON handed on in a here-document, when the mark cannot
+    be written as a plain file: no home the gate can name like ackdeck does, no presence
+    folder yet (ackdeck creates it), or something else in the mark's place (a FIFO the
+    write would wait on, a symlink it would truncate through, a directory). A terminal on
+    stdin (a hook run by hand) is not read: the mark then reads as a hook given no input."""
+    import shlex
+
+    from ackdeck.core.base import locations as loc
+
+    h = Path("/H")
+
+    def under(p: Path) -> str:
+        return '"$h"' + shlex.quote(str(p)[len("/H") :])
+
+    mark = under(loc.presence_mark(h, session, kind))
+    plain = f"{{ [ -f {mark} ] || ! [ -e {mark} ]; }}"
+    return (
+        # umask: the mark holds the hook's JSON (paths of the project and its transcript),
+        # private as the presence log is.
+        f"{_gate_home(home)}; umask 077; p=; l=; if ! [ -t 0 ]; then {_TAKE}; fi; "
+        f'if [ -n "$h" ] && [ -d {under(loc.agents_dir(h))} ] && ! [ -h {mark} ] && '
+        f"! [ -p {mark} ] && {plain} && printf '%s\\n' \"$p\" 2>/dev/null >{mark}; "
+        f"then exit 0; fi; "
+        f"exec {shlex.join(argv)} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
+    )
 
 
 def _bootstrap_gate(
@@ -272,13 +330,7 @@ def _bootstrap_gate(
         "*) c=;; esac"
     )
     show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'
-    # The JSON to its end: a first line that is a whole object (Claude Code's), else up to a
-    # line that is only `}` (how an indenting encoder ends the outer object) or EOF; each
-    # line keeps its newline (a JSON over several lines must reach the hook whole).
-    take = (
-        "while IFS= read -r l; do case ${p:+more}$l in '{'*'}'|'more}') p=$p$l; l=; break;; "
-        'esac; p="$p$l\n"; l=; done; p=$p$l'
-    )
+    take = _TAKE  # the JSON to its end
     # The hook writes a stamp only where this gate looks (core/service/quiet.py GATE_HOME).
     handed = 'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
     return (

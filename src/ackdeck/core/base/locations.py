@@ -371,8 +371,8 @@ def presence_log(home: Path, session: str, *, old: bool = False) -> Path:
 
 
 def presence_mark(home: Path, session: str, kind: str) -> Path:
-    """Truncated by a gated hook at each turn event (`prompt`, `stop`): its mtime is when the
-    latest one happened (core/presence/log.py `marks`)."""
+    """Truncated by a gated hook at each turn event (`start`, `prompt`, `stop`, `end`): its
+    mtime is when the latest one happened (core/presence/log.py `marks`)."""
     return agents_dir(home) / f".{check_name(session)}.{kind}"
 
 
@@ -840,7 +840,9 @@ FILES: tuple[Place, ...] = (
     Place(
         "home",
         "agents/.SESSION.KIND",
-        "the time of SESSION's latest prompt or stop, as its mtime (a gated hook's presence)",
+        "the time of SESSION's latest start, prompt, stop or end, as its mtime (a gated "
+        "hook's presence); a start mark holds Claude Code's session id, an end mark the "
+        "SessionEnd hook's JSON",
         "presence_mark",
     ),
     Place(

@@ -167,21 +167,42 @@ def _read(path: Path, tail: int | None = None) -> bytes:
 
 
 # The turn events a gated hook records by the mtime of a mark file instead of a log line
-# (core/hooks.py `gate_command`: no Python starts for a turn with nothing to say).
-MARKED = ("start", "prompt", "stop")
+# (core/hooks.py `gate_command`: no Python starts for a turn with nothing to say), and the
+# session's end (`presence_gate`: the SessionEnd hook), whose mark holds the hook's stdin
+# JSON, read here as `hooks end` reads it.
+MARKED = ("start", "prompt", "stop", "end")
+_PAYLOAD_MARKS = frozenset({"end"})
+# Bytes of a payload mark read at most (Claude Code's JSON is a few hundred bytes; a message
+# longer than this is cut by notification_detail anyway).
+MARK_CAP = 64 << 10
+# How late a mark may really have been written after its mtime: a file's mtime comes from the
+# kernel's coarse clock, up to a tick (1-10 ms) behind time.time(); a filesystem that keeps
+# whole seconds (an mtime with no nanoseconds) keeps them truncated.
+MARK_TICK_S = 0.01
+# A log event's time is rounded to the millisecond (`record`): it may read this much earlier.
+LOG_ROUND_S = 0.0005
+
+# Claude Code's older Notification payloads have no `notification_type`: their message says.
+_KIND_BY_MESSAGE = (
+    ("needs your permission", "permission_prompt"),
+    ("waiting for your input", "idle_prompt"),
+)
 
 
 def marks(home: Path, session: str) -> list[dict[str, Any]]:
-    """The latest `start`, `prompt` and `stop` a gated hook marked, as events at their marks'
-    mtimes (the gate truncates the mark, which stamps it with the time, without a fork; a
-    start mark holds Claude Code's session id). Only the latest of each is known: enough for
-    the state, which follows the newest turn event."""
+    """The latest `start`, `prompt`, `stop` and `end` a gate marked, as events at their
+    marks' mtimes (the gate truncates the mark, which stamps it with the time, without a
+    fork; a start mark holds Claude Code's session id, an end mark the hook's stdin JSON).
+    Only the latest of each is known: enough for the state, which follows the newest turn
+    event. An end mark's time is placed within its clock's grain by `_merged`
+    (`placed_end`)."""
     import stat
 
     out = []
     for kind in MARKED:
+        path = locations.presence_mark(home, session, kind)
         try:
-            st = os.stat(locations.presence_mark(home, session, kind), follow_symlinks=False)
+            st = os.stat(path, follow_symlinks=False)
         except OSError:
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -189,23 +210,79 @@ def marks(home: Path, session: str) -> list[dict[str, Any]]:
         event: dict[str, Any] = {"t": st.st_mtime_ns / 1e9, "ev": kind, "marked": True}
         if kind == "start":  # a skipped start: a `startup`, and Claude Code's session id
             event["detail"] = "startup"
-            cc = _mark_word(locations.presence_mark(home, session, kind))
+            cc = _mark_word(path)
             if cc:
                 event["cc"] = cc
+        elif kind in _PAYLOAD_MARKS:
+            event.update(hook_fields(kind, _mark_payload(path)))
+            if st.st_mtime_ns % 1_000_000_000 == 0:
+                event["grain"] = 1.0  # whole seconds: written within the second after
         out.append(event)
     return out
 
 
-def _mark_word(path: Path) -> str | None:
-    """The word a start mark holds (Claude Code's session id), read bounded; None if none."""
+def hook_fields(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """`detail` and `cc` of the hook event `kind` from its stdin JSON, as the hook records
+    them and as a mark is read (one reading for both, so a mark reads as the event)."""
+    detail: str | None = None
+    if kind == "start":
+        detail = _word(payload.get("source")) or "startup"
+    elif kind == "notify":
+        detail = notification_detail(payload)
+    elif kind == "end":
+        detail = _word(payload.get("reason")) or "other"
+    # Claude Code's own id of the session: `ackdeck agents` matches it with the session's
+    # registry record, to show both evidences when they disagree.
+    fields = {"detail": detail, "cc": _word(payload.get("session_id")) or None}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def notification_detail(payload: dict[str, Any]) -> str:
+    """`TYPE: message` of a Notification hook's payload (TYPE inferred from the message of a
+    client that does not send it; `other` when neither says)."""
+    message = payload.get("message")
+    message = " ".join(message.split())[:200] if isinstance(message, str) else ""
+    kind = _word(payload.get("notification_type"))
+    if not kind:
+        low = message.lower()
+        kind = next((k for words, k in _KIND_BY_MESSAGE if words in low), "other")
+    return f"{kind}: {message}" if message else kind
+
+
+def _word(value: object) -> str:
+    """A short printable word from a payload field (anything else: empty)."""
+    if not isinstance(value, str):
+        return ""
+    return "".join(c for c in value if c.isalnum() or c in "_-.")[:40]
+
+
+def _mark_bytes(path: Path, cap: int) -> bytes | None:
     try:
         # Never blocking on a FIFO put in the mark's place, never through a symlink.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            raw = os.read(fd, 128)
+            return os.read(fd, cap)
         finally:
             os.close(fd)
     except OSError:
+        return None
+
+
+def _mark_payload(path: Path) -> dict[str, Any]:
+    """The hook JSON an end mark holds; {} when it holds none (read by hand, cut,
+    or caught while the gate writes it): the event then reads as the hook reads no input."""
+    raw = _mark_bytes(path, MARK_CAP)
+    try:
+        value = parse_json(raw) if raw and raw.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _mark_word(path: Path) -> str | None:
+    """The word a start mark holds (Claude Code's session id), read bounded; None if none."""
+    raw = _mark_bytes(path, 128)
+    if raw is None:
         return None
     word = raw.decode(errors="replace").strip()
     ok = word and len(word) <= 64 and all(c.isalnum() or c in "-_." for c in word)
@@ -224,12 +301,51 @@ def events(home: Path, session: str) -> list[dict[str, Any]]:
 
 def _merged(logged: list[dict[str, Any]], marked: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The log's events with the marks among them in time order (fold orders a log that is
-    not, but a timeline reads this order)."""
+    not, but a timeline reads this order). At an equal time a mark comes after the log's
+    events: its clock is the coarse one, so it was written at or after that time. An end
+    mark is placed by `placed_end`."""
     if not marked:
         return logged
     from ackdeck.core.presence.model import is_time
 
-    return sorted(logged + marked, key=lambda e: e["t"] if is_time(e.get("t")) else 0.0)
+    def at(e: dict[str, Any]) -> float:
+        return float(e["t"]) if is_time(e.get("t")) else 0.0
+
+    keyed = [(at(e), 0, e) for e in logged]
+    for e in marked:
+        if e.get("ev") == "end":
+            others = [x for x in logged + marked if x is not e]
+            t, rank = placed_end(at(e), float(e.get("grain", MARK_TICK_S)), e.get("cc"), others)
+            placed = {k: v for k, v in e.items() if k != "grain"}
+            keyed.append((t, rank, {**placed, "t": t}))
+        else:
+            keyed.append((at(e), 1, e))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    return [e for _, _, e in keyed]
+
+
+def placed_end(
+    t: float, grain: float, cc: object, others: list[dict[str, Any]]
+) -> tuple[float, int]:
+    """Where an end mark with mtime `t` goes among the session's `others` events: its time
+    and its rank among events at that time (-1 before them, 2 after every other).
+
+    The mark was written within `grain` after `t` (a coarse clock, or whole seconds), so an
+    event in that window may be before or after it. A `start` there that does not name the
+    same Claude Code session (`cc`) is a restart: the end goes just before the first such
+    start (an end older than a later start is not an end). Otherwise every event in the
+    window belongs to the run that ended (SessionEnd is a run's last hook): the end goes
+    after them. Pure (tests/test_hooks_session_end_gate.py)."""
+    from ackdeck.core.presence.model import is_time
+
+    lo, hi = t - LOG_ROUND_S, t + grain
+    window = [e for e in others if is_time(e.get("t")) and lo <= e["t"] < hi]
+    restarts = [
+        float(e["t"]) for e in window if e.get("ev") == "start" and (not cc or e.get("cc") != cc)
+    ]
+    if restarts:
+        return min(restarts), -1
+    return max([t, *(float(e["t"]) for e in window)]), 2
 
 
 def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, Any]]:

@@ -16,12 +16,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 this_host = log.this_host
-
-# Claude Code's older Notification payloads have no `notification_type`: their message says.
-_KIND_BY_MESSAGE = (
-    ("needs your permission", "permission_prompt"),
-    ("waiting for your input", "idle_prompt"),
-)
+# The words of the hook events are read where a gate's mark is read too (core/presence/log.py).
+notification_detail = log.notification_detail
 
 
 def record(home: Path, session: str, kind: str, **fields: Any) -> bool:
@@ -33,19 +29,10 @@ def hook_event(
     home: Path, session: str, kind: str, payload: Mapping[str, Any], rooms: Sequence[str] = ()
 ) -> bool:
     """Record the hook event `kind` (start, prompt, stop, notify, end) from its stdin JSON."""
-    detail: str | None = None
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = log.hook_fields(kind, dict(payload))
     if kind == "start":
-        detail = _word(payload.get("source")) or "startup"
-        fields = {"host": log.this_host(), "rooms": room_names(rooms) or None}
-    elif kind == "notify":
-        detail = notification_detail(payload)
-    elif kind == "end":
-        detail = _word(payload.get("reason")) or "other"
-    # Claude Code's own id of the session: `ackdeck agents` matches it with the session's
-    # registry record, to show both evidences when they disagree.
-    fields["cc"] = _word(payload.get("session_id")) or None
-    return log.record(home, session, kind, detail=detail, **fields)
+        fields.update(host=log.this_host(), rooms=room_names(rooms) or None)
+    return log.record(home, session, kind, **fields)
 
 
 def room_names(rooms: Sequence[str]) -> list[str]:
@@ -61,25 +48,6 @@ def room_names(rooms: Sequence[str]) -> list[str]:
         except (AckdeckError, OSError, ValueError):
             continue
     return out
-
-
-def notification_detail(payload: Mapping[str, Any]) -> str:
-    """`TYPE: message` of a Notification hook's payload (TYPE inferred from the message of a
-    client that does not send it; `other` when neither says)."""
-    message = payload.get("message")
-    message = " ".join(message.split())[:200] if isinstance(message, str) else ""
-    kind = _word(payload.get("notification_type"))
-    if not kind:
-        low = message.lower()
-        kind = next((k for words, k in _KIND_BY_MESSAGE if words in low), "other")
-    return f"{kind}: {message}" if message else kind
-
-
-def _word(value: object) -> str:
-    """A short printable word from a payload field (anything else: empty)."""
-    if not isinstance(value, str):
-        return ""
-    return "".join(c for c in value if c.isalnum() or c in "_-.")[:40]
 
 
 def nudges_unanswered(home: Path, session: str) -> tuple[int, bool]:
