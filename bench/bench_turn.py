@@ -119,22 +119,41 @@ def _cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _reap() -> None:
-    """Wait for the turn's descendants still running (a detached async hook), bounded."""
+def _children() -> set[int]:
+    """This process's children now (/proc/self/task/*/children), orphans it reaps included."""
+    pids: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids.update(int(p) for p in f.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+def _reap(before: set[int]) -> None:
+    """Wait for the turn's descendants still running (a detached async hook), bounded. Only
+    the children that were not there `before` the turn: under `make bench` this process has
+    others that never end (an earlier bench's multiprocessing resource tracker), and waiting
+    for any child hung there."""
     end = time.monotonic() + BOUND_S
     while time.monotonic() < end:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
+        left = _children() - before
+        if not left:
             return
-        if pid == 0:
-            time.sleep(0.005)  # polling a process table, not synchronising a test
+        for pid in left:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass  # not ours to wait for (reaped meanwhile)
+        time.sleep(0.005)  # polling a process table, not synchronising a test
     raise RuntimeError("a hook of the turn was still running after the bound")
 
 
 def _turn(project: Path, env: dict[str, str]) -> tuple[float, float]:
     """The wall time of one `claude -p` turn, and the CPU time of all its processes."""
     argv = [str(CLAUDE), "-p", PROMPT, "--output-format", "json", "--max-turns", "1"]
+    before = _children()
     cpu0 = _cpu()
     t0 = time.perf_counter()
     done = subprocess.run(
@@ -143,7 +162,7 @@ def _turn(project: Path, env: dict[str, str]) -> tuple[float, float]:
     elapsed = time.perf_counter() - t0
     if done.returncode != 0:
         raise RuntimeError(f"claude -p failed ({done.returncode}): {done.stderr[-500:]!r}")
-    _reap()
+    _reap(before)
     return elapsed, _cpu() - cpu0
 
 
