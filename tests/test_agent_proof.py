@@ -636,10 +636,15 @@ def wake_run(
     def wake() -> None:
         run = ("run", "alarm", "--session", s.session, "--monitor", "ALERT", "--cooldown-ms", "50")
         ackdeck_ok(clean_env(), *home, *run, "--", "sh", "-c", f"echo {alert}")
-        eventually(
-            lambda: alert in ackdeck_ok(clean_env(), *home, "wakes", "list", "--json").stdout,
-            what="the monitor's wake",
-        )
+
+        def recorded() -> bool:
+            # The alert AND the run's exit: both pending, so the first stop delivers both. An
+            # exit recorded after that stop (a busy machine) is new news the next stop hands
+            # over, a second request these tests would misread as the alert handed over again.
+            listing = json.loads(ackdeck_ok(clean_env(), *home, "wakes", "list", "--json").stdout)
+            return any(alert in w["lines"] and w["status"] == "exited" for w in listing["wakes"])
+
+        eventually(recorded, what="the monitor's wake and its run's exit")
 
     steps[0].before = wake
     stub = ModelStub(steps)
@@ -721,8 +726,10 @@ def test_a_stop_hooks_wake_recorded_but_never_sent_to_the_model_is_handed_over_a
         done = clients.claude(s, again.url, "Anything new?", hooks=True)
         assert done.returncode == 0, done.stderr[-2000:]
         bodies = [json.dumps(b) for b in again.turns()]
+        # What the model was last asked with: says why a second request was made.
+        last = json.dumps(again.turns()[-1]["messages"][-1])[-1500:]
     assert alert in bodies[0] and "never shown to you" in bodies[0], bodies[0][-800:]
-    assert len(bodies) == 1, bodies[-1][-800:]  # answered: the stop did not hand it over again
+    assert len(bodies) == 1, last  # answered: the stop did not hand it over again
     # The model answered it: proven, forgotten; the next session is not told it again.
     with ModelStub([Say("nothing to do"), Say("again?")]) as later:
         done = clients.claude(s, later.url, "Anything new?", hooks=True)
