@@ -225,11 +225,25 @@ def replacement_in(record: dict[str, object], tool_use_id: str) -> str | None:
     return found
 
 
+def _not_json(where: Path) -> NoProof:
+    """A record that is not JSON: the file is not what Claude Code wrote, so no absence of a
+    record in it is proof of anything."""
+    return NoProof(f"the transcript {where} is damaged (a record is not JSON)")
+
+
+def _call_missing(where: Path) -> NoProof:
+    """The read's result is there and its own call is not (Claude Code records the call just
+    before or just after the result): which response made the ack cannot be told."""
+    return NoProof(
+        f"the transcript {where} holds the read's result but not its call (records are missing)"
+    )
+
+
 def _parse(line: bytes, where: Path) -> dict[str, object]:
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):  # nested past the decoder's limit: damaged too
-        raise NoProof(f"the transcript {where} is damaged (a record is not JSON)") from None
+        raise _not_json(where) from None
     if not isinstance(record, dict):
         raise NoProof(f"the transcript {where} is damaged (a record is not an object)")
     return record
@@ -380,7 +394,7 @@ def find_seen(
                 if stop is not None and stop in line and calls(_parse(line, path), asked_by):
                     return Seen(tool_use_id, None, pos)
                 elif not (line.startswith(b"{") and line.endswith(b"}")):
-                    raise NoProof(f"the transcript {path} is damaged (a record is not JSON)")
+                    raise _not_json(path)
             if clock() >= deadline:
                 return Seen(tool_use_id, None, pos)
             time.sleep(POLL)  # a poll of a file another program appends to, bounded above
@@ -423,10 +437,7 @@ def _asked_after(
                     # Claude Code records a call before its result, or just after it: with
                     # the ack's call there, the read's missing means records are: which
                     # response made the ack cannot be told, nor that the model did not see.
-                    raise NoProof(
-                        f"the transcript {path} holds the read's result but not its call "
-                        "(records are missing)"
-                    )
+                    raise _call_missing(path)
                 return made_in is None or made_in != read_in
         if clock() >= deadline:
             return False
@@ -472,10 +483,7 @@ def _shell_call_after(
             # missing and which response made the ack cannot be told (as _asked_after).
             read_in = _read_message_id(fd, path, result_end, read_call)
             if read_in is None:
-                raise NoProof(
-                    f"the transcript {path} holds the read's result but not its call "
-                    "(records are missing)"
-                )
+                raise _call_missing(path)
             return read_in not in running.values()
         if clock() >= deadline:
             return False
@@ -534,7 +542,7 @@ def _search_back(
             # As forward (b"" is past the last newline): a damaged record after the read's
             # result says the file is not what Claude Code wrote, so neither is the absence
             # of a later call in it.
-            raise NoProof(f"the transcript {path} is damaged (a record is not JSON)")
+            raise _not_json(path)
     return None
 
 
