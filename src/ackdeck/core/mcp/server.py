@@ -82,6 +82,11 @@ MAX_REPLY_TEXT = DEFAULT_CHARS
 READ_ID = re.compile(r"[0-9a-f]{16}")
 # The reads whose tool call a server remembers (an ack names one of its latest reads).
 READS_KEPT = 64
+# How long a server's first read waits for Claude Code's transcript to appear: its first
+# records are queued writes, and a session's first read was seen to beat the file's creation
+# by a fraction of a millisecond on a busy machine (2.1.328). A session that saves no
+# transcript (`--no-session-persistence`) pays this once per server.
+FIRST_TRANSCRIPT_WAIT = 2.0
 
 
 # ----- configuration -----------------------------------------------------------------------
@@ -173,6 +178,7 @@ class AgentDoor:
         # are kept.
         self._handed: dict[str, tuple[str | None, tuple[int, bytes] | None]] = {}
         self._handed_lock = threading.Lock()  # tools run in worker threads
+        self._awaited = False  # the first read waited for the transcript to appear
         # Per room: at most this many lines a read, learnt from what transcripts proved shown.
         self._caps: dict[str, int] = {}
 
@@ -219,6 +225,7 @@ class AgentDoor:
         r = self.deck.room(room)
         label = self.deck.label(r)
         read_id = secrets.token_hex(8)
+        self._await_transcript()  # before the room's lock: the read's mark needs the file
 
         def deliver(got: rooms.Lines) -> int:
             n = self._fit(got, self._list_reply(got.emptied()))
@@ -309,6 +316,20 @@ class AgentDoor:
         if self._transcript is not None and not transcript.exists(self._transcript):
             self._transcript = transcript.locate(self.env)
         return self._transcript
+
+    def _await_transcript(self) -> None:
+        """At this server's first read, wait (bounded: FIRST_TRANSCRIPT_WAIT) for a transcript
+        that does not exist yet, so the read keeps its mark and says `transcript`, not an
+        estimate, when Claude Code merely had not written its first records. Later reads never
+        wait: the file is there, or the session saves none."""
+        if self._awaited or self.transcript() is None:
+            return
+        self._awaited = True
+        deadline = time.monotonic() + FIRST_TRANSCRIPT_WAIT
+        while (where := self.transcript()) is not None and not transcript.exists(where):
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(transcript.POLL)  # a file another program creates, bounded above
 
     def _read_proof(self) -> dict[str, str | None]:
         """How this server's reads will be judged delivered: by the transcript when the
