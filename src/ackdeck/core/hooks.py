@@ -40,6 +40,7 @@ from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import counted, display
 from ackdeck.core.clients import claude_code
 from ackdeck.core.errors import AckdeckError, InvalidInput
+from ackdeck.core.hook_input import STDIN_WAIT_S, read_hook_input  # noqa: F401 (re-exported)
 
 # The service (rooms, wakes) is imported by the hooks that look at rooms or wakes: `hooks
 # notify` and `hooks end` only record presence, and installing needs neither.
@@ -78,9 +79,6 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], ...]] = {
     "Notification": (("hooks", "notify"),),
     "SessionEnd": (("hooks", "end"),),
 }
-# How long a hook waits for its stdin JSON to start arriving; Claude Code writes it at once and
-# closes the pipe, a hand-run hook may have nothing there.
-STDIN_WAIT_S = 2.0
 BACKUP_SUFFIX = ".ackdeck-backup"
 # The longest gated command installed; longer, the hook is installed without its gate. Linux
 # takes at most 128 KiB as one argument (MAX_ARG_STRLEN, NUL included), and Claude Code passes
@@ -685,50 +683,6 @@ def bootstrap_text(
 
 
 # ----- hook input and the Stop hook -------------------------------------------------------------
-def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str, Any]:
-    """The JSON object Claude Code writes on a hook's stdin; {} when there is none (a terminal,
-    an empty or closed stdin, nothing within `wait` seconds, or not a JSON object).
-
-    Reads until EOF or until the bytes so far parse as one JSON value, so a runner that keeps
-    the pipe open after writing cannot hang the hook."""
-    import select
-    import sys
-
-    f = stream if stream is not None else sys.stdin
-    try:
-        if f is None or f.isatty():
-            return {}
-        fd = f.fileno()
-        raw = bytearray()
-        while True:
-            ready, _, _ = select.select([fd], [], [], wait)
-            if not ready:
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            raw += chunk
-            end = len(raw)
-            while end and raw[end - 1] in b" \t\r\n":
-                end -= 1
-            if not end or raw[end - 1] != ord("}"):
-                # An object is complete only after its closing brace: parsing the whole
-                # buffer after every chunk made a large input quadratic.
-                continue
-            try:
-                value = parse_json(raw)
-                break
-            except ValueError:
-                continue  # incomplete so far
-    except (OSError, ValueError):
-        return {}
-    try:
-        value = parse_json(raw) if raw.strip() else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def rooms_told_marker(
     home: Path,
     session: str,

@@ -18,19 +18,27 @@ def resolve_home(home: str | os.PathLike[str] | None) -> Path:
     """None -> $ACKDECK_HOME or ~/.ackdeck; created 0700 if missing; returned absolute."""
     from pathlib import Path
 
-    if home is None or str(home) == "":
-        home = os.environ.get("ACKDECK_HOME") or Path.home() / ".ackdeck"
-    path = Path(home).expanduser().absolute()
-    if "\0" in str(path):
+    return Path(made_home(home))
+
+
+def made_home(home: str | os.PathLike[str] | None) -> str:
+    """resolve_home as a plain string, created and checked the same way (the hooks that only
+    record their event run without pathlib: core/cli/_hook_events.py)."""
+    given = None if home is None else os.fspath(home)
+    path = _as_pathlib_would(home_str(given))
+    if "\0" in path:
         raise InvalidInput("home path contains a NUL byte")
+    if not given and not os.environ.get("ACKDECK_HOME") and os.path.expanduser("~") == "~":
+        # No HOME and no passwd entry (a container's arbitrary uid): never a `~` folder here.
+        raise InvalidInput("cannot tell the home directory: set HOME, or ACKDECK_HOME")
     try:
         # 0700: wake texts and process output can hold secrets; other users have no business here.
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
     except FileExistsError:
         raise InvalidInput(f"home {path} exists and is not a directory") from None
     except PermissionError:
         raise InvalidInput(f"cannot create home {path}: permission denied") from None
-    if not path.is_dir():
+    if not os.path.isdir(path):
         raise InvalidInput(f"home {path} is not a directory")
     return path
 
@@ -44,6 +52,14 @@ def home_str(home: str | None) -> str:
         home = os.environ.get("ACKDECK_HOME") or os.path.join(os.path.expanduser("~"), ".ackdeck")
     home = os.path.expanduser(home)
     return home if os.path.isabs(home) else os.path.join(os.getcwd(), home)
+
+
+def _as_pathlib_would(path: str) -> str:
+    """An absolute path as str(Path(path)) spells it: repeated slashes and `.` parts gone, no
+    trailing slash, `..` kept (not resolved: a symlink may be in front of it), POSIX's two
+    leading slashes kept."""
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    return lead + "/".join(p for p in path.split("/") if p not in ("", "."))
 
 
 # Re-exported for the callers that already import them from here; named in locations.

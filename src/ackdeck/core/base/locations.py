@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 SIDECAR_SUFFIX = ".ackdeck"
 PROCS = "procs"  # in the home: one folder per run name
 WAKES = "wakes"  # in the home: one folder per session
+AGENTS = "agents"  # in the home: each session's presence log and its gates' marks
 ROOM_LOCK = "lock"
 LEDGER = "ledger"
 AUDIT = "audit.jsonl"
@@ -361,13 +362,23 @@ def redis_doubt(home: Path, key: str) -> Path:
 
 
 def agents_dir(home: Path) -> Path:
-    return home / "agents"
+    return home / AGENTS
 
 
 def presence_log(home: Path, session: str, *, old: bool = False) -> Path:
     """A session's presence events (core/presence/log.py), appended by its hooks, its MCP
     server, its reads, acks and nudges; `old` is the one rotated copy."""
-    return agents_dir(home) / f"{check_name(session)}{'.1' if old else ''}.jsonl"
+    return agents_dir(home) / _presence_log_name(session, old)
+
+
+def presence_log_str(home: str, session: str) -> str:
+    """presence_log (the current one) as a plain string (the hooks that only record their
+    event: core/cli/_hook_events.py)."""
+    return os.path.join(home, AGENTS, _presence_log_name(session, False))
+
+
+def _presence_log_name(session: str, old: bool) -> str:
+    return f"{check_name(session)}{'.1' if old else ''}.jsonl"
 
 
 def presence_mark(home: Path, session: str, kind: str) -> Path:

@@ -135,14 +135,15 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--settle": _SETTLE, "--gate": _GATE},
     ),
+    # The hooks that only record their event, without agents_cmd and the hooks module.
     ("hooks", "notify"): (
         "hooks_command",
-        "agents_cmd",
-        "_notify",
+        "_hook_events",
+        "notify",
         (),
         {"--session": _HOOK_SESSION},
     ),
-    ("hooks", "end"): ("hooks_command", "agents_cmd", "_end", (), {"--session": _HOOK_SESSION}),
+    ("hooks", "end"): ("hooks_command", "_hook_events", "end", (), {"--session": _HOOK_SESSION}),
 }
 
 

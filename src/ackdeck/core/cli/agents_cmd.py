@@ -10,7 +10,7 @@ from pathlib import Path
 from ackdeck.core import hooks
 from ackdeck.core.base import locations
 from ackdeck.core.base.names import check_name
-from ackdeck.core.cli import SESSION_HELP, session_of
+from ackdeck.core.cli import SESSION_HELP, _hook_events, session_of
 from ackdeck.core.cli._output import say
 from ackdeck.core.errors import AckdeckError, InvalidInput
 
@@ -206,7 +206,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "in the session's presence; prints nothing.",
     )
     _session_of_hook(p)
-    p.set_defaults(handler=_notify)
+    p.set_defaults(handler=_hook_events.notify)
 
     p = hsub.add_parser(
         "end",
@@ -215,7 +215,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "presence; prints nothing.",
     )
     _session_of_hook(p)
-    p.set_defaults(handler=_end)
+    p.set_defaults(handler=_hook_events.end)
 
 
 def _session_of_agent(p: argparse.ArgumentParser) -> None:
@@ -450,16 +450,6 @@ def _stop(args: argparse.Namespace) -> int:
 
     presence.record(_home(args), args.session, "stop", blocked=True)
     return 2
-
-
-def _notify(args: argparse.Namespace) -> int:
-    _presence(args, "notify", hooks.read_hook_input())
-    return 0
-
-
-def _end(args: argparse.Namespace) -> int:
-    _presence(args, "end", hooks.read_hook_input())
-    return 0
 
 
 def _emit(text: str) -> bool:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.jsonfields import parse as parse_json
@@ -31,6 +30,7 @@ from ackdeck.core.errors import CorruptState
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from ackdeck.core.presence.model import Facts
@@ -47,13 +47,16 @@ def this_host() -> str:
     return os.uname().nodename  # socket.gethostname() without importing socket
 
 
-def record(home: Path, session: str, kind: str, *, at: float | None = None, **fields: Any) -> bool:
+def record(
+    home: Path | str, session: str, kind: str, *, at: float | None = None, **fields: Any
+) -> bool:
     """Append one event of `session`; False when it could not be written (reported nowhere:
-    the operation that records it goes on)."""
+    the operation that records it goes on). `home` as a plain string too: the hooks that only
+    record their event run without pathlib (core/cli/_hook_events.py)."""
     event = {"t": round(time.time() if at is None else at, 3), "ev": kind}
     event.update({k: v for k, v in fields.items() if v is not None})
     data = (json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-    path = locations.presence_log(home, check_name(session))
+    path = locations.presence_log_str(os.fspath(home), check_name(session))
     # O_NONBLOCK: a FIFO in the log's place fails the open (ENXIO) instead of blocking the
     # read or ack that records the event; on a regular file it changes nothing.
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -61,7 +64,7 @@ def record(home: Path, session: str, kind: str, *, at: float | None = None, **fi
         try:
             fd = os.open(path, flags, 0o600)
         except FileNotFoundError:
-            os.makedirs(path.parent, mode=0o700, exist_ok=True)
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             fd = os.open(path, flags, 0o600)
         try:
             os.write(fd, data)
@@ -72,7 +75,9 @@ def record(home: Path, session: str, kind: str, *, at: float | None = None, **fi
         return False
     if size > LIMIT:
         try:
-            rotate(home, session)
+            from pathlib import Path
+
+            rotate(Path(home), session)
         except Exception as exc:  # noqa: BLE001 - see below
             # The event is written and the read, ack or hook that recorded it took effect:
             # a fold that fails on a log damaged in a way nobody foresaw must not turn that

@@ -26,7 +26,11 @@ def record(home: Path, session: str, kind: str, **fields: Any) -> bool:
 
 
 def hook_event(
-    home: Path, session: str, kind: str, payload: Mapping[str, Any], rooms: Sequence[str] = ()
+    home: Path | str,
+    session: str,
+    kind: str,
+    payload: Mapping[str, Any],
+    rooms: Sequence[str] = (),
 ) -> bool:
     """Record the hook event `kind` (start, prompt, stop, notify, end) from its stdin JSON."""
     fields: dict[str, Any] = log.hook_fields(kind, dict(payload))

@@ -1,0 +1,64 @@
+"""A hook's stdin: the JSON object its client writes there (Claude Code, Codex and Gemini CLI
+each write one object and close the pipe).
+
+Apart from core/hooks.py because every hook reads it first, and the hooks that only record
+their event (`hooks notify`, `hooks end`: core/cli/_hook_events.py) need nothing else of it:
+os, select, sys and the JSON reader, no pathlib."""
+
+from __future__ import annotations
+
+import os
+
+from ackdeck.core.base.jsonfields import parse as parse_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# How long a hook waits for its stdin JSON to start arriving; Claude Code writes it at once and
+# closes the pipe, a hand-run hook may have nothing there.
+STDIN_WAIT_S = 2.0
+
+
+def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str, Any]:
+    """The JSON object Claude Code writes on a hook's stdin; {} when there is none (a terminal,
+    an empty or closed stdin, nothing within `wait` seconds, or not a JSON object).
+
+    Reads until EOF or until the bytes so far parse as one JSON value, so a runner that keeps
+    the pipe open after writing cannot hang the hook."""
+    import select
+    import sys
+
+    f = stream if stream is not None else sys.stdin
+    try:
+        if f is None or f.isatty():
+            return {}
+        fd = f.fileno()
+        raw = bytearray()
+        while True:
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            raw += chunk
+            end = len(raw)
+            while end and raw[end - 1] in b" \t\r\n":
+                end -= 1
+            if not end or raw[end - 1] != ord("}"):
+                # An object is complete only after its closing brace: parsing the whole
+                # buffer after every chunk made a large input quadratic.
+                continue
+            try:
+                value = parse_json(raw)
+                break
+            except ValueError:
+                continue  # incomplete so far
+    except (OSError, ValueError):
+        return {}
+    try:
+        value = parse_json(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
