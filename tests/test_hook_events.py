@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.base import home as home_mod
+from ackdeck.core.base import locations
 from ackdeck.core.errors import InvalidInput
 from tests.helpers.cli import ackdeck, clean_env
 
@@ -81,6 +82,41 @@ def test_no_home_directory_at_all_is_said_never_a_tilde_folder(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ACKDECK_HOME", raising=False)
     monkeypatch.setattr(os.path, "expanduser", lambda p: p)
-    with pytest.raises(InvalidInput, match="set HOME, or ACKDECK_HOME"):
-        home_mod.made_home(None)
+    for home in (None, "~/h", "~"):
+        with pytest.raises(InvalidInput, match="cannot expand ~ in the home .*set HOME"):
+            home_mod.made_home(home)
+    with pytest.raises(InvalidInput, match="Claude Code's directory: set HOME"):
+        locations.claude_projects_dir({})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tilde_user_that_does_not_exist_is_one_line_and_makes_no_folder(
+    tmp_path: Path,
+) -> None:
+    # Bash leaves `~nosuchuser` (and any `~` after `--home=`) to ackdeck; expanduser then
+    # leaves it as it is. The pathlib rule raised RuntimeError (a traceback); a folder named
+    # `~nosuchuser` in the working directory is worse.
+    for args in (["--home", "~nosuchuserxyz/h"], ["--home=~nosuchuserxyz"]):
+        out = ackdeck(clean_env(), *args, "hooks", "notify", "--session", "s1", cwd=tmp_path)
+        assert out.returncode == 1 and out.stdout == "", out
+        assert out.stderr.count("\n") == 1 and "cannot expand ~" in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_home_that_cannot_be_made_leaves_no_parent_folders_behind(tmp_path: Path) -> None:
+    # The folder itself is tried first, its parents only when it lacks them (Path.mkdir's
+    # order): a path longer than the system takes (PATH_MAX, 4096 on Linux) fails before any
+    # parent is made (os.makedirs made each parent it could first).
+    deep = tmp_path.joinpath(*["y" * 200] * 25)
+    out = ackdeck(clean_env(), "--home", str(deep), "hooks", "end", "--session", "s1")
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lone_surrogate_in_the_hook_json_is_recorded_not_a_traceback(tmp_path: Path) -> None:
+    h = tmp_path / "home"
+    payload = '{"message": "caf\\ud83d", "session_id": "cc-1"}'  # valid JSON, no UTF-8
+    out = ackdeck(clean_env(), "--home", str(h), "hooks", "notify", "--session", "s", input=payload)
+    assert (out.returncode, out.stderr) == (0, ""), out
+    (event,) = [json.loads(x) for x in (h / "agents" / "s.jsonl").read_text().splitlines()]
+    assert event["detail"] == "other: caf?" and event["cc"] == "cc-1"

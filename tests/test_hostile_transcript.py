@@ -166,3 +166,61 @@ def test_a_transcript_written_anew_since_the_read_has_no_proof(tmp_path: Path) -
     seen = tr.find_seen(t, tool_use_id="read", since=since, before=before, asked_by="ack", wait=0)
     assert seen.text == "line 0\n"
     assert tr.mark_of(tmp_path / "none.jsonl") is None
+
+
+# ----- a batch of records caught half written --------------------------------------------------
+# Claude Code writes a batch of records in one write, which the kernel copies page by page: a
+# hook or a read that looks at the transcript then can see it end inside a record. Seen under
+# load: a prompt hook kept the size of such a file, its Stop hook's check started inside the
+# SessionStart hook's record, read its tail as damage, and handed the wake over again.
+START = json.dumps(
+    {
+        "type": "attachment",
+        "attachment": {"type": "hook_success", "hookEvent": "SessionStart", "content": "x" * 300},
+    }
+)
+
+
+def test_a_hand_over_made_while_a_batch_is_half_written_is_proven_by_the_answer(
+    tmp_path: Path,
+) -> None:
+    from ackdeck.core.clients.claude_code import handed
+
+    home, t = tmp_path / "home", tmp_path / "s.jsonl"
+    text = "ackdeck: handed over again\nackdeck: 1 process wake"
+    half = START.index("hook_success") - 5  # its tail holds what the check looks for
+    t.write_text(START[:half])  # the batch so far: the SessionStart hook's record, cut
+    handed.hand_over(home, "agent", str(t), text, None, at_stop=False)
+    prompt_hook = {
+        "type": "attachment",
+        "attachment": {"type": "hook_success", "hookEvent": "UserPromptSubmit", "content": text},
+    }
+    answer = {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": []}}
+    with open(t, "a") as f:  # the rest of the batch, the hook's record, the model's answer
+        f.write(START[half:] + "\n" + json.dumps(prompt_hook) + "\n" + json.dumps(answer) + "\n")
+    assert handed.unproven(home, "agent") is None  # answered: proven, forgotten
+    assert not (home / "wakes" / "agent" / ".handed.json").exists()
+
+
+def test_a_read_made_while_a_batch_is_half_written_keeps_a_mark_at_a_record_end(
+    tmp_path: Path,
+) -> None:
+    t = tmp_path / "t.jsonl"
+    first = json.dumps({"type": "system", "uuid": "a" * 36})
+    t.write_text(first + "\n" + START[:100])
+    assert tr.records_end(t) == len(first) + 1
+    mark = tr.mark_of(t)
+    assert mark is not None and mark[0] == len(first) + 1
+    since, before = mark
+    with open(t, "a") as f:
+        f.write(START[100:] + "\n")
+        f.write(
+            "".join(
+                r + "\n" for r in (call("read", "m1"), result("read", "l0\n"), call("ack", "m2"))
+            )
+        )
+    seen = tr.find_seen(t, tool_use_id="read", since=since, before=before, asked_by="ack", wait=0)
+    assert seen.text == "l0\n"
+    t.write_text(START[:50])  # no whole record yet: everything follows from the start
+    assert tr.records_end(t) == 0 and tr.mark_of(t) == (0, b"")
+    assert tr.records_end(tmp_path) is None and tr.records_end(tmp_path / "none") is None

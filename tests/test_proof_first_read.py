@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,29 @@ def test_a_session_that_saves_no_transcript_waits_once_and_stays_an_estimate(
     second = door.room_list_new(tool_use_id="read2")
     assert second.data["proof"] == "estimate" and second.data["lines"] == ["three"], second.data
     assert slept == []
+
+
+def test_a_read_made_while_the_first_one_waits_waits_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tools run concurrently: a second read arriving while the first waits must wait for the
+    # same file until the same moment, not take the wait as spent and say estimate.
+    door, where, room = _door(tmp_path)
+    other = tmp_path / "other.txt"
+    other.write_text("three\n")
+    door = AgentDoor(DoorConfig.make("s", [room, other], home=str(tmp_path / "home")), env=door.env)
+    second: list[Any] = []
+
+    def flush() -> None:
+        where.parent.mkdir(parents=True)
+        _records(where, {"type": "user", "message": {"role": "user", "content": "go"}})
+
+    def meanwhile() -> None:  # at the first read's first poll: the second read starts
+        monkeypatch.setattr(server.time, "sleep", lambda _s: flush())
+        second.append(door.room_list_new(str(other), tool_use_id="read2"))
+
+    monkeypatch.setattr(server.time, "sleep", lambda _s: meanwhile())
+    first = door.room_list_new(str(room), tool_use_id="read1")
+    (got,) = second
+    assert got.data["proof"] == "transcript" and got.data["lines"] == ["three"], got.data
+    assert first.data["proof"] == "transcript", first.data

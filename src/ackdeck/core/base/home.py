@@ -25,15 +25,21 @@ def made_home(home: str | os.PathLike[str] | None) -> str:
     """resolve_home as a plain string, created and checked the same way (the hooks that only
     record their event run without pathlib: core/cli/_hook_events.py)."""
     given = None if home is None else os.fspath(home)
-    path = _as_pathlib_would(home_str(given))
-    if "\0" in path:
+    named = _named(given)
+    if "\0" in named:
         raise InvalidInput("home path contains a NUL byte")
-    if not given and not os.environ.get("ACKDECK_HOME") and os.path.expanduser("~") == "~":
-        # No HOME and no passwd entry (a container's arbitrary uid): never a `~` folder here.
-        raise InvalidInput("cannot tell the home directory: set HOME, or ACKDECK_HOME")
+    if named.startswith("~"):
+        # A `~` expanduser could not expand (no HOME and no passwd entry, as in a container's
+        # arbitrary uid; or `~user` of no user): never a folder named `~` in the working
+        # directory. Path.expanduser raised RuntimeError on it, a traceback.
+        raise InvalidInput(
+            f"cannot expand ~ in the home {named}: set HOME, or give an absolute --home or "
+            "ACKDECK_HOME"
+        )
+    path = _as_pathlib_would(named if os.path.isabs(named) else os.path.join(os.getcwd(), named))
     try:
         # 0700: wake texts and process output can hold secrets; other users have no business here.
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        _mkdir(path, 0o700)
     except FileExistsError:
         raise InvalidInput(f"home {path} exists and is not a directory") from None
     except PermissionError:
@@ -48,10 +54,33 @@ def home_str(home: str | None) -> str:
     per-turn `wakes drain` lists two folders in it without pathlib: core/service/pending.py).
     The same rule: `home`, else $ACKDECK_HOME, else ~/.ackdeck; `~` expanded; made absolute
     against the working directory without resolving `..` (as Path.absolute)."""
+    named = _named(home)
+    return named if os.path.isabs(named) else os.path.join(os.getcwd(), named)
+
+
+def _named(home: str | None) -> str:
+    """The home as given, or by the environment, with `~` expanded; not made absolute."""
     if home is None or home == "":
         home = os.environ.get("ACKDECK_HOME") or os.path.join(os.path.expanduser("~"), ".ackdeck")
-    home = os.path.expanduser(home)
-    return home if os.path.isabs(home) else os.path.join(os.getcwd(), home)
+    return os.path.expanduser(home)
+
+
+def _mkdir(path: str, mode: int) -> None:
+    """Path.mkdir(mode, parents=True, exist_ok=True) on a string, in its order: the folder
+    itself first, its parents (at the default mode) only when it is missing them, so a path
+    that cannot be made (too long a name) leaves no parents behind, and the error names the
+    folder it was about."""
+    try:
+        os.mkdir(path, mode)
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        if parent == path:
+            raise
+        _mkdir(parent, 0o777)
+        _mkdir(path, mode)
+    except OSError:
+        if not os.path.isdir(path):
+            raise
 
 
 def _as_pathlib_would(path: str) -> str:

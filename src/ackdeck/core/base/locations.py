@@ -468,7 +468,14 @@ def _claude_dir(env: Mapping[str, str]) -> Path:
     """Claude Code's own directory: $CLAUDE_CONFIG_DIR, else ~/.claude."""
     from pathlib import Path
 
-    return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return Path(env["CLAUDE_CONFIG_DIR"])
+    home = os.path.expanduser("~")
+    if home.startswith("~"):  # no HOME and no passwd entry (a container's arbitrary uid)
+        from ackdeck.core.errors import InvalidInput
+
+        raise InvalidInput("cannot tell Claude Code's directory: set HOME or CLAUDE_CONFIG_DIR")
+    return Path(home) / ".claude"
 
 
 def claude_teams_dir(env: Mapping[str, str]) -> Path:

@@ -178,7 +178,9 @@ class AgentDoor:
         # are kept.
         self._handed: dict[str, tuple[str | None, tuple[int, bytes] | None]] = {}
         self._handed_lock = threading.Lock()  # tools run in worker threads
-        self._awaited = False  # the first read waited for the transcript to appear
+        # Until when reads wait for the transcript to appear: set by the first read, so the
+        # reads made during that wait (tools run concurrently) wait for the same moment too.
+        self._await_until: float | None = None
         # Per room: at most this many lines a read, learnt from what transcripts proved shown.
         self._caps: dict[str, int] = {}
 
@@ -318,16 +320,19 @@ class AgentDoor:
         return self._transcript
 
     def _await_transcript(self) -> None:
-        """At this server's first read, wait (bounded: FIRST_TRANSCRIPT_WAIT) for a transcript
-        that does not exist yet, so the read keeps its mark and says `transcript`, not an
-        estimate, when Claude Code merely had not written its first records. Later reads never
-        wait: the file is there, or the session saves none."""
-        if self._awaited or self.transcript() is None:
+        """Until FIRST_TRANSCRIPT_WAIT after this server's first read, wait for a transcript
+        that does not exist yet, so a read keeps its mark and says `transcript`, not an
+        estimate, when Claude Code merely had not written its first records. Reads made
+        during that wait wait with it; later ones never wait (the file is there, or the
+        session saves none)."""
+        if self.transcript() is None:
             return
-        self._awaited = True
-        deadline = time.monotonic() + FIRST_TRANSCRIPT_WAIT
+        with self._handed_lock:
+            if self._await_until is None:
+                self._await_until = time.monotonic() + FIRST_TRANSCRIPT_WAIT
+            until = self._await_until
         while (where := self.transcript()) is not None and not transcript.exists(where):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= until:
                 return
             time.sleep(transcript.POLL)  # a file another program creates, bounded above
 

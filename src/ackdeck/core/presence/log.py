@@ -55,7 +55,10 @@ def record(
     record their event run without pathlib (core/cli/_hook_events.py)."""
     event = {"t": round(time.time() if at is None else at, 3), "ev": kind}
     event.update({k: v for k, v in fields.items() if v is not None})
-    data = (json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    line = json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n"
+    # A lone surrogate (a hook's JSON may carry one, an argv path its undecodable bytes) has
+    # no UTF-8: written as "?", never an exit 1 after the hook's work was done.
+    data = line.encode("utf-8", "replace")
     path = locations.presence_log_str(os.fspath(home), check_name(session))
     # O_NONBLOCK: a FIFO in the log's place fails the open (ENXIO) instead of blocking the
     # read or ack that records the event; on a regular file it changes nothing.

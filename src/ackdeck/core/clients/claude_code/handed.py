@@ -4,9 +4,9 @@ The Stop hook hands a wake's text over by exiting 2 with it on stderr, and the w
 once written (core/hooks.py). Claude Code then records the text in the session's transcript
 and asks its model, but not always: under `claude -p --max-turns N` the last turn's Stop hook
 feedback is recorded and never sent (checked on 2.1.328). The hook cannot see that (the record
-is written after it exits), so it keeps what it handed over here, with where the transcript
-ended then; the session's next Stop hook looks for the model's answer after that record
-(`transcript.feedback_answered`) and, not finding it, hands the text over again, in whichever
+is written after it exits), so it keeps what it handed over here, with where the transcript's
+whole records ended then; the session's next Stop hook looks for the model's answer after that
+record (`transcript.feedback_answered`) and, not finding it, hands the text over again, in whichever
 session of the same ackdeck session stops next; the UserPromptSubmit hook hands it over
 again too, at the next prompt (a new session learns of it before it works). A text is kept
 until proven, or handed over MAX_TRIES times (a client that never records it whole must not
@@ -17,7 +17,6 @@ Only the wakes' text is kept: room lines the hook tells of stay unread in their 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
@@ -30,7 +29,7 @@ MAX_TRIES = 3
 
 class Handed(Struct):
     transcript: str  # the transcript the text was handed over into
-    since: int  # its size then: the text's record comes after
+    since: int  # where its whole records ended then: the text's record comes after
     text: str  # the wakes' text, as handed over
     tries: int = 1
 
@@ -73,16 +72,20 @@ def hand_over(
     *,
     at_stop: bool,
 ) -> None:
-    """Keep `text` as handed over now into `transcript_path` (its size now: the record of the
-    text follows). `earlier`: the unproven hand-over `text` repeats (its tries count on).
+    """Keep `text` as handed over now into `transcript_path` (where its whole records end
+    now: the record of the text follows). `earlier`: the unproven hand-over `text` repeats
+    (its tries count on).
     `at_stop`: by the Stop hook, when a session that saves its transcript has one (a prompt
     hook may run before it is written); a session without one then (`claude -p
     --no-session-persistence`) keeps none: nothing could prove the text shown, and repeating
     it would not either. The hand-over stays an estimate there, as before."""
+    from ackdeck.core.clients.claude_code import transcript
+
     path = locations.wake_handed(home, session)
-    try:
-        since = os.stat(transcript_path).st_size
-    except OSError:
+    # Where its whole records end, not its size: a batch of records caught half written
+    # would put `since` inside one, which the check then reads as damage (seen under load).
+    since = transcript.records_end(transcript_path)
+    if since is None:
         if at_stop:
             atomic.unlink_quietly(path)
             return

@@ -136,11 +136,12 @@ def size_of(path: Path | None) -> int | None:
 
 
 def mark_of(path: Path | None) -> tuple[int, bytes] | None:
-    """What a read keeps of the transcript, to scan only what follows at its ack: its size
-    now and its last MARK_BYTES bytes before that (the ack checks they are still there: a
-    transcript deleted and written anew, or overwritten, since the read does not hold the
-    read's records where they were). None: no transcript (yet; Claude Code queues its
-    writes, so a session's first records may reach the file after its first read)."""
+    """What a read keeps of the transcript, to scan only what follows at its ack: where its
+    last whole record ends now (`records_end`) and the MARK_BYTES bytes before that (the ack
+    checks they are still there: a transcript deleted and written anew, or overwritten, since
+    the read does not hold the read's records where they were). None: no transcript (yet;
+    Claude Code queues its writes, so a session's first records may reach the file after its
+    first read)."""
     if path is None:
         return None
     try:
@@ -151,12 +152,44 @@ def mark_of(path: Path | None) -> tuple[int, bytes] | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        start = max(0, st.st_size - MARK_BYTES)
-        return st.st_size, os.pread(fd, st.st_size - start, start)
+        end = _records_end(fd, st.st_size)
+        start = max(0, end - MARK_BYTES)
+        return end, os.pread(fd, end - start, start)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def records_end(path: Path | str) -> int | None:
+    """Where the transcript's last whole record ends now: every record a client writes
+    from here on starts at or after it. Not its size: Claude Code writes a batch of records
+    in one write, which a reader can catch half done (the kernel copies it page by page), and
+    a scan starting inside a record reads its tail as a damaged one. None: no transcript, or
+    not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        return _records_end(fd, st.st_size) if stat.S_ISREG(st.st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _records_end(fd: int, size: int) -> int:
+    """The offset just past the last newline at or before `size` (0 when there is none)."""
+    pos = size
+    while pos > 0:
+        n = min(CHUNK, pos)
+        at = os.pread(fd, n, pos - n).rfind(b"\n")
+        if at >= 0:
+            return pos - n + at + 1
+        pos -= n
+    return 0
 
 
 # ----- what the model saw --------------------------------------------------------------------
