@@ -135,13 +135,13 @@ def size_of(path: Path | None) -> int | None:
         return None
 
 
-def mark_of(path: Path | None) -> tuple[int, bytes] | None:
+def mark_of(path: Path | str | None) -> tuple[int, bytes] | None:
     """What a read keeps of the transcript, to scan only what follows at its ack: where its
     last whole record ends now (`records_end`) and the MARK_BYTES bytes before that (the ack
     checks they are still there: a transcript deleted and written anew, or overwritten, since
     the read does not hold the read's records where they were). None: no transcript (yet;
     Claude Code queues its writes, so a session's first records may reach the file after its
-    first read)."""
+    first read), or not a regular file."""
     if path is None:
         return None
     try:
@@ -167,17 +167,8 @@ def records_end(path: Path | str) -> int | None:
     in one write, which a reader can catch half done (the kernel copies it page by page), and
     a scan starting inside a record reads its tail as a damaged one. None: no transcript, or
     not a regular file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        return _records_end(fd, st.st_size) if stat.S_ISREG(st.st_mode) else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    mark = mark_of(path)
+    return None if mark is None else mark[0]
 
 
 def _records_end(fd: int, size: int) -> int:
