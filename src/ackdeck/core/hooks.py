@@ -26,7 +26,6 @@ parse (a malformed file is left untouched), back up once, write atomically.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -533,6 +532,8 @@ def update_json_file(
     updated = change(current)
     if raw is not None and updated == current:
         return InstallResult(shown, False, False, None)
+    import json  # installing only (indented): the per-turn hooks never write settings
+
     data = (json.dumps(updated, indent=2, ensure_ascii=False) + "\n").encode()
     backup: Path | None = None
     try:
@@ -583,6 +584,8 @@ def _current_bytes(path: Path) -> bytes | None:
 
 
 def _parse_settings(raw: bytes, shown: Path) -> dict[str, Any]:
+    import json  # for its error's class; installing only, never a per-turn hook
+
     if not raw.strip():
         return {}  # an empty file holds no settings to lose
     try:

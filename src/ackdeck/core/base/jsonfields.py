@@ -31,8 +31,7 @@ already gets, in the one place.
 
 from __future__ import annotations
 
-import json
-
+from ackdeck.core.base import jsontext
 from ackdeck.core.errors import RecordError
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
@@ -190,9 +189,10 @@ _MAYBE_BIG = (b"0" * 20, b"e000", b"e+000")
 # empties it unless the text nests deeper (or a string holds brackets: then it is walked).
 _BRACKETS = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
-# Made once: json.loads with any argument builds a decoder per call.
-_STRICT = json.JSONDecoder(parse_constant=_no_constant)
-_CHECKED = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite, parse_int=_int)
+# Made once: json.loads with any argument builds a decoder per call. jsontext, not json: the
+# per-turn commands read JSON on every turn and json's import costs more than their work.
+_STRICT = jsontext.decoder(parse_constant=_no_constant)
+_CHECKED = jsontext.decoder(parse_constant=_no_constant, parse_float=_finite, parse_int=_int)
 
 
 def parse(raw: str | bytes | bytearray) -> Any:
@@ -205,7 +205,7 @@ def parse(raw: str | bytes | bytearray) -> Any:
     numbers = data.translate(_NUMBERS)
     checked = any(p in numbers for p in _MAYBE_BIG)
     try:
-        value = (_CHECKED if checked else _STRICT).decode(text)
+        value = (_CHECKED if checked else _STRICT)(text)
     except RecursionError:
         raise ValueError(f"nested deeper than {DEPTH} levels") from None
     if isinstance(value, list | dict) and not _shallow(data) and _too_deep(value):

@@ -238,9 +238,9 @@ class Struct(metaclass=_StructMeta):
 
     def dumps(self) -> str:
         """`to_json()` as compact text, UTF-8 kept as is: the bytes the state files hold."""
-        import json
+        from ackdeck.core.base.jsontext import dumps  # json's import costs more than a write
 
-        return json.dumps(_stored(self), ensure_ascii=False, separators=(",", ":"))
+        return dumps(_stored(self), ensure_ascii=False, separators=(",", ":"))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")

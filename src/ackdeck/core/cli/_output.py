@@ -50,11 +50,12 @@ def json_text(value: Any) -> str:
     """`value` as the CLI's JSON: UTF-8 kept as is, but every character a terminal would obey
     written as a `\\uXXXX` escape (json.dumps escapes C0 already; DEL, C1 and the bidi
     controls it leaves raw). The same JSON value, safe on a person's terminal."""
-    import json  # here: only --json and hook replies write JSON, not a plain push or read
-
+    # Here: only --json and hook replies write JSON, not a plain push or read. jsontext, not
+    # json: a hook's reply is on the per-turn path, and json's import costs more than it.
+    from ackdeck.core.base.jsontext import dumps
     from ackdeck.core.base.text import json_safe
 
-    return json_safe(json.dumps(value, ensure_ascii=False))
+    return json_safe(dumps(value, ensure_ascii=False))
 
 
 def emit_json(value: Any) -> None:
@@ -73,14 +74,14 @@ class JsonParts:
         self._written: list[str] = []
 
     def part(self, values: Mapping[str, Any]) -> str:
-        import json
+        from ackdeck.core.base.jsontext import dumps
 
         pairs = []
         for key, value in values.items():
             if key not in self._shape or key in self._written:
                 raise ValueError(f"{key!r} is not a key of this object, or written twice")
             self._written.append(key)
-            pairs.append(f"{json.dumps(key)}: {json_text(value)}")
+            pairs.append(f"{dumps(key)}: {json_text(value)}")
         first = len(self._written) == len(pairs)
         return ("{" if first else ", ") + ", ".join(pairs)
 

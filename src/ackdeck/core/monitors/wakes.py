@@ -323,13 +323,13 @@ def import_marks(home: Path, session: str) -> dict[str, int]:
 def keep_import_mark(home: Path, session: str, name: str, batch: int) -> None:
     """Remember that record `name` of `session` took in batches up to `batch`. Under the
     session's lock (the caller's)."""
-    import json
+    from ackdeck.core.base.jsontext import dumps
 
     marks = import_marks(home, session)
     if marks.get(name, 0) >= batch:
         return
     marks[name] = batch
-    data = json.dumps(marks, sort_keys=True).encode()
+    data = dumps(marks, sort_keys=True).encode()
     path = locations.wake_import_marks(home, session)
     if path.is_dir() and not path.is_symlink():
         # No file can replace a directory: it is kept aside, as a damaged record is, rather

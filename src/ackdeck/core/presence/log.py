@@ -18,12 +18,12 @@ log is read through `_read`: never through a symlink, never blocking on a FIFO, 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.jsonfields import parse as parse_json
+from ackdeck.core.base.jsontext import dumps
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import CorruptState
 
@@ -55,7 +55,7 @@ def record(
     record their event run without pathlib (core/cli/_hook_events.py)."""
     event = {"t": round(time.time() if at is None else at, 3), "ev": kind}
     event.update({k: v for k, v in fields.items() if v is not None})
-    line = json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n"
+    line = dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n"
     # A lone surrogate (a hook's JSON may carry one, an argv path its undecodable bytes) has
     # no UTF-8: written as "?", never an exit 1 after the hook's work was done.
     data = line.encode("utf-8", "replace")
@@ -111,7 +111,7 @@ def rotate(home: Path, session: str) -> None:
             facts = fold(session, _merged(parse(_read(path)), marks(home, session)))
             carry = {"t": round(time.time(), 3), "ev": "carry", "facts": facts.carry()}
             os.replace(path, locations.presence_log(home, session, old=True))
-            line = json.dumps(carry, separators=(",", ":"), ensure_ascii=False) + "\n"
+            line = dumps(carry, separators=(",", ":"), ensure_ascii=False) + "\n"
             # A writer that appended through the old name created a fresh log meanwhile:
             # keep its events after the carry.
             try:
@@ -128,8 +128,8 @@ def parse(raw: bytes) -> list[dict[str, Any]]:
 
     A whole log is parsed as one JSON array first (one call into the C decoder instead of
     one per line: `ackdeck agents` over 300 sessions was mostly this); only a log with a torn
-    or foreign line is parsed line by line. Safe because json.dumps never writes a raw
-    newline inside a value."""
+    or foreign line is parsed line by line. Safe because a JSON writer (jsontext.dumps,
+    json.dumps) never writes a raw newline inside a value."""
     body = raw.strip()
     if not body:
         return []

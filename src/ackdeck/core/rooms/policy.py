@@ -9,9 +9,8 @@ default.
 
 from __future__ import annotations
 
-import json
-
 from ackdeck.core.base import locations
+from ackdeck.core.base.jsontext import dumps
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import CorruptState, InvalidInput, InvalidName, RecordError
@@ -122,4 +121,4 @@ def decode(raw: bytes | str | None, where: str) -> RoomPolicy:
 
 
 def encode(policy: RoomPolicy) -> bytes:
-    return json.dumps(policy.to_json()).encode()
+    return dumps(policy.to_json()).encode()

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import stat
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import data_extents
 from ackdeck.core.base.jsonfields import parse as parse_json
+from ackdeck.core.base.jsontext import dumps
 from ackdeck.core.base.struct import Struct
 
 TYPE_CHECKING = False
@@ -62,7 +62,7 @@ class ReadEntry(Struct):
 def encode(entry: ReadEntry) -> bytes:
     """One log line: the entry's fields, in their declared order (`id` first: see _START)."""
     doc = {name: getattr(entry, name) for name in ReadEntry._fields}
-    return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+    return dumps(doc, separators=(",", ":")).encode() + b"\n"
 
 
 def new_id() -> str:

@@ -24,7 +24,6 @@ agent re-reads); it can never cause a deletion.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -131,7 +130,7 @@ def decode_receipt(raw: bytes, where: Path) -> Receipt:
             return Receipt(header, line_digests(split_lines(body)))
         if len(body) != header.lines * LINE_DIGEST or sha256(body) != header.digests_sha256:
             raise ValueError("line digests do not match their checksum")
-    except (ValueError, RecordError, json.JSONDecodeError):
+    except (ValueError, RecordError):  # a JSONDecodeError is a ValueError
         raise _corrupt(where) from None
     return Receipt(header, body)
 

@@ -164,11 +164,11 @@ class Sidecar:
     def audit(self, entry: AuditEntry) -> None:
         """Append one entry, under the exclusive lock: one O_APPEND write per entry, so
         entries never interleave."""
-        import json  # here: an audit entry is written by an ack, never by a push
+        from ackdeck.core.base.jsontext import dumps  # an ack writes one, never a push
 
         fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            write_all(fd, (json.dumps(entry.to_json()) + "\n").encode())
+            write_all(fd, (dumps(entry.to_json()) + "\n").encode())
         finally:
             os.close(fd)
 
