@@ -193,3 +193,65 @@ def test_a_full_log_is_folded_into_a_carry_and_keeps_its_facts(home: Path) -> No
     tl = log.timeline(home, "agent", limit=10)
     assert [e["t"] for e in tl] == sorted((e["t"] for e in tl), reverse=True)
     assert all(e["ev"] != "carry" for e in log.timeline(home, "agent", limit=10_000))
+
+
+def _holds_open(pid: int, path: Path) -> bool:
+    """Has process `pid` got `path` open? (Its /proc fd links; gone once it exited.)"""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_an_event_appended_while_the_log_is_folded_is_kept(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: a fold reads the log, folds it into a carry and renames it aside; an event
+    another process appends in between lands in the file being renamed away, after the fold
+    read it, and was lost (not in the carry, not after it). Here the other process, a real
+    one, appends exactly inside that window: it must wait for the fold and land after it."""
+    import subprocess
+    import sys
+
+    from tests.helpers.wait import eventually
+
+    log.record(home, "agent", "client", at=T0, client="claude-code", version="2.1")
+    while locations.presence_log(home, "agent").stat().st_size + 200 < log.LIMIT:
+        log.record(home, "agent", "read", at=T0 + 1, room="/r", lines=1, waited=3.0)
+    writers: list[subprocess.Popen[bytes]] = []
+    real_fold = model.fold
+
+    def fold_with_a_late_writer(*args: object, **kwargs: object) -> object:
+        if not writers:  # the fold inside the rotation, not the reads after it
+            code = (
+                "from ackdeck.core.presence import log; import sys; "
+                "log.record(sys.argv[1], 'agent', 'client', at=float(sys.argv[2]), "
+                "client='late', version='9')"
+            )
+            argv = [sys.executable, "-c", code, str(home), str(T0 + 10)]
+            writers.append(subprocess.Popen(argv))
+            # Appended (unlocked, as before the fix), or holding the presence lock's file
+            # open: from then on it opens the log only once it holds the lock's shared side,
+            # which this fold's rotation holds exclusively until the new log is in place.
+            lock = locations.presence_lock(home, "agent")
+            eventually(
+                lambda: writers[0].poll() is not None or _holds_open(writers[0].pid, lock),
+                what="the late writer to append or to wait for the fold",
+            )
+        return real_fold(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model, "fold", fold_with_a_late_writer)
+    while not locations.presence_log(home, "agent", old=True).exists():
+        log.record(home, "agent", "read", at=T0 + 2, room="/r", lines=1, waited=3.0)
+    assert writers, "the log was never folded"
+    assert writers[0].wait(timeout=60) == 0
+    monkeypatch.setattr(model, "fold", real_fold)
+    f = log.load(home, "agent")
+    assert (f.client, f.version) == ("late", "9")

@@ -388,8 +388,13 @@ def presence_mark(home: Path, session: str, kind: str) -> Path:
 
 
 def presence_lock(home: Path, session: str) -> Path:
-    """Taken only to rotate a session's presence log (appends take no lock)."""
+    """Taken exclusively to rotate a session's presence log, shared by each append to it."""
     return lock_file(agents_dir(home), check_name(session), listed=True)
+
+
+def presence_lock_str(home: str, session: str) -> str:
+    """presence_lock as a plain string (appends: core/presence/log.py, without pathlib)."""
+    return os.path.join(home, AGENTS, _lock_name(check_name(session), True))
 
 
 def handovers_dir(home: Path) -> Path:
@@ -874,7 +879,12 @@ FILES: tuple[Place, ...] = (
         "(`ackdeck agents`; rotated once when full, the new log starting with a summary)",
         "presence_log",
     ),
-    Place("home", "agents/.SESSION.lock", "flock taken to rotate a presence log", "presence_lock"),
+    Place(
+        "home",
+        "agents/.SESSION.lock",
+        "flock: a presence log's rotation (each append takes it shared)",
+        "presence_lock",
+    ),
     Place("home", "agents/", "one presence log per session", "agents_dir"),
     Place(
         "home",

@@ -59,21 +59,10 @@ def record(
     # A lone surrogate (a hook's JSON may carry one, an argv path its undecodable bytes) has
     # no UTF-8: written as "?", never an exit 1 after the hook's work was done.
     data = line.encode("utf-8", "replace")
-    path = locations.presence_log_str(os.fspath(home), check_name(session))
-    # O_NONBLOCK: a FIFO in the log's place fails the open (ENXIO) instead of blocking the
-    # read or ack that records the event; on a regular file it changes nothing.
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    home_str = os.fspath(home)
+    path = locations.presence_log_str(home_str, check_name(session))
     try:
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            fd = os.open(path, flags, 0o600)
-        try:
-            os.write(fd, data)
-            size = os.fstat(fd).st_size
-        finally:
-            os.close(fd)
+        size = _append(path, locations.presence_lock_str(home_str, session), data)
     except OSError:
         return False
     if size > LIMIT:
@@ -95,9 +84,54 @@ def record(
     return True
 
 
+# How long an append waits for a fold of the log to finish. A fold takes milliseconds; only a
+# lock holder that is stuck reaches this, and then the event is appended anyway: a hook or a
+# read never hangs on presence (the fold that holds the lock may then miss that one event).
+FOLD_WAIT_S = 10.0
+
+
+def _append(path: str, lock: str, data: bytes) -> int:
+    """Append `data` to the log at `path` under the shared side of the presence lock; the
+    log's size after it. `rotate` takes the lock exclusively while it reads, folds and
+    replaces the log, so an event is either in what the fold read or appended after the
+    fold's new log is in place, never in the file being renamed away. flock here, not
+    core/base/locks.locked: that one's contextmanager costs the hooks that only record their
+    event more than the lock itself (tests/test_layering.py)."""
+    import fcntl
+
+    # O_NONBLOCK: a FIFO in the log's (or the lock's) place fails the open (ENXIO) instead of
+    # blocking the read or ack that records the event; on a regular file it changes nothing.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    lock_flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        lock_fd = os.open(lock, lock_flags, 0o600)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        lock_fd = os.open(lock, lock_flags, 0o600)
+    try:
+        deadline = time.monotonic() + FOLD_WAIT_S
+        while True:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break  # appended unlocked rather than never (FOLD_WAIT_S)
+                time.sleep(0.002)
+        fd = os.open(path, flags, 0o600)
+        try:
+            os.write(fd, data)
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    finally:
+        os.close(lock_fd)  # releases the flock
+
+
 def rotate(home: Path, session: str) -> None:
     """Fold the log into a carry and start a new log with it, under the presence lock (a second
-    writer that saw the same size finds the log already short and does nothing)."""
+    writer that saw the same size finds the log already short and does nothing; appends wait
+    on its shared side, `_append`, so none lands in the log being renamed away)."""
     from ackdeck.core.base.atomic import atomic_write
     from ackdeck.core.base.locks import locked
     from ackdeck.core.presence.model import fold
