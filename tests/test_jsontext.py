@@ -67,25 +67,28 @@ def test_dict_keys_are_written_as_json_writes_them() -> None:
         jsontext.dumps({"a": object()})
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "",
-        "   ",
-        "x",
-        "[1,",
-        '{"a": 1} x',
-        '{"a": 1}\n\n  [',
-        '{"a" 1}',
-        '"\x01"',
-        "[1, 2,]",
-        '{"a": 1,}',
-        "\n\n  nul",
-        '"\\ud800',
-        "01",
-        "NaN x",
-    ],
-)
+_NOT_JSON = [
+    "",
+    "   ",
+    "x",
+    "[1,",
+    '{"a": 1} x',
+    '{"a": 1}\n\n  [',
+    '{"a" 1}',
+    '"\x01"',
+    "[1, 2,]",
+    '{"a": 1,}',
+    "\n\n  nul",
+    '"\\ud800',
+    "01",
+    "NaN x",
+    '{"stop_hook_active": true',
+    '["a\\q"]',
+    '{"a": "\x00"}',
+]
+
+
+@pytest.mark.parametrize("text", _NOT_JSON)
 def test_a_text_that_is_not_json_gets_json_s_error(text: str) -> None:
     with pytest.raises(ValueError) as want:
         json.loads(text)
@@ -128,3 +131,25 @@ def test_neither_function_imports_json_or_re() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout == '{"a":[1,2.5,"é",true,null]} []\n'
+
+
+@pytest.mark.parametrize("text", _NOT_JSON)
+def test_a_fresh_interpreter_gets_json_s_errors_too(text: str) -> None:
+    """In a process that never imported json (a hook's), CPython 3.11's scanner could not
+    build its own errors and raised SystemError: a truncated hook input was a traceback.
+    One interpreter per text: the first error imports json, which would hide the rest."""
+    code = (
+        "import sys\n"
+        "from ackdeck.core.base import jsontext\n"
+        "try:\n"
+        "    jsontext.decoder()(sys.stdin.read())\n"
+        "except ValueError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=text, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    with pytest.raises(ValueError) as want:
+        json.loads(text)
+    assert out.stdout == f"{type(want.value).__name__} {want.value}\n"

@@ -15,19 +15,27 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# How long a hook waits for its stdin JSON to start arriving; Claude Code writes it at once and
-# closes the pipe, a hand-run hook may have nothing there.
+# How long a hook waits for its stdin JSON to start arriving (and for each next chunk); Claude
+# Code writes it at once and closes the pipe, a hand-run hook may have nothing there.
 STDIN_WAIT_S = 2.0
+# How long the whole input may take, however it trickles: a runner that writes a byte now and
+# then and never closes the pipe would otherwise keep the hook (and its agent's turn) waiting
+# forever, each chunk restarting STDIN_WAIT_S.
+STDIN_TOTAL_S = 10.0
 
 
-def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str, Any]:
+def read_hook_input(
+    stream: Any = None, wait: float = STDIN_WAIT_S, total: float = STDIN_TOTAL_S
+) -> dict[str, Any]:
     """The JSON object Claude Code writes on a hook's stdin; {} when there is none (a terminal,
-    an empty or closed stdin, nothing within `wait` seconds, or not a JSON object).
+    an empty or closed stdin, nothing within `wait` seconds, no whole object within `total`
+    seconds, or not a JSON object).
 
     Reads until EOF or until the bytes so far parse as one JSON value, so a runner that keeps
     the pipe open after writing cannot hang the hook."""
     import select
     import sys
+    import time
 
     f = stream if stream is not None else sys.stdin
     try:
@@ -35,8 +43,12 @@ def read_hook_input(stream: Any = None, wait: float = STDIN_WAIT_S) -> dict[str,
             return {}
         fd = f.fileno()
         raw = bytearray()
+        deadline = time.monotonic() + total
         while True:
-            ready, _, _ = select.select([fd], [], [], wait)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break  # what arrived is parsed below: a truncated object gives {}
+            ready, _, _ = select.select([fd], [], [], min(wait, left))
             if not ready:
                 break
             chunk = os.read(fd, 65536)

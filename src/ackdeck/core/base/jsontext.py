@@ -87,6 +87,14 @@ def decoder(
             value, end = scan(text, start)
         except StopIteration as stop:  # the scanner's "no value starts here"
             raise _error("Expecting value", text, stop.value) from None
+        except SystemError:
+            # CPython 3.11's scanner builds its other errors (a missing delimiter, a bad
+            # escape) from json.decoder's class, looked up only if json.decoder was already
+            # imported: otherwise it fails with SystemError. That happens on a damaged text
+            # only; import it and scan again, which raises the JSONDecodeError json gives.
+            import json.decoder  # noqa: F401
+
+            value, end = scan(text, start)
         if end != len(text):
             rest = text[end:].lstrip(_WS)
             if rest:
