@@ -131,3 +131,26 @@ def test_a_read_made_while_the_first_one_waits_waits_with_it(
     (got,) = second
     assert got.data["proof"] == "transcript" and got.data["lines"] == ["three"], got.data
     assert first.data["proof"] == "transcript", first.data
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_read_says_estimate_when_the_transcript_is_not_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    # The read said `transcript` for a directory or a FIFO in the transcript's place (it only
+    # asked whether something was there), and its ack then said `estimate`: the read's word
+    # must be the one its ack keeps.
+    import os
+
+    door, where, room = _door(tmp_path)
+    where.parent.mkdir(parents=True)
+    if kind == "directory":
+        where.mkdir()
+    else:
+        os.mkfifo(where)
+    monkeypatch.setattr(server, "FIRST_TRANSCRIPT_WAIT", 0.05)
+    got = door.room_list_new(tool_use_id="read1")
+    assert got.data["proof"] == "estimate", got.data
+    assert "is not a regular file" in got.data["proof_note"], got.data
+    acked = door.room_ack(read_id=got.data["read_id"], tool_use_id="ack1")
+    assert acked.data["proof"] == "estimate", acked.data

@@ -342,9 +342,8 @@ class AgentDoor:
         where = self.transcript()
         if where is None:
             return {"proof": rooms.ESTIMATE, "proof_note": rooms.NO_TRANSCRIPT}
-        if transcript.size_of(where) is None:  # a session Claude Code does not save
-            # Or not yet: Claude Code queues its writes (the ack looks again).
-            why = f"the transcript {where} does not exist (yet)"
+        # A session Claude Code does not save, or something else in the transcript's place.
+        if (why := transcript.unusable(where)) is not None:
             return {"proof": rooms.ESTIMATE, "proof_note": why}
         return {"proof": rooms.TRANSCRIPT, "proof_note": None}
 

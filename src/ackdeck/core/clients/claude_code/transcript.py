@@ -125,14 +125,18 @@ def exists(path: Path) -> bool:
     return True
 
 
-def size_of(path: Path | None) -> int | None:
-    """The transcript's size now, or None (it does not exist)."""
-    if path is None:
-        return None
+def unusable(path: Path) -> str | None:
+    """Why the transcript at `path` cannot prove a read, as the ack would find it (find_seen),
+    or None: it is a file that can. A read says this beside its `estimate`, so it never
+    promises `transcript` for a directory or a FIFO in the transcript's place."""
     try:
-        return os.stat(path).st_size
+        st = os.stat(path)
     except OSError:
-        return None
+        # Or not yet: Claude Code queues its writes (the ack looks again).
+        return f"the transcript {path} does not exist (yet)"
+    if not stat.S_ISREG(st.st_mode):
+        return f"the transcript {path} is not a regular file"
+    return None
 
 
 def mark_of(path: Path | str | None) -> tuple[int, bytes] | None:
