@@ -140,13 +140,19 @@ def test_the_turn_bench_prints_its_table_in_quick_mode() -> None:
 
     need_client("claude")
     rows = quick_table("turn", "case ", timeout=600)
-    assert rows[0].startswith("claude -p, no hooks") and rows[1].startswith(
-        "claude -p, ackdeck hooks"
-    )
-    for row in rows[:2]:
+    assert [re.split(r"\s{2,}", row.strip())[0] for row in rows[:3]] == [
+        "claude -p, no hooks",
+        # The control: the same hooks doing nothing, so that what Claude Code costs to run a
+        # hook at all is told apart from what ackdeck's commands cost.
+        "claude -p, hooks doing nothing",
+        "claude -p, ackdeck hooks",
+    ]
+    for row in rows[:3]:
         median, ratio = re.split(r"\s{2,}", row.strip())[1:3]
         assert math.isfinite(float(median)) and math.isfinite(float(ratio)), row
-    assert rows[2].startswith("hooks add ")
+        low, high = row.split()[-1].split("-")  # the range of the rounds
+        assert float(low) <= float(median) <= float(high), row
+    assert rows[3].startswith("hooks add ") and "ackdeck's commands" in rows[3]
 
 
 def test_the_queue_bench_prints_its_table_in_quick_mode() -> None:
