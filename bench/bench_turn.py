@@ -250,7 +250,7 @@ def _timeline(projects: dict[str, Path], env: dict[str, str], rounds: int, work:
     got: dict[str, list[dict[str, float]]] = {name: [] for name in projects}
     for i in range(rounds):
         for name, project in projects.items():
-            log = work / f"debug-{i}-{project.name}.txt"
+            log = work / "logs" / f"debug-{i}-{project.name}.txt"
             start = time.time() * 1000
             wall, _ = _turn(project, env, debug=log)
             got[name].append(phases(log.read_text(errors="replace"), start + wall * 1000, start))
@@ -282,6 +282,10 @@ def main(flags: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="ackdeck-bench-turn-") as tmp:
         work = Path(tmp)
         (work / "inbox.txt").touch()
+        # The timeline's logs go into a folder of their own, made before the warm-up: a file
+        # created beside the room dates the room's folder, and the gates then run ackdeck
+        # (a room replaced by a rename must be looked at).
+        (work / "logs").mkdir()
         # One stand-in for every run: each turn is answered "done" (the script's default).
         with ModelStub([]) as stub:
             env = _env(work, stub.url)
