@@ -11,7 +11,9 @@ SessionEnd `hooks end`), one without, and one with the same hooks doing nothing 
 hook at all, which no command can remove, apart from ackdeck's commands. Same client, same
 stand-in, same room (empty: the common turn, nothing waiting). Each row is the median wall
 time of the whole `claude -p` run, start to exit, and its range; the ratio is over the run
-without hooks. Target: ackdeck's hooks <= 1.10.
+without hooks (and, printed beside it, the median of each round's own ratio, which a load
+drifting during the run moves less). Each round starts with another project. Target:
+ackdeck's hooks <= 1.10.
 
 Beside the wall time, the CPU time of every process of the turn (Claude Code, its hooks, and
 the async SessionEnd hook it starts detached), summed from getrusage: this process is a child
@@ -303,8 +305,11 @@ def main(flags: list[str] | None = None) -> None:
             peak = load_average()[0]
             times: dict[str, list[float]] = {name: [] for name in projects}
             cpus: dict[str, list[float]] = {name: [] for name in projects}
-            for _ in range(rounds):
-                for name, project in projects.items():
+            order = list(projects.items())
+            for i in range(rounds):
+                # Each round starts with another project: none always runs right after the
+                # same one (a turn leaves the page cache and the CPU's frequency to the next).
+                for name, project in order[i % len(order) :] + order[: i % len(order)]:
                     wall, cpu = _turn(project, env)
                     times[name].append(wall)
                     cpus[name].append(cpu)
@@ -332,6 +337,16 @@ def main(flags: list[str] | None = None) -> None:
         f"hooks add {med[HOOKED] - base:+.0f} ms per turn: Claude Code running them "
         f"{med[NULL] - base:+.0f} ms (the same hooks doing nothing), ackdeck's commands "
         f"{med[HOOKED] - med[NULL]:+.0f} ms"
+    )
+    # Each round's own ratio: a load that drifts during the run moves both turns of a round
+    # alike. Printed beside the verdict, which stays on the ratio of the medians.
+    paired = {
+        name: statistics.median(t / b for t, b in zip(times[name], times[PLAIN], strict=True))
+        for name in (NULL, HOOKED)
+    }
+    print(
+        f"median of each round's ratio: hooks doing nothing {paired[NULL]:.2f}, "
+        f"ackdeck hooks {paired[HOOKED]:.2f}"
     )
     used = {name: statistics.median(ts) * 1000 for name, ts in cpus.items()}
     plain, null, hooked = used[PLAIN], used[NULL], used[HOOKED]
