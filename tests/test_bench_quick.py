@@ -140,13 +140,19 @@ def test_the_turn_bench_prints_its_table_in_quick_mode() -> None:
 
     need_client("claude")
     rows = quick_table("turn", "case ", timeout=600)
-    assert rows[0].startswith("claude -p, no hooks") and rows[1].startswith(
-        "claude -p, ackdeck hooks"
-    )
-    for row in rows[:2]:
+    assert [re.split(r"\s{2,}", row.strip())[0] for row in rows[:3]] == [
+        "claude -p, no hooks",
+        # The control: the same hooks doing nothing, so that what Claude Code costs to run a
+        # hook at all is told apart from what ackdeck's commands cost.
+        "claude -p, hooks doing nothing",
+        "claude -p, ackdeck hooks",
+    ]
+    for row in rows[:3]:
         median, ratio = re.split(r"\s{2,}", row.strip())[1:3]
         assert math.isfinite(float(median)) and math.isfinite(float(ratio)), row
-    assert rows[2].startswith("hooks add ")
+        low, high = row.split()[-1].split("-")  # the range of the rounds
+        assert float(low) <= float(median) <= float(high), row
+    assert rows[3].startswith("hooks add ") and "ackdeck's commands" in rows[3]
 
 
 def test_the_queue_bench_prints_its_table_in_quick_mode() -> None:
@@ -168,3 +174,29 @@ def test_the_messages_bench_prints_its_table_in_quick_mode() -> None:
     for row in rows:
         assert all(math.isfinite(float(x.rstrip("x"))) for x in row[1:]), row
     assert float(rows[1][2]) == 0.0  # nothing new: nothing read
+
+
+def test_the_turn_timeline_splits_a_debug_log_into_phases_and_skips_a_missing_line() -> None:
+    """`bench turn --timeline` reads Claude Code's debug log (2.1.328's wording): each phase
+    runs from the previous line found, so a line another release words otherwise leaves its
+    phase out without shifting the others; a multi-line entry's continuation is not a time."""
+    from bench.bench_turn import TIMELINE, phases
+
+    log = "\n".join(
+        [
+            "2026-12-07T17:00:00.100Z [DEBUG] MDM settings load completed in 0ms",
+            "2026-12-07T17:00:00.150Z [DEBUG] [STARTUP] Running setup()...",
+            "2026-12-07T17:00:00.300Z [DEBUG] session.start: raised (surface none)",
+            "2026-12-07T17:00:00.420Z [DEBUG] [API:timing] dispatching to firstParty",
+            # no "first byte" line: that phase is left out
+            "2026-12-07T17:00:00.450Z [DEBUG] [engine] turn 1 end (turns=1)",
+            "a continuation line of the entry above",
+            "2026-12-07T17:00:00.460Z [DEBUG] [uds-messaging] Shutting down",
+            "2026-12-07T17:00:00.470Z [DEBUG] Hooks: Config-based async hook, backgrounding",
+        ]
+    )
+    start = 1796662800000.0  # 2026-12-07T17:00:00.000Z, in ms
+    got = phases(log, exit_ms=start + 500, start_ms=start)
+    names = [name for name, _ in TIMELINE]
+    assert list(got) == [n for n in names if n != "to the reply's first byte"] + ["to the exit"]
+    assert [round(v) for v in got.values()] == [150, 150, 120, 30, 10, 10, 30]
