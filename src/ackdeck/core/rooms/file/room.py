@@ -50,7 +50,6 @@ from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import prev_inodes as prev_inodes
 from ackdeck.core.rooms.file import seen_marks
 from ackdeck.core.rooms.file.prev_inodes import PREV_GRACE_S
-from ackdeck.core.rooms.file.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
 from ackdeck.core.rooms.file.sidecar import Sidecar, intent_entry
 from ackdeck.core.rooms.file.sidecar_checks import check_kind, refuse_unless_regular, room_target
 from ackdeck.core.rooms.results import (
