@@ -286,15 +286,17 @@ TURN_BUDGET_ACKDECK = {
     # other commands gained the two light modules split out for it (sidecar_checks,
     # ledger_slots) while importing one standard module fewer.
     "room push": 26,
-    "room read": 51,
-    "room ack": 52,
-    "room status": 45,
+    # The read path without the push's descriptors or the notices' views (issue 43, the read
+    # path; NOT_FOR_A_READ below).
+    "room read": 49,
+    "room ack": 50,
+    "room status": 43,
     # A drain with nothing to deliver lists two folders (core/service/pending.py) and loads
     # no wake module.
     "wakes drain": 16,
-    "hooks prompt": 53,
-    "hooks stop": 59,
-    "hooks bootstrap": 54,
+    "hooks prompt": 54,
+    "hooks stop": 60,
+    "hooks bootstrap": 55,
     # The hooks that only record their event: the stdin JSON, the home as a string, one
     # append (core/cli/_hook_events.py).
     "hooks notify": 19,
@@ -306,13 +308,15 @@ TURN_BUDGET_OTHER = {
     # lock's `fcntl`).
     (3, 11): {
         "room push": 4,
-        "room read": 39,
-        "room ack": 38,
-        "room status": 39,
+        # contextlib and math are no longer loaded by the room readers (NOT_FOR_A_READ); the
+        # Stop hook's drain still loads contextlib with the wake modules.
+        "room read": 37,
+        "room ack": 36,
+        "room status": 37,
         "wakes drain": 3,
-        "hooks prompt": 39,
-        "hooks stop": 39,
-        "hooks bootstrap": 39,
+        "hooks prompt": 37,
+        "hooks stop": 38,
+        "hooks bootstrap": 37,
         "hooks notify": 5,
         "hooks end": 5,
     },
@@ -418,6 +422,39 @@ def test_per_turn_commands_stay_within_their_module_budget(tmp_path: Path) -> No
             if complaint:
                 complaints.append(complaint)
     assert not complaints, "\n".join(complaints)
+
+
+# What a file room's read, ack and status, and the prompt and session-start hooks that read
+# rooms, must not load (issue 43, the read path): the room's lock, the ack's head check and
+# the deck's open are small classes rather than contextlib generators (every operation takes
+# them); the wait's timeout rule (math) loads only when a wait times out; the notices' views
+# only for the hooks; the push's descriptors only for a push. (The Stop hook still loads
+# contextlib with the wake modules of its drain.)
+NOT_FOR_A_READ = {
+    "contextlib",
+    "math",
+    "ackdeck.core.service.views",
+    "ackdeck.core.rooms.file.push_handles",
+}
+NEEDED_BY_THE_HOOKS = {"ackdeck.core.service.views"}
+
+
+def test_a_file_rooms_read_ack_status_and_reading_hooks_load_no_contextlib_or_rare_modules(
+    tmp_path: Path,
+) -> None:
+    """Each of these modules was loaded by every read, ack and status of a file room, for a
+    branch the command does not run (a timed-out wait, a notice's view, a push)."""
+    commands = dict(
+        (" ".join(args[:2]), (args, stdin)) for args, stdin in _per_turn_commands(tmp_path)
+    )
+    _probe(*commands["room push"][:1], tmp_path)  # a line to read, then to ack
+    loaded = {}
+    for name in ("room read", "room ack", "room status", "hooks prompt", "hooks bootstrap"):
+        args, stdin = commands[name]
+        found, importer = _command_imports(args, tmp_path, stdin)
+        unwanted = NOT_FOR_A_READ - (NEEDED_BY_THE_HOOKS if name.startswith("hooks") else set())
+        loaded[name] = sorted(f"{m} (imported by {importer.get(m, '?')})" for m in found & unwanted)
+    assert loaded == {name: [] for name in loaded}
 
 
 def test_the_budget_names_the_module_that_broke_it() -> None:

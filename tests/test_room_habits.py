@@ -552,7 +552,7 @@ def test_a_fragment_followed_by_another_writers_line_is_ended_in_place(tmp_path:
     # Removing the fragment would need space we lack; it becomes a line of its own instead.
     import fcntl
 
-    from ackdeck.core.rooms.file.room import _remove_fragment
+    from ackdeck.core.rooms.file.push_handles import remove_fragment as _remove_fragment
 
     path = tmp_path / "r"
     path.write_bytes(b"a\n")

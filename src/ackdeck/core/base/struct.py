@@ -14,8 +14,8 @@ structured content and the tool's outputSchema) is derived from the same declara
 - `SHAPE` maps each JSON key to its declared type (the annotation's text: PEP 563), and
   `to_json()` gives exactly those keys (a `Sparse[...]` one only when it is not None; an
   `Internal[Sparse[...]]` one is stored only when it is not None, and never shown).
-  Nested structs, lists, dicts and paths are encoded on the way; bytes are shown as text
-  (invalid UTF-8 replaced, core/base/text.py).
+  Nested structs, lists, dicts and paths (any os.PathLike) are encoded on the way; bytes are
+  shown as text (invalid UTF-8 replaced, core/base/text.py).
 - A state file's record is a Struct too: `dumps` writes every field it declares (its
   `Internal` ones too, not the derived keys) as compact text, and `from_dict` / `loads` read
   them back, each checked as its annotation says (core/base/jsonfields.py, imported only
@@ -24,14 +24,15 @@ structured content and the tool's outputSchema) is derived from the same declara
 Why not dataclasses, pydantic or msgspec: the per-turn commands and a run's supervisor (the
 hot path, tests/test_layering.py) build these values, and importing dataclasses (and with it
 `inspect`) costs 6-16 ms there, a third of Python's own start-up; pydantic about three times
-Python's start-up. This module imports nothing. It validates nothing either: values are built
-by ackdeck's own code, which mypy checks against the annotations. Only the MCP door turns the
-annotations' text into types (`typing.get_type_hints`, off the hot path), for its schema.
+Python's start-up. This module imports nothing but `os` (which every interpreter has loaded).
+It validates nothing either: values are built by ackdeck's own code, which mypy checks
+against the annotations. Only the MCP door turns the annotations' text into types
+(`typing.get_type_hints`, off the hot path), for its schema.
 """
 
 from __future__ import annotations
 
-from pathlib import PurePath
+import os
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -287,8 +288,11 @@ def encoded(value: Any) -> Any:
             from ackdeck.core.base.text import display
 
             return display(value)
-    if isinstance(value, PurePath):
-        return str(value)
+    if isinstance(value, os.PathLike):
+        # A path (pathlib's or any other) as its text: os.PathLike, not pathlib.PurePath,
+        # so that declaring a value does not import pathlib (with re, fnmatch, urllib.parse
+        # and ipaddress, ~2x a bare interpreter: tests/test_layering.py).
+        return os.fspath(value)
     shown = getattr(value, "__json__", None)  # a value shown as one plain JSON value
     return value if shown is None else shown()
 

@@ -6,13 +6,9 @@ Also the one reading of a number of seconds set in the environment (`seconds_fro
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from ackdeck.core.errors import InvalidInput
-
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 MAX_WAIT = 600.0
 # `room wait` ran out of time: not an error, so not 1. The code GNU timeout(1) uses.

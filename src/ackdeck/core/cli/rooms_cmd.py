@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import sys
@@ -11,7 +10,6 @@ from ackdeck.core.base.byteio import write_all
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import encoded
 from ackdeck.core.base.text import age_text, counted
-from ackdeck.core.base.timeouts import EXIT_TIMEOUT
 from ackdeck.core.cli import SESSION_HELP, ClosedStream, session_of
 from ackdeck.core.cli._output import (
     JsonParts,
@@ -33,7 +31,6 @@ from ackdeck.core.service.rooms import not_delivered
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Iterator
 
     from ackdeck.core.service.roomref import RoomRef
 
@@ -334,8 +331,10 @@ def _ack(args: argparse.Namespace) -> int:
         if head_written:
             # The ack failed after its lines were written (nothing was removed): close that
             # object, so the error shape main prints next is a second, whole JSON document.
-            with contextlib.suppress(OSError):
+            try:
                 emit_text(parts.abort())
+            except OSError:
+                pass  # the ack's own error follows; a pipe closed meanwhile cannot take it
         raise
     done = f"acked {counted(result.acked, 'line')} of {args.room}"
     if head_written:
@@ -359,27 +358,22 @@ def _ack(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    with _collector_paused():
-        return _status_report(args)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a status is taken and reported.
+    """Python's cyclic garbage collector is paused while a status is taken and reported.
 
     A status builds some 30 objects per room (references, rooms, results, their JSON) that all
     live until the report is printed; the collector would walk all of them again each time a
     quarter more were made (7% of `room status` over 3,000 rooms) and find nothing: none of
     them is garbage before the report. Reference counting still frees everything else as
-    usual, and the collector runs again afterwards (also when this was called in-process)."""
+    usual, and the collector runs again afterwards (also when this was called in-process).
+    A try/finally rather than a context manager: contextlib is a module a turn need not load
+    (tests/test_layering.py)."""
     import gc
 
     if not gc.isenabled():
-        yield
-        return
+        return _status_report(args)
     gc.disable()
     try:
-        yield
+        return _status_report(args)
     finally:
         gc.enable()
 
@@ -403,7 +397,11 @@ def _status_report(args: argparse.Namespace) -> int:
 def _wait(args: argparse.Namespace) -> int:
     deck, room = _deck(args)
     _note(deck.absent(room))  # then wait for its first line, as for any empty room
-    return 0 if deck.wait(room, args.timeout) else EXIT_TIMEOUT
+    if deck.wait(room, args.timeout):
+        return 0
+    from ackdeck.core.base.timeouts import EXIT_TIMEOUT  # math: not for a turn's read
+
+    return EXIT_TIMEOUT
 
 
 def _trace(args: argparse.Namespace) -> int:

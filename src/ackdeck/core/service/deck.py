@@ -17,13 +17,10 @@ Light on purpose: the per-turn commands build a deck (the hot path in pyproject.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import AckdeckError, InvalidInput
 from ackdeck.core.service import rooms as room_ops
-from ackdeck.core.service import views
 from ackdeck.core.service.refs import parse_room
 from ackdeck.core.service.roomref import RoomRef, label_of, name_counts
 
@@ -33,9 +30,11 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
+    from pathlib import Path
 
     from ackdeck.core.rooms.policy import RoomPolicy
     from ackdeck.core.rooms.room_backend import RoomBackend
+    from ackdeck.core.service import views
     from ackdeck.core.service.alerts import Overdue
     from ackdeck.core.service.handover import Handover
     from ackdeck.core.service.queue import Claimed, QueueView, Updated
@@ -137,14 +136,9 @@ class Deck:
         return self.session
 
     # ----- room operations --------------------------------------------------------------------
-    @contextmanager
-    def _opened(self, ref: RoomRef) -> Iterator[RoomBackend]:
+    def _opened(self, ref: RoomRef) -> _Opened:
         """The room, open for one operation (its connections released after)."""
-        room = self.open(ref)
-        try:
-            yield room
-        finally:
-            room.close()
+        return _Opened(self.open(ref))
 
     def push(self, ref: RoomRef, line: str | bytes) -> room_ops.Pushed:
         with self._opened(ref) as room:
@@ -448,15 +442,21 @@ class Deck:
     # ----- read-only views ----------------------------------------------------------------------
     def unread(self, ref: RoomRef) -> views.Unread:
         """The session's unread lines in `ref`, read and acked by nobody (the hooks' peek)."""
+        from ackdeck.core.service import views  # the hooks' and notices': not a read's
+
         return views.peek_unread(ref, self._session())
 
     def room_view(self, ref: RoomRef) -> views.RoomView:
         """What `ref` holds for the session right now (a notice's input)."""
+        from ackdeck.core.service import views
+
         return views.view_room(ref, self._session(), self.label(ref))
 
     def pending_wakes(self) -> list[views.WakeView]:
         """The session's wake records reduced to what is still deliverable (what the drain's
         gate would keep), without reconciling or merging anything."""
+        from ackdeck.core.service import views
+
         return views.view_wakes(self.home, self._session())
 
     # ----- processes -----------------------------------------------------------------------------
@@ -493,3 +493,20 @@ class Deck:
         return wakes.drain(
             self.home, self._session(), settle_timeout=settle_timeout, deliver=deliver
         )
+
+
+class _Opened:
+    """`with deck._opened(ref) as room`: the room, closed after the operation. A class, not
+    contextlib.contextmanager: contextlib is a module a turn need not load
+    (tests/test_layering.py)."""
+
+    __slots__ = ("room",)
+
+    def __init__(self, room: RoomBackend) -> None:
+        self.room = room
+
+    def __enter__(self) -> RoomBackend:
+        return self.room
+
+    def __exit__(self, *exc: object) -> None:
+        self.room.close()

@@ -16,14 +16,12 @@ import fcntl
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
-from ackdeck.core.base.timeouts import seconds_from_env
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.service.deck import Deck
 from ackdeck.core.service.notices import Notice, NoticeState, RoomView, WakeView, decide
@@ -78,6 +76,8 @@ def store_state(path: Path, state: NoticeState) -> None:
 
 
 def rescan_interval(env: Mapping[str, str]) -> float:
+    from ackdeck.core.base.timeouts import seconds_from_env  # math: the watchers', not a hook's
+
     return seconds_from_env(env, RESCAN_ENV, RESCAN_S, 0.1, 86_400)
 
 
@@ -216,16 +216,8 @@ class Noticer:
             self._state_failed(exc)
             return None
 
-    @contextmanager
-    def _held(self) -> Iterator[None]:
-        fd = self._lock_fd()
-        try:
-            if fd is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            if fd is not None:
-                os.close(fd)  # releases the flock
+    def _held(self) -> _Held:
+        return _Held(self._lock_fd())
 
     async def _claim(self) -> int | None:
         """The door's lock, taken without blocking the event loop or a cancellation: it is
@@ -437,3 +429,26 @@ class Noticer:
             self._state_error = exc.errno
             where = self.path.parent
             print(f"ackdeck: cannot keep notice state in {where}: {exc}", file=sys.stderr)
+
+
+class _Held:
+    """`with noticer._held()`: the door's lock file `fd` (None: none) locked for the block,
+    then closed. A class rather than contextlib.contextmanager: the prompt and session-start
+    hooks take it on every turn, and contextlib is a module a turn need not load."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd
+
+    def __enter__(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(self._fd)
+                raise
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the flock

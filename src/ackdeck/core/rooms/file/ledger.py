@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 from ackdeck.core.base.byteio import split_lines
 from ackdeck.core.base.digest import LINE_DIGEST, line_digests, sha256_hex
@@ -120,6 +119,7 @@ class Ledger(Struct, kw_only=True):
 
 
 if TYPE_CHECKING:
+    from pathlib import Path  # annotations only: the room's paths are built by its Room
     from typing import Literal
 
     from ackdeck.core.rooms.file.receipts import ReceiptHeader

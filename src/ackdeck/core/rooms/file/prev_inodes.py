@@ -16,12 +16,17 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import complete_prefix, pread_all_from, write_all
 from ackdeck.core.rooms.file import ledger as L
+
+# On the hot path (tests/test_layering.py): these are for type checkers only; the paths
+# themselves are the Room's (core/rooms/file/room.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from pathlib import Path
 
 # How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
 # path before the rename and writes within this many seconds still reaches the room.

@@ -25,9 +25,6 @@ agent re-reads); it can never cause a deletion.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import split_lines
@@ -36,6 +33,13 @@ from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 from ackdeck.core.rooms.file.ledger import FileIdentity, sha256
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path  # annotations only: the store's directory is the Room's
+
+    from ackdeck.core.rooms.file.ack_stream import HeadCheck
 
 SUFFIX = locations.RECEIPT_SUFFIX
 
@@ -238,25 +242,14 @@ class ReceiptStore:
         atomic.atomic_write(path, encode_receipt_header(cursor), fsync=False)
 
     # ----- verification ---------------------------------------------------------------------
-    @contextmanager
-    def head_check(
-        self, fd: int, header: ReceiptHeader, length: int
-    ) -> Iterator[Callable[[], bool]]:
+    def head_check(self, fd: int, header: ReceiptHeader, length: int) -> _HeadChecked:
         """A started check: does the room (`fd`) start with exactly the bytes `header`'s read
         returned (`length`, all of them: nobody acked part of it)? By the header's SHA-256 of
         the whole read (see HeadCheck). A receipt that does not match its own checksums is
         a clear error, not a stale ack; one gone or replaced since its header was read
-        matches nothing."""
-        if length != header.end - header.start or not self._intact(header):
-            yield lambda: False
-            return
-        from ackdeck.core.rooms.file.ack_stream import HeadCheck  # an ack's: a status never checks
-
-        check = HeadCheck(fd, length, header.sha256)
-        try:
-            yield check.ok
-        finally:
-            check.join()  # never leave a thread reading a descriptor about to be closed
+        matches nothing. Used as `with ... as verify`: the check starts when the block is
+        entered."""
+        return _HeadChecked(self, fd, header, length)
 
     def _intact(self, header: ReceiptHeader) -> bool:
         """Is `header` still the session's receipt (False if gone or replaced), with its body
@@ -285,3 +278,33 @@ class ReceiptStore:
             return True
         finally:
             os.close(rfd)
+
+
+class _HeadChecked:
+    """`ReceiptStore.head_check`'s block: a class rather than contextlib.contextmanager (the
+    ack is a per-turn command; contextlib is a module a turn need not load). Entering starts
+    the check and gives its verdict function; leaving waits for its thread."""
+
+    __slots__ = ("_check", "_fd", "_header", "_length", "_store")
+
+    def __init__(self, store: ReceiptStore, fd: int, header: ReceiptHeader, length: int) -> None:
+        self._store, self._fd, self._header, self._length = store, fd, header, length
+        self._check: HeadCheck | None = None
+
+    def __enter__(self) -> Callable[[], bool]:
+        header, length = self._header, self._length
+        if length != header.end - header.start or not self._store._intact(header):
+            return _never
+        from ackdeck.core.rooms.file.ack_stream import HeadCheck  # an ack's: a status never checks
+
+        self._check = HeadCheck(self._fd, length, header.sha256)
+        return self._check.ok
+
+    def __exit__(self, *exc: object) -> None:
+        check, self._check = self._check, None
+        if check is not None:
+            check.join()  # never leave a thread reading a descriptor about to be closed
+
+
+def _never() -> bool:
+    return False

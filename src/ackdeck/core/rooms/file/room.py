@@ -28,7 +28,6 @@ import os
 import stat
 import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
@@ -51,7 +50,6 @@ from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import prev_inodes as prev_inodes
 from ackdeck.core.rooms.file import seen_marks
 from ackdeck.core.rooms.file.prev_inodes import PREV_GRACE_S
-from ackdeck.core.rooms.file.push_handles import remove_fragment as _remove_fragment  # noqa: F401 (tests)
 from ackdeck.core.rooms.file.sidecar import Sidecar, intent_entry
 from ackdeck.core.rooms.file.sidecar_checks import check_kind, refuse_unless_regular, room_target
 from ackdeck.core.rooms.results import (
@@ -73,6 +71,8 @@ from ackdeck.core.rooms.room_errors import LEDGER_HINT, cold_ack, write_error
 # only its own (tests/test_layering.py counts them).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from ackdeck.core.rooms.file.ack import AckSite
     from ackdeck.core.rooms.file.append import Appender
     from ackdeck.core.rooms.file.push_handles import PushHandles
@@ -608,10 +608,14 @@ class Room:
         if moved and owner is not None:
             deadletter.tell_owner(self._home, owner, self.path, moved, limit, self._clock)
 
-    @contextmanager
-    def exclusively(self) -> Iterator[tuple[int | None, AckSite]]:
+    def exclusively(self) -> AbstractContextManager[tuple[int | None, AckSite]]:
         """The room open (None: missing) under its exclusive lock, with what an ack may touch:
         the work queue's claims and completions run inside it (core/rooms/file/queue.py)."""
+        from contextlib import contextmanager  # a queue's: not for a turn's read, ack, status
+
+        return contextmanager(self._exclusively)()
+
+    def _exclusively(self) -> Iterator[tuple[int | None, AckSite]]:
         self._side.check_dir()
         self._check_kind()
         with self._side.lock(shared=False):
@@ -1034,10 +1038,16 @@ class Room:
             return Journey(offset, False, None, None, False, [])
         return None if j.present else j
 
-    @contextmanager
-    def _consistent(self) -> Iterator[tuple[int | None, L.Ledger]]:
+    def _consistent(self) -> AbstractContextManager[tuple[int | None, L.Ledger]]:
         """The room file open with the ledger that describes it (shared lock held when there
         is a sidecar, as for status); writes nothing."""
+        from contextlib import contextmanager  # trace's, counts', pages': not for a turn's
+
+        return contextmanager(self._consistent_gen)()
+
+    def _consistent_gen(self) -> Iterator[tuple[int | None, L.Ledger]]:
+        from contextlib import nullcontext
+
         has_sidecar = self._side.ensure(create=False)
         with locked(self.lock_file, shared=True) if has_sidecar else nullcontext():
             fd = self._open()

@@ -16,9 +16,6 @@ without this module; they are imported here for everyone else.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
@@ -33,6 +30,12 @@ from ackdeck.core.rooms.file.sidecar_checks import (  # noqa: F401 (the room's o
     refuse_unless_regular,
     same_inode,
 )
+
+# On the hot path (tests/test_layering.py): the sidecar's paths are derived from the Room's
+# own Path (core/rooms/file/room.py); this module builds none.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SUFFIX = locations.SIDECAR_SUFFIX
 # The names inside a sidecar (the layout above), as core/base/locations.py spells them.
@@ -150,15 +153,9 @@ class Sidecar:
         """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
         return ensure_sidecar(str(self.room), str(self.path), create=create)
 
-    @contextmanager
-    def lock(self, *, shared: bool) -> Iterator[None]:
+    def lock(self, *, shared: bool) -> _RoomLock:
         """The room's lock (creating a checked sidecar first)."""
-        self.ensure(create=True)
-        try:
-            with locked(self.lock_file, shared=shared):
-                yield
-        except PermissionError as exc:
-            raise RoomUnavailable(f"cannot lock {self.lock_file}: {exc.strerror}") from None
+        return _RoomLock(self, shared)
 
     # ----- audit log --------------------------------------------------------------------------
     def audit(self, entry: AuditEntry) -> None:
@@ -219,4 +216,38 @@ class Sidecar:
                     and entry.name.startswith(PREV_PREFIX)
                     and entry.name not in live
                 ):
-                    atomic.unlink_quietly(Path(entry.path))
+                    atomic.unlink_quietly(entry.path)
+
+
+class _RoomLock:
+    """`with sidecar.lock(shared=...)`: a class rather than contextlib.contextmanager (every
+    room operation takes it; contextlib is a module a turn need not load), doing what the
+    generator did, in its order: the sidecar is made and checked when the block is entered,
+    and a PermissionError, from taking the lock or from the block itself, is the one line
+    RoomUnavailable."""
+
+    __slots__ = ("_held", "_shared", "_side")
+
+    def __init__(self, side: Sidecar, shared: bool) -> None:
+        self._side = side
+        self._shared = shared
+        self._held: locked | None = None
+
+    def _refused(self, exc: PermissionError) -> RoomUnavailable:
+        return RoomUnavailable(f"cannot lock {self._side.lock_file}: {exc.strerror}")
+
+    def __enter__(self) -> None:
+        self._side.ensure(create=True)
+        held = locked(self._side.lock_file, shared=self._shared)
+        try:
+            held.__enter__()
+        except PermissionError as exc:
+            raise self._refused(exc) from None
+        self._held = held
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(kind, exc, tb)
+        if isinstance(exc, PermissionError):
+            raise self._refused(exc) from None
