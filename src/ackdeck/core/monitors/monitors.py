@@ -240,7 +240,9 @@ class LineMatcher:
     """One regex (plain or inverted) applied to regions of complete lines."""
 
     def __init__(self, pattern: str, exclude: bool = False, max_line: int = MAX_FRAGMENT) -> None:
-        self.rx = compile_pattern(pattern)
+        # Deferred: RE2 is loaded at the first line that could match, not now (a run's
+        # patterns were checked before it started; core/monitors/patterns.py, Deferred).
+        self.rx = compile_pattern(pattern, deferred=True)
         self.exclude = exclude
         self.half = max(1, max_line // 2)
         # Long lines whose windows are being seen: line start -> text of the first hit (None:

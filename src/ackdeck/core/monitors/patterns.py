@@ -166,8 +166,63 @@ class LiteralMatch:
         return self._end
 
 
-def compile_pattern(pattern: str, what: str = "monitor") -> Pattern:
-    """Compile a user regex for cleaned line bytes; a bad one is a one-line InvalidInput."""
+class Deferred:
+    """An RE2 regex compiled at its first search that could find something: a supervisor
+    whose output never held a line that could match its regex monitor does not load RE2
+    (`_re2` and libstdc++: ~2.3 MiB of its memory; issue 43).
+
+    "Could find something" is decided without RE2: every match contains one of `literals`
+    (core/monitors/literals.py, sound by construction), so a text lacking them all holds no
+    match and the answer is None. A text holding one (a candidate) compiles the regex, and
+    from then on RE2 answers every search, exactly as the eager regex would. Without literals
+    every text is a candidate. Only for patterns compile_pattern already accepted (a run's
+    monitors, checked before the run started): a bad one would only be refused at its first
+    candidate."""
+
+    __slots__ = ("source", "literals", "chunk", "what", "pattern", "_rx")
+
+    def __init__(
+        self,
+        source: bytes,
+        literals: tuple[bytes, ...] | None,
+        what: str,
+        pattern: str,
+        *,
+        chunk: bool = False,
+    ) -> None:
+        self.source, self.literals, self.chunk = source, literals, chunk
+        self.what, self.pattern = what, pattern
+        self._rx: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._rx is not None
+
+    def search(self, data: Buf, pos: int = 0, endpos: int | None = None) -> Any:
+        end = len(data) if endpos is None else endpos
+        rx = self._rx
+        if rx is None:
+            if not could_match(self.literals, data, pos, end):
+                return None
+            rx = self._rx = _compile(self.source, self.what, self.pattern, chunk=self.chunk)
+        return rx.search(data, pos, end)
+
+
+def could_match(literals: tuple[bytes, ...] | None, data: Buf, pos: int, endpos: int) -> bool:
+    """Whether data[pos:endpos] holds one of the literals every match contains (None: there
+    are none to rule a text out by, so any text could match)."""
+    if literals is None:
+        return True
+    if isinstance(data, memoryview):
+        data, pos, endpos = data[pos:endpos].tobytes(), 0, endpos - pos
+    return any(data.find(lit, pos, endpos) >= 0 for lit in literals)
+
+
+def compile_pattern(pattern: str, what: str = "monitor", *, deferred: bool = False) -> Pattern:
+    """Compile a user regex for cleaned line bytes; a bad one is a one-line InvalidInput.
+
+    `deferred`: RE2 compiles it at its first search of a text that could match (Deferred),
+    not now; only for a pattern compile_pattern already accepted (a run's monitors)."""
     if not isinstance(pattern, str) or pattern == "":
         raise InvalidInput(f"invalid {what} regex: it must not be empty")
     source = pattern.encode("utf-8", "surrogateescape")
@@ -175,10 +230,17 @@ def compile_pattern(pattern: str, what: str = "monitor") -> Pattern:
         plain = Literal(source)
         # Its only literal, and how every match starts; the line and chunk searches are one.
         return Pattern(pattern, plain, plain, (source,), True)
-    line = _compile(source, what, pattern)
-    chunk = None
-    if not _CHUNK_UNSAFE.search(pattern):
-        chunk = _compile(b"(?m)" + source, what, pattern, chunk=True)
     literals = required_literals(pattern)
+    chunk_safe = not _CHUNK_UNSAFE.search(pattern)
+    line: Any
+    chunk: Any = None
+    if deferred:
+        line = Deferred(source, literals, what, pattern)
+        if chunk_safe:
+            chunk = Deferred(b"(?m)" + source, literals, what, pattern, chunk=True)
+    else:
+        line = _compile(source, what, pattern)
+        if chunk_safe:
+            chunk = _compile(b"(?m)" + source, what, pattern, chunk=True)
     prefix = literals is not None and len(literals) == 1 and literal_prefix(pattern) == literals[0]
     return Pattern(pattern, line, chunk, literals, prefix)
