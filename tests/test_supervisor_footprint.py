@@ -91,6 +91,7 @@ NOT_IN_SUPERVISOR = {
     "ctypes.util": "find_library pulls in shutil, tempfile, bz2, lzma",
     "shutil": "see argparse and ctypes.util",
     "ackdeck.core.rooms.file.ledger": "a run's state files need ackdeck.core.base.statefile only",
+    "json": "imports re, enum, functools (~1.1 MiB alone); core/base/jsontext reads and writes",
     "pydantic": "ackdeck's own state files are Records",
     "textual": "the dashboard",
     "mcp": "the MCP server",

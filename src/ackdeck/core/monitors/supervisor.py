@@ -17,7 +17,6 @@ the command's exit status (signals as 128+N) and flushes the monitors.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import select
 import signal
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ackdeck.core.base.diskfull import Backoff
+from ackdeck.core.base.jsontext import dumps
 from ackdeck.core.base.locks import locked
 from ackdeck.core.monitors import holders
 from ackdeck.core.monitors.runs import (
@@ -44,7 +44,7 @@ from ackdeck.core.monitors.tail import Tail
 # Memory: one supervisor lives per monitored run, so it imports only what it needs for its
 # whole life (docs/performance.md, "Supervisor memory"). No argparse (its formatter pulls in
 # shutil and the compression modules), no subprocess or threading: the command is started with
-# posix_spawn and waited for through a pidfd. tests/test_supervisor_footprint.py checks the list.
+# posix_spawn and waited for through a pidfd; no json (core/base/jsontext writes the reply). tests/test_supervisor_footprint.py checks the list.
 
 Clock = Callable[[], float]
 POLL = 0.05  # seconds between looks at output.log while the command is quiet
@@ -168,7 +168,7 @@ def launch(rdir: Path, ready: int, clock: Clock = time.time) -> Child | None:
 
 def _reply(fd: int, msg: dict[str, object]) -> None:
     try:
-        os.write(fd, json.dumps(msg).encode())
+        os.write(fd, dumps(msg).encode())  # jsontext: `json` would stay imported for life
     finally:
         os.close(fd)
 
