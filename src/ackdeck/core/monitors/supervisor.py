@@ -44,7 +44,8 @@ from ackdeck.core.monitors.tail import Tail
 # Memory: one supervisor lives per monitored run, so it imports only what it needs for its
 # whole life (docs/performance.md, "Supervisor memory"). No argparse (its formatter pulls in
 # shutil and the compression modules), no subprocess or threading: the command is started with
-# posix_spawn and waited for through a pidfd; no json (core/base/jsontext writes the reply). tests/test_supervisor_footprint.py checks the list.
+# posix_spawn and waited for through a pidfd; no json (core/base/jsontext writes the reply).
+# tests/test_supervisor_footprint.py checks the list.
 
 Clock = Callable[[], float]
 POLL = 0.05  # seconds between looks at output.log while the command is quiet
