@@ -92,6 +92,7 @@ NOT_IN_SUPERVISOR = {
     "shutil": "see argparse and ctypes.util",
     "ackdeck.core.rooms.file.ledger": "a run's state files need ackdeck.core.base.statefile only",
     "json": "imports re, enum, functools (~1.1 MiB alone); core/base/jsontext reads and writes",
+    "pathlib": "brings re, enum, urllib.parse, ipaddress (~0.9 MiB beside re); str paths here",
     "pydantic": "ackdeck's own state files are Records",
     "textual": "the dashboard",
     "mcp": "the MCP server",

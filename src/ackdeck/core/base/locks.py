@@ -11,9 +11,12 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from ackdeck.core.errors import LockTimeout
+
+TYPE_CHECKING = False  # pathlib for type checkers only: a run's supervisor locks by str path
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["LockTimeout", "locked"]  # LockTimeout lives in ackdeck.core.errors; importable here too
 

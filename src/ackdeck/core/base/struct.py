@@ -31,7 +31,7 @@ annotations' text into types (`typing.get_type_hints`, off the hot path), for it
 
 from __future__ import annotations
 
-from pathlib import PurePath
+import os
 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
@@ -287,8 +287,8 @@ def encoded(value: Any) -> Any:
             from ackdeck.core.base.text import display
 
             return display(value)
-    if isinstance(value, PurePath):
-        return str(value)
+    if isinstance(value, os.PathLike):  # a path (not PurePath: pathlib stays unimported)
+        return os.fspath(value)
     shown = getattr(value, "__json__", None)  # a value shown as one plain JSON value
     return value if shown is None else shown()
 

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False  # pathlib for type checkers only: a run's supervisor passes str paths
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Set in the command's environment (and so inherited by its children) so that a process group
 # found alive after its leader exited is known to be this run's, not a reuse of the number.
 RUN_MARK = "ACKDECK_RUN"
 
 
-def mark_value(rdir: Path) -> str:
+def mark_value(rdir: Path | str) -> str:
     return str(rdir)
 
 
@@ -83,7 +86,7 @@ def start_time(pid: int) -> float | None:
         return None
 
 
-def carries_mark(pid: int, rdir: Path) -> bool:
+def carries_mark(pid: int, rdir: Path | str) -> bool:
     """True if `pid`'s environment holds this run's mark (it descends from the run's command)."""
     want = f"{RUN_MARK}={mark_value(rdir)}".encode()
     try:
@@ -93,7 +96,7 @@ def carries_mark(pid: int, rdir: Path) -> bool:
         return False
 
 
-def writers(path: Path, *, skip: int | None = None) -> list[int]:
+def writers(path: Path | str, *, skip: int | None = None) -> list[int]:
     """Live processes holding `path` open for writing (any descriptor), except pid `skip`."""
     try:
         st = os.stat(path)

@@ -16,7 +16,6 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.locks import locked
@@ -25,6 +24,12 @@ from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, RecordError
 from ackdeck.core.monitors.gate import Intervals
 from ackdeck.core.monitors.runs import pid_alive
+
+TYPE_CHECKING = False  # pathlib for type checkers only: a run's supervisor passes str paths
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ackdeck.core.base.atomic import P
 
 LEASE_MARK = locations.LEASE_MARK
 
@@ -46,7 +51,7 @@ def reads_dir(rdir: Path) -> Path:
     return locations.shown_dir(rdir)
 
 
-def state_path(rdir: Path, session: str) -> Path:
+def state_path(rdir: P, session: str) -> P:
     return locations.shown_state(rdir, session)
 
 
@@ -54,7 +59,7 @@ def read_lock_path(rdir: Path, session: str) -> Path:
     return locations.shown_lock(rdir, session)
 
 
-def load_state(rdir: Path, session: str) -> ReadState | None:
+def load_state(rdir: P, session: str) -> ReadState | None:
     """The session's read state; None if missing *or unreadable* (callers fail open)."""
     path = state_path(rdir, session)
     try:
@@ -74,7 +79,7 @@ def store_state(rdir: Path, state: ReadState) -> None:
     atomic.atomic_write(state_path(rdir, state.session), state.dumps().encode(), fsync=False)
 
 
-def shown_intervals(rdir: Path, session: str) -> Intervals | None:
+def shown_intervals(rdir: P, session: str) -> Intervals | None:
     """What the gate needs: the shown ranges, or None (fail open) when there is no usable data."""
     state = load_state(rdir, session)
     return None if state is None else list(state.shown)
@@ -113,9 +118,10 @@ def lease(rdir: Path, session: str) -> Iterator[Path]:
 def leases(rdir: Path, session: str) -> list[Path]:
     prefix = f"{session}{LEASE_MARK}"
     try:
+        d = reads_dir(rdir)
         return [
-            Path(e.path)
-            for e in os.scandir(reads_dir(rdir))
+            atomic.child(d, e.name)
+            for e in os.scandir(d)
             if e.name.startswith(prefix) and _is_lease_tail(e.name[len(prefix) :])
         ]
     except FileNotFoundError:
