@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.monitors.literals import required_literals
-from ackdeck.core.monitors.patterns import compile_pattern
+from ackdeck.core.monitors.patterns import chunk_unsafe, compile_pattern, is_plain
 from tests.helpers.scanning import naive, scan_pieces, scan_reused_buffer
 
 
@@ -263,3 +263,21 @@ def test_a_deferred_pattern_is_not_checked_until_a_candidate() -> None:
     assert p.line.search(b"all well") is None
     with pytest.raises(InvalidInput, match="invalid monitor regex"):
         p.line.search(b"ERROR here")
+
+
+PATTERN_CHARS = st.text(alphabet="\\ACzm-(?):sixaA _#'\"`~é\t.[", max_size=12)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(st.one_of(PATTERN_CHARS, _patterns(), st.text(max_size=8)))
+def test_the_supervisors_checks_of_a_pattern_answer_as_the_regexes_they_replace(
+    pattern: str,
+) -> None:
+    # A supervisor decides "plain literal" and "matched line by line" without Python's `re`
+    # (it brings enum: issue 43 item 3); the answers are those of the regexes used before.
+    import re
+
+    unsafe = re.compile(r"\\[ACz]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+    plain = re.compile(r"[A-Za-z0-9 _:;,!\"#%&'<=>@/~`-]+")
+    assert chunk_unsafe(pattern) == bool(unsafe.search(pattern)), pattern
+    assert is_plain(pattern) == bool(plain.fullmatch(pattern)), pattern

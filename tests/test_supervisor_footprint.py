@@ -93,6 +93,8 @@ NOT_IN_SUPERVISOR = {
     "ackdeck.core.rooms.file.ledger": "a run's state files need ackdeck.core.base.statefile only",
     "json": "imports re, enum, functools (~1.1 MiB alone); core/base/jsontext reads and writes",
     "pathlib": "brings re, enum, urllib.parse, ipaddress (~0.9 MiB beside re); str paths here",
+    "re": "with enum ~0.6 MiB; loaded only for a line with an escape sequence (clean())",
+    "enum": "see re; the two signal numbers come from _signal, not signal's IntEnum",
     "pydantic": "ackdeck's own state files are Records",
     "textual": "the dashboard",
     "mcp": "the MCP server",

@@ -19,8 +19,11 @@ from __future__ import annotations
 import fcntl
 import os
 import select
-import signal
 import time
+
+# The C module `signal` wraps: the same numbers, without the IntEnum `signal` builds (and the
+# `enum` module it imports, ~0.6 MiB of each supervisor). Python's own start-up imports it.
+from _signal import SIGPIPE, SIGXFSZ
 from collections.abc import Callable
 
 from ackdeck.core.base.diskfull import Backoff
@@ -132,7 +135,7 @@ def spawn(meta: RunMeta, rdir: str, log_fd: int) -> Child:
             # signals aimed at the caller never reach it.
             setsid=True,
             # Python ignores these; the command gets the defaults, as Popen's restore_signals.
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            setsigdef=(SIGPIPE, SIGXFSZ),
         )
     finally:
         os.close(null)
