@@ -11,10 +11,11 @@ Everything here reads /proc (Linux). Where /proc is missing, only the group test
 
 from __future__ import annotations
 
-import contextlib
 import os
 
-TYPE_CHECKING = False  # pathlib for type checkers only: a run's supervisor passes str paths
+# pathlib for type checkers only: a run's supervisor passes str paths (and no contextlib: it
+# brings collections and functools).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -147,5 +148,7 @@ def run_processes(rdir: Path, output: Path, pgid: int | None) -> list[int]:
 
 def signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
             os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):  # gone, or not ours: nothing to stop
+            pass

@@ -31,8 +31,6 @@ compare the two).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ackdeck.core.monitors.patterns import Pattern, compile_pattern
 from ackdeck.core.monitors.scan import (
     PARALLEL_MIN,
@@ -42,6 +40,10 @@ from ackdeck.core.monitors.scan import (
     ctrl_lines_beside,
     fast_literal_search,
 )
+
+TYPE_CHECKING = False  # collections.abc imports collections: not in a run's supervisor
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Pattern", "compile_pattern"]  # re-exported: the compile site of every user regex
 

@@ -24,7 +24,6 @@ import time
 # The C module `signal` wraps: the same numbers, without the IntEnum `signal` builds (and the
 # `enum` module it imports, ~0.6 MiB of each supervisor). Python's own start-up imports it.
 from _signal import SIGPIPE, SIGXFSZ
-from collections.abc import Callable
 
 from ackdeck.core.base.diskfull import Backoff
 from ackdeck.core.base.jsontext import dumps
@@ -50,7 +49,12 @@ from ackdeck.core.monitors.tail import Tail
 # no pathlib (it brings re, enum, urllib.parse and ipaddress): paths are plain strings here.
 # tests/test_supervisor_footprint.py checks the list.
 
-Clock = Callable[[], float]
+TYPE_CHECKING = False  # collections.abc imports collections (see above)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Clock = Callable[[], float]
+
 POLL = 0.05  # seconds between looks at output.log while the command is quiet
 # Once the command has exited, how often to look for processes still writing its output.
 HOLDERS_EVERY = 0.25

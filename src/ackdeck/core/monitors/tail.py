@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 
 from ackdeck.core.base.diskfull import Backoff, is_no_space
 from ackdeck.core.monitors import gate, shown, wakes
@@ -23,11 +22,15 @@ from ackdeck.core.monitors.runs import (
     store_monitors_state,
 )
 
-TYPE_CHECKING = False  # pathlib for type checkers only: a run's supervisor works on str paths
+# pathlib and collections.abc for type checkers only: a run's supervisor works on str paths,
+# and collections.abc imports collections.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
-Clock = Callable[[], float]
+    Clock = Callable[[], float]
+
 CHUNK = 4 << 20  # read size while output streams: large reads scan fastest
 # Read size while output is quiet, which is most of a supervisor's life. `bytearray(n)` writes
 # every byte, so a CHUNK-sized buffer would be 4 MiB of every supervisor's resident memory: the

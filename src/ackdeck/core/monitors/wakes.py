@@ -22,12 +22,10 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import resolve_home, wakes_dir
-from ackdeck.core.base.locks import locked
+from ackdeck.core.base.locks import Held, locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
@@ -49,17 +47,20 @@ from ackdeck.core.monitors.runs import load_meta, run_dir
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver wakes
-    from pathlib import Path  # nor pathlib to merge them (a run's supervisor: str paths)
+    # Nor pathlib, collections.abc or contextlib to merge them (a run's supervisor: str paths;
+    # the last two bring collections and functools).
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
+    from pathlib import Path
     from typing import Any
 
     from ackdeck.core.base.atomic import P
     from ackdeck.core.monitors.monitors import MatchedLine
 
-Clock = Callable[[], float]
+    Clock = Callable[[], float]
+    DeliverWakes = Callable[[DrainResult], bool]
+
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
-
-
-DeliverWakes = Callable[[DrainResult], bool]
 
 
 # ----- storage -----------------------------------------------------------------------------
@@ -67,12 +68,33 @@ session_dir = locations.wake_session_dir
 record_path = locations.wake_record
 
 
-@contextmanager
-def session_locked(home: P, session: str) -> Iterator[P]:
-    d = session_dir(home, session)
-    os.makedirs(d, mode=0o700, exist_ok=True)  # Path.mkdir(0o700, parents=True, exist_ok=True)
-    with locked(locations.wake_lock(home, session)):
-        yield d
+def session_locked(home: P, session: str) -> AbstractContextManager[P]:
+    """`with session_locked(home, session) as d`: the session's directory `d` (made if
+    missing), its lock held for the block."""
+    return _SessionLocked(session_dir(home, session), locations.wake_lock(home, session))
+
+
+class _SessionLocked:
+    """session_locked's block (a class: contextlib is not imported, see the top)."""
+
+    __slots__ = ("d", "held", "lock")
+
+    def __init__(self, d: Path | str, lock: Path | str) -> None:
+        self.d, self.lock = d, lock
+        self.held: Held | None = None
+
+    def __enter__(self) -> Any:
+        # Path.mkdir(0o700, parents=True, exist_ok=True), on a str too
+        os.makedirs(self.d, mode=0o700, exist_ok=True)
+        held = locked(self.lock)
+        held.__enter__()
+        self.held = held
+        return self.d
+
+    def __exit__(self, *exc: object) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.__exit__(None, None, None)
 
 
 def record_or_new(path: P, now: float, *, session: str, name: str, **fields: Any) -> WakeRecord:
