@@ -174,3 +174,35 @@ def test_locks_follow_one_rule(tmp_path: Path) -> None:
 class _Page:
     def __init__(self, src: str) -> None:
         self.file = type("F", (), {"src_uri": src})()
+
+
+def test_a_supervisor_s_str_paths_name_the_files_a_path_names() -> None:
+    """A run's supervisor builds every name from plain strings (no pathlib: issue 43 item 3),
+    the CLI and the dashboard from Paths. Both must name the same file, or a supervisor would
+    write a wake or a run state where no reader looks."""
+    home = Path("/h/.ackdeck")
+    rdir = locations.run_dir(home, "job", "20261207T000000000-abcdef")
+    assert locations.run_dir(str(home), "job", rdir.name) == str(rdir)
+    for of_run in (
+        locations.run_meta,
+        locations.run_output,
+        locations.run_monitors,
+        locations.run_lock,
+        locations.supervisor_lock,
+        locations.supervisor_log,
+        locations.kill_requested,
+        locations.shown_dir,
+    ):
+        got = of_run(str(rdir))
+        assert type(got) is str and got == str(of_run(rdir)), of_run
+    for of_session in (locations.shown_state, locations.shown_lock):
+        assert of_session(str(rdir), "s") == str(of_session(rdir, "s"))
+    lease = locations.shown_lease(rdir, "s", "1.abcd1234")
+    assert locations.shown_lease(str(rdir), "s", "1.abcd1234") == str(lease)
+    assert locations.lease_temp(str(lease)) == str(locations.lease_temp(lease))
+    for of_home in (locations.wake_session_dir, locations.wake_lock):
+        assert of_home(str(home), "s") == str(of_home(home, "s"))
+    record = locations.wake_record(home, "s", "job")
+    assert locations.wake_record(str(home), "s", "job") == str(record)
+    assert locations.corrupt_aside(str(record), 1.5) == str(locations.corrupt_aside(record, 1.5))
+    assert type(locations.corrupt_aside(record, 1.5)) is type(record)  # Paths stay Paths

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.monitors.literals import required_literals
-from ackdeck.core.monitors.patterns import compile_pattern
+from ackdeck.core.monitors.patterns import chunk_unsafe, compile_pattern, is_plain
 from tests.helpers.scanning import naive, scan_pieces, scan_reused_buffer
 
 
@@ -226,3 +226,58 @@ def test_a_pattern_with_anything_but_plain_characters_stays_on_re2(pattern: str)
     except InvalidInput:
         return  # refused by RE2 itself, as before
     assert type(p.line).__name__ != "Literal"
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(_patterns(), st.lists(TEXT, min_size=1, max_size=6), st.integers(0, 30), st.integers(0, 30))
+def test_a_deferred_pattern_answers_as_re2_and_compiles_only_for_a_candidate(
+    pattern: str, texts: list[bytes], pos: int, endpos: int
+) -> None:
+    # Issue 43: a supervisor's regex monitor compiles (and loads) RE2 at the first text that
+    # holds one of the literals every match contains; before that it answers "no match"
+    # without RE2. Every answer, before and after the compile, is RE2's own.
+    eager, lazy = compile_pattern(pattern), compile_pattern(pattern, deferred=True)
+    assert lazy.literals == eager.literals
+    assert (lazy.chunk is None) == (eager.chunk is None)
+    if type(lazy.line).__name__ == "Literal":
+        return  # a plain literal never loads RE2 (test_a_plain_literal_finds_what_re2_finds...)
+    for text in texts:
+        for mine, ref in ((lazy.line, eager.line), (lazy.chunk, eager.chunk)):
+            if mine is None:
+                continue
+            was_loaded = mine.loaded
+            got, want = mine.search(text, pos, endpos), ref.search(text, pos, endpos)
+            assert (got is None) == (want is None), (pattern, text, pos, endpos)
+            if got is not None:
+                assert (got.start(), got.end()) == (want.start(), want.end())
+            window = text[pos:endpos]
+            candidate = lazy.literals is None or any(lit in window for lit in lazy.literals)
+            assert mine.loaded == (was_loaded or candidate), (pattern, text, pos, endpos)
+
+
+def test_a_deferred_pattern_is_not_checked_until_a_candidate() -> None:
+    # What deferring gives up: a bad pattern is only refused when a candidate compiles it, so
+    # only patterns compile_pattern already accepted may be deferred (a run's monitors, checked
+    # before the run starts: tests/test_monitors.py::test_invalid_regex_is_one_clear_error).
+    p = compile_pattern("ERROR a++", deferred=True)  # RE2 refuses a possessive a++
+    assert p.line.search(b"all well") is None
+    with pytest.raises(InvalidInput, match="invalid monitor regex"):
+        p.line.search(b"ERROR here")
+
+
+PATTERN_CHARS = st.text(alphabet="\\ACzm-(?):sixaA _#'\"`~é\t.[", max_size=12)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(st.one_of(PATTERN_CHARS, _patterns(), st.text(max_size=8)))
+def test_the_supervisors_checks_of_a_pattern_answer_as_the_regexes_they_replace(
+    pattern: str,
+) -> None:
+    # A supervisor decides "plain literal" and "matched line by line" without Python's `re`
+    # (it brings enum: issue 43 item 3); the answers are those of the regexes used before.
+    import re
+
+    unsafe = re.compile(r"\\[ACz]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+    plain = re.compile(r"[A-Za-z0-9 _:;,!\"#%&'<=>@/~`-]+")
+    assert chunk_unsafe(pattern) == bool(unsafe.search(pattern)), pattern
+    assert is_plain(pattern) == bool(plain.fullmatch(pattern)), pattern

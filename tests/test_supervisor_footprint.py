@@ -11,21 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.monitors import procs
+from ackdeck.core.monitors import procs, wakes
 from ackdeck.core.monitors.runs import (
     MonitorModel,
     RunMeta,
+    load_meta,
+    load_monitors_state,
     new_run_id,
     output_path,
     run_dir,
     store_meta,
 )
 from ackdeck.core.monitors.tail import CHUNK, QUIET_CHUNK, Tail
-from tests.helpers.runs import release, supervisor_imports, wait_status, waiter
+from tests.helpers.runs import PY, release, supervisor_imports, wait_status, waiter
 from tests.helpers.wait import eventually
 
 SIGPIPE_BIT = 1 << (13 - 1)  # SigIgn in /proc/PID/status is a mask of signal N at bit N-1
 SIGXFSZ_BIT = 1 << (25 - 1)
+REGEX = "ERROR: .*failed"  # its literal: `ERROR: ` (core/monitors/literals.py)
 
 
 def test_the_command_sees_what_popen_gave_it(phome: Path, tmp_path: Path) -> None:
@@ -88,6 +91,13 @@ NOT_IN_SUPERVISOR = {
     "ctypes.util": "find_library pulls in shutil, tempfile, bz2, lzma",
     "shutil": "see argparse and ctypes.util",
     "ackdeck.core.rooms.file.ledger": "a run's state files need ackdeck.core.base.statefile only",
+    "json": "imports re, enum, functools (~1.1 MiB alone); core/base/jsontext reads and writes",
+    "pathlib": "brings re, enum, urllib.parse, ipaddress (~0.9 MiB beside re); str paths here",
+    "re": "with enum ~0.6 MiB; loaded only for a line with an escape sequence (clean())",
+    "enum": "see re; the two signal numbers come from _signal, not signal's IntEnum",
+    "collections": "with functools and contextlib ~0.5 MiB: collections.abc is for type checkers",
+    "contextlib": "see collections: the locks and the wake session's block are classes",
+    "functools": "see collections: the scan's two caches are dicts",
     "pydantic": "ackdeck's own state files are Records",
     "textual": "the dashboard",
     "mcp": "the MCP server",
@@ -116,6 +126,51 @@ def test_a_literal_monitors_supervisor_never_maps_re2(
     imported = supervisor_imports(phome, tmp_path, "literal")  # monitors "ERR", matches once
     assert "ackdeck.core.monitors.monitors" in imported
     assert sorted(m for m in imported if m == "re2" or m.startswith(("re2.", "_re2"))) == []
+
+
+def _maps_re2(pid: int) -> bool:
+    """Whether process `pid` maps RE2's extension (`_re2...so`): the memory itself, not a
+    module name."""
+    with open(f"/proc/{pid}/maps") as f:
+        return any("/_re2." in line for line in f)
+
+
+def test_a_regex_monitors_supervisor_maps_re2_only_at_its_first_candidate_line(
+    phome: Path, tmp_path: Path
+) -> None:
+    """Issue 43 item 3: RE2 took a regex monitor's supervisor to 1.54x a bare interpreter.
+    Lines without the literal every match holds (`ERROR: `) are ruled out without it; the
+    first line holding it (a candidate) loads it, and RE2 decides: a candidate that does not
+    match wakes nobody, the one that matches does, with its exact range."""
+    steps = [tmp_path / "go1", tmp_path / "go2"]
+    lines = [b"info: ERROR without its colon\n", b"ERROR: disk ok\n", b"ERROR: disk failed\n"]
+    code = (
+        "import os, sys, time\n"
+        f"lines, steps = {lines!r}, {[str(s) for s in steps]!r}\n"
+        "for i, line in enumerate(lines):\n"
+        "    os.write(1, line)\n"
+        "    while i < len(steps) and not os.path.exists(steps[i]): time.sleep(0.01)\n"
+    )
+    info = procs.start(phome, "rx", [PY, "-c", code], monitors=[procs.MonitorSpec(REGEX)])
+    meta = eventually(lambda: load_meta(info.run_dir), what="meta")
+    sup = meta.supervisor_pid
+    assert sup is not None
+
+    def scanned(upto: int) -> bool:
+        state = load_monitors_state(info.run_dir)
+        return state is not None and state.scanned_to >= upto
+
+    eventually(lambda: scanned(len(lines[0])), what="the first line scanned")
+    assert not _maps_re2(sup)  # no candidate yet: RE2 is not in its memory
+    release(steps[0])
+    eventually(lambda: scanned(len(lines[0]) + len(lines[1])), what="the candidate scanned")
+    assert _maps_re2(sup)  # a candidate: RE2 loaded, and it said no (no wake below)
+    release(steps[1])
+    wait_status(phome, "rx")
+    start = len(lines[0]) + len(lines[1])
+    res = wakes.drain(phome, "default", settle_timeout=2.0)
+    got = [(x.start, x.end, x.text) for d in res.delivered for x in d.lines]
+    assert got == [(start, start + len(lines[2]), "ERROR: disk failed")]
 
 
 def _tail_on(home: Path, data: bytes) -> tuple[Tail, Path]:

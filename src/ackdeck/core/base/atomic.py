@@ -17,8 +17,39 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
+    from typing import TypeVar
+
+    # A path as the caller gave it: a str (a run's supervisor) or a Path (everyone else).
+    P = TypeVar("P", str, Path)
 
 TEMP_MARK = ".ackdeck-tmp-"
+
+
+# ----- names on a path given as a str or a Path, returned in the caller's own type --------
+# A run's supervisor works on plain strings, so it never imports pathlib, which brings `re`,
+# `enum`, `urllib.parse` and `ipaddress` (~0.9 MiB of each supervisor, one per monitored run;
+# docs/performance.md, "Supervisor memory against 1.3x"). Everyone else passes Path objects and
+# gets them back. ackdeck's paths are built by joining names (no trailing slash), where
+# os.path and pathlib name the same file.
+def child(directory: P, *names: str) -> P:
+    """`directory / name / ...`."""
+    if isinstance(directory, str):
+        return os.path.join(directory, *names)
+    return directory.joinpath(*names)
+
+
+def sibling(path: P, name: str) -> P:
+    """`path.with_name(name)`: `name` in the directory that holds `path`."""
+    if isinstance(path, str):
+        return os.path.join(os.path.dirname(path), name)
+    return path.with_name(name)
+
+
+def parent(path: P) -> P:
+    """`path.parent`."""
+    if isinstance(path, str):
+        return os.path.dirname(path) or "."  # as Path("f").parent
+    return path.parent
 
 
 NAME_MAX = 255
@@ -36,10 +67,10 @@ def fitting_name(name: str, extra: int) -> str:
     return os.fsdecode(raw[: NAME_MAX - extra - 17]) + "~" + digest
 
 
-def temp_path_for(path: Path) -> Path:
+def temp_path_for(path: P) -> P:
     # Same directory as the target so the rename never crosses a filesystem.
-    stem = fitting_name(path.name, _TEMP_EXTRA)
-    return path.with_name(f".{stem}{TEMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
+    stem = fitting_name(os.path.basename(path), _TEMP_EXTRA)
+    return sibling(path, f".{stem}{TEMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
 
 
 def is_temp_name(name: str) -> bool:
@@ -56,7 +87,7 @@ def is_temp_name(name: str) -> bool:
     )
 
 
-def fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path | str) -> None:
     # Makes the rename itself durable; without it a power cut can resurrect the old name.
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -66,13 +97,13 @@ def fsync_dir(directory: Path) -> None:
 
 
 def write_temp(
-    path: Path,
+    path: P,
     chunks: Iterable[bytes],
     *,
     mode: int | None = None,
     owner: tuple[int, int] | None = None,
     fsync: bool = True,
-) -> Path:
+) -> P:
     """Write `chunks` to a fresh temp file next to `path`; return its path (not yet renamed).
 
     On any error the temp file is removed and the original is untouched.
@@ -100,27 +131,27 @@ def write_temp(
     return tmp
 
 
-def replace(tmp: Path, path: Path, *, fsync: bool = True) -> None:
+def replace(tmp: Path | str, path: P, *, fsync: bool = True) -> None:
     try:
         os.replace(tmp, path)
     except BaseException:
         unlink_quietly(tmp)
         raise
     if fsync:
-        fsync_dir(path.parent)
+        fsync_dir(parent(path))
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, fsync: bool = True) -> None:
+def atomic_write(path: P, data: bytes, *, mode: int = 0o600, fsync: bool = True) -> None:
     """Replace `path` with `data` atomically."""
     replace(write_temp(path, [data], mode=mode, fsync=fsync), path, fsync=fsync)
 
 
-def clean_stale_temps(path: Path) -> int:
+def clean_stale_temps(path: P) -> int:
     """Remove temp files for `path` left by writers that died. Call under the writer's lock."""
-    prefix = f".{fitting_name(path.name, _TEMP_EXTRA)}{TEMP_MARK}"
+    prefix = f".{fitting_name(os.path.basename(path), _TEMP_EXTRA)}{TEMP_MARK}"
     removed = 0
     try:
-        entries = list(os.scandir(path.parent))
+        entries = list(os.scandir(parent(path)))
     except FileNotFoundError:
         return 0
     for entry in entries:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Callable
 
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
+# On the hot path (tests/test_layering.py): typing is for type checkers only, and so is
+# collections.abc (it imports collections: a run's supervisor, issue 43).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TypeVar
 
     T = TypeVar("T")

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import os
 
-from ackdeck.core.base.atomic import fitting_name
+from ackdeck.core.base.atomic import child, fitting_name, sibling
 from ackdeck.core.base.names import check_name
 
 TYPE_CHECKING = False  # typing (and pathlib) stay unimported on the per-turn path
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
+
+    from ackdeck.core.base.atomic import P  # a str (a run's supervisor) or a Path, kept as given
 
 # ----- the names (kept as they were on disk before this module) ------------------------------
 SIDECAR_SUFFIX = ".ackdeck"
@@ -66,10 +68,10 @@ class Place:
         self.root, self.pattern, self.holds, self.named_by = root, pattern, holds, named_by
 
 
-def lock_file(directory: Path, what: str = "", *, listed: bool = False) -> Path:
+def lock_file(directory: P, what: str = "", *, listed: bool = False) -> P:
     """The one naming rule for locks: `WHAT.lock` guards WHAT, `lock` the whole directory;
     a leading dot in a directory listed for its records."""
-    return directory / _lock_name(what, listed)
+    return child(directory, _lock_name(what, listed))
 
 
 def _lock_name(what: str, listed: bool) -> str:
@@ -77,9 +79,9 @@ def _lock_name(what: str, listed: bool) -> str:
     return f".{name}" if listed else name
 
 
-def corrupt_aside(path: Path, now: float) -> Path:
+def corrupt_aside(path: P, now: float) -> P:
     """Where a malformed state file is moved to (kept for a person, out of the reader's way)."""
-    return path.with_name(f"{path.name}{CORRUPT_MARK}{int(now * 1000)}")
+    return sibling(path, f"{os.path.basename(path)}{CORRUPT_MARK}{int(now * 1000)}")
 
 
 # ----- a file room -----------------------------------------------------------------------
@@ -162,8 +164,8 @@ def dead_room(room: Path) -> Path:
 
 
 # ----- the home --------------------------------------------------------------------------
-def procs_dir(home: Path) -> Path:
-    return home / PROCS
+def procs_dir(home: P) -> P:
+    return child(home, PROCS)
 
 
 def procs_dir_str(home: str) -> str:
@@ -171,61 +173,61 @@ def procs_dir_str(home: str) -> str:
     return os.path.join(home, PROCS)
 
 
-def process_dir(home: Path, name: str) -> Path:
-    return procs_dir(home) / check_name(name, "process")
+def process_dir(home: P, name: str) -> P:
+    return child(procs_dir(home), check_name(name, "process"))
 
 
-def run_dir(home: Path, name: str, run_id: str) -> Path:
-    return process_dir(home, name) / check_name(run_id, "run id")
+def run_dir(home: P, name: str, run_id: str) -> P:
+    return child(process_dir(home, name), check_name(run_id, "run id"))
 
 
-def run_meta(rdir: Path) -> Path:
-    return rdir / "meta.json"
+def run_meta(rdir: P) -> P:
+    return child(rdir, "meta.json")
 
 
-def run_output(rdir: Path) -> Path:
-    return rdir / "output.log"
+def run_output(rdir: P) -> P:
+    return child(rdir, "output.log")
 
 
-def run_monitors(rdir: Path) -> Path:
-    return rdir / "monitors.json"
+def run_monitors(rdir: P) -> P:
+    return child(rdir, "monitors.json")
 
 
-def run_lock(rdir: Path) -> Path:
+def run_lock(rdir: P) -> P:
     return lock_file(rdir)
 
 
-def supervisor_lock(rdir: Path) -> Path:
+def supervisor_lock(rdir: P) -> P:
     return lock_file(rdir, "supervisor")
 
 
-def supervisor_log(rdir: Path) -> Path:
-    return rdir / "supervisor.log"
+def supervisor_log(rdir: P) -> P:
+    return child(rdir, "supervisor.log")
 
 
-def kill_requested(rdir: Path) -> Path:
-    return rdir / "kill_requested"
+def kill_requested(rdir: P) -> P:
+    return child(rdir, "kill_requested")
 
 
-def shown_dir(rdir: Path) -> Path:
-    return rdir / "reads"
+def shown_dir(rdir: P) -> P:
+    return child(rdir, "reads")
 
 
-def shown_state(rdir: Path, session: str) -> Path:
-    return shown_dir(rdir) / f"{check_name(session)}.json"
+def shown_state(rdir: P, session: str) -> P:
+    return child(shown_dir(rdir), f"{check_name(session)}.json")
 
 
-def shown_lock(rdir: Path, session: str) -> Path:
+def shown_lock(rdir: P, session: str) -> P:
     return lock_file(shown_dir(rdir), check_name(session))
 
 
-def shown_lease(rdir: Path, session: str, tag: str) -> Path:
-    return shown_dir(rdir) / f"{check_name(session)}{LEASE_MARK}{tag}"
+def shown_lease(rdir: P, session: str, tag: str) -> P:
+    return child(shown_dir(rdir), f"{check_name(session)}{LEASE_MARK}{tag}")
 
 
-def lease_temp(lease: Path) -> Path:
+def lease_temp(lease: P) -> P:
     """A lease before it is locked and renamed into view (hidden, so no drain sees it)."""
-    return lease.with_name(f".{lease.name}.tmp")
+    return sibling(lease, f".{os.path.basename(lease)}.tmp")
 
 
 def starts_dir(home: Path) -> Path:
@@ -236,12 +238,12 @@ def start_lock(home: Path, name: str) -> Path:
     return lock_file(starts_dir(home), check_name(name, "process"))
 
 
-def wakes_dir(home: Path) -> Path:
-    return home / WAKES
+def wakes_dir(home: P) -> P:
+    return child(home, WAKES)
 
 
-def wake_session_dir(home: Path, session: str) -> Path:
-    return wakes_dir(home) / check_name(session)
+def wake_session_dir(home: P, session: str) -> P:
+    return child(wakes_dir(home), check_name(session))
 
 
 def wake_session_dir_str(home: str, session: str) -> str:
@@ -249,11 +251,11 @@ def wake_session_dir_str(home: str, session: str) -> str:
     return os.path.join(home, WAKES, check_name(session))
 
 
-def wake_record(home: Path, session: str, name: str) -> Path:
-    return wake_session_dir(home, session) / f"{check_name(name, 'process')}.json"
+def wake_record(home: P, session: str, name: str) -> P:
+    return child(wake_session_dir(home, session), f"{check_name(name, 'process')}.json")
 
 
-def wake_lock(home: Path, session: str) -> Path:
+def wake_lock(home: P, session: str) -> P:
     return lock_file(wake_session_dir(home, session), listed=True)
 
 

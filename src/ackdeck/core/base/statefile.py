@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import TypeVar
 
+    from ackdeck.core.base.atomic import P
     from ackdeck.core.base.struct import Struct
 
     R = TypeVar("R", bound=Struct)
@@ -88,7 +89,7 @@ def read_state(path: Path | str, limit: int | None = None) -> bytes | None:
         os.close(fd)
 
 
-def load_record(path: Path, record: type[R], *, hint: str = "") -> R | None:
+def load_record(path: Path | str, record: type[R], *, hint: str = "") -> R | None:
     """Parse a JSON state file; None if it does not exist. A bad file raises and is kept."""
     raw = read_state(path)
     if raw is None:
@@ -102,7 +103,7 @@ def load_record(path: Path, record: type[R], *, hint: str = "") -> R | None:
         ) from None
 
 
-def store_record(path: Path, value: Struct, *, fsync: bool = False) -> None:
+def store_record(path: P, value: Struct, *, fsync: bool = False) -> None:
     # State files are written without fsync by default: losing one to a power cut only makes
     # the next operation see a "foreign" change and start a new epoch, which redelivers and
     # never deletes. kill -9 cannot lose them (the page cache survives the process).

@@ -7,7 +7,11 @@ so a line looks the same whichever door shows it.
 
 from __future__ import annotations
 
-import re
+# `re` is imported where a text needs escaping (rare): results.py, which a run's supervisor
+# imports, needs this module, and `re` brings `enum` (~0.6 MiB of each supervisor; issue 43).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 # What a terminal obeys rather than shows: C0 controls (ESC starts a sequence: OSC sets the
 # window title, CSI clears the screen; CR overwrites the line; BEL rings), DEL, C1 controls
@@ -69,6 +73,8 @@ def safe(text: str, *, keep: str = "\t", limit: int | None = LINE_CHARS) -> str:
             text = _cut(text, limit)
     if text.isprintable():
         return text  # the common case, in C: every character escaped here is unprintable
+    import re
+
     return re.compile(_UNSAFE[keep]).sub(_escaped, text)
 
 
@@ -78,6 +84,8 @@ def json_safe(doc: str) -> str:
     same value for a program, nothing a terminal obeys for a person."""
     if doc.isascii():
         return doc
+    import re  # see the top: not for every importer
+
     return re.compile(_JSON_RAW).sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
 
 

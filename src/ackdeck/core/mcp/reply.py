@@ -18,7 +18,7 @@ import sys
 import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from mcp.types import CallToolResult, TextContent
@@ -117,7 +117,10 @@ def _declared_type(cls: type[Result], name: str, t: Any) -> Any:
         if name in k.__dict__.get("__annotations__", {}) or name in k.__dict__
     )
     holder = types.SimpleNamespace(__annotations__={name: t})
-    return get_type_hints(holder, vars(sys.modules[owner.__module__]))[name]
+    # `Path` too where the module names it for type checkers only (core/monitors/results.py:
+    # a run's supervisor imports it and must not import pathlib).
+    names = {"Path": Path, **vars(sys.modules[owner.__module__])}
+    return get_type_hints(holder, names)[name]
 
 
 # Derived from class constants only, so a cache, not state: the same SHAPE, the same model.

@@ -10,9 +10,12 @@ ranges therefore loses nothing. `None` means "shown data missing or unreadable":
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
 
 from ackdeck.core.base.struct import Struct
+
+TYPE_CHECKING = False  # collections.abc imports collections: not in a run's supervisor
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 Intervals = list[tuple[int, int]]
 

@@ -11,16 +11,20 @@ Everything here reads /proc (Linux). Where /proc is missing, only the group test
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
+
+# pathlib for type checkers only: a run's supervisor passes str paths (and no contextlib: it
+# brings collections and functools).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Set in the command's environment (and so inherited by its children) so that a process group
 # found alive after its leader exited is known to be this run's, not a reuse of the number.
 RUN_MARK = "ACKDECK_RUN"
 
 
-def mark_value(rdir: Path) -> str:
+def mark_value(rdir: Path | str) -> str:
     return str(rdir)
 
 
@@ -83,7 +87,7 @@ def start_time(pid: int) -> float | None:
         return None
 
 
-def carries_mark(pid: int, rdir: Path) -> bool:
+def carries_mark(pid: int, rdir: Path | str) -> bool:
     """True if `pid`'s environment holds this run's mark (it descends from the run's command)."""
     want = f"{RUN_MARK}={mark_value(rdir)}".encode()
     try:
@@ -93,7 +97,7 @@ def carries_mark(pid: int, rdir: Path) -> bool:
         return False
 
 
-def writers(path: Path, *, skip: int | None = None) -> list[int]:
+def writers(path: Path | str, *, skip: int | None = None) -> list[int]:
     """Live processes holding `path` open for writing (any descriptor), except pid `skip`."""
     try:
         st = os.stat(path)
@@ -144,5 +148,7 @@ def run_processes(rdir: Path, output: Path, pgid: int | None) -> list[int]:
 
 def signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
             os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):  # gone, or not ours: nothing to stop
+            pass

@@ -31,9 +31,6 @@ compare the two).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-
 from ackdeck.core.monitors.patterns import Pattern, compile_pattern
 from ackdeck.core.monitors.scan import (
     PARALLEL_MIN,
@@ -44,14 +41,20 @@ from ackdeck.core.monitors.scan import (
     fast_literal_search,
 )
 
+TYPE_CHECKING = False  # collections.abc imports collections: not in a run's supervisor
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = ["Pattern", "compile_pattern"]  # re-exported: the compile site of every user regex
 
 MAX_FRAGMENT = 1 << 20  # newest bytes kept of an unterminated line
 MAX_PAYLOAD = 1024  # bytes of a matched line kept in a wake (middle truncated)
 
 # CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ST), DCS/SOS/PM/APC strings
-# (ESC P/X/^/_ ... ST) and two/three-byte escapes (ESC intermediates final).
-_ANSI = re.compile(
+# (ESC P/X/^/_ ... ST) and two/three-byte escapes (ESC intermediates final). ackdeck's own
+# fixed pattern, not a user's. Compiled by `re` at the first line holding an escape (re's own
+# cache keeps it): `re` brings `enum`, ~0.6 MiB of each supervisor whose output has none.
+_ANSI = (
     rb"\x1b(?:\[[0-?]*[ -/]*[@-~]"
     rb"|\][^\x07\x1b]*(?:\x07|\x1b\\)?"
     rb"|[PX^_][^\x1b]*(?:\x1b\\)?"
@@ -64,7 +67,9 @@ _CTRL_BYTES = bytes(c for c in range(0x20) if c != 0x09) + b"\x7f"
 def clean(raw: bytes) -> bytes:
     """The text a monitor or filter matches: escapes removed, control bytes but tab dropped."""
     if b"\x1b" in raw:
-        raw = _ANSI.sub(b"", raw)
+        import re
+
+        raw = re.sub(_ANSI, b"", raw)
     return raw.translate(None, _CTRL_BYTES)
 
 
@@ -240,7 +245,9 @@ class LineMatcher:
     """One regex (plain or inverted) applied to regions of complete lines."""
 
     def __init__(self, pattern: str, exclude: bool = False, max_line: int = MAX_FRAGMENT) -> None:
-        self.rx = compile_pattern(pattern)
+        # Deferred: RE2 is loaded at the first line that could match, not now (a run's
+        # patterns were checked before it started; core/monitors/patterns.py, Deferred).
+        self.rx = compile_pattern(pattern, deferred=True)
         self.exclude = exclude
         self.half = max(1, max_line // 2)
         # Long lines whose windows are being seen: line start -> text of the first hit (None:

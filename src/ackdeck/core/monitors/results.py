@@ -9,14 +9,15 @@ engine, supervisor or wake store: fast by not importing (tests/test_layering.py)
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ackdeck.core.base.struct import Internal, Sparse, Struct, derived
 from ackdeck.core.base.text import counted, display_lines
 
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
+# On the hot path (tests/test_layering.py): typing is for type checkers only, and pathlib too
+# (a run's supervisor merges wakes without it; the MCP door resolves `Path` in these
+# annotations itself: core/mcp/reply.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import ClassVar
 
 MAX_LINES = 50  # newest lines kept per wake record; older ones are counted in `dropped`
@@ -27,7 +28,6 @@ __all__ = [
     "DrainResult",
     "MonitorSpec",
     "OutputResult",
-    "Path",
     "RunInfo",
     "WakeItem",
     "WakeLine",

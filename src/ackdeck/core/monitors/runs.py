@@ -15,13 +15,21 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from pathlib import Path
 
 from ackdeck.core.base import locations
+from ackdeck.core.base.atomic import child
 from ackdeck.core.base.home import procs_dir
 from ackdeck.core.base.statefile import load_record, store_record
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import CorruptState
+
+# pathlib for type checkers only: a run's supervisor works on str paths (docs/performance.md,
+# "Supervisor memory against 1.3x"); every other caller passes Paths and gets Paths back.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ackdeck.core.base.atomic import P
 
 STATUSES = ("running", "exited", "killed", "lost")
 # A run whose supervisor has not taken its lock within this many seconds of being created is
@@ -96,15 +104,15 @@ supervisor_lock_path = locations.supervisor_lock
 kill_marker = locations.kill_requested
 
 
-def load_meta(rdir: Path) -> RunMeta | None:
+def load_meta(rdir: P) -> RunMeta | None:
     return load_record(meta_path(rdir), RunMeta)
 
 
-def store_meta(rdir: Path, meta: RunMeta) -> None:
+def store_meta(rdir: P, meta: RunMeta) -> None:
     store_record(meta_path(rdir), meta)
 
 
-def load_monitors_state(rdir: Path) -> MonitorsState | None:
+def load_monitors_state(rdir: P) -> MonitorsState | None:
     try:
         return load_record(monitors_path(rdir), MonitorsState)
     except CorruptState:
@@ -112,11 +120,11 @@ def load_monitors_state(rdir: Path) -> MonitorsState | None:
         return None
 
 
-def store_monitors_state(rdir: Path, state: MonitorsState) -> None:
+def store_monitors_state(rdir: P, state: MonitorsState) -> None:
     store_record(monitors_path(rdir), state)
 
 
-def supervisor_alive(rdir: Path) -> bool:
+def supervisor_alive(rdir: P) -> bool:
     """True while some process holds the run's supervisor lock.
 
     The kernel releases an flock when its holder dies, so this cannot be fooled by pid reuse
@@ -182,8 +190,9 @@ def unsupervised(home: Path, name: str | None = None) -> list[Path]:
     return out
 
 
-def _subdirs(path: Path) -> list[Path]:
+def _subdirs(path: P) -> list[P]:
     try:
-        return sorted(Path(e.path) for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+        found = os.scandir(path)
+        return sorted(child(path, e.name) for e in found if e.is_dir(follow_symlinks=False))
     except (FileNotFoundError, NotADirectoryError):
         return []

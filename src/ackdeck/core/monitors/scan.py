@@ -18,16 +18,17 @@ by the real regex on their line, so results are exactly those of a line-by-line 
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import sys
-from collections.abc import Callable
 
 # On the hot path (tests/test_layering.py; every monitored run's supervisor imports
 # this module): typing is for type checkers only, and ctypes.util is not imported at all (its
-# find_library pulls in shutil, tempfile, bz2 and lzma: ~1 MiB per process).
+# find_library pulls in shutil, tempfile, bz2 and lzma: ~1 MiB per process). Nor are
+# functools and collections.abc (they import collections: ~0.3 MiB of each supervisor), so
+# the two caches below are plain dicts.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from concurrent.futures import ThreadPoolExecutor
     from typing import Any, TypeVar
 
@@ -44,16 +45,25 @@ _CTRL_TABLE = bytes(
 )
 
 
-@functools.cache
+# What functools.cache kept: one answer per call, for the process's life (derived from the
+# arguments alone, so a cache, not state).
+_LIBC_FNS: dict[tuple[Any, ...], Any] = {}
+
+
 def _libc_fn(name: str, restype: Any, *argtypes: Any) -> Any:
     """libc's function `name` with the given signature, or None where it cannot be loaded."""
+    key = (name, restype, *argtypes)
+    if key in _LIBC_FNS:
+        return _LIBC_FNS[key]
     try:
         libc = ctypes.CDLL(None)  # the process's own symbols, libc's among them
         fn = getattr(libc, name)
     except (OSError, AttributeError):
-        return None
-    fn.restype = restype
-    fn.argtypes = list(argtypes)
+        fn = None
+    else:
+        fn.restype = restype
+        fn.argtypes = list(argtypes)
+    _LIBC_FNS[key] = fn
     return fn
 
 
@@ -132,12 +142,16 @@ def ctrl_lines(buf: Buf, lo: int, hi: int) -> list[tuple[int, int]]:
 PARALLEL_MIN = 1 << 20
 
 
-@functools.cache
+_HELPERS: dict[int, ThreadPoolExecutor] = {}
+
+
 def _helper(pid: int) -> ThreadPoolExecutor:
     """One worker thread per process (keyed by pid: threads do not survive a fork)."""
-    from concurrent.futures import ThreadPoolExecutor  # only scans of large reads need it
+    if pid not in _HELPERS:
+        from concurrent.futures import ThreadPoolExecutor  # only scans of large reads need it
 
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ackdeck-scan-{pid}")
+        _HELPERS[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ackdeck-scan-{pid}")
+    return _HELPERS[pid]
 
 
 def ctrl_lines_beside(

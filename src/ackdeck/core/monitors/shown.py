@@ -14,17 +14,25 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
-from ackdeck.core.base.locks import locked
+from ackdeck.core.base.locks import Held, locked
 from ackdeck.core.base.statefile import open_state, read_state
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.errors import CorruptState, RecordError
 from ackdeck.core.monitors.gate import Intervals
 from ackdeck.core.monitors.runs import pid_alive
+
+# pathlib for type checkers only: a run's supervisor passes str paths. collections.abc and
+# contextlib too (they bring collections and functools into every supervisor): the read lock
+# and the lease are classes.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from contextlib import AbstractContextManager
+    from pathlib import Path
+
+    from ackdeck.core.base.atomic import P
 
 LEASE_MARK = locations.LEASE_MARK
 
@@ -46,7 +54,7 @@ def reads_dir(rdir: Path) -> Path:
     return locations.shown_dir(rdir)
 
 
-def state_path(rdir: Path, session: str) -> Path:
+def state_path(rdir: P, session: str) -> P:
     return locations.shown_state(rdir, session)
 
 
@@ -54,7 +62,7 @@ def read_lock_path(rdir: Path, session: str) -> Path:
     return locations.shown_lock(rdir, session)
 
 
-def load_state(rdir: Path, session: str) -> ReadState | None:
+def load_state(rdir: P, session: str) -> ReadState | None:
     """The session's read state; None if missing *or unreadable* (callers fail open)."""
     path = state_path(rdir, session)
     try:
@@ -74,48 +82,84 @@ def store_state(rdir: Path, state: ReadState) -> None:
     atomic.atomic_write(state_path(rdir, state.session), state.dumps().encode(), fsync=False)
 
 
-def shown_intervals(rdir: Path, session: str) -> Intervals | None:
+def shown_intervals(rdir: P, session: str) -> Intervals | None:
     """What the gate needs: the shown ranges, or None (fail open) when there is no usable data."""
     state = load_state(rdir, session)
     return None if state is None else list(state.shown)
 
 
-@contextmanager
-def session_lock(rdir: Path, session: str) -> Iterator[None]:
-    reads_dir(rdir).mkdir(mode=0o700, exist_ok=True)
-    with locked(read_lock_path(rdir, session)):
-        yield
+def session_lock(rdir: Path, session: str) -> AbstractContextManager[None]:
+    """`with session_lock(rdir, session)`: the session's read lock on this run, held."""
+    return _SessionLock(rdir, session)
 
 
-@contextmanager
-def lease(rdir: Path, session: str) -> Iterator[Path]:
+class _SessionLock:
+    __slots__ = ("held", "rdir", "session")
+
+    def __init__(self, rdir: Path, session: str) -> None:
+        self.rdir, self.session = rdir, session
+        self.held: Held | None = None
+
+    def __enter__(self) -> None:
+        reads_dir(self.rdir).mkdir(mode=0o700, exist_ok=True)
+        held = locked(read_lock_path(self.rdir, self.session))
+        held.__enter__()
+        self.held = held
+
+    def __exit__(self, *exc: object) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.__exit__(None, None, None)
+
+
+def lease(rdir: Path, session: str) -> AbstractContextManager[Path]:
     """Mark a read by this process as in flight for (session, run) until the block ends."""
-    d = reads_dir(rdir)
-    d.mkdir(mode=0o700, exist_ok=True)
-    final = locations.shown_lease(rdir, session, f"{os.getpid()}.{os.urandom(4).hex()}")
-    tmp = locations.lease_temp(final)
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        # Lock before the lease becomes visible (rename), so a drain never sees it unlocked.
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.rename(tmp, final)
+    return _Lease(rdir, session)
+
+
+class _Lease:
+    __slots__ = ("fd", "final", "rdir", "session", "tmp")
+
+    def __init__(self, rdir: Path, session: str) -> None:
+        self.rdir, self.session = rdir, session
+        self.fd = -1
+        self.final = self.tmp = rdir
+
+    def __enter__(self) -> Path:
+        d = reads_dir(self.rdir)
+        d.mkdir(mode=0o700, exist_ok=True)
+        tag = f"{os.getpid()}.{os.urandom(4).hex()}"
+        final = locations.shown_lease(self.rdir, self.session, tag)
+        tmp = locations.lease_temp(final)
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            yield final
-        finally:
+            # Lock before the lease becomes visible (rename), so a drain never sees it unlocked.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            os.rename(tmp, final)
+        except BaseException:
+            atomic.unlink_quietly(tmp)
+            os.close(fd)
+            raise
+        self.fd, self.final, self.tmp = fd, final, tmp
+        return final
+
+    def __exit__(self, *exc: object) -> None:
+        try:
             # Unlink while still locked: a drain that then gets the lock sees the file gone.
-            atomic.unlink_quietly(final)
-    finally:
-        atomic.unlink_quietly(tmp)
-        os.close(fd)
+            atomic.unlink_quietly(self.final)
+        finally:
+            atomic.unlink_quietly(self.tmp)
+            os.close(self.fd)
 
 
 def leases(rdir: Path, session: str) -> list[Path]:
     prefix = f"{session}{LEASE_MARK}"
     try:
+        d = reads_dir(rdir)
         return [
-            Path(e.path)
-            for e in os.scandir(reads_dir(rdir))
+            atomic.child(d, e.name)
+            for e in os.scandir(d)
             if e.name.startswith(prefix) and _is_lease_tail(e.name[len(prefix) :])
         ]
     except FileNotFoundError:

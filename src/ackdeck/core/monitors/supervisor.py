@@ -17,15 +17,16 @@ the command's exit status (signals as 128+N) and flushes the monitors.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import select
-import signal
 import time
-from collections.abc import Callable
-from pathlib import Path
+
+# The C module `signal` wraps: the same numbers, without the IntEnum `signal` builds (and the
+# `enum` module it imports, ~0.6 MiB of each supervisor). Python's own start-up imports it.
+from _signal import SIGPIPE, SIGXFSZ
 
 from ackdeck.core.base.diskfull import Backoff
+from ackdeck.core.base.jsontext import dumps
 from ackdeck.core.base.locks import locked
 from ackdeck.core.monitors import holders
 from ackdeck.core.monitors.runs import (
@@ -44,15 +45,22 @@ from ackdeck.core.monitors.tail import Tail
 # Memory: one supervisor lives per monitored run, so it imports only what it needs for its
 # whole life (docs/performance.md, "Supervisor memory"). No argparse (its formatter pulls in
 # shutil and the compression modules), no subprocess or threading: the command is started with
-# posix_spawn and waited for through a pidfd. tests/test_supervisor_footprint.py checks the list.
+# posix_spawn and waited for through a pidfd; no json (core/base/jsontext writes the reply);
+# no pathlib (it brings re, enum, urllib.parse and ipaddress): paths are plain strings here.
+# tests/test_supervisor_footprint.py checks the list.
 
-Clock = Callable[[], float]
+TYPE_CHECKING = False  # collections.abc imports collections (see above)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Clock = Callable[[], float]
+
 POLL = 0.05  # seconds between looks at output.log while the command is quiet
 # Once the command has exited, how often to look for processes still writing its output.
 HOLDERS_EVERY = 0.25
 
 
-def child_env(rdir: Path) -> dict[str, str]:
+def child_env(rdir: str) -> dict[str, str]:
     """The caller's environment, minus what start() added to import this package, plus the
     run's mark (so its process group is recognised even after the leader exited)."""
     env = dict(os.environ)
@@ -109,7 +117,7 @@ class Child:
         return True
 
 
-def spawn(meta: RunMeta, rdir: Path, log_fd: int) -> Child:
+def spawn(meta: RunMeta, rdir: str, log_fd: int) -> Child:
     """Start the command as subprocess.Popen(argv, cwd=meta.cwd, stdin=DEVNULL, stdout=log,
     stderr=log, start_new_session=True) would; OSError if it cannot be started."""
     null = os.open(os.devnull, os.O_RDONLY)
@@ -131,7 +139,7 @@ def spawn(meta: RunMeta, rdir: Path, log_fd: int) -> Child:
             # signals aimed at the caller never reach it.
             setsid=True,
             # Python ignores these; the command gets the defaults, as Popen's restore_signals.
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            setsigdef=(SIGPIPE, SIGXFSZ),
         )
     finally:
         os.close(null)
@@ -139,7 +147,7 @@ def spawn(meta: RunMeta, rdir: Path, log_fd: int) -> Child:
     return Child(pid)
 
 
-def launch(rdir: Path, ready: int, clock: Clock = time.time) -> Child | None:
+def launch(rdir: str, ready: int, clock: Clock = time.time) -> Child | None:
     """Take the supervisor lock, start the command, report on `ready`. None if it failed."""
     os.set_inheritable(ready, False)  # the command must not hold the handshake pipe open
     lock_fd = os.open(supervisor_lock_path(rdir), os.O_RDWR | os.O_CREAT, 0o600)
@@ -168,12 +176,12 @@ def launch(rdir: Path, ready: int, clock: Clock = time.time) -> Child | None:
 
 def _reply(fd: int, msg: dict[str, object]) -> None:
     try:
-        os.write(fd, json.dumps(msg).encode())
+        os.write(fd, dumps(msg).encode())  # jsontext: `json` would stay imported for life
     finally:
         os.close(fd)
 
 
-def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) -> int:
+def supervise(home: str, rdir: str, child: Child, clock: Clock = time.time) -> int:
     meta = load_meta(rdir)
     assert meta is not None
     tail = Tail(home, rdir, meta, clock=clock, patient=True)
@@ -212,7 +220,8 @@ def supervise(home: Path, rdir: Path, child: Child, clock: Clock = time.time) ->
             child.wait(timeout)  # returns early when the command exits
     assert child.returncode is not None
     code = exit_code_of(child.returncode)
-    status = "killed" if child.returncode < 0 or kill_marker(rdir).exists() else "exited"
+    killed = child.returncode < 0 or os.path.exists(kill_marker(rdir))
+    status = "killed" if killed else "exited"
     # Wakes first, status second: anyone who sees the final status (a test, a hook, the
     # dashboard) also finds every match and the exit notice already in the wake store. The
     # supervisor lock is still held, so nobody mistakes this moment for a crash.
@@ -248,7 +257,7 @@ class _MailboxWakes:
     RETRY_S = 1.0
     GIVE_UP_S = 600.0  # after the run ended: how long its supervisor keeps trying the mailbox
 
-    def __init__(self, home: Path, session: str, clock: Clock) -> None:
+    def __init__(self, home: str, session: str, clock: Clock) -> None:
         self.home, self.session, self.clock = home, session, clock
         self.done_at = 0  # tail.merges when everything merged was last delivered
         self.failed_at: float | None = None
@@ -259,11 +268,13 @@ class _MailboxWakes:
             return
         if self.failed_at is not None and time.monotonic() - self.failed_at < self.RETRY_S:
             return
+        from pathlib import Path  # a teammate's run only: team_wakes works on Paths
+
         from ackdeck.core.errors import AckdeckError
         from ackdeck.core.monitors import team_wakes
 
         try:
-            team_wakes.drain(self.home, self.session, clock=self.clock)
+            team_wakes.drain(Path(self.home), self.session, clock=self.clock)
         except (AckdeckError, OSError) as exc:
             line = f"ackdeck supervisor: wake for {self.session} not delivered: {exc}"
             if line != self.said:  # once per cause, not once a second
@@ -288,7 +299,7 @@ class _MailboxWakes:
             self.after(self.done_at + 1)
 
 
-def parse_args(argv: list[str]) -> tuple[Path, Path, int]:
+def parse_args(argv: list[str]) -> tuple[str, str, int]:
     """`--home H --run-dir D --ready-fd N`, as procs.start passes them (an internal command
     line, so no argparse). Paths are made absolute: spawn() changes directory."""
     usage = "usage: python -m ackdeck.core.monitors.supervisor --home H --run-dir D --ready-fd N"
@@ -297,7 +308,7 @@ def parse_args(argv: list[str]) -> tuple[Path, Path, int]:
     opts = dict(zip(argv[::2], argv[1::2], strict=True))
     if sorted(opts) != ["--home", "--ready-fd", "--run-dir"] or not opts["--ready-fd"].isdigit():
         raise SystemExit(usage)
-    home, rdir = (Path(os.path.abspath(opts[k])) for k in ("--home", "--run-dir"))
+    home, rdir = (os.path.abspath(opts[k]) for k in ("--home", "--run-dir"))
     return home, rdir, int(opts["--ready-fd"])
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from pathlib import Path
 
 from ackdeck.core.base.diskfull import Backoff, is_no_space
 from ackdeck.core.monitors import gate, shown, wakes
@@ -24,7 +22,15 @@ from ackdeck.core.monitors.runs import (
     store_monitors_state,
 )
 
-Clock = Callable[[], float]
+# pathlib and collections.abc for type checkers only: a run's supervisor works on str paths,
+# and collections.abc imports collections.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    Clock = Callable[[], float]
+
 CHUNK = 4 << 20  # read size while output streams: large reads scan fastest
 # Read size while output is quiet, which is most of a supervisor's life. `bytearray(n)` writes
 # every byte, so a CHUNK-sized buffer would be 4 MiB of every supervisor's resident memory: the
@@ -38,8 +44,8 @@ PERSIST_EVERY = 1.0
 class Tail:
     def __init__(
         self,
-        home: Path,
-        rdir: Path,
+        home: Path | str,
+        rdir: Path | str,
         meta: RunMeta,
         *,
         clock: Clock = time.time,
@@ -47,9 +53,11 @@ class Tail:
     ):
         """`patient` (the supervisor): a full disk never fails a write, it is waited out with
         the unwritten matches kept in memory; otherwise (a reconcile in some command) it raises."""
-        self.home, self.rdir, self.meta, self.clock = home, rdir, meta, clock
+        # Kept as strings whatever was given: every name is then built without pathlib.
+        self.home, self.rdir = os.fspath(home), os.fspath(rdir)
+        self.meta, self.clock = meta, clock
         self.patient = patient
-        state = load_monitors_state(rdir) or MonitorsState()
+        state = load_monitors_state(self.rdir) or MonitorsState()
         n = len(meta.monitors)
         counters = [
             state.monitors[i] if i < len(state.monitors) else MonitorCounters() for i in range(n)

@@ -22,13 +22,10 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.home import resolve_home, wakes_dir
-from ackdeck.core.base.locks import locked
+from ackdeck.core.base.locks import Held, locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.errors import CorruptState, InvalidName, RecordError
@@ -50,15 +47,20 @@ from ackdeck.core.monitors.runs import load_meta, run_dir
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the monitor engine (RE2) is not needed to read or deliver wakes
+    # Nor pathlib, collections.abc or contextlib to merge them (a run's supervisor: str paths;
+    # the last two bring collections and functools).
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
+    from pathlib import Path
     from typing import Any
 
+    from ackdeck.core.base.atomic import P
     from ackdeck.core.monitors.monitors import MatchedLine
 
-Clock = Callable[[], float]
+    Clock = Callable[[], float]
+    DeliverWakes = Callable[[DrainResult], bool]
+
 KIND_RANK = {"match": 0, "exited": 1, "monitor-lost": 2}
-
-
-DeliverWakes = Callable[[DrainResult], bool]
 
 
 # ----- storage -----------------------------------------------------------------------------
@@ -66,15 +68,36 @@ session_dir = locations.wake_session_dir
 record_path = locations.wake_record
 
 
-@contextmanager
-def session_locked(home: Path, session: str) -> Iterator[Path]:
-    d = session_dir(home, session)
-    d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with locked(locations.wake_lock(home, session)):
-        yield d
+def session_locked(home: P, session: str) -> AbstractContextManager[P]:
+    """`with session_locked(home, session) as d`: the session's directory `d` (made if
+    missing), its lock held for the block."""
+    return _SessionLocked(session_dir(home, session), locations.wake_lock(home, session))
 
 
-def record_or_new(path: Path, now: float, *, session: str, name: str, **fields: Any) -> WakeRecord:
+class _SessionLocked:
+    """session_locked's block (a class: contextlib is not imported, see the top)."""
+
+    __slots__ = ("d", "held", "lock")
+
+    def __init__(self, d: Path | str, lock: Path | str) -> None:
+        self.d, self.lock = d, lock
+        self.held: Held | None = None
+
+    def __enter__(self) -> Any:
+        # Path.mkdir(0o700, parents=True, exist_ok=True), on a str too
+        os.makedirs(self.d, mode=0o700, exist_ok=True)
+        held = locked(self.lock)
+        held.__enter__()
+        self.held = held
+        return self.d
+
+    def __exit__(self, *exc: object) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.__exit__(None, None, None)
+
+
+def record_or_new(path: P, now: float, *, session: str, name: str, **fields: Any) -> WakeRecord:
     """The wake record at `path` (its session's lock held), or a new empty one with `fields`
     when there is none. A damaged file is kept (renamed, still reported as skipped; a
     directory or FIFO in the record's place is renamed the same way) and a new one started."""
@@ -93,7 +116,7 @@ def record_or_new(path: Path, now: float, *, session: str, name: str, **fields: 
     )
 
 
-def parse_record(path: Path) -> WakeRecord:
+def parse_record(path: Path | str) -> WakeRecord:
     """The record at `path`. CorruptState for a malformed file and (NotRegular) for a
     directory, FIFO or symlink in its place, which is never opened for reading."""
     raw = read_state(path)
@@ -118,7 +141,7 @@ def parse_record(path: Path) -> WakeRecord:
     return rec
 
 
-def store_record(path: Path, record: WakeRecord) -> None:
+def store_record(path: P, record: WakeRecord) -> None:
     atomic.atomic_write(path, record.dumps().encode(), fsync=False)
 
 
@@ -133,7 +156,7 @@ def scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
     for e in entries:
         if e.name.startswith("."):
             continue  # the locks
-        path = Path(e.path)
+        path = atomic.child(d, e.name)
         if not e.name.endswith(".json"):
             if ".json.corrupt-" in e.name:
                 bad.append(path)
@@ -159,7 +182,8 @@ def scan_wakes(
         dirs = [session_dir(h, session)]
     else:
         try:
-            dirs = sorted(Path(e.path) for e in os.scandir(wakes_dir(h)) if e.is_dir())
+            top = wakes_dir(h)
+            dirs = sorted(atomic.child(top, e.name) for e in os.scandir(top) if e.is_dir())
         except FileNotFoundError:
             dirs = []
     records: list[WakeRecord] = []
@@ -180,7 +204,7 @@ def list_wakes(
 
 
 def merge(
-    home: Path,
+    home: P,
     session: str,
     name: str,
     *,

@@ -19,7 +19,7 @@ import os
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import write_all
-from ackdeck.core.base.locks import locked
+from ackdeck.core.base.locks import Held, locked
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import RoomUnavailable
 from ackdeck.core.rooms.file import ledger as L
@@ -231,7 +231,7 @@ class _RoomLock:
     def __init__(self, side: Sidecar, shared: bool) -> None:
         self._side = side
         self._shared = shared
-        self._held: locked | None = None
+        self._held: Held | None = None
 
     def _refused(self, exc: PermissionError) -> RoomUnavailable:
         return RoomUnavailable(f"cannot lock {self._side.lock_file}: {exc.strerror}")
