@@ -36,6 +36,7 @@ from ackdeck.core.rooms.file.sidecar_checks import (  # noqa: F401 (the room's o
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from types import TracebackType
 
 SUFFIX = locations.SIDECAR_SUFFIX
 # The names inside a sidecar (the layout above), as core/base/locations.py spells them.
@@ -245,7 +246,12 @@ class _RoomLock:
             raise self._refused(exc) from None
         self._held = held
 
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         held, self._held = self._held, None
         if held is not None:
             held.__exit__(kind, exc, tb)
