@@ -95,8 +95,8 @@ def _append(path: str, lock: str, data: bytes) -> int:
     log's size after it. `rotate` takes the lock exclusively while it reads, folds and
     replaces the log, so an event is either in what the fold read or appended after the
     fold's new log is in place, never in the file being renamed away. flock here, not
-    core/base/locks.locked: that one's contextmanager costs the hooks that only record their
-    event more than the lock itself (tests/test_layering.py)."""
+    core/base/locks.locked: its open would block on a FIFO in the lock's place and follow a
+    symlink, and a lock it cannot take in time is an error, where an event is written anyway."""
     import fcntl
 
     # O_NONBLOCK: a FIFO in the log's (or the lock's) place fails the open (ENXIO) instead of
