@@ -128,3 +128,51 @@ def test_neither_function_imports_json_or_re() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout == '{"a":[1,2.5,"é",true,null]} []\n'
+
+
+# Texts the C scanner refuses itself (not by its "no value starts here" StopIteration): a
+# control character, a bad escape or an unterminated string, a missing delimiter or key.
+_SCANNER_REFUSES = [
+    '{"a": "x\x01"}',
+    '{"a": "tab\there"}',
+    '"\\q"',
+    '"\\u12"',
+    '{"a": "unterminated',
+    '{"a" 1}',
+    "[1 2]",
+    "{1: 2}",
+    '{"a": 1,}',
+    '{"session_id": "a"',
+]
+
+
+def test_the_scanner_s_own_errors_are_json_s_in_an_interpreter_without_json() -> None:
+    """_json's scanner raises the errors it finds itself as json.decoder.JSONDecodeError,
+    which CPython 3.11 looks up in sys.modules without importing it: in a fresh interpreter
+    (every per-turn command) each of these texts raised SystemError, which no `except
+    ValueError` catches, so a torn presence line or a damaged policy file was a traceback
+    from every command that read it."""
+    code = (
+        "import sys\n"
+        "from ackdeck.core.base import jsontext\n"
+        "decode = jsontext.decoder()\n"
+        "for text in sys.stdin.read().split('\\0'):\n"
+        "    try:\n"
+        "        decode(text)\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input="\0".join(_SCANNER_REFUSES),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    want = []
+    for text in _SCANNER_REFUSES:
+        with pytest.raises(ValueError) as refused:
+            json.loads(text)
+        want.append(f"{type(refused.value).__name__} {refused.value}\n")
+    assert out.stdout == "".join(want)

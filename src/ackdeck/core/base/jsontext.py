@@ -52,8 +52,8 @@ class _Options:
 
 def _error(message: str, text: str, pos: int) -> ValueError:
     """json.JSONDecodeError (a ValueError carrying line and column), as json.loads raises
-    it. Importing json here costs only a text that is not JSON; the C scanner does the same
-    for the errors it finds itself."""
+    it. Importing json here costs only a text that is not JSON; the C scanner's own errors
+    need it imported too (_scan)."""
     from json import JSONDecodeError
 
     return JSONDecodeError(message, text, pos)
@@ -84,7 +84,7 @@ def decoder(
     def decode(text: str) -> Any:
         start = len(text) - len(text.lstrip(_WS))
         try:
-            value, end = scan(text, start)
+            value, end = _scan(scan, text, start)
         except StopIteration as stop:  # the scanner's "no value starts here"
             raise _error("Expecting value", text, stop.value) from None
         if end != len(text):
@@ -94,6 +94,28 @@ def decoder(
         return value
 
     return decode
+
+
+def _scan(scan: Callable[[str, int], tuple[Any, int]], text: str, start: int) -> tuple[Any, int]:
+    """`scan(text, start)`, with the scanner's own errors as json's.
+
+    The errors the C scanner finds itself (a control character or a bad escape in a string,
+    one cut short, a missing delimiter) it raises as json.decoder.JSONDecodeError, which
+    CPython 3.11 looks up in sys.modules without importing it: before json is imported, the
+    lookup fails and the call raises SystemError, which no `except ValueError` catches (a
+    torn presence line was a traceback from `ackdeck agents`). Such a text is not JSON, so it
+    may cost json's import: import it and scan again, which raises json's error."""
+    try:
+        return scan(text, start)
+    except SystemError:
+        import sys
+
+        if "json.decoder" in sys.modules:
+            raise  # not the missing lookup: a real fault of the scanner
+    # Outside the handler, so json's error does not carry the SystemError as its context.
+    import json.decoder  # noqa: F401  (the scanner reads its error class from sys.modules)
+
+    return scan(text, start)
 
 
 _CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
