@@ -108,10 +108,7 @@ def _scan(scan: Callable[[str, int], tuple[Any, int]], text: str, start: int) ->
     try:
         return scan(text, start)
     except SystemError:
-        import sys
-
-        if "json.decoder" in sys.modules:
-            raise  # not the missing lookup: a real fault of the scanner
+        pass  # scanned again below, with json imported: any other fault raises again there
     # Outside the handler, so json's error does not carry the SystemError as its context.
     import json.decoder  # noqa: F401  (the scanner reads its error class from sys.modules)
 
