@@ -56,11 +56,27 @@ def _huge(doc: dict) -> str:
     return json.dumps({**doc, _number(doc): 1e300})
 
 
+def _torn(doc: dict) -> str:
+    """`doc` cut before its closing brace (a write that stopped short): the C scanner refuses
+    it itself, "Expecting ',' delimiter", not by its StopIteration."""
+    return json.dumps(doc)[:-1]
+
+
+def _raw_control(doc: dict) -> str:
+    """`doc` with a raw control character inside its first string (a writer that escapes
+    nothing): "Invalid control character", found by the scanner itself too."""
+    text = json.dumps(doc)
+    at = text.index('"') + 1
+    return text[:at] + "\x01" + text[at:]
+
+
 HOSTILE: dict[str, Callable[[dict], str]] = {
     "deep": _deep,
     "nan": _nan,
     "infinity": _infinity,
     "huge": _huge,
+    "torn": _torn,
+    "raw-control": _raw_control,
 }
 
 
@@ -236,3 +252,63 @@ def test_a_hostile_policy_or_team_mailbox_is_refused_as_damaged_not_raised(text:
         policy.decode(text.encode(), "/r/policy")
     with pytest.raises(BadMailbox, match="/t/inboxes/a.json"):
         claude_mailbox.load(text.encode(), "/t/inboxes/a.json")
+
+
+# JSON texts `_json`'s C scanner refuses itself (a write cut short, a raw control character, a
+# missing colon): it raises json.decoder's error, which CPython 3.11 finds only once json is
+# imported, so in a fresh `ackdeck` process (jsontext never imports json) each was a
+# SystemError traceback past every `except ValueError`, where json.loads gave a ValueError.
+_REFUSED_BY_THE_SCANNER = [
+    '{"session_id": "cc-1", "reason": "exit"',
+    '{"session_id": "cc\x01", "reason": "exit"}',
+    '{"session_id" "cc-1"}',
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "event"),
+    [("notify", "notify"), ("end", "end"), ("prompt", "prompt"), ("stop", "stop"),
+     ("bootstrap", "start")],
+)  # fmt: skip
+def test_hook_stdin_the_scanner_refuses_is_no_input_not_a_system_error(
+    room: Path, home: Path, cli_env: dict[str, str], kind: str, event: str
+) -> None:
+    where = ["--room", str(room)] if kind in ("prompt", "stop") else []
+    for text in _REFUSED_BY_THE_SCANNER:
+        out = ackdeck(cli_env, "hooks", kind, "--session", "s1", *where, input=text)
+        assert out.returncode == 0 and out.stderr == "", out.stderr[-2000:]
+    # Each run recorded its event as a hook given no input does: no Claude session named.
+    log = locations.presence_log(home, "s1").read_text().splitlines()
+    events = [e for e in map(json.loads, log) if e["ev"] == event]
+    assert len(events) == len(_REFUSED_BY_THE_SCANNER) and not any("cc" in e for e in events)
+
+
+def test_a_torn_presence_line_is_skipped_not_a_system_error(
+    home: Path, cli_env: dict[str, str]
+) -> None:
+    out = ackdeck(cli_env, "hooks", "notify", "--session", "s1", input='{"session_id": "cc-1"}')
+    assert out.returncode == 0, out.stderr
+    log = locations.presence_log(home, "s1")
+    with log.open("a") as f:
+        f.write('{"t":1.5,"ev":"no')  # an append cut short by a crash
+    out = ackdeck(cli_env, "agents", "--json")
+    assert out.returncode == 0 and out.stderr == "", out.stderr[-2000:]
+    agents = _strict(out.stdout)["agents"]  # type: ignore[index]
+    assert [(a["session"], a["claude_session"]) for a in agents] == [("s1", "cc-1")]
+
+
+@pytest.mark.parametrize("text", _REFUSED_BY_THE_SCANNER, ids=["torn", "raw-control", "colon"])
+def test_a_policy_the_scanner_refuses_is_named_in_one_line_not_a_system_error(
+    room: Path, cli_env: dict[str, str], text: str
+) -> None:
+    policy = locations.policy(locations.sidecar(room))
+    policy.write_text(text)
+    out = ackdeck(cli_env, "room", "policy", str(room))
+    assert out.returncode != 0
+    _one_line_naming(out, policy)
+    assert "corrupt room policy" in out.stderr
+    # Status, read and ack never needed the policy: they work as they did before it broke.
+    for args in (("room", "status", str(room)), ("room", "ack", str(room), "--session", "s1")):
+        out = ackdeck(cli_env, *args)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert room.read_text() == ""

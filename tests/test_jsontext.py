@@ -133,11 +133,29 @@ def test_neither_function_imports_json_or_re() -> None:
     assert out.stdout == '{"a":[1,2.5,"é",true,null]} []\n'
 
 
-@pytest.mark.parametrize("text", _NOT_JSON)
+# Texts the C scanner refuses itself (not by its "no value starts here" StopIteration): a
+# control character, a bad escape or an unterminated string, a missing delimiter or key.
+_SCANNER_REFUSES = [
+    '{"a": "x\x01"}',
+    '{"a": "tab\there"}',
+    '"\\q"',
+    '"\\u12"',
+    '{"a": "unterminated',
+    '{"a" 1}',
+    "[1 2]",
+    "{1: 2}",
+    '{"a": 1,}',
+    '{"session_id": "a"',
+]
+
+
+@pytest.mark.parametrize("text", _NOT_JSON + _SCANNER_REFUSES)
 def test_a_fresh_interpreter_gets_json_s_errors_too(text: str) -> None:
-    """In a process that never imported json (a hook's), CPython 3.11's scanner could not
-    build its own errors and raised SystemError: a truncated hook input was a traceback.
-    One interpreter per text: the first error imports json, which would hide the rest."""
+    """_json's scanner raises the errors it finds itself as json.decoder.JSONDecodeError,
+    which CPython 3.11 looks up in sys.modules without importing it: in a fresh interpreter
+    (every per-turn command) such a text raised SystemError, which no `except ValueError`
+    catches (a truncated hook input, a torn presence line, a damaged policy file were
+    tracebacks). One interpreter per text: the first error imports json, hiding the rest."""
     code = (
         "import sys\n"
         "from ackdeck.core.base import jsontext\n"

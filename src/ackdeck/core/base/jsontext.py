@@ -52,8 +52,8 @@ class _Options:
 
 def _error(message: str, text: str, pos: int) -> ValueError:
     """json.JSONDecodeError (a ValueError carrying line and column), as json.loads raises
-    it. Importing json here costs only a text that is not JSON; the C scanner does the same
-    for the errors it finds itself."""
+    it. Importing json here costs only a text that is not JSON; the C scanner's own errors
+    need it imported too (_scan)."""
     from json import JSONDecodeError
 
     return JSONDecodeError(message, text, pos)
@@ -84,17 +84,9 @@ def decoder(
     def decode(text: str) -> Any:
         start = len(text) - len(text.lstrip(_WS))
         try:
-            value, end = scan(text, start)
+            value, end = _scan(scan, text, start)
         except StopIteration as stop:  # the scanner's "no value starts here"
             raise _error("Expecting value", text, stop.value) from None
-        except SystemError:
-            # CPython 3.11's scanner builds its other errors (a missing delimiter, a bad
-            # escape) from json.decoder's class, looked up only if json.decoder was already
-            # imported: otherwise it fails with SystemError. That happens on a damaged text
-            # only; import it and scan again, which raises the JSONDecodeError json gives.
-            import json.decoder  # noqa: F401
-
-            value, end = scan(text, start)
         if end != len(text):
             rest = text[end:].lstrip(_WS)
             if rest:
@@ -102,6 +94,25 @@ def decoder(
         return value
 
     return decode
+
+
+def _scan(scan: Callable[[str, int], tuple[Any, int]], text: str, start: int) -> tuple[Any, int]:
+    """`scan(text, start)`, with the scanner's own errors as json's.
+
+    The errors the C scanner finds itself (a control character or a bad escape in a string,
+    one cut short, a missing delimiter) it raises as json.decoder.JSONDecodeError, which
+    CPython 3.11 looks up in sys.modules without importing it: before json is imported, the
+    lookup fails and the call raises SystemError, which no `except ValueError` catches (a
+    torn presence line was a traceback from `ackdeck agents`). Such a text is not JSON, so it
+    may cost json's import: import it and scan again, which raises json's error."""
+    try:
+        return scan(text, start)
+    except SystemError:
+        pass  # scanned again below, with json imported: any other fault raises again there
+    # Outside the handler, so json's error does not carry the SystemError as its context.
+    import json.decoder  # noqa: F401  (the scanner reads its error class from sys.modules)
+
+    return scan(text, start)
 
 
 _CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
