@@ -621,6 +621,25 @@ def test_a_large_hook_input_is_parsed_once_not_after_every_chunk(
     assert 1 <= len(calls) <= 3
 
 
+def test_a_large_hook_input_of_closing_braces_is_not_parsed_after_every_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every 64 KiB chunk of this prompt ends in `}`, which the reader took for an object's
+    # end: it parsed the growing buffer after each one (quadratic: 30-40 s at 30 MB).
+    from ackdeck.core import hook_input
+
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps({"session_id": "s", "prompt": "}" * 8_000_000}))
+    calls = []
+    real_parse = hook_input.parse_json
+    monkeypatch.setattr(hook_input, "parse_json", lambda raw: calls.append(1) or real_parse(raw))
+    with path.open("rb") as f:
+        got = hooks.read_hook_input(f, wait=30)
+    assert got["session_id"] == "s" and len(got["prompt"]) == 8_000_000
+    # 123 chunks: at most one parse per doubling of the buffer, and the last one.
+    assert 1 <= len(calls) <= 10, len(calls)
+
+
 def test_a_line_landing_while_the_prompt_text_is_built_is_never_marked_told_unseen(
     tmp_path: Path,
 ) -> None:

@@ -43,6 +43,7 @@ def read_hook_input(
             return {}
         fd = f.fileno()
         raw = bytearray()
+        tried = 0  # the buffer's size at the last parse that found it incomplete
         deadline = time.monotonic() + total
         while True:
             left = deadline - time.monotonic()
@@ -58,14 +59,18 @@ def read_hook_input(
             end = len(raw)
             while end and raw[end - 1] in b" \t\r\n":
                 end -= 1
-            if not end or raw[end - 1] != ord("}"):
-                # An object is complete only after its closing brace: parsing the whole
-                # buffer after every chunk made a large input quadratic.
+            if not end or raw[end - 1] != ord("}") or len(raw) < 2 * tried:
+                # An object is complete only after its closing brace, and the buffer is parsed
+                # again only once it has doubled since it was last found incomplete: parsing
+                # it after every chunk made a large input quadratic (after every chunk that
+                # ends in `}` too: a prompt of braces). EOF, or the wait for a next chunk,
+                # ends the read in any case, and what arrived is parsed below.
                 continue
             try:
                 value = parse_json(raw)
                 break
             except ValueError:
+                tried = len(raw)
                 continue  # incomplete so far
     except (OSError, ValueError):
         return {}
