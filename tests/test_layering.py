@@ -295,7 +295,8 @@ TURN_BUDGET_ACKDECK = {
     # no wake module.
     "wakes drain": 16,
     "hooks prompt": 54,
-    "hooks stop": 60,
+    # The Stop hook drains only when a wake record or a run is there (core/service/pending.py).
+    "hooks stop": 55,
     "hooks bootstrap": 55,
     # The hooks that only record their event: the stdin JSON, the home as a string, one
     # append (core/cli/_hook_events.py).
@@ -428,13 +429,16 @@ def test_per_turn_commands_stay_within_their_module_budget(tmp_path: Path) -> No
 # rooms, must not load (issue 43, the read path): the room's lock, the ack's head check and
 # the deck's open are small classes rather than contextlib generators (every operation takes
 # them); the wait's timeout rule (math) loads only when a wait times out; the notices' views
-# only for the hooks; the push's descriptors only for a push. (The Stop hook still loads
-# contextlib with the wake modules of its drain.)
+# only for the hooks; the push's descriptors only for a push. The Stop hook drains wakes only
+# when a wake record or a run is there (core/service/pending.py): with neither, no wake module
+# (and no contextlib with them).
 NOT_FOR_A_READ = {
     "contextlib",
     "math",
     "ackdeck.core.service.views",
     "ackdeck.core.rooms.file.push_handles",
+    "ackdeck.core.service.wakes",
+    "ackdeck.core.monitors.wakes",
 }
 NEEDED_BY_THE_HOOKS = {"ackdeck.core.service.views"}
 
@@ -443,13 +447,15 @@ def test_a_file_rooms_read_ack_status_and_reading_hooks_load_no_contextlib_or_ra
     tmp_path: Path,
 ) -> None:
     """Each of these modules was loaded by every read, ack and status of a file room, for a
-    branch the command does not run (a timed-out wait, a notice's view, a push)."""
+    branch the command does not run (a timed-out wait, a notice's view, a push, a drain of
+    wakes nobody has)."""
     commands = dict(
         (" ".join(args[:2]), (args, stdin)) for args, stdin in _per_turn_commands(tmp_path)
     )
     _probe(*commands["room push"][:1], tmp_path)  # a line to read, then to ack
     loaded = {}
-    for name in ("room read", "room ack", "room status", "hooks prompt", "hooks bootstrap"):
+    reading = ("room read", "room ack", "room status", "hooks prompt", "hooks stop")
+    for name in (*reading, "hooks bootstrap"):
         args, stdin = commands[name]
         found, importer = _command_imports(args, tmp_path, stdin)
         unwanted = NOT_FOR_A_READ - (NEEDED_BY_THE_HOOKS if name.startswith("hooks") else set())
@@ -503,6 +509,17 @@ def test_type_checking_false_is_written_only_on_the_hot_path(
     hot: set[str] = set()
     for args, stdin in _per_turn_commands(tmp_path):
         hot |= _probe(args, tmp_path, stdin)[1]
+    # A Stop hook's drain that has a wake to deliver: the wake modules are per-turn too then
+    # (the quiet drain above lists two folders and loads none of them).
+    from ackdeck.core.monitors import wakes
+    from ackdeck.core.monitors.monitors import MatchedLine
+
+    wakes.merge(
+        tmp_path / "home", "s1", "build", run_id="run1", kind="match",
+        lines=[MatchedLine(0, 6, "ERROR")], filter="ERROR", exclude=False, matches=1,
+        status="running",
+    )  # fmt: skip
+    hot |= _probe(["wakes", "drain", "--hook"], tmp_path)[1]
     hot |= _supervisor_modules(phome, tmp_path, monkeypatch)
     writers = {
         _module_name(path)

@@ -877,25 +877,28 @@ def stop_hook(
         said.append(text)
         return True
 
-    drained = deck.drain(settle_timeout=settle_timeout, deliver=deliver if emit else None)
-    if said:
-        return StopOutcome(True, said[0], commit, written=True)
-    if unsaid:  # nothing was acked; the caller's own write will fail (or succeed) again
-        return StopOutcome(True, unsaid[0], commit)
-    text = compose(drained.text())
+    from ackdeck.core.service.pending import nothing_to_drain
+
+    if "://" not in session and nothing_to_drain(str(home), session):
+        # Most stops: no wake record and no run, told by listing two folders; the drain would
+        # find nothing and hand nothing to `deliver`. The wake modules stay unloaded (a
+        # Stop hook that has room lines to tell loads only what telling them needs).
+        wake_text, wakes_quiet = "", True
+    else:
+        drained = deck.drain(settle_timeout=settle_timeout, deliver=deliver if emit else None)
+        if said:
+            return StopOutcome(True, said[0], commit, written=True)
+        if unsaid:  # nothing was acked; the caller's own write will fail (or succeed) again
+            return StopOutcome(True, unsaid[0], commit)
+        wake_text = drained.text()
+        wakes_quiet = not drained.delivered and not drained.pending and not drained.skipped
+    text = compose(wake_text)
     if not text:
-        quiet = (
-            rooms_quiet
-            and not lease_parts
-            and not handed_file
-            and not drained.delivered
-            and not drained.pending
-            and not drained.skipped
-        )
+        quiet = rooms_quiet and not lease_parts and not handed_file and wakes_quiet
         return StopOutcome(False, "", commit, quiet=quiet)
 
     def commit_and_keep() -> None:  # once the caller wrote `text`
         commit()
-        keep(drained.text())
+        keep(wake_text)
 
     return StopOutcome(True, text, commit_and_keep)
