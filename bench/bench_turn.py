@@ -321,10 +321,11 @@ def main(flags: list[str] | None = None) -> None:
     med = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
     base = med[PLAIN]
     print(f"one claude -p turn, median of {rounds} interleaved runs (ms)")
-    print(f"{'case':<34}{'median':>9}{'ratio':>7}{'target':>9}  {'result':<9}{'range':>15}")
+    print(f"{'case':<34}{'median':>9}{'ratio':>7}{'target':>9}  {'result':<9}{'range':>17}")
     for name, ms in med.items():
         ratio = ms / base
-        spread = f"{min(times[name]) * 1000:.0f}-{max(times[name]) * 1000:.0f}"
+        # The median's precision: rounded to whole ms, a range could start above its median.
+        spread = f"{min(times[name]) * 1000:.1f}-{max(times[name]) * 1000:.1f}"
         if name == PLAIN:
             verdict, target = "baseline", ""
         elif name == NULL:
@@ -332,7 +333,7 @@ def main(flags: list[str] | None = None) -> None:
         else:
             verdict = "met" if ratio <= TARGET else "missed"
             target = "<= " + format(TARGET, "g")
-        print(f"{name:<34}{ms:>9.1f}{ratio:>7.2f}{target:>9}  {verdict:<9}{spread:>15}")
+        print(f"{name:<34}{ms:>9.1f}{ratio:>7.2f}{target:>9}  {verdict:<9}{spread:>17}")
     print(
         f"hooks add {med[HOOKED] - base:+.0f} ms per turn: Claude Code running them "
         f"{med[NULL] - base:+.0f} ms (the same hooks doing nothing), ackdeck's commands "
