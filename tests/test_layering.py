@@ -443,6 +443,12 @@ NOT_FOR_A_READ = {
 NEEDED_BY_THE_HOOKS = {"ackdeck.core.service.views"}
 
 
+def _ours(importer: str | None) -> bool:
+    """Was a module imported by ackdeck's code (None: at the top level, which for a command's
+    run means in a function of ackdeck's), not by another library's module?"""
+    return importer is None or importer == "ackdeck" or importer.startswith("ackdeck.")
+
+
 def test_a_file_rooms_read_ack_status_and_reading_hooks_load_no_contextlib_or_rare_modules(
     tmp_path: Path,
 ) -> None:
@@ -459,7 +465,11 @@ def test_a_file_rooms_read_ack_status_and_reading_hooks_load_no_contextlib_or_ra
         args, stdin = commands[name]
         found, importer = _command_imports(args, tmp_path, stdin)
         unwanted = NOT_FOR_A_READ - (NEEDED_BY_THE_HOOKS if name.startswith("hooks") else set())
-        loaded[name] = sorted(f"{m} (imported by {importer.get(m, '?')})" for m in found & unwanted)
+        # What ackdeck imports (at the top of a module or in a function: no importer then);
+        # one standard module importing another is the budget's count (on 3.13 pathlib's
+        # glob imports contextlib, and the read still imports pathlib).
+        ours = {m for m in found & unwanted if _ours(importer.get(m))}
+        loaded[name] = sorted(f"{m} (imported by {importer.get(m, '?')})" for m in ours)
     assert loaded == {name: [] for name in loaded}
 
 
