@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -603,22 +604,31 @@ def test_a_stop_hook_whose_output_nobody_reads_acks_no_wake(
     assert wakes.list_wakes(home, "agent")[0].pending == 0
 
 
-def test_a_large_hook_input_is_parsed_once_not_after_every_chunk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # 8 MB of JSON: parsing the growing buffer after each 64 KiB read made this quadratic.
-    # (This used to count json.loads, which the reader never calls: it counted nothing.)
+def _parses_of_a_large_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prompt: str
+) -> tuple[dict[str, Any], int]:
+    """The hook input read from a file holding `prompt` (8 MB), and how often the reader
+    parsed its buffer."""
     from ackdeck.core import hook_input
 
     path = tmp_path / "in.json"
-    path.write_text(json.dumps({"session_id": "s", "prompt": "x" * 8_000_000}))
+    path.write_text(json.dumps({"session_id": "s", "prompt": prompt}))
     calls = []
     real_parse = hook_input.parse_json
     monkeypatch.setattr(hook_input, "parse_json", lambda raw: calls.append(1) or real_parse(raw))
     with path.open("rb") as f:
         got = hooks.read_hook_input(f, wait=30)
+    return got, len(calls)
+
+
+def test_a_large_hook_input_is_parsed_once_not_after_every_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 8 MB of JSON: parsing the growing buffer after each 64 KiB read made this quadratic.
+    # (This used to count json.loads, which the reader never calls: it counted nothing.)
+    got, calls = _parses_of_a_large_input(tmp_path, monkeypatch, "x" * 8_000_000)
     assert got["session_id"] == "s" and len(got["prompt"]) == 8_000_000
-    assert 1 <= len(calls) <= 3
+    assert 1 <= calls <= 3
 
 
 def test_a_large_hook_input_of_closing_braces_is_not_parsed_after_every_chunk(
@@ -626,18 +636,10 @@ def test_a_large_hook_input_of_closing_braces_is_not_parsed_after_every_chunk(
 ) -> None:
     # Every 64 KiB chunk of this prompt ends in `}`, which the reader took for an object's
     # end: it parsed the growing buffer after each one (quadratic: 30-40 s at 30 MB).
-    from ackdeck.core import hook_input
-
-    path = tmp_path / "in.json"
-    path.write_text(json.dumps({"session_id": "s", "prompt": "}" * 8_000_000}))
-    calls = []
-    real_parse = hook_input.parse_json
-    monkeypatch.setattr(hook_input, "parse_json", lambda raw: calls.append(1) or real_parse(raw))
-    with path.open("rb") as f:
-        got = hooks.read_hook_input(f, wait=30)
+    got, calls = _parses_of_a_large_input(tmp_path, monkeypatch, "}" * 8_000_000)
     assert got["session_id"] == "s" and len(got["prompt"]) == 8_000_000
     # 123 chunks: at most one parse per doubling of the buffer, and the last one.
-    assert 1 <= len(calls) <= 10, len(calls)
+    assert 1 <= calls <= 10, calls
 
 
 def test_a_line_landing_while_the_prompt_text_is_built_is_never_marked_told_unseen(
