@@ -5,7 +5,11 @@ lines. After every step the file on disk must equal the model, and:
 - every line ever written is in the file, or was removed by an ack of a session that had read
   that very line (or by ack --all, which returns it), or by the foreign tool;
 - an ack removes only a prefix of the file, made of lines that session read;
-- after a foreign rewrite, older receipts are stale and remove nothing;
+- after a foreign rewrite ackdeck can tell apart from appends, older receipts are stale and
+  remove nothing. An in-place rewrite is seen only by a look that records what it saw (a read,
+  an ack): one undone before ackdeck looks again (the same head, the file no smaller than
+  recorded) is indistinguishable from appends (docs/concepts/exact-acks.md, residual windows),
+  and an ack then removes what its session read, which the first rule still checks;
 - a partial last line is never returned and never removed.
 """
 
@@ -29,6 +33,7 @@ from hypothesis.stateful import (
 )
 
 from ackdeck.core.errors import ColdAck
+from ackdeck.core.rooms.file.ledger import HEAD_BYTES
 from ackdeck.core.rooms.file.room import Room
 
 SESSIONS = st.sampled_from(["s1", "s2", "s3"])
@@ -57,7 +62,11 @@ class RoomMachine(RuleBasedStateMachine):
         self.lines: list[tuple[int, bytes]] = []  # the model of the file's complete lines
         self.partial = b""
         self.read_ids: dict[str, set[int] | None] = {}  # live (unacked) receipts
-        self.stale: set[str] = set()  # receipts older than a foreign rewrite
+        self.stale: set[str] = set()  # receipts older than a foreign rewrite ackdeck saw
+        # Receipts older than an in-place rewrite no look has seen yet, and the room as the
+        # last look that recorded it left it (its size and head: what the ledger compares).
+        self.suspect: set[str] = set()
+        self.seen: tuple[int, bytes] | None = None
         # A `>>` writer that opened the path and writes later, maybe after acks replaced the
         # inode: its line must reach the room at the next exclusive operation.
         self.held: int | None = None
@@ -144,21 +153,26 @@ class RoomMachine(RuleBasedStateMachine):
     # ----- sessions --------------------------------------------------------------------------
     @rule(session=SESSIONS)
     def read(self, session: str) -> None:
+        looked = self._look()
         self._swept()
         res = self.room.read(session)
+        self._recorded(looked)
         assert res.lines == [t for _, t in self.lines]
         self.read_ids[session] = {i for i, _ in self.lines}
         self.stale.discard(session)
 
     @rule(session=SESSIONS)
     def ack(self, session: str) -> None:
+        self._look()
         self._swept()
         read = self.read_ids.get(session)
         if read is None:
             with pytest.raises(ColdAck):
                 self.room.ack(session)
+            self.seen = None  # a refused ack may still record a rewrite it found
             return  # the invariants check that nothing but the sweep changed the file
         res = self.room.ack(session)
+        self._acked(res.acked)
         if res.acked:
             self._acked_something()
         self.read_ids[session] = None
@@ -176,17 +190,46 @@ class RoomMachine(RuleBasedStateMachine):
 
     @rule(session=SESSIONS)
     def ack_all(self, session: str) -> None:
+        self._look()
         self._swept()
         res = self.room.ack(session, all=True)
+        self._acked(res.acked)
         if res.acked:
             self._acked_something()
         assert res.lines == [t for _, t in self.lines]  # everything removed is returned
         self.lines = []
         self.read_ids[session] = self.read_ids.get(session)  # --all does not touch receipts
 
+    # ----- what ackdeck has seen ---------------------------------------------------------------
+    def _look(self) -> tuple[int, bytes]:
+        """A read or an ack begins by comparing the room with what the ledger recorded
+        (ledger.classify): an in-place rewrite is certainly seen if the room is now smaller,
+        or its head differs from the recorded one. Then the older receipts are stale. If not,
+        the rewrite looks like appends from here on: they may or may not be."""
+        data = self.path.read_bytes()
+        if self.suspect and self.seen is not None:
+            size, head = self.seen
+            if len(data) < size or data[: len(head)] != head:
+                self.stale |= self.suspect
+        self.suspect = set()
+        return len(data), data[:HEAD_BYTES]
+
+    def _recorded(self, looked: tuple[int, bytes]) -> None:
+        # A read stores the room as it looked (a sweep's late lines after it are appends).
+        self.seen = looked
+
+    def _acked(self, acked: int) -> None:
+        # An ack that removed lines stores the room it leaves; one that removed nothing may or
+        # may not have stored anything: what it recorded is unknown until the next read.
+        data = self.path.read_bytes()
+        self.seen = (len(data), data[:HEAD_BYTES]) if acked else None
+
     # ----- a foreign tool --------------------------------------------------------------------
     def _all_receipts_stale(self) -> None:
         self.stale |= {s for s, r in self.read_ids.items() if r is not None}
+
+    def _all_receipts_suspect(self) -> None:
+        self.suspect |= {s for s, r in self.read_ids.items() if r is not None}
 
     @rule(k=st.integers(0, 3))
     def foreign_consume_by_rename(self, k: int) -> None:
@@ -202,30 +245,30 @@ class RoomMachine(RuleBasedStateMachine):
     @rule(k=st.integers(0, 3))
     def foreign_rewrite_in_place_new_head(self, k: int) -> None:
         # Truncate and refill the same inode, dropping k lines and adding a header line: the
-        # head changes, so ackdeck can tell.
+        # head changes, so ackdeck can tell if it looks before another rewrite restores it.
         header = (next(self.ids), f"FOREIGN{next(self.ids)}".encode())
         keep = [header, *self.lines[k:]]
         with open(self.path, "r+b") as f:
             f.truncate(0)
             f.write(b"".join(t + b"\n" for _, t in keep) + self.partial)
         self.lines = keep
-        self._all_receipts_stale()
+        self._all_receipts_suspect()
 
     @precondition(lambda self: len(self.lines) > 0)
     @rule(k=st.integers(1, 3))
     def foreign_truncate_in_place_then_ackdeck_looks(self, k: int) -> None:
         # Drop the first k lines in place (same inode, maybe the same head when lines repeat).
-        # Detected because the file is now smaller than the largest size a read recorded; that
-        # needs ackdeck to look before producers refill it (docs/concepts/exact-acks.md:
-        # residual windows).
+        # Detected when the file is now smaller than the size a look recorded, or its head
+        # differs; that needs ackdeck to look before producers refill it, so it looks at once
+        # (docs/concepts/exact-acks.md: residual windows). An earlier rewrite no look saw can
+        # leave the file larger than recorded, with the recorded head: then it is not.
         keep = self.lines[k:]
         with open(self.path, "r+b") as f:
             f.truncate(0)
             f.write(b"".join(t + b"\n" for _, t in keep) + self.partial)
         self.lines = keep
-        self._all_receipts_stale()
-        self._swept()
-        assert self.room.read("observer").lines == [t for _, t in self.lines]
+        self._all_receipts_suspect()
+        self.read("observer")
 
     @rule()
     def foreign_rewrite_identical_in_place(self) -> None:
@@ -275,3 +318,52 @@ def test_room_state_machine(tmp_path: Path) -> None:
             database=None,
         ),
     )
+
+
+def test_an_in_place_rewrite_undone_before_ackdeck_looks_loses_nothing(tmp_path: Path) -> None:
+    """Found by CI (fresh clone, Python 3.13): `x` is read by s1; a foreign tool rewrites the
+    room in place with a header first; a partial `x` starts; the tool truncates in place again,
+    dropping the header. No look saw the header, and the room is now `x` and a partial `x`:
+    larger than what s1's read recorded, with the same head, so to ackdeck it is the read line
+    with bytes appended. s1's ack removes that line, the one it read, and nothing else."""
+    RoomMachine.base_dir = tmp_path
+    m = RoomMachine()
+    steps = [
+        m.setup,
+        lambda: m.start_partial_line("x"),
+        m.finish_partial_line,
+        lambda: m.read("s1"),
+        lambda: m.foreign_rewrite_in_place_new_head(0),
+        lambda: m.start_partial_line("x"),
+        lambda: m.foreign_truncate_in_place_then_ackdeck_looks(1),
+        lambda: m.ack("s1"),
+    ]
+    try:
+        for step in steps:
+            step()
+            m.file_matches_model()
+            m.status_agrees()
+    finally:
+        m.teardown()
+    assert m.path.read_bytes() == b"x"  # the read line went; the partial line stays
+    assert "s1" not in m.stale  # seen as appends: the model no longer calls it stale
+
+
+def test_an_in_place_rewrite_a_read_sees_makes_older_receipts_stale(tmp_path: Path) -> None:
+    """The same rewrite with the header still there when ackdeck looks: the head differs from
+    what s1's read recorded, so s1's ack removes nothing."""
+    RoomMachine.base_dir = tmp_path
+    m = RoomMachine()
+    try:
+        m.setup()
+        m.push("x")
+        m.read("s1")
+        m.foreign_rewrite_in_place_new_head(0)
+        m.push("y")
+        m.read("s2")
+        assert m.stale == {"s1"}
+        m.ack("s1")  # asserts mode stale or noop, nothing removed
+        m.file_matches_model()
+    finally:
+        m.teardown()
+    assert m.path.read_bytes().endswith(b"x\ny\n")
