@@ -9,12 +9,12 @@ back to inode, size and head fingerprint (as before).
 
 Every read, ack and status of a file room asks, so the call is made through the `_ctypes`
 extension directly rather than the `ctypes` package (issue 43): the package's `__init__` builds
-dozens of classes and imports `struct`, `_endian` and `types`, ~2 ms of a ~34 ms read, for one
-function and one 256-byte buffer. The buffer is parsed with `int.from_bytes` at the offsets of
-`struct statx` in <linux/stat.h> rather than through a `Structure`. Where `_ctypes` lacks what
-this needs or its API differs (a future Python), the `ctypes` code this replaced is used
-instead (`_via_ctypes`), with the same answers; `tests/test_fileid.py` holds the two to the
-same values on real files.
+dozens of classes and imports `struct`, `_struct` and `ctypes._endian`, 1.4-2.1 ms of a 35-40 ms
+read (docs/performance.md), for one function and one 256-byte buffer. The buffer is parsed
+with `int.from_bytes` at the offsets of `struct statx` in <linux/stat.h> rather than through a
+`Structure`. Where `_ctypes` lacks what this needs or its API differs (a future Python), the
+`ctypes` code this replaced is used instead (`_via_ctypes`), with the same answers;
+`tests/test_fileid.py` holds the two to the same values on real files.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ _BTIME_NSEC_AT = 88
 
 def btime_from_statx(raw: bytes) -> int | None:
     """The birth time in ns from the bytes of a filled `struct statx`, or None when its mask
-    says the filesystem did not record one (the kernel leaves the field zero then)."""
+    says the filesystem did not record one (the field's bytes mean nothing then)."""
     mask = int.from_bytes(raw[_MASK_AT : _MASK_AT + 4], sys.byteorder)
     if not mask & _STATX_BTIME:
         return None
@@ -94,7 +94,9 @@ def _via_ctypes_extension() -> _Statx | None:
     def call(dirfd: int, path: bytes, flags: int) -> int | None:
         buf = buffer()
         if fn(dirfd, path, flags, _STATX_BTIME, byref(buf)) != 0:
-            return None  # ENOSYS (no statx in the kernel), EBADF, ENOENT...: no birth time
+            # EBADF, ENOENT..., or ENOSYS where glibc does not fill the basic fields itself
+            # for a kernel without statx (2.36 does, without STATX_BTIME): no birth time.
+            return None
         return btime_from_statx(bytes(buf))
 
     return call
