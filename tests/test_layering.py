@@ -310,14 +310,15 @@ TURN_BUDGET_OTHER = {
     (3, 11): {
         "room push": 4,
         # contextlib and math are no longer loaded by the room readers (NOT_FOR_A_READ); the
-        # Stop hook's drain still loads contextlib with the wake modules.
-        "room read": 37,
-        "room ack": 36,
-        "room status": 37,
+        # Stop hook's drain still loads contextlib with the wake modules. The birth time takes
+        # `_ctypes` alone, not ctypes with ctypes._endian, struct and _struct (4 fewer).
+        "room read": 33,
+        "room ack": 32,
+        "room status": 33,
         "wakes drain": 3,
-        "hooks prompt": 37,
-        "hooks stop": 38,
-        "hooks bootstrap": 37,
+        "hooks prompt": 33,
+        "hooks stop": 33,
+        "hooks bootstrap": 33,
         "hooks notify": 5,
         "hooks end": 5,
     },
@@ -431,10 +432,13 @@ def test_per_turn_commands_stay_within_their_module_budget(tmp_path: Path) -> No
 # them); the wait's timeout rule (math) loads only when a wait times out; the notices' views
 # only for the hooks; the push's descriptors only for a push. The Stop hook drains wakes only
 # when a wake record or a run is there (core/service/pending.py): with neither, no wake module
-# (and no contextlib with them).
+# (and no contextlib with them). The `ctypes` package (~2 ms: dozens of classes, struct,
+# _endian) is not needed for a file's birth time: core/base/fileid.py calls statx through the
+# `_ctypes` extension alone.
 NOT_FOR_A_READ = {
     "contextlib",
     "math",
+    "ctypes",
     "ackdeck.core.service.views",
     "ackdeck.core.rooms.file.push_handles",
     "ackdeck.core.service.wakes",
