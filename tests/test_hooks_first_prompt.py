@@ -329,3 +329,91 @@ def test_a_real_claude_turn_gets_the_start_text_once_with_its_first_prompt_and_r
         resumed = json.dumps(stub.turns()[seen])
         assert resumed.count("(ackdeck: reminder after resume)") == 1
         assert resumed.count(TEXT) == 2  # the first run's, in the history, and the reminder
+
+
+def test_a_real_interactive_session_is_told_at_its_first_prompt_and_once_after_a_clear(
+    tmp_path: Path,
+) -> None:
+    """An interactive `claude` (tmux, AGENT-LOOPS.md) sends nothing to the model and records
+    no start before its owner's first words (the premise: nothing needs the text earlier);
+    its first prompt carries the text once; `/clear` starts another Claude Code session whose
+    SessionStart hook gives the reminder and records the new id, so the prompt after it has
+    the text once (the reminder), and the next prompt none again."""
+    import shutil
+    import uuid
+
+    from tests.helpers import agent_clients as clients
+    from tests.helpers.agent_clients import Setup
+    from tests.helpers.claude_tmux import API_KEY, Session, _seed, type_line
+    from tests.helpers.model_stub import ModelStub
+    from tests.helpers.wait import eventually
+
+    exe = clients.need_client("claude")
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    s = Setup(tmp_path)
+    _seed(s.user_home, s.workdir)
+    s.make()
+    done = subprocess.run(
+        [*s.ackdeck(), "--home", str(s.home), "hooks", "install", "--session", s.session,
+         "--room", str(s.room), "--ackdeck", " ".join([*s.ackdeck(), "--home", str(s.home)])],
+        cwd=s.workdir, env=s.base_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    told = locations.start_told(s.home, s.session)
+
+    def requests_with(words: str, stub: ModelStub) -> list[str]:
+        return [t for t in map(json.dumps, stub.turns()) if words in t and '"messages"' in t]
+
+    def turn_ended() -> bool:
+        """A Stop hook ran (or its gate marked it) since the latest prompt: the turn is over."""
+        events = log.events(s.home, s.session)
+        prompted = max((e["t"] for e in events if e["ev"] == "prompt"), default=None)
+        return prompted is not None and any(
+            e["ev"] == "stop" and e["t"] >= prompted for e in events
+        )
+
+    with ModelStub([]) as stub:  # every request is answered "done"
+        env = {
+            "HOME": str(s.user_home),
+            "PATH": os.environ["PATH"],
+            "TERM": "xterm-256color",
+            "ANTHROPIC_BASE_URL": stub.url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "IS_SANDBOX": "1",  # bypass mode as root
+            "PYTHONPATH": s.base_env()["PYTHONPATH"],
+        }
+        tmux = ["tmux", "-L", f"ackdeck-test-{uuid.uuid4().hex[:12]}"]
+        argv = [*tmux, "new-session", "-d", "-x", "200", "-y", "50", "-c", str(s.workdir)]
+        for k, v in env.items():
+            argv += ["-e", f"{k}={v}"]
+        argv += [str(exe), "--permission-mode", "bypassPermissions"]  # no prompt: it waits
+        subprocess.run(argv, check=True, env={**os.environ, "TMUX": ""})
+        pane = Session(tmux, s.user_home, s.user_home / ".claude", s.workdir)
+        try:
+            eventually(lambda: "bypass permissions on" in pane.screen(), what="the prompt box")
+            assert requests_with("you are session", stub) == []
+            assert [e["ev"] for e in log.events(s.home, s.session)] == []
+
+            type_line(pane, "Say alpha.")
+            first = eventually(lambda: requests_with("Say alpha.", stub), what="alpha")[0]
+            by_prompt = f"UserPromptSubmit hook success: ackdeck: {TEXT}"
+            assert first.count(TEXT) == 1 and first.count(by_prompt) == 1, first[-3000:]
+            first_id = told.read_text()
+            eventually(turn_ended, what="alpha's Stop hook")
+
+            type_line(pane, "/clear")
+            eventually(lambda: told.read_text() not in ("", first_id), what="the clear's new id")
+            type_line(pane, "Say beta.")
+            beta = eventually(lambda: requests_with("Say beta.", stub), what="beta")[0]
+            assert beta.count("(ackdeck: reminder after clear)") == 1 and beta.count(TEXT) == 1
+            eventually(turn_ended, what="beta's Stop hook")
+
+            type_line(pane, "Say gamma.")
+            gamma = eventually(lambda: requests_with("Say gamma.", stub), what="gamma")[0]
+            assert gamma.count(TEXT) == 1  # beta's reminder, in the history; nothing new
+        finally:
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
