@@ -326,11 +326,13 @@ def _said_installed(
         say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
+        # SessionStart fires only for these: at startup the first prompt gives the text.
+        when = f" [{hooks.START_MATCHER}]" if event == "SessionStart" else ""
         if command and "; exec " in command:  # a gate: what it runs, not its sh program
             runs = command.rsplit("; exec ", 1)[1].split(" <<", 1)[0]
-            say(f"  {event}: {runs}  (behind its gate)")
+            say(f"  {event}{when}: {runs}  (behind its gate)")
         elif command:
-            say(f"  {event}: {command}")
+            say(f"  {event}{when}: {command}")
 
 
 def _pair_server(server: list[str], mcp_config: str | None) -> None:
