@@ -73,14 +73,16 @@ LINE_DIGEST = 16
 def line_digests(lines: Iterable[bytes]) -> bytes:
     """The LINE_DIGEST-byte digests of `lines` (each without its newline), concatenated."""
     # Imported here: a push hashes its ledger slot (sha256_hex) but never a line.
-    import functools
+    # functools.partial is _functools.partial (C); `functools` itself imports `collections`
+    # (with `keyword`, `operator`, `reprlib`), which a turn's read need not load.
     import operator
+    from _functools import partial
 
     try:
         from _blake2 import blake2s
     except ImportError:  # a build without CPython's own hashes
         from hashlib import blake2s
 
-    one = functools.partial(blake2s, digest_size=LINE_DIGEST)
+    one = partial(blake2s, digest_size=LINE_DIGEST)
     # map() keeps the loop in C: about one BLAKE2s call's cost per line, nothing more.
     return b"".join(map(operator.methodcaller("digest"), map(one, lines)))

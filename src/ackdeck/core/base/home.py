@@ -36,7 +36,7 @@ def made_home(home: str | os.PathLike[str] | None) -> str:
             f"cannot expand ~ in the home {named}: set HOME, or give an absolute --home or "
             "ACKDECK_HOME"
         )
-    path = _as_pathlib_would(named if os.path.isabs(named) else os.path.join(os.getcwd(), named))
+    path = as_pathlib_would(named if os.path.isabs(named) else os.path.join(os.getcwd(), named))
     try:
         # 0700: wake texts and process output can hold secrets; other users have no business here.
         _mkdir(path, 0o700)
@@ -83,7 +83,7 @@ def _mkdir(path: str, mode: int) -> None:
             raise
 
 
-def _as_pathlib_would(path: str) -> str:
+def as_pathlib_would(path: str) -> str:
     """An absolute path as str(Path(path)) spells it: repeated slashes and `.` parts gone, no
     trailing slash, `..` kept (not resolved: a symlink may be in front of it), POSIX's two
     leading slashes kept."""
