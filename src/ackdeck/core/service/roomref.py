@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 
-from ackdeck.core.base.home import as_pathlib_would
+from ackdeck.core.base.names import as_pathlib_would
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.room_spec import file_room_path
 
@@ -167,6 +167,8 @@ class FileRoomRef(RoomRef):
         return list(state_dirs(self.path))
 
     def watches(self, path: str) -> bool:
+        from pathlib import Path  # a watcher's (dashboard, MCP server): not a turn's
+
         from ackdeck.core.rooms.file.sidecar import path_for
 
         p = Path(path)

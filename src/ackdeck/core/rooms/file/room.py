@@ -41,9 +41,8 @@ from ackdeck.core.base.byteio import (
     wait_for_writes,
 )
 from ackdeck.core.base.faults import pause
-from ackdeck.core.base.home import as_pathlib_would
 from ackdeck.core.base.locks import locked
-from ackdeck.core.base.names import check_name, check_room_path
+from ackdeck.core.base.names import as_pathlib_would, check_name, check_room_path
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import prev_inodes as prev_inodes
