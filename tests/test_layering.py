@@ -311,10 +311,12 @@ TURN_BUDGET_OTHER = {
         "room push": 4,
         # contextlib and math are no longer loaded by the room readers (NOT_FOR_A_READ); the
         # Stop hook's drain still loads contextlib with the wake modules. The birth time takes
-        # `_ctypes` alone, not ctypes with ctypes._endian, struct and _struct (4 fewer).
-        "room read": 33,
-        "room ack": 32,
-        "room status": 33,
+        # `_ctypes` alone, not ctypes with ctypes._endian, struct and _struct (4 fewer). A file
+        # room's names are plain strings: no pathlib (with `re`, `enum`, `functools`,
+        # `collections`, `fnmatch`, `urllib.parse`, `ipaddress`) for read, ack and status.
+        "room read": 9,
+        "room ack": 7,
+        "room status": 7,
         "wakes drain": 3,
         "hooks prompt": 33,
         "hooks stop": 33,
@@ -439,12 +441,28 @@ NOT_FOR_A_READ = {
     "contextlib",
     "math",
     "ctypes",
+    # A file room's names are plain strings (core/rooms/file/room.py, sidecar.py, ack.py;
+    # core/service/roomref.py): pathlib brought `re`, `fnmatch`, `urllib.parse`, `ipaddress`
+    # (~2x a bare interpreter alone); `collections.abc` for annotations, `functools` for a
+    # partial (both bring `collections`) are for type checkers or come from `_functools`.
+    "pathlib",
+    "collections",
+    "collections.abc",
+    "functools",
     "ackdeck.core.service.views",
     "ackdeck.core.rooms.file.push_handles",
     "ackdeck.core.service.wakes",
     "ackdeck.core.monitors.wakes",
 }
-NEEDED_BY_THE_HOOKS = {"ackdeck.core.service.views"}
+# The hooks' home and the notices' state are still named with Path objects (core/hooks.py,
+# core/service/noticer.py): pathlib is off the room commands only.
+NEEDED_BY_THE_HOOKS = {
+    "ackdeck.core.service.views",
+    "pathlib",
+    "collections",
+    "collections.abc",
+    "functools",
+}
 
 
 def _ours(importer: str | None) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from ackdeck.core.base import locations
+from ackdeck.core.base.names import as_pathlib_would
 from ackdeck.core.errors import InvalidInput
 
 TYPE_CHECKING = False  # pathlib is imported where a Path is built: not by home_str's callers
@@ -36,7 +37,7 @@ def made_home(home: str | os.PathLike[str] | None) -> str:
             f"cannot expand ~ in the home {named}: set HOME, or give an absolute --home or "
             "ACKDECK_HOME"
         )
-    path = _as_pathlib_would(named if os.path.isabs(named) else os.path.join(os.getcwd(), named))
+    path = as_pathlib_would(named if os.path.isabs(named) else os.path.join(os.getcwd(), named))
     try:
         # 0700: wake texts and process output can hold secrets; other users have no business here.
         _mkdir(path, 0o700)
@@ -81,14 +82,6 @@ def _mkdir(path: str, mode: int) -> None:
     except OSError:
         if not os.path.isdir(path):
             raise
-
-
-def _as_pathlib_would(path: str) -> str:
-    """An absolute path as str(Path(path)) spells it: repeated slashes and `.` parts gone, no
-    trailing slash, `..` kept (not resolved: a symlink may be in front of it), POSIX's two
-    leading slashes kept."""
-    lead = "//" if path.startswith("//") and not path.startswith("///") else "/"
-    return lead + "/".join(p for p in path.split("/") if p not in ("", "."))
 
 
 # Re-exported for the callers that already import them from here; named in locations.

@@ -123,6 +123,10 @@ def seen_marks_str(side: str) -> str:
     return os.path.join(side, JOURNEY, SEEN_MARKS)
 
 
+def receipt_str(side: str, session: str) -> str:
+    return os.path.join(side, RECEIPTS, f"{check_name(session)}{RECEIPT_SUFFIX}")
+
+
 def audit(side: Path) -> Path:
     return side / AUDIT
 
@@ -155,12 +159,12 @@ def seen_marks(side: Path) -> Path:
     return journey_dir(side) / SEEN_MARKS
 
 
-def prev_inode(side: Path, ino: int, tag: str) -> Path:
-    return side / f"{PREV_PREFIX}{ino}-{tag}"
+def prev_inode(side: P, ino: int, tag: str) -> P:
+    return child(side, f"{PREV_PREFIX}{ino}-{tag}")
 
 
-def dead_room(room: Path) -> Path:
-    return room.with_name(room.name + DEAD_SUFFIX)
+def dead_room(room: P) -> P:
+    return sibling(room, os.path.basename(room) + DEAD_SUFFIX)
 
 
 # ----- the home --------------------------------------------------------------------------

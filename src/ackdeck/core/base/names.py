@@ -42,6 +42,15 @@ def room_path_str(path: str | os.PathLike[str], dirs: dict[str, str] | None = No
     return os.path.join(real, name)
 
 
+def as_pathlib_would(path: str) -> str:
+    """An absolute path as str(Path(path)) spells it: repeated slashes and `.` parts gone, no
+    trailing slash, `..` kept (not resolved: a symlink may be in front of it), POSIX's two
+    leading slashes kept. The file room's names are strings spelled so (core/rooms/file/
+    room.py, core/service/roomref.py), and the home (base/home.py)."""
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    return lead + "/".join(p for p in path.split("/") if p not in ("", "."))
+
+
 def check_room_path(path: str | os.PathLike[str]) -> str:
     """The path as text, if its last component names a file. `r/`, `r/.`, `.` and `/` name a
     directory: resolving them as one chased a symlinked room (`inbox/agent.txt/` became the

@@ -27,6 +27,9 @@ _UNSAFE = {
     "": f"[\x00-\x1f\x7f-\x9f{_BIDI}]",
 }
 
+# Each `keep`'s characters, deleted by str.translate (for the printable check in `safe`).
+_WITHOUT = {keep: dict.fromkeys(map(ord, keep)) for keep in _UNSAFE}
+
 
 # What json.dumps(ensure_ascii=False) leaves raw of the above (it escapes C0 itself).
 _JSON_RAW = f"[\x7f-\x9f{_BIDI}]"
@@ -71,8 +74,10 @@ def safe(text: str, *, keep: str = "\t", limit: int | None = LINE_CHARS) -> str:
             text = "\n".join(_cut(line, limit) for line in text.split("\n"))
         else:
             text = _cut(text, limit)
-    if text.isprintable():
-        return text  # the common case, in C: every character escaped here is unprintable
+    if text.isprintable() or (keep and text.translate(_WITHOUT[keep]).isprintable()):
+        # The common case, in C: every character escaped here is unprintable, and what `keep`
+        # keeps is not escaped (a status's several lines, a tab: `re` is not loaded for them).
+        return text
     import re
 
     return re.compile(_UNSAFE[keep]).sub(_escaped, text)

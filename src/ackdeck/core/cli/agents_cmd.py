@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 
 from ackdeck.core import hooks
 from ackdeck.core.base import locations
@@ -18,6 +16,8 @@ from ackdeck.core.errors import AckdeckError, InvalidInput
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Awaitable, Callable, Sequence
+    from pathlib import Path
 
     from ackdeck.core.service.quiet import Probe
 
@@ -304,7 +304,7 @@ def _install(args: argparse.Namespace) -> int:
     target = (
         hooks.user_settings_path()
         if args.user
-        else Path(args.settings)
+        else _path(args.settings)
         if args.settings
         else hooks.default_settings_path()
     )
@@ -502,6 +502,12 @@ def _emit(text: str) -> bool:
     except AttributeError:
         pass  # started with stdout closed
     return True
+
+
+def _path(text: str) -> Path:
+    from pathlib import Path  # `hooks install`'s: not loaded by the hooks themselves
+
+    return Path(text)
 
 
 def _home(args: argparse.Namespace) -> Path:

@@ -35,6 +35,8 @@ class RoomBackend(Protocol):
 
     @property
     def path(self) -> Path | str: ...  # the file's path, or the URL without its password
+    @property
+    def path_text(self) -> str: ...  # str(path), without building a Path (a turn's read)
 
     def push(self, line: str | bytes) -> int | str: ...
     # A read (and an ack-all) takes a page: at most `max_bytes` of whole lines (default

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import os
 
+from ackdeck.core.base.atomic import is_temp_name
 from ackdeck.core.errors import AckdeckError, ColdAck, RoomUnavailable
 
 # On the push path (tests/test_push_path.py): pathlib and text (with `re`) are imported by
@@ -26,7 +28,12 @@ RENAMED = (
 def write_error(path: Path | str, exc: OSError, after: str = UNCHANGED) -> AckdeckError:
     from pathlib import Path
 
-    where = Path(exc.filename) if isinstance(exc.filename, str) else Path(path)
+    # The file the error names, unless it is a temp (gone once the write failed, and no name
+    # a person can act on): then the file it was to replace. (While the room's operations
+    # passed Path objects, a temp's error carried a Path and so named `path`; on str names
+    # this keeps that.)
+    named = exc.filename if isinstance(exc.filename, str) else None
+    where = Path(path if named is None or is_temp_name(os.path.basename(named)) else named)
     if exc.errno == errno.ENOSPC:
         return RoomUnavailable(f"no space left on device writing {where}; {after}")
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):

@@ -63,6 +63,7 @@ class Deck:
         self._home_arg = home
         self.door = door  # how the read log names this door (cli, mcp, hook, dashboard)
         self._home: Path | None = None
+        self._home_s: str | None = None
         self.session = None if session is None else check_name(session)
         self._env = env
         self._clock = clock
@@ -82,10 +83,20 @@ class Deck:
     def home(self) -> Path:
         """The state directory, resolved on first use ($ACKDECK_HOME, else ~/.ackdeck)."""
         if self._home is None:
-            from ackdeck.core.base.home import resolve_home
+            from pathlib import Path
 
-            self._home = resolve_home(self._home_arg)
+            self._home = Path(self.home_text)
         return self._home
+
+    @property
+    def home_text(self) -> str:
+        """`home` as a string (resolve_home's, made and checked the same way), for what a turn
+        records without building a Path (the presence log: pathlib is off a turn's read)."""
+        if self._home_s is None:
+            from ackdeck.core.base.home import made_home
+
+            self._home_s = made_home(self._home_arg)
+        return self._home_s
 
     def parse(self, spec: Spec, dirs: dict[str, str] | None = None) -> RoomRef:
         """`spec` as this door's room (`refs.parse_room`; `dirs`: see `names.room_path`)."""
@@ -258,7 +269,7 @@ class Deck:
         from ackdeck.core.service import presence
 
         try:
-            presence.record(self.home, session, kind, **fields)
+            presence.record(self.home_text, session, kind, **fields)
         except AckdeckError:
             pass  # the home is unusable: the operation itself already said so or did not need it
 

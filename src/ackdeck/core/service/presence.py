@@ -20,7 +20,7 @@ this_host = log.this_host
 notification_detail = log.notification_detail
 
 
-def record(home: Path, session: str, kind: str, **fields: Any) -> bool:
+def record(home: Path | str, session: str, kind: str, **fields: Any) -> bool:
     """Append one presence event of `session` (core/presence/log.py); False if unwritten."""
     return log.record(home, session, kind, **fields)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.room_spec import is_url
@@ -16,6 +15,7 @@ from ackdeck.core.service.roomref import FileRoomRef, RoomRef
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from pathlib import Path
 
     from ackdeck.core.rooms.room_backend import RoomBackend
 
@@ -81,6 +81,8 @@ def room_spec(spec: str | os.PathLike[str], *, check: bool = False) -> str | Pat
         if check:
             parse_room(spec, env={})
         return str(spec)
+    from pathlib import Path  # a door's configuration, not a turn's command (no pathlib there)
+
     return Path(spec)
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
+from ackdeck.core.base.names import as_pathlib_would
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.room_spec import file_room_path
 
@@ -28,6 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Iterable
+    from pathlib import Path
 
     from ackdeck.core.rooms.room_backend import RoomBackend
     from ackdeck.core.service.lines import LineSource
@@ -124,10 +125,23 @@ class FileRoomRef(RoomRef):
         follow_symlinks: bool = False,
         dirs: dict[str, str] | None = None,
     ) -> None:
-        self.path = Path(file_room_path(path, dirs))  # dirs: see names.room_path
-        self.display = str(self.path)
-        self.name = self.path.name
+        # The path as str(Path(...)) spells it, kept as a string: a turn's read, ack or
+        # status never builds a Path (pathlib with `re`, `urllib.parse`, `ipaddress` was ~2x
+        # a bare interpreter); `path` builds one for the callers that use it.
+        self._path_s = as_pathlib_would(file_room_path(path, dirs))  # dirs: names.room_path
+        self._path_made: Path | None = None
+        self.display = self._path_s
+        self.name = os.path.basename(self._path_s)
         self.follow_symlinks = follow_symlinks
+
+    @property
+    def path(self) -> Path:
+        made = self._path_made
+        if made is None:
+            from pathlib import Path
+
+            made = self._path_made = Path(self._path_s)
+        return made
 
     def open(
         self, *, clock: Clock = time.time, door: str = "api", home: Home = None
@@ -135,7 +149,7 @@ class FileRoomRef(RoomRef):
         from ackdeck.core.rooms.file.room import Room
 
         return Room(
-            self.path, clock=clock, follow_symlinks=self.follow_symlinks, door=door, home=home
+            self._path_s, clock=clock, follow_symlinks=self.follow_symlinks, door=door, home=home
         )
 
     def lines(self) -> LineSource:
@@ -144,7 +158,7 @@ class FileRoomRef(RoomRef):
         return LineIndex.open(self.path)
 
     def check_configured(self, given: str) -> None:
-        if self.name in ("", ".", "..") or self.path.is_dir():
+        if self.name in ("", ".", "..") or os.path.isdir(self._path_s):
             raise InvalidInput(f"room {given!r} is a directory, not a notification file")
 
     def watch_dirs(self) -> list[Path]:
@@ -153,6 +167,8 @@ class FileRoomRef(RoomRef):
         return list(state_dirs(self.path))
 
     def watches(self, path: str) -> bool:
+        from pathlib import Path  # a watcher's (dashboard, MCP server): not a turn's
+
         from ackdeck.core.rooms.file.sidecar import path_for
 
         p = Path(path)
@@ -162,23 +178,23 @@ class FileRoomRef(RoomRef):
         from ackdeck.core.base.fileid import birth_ns_path
 
         try:
-            st = os.stat(self.path, follow_symlinks=False)
+            st = os.stat(self._path_s, follow_symlinks=False)
         except OSError:
             return None
-        return (st.st_dev, st.st_ino, birth_ns_path(self.path))
+        return (st.st_dev, st.st_ino, birth_ns_path(self._path_s))
 
     @property
     def long_name(self) -> str:
-        return f"{self.path.parent.name}/{self.name}"
+        return f"{os.path.basename(os.path.dirname(self._path_s))}/{self.name}"
 
     def modified(self) -> float | None:
         try:
-            return os.stat(self.path).st_mtime
+            return os.stat(self._path_s).st_mtime
         except FileNotFoundError:
             return None
 
     def shorten(self, message: str) -> str:
-        return message.replace(str(self.path.parent) + os.sep, "")
+        return message.replace(os.path.dirname(self._path_s) + os.sep, "")
 
 
 def name_counts(rooms: Iterable[RoomRef]) -> dict[str, int]:

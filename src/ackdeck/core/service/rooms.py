@@ -101,7 +101,7 @@ class Status(Struct):
 
 # ----- operations -----------------------------------------------------------------------------
 def push(room: RoomBackend, label: str, line: str | bytes) -> Pushed:
-    return Pushed(label, str(room.path), room.push(line))
+    return Pushed(label, room.path_text, room.push(line))
 
 
 def poller_line(room: str, sender: str, body: str, ts: float, *, utc: bool = True) -> str:
@@ -139,7 +139,7 @@ def _lines(room: RoomBackend, label: str, view: ReadResult, read_id: str | None 
     note = absent(room, label) if not view.lines else None
     return view.replace(
         room=label,
-        path=str(room.path),
+        path=room.path_text,
         note=note,
         read_id=read_id if view.lines else None,
         proof_note=view.proof_note or NO_TRANSCRIPT,  # a door that knows better replaces it
@@ -219,7 +219,7 @@ def ack(
     `shown` (issue 41): how many of the read's lines, from the first, the client's transcript
     shows its model was shown; only those go, and the result says `proof: transcript`.
     Without it the ack is an estimate, for the reason `estimate` gives (one line)."""
-    path = str(room.path)
+    path = room.path_text
     proof, note = (ESTIMATE, ACK_ALL) if all else proof_of(room, shown, estimate)
     if proof != TRANSCRIPT:
         shown = None

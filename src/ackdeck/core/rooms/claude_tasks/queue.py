@@ -201,6 +201,10 @@ class ClaudeTasksQueue:
     def path(self) -> Path:
         return self.dir
 
+    @property
+    def path_text(self) -> str:
+        return str(self.dir)
+
     def close(self) -> None:
         pass
 

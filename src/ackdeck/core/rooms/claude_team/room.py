@@ -103,6 +103,10 @@ class ClaudeMailboxRoom:
     def path(self) -> Path:
         return self.inbox
 
+    @property
+    def path_text(self) -> str:
+        return str(self.inbox)
+
     # ----- reading (never changes the file) ------------------------------------------------
     def _raw(self, path: Path | None = None) -> bytes | None:
         path = self.inbox if path is None else path

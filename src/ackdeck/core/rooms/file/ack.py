@@ -22,11 +22,11 @@ exclusive operation removes leftover temps and orphan links, completes an interr
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
-from collections.abc import Callable
-from pathlib import Path
+
+# functools.partial itself (C): `functools` imports `collections`, which a turn's ack need not.
+from _functools import partial
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.byteio import (
@@ -55,6 +55,12 @@ from ackdeck.core.rooms.file.sidecar import AuditEntry, Sidecar, same_inode
 from ackdeck.core.rooms.results import PAGE_BYTES, UNSHOWN_WHY, AckResult, Shown
 from ackdeck.core.rooms.room_errors import RENAMED, cold_ack, write_error
 
+# On a turn's ack (tests/test_layering.py): the room's names are plain strings (the Room's own),
+# so pathlib (with `re`, `urllib.parse`, `ipaddress`) is for type checkers only here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 STALE_REPLACED = (
     "the room was replaced during the ack; nothing was removed. Read the room again, then ack"
 )
@@ -64,7 +70,7 @@ class AckSite(Struct):
     """The room an ack works on: its files and the ledger operations it needs (the Room's,
     core/rooms/file/room.py). Every one is called with the exclusive lock held."""
 
-    path: Path
+    path: str  # absolute, as pathlib spells it (the Room's)
     sidecar: Sidecar
     receipts: ReceiptStore
     # The ledger reconciled with the file open at fd (persisted if it changed): (ledger, stat).
@@ -80,7 +86,7 @@ class AckSite(Struct):
 
 
 # ----- what an ack may remove ---------------------------------------------------------------
-def refuse_hard_linked(path: Path, fd: int) -> None:
+def refuse_hard_linked(path: str, fd: int) -> None:
     """Refuse to ack a room file that has another name. An ack renames a new file over the
     room, which splits a hard link: the other name keeps every acked line (read there again),
     and its later appends land in the replaced inode, which the sweep carries into this room
@@ -153,9 +159,7 @@ def ack_locked(
     size = settled_size(fd)
 
     # Every transaction below removes from this file, as it is now, for this session.
-    remove = functools.partial(
-        AckTransaction, site, fd=fd, size=size, ledger=ledger, session=session
-    )
+    remove = partial(AckTransaction, site, fd=fd, size=size, ledger=ledger, session=session)
 
     if ack_all:
         dropped = read_page(fd, size, page)  # what a read would hand out: bounded alike
@@ -317,7 +321,7 @@ class AckTransaction:
         # Filled in by the steps.
         self.st = os.fstat(fd)  # the room inode being replaced
         self.copy = CountingCopy(fd, plan.drop, size)
-        self.link: Path | None = None
+        self.link: str | None = None
         self.pending = ledger  # the ledger with the intent recorded
         self._fd_offset = size  # how far the fallback sweep read the old inode
         # Late tails handed over to the new file (core/rooms/file/carry_over.py).
@@ -359,7 +363,7 @@ class AckTransaction:
                 self._own_fd = None
 
     # ----- before the rename: nothing visible changes -----------------------------------------
-    def write_temp(self) -> Path:
+    def write_temp(self) -> str:
         """Copy what stays (everything after the dropped head) into a temp beside the room."""
         pause("before-temp")
         try:
@@ -377,10 +381,10 @@ class AckTransaction:
 
     def link_old_inode(self) -> None:
         """Keep the inode being replaced reachable for late unlocked writers."""
-        self.link = prev_inodes.link_old_inode(self.site.path, self.site.sidecar.path, self.st)
+        self.link = prev_inodes.link_old_inode(self.site.path, self.site.sidecar.path_s, self.st)
         pause("after-link")
 
-    def record_intent(self, tmp: Path) -> None:
+    def record_intent(self, tmp: str) -> None:
         """Intent first: if we die after the rename, the next caller recognises the new inode
         as ours (and sweeps the linked old one) instead of starting a new epoch."""
         new_identity = L.identity_of(L.stat_of(os.stat(tmp), birth_ns_path(tmp)), self.copy.head)
@@ -388,7 +392,7 @@ class AckTransaction:
         prev = list(self.ledger.prev)
         if self.link is not None:
             entry = L.PrevInode(
-                name=self.link.name,
+                name=os.path.basename(self.link),
                 dev=self.st.st_dev,
                 ino=self.st.st_ino,
                 offset=self.size,
@@ -411,7 +415,7 @@ class AckTransaction:
         self.site.store(self.pending)
         pause("after-pending")
 
-    def catch_up(self, tmp: Path) -> None:
+    def catch_up(self, tmp: str) -> None:
         """Just before the rename: the temp takes the complete lines the old inode got since
         the copy (carry_over.py; a partial last line waits for the splice, which can tell
         whether its writer let go). The intent is stored again with the replaced inode's
@@ -445,7 +449,7 @@ class AckTransaction:
             os.close(self._tmp_out)
             self._tmp_out = None
 
-    def abandon(self, tmp: Path) -> AckResult:
+    def abandon(self, tmp: str) -> AckResult:
         """Undo the intent, the link and the temp: the ack removes nothing."""
         self.site.store(self.ledger)
         if self.link is not None:
@@ -464,7 +468,7 @@ class AckTransaction:
                 break
         swept = self.sweep_late()
         pause("after-sweep")
-        atomic.fsync_dir(self.site.path.parent)
+        atomic.fsync_dir(atomic.parent(self.site.path))
         pause("after-fsync-dir")
         swept += self.sweep_late()
         remaining = self.copy.newlines + self.placed_lines + swept
@@ -538,7 +542,7 @@ class AckTransaction:
             )
             before = self.pending
             try:
-                link = prev_inodes.link_old_inode(path, self.site.sidecar.path, nst)
+                link = prev_inodes.link_old_inode(path, self.site.sidecar.path_s, nst)
                 if link is None:
                     atomic.unlink_quietly(tmp)
                     return False
@@ -592,7 +596,7 @@ class AckTransaction:
         return True
 
     def _splice_intent(
-        self, tmp: Path, nst: os.stat_result, link: Path, offset: int, tail: int
+        self, tmp: str, nst: os.stat_result, link: str, offset: int, tail: int
     ) -> None:
         """Record the splice before its rename: its output (recognised like the ack's own),
         the inode it replaces, linked for late writers, handed over up to `offset`, and the
@@ -605,7 +609,11 @@ class AckTransaction:
         assert intent is not None
         source = self.pending.prev[-1]  # the inode the last rename replaced: self.fd's
         entry = L.PrevInode(
-            name=link.name, dev=nst.st_dev, ino=nst.st_ino, offset=offset, since=self.site.clock()
+            name=os.path.basename(link),
+            dev=nst.st_dev,
+            ino=nst.st_ino,
+            offset=offset,
+            since=self.site.clock(),
         )
         self.pending = self.pending.replace(
             pending=intent.replace(
@@ -657,7 +665,7 @@ class AckTransaction:
         )
 
 
-def sweep_fd(path: Path, old_fd: int, offset: int) -> tuple[int, int]:
+def sweep_fd(path: str, old_fd: int, offset: int) -> tuple[int, int]:
     """Fallback sweep through the still-open old inode (no hard link available).
 
     Returns (new offset, newlines carried)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from ackdeck.core.base.byteio import pread_chunks
 from ackdeck.core.base.digest import new_sha256
 from ackdeck.core.base.faults import pause
@@ -15,6 +13,7 @@ TYPE_CHECKING = False
 # command loads this module, and `import threading` costs ~1 ms of its start-up.
 if TYPE_CHECKING:
     import threading
+    from collections.abc import Iterator  # annotations only (a turn loads no collections)
 
 # From this many kept bytes on, an ack counts their newlines in a worker thread.
 COUNT_THREAD_MIN = 4 << 20

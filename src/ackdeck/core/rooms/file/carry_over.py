@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 from ackdeck.core.base.byteio import pread_all_from
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import prev_inodes
+
+# On a turn's ack (tests/test_layering.py): its paths are the Room's plain strings.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 # Rewrites an ack makes after its rename to put late tails at their place. Each has its own
 # window of microseconds; a producer landing in every one of them is left to the sweeps.
@@ -42,7 +45,7 @@ HOLD_WAIT_S = 0.02
 HOLD_POLL_S = 0.0002
 
 
-def held(link: Path | None, st: os.stat_result) -> bool:
+def held(link: str | None, st: os.stat_result) -> bool:
     """May a process still write into the replaced inode `st` (linked at `link`)? By read
     lease where the kernel answers, else by /proc (prev_inodes.held_by_writers); unknown
     counts as held, which only keeps a partial line back. Only for an inode no path reaches
@@ -86,7 +89,7 @@ def spliced(chunks: Iterable[bytes], at: int, tail: bytes) -> Iterator[bytes]:
         yield tail
 
 
-def open_ours(path: Path, ident: L.FileIdentity) -> int | None:
+def open_ours(path: str, ident: L.FileIdentity) -> int | None:
     """The room file open for reading if it is still the file `ident` names, else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)

@@ -19,6 +19,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.byteio import settled_size
@@ -28,8 +29,11 @@ from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import readlog
 from ackdeck.core.rooms.file.ack import AckSite, AckTransaction
 
+if TYPE_CHECKING:
+    from ackdeck.core.base.atomic import P
 
-def dead_room_path(room: Path) -> Path:
+
+def dead_room_path(room: P) -> P:
     return locations.dead_room(room)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
 
 from ackdeck.core.base.byteio import split_lines
 from ackdeck.core.base.digest import LINE_DIGEST, line_digests, sha256_hex
@@ -119,6 +118,7 @@ class Ledger(Struct, kw_only=True):
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable  # annotations only, as pathlib: a turn loads neither
     from pathlib import Path  # annotations only: the room's paths are built by its Room
     from typing import Literal
 
@@ -206,7 +206,7 @@ def load_base(
     return base
 
 
-def store_ledger(path: Path, ledger: Ledger) -> None:
+def store_ledger(path: str | Path, ledger: Ledger) -> None:
     fd = open_state(path, os.O_RDWR | os.O_CREAT)
     assert fd is not None  # O_CREAT
     try:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from pathlib import Path
 
+    from ackdeck.core.base.atomic import P
+
 # How long a replaced inode stays linked (and swept) after an ack. A producer that opened the
 # path before the rename and writes within this many seconds still reaches the room.
 PREV_GRACE_S = 10.0
@@ -50,7 +52,7 @@ def _due(p: L.PrevInode, index: int, count: int, now: float, grace: float) -> bo
     return now - p.since > grace or index < count - MAX_PREV
 
 
-def open_for_writing(link: Path) -> bool | None:
+def open_for_writing(link: str | Path) -> bool | None:
     """Does any process hold this file open for writing? None if the kernel will not say.
 
     Asks for a read lease: Linux grants one only when no descriptor (of any process, user or
@@ -73,13 +75,13 @@ def open_for_writing(link: Path) -> bool | None:
         os.close(fd)
 
 
-def held_by_writers(sidecar: Path, prevs: list[L.PrevInode]) -> set[tuple[int, int]]:
+def held_by_writers(sidecar: str | Path, prevs: list[L.PrevInode]) -> set[tuple[int, int]]:
     """The (device, inode) pairs of `prevs` that some process may still write into: by lease
     where the kernel answers, else (not the owner, leases disabled) by a /proc scan."""
     held: set[tuple[int, int]] = set()
     unknown: list[tuple[int, int]] = []
     for p in prevs:
-        answer = open_for_writing(sidecar / p.name)
+        answer = open_for_writing(os.path.join(sidecar, p.name))
         if answer:
             held.add((p.dev, p.ino))
         elif answer is None:
@@ -125,7 +127,7 @@ def held_open(inodes: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
     return found
 
 
-def need_sweep(sidecar: Path, ledger: L.Ledger, now: float, grace: float) -> bool:
+def need_sweep(sidecar: str | Path, ledger: L.Ledger, now: float, grace: float) -> bool:
     """Cheap check under the shared lock: does an old inode hold late bytes, or expire?"""
     count = len(ledger.prev)
     for i, p in enumerate(ledger.prev):
@@ -140,8 +142,8 @@ def need_sweep(sidecar: Path, ledger: L.Ledger, now: float, grace: float) -> boo
 
 
 def sweep(
-    room: Path,
-    sidecar: Path,
+    room: str | Path,
+    sidecar: str | Path,
     ledger: L.Ledger,
     *,
     now: float,
@@ -161,7 +163,7 @@ def sweep(
         return ledger, 0
     pieces: list[bytes] = []
     kept: list[L.PrevInode] = []
-    expired_links: list[Path] = []
+    expired_links: list[str] = []
     changed = False
     newest = ledger.prev[-1].name
     count = len(ledger.prev)
@@ -179,7 +181,7 @@ def sweep(
             # new late bytes this soon.
             kept.append(p)
             continue
-        link = sidecar / p.name
+        link = os.path.join(sidecar, p.name)
         expired = p.name in due and ((p.dev, p.ino) not in held or i < count - HARD_MAX_PREV)
         late = late_bytes(link, p, final=expired)
         if late is None:  # the link vanished or is not that inode any more
@@ -225,7 +227,7 @@ def sweep(
     return swept, carried
 
 
-def late_bytes(link: Path, p: L.PrevInode, *, final: bool) -> bytes | None:
+def late_bytes(link: str | Path, p: L.PrevInode, *, final: bool) -> bytes | None:
     """Bytes written to a replaced inode after `p.offset` (complete lines unless `final`)."""
     if not final:
         try:
@@ -268,7 +270,7 @@ def own_links(sidecar: Path, st: os.stat_result) -> int:
     return own
 
 
-def link_old_inode(room: Path, sidecar: Path, st: os.stat_result) -> Path | None:
+def link_old_inode(room: P, sidecar: P, st: os.stat_result) -> P | None:
     """Hard-link the room's current inode into the sidecar; None if links are unsupported.
 
     Other OSErrors propagate (the caller turns them into a one-line error)."""

@@ -233,7 +233,7 @@ def deliveries(entries: Iterable[ReadEntry], epoch: int, start: int) -> int:
     return sum(e.covers(epoch, start) for e in entries)
 
 
-def rotate(directory: Path, base: int) -> None:
+def rotate(directory: str | Path, base: int) -> None:
     """Rotate an over-long log (exclusive room lock held: nobody appends meanwhile). Entries
     whose range reaches past `base` (lines still in the room) go on in the new log too."""
     live = os.path.join(directory, LOG)
@@ -247,7 +247,7 @@ def rotate(directory: Path, base: int) -> None:
     finally:
         os.close(fd)
     keep = b"".join(encode(e) for e in current if e.end > base)
-    tmp = atomic.write_temp(directory / LOG, [keep], mode=0o600, fsync=False)
+    tmp = atomic.write_temp(live, [keep], mode=0o600, fsync=False)
     try:
         # A crash between the two renames leaves the full log as reads.1 (nothing lost).
         os.replace(live, os.path.join(directory, OLD))
@@ -257,7 +257,7 @@ def rotate(directory: Path, base: int) -> None:
         raise
 
 
-def try_rotate(lock_file: str, directory: Path, base: int) -> None:
+def try_rotate(lock_file: str, directory: str | Path, base: int) -> None:
     """Rotate if the room's exclusive lock is free right now (a read must never wait on it)."""
     try:
         fd = os.open(lock_file, os.O_RDWR)

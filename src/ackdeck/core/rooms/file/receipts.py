@@ -37,7 +37,7 @@ from ackdeck.core.rooms.file.ledger import FileIdentity, sha256
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path  # annotations only: the store's directory is the Room's
+    from pathlib import Path  # annotations only: the store's names are plain strings
 
     from ackdeck.core.rooms.file.ack_stream import HeadCheck
 
@@ -101,11 +101,11 @@ def encode_receipt(receipt: Receipt) -> bytes:
     return encode_receipt_header(receipt.header) + receipt.digests
 
 
-def _corrupt(where: Path) -> CorruptState:
+def _corrupt(where: Path | str) -> CorruptState:
     return CorruptState(f"corrupt receipt {where}; it was left in place: read the room again")
 
 
-def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
+def decode_receipt_header(raw: bytes, where: Path | str) -> ReceiptHeader:
     """Only the header line (the first line) of a receipt file."""
     head, sep, _ = raw.partition(b"\n")
     try:
@@ -116,7 +116,7 @@ def decode_receipt_header(raw: bytes, where: Path) -> ReceiptHeader:
         raise _corrupt(where) from None
 
 
-def decode_receipt(raw: bytes, where: Path) -> Receipt:
+def decode_receipt(raw: bytes, where: Path | str) -> Receipt:
     """A whole receipt file, checked against its own checksums. An acked receipt's body (an
     old one may still have one) is not read: it authorises nothing."""
     head, sep, body = raw.partition(b"\n")
@@ -144,12 +144,13 @@ class ReceiptStore:
     """The receipts of one room: one file per session in `directory` (the sidecar's
     `receipts/`). The caller holds the room's lock as each method says."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: str) -> None:
+        # A plain string (the Room's sidecar names are: no pathlib for a turn's read or ack).
         self.directory = directory
 
-    def file(self, session: str) -> Path:
+    def file(self, session: str) -> str:
         # The store's directory is the sidecar's receipts/ (locations.receipts_dir).
-        return locations.receipt(self.directory.parent, session)
+        return locations.receipt_str(os.path.dirname(self.directory), session)
 
     def sessions(self) -> list[str]:
         """Every session with a receipt, sorted; temps of receipts being written are skipped."""
@@ -197,7 +198,11 @@ class ReceiptStore:
         shared lock, so an exclusive operation's leftover cleanup never removes its temp."""
         header = receipt.header
         assert header.digests_sha256 is not None  # built by sealed(): never the old format
-        self.directory.mkdir(mode=0o700, exist_ok=True)
+        try:  # Path.mkdir(mode=0o700, exist_ok=True), on the string, in its order
+            os.mkdir(self.directory, 0o700)
+        except OSError:
+            if not os.path.isdir(self.directory):
+                raise
         target = self.file(header.session)
         tmp = atomic.write_temp(
             target, [encode_receipt_header(header), receipt.digests], mode=0o600, fsync=False

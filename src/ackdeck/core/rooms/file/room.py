@@ -27,8 +27,6 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable, Collection, Iterator
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.byteio import (
@@ -44,7 +42,7 @@ from ackdeck.core.base.byteio import (
 )
 from ackdeck.core.base.faults import pause
 from ackdeck.core.base.locks import locked
-from ackdeck.core.base.names import check_name, check_room_path
+from ackdeck.core.base.names import as_pathlib_would, check_name, check_room_path
 from ackdeck.core.errors import CorruptState, InvalidInput, RoomUnavailable
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import prev_inodes as prev_inodes
@@ -71,7 +69,9 @@ from ackdeck.core.rooms.room_errors import LEDGER_HINT, cold_ack, write_error
 # only its own (tests/test_layering.py counts them).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterator
     from contextlib import AbstractContextManager
+    from pathlib import Path
 
     from ackdeck.core.rooms.file.ack import AckSite
     from ackdeck.core.rooms.file.append import Appender
@@ -83,7 +83,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AckResult", "ReadResult", "Room", "RoomStatus", "SessionStatus", "format_poller_line"]
 
-Clock = Callable[[], float]
+if TYPE_CHECKING:
+    Clock = Callable[[], float]
 
 
 class Room:
@@ -103,13 +104,16 @@ class Room:
         door: str = "api",
         home: str | os.PathLike[str] | None = None,
     ) -> None:
-        p = Path(check_room_path(path))  # pathlib would quietly drop a trailing `/`
-        if "\0" in str(p):
+        text = check_room_path(path)  # pathlib would quietly drop a trailing `/`
+        if "\0" in text:
             raise InvalidInput("room path contains a NUL byte")
-        # With the owner's opt-in, a symlink's target (sidecar_checks.room_target).
-        self.path = Path(room_target(str(p.absolute()), follow_symlinks))
-        self._side = Sidecar(self.path)
-        self.sidecar = self._side.path
+        # The path as str(Path(path).absolute()) spelled it, on strings: pathlib (with `re`,
+        # `urllib.parse`, `ipaddress`) cost a turn's read, ack or status ~2x a bare
+        # interpreter. With the owner's opt-in, a symlink's target (room_target).
+        absolute = text if os.path.isabs(text) else os.path.join(os.getcwd(), text)
+        self._path_s = as_pathlib_would(room_target(as_pathlib_would(absolute), follow_symlinks))
+        self._path_made: Path | None = None  # `path`, built when first asked for
+        self._side = Sidecar(self._path_s)
         self._receipts_store: ReceiptStore | None = None  # see _receipts
         self._clock = clock
         self._grace = grace
@@ -120,13 +124,33 @@ class Room:
         # across pushes. The other operations' names are plain strings too (a status over
         # 3,000 rooms makes 3,000 Rooms), named as the append names them.
         self._appender_made: Appender | None = None  # built by the first push
-        self._path_s = str(self.path)
-        self._sidecar_s = locations.sidecar_str(self._path_s)
+        self._sidecar_s = self._side.path_s
         self._lock_s = locations.room_lock_str(self._sidecar_s)
         self._ledger_s = locations.ledger_str(self._sidecar_s)
         self._journey_s = os.path.join(self._sidecar_s, locations.JOURNEY)
         self._marks_s = locations.seen_marks_str(self._sidecar_s)
         self._appender_mutex = _thread.allocate_lock()
+
+    @property
+    def path(self) -> Path:
+        """The room's absolute path, as a Path for the callers that use one (the dashboard,
+        the MCP server, tests); built on first use: the room's own operations use the
+        string, so a turn's read, ack or status never imports pathlib."""
+        made = self._path_made
+        if made is None:
+            from pathlib import Path
+
+            made = self._path_made = Path(self._path_s)
+        return made
+
+    @property
+    def path_text(self) -> str:
+        return self._path_s
+
+    @property
+    def sidecar(self) -> Path:
+        """The sidecar directory (core/rooms/file/sidecar.py), as a Path: see `path`."""
+        return self._side.path
 
     @property
     def _appender(self) -> Appender:
@@ -145,7 +169,7 @@ class Room:
         if self._receipts_store is None:
             from ackdeck.core.rooms.file.receipts import ReceiptStore
 
-            self._receipts_store = ReceiptStore(self._side.receipts_dir)
+            self._receipts_store = ReceiptStore(self._side.receipts_s)
         return self._receipts_store
 
     # ----- sidecar layout -------------------------------------------------------------
@@ -163,7 +187,9 @@ class Room:
         return self._side.audit_file
 
     def receipt_file(self, session: str) -> Path:
-        return self._receipts.file(session)
+        from pathlib import Path  # for tests and tools: the read names it as a string
+
+        return Path(self._receipts.file(session))
 
     def last_reader(self, session: str) -> str | None:
         """The reader `session`'s unacked read was handed to (None: none, or a CLI read),
@@ -185,7 +211,7 @@ class Room:
         the caller already read them (after the ledger was found missing, or before looking).
         """
         if receipts is None and self._receipts_store is None:
-            if not os.path.isdir(self._side.receipts_dir):
+            if not os.path.isdir(self._side.receipts_s):
                 # No receipt can exist (a room's first push): the receipts' modules (and
                 # json) are not needed to find none.
                 return L.fresh_ledger([])
@@ -193,7 +219,7 @@ class Room:
         return L.fresh_ledger(list(found.values()))
 
     def _store(self, ledger: L.Ledger) -> None:
-        L.store_ledger(self.ledger_file, ledger)
+        L.store_ledger(self._ledger_s, ledger)
 
     @staticmethod
     def _stat_fd(fd: int) -> L.FileStat:
@@ -229,13 +255,13 @@ class Room:
         except FileNotFoundError:
             return None
         except PermissionError:
-            raise RoomUnavailable(f"cannot read room {self.path}: permission denied") from None
+            raise RoomUnavailable(f"cannot read room {self._path_s}: permission denied") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                refuse_unless_regular(self.path, stat.S_IFLNK)
+                refuse_unless_regular(self._path_s, stat.S_IFLNK)
             raise
         try:
-            refuse_unless_regular(self.path, os.fstat(fd).st_mode)
+            refuse_unless_regular(self._path_s, os.fstat(fd).st_mode)
         except BaseException:
             os.close(fd)
             raise
@@ -287,12 +313,12 @@ class Room:
 
     # ----- replaced inodes (late unlocked writers, see core/rooms/file/prev_inodes.py) ---
     def _prevs_need_sweep(self, ledger: L.Ledger) -> bool:
-        return prev_inodes.need_sweep(self.sidecar, ledger, self._clock(), self._grace)
+        return prev_inodes.need_sweep(self._sidecar_s, ledger, self._clock(), self._grace)
 
     def _sweep_prevs(self, ledger: L.Ledger, *, only_newest: bool = False) -> tuple[L.Ledger, int]:
         return prev_inodes.sweep(
-            self.path,
-            self.sidecar,
+            self._path_s,
+            self._sidecar_s,
             ledger,
             now=self._clock(),
             grace=self._grace,
@@ -354,7 +380,9 @@ class Room:
         try:
             snap = self._snapshot(session, reader, page)
         except OSError as exc:
-            raise write_error(self.path, exc, after="the room is unchanged; read again") from None
+            raise write_error(
+                self._path_s, exc, after="the room is unchanged; read again"
+            ) from None
         if snap is None:
             result = ReadResult([], 0, 0, 0)
             if deliver is not None:
@@ -384,7 +412,7 @@ class Room:
                 ) from None
             pause("read-after-receipt")
             if readlog.needs_rotation(self._journey_s):
-                readlog.try_rotate(self._lock_s, self._side.journey_dir, header.start)
+                readlog.try_rotate(self._lock_s, self._journey_s, header.start)
         return result
 
     def _log_read(self, header: ReceiptHeader) -> ReceiptHeader:
@@ -422,7 +450,7 @@ class Room:
         from ackdeck.core.rooms.file.ack_stream import Digest
         from ackdeck.core.rooms.file.receipts import ReceiptHeader
 
-        if not self.path.exists() and not self._side.ensure(create=False):
+        if not os.path.exists(self._path_s) and not self._side.ensure(create=False):
             return None
         shared = True
         while True:
@@ -490,7 +518,7 @@ class Room:
             mode="noop",
             acked=0,
             preserved=0,
-            message=f"room {self.path} does not exist; nothing to ack",
+            message=f"room {self._path_s} does not exist; nothing to ack",
         )
 
     def ack(
@@ -526,7 +554,7 @@ class Room:
         if self._policy_or_none().queue:
             # An ack drops the head, claimed lines and all: their holders' work would be lost.
             raise InvalidInput(
-                f"room {self.path} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
+                f"room {self._path_s} is a queue: finish a task with `ackdeck done ROOM TOKEN` "
                 "(nothing was removed)"
             )
         if all and deliver is not None:
@@ -541,7 +569,7 @@ class Room:
         self._side.check_dir()
         self._check_kind()
         has_sidecar = self._side.ensure(create=False)
-        if not self.path.exists() and not has_sidecar:
+        if not os.path.exists(self._path_s) and not has_sidecar:
             return self._absent_ack()
         if not has_sidecar and not all:
             # No sidecar, so no receipt: refuse without creating the sidecar, lock or ledger.
@@ -576,7 +604,7 @@ class Room:
             except OSError as exc:
                 # Anything before the rename leaves the room as it was (temps are removed on
                 # the way out or by the next ack); later failures are converted in ack.py.
-                raise write_error(self.path, exc) from None
+                raise write_error(self._path_s, exc) from None
             finally:
                 os.close(fd)
 
@@ -637,7 +665,7 @@ class Room:
 
         try:
             base = self._ledger().base
-            readlog.rotate(self._side.journey_dir, base)
+            readlog.rotate(self._journey_s, base)
             seen_marks.Marks(self._marks_s).compact(base)
         except OSError:
             pass
@@ -647,7 +675,7 @@ class Room:
         from ackdeck.core.rooms.file.ack import AckSite
 
         return AckSite(
-            path=self.path,
+            path=self._path_s,
             sidecar=self._side,
             receipts=self._receipts,
             settle=lambda fd: self._settled_ledger(fd, can_write=True, persist_growth=False)[:2],
@@ -783,7 +811,7 @@ class Room:
         """Is something at the room's path? A missing room is an empty room (a producer creates
         it); doors use this to say so. lexists: a symlink or FIFO there is not "missing", it is
         refused by the operation that opens it."""
-        return os.path.lexists(self.path)
+        return os.path.lexists(self._path_s)
 
     def status(self, counts: LineCounts | None = None) -> RoomStatus:
         """Counters for the room and every session that has read it. Never writes the room;
@@ -799,7 +827,7 @@ class Room:
         from ackdeck.core.rooms.file import ages  # noqa: F401 (for _status_locked)
 
         has_sidecar = self._side.ensure(create=False)
-        if not has_sidecar and _holds_bytes(self.path):
+        if not has_sidecar and _holds_bytes(self._path_s):
             try:
                 has_sidecar = self._side.ensure(create=True)
             except RoomUnavailable:
@@ -818,7 +846,7 @@ class Room:
             ledger = self._ledger() if has_sidecar else L.Ledger()
             pol = self._policy_or_none()
             return RoomStatus(
-                path=str(self.path),
+                path=self._path_s,
                 exists=False,
                 pending=0,
                 partial_bytes=0,
@@ -900,7 +928,7 @@ class Room:
             deliveries = readlog.deliveries(live, ledger.epoch, ledger.base)
         pol = self._policy_or_none()
         return RoomStatus(
-            path=str(self.path),
+            path=self._path_s,
             exists=True,
             pending=pending,
             partial_bytes=size - complete_len,
@@ -1135,7 +1163,7 @@ def _watch(directory: Path, names: set[str], timeout: float | None) -> Iterator[
     )
 
 
-def _holds_bytes(path: Path) -> bool:
+def _holds_bytes(path: str) -> bool:
     try:
         st = os.lstat(path)
     except OSError:

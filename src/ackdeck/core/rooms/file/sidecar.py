@@ -31,8 +31,8 @@ from ackdeck.core.rooms.file.sidecar_checks import (  # noqa: F401 (the room's o
     same_inode,
 )
 
-# On the hot path (tests/test_layering.py): the sidecar's paths are derived from the Room's
-# own Path (core/rooms/file/room.py); this module builds none.
+# On the hot path (tests/test_layering.py): the sidecar's paths are plain strings derived
+# from the Room's own (core/rooms/file/room.py); a Path is built only when asked for.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -119,11 +119,34 @@ def same_range(doc: dict[str, object] | None, entry: AuditEntry) -> bool:
 
 
 class Sidecar:
-    """The sidecar of the room at `room` and the operations on its layout."""
+    """The sidecar of the room at `room` and the operations on its layout. Its names are kept
+    as plain strings, which its operations use: pathlib (with `re`, `urllib.parse`,
+    `ipaddress`, ~2x a bare interpreter) is imported only when a caller asks for one of the
+    Path properties below (the dashboard, tests), not by a turn's read, ack or status."""
 
-    def __init__(self, room: Path) -> None:
-        self.room = room
-        self.path = path_for(room)
+    def __init__(self, room: str | os.PathLike[str]) -> None:
+        # `room` is absolute and spelled as pathlib spells it (the Room's own path), so the
+        # string names are the ones `locations.sidecar` and `/` gave on a Path.
+        self._room_s = os.fspath(room)
+        self._path_s = locations.sidecar_str(self._room_s)
+        self._room_p: Path | None = None
+        self._path_p: Path | None = None
+
+    @property
+    def room(self) -> Path:
+        if self._room_p is None:
+            from pathlib import Path
+
+            self._room_p = Path(self._room_s)
+        return self._room_p
+
+    @property
+    def path(self) -> Path:
+        if self._path_p is None:
+            from pathlib import Path
+
+            self._path_p = Path(self._path_s)
+        return self._path_p
 
     @property
     def lock_file(self) -> Path:
@@ -146,13 +169,34 @@ class Sidecar:
         """Its own directory, so a full filesystem for it alone is a real case to test."""
         return self.path / JOURNEY
 
+    # The same names as plain strings, for the operations (no pathlib).
+    @property
+    def path_s(self) -> str:
+        return self._path_s
+
+    @property
+    def lock_s(self) -> str:
+        return locations.room_lock_str(self._path_s)
+
+    @property
+    def audit_s(self) -> str:
+        return os.path.join(self._path_s, AUDIT)
+
+    @property
+    def receipts_s(self) -> str:
+        return os.path.join(self._path_s, RECEIPTS)
+
+    @property
+    def journey_s(self) -> str:
+        return os.path.join(self._path_s, JOURNEY)
+
     # ----- safety checks (core/rooms/file/sidecar_checks.py, on str paths for push) -----------
     def check_dir(self) -> None:
-        check_room_dir(str(self.room))
+        check_room_dir(self._room_s)
 
     def ensure(self, *, create: bool) -> bool:
         """Check (and maybe create) the sidecar; False if it does not exist and create=False."""
-        return ensure_sidecar(str(self.room), str(self.path), create=create)
+        return ensure_sidecar(self._room_s, self._path_s, create=create)
 
     def lock(self, *, shared: bool) -> _RoomLock:
         """The room's lock (creating a checked sidecar first)."""
@@ -164,7 +208,7 @@ class Sidecar:
         entries never interleave."""
         from ackdeck.core.base.jsontext import dumps  # an ack writes one, never a push
 
-        fd = os.open(self.audit_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.audit_s, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             write_all(fd, (dumps(entry.to_json()) + "\n").encode())
         finally:
@@ -179,7 +223,7 @@ class Sidecar:
     def last_audit(self) -> dict[str, object] | None:
         """The newest entry of the audit log (None: none, or not readable as one)."""
         try:
-            fd = os.open(self.audit_file, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(self.audit_s, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
             return None
         try:
@@ -202,9 +246,9 @@ class Sidecar:
         """Remove temps and links left by crashed writers. Exclusive lock held, so every
         writer of these names (acks, and reads writing receipts under the shared lock) is
         idle."""
-        atomic.clean_stale_temps(self.room)
+        atomic.clean_stale_temps(self._room_s)
         live = {p.name for p in ledger.prev}
-        for directory in (self.path, self.receipts_dir):
+        for directory in (self._path_s, self.receipts_s):
             try:
                 entries = list(os.scandir(directory))
             except FileNotFoundError:
@@ -213,7 +257,7 @@ class Sidecar:
                 # Exact shapes only: a session may be named `prev-1` or `x.ackdeck-tmp-1`, and
                 # its receipt (`receipts/<session>.rcpt`) is not a leftover.
                 if atomic.is_temp_name(entry.name) or (
-                    directory == self.path
+                    directory == self._path_s
                     and entry.name.startswith(PREV_PREFIX)
                     and entry.name not in live
                 ):
@@ -235,11 +279,11 @@ class _RoomLock:
         self._held: Held | None = None
 
     def _refused(self, exc: PermissionError) -> RoomUnavailable:
-        return RoomUnavailable(f"cannot lock {self._side.lock_file}: {exc.strerror}")
+        return RoomUnavailable(f"cannot lock {self._side.lock_s}: {exc.strerror}")
 
     def __enter__(self) -> None:
         self._side.ensure(create=True)
-        held = locked(self._side.lock_file, shared=self._shared)
+        held = locked(self._side.lock_s, shared=self._shared)
         try:
             held.__enter__()
         except PermissionError as exc:

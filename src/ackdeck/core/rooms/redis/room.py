@@ -202,7 +202,7 @@ class RedisRoom:
         self.address = address
         self.door = door
         self._home = home  # where the owner's wakes go (None: $ACKDECK_HOME), resolved then
-        self.path = address.display
+        self.path = self.path_text = address.display
         self._keys = locations.redis_room_keys(address.name)
         self.key = self._keys[0]
         self._clock = clock
