@@ -5,12 +5,10 @@ scripted stand-in of its model API on loopback (tests/helpers/model_stub.py, as 
 tests/test_agent_loops.py): one turn, the model answers "done". Three projects, measured
 interleaved in the same run: one with ackdeck's hooks installed in its `.claude/settings.json`
 (`ackdeck hooks install`, the console script as users have it: SessionStart runs `hooks
-bootstrap` after resume, clear or compact only, UserPromptSubmit `hooks prompt
---session-start` (the session-start text at the first prompt), Stop `hooks stop`,
-Notification `hooks notify`, SessionEnd `hooks end`), one without, and one with the same
-hooks doing nothing (each command `exit 0`, matcher, timeout and async kept): the part of
-the cost that is Claude Code running a hook at all, which no command can remove, apart from
-ackdeck's commands. Same client, same
+bootstrap`, UserPromptSubmit `hooks prompt`, Stop `hooks stop`, Notification `hooks notify`,
+SessionEnd `hooks end`), one without, and one with the same hooks doing nothing (each command
+`exit 0`, matcher, timeout and async kept): the part of the cost that is Claude Code running a
+hook at all, which no command can remove, apart from ackdeck's commands. Same client, same
 stand-in, same room (empty: the common turn, nothing waiting). Each row is the median wall
 time of the whole `claude -p` run, start to exit, and its range; the ratio is over the run
 without hooks (and, printed beside it, the median of each round's own ratio, which a load

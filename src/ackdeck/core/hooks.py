@@ -3,12 +3,8 @@
 Five hooks, each a plain `ackdeck …` command (each also records the event in the session's
 presence log, core/presence, for `ackdeck agents`):
 - SessionStart  -> `ackdeck hooks bootstrap`: tells the agent how to read then ack (and never to
-  truncate a notification file); its stdout becomes context for the agent. Installed for
-  `resume|clear|compact` only (START_MATCHER): at `startup` the same text goes with the
-  session's first prompt.
-- UserPromptSubmit -> `ackdeck hooks prompt --session-start`: at a session's first prompt (its
-  Claude Code session id is not the one last given the text, `first_prompt`) the
-  session-start text; then unread room lines, without acking them.
+  truncate a notification file); its stdout becomes context for the agent.
+- UserPromptSubmit -> `ackdeck hooks prompt`: lists unread room lines without acking them.
 - Stop          -> `ackdeck hooks stop`: delivers monitor wakes and tells the agent about room
   lines that arrived during its turn (exit 2 + text); never blocks twice for nothing new.
 - Notification -> `ackdeck hooks notify`: records that the client waits for its owner (a
@@ -88,15 +84,6 @@ BACKUP_SUFFIX = ".ackdeck-backup"
 # the whole command to `/bin/sh -c` as one; the margin leaves room for a wrapper's words.
 GATE_MAX_BYTES = 100_000
 PROMPT_MAX_CHARS = 300
-# The SessionStart hook fires only when the text must come back into a context that lost it
-# (a resume, a /clear, a compaction). At `startup` Claude Code's start waits for the hook
-# (+20-40 ms of every `claude -p` turn, docs/performance.md), and the model sees nothing
-# before the first prompt anyway: the UserPromptSubmit hook, which runs before the first
-# request, gives the text then (issue 43).
-START_MATCHER = "resume|clear|compact"
-# The longest Claude Code session id kept as it is in start_told (its ids are UUIDs, 36).
-TOLD_MAX = 64
-_TOLD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 # ----- the commands ---------------------------------------------------------------------------
@@ -131,7 +118,7 @@ def hook_commands(
         return presence_gate(kind, argv, gate_home if isinstance(gate_home, str) else None, session)
 
     def turn(door: str, *extra: str) -> str:
-        argv = [*base, "hooks", door, "--session", session, *extra, *room_args]
+        argv = [*base, "hooks", door, "--session", session, *room_args, *extra]
         if not all(os.path.isabs(r) for r in shown) or gate_home is False:
             # A redis room: nothing a prelude can follow. A command that starts with a
             # variable assignment (`ACKDECK_HOME=… ackdeck`): `exec` cannot take it. A
@@ -149,8 +136,8 @@ def hook_commands(
 
     return {
         "SessionStart": turn("bootstrap"),
-        # Installed without rooms too: the first prompt carries the session-start text.
-        "UserPromptSubmit": turn("prompt", "--session-start"),
+        # Without rooms there is nothing to list before each prompt.
+        "UserPromptSubmit": turn("prompt") if room_args else None,
         "Stop": turn("stop"),
         # Presence only (`ackdeck agents`): the client waits for its owner, the session ended.
         # Not gated: an interactive session notifies many times, and a mark keeps only the
@@ -187,37 +174,11 @@ def gate_command(
     def under(p: Path) -> str:
         return '"$h"' + q(str(p)[len("/H") :])
 
-    def older(p: str, s: str = "s") -> str:  # stamp $s is newer than p, or p is not there
-        return f'{{ [ "${s}" -nt {p} ] || {{ ! [ -e {p} ] && ! [ -h {p} ]; }}; }}'
+    def older(p: str) -> str:  # the stamp is newer than p, or p is not there at all
+        return f'{{ [ "$s" -nt {p} ] || {{ ! [ -e {p} ] && ! [ -h {p} ]; }}; }}'
 
     def absent(p: str) -> str:
         return f"! [ -e {p} ] && ! [ -h {p} ]"
-
-    def rooms_older(s: str) -> list[str]:  # no room changed since stamp $s
-        out = []
-        for r in rooms:
-            room, parent, side, receipts = (q(p) for p in quiet.watched(r))
-            out += [f"[ -f {room} ]", f'[ "${s}" -nt {room} ]', f'[ "${s}" -nt {parent} ]']
-            out += [older(side, s), older(receipts, s)]
-        return out
-
-    def text_older(s: str) -> list[str]:
-        # The session-start text stamp $s serves was written by this code; an upgrade or an
-        # edit rewrites these files, and the stamp then proves nothing (run ackdeck again)
-        from ackdeck.core.service import instructions
-
-        out = []
-        # and their folders: an installer may put a file in place with the mtime it came
-        # with (dpkg's build time, a cache uv or conda hard-links from), but adding, renaming
-        # or removing a file dates the folder it is in.
-        for source in (os.path.abspath(__file__), os.path.abspath(instructions.__file__)):
-            folder = os.path.dirname(source)
-            out += [
-                f"[ -f {q(source)} ]",
-                f'[ "${s}" -nt {q(source)} ]',
-                f'[ "${s}" -nt {q(folder)} ]',
-            ]
-        return out
 
     test = [
         '[ -n "$h" ]',
@@ -233,7 +194,10 @@ def gate_command(
         '[ "$d/.now" -nt "$s" ]',
         '[ "$s.until" -nt "$d/.now" ]',
     ]
-    test += rooms_older("s")
+    for r in rooms:
+        room, parent, side, receipts = (q(p) for p in quiet.watched(r))
+        test += [f"[ -f {room} ]", f'[ "$s" -nt {room} ]', f'[ "$s" -nt {parent} ]']
+        test += [older(side), older(receipts)]
     if door == "stop":
         test += [
             older(under(loc.wake_session_dir(h, session))),
@@ -246,8 +210,20 @@ def gate_command(
         ]
     elif door == "prompt":
         test.append(absent(under(loc.wake_handed(h, session))))
-    else:  # bootstrap
-        test += text_older("s")
+    else:  # bootstrap: the text the stamp serves was written by this code; an upgrade or an
+        # edit rewrites these files, and the stamp then proves nothing (run ackdeck again)
+        from ackdeck.core.service import instructions
+
+        # and their folders: an installer may put a file in place with the mtime it came
+        # with (dpkg's build time, a cache uv or conda hard-links from), but adding, renaming
+        # or removing a file dates the folder it is in.
+        for source in (os.path.abspath(__file__), os.path.abspath(instructions.__file__)):
+            folder = os.path.dirname(source)
+            test += [
+                f"[ -f {q(source)} ]",
+                f'[ "$s" -nt {q(source)} ]',
+                f'[ "$s" -nt {q(folder)} ]',
+            ]
     notices = under(loc.notices_dir(h, session))
     stamp = q(loc.quiet_stamp(h, session, door, key).name)
     # A skipped turn's presence (`ackdeck agents`): the mtime of a mark the gate truncates,
@@ -261,30 +237,6 @@ def gate_command(
     run = shlex.join([*argv, "--gate", key])
     if door == "bootstrap":
         return _bootstrap_gate(where, notices, stamp, test, mark, run)
-    if door == "prompt" and "--session-start" in argv:
-        # The session-start stamp (`hooks bootstrap`'s, which the first prompt also writes):
-        # the text it serves, fresh as the session-start gate takes it.
-        start = [
-            '[ -f "$b" ]',
-            '[ -f "$b.until" ]',
-            '[ -f "$b.txt" ]',
-            '[ "$d/.now" -nt "$b" ]',
-            '[ "$b.until" -nt "$d/.now" ]',
-            *rooms_older("b"),
-            *text_older("b"),
-        ]
-        marks = {k: under(loc.presence_mark(h, session, k)) for k in ("start", "prompt")}
-        return _prompt_gate(
-            where,
-            notices,
-            stamp,
-            q(loc.quiet_stamp(h, session, "bootstrap", key).name),
-            under(loc.start_told(h, session)),
-            test,
-            start,
-            marks,
-            run,
-        )
     return (
         f'{where}; d={notices}; s="$d"/{stamp}; '
         f"if {' && '.join(test)}; then [ -h {mark} ] || [ -p {mark} ] || "
@@ -321,14 +273,6 @@ _TAKE = (
     'esac; p="$p$l\n"; l=; done; p=$p$l'
 )
 
-# Claude Code's session id from the hook's JSON in `p` into `c` (empty when not found), with
-# builtins: compact as Claude Code writes it, or spaced as Python's json.dumps.
-_ID_OF = (
-    'case $p in *\'"session_id":"\'*) c=${p#*\'"session_id":"\'}; c=${c%%\'"\'*};; '
-    '*\'"session_id": "\'*) c=${p#*\'"session_id": "\'}; c=${c%%\'"\'*};; '
-    "*) c=;; esac"
-)
-
 
 def presence_gate(kind: str, argv: Sequence[str], home: str | None, session: str) -> str:
     """The Notification or SessionEnd hook (`kind`: notify, end) as a POSIX sh program of
@@ -362,62 +306,6 @@ def presence_gate(kind: str, argv: Sequence[str], home: str | None, session: str
     )
 
 
-def _prompt_gate(
-    where: str,
-    notices: str,
-    stamp: str,
-    start_stamp: str,
-    told: str,
-    test: list[str],
-    start: list[str],
-    marks: dict[str, str],
-    run: str,
-) -> str:
-    """The prompt gate of an install that gives the session-start text with the first
-    prompt (`--session-start`). Only when the prompt's stamp holds does it read the hook's
-    JSON (as the session-start gate does: a runner that keeps stdin open without a newline
-    must not hang it; ackdeck reads a bounded time): a prompt from the Claude Code session
-    last given the text (`start_told`, read with builtins) is skipped as before; a first
-    prompt is served the stamped session-start text when that stamp holds too, and records
-    it (the id told, the session's start and prompt for `ackdeck agents`). Anything the
-    gate cannot decide as ackdeck would (an id that is not a plain word of at most TOLD_MAX
-    characters, a `session_id` spelled otherwise) runs ackdeck with the JSON it read."""
-    take, id_of = _TAKE, _ID_OF
-    # The id found is compared only when it is a word `told_word` keeps as it is.
-    plain = (
-        "case $c in '') case $p in *'\"session_id\"'*) f=ask;; esac;; "
-        "*[!A-Za-z0-9._-]*) f=ask;; "
-        f"*) [ ${{#c}} -le {TOLD_MAX} ] || f=ask;; esac"
-    )
-    # Never read through a symlink nor from a FIFO (`-f`: a regular file): the read would
-    # wait for a writer.
-    known = (
-        f'if [ -z "$f" ] && [ -n "$c" ]; then if [ -f {told} ] && ! [ -h {told} ]; then '
-        f'IFS= read -r m <{told} || :; fi; [ "$m" = "$c" ] || f=first; fi'
-    )
-
-    def write(path: str, what: str) -> str:  # never through a symlink or into a FIFO
-        return f"[ -h {path} ] || [ -p {path} ] || printf '%s\\n' {what} 2>/dev/null >{path}"
-
-    prompt_mark = marks["prompt"]
-    skip = f"[ -h {prompt_mark} ] || [ -p {prompt_mark} ] || true 2>/dev/null >{prompt_mark}"
-    show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$b.txt"'
-    handed = 'ACKDECK_GATE_HOME="$h"; export ACKDECK_GATE_HOME; '
-    cc = '"$c"'
-    return (
-        f'{where}; d={notices}; s="$d"/{stamp}; b="$d"/{start_stamp}; '
-        f"if {' && '.join(test)}; then "
-        f"p=; l=; c=; m=; f=; if ! [ -t 0 ]; then {take}; fi; "
-        f"{id_of}; {plain}; {known}; "
-        f'if [ -z "$f" ]; then {skip}; exit 0; fi; '
-        f'if [ "$f" = first ] && {" && ".join(start)}; then {show}; '
-        # The text is out: this session was told (then its start and prompt marks).
-        f"{write(told, cc)}; {write(marks['start'], cc)}; {skip}; exit 0; fi; "
-        f"{handed}exec {run} <<{_INPUT_END}\n$p\n{_INPUT_END}\n"
-        f"fi; {handed}exec {run}"
-    )
-
-
 def _bootstrap_gate(
     where: str, notices: str, stamp: str, test: list[str], mark: str, run: str
 ) -> str:
@@ -433,7 +321,11 @@ def _bootstrap_gate(
     starts = (  # compact JSON as Claude Code writes it; spaced as Python's json.dumps
         'case $p in *\'"source":"startup"\'*|*\'"source": "startup"\'*) true;; *) false;; esac'
     )
-    id_of = _ID_OF
+    id_of = (
+        'case $p in *\'"session_id":"\'*) c=${p#*\'"session_id":"\'}; c=${c%%\'"\'*};; '
+        '*\'"session_id": "\'*) c=${p#*\'"session_id": "\'}; c=${c%%\'"\'*};; '
+        "*) c=;; esac"
+    )
     show = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <"$s.txt"'
     take = _TAKE  # the JSON to its end
     # The hook writes a stamp only where this gate looks (core/service/quiet.py GATE_HOME).
@@ -519,18 +411,15 @@ def _presence_only(command: str) -> bool:
 
 
 def _group(event: str, desired: str | Sequence[str]) -> dict[str, Any]:
-    # SessionStart only after resume/clear/compact (START_MATCHER), when the agent has lost
-    # the instructions; at startup the first prompt gives them. No matcher elsewhere:
-    # Notification and SessionEnd fire for every kind and reason (the presence decision
-    # tells them apart); the other two events take no matcher.
+    # No matcher: SessionStart then also fires after resume/clear/compact, when the agent has
+    # lost the instructions; Notification and SessionEnd fire for every kind and reason (the
+    # presence decision tells them apart); the other two events take no matcher.
     out = []
     for command in _commands(desired):
         hook: dict[str, Any] = {"type": "command", "command": command, "timeout": TIMEOUTS[event]}
         if _presence_only(command):
             hook["async"] = True
         out.append(hook)
-    if event == "SessionStart":
-        return {"matcher": START_MATCHER, "hooks": out}
     return {"hooks": out}
 
 
@@ -794,76 +683,6 @@ def bootstrap_text(
 
     lines += rules(session)
     return "\n".join(lines)
-
-
-# ----- the session's first prompt ---------------------------------------------------------------
-def told_word(session_id: object) -> str | None:
-    """How start_told keeps Claude Code's session id: the id itself when it is a plain word
-    the prompt gate compares with builtins (Claude Code's are UUIDs), else a digest whose
-    `~` no plain id has (the gate then leaves the decision to ackdeck); None without an id
-    (a hook run by hand: never a first prompt)."""
-    if not isinstance(session_id, str) or not session_id:
-        return None
-    if len(session_id) <= TOLD_MAX and set(session_id) <= _TOLD_CHARS:
-        return session_id
-    import hashlib  # an odd id only
-
-    return "~" + hashlib.sha256(session_id.encode(errors="surrogatepass")).hexdigest()[:32]
-
-
-def first_prompt(payload: Mapping[str, Any], told: str | None) -> bool:
-    """Whether a UserPromptSubmit with `payload` is its session's first: it names a Claude
-    Code session other than the one last given the session-start text (`told`). A new
-    `claude` run and a /clear (a new id) are first prompts; after a resume, a /clear or a
-    compaction the SessionStart hook gave the text and recorded its id. Pure."""
-    word = told_word(payload.get("session_id"))
-    return word is not None and word != told
-
-
-def start_told(home: Path, session: str) -> str | None:
-    """The id start_told holds, read bounded, never through a symlink nor blocking on a
-    FIFO; None when there is none (or it cannot be read: the text is then given again)."""
-    path = locations.start_told(home, session)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        raw = os.read(fd, 4 * TOLD_MAX)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return raw.decode(errors="replace").split("\n", 1)[0]
-
-
-def tell_start(home: Path, session: str, payload: Mapping[str, Any]) -> None:
-    """Record that the session-start text was given to the session `payload` names (once the
-    text was written). Never through a symlink, never into a FIFO; a failure only means the
-    next prompt gives the text again."""
-    word = told_word(payload.get("session_id"))
-    if word is None:
-        return
-    path = locations.start_told(home, session)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            os.makedirs(path.parent, mode=0o700, exist_ok=True)
-            fd = os.open(path, flags, 0o600)
-    except OSError:
-        return
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{word}\n".encode())
-    except OSError:
-        pass  # the next prompt gives the text again: more, never less
-    finally:
-        os.close(fd)
 
 
 # ----- hook input and the Stop hook -------------------------------------------------------------

@@ -319,13 +319,6 @@ def quiet_text(stamp: Path) -> Path:
     return stamp.with_name(stamp.name + ".txt")
 
 
-def start_told(home: Path, session: str) -> Path:
-    """Claude Code's id of the session the session-start text was last given to (at its
-    first prompt, or by the SessionStart hook after a resume, clear or compaction): a prompt
-    from another id is a new session's first (core/hooks.py `gate_command`)."""
-    return notices_dir(home, session) / "start-told"
-
-
 def quiet_now(home: Path, session: str) -> Path:
     """Truncated by each gate to read the clock (its mtime is now) without a fork."""
     return notices_dir(home, session) / ".now"
@@ -867,13 +860,6 @@ FILES: tuple[Place, ...] = (
         "quiet_until",
     ),
     Place("home", "notices/SESSION/.now", "the gate's clock reading, as its mtime", "quiet_now"),
-    Place(
-        "home",
-        "notices/SESSION/start-told",
-        "Claude Code's id of the session last given the session-start text (a prompt from "
-        "another id is a new session's first)",
-        "start_told",
-    ),
     Place(
         "home",
         "notices/SESSION/quiet-bootstrap-KEY.txt",

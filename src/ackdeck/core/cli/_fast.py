@@ -126,12 +126,7 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
         "agents_cmd",
         "_prompt",
         (),
-        {
-            "--session": _HOOK_SESSION,
-            "--room": _ROOMS,
-            "--gate": _GATE,
-            "--session-start": ("session_start", _FLAG, False, None),
-        },
+        {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "stop"): (
         "hooks_command",

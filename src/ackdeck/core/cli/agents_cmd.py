@@ -171,13 +171,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     _session_of_hook(p)
     p.add_argument("--room", action="append", default=[], metavar="PATH")
     p.add_argument(
-        "--session-start",
-        action="store_true",
-        help="at a session's first prompt (a Claude Code session id not yet given it), print "
-        "the session-start instructions first (the SessionStart hook then runs after resume, "
-        "clear and compact only)",
-    )
-    p.add_argument(
         "--gate",
         default=None,
         metavar="KEY",
@@ -326,13 +319,11 @@ def _said_installed(
         say(f"backup of the previous file: {result.backup}")
     for event in hooks.EVENTS:
         command = commands.get(event)
-        # SessionStart fires only for these: at startup the first prompt gives the text.
-        when = f" [{hooks.START_MATCHER}]" if event == "SessionStart" else ""
         if command and "; exec " in command:  # a gate: what it runs, not its sh program
             runs = command.rsplit("; exec ", 1)[1].split(" <<", 1)[0]
-            say(f"  {event}{when}: {runs}  (behind its gate)")
+            say(f"  {event}: {runs}  (behind its gate)")
         elif command:
-            say(f"  {event}{when}: {command}")
+            say(f"  {event}: {command}")
 
 
 def _pair_server(server: list[str], mcp_config: str | None) -> None:
@@ -389,8 +380,6 @@ def _bootstrap(args: argparse.Namespace) -> int:
     if payload.get("source") in ("compact", "clear", "resume"):
         text = f"(ackdeck: reminder after {payload['source']})\n" + text
     say(text, flush=True)
-    # Given to this Claude Code session: its next prompt is not a first (`--session-start`).
-    hooks.tell_start(_home(args), args.session, payload)
     told()
     if stamp is not None:
         # The gate serves only a `startup` from the stamp, with this very text.
@@ -406,38 +395,19 @@ def _bootstrap(args: argparse.Namespace) -> int:
 
 def _prompt(args: argparse.Namespace) -> int:
     payload = hooks.read_hook_input()
-    home = _home(args)
-    # The session's first prompt gives the session-start text (no SessionStart at startup);
-    # the session starts, for `ackdeck agents`, here.
-    first = getattr(args, "session_start", False) and hooks.first_prompt(
-        payload, hooks.start_told(home, check_name(args.session))
-    )
-    if first:
-        _presence(args, "start", payload, args.room)
     _presence(args, "prompt", payload)
-    gate = getattr(args, "gate", None)
-    start_stamp = _probe(args, "bootstrap", gate) if first else None  # before the look
-    stamp = _probe(args, "prompt", gate)  # before anything is looked at
+    stamp = _probe(args, "prompt", getattr(args, "gate", None))  # before anything is looked at
     unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
     queues: set[str] = set()
-    told = hooks.rooms_told_marker(home, args.session, args.room, unread, queues)
-    start = hooks.bootstrap_text(args.session, args.room, unread) if first else ""
+    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
     text = hooks.prompt_text(args.session, args.room, unread)
     # A wake an earlier stop handed over that the model was never shown (issue 41).
-    again, keep = hooks.prompt_again(home, args.session, payload)
+    again, keep = hooks.prompt_again(_home(args), args.session, payload)
     text = "\n".join(t for t in (again, text) if t)
-    if start or text:
-        say("\n".join(t for t in (start, text) if t), flush=True)
-    if first:
-        hooks.tell_start(home, args.session, payload)
     if text:
+        say(text, flush=True)
         keep()
     told()
-    if start_stamp is not None:
-        # What the prompt gate serves a first prompt while this stamp holds: this very text,
-        # written only when every room had nothing unread (as `_bootstrap` at a startup).
-        quiet_start = len(unread) == len(args.room) and not any(unread.values()) and not queues
-        start_stamp.settle(quiet_start, args.room, text=start + "\n")
     if stamp is not None:
         quiet = (
             not text

@@ -39,7 +39,6 @@ from pathlib import Path
 from ackdeck.core.base import atomic, locations
 
 DOORS = ("prompt", "stop")  # the per-turn doors; "bootstrap" (session start) is gated too
-# (its stamp and text are served at a startup and, by the prompt gate, at a first prompt)
 # Set by the gate to the home it looked in (core/hooks.py `gate_command`).
 GATE_HOME = "ACKDECK_GATE_HOME"
 # How far before the look a stamp is set: longer than any single write of a line takes from
