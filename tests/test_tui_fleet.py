@@ -324,7 +324,15 @@ async def test_processes_and_wakes_show_every_hosts_rows_with_a_host_column(
 
             # The three panels share the agents' one read of the fleet: a listing (its
             # publish not due yet) is the read's commands (TIME, the registry, a hash per
-            # host), nothing more for the runs and wakes.
+            # host), nothing more for the runs and wakes. Counted with no other listing in
+            # between: the clock lists again once AGENTS_AGE_S passed since the last (a busy
+            # CI reached it during this test: 8 commands, two listings), and one the
+            # highlights above deferred may still be due.
+            main.AGENTS_AGE_S = float("inf")
+            await eventually_async(
+                lambda: not main._agents_pending, pilot=pilot, what="the deferred listing"
+            )
+            await settle(pilot)
             sent = main._fleet_link.commands
             main._list_agents()
             await settle(pilot)
