@@ -854,3 +854,35 @@ def test_an_ack_in_the_same_response_as_its_read_whose_call_is_recorded_late_saw
     # In a later response, the same order of records was made having seen the result.
     t.write_text(_record("read", "line 0\n") + _call("read", "msg_1") + _call("ack", "msg_2"))
     assert find_seen(t, tool_use_id="read", since=0, asked_by="ack", wait=0).text == "line 0\n"
+
+
+def test_a_transcript_that_appears_while_the_stop_hook_waits_proves_the_answer(
+    tmp_path: Path,
+) -> None:
+    # Claude Code queues its writes: in a fast `claude -p` turn the session's transcript (the
+    # prompt hook's hand-over record and the model's answer) can reach the disk only after
+    # the Stop hook started looking. The look used to give up at once on a missing file, so
+    # the Stop hook handed the answered text over again (the test above, 2 of 5 runs). It now
+    # waits for the file as for its records. The clock the look reads after its first try
+    # writes the transcript: no sleep decides the order.
+    from ackdeck.core.clients.claude_code import transcript
+
+    path = tmp_path / "session.jsonl"
+    text = "ackdeck: 1 process wake\n  ALERT-disk-full-on-db1"
+    records = [
+        {"type": "attachment", "attachment": {"type": "hook_success", "content": text}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "seen"}]}},
+    ]
+    looks: list[float] = []
+
+    def clock() -> float:
+        looks.append(0.0)
+        if len(looks) == 2:  # the deadline taken, then the first try found no file
+            path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        return 0.0
+
+    assert transcript.feedback_answered(path, 0, text, wait=5.0, clock=clock)
+    assert len(looks) >= 2
+    # No file within the wait: not proven (handed over again), as before.
+    missing = tmp_path / "never.jsonl"
+    assert not transcript.feedback_answered(missing, 0, text, wait=0.0)

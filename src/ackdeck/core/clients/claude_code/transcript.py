@@ -646,15 +646,25 @@ def feedback_answered(
     records (Claude Code queues its writes: the answer that just ended a turn may land after
     the Stop hook started)."""
     want = text.strip()
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return False
+    deadline = clock() + wait
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            break
+        except FileNotFoundError:
+            # Not there yet: a session's first records (the file with them) may land after
+            # its first Stop hook started, as the answer may (a fast `claude -p` turn: the
+            # hook, given up at once, handed the text over again).
+            if clock() >= deadline:
+                return False
+            time.sleep(POLL)
+        except OSError:
+            return False
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size < since:
             return False
-        recorded, pos, deadline = False, since, clock() + wait
+        recorded, pos = False, since
         while True:
             for after, line in _forward(fd, pos):
                 pos = after
