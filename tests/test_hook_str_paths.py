@@ -107,8 +107,9 @@ def test_the_gates_home_is_this_hooks_home_as_str_path_spelled_it(
 def test_a_gate_that_looked_in_another_home_gets_no_stamp(
     other: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Relative, empty and other homes (`//` in front is another one to POSIX): the Path code compared str(Path(gate_home)), never
-    equal to the absolute home; so must the string code (no stamp, the gate runs ackdeck)."""
+    """Relative, empty and other homes (`//` in front is another one to POSIX): the Path code
+    compared str(Path(gate_home)), never equal to the absolute home; so must the string code
+    (no stamp, the gate runs ackdeck)."""
     monkeypatch.chdir(tmp_path)
     home = made_home(str(tmp_path / "me" / ".ackdeck"))
     monkeypatch.setenv(quiet.GATE_HOME, other.format(h=home))
@@ -148,3 +149,21 @@ def test_a_stop_hook_under_an_odd_relative_home_keeps_its_state_where_the_path_c
     assert state.is_file() and (tmp_path / "d" / NOT_UTF8 / "notices").is_dir()
     second = ackdeck(env, *args, cwd=tmp_path, input='{"stop_hook_active": true}')
     assert second.returncode == 0 and second.stderr == ""
+
+
+def test_a_hand_over_kept_under_a_str_home_makes_its_folder_and_reads_back(
+    tmp_path: Path,
+) -> None:
+    """The prompt hook hands an unproven hand-over again with the hooks' str home; the record's
+    folder (the session's wakes) may not exist yet: it was made with Path.mkdir, which a
+    str has not. Kept where the Path code kept it, and read back through a Path home."""
+    from ackdeck.core.clients.claude_code import handed
+
+    home = made_home(str(tmp_path) + "//h/")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"type":"user"}\n')
+    handed.hand_over(home, SESSION, str(transcript), "wake text", None, at_stop=False)
+    kept = Path(locations.wake_handed(Path(home), SESSION))
+    assert kept.is_file() and str(kept) == locations.wake_handed(home, SESSION)
+    again = handed.unproven(Path(home), SESSION)
+    assert again is not None and again.text == "wake text"
