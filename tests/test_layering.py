@@ -5,6 +5,7 @@ relative import or `importlib.import_module("tui…")` counts as much as one at 
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -294,10 +295,11 @@ TURN_BUDGET_ACKDECK = {
     # A drain with nothing to deliver lists two folders (core/service/pending.py) and loads
     # no wake module.
     "wakes drain": 16,
-    "hooks prompt": 54,
+    # The hooks name their home with a str: base/home.py's made_home (no Path built from it).
+    "hooks prompt": 55,
     # The Stop hook drains only when a wake record or a run is there (core/service/pending.py).
-    "hooks stop": 55,
-    "hooks bootstrap": 55,
+    "hooks stop": 56,
+    "hooks bootstrap": 56,
     # The hooks that only record their event: the stdin JSON, the home as a string, one
     # append (core/cli/_hook_events.py).
     "hooks notify": 19,
@@ -318,9 +320,11 @@ TURN_BUDGET_OTHER = {
         "room ack": 7,
         "room status": 7,
         "wakes drain": 3,
-        "hooks prompt": 33,
-        "hooks stop": 33,
-        "hooks bootstrap": 33,
+        # The hooks that have something to say name the home, the notices' state, the gate's
+        # stamp and the claims' marks with strings too (issue 43): 33 -> 8, no pathlib.
+        "hooks prompt": 8,
+        "hooks stop": 8,
+        "hooks bootstrap": 8,
         "hooks notify": 5,
         "hooks end": 5,
     },
@@ -350,13 +354,14 @@ def _importers(log: str) -> dict[str, str]:
 
 
 def _command_imports(
-    args: list[str], tmp_path: Path, stdin: str = ""
+    args: list[str], tmp_path: Path, stdin: str = "", env: dict[str, str] | None = None
 ) -> tuple[set[str], dict[str, str]]:
-    """Every module one command had loaded at its exit, and who imported each."""
+    """Every module one command had loaded at its exit, and who imported each (`env`: added
+    to the probe's environment)."""
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", _HOT_PROBE, *args],
         cwd=tmp_path,
-        env=_probe_env(tmp_path),
+        env={**_probe_env(tmp_path), **(env or {})},
         input=stdin,
         capture_output=True,
         text=True,
@@ -454,15 +459,10 @@ NOT_FOR_A_READ = {
     "ackdeck.core.service.wakes",
     "ackdeck.core.monitors.wakes",
 }
-# The hooks' home and the notices' state are still named with Path objects (core/hooks.py,
-# core/service/noticer.py): pathlib is off the room commands only.
-NEEDED_BY_THE_HOOKS = {
-    "ackdeck.core.service.views",
-    "pathlib",
-    "collections",
-    "collections.abc",
-    "functools",
-}
+# The hooks name the home, the notices' state, the gate's stamp and the claims' marks with
+# plain strings too (core/hooks.py, core/service/noticer.py, quiet.py, claims.py): only the
+# notices' views, which a hook that looks at rooms needs, are allowed to them.
+NEEDED_BY_THE_HOOKS = {"ackdeck.core.service.views"}
 
 
 def _ours(importer: str | None) -> bool:
@@ -492,6 +492,46 @@ def test_a_file_rooms_read_ack_status_and_reading_hooks_load_no_contextlib_or_ra
         # glob imports contextlib, and the read still imports pathlib).
         ours = {m for m in found & unwanted if _ours(importer.get(m))}
         loaded[name] = sorted(f"{m} (imported by {importer.get(m, '?')})" for m in ours)
+    assert loaded == {name: [] for name in loaded}
+
+
+def _gated_hooks(tmp_path: Path) -> list[tuple[list[str], dict[str, str]]]:
+    """The three hooks that have something to say as their gates start them (`--gate KEY`,
+    ACKDECK_GATE_HOME: the stamp's module), with a line waiting in the room and a queue claim
+    held (the Stop hook's reminder: the claims' module)."""
+    from ackdeck.core.service import quiet
+
+    room = str(tmp_path / "r.txt")
+    _probe(["room", "push", room, "hello"], tmp_path)
+    home = tmp_path / "home"
+    marks = home / "claims" / "s1"
+    marks.mkdir(parents=True, exist_ok=True)
+    mark = {"room": room, "token": "1-abc", "line": "task", "claimed_at": 1.0, "until": 2.0}
+    (marks / "1-abc.json").write_text(json.dumps(mark))
+    gate = ["--room", room, "--session", "s1", "--gate", quiet.key([room])]
+    env = {"ACKDECK_GATE_HOME": str(home)}
+    return [(["hooks", door, *gate], env) for door in ("prompt", "stop", "bootstrap")]
+
+
+def test_the_gated_hooks_with_a_line_and_a_claim_load_no_pathlib_collections_or_typing(
+    tmp_path: Path,
+) -> None:
+    """The hooks name the home, the notices' state, the gate's stamp and the claims' marks
+    with strings (issue 43): pathlib brought `re`, `enum`, `functools` and `collections` into
+    every prompt, stop and session start that had something to say (95 modules, 2.9x a bare
+    interpreter). Run as the gates run them, with something to tell, so the stamp and the
+    claims' reminder are on the path measured."""
+    unwanted = {"pathlib", "collections", "collections.abc", "functools", "typing", "re", "enum"}
+    unwanted -= _bare_modules(tmp_path)
+    loaded = {}
+    for args, env in _gated_hooks(tmp_path):
+        found, importer = _command_imports(args, tmp_path, "{}", env)
+        assert "ackdeck.core.service.quiet" in found, args
+        if args[1] == "stop":
+            assert "ackdeck.core.service.claims" in found, args
+        loaded[args[1]] = sorted(
+            f"{m} (imported by {importer.get(m, '?')})" for m in found & unwanted
+        )
     assert loaded == {name: [] for name in loaded}
 
 
@@ -552,6 +592,10 @@ def test_type_checking_false_is_written_only_on_the_hot_path(
         status="running",
     )  # fmt: skip
     hot |= _probe(["wakes", "drain", "--hook"], tmp_path)[1]
+    for args, env in _gated_hooks(tmp_path):  # the gate's stamp, the claims' reminder
+        hot |= {
+            m for m in _command_imports(args, tmp_path, "{}", env)[0] if m.startswith("ackdeck")
+        }
     hot |= _supervisor_modules(phome, tmp_path, monkeypatch)
     writers = {
         _module_name(path)

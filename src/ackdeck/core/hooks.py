@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from pathlib import Path
+
+# partial from _functools: functools imports collections (tests/test_layering.py).
+from _functools import partial
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.jsonfields import parse as parse_json
@@ -47,8 +47,13 @@ from ackdeck.core.hook_input import STDIN_WAIT_S, read_hook_input  # noqa: F401 
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    # The hooks name the home, the gate's stamp and the notices' state with strings: pathlib
+    # (with re, enum, urllib.parse, ipaddress) is imported only by installing, in a function.
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
     from typing import Any
 
+    from ackdeck.core.base.atomic import P  # the hooks' home is a str, a Path elsewhere
     from ackdeck.core.service.wakes import Drained
 
 EVENTS = claude_code.HOOK_EVENTS
@@ -162,6 +167,7 @@ def gate_command(
     missing room, a home it cannot name like ackdeck does: run ackdeck. `test -nt` compares
     nanoseconds in dash and bash (seconds in older shells: equal seconds are not newer)."""
     import shlex
+    from pathlib import Path  # installing only
 
     from ackdeck.core.base import locations as loc
     from ackdeck.core.service import quiet
@@ -285,6 +291,7 @@ def presence_gate(kind: str, argv: Sequence[str], home: str | None, session: str
     write would wait on, a symlink it would truncate through, a directory). A terminal on
     stdin (a hook run by hand) is not read: the mark then reads as a hook given no input."""
     import shlex
+    from pathlib import Path  # installing only
 
     from ackdeck.core.base import locations as loc
 
@@ -499,6 +506,8 @@ class InstallResult(Struct):
 def default_settings_path(project: str | os.PathLike[str] | None = None) -> Path:
     """The project's `.claude/settings.json` (the current directory's by default): hooks are
     per project, so two projects' agents on one machine never drain each other's wakes."""
+    from pathlib import Path  # installing only
+
     return (
         Path(os.path.abspath(project or os.curdir))
         / claude_code.SETTINGS_DIR
@@ -507,6 +516,8 @@ def default_settings_path(project: str | os.PathLike[str] | None = None) -> Path
 
 
 def user_settings_path() -> Path:
+    from pathlib import Path  # installing only
+
     return Path.home() / claude_code.SETTINGS_DIR / claude_code.SETTINGS_FILE
 
 
@@ -523,6 +534,8 @@ def update_json_file(
     """Write `change(current)` into the JSON object file `settings_path` (a settings.json, an
     .mcp.json): created if missing, backed up once, replaced atomically, left untouched when
     it cannot be parsed or nothing changes."""
+    from pathlib import Path  # installing only (and the MCP config): never a per-turn hook
+
     shown = Path(settings_path).expanduser()
     # A symlinked settings file (dotfile managers) is updated in place of its target, so the
     # link survives the atomic rename.
@@ -687,7 +700,7 @@ def bootstrap_text(
 
 # ----- hook input and the Stop hook -------------------------------------------------------------
 def rooms_told_marker(
-    home: Path,
+    home: P,
     session: str,
     rooms: Sequence[str | os.PathLike[str]],
     unread: dict[str, int] | None = None,
@@ -705,9 +718,7 @@ def rooms_told_marker(
 
     if not rooms:
         return _nothing
-    noticer = Noticer(
-        home, session, [r if isinstance(r, str) else Path(r) for r in rooms], "hooks", wakes=False
-    )
+    noticer = Noticer(home, session, _specs(rooms), "hooks", wakes=False)
     notices, state, views = noticer.due_with_views()
     if unread is not None:
         unread.update((v.path, v.unread) for v in views)
@@ -720,7 +731,17 @@ def _nothing() -> None:
     return None
 
 
-def _held_claims(home: Path, session: str, payload: Mapping[str, Any]) -> list[str]:
+def _specs(rooms: Sequence[str | os.PathLike[str]]) -> list[str | Path]:
+    """The rooms as the noticer takes them: a Path given (the dashboard, tests) stays a Path,
+    built only then; the hooks' own rooms are the command line's strings."""
+    if all(isinstance(r, str) for r in rooms):
+        return list(rooms)  # type: ignore[arg-type]
+    from pathlib import Path
+
+    return [r if isinstance(r, str) else Path(r) for r in rooms]
+
+
+def _held_claims(home: P, session: str, payload: Mapping[str, Any]) -> list[str]:
     """A reminder of the queue claims `session` holds unfinished (core/service/claims.py).
     Cheap first: one stat of its claims directory, which a session that never claimed lacks;
     the module is imported only past it. Not again while the agent already continues because
@@ -746,7 +767,7 @@ AGAIN = (
 
 
 def prompt_again(
-    home: Path, session: str, payload: Mapping[str, Any]
+    home: P, session: str, payload: Mapping[str, Any]
 ) -> tuple[str, Callable[[], None]]:
     """For the UserPromptSubmit hook: an earlier Stop hook's hand-over of wakes that Claude
     Code's transcript does not prove shown (core/clients/claude_code/handed.py), as text to
@@ -781,7 +802,7 @@ class StopOutcome(Struct):
 
 
 def stop_hook(
-    home: Path,
+    home: P,
     session: str,
     rooms: Sequence[str | os.PathLike[str]],
     payload: Mapping[str, Any],
@@ -809,7 +830,7 @@ def stop_hook(
         noticer = Noticer(
             home,
             session,
-            [r if isinstance(r, str) else Path(r) for r in rooms],
+            _specs(rooms),
             "hooks",
             wakes=False,
         )

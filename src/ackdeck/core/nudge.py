@@ -180,7 +180,7 @@ class Nudger:
         the agent left `max_unanswered` nudges without a read: then none is typed, the
         owner is told (once, here and in the session's presence) and the notices count as
         told (a read resets the count, and what arrives after it is nudged again)."""
-        home, session = self.noticer.home, self.noticer.session
+        home, session = Path(self.noticer.home), self.noticer.session
         unanswered, held = await anyio.to_thread.run_sync(presence.nudges_unanswered, home, session)
         if unanswered >= self.max_unanswered:
             if not held:

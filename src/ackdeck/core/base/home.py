@@ -66,6 +66,12 @@ def _named(home: str | None) -> str:
     return os.path.expanduser(home)
 
 
+def make_dirs(path: str, mode: int = 0o700) -> None:
+    """Path(path).mkdir(mode, parents=True, exist_ok=True) on a string (the hooks' notice
+    state: core/service/noticer.py)."""
+    _mkdir(path, mode)
+
+
 def _mkdir(path: str, mode: int) -> None:
     """Path.mkdir(mode, parents=True, exist_ok=True) on a string, in its order: the folder
     itself first, its parents (at the default mode) only when it is missing them, so a path

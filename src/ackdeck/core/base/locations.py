@@ -289,42 +289,44 @@ def team_wake_temp(inbox: Path, msg_id: str) -> Path:
     return inbox.with_name(f".{inbox.name}.{msg_id}.ackdeck-wake")
 
 
-def wake_handed(home: Path, session: str) -> Path:
+def wake_handed(home: P, session: str) -> P:
     # The Stop hook's last hand-over not yet proven shown (core/clients/claude_code/handed.py);
     # a leading dot: the session's listing of records skips it.
-    return wake_session_dir(home, session) / ".handed.json"
+    return child(wake_session_dir(home, session), ".handed.json")
 
 
-def notices_dir(home: Path, session: str) -> Path:
-    return home / "notices" / check_name(session)
+# The hooks name these with the str home they are given (no pathlib on a turn): each keeps
+# the type it is given, a Path for a Path (the dashboard, the MCP server, tests).
+def notices_dir(home: P, session: str) -> P:
+    return child(home, "notices", check_name(session))
 
 
-def notice_state(home: Path, session: str, door: str) -> Path:
-    return notices_dir(home, session) / f"{door}.json"
+def notice_state(home: P, session: str, door: str) -> P:
+    return child(notices_dir(home, session), f"{door}.json")
 
 
-def quiet_stamp(home: Path, session: str, door: str, key: str) -> Path:
+def quiet_stamp(home: P, session: str, door: str, key: str) -> P:
     """The hook gate's stamp (core/service/quiet.py): its mtime is when `door` last found
     nothing to say for `session` and the rooms `key` names."""
-    return notices_dir(home, session) / f"quiet-{door}-{key}"
+    return child(notices_dir(home, session), f"quiet-{door}-{key}")
 
 
-def quiet_until(stamp: Path) -> Path:
+def quiet_until(stamp: P) -> P:
     """How long the stamp holds: its mtime is the stamp's expiry."""
-    return stamp.with_name(stamp.name + ".until")
+    return sibling(stamp, os.path.basename(stamp) + ".until")
 
 
-def quiet_text(stamp: Path) -> Path:
+def quiet_text(stamp: P) -> P:
     """The session-start text the gate prints while the stamp holds (`bootstrap` only)."""
-    return stamp.with_name(stamp.name + ".txt")
+    return sibling(stamp, os.path.basename(stamp) + ".txt")
 
 
-def quiet_now(home: Path, session: str) -> Path:
+def quiet_now(home: P, session: str) -> P:
     """Truncated by each gate to read the clock (its mtime is now) without a fork."""
-    return notices_dir(home, session) / ".now"
+    return child(notices_dir(home, session), ".now")
 
 
-def notice_lock(home: Path, session: str, door: str) -> Path:
+def notice_lock(home: P, session: str, door: str) -> P:
     return lock_file(notices_dir(home, session), door, listed=True)
 
 
@@ -341,18 +343,18 @@ def alerts_lock(home: Path, owner: str) -> Path:
     return lock_file(alerts_dir(home, owner), listed=True)
 
 
-def claims_root(home: Path) -> Path:
-    return home / "claims"
+def claims_root(home: P) -> P:
+    return child(home, "claims")
 
 
-def claims_dir(home: Path, session: str) -> Path:
+def claims_dir(home: P, session: str) -> P:
     """The queue claims a session holds and has not finished (core/service/claims.py): what
     its Stop hook reminds it of. Absent for a session that never claimed."""
-    return claims_root(home) / check_name(session)
+    return child(claims_root(home), check_name(session))
 
 
-def claim_mark(home: Path, session: str, token: str) -> Path:
-    return claims_dir(home, session) / f"{token}.json"
+def claim_mark(home: P, session: str, token: str) -> P:
+    return child(claims_dir(home, session), f"{token}.json")
 
 
 def redis_doubts_dir(home: Path) -> Path:
@@ -367,8 +369,8 @@ def redis_doubt(home: Path, key: str) -> Path:
     return redis_doubts_dir(home) / f"{key}.json"
 
 
-def agents_dir(home: Path) -> Path:
-    return home / AGENTS
+def agents_dir(home: P) -> P:
+    return child(home, AGENTS)
 
 
 def presence_log(home: Path, session: str, *, old: bool = False) -> Path:
@@ -387,10 +389,10 @@ def _presence_log_name(session: str, old: bool) -> str:
     return f"{check_name(session)}{'.1' if old else ''}.jsonl"
 
 
-def presence_mark(home: Path, session: str, kind: str) -> Path:
+def presence_mark(home: P, session: str, kind: str) -> P:
     """Truncated by a gated hook at each turn event (`start`, `prompt`, `stop`, `end`): its
     mtime is when the latest one happened (core/presence/log.py `marks`)."""
-    return agents_dir(home) / f".{check_name(session)}.{kind}"
+    return child(agents_dir(home), f".{check_name(session)}.{kind}")
 
 
 def presence_lock(home: Path, session: str) -> Path:

@@ -480,10 +480,12 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
-def _home(args: argparse.Namespace) -> Path:
-    from ackdeck.core.base.home import resolve_home
+def _home(args: argparse.Namespace) -> str:
+    """The hooks' home, made and checked as resolve_home does, spelled as str(Path) spelled it
+    (base/names.as_pathlib_would): a str, so pathlib stays off every turn (issue 43)."""
+    from ackdeck.core.base.home import made_home
 
-    return resolve_home(args.home)
+    return made_home(args.home)
 
 
 def _nudge(args: argparse.Namespace) -> int:

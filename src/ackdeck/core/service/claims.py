@@ -12,18 +12,20 @@ cannot be written (a read-only home) costs only the reminder, never the claim.
 
 from __future__ import annotations
 
-import json
 import os
-from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
-from ackdeck.core.base.atomic import atomic_write, unlink_quietly
+from ackdeck.core.base.atomic import atomic_write, child, unlink_quietly
 from ackdeck.core.base.jsonfields import parse
 from ackdeck.core.errors import AckdeckError
 
+# The Stop hook reads the marks with a str home (core/hooks.py `_held_claims`): neither typing
+# nor pathlib (with re, enum, collections) nor json (the writers') on its path.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ackdeck.core.base.atomic import P
     from ackdeck.core.rooms.queue import Claim
 
 LINE_SHOWN = 200  # characters of the task's line a reminder repeats
@@ -35,8 +37,10 @@ def _is_token(token: str) -> bool:
     return bool(sep) and number.isdigit() and qid.isalnum() and len(token) <= 64
 
 
-def remember(home: Path, session: str, room: str, got: Claim, now: float) -> None:
+def remember(home: P, session: str, room: str, got: Claim, now: float) -> None:
     """Record that `session` holds the claim `got` of `room` (as its door names it)."""
+    import json
+
     if not got.claimed or got.token is None or not _is_token(got.token):
         return
     line = (got.line or b"").decode("utf-8", "replace").rstrip("\n")
@@ -49,13 +53,15 @@ def remember(home: Path, session: str, room: str, got: Claim, now: float) -> Non
     }
     path = locations.claim_mark(home, session, got.token)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        from ackdeck.core.base.home import make_dirs
+
+        make_dirs(os.path.dirname(os.fspath(path)), 0o700)
         atomic_write(path, json.dumps(mark).encode(), fsync=False)
     except OSError:
         return  # the claim stands; only its reminder is lost (documented above)
 
 
-def _marks_of(home: Path, session: str | None, token: str) -> list[Path]:
+def _marks_of(home: P, session: str | None, token: str) -> list[P]:
     """The mark of `token`: the session's, or, when the door named no session (`ackdeck done
     ROOM TOKEN` needs none: the token says the claim), any session's that has it."""
     if not _is_token(token):
@@ -72,33 +78,41 @@ def _marks_of(home: Path, session: str | None, token: str) -> list[Path]:
             path = locations.claim_mark(home, s, token)
         except AckdeckError:
             continue  # not a session's directory (a stray name)
-        if path.exists():
+        if os.path.exists(path):
             found.append(path)
     return found
 
 
-def moved(home: Path, session: str | None, token: str, until: float | None) -> None:
+def _read(path: str | Path) -> bytes:
+    """Path.read_bytes on a str or a Path."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def moved(home: P, session: str | None, token: str, until: float | None) -> None:
     """An extend: the mark's lease now ends at `until`."""
     for path in _marks_of(home, session, token):
         _move(path, until)
 
 
-def _move(path: Path, until: float | None) -> None:
+def _move(path: P, until: float | None) -> None:
+    import json
+
     try:
-        mark = parse(path.read_bytes())
+        mark = parse(_read(path))
         mark["until"] = until
         atomic_write(path, json.dumps(mark).encode(), fsync=False)
     except (OSError, ValueError, TypeError):
         return  # no mark (claimed before marks existed, or by another home): nothing to move
 
 
-def forget(home: Path, session: str | None, token: str) -> None:
+def forget(home: P, session: str | None, token: str) -> None:
     """The claim `token` is finished, given back, or no longer its holder's."""
     for path in _marks_of(home, session, token):
         unlink_quietly(path)
 
 
-def held(home: Path, session: str) -> list[dict[str, object]]:
+def held(home: P, session: str) -> list[dict[str, object]]:
     """The marks of `session`, oldest claim first (unreadable ones skipped, kept on disk)."""
     d = locations.claims_dir(home, session)
     try:
@@ -111,7 +125,7 @@ def held(home: Path, session: str) -> list[dict[str, object]]:
             continue
         try:
             # ackdeck's own file, still hostile input (issue 42): nested, NaN, not JSON.
-            mark = parse((d / name).read_bytes())
+            mark = parse(_read(child(d, name)))
         except (OSError, ValueError):
             continue
         if isinstance(mark, dict) and isinstance(mark.get("token"), str):
@@ -120,7 +134,7 @@ def held(home: Path, session: str) -> list[dict[str, object]]:
     return out
 
 
-def reminder(home: Path, session: str, now: float) -> str:
+def reminder(home: P, session: str, now: float) -> str:
     """The Stop hook's text for the claims `session` holds unfinished ("" when none)."""
     marks = held(home, session)
     if not marks:

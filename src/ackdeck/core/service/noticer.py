@@ -16,8 +16,6 @@ import fcntl
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
 from ackdeck.core.base.names import check_name
@@ -29,12 +27,18 @@ from ackdeck.core.service.notices import Notice, NoticeState, RoomView, WakeView
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    # The hooks give a str home, and every name here is then a str (locations keeps the type
+    # it is given): pathlib, with re, enum and collections, stays off their path.
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from pathlib import Path
+
     import anyio
 
+    from ackdeck.core.base.atomic import P
     from ackdeck.core.service.deck import Spec
     from ackdeck.core.service.roomref import RoomRef
 
-Clock = Callable[[], float]
+    Clock = Callable[[], float]
 
 DEFAULT_WINDOW_S = 0.5
 # Without any event the loop still looks this often (a task of its own, whatever the watched
@@ -47,13 +51,13 @@ DOORS = ("channel", "nudge", "hooks")
 CLAIM_STEP_S = 0.02
 
 
-def state_path(home: Path, session: str, door: str) -> Path:
+def state_path(home: P, session: str, door: str) -> P:
     if door not in DOORS:
         raise ValueError(f"unknown notice door {door!r}")
     return locations.notice_state(home, session, door)
 
 
-def load_state(path: Path) -> NoticeState:
+def load_state(path: P) -> NoticeState:
     """The stored state; a missing file is an empty state. A malformed one is moved aside (kept)
     and treated as empty: noticing everything waiting again beats going silent."""
     try:
@@ -69,10 +73,17 @@ def load_state(path: Path) -> NoticeState:
         return NoticeState()
 
 
-def store_state(path: Path, state: NoticeState) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+def store_state(path: P, state: NoticeState) -> None:
+    _make_parent(path)
     # Not fsynced: losing it in a power cut repeats a notice at most, it never loses one.
     atomic.atomic_write(path, state.dumps().encode(), fsync=False)
+
+
+def _make_parent(path: str | Path) -> None:
+    """path.parent.mkdir(mode=0o700, parents=True, exist_ok=True), for a str as for a Path."""
+    from ackdeck.core.base.home import make_dirs
+
+    make_dirs(os.path.dirname(os.fspath(path)), 0o700)
 
 
 def rescan_interval(env: Mapping[str, str]) -> float:
@@ -102,7 +113,7 @@ class Noticer:
 
     def __init__(
         self,
-        home: Path,
+        home: str | Path,
         session: str,
         rooms: Sequence[Spec],
         door: str,
@@ -117,8 +128,10 @@ class Noticer:
         self.rooms: tuple[RoomRef, ...] = self.deck.rooms
         self.door = door
         self.watch_wakes = wakes
-        self.path = state_path(home, session, door)
-        self._lock_path = locations.notice_lock(home, session, door)
+        # The door's files named as strings whichever home was given (a str from the hooks).
+        where = os.fspath(home)
+        self.path = state_path(where, session, door)
+        self._lock_path = locations.notice_lock(where, session, door)
         self._broken: set[RoomRef] = set()
         # The state as last loaded or delivered; `_unsaved`: delivered but not on disk (a full,
         # read-only or broken HOME), so this process decides from memory until it can write.
@@ -210,7 +223,7 @@ class Noticer:
         """The door's lock file, opened (not locked); None when it cannot be made (the door
         then goes on unlocked: a second notifier of the door may repeat, none goes silent)."""
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _make_parent(self.path)
             return os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             self._state_failed(exc)
@@ -258,6 +271,8 @@ class Noticer:
         return sorted(dirs)
 
     def _relevant(self, path: str) -> bool:
+        from pathlib import Path  # the watch loop's (channel, nudge): never a hook's
+
         p = Path(path)
         if self.watch_wakes and p.name.endswith(".json") and p.parent.name == self.session:
             return True
@@ -427,7 +442,7 @@ class Noticer:
         # Once per kind of failure, not once per event.
         if self._state_error != exc.errno:
             self._state_error = exc.errno
-            where = self.path.parent
+            where = atomic.parent(self.path)
             print(f"ackdeck: cannot keep notice state in {where}: {exc}", file=sys.stderr)
 
 

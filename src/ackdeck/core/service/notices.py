@@ -24,11 +24,14 @@ turns views plus the previous state into notices and the next state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ackdeck.core.base.struct import Struct
 from ackdeck.core.base.text import safe
 from ackdeck.core.service.views import RoomView, WakeView
+
+# On the hooks' path (tests/test_layering.py): collections.abc is for type checkers only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 PREVIEW_CHARS = 160
 # A door's line in a terminal (the tmux nudge) must stay one short line.

@@ -33,10 +33,16 @@ what a clock step that came back unnoticed could hide.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
+from ackdeck.core.base.names import as_pathlib_would
+
+# The hooks give a str home, and the stamp's names are then strings (locations keeps the type
+# it is given): pathlib, with re, enum and collections, stays off a turn.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
 
 DOORS = ("prompt", "stop")  # the per-turn doors; "bootstrap" (session start) is gated too
 # Set by the gate to the home it looked in (core/hooks.py `gate_command`).
@@ -61,6 +67,8 @@ def watched(room: str) -> list[str]:
     """The files whose mtime the gate compares with the stamp for one room: the room, its
     directory, its sidecar and the sidecar's receipts (the gate requires the room itself, and
     compares the others when they exist: a missing one changed its parent's mtime)."""
+    from pathlib import Path  # installing only (core/hooks.py gate_command)
+
     side = locations.sidecar(Path(room))
     return [room, os.path.dirname(room), str(side), str(locations.receipts_dir(side))]
 
@@ -68,7 +76,7 @@ def watched(room: str) -> list[str]:
 class Probe:
     """A stamp in the making: created before the hook looks (see the module docstring)."""
 
-    def __init__(self, home: Path, stamp: Path, temp: Path, taken_ns: int) -> None:
+    def __init__(self, home: str, stamp: str, temp: str, taken_ns: int) -> None:
         self.home, self.stamp, self.temp, self.taken_ns = home, stamp, temp, taken_ns
 
     def settle(self, quiet: bool, rooms: Sequence[str], text: str | None = None) -> bool:
@@ -96,17 +104,24 @@ class Probe:
 
 
 def probe(
-    home: Path, session: str, door: str, gate_key: str | None, rooms: Sequence[str]
+    home: str | Path, session: str, door: str, gate_key: str | None, rooms: Sequence[str]
 ) -> Probe | None:
     """Start a stamp for `door` before the hook looks; None when the hook was not started by
     a gate (`gate_key` None), the key is not its rooms', or the probe cannot be written."""
     if gate_key is None:
         return None
+    home = os.fspath(home)  # the stamp's names as strings, whichever the caller gave
     stamp = locations.quiet_stamp(home, session, door, gate_key)
     gate_home = os.environ.get(GATE_HOME)
     # Spelled as resolve_home spells the home (`HOME=/home/me/` gives the gate
-    # `/home/me//.ackdeck`): the same folder, not another home.
-    if gate_key != key(rooms) or gate_home is None or str(Path(gate_home)) != str(home):
+    # `/home/me//.ackdeck`): the same folder, not another home. A relative one never was the
+    # (absolute) home: as_pathlib_would spells absolute paths only.
+    if (
+        gate_key != key(rooms)
+        or gate_home is None
+        or not os.path.isabs(gate_home)
+        or as_pathlib_would(gate_home) != os.fspath(home)
+    ):
         # A gate that names other rooms than its command, or that looked in another home
         # than this hook's (a wrapper setting its own): its stamps would prove nothing.
         _unlink(stamp)
@@ -116,7 +131,7 @@ def probe(
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
-            os.makedirs(temp.parent, mode=0o700, exist_ok=True)
+            os.makedirs(os.path.dirname(temp), mode=0o700, exist_ok=True)
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             # The filesystem's own clock, as the gate's `test -nt` will compare it.
@@ -129,7 +144,7 @@ def probe(
     return Probe(home, stamp, temp, taken)
 
 
-def _followable(home: Path, rooms: Sequence[str]) -> bool:
+def _followable(home: str, rooms: Sequence[str]) -> bool:
     """Whether a change to every room shows in mtimes the gate can compare with the stamp:
     absolute paths of regular files on the home's filesystem (one clock stamps both)."""
     import stat
@@ -144,7 +159,7 @@ def _followable(home: Path, rooms: Sequence[str]) -> bool:
     return True
 
 
-def _touch(path: Path, at_ns: int) -> None:
+def _touch(path: str, at_ns: int) -> None:
     temp = atomic.temp_path_for(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     os.close(fd)
@@ -152,7 +167,7 @@ def _touch(path: Path, at_ns: int) -> None:
     os.replace(temp, path)
 
 
-def _unlink(path: Path) -> None:
+def _unlink(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:

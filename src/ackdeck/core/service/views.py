@@ -6,7 +6,6 @@ the way `room_list_new` does, ack, drain or reconcile: notices never consume.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ackdeck.core.base.statefile import read_state
 from ackdeck.core.base.struct import Struct
@@ -16,6 +15,7 @@ from ackdeck.core.errors import AckdeckError, CorruptState, RecordError
 # On the hot path (tests/test_layering.py): typing is for type checkers only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ackdeck.core.base.atomic import P  # the hooks' home is a str, others' a Path
     from ackdeck.core.service.roomref import RoomRef
 
 LineKey = tuple[str, int, int]  # (run_id, start, end) of a matched output line
@@ -115,7 +115,7 @@ def view_room(ref: RoomRef, session: str, label: str) -> RoomView:
     )
 
 
-def view_wakes(home: Path, session: str) -> list[WakeView]:
+def view_wakes(home: P, session: str) -> list[WakeView]:
     """The session's wake records, without reconciling or merging anything (queries do not
     write). Lines the session was shown are left out, as the drain's gate would drop them."""
     from ackdeck.core.monitors import gate, shown, wakes

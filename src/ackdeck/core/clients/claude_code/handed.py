@@ -17,6 +17,7 @@ Only the wakes' text is kept: room lines the hook tells of stay unread in their 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ackdeck.core.base import atomic, locations
@@ -40,12 +41,12 @@ class Handed(Struct):
 ANSWER_WAIT = 5.0
 
 
-def unproven(home: Path, session: str, *, wait: float = 0.0) -> Handed | None:
+def unproven(home: str | Path, session: str, *, wait: float = 0.0) -> Handed | None:
     """The last hand-over, if its transcript does not prove the model was shown it (then it
     is to be handed over again); a proven one is forgotten. Never fatal: a damaged record is
     left in place and counts as none (the wakes it held were acked; its text is still there
     for a person to read)."""
-    path = locations.wake_handed(home, session)
+    path = locations.wake_handed(os.fspath(home), session)  # a str home: the hooks'
     try:
         kept = load_record(path, Handed)
     except (AckdeckError, OSError):
@@ -64,7 +65,7 @@ def unproven(home: Path, session: str, *, wait: float = 0.0) -> Handed | None:
 
 
 def hand_over(
-    home: Path,
+    home: str | Path,
     session: str,
     transcript_path: str,
     text: str,
@@ -81,7 +82,7 @@ def hand_over(
     it would not either. The hand-over stays an estimate there, as before."""
     from ackdeck.core.clients.claude_code import transcript
 
-    path = locations.wake_handed(home, session)
+    path = locations.wake_handed(os.fspath(home), session)  # a str home: the hooks'
     # Where its whole records end, not its size: a batch of records caught half written
     # would put `since` inside one, which the check then reads as damage (seen under load).
     since = transcript.records_end(transcript_path)
@@ -92,7 +93,10 @@ def hand_over(
         since = 0  # a new session's first prompt: the whole file will follow
     tries = 1 if earlier is None else earlier.tries + 1
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A str home from the hooks (no pathlib on a turn), a Path from other callers.
+        from ackdeck.core.base.home import make_dirs
+
+        make_dirs(os.path.dirname(os.fspath(path)), 0o700)
         store_record(path, Handed(transcript_path, since, text, tries))
     except OSError:
         pass  # a full or read-only home: the hand-over stands as an estimate, as before
