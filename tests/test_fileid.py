@@ -11,6 +11,7 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,17 @@ from ackdeck.core.base import fileid
 _AT_EMPTY_PATH = 0x1000
 _AT_SYMLINK_NOFOLLOW = 0x100
 _AT_FDCWD = -100
+
+
+def _fresh_python(tmp_path: Path, code: str) -> dict[str, Any]:
+    """Run `code` in a fresh interpreter in `tmp_path`; the JSON object it prints. It must
+    exit 0 and say nothing on stderr."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    found: dict[str, Any] = json.loads(out.stdout)
+    return found
 
 
 def _both(dirfd: int, path: bytes, flags: int) -> tuple[int | None, int | None]:
@@ -145,12 +157,7 @@ def _fresh(tmp_path: Path, before: str) -> dict[str, object]:
         "       'missing': fileid.birth_ns_path('gone'), 'ctypes': 'ctypes' in sys.modules}\n"
         "print(json.dumps(out))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0 and out.stderr == "", out.stderr
-    found: dict[str, object] = json.loads(out.stdout)
-    return found
+    return _fresh_python(tmp_path, code)
 
 
 def test_importing_fileid_and_asking_loads_no_ctypes_package(tmp_path: Path) -> None:
@@ -234,11 +241,7 @@ def test_a_kernel_without_statx_is_none_both_ways(tmp_path: Path) -> None:
         "         fileid.birth_ns(fd), fileid.birth_ns_path('r')]\n"
         "print(json.dumps({'before': before, 'raw': raw, 'after': after}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0 and out.stderr == "", out.stderr
-    found = json.loads(out.stdout)
+    found = _fresh_python(tmp_path, code)
     assert found["before"][0] is not None and found["before"][0] == found["before"][1]
     # The kernel said ENOSYS (the filter is what the call met). glibc 2.36 then fills the
     # struct from fstatat itself and returns 0 with the basic fields' mask, no STATX_BTIME (a
