@@ -319,13 +319,42 @@ def _json_asked(argv: Sequence[str]) -> bool:
     return "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
 
 
+# How many new objects the collector's youngest generation waits for while a per-turn
+# command runs (Python's default: 700). Loading the ~50 modules of a read or a hook makes some
+# 5,000 objects (functions, classes, their dicts) that all live until the process exits: the
+# default made 7 young and 1 older collection walk them, ~1.3 ms of a read (a tenth of
+# what a read adds to a bare interpreter), and none of them found garbage. A high threshold
+# rather than gc.disable(): a command that waits (`room push --wait-ack`, a Stop hook waiting
+# for the transcript) still collects, every TURN_GC_THRESHOLD objects, so its memory stays
+# bounded. Every other command (the MCP server, a run's supervisor, the dashboard) keeps
+# Python's thresholds, and an in-process caller gets them back when main() returns.
+TURN_GC_THRESHOLD = 50_000
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line `argv` (default: sys.argv's), run in this process; its exit code."""
+    import gc  # built in: no file to load
+
+    thresholds = gc.get_threshold()
+    try:
+        return _main(argv, thresholds)
+    finally:
+        gc.set_threshold(*thresholds)  # an in-process caller's collector as it was
+
+
+def _main(argv: Sequence[str] | None, thresholds: tuple[int, ...]) -> int:
+    import gc
+
+    gc.set_threshold(max(thresholds[0], TURN_GC_THRESHOLD), *thresholds[1:])
     argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
     _closed_streams_fail()
     from ackdeck.core.cli._fast import parse_turn
 
     args: Any = parse_turn(argv)  # a per-turn command in a plain form, parsed without argparse
     if args is None:  # anything else, and any error, help or doubt: argparse says it
+        import gc
+
+        gc.set_threshold(*thresholds)  # not a per-turn command: Python's own collection
         try:
             args = build_parser(argv).parse_args(argv)
         except AckdeckError as exc:
@@ -396,7 +425,12 @@ def _error_line(line: str) -> None:
 
 
 def run() -> None:
-    exit_now(main())
+    """The `ackdeck` console script: main() in a process of its own, which ends here."""
+    import gc
+
+    # Not main(): its collector's thresholds, given back, would start a collection of
+    # everything a per-turn command loaded on the way out (TURN_GC_THRESHOLD).
+    exit_now(_main(None, gc.get_threshold()))
 
 
 def exit_now(code: int) -> NoReturn:
@@ -409,6 +443,9 @@ def exit_now(code: int) -> NoReturn:
     order: waiting for other non-daemon threads (while one is left, this takes the normal
     exit), atexit handlers (weakref finalizers among them), flushing stdout and stderr (a
     failure there also takes the normal exit, which reports it as Python does).
+
+    The cyclic collector is off on that way out: a collection there would walk memory the
+    kernel is about to take back whole.
     """
     threading = sys.modules.get("threading")
     if threading is not None and any(
@@ -417,7 +454,9 @@ def exit_now(code: int) -> NoReturn:
     ):
         sys.exit(code)
     import atexit
+    import gc
 
+    gc.disable()
     atexit._run_exitfuncs()
     try:
         for stream in (sys.stdout, sys.stderr):
