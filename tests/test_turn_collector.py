@@ -122,17 +122,20 @@ def test_only_a_per_turn_command_raises_the_threshold_and_the_caller_gets_its_ow
     capfd.readouterr()
 
 
-def test_a_caller_with_a_higher_threshold_keeps_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("given", [TURN_GC_THRESHOLD * 2, 0], ids=["higher", "off"])
+def test_a_callers_higher_threshold_or_automatic_collection_off_is_kept(
+    given: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """The raise never lowers a threshold a caller set above it."""
+    """The raise never lowers a threshold a caller set above it, and never turns automatic
+    collection back on where a caller switched it off with a threshold of 0."""
     before = gc.get_threshold()
     monkeypatch.setenv("ACKDECK_HOME", str(tmp_path / "home"))
     room = str(tmp_path / "r.txt")
     Path(room).write_text("one\n")
     try:
-        gc.set_threshold(TURN_GC_THRESHOLD * 2, 10, 10)
-        assert _threshold_at_open(["room", "status", room], room)[0][0] == TURN_GC_THRESHOLD * 2
+        gc.set_threshold(given, 10, 10)
+        assert _threshold_at_open(["room", "read", room], room) == ((given, 10, 10), True)
+        assert gc.get_threshold() == (given, 10, 10)
     finally:
         gc.set_threshold(*before)
     capfd.readouterr()

@@ -345,7 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None, thresholds: tuple[int, ...]) -> int:
     import gc
 
-    gc.set_threshold(max(thresholds[0], TURN_GC_THRESHOLD), *thresholds[1:])
+    if thresholds[0]:  # 0: automatic collection is off, and stays off
+        gc.set_threshold(max(thresholds[0], TURN_GC_THRESHOLD), *thresholds[1:])
     argv = hoist_global_options(sys.argv[1:] if argv is None else argv)
     _closed_streams_fail()
     from ackdeck.core.cli._fast import parse_turn
