@@ -7,7 +7,6 @@ clean up temps left by a crashed one.
 
 from __future__ import annotations
 
-import errno
 import os
 
 from ackdeck.core.base.digest import sha256_hex
@@ -53,20 +52,21 @@ def parent(path: P) -> P:
     return path.parent
 
 
-# The errors Path.exists takes for "not there" (pathlib's _IGNORED_ERRNOS, Python 3.11-3.13).
-_NOT_THERE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
-
-
 def exists(path: Path | str) -> bool:
     """`path.exists()`. On a str, as pathlib answers it: False for a name that is not there
-    (or holds a NUL), the error itself for one that cannot be told (EACCES), where
-    os.path.exists would say False and hide it."""
+    (ENOENT, ENOTDIR, EBADF, ELOOP: pathlib's _IGNORED_ERRNOS, Python 3.11-3.13) or holds a
+    NUL, the error itself for one that cannot be told (EACCES), where os.path.exists would
+    say False and hide it."""
     if not isinstance(path, str):
         return path.exists()
     try:
         os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
     except OSError as exc:
-        if exc.errno in _NOT_THERE:
+        import errno  # here: the hooks that only record their event import it nowhere else
+
+        if exc.errno in (errno.EBADF, errno.ELOOP):
             return False
         raise
     except ValueError:
