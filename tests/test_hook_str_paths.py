@@ -167,3 +167,157 @@ def test_a_hand_over_kept_under_a_str_home_makes_its_folder_and_reads_back(
     assert kept.is_file() and str(kept) == locations.wake_handed(home, SESSION)
     again = handed.unproven(Path(home), SESSION)
     assert again is not None and again.text == "wake text"
+
+
+# ----- a Stop hook in a home with a run: the reconcile and the drain on str paths -------------
+RUN_ID = "20261207T000000000-abcdef"
+
+
+def _a_run(home: str | Path, name: str, status: str, *, monitors: bool = False) -> Path:
+    """A run of `name` for SESSION, kept with the Path code (as `ackdeck run` keeps one),
+    whose supervisor is gone (never started long ago: a running one is lost)."""
+    from ackdeck.core.monitors import runs
+
+    rdir = runs.run_dir(Path(home), name, RUN_ID)
+    rdir.mkdir(parents=True)
+    meta = runs.RunMeta(
+        name=name, run_id=RUN_ID, argv=["make"], cwd="/", session=SESSION, status=status,
+        monitors=[runs.MonitorModel(pattern="ERROR")] if monitors else [],
+        exit_code=0 if status == "exited" else None, created_at=1.0, started_at=1.0,
+    )  # fmt: skip
+    runs.store_meta(rdir, meta)
+    runs.output_path(rdir).write_bytes(b"ok\n")
+    return rdir
+
+
+def _drain_names(home: str | Path) -> dict[str, str]:
+    """Every name a Stop hook's reconcile and drain build under its home, as text."""
+    rdir = locations.run_dir(home, "build", RUN_ID)
+    return {
+        "procs": str(locations.procs_dir(home)),
+        "run": str(rdir),
+        "meta": str(locations.run_meta(rdir)),
+        "supervisor_lock": str(locations.supervisor_lock(rdir)),
+        "shown_state": str(locations.shown_state(rdir, SESSION)),
+        "shown_lease": str(locations.shown_lease(rdir, SESSION, "7.0123abcd")),
+        "session": str(locations.wake_session_dir(home, SESSION)),
+        "record": str(locations.wake_record(home, SESSION, "build")),
+        "wake_lock": str(locations.wake_lock(home, SESSION)),
+        "drain_lock": str(locations.drain_lock(home, SESSION)),
+    }
+
+
+def test_a_drains_string_names_under_odd_homes_are_the_names_their_paths_gave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reconcile lists the runs and the settle the leases with the hooks' str home (their
+    Path code had `.exists()` and `.name`, which a str has not): the same runs, leases and
+    files as the Path code found under every odd home."""
+    from ackdeck.core.monitors import runs, shown
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "me") + "/")
+    dead = 2**22 + 1  # above the largest pid_max: no process has it
+    for spec in _homes(tmp_path):
+        path_home, home = resolve_home(spec), made_home(spec)
+        assert _drain_names(home) == _drain_names(path_home), spec
+        rdir = locations.run_dir(path_home, "build", RUN_ID)
+        if not rdir.exists():  # two specs may name one home
+            _a_run(path_home, "build", "running")  # its supervisor gone: unsupervised
+            locations.shown_dir(rdir).mkdir()
+        locations.shown_lease(rdir, SESSION, f"{dead}.0123abcd").touch()  # a dead reader's
+        assert [str(p) for p in runs.run_dirs(path_home)] == runs.run_dirs(home) == [str(rdir)]
+        assert [str(p) for p in runs.unsupervised(path_home)] == runs.unsupervised(home), spec
+        (found,) = runs.run_dirs(home)
+        leases = shown.leases(found, SESSION)
+        assert leases == [str(p) for p in shown.leases(rdir, SESSION)] and len(leases) == 1
+        assert [shown.lease_pid(p) for p in leases] == [dead]
+        assert shown.settle([found], SESSION, 0.0)  # the dead reader's lease: removed
+        assert shown.leases(rdir, SESSION) == []
+
+
+def test_the_str_exists_answers_as_paths_exists(tmp_path: Path) -> None:
+    """`atomic.exists` on a str says what Path.exists says: False for what is not there, the
+    error for what cannot be told (os.path.exists would hide it as False)."""
+    from ackdeck.core.base.atomic import exists
+
+    (tmp_path / "f").touch()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "shut").mkdir()
+    (tmp_path / "shut" / "x").touch()
+    names = ["f", "missing", "f/under-a-file", "loop", "shut/x", "nul\0"]
+    told = {n: exists(str(tmp_path / n)) for n in names[:-1]} | {"nul\0": exists("nul\0")}
+    assert told == {n: (tmp_path / n).exists() for n in names[:-1]} | {"nul\0": False}
+    (tmp_path / "shut").chmod(0)
+    try:
+        if os.geteuid() != 0:  # root reads through the missing permission
+            with pytest.raises(PermissionError):
+                (tmp_path / "shut" / "x").exists()
+            with pytest.raises(PermissionError):
+                exists(str(tmp_path / "shut" / "x"))
+    finally:
+        (tmp_path / "shut").chmod(0o700)
+
+
+def test_guard_a_stop_hook_under_an_odd_home_with_runs_tells_each_wake_once(
+    tmp_path: Path,
+) -> None:
+    """A guard (the Path code passed it too): the operation, under a relative, `//`-spelled,
+    non-UTF-8, symlinked home with a trailing slash. A run whose supervisor died is reported
+    lost, a matched line of another run is told (past a dead reader's lease), each once, and
+    acked in the records the Path code named; a malformed record is kept and still reported by
+    a Path-home listing. The next stop has nothing to say of them."""
+    from ackdeck.core.monitors import runs, wakes
+    from ackdeck.core.monitors.monitors import MatchedLine
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "d")
+    spec = f"linked//./{NOT_UTF8}/"
+    want = Path(os.path.join(tmp_path, spec))  # Path(...).absolute() in the hook's folder
+    want.mkdir()
+    lost = _a_run(want, "lost", "running", monitors=True)
+    build = _a_run(want, "build", "exited", monitors=True)
+    locations.shown_dir(build).mkdir()
+    lease = locations.shown_lease(build, SESSION, f"{2**22 + 1}.0123abcd")  # a dead reader's
+    lease.touch()
+    wakes.merge(
+        want, SESSION, "build", run_id=RUN_ID, kind="match", lines=[MatchedLine(3, 9, "ERROR")],
+        filter="ERROR", exclude=False, matches=1, status="exited",
+    )  # fmt: skip
+    bad = locations.wake_record(want, SESSION, "broken")
+    bad.write_text("{not json")
+    env = clean_env()
+    args = ["hooks", "stop", "--home", spec, "--session", SESSION]
+    first = ackdeck(env, *args, cwd=tmp_path, input="{}")
+    assert first.returncode == 2, first.stderr
+    told = first.stderr
+    assert told.count("[lost run") == 1 and "monitor lost" in told, told
+    assert told.count("[build run") == 1 and "  ERROR" in told, told
+    meta = runs.load_meta(lost)
+    assert meta is not None and meta.status == "lost"
+    records, skipped = wakes.scan_wakes(want, SESSION)
+    assert {r.name: (r.pending, r.delivered_total) for r in records} == {
+        "build": (0, 1),
+        "lost": (0, 0),
+    }
+    assert skipped == [bad] and bad.read_text() == "{not json"
+    assert not lease.exists()  # the settle let go of the dead reader's lease
+    second = ackdeck(env, *args, cwd=tmp_path, input='{"stop_hook_active": true}')
+    assert "[build run" not in second.stderr and "[lost run" not in second.stderr
+    assert second.returncode == 0, second.stderr
+
+
+def test_guard_a_drain_with_a_str_home_reports_malformed_records_as_paths(
+    tmp_path: Path,
+) -> None:
+    """A guard: a drain given the hooks' str home returns what it returned given a Path (the
+    doors show `skipped`, the MCP schema declares Paths), and acks the same."""
+    from ackdeck.core.service import wakes as service
+
+    home = made_home(str(tmp_path) + "//h/")
+    bad = locations.wake_record(Path(home), SESSION, "broken")
+    bad.parent.mkdir(parents=True)
+    bad.write_text("[]")
+    drained = service.drain(home, SESSION, settle_timeout=0)
+    assert drained.skipped == [bad] and all(isinstance(p, Path) for p in drained.skipped)
+    assert drained.to_json() == service.drain(Path(home), SESSION, settle_timeout=0).to_json()

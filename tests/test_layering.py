@@ -535,6 +535,49 @@ def test_the_gated_hooks_with_a_line_and_a_claim_load_no_pathlib_collections_or_
     assert loaded == {name: [] for name in loaded}
 
 
+def test_the_gated_stop_hook_in_a_home_with_a_run_loads_no_pathlib_collections_or_typing(
+    tmp_path: Path,
+) -> None:
+    """A home with a run: the Stop hook's gate always runs ackdeck there (its supervisor may
+    have died, which only the drain's reconcile tells), and the hook drains. The reconcile
+    reads the run's records and the drain delivers a wake with the home as a string (issue 43):
+    pathlib brought `re`, `enum`, `functools` and `collections` into every such stop (106
+    modules, ~3.2x a bare interpreter). Run as its gate runs it, with a matched line of the
+    run to deliver, so the settle, the gate and the run's status are on the path measured."""
+    from ackdeck.core.monitors import runs, wakes
+    from ackdeck.core.monitors.monitors import MatchedLine
+
+    unwanted = {"pathlib", "collections", "collections.abc", "functools", "typing", "re", "enum"}
+    unwanted |= {"contextlib"}
+    unwanted -= _bare_modules(tmp_path)
+    home = tmp_path / "home"
+    rid = "20261207T000000000-abcdef"
+    rdir = runs.run_dir(home, "build", rid)
+    rdir.mkdir(parents=True)
+    meta = runs.RunMeta(
+        name="build", run_id=rid, argv=["make"], cwd=str(tmp_path), session="s1",
+        status="exited", exit_code=0, created_at=1.0, started_at=1.0, ended_at=2.0,
+    )  # fmt: skip
+    runs.store_meta(rdir, meta)
+    wakes.merge(
+        home, "s1", "build", run_id=rid, kind="match", lines=[MatchedLine(0, 6, "ERROR")],
+        filter="ERROR", exclude=False, matches=1, status="exited",
+    )  # fmt: skip
+    loaded = {}
+    for args, env in _gated_hooks(tmp_path):
+        if args[1] != "stop":
+            continue
+        found, importer = _command_imports(args, tmp_path, "{}", env)
+        # It reconciled, drained and delivered the line (the gate's modules are imported only
+        # for a snapshot with something to deliver).
+        assert {"ackdeck.core.monitors.reconcile", "ackdeck.core.monitors.gate"} <= found
+        loaded[args[1]] = sorted(
+            f"{m} (imported by {importer.get(m, '?')})" for m in found & unwanted
+        )
+    record = wakes.list_wakes(home, "s1")[0]
+    assert loaded == {"stop": []} and record.lines == [] and record.delivered_total == 1
+
+
 def test_the_budget_names_the_module_that_broke_it() -> None:
     """The failure says which module was imported and by whom (from -X importtime's tree)."""
     log = (

@@ -52,6 +52,28 @@ def parent(path: P) -> P:
     return path.parent
 
 
+def exists(path: Path | str) -> bool:
+    """`path.exists()`. On a str, as pathlib answers it: False for a name that is not there
+    (ENOENT, ENOTDIR, EBADF, ELOOP: pathlib's _IGNORED_ERRNOS, Python 3.11-3.13) or holds a
+    NUL, the error itself for one that cannot be told (EACCES), where os.path.exists would
+    say False and hide it."""
+    if not isinstance(path, str):
+        return path.exists()
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        import errno  # here: the hooks that only record their event import it nowhere else
+
+        if exc.errno in (errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
+    return True
+
+
 NAME_MAX = 255
 # What a temp name adds to its target's name: ".", TEMP_MARK, a pid, "-", 8 hex digits.
 _TEMP_EXTRA = 1 + len(TEMP_MARK) + 10 + 1 + 8

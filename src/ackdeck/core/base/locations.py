@@ -263,7 +263,8 @@ def wake_lock(home: P, session: str) -> P:
     return lock_file(wake_session_dir(home, session), listed=True)
 
 
-def drain_lock(home: Path, session: str) -> Path:
+def drain_lock(home: P, session: str) -> P:
+    # A str from a Stop hook's drain (its home is a str: no pathlib on a turn).
     return lock_file(wake_session_dir(home, session), "drain", listed=True)
 
 

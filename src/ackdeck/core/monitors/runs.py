@@ -17,18 +17,17 @@ import os
 import time
 
 from ackdeck.core.base import locations
-from ackdeck.core.base.atomic import child
+from ackdeck.core.base.atomic import child, exists
 from ackdeck.core.base.home import procs_dir
 from ackdeck.core.base.statefile import load_record, store_record
 from ackdeck.core.base.struct import Sparse, Struct
 from ackdeck.core.errors import CorruptState
 
-# pathlib for type checkers only: a run's supervisor works on str paths (docs/performance.md,
-# "Supervisor memory against 1.3x"); every other caller passes Paths and gets Paths back.
+# No pathlib: a run's supervisor works on str paths (docs/performance.md, "Supervisor memory
+# against 1.3x"), and so does a Stop hook's reconcile (its home is a str); every other caller
+# passes Paths and gets Paths back (P: a str or a Path, kept as given).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ackdeck.core.base.atomic import P
 
 STATUSES = ("running", "exited", "killed", "lost")
@@ -166,20 +165,21 @@ def pid_alive(pid: int | None) -> bool:
     return state not in (b"Z", b"X")
 
 
-def run_dirs(home: Path, name: str | None = None) -> list[Path]:
-    """Every run directory (of `name`, or of all names) that has a meta.json."""
+def run_dirs(home: P, name: str | None = None) -> list[P]:
+    """Every run directory (of `name`, or of all names) that has a meta.json. In the type of
+    `home`: a Stop hook's reconcile gives a str (no pathlib on a turn)."""
     base = procs_dir(home)
     names = [name_dir(home, name)] if name is not None else _subdirs(base)
-    out: list[Path] = []
+    out: list[P] = []
     for nd in names:
-        out.extend(d for d in _subdirs(nd) if meta_path(d).exists())
+        out.extend(d for d in _subdirs(nd) if exists(meta_path(d)))
     return out
 
 
-def unsupervised(home: Path, name: str | None = None) -> list[Path]:
+def unsupervised(home: P, name: str | None = None) -> list[P]:
     """Runs that say `running` but whose supervisor holds no lock: candidates for
     `procs.reconcile`. A query: it changes nothing, and it needs none of the monitor engine."""
-    out = []
+    out: list[P] = []
     for rdir in run_dirs(home, name):
         try:
             meta = load_meta(rdir)

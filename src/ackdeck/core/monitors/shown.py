@@ -23,9 +23,10 @@ from ackdeck.core.errors import CorruptState, RecordError
 from ackdeck.core.monitors.gate import Intervals
 from ackdeck.core.monitors.runs import pid_alive
 
-# pathlib for type checkers only: a run's supervisor passes str paths. collections.abc and
-# contextlib too (they bring collections and functools into every supervisor): the read lock
-# and the lease are classes.
+# pathlib for type checkers only: a run's supervisor passes str paths, and so does a Stop
+# hook's drain (its settle and gate: the leases and read states of the runs it delivers).
+# collections.abc and contextlib too (they bring collections and functools into every
+# supervisor): the read lock and the lease are classes.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -50,7 +51,7 @@ class ReadState(Struct, kw_only=True):
     updated_at: float = 0.0
 
 
-def reads_dir(rdir: Path) -> Path:
+def reads_dir(rdir: P) -> P:
     return locations.shown_dir(rdir)
 
 
@@ -153,7 +154,7 @@ class _Lease:
             os.close(self.fd)
 
 
-def leases(rdir: Path, session: str) -> list[Path]:
+def leases(rdir: P, session: str) -> list[P]:
     prefix = f"{session}{LEASE_MARK}"
     try:
         d = reads_dir(rdir)
@@ -179,14 +180,14 @@ def _is_lease_tail(tail: str) -> bool:
     )
 
 
-def lease_pid(path: Path) -> int | None:
+def lease_pid(path: Path | str) -> int | None:
     try:
-        return int(path.name.rsplit(".", 2)[-2])
+        return int(os.path.basename(path).rsplit(".", 2)[-2])
     except (ValueError, IndexError):
         return None
 
 
-def settle(run_dirs: Iterable[Path], session: str, timeout: float) -> bool:
+def settle(run_dirs: Iterable[P], session: str, timeout: float) -> bool:
     """Wait (bounded) until `session` has no live in-flight read in any of `run_dirs`.
 
     Returns False if the timeout passed with a read still in flight. Leases of dead readers are
@@ -201,7 +202,7 @@ def settle(run_dirs: Iterable[Path], session: str, timeout: float) -> bool:
     return True
 
 
-def _wait_lease(path: Path, deadline: float) -> bool:
+def _wait_lease(path: Path | str, deadline: float) -> bool:
     pid = lease_pid(path)
     if not pid_alive(pid):
         atomic.unlink_quietly(path)  # its reader is gone; nothing can still be shown through it
@@ -222,7 +223,7 @@ def _wait_lease(path: Path, deadline: float) -> bool:
                     return False
                 time.sleep(0.01)
         # Got the lock: the read finished (its file is unlinked) or its holder died.
-        if path.exists() and not pid_alive(pid):
+        if atomic.exists(path) and not pid_alive(pid):
             atomic.unlink_quietly(path)
         return True
     finally:

@@ -24,7 +24,7 @@ import os
 import time
 
 from ackdeck.core.base import atomic, locations
-from ackdeck.core.base.home import resolve_home, wakes_dir
+from ackdeck.core.base.home import made_home, make_dirs, resolve_home, wakes_dir
 from ackdeck.core.base.locks import Held, locked
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.statefile import read_state
@@ -145,10 +145,11 @@ def store_record(path: P, record: WakeRecord) -> None:
     atomic.atomic_write(path, record.dumps().encode(), fsync=False)
 
 
-def scan_dir(d: Path) -> tuple[list[tuple[Path, WakeRecord]], list[Path]]:
-    """Parse every record file in a session dir: (records, malformed files kept on disk)."""
-    good: list[tuple[Path, WakeRecord]] = []
-    bad: list[Path] = []
+def scan_dir(d: P) -> tuple[list[tuple[P, WakeRecord]], list[P]]:
+    """Parse every record file in a session dir: (records, malformed files kept on disk), named
+    in the type of `d` (a str in a drain: see `drain`)."""
+    good: list[tuple[P, WakeRecord]] = []
+    bad: list[P] = []
     try:
         entries = sorted(os.scandir(d), key=lambda e: e.name)
     except FileNotFoundError:
@@ -378,11 +379,15 @@ def drain(
 
     Callers reconcile first (`core/monitors/reconcile.py`) so that a dead supervisor is delivered
     as a monitor-lost wake; this module stays below procs (procs -> tail -> wakes) without a cycle.
+
+    Every file is named with the home as a string (made and checked as resolve_home does, and
+    spelled as str(Path) spelled it), whatever `home` is: pathlib, with `re`, `enum` and
+    `collections`, is not imported by a Stop hook that drains (issue 43). What it returns is
+    what it returned with Paths (`skipped` is a list of Paths).
     """
-    h = resolve_home(home)
+    h = made_home(home)  # str(resolve_home(home))
     check_name(session)
-    d = session_dir(h, session)
-    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_dirs(session_dir(h, session), 0o700)  # Path.mkdir(0o700, parents=True, exist_ok=True)
     # One drain per session at a time (a Stop hook and an MCP call may race): two concurrent
     # drains would push the same snapshot twice. Merges use the other lock and never wait here.
     with locked(locations.drain_lock(h, session)):
@@ -390,10 +395,11 @@ def drain(
 
 
 def _drain(
-    h: Path, session: str, settle_timeout: float, clock: Clock, deliver: DeliverWakes | None
+    h: str, session: str, settle_timeout: float, clock: Clock, deliver: DeliverWakes | None
 ) -> DrainResult:
     with session_locked(h, session) as d:
-        snapshot, skipped = scan_dir(d)
+        snapshot, bad = scan_dir(d)
+    skipped = _as_paths(bad)
     # A record for a session on another host is forwarded there (core/monitors/forwarding.py),
     # never delivered here.
     snapshot = [(p, r) for p, r in snapshot if r.pending and r.to_host is None]
@@ -413,7 +419,7 @@ def _drain(
 
     delivered: list[Delivery] = []
     superseded = 0
-    superseded_of: dict[Path, int] = {}
+    superseded_of: dict[str, int] = {}
     for path, rec in snapshot:
         found, dropped = _decide(h, rec, session)
         delivered.extend(found)
@@ -469,7 +475,7 @@ def _minus(now: dict[str, int], taken: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in out.items() if v > 0}
 
 
-def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int]:
+def _decide(h: str, rec: WakeRecord, session: str) -> tuple[list[Delivery], int]:
     """One delivery per run of the record with something left to say; and how many lines the
     gate suppressed because the owner was already shown them."""
     from ackdeck.core.monitors import gate, shown
@@ -518,7 +524,7 @@ def _decide(h: Path, rec: WakeRecord, session: str) -> tuple[list[Delivery], int
     return out, superseded
 
 
-def run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
+def run_status(h: P, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
     """The run's own current status and exit code (not those of whichever run merged last)."""
     try:
         meta = load_meta(run_dir(h, rec.name, rid))
@@ -529,13 +535,24 @@ def run_status(h: Path, rec: WakeRecord, rid: str) -> tuple[str, int | None]:
     return meta.status, meta.exit_code
 
 
-def _saw_end(home: Path, name: str, rid: str, session: str) -> bool | None:
+def _saw_end(home: str, name: str, rid: str, session: str) -> bool | None:
     from ackdeck.core.monitors import shown
 
     state = shown.load_state(run_dir(home, name, rid), session)
     return None if state is None else state.saw_end
 
 
-def _pending_total(home: Path, session: str) -> int:
+def _pending_total(home: str, session: str) -> int:
     good, _ = scan_dir(session_dir(home, session))
     return sum(r.pending for _, r in good if r.to_host is None)
+
+
+def _as_paths(found: list[str]) -> list[Path]:
+    """The malformed record files a drain skipped, as the Paths its result has always held
+    (DrainResult.skipped: the doors show them, the MCP schema declares them). pathlib is
+    imported only when there is one."""
+    if not found:
+        return []
+    from pathlib import Path
+
+    return [Path(p) for p in found]

@@ -498,11 +498,12 @@ class Deck:
         reconcile_lost(self.home)
 
     def drain(self, *, settle_timeout: float = 2.0, deliver: DeliverWakes | None = None) -> Drained:
-        """Deliver what the session was not shown, then ack exactly that (reconciling first)."""
+        """Deliver what the session was not shown, then ack exactly that (reconciling first).
+        With the home as a string: the Stop hook drains through here (no pathlib on a turn)."""
         from ackdeck.core.service import wakes
 
         return wakes.drain(
-            self.home, self._session(), settle_timeout=settle_timeout, deliver=deliver
+            self.home_text, self._session(), settle_timeout=settle_timeout, deliver=deliver
         )
 
 

@@ -7,19 +7,20 @@ whichever door delivers it: `wakes drain --json`, MCP `wakes_drain`, the Stop ho
 
 from __future__ import annotations
 
-from pathlib import Path  # at run time: the MCP door resolves `Wakes.skipped`'s type here
-
-from ackdeck.core.base.home import resolve_home
+from ackdeck.core.base.home import made_home, resolve_home
 from ackdeck.core.base.names import check_name
 from ackdeck.core.base.struct import Struct, derived
 from ackdeck.core.monitors.reconcile import reconcile_lost
 from ackdeck.core.monitors.results import Delivery, DrainResult, WakeRecord
 
-# On the hot path (tests/test_layering.py): typing is for type checkers only.
+# On the hot path (tests/test_layering.py): typing is for type checkers only, and pathlib too
+# (a Stop hook drains with a str home; the MCP door resolves `Path` in `Wakes.skipped` itself:
+# core/mcp/reply.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable
+    from pathlib import Path
 
     HomeArg = str | os.PathLike[str] | Path | None
     DeliverWakes = Callable[["Drained"], bool]
@@ -110,10 +111,11 @@ def drain(
     deliver: DeliverWakes | None = None,
 ) -> Drained:
     """Deliver what `session` was not shown, then ack exactly that. With `deliver`, nothing is
-    acked unless it answers True (the reader got it)."""
+    acked unless it answers True (the reader got it). The home is named as a string (see
+    core/monitors/wakes.py `drain`), made and checked as resolve_home does."""
     from ackdeck.core.monitors import wakes
 
-    h = resolve_home(home)
+    h = made_home(home)
     check_name(session)
     if isinstance(settle_timeout, bool) or not 0 <= settle_timeout <= 60:
         from ackdeck.core.errors import InvalidInput
