@@ -486,9 +486,9 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
         started = os.stat(s.root).st_mtime  # dated back: any presence event is later
 
         def turn_recorded() -> bool:
-            from ackdeck.core.presence import log
+            from ackdeck.core.presence import history
 
-            kinds = [e["ev"] for e in log.events(s.home, s.session) if e["t"] > started]
+            kinds = [e["ev"] for e in history.events(s.home, s.session) if e["t"] > started]
             return {"start", "prompt", "stop"} <= set(kinds)
 
         eventually(turn_recorded, what="the gates to mark the quiet turn")
@@ -565,9 +565,9 @@ def test_a_quiet_session_start_prints_the_hooks_own_text_without_starting_ackdec
     assert _start(deck).stdout == said  # byte for byte what the hook printed
     assert _identity(_bootstrap_stamp(deck)) == before
     # `ackdeck agents` still sees the start, with Claude Code's session id.
-    from ackdeck.core.presence import log
+    from ackdeck.core.presence import history
 
-    facts = log.load(deck.home, SESSION)
+    facts = history.load(deck.home, SESSION)
     assert facts.turn == "start" and facts.claude_session == "3f1c0d6e-5b7a"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ackdeck.core import hooks
-from ackdeck.core.presence import log
+from ackdeck.core.presence import history
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.hooks import execs, installed_hooks
 from tests.helpers.mcp import call, connect
@@ -22,7 +22,7 @@ from tests.helpers.paths import REPO
 def kinds_of(home: Path, session: str = "agent") -> list[str]:
     """The kinds of the session's presence events, oldest first (its log and the marks its
     gated hooks left: the SessionEnd hook's end is a mark)."""
-    return [e["ev"] for e in log.events(home, session)]
+    return [e["ev"] for e in history.events(home, session)]
 
 
 BASE = {
@@ -157,7 +157,7 @@ def test_a_read_records_how_long_its_first_line_waited(
     time.sleep(0.3)  # the age to measure, not a synchronisation
     assert ackdeck(cli_env, "room", "read", str(room), "--session", "agent").returncode == 0
     home = Path(cli_env["ACKDECK_HOME"])
-    (read,) = log.events(home, "agent")
+    (read,) = history.events(home, "agent")
     assert read["ev"] == "read" and read["lines"] == 1 and read["room"] == str(room)
     assert 0.3 <= read["waited"] < 60
     # An empty read is no evidence of anything: nothing recorded (the ack is).

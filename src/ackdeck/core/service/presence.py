@@ -57,5 +57,7 @@ def room_names(rooms: Sequence[str]) -> list[str]:
 def nudges_unanswered(home: Path, session: str) -> tuple[int, bool]:
     """How many nudges `session` got since its last read, and whether the bound on them was
     already reached (and the owner told)."""
-    facts = log.load(home, session)
+    from ackdeck.core.presence import history  # reading the log back: not on a hook's path
+
+    facts = history.load(home, session)
     return facts.nudges_unanswered, facts.nudges_held
