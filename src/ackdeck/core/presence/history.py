@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import locations
 from ackdeck.core.base.jsonfields import parse as parse_json
 from ackdeck.core.base.jsontext import dumps
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import CorruptState
-from ackdeck.core.presence.log import LIMIT, hook_fields, this_host
+from ackdeck.core.hook_input import hook_fields
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
@@ -32,13 +32,14 @@ TAIL = 64 << 10  # bytes of the rotated log read for a timeline
 # Bytes of a log read at most: its head (a rotated log's carry comes first) and its tail. A log
 # past LIMIT is folded at its next event, so only a log grown behind ackdeck's back (or a
 # rotation that failed every time) reaches this; what lies between is not read.
-READ_CAP = 16 * LIMIT
+READ_CAP = 16 << 16  # 1 MiB: sixteen times the writer's LIMIT (core/presence/log.py)
 
 
-def rotate(home: Path, session: str) -> None:
-    """Fold the log into a carry and start a new log with it, under the presence lock (a second
-    writer that saw the same size finds the log already short and does nothing; appends wait
-    on its shared side, `_append`, so none lands in the log being renamed away)."""
+def rotate(home: Path, session: str, limit: int) -> None:
+    """Fold the log into a carry and start a new log with it, under the presence lock, when it
+    is still past `limit` bytes (the writer's LIMIT: a second writer that saw the same size
+    finds the log already short and does nothing; appends wait on its shared side,
+    `_append`, so none lands in the log being renamed away)."""
     from ackdeck.core.base.atomic import atomic_write
     from ackdeck.core.base.locks import locked
     from ackdeck.core.presence.model import fold
@@ -46,7 +47,7 @@ def rotate(home: Path, session: str) -> None:
     path = locations.presence_log(home, session)
     try:
         with locked(locations.presence_lock(home, session)):
-            if path.stat().st_size <= LIMIT:
+            if path.stat().st_size <= limit:
                 return
             # The marks too: a carry replaces every event before it, marks included.
             facts = fold(session, _merged(parse(_read(path)), marks(home, session)))
@@ -335,14 +336,13 @@ def load(home: Path, session: str) -> Facts:
     return fold(session, events(home, session))
 
 
-def dead_servers(facts: Facts, host: str | None = None) -> list[str]:
-    """The connected servers of `facts` on this host whose pid is no longer running (a server
-    on another host cannot be checked from here and counts as alive)."""
-    here = this_host() if host is None else host
+def dead_servers(facts: Facts, host: str) -> list[str]:
+    """The connected servers of `facts` on `host` (this one) whose pid is no longer running (a
+    server on another host cannot be checked from here and counts as alive)."""
     dead = []
     for key in facts.servers:
         h, _, pid = key.rpartition(":")
-        if h != here or not pid.isdigit():
+        if h != host or not pid.isdigit():
             continue
         try:
             os.kill(int(pid), 0)

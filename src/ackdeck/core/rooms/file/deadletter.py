@@ -159,11 +159,10 @@ def tell_owner(
 def move_dead_letters(room: Room, limit: int) -> None:
     """Lines of `room` handed out `limit` times without an ack go to NAME.dead (a read runs
     this when the room's policy sets max_deliveries: core/rooms/file/room.py)."""
-    from ackdeck.core.rooms.file.room import Room as FileRoom  # loaded: it calls this
-
     if not room._side.ensure(create=False):
         return
-    dead = FileRoom(dead_room_path(room.path), clock=room._clock, door=room.door)
+    # The room's own class (room.py imports this module in the method that calls it).
+    dead = type(room)(dead_room_path(room.path), clock=room._clock, door=room.door)
     try:
         with room._side.lock(shared=False):
             fd = room._open()

@@ -10,13 +10,13 @@ turn's read, ack or status, which run none of them, load none of their bytecode
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base import atomic
 from ackdeck.core.base.names import check_name
 from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.file.queries import consistent
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING
 
 from ackdeck.core.base.locks import locked
 from ackdeck.core.base.names import check_name
@@ -19,7 +20,6 @@ from ackdeck.core.errors import InvalidInput
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file.sidecar import intent_entry
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
