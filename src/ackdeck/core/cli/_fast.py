@@ -116,26 +116,26 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
     ),
     ("hooks", "bootstrap"): (
         "hooks_command",
-        "agents_cmd",
-        "_bootstrap",
+        "hook_turns",
+        "bootstrap",
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "prompt"): (
         "hooks_command",
-        "agents_cmd",
-        "_prompt",
+        "hook_turns",
+        "prompt",
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "stop"): (
         "hooks_command",
-        "agents_cmd",
-        "_stop",
+        "hook_turns",
+        "stop",
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--settle": _SETTLE, "--gate": _GATE},
     ),
-    # The hooks that only record their event, without agents_cmd and the hooks module.
+    # The hooks that only record their event, without hook_turns and the hooks module.
     ("hooks", "notify"): (
         "hooks_command",
         "_hook_events",
