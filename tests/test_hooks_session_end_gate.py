@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ackdeck.core import hooks
+from ackdeck.core import hook_install
 from ackdeck.core.base import locations
 from ackdeck.core.presence import history, log
 from ackdeck.core.presence.model import decide
@@ -350,7 +350,7 @@ def test_hooks_install_upgrades_the_python_session_end_hook_once(
     before = settings.read_bytes()
     assert installed_hooks(cli_env, settings, room) == upgraded
     assert settings.read_bytes() == before  # installing twice is a no-op
-    assert hooks.is_ackdeck_hook("SessionEnd", new["command"])
+    assert hook_install.is_ackdeck_hook("SessionEnd", new["command"])
 
 
 # ----- through real Claude Code ----------------------------------------------------------------

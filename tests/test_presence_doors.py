@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ackdeck.core import hooks
+from ackdeck.core import hook_install, hooks
 from ackdeck.core.presence import history
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.hooks import execs, installed_hooks
@@ -88,20 +88,26 @@ def run_hook(
 
 def test_install_adds_the_notification_and_session_end_hooks(tmp_path: Path) -> None:
     settings = tmp_path / ".claude" / "settings.json"
-    hooks.install(settings, hooks.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"]))
+    hook_install.install(
+        settings, hook_install.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"])
+    )
     data = json.loads(settings.read_text())
     notify = data["hooks"]["Notification"][0]["hooks"][0]["command"]
     end = data["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
     assert execs(notify)[-4:] == ["hooks", "notify", "--session", "agent"]
     assert execs(end)[-4:] == ["hooks", "end", "--session", "agent"]
     # Installing again changes nothing; a user's own Notification hook is kept beside ours.
-    again = hooks.install(settings, hooks.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"]))
+    again = hook_install.install(
+        settings, hook_install.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"])
+    )
     assert not again.changed
     data["hooks"]["Notification"].insert(
         0, {"hooks": [{"type": "command", "command": "notify-send hi"}]}
     )
     settings.write_text(json.dumps(data))
-    hooks.install(settings, hooks.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"]))
+    hook_install.install(
+        settings, hook_install.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"])
+    )
     kept = json.loads(settings.read_text())["hooks"]["Notification"]
     assert [g["hooks"][0]["command"] for g in kept] == ["notify-send hi", notify]
 

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ackdeck.core import hooks
+from ackdeck.core import hook_install
 from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, _hook_events, session_of
 from ackdeck.core.cli._output import say
@@ -134,8 +134,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument(
         "--user",
         action="store_true",
-        help=f"install into the user-wide {hooks.user_settings_path()} instead (every project "
-        "then shares one session's wakes)",
+        help=f"install into the user-wide {hook_install.user_settings_path()} instead (every "
+        "project then shares one session's wakes)",
     )
     _session_of_hook(p)
     p.add_argument(
@@ -287,7 +287,7 @@ def _install(args: argparse.Namespace) -> int:
 
     check_name(args.session)
     ackdeck = _ackdeck_command(args.ackdeck)
-    commands = hooks.hook_commands(ackdeck, args.session, args.room, args.home)
+    commands = hook_install.hook_commands(ackdeck, args.session, args.room, args.home)
     # Built before anything is written: a server that cannot be made (no room) writes nothing.
     server = (
         server_config.server_argv(ackdeck, args.session, args.room, args.home)
@@ -295,20 +295,20 @@ def _install(args: argparse.Namespace) -> int:
         else None
     )
     target = (
-        hooks.user_settings_path()
+        hook_install.user_settings_path()
         if args.user
         else _path(args.settings)
         if args.settings
-        else hooks.default_settings_path()
+        else hook_install.default_settings_path()
     )
-    _said_installed(hooks.install(target, commands), commands, args.session)
+    _said_installed(hook_install.install(target, commands), commands, args.session)
     if server is not None:
         _pair_server(server, args.mcp_config)
     return 0
 
 
 def _said_installed(
-    result: hooks.InstallResult, commands: dict[str, str | None], session: str
+    result: hook_install.InstallResult, commands: dict[str, str | None], session: str
 ) -> None:
     if not result.changed:
         say(f"{result.path}: ackdeck hooks already installed; nothing changed")
@@ -317,7 +317,7 @@ def _said_installed(
     say(f"{result.path}: {verb} with ackdeck hooks for session {session!r}")
     if result.backup is not None:
         say(f"backup of the previous file: {result.backup}")
-    for event in hooks.EVENTS:
+    for event in hook_install.EVENTS:
         command = commands.get(event)
         if command and "; exec " in command:  # a gate: what it runs, not its sh program
             runs = command.rsplit("; exec ", 1)[1].split(" <<", 1)[0]

@@ -117,7 +117,7 @@ def _read(path: Path, tail: int | None = None) -> bytes:
 
 
 # The turn events a gated hook records by the mtime of a mark file instead of a log line
-# (core/hooks.py `gate_command`: no Python starts for a turn with nothing to say), and the
+# (core/hook_install.py `gate_command`: no Python starts for a turn with nothing to say), and the
 # session's end (`presence_gate`: the SessionEnd hook), whose mark holds the hook's stdin
 # JSON, read here as `hooks end` reads it.
 MARKED = ("start", "prompt", "stop", "end")
