@@ -131,7 +131,7 @@ def _date_back(*trees: Path) -> None:
 def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tuple[str, bytes]]:
     """The installed prompt and Stop hooks (as `hooks install` writes them) of a quiet session,
     settled on their stamps; of a session with a line waiting; of a home with a run."""
-    from ackdeck.core import hooks
+    from ackdeck.core import hook_install
     from ackdeck.core.base import locations
     from ackdeck.core.service import quiet
 
@@ -145,11 +145,11 @@ def _gates(ackdeck: list[str], work: Path, env: dict[str, str]) -> dict[str, tup
     qroom, qhome = work / "quiet" / "inbox.txt", work / "quiet-home"
     qroom.parent.mkdir()
     qroom.touch()
-    q = hooks.hook_commands([*ackdeck, "--home", str(qhome)], SESSION, [qroom])
+    q = hook_install.hook_commands([*ackdeck, "--home", str(qhome)], SESSION, [qroom])
     broom, bhome = work / "busy" / "inbox.txt", work / "busy-home"
     broom.parent.mkdir()
     broom.write_bytes(b"[ts] [ops] bot: waiting\n")
-    b = hooks.hook_commands([*ackdeck, "--home", str(bhome)], SESSION, [broom])
+    b = hook_install.hook_commands([*ackdeck, "--home", str(bhome)], SESSION, [broom])
     (locations.procs_dir(bhome) / "build").mkdir(parents=True)
     gates = {
         "gated bootstrap, quiet": (q["SessionStart"], start),

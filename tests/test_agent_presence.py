@@ -21,7 +21,7 @@ import signal
 import time
 from pathlib import Path
 
-from ackdeck.core.presence import log
+from ackdeck.core.presence import history
 from ackdeck.core.presence.model import decide, fold
 from ackdeck.core.service.agents import list_agents
 from tests.helpers import agent_clients as clients
@@ -60,7 +60,7 @@ def test_a_turn_is_working_its_end_idle_and_the_exit_gone(tmp_path: Path) -> Non
     assert stub.errors == []
     state, evidence = seen["mid"]
     assert state == "working", evidence
-    events = log.events(s.home, s.session)
+    events = history.events(s.home, s.session)
     kinds = [e["ev"] for e in events]
     # The real client's sequence: its session starts, the prompt, the MCP server's
     # connection and client, the model's read and ack, the Stop hook, the end.
@@ -95,7 +95,7 @@ def test_the_async_session_end_hook_still_records_the_end_after_claude_p_exits(
     (group,) = settings["hooks"]["SessionEnd"]
     assert group["hooks"][0]["async"] is True
     eventually(
-        lambda: "end" in [e["ev"] for e in log.events(s.home, s.session)],
+        lambda: "end" in [e["ev"] for e in history.events(s.home, s.session)],
         timeout=GONE_BOUND_S,
         what="the SessionEnd hook's `end` event",
         every=0.05,
@@ -110,7 +110,7 @@ def test_a_client_killed_mid_turn_is_gone_within_the_bound(tmp_path: Path) -> No
 
     def kill_the_client() -> None:
         """Mid-turn: the client that started our MCP server (its parent) is killed -9."""
-        facts = log.load(s.home, s.session)
+        facts = history.load(s.home, s.session)
         (key,) = facts.servers
         server = int(key.rsplit(":", 1)[1])
         with open(f"/proc/{server}/stat") as f:
@@ -134,7 +134,7 @@ def test_a_client_killed_mid_turn_is_gone_within_the_bound(tmp_path: Path) -> No
         )
         took = time.monotonic() - killed["at"]
         print(f"gone {took:.2f}s after kill -9: {state[1]}")
-        kinds = [e["ev"] for e in log.events(s.home, s.session)]
+        kinds = [e["ev"] for e in history.events(s.home, s.session)]
         assert "stop" not in kinds and "end" not in kinds  # no hook saw it end
     finally:
         try:

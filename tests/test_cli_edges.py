@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ackdeck.core.cli import BUILTIN_COMMANDS
+from ackdeck.core.cli._parsers import BUILTIN_COMMANDS
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.paths import PKG, REPO
 

@@ -11,8 +11,9 @@ import argparse
 
 import pytest
 
-from ackdeck.core.cli import build_parser, hoist_global_options
+from ackdeck.core.cli import hoist_global_options
 from ackdeck.core.cli._fast import _COMMANDS, parse_turn
+from ackdeck.core.cli._parsers import build_parser
 from tests.helpers.cli import ackdeck, clean_env
 
 # Every per-turn command, in the forms hooks, producer scripts and agents write.

@@ -1,5 +1,5 @@
 """`ackdeck` builds only the parsers of the command words it was given (start-up time: see
-core/cli/__init__.py, `_Narrowing`), and that changes nothing a user sees: every command line
+core/cli/_parsers.py, `_Narrowing`), and that changes nothing a user sees: every command line
 parses to the same arguments as with the whole parser, and a mistyped subcommand, help or a
 bare group still show every choice."""
 
@@ -9,7 +9,8 @@ import argparse
 
 import pytest
 
-from ackdeck.core.cli import _build_parser, build_parser, hoist_global_options
+from ackdeck.core.cli import hoist_global_options
+from ackdeck.core.cli._parsers import _build_parser, build_parser
 from tests.helpers.cli import ackdeck
 
 COMMAND_LINES = [

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ackdeck.core import hooks
+from ackdeck.core import hook_install, hooks
 from ackdeck.core.errors import ColdAck, InvalidInput
 from ackdeck.core.monitors import procs, wakes
 from ackdeck.core.rooms.file.room import Room
@@ -23,7 +23,7 @@ from tests.helpers.wait import eventually
 
 
 def commands(tmp_path: Path, session: str = "agent") -> dict[str, str | None]:
-    return hooks.hook_commands(ACKDECK, session, [tmp_path / "inbox.txt"], None)
+    return hook_install.hook_commands(ACKDECK, session, [tmp_path / "inbox.txt"], None)
 
 
 def ours(settings: dict, event: str) -> list[dict]:
@@ -31,7 +31,7 @@ def ours(settings: dict, event: str) -> list[dict]:
         h
         for g in settings["hooks"].get(event, [])
         for h in g["hooks"]
-        if hooks.is_ackdeck_hook(event, h.get("command"))
+        if hook_install.is_ackdeck_hook(event, h.get("command"))
     ]
 
 
@@ -41,7 +41,7 @@ def leftovers(directory: Path) -> list[str]:
 
 def test_missing_file_is_created_with_all_three_hooks(tmp_path: Path) -> None:
     settings = tmp_path / "fresh" / ".claude" / "settings.json"
-    result = hooks.install(settings, commands(tmp_path))
+    result = hook_install.install(settings, commands(tmp_path))
     assert result.changed and result.created and result.backup is None
     data = json.loads(settings.read_text())
     for event in hooks.EVENTS:
@@ -68,13 +68,13 @@ def test_only_the_presence_hooks_run_async_so_no_output_the_agent_needs_is_lost(
     ackdeck start-up; the hooks whose output the agent reads (or that block the stop) must
     stay synchronous. An install made before this is brought up to date, once."""
     settings = tmp_path / "settings.json"
-    older = hooks.merge_hooks({}, commands(tmp_path))
+    older = hook_install.merge_hooks({}, commands(tmp_path))
     for event in ("Notification", "SessionEnd"):
         for group in older["hooks"][event]:
             for hook in group["hooks"]:
                 hook.pop("async", None)
     settings.write_text(json.dumps(older))
-    assert hooks.install(settings, commands(tmp_path)).changed
+    assert hook_install.install(settings, commands(tmp_path)).changed
     data = json.loads(settings.read_text())
     asynchronous = {e for e in hooks.EVENTS if all(h.get("async") for h in ours(data, e))}
     assert asynchronous == {"Notification", "SessionEnd"}
@@ -85,7 +85,7 @@ def test_only_the_presence_hooks_run_async_so_no_output_the_agent_needs_is_lost(
         assert "async" not in hook
     for event, door in (("UserPromptSubmit", "prompt"), ("Stop", "stop")):
         assert f"/agents/.agent.{door}; exit 0; fi" in ours(data, event)[0]["command"]
-    assert not hooks.install(settings, commands(tmp_path)).changed
+    assert not hook_install.install(settings, commands(tmp_path)).changed
 
 
 def test_existing_file_keeps_unrelated_keys_and_other_hooks(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_existing_file_keeps_unrelated_keys_and_other_hooks(tmp_path: Path) -> N
     settings.write_bytes(raw)
     settings.chmod(0o640)
 
-    result = hooks.install(settings, commands(tmp_path))
+    result = hook_install.install(settings, commands(tmp_path))
 
     assert result.changed and not result.created
     assert result.backup == tmp_path / "settings.json.ackdeck-backup"
@@ -129,10 +129,10 @@ def test_installing_twice_changes_nothing_and_keeps_one_pristine_backup(tmp_path
     settings.write_bytes(raw)
     backup = tmp_path / "settings.json.ackdeck-backup"
 
-    first = hooks.install(settings, commands(tmp_path))
+    first = hook_install.install(settings, commands(tmp_path))
     after_first = settings.read_bytes()
     inode = settings.stat().st_ino
-    second = hooks.install(settings, commands(tmp_path))
+    second = hook_install.install(settings, commands(tmp_path))
 
     assert first.changed and not second.changed and second.backup is None
     assert settings.read_bytes() == after_first
@@ -142,7 +142,7 @@ def test_installing_twice_changes_nothing_and_keeps_one_pristine_backup(tmp_path
 
     # A new session replaces ackdeck's hooks instead of stacking a second set, and the backup
     # still holds the file as it was before ackdeck ever touched it.
-    third = hooks.install(settings, commands(tmp_path, session="other"))
+    third = hook_install.install(settings, commands(tmp_path, session="other"))
     data = json.loads(settings.read_text())
     assert third.changed and third.backup is None
     for event in hooks.EVENTS:
@@ -168,7 +168,7 @@ def test_malformed_settings_get_a_clear_error_and_stay_untouched(
     settings = tmp_path / "settings.json"
     settings.write_bytes(content)
     with pytest.raises(InvalidInput) as info:
-        hooks.install(settings, commands(tmp_path))
+        hook_install.install(settings, commands(tmp_path))
     assert needle in str(info.value)
     assert "\n" not in str(info.value)
     assert settings.read_bytes() == content
@@ -181,7 +181,7 @@ def test_symlinked_settings_update_the_target_and_keep_the_link(tmp_path: Path) 
     target.write_text('{"model": "opus"}')
     link = tmp_path / "settings.json"
     link.symlink_to(target)
-    hooks.install(link, commands(tmp_path))
+    hook_install.install(link, commands(tmp_path))
     assert link.is_symlink()
     assert ours(json.loads(target.read_text()), "Stop")
     assert (target.parent / "claude-settings.json.ackdeck-backup").read_text() == (
@@ -190,19 +190,24 @@ def test_symlinked_settings_update_the_target_and_keep_the_link(tmp_path: Path) 
 
 
 def test_merge_recognises_only_its_own_hooks() -> None:
-    assert hooks.is_ackdeck_hook("Stop", "/opt/venv/bin/ackdeck wakes drain --session a --hook")
-    assert hooks.is_ackdeck_hook(
+    assert hook_install.is_ackdeck_hook(
+        "Stop", "/opt/venv/bin/ackdeck wakes drain --session a --hook"
+    )
+    assert hook_install.is_ackdeck_hook(
         "Stop", "python -m ackdeck.core.cli --home /h wakes drain --session a"
     )
-    assert not hooks.is_ackdeck_hook("Stop", "my-ackdeck-wrapper wakes drain")
-    assert not hooks.is_ackdeck_hook("SessionStart", "ackdeck wakes drain --session a")
-    assert not hooks.is_ackdeck_hook("Stop", "echo 'unterminated")
-    assert not hooks.is_ackdeck_hook("Stop", None)
+    assert not hook_install.is_ackdeck_hook("Stop", "my-ackdeck-wrapper wakes drain")
+    assert not hook_install.is_ackdeck_hook("SessionStart", "ackdeck wakes drain --session a")
+    assert not hook_install.is_ackdeck_hook("Stop", "echo 'unterminated")
+    assert not hook_install.is_ackdeck_hook("Stop", None)
     # A shape ackdeck does not understand is kept verbatim, never "repaired".
     odd = {"hooks": {"Stop": ["not-a-group", {"matcher": "x"}]}}
-    merged = hooks.merge_hooks(odd, {"Stop": "ackdeck wakes drain --session a --hook"})
+    merged = hook_install.merge_hooks(odd, {"Stop": "ackdeck wakes drain --session a --hook"})
     assert merged["hooks"]["Stop"][:2] == ["not-a-group", {"matcher": "x"}]
-    assert hooks.merge_hooks(merged, {"Stop": "ackdeck wakes drain --session a --hook"}) == merged
+    assert (
+        hook_install.merge_hooks(merged, {"Stop": "ackdeck wakes drain --session a --hook"})
+        == merged
+    )
 
 
 def run_hook(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -496,7 +501,7 @@ def test_installing_replaces_the_older_wakes_drain_stop_hook(tmp_path: Path) -> 
         }
     }
     settings.write_text(json.dumps(old))
-    hooks.install(settings, commands(tmp_path))
+    hook_install.install(settings, commands(tmp_path))
     data = json.loads(settings.read_text())
     stop = waited_for(data, "Stop")
     assert "hooks stop" in stop["command"] and "wakes drain" not in stop["command"]
@@ -567,7 +572,7 @@ def test_hook_commands_name_the_room_the_kernel_resolves(tmp_path: Path) -> None
     (tmp_path / "deep").mkdir()
     (tmp_path / "deep" / "link").symlink_to(tmp_path / "elsewhere" / "real")
     spelled = tmp_path / "deep" / "link" / ".." / "inbox.txt"
-    cmds = hooks.hook_commands(["ackdeck"], "agent", [spelled])
+    cmds = hook_install.hook_commands(["ackdeck"], "agent", [spelled])
     prompt = cmds["UserPromptSubmit"]
     assert prompt is not None
     room = execs(prompt)[-3]

@@ -1,6 +1,6 @@
 """The hook gate (issue 43): the installed prompt and Stop hooks are a sh prelude that starts
 no Python when a stamp proves nothing changed since they last had nothing to say
-(core/service/quiet.py, core/hooks.py `gate_command`). Its one duty: never skip a hook that
+(core/service/quiet.py, core/hook_install.py `gate_command`). Its one duty: never skip a hook that
 has something to say. Real files, the real gate through `/bin/sh -c` as Claude Code runs it,
 real ackdeck processes and plain `>>` producers; the hook's own run is in-process only where a
 push must land at an exact point inside it (between taking the stamp, looking, and settling).
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ackdeck.core import hooks
+from ackdeck.core import hook_install, hooks
 from ackdeck.core.base import locations
 from ackdeck.core.cli import _fast
 from ackdeck.core.monitors import wakes
@@ -41,7 +41,7 @@ class Deck:
         self.room.parent.mkdir()
         self.room.touch()
         self.env = env
-        cmds = hooks.hook_commands(ACKDECK, SESSION, [self.room])
+        cmds = hook_install.hook_commands(ACKDECK, SESSION, [self.room])
         prompt, stop = cmds["UserPromptSubmit"], cmds["Stop"]
         assert prompt is not None and stop is not None
         self.gates = {"prompt": prompt, "stop": stop}
@@ -431,14 +431,14 @@ def test_no_stamp_where_the_hook_cannot_vouch_for_it(
 
 
 def test_a_redis_room_or_an_assignment_in_the_command_installs_no_gate() -> None:
-    cmds = hooks.hook_commands(ACKDECK, SESSION, ["redis://127.0.0.1:6399/0/inbox"])
+    cmds = hook_install.hook_commands(ACKDECK, SESSION, ["redis://127.0.0.1:6399/0/inbox"])
     assert cmds["Stop"] is not None and "exec" not in cmds["Stop"]
-    cmds = hooks.hook_commands(["ACKDECK_HOME=/x", "ackdeck"], SESSION, ["/r/inbox.txt"])
+    cmds = hook_install.hook_commands(["ACKDECK_HOME=/x", "ackdeck"], SESSION, ["/r/inbox.txt"])
     assert cmds["Stop"] is not None and "--gate" not in cmds["Stop"]
 
 
 def test_a_gate_names_the_home_its_command_pins() -> None:
-    cmds = hooks.hook_commands(["ackdeck", "--home", "/srv/deck"], SESSION, ["/r/inbox.txt"])
+    cmds = hook_install.hook_commands(["ackdeck", "--home", "/srv/deck"], SESSION, ["/r/inbox.txt"])
     stop = cmds["Stop"]
     assert stop is not None and stop.startswith("h=/srv/deck;")
 
@@ -486,9 +486,9 @@ def test_a_real_claude_turn_starts_no_python_hook_when_quiet_and_lists_a_waiting
         started = os.stat(s.root).st_mtime  # dated back: any presence event is later
 
         def turn_recorded() -> bool:
-            from ackdeck.core.presence import log
+            from ackdeck.core.presence import history
 
-            kinds = [e["ev"] for e in log.events(s.home, s.session) if e["t"] > started]
+            kinds = [e["ev"] for e in history.events(s.home, s.session) if e["t"] > started]
             return {"start", "prompt", "stop"} <= set(kinds)
 
         eventually(turn_recorded, what="the gates to mark the quiet turn")
@@ -521,7 +521,7 @@ def test_a_skipped_turn_still_shows_in_ackdeck_agents(deck: Deck) -> None:
 # ----- the session-start hook ------------------------------------------------------------------
 def _start(deck: Deck, source: str = "startup") -> subprocess.CompletedProcess[str]:
     """The gated session-start hook with the one line of JSON Claude Code writes (compact)."""
-    cmds = hooks.hook_commands(ACKDECK, SESSION, [deck.room])
+    cmds = hook_install.hook_commands(ACKDECK, SESSION, [deck.room])
     start = cmds["SessionStart"]
     assert start is not None
     line = json.dumps(
@@ -565,9 +565,9 @@ def test_a_quiet_session_start_prints_the_hooks_own_text_without_starting_ackdec
     assert _start(deck).stdout == said  # byte for byte what the hook printed
     assert _identity(_bootstrap_stamp(deck)) == before
     # `ackdeck agents` still sees the start, with Claude Code's session id.
-    from ackdeck.core.presence import log
+    from ackdeck.core.presence import history
 
-    facts = log.load(deck.home, SESSION)
+    facts = history.load(deck.home, SESSION)
     assert facts.turn == "start" and facts.claude_session == "3f1c0d6e-5b7a"
 
 

@@ -170,7 +170,7 @@ def test_an_upgrade_that_keeps_older_mtimes_is_not_served_the_older_text(
     """The gate compared the stamp with the mtimes of hooks.py and instructions.py only: a
     new version put in place with an mtime older than the stamp (its build time) served the
     text the older version wrote. The directory that holds them changes as it happens."""
-    from ackdeck.core import hooks
+    from ackdeck.core import hook_install, hooks
     from ackdeck.core.service import instructions
 
     pkg = tmp_path / "site-packages" / "ackdeck"
@@ -185,7 +185,7 @@ def test_an_upgrade_that_keeps_older_mtimes_is_not_served_the_older_text(
     room.parent.mkdir()
     room.touch()
     _date_back(tmp_path)
-    cmds = hooks.hook_commands(ACKDECK, SESSION, [room])  # the installer, with the copies
+    cmds = hook_install.hook_commands(ACKDECK, SESSION, [room])  # the installer, with the copies
     inst = Installed(tmp_path, cli_env, room, {d: cmds[e] or "" for d, e in DOORS.items()})
     inst.settle("bootstrap")
     stamp = inst.stamp("bootstrap").stat().st_mtime_ns

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from ackdeck.core import hooks
+from ackdeck.core import hook_install
 from ackdeck.core.base import locations
-from ackdeck.core.presence import log
+from ackdeck.core.presence import history, log
 from ackdeck.core.presence.model import decide
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.hooks import installed_hooks
@@ -128,7 +128,7 @@ def test_a_gated_session_end_shows_the_session_gone_as_the_python_hook_did(
     assert {k: gated.get(k) for k in same} == {k: ref.get(k) for k in same}
     assert _text_row(cli_env) == _text_row(ref_env)
     # The timeline names the end with its reason, as the logged event did.
-    (end,) = [e for e in log.timeline(_home(cli_env), SESSION) if e["ev"] == "end"]
+    (end,) = [e for e in history.timeline(_home(cli_env), SESSION) if e["ev"] == "end"]
     assert end["detail"] == "prompt_input_exit" and end["cc"] == CC
 
 
@@ -193,7 +193,7 @@ def test_the_hooks_json_reaches_the_mark_or_ackdeck_unaltered(
     mark.unlink()
     mark.mkdir()  # something else at the mark: ackdeck records the end
     end()
-    (logged,) = [e for e in log.events(_home(cli_env), SESSION) if e["ev"] == "end"]
+    (logged,) = [e for e in history.events(_home(cli_env), SESSION) if e["ev"] == "end"]
     assert "marked" not in logged
     assert (logged["cc"], logged["detail"]) == (CC, "prompt_input_exit")
 
@@ -209,7 +209,7 @@ def _mark_end(home: Path, at_ns: int, cc: str) -> None:
 
 
 def _state(home: Path) -> str:
-    facts = log.load(home, SESSION)
+    facts = history.load(home, SESSION)
     return decide(facts, time.time()).state
 
 
@@ -225,7 +225,7 @@ def test_an_end_mark_kept_in_whole_seconds_still_ends_its_own_run_started_that_s
     log.record(tmp_path, SESSION, "stop", at=SECOND + 0.8, cc=CC)
     _mark_end(tmp_path, SECOND * 1_000_000_000, CC)
     assert _state(tmp_path) == "gone"
-    assert [e["ev"] for e in log.events(tmp_path, SESSION)] == ["start", "stop", "end"]
+    assert [e["ev"] for e in history.events(tmp_path, SESSION)] == ["start", "stop", "end"]
 
 
 def test_a_restart_in_the_same_second_as_a_whole_second_end_mark_is_live(tmp_path: Path) -> None:
@@ -235,7 +235,7 @@ def test_a_restart_in_the_same_second_as_a_whole_second_end_mark_is_live(tmp_pat
     assert _state(tmp_path) == "gone"
     log.record(tmp_path, SESSION, "start", at=SECOND + 0.6, detail="startup", cc=CC2)
     assert _state(tmp_path) == "idle"
-    kinds = [e["ev"] for e in log.events(tmp_path, SESSION)]
+    kinds = [e["ev"] for e in history.events(tmp_path, SESSION)]
     assert kinds == ["start", "stop", "end", "start"]
 
 
@@ -350,7 +350,7 @@ def test_hooks_install_upgrades_the_python_session_end_hook_once(
     before = settings.read_bytes()
     assert installed_hooks(cli_env, settings, room) == upgraded
     assert settings.read_bytes() == before  # installing twice is a no-op
-    assert hooks.is_ackdeck_hook("SessionEnd", new["command"])
+    assert hook_install.is_ackdeck_hook("SessionEnd", new["command"])
 
 
 # ----- through real Claude Code ----------------------------------------------------------------

@@ -296,10 +296,12 @@ TURN_BUDGET_ACKDECK = {
     # no wake module.
     "wakes drain": 16,
     # The hooks name their home with a str: base/home.py's made_home (no Path built from it).
-    "hooks prompt": 55,
+    # Their handlers are core/cli/hook_turns.py, without agents_cmd's registration (and its
+    # import of _hook_events): one module fewer (issue 43, the bytecode a turn loads).
+    "hooks prompt": 54,
     # The Stop hook drains only when a wake record or a run is there (core/service/pending.py).
-    "hooks stop": 56,
-    "hooks bootstrap": 56,
+    "hooks stop": 55,
+    "hooks bootstrap": 55,
     # The hooks that only record their event: the stdin JSON, the home as a string, one
     # append (core/cli/_hook_events.py).
     "hooks notify": 19,
@@ -431,6 +433,112 @@ def test_per_turn_commands_stay_within_their_module_budget(tmp_path: Path) -> No
             if complaint:
                 complaints.append(complaint)
     assert not complaints, "\n".join(complaints)
+
+
+# The bytes of ackdeck's own bytecode each reading command loads (issue 43): with the standard
+# library off their path, what is left of a turn's start-up is loading ackdeck's modules, and
+# about half of those bytes were functions the command never calls (other commands' handlers,
+# argparse registration, the readers of a log a turn only appends to). A module count does not
+# see a module grow: this does. Sizes of `marshal.dumps` of each loaded module's code, compiled
+# here (what the .pyc holds, deterministic for one Python version and the same on every
+# machine). Two-sided as the module budget: over by more than BYTECODE_HEADROOM names the
+# biggest modules; under by more asks for the lower figure, so a cut's bytes are not spent
+# again unnoticed. Per Python version (bytecode differs): measured on 3.11, and the same
+# modules compiled by 3.12 and 3.13. Before the cut (issue 43, eighth session) a read loaded
+# 637,412 bytes, an ack 677,799, a status 585,960, the prompt hook 731,630 (on 3.11).
+TURN_BYTECODE_BUDGET = {
+    (3, 11): {
+        "room read": 575_027,
+        "room ack": 615_414,
+        "room status": 548_649,
+        "hooks prompt": 630_592,
+    },
+    (3, 12): {
+        "room read": 517_706,
+        "room ack": 557_931,
+        "room status": 493_540,
+        "hooks prompt": 568_513,
+    },
+    (3, 13): {
+        "room read": 523_356,
+        "room ack": 563_731,
+        "room status": 498_970,
+        "hooks prompt": 575_163,
+    },
+}
+BYTECODE_HEADROOM = 16_000  # bytes: a few functions' worth, never a module's
+
+
+def _bytecode_sizes(names: set[str]) -> dict[str, int]:
+    """Bytes of marshalled code of each ackdeck module in `names` (as its .pyc holds it)."""
+    import importlib.util
+    import marshal
+
+    sizes = {}
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            continue  # a namespace package: no code of its own
+        source = Path(spec.origin).read_bytes()
+        sizes[name] = len(marshal.dumps(compile(source, spec.origin, "exec")))
+    return sizes
+
+
+def _over_bytecode_budget(command: str, sizes: dict[str, int], budget: int) -> str | None:
+    """The complaint about one command's bytes of ackdeck bytecode, or None within budget."""
+    total = sum(sizes.values())
+    if budget - BYTECODE_HEADROOM <= total <= budget + BYTECODE_HEADROOM:
+        return None
+    if total < budget - BYTECODE_HEADROOM:
+        return (
+            f"{command}: {total} bytes of ackdeck bytecode, well under the budget of {budget}: "
+            f"set it to {total} in tests/test_layering.py (keep the cut)"
+        )
+    biggest = sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
+    return (
+        f"{command}: {total} bytes of ackdeck bytecode, over the budget of {budget} "
+        f"(+{BYTECODE_HEADROOM}). Move what this command does not run off its path (a module "
+        f"of its own, imported where it runs). The biggest: "
+        + ", ".join(f"{n} {b}" for n, b in biggest)
+    )
+
+
+def test_reading_commands_stay_within_their_bytecode_budget(tmp_path: Path) -> None:
+    """A turn's read, ack and status of a file room, and the prompt hook with a line to tell,
+    load at most their budget of ackdeck bytecode, counted in a fresh interpreter (issue 43:
+    a read loaded 636 KB of it, half of it functions the read never calls)."""
+    budgets = TURN_BYTECODE_BUDGET.get(sys.version_info[:2])
+    if budgets is None:
+        pytest.skip(f"bytecode budgeted on {sorted(TURN_BYTECODE_BUDGET)} only")
+    commands = {" ".join(a[:2]): (a, stdin) for a, stdin in _per_turn_commands(tmp_path)}
+    push = commands["room push"]
+    complaints, measured = [], {}
+    # Each as a turn meets it: a line to read, the read's lines to ack, lines to count and to
+    # tell about.
+    for command in ("room read", "room ack", "room status", "hooks prompt"):
+        if command != "room ack":
+            _probe(push[0], tmp_path, push[1])
+        args, stdin = commands[command]
+        loaded, _importer = _command_imports(args, tmp_path, stdin)
+        sizes = _bytecode_sizes({n for n in loaded if n == "ackdeck" or n.startswith("ackdeck.")})
+        measured[command] = sum(sizes.values())
+        complaint = _over_bytecode_budget(command, sizes, budgets[command])
+        if complaint:
+            complaints.append(complaint)
+    assert not complaints, "\n".join(complaints) + f"\nmeasured: {measured}"
+
+
+def test_the_bytecode_budget_names_the_biggest_modules() -> None:
+    """The failure names the biggest modules with their bytes; a figure well under asks for
+    the lower budget."""
+    sizes = {"ackdeck.core.rooms.file.room": 60_000, "ackdeck.core.cli": 9_000}
+    said = _over_bytecode_budget("room read", sizes, 69_000 - BYTECODE_HEADROOM - 1)
+    assert said is not None and "ackdeck.core.rooms.file.room 60000" in said
+    assert said.index("rooms.file.room") < said.index("ackdeck.core.cli 9000")
+    assert _over_bytecode_budget("room read", sizes, 69_000 - BYTECODE_HEADROOM) is None
+    assert _over_bytecode_budget("room read", sizes, 69_000 + BYTECODE_HEADROOM) is None
+    under = _over_bytecode_budget("room read", sizes, 69_000 + BYTECODE_HEADROOM + 1)
+    assert under is not None and "set it to 69000" in under
 
 
 # What a file room's read, ack and status, and the prompt and session-start hooks that read

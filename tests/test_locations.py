@@ -19,7 +19,7 @@ NOT_STATE = {
     "core/base/atomic.py": "the temp file of an atomic write, beside whatever it replaces",
     "core/base/faults.py": "the tests' pause marker, a file the test names",
     "core/base/names.py": "a room path as the user wrote it",
-    "core/hooks.py": "Claude Code's settings.json, a file another tool owns",
+    "core/hook_install.py": "Claude Code's settings.json, a file another tool owns",
     "core/mcp/server_config.py": "Claude Code's .mcp.json, a file another tool owns",
     "core/cli/agents_cmd.py": "the ackdeck executable beside the interpreter",
     "core/service/metrics.py": "room paths from the command line",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from ackdeck.core.cli import build_parser
+from ackdeck.core.cli._parsers import build_parser
 from tests.helpers.paths import PKG, REPO
 
 # `ackdeck room trace ROOM`, `room policy`, `ackdeck ps`: the words after the program name

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ackdeck.core.base import locations
-from ackdeck.core.presence import log, model
+from ackdeck.core.presence import history, log, model
 from ackdeck.core.presence.model import decide, fold
 
 T0 = 1_800_000_000.0
@@ -162,7 +162,7 @@ def test_record_appends_one_line_per_event_and_creates_the_directory(home: Path)
     lines = path.read_bytes().splitlines()
     assert [json.loads(x)["ev"] for x in lines] == ["prompt", "read"]
     assert "waited" not in json.loads(lines[1])  # unknown values are left out, not null
-    assert log.sessions(home) == ["agent"]
+    assert history.sessions(home) == ["agent"]
 
 
 def test_an_unwritable_home_records_nothing_and_raises_nothing(tmp_path: Path) -> None:
@@ -186,13 +186,13 @@ def test_a_full_log_is_folded_into_a_carry_and_keeps_its_facts(home: Path) -> No
         n += 1
         assert n < 10_000
     assert locations.presence_log(home, "agent").stat().st_size < log.LIMIT
-    f = log.load(home, "agent")
+    f = history.load(home, "agent")
     assert (f.client, f.version, f.rooms, f.servers) == ("claude-code", "2.1", ["/r"], {"h:7": T0})
     assert f.last_read == T0 + 1 + n and len(f.waited) == model.WINDOW
     # The timeline still reaches back into the rotated log, newest first, without the carry.
-    tl = log.timeline(home, "agent", limit=10)
+    tl = history.timeline(home, "agent", limit=10)
     assert [e["t"] for e in tl] == sorted((e["t"] for e in tl), reverse=True)
-    assert all(e["ev"] != "carry" for e in log.timeline(home, "agent", limit=10_000))
+    assert all(e["ev"] != "carry" for e in history.timeline(home, "agent", limit=10_000))
 
 
 def _holds_open(pid: int, path: Path) -> bool:
@@ -253,5 +253,5 @@ def test_an_event_appended_while_the_log_is_folded_is_kept(
     assert writers, "the log was never folded"
     assert writers[0].wait(timeout=60) == 0
     monkeypatch.setattr(model, "fold", real_fold)
-    f = log.load(home, "agent")
+    f = history.load(home, "agent")
     assert (f.client, f.version) == ("late", "9")

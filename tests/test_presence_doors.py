@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ackdeck.core import hooks
-from ackdeck.core.presence import log
+from ackdeck.core import hook_install, hooks
+from ackdeck.core.presence import history
 from tests.helpers.cli import ACKDECK, ackdeck
 from tests.helpers.hooks import execs, installed_hooks
 from tests.helpers.mcp import call, connect
@@ -22,7 +22,7 @@ from tests.helpers.paths import REPO
 def kinds_of(home: Path, session: str = "agent") -> list[str]:
     """The kinds of the session's presence events, oldest first (its log and the marks its
     gated hooks left: the SessionEnd hook's end is a mark)."""
-    return [e["ev"] for e in log.events(home, session)]
+    return [e["ev"] for e in history.events(home, session)]
 
 
 BASE = {
@@ -88,20 +88,26 @@ def run_hook(
 
 def test_install_adds_the_notification_and_session_end_hooks(tmp_path: Path) -> None:
     settings = tmp_path / ".claude" / "settings.json"
-    hooks.install(settings, hooks.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"]))
+    hook_install.install(
+        settings, hook_install.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"])
+    )
     data = json.loads(settings.read_text())
     notify = data["hooks"]["Notification"][0]["hooks"][0]["command"]
     end = data["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
     assert execs(notify)[-4:] == ["hooks", "notify", "--session", "agent"]
     assert execs(end)[-4:] == ["hooks", "end", "--session", "agent"]
     # Installing again changes nothing; a user's own Notification hook is kept beside ours.
-    again = hooks.install(settings, hooks.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"]))
+    again = hook_install.install(
+        settings, hook_install.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"])
+    )
     assert not again.changed
     data["hooks"]["Notification"].insert(
         0, {"hooks": [{"type": "command", "command": "notify-send hi"}]}
     )
     settings.write_text(json.dumps(data))
-    hooks.install(settings, hooks.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"]))
+    hook_install.install(
+        settings, hook_install.hook_commands(ACKDECK, "agent", [tmp_path / "r.txt"])
+    )
     kept = json.loads(settings.read_text())["hooks"]["Notification"]
     assert [g["hooks"][0]["command"] for g in kept] == ["notify-send hi", notify]
 
@@ -157,7 +163,7 @@ def test_a_read_records_how_long_its_first_line_waited(
     time.sleep(0.3)  # the age to measure, not a synchronisation
     assert ackdeck(cli_env, "room", "read", str(room), "--session", "agent").returncode == 0
     home = Path(cli_env["ACKDECK_HOME"])
-    (read,) = log.events(home, "agent")
+    (read,) = history.events(home, "agent")
     assert read["ev"] == "read" and read["lines"] == 1 and read["room"] == str(room)
     assert 0.3 <= read["waited"] < 60
     # An empty read is no evidence of anything: nothing recorded (the ack is).

@@ -206,7 +206,7 @@ async def test_lines_panel_shows_a_redis_rooms_lines_live_and_drops_what_the_own
 
 
 def test_hook_commands_never_carry_the_password(tmp_path: Path) -> None:
-    from ackdeck.core.hooks import hook_commands
+    from ackdeck.core.hook_install import hook_commands
 
     cmds = hook_commands(
         ["ackdeck"], "agent", [f"redis://me:{SECRET}@db.example:6380/2/inbox", tmp_path / "f.txt"]

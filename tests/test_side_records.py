@@ -175,7 +175,7 @@ def test_a_fifo_or_directory_in_place_of_a_rooms_journey_file_blocks_and_fails_n
 
 def test_a_presence_log_grown_to_a_gigabyte_is_read_bounded(home: Path) -> None:
     """`agents` read each presence log whole: one grown behind ackdeck's back (`truncate -s
-    1G`) cost a gigabyte of memory and time per listing. At most log.READ_CAP bytes are read
+    1G`) cost a gigabyte of memory and time per listing. At most history.READ_CAP bytes are read
     (its head, where a fold's summary is, and its tail), counted as the bytes this process
     read (Linux's rchar), not timed."""
     from ackdeck.core.presence import log

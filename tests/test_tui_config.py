@@ -87,7 +87,7 @@ def test_cli_bad_session_exits_with_one_line(cli_env: dict[str, str]) -> None:
 
 def test_importing_the_cli_does_not_import_textual() -> None:
     code = (
-        "import sys, ackdeck.core.cli; ackdeck.core.cli.build_parser(); "
+        "import sys, ackdeck.core.cli._parsers; ackdeck.core.cli._parsers.build_parser(); "
         "print('textual' in sys.modules)"
     )
     out = subprocess.run(

@@ -1,7 +1,7 @@
 """MkDocs hook: the reference pages that must never drift from the code, generated at build time.
 
-- `reference/cli.md` from the argparse parsers `ackdeck.core.cli.build_parser()` builds (every
-  command, the dashboard's entry-point commands included).
+- `reference/cli.md` from the argparse parsers `ackdeck.core.cli._parsers.build_parser()`
+  builds (every command, the dashboard's entry-point commands included).
 - `reference/mcp-tools.md` from what the MCP server publishes: `ackdeck mcp` is started on a
   scratch home and room and asked for `tools/list` through the official SDK client, so names,
   descriptions, arguments, annotations and `outputSchema` are the ones an agent's client sees.
@@ -139,7 +139,7 @@ def _command_section(
 
 
 def cli_page() -> str:
-    from ackdeck.core.cli import build_parser
+    from ackdeck.core.cli._parsers import build_parser
 
     with _clean_environment():
         parser = build_parser()
@@ -147,7 +147,7 @@ def cli_page() -> str:
             "# CLI reference",
             "",
             "Generated from the argparse parsers of `ackdeck` when this site was built "
-            "(`ackdeck.core.cli.build_parser()`), so it lists exactly the commands and "
+            "(`ackdeck.core.cli._parsers.build_parser()`), so it lists exactly the commands and "
             "options of this version. `ackdeck COMMAND --help` prints the same. Exit codes: "
             "[exit codes](exit-codes.md); `--json` shapes: [JSON reference](json.md).",
             "",

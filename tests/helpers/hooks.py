@@ -46,13 +46,13 @@ def installed_hooks(
 def waited_for(settings: Mapping[str, Any], event: str) -> dict[str, Any]:
     """The one ackdeck hook of `event` Claude Code waits for (not `"async"`): a gated prompt
     or Stop hook has an async `hooks presence` beside it."""
-    from ackdeck.core import hooks
+    from ackdeck.core import hook_install
 
     (hook,) = [
         h
         for g in settings["hooks"].get(event, [])
         for h in g["hooks"]
-        if hooks.is_ackdeck_hook(event, h.get("command")) and not h.get("async")
+        if hook_install.is_ackdeck_hook(event, h.get("command")) and not h.get("async")
     ]
     return hook
 

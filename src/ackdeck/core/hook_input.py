@@ -79,3 +79,47 @@ def read_hook_input(
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+# The fields presence records of a hook's input (core/service/presence.py), and of the end mark
+# a gate leaves instead (core/presence/history.py): one reading for both.
+# Claude Code's older Notification payloads have no `notification_type`: their message says.
+_KIND_BY_MESSAGE = (
+    ("needs your permission", "permission_prompt"),
+    ("waiting for your input", "idle_prompt"),
+)
+
+
+def hook_fields(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """`detail` and `cc` of the hook event `kind` from its stdin JSON, as the hook records
+    them and as a mark is read (one reading for both, so a mark reads as the event)."""
+    detail: str | None = None
+    if kind == "start":
+        detail = _word(payload.get("source")) or "startup"
+    elif kind == "notify":
+        detail = notification_detail(payload)
+    elif kind == "end":
+        detail = _word(payload.get("reason")) or "other"
+    # Claude Code's own id of the session: `ackdeck agents` matches it with the session's
+    # registry record, to show both evidences when they disagree.
+    fields = {"detail": detail, "cc": _word(payload.get("session_id")) or None}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def notification_detail(payload: dict[str, Any]) -> str:
+    """`TYPE: message` of a Notification hook's payload (TYPE inferred from the message of a
+    client that does not send it; `other` when neither says)."""
+    message = payload.get("message")
+    message = " ".join(message.split())[:200] if isinstance(message, str) else ""
+    kind = _word(payload.get("notification_type"))
+    if not kind:
+        low = message.lower()
+        kind = next((k for words, k in _KIND_BY_MESSAGE if words in low), "other")
+    return f"{kind}: {message}" if message else kind
+
+
+def _word(value: object) -> str:
+    """A short printable word from a payload field (anything else: empty)."""
+    if not isinstance(value, str):
+        return ""
+    return "".join(c for c in value if c.isalnum() or c in "_-.")[:40]

@@ -44,7 +44,7 @@ _JSON = ("json", _FLAG, False, None)
 _SESSION = ("session", _VALUE, None, None)
 _ROOMS = ("room", _APPEND, None, None)  # default: a fresh list each time
 _SETTLE = ("settle", _VALUE, 2.0, float)
-_MAX_BYTES = ("max_bytes", _VALUE, None, "rooms_cmd._size")
+_MAX_BYTES = ("max_bytes", _VALUE, None, "room_turns.page_size")
 _HOOK_SESSION = ("session", _VALUE, "<session_of>", None)
 _GATE = ("gate", _VALUE, None, None)
 
@@ -67,8 +67,8 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
     ),
     ("room", "read"): (
         "room_command",
-        "rooms_cmd",
-        "_read",
+        "room_turns",
+        "read",
         (("room", "1"),),
         {
             "--follow-symlinks": _FOLLOW,
@@ -79,8 +79,8 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
     ),
     ("room", "ack"): (
         "room_command",
-        "rooms_cmd",
-        "_ack",
+        "room_turns",
+        "ack",
         (("room", "1"),),
         {
             "--follow-symlinks": _FOLLOW,
@@ -92,13 +92,13 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
     ),
     ("room", "status"): (
         "room_command",
-        "rooms_cmd",
-        "_status",
+        "room_turns",
+        "status",
         (("room", "+"),),
         {
             "--follow-symlinks": _FOLLOW,
             "--session": _SESSION,
-            "--overdue": ("overdue", _VALUE, None, "rooms_cmd._duration"),
+            "--overdue": ("overdue", _VALUE, None, "room_turns.duration"),
             "--json": _JSON,
         },
     ),
@@ -116,26 +116,26 @@ _COMMANDS: dict[tuple[str, str], tuple[str, str, str, tuple[tuple[str, str], ...
     ),
     ("hooks", "bootstrap"): (
         "hooks_command",
-        "agents_cmd",
-        "_bootstrap",
+        "hook_turns",
+        "bootstrap",
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "prompt"): (
         "hooks_command",
-        "agents_cmd",
-        "_prompt",
+        "hook_turns",
+        "prompt",
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--gate": _GATE},
     ),
     ("hooks", "stop"): (
         "hooks_command",
-        "agents_cmd",
-        "_stop",
+        "hook_turns",
+        "stop",
         (),
         {"--session": _HOOK_SESSION, "--room": _ROOMS, "--settle": _SETTLE, "--gate": _GATE},
     ),
-    # The hooks that only record their event, without agents_cmd and the hooks module.
+    # The hooks that only record their event, without hook_turns and the hooks module.
     ("hooks", "notify"): (
         "hooks_command",
         "_hook_events",

@@ -1,25 +1,25 @@
-"""`ackdeck mcp …` (the agents' MCP server) and `ackdeck hooks …` (agent hook wiring)."""
+"""`ackdeck mcp …` (the agents' MCP server), `ackdeck hooks …` (agent hook wiring) and `ackdeck
+nudge`: their argparse registration and the commands no agent's turn runs. The hooks a turn
+runs are core/cli/hook_turns.py (bootstrap, prompt, stop) and core/cli/_hook_events.py
+(notify, end): core/cli/_fast.py runs them without this module."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from ackdeck.core import hooks
-from ackdeck.core.base import locations
+from ackdeck.core import hook_install
 from ackdeck.core.base.names import check_name
 from ackdeck.core.cli import SESSION_HELP, _hook_events, session_of
 from ackdeck.core.cli._output import say
+from ackdeck.core.cli.hook_turns import bootstrap, prompt, stop
 from ackdeck.core.errors import AckdeckError, InvalidInput
 
-# On the hot path (the hooks): argparse only for type checkers, and while a parser is built.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
-
-    from ackdeck.core.service.quiet import Probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -134,8 +134,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument(
         "--user",
         action="store_true",
-        help=f"install into the user-wide {hooks.user_settings_path()} instead (every project "
-        "then shares one session's wakes)",
+        help=f"install into the user-wide {hook_install.user_settings_path()} instead (every "
+        "project then shares one session's wakes)",
     )
     _session_of_hook(p)
     p.add_argument(
@@ -165,7 +165,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY",
         help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
     )
-    p.set_defaults(handler=_bootstrap)
+    p.set_defaults(handler=bootstrap)
 
     p = hsub.add_parser("prompt", help="print unread room lines (never acks); silent if none")
     _session_of_hook(p)
@@ -176,7 +176,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY",
         help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
     )
-    p.set_defaults(handler=_prompt)
+    p.set_defaults(handler=prompt)
 
     p = hsub.add_parser(
         "stop",
@@ -197,7 +197,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY",
         help="started by the installed gate (a sh prelude): write or remove its stamp KEY",
     )
-    p.set_defaults(handler=_stop)
+    p.set_defaults(handler=stop)
 
     p = hsub.add_parser(
         "notify",
@@ -287,7 +287,7 @@ def _install(args: argparse.Namespace) -> int:
 
     check_name(args.session)
     ackdeck = _ackdeck_command(args.ackdeck)
-    commands = hooks.hook_commands(ackdeck, args.session, args.room, args.home)
+    commands = hook_install.hook_commands(ackdeck, args.session, args.room, args.home)
     # Built before anything is written: a server that cannot be made (no room) writes nothing.
     server = (
         server_config.server_argv(ackdeck, args.session, args.room, args.home)
@@ -295,20 +295,20 @@ def _install(args: argparse.Namespace) -> int:
         else None
     )
     target = (
-        hooks.user_settings_path()
+        hook_install.user_settings_path()
         if args.user
         else _path(args.settings)
         if args.settings
-        else hooks.default_settings_path()
+        else hook_install.default_settings_path()
     )
-    _said_installed(hooks.install(target, commands), commands, args.session)
+    _said_installed(hook_install.install(target, commands), commands, args.session)
     if server is not None:
         _pair_server(server, args.mcp_config)
     return 0
 
 
 def _said_installed(
-    result: hooks.InstallResult, commands: dict[str, str | None], session: str
+    result: hook_install.InstallResult, commands: dict[str, str | None], session: str
 ) -> None:
     if not result.changed:
         say(f"{result.path}: ackdeck hooks already installed; nothing changed")
@@ -317,7 +317,7 @@ def _said_installed(
     say(f"{result.path}: {verb} with ackdeck hooks for session {session!r}")
     if result.backup is not None:
         say(f"backup of the previous file: {result.backup}")
-    for event in hooks.EVENTS:
+    for event in hook_install.EVENTS:
         command = commands.get(event)
         if command and "; exec " in command:  # a gate: what it runs, not its sh program
             runs = command.rsplit("; exec ", 1)[1].split(" <<", 1)[0]
@@ -360,132 +360,10 @@ def _pair_server(server: list[str], mcp_config: str | None) -> None:
     say(f"  {server_config.SERVER_NAME}: {line}")
 
 
-def _presence(
-    args: argparse.Namespace, kind: str, payload: dict[str, object], rooms: Sequence[str] = ()
-) -> None:
-    """Record the hook event in the session's presence (`ackdeck agents`)."""
-    from ackdeck.core.service import presence
-
-    presence.hook_event(_home(args), check_name(args.session), kind, payload, rooms)
-
-
-def _bootstrap(args: argparse.Namespace) -> int:
-    payload = hooks.read_hook_input()
-    _presence(args, "start", payload, args.room)
-    stamp = _probe(args, "bootstrap", getattr(args, "gate", None))  # before the look
-    unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
-    queues: set[str] = set()
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
-    text = hooks.bootstrap_text(args.session, args.room, unread)
-    if payload.get("source") in ("compact", "clear", "resume"):
-        text = f"(ackdeck: reminder after {payload['source']})\n" + text
-    say(text, flush=True)
-    told()
-    if stamp is not None:
-        # The gate serves only a `startup` from the stamp, with this very text.
-        quiet = (
-            payload.get("source") == "startup"
-            and len(unread) == len(args.room)
-            and not any(unread.values())
-            and not queues
-        )
-        stamp.settle(quiet, args.room, text=text + "\n")
-    return 0
-
-
-def _prompt(args: argparse.Namespace) -> int:
-    payload = hooks.read_hook_input()
-    _presence(args, "prompt", payload)
-    stamp = _probe(args, "prompt", getattr(args, "gate", None))  # before anything is looked at
-    unread: dict[str, int] = {}  # each room's count as the marker saw it: looked at once
-    queues: set[str] = set()
-    told = hooks.rooms_told_marker(_home(args), args.session, args.room, unread, queues)
-    text = hooks.prompt_text(args.session, args.room, unread)
-    # A wake an earlier stop handed over that the model was never shown (issue 41).
-    again, keep = hooks.prompt_again(_home(args), args.session, payload)
-    text = "\n".join(t for t in (again, text) if t)
-    if text:
-        say(text, flush=True)
-        keep()
-    told()
-    if stamp is not None:
-        quiet = (
-            not text
-            and len(unread) == len(args.room)
-            and not any(unread.values())
-            and not queues
-            and not os.path.lexists(locations.wake_handed(_home(args), args.session))
-        )
-        stamp.settle(quiet, args.room)
-    return 0
-
-
-def _probe(args: argparse.Namespace, door: str, gate: str | None) -> Probe | None:
-    """The gate's stamp in the making (core/service/quiet.py), or None without a gate."""
-    if gate is None:
-        return None
-    from ackdeck.core.service import quiet
-
-    return quiet.probe(_home(args), check_name(args.session), door, gate, args.room)
-
-
-def _stop(args: argparse.Namespace) -> int:
-    payload = hooks.read_hook_input()
-    check_name(args.session)
-    stamp = _probe(args, "stop", getattr(args, "gate", None))  # before anything is looked at
-    outcome = hooks.stop_hook(
-        _home(args), args.session, args.room, payload, settle_timeout=args.settle, emit=_emit
-    )
-    if stamp is not None:
-        stamp.settle(outcome.quiet, args.room)
-    if not outcome.block:
-        outcome.commit()
-        _presence(args, "stop", payload)
-        return 0
-    if not outcome.written and not _emit(outcome.text):
-        _presence(args, "stop", payload)
-        return 1  # nothing reached the agent: the room notices are not recorded as told
-    outcome.commit()
-    from ackdeck.core.service import presence
-
-    presence.record(_home(args), args.session, "stop", blocked=True)
-    return 2
-
-
-def _emit(text: str) -> bool:
-    """Claude Code feeds stderr back to the agent on exit 2, so stderr decides whether the
-    text was delivered (the wakes are acked only then); stdout is for a human reading it."""
-    if sys.stderr is None:  # started with stderr closed
-        return False
-    try:
-        say(text, file=sys.stderr, flush=True)
-    except OSError:
-        return False
-    try:
-        say(text, flush=True)
-    except OSError:
-        # The agent already has it on stderr. Point stdout at /dev/null so the interpreter's
-        # final flush cannot print a second error about the same broken pipe.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except AttributeError:
-        pass  # started with stdout closed
-    return True
-
-
 def _path(text: str) -> Path:
     from pathlib import Path  # `hooks install`'s: not loaded by the hooks themselves
 
     return Path(text)
-
-
-def _home(args: argparse.Namespace) -> str:
-    """The hooks' home, made and checked as resolve_home does, spelled as str(Path) spelled it
-    (base/names.as_pathlib_would): a str, so pathlib stays off every turn (issue 43)."""
-    from ackdeck.core.base.home import made_home
-
-    return made_home(args.home)
 
 
 def _nudge(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ def _completion(args: argparse.Namespace) -> int:
         from ackdeck.core.errors import UsageError
 
         raise UsageError("completion: name a shell: bash, zsh or fish (see --help)")
-    from ackdeck.core.cli import build_parser
+    from ackdeck.core.cli._parsers import build_parser
     from ackdeck.core.cli.completion import script
 
     emit_text(script(args.shell, build_parser(None)))

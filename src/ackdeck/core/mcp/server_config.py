@@ -2,10 +2,10 @@
 
 The hooks and the server of one agent must share its session, its rooms and its home: the Stop
 hook drains the wakes of the processes the server started, and tells about the rooms the
-server reads. Both are therefore built from the same parts (`hooks.ackdeck_prefix`,
-`hooks.hook_room`) instead of being written by hand in two places.
+server reads. Both are therefore built from the same parts (`hook_install.ackdeck_prefix`,
+`hook_install.hook_room`) instead of being written by hand in two places.
 
-`server_entry` and `merge_server` are pure; the file I/O is `hooks.update_json_file`'s.
+`server_entry` and `merge_server` are pure; the file I/O is `hook_install.update_json_file`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from typing import Any
 from ackdeck.core.base.names import check_name
 from ackdeck.core.clients import claude_code
 from ackdeck.core.errors import AckdeckError, InvalidInput
-from ackdeck.core.hooks import InstallResult, ackdeck_prefix, hook_room, update_json_file
+from ackdeck.core.hook_install import (
+    InstallResult,
+    ackdeck_prefix,
+    hook_room,
+    update_json_file,
+)
 
 SERVER_NAME = "ackdeck"
 PROJECT_FILE = claude_code.PROJECT_MCP_FILE  # Claude Code's project servers

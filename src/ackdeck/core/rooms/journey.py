@@ -245,7 +245,8 @@ def trace_file(
 ) -> Journey:
     """The journey of the line that starts at logical `offset` in the room open at `fd`
     (None: the file is gone), whose first byte is logical offset `base` in `epoch`.
-    `unaudited`: audit entries of interrupted acks not recovered yet (Room._unaudited).
+    `unaudited`: audit entries of interrupted acks not recovered yet (`unaudited` in
+    core/rooms/file/queries.py).
 
     A line that left the room is acked (or dead) only if an audit entry says so: its
     absence alone proves nothing (a hand edit removes lines too)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ackdeck.core.base.struct import Internal, Struct
 from ackdeck.core.errors import AckdeckError
-from ackdeck.core.presence import log
+from ackdeck.core.presence import history, log
 from ackdeck.core.presence.model import STATES, Facts, decide, is_time, threshold
 
 if TYPE_CHECKING:
@@ -92,8 +92,8 @@ def list_agents(
     """Every session with a presence log in `home` (or those named), sorted by name; with
     `claude_teams`, then every member of every Claude Code team (`$CLAUDE_CONFIG_DIR/teams`
     in `env`, else ~/.claude/teams), by team and name."""
-    names, skipped = (sorted(set(sessions)), []) if sessions is not None else log.scan(home)
-    facts = [log.load(home, s) for s in names]
+    names, skipped = (sorted(set(sessions)), []) if sessions is not None else history.scan(home)
+    facts = [history.load(home, s) for s in names]
     statuses = _room_statuses(sorted({r for f in facts for r in f.rooms}), clock)
     now = clock()
     host = log.this_host()
@@ -292,7 +292,7 @@ def _row(
     if not unread:
         oldest = None
     presence = decide(
-        f, now, dead=log.dead_servers(f, host), unread=unread, oldest_unread_age=oldest
+        f, now, dead=history.dead_servers(f, host), unread=unread, oldest_unread_age=oldest
     )
     limit, basis = threshold(f.waited)
     return Agent(
@@ -327,7 +327,7 @@ def _pending_wakes(home: Path, session: str) -> int:
 
 def timeline(home: Path, session: str, limit: int = 50) -> list[dict[str, object]]:
     """The session's last `limit` presence events, newest first (the dashboard's timeline)."""
-    return log.timeline(home, session, limit)
+    return history.timeline(home, session, limit)
 
 
 def timeline_line(event: dict[str, object]) -> str:
@@ -345,7 +345,7 @@ def logs_signature(home: Path, *, claude: bool = False) -> frozenset[tuple[str, 
     one when no event was recorded since. A stat per session, no read: the dashboard asks it
     every few seconds. With `claude`, Claude Code's session registry too (a status it
     rewrote; a session that died without a write is found by the periodic listing)."""
-    sig = log.signature(home)
+    sig = history.signature(home)
     if not claude:
         return sig
     import os

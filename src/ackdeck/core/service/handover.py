@@ -260,11 +260,11 @@ def hand_over(
     """Give `target` the lines `source` has not acked in its room (see the module), exactly
     once. An unfinished hand-over of `source` found in the journal is finished first and
     reported (`resumed`, notes)."""
-    from ackdeck.core.presence import log
+    from ackdeck.core.presence import history
 
     check_name(source)
     check_name(target)
-    known = set(log.sessions(home))
+    known = set(history.sessions(home))
     source, target = _here(source, known), _here(target, known)
     if source == target:
         raise InvalidInput(f"cannot hand {source}'s lines over to itself: name another session")
@@ -277,8 +277,8 @@ def hand_over(
             raise InvalidInput(
                 f"unknown session {s}: `ackdeck agents` lists the sessions ackdeck has seen{hint}"
             )
-    src_spec = choose_room(source, log.load(home, source).rooms, from_room, "--from-room")
-    target_rooms = log.load(home, target).rooms if target in known else []
+    src_spec = choose_room(source, history.load(home, source).rooms, from_room, "--from-room")
+    target_rooms = history.load(home, target).rooms if target in known else []
     dst_spec = target_room(target_rooms, to_room)
     if dst_spec is None:
         dst_spec = choose_room(target, target_rooms, None, "--to-room")

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 this_host = log.this_host
-# The words of the hook events are read where a gate's mark is read too (core/presence/log.py).
-notification_detail = log.notification_detail
 
 
 def record(home: Path | str, session: str, kind: str, **fields: Any) -> bool:
@@ -33,7 +31,11 @@ def hook_event(
     rooms: Sequence[str] = (),
 ) -> bool:
     """Record the hook event `kind` (start, prompt, stop, notify, end) from its stdin JSON."""
-    fields: dict[str, Any] = log.hook_fields(kind, dict(payload))
+    # The words of the hook events, read where a gate's mark is read too: the hook that calls
+    # this read its stdin with the same module (a read or an ack records presence without it).
+    from ackdeck.core.hook_input import hook_fields
+
+    fields: dict[str, Any] = hook_fields(kind, dict(payload))
     if kind == "start":
         fields.update(host=log.this_host(), rooms=room_names(rooms) or None)
     return log.record(home, session, kind, **fields)
@@ -57,5 +59,7 @@ def room_names(rooms: Sequence[str]) -> list[str]:
 def nudges_unanswered(home: Path, session: str) -> tuple[int, bool]:
     """How many nudges `session` got since its last read, and whether the bound on them was
     already reached (and the owner told)."""
-    facts = log.load(home, session)
+    from ackdeck.core.presence import history  # reading the log back: not on a hook's path
+
+    facts = history.load(home, session)
     return facts.nudges_unanswered, facts.nudges_held

@@ -3,7 +3,7 @@
 Claude Code runs every hook command through `/bin/sh -c`, and a Python start is ~3x a bare
 interpreter however little the hook does: three blocking hooks made a one-turn session 1.39x
 slower. Most turns have nothing to say, so the prompt and Stop hooks are installed behind a
-gate (core/hooks.py `gate_command`): a POSIX sh prelude of builtins only (`test`, `true`,
+gate (core/hook_install.py `gate_command`): a POSIX sh prelude of builtins only (`test`, `true`,
 redirections; no fork) that exits 0 when a stamp proves nothing changed since a hook found
 nothing to say, and `exec`s ackdeck otherwise.
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 DOORS = ("prompt", "stop")  # the per-turn doors; "bootstrap" (session start) is gated too
-# Set by the gate to the home it looked in (core/hooks.py `gate_command`).
+# Set by the gate to the home it looked in (core/hook_install.py `gate_command`).
 GATE_HOME = "ACKDECK_GATE_HOME"
 # How far before the look a stamp is set: longer than any single write of a line takes from
 # stamping its file's mtime to making its bytes visible.
@@ -67,7 +67,7 @@ def watched(room: str) -> list[str]:
     """The files whose mtime the gate compares with the stamp for one room: the room, its
     directory, its sidecar and the sidecar's receipts (the gate requires the room itself, and
     compares the others when they exist: a missing one changed its parent's mtime)."""
-    from pathlib import Path  # installing only (core/hooks.py gate_command)
+    from pathlib import Path  # installing only (core/hook_install.py gate_command)
 
     side = locations.sidecar(Path(room))
     return [room, os.path.dirname(room), str(side), str(locations.receipts_dir(side))]

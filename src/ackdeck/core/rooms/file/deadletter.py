@@ -28,9 +28,11 @@ from ackdeck.core.errors import AckdeckError
 from ackdeck.core.rooms.file import ledger as L
 from ackdeck.core.rooms.file import readlog
 from ackdeck.core.rooms.file.ack import AckSite, AckTransaction
+from ackdeck.core.rooms.room_errors import write_error
 
 if TYPE_CHECKING:
     from ackdeck.core.base.atomic import P
+    from ackdeck.core.rooms.file.room import Room
 
 
 def dead_room_path(room: P) -> P:
@@ -152,3 +154,32 @@ def tell_owner(
     )
     h = resolve_home(home)
     tell(h, owner, room.name, str(room), "dead", text, count=moved, clock=clock)
+
+
+def move_dead_letters(room: Room, limit: int) -> None:
+    """Lines of `room` handed out `limit` times without an ack go to NAME.dead (a read runs
+    this when the room's policy sets max_deliveries: core/rooms/file/room.py)."""
+    if not room._side.ensure(create=False):
+        return
+    # The room's own class (room.py imports this module in the method that calls it).
+    dead = type(room)(dead_room_path(room.path), clock=room._clock, door=room.door)
+    try:
+        with room._side.lock(shared=False):
+            fd = room._open()
+            if fd is None:
+                return
+            try:
+                if not prepare(fd, dead.path):
+                    return  # a dead-letter room that cannot take lines never blocks this one
+                moved = move_locked(
+                    room._ack_site(), fd, room._side.journey_dir, limit, dead._append
+                )
+            except OSError as exc:
+                raise write_error(room.path, exc) from None
+            finally:
+                os.close(fd)
+    finally:
+        dead.close()
+    owner = room._policy_or_none().owner
+    if moved and owner is not None:
+        tell_owner(room._home, owner, room.path, moved, limit, room._clock)

@@ -16,6 +16,8 @@ The room's concepts each live in their own module; `Room` ties them together:
   over push_handles.py: the descriptors it keeps open and its one write;
 - core/rooms/file/ledger.py: the persisted state and the pure decisions on it;
 - core/rooms/file/prev_inodes.py: replaced inodes, where late unlocked writers end up.
+- core/rooms/file/queries.py: trace, find and the waits (no turn runs them);
+- core/rooms/file/handover.py: a hand-over's side of the room (push_lines, forget, ...).
 
 Bytes are the truth: nothing here decodes text.
 """
@@ -609,32 +611,9 @@ class Room:
                 os.close(fd)
 
     def _move_dead_letters(self, limit: int) -> None:
-        """Lines handed out `limit` times without an ack go to NAME.dead (deadletter.py)."""
-        from ackdeck.core.rooms.file import deadletter
+        from ackdeck.core.rooms.file.deadletter import move_dead_letters
 
-        if not self._side.ensure(create=False):
-            return
-        dead = Room(deadletter.dead_room_path(self.path), clock=self._clock, door=self.door)
-        try:
-            with self._side.lock(shared=False):
-                fd = self._open()
-                if fd is None:
-                    return
-                try:
-                    if not deadletter.prepare(fd, dead.path):
-                        return  # a dead-letter room that cannot take lines never blocks this one
-                    moved = deadletter.move_locked(
-                        self._ack_site(), fd, self._side.journey_dir, limit, dead._append
-                    )
-                except OSError as exc:
-                    raise write_error(self.path, exc) from None
-                finally:
-                    os.close(fd)
-        finally:
-            dead.close()
-        owner = self._policy_or_none().owner
-        if moved and owner is not None:
-            deadletter.tell_owner(self._home, owner, self.path, moved, limit, self._clock)
+        move_dead_letters(self, limit)
 
     def exclusively(self) -> AbstractContextManager[tuple[int | None, AckSite]]:
         """The room open (None: missing) under its exclusive lock, with what an ack may touch:
@@ -696,89 +675,30 @@ class Room:
 
         return self._append(line_bytes(line))
 
+    # ----- a hand-over's side (core/rooms/file/handover.py) ---------------------------------
     def push_lines(self, lines: list[bytes]) -> int:
-        """Append several lines in one write (a hand-over, core/service/handover.py: a crash
-        leaves all of them in the room or none); return the logical offset of the first.
-        They are another room's lines, moved as they are: a blank line or a NUL a producer
-        wrote there is kept (push() refuses them from a person), a newline inside one never."""
-        for line in lines:
-            if b"\n" in line:
-                raise InvalidInput("a handed-over line cannot hold a newline")
-        if not lines:
-            raise InvalidInput("no lines to push")
-        return self._append(b"".join(line + b"\n" for line in lines))
+        """Append several lines in one write; the logical offset of the first (handover.py)."""
+        from ackdeck.core.rooms.file import handover
+
+        return handover.push_lines(self, lines)
 
     def find_block(self, since: int, epoch: int, block: bytes) -> tuple[int | None, bool]:
-        """Where the complete lines `block` start in the room, at a line start at or after
-        logical offset `since` of `epoch` (a hand-over whose push reply was lost looks for
-        its push), or None; and whether that answer is certain: False when the room no longer
-        reaches back to `since` (lines from there on were acked, or the epoch changed), so
-        an absence proves nothing. Reads only."""
-        with self._consistent() as (fd, ledger):
-            reaches = ledger.epoch == epoch and ledger.base <= since
-            if fd is None:
-                return None, reaches
-            size = os.fstat(fd).st_size
-            start = since - ledger.base if reaches else 0
-            data = os.pread(fd, size - start, start) if size > start else b""
-            at = 0
-            while (at := data.find(block, at)) >= 0:
-                line_start = (
-                    data[at - 1 : at] == b"\n"
-                    if at
-                    else (start == 0 or os.pread(fd, 1, start - 1) == b"\n")
-                )
-                if line_start:
-                    return ledger.base + start + at, True
-                at += 1
-            return None, reaches
+        """Where the lines `block` start at or after `since`, and if certain (handover.py)."""
+        from ackdeck.core.rooms.file import handover
+
+        return handover.find_block(self, since, epoch, block)
 
     def note_handover(self, start: int, end: int, lines: int, sha256: str, text: str) -> None:
-        """Audit that a hand-over moved the lines in [start, end) out of this room or into
-        it (`text` says which: "handed over from S to T"), for `room trace`. Once: a re-run
-        after a crash finds the entry there and adds none."""
-        from ackdeck.core.rooms import journey
-        from ackdeck.core.rooms.file.sidecar import AuditEntry
+        """Audit, once, that a hand-over moved the lines in [start, end) (handover.py)."""
+        from ackdeck.core.rooms.file import handover
 
-        self._side.ensure(create=True)
-        with self._side.lock(shared=False):
-            ledger = self._ledger()
-            entry = AuditEntry(
-                at=self._clock(),
-                session="handover",
-                mode="handover",
-                epoch=ledger.epoch,
-                start=start,
-                end=end,
-                acked=lines,
-                preserved=0,
-                sha256=sha256,
-                handover=text,
-            )
-            if not any(
-                doc.get("mode") == "handover" and (doc.get("start"), doc.get("end")) == (start, end)
-                for doc in journey.audit_entries(self._side.audit_file)
-            ):
-                self._side.audit(entry)
+        handover.note_handover(self, start, end, lines, sha256, text)
 
     def forget(self, session: str, readers: Collection[str] = ()) -> bool:
-        """Stop counting `session` as a reader of this room: its receipt (the cursor of its
-        unread count, and what authorises its next ack) goes. For a reader that will not come
-        back, such as a finished hand-over's own; a later read by that name starts afresh.
-        Only when nothing of it could still be acked: its last read is acked or took no line,
-        or was handed to one of `readers` (the caller's own reads, which it will not ack).
-        Nothing is removed from the room either way. False when the receipt is kept."""
-        check_name(session)
-        if not self._side.ensure(create=False):
-            return False
-        with self._side.lock(shared=False):
-            header = self._receipts.header(session)
-            if header is None:
-                return False
-            if not (header.acked or header.lines == 0 or header.reader in readers):
-                return False
-            atomic.unlink_quietly(self._receipts.file(session))
-            return True
+        """Stop counting `session` as a reader of this room (handover.py)."""
+        from ackdeck.core.rooms.file import handover
+
+        return handover.forget(self, session, readers)
 
     def _append(self, data: bytes) -> int:
         """Append complete lines in one write under the shared lock (push, and the dead-letter
@@ -980,49 +900,18 @@ class Room:
             data = policy_mod.encode(policy)
             atomic.atomic_write(locations.policy(self.sidecar), data)
 
-    # ----- a line's journey (core/rooms/journey.py) -------------------------------------------
+    # ----- queries and waits (core/rooms/file/queries.py) -------------------------------------
     def trace(self, offset: int | str) -> Journey:
         """The journey of the line that starts at logical `offset` (what push returned)."""
-        try:
-            at = int(offset)
-        except ValueError:
-            raise InvalidInput(f"offset {offset!r} is not a byte offset of a file room") from None
-        from ackdeck.core.rooms import journey
+        from ackdeck.core.rooms.file import queries
 
-        with self._consistent() as (fd, ledger):
-            return journey.trace_file(
-                fd,
-                ledger.base,
-                ledger.epoch,
-                self.sidecar,
-                self._side.journey_dir,
-                at,
-                self._unaudited(ledger),
-            )
-
-    def _unaudited(self, settled: L.Ledger) -> list[dict[str, object]]:
-        """The audit entry of an interrupted ack whose rename happened, when no exclusive
-        operation has recovered it yet (it may not be in the audit log): what a query that
-        writes nothing reads in its place. `settled`: the ledger as this query settled it."""
-        if not self._side.ensure(create=False):
-            return []
-        raw = self._ledger()
-        p = raw.pending
-        if p is None or (settled.epoch, settled.base) != (raw.epoch, p.base) or p.base == raw.base:
-            return []  # no intent, or its rename never happened
-        return [intent_entry(raw, self._clock()).to_json()]
+        return queries.trace(self, offset)
 
     def find(self, text: str | bytes) -> tuple[list[int | str], int]:
-        """The offsets of the lines now in the room that contain `text` (the newest
-        journey.MATCH_LIMIT), and how many do."""
-        from ackdeck.core.rooms import journey
+        """The offsets of the lines now in the room that contain `text`, and how many do."""
+        from ackdeck.core.rooms.file import queries
 
-        needle = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-        with self._consistent() as (fd, ledger):
-            if fd is None:
-                return [], 0
-            found, total = journey.find_file(fd, ledger.base, needle)
-            return list(found), total
+        return queries.find(self, text)
 
     def wait_acked(
         self,
@@ -1030,63 +919,10 @@ class Room:
         timeout: float | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> Journey | None:
-        """Block until the line at `offset` left the room: its journey then (acked, moved to
-        the dead-letter room, or neither: removed behind ackdeck's back, which no audit entry
-        records); None when `timeout` passed first (or `stop` said so).
+        """Block until the line at `offset` left the room: its journey (queries.py)."""
+        from ackdeck.core.rooms.file import queries
 
-        Watches the sidecar directory: every ack appends its audit entry and stores the ledger
-        there. The watcher also wakes every step without events, which bounds the race between
-        a check and the watcher starting (as wait does)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        found = self._left(offset)
-        if found is not None or (deadline is not None and deadline <= time.monotonic()):
-            return found
-        for _ in _watch(self.sidecar, {"ledger", "audit.jsonl"}, timeout):
-            found = self._left(offset)
-            if found is not None:
-                return found
-            if deadline is not None and time.monotonic() >= deadline:
-                return None
-            if stop is not None and stop():
-                return None
-        return None
-
-    def _left(self, offset: int | str) -> Journey | None:
-        """The line's journey if it left the room. Acked or dead only as the audit says (an
-        ack audits before it commits its base, core/rooms/file/ack.py): a line below the base with
-        no entry was removed by something else, and is reported as neither."""
-        try:
-            j = self.trace(offset)
-        except InvalidInput:
-            with self._consistent() as (_fd, ledger):
-                if int(offset) >= ledger.base:
-                    raise
-            from ackdeck.core.rooms.journey import Journey
-
-            return Journey(offset, False, None, None, False, [])
-        return None if j.present else j
-
-    def _consistent(self) -> AbstractContextManager[tuple[int | None, L.Ledger]]:
-        """The room file open with the ledger that describes it (shared lock held when there
-        is a sidecar, as for status); writes nothing."""
-        from contextlib import contextmanager  # trace's, counts', pages': not for a turn's
-
-        return contextmanager(self._consistent_gen)()
-
-    def _consistent_gen(self) -> Iterator[tuple[int | None, L.Ledger]]:
-        from contextlib import nullcontext
-
-        has_sidecar = self._side.ensure(create=False)
-        with locked(self.lock_file, shared=True) if has_sidecar else nullcontext():
-            fd = self._open()
-            try:
-                if fd is None:
-                    yield None, self._ledger() if has_sidecar else L.Ledger()
-                else:
-                    yield fd, self._settled_ledger(fd, can_write=False)[0]
-            finally:
-                if fd is not None:
-                    os.close(fd)
+        return queries.wait_acked(self, offset, timeout, stop)
 
     def first_seen(self, start: int | str, length: int) -> float | None:
         """When the line at logical offset `start` (`length` bytes and its newline) was first
@@ -1109,58 +945,13 @@ class Room:
         finally:
             os.close(fd)
 
-    # ----- wait ---------------------------------------------------------------------------
     def wait(
         self, session: str, timeout: float | None = None, stop: Callable[[], bool] | None = None
     ) -> bool:
-        """Block until `session` has unread complete lines (True) or the timeout passes (False).
+        """Block until `session` has unread complete lines (True) or the timeout passes."""
+        from ackdeck.core.rooms.file import queries
 
-        Watches the directory, not the file: an ack renames a new inode over the file and a
-        watch on the old one would go silent.
-        """
-        check_name(session)
-        self._side.check_dir()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        if self._unread(session) > 0:
-            return True
-        if deadline is not None and deadline <= time.monotonic():
-            return False
-        # Any event for the room name is a reason to re-check. The watcher also wakes every
-        # step without events, which bounds the race between the first check above and
-        # the watcher starting, and lets late bytes in a replaced inode be swept.
-        for _ in _watch(self.path.parent, {self.path.name}, timeout):
-            if self._unread(session) > 0:
-                return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            if stop is not None and stop():
-                return False
-        return False
-
-    def _unread(self, session: str) -> int:
-        self._maybe_sweep()
-        st = self.status()
-        if session in st.sessions:
-            return st.sessions[session].unread
-        return st.pending
-
-
-def _watch(directory: Path, names: set[str], timeout: float | None) -> Iterator[object]:
-    """Events for `names` in `directory` (not recursive), and a tick at least every 250 ms
-    (shorter for a short timeout) without them, for a caller that re-checks on each."""
-    import watchfiles  # local: only the waits need the watcher
-
-    step_ms = 250 if timeout is None else max(10, min(250, int(timeout * 1000)))
-    return watchfiles.watch(
-        directory,
-        watch_filter=lambda _c, p: os.path.basename(p) in names,
-        debounce=20,
-        step=10,
-        rust_timeout=step_ms,
-        yield_on_timeout=True,
-        raise_interrupt=False,
-        recursive=False,
-    )
+        return queries.wait(self, session, timeout, stop)
 
 
 def _holds_bytes(path: str) -> bool:
