@@ -11,6 +11,9 @@ import gc
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -138,4 +141,48 @@ def test_a_callers_higher_threshold_or_automatic_collection_off_is_kept(
         assert gc.get_threshold() == (given, 10, 10)
     finally:
         gc.set_threshold(*before)
+    capfd.readouterr()
+
+
+def _until(condition: Callable[[], bool], what: str, bound: float = 60.0) -> None:
+    deadline = time.monotonic() + bound
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.01)
+
+
+def test_overlapping_in_process_calls_give_the_caller_its_thresholds_back(
+    tmp_path: Path, own_thresholds: tuple[int, int, int], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Two per-turn commands run by main() in two threads of one caller, the first returning
+    while the second still waits: the second found the first's raised threshold when it
+    started, and must not hand that back as the caller's (it did: the caller was left with
+    TURN_GC_THRESHOLD). Each waits for its line's ack (`room push --wait-ack`), which another
+    interpreter gives, in this order."""
+    rooms = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    codes: list[int] = []
+
+    def push(room: str) -> None:
+        argv = ["room", "push", room, "line", "--wait-ack", "--session", "q", "--timeout", "60"]
+        codes.append(main(argv))
+
+    threads = [threading.Thread(target=push, args=(room,)) for room in rooms]
+    for thread, room in zip(threads, rooms, strict=True):
+        thread.start()  # the second starts while the first waits inside main()
+        _until(lambda room=room: os.path.exists(room) and os.path.getsize(room) > 0, room)
+    env = {**_env(tmp_path), "ACKDECK_SESSION": "q"}
+    for thread, room in zip(threads, rooms, strict=True):
+        for action in ("read", "ack"):
+            subprocess.run(
+                [sys.executable, "-m", "ackdeck.core.cli", "room", action, room],
+                env=env,
+                cwd=tmp_path,
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+    assert codes == [0, 0]
+    assert gc.get_threshold() == own_thresholds
     capfd.readouterr()

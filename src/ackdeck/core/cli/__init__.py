@@ -15,6 +15,7 @@ one command to the subparsers. core never imports them itself, so it never depen
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
 
@@ -168,16 +169,28 @@ def _json_asked(argv: Sequence[str]) -> bool:
 # Python's thresholds, and an in-process caller gets them back when main() returns.
 TURN_GC_THRESHOLD = 50_000
 
+# The in-process calls of main() running now, and the caller's thresholds the first of them
+# found: calls that overlap (threads) share them, and the last to return gives them back (each
+# restoring what it found would leave TURN_GC_THRESHOLD behind when an earlier call returns
+# first). _thread is built in and loaded by every interpreter at start-up.
+_CALLS: list[tuple[int, ...]] = []
+_CALLS_LOCK = _thread.allocate_lock()
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line `argv` (default: sys.argv's), run in this process; its exit code."""
     import gc  # built in: no file to load
 
-    thresholds = gc.get_threshold()
+    with _CALLS_LOCK:
+        _CALLS.append(_CALLS[0] if _CALLS else gc.get_threshold())
+        thresholds = _CALLS[0]
     try:
         return _main(argv, thresholds)
     finally:
-        gc.set_threshold(*thresholds)  # an in-process caller's collector as it was
+        with _CALLS_LOCK:
+            _CALLS.pop()
+            if not _CALLS:
+                gc.set_threshold(*thresholds)  # an in-process caller's collector as it was
 
 
 def _main(argv: Sequence[str] | None, thresholds: tuple[int, ...]) -> int:
